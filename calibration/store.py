@@ -1,0 +1,541 @@
+"""The SQLite store: connections, the schema (as sqlite-utils migrations) and the writes.
+
+Connection strategy. Streamlit runs every rerun on a fresh thread and serves many
+sessions at once, so no connection is shared between threads: every unit of work
+opens its own short-lived connection (`session()`), which costs well under a
+millisecond. Each connection gets WAL (readers never block the writer), foreign
+keys on, and a busy timeout. A write that reads before it writes starts with
+`BEGIN IMMEDIATE`, taking the write lock up front: a deferred transaction that
+upgrades from read to write can fail at once with "database is locked" whatever
+the busy timeout, an immediate one waits its turn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+from .errors import ConflictError, NotFoundError
+from .models import LABELS, Verdict
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DB = PROJECT_ROOT / "data" / "calibration.db"
+BUSY_TIMEOUT_MS = 30_000
+
+migrations = Migrations("calibration")
+
+_VERDICT_CHECK = "({col} IN ('SUPPORTED','CONTRADICTED','UNSUPPORTED'))"
+
+
+def _run(db: Database, statements: Sequence[str]) -> None:
+    for sql in statements:
+        db.execute(sql)
+
+
+@migrations()
+def m001_create_answers(db: Database) -> None:
+    _run(db, [
+        """CREATE TABLE answers (
+            id TEXT PRIMARY KEY,
+            question TEXT NOT NULL,
+            answer TEXT NOT NULL,
+            category TEXT,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            content_hash TEXT NOT NULL,
+            holdout INTEGER NOT NULL DEFAULT 0,
+            imported_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX answers_category ON answers(category)",
+        """CREATE TABLE chunks (
+            answer_id TEXT NOT NULL REFERENCES answers(id),
+            position INTEGER NOT NULL,
+            chunk_id TEXT NOT NULL,
+            text TEXT NOT NULL,
+            source TEXT,
+            PRIMARY KEY (answer_id, chunk_id)
+        )""",
+        """CREATE TABLE claims (
+            id INTEGER PRIMARY KEY,
+            answer_id TEXT NOT NULL REFERENCES answers(id),
+            claim_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            UNIQUE (answer_id, claim_id)
+        )""",
+    ])
+
+
+@migrations()
+def m002_create_judge_runs(db: Database) -> None:
+    _run(db, [
+        """CREATE TABLE judge_runs (
+            id INTEGER PRIMARY KEY,
+            judge_model TEXT NOT NULL,
+            prompt_version TEXT NOT NULL,
+            origin TEXT NOT NULL DEFAULT 'import',
+            created_at TEXT NOT NULL,
+            UNIQUE (judge_model, prompt_version)
+        )""",
+        f"""CREATE TABLE judge_verdicts (
+            run_id INTEGER NOT NULL REFERENCES judge_runs(id),
+            claim_pk INTEGER NOT NULL REFERENCES claims(id),
+            verdict TEXT NOT NULL CHECK {_VERDICT_CHECK.format(col='verdict')},
+            raw_verdict TEXT,
+            rationale TEXT,
+            evidence TEXT NOT NULL DEFAULT '[]',
+            PRIMARY KEY (run_id, claim_pk)
+        )""",
+        "CREATE INDEX judge_verdicts_claim ON judge_verdicts(claim_pk)",
+    ])
+
+
+@migrations()
+def m003_create_labels(db: Database) -> None:
+    # label_events is the append-only history; human_labels is its current state per
+    # (claim, reviewer), written in the same transaction so reads stay cheap.
+    _run(db, [
+        f"""CREATE TABLE label_events (
+            id INTEGER PRIMARY KEY,
+            claim_pk INTEGER NOT NULL REFERENCES claims(id),
+            reviewer TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN
+                ('blind','skip','unclear','keep','judge_right','import','adjudicate')),
+            verdict TEXT CHECK (verdict IS NULL OR {_VERDICT_CHECK.format(col='verdict')}),
+            evidence TEXT NOT NULL DEFAULT '[]',
+            note TEXT,
+            cycle_id INTEGER,
+            judge_run_id INTEGER,
+            created_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX label_events_claim ON label_events(claim_pk, reviewer)",
+        """CREATE TRIGGER label_events_no_update BEFORE UPDATE ON label_events
+           BEGIN SELECT RAISE(ABORT, 'label_events is append-only'); END""",
+        """CREATE TRIGGER label_events_no_delete BEFORE DELETE ON label_events
+           BEGIN SELECT RAISE(ABORT, 'label_events is append-only'); END""",
+        f"""CREATE TABLE human_labels (
+            claim_pk INTEGER NOT NULL REFERENCES claims(id),
+            reviewer TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('labeled','skipped','unclear')),
+            blind_verdict TEXT CHECK (blind_verdict IS NULL OR
+                {_VERDICT_CHECK.format(col='blind_verdict')}),
+            final_verdict TEXT CHECK (final_verdict IS NULL OR
+                {_VERDICT_CHECK.format(col='final_verdict')}),
+            reconciled TEXT CHECK (reconciled IS NULL OR reconciled IN ('keep','judge_right')),
+            slip INTEGER NOT NULL DEFAULT 0,
+            evidence TEXT NOT NULL DEFAULT '[]',
+            note TEXT,
+            cycle_id INTEGER,
+            blind_at TEXT,
+            final_at TEXT,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (claim_pk, reviewer)
+        )""",
+        "CREATE INDEX human_labels_reviewer ON human_labels(reviewer)",
+        f"""CREATE TABLE adjudications (
+            claim_pk INTEGER PRIMARY KEY REFERENCES claims(id),
+            verdict TEXT NOT NULL CHECK {_VERDICT_CHECK.format(col='verdict')},
+            adjudicator TEXT NOT NULL,
+            note TEXT,
+            created_at TEXT NOT NULL
+        )""",
+        "CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ])
+
+
+@migrations()
+def m004_create_cycles(db: Database) -> None:
+    _run(db, [
+        """CREATE TABLE cycles (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            judge_run_id INTEGER NOT NULL REFERENCES judge_runs(id),
+            strategy TEXT NOT NULL,
+            seed INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            overlap REAL NOT NULL DEFAULT 0,
+            holdout INTEGER NOT NULL DEFAULT 0,
+            include_labeled INTEGER NOT NULL DEFAULT 0,
+            created_by TEXT,
+            created_at TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open','closed')),
+            closed_at TEXT,
+            snapshot TEXT
+        )""",
+        """CREATE TABLE cycle_answers (
+            cycle_id INTEGER NOT NULL REFERENCES cycles(id),
+            answer_id TEXT NOT NULL REFERENCES answers(id),
+            position INTEGER NOT NULL,
+            inclusion_prob REAL NOT NULL,
+            PRIMARY KEY (cycle_id, answer_id)
+        )""",
+        """CREATE TABLE assignments (
+            cycle_id INTEGER NOT NULL REFERENCES cycles(id),
+            answer_id TEXT NOT NULL REFERENCES answers(id),
+            reviewer TEXT NOT NULL,
+            PRIMARY KEY (cycle_id, answer_id, reviewer)
+        )""",
+        "CREATE INDEX assignments_reviewer ON assignments(reviewer, cycle_id)",
+    ])
+
+
+# ---------------------------------------------------------------- m006 judge lab (issue 7)
+# (m005 is reserved for another change; the two touch different tables, so their order
+# of application does not matter.)
+
+
+@migrations()
+def m006_judge_lab(db: Database) -> None:
+    # judge_lab_runs sits beside judge_runs (1:1) instead of altering it, so imported runs
+    # keep their shape. Token totals are cumulative here rather than summed from
+    # judge_calls: a failed call that is later re-run replaces its row, yet was paid for.
+    _run(db, [
+        """CREATE TABLE judge_lab_runs (
+            run_id INTEGER PRIMARY KEY REFERENCES judge_runs(id),
+            template TEXT NOT NULL,
+            template_sha256 TEXT NOT NULL,
+            base_url TEXT NOT NULL,
+            params TEXT NOT NULL DEFAULT '{}',
+            scope TEXT NOT NULL,
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            total_tokens INTEGER,
+            started_at TEXT NOT NULL,
+            finished_at TEXT
+        )""",
+        """CREATE TABLE judge_calls (
+            run_id INTEGER NOT NULL REFERENCES judge_runs(id),
+            answer_id TEXT NOT NULL REFERENCES answers(id),
+            status TEXT NOT NULL CHECK (status IN ('ok','failed')),
+            prompt TEXT NOT NULL,
+            response TEXT,
+            exchanges TEXT NOT NULL DEFAULT '[]',
+            attempts INTEGER NOT NULL,
+            error TEXT,
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            total_tokens INTEGER,
+            latency_ms REAL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, answer_id)
+        )""",
+    ])
+
+
+# ---------------------------------------------------------------- connections
+
+_migrated: set[str] = set()
+_migrate_lock = threading.Lock()
+
+
+def default_db_path() -> Path:
+    env = os.environ.get("CALIBRATION_DB")
+    return Path(env) if env else DEFAULT_DB
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def connect(path: str | Path | None = None, *, migrate: bool = True) -> Database:
+    """Open a new connection with the project's pragmas; apply pending migrations once per process."""
+    path = Path(path) if path is not None else default_db_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # isolation_level=None: Python issues no implicit BEGIN, so every transaction here
+    # is the explicit one we chose (BEGIN IMMEDIATE for writes).
+    conn = sqlite3.connect(
+        str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+    )
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    db = Database(conn, execute_plugins=False)
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        conn.execute("PRAGMA journal_mode = WAL")
+    key = str(path.resolve())
+    if migrate and key not in _migrated:
+        with _migrate_lock:
+            if key not in _migrated:
+                with write(db):
+                    migrations.apply(db)
+                _migrated.add(key)
+    return db
+
+
+@contextmanager
+def session(path: str | Path | None = None) -> Iterator[Database]:
+    """A connection for one unit of work, closed at the end."""
+    db = connect(path)
+    try:
+        yield db
+    finally:
+        db.conn.close()
+
+
+@contextmanager
+def write(db: Database) -> Iterator[Database]:
+    """One write transaction started with BEGIN IMMEDIATE; rolled back on any error."""
+    if db.conn.in_transaction:
+        with db.atomic():
+            yield db
+        return
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        if db.conn.in_transaction:
+            db.conn.execute("ROLLBACK")
+        raise
+    else:
+        db.conn.execute("COMMIT")
+
+
+# ---------------------------------------------------------------- reads
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeRun:
+    id: int
+    judge_model: str
+    prompt_version: str
+    origin: str
+    created_at: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.judge_model}@{self.prompt_version}"
+
+
+def judge_runs(db: Database) -> list[JudgeRun]:
+    rows = db.execute(
+        "SELECT id, judge_model, prompt_version, origin, created_at FROM judge_runs ORDER BY id"
+    ).fetchall()
+    return [JudgeRun(*r) for r in rows]
+
+
+def find_judge_run(db: Database, name: str | None = None) -> JudgeRun:
+    """Resolve `MODEL@VERSION`, or `VERSION` when unique; None means the newest run."""
+    runs = judge_runs(db)
+    if not runs:
+        raise NotFoundError("no judge runs yet: import judged answers first")
+    if name is None:
+        return runs[-1]
+    if "@" in name:
+        model, _, version = name.rpartition("@")
+        hits = [r for r in runs if r.judge_model == model and r.prompt_version == version]
+    else:
+        hits = [r for r in runs if r.prompt_version == name]
+        if not hits:
+            hits = [r for r in runs if r.judge_model == name]
+    if len(hits) == 1:
+        return hits[0]
+    known = ", ".join(r.name for r in runs)
+    if not hits:
+        raise NotFoundError(f"unknown judge run {name!r}; known runs: {known}")
+    raise NotFoundError(f"judge run {name!r} is ambiguous; use MODEL@VERSION: {known}")
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    run: JudgeRun
+    answers: int
+    claims: int
+    verdicts: dict[str, int]
+    labeled_claims: int
+
+
+def info(db: Database) -> dict[str, object]:
+    """Counts for the overview: totals and, per judge run, answers, claims, verdicts, labels."""
+    totals = {
+        "answers": db.execute("SELECT count(*) FROM answers").fetchone()[0],
+        "claims": db.execute("SELECT count(*) FROM claims").fetchone()[0],
+        "label_events": db.execute("SELECT count(*) FROM label_events").fetchone()[0],
+        "labeled_claims": db.execute(
+            "SELECT count(DISTINCT claim_pk) FROM human_labels WHERE status = 'labeled'"
+        ).fetchone()[0],
+        "reviewers": db.execute("SELECT count(DISTINCT reviewer) FROM human_labels").fetchone()[0],
+    }
+    per_run: list[RunInfo] = []
+    for run in judge_runs(db):
+        counts = dict.fromkeys(LABELS, 0)
+        for verdict, n in db.execute(
+            "SELECT verdict, count(*) FROM judge_verdicts WHERE run_id = ? GROUP BY verdict",
+            [run.id],
+        ):
+            counts[verdict] = n
+        answers, claims, labeled = db.execute(
+            """SELECT count(DISTINCT c.answer_id), count(*),
+                      count(DISTINCT CASE WHEN h.claim_pk IS NOT NULL THEN c.id END)
+               FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk
+               LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.status = 'labeled'
+               WHERE v.run_id = ?""",
+            [run.id],
+        ).fetchone()
+        per_run.append(RunInfo(run, answers, claims, counts, labeled))
+    return {"totals": totals, "runs": per_run}
+
+
+def claim_pk(db: Database, answer_id: str, claim_id: str) -> int:
+    row = db.execute(
+        "SELECT id FROM claims WHERE answer_id = ? AND claim_id = ?", [answer_id, claim_id]
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"no claim {claim_id!r} in answer {answer_id!r}")
+    return row[0]
+
+
+# ---------------------------------------------------------------- label writes
+
+LABEL_KINDS = ("blind", "skip", "unclear", "keep", "judge_right", "import", "adjudicate")
+
+
+@dataclass(frozen=True, slots=True)
+class LabelState:
+    claim_pk: int
+    reviewer: str
+    status: str
+    blind_verdict: str | None
+    final_verdict: str | None
+    reconciled: str | None
+    slip: bool
+    evidence: list[str]
+    note: str | None
+
+
+def _label_state(row: sqlite3.Row | tuple | None, claim: int, reviewer: str) -> LabelState | None:
+    if row is None:
+        return None
+    status, blind, final, reconciled, slip, evidence, note = row
+    return LabelState(claim, reviewer, status, blind, final, reconciled, bool(slip),
+                      json.loads(evidence), note)
+
+
+def label_state(db: Database, claim: int, reviewer: str) -> LabelState | None:
+    row = db.execute(
+        """SELECT status, blind_verdict, final_verdict, reconciled, slip, evidence, note
+           FROM human_labels WHERE claim_pk = ? AND reviewer = ?""",
+        [claim, reviewer],
+    ).fetchone()
+    return _label_state(row, claim, reviewer)
+
+
+def record_label(
+    db: Database,
+    *,
+    claim: int,
+    reviewer: str,
+    kind: str,
+    verdict: Verdict | str | None = None,
+    evidence: Sequence[str] = (),
+    note: str | None = None,
+    cycle_id: int | None = None,
+    judge_run_id: int | None = None,
+) -> LabelState:
+    """Append one label event and update the reviewer's current label, in one transaction.
+
+    kinds: `blind` (a verdict given before the judge is revealed; a change is a new
+    event), `skip` / `unclear` (no verdict; recorded so the queue can show them),
+    `keep` (after the reveal, the reviewer keeps the blind verdict: a judge error),
+    `judge_right` (after the reveal, the reviewer adopts the judge's verdict of
+    `judge_run_id`: a reviewer slip, counted), `import` (a label from a file: blind and
+    final at once). Returns the new state.
+    """
+    if kind not in LABEL_KINDS or kind == "adjudicate":
+        raise ValueError(f"unknown label kind {kind!r}")
+    if not reviewer:
+        raise ValueError("reviewer is required")
+    with write(db):
+        state = label_state(db, claim, reviewer)
+        if kind in ("blind", "import"):
+            if verdict is None:
+                raise ValueError(f"a {kind} label needs a verdict")
+            verdict = Verdict(verdict).value
+        elif kind in ("keep", "judge_right"):
+            if state is None or state.blind_verdict is None:
+                raise ConflictError("reconcile needs a blind verdict first")
+            if kind == "keep":
+                verdict = state.blind_verdict
+            else:
+                row = db.execute(
+                    "SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?",
+                    [judge_run_id, claim],
+                ).fetchone()
+                if row is None:
+                    raise NotFoundError("the judge gave no verdict on this claim")
+                verdict = row[0]
+        else:
+            verdict = None
+        ts = now()
+        ev_json = json.dumps(list(evidence), ensure_ascii=False)
+        db.execute(
+            """INSERT INTO label_events
+               (claim_pk, reviewer, kind, verdict, evidence, note, cycle_id, judge_run_id,
+                created_at) VALUES (?,?,?,?,?,?,?,?,?)""",
+            [claim, reviewer, kind, verdict, ev_json, note, cycle_id, judge_run_id, ts],
+        )
+        if kind in ("blind", "import"):
+            new = dict(status="labeled", blind_verdict=verdict, final_verdict=verdict,
+                       reconciled=None, slip=0, blind_at=ts, final_at=ts)
+        elif kind in ("skip", "unclear"):
+            new = dict(status="skipped" if kind == "skip" else "unclear", blind_verdict=None,
+                       final_verdict=None, reconciled=None, slip=0, blind_at=ts, final_at=None)
+        else:
+            assert state is not None
+            new = dict(status="labeled", blind_verdict=state.blind_verdict,
+                       final_verdict=verdict, reconciled=kind,
+                       slip=int(kind == "judge_right" and verdict != state.blind_verdict),
+                       final_at=ts)
+        keep_ev = state.evidence if state and kind in ("keep", "judge_right") else list(evidence)
+        keep_note = state.note if state and kind in ("keep", "judge_right") and note is None else note
+        row = {"claim_pk": claim, "reviewer": reviewer, "evidence": json.dumps(
+            keep_ev, ensure_ascii=False), "note": keep_note, "cycle_id": cycle_id,
+            "updated_at": ts, **new}
+        cols = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("claim_pk", "reviewer"))
+        db.execute(
+            f"INSERT INTO human_labels ({cols}) VALUES ({marks}) "
+            f"ON CONFLICT (claim_pk, reviewer) DO UPDATE SET {updates}",
+            list(row.values()),
+        )
+        result = label_state(db, claim, reviewer)
+    assert result is not None
+    return result
+
+
+def adjudicate(db: Database, *, claim: int, adjudicator: str, verdict: Verdict | str,
+               note: str | None = None) -> None:
+    """Record the adjudicated human label of a claim (overrides disagreeing reviewers)."""
+    verdict = Verdict(verdict).value
+    ts = now()
+    with write(db):
+        db.execute(
+            """INSERT INTO label_events (claim_pk, reviewer, kind, verdict, note, created_at)
+               VALUES (?,?,?,?,?,?)""",
+            [claim, adjudicator, "adjudicate", verdict, note, ts],
+        )
+        db.execute(
+            """INSERT INTO adjudications (claim_pk, verdict, adjudicator, note, created_at)
+               VALUES (?,?,?,?,?) ON CONFLICT (claim_pk) DO UPDATE SET verdict = excluded.verdict,
+               adjudicator = excluded.adjudicator, note = excluded.note,
+               created_at = excluded.created_at""",
+            [claim, verdict, adjudicator, note, ts],
+        )
+
+
+def label_history(db: Database, claim: int, reviewer: str | None = None) -> list[dict[str, object]]:
+    sql = "SELECT * FROM label_events WHERE claim_pk = ?"
+    params: list[object] = [claim]
+    if reviewer is not None:
+        sql += " AND reviewer = ?"
+        params.append(reviewer)
+    return list(db.query(sql + " ORDER BY id", params))

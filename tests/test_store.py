@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from sqlite_utils import Database
+
+from calibration import store
+from calibration.errors import ConflictError, NotFoundError
+
+
+def test_every_connection_has_wal_foreign_keys_and_busy_timeout(db_path: Path) -> None:
+    with store.session(db_path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        assert db.execute("PRAGMA busy_timeout").fetchone()[0] == store.BUSY_TIMEOUT_MS
+        with pytest.raises(sqlite3.IntegrityError):
+            db.execute("INSERT INTO chunks (answer_id, position, chunk_id, text) "
+                       "VALUES ('missing', 0, 'c', 't')")
+
+
+def test_migrations_are_recorded_and_not_rerun(db_path: Path) -> None:
+    with store.session(db_path) as db:
+        names = [m.name for m in store.migrations.applied(db)]
+    assert names[:4] == ["m001_create_answers", "m002_create_judge_runs", "m003_create_labels",
+                         "m004_create_cycles"]
+    store._migrated.clear()
+    with store.session(db_path) as db:
+        assert [m.name for m in store.migrations.applied(db)] == names
+
+
+def test_label_history_is_append_only(wice_db: Database) -> None:
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        wice_db.execute("UPDATE label_events SET verdict = 'SUPPORTED'")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        wice_db.execute("DELETE FROM label_events")
+
+
+def test_blind_change_and_reconcile_keep_full_history(wice_db: Database) -> None:
+    run = store.find_judge_run(wice_db, "wice-gpt4")
+    claim = store.claim_pk(wice_db, "test00017", "test00017-c1")  # gpt-4 says SUPPORTED
+    store.record_label(wice_db, claim=claim, reviewer="ann", kind="blind", verdict="SUPPORTED")
+    store.record_label(wice_db, claim=claim, reviewer="ann", kind="blind", verdict="UNSUPPORTED")
+    with pytest.raises(ConflictError):
+        store.record_label(wice_db, claim=claim, reviewer="bob", kind="keep")
+    state = store.record_label(wice_db, claim=claim, reviewer="ann", kind="judge_right",
+                               judge_run_id=run.id)
+    judge = wice_db.execute("SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?",
+                            [run.id, claim]).fetchone()[0]
+    assert (state.blind_verdict, state.final_verdict, state.slip) == ("UNSUPPORTED", judge, True)
+    kinds = [(e["kind"], e["verdict"]) for e in store.label_history(wice_db, claim, "ann")]
+    assert kinds == [("blind", "SUPPORTED"), ("blind", "UNSUPPORTED"), ("judge_right", judge)]
+    keep = store.record_label(wice_db, claim=claim, reviewer="ann", kind="keep")
+    assert (keep.final_verdict, keep.slip, keep.reconciled) == ("UNSUPPORTED", False, "keep")
+
+
+def test_skip_and_unclear_are_recorded_without_a_verdict(demo_db: Database) -> None:
+    claim = store.claim_pk(demo_db, "Q1", "c1")
+    assert store.record_label(demo_db, claim=claim, reviewer="ann", kind="skip").status == "skipped"
+    state = store.record_label(demo_db, claim=claim, reviewer="ann", kind="unclear", note="ask")
+    assert (state.status, state.final_verdict, state.note) == ("unclear", None, "ask")
+
+
+def test_find_judge_run_by_version_name_or_newest(wice_db: Database) -> None:
+    assert store.find_judge_run(wice_db).prompt_version == "wice-gpt35"
+    assert store.find_judge_run(wice_db, "gpt-4-0613@wice-gpt4").prompt_version == "wice-gpt4"
+    with pytest.raises(NotFoundError, match="known runs: gpt-4-0613@wice-gpt4"):
+        store.find_judge_run(wice_db, "nope")
+
+
+def test_threads_writing_labels_at_once_lose_nothing(wice_db: Database, db_path: Path) -> None:
+    """Eight threads, each its own connection as a Streamlit rerun would have, write at once."""
+    claims = [pk for (pk,) in wice_db.execute("SELECT id FROM claims ORDER BY id")]
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def reviewer(n: int) -> None:
+        try:
+            start.wait()
+            for i, claim in enumerate(claims[:40]):
+                with store.session(db_path) as db:
+                    verdict = ("SUPPORTED", "UNSUPPORTED")[(i + n) % 2]
+                    store.record_label(db, claim=claim, reviewer=f"r{n}", kind="blind",
+                                       verdict=verdict)
+                    if i % 5 == 0:  # same claim, same reviewer, changed mind: a second event
+                        store.record_label(db, claim=claim, reviewer=f"r{n}", kind="blind",
+                                           verdict="CONTRADICTED")
+        except BaseException as exc:  # collected: a "database is locked" must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reviewer, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with store.session(db_path) as db:
+        assert db.execute("SELECT count(*) FROM label_events WHERE reviewer LIKE 'r%'"
+                          ).fetchone()[0] == 8 * (40 + 8)
+        assert db.execute("SELECT count(*) FROM human_labels WHERE reviewer LIKE 'r%'"
+                          ).fetchone()[0] == 8 * 40
+        changed = db.execute("SELECT count(*) FROM human_labels WHERE reviewer LIKE 'r%' "
+                             "AND final_verdict = 'CONTRADICTED'").fetchone()[0]
+        assert changed == 8 * 8
