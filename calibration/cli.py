@@ -72,6 +72,306 @@ def cli_info(args: argparse.Namespace) -> int:
 REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_add_foundation]
 
 
+
+# ---------------------------------------------------------------- cycles (issue 4)
+
+
+def _add_cycles(sub: argparse._SubParsersAction) -> None:
+    from . import cycles, sampling
+
+    p = sub.add_parser("cycle", help="calibration cycles: sample, assign, close")
+    csub = p.add_subparsers(dest="cycle_command", required=True, metavar="ACTION")
+    c = csub.add_parser("create", help="sample judged answers of a run into a new cycle")
+    c.add_argument("--name", required=True)
+    c.add_argument("--judge-run", help="MODEL@VERSION (default: the newest run)")
+    c.add_argument("--size", type=int, default=cycles.DEFAULT_SIZE,
+                   help=f"answers to sample ({cycles.MIN_SIZE}-{cycles.MAX_SIZE} unless --force)")
+    c.add_argument("--seed", type=int, help="random seed (default: drawn and recorded)")
+    c.add_argument("--strategy", choices=sampling.STRATEGIES, default="random")
+    c.add_argument("--reviewers", default="",
+                   help="comma-separated reviewers (default: open to every reviewer)")
+    c.add_argument("--overlap", type=float, default=cycles.DEFAULT_OVERLAP,
+                   help="share of answers given to two reviewers (default 0.2)")
+    c.add_argument("--holdout", action="store_true", help="sample only holdout answers")
+    c.add_argument("--include-labeled", action="store_true",
+                   help="also sample answers whose claims all have a final human label")
+    c.add_argument("--force", action="store_true", help="allow a size outside the bounds")
+    c.add_argument("--created-by", default=_login_name(), help="recorded as the cycle's creator")
+    c.set_defaults(handler=cli_cycle_create)
+    c = csub.add_parser("list", help="every cycle with its progress")
+    c.set_defaults(handler=cli_cycle_list)
+    c = csub.add_parser("show", help="one cycle: its answers in order, assignments, progress")
+    c.add_argument("name")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(handler=cli_cycle_show)
+    c = csub.add_parser("close", help="close a cycle and freeze its figures")
+    c.add_argument("name")
+    c.set_defaults(handler=cli_cycle_close)
+
+    p = sub.add_parser("holdout", help="mark answers as holdout (sampled only by --holdout cycles)")
+    hsub = p.add_subparsers(dest="holdout_command", required=True, metavar="ACTION")
+    for action, text in (("add", "mark answers as holdout"), ("remove", "clear the holdout mark")):
+        h = hsub.add_parser(action, help=text)
+        h.add_argument("answer_ids", nargs="+", metavar="ANSWER_ID")
+        h.set_defaults(handler=cli_holdout, flag=action == "add")
+    h = hsub.add_parser("list", help="the holdout answers")
+    h.set_defaults(handler=cli_holdout_list)
+
+
+def _login_name() -> str | None:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name in a bare container: record nobody
+        return None
+
+
+def cli_cycle_create(args: argparse.Namespace) -> int:
+    from . import cycles
+
+    with store.session(_db_path(args)) as db:
+        cycle = cycles.create_cycle(
+            db, name=args.name, judge_run=args.judge_run, size=args.size, seed=args.seed,
+            strategy=args.strategy, reviewers=args.reviewers.split(","), overlap=args.overlap,
+            holdout=args.holdout, include_labeled=args.include_labeled, force=args.force,
+            created_by=args.created_by)
+        load = {r.reviewer: r.total for r in cycles.progress(db, cycle.id).reviewers}
+    for warning in cycle.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"cycle {cycle.name}: {cycle.size} answers of {cycle.judge_run} "
+          f"({cycle.strategy}, seed {cycle.seed}{', holdout' if cycle.holdout else ''})")
+    if cycle.reviewers:
+        print("assigned claims: " + ", ".join(f"{r} {n}" for r, n in load.items()))
+    else:
+        print("open to every reviewer")
+    return 0
+
+
+def cli_cycle_list(args: argparse.Namespace) -> int:
+    from . import cycles
+
+    with store.session(_db_path(args)) as db:
+        rows = [(c, cycles.progress(db, c.id)) for c in cycles.list_cycles(db)]
+    if not rows:
+        print("no cycles yet")
+    for c, prog in rows:
+        print(f"{c.name}\t{c.status}\t{c.judge_run}\t{c.strategy}\tseed {c.seed}\t"
+              f"{c.size} answers\t{prog.labeled}/{prog.total} claims labeled\t{c.created_at}")
+    return 0
+
+
+def cli_cycle_show(args: argparse.Namespace) -> int:
+    import json
+
+    from . import cycles
+
+    with store.session(_db_path(args)) as db:
+        cycle = cycles.get_cycle(db, args.name)
+        items = cycles.cycle_answers(db, cycle.id)
+        prog = cycles.progress(db, cycle.id)
+    if args.json:
+        out = {
+            "name": cycle.name, "judge_run": cycle.judge_run, "strategy": cycle.strategy,
+            "seed": cycle.seed, "size": cycle.size, "status": cycle.status,
+            "overlap": cycle.overlap, "holdout": cycle.holdout,
+            "include_labeled": cycle.include_labeled, "created_by": cycle.created_by,
+            "created_at": cycle.created_at, "closed_at": cycle.closed_at,
+            "reviewers": list(cycle.reviewers), "answers": list(cycle.answers),
+            "items": [{"position": i.position, "answer_id": i.answer_id,
+                       "inclusion_prob": i.inclusion_prob, "claims": i.claims,
+                       "reviewers": list(i.reviewers)} for i in items],
+            "progress": prog.as_dict(), "snapshot": cycle.snapshot,
+        }
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+        return 0
+    print(f"cycle {cycle.name} ({cycle.status}): {cycle.judge_run}, {cycle.strategy}, "
+          f"seed {cycle.seed}, {cycle.size} answers{', holdout' if cycle.holdout else ''}")
+    print(f"created {cycle.created_at} by {cycle.created_by or 'unknown'}"
+          + (f"; closed {cycle.closed_at}" if cycle.closed_at else ""))
+    print(f"progress: {prog.labeled}/{prog.total} claims labeled"
+          + "".join(f"; {r.reviewer} {r.labeled}/{r.total}" for r in prog.reviewers))
+    for i in items:
+        who = ", ".join(i.reviewers) or "anyone"
+        print(f"  {i.position + 1:>3}. {i.answer_id}\tpi {i.inclusion_prob:.3f}\t"
+              f"{i.claims} claim{'' if i.claims == 1 else 's'}\t{who}")
+    return 0
+
+
+def cli_cycle_close(args: argparse.Namespace) -> int:
+    from . import cycles
+
+    with store.session(_db_path(args)) as db:
+        cycle = cycles.close_cycle(db, args.name)
+    snap = cycle.snapshot or {}
+    prog = snap.get("progress", {})
+    print(f"cycle {cycle.name} closed: {prog.get('labeled')}/{prog.get('total')} claims labeled")
+    agreement = (snap.get("agreement") or {}).get("agreement") or {}
+    if agreement.get("value") is not None:
+        low, high = agreement.get("ci_low"), agreement.get("ci_high")
+        ci = f" (95% CI {low:.0%}-{high:.0%})" if low is not None and high is not None else ""
+        print(f"judge-human agreement {agreement['value']:.0%}{ci}")
+    return 0
+
+
+def cli_holdout(args: argparse.Namespace) -> int:
+    from . import cycles
+
+    with store.session(_db_path(args)) as db:
+        changed = cycles.mark_holdout(db, args.answer_ids, args.flag)
+    print(f"{changed} answers {'marked as' if args.flag else 'removed from'} holdout")
+    return 0
+
+
+def cli_holdout_list(args: argparse.Namespace) -> int:
+    from . import cycles
+
+    with store.session(_db_path(args)) as db:
+        ids = cycles.holdout_answers(db)
+    print("\n".join(ids) if ids else "no holdout answers")
+    return 0
+
+
+REGISTRARS.append(_add_cycles)
+
+# ---------------------------------------------------------------- end of cycles (issue 4)
+
+
+# ---------------------------------------------------------------- export (issue 6)
+
+
+def _add_export(sub: argparse._SubParsersAction) -> None:
+    from . import export
+
+    p = sub.add_parser("export", help="export calibrated labels: lossless JSONL, golden set or CSV",
+                       description="Export claims with their human and judge verdicts. The jsonl "
+                       "export restores into another database with `import FILE` then "
+                       "`import-labels FILE`.")
+    p.add_argument("--out", required=True, type=Path, help="file to write (replaced atomically)")
+    p.add_argument("--format", choices=export.FORMATS, default="jsonl",
+                   help="jsonl: lossless, one line per claim; golden: RAG golden set, one line per "
+                   "answer; csv: for spreadsheets (UTF-8 with BOM)")
+    p.add_argument("--judge-run", help="only claims this run judged, and only its verdicts (MODEL@VERSION)")
+    p.add_argument("--cycle", help="only the claims of this cycle")
+    p.add_argument("--only-final", action="store_true",
+                   help="only claims with a final human verdict (adjudicated or unanimous)")
+    p.set_defaults(handler=export.cli_export)
+
+
+REGISTRARS.append(_add_export)
+
+# ---------------------------------------------------------------- end of export (issue 6)
+
+
+# ---------------------------------------------------------------- judge lab (issue 7)
+
+
+def _add_judge(sub: argparse._SubParsersAction) -> None:
+    from . import judge
+
+    p = sub.add_parser("judge", help="judge lab: re-run a judge prompt over stored claims")
+    jsub = p.add_subparsers(dest="judge_command", required=True, metavar="ACTION")
+    r = jsub.add_parser(
+        "run", help="judge the claims in scope with an OpenAI-compatible endpoint as a new run",
+        description="Creates the judge run MODEL@VERSION (or resumes it: answers already judged "
+        "are not requested again) and compares it with the previous run on the human labels.")
+    r.add_argument("--base-url", required=True, help="e.g. http://localhost:8000/v1")
+    r.add_argument("--model", required=True)
+    r.add_argument("--prompt-version", required=True,
+                   help="version name of the prompt; without --prompt-file, a template in "
+                   f"calibration/prompts ({', '.join(judge.available_templates())})")
+    r.add_argument("--prompt-file", type=Path, help="template file with {question} {chunks} "
+                   "{answer} {claims}")
+    r.add_argument("--scope", default="labeled", help="labeled (default), all or cycle:NAME")
+    r.add_argument("--concurrency", type=int, default=4, help="requests in flight (default 4)")
+    r.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
+    r.add_argument("--max-attempts", type=int, default=5,
+                   help="HTTP attempts per request on 429 / 5xx / timeouts (default 5)")
+    r.add_argument("--temperature", type=float, default=0.0)
+    r.add_argument("--max-tokens", type=int)
+    r.add_argument("--json-mode", action="store_true",
+                   help='send response_format {"type": "json_object"} (if the server supports it)')
+    r.add_argument("--api-key-env", help="environment variable holding the API key "
+                   f"(default {judge.DEFAULT_API_KEY_ENV}; unset means no key, fine for local servers)")
+    r.add_argument("--baseline", help="run to compare with, MODEL@VERSION (default: the previous run)")
+    r.set_defaults(handler=judge.cli_run)
+
+
+REGISTRARS.append(_add_judge)
+
+# ---------------------------------------------------------------- end of judge lab (issue 7)
+
+
+# ---------------------------------------------------------------- stats (issue 3)
+
+
+def _add_stats(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("stats", help="judge vs human agreement with intervals, and the revise flag",
+                       description="Agreement of a judge run with the final human labels: every "
+                       "figure with its 95%% interval, the confusion matrix (rows human, columns "
+                       "judge) and the flag (ok / revise / inconclusive) with its reasons.")
+    p.add_argument("--judge-run", metavar="RUN",
+                   help="MODEL@VERSION, or VERSION when unique (default: the newest run, or the "
+                   "cycle's run with --cycle)")
+    p.add_argument("--cycle", metavar="NAME",
+                   help="only the claims of this cycle; adds the 1/pi-weighted agreement")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--bootstrap", type=int, default=2000, metavar="N",
+                   help="answer-bootstrap resamples for the kappa interval (default 2000; 0 skips)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.set_defaults(handler=cli_stats)
+
+    p = sub.add_parser("thresholds", help="show or change the flag's thresholds (kept in the database)")
+    p.add_argument("--agreement-target", type=float, help="agreement the judge must reach (default 0.85)")
+    p.add_argument("--kappa-floor", type=float, help="kappa below which to revise (default 0.60)")
+    p.add_argument("--alpha", type=float, help="McNemar significance level (default 0.05)")
+    p.set_defaults(handler=cli_thresholds)
+
+
+def cli_stats(args: argparse.Namespace) -> int:
+    import json
+    from dataclasses import replace
+
+    from . import agreement, cycles
+
+    with store.session(_db_path(args)) as db:
+        cycle = cycles.get_cycle(db, args.cycle) if args.cycle else None
+        run = store.find_judge_run(db, args.judge_run or (cycle.judge_run if cycle else None))
+        data = store.stats_input(db, run.id, None if cycle is None else cycle.id)
+        thresholds = store.load_thresholds(db)
+    report = agreement.agreement_report(data.items, thresholds, bootstrap=max(0, args.bootstrap),
+                                        seed=args.seed)
+    multi = {key for key, _, _ in data.reviewer_labels}
+    several = len(data.reviewer_labels) > len(multi)
+    report = replace(report, unresolved_claims=data.unresolved,
+                     human_human=agreement.human_human_agreement(data.reviewer_labels) if several else None)
+    if args.json:
+        out = report.to_dict(run.name)
+        out["cycle"] = None if cycle is None else cycle.name
+        out["n_unlabeled"] = data.unlabeled
+        print(json.dumps(out, ensure_ascii=False, indent=2, allow_nan=False))
+        return 0
+    scope = f"cycle {cycle.name}" if cycle else "every claim of the run"
+    print(report.to_text(run.name, notes=[
+        f"Scope: {scope}; {data.unlabeled} judged claims have no human label yet"]), end="")
+    return 0
+
+
+def cli_thresholds(args: argparse.Namespace) -> int:
+    changes = {name: value for name in store.THRESHOLD_SETTINGS
+               if (value := getattr(args, name)) is not None}
+    with store.session(_db_path(args)) as db:
+        current = store.save_thresholds(db, **changes) if changes else store.load_thresholds(db)
+    print(f"agreement target {current.agreement_target:g}, kappa floor {current.kappa_floor:g}, "
+          f"alpha {current.alpha:g}" + (" (saved)" if changes else ""))
+    return 0
+
+
+REGISTRARS.append(_add_stats)
+
+# ---------------------------------------------------------------- end of stats (issue 3)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m calibration",
                                      description="Check an LLM judge against human reviewers.")

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
@@ -323,12 +324,13 @@ def judge_runs(db: Database) -> list[JudgeRun]:
 
 
 def find_judge_run(db: Database, name: str | None = None) -> JudgeRun:
-    """Resolve `MODEL@VERSION`, or `VERSION` when unique; None means the newest run."""
+    """Resolve `MODEL@VERSION`, or `VERSION` when unique; None means the most recently imported run."""
     runs = judge_runs(db)
     if not runs:
         raise NotFoundError("no judge runs yet: import judged answers first")
     if name is None:
-        return runs[-1]
+        imported = [r for r in runs if r.origin == "import"]
+        return (imported or runs)[-1]
     if "@" in name:
         model, _, version = name.rpartition("@")
         hits = [r for r in runs if r.judge_model == model and r.prompt_version == version]
@@ -539,3 +541,138 @@ def label_history(db: Database, claim: int, reviewer: str | None = None) -> list
         sql += " AND reviewer = ?"
         params.append(reviewer)
     return list(db.query(sql + " ORDER BY id", params))
+
+
+# ---------------------------------------------------------------- statistics (issue 3)
+# Settings, the flag's thresholds, and the judge/human pairs the agreement report reads.
+# The statistics module (scipy) is imported inside the functions that need it, so pages
+# that only read or write labels do not pay for it.
+
+
+if TYPE_CHECKING:
+    from .agreement import LabeledClaim, Thresholds
+
+THRESHOLD_SETTINGS: dict[str, str] = {
+    "agreement_target": "stats.agreement_target",
+    "kappa_floor": "stats.kappa_floor",
+    "alpha": "stats.alpha",
+}
+
+
+def get_setting(db: Database, key: str) -> str | None:
+    row = db.execute("SELECT value FROM settings WHERE key = ?", [key]).fetchone()
+    return None if row is None else row[0]
+
+
+def set_setting(db: Database, key: str, value: str) -> None:
+    with write(db):
+        db.execute(
+            "INSERT INTO settings (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [key, value],
+        )
+
+
+def load_thresholds(db: Database) -> Thresholds:
+    """The flag's thresholds: stored values where set, the defaults elsewhere."""
+    from .agreement import Thresholds
+
+    values: dict[str, float] = {}
+    for name, key in THRESHOLD_SETTINGS.items():
+        raw = get_setting(db, key)
+        if raw is None:
+            continue
+        try:
+            values[name] = float(raw)
+        except ValueError:
+            raise ConflictError(f"setting {key} holds {raw!r}, not a number") from None
+    try:
+        return Thresholds(**values)
+    except ValueError as exc:
+        raise ConflictError(f"stored thresholds are invalid: {exc}") from None
+
+
+def save_thresholds(db: Database, **changes: float) -> Thresholds:
+    """Change some thresholds (agreement_target, kappa_floor, alpha); returns all of them."""
+    from dataclasses import replace
+
+    from .errors import InputError
+
+    unknown = set(changes) - set(THRESHOLD_SETTINGS)
+    if unknown:
+        raise InputError(f"unknown threshold(s): {', '.join(sorted(unknown))}")
+    with write(db):
+        try:
+            new = replace(load_thresholds(db), **changes)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        for name, key in THRESHOLD_SETTINGS.items():
+            set_setting(db, key, repr(getattr(new, name)))
+    return new
+
+
+@dataclass(frozen=True, slots=True)
+class StatsInput:
+    """What the agreement report of one judge run reads, with the claims it leaves out."""
+
+    items: list[LabeledClaim]  # claims with a final human label; claim key "ANSWER/CLAIM"
+    reviewer_labels: list[tuple[str, str, str]]  # (claim key, reviewer, verdict) for human-human
+    unresolved: tuple[str, ...]  # reviewers disagree and nobody adjudicated
+    unlabeled: int  # judged claims no reviewer has labelled yet
+
+
+def stats_input(db: Database, run_id: int, cycle_id: int | None = None) -> StatsInput:
+    """Judge verdicts of a run beside the final human labels, optionally within one cycle.
+
+    The human side is each reviewer's current final verdict (after reconcile; skipped and
+    unclear claims carry none) and the adjudication; `agreement.final_human_label` turns them
+    into the claim's final label. Within a cycle each claim carries its answer's weight
+    1 / inclusion probability, so the report can re-weight to the whole run.
+    """
+    from .agreement import LabeledClaim, final_human_label
+
+    cycle_join = (
+        "JOIN cycle_answers ca ON ca.answer_id = c.answer_id AND ca.cycle_id = :cycle"
+        if cycle_id is not None else ""
+    )
+    prob = "ca.inclusion_prob" if cycle_id is not None else "NULL"
+    order = "ca.position, c.position" if cycle_id is not None else "c.id"
+    rows = db.execute(
+        f"""SELECT c.id, c.answer_id, c.claim_id, v.verdict, {prob}, h.reviewer, h.final_verdict,
+                   d.verdict
+            FROM judge_verdicts v
+            JOIN claims c ON c.id = v.claim_pk
+            {cycle_join}
+            LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.status = 'labeled'
+                                    AND h.final_verdict IS NOT NULL
+            LEFT JOIN adjudications d ON d.claim_pk = c.id
+            WHERE v.run_id = :run
+            ORDER BY {order}, h.reviewer""",
+        {"run": run_id, "cycle": cycle_id},
+    ).fetchall()
+    items: list[LabeledClaim] = []
+    reviewer_labels: list[tuple[str, str, str]] = []
+    unresolved: list[str] = []
+    unlabeled = 0
+    i = 0
+    # Rows of one claim are adjacent (one per reviewer); walk them as groups.
+    while i < len(rows):
+        pk, answer_id, claim_id, judge, p, _, _, adjudicated = rows[i]
+        verdicts: list[str] = []
+        while i < len(rows) and rows[i][0] == pk:
+            if rows[i][5] is not None:
+                verdicts.append(rows[i][6])
+                reviewer_labels.append((f"{answer_id}/{claim_id}", rows[i][5], rows[i][6]))
+            i += 1
+        key = f"{answer_id}/{claim_id}"
+        final = final_human_label(verdicts, adjudicated)
+        if final is not None:
+            items.append(LabeledClaim(answer_id, key, final, judge, None if p is None else 1 / p))
+        elif verdicts:
+            unresolved.append(key)
+        else:
+            unlabeled += 1
+    return StatsInput(items, reviewer_labels, tuple(unresolved), unlabeled)
+
+
+# ---------------------------------------------------------------- end of statistics (issue 3)

@@ -1,0 +1,131 @@
+"""Import throughput and peak memory, next to a raw sqlite-utils insert_all of the same rows.
+
+    python bench/bench_import.py [--claims 100000] [--also 1000000]
+
+Each measurement runs in its own process so its peak RSS is its own. The baseline
+parses the same JSONL and calls sqlite-utils `insert_all` with no validation, no
+alias mapping and no conflict checks: the floor the importer's extra work sits on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CLAIMS_PER_ANSWER = 5
+VERDICTS = ("SUPPORTED", "supported", "UNSUPPORTED", "contradicted", "not enough info")
+
+
+def make_file(path: Path, n_claims: int) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        for a in range(n_claims // CLAIMS_PER_ANSWER):
+            rec = {
+                "id": f"a{a:07d}",
+                "question": f"Какой срок поставки по договору {a}?",
+                "answer": " ".join(f"Утверждение {a}-{c}." for c in range(CLAIMS_PER_ANSWER)),
+                "chunks": [{"id": f"S{k}", "text": f"Фрагмент {k} документа {a}. " * 8,
+                            "source": f"doc{a % 97}.md"} for k in range(3)],
+                "claims": [{"id": f"c{c}", "claim": f"Утверждение {a}-{c}.",
+                            "verdict": VERDICTS[(a + c) % len(VERDICTS)],
+                            "rationale": "См. фрагмент S1.", "evidence": ["S1"]}
+                           for c in range(CLAIMS_PER_ANSWER)],
+                "judge_model": "bench-judge", "judge_prompt_version": "v1", "category": f"k{a % 7}",
+            }
+            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+
+
+def worker_import(src: Path, db_path: Path) -> dict:
+    from calibration import store
+    from calibration.importing import import_answers
+
+    with store.session(db_path) as db:
+        t0 = time.perf_counter()
+        rep = import_answers(db, src)
+        dt = time.perf_counter() - t0
+    return {"seconds": dt, "claims": rep.claims_new}
+
+
+def worker_baseline(src: Path, db_path: Path) -> dict:
+    from sqlite_utils import Database
+
+    db = Database(db_path)
+    db.execute("PRAGMA journal_mode = WAL")
+    t0 = time.perf_counter()
+
+    def rows():
+        with src.open(encoding="utf-8") as fh:
+            for line in fh:
+                yield json.loads(line)
+
+    answers, chunks, claims, verdicts = [], [], [], []
+    n = 0
+
+    def flush() -> None:
+        db["answers"].insert_all(answers)
+        db["chunks"].insert_all(chunks)
+        db["claims"].insert_all(claims)
+        db["verdicts"].insert_all(verdicts)
+        answers.clear(), chunks.clear(), claims.clear(), verdicts.clear()
+
+    with db.atomic():
+        for rec in rows():
+            answers.append({"id": rec["id"], "question": rec["question"], "answer": rec["answer"],
+                            "category": rec["category"]})
+            chunks += [{"answer_id": rec["id"], **c} for c in rec["chunks"]]
+            for c in rec["claims"]:
+                n += 1
+                claims.append({"answer_id": rec["id"], "claim_id": c["id"], "text": c["claim"]})
+                verdicts.append({"answer_id": rec["id"], "claim_id": c["id"], "verdict": c["verdict"],
+                                 "rationale": c["rationale"]})
+            if len(claims) >= 5000:
+                flush()
+        flush()
+    dt = time.perf_counter() - t0
+    return {"seconds": dt, "claims": n}
+
+
+def run_worker(kind: str, src: Path, db_path: Path) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--worker", kind, str(src), str(db_path)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--claims", type=int, default=100_000)
+    ap.add_argument("--also", type=int, default=0, help="a second, larger size to show memory stays flat")
+    ap.add_argument("--worker", nargs=3, metavar=("KIND", "SRC", "DB"))
+    args = ap.parse_args()
+    if args.worker:
+        kind, src, db_path = args.worker
+        fn = worker_import if kind == "import" else worker_baseline
+        result = fn(Path(src), Path(db_path))
+        result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(json.dumps(result))
+        return
+    sizes = [args.claims] + ([args.also] if args.also else [])
+    print(f"{'claims':>9}  {'what':<30} {'seconds':>8} {'claims/s':>10} {'peak RSS MB':>12}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            src = Path(tmp) / f"judged_{n}.jsonl"
+            make_file(src, n)
+            size_mb = src.stat().st_size / 2**20
+            for kind, label in (("baseline", "sqlite-utils insert_all (raw)"),
+                                ("import", "calibration import")):
+                r = run_worker(kind, src, Path(tmp) / f"{kind}_{n}.db")
+                print(f"{r['claims']:>9}  {label:<30} {r['seconds']:>8.2f} "
+                      f"{r['claims'] / r['seconds']:>10,.0f} {r['peak_rss_mb']:>12.0f}")
+            print(f"{'':>9}  (input file {size_mb:.0f} MB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,780 @@
+"""Agreement statistics against independent values.
+
+References used as oracles (never as the implementation): statsmodels and scikit-learn
+(test-only dependencies), the SAS PROC FREQ printout quoted in statsmodels' test_inter_rater.py,
+statsmodels' R-generated contingency_table_r_results.csv (coin::mh_test, exact2x2::mcnemar.exact,
+mcnemar.test), the score intervals of Newcombe (1998) Table I, irrCAC's published
+cont3x3abstractors figures, and Krippendorff (2011).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.metrics import cohen_kappa_score, precision_recall_fscore_support
+from statsmodels.stats.contingency_tables import SquareTable, mcnemar
+from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
+from statsmodels.stats.proportion import proportion_confint
+
+from calibration.agreement import (
+    LABELS,
+    Estimate,
+    KappaResult,
+    LabeledClaim,
+    McNemarExact,
+    PairedClaim,
+    Thresholds,
+    agreement_many,
+    agreement_report,
+    bootstrap_tables,
+    bowker,
+    claims_for_kappa_half_width,
+    claims_to_decide_target,
+    cluster_bootstrap_kappa,
+    cluster_tables,
+    cohens_kappa,
+    compare_judge_runs,
+    confusion_matrix,
+    decide_flag,
+    final_human_label,
+    gwet_ac1,
+    human_human_agreement,
+    kappa_many,
+    kappa_max,
+    kish_effective_n,
+    krippendorff_alpha_nominal,
+    mcnemar_exact,
+    per_class_metrics,
+    percent_agreement,
+    prevalence_bias_pabak,
+    resolve_final_labels,
+    stuart_maxwell,
+    weighted_agreement,
+    wilson_interval,
+)
+
+S, C, U = LABELS
+Z = stats.norm.ppf(0.975)
+
+# SAS PROC FREQ 3x3 example, quoted in statsmodels' test_inter_rater.py (table10).
+SAS_TABLE = [[0, 4, 1], [0, 8, 0], [0, 1, 5]]
+# irrCAC's cont3x3abstractors (Gwet 2014): kappa 0.7964094, AC1 0.8493305, agreement 0.89.
+ABSTRACTORS = [[13, 0, 0], [0, 20, 7], [0, 4, 56]]
+# The three tables of statsmodels' gen_contingency_table_tests.R and their R results.
+R_TABLES = [
+    [[23, 15], [19, 31]],
+    [[144, 33, 84, 126], [2, 4, 14, 29], [0, 2, 6, 25], [0, 0, 1, 5]],
+    [[20, 10, 5], [3, 30, 15], [0, 5, 40]],
+]
+R_HOMOG = [(0.470588235294118, 1), (271.922246968262, 3), (13.7647058823529, 2)]
+R_BOWKER = [
+    (0.470588235294118, 1, 0.492716677227088),
+    (297.610989010989, 6, 2.65851858368065e-61),
+    (13.7692307692308, 3, 0.00323670650323545),
+]
+
+
+def items_from_table(table, claims_per_answer: int = 1, weights=None) -> list[LabeledClaim]:
+    """Claims laid out cell by cell, ``claims_per_answer`` consecutive claims to an answer."""
+    out = []
+    i = 0
+    for h, row in enumerate(table):
+        for j, count in enumerate(row):
+            for _ in range(int(count)):
+                w = None if weights is None else weights[h][j]
+                out.append(LabeledClaim(f"a{i // claims_per_answer}", f"c{i}", LABELS[h], LABELS[j], w))
+                i += 1
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# 1. Wilson interval
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("x", "n", "low", "high"),
+    [
+        # Newcombe (1998) Stat Med 17:857, Table I, method 3 (score, no continuity correction).
+        (81, 263, 0.2553, 0.3662),
+        (15, 148, 0.0624, 0.1605),
+        (0, 20, 0.0000, 0.1611),
+        (1, 29, 0.0061, 0.1718),
+        # R: binom::binom.confint(c(0, 5, 10), 10, methods = "wilson")
+        (0, 10, 0.0000, 0.2775),
+        (5, 10, 0.2366, 0.7634),
+        (10, 10, 0.7225, 1.0000),
+    ],
+)
+def test_wilson_published_values(x, n, low, high):
+    lo, hi = wilson_interval(x, n)
+    assert lo == pytest.approx(low, abs=5e-5)
+    assert hi == pytest.approx(high, abs=5e-5)
+
+
+@pytest.mark.parametrize("n", [1, 7, 40, 150, 1000])
+def test_wilson_matches_statsmodels(n):
+    for x in range(0, n + 1, max(1, n // 13)):
+        lo, hi = wilson_interval(x, n)
+        ref = proportion_confint(x, n, alpha=0.05, method="wilson")
+        assert (lo, hi) == pytest.approx(ref, abs=1e-12)
+
+
+def test_wilson_ends_are_exact_and_empty_is_none():
+    assert wilson_interval(0, 30)[0] == 0.0
+    assert wilson_interval(30, 30)[1] == 1.0
+    assert wilson_interval(0, 0) is None
+    with pytest.raises(ValueError):
+        wilson_interval(5, 4)
+
+
+def test_percent_agreement_uses_the_diagonal():
+    est = percent_agreement(ABSTRACTORS)
+    assert est.value == pytest.approx(0.89)
+    assert (est.ci_low, est.ci_high) == pytest.approx(wilson_interval(89, 100))
+    assert percent_agreement(np.zeros((3, 3))) == Estimate(None)
+
+
+# ------------------------------------------------------------------------------------------
+# 2. Cohen's kappa
+# ------------------------------------------------------------------------------------------
+
+
+def test_kappa_sas_example():
+    k = cohens_kappa(SAS_TABLE)
+    assert round(k.value, 4) == 0.4842
+    assert round(k.se, 4) == 0.1380
+    assert round(k.ci_low, 4) == 0.2137
+    assert round(k.ci_high, 4) == 0.7547
+
+
+def test_kappa_irrcac_abstractors():
+    assert cohens_kappa(ABSTRACTORS).value == pytest.approx(0.7964094, abs=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("human", "judge", "expected"),
+    [
+        # scikit-learn test_cohen_kappa: Artstein & Poesio (2008) Table 1 and Table 4.
+        ([0] * 40 + [1] * 60, [0] * 20 + [1] * 20 + [0] * 10 + [1] * 50, 0.348),
+        ([0] * 46 + [1] * 44 + [2] * 10, [0] * 52 + [1] * 32 + [2] * 16, 0.8013),
+        ([0] * 46 + [1] * 44 + [2] * 10, [0] * 50 + [1] * 40 + [2] * 10, 0.9315),
+    ],
+)
+def test_kappa_sklearn_examples(human, judge, expected):
+    table = confusion_matrix([LABELS[i] for i in human], [LABELS[i] for i in judge])
+    k = cohens_kappa(table).value
+    assert k == pytest.approx(expected, abs=5e-4)
+    assert k == pytest.approx(cohen_kappa_score(human, judge), abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_kappa_matches_statsmodels_on_random_tables(seed):
+    rng = np.random.default_rng(seed)
+    table = rng.integers(0, 25, size=(3, 3)) + np.diag(rng.integers(5, 40, size=3))
+    ours = cohens_kappa(table)
+    ref = sm_cohens_kappa(table)
+    assert ours.value == pytest.approx(ref.kappa, abs=1e-12)
+    assert ours.se == pytest.approx(ref.std_kappa, abs=1e-12)
+    assert ours.ci_low == pytest.approx(ref.kappa_low, abs=1e-12)
+    assert ours.ci_high == pytest.approx(ref.kappa_upp, abs=1e-12)
+    assert ours.kappa_max == pytest.approx(ref.kappa_max, abs=1e-12)
+
+
+def test_kappa_max_sas_example():
+    # Independent: statsmodels gives 0.5701357466 for the SAS table.
+    assert kappa_max(SAS_TABLE) == pytest.approx(0.5701357466063348, abs=1e-12)
+    assert kappa_max(np.diag([3, 4, 5])) == pytest.approx(1.0)
+
+
+def test_empty_class_leaves_kappa_unchanged():
+    two = [[20, 20], [10, 50]]
+    three = [[20, 0, 20], [0, 0, 0], [10, 0, 50]]
+    assert cohens_kappa(three).value == pytest.approx(0.348, abs=5e-4)
+    assert cohens_kappa(three).se == pytest.approx(sm_cohens_kappa(np.array(two)).std_kappa)
+
+
+# Degenerate tables, one by one.
+
+
+def test_degenerate_empty_table():
+    assert cohens_kappa(np.zeros((3, 3))) == KappaResult(None, None, None, None, None)
+    assert kappa_max(np.zeros((3, 3))) is None
+
+
+def test_degenerate_both_raters_one_and_the_same_class():
+    k = cohens_kappa([[12, 0, 0], [0, 0, 0], [0, 0, 0]])
+    # p_o = p_e = 1: kappa is 0/0, not 1 and not 0.
+    assert k.value is None
+    assert k.se is None and k.ci_low is None and k.ci_high is None
+
+
+def test_degenerate_judge_uses_one_class_only():
+    k = cohens_kappa([[7, 0, 0], [2, 0, 0], [4, 0, 0]])
+    assert k.value == 0.0
+    assert k.se == 0.0
+    assert k.ci_low is None and k.ci_high is None
+
+
+def test_degenerate_human_uses_one_class_only():
+    k = cohens_kappa([[7, 2, 4], [0, 0, 0], [0, 0, 0]])
+    assert k.value == 0.0
+    assert k.se == 0.0
+    assert k.ci_low is None and k.ci_high is None
+
+
+def test_degenerate_each_rater_one_different_class():
+    k = cohens_kappa([[0, 0, 9], [0, 0, 0], [0, 0, 0]])
+    assert k.value == 0.0
+    assert k.ci_low is None
+
+
+def test_degenerate_perfect_agreement():
+    k = cohens_kappa(np.diag([10, 3, 7]))
+    assert k.value == pytest.approx(1.0)
+    assert k.se == 0.0
+    assert k.ci_low is None and k.ci_high is None
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        np.zeros((3, 3)),
+        [[12, 0, 0], [0, 0, 0], [0, 0, 0]],
+        [[7, 0, 0], [2, 0, 0], [4, 0, 0]],
+        [[7, 2, 4], [0, 0, 0], [0, 0, 0]],
+        np.diag([10, 3, 7]),
+    ],
+    ids=["empty", "same-single-class", "judge-single-class", "human-single-class", "perfect"],
+)
+def test_degenerate_tables_give_no_bootstrap_interval_and_a_valid_report(table):
+    items = items_from_table(table, claims_per_answer=2)
+    report = agreement_report(items, Thresholds(), bootstrap=200, seed=1)
+    d = report.to_dict()
+    json.dumps(d, allow_nan=False)
+    assert d["kappa"]["ci_low"] is None and d["kappa"]["ci_high"] is None
+    assert d["kappa_bootstrap"]["ci_low"] is None and d["kappa_bootstrap"]["ci_high"] is None
+    assert d["flag"]["status"] in {"ok", "revise", "inconclusive"}
+    assert d["flag"]["reasons"]
+
+
+def test_kappa_many_matches_scalar_kappa():
+    rng = np.random.default_rng(3)
+    stack = rng.integers(0, 6, size=(300, 3, 3))
+    stack[0] = 0
+    stack[1] = [[5, 0, 0], [0, 0, 0], [0, 0, 0]]
+    many = kappa_many(stack)
+    for t, k in zip(stack, many, strict=True):
+        expected = cohens_kappa(t).value
+        if expected is None:
+            assert math.isnan(k)
+        else:
+            assert k == pytest.approx(expected, abs=1e-12)
+
+
+# Cluster bootstrap.
+
+
+def test_bootstrap_is_reproducible_with_a_seed_and_varies_without():
+    items = items_from_table(ABSTRACTORS, claims_per_answer=3)
+    a = agreement_report(items, bootstrap=500, seed=7).kappa_bootstrap
+    b = agreement_report(items, bootstrap=500, seed=7).kappa_bootstrap
+    c = agreement_report(items, bootstrap=500, seed=8).kappa_bootstrap
+    assert (a.ci_low, a.ci_high) == (b.ci_low, b.ci_high)
+    assert (a.ci_low, a.ci_high) != (c.ci_low, c.ci_high)
+
+
+def test_bootstrap_resamples_answers_not_claims():
+    # Copying every claim of every answer m times changes no kappa of any resample when answers
+    # are the unit (each resampled table is scaled by m), so the interval must not move.  A
+    # claim-level bootstrap would narrow it by about sqrt(m).
+    rng = np.random.default_rng(0)
+    n = 60
+    human = rng.integers(0, 3, size=n)
+    judge = np.where(rng.random(n) < 0.7, human, rng.integers(0, 3, size=n))
+    one = cluster_tables(np.arange(n), human, judge, n)
+    five = cluster_tables(np.repeat(np.arange(n), 5), np.repeat(human, 5), np.repeat(judge, 5), n)
+    b1 = cluster_bootstrap_kappa(one, resamples=400, seed=11)
+    b5 = cluster_bootstrap_kappa(five, resamples=400, seed=11)
+    assert b1.ci_low is not None
+    assert b5.ci_low == pytest.approx(b1.ci_low, abs=1e-12)
+    assert b5.ci_high == pytest.approx(b1.ci_high, abs=1e-12)
+    analytic_five = cohens_kappa(five.sum(axis=0).reshape(3, 3))
+    assert (b5.ci_high - b5.ci_low) > 1.5 * (analytic_five.ci_high - analytic_five.ci_low)
+
+
+def test_bootstrap_draws_as_many_answers_as_there_are():
+    per = cluster_tables(np.repeat(np.arange(40), 4), np.zeros(160, int), np.zeros(160, int), 40)
+    (tables,) = bootstrap_tables([per], resamples=50, seed=0)
+    assert tables.shape == (50, 3, 3)
+    assert (tables.sum(axis=(1, 2)) == 160).all()
+
+
+def test_bootstrap_close_to_analytic_for_independent_claims():
+    rng = np.random.default_rng(5)
+    n = 3000
+    human = rng.choice(3, size=n, p=[0.5, 0.2, 0.3])
+    judge = np.where(rng.random(n) < 0.8, human, rng.integers(0, 3, size=n))
+    per = cluster_tables(np.arange(n), human, judge, n)
+    boot = cluster_bootstrap_kappa(per, resamples=2000, seed=0)
+    analytic = cohens_kappa(per.sum(axis=0).reshape(3, 3))
+    assert boot.ci_low == pytest.approx(analytic.ci_low, abs=0.01)
+    assert boot.ci_high == pytest.approx(analytic.ci_high, abs=0.01)
+
+
+def test_bootstrap_needs_two_answers():
+    per = cluster_tables(np.zeros(10, int), np.arange(10) % 3, np.arange(10) % 2, 1)
+    assert cluster_bootstrap_kappa(per, resamples=100).ci_low is None
+
+
+def test_agreement_many():
+    stack = np.array([np.diag([1, 1, 2]), [[1, 1, 0], [0, 0, 0], [0, 0, 2]], np.zeros((3, 3))])
+    got = agreement_many(stack)
+    assert got[:2] == pytest.approx([1.0, 0.75])
+    assert math.isnan(got[2])
+
+
+# ------------------------------------------------------------------------------------------
+# 3. Confusion matrix and per-class metrics
+# ------------------------------------------------------------------------------------------
+
+
+def test_confusion_matrix_rows_human_columns_judge_empty_classes_kept():
+    m = confusion_matrix([S, S, U, U], [S, U, U, U])
+    assert m.tolist() == [[1, 0, 1], [0, 0, 0], [0, 0, 2]]
+    with pytest.raises(ValueError, match="unknown verdict"):
+        confusion_matrix(["supported"], [S])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_per_class_matches_sklearn(seed):
+    rng = np.random.default_rng(seed)
+    n = 80
+    # Seed 0..2 leave CONTRADICTED out of the judge's answers to exercise zero denominators.
+    human = rng.choice(3, size=n, p=[0.5, 0.2, 0.3])
+    judge = rng.choice([0, 2], size=n) if seed < 3 else rng.choice(3, size=n)
+    table = confusion_matrix([LABELS[i] for i in human], [LABELS[i] for i in judge])
+    ours = per_class_metrics(table)
+    p, r, f, sup = precision_recall_fscore_support(human, judge, labels=[0, 1, 2], zero_division=np.nan)
+    for i, label in enumerate(LABELS):
+        m = ours[label]
+        for got, ref in ((m.precision, p[i]), (m.recall, r[i]), (m.f1, f[i])):
+            if math.isnan(ref):
+                assert got is None
+            else:
+                assert got == pytest.approx(ref, abs=1e-12)
+        assert m.support == sup[i]
+
+
+def test_per_class_of_a_class_nobody_used():
+    m = per_class_metrics([[3, 0, 1], [0, 0, 0], [2, 0, 4]])[C]
+    assert (m.precision, m.recall, m.f1, m.support) == (None, None, None, 0)
+
+
+# ------------------------------------------------------------------------------------------
+# 4. Direction
+# ------------------------------------------------------------------------------------------
+
+
+def test_mcnemar_exact_r_value():
+    # exact2x2::mcnemar.exact on [[23, 15], [19, 31]]: p = 0.60759136127308.
+    res = mcnemar_exact(15, 19)
+    assert res.p_two_sided == pytest.approx(0.60759136127308, abs=1e-12)
+
+
+@pytest.mark.parametrize(("b", "c"), [(0, 5), (2, 9), (9, 2), (14, 3), (30, 31), (1, 0)])
+def test_mcnemar_exact_matches_statsmodels_and_scipy(b, c):
+    res = mcnemar_exact(b, c)
+    assert res.p_two_sided == pytest.approx(mcnemar([[10, b], [c, 10]], exact=True).pvalue, abs=1e-12)
+    assert res.p_b_greater == pytest.approx(stats.binomtest(b, b + c, 0.5, alternative="greater").pvalue)
+    assert res.p_c_greater == pytest.approx(stats.binomtest(c, b + c, 0.5, alternative="greater").pvalue)
+
+
+def test_mcnemar_without_discordant_pairs():
+    assert mcnemar_exact(0, 0) == McNemarExact(0, 0, 1.0, 1.0, 1.0)
+
+
+def test_direction_counts_and_sides():
+    # Rows human, columns judge: 6 claims humans did not support got SUPPORTED from the judge.
+    table = [[20, 1, 1], [2, 5, 0], [4, 0, 7]]
+    report = agreement_report(items_from_table(table), bootstrap=0)
+    d = report.direction
+    assert (d.lenient, d.strict) == (6, 2)
+    assert d.mcnemar.p_two_sided == pytest.approx(stats.binomtest(6, 8, 0.5).pvalue)
+    assert len(d.lenient_claims) == 6 and len(d.strict_claims) == 2
+    lenient_items = {it.claim_key: it for it in items_from_table(table)}
+    assert all(lenient_items[k].judge == S and lenient_items[k].human != S for k in d.lenient_claims)
+
+
+def test_prevalence_bias_pabak_by_hand():
+    # [[a, b], [c, d]] = [[40, 9], [3, 48]]: PI = (40-48)/100, BI = (3-9)/100, PABAK = 2*0.88 - 1.
+    pb = prevalence_bias_pabak([[40, 9], [3, 48]])
+    assert pb.prevalence_index == pytest.approx(-0.08)
+    assert pb.bias_index == pytest.approx(-0.06)
+    assert pb.pabak == pytest.approx(0.76)
+    assert prevalence_bias_pabak(np.zeros((2, 2))).pabak is None
+
+
+@pytest.mark.parametrize("i", range(3))
+def test_stuart_maxwell_r_results(i):
+    res = stuart_maxwell(R_TABLES[i])
+    stat, df = R_HOMOG[i]
+    assert res.statistic == pytest.approx(stat, rel=1e-9)
+    assert res.df == df
+    sm = SquareTable(np.asarray(R_TABLES[i]), shift_zeros=False).homogeneity()
+    assert res.p_value == pytest.approx(sm.pvalue, rel=1e-9)
+
+
+@pytest.mark.parametrize("i", range(3))
+def test_bowker_r_results(i):
+    res = bowker(R_TABLES[i])
+    stat, df, p = R_BOWKER[i]
+    assert res.statistic == pytest.approx(stat, rel=1e-9)
+    assert res.df == df
+    assert res.p_value == pytest.approx(p, rel=1e-6)
+
+
+def test_no_half_added_to_zero_cells():
+    # A zero cell with a non-zero mirror: statsmodels' default shift_zeros=True adds 0.5 and
+    # moves the statistic; the unshifted figure is what the issue asks for.
+    table = np.array([[30, 6, 0], [1, 10, 3], [4, 2, 12]])
+    ref = SquareTable(table, shift_zeros=False)
+    assert stuart_maxwell(table).statistic == pytest.approx(ref.homogeneity().statistic, rel=1e-12)
+    assert bowker(table).statistic == pytest.approx(ref.symmetry().statistic, rel=1e-12)
+    shifted = SquareTable(table, shift_zeros=True).symmetry().statistic
+    assert bowker(table).statistic != pytest.approx(shifted, rel=1e-6)
+
+
+def test_empty_class_reduces_to_mcnemar_chi_square():
+    # WiCE has no CONTRADICTED: both 3x3 tests must equal the uncorrected McNemar chi-square.
+    table = [[40, 0, 5], [0, 0, 0], [17, 0, 38]]
+    expected = (5 - 17) ** 2 / (5 + 17)
+    sm, bw = stuart_maxwell(table), bowker(table)
+    assert (sm.statistic, sm.df) == (pytest.approx(expected), 1)
+    assert (bw.statistic, bw.df) == (pytest.approx(expected), 1)
+    assert sm.p_value == pytest.approx(mcnemar([[40, 5], [17, 38]], exact=False, correction=False).pvalue)
+
+
+def test_symmetry_tests_undefined_without_disagreement():
+    assert stuart_maxwell(np.diag([4, 5, 6])) is None
+    assert bowker(np.diag([4, 5, 6])) is None
+
+
+def test_gwet_ac1_irrcac():
+    assert gwet_ac1(ABSTRACTORS) == pytest.approx(0.8493305, abs=1e-7)
+    assert gwet_ac1(np.diag([5, 5, 5])) == pytest.approx(1.0)
+    assert gwet_ac1(np.zeros((3, 3))) is None
+
+
+def test_gwet_ac1_high_where_kappa_collapses():
+    # The prevalence paradox AC1 is shown for: 92% agreement, kappa near zero.
+    table = [[92, 0, 4], [0, 0, 0], [4, 0, 0]]
+    assert cohens_kappa(table).value < 0.05
+    assert gwet_ac1(table) > 0.9
+
+
+# ------------------------------------------------------------------------------------------
+# 5. Sample size
+# ------------------------------------------------------------------------------------------
+
+
+def test_claims_to_decide_target_is_the_smallest_deciding_n():
+    n = claims_to_decide_target(1.0, 0.85)
+    assert n == 22
+    assert wilson_interval(22, 22)[0] >= 0.85
+    assert wilson_interval(21, 21)[0] < 0.85
+
+
+@pytest.mark.parametrize("p_hat", [0.70, 0.78, 0.92, 0.95])
+def test_claims_to_decide_target_boundary(p_hat):
+    n = claims_to_decide_target(p_hat, 0.85)
+    lo, hi = wilson_interval(p_hat * n, n)
+    plo, phi = wilson_interval(p_hat * (n - 1), n - 1)
+    if p_hat > 0.85:
+        assert lo >= 0.85 > plo
+    else:
+        assert hi < 0.85 <= phi
+
+
+def test_claims_to_decide_target_undecidable():
+    assert claims_to_decide_target(0.85, 0.85) is None
+    assert claims_to_decide_target(None, 0.85) is None
+
+
+def test_claims_for_kappa_half_width():
+    k = cohens_kappa(SAS_TABLE)
+    n = claims_for_kappa_half_width(k, 19, half_width=0.10)
+    v = 19 * k.se**2
+    assert Z * math.sqrt(v / n) <= 0.10 < Z * math.sqrt(v / (n - 1))
+    assert claims_for_kappa_half_width(cohens_kappa(np.diag([3, 3, 3])), 9) is None
+
+
+def test_report_sample_size_counts_more_claims():
+    # 13 of 19 agree: the agreement upper bound is already below 85%, so nothing more is needed
+    # to decide the target, while kappa's interval is far wider than +-0.10.
+    items = items_from_table(SAS_TABLE)
+    r = agreement_report(items, bootstrap=0)
+    assert r.n_claims == 19
+    assert r.sample_size.more_claims_for_kappa == claims_for_kappa_half_width(r.kappa, 19) - 19 > 100
+    assert r.sample_size.more_claims_for_target == 0
+    inconclusive = agreement_report(items_from_table([[15, 0, 1], [0, 3, 0], [1, 0, 8]]), bootstrap=0)
+    assert inconclusive.sample_size.more_claims_for_target == claims_to_decide_target(26 / 28, 0.85) - 28
+
+
+# ------------------------------------------------------------------------------------------
+# 6. Human-human agreement and the final human label
+# ------------------------------------------------------------------------------------------
+
+# Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", sec. C: 4 observers, 12
+# units, missing values; nominal alpha = 0.743 (irrCAC krippen.alpha.raw(cac.raw4raters): 0.74342).
+KRIPP_UNITS = [
+    [1, 1, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4],
+    [4, 4, 4, 4], [1, 1, 2, 1], [2, 2, 2, 2], [5, 5, 5], [1, 1], [3],
+]
+
+
+def test_krippendorff_alpha_published_nominal_example():
+    alpha = krippendorff_alpha_nominal([[str(v) for v in u] for u in KRIPP_UNITS])
+    assert round(alpha, 3) == 0.743
+    assert alpha == pytest.approx(0.74342, abs=5e-6)
+
+
+def test_krippendorff_alpha_published_binary_example():
+    # Same source, sec. A: two observers, binary data, alpha = 0.095.
+    a = [0, 1, 0, 0, 0, 0, 0, 0, 1, 0]
+    b = [1, 1, 1, 0, 0, 1, 0, 0, 0, 0]
+    units = [[str(x), str(y)] for x, y in zip(a, b, strict=True)]
+    assert round(krippendorff_alpha_nominal(units), 3) == 0.095
+
+
+def test_krippendorff_alpha_undefined_cases():
+    assert krippendorff_alpha_nominal([[S], [U]]) is None
+    assert krippendorff_alpha_nominal([[S, S], [S, S, S]]) is None
+    assert krippendorff_alpha_nominal([]) is None
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "adjudicated", "expected"),
+    [
+        ([S], None, S),
+        ([S, S, S], None, S),
+        ([S, U], None, None),
+        ([S, U], U, U),
+        ([S, S], C, C),
+        ([], C, C),
+        ([], None, None),
+    ],
+)
+def test_final_human_label_rule(verdicts, adjudicated, expected):
+    assert final_human_label(verdicts, adjudicated) == expected
+
+
+def test_resolve_final_labels_counts_unresolved():
+    labels = [("k1", "ann", S), ("k1", "bob", S), ("k2", "ann", S), ("k2", "bob", U),
+              ("k3", "ann", C), ("k3", "bob", U), ("k4", "bob", U)]
+    res = resolve_final_labels(labels, {"k3": C, "k5": S})
+    assert res.labels == {"k1": S, "k3": C, "k4": U, "k5": S}
+    assert res.unresolved == ("k2",)
+
+
+def test_human_human_two_reviewers_gives_cohens_kappa():
+    pairs = [(S, S)] * 8 + [(S, U)] * 2 + [(U, U)] * 6 + [(C, U)] + [(C, C)] * 3
+    labels = [x for i, (a, b) in enumerate(pairs) for x in ((f"k{i}", "ann", a), (f"k{i}", "bob", b))]
+    labels.append(("solo", "ann", S))
+    hh = human_human_agreement(labels)
+    assert hh.n_claims == len(pairs)
+    assert hh.reviewers == ("ann", "bob")
+    expected = cohen_kappa_score([a for a, _ in pairs], [b for _, b in pairs])
+    assert hh.kappa.value == pytest.approx(expected, abs=1e-12)
+    assert hh.agreement.value == pytest.approx(17 / 20)
+    assert hh.alpha is not None
+
+
+def test_human_human_three_reviewers_gives_alpha_not_kappa():
+    labels = [("k1", "a", S), ("k1", "b", S), ("k2", "b", U), ("k2", "c", S), ("k3", "a", U), ("k3", "c", U),
+              ("k4", "a", S), ("k4", "b", S), ("k4", "c", S)]
+    hh = human_human_agreement(labels)
+    assert hh.kappa is None
+    assert hh.alpha == pytest.approx(
+        krippendorff_alpha_nominal([[S, S], [U, S], [U, U], [S, S, S]]))
+
+
+# ------------------------------------------------------------------------------------------
+# 7. Weighted agreement
+# ------------------------------------------------------------------------------------------
+
+
+def test_weighted_agreement_by_hand():
+    # Two failures oversampled at pi = 1 (w = 1), three agreements at pi = 0.25 (w = 4).
+    agree = [False, False, True, True, True]
+    w = [1, 1, 4, 4, 4]
+    assert weighted_agreement(agree, w) == pytest.approx(12 / 14)
+    assert kish_effective_n(w) == pytest.approx(14**2 / 50)
+    assert weighted_agreement(agree, [2.5] * 5) == pytest.approx(0.6)
+
+
+def test_report_weighted_beside_raw():
+    weights = [[4, 4, 4], [1, 4, 4], [1, 1, 4]]
+    table = [[30, 2, 3], [4, 10, 1], [5, 1, 20]]
+    r = agreement_report(items_from_table(table, weights=weights), bootstrap=300, seed=0)
+    num = sum(table[i][i] * weights[i][i] for i in range(3))
+    den = sum(table[i][j] * weights[i][j] for i in range(3) for j in range(3))
+    assert r.weighted.value == pytest.approx(num / den)
+    assert r.weighted.raw == pytest.approx(60 / 76)
+    assert r.weighted.ci_low <= r.weighted.value <= r.weighted.ci_high
+    assert r.to_dict()["agreement_weighted"]["raw"] == pytest.approx(60 / 76)
+
+
+def test_weights_all_or_none():
+    items = [LabeledClaim("a", "k1", S, S, 2.0), LabeledClaim("a", "k2", S, U)]
+    with pytest.raises(ValueError, match="every claim or for none"):
+        agreement_report(items, bootstrap=0)
+    with pytest.raises(ValueError, match="positive"):
+        agreement_report([LabeledClaim("a", "k1", S, S, 0.0)], bootstrap=0)
+
+
+# ------------------------------------------------------------------------------------------
+# 8. The flag and the report
+# ------------------------------------------------------------------------------------------
+
+
+def test_flag_revise_when_judge_is_lenient():
+    # 40 agree, 14 lenient, 1 strict: agreement 72.7%, upper bound below 85%.
+    table = [[25, 0, 1], [0, 0, 0], [14, 0, 15]]
+    items = items_from_table(table)
+    r = agreement_report(items, Thresholds(), bootstrap=0)
+    assert r.flag.status == "revise"
+    codes = {x.code: x for x in r.flag.reasons}
+    assert set(codes) == {"agreement_below_target", "kappa_below_floor", "judge_lenient"}
+    assert "judge is lenient" in codes["judge_lenient"].message
+    assert codes["judge_lenient"].value == pytest.approx(r.direction.mcnemar.p_two_sided)
+    assert len(codes["judge_lenient"].claim_ids) == 14
+    assert set(codes["agreement_below_target"].claim_ids) == {
+        it.claim_key for it in items if it.human != it.judge}
+    assert codes["agreement_below_target"].value == pytest.approx(40 / 55)
+    assert "72.7%" in codes["agreement_below_target"].message
+
+
+def test_flag_revise_when_judge_is_strict_only():
+    # Agreement 93.8% and kappa high, but every disagreement goes one way: humans said SUPPORTED.
+    table = [[100, 3, 8], [0, 20, 0], [0, 0, 45]]
+    r = agreement_report(items_from_table(table), bootstrap=0)
+    assert r.flag.status == "revise"
+    assert [x.code for x in r.flag.reasons] == ["judge_strict"]
+    assert "judge is strict" in r.flag.reasons[0].message
+    assert len(r.flag.reasons[0].claim_ids) == 11
+
+
+def test_flag_revise_on_kappa_alone():
+    # Agreement high (prevalence), kappa below the floor.
+    table = [[180, 0, 4], [0, 0, 0], [4, 0, 2]]
+    r = agreement_report(items_from_table(table), bootstrap=0)
+    assert r.agreement.ci_low >= 0.85
+    assert [x.code for x in r.flag.reasons] == ["kappa_below_floor"]
+    assert r.flag.reasons[0].value == pytest.approx(r.kappa.value)
+
+
+def test_flag_ok():
+    table = [[60, 0, 2], [0, 10, 0], [2, 0, 26]]
+    r = agreement_report(items_from_table(table), bootstrap=0)
+    assert r.flag.status == "ok"
+    assert r.flag.reasons[0].code == "agreement_meets_target"
+    assert len(r.flag.reasons[0].claim_ids) == 4
+
+
+def test_flag_inconclusive_says_how_many_more():
+    table = [[15, 0, 1], [0, 3, 0], [1, 0, 8]]  # 26/28 = 92.9%, lower bound below 85%
+    r = agreement_report(items_from_table(table), bootstrap=0)
+    assert r.flag.status == "inconclusive"
+    need = claims_to_decide_target(26 / 28, 0.85) - 28
+    assert r.flag.claims_needed == need > 0
+    assert f"about {need} more claims" in r.flag.reasons[0].message
+
+
+def test_flag_empty_is_inconclusive():
+    r = agreement_report([], bootstrap=100)
+    assert r.flag.status == "inconclusive"
+    d = r.to_dict()
+    assert d["agreement"] == {"value": None, "ci_low": None, "ci_high": None}
+    assert d["direction"]["mcnemar_exact_p"] is None
+    assert d["ac1"] is None and d["kappa"]["value"] is None
+    text = r.to_text()
+    assert "Flag: INCONCLUSIVE" in text and "no claims with both" in text
+    assert "Cohen's kappa" not in text
+
+
+def test_flag_thresholds_are_honoured():
+    table = [[15, 0, 1], [0, 3, 0], [1, 0, 8]]
+    lax = agreement_report(items_from_table(table), Thresholds(agreement_target=0.70), bootstrap=0)
+    assert lax.flag.status == "ok"
+    with pytest.raises(ValueError):
+        Thresholds(alpha=0)
+
+
+def test_decide_flag_ok_with_undefined_kappa_says_so():
+    flag = decide_flag(
+        agreement=Estimate(1.0, 0.9, 1.0), kappa=KappaResult(None, None, None, None, None),
+        mcnemar=McNemarExact(0, 0, 1.0, 1.0, 1.0), thresholds=Thresholds(), n_claims=40,
+        claims_needed=0, disagreeing=(), lenient_claims=(), strict_claims=())
+    assert flag.status == "ok"
+    assert [r.code for r in flag.reasons] == ["agreement_meets_target", "kappa_undefined"]
+
+
+def test_report_json_shape():
+    items = items_from_table(ABSTRACTORS, claims_per_answer=4)
+    d = agreement_report(items, bootstrap=300, seed=0).to_dict(judge_run="gpt-4@v1")
+    json.dumps(d, allow_nan=False)
+    assert d["judge_run"] == "gpt-4@v1"
+    assert (d["n_claims"], d["n_answers"]) == (100, 25)
+    for key in ("agreement", "kappa"):
+        assert set(d[key]) >= {"value", "ci_low", "ci_high"}
+    assert set(d["kappa_bootstrap"]) >= {"ci_low", "ci_high"}
+    assert d["confusion"] == {"labels": list(LABELS), "rows": "human", "columns": "judge",
+                              "matrix": ABSTRACTORS}
+    assert set(d["per_class"]) == set(LABELS)
+    assert set(d["direction"]) >= {"lenient", "strict", "mcnemar_exact_p", "stuart_maxwell_p", "bowker_p"}
+    assert d["ac1"] == pytest.approx(0.8493305, abs=1e-7)
+    assert d["flag"]["status"] in {"ok", "revise", "inconclusive"}
+    assert d["kappa_bootstrap"]["ci_low"] < d["kappa"]["value"] < d["kappa_bootstrap"]["ci_high"]
+
+
+def test_report_text_has_figures_matrix_and_flag():
+    table = [[25, 0, 1], [0, 0, 0], [14, 0, 15]]
+    text = agreement_report(items_from_table(table), bootstrap=200).to_text("gpt-4@v1")
+    assert "gpt-4@v1" in text
+    assert "72.7%" in text
+    assert "Confusion matrix (rows human, columns judge)" in text
+    assert "Flag: REVISE" in text
+    assert "judge is lenient" in text
+
+
+def test_report_rejects_bad_input():
+    with pytest.raises(ValueError, match="twice"):
+        agreement_report([LabeledClaim("a", "k", S, S), LabeledClaim("a", "k", S, U)], bootstrap=0)
+    with pytest.raises(ValueError, match="unknown verdict"):
+        agreement_report([LabeledClaim("a", "k", "NOT_ENOUGH_INFO", S)], bootstrap=0)
+
+
+# ------------------------------------------------------------------------------------------
+# Two judge runs
+# ------------------------------------------------------------------------------------------
+
+
+def test_compare_judge_runs():
+    rows = ([(S, S, S)] * 20 + [(S, S, U)] * 9 + [(U, S, U)] * 2 + [(U, U, U)] * 10 + [(C, U, U)] * 3)
+    items = [PairedClaim(f"a{i // 2}", f"k{i}", h, a, b) for i, (h, a, b) in enumerate(rows)]
+    cmp = compare_judge_runs(items)
+    assert cmp.n_claims == 44
+    assert len(cmp.only_a_right) == 9 and len(cmp.only_b_right) == 2
+    assert cmp.mcnemar.p_two_sided == pytest.approx(stats.binomtest(9, 11, 0.5).pvalue)
+    assert cmp.agreement_a.value == pytest.approx(39 / 44)
+    assert cmp.agreement_b.value == pytest.approx(32 / 44)
+    assert cmp.kappa_a.value == pytest.approx(
+        cohen_kappa_score([h for h, _, _ in rows], [a for _, a, _ in rows]), abs=1e-12)
+    d = cmp.to_dict("m@1", "m@2")
+    json.dumps(d, allow_nan=False)
+    assert d["only_a_right"] == 9

@@ -1,0 +1,150 @@
+"""`python -m calibration stats` and `thresholds` on the real WiCE data, and the store side of them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlite_utils import Database
+from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
+
+from calibration import cycles, store
+from calibration.agreement import Thresholds
+from calibration.cli import main
+from calibration.errors import InputError
+
+
+def _db_file(db: Database) -> str:
+    return db.execute("PRAGMA database_list").fetchone()[2]
+
+
+def _stats_json(db: Database, capsys: pytest.CaptureFixture[str], *extra: str) -> dict:
+    assert main(["--db", _db_file(db), "stats", "--json", *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_wice_gpt4_is_flagged_revise_judge_lenient(wice_db, capsys):
+    assert main(["--db", _db_file(wice_db), "stats", "--judge-run", "wice-gpt4"]) == 0
+    out = capsys.readouterr().out
+    assert "judge run gpt-4-0613@wice-gpt4" in out
+    assert "Agreement        77.0%   95% CI 67.8%–84.2% (Wilson)" in out
+    assert "Flag: REVISE" in out
+    assert "judge is lenient" in out
+    assert "Confusion matrix (rows human, columns judge)" in out
+
+
+def test_wice_gpt4_json_against_independent_figures(wice_db, capsys):
+    d = _stats_json(wice_db, capsys, "--judge-run", "gpt-4-0613@wice-gpt4")
+    assert d["judge_run"] == "gpt-4-0613@wice-gpt4"
+    assert (d["n_claims"], d["n_answers"], d["n_unlabeled"], d["cycle"]) == (100, 100, 0, None)
+    assert d["confusion"]["matrix"] == [[18, 0, 4], [0, 0, 0], [19, 0, 59]]
+    assert d["agreement"]["value"] == pytest.approx(0.77)
+    ref = sm_cohens_kappa(np.array([[18, 4], [19, 59]]))
+    assert d["kappa"]["value"] == pytest.approx(ref.kappa)
+    assert (d["kappa"]["ci_low"], d["kappa"]["ci_high"]) == pytest.approx((ref.kappa_low, ref.kappa_upp))
+    assert d["kappa_bootstrap"]["ci_low"] < d["kappa"]["value"] < d["kappa_bootstrap"]["ci_high"]
+    assert (d["direction"]["lenient"], d["direction"]["strict"]) == (19, 4)
+    assert d["flag"]["status"] == "revise"
+    lenient = next(r for r in d["flag"]["reasons"] if r["code"] == "judge_lenient")
+    assert len(lenient["claim_ids"]) == 19
+    assert all(key.startswith("test") and "/" in key for key in lenient["claim_ids"])
+
+
+def test_default_run_is_the_newest_and_unknown_runs_fail(wice_db, capsys):
+    assert _stats_json(wice_db, capsys)["judge_run"] == "gpt-3.5-turbo-0613@wice-gpt35"
+    assert main(["--db", _db_file(wice_db), "stats", "--judge-run", "nope"]) == 1
+    assert "unknown judge run" in capsys.readouterr().err
+
+
+def test_thresholds_are_stored_and_used(wice_db, capsys):
+    db = _db_file(wice_db)
+    assert main(["--db", db, "thresholds"]) == 0
+    assert "agreement target 0.85, kappa floor 0.6, alpha 0.05" in capsys.readouterr().out
+    assert main(["--db", db, "thresholds", "--agreement-target", "0.6", "--kappa-floor", "0.3",
+                 "--alpha", "0.001"]) == 0
+    capsys.readouterr()
+    assert store.load_thresholds(wice_db) == Thresholds(0.6, 0.3, 0.001)
+    d = _stats_json(wice_db, capsys, "--judge-run", "wice-gpt4", "--bootstrap", "0")
+    assert d["thresholds"] == {"agreement_target": 0.6, "kappa_floor": 0.3, "alpha": 0.001}
+    # 77% against a 60% target, kappa 0.46 over 0.30, McNemar p = 0.0026 over alpha 0.001.
+    assert d["flag"]["status"] == "ok"
+    assert main(["--db", db, "thresholds", "--alpha", "2"]) == 1
+    assert store.load_thresholds(wice_db).alpha == 0.001
+
+
+def test_save_thresholds_rejects_unknown_names(fresh_db):
+    with pytest.raises(InputError):
+        store.save_thresholds(fresh_db, agreement=0.9)
+    assert store.get_setting(fresh_db, "stats.agreement_target") is None
+
+
+def _label(db: Database, answer: str, reviewer: str, verdict: str) -> None:
+    store.record_label(db, claim=store.claim_pk(db, answer, f"{answer}-c1"), reviewer=reviewer,
+                       kind="blind", verdict=verdict)
+
+
+def test_stats_input_applies_the_final_label_rule(wice_db):
+    run = store.find_judge_run(wice_db, "wice-gpt4")
+    before = store.stats_input(wice_db, run.id)
+    assert len(before.items) == 100 and before.unresolved == () and before.unlabeled == 0
+    human = {it.claim_key: it.human for it in before.items}
+    other = {"SUPPORTED": "UNSUPPORTED", "UNSUPPORTED": "SUPPORTED"}
+    # A second reviewer agrees on one claim, disagrees on two; one disagreement is adjudicated.
+    _label(wice_db, "test00017", "zoe", human["test00017/test00017-c1"])
+    _label(wice_db, "test00064", "zoe", other[human["test00064/test00064-c1"]])
+    _label(wice_db, "test00069", "zoe", other[human["test00069/test00069-c1"]])
+    store.adjudicate(wice_db, claim=store.claim_pk(wice_db, "test00069", "test00069-c1"),
+                     adjudicator="lead", verdict="CONTRADICTED")
+    # A skip carries no verdict and must not count as a label.
+    store.record_label(wice_db, claim=store.claim_pk(wice_db, "test00093", "test00093-c1"),
+                       reviewer="zoe", kind="skip")
+    after = store.stats_input(wice_db, run.id)
+    assert after.unresolved == ("test00064/test00064-c1",)
+    final = {it.claim_key: it.human for it in after.items}
+    assert len(final) == 99
+    assert final["test00069/test00069-c1"] == "CONTRADICTED"
+    assert final["test00093/test00093-c1"] == human["test00093/test00093-c1"]
+    assert sum(1 for key, rev, _ in after.reviewer_labels if rev == "zoe") == 3
+
+
+def test_stats_reports_unresolved_and_human_human(wice_db, capsys):
+    run = store.find_judge_run(wice_db, "wice-gpt4")
+    human = {it.claim_key: it.human for it in store.stats_input(wice_db, run.id).items}
+    other = {"SUPPORTED": "UNSUPPORTED", "UNSUPPORTED": "SUPPORTED"}
+    for answer in ("test00017", "test00064", "test00069", "test00093"):
+        _label(wice_db, answer, "zoe", human[f"{answer}/{answer}-c1"])
+    _label(wice_db, "test00345", "zoe", other[human["test00345/test00345-c1"]])
+    d = _stats_json(wice_db, capsys, "--judge-run", "wice-gpt4", "--bootstrap", "0")
+    assert d["n_claims"] == 99
+    assert d["unresolved_claims"] == ["test00345/test00345-c1"]
+    assert d["human_human"]["n_claims"] == 5
+    assert d["human_human"]["reviewers"] == ["wice-annotators", "zoe"]
+    assert d["human_human"]["agreement"]["value"] == pytest.approx(0.8)
+    assert main(["--db", _db_file(wice_db), "stats", "--judge-run", "wice-gpt4", "--bootstrap", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "1 claims left out (reviewers disagree, not adjudicated)" in out
+    assert "Human–human" in out
+
+
+def test_stats_for_a_cycle_is_weighted_and_uses_the_cycle_run(wice_db, capsys):
+    cycle = cycles.create_cycle(wice_db, name="c1", judge_run="wice-gpt4", size=20, seed=3,
+                                strategy="failures-first", include_labeled=True)
+    d = _stats_json(wice_db, capsys, "--cycle", "c1")
+    assert d["cycle"] == "c1"
+    assert d["judge_run"] == "gpt-4-0613@wice-gpt4"
+    assert d["n_claims"] == 20
+    in_cycle = set(cycle.answers)
+    assert {k.split("/")[0] for k in d["disagreeing_claims"]} <= in_cycle
+    w = d["agreement_weighted"]
+    assert w is not None and w["raw"] == pytest.approx(d["agreement"]["value"])
+    probs = {i.answer_id: i.inclusion_prob for i in cycles.cycle_answers(wice_db, cycle.id)}
+    agree = {k.split("/")[0] for k in d["disagreeing_claims"]}
+    expected = sum(1 / p for a, p in probs.items() if a not in agree) / sum(1 / p for p in probs.values())
+    assert w["value"] == pytest.approx(expected)
+
+
+def test_stats_on_an_empty_database_is_a_clear_error(tmp_path: Path, capsys):
+    assert main(["--db", str(tmp_path / "empty.db"), "stats"]) == 1
+    assert "no judge runs yet" in capsys.readouterr().err
