@@ -7,6 +7,7 @@ Exit codes: 0 success, 1 invalid input or a refused operation (message on stderr
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -390,3 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CalibrationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # A reader such as `| head` closed the pipe: nothing went wrong on our side.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

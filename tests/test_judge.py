@@ -1,0 +1,566 @@
+"""Judge lab: the HTTP client against a real local server, and lab runs in the store.
+
+Every end-to-end test talks to `judge_stub.StubServer`, a real HTTP server on 127.0.0.1
+started by the test, so retries, timeouts and the concurrency bound are exercised
+through httpx's real transport rather than a mock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from pathlib import Path
+
+import pytest
+
+from calibration import judge, store
+from calibration.errors import ConflictError, InputError, JudgeError
+from calibration.importing import import_answers, import_labels
+from calibration.models import Verdict
+
+from .judge_stub import StubServer
+
+N_ANSWERS = 6
+LABELED = 4  # answers A1..A4 carry human labels; A5, A6 do not
+
+
+def _answer(i: int) -> dict:
+    aid = f"A{i}"
+    question = f"Question {i}: what is the lead time?"
+    if i == 1:
+        # Untrusted text with braces and placeholder look-alikes must reach the judge verbatim.
+        question = "Что значит {answer}, {0} и {{claims}}? \\1 $&"
+    return {
+        "id": aid,
+        "question": question,
+        "answer": f"Answer {i}. Ten working days. After payment.",
+        "chunks": [{"id": "S1", "text": f"Chunk one of {aid}: delivery is ten working days."},
+                   {"id": "S2", "text": "Chunk two: {chunks} counted from payment."}],
+        "claims": [{"id": f"{aid}.c1", "claim": "Ten working days.", "verdict": "SUPPORTED"},
+                   {"id": f"{aid}.c2", "claim": "After payment.", "verdict": "UNSUPPORTED"},
+                   {"id": f"{aid}.c3", "claim": "Free shipping.", "verdict": "SUPPORTED"}],
+        "judge_model": "old-judge",
+        "judge_prompt_version": "v0",
+    }
+
+
+@pytest.fixture
+def lab_db(db_path: Path, tmp_path: Path) -> Path:
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("\n".join(json.dumps(_answer(i), ensure_ascii=False)
+                                 for i in range(1, N_ANSWERS + 1)), encoding="utf-8")
+    labels = tmp_path / "labels.csv"
+    rows = ["answer_id,claim_id,verdict,reviewer"]
+    for i in range(1, LABELED + 1):
+        rows += [f"A{i},A{i}.c1,SUPPORTED,ann", f"A{i},A{i}.c2,SUPPORTED,ann",
+                 f"A{i},A{i}.c3,UNSUPPORTED,ann"]
+    labels.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with store.session(db_path) as db:
+        import_answers(db, answers)
+        import_labels(db, labels)
+    return db_path
+
+
+def config(stub: StubServer, **kw) -> judge.JudgeConfig:
+    opts = dict(base_url=stub.base_url, model="lab-judge", timeout=0.5, backoff_base=0.01,
+                backoff_max=0.05, concurrency=4, api_key_env="CALIBRATION_TEST_JUDGE_KEY")
+    opts.update(kw)
+    return judge.JudgeConfig(**opts)
+
+
+def template(version: str = "grounding-v1") -> judge.PromptTemplate:
+    """The shipped template under another version name (a run per test variant)."""
+    return judge.PromptTemplate(version, judge.load_template("grounding-v1").text)
+
+
+def verdicts_of(db_path: Path, run_id: int) -> dict[str, tuple[str, str | None]]:
+    with store.session(db_path) as db:
+        return {cid: (v, raw) for cid, v, raw in db.execute(
+            """SELECT c.claim_id, v.verdict, v.raw_verdict FROM judge_verdicts v
+               JOIN claims c ON c.id = v.claim_pk WHERE v.run_id = ?""", [run_id])}
+
+
+def calls_of(db_path: Path, run_id: int) -> dict[str, dict]:
+    with store.session(db_path) as db:
+        return {r["answer_id"]: r for r in db.query(
+            "SELECT * FROM judge_calls WHERE run_id = ?", [run_id])}
+
+
+def labeled_claim_ids(n: int = LABELED) -> set[str]:
+    return {f"A{i}.c{j}" for i in range(1, n + 1) for j in (1, 2, 3)}
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def test_lab_run_stores_verdicts_as_a_new_run(lab_db: Path) -> None:
+    verdicts = {"A1.c2": "CONTRADICTED", "A2.c3": "UNSUPPORTED"}
+    with StubServer(verdicts=verdicts) as stub:
+        summary = judge.run_lab(config(stub), template(), db_path=lab_db)
+
+    run = summary.run
+    assert (run.judge_model, run.prompt_version, run.origin) == ("lab-judge", "grounding-v1", "lab")
+    assert not summary.resumed
+    assert (summary.answers_in_scope, summary.answers_ok, summary.answers_failed) == (LABELED, LABELED, 0)
+    assert summary.claims_judged == 3 * LABELED
+    assert stub.count == LABELED  # one call per answer, all claims in it
+    got = verdicts_of(lab_db, run.id)
+    assert set(got) == labeled_claim_ids()
+    assert got["A1.c2"][0] == "CONTRADICTED" and got["A2.c3"][0] == "UNSUPPORTED"
+    assert got["A3.c1"][0] == "SUPPORTED"
+    # Tokens: the stub reports 100 + 20 per call.
+    assert summary.usage.total_tokens == 120 * LABELED
+    assert summary.totals.total_tokens == 120 * LABELED
+    assert summary.totals.prompt_tokens == 100 * LABELED
+
+    calls = calls_of(lab_db, run.id)
+    assert {c["status"] for c in calls.values()} == {"ok"}
+    a1 = calls["A1"]
+    assert a1["attempts"] == 1 and a1["error"] is None and a1["total_tokens"] == 120
+    # The stored prompt is exactly what the judge received, braces and all.
+    first = next(r for r in stub.requests if r.key == "A1")
+    assert a1["prompt"] == first.messages[0]["content"]
+    assert "Что значит {answer}, {0} и {{claims}}? \\1 $&" in a1["prompt"]
+    assert "Chunk two: {chunks} counted from payment." in a1["prompt"]
+    assert json.loads(a1["response"])["verdicts"][1]["verdict"] == "CONTRADICTED"
+    assert first.body["temperature"] == 0.0 and first.body["model"] == "lab-judge"
+
+    with store.session(lab_db) as db:
+        lab = db.execute("SELECT template, template_sha256, base_url, params, scope, finished_at "
+                         "FROM judge_lab_runs WHERE run_id = ?", [run.id]).fetchone()
+        old = store.find_judge_run(db, "old-judge@v0")
+    assert lab[0] == template().text and lab[2] == stub.base_url and lab[4] == "labeled"
+    assert json.loads(lab[3])["concurrency"] == 4 and lab[5] is not None
+    # The imported run is untouched, and it is the default baseline.
+    assert summary.baseline == old
+    assert len(verdicts_of(lab_db, old.id)) == 3 * N_ANSWERS
+
+
+def test_transient_failures_are_retried(lab_db: Path) -> None:
+    script = {"A1": [("429", 0), "500", "ok"], "A2": [("hang", 2.0), "ok"], "A3": ["500", "500"]}
+    with StubServer(script) as stub:
+        t0 = time.perf_counter()
+        summary = judge.run_lab(config(stub, timeout=0.3), template(), db_path=lab_db)
+        elapsed = time.perf_counter() - t0
+        counts = {k: len(stub.requests_for(k)) for k in ("A1", "A2", "A3", "A4")}
+
+    assert counts == {"A1": 3, "A2": 2, "A3": 3, "A4": 1}
+    assert summary.answers_ok == LABELED and summary.answers_failed == 0
+    calls = calls_of(lab_db, summary.run.id)
+    assert [calls[a]["attempts"] for a in ("A1", "A2", "A3", "A4")] == [3, 2, 3, 1]
+    http = json.loads(calls["A1"]["exchanges"])[0]["http"]
+    assert [h["status"] for h in http] == [429, 500, 200]
+    assert "timeout" in json.loads(calls["A2"]["exchanges"])[0]["http"][0]["error"]
+    assert elapsed < 1.5  # the hang was cut at the 0.3 s timeout, not waited out
+
+
+def test_retry_after_is_honoured(lab_db: Path) -> None:
+    with StubServer({"A1": [("429", 1)]}) as stub:
+        judge.run_lab(config(stub, concurrency=1), template(), db_path=lab_db)
+        first, second = stub.requests_for("A1")
+    assert second.started - first.started >= 0.95
+
+
+def test_retry_after_parsing() -> None:
+    now = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
+    assert judge.parse_retry_after("2") == 2.0
+    assert judge.parse_retry_after("0.5") == 0.5
+    assert judge.parse_retry_after("-3") == 0.0
+    assert judge.parse_retry_after(format_datetime(now + timedelta(seconds=30), usegmt=True),
+                                   now=now) == pytest.approx(30)
+    assert judge.parse_retry_after(format_datetime(now - timedelta(seconds=30), usegmt=True),
+                                   now=now) == 0.0
+    assert judge.parse_retry_after("soon") is None
+    assert judge.parse_retry_after(None) is None
+
+
+def test_retries_exhausted_is_a_failure_without_verdicts(lab_db: Path) -> None:
+    with StubServer({"A2": ["500"] * 10}) as stub:
+        summary = judge.run_lab(config(stub, max_attempts=3), template(), db_path=lab_db)
+        assert len(stub.requests_for("A2")) == 3
+    assert summary.answers_failed == 1 and summary.failures[0][0] == "A2"
+    call = calls_of(lab_db, summary.run.id)["A2"]
+    assert call["status"] == "failed" and "HTTP 500" in call["error"] and call["attempts"] == 3
+    assert not any(c.startswith("A2.") for c in verdicts_of(lab_db, summary.run.id))
+
+
+def test_malformed_reply_then_good_reply_recovers(lab_db: Path) -> None:
+    with StubServer({"A1": ["malformed", "ok"]}) as stub:
+        summary = judge.run_lab(config(stub), template(), db_path=lab_db)
+        first, second = stub.requests_for("A1")
+    assert summary.answers_ok == LABELED
+    # The follow-up shows the model its own reply and what was wrong with it.
+    assert [m["role"] for m in second.messages] == ["user", "assistant", "user"]
+    assert second.messages[0] == first.messages[0]
+    assert second.messages[1]["content"].startswith('{"verdicts": [{"id": "oops"')
+    assert "not valid JSON" in second.messages[2]["content"]
+    call = calls_of(lab_db, summary.run.id)["A1"]
+    assert call["status"] == "ok" and call["attempts"] == 2 and call["total_tokens"] == 240
+    rounds = json.loads(call["exchanges"])
+    assert "not valid JSON" in rounds[0]["error"] and "error" not in rounds[1]
+    assert rounds[1]["sent"] == second.messages[2]["content"]
+    assert {c for c in verdicts_of(lab_db, summary.run.id) if c.startswith("A1.")} == \
+        {"A1.c1", "A1.c2", "A1.c3"}
+
+
+@pytest.mark.parametrize(("first", "second", "message"), [
+    ("malformed", "malformed", "not valid JSON"),
+    ("missing", "missing", "no verdict for claim id(s) 'A3.c3'"),
+    ("extra", "extra", "not one of the listed claims"),
+    ("bad_verdict", "missing", "no verdict for claim id(s) 'A3.c3'"),
+])
+def test_bad_reply_twice_is_a_failure_and_no_verdict_is_guessed(
+        lab_db: Path, first: str, second: str, message: str) -> None:
+    with StubServer({"A3": [first, second]}) as stub:
+        summary = judge.run_lab(config(stub), template(), db_path=lab_db)
+        assert len(stub.requests_for("A3")) == 2  # one corrective retry, no more
+    assert summary.answers_failed == 1 and summary.answers_ok == LABELED - 1
+    call = calls_of(lab_db, summary.run.id)["A3"]
+    assert call["status"] == "failed"
+    assert call["error"].startswith("invalid reply after a corrective retry") and message in call["error"]
+    got = verdicts_of(lab_db, summary.run.id)
+    assert not any(c.startswith("A3.") for c in got)
+    assert len(got) == 3 * (LABELED - 1)
+
+
+def test_resume_after_interruption_does_not_pay_twice(lab_db: Path) -> None:
+    class Interrupted(Exception):
+        pass
+
+    def stop_after_two(p: judge.Progress) -> None:
+        if p.done == 2:
+            raise Interrupted
+
+    with StubServer() as stub:
+        with pytest.raises(Interrupted):
+            judge.run_lab(config(stub, concurrency=1), template(), db_path=lab_db,
+                          progress=stop_after_two)
+        first_keys = [r.key for r in stub.requests]
+        with store.session(lab_db) as db:
+            run = store.find_judge_run(db, "lab-judge@grounding-v1")
+            done = judge.ok_answer_ids(db, run.id)
+            unfinished = db.execute("SELECT finished_at FROM judge_lab_runs WHERE run_id = ?",
+                                    [run.id]).fetchone()[0]
+        assert first_keys == ["A1", "A2"] and done == {"A1", "A2"} and unfinished is None
+
+        summary = judge.run_lab(config(stub, concurrency=3), template(), db_path=lab_db)
+        second_keys = [r.key for r in stub.requests[len(first_keys):]]
+
+    assert summary.resumed and summary.run.id == run.id
+    assert sorted(second_keys) == ["A3", "A4"]  # A1, A2 were not requested again
+    assert (summary.answers_skipped, summary.answers_ok) == (2, 2)
+    assert summary.totals.answers_ok == LABELED and summary.totals.total_tokens == 120 * LABELED
+    assert set(verdicts_of(lab_db, run.id)) == labeled_claim_ids()
+
+
+def test_a_ui_stop_mid_flight_keeps_what_was_stored(lab_db: Path) -> None:
+    # Streamlit's stop and rerun arrive as BaseException subclasses raised inside st.* calls,
+    # i.e. inside the progress callback, with other requests still in flight.
+    class ScriptStop(BaseException):
+        pass
+
+    def stop(p: judge.Progress) -> None:
+        if p.done == 1:
+            raise ScriptStop
+
+    with StubServer(latency=0.05) as stub:
+        with pytest.raises(ScriptStop):
+            judge.run_lab(config(stub, concurrency=3), template(), db_path=lab_db, progress=stop,
+                          scope="all")
+        with store.session(lab_db) as db:
+            run = store.find_judge_run(db, "lab-judge@grounding-v1")
+            done = judge.ok_answer_ids(db, run.id)
+        n = stub.count
+        summary = judge.run_lab(config(stub, concurrency=3), template(), db_path=lab_db, scope="all")
+        again = {r.key for r in stub.requests[n:]}
+    assert 1 <= len(done) < N_ANSWERS and not (again & done)
+    assert summary.totals.answers_ok == N_ANSWERS and summary.totals.claims_judged == 3 * N_ANSWERS
+
+
+def test_resume_retries_failed_answers_only(lab_db: Path) -> None:
+    with StubServer({"A2": ["500"] * 3}) as stub:
+        first = judge.run_lab(config(stub, max_attempts=3), template(), db_path=lab_db)
+        assert first.answers_failed == 1
+        n = stub.count
+        second = judge.run_lab(config(stub, max_attempts=3), template(), db_path=lab_db)
+        assert [r.key for r in stub.requests[n:]] == ["A2"]
+    assert second.answers_ok == 1 and second.answers_skipped == LABELED - 1
+    assert second.totals.answers_failed == 0 and second.totals.claims_judged == 3 * LABELED
+    assert calls_of(lab_db, second.run.id)["A2"]["status"] == "ok"
+
+
+def test_concurrency_bound_is_respected(lab_db: Path) -> None:
+    with StubServer(latency=0.05) as stub:
+        summary = judge.run_lab(config(stub, concurrency=3), template(), db_path=lab_db,
+                                scope="all")
+        assert stub.max_in_flight == 3  # used, and never exceeded
+    assert summary.answers_ok == N_ANSWERS
+
+
+def test_concurrency_bound_holds_for_direct_client_use() -> None:
+    # Many callers, one client: the bound lives in the client, not in the worker count.
+    async def go(stub: StubServer) -> None:
+        async with judge.ChatClient(config(stub, concurrency=2)) as client:
+            await asyncio.gather(*(client.complete([{"role": "user", "content": "hi"}])
+                                   for _ in range(8)))
+
+    with StubServer(latency=0.03) as stub:
+        asyncio.run(go(stub))
+        assert stub.count == 8 and stub.max_in_flight == 2
+
+
+def test_progress_is_reported_per_answer(lab_db: Path) -> None:
+    seen: list[judge.Progress] = []
+    with StubServer() as stub:
+        judge.run_lab(config(stub), template(), db_path=lab_db, progress=seen.append)
+    assert [p.done for p in seen] == list(range(LABELED + 1))
+    assert seen[-1].total == LABELED and seen[-1].claims == 3 * LABELED
+    assert seen[-1].fraction == 1.0 and seen[-1].tokens == 120 * LABELED
+
+
+def test_lenient_reply_shapes_are_accepted(lab_db: Path) -> None:
+    with StubServer({"A1": ["fenced"], "A2": ["array"], "A3": ["no_usage"]}) as stub:
+        summary = judge.run_lab(config(stub), template(), db_path=lab_db)
+    assert summary.answers_ok == LABELED
+    got = verdicts_of(lab_db, summary.run.id)
+    assert got["A2.c1"] == ("SUPPORTED", "supported")  # spelling normalised, raw kept
+    calls = calls_of(lab_db, summary.run.id)
+    assert calls["A3"]["total_tokens"] is None
+    assert summary.totals.total_tokens == 120 * (LABELED - 1)
+
+
+def test_endpoint_rejection_stops_the_run(lab_db: Path) -> None:
+    with StubServer(default="401") as stub:
+        with pytest.raises(JudgeError, match="HTTP 401"):
+            judge.run_lab(config(stub, concurrency=1), template(), db_path=lab_db)
+        assert stub.count == 1
+
+
+def test_api_key_comes_from_the_named_environment_variable(
+        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CALIBRATION_TEST_JUDGE_KEY", "sk-test-123")
+    with StubServer() as stub:
+        summary = judge.run_lab(config(stub), template(), db_path=lab_db)
+        assert {r.headers.get("authorization") for r in stub.requests} == {"Bearer sk-test-123"}
+    with store.session(lab_db) as db:
+        dump = json.dumps(list(db.query("SELECT * FROM judge_lab_runs")))
+        dump += json.dumps(list(db.query("SELECT * FROM judge_calls")))
+    assert "sk-test-123" not in dump and summary.answers_ok == LABELED
+
+
+def test_scopes(lab_db: Path) -> None:
+    with store.session(lab_db) as db, store.write(db):
+        old = store.find_judge_run(db, "old-judge@v0")
+        cur = db.execute("INSERT INTO cycles (name, judge_run_id, strategy, seed, size, created_at) "
+                         "VALUES ('c1', ?, 'random', 1, 2, ?)", [old.id, store.now()])
+        for pos, aid in enumerate(["A6", "A2"]):
+            db.execute("INSERT INTO cycle_answers (cycle_id, answer_id, position, inclusion_prob) "
+                       "VALUES (?, ?, ?, 0.5)", [cur.lastrowid, aid, pos])
+    with StubServer() as stub:
+        s = judge.run_lab(config(stub, concurrency=1), template("cyc"), db_path=lab_db,
+                          scope="cycle:c1")
+        assert [r.key for r in stub.requests] == ["A6", "A2"] and s.baseline == old
+        s = judge.run_lab(config(stub), template("cyc"), db_path=lab_db, scope="all")
+        assert s.answers_skipped == 2 and s.answers_ok == N_ANSWERS - 2
+    with pytest.raises(InputError):
+        judge.parse_scope("cycles")
+    with pytest.raises(InputError, match="no claim has a human label"):
+        judge.run_lab(config(stub), template("empty"), db_path=lab_db.with_name("empty.db"))
+    with StubServer() as stub, pytest.raises(judge.NotFoundError):
+        judge.run_lab(config(stub), template("nope"), db_path=lab_db, scope="cycle:missing")
+    with store.session(lab_db) as db:
+        assert [r.prompt_version for r in judge.lab_runs(db)] == ["cyc"]  # no empty run left
+
+
+def test_a_version_name_stands_for_one_template(lab_db: Path) -> None:
+    with StubServer() as stub:
+        judge.run_lab(config(stub), template("t1"), db_path=lab_db)
+        edited = judge.template_from_text("t1", template().text + "\nBe brief.")
+        with pytest.raises(ConflictError, match="different prompt text"):
+            judge.run_lab(config(stub), edited, db_path=lab_db)
+        with pytest.raises(ConflictError, match="not made by the judge lab"):
+            judge.run_lab(config(stub, model="old-judge"), template("v0"), db_path=lab_db)
+
+
+def test_comparison_with_the_previous_run(lab_db: Path) -> None:
+    # Humans: c1 SUPPORTED, c2 SUPPORTED, c3 UNSUPPORTED. The imported run is right on c1 only;
+    # the lab run is told to match the humans everywhere.
+    right = {f"A{i}.c{j}": v for i in range(1, LABELED + 1)
+             for j, v in ((1, "SUPPORTED"), (2, "SUPPORTED"), (3, "UNSUPPORTED"))}
+    with StubServer(verdicts=right) as stub:
+        summary = judge.run_lab(config(stub), template(), db_path=lab_db)
+    comp = summary.comparison
+    assert comp is not None and comp.baseline == "old-judge@v0" and comp.run == summary.run.name
+    c = comp.result
+    assert c.n_claims == 3 * LABELED
+    assert c.agreement_a.value == pytest.approx(1 / 3) and c.agreement_b.value == 1.0
+    assert (len(c.only_a_right), len(c.only_b_right)) == (0, 2 * LABELED)
+    assert c.mcnemar.p_two_sided < 0.01
+    assert comp.to_dict()["run_b"] == summary.run.name
+    text = "\n".join(judge.summary_lines(summary))
+    assert "against old-judge@v0 on 12 human-labeled claims" in text and "McNemar" in text
+
+
+def test_cli_judge_run(lab_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from calibration.cli import main
+
+    args = ["--db", str(lab_db), "judge", "run", "--model", "cli-judge", "--prompt-version",
+            "grounding-v1-ru", "--concurrency", "2", "--timeout", "2"]
+    with StubServer({"A2": ["malformed", "malformed"]}) as stub:
+        assert main([*args, "--base-url", stub.base_url]) == 0
+        out, err = capsys.readouterr()
+        assert "run cli-judge@grounding-v1-ru (new), scope labeled" in out
+        assert "answers ok 3, failed 1; claims judged 9" in out
+        assert "failed A2: invalid reply" in out and "against old-judge@v0" in out
+        assert "judged 4/4 answers" in err
+        assert "Ты — строгий проверяющий" in stub.requests[0].messages[0]["content"]
+        # The same command again only retries the failed answer.
+        assert main([*args, "--base-url", stub.base_url]) == 0
+        out, _ = capsys.readouterr()
+        assert "(resumed)" in out and "3 already judged" in out and "answers ok 1, failed 0" in out
+        assert len(stub.requests) == 3 + 2 + 1  # A2 twice, then once more on resume
+
+    assert main([*args, "--base-url", "http://127.0.0.1:9", "--api-key-env", "NOPE_NOT_SET"]) == 1
+    assert "NOPE_NOT_SET" in capsys.readouterr().err
+    assert main(["--db", str(lab_db), "judge", "run", "--base-url", "http://x", "--model", "m",
+                 "--prompt-version", "nope"]) == 1
+    assert "no template file" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the Judge lab page
+
+
+def test_page_runs_an_edited_prompt_and_shows_the_comparison(
+        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    import ui
+
+    monkeypatch.setenv("CALIBRATION_DB", str(lab_db))
+    root = Path(__file__).resolve().parents[1]
+    at = AppTest.from_file(str(root / "pages" / "judge_lab.py"), default_timeout=30)
+    at.session_state[ui.REVIEWER_KEY] = "lead"
+    at.run()
+    assert not at.exception
+    assert at.text_area(key="lab_template_text").value == judge.load_template("grounding-v1").text
+
+    right = {f"A{i}.c{j}": v for i in range(1, LABELED + 1)
+             for j, v in ((1, "SUPPORTED"), (2, "SUPPORTED"), (3, "UNSUPPORTED"))}
+    with StubServer(verdicts=right) as stub:
+        at.text_area(key="lab_template_text").input(template().text + "\nBe strict. {not a slot}")
+        at.text_input(key="lab_base_url").input(stub.base_url)
+        at.text_input(key="lab_model").input("page-judge")
+        at.button[0].click().run()
+        # Edited text under the shipped name is refused before any request.
+        assert not at.exception and stub.count == 0
+        assert [e.value for e in at.error] == ["The run cannot start:"]
+        assert any("shipped template" in t.value for t in at.text)
+
+        at.text_input(key="lab_version").input("strict-v2")
+        at.button[0].click().run()
+        assert not at.exception and not at.error
+        assert stub.count == LABELED
+        assert "Be strict. {not a slot}" in stub.requests[0].messages[0]["content"]
+
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Answers ok"] == str(LABELED) and metrics["Claims judged"] == str(3 * LABELED)
+    assert metrics["Only the new run right"] == str(2 * LABELED)
+    comparison = at.dataframe[0].value
+    assert list(comparison["run"]) == ["old-judge@v0", "page-judge@strict-v2"]
+    assert list(comparison["agreement"]) == pytest.approx([1 / 3, 1.0])
+    runs = at.dataframe[1].value
+    assert list(runs["run"]) == ["page-judge@strict-v2"]
+
+    # Picking another template loads its text.
+    at.selectbox(key="lab_template_pick").select("grounding-v1-ru").run()
+    assert at.text_area(key="lab_template_text").value.startswith("Ты — строгий")
+    assert at.text_input(key="lab_version").value == "grounding-v1-ru"
+
+
+# ---------------------------------------------------------------- units
+
+
+def test_render_is_single_pass_and_brace_safe() -> None:
+    tpl = 'Q: {question}\nA: {answer}\n{chunks}\n{claims}\n{"json": {"x": 1}} {other} {{question}}'
+    out = judge.render(tpl, {"question": "{answer} \\g<0> {0}", "answer": "ans",
+                             "chunks": "{claims}", "claims": "C"})
+    assert out == ('Q: {answer} \\g<0> {0}\nA: ans\n{claims}\nC\n'
+                   '{"json": {"x": 1}} {other} {{answer} \\g<0> {0}}')
+
+
+def test_templates_ship_and_are_checked() -> None:
+    assert {"grounding-v1", "grounding-v1-ru"} <= set(judge.available_templates())
+    for v in ("grounding-v1", "grounding-v1-ru"):
+        assert judge.load_template(v).version == v
+    with pytest.raises(InputError, match=r"\{claims\}"):
+        judge.template_from_text("x", "{question} {chunks} {answer}")
+    with pytest.raises(InputError, match="no template file"):
+        judge.load_template("does-not-exist")
+    with pytest.raises(InputError):
+        judge.load_template("../etc/passwd")
+
+
+def test_parse_reply_shapes_and_errors() -> None:
+    ids, chunks = ["c1", "c2"], ["S1", "S2"]
+    ok = judge.parse_reply('{"verdicts": [{"id": "c2", "verdict": "refuted", "evidence": [2]},'
+                           '{"claim_id": "c1", "verdict": "SUPPORTED", "evidence": "S1",'
+                           ' "explanation": "why"}]}', ids, chunks)
+    assert [(v.claim_id, v.verdict, v.evidence) for v in ok] == [
+        ("c1", Verdict.SUPPORTED, ("S1",)), ("c2", Verdict.CONTRADICTED, ("S2",))]
+    assert ok[0].rationale == "why" and ok[1].raw_verdict == "refuted"
+    mapping = judge.parse_reply('<think>hmm {</think>```json\n{"c1": "nei", "c2": {"verdict": "yes"}}\n```',
+                                ids, chunks)
+    assert [v.verdict for v in mapping] == [Verdict.UNSUPPORTED, Verdict.SUPPORTED]
+    assert judge.parse_reply('{"id": "c1", "verdict": "SUPPORTED"}', ["c1"])[0].claim_id == "c1"
+
+    bad = {
+        "": "empty",
+        "[1, 2]": "verdicts[0]",
+        '"SUPPORTED"': "expected a JSON object",
+        '[{"id": "c1", "verdict": "maybe"}, {"id": "c2", "verdict": "SUPPORTED"}]': "unknown verdict 'maybe'",
+        '[{"id": "c1", "verdict": "SUPPORTED"}, {"id": "c1", "verdict": "SUPPORTED"}, '
+        '{"id": "c2", "verdict": "SUPPORTED"}]': "more than once",
+        '[{"id": "c1", "verdict": "SUPPORTED", "evidence": ["S9"]}, {"id": "c2", "verdict": "SUPPORTED"}]':
+            "evidence 'S9' names no chunk",
+    }
+    for text, msg in bad.items():
+        with pytest.raises(judge.ReplyError, match=msg.replace("[", r"\[").replace("(", r"\(")):
+            judge.parse_reply(text, ids, chunks)
+
+
+def test_endpoint_url_and_config_checks() -> None:
+    def url(base: str) -> str:
+        return judge.JudgeConfig(base_url=base, model="m").url
+
+    assert url("http://h:8000") == "http://h:8000/v1/chat/completions"
+    assert url("http://h:8000/v1/") == "http://h:8000/v1/chat/completions"
+    assert url("https://h/openai/v1") == "https://h/openai/v1/chat/completions"
+    assert url("http://h/v1/chat/completions") == "http://h/v1/chat/completions"
+    with pytest.raises(InputError):
+        judge.JudgeConfig(base_url="localhost:8000", model="m", concurrency=0)
+    assert "base_url" not in judge.JudgeConfig(base_url="http://h", model="m").params()
+
+
+def test_backoff_is_exponential_with_full_jitter() -> None:
+    assert [judge.backoff_delay(a, 1.0, 60.0, lambda: 1.0) for a in (1, 2, 3, 8)] == [1, 2, 4, 60]
+    assert judge.backoff_delay(5, 1.0, 60.0, lambda: 0.0) == 0.0
+
+
+def test_no_database_needed_for_the_core() -> None:
+    item = judge.AnswerInput("X", "q", "a", (judge.ChunkText("S1", "t"),),
+                             (judge.ClaimText(1, "X.c1", "claim"),))
+    seen: list[judge.AnswerResult] = []
+
+    async def go(stub: StubServer) -> None:
+        async def collect(_item: judge.AnswerInput, res: judge.AnswerResult) -> None:
+            seen.append(res)
+
+        async with judge.ChatClient(config(stub)) as client:
+            await judge.judge_items(client, template(), [item], collect)
+
+    with StubServer({"X": ["missing", "ok"]}) as stub:
+        asyncio.run(go(stub))
+    assert seen[0].status == "ok" and seen[0].verdicts[0].claim_id == "X.c1"

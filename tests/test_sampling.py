@@ -1,0 +1,129 @@
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from calibration import sampling
+from calibration.sampling import PoolAnswer
+
+
+def make_pool(sizes: dict[str | None, int], failing: int = 0) -> list[PoolAnswer]:
+    """Answers a000, a001, ... grouped by category; the first `failing` ones are failing."""
+    out: list[PoolAnswer] = []
+    for category, n in sizes.items():
+        for _ in range(n):
+            i = len(out)
+            out.append(PoolAnswer(f"a{i:03d}", category, i < failing))
+    return out
+
+
+@pytest.fixture
+def pool_of_40() -> list[PoolAnswer]:
+    """40 answers in three categories (20/12/8); the first 6 are failing."""
+    return make_pool({"cat-a": 20, "cat-b": 12, "cat-c": 8}, failing=6)
+
+
+@pytest.mark.parametrize("strategy", sampling.STRATEGIES)
+def test_same_seed_same_sample_whatever_the_pool_order(strategy: str,
+                                                       pool_of_40: list[PoolAnswer]) -> None:
+    first = sampling.draw(strategy, pool_of_40, 20, seed=11)
+    shuffled = pool_of_40[:]
+    random.Random(3).shuffle(shuffled)
+    again = sampling.draw(strategy, shuffled, 20, seed=11)
+    assert again == first
+    assert len(set(first.answer_ids)) == 20
+
+
+@pytest.mark.parametrize("strategy", sampling.STRATEGIES)
+def test_different_seeds_give_different_samples(strategy: str, pool_of_40: list[PoolAnswer]) -> None:
+    samples = {sampling.draw(strategy, pool_of_40, 20, seed=s).answer_ids for s in range(5)}
+    assert len(samples) == 5
+
+
+@pytest.mark.parametrize("strategy", sampling.STRATEGIES)
+def test_inclusion_probabilities_sum_to_the_sample_size(strategy: str,
+                                                        pool_of_40: list[PoolAnswer]) -> None:
+    sample = sampling.draw(strategy, pool_of_40, 17, seed=2)
+    # Over the population: every answer of stratum h has pi = n_h / N_h.
+    assert sum(s.population * s.prob for s in sample.strata) == pytest.approx(17)
+    assert sum(s.sampled for s in sample.strata) == 17
+    assert len(sample.inclusion_probs) == sample.size == 17
+
+
+def test_random_gives_every_answer_n_over_N(pool_of_40: list[PoolAnswer]) -> None:
+    sample = sampling.random_sample(pool_of_40, 20, seed=5)
+    assert set(sample.inclusion_probs) == {0.5}
+
+
+def test_stratified_shares_match_the_categories(pool_of_40: list[PoolAnswer]) -> None:
+    sample = sampling.stratified_sample(pool_of_40, 20, seed=4)
+    category = {a.answer_id: a.category for a in pool_of_40}
+    drawn = Counter(category[a] for a in sample.answer_ids)
+    assert drawn == {"cat-a": 10, "cat-b": 6, "cat-c": 4}
+    for aid, prob in zip(sample.answer_ids, sample.inclusion_probs, strict=True):
+        assert prob == pytest.approx({"cat-a": 10 / 20, "cat-b": 6 / 12, "cat-c": 4 / 8}[category[aid]])
+
+
+def test_stratified_gives_every_category_one_where_size_allows() -> None:
+    pool = make_pool({"big": 90, "mid": 9, "tiny": 1, None: 2})
+    sample = sampling.stratified_sample(pool, 15, seed=0)
+    assert {s.name: s.sampled for s in sample.strata} == {None: 1, "big": 12, "mid": 1, "tiny": 1}
+    assert {s.name: s.prob for s in sample.strata}["tiny"] == 1.0
+
+
+def test_allocation_is_largest_remainder() -> None:
+    # Quotas 4.5, 3.3, 2.2 -> floors 4, 3, 2; the one slot left goes to the largest remainder.
+    assert sampling.allocate({"a": 45, "b": 33, "c": 22}, 10) == {"a": 5, "b": 3, "c": 2}
+    # Fewer slots than strata: pure proportional, the smallest stratum gets none.
+    assert sampling.allocate({"a": 50, "b": 30, "c": 20}, 2) == {"a": 1, "b": 1, "c": 0}
+
+
+def test_failures_first_takes_the_failing_answers_first(pool_of_40: list[PoolAnswer]) -> None:
+    sample = sampling.failures_first_sample(pool_of_40, 20, seed=8)
+    failing = {a.answer_id for a in pool_of_40 if a.failing}
+    assert set(sample.answer_ids[:6]) == failing  # all six failing, at the front
+    assert not failing & set(sample.answer_ids[6:])
+    assert sample.inclusion_probs[:6] == (1.0,) * 6
+    assert sample.inclusion_probs[6:] == pytest.approx([14 / 34] * 14)
+
+
+def test_failures_first_oversamples_and_keeps_every_pi_positive() -> None:
+    # 80% failing: the passing stratum still gets one slot, so re-weighting stays possible.
+    assert sampling.failures_first_allocation(99, 1, 20) == (19, 1)
+    # Failing are rare: they get half the sample, far above their 10% share.
+    assert sampling.failures_first_allocation(30, 270, 20) == (10, 10)
+    # Not enough failing answers, or none at all: the passing stratum fills the rest.
+    assert sampling.failures_first_allocation(3, 97, 20) == (3, 17)
+    assert sampling.failures_first_allocation(0, 40, 20) == (0, 20)
+    assert sampling.failures_first_allocation(40, 0, 20) == (20, 0)
+
+
+def test_failures_first_probabilities_match_the_design() -> None:
+    # 25 failing, 15 passing, n = 20: n_F = max(ceil(10), ceil(12.5)) = 13, n_P = 7.
+    pool = make_pool({"x": 40}, failing=25)
+    first = sampling.failures_first_sample(pool, 20, seed=0)
+    expected = {s.name: s.prob for s in first.strata}
+    assert expected == pytest.approx({"failing": 13 / 25, "passing": 7 / 15})
+    # The recorded pi is what the design does: inclusion frequencies over many seeds.
+    runs = 3000
+    hits: Counter[str] = Counter()
+    for seed in range(runs):
+        hits.update(sampling.failures_first_sample(pool, 20, seed).answer_ids)
+    for a in pool:
+        want = expected["failing" if a.failing else "passing"]
+        assert hits[a.answer_id] / runs == pytest.approx(want, abs=0.04)
+
+
+def test_bad_requests_are_refused(pool_of_40: list[PoolAnswer]) -> None:
+    with pytest.raises(ValueError, match="empty"):
+        sampling.random_sample([], 5, seed=1)
+    with pytest.raises(ValueError, match="between 1 and"):
+        sampling.stratified_sample(pool_of_40, 41, seed=1)
+    with pytest.raises(ValueError, match="twice"):
+        sampling.random_sample(pool_of_40 + pool_of_40[:1], 5, seed=1)
+    with pytest.raises(ValueError, match="non-negative"):
+        sampling.random_sample(pool_of_40, 5, seed=-1)
+    with pytest.raises(ValueError, match="unknown strategy"):
+        sampling.draw("cluster", pool_of_40, 5, seed=1)
