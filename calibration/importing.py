@@ -331,8 +331,14 @@ def import_answers(
     mapping: dict[str, Verdict] | None = None,
     encoding: str | None = None,
 ) -> ImportReport:
-    """Import one JSONL / JSON-array file of judged answers, all or nothing."""
+    """Import one JSONL / JSON-array file of judged answers, all or nothing.
+
+    A JSONL export of this tool is restored losslessly instead (see `export.restore_answers`).
+    """
     path = Path(path)
+    if _is_export(path, encoding):
+        from .export import restore_answers
+        return restore_answers(db, path, encoding=encoding)
     report = ImportReport()
     problems = _Problems(path)
     seen: set[str] = set()
@@ -415,8 +421,15 @@ def import_labels(
     mapping: dict[str, Verdict] | None = None,
     encoding: str | None = None,
 ) -> LabelsReport:
-    """Import human labels from a CSV (answer_id, claim_id, verdict[, reviewer, note, evidence])."""
+    """Import human labels from a CSV (answer_id, claim_id, verdict[, reviewer, note, evidence]).
+
+    A JSONL export of this tool is restored losslessly instead (see `export.restore_labels`):
+    blind and final verdicts, reconciles, evidence, notes and the event history with its times.
+    """
     path = Path(path)
+    if _is_export(path, encoding):
+        from .export import restore_labels
+        return restore_labels(db, path, encoding=encoding)
     report = LabelsReport()
     problems = _Problems(path)
     with store.write(db), _open_text(path, encoding) as fh:
@@ -488,6 +501,15 @@ def import_labels(
             raise InputError(f"{path}:{reader.line_num}: {exc}; nothing was imported") from exc
         problems.raise_if_any()
     return report
+
+
+# ---------------------------------------------------------------- restore of an export (issue 6)
+
+
+def _is_export(path: Path, encoding: str | None) -> bool:
+    # The export module imports this one, so it is imported late.
+    from .export import is_export_file
+    return is_export_file(path, encoding)
 
 
 # ---------------------------------------------------------------- demo

@@ -1,0 +1,266 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from scipy import stats
+from sqlite_utils import Database
+from streamlit.testing.v1 import AppTest
+
+from calibration import cycles, dashboard, store
+from calibration.importing import import_answers
+
+from .conftest import DEMO, ROOT
+
+PAGE = str(ROOT / "pages" / "dashboard.py")
+GPT4, GPT35 = "gpt-4-0613@wice-gpt4", "gpt-3.5-turbo-0613@wice-gpt35"
+DEMO_RUN = "demo-judge@grounding-v1"
+EVIL = "**bold** $x^2$ <b>html</b> :red[red] [link](http://x)"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches() -> Iterator[None]:
+    # The page caches per process; a test must never see another test's database.
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+@pytest.fixture
+def page_db(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("CALIBRATION_DB", str(db_path))
+    return db_path
+
+
+def render(**choices: object) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    for key, value in choices.items():
+        at.selectbox(key=key).set_value(value).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(at: AppTest) -> list[str]:
+    return [t.value for t in at.text]
+
+
+@pytest.fixture
+def cycle_db(demo_db: Database) -> Database:
+    """The demo run, one random cycle over all five answers, labels by two reviewers."""
+    db = demo_db
+    cyc = cycles.create_cycle(db, name="week 1", judge_run=DEMO_RUN, size=5, seed=1, force=True)
+    run = store.find_judge_run(db, DEMO_RUN).id
+
+    def lab(answer: str, claim: str, reviewer: str, verdict: str, **kw: object) -> None:
+        store.record_label(db, claim=store.claim_pk(db, answer, claim), reviewer=reviewer, kind="blind",
+                           verdict=verdict, cycle_id=cyc.id, **kw)  # type: ignore[arg-type]
+
+    lab("Q1", "c1", "ann", "SUPPORTED", evidence=["S1"])
+    lab("Q1", "c2", "ann", "UNSUPPORTED", note=EVIL)
+    store.record_label(db, claim=store.claim_pk(db, "Q1", "c2"), reviewer="ann", kind="keep")
+    lab("Q2", "c1", "ann", "UNSUPPORTED")
+    store.record_label(db, claim=store.claim_pk(db, "Q2", "c1"), reviewer="ann", kind="judge_right",
+                       judge_run_id=run)  # a slip
+    lab("Q2", "c2", "ann", "CONTRADICTED")
+    lab("Q2", "c2", "bob", "CONTRADICTED")
+    lab("Q3", "c1", "ann", "SUPPORTED")
+    lab("Q3", "c1", "bob", "UNSUPPORTED")  # disputed, left out
+    lab("Q4", "c1", "bob", "SUPPORTED")
+    return db
+
+
+# ---------------------------------------------------------------- the page (AppTest)
+
+
+def test_page_renders_on_an_empty_database(page_db: Path) -> None:
+    at = render()
+    assert [i.value for i in at.info] and not at.error
+
+
+def test_page_renders_on_one_cycle(cycle_db: Database, page_db: Path) -> None:
+    at = render(**{f"dash_scope_{DEMO_RUN}": 1})  # the first cycle of the run
+    alerts = [a.value for a in (*at.error, *at.warning, *at.success)]
+    assert len([a for a in alerts if a.startswith("Flag: ")]) == 1
+    assert any("1 claims whose reviewers disagree" in c.value for c in at.caption)
+    # Untrusted text (the note) is never handed to a markdown element.
+    markdown = [m.value for m in (*at.markdown, *at.caption, *at.error, *at.warning, *at.success, *at.info)]
+    assert not any("bold" in m or "x^2" in m for m in markdown)
+    assert [e.label for e in at.expander]
+
+
+def test_page_on_wice_gpt4_says_revise_because_the_judge_is_lenient(wice_db: Database, page_db: Path) -> None:
+    at = render(dash_run=GPT4)
+    assert at.error[0].value == "Flag: revise"
+    assert any(t.startswith("• judge is lenient") for t in texts(at))
+    labels = [e.label for e in at.expander]
+    assert "Claims behind: judge is lenient (19)" in labels
+    lenient = at.expander[labels.index("Claims behind: judge is lenient (19)")]
+    table = lenient.dataframe[0].value
+    assert len(table) == 19 and all(table["claim"]) and set(table["judge"]) == {"SUPPORTED"}
+    assert any("19 times" in t and "4 times" in t for t in texts(at))
+
+
+def test_page_compares_the_two_wice_runs(wice_db: Database, page_db: Path) -> None:
+    at = render(dash_run=GPT4, **{f"dash_compare_{GPT4}": 1})  # the other run
+    assert GPT4 in texts(at) and GPT35 in texts(at)
+    assert any("exact McNemar p < 0.001" in t and "better beyond chance" in t for t in texts(at))
+
+
+def test_page_shows_a_closed_cycle_in_the_trend(cycle_db: Database, page_db: Path) -> None:
+    cycles.close_cycle(cycle_db, "week 1")
+    at = render()
+    trend = [df.value for df in at.dataframe if "cycle #" in df.value.columns]
+    assert len(trend) == 1 and list(trend[0]["cycle"]) == ["week 1"]
+
+
+# ---------------------------------------------------------------- the domain
+
+
+def test_wice_gpt4_flag_reasons_direction_and_claims(wice_db: Database) -> None:
+    d = dashboard.build(wice_db, run="wice-gpt4", bootstrap=0)
+    assert d.report.flag.status == "revise"
+    codes = [r.code for r in d.reasons]
+    assert "judge_lenient" in codes
+    lenient = next(r for r in d.reasons if r.code == "judge_lenient")
+    assert len(lenient.claim_keys) == 19
+    assert all(d.verdicts[k][1] == "SUPPORTED" != d.verdicts[k][0] for k in lenient.claim_keys)
+    assert "SUPPORTED where reviewers did not: 19 times" in d.direction_text
+    assert "4 times" in d.direction_text and "lenient" in d.direction_text
+    assert len(d.disagreements) == 23
+    row = d.disagreements[0]
+    assert row.claim and row.rationale and row.chunks.startswith("[c")
+
+
+def test_comparison_of_the_two_wice_runs(wice_db: Database) -> None:
+    cmp = dashboard.compare(wice_db, "wice-gpt4", "wice-gpt35")
+    assert cmp is not None
+    r = cmp.result
+    assert r.n_claims == 100
+    assert r.agreement_a.value == pytest.approx(0.77) and r.agreement_b.value == pytest.approx(0.39)
+    assert r.kappa_a.value is not None and r.kappa_b.value is not None and r.kappa_a.value > r.kappa_b.value
+    b, c = len(r.only_a_right), len(r.only_b_right)
+    assert (b, c) == (41, 3)
+    # The paired exact McNemar is the two-sided binomial test on the discordant pairs.
+    assert r.mcnemar.p_two_sided == pytest.approx(stats.binomtest(b, b + c, 0.5).pvalue)
+    assert "better beyond chance" in cmp.text
+    d = dashboard.build(wice_db, run="wice-gpt4", compare_with="wice-gpt35", bootstrap=0)
+    assert d.comparison is not None and d.comparison.result.n_claims == 100
+
+
+def test_cycle_scope_slips_human_human_and_unresolved(cycle_db: Database) -> None:
+    d = dashboard.build(cycle_db, run=DEMO_RUN, cycle="week 1", bootstrap=0)
+    assert d.report.n_claims == 5 and d.report.unresolved_claims == ("Q3/c1",)
+    assert not d.oversampled  # a random cycle: equal inclusion probabilities
+    assert [f.label for f in dashboard.headline(d)] == ["Agreement", "Cohen's kappa", "Gwet's AC1", "PABAK"]
+    ann = next(r for r in d.reviewers if r.reviewer == "ann")
+    assert (ann.labeled, ann.kept, ann.judge_right, ann.slips) == (5, 1, 1, 1)
+    assert d.human_human is not None and d.human_human.n_claims == 2
+    assert "2 claims labeled by several reviewers" in dashboard.human_human_text(d)
+    assert {c.category: c.n_claims for c in d.categories} == {"single-fact": 2, "rule-application": 2,
+                                                               "multi-part": 1}
+    q1c2 = d.details["Q1/c2"]
+    assert q1c2.notes == f"ann: {EVIL}" and q1c2.human == "UNSUPPORTED" and q1c2.judge == "SUPPORTED"
+
+
+def test_an_oversampled_cycle_shows_the_reweighted_agreement(wice_db: Database) -> None:
+    cycles.create_cycle(wice_db, name="ff", judge_run="wice-gpt4", size=30, seed=2, strategy="failures-first",
+                        include_labeled=True)
+    d = dashboard.build(wice_db, run="wice-gpt4", cycle="ff", bootstrap=200)
+    assert d.oversampled and d.report.weighted is not None
+    assert dashboard.headline(d)[-1].label == "Re-weighted agreement"
+
+
+def test_trend_lists_closed_cycles_in_closing_order(cycle_db: Database) -> None:
+    cycles.create_cycle(cycle_db, name="week 2", judge_run=DEMO_RUN, size=5, seed=2, force=True,
+                        include_labeled=True)
+    cycles.close_cycle(cycle_db, "week 2")
+    cycles.close_cycle(cycle_db, "week 1")
+    points = dashboard.build(cycle_db, run=DEMO_RUN, bootstrap=0).trend
+    assert [(p.number, p.cycle) for p in points] == [(1, "week 2"), (2, "week 1")]
+    snap = json.loads(cycle_db.execute("SELECT snapshot FROM cycles WHERE name = 'week 1'").fetchone()[0])
+    assert points[1].agreement == snap["agreement"]["agreement"]["value"]
+
+
+def test_no_labels_gives_an_inconclusive_flag(demo_db: Database) -> None:
+    d = dashboard.build(demo_db, run=DEMO_RUN)
+    assert d.report.flag.status == "inconclusive" and d.reasons[0].code == "no_data"
+    assert d.n_unlabeled == 9 and not d.disagreements and d.trend == ()
+    assert "Label claims" in d.sample_size_text
+
+
+def test_fingerprint_moves_with_labels_closes_and_thresholds(cycle_db: Database) -> None:
+    before = dashboard.fingerprint(cycle_db)
+    store.record_label(cycle_db, claim=store.claim_pk(cycle_db, "Q5", "c1"), reviewer="ann", kind="skip")
+    after_label = dashboard.fingerprint(cycle_db)
+    cycles.close_cycle(cycle_db, "week 1")
+    after_close = dashboard.fingerprint(cycle_db)
+    store.save_thresholds(cycle_db, agreement_target=0.9)
+    assert len({before, after_label, after_close, dashboard.fingerprint(cycle_db)}) == 4
+
+
+def test_ids_with_slashes_still_find_their_details(fresh_db: Database, tmp_path: Path) -> None:
+    src = tmp_path / "a.jsonl"
+    src.write_text(json.dumps({
+        "id": "kb/doc/1", "question": "q", "answer": "a", "judge_model": "j", "judge_prompt_version": "v",
+        "chunks": [{"id": "k", "text": "t"}],
+        "claims": [{"id": "c/1", "claim": "x", "verdict": "SUPPORTED"}]}) + "\n")
+    import_answers(fresh_db, src)
+    store.record_label(fresh_db, claim=store.claim_pk(fresh_db, "kb/doc/1", "c/1"), reviewer="r",
+                       kind="blind", verdict="UNSUPPORTED")
+    d = dashboard.build(fresh_db, run="j@v", bootstrap=0)
+    assert [c.claim for c in d.disagreements] == ["x"]
+
+
+def test_demo_import_keeps_working(fresh_db: Database) -> None:
+    import_answers(fresh_db, DEMO)
+    assert dashboard.run_names(fresh_db) == [DEMO_RUN] and dashboard.cycle_names(fresh_db, DEMO_RUN) == []
+
+
+# ---------------------------------------------------------------- in a real browser
+
+
+@pytest.mark.browser
+def test_browser_dashboard_on_wice_gpt4_shows_revise_and_lenient(wice_db: Database, db_path: Path,
+                                                                  tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .browser.conftest import (
+        CHROMIUM,
+        CHROMIUM_ARGS,
+        SCREENSHOTS,
+        require_browser,
+        server_errors,
+        start_app,
+    )
+
+    sync_api = require_browser()
+
+    def drive(url: str) -> None:
+        # Its own thread: the browser suite's session-wide Playwright keeps an event loop running
+        # on the main thread, and a second sync Playwright there would refuse to start.
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.set_default_timeout(30_000)
+                page.goto(f"{url}/dashboard")
+                page.get_by_text("Flag: ").first.wait_for()  # the newest run (gpt-3.5) is drawn
+                page.get_by_role("combobox", name="Judge run").click()
+                page.get_by_role("option", name=GPT4).click()
+                page.get_by_text("19 times").first.wait_for()
+                assert page.get_by_text("Flag: revise").is_visible()
+                assert page.get_by_text("• judge is lenient").first.is_visible()
+                page.get_by_text("Claims behind: judge is lenient (19)").click()
+                page.screenshot(path=str(SCREENSHOTS / "dashboard-wice-gpt4.png"), full_page=True)
+            finally:
+                browser.close()
+
+    log = tmp_path / "streamlit.log"
+    with start_app(db_path, log) as url, ThreadPoolExecutor(1) as pool:
+        pool.submit(drive, url).result()
+    assert not server_errors(log)
