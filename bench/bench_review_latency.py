@@ -1,0 +1,279 @@
+"""Review-page latency in a real browser: verdict keypress -> next claim on screen.
+
+Runs the real app (`streamlit run app.py`) against two synthetic databases, a small one
+(100 judged answers) and a large one (100,000 judged answers, 300,000 claims, with
+150,000 human labels of other reviewers), and in headless Chromium labels claims of an
+open cycle by keyboard. For every verdict it measures, inside the page, the time from
+the keydown event to the moment the next claim's card is drawn with its buttons (for the
+last claim of an answer: the reveal of the judge with its buttons). The first few
+verdicts warm the server up and are not counted. Prints median and p95 for both.
+
+    .venv/bin/python bench/bench_review_latency.py [--verdicts 200] [--big 100000]
+
+The per-verdict server work reads by key and index only (one answer, one cycle queue),
+so the two figures should be close; a gap that grows with the database is a bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from calibration import cycles, review, store  # noqa: E402
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+KEYS = {"SUPPORTED": "1", "CONTRADICTED": "2", "UNSUPPORTED": "3"}
+CLAIMS_PER_ANSWER = 3
+WARMUP = 5
+REVIEWER = "bench"
+
+WORDS = ["delivery", "payment", "invoice", "warehouse", "discount", "approval", "order",
+         "contract", "customer", "specification", "pickup", "schedule", "price", "manager",
+         "director", "period", "working", "days"]
+
+
+# ---------------------------------------------------------------- synthetic data
+
+
+def build_db(path: Path, n_answers: int, seed: int = 1) -> None:
+    """n judged answers of 3 claims and 2 chunks, one judge run; labels of other reviewers
+    on half of the claims (two each) so the label tables are large too."""
+    rng = random.Random(seed)
+    ts = store.now()
+
+    def sentence(k: int) -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(k)).capitalize() + "."
+
+    with store.session(path) as db:
+        with store.write(db):
+            run = db.execute("INSERT INTO judge_runs (judge_model, prompt_version, origin, created_at) "
+                             "VALUES ('bench-judge', 'v1', 'import', ?)", [ts]).lastrowid
+            batch = 20_000
+            for start in range(0, n_answers, batch):
+                answers, chunks, claims, verdicts, labels, events = [], [], [], [], [], []
+                for i in range(start, min(n_answers, start + batch)):
+                    aid = f"a{i:07d}"
+                    texts = [sentence(8) for _ in range(CLAIMS_PER_ANSWER)]
+                    answer = " ".join(texts)
+                    question = sentence(10)[:-1] + "?"
+                    h = hashlib.sha256(f"{aid}{question}{answer}".encode()).hexdigest()
+                    answers.append((aid, question, answer, None, "{}", h, 0, ts))
+                    for p in range(2):
+                        chunks.append((aid, p, f"S{p + 1}", sentence(25), f"kb/{aid}/S{p + 1}"))
+                    for p, text in enumerate(texts):
+                        pk = i * CLAIMS_PER_ANSWER + p + 1
+                        claims.append((pk, aid, f"c{p + 1}", p, text))
+                        v = rng.choices(list(KEYS), weights=(6, 1, 3))[0]
+                        verdicts.append((run, pk, v, v.lower(), f"Rationale {sentence(12)}", "[]"))
+                        if rng.random() < 0.5:
+                            for who in ("rev-a", "rev-b"):
+                                hv = rng.choice(list(KEYS))
+                                labels.append((pk, who, "labeled", hv, hv, "[]", ts, ts, ts))
+                                events.append((pk, who, "import", hv, "[]", ts))
+                db.conn.executemany("INSERT INTO answers (id, question, answer, category, metadata, "
+                                    "content_hash, holdout, imported_at) VALUES (?,?,?,?,?,?,?,?)",
+                                    answers)
+                db.conn.executemany("INSERT INTO chunks (answer_id, position, chunk_id, text, source) "
+                                    "VALUES (?,?,?,?,?)", chunks)
+                db.conn.executemany("INSERT INTO claims (id, answer_id, claim_id, position, text) "
+                                    "VALUES (?,?,?,?,?)", claims)
+                db.conn.executemany("INSERT INTO judge_verdicts (run_id, claim_pk, verdict, raw_verdict, "
+                                    "rationale, evidence) VALUES (?,?,?,?,?,?)", verdicts)
+                db.conn.executemany("INSERT INTO human_labels (claim_pk, reviewer, status, blind_verdict, "
+                                    "final_verdict, evidence, blind_at, final_at, updated_at) "
+                                    "VALUES (?,?,?,?,?,?,?,?,?)", labels)
+                db.conn.executemany("INSERT INTO label_events (claim_pk, reviewer, kind, verdict, "
+                                    "evidence, created_at) VALUES (?,?,?,?,?,?)", events)
+        db.execute("ANALYZE")
+
+
+def open_cycle(path: Path, size: int) -> tuple[int, list[str]]:
+    with store.session(path) as db:
+        c = cycles.create_cycle(db, name="bench", judge_run="bench-judge@v1", size=size, seed=5,
+                                strategy="random", reviewers=[], overlap=0.0, include_labeled=True,
+                                force=True, created_by="bench")
+        return c.id, review.queue(db, c.id, REVIEWER)
+
+
+def judge_verdicts(path: Path, answers: list[str]) -> dict[str, list[tuple[int, str]]]:
+    """Per answer, (claim pk, judge verdict) in order: the bench agrees with the judge, so no
+    answer waits on a reconcile."""
+    out: dict[str, list[tuple[int, str]]] = {}
+    with store.session(path) as db:
+        for aid in answers:
+            out[aid] = [tuple(r) for r in db.execute(
+                "SELECT c.id, v.verdict FROM claims c JOIN judge_verdicts v ON v.claim_pk = c.id "
+                "WHERE c.answer_id = ? ORDER BY c.position", [aid])]
+    return out
+
+
+# ---------------------------------------------------------------- server and browser
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve(db: Path, log: Path) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "CALIBRATION_DB": str(db)}
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--server.headless", "true",
+           "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    with log.open("wb") as fh:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(log.read_text())
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("streamlit did not start:\n" + log.read_text())
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+SETTLED = """(sel) => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
+        && !document.querySelector('[data-stale="true"]') && !!document.querySelector(sel);
+}"""
+
+# Arms a timer: t0 at the next keydown, t1 when `sel` holds at least `buttons` buttons.
+ARM = """([sel, buttons]) => {
+    window.__t0 = null; window.__ms = null;
+    const onKey = () => { window.__t0 = performance.now();
+                          document.removeEventListener('keydown', onKey, true); };
+    document.addEventListener('keydown', onKey, true);
+    const ready = () => { const el = document.querySelector(sel);
+                          return el && el.querySelectorAll('button').length >= buttons; };
+    const obs = new MutationObserver(() => {
+        if (window.__t0 !== null && ready()) {
+            window.__ms = performance.now() - window.__t0; obs.disconnect(); }
+    });
+    obs.observe(document.body, {childList: true, subtree: true, attributes: true});
+}"""
+
+
+def measure(url: str, plan: dict[str, list[tuple[int, str]]], order: list[str], n: int
+            ) -> list[tuple[float, bool]]:
+    """(milliseconds, whether the next thing drawn was the reveal) per counted verdict."""
+    from playwright.sync_api import sync_playwright
+
+    times: list[tuple[float, bool]] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(30_000)
+        page.goto(f"{url}/review")
+        page.get_by_label("Your name").fill(REVIEWER)
+        page.get_by_label("Your name").press("Enter")
+        page.wait_for_function(SETTLED, arg=f".st-key-claim-{plan[order[0]][0][0]} button")
+        page.evaluate("() => document.activeElement && document.activeElement.blur()")
+        done = 0
+        for aid in order:
+            claims = plan[aid]
+            for i, (pk, verdict) in enumerate(claims):
+                page.wait_for_function(SETTLED, arg=f".st-key-claim-{pk} button")
+                last = i == len(claims) - 1
+                target = ".st-key-reveal" if last else f".st-key-claim-{claims[i + 1][0]}"
+                page.evaluate(ARM, [target, 1 if last else 7])
+                page.keyboard.press(KEYS[verdict])
+                page.wait_for_function("() => window.__ms !== null")
+                ms = page.evaluate("() => window.__ms")
+                done += 1
+                if done > WARMUP:
+                    times.append((ms, last))
+                if len(times) >= n:
+                    browser.close()
+                    return times
+            page.wait_for_function(SETTLED, arg=".st-key-reveal button")
+            page.keyboard.press("N")
+        browser.close()
+    raise RuntimeError(f"the cycle ran out of claims after {len(times)} verdicts")
+
+
+def run_case(label: str, n_answers: int, verdicts: int, workdir: Path) -> dict[str, float]:
+    db = workdir / f"bench-{n_answers}.db"
+    t = time.perf_counter()
+    build_db(db, n_answers)
+    build_s = time.perf_counter() - t
+    size = (verdicts + WARMUP) // CLAIMS_PER_ANSWER + 2
+    _, order = open_cycle(db, size)
+    plan = judge_verdicts(db, order)
+    with serve(db, workdir / f"server-{n_answers}.log") as url:
+        times = measure(url, plan, order, verdicts)
+    all_ms = sorted(ms for ms, _ in times)
+    claim_ms = [ms for ms, last in times if not last]
+    reveal_ms = [ms for ms, last in times if last]
+    mb = db.stat().st_size / 1e6
+    print(f"{label:>16}: {n_answers:>7} answers ({mb:.0f} MB, built in {build_s:.1f}s)  "
+          f"median {statistics.median(all_ms):6.1f} ms   p95 {p95(all_ms):6.1f} ms   "
+          f"max {all_ms[-1]:6.1f} ms   (n={len(all_ms)}; next claim: median "
+          f"{statistics.median(claim_ms):.1f} ms, n={len(claim_ms)}; reveal: median "
+          f"{statistics.median(reveal_ms):.1f} ms, n={len(reveal_ms)})", flush=True)
+    return {"answers": n_answers, "median_ms": statistics.median(all_ms), "p95_ms": p95(all_ms),
+            "max_ms": all_ms[-1], "n": len(all_ms),
+            "next_claim_median_ms": statistics.median(claim_ms),
+            "reveal_median_ms": statistics.median(reveal_ms)}
+
+
+def p95(sorted_ms: list[float]) -> float:
+    """Nearest-rank 95th percentile."""
+    return sorted_ms[max(0, math.ceil(0.95 * len(sorted_ms)) - 1)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--verdicts", type=int, default=200)
+    ap.add_argument("--small", type=int, default=100)
+    ap.add_argument("--big", type=int, default=100_000)
+    ap.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    args = ap.parse_args()
+    if not Path(CHROMIUM).is_file():
+        print(f"no Chromium at {CHROMIUM}: set $CHROMIUM", file=sys.stderr)
+        return 1
+    print(f"verdict keypress -> next claim drawn, {args.verdicts} verdicts each "
+          f"({WARMUP} warm-up verdicts not counted), headless Chromium")
+    with tempfile.TemporaryDirectory(prefix="bench-review-") as tmp:
+        small = run_case("small database", args.small, args.verdicts, Path(tmp))
+        big = run_case("large database", args.big, args.verdicts, Path(tmp))
+    if args.json:
+        print(json.dumps({"small": small, "big": big}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

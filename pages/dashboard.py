@@ -1,0 +1,233 @@
+"""Dashboard: may the judge keep running unattended, or must its prompt be revised?
+
+Every figure comes from calibration.dashboard; this page only picks the scope and draws.
+Untrusted text (claims, chunks, rationales, notes, ids, run and cycle names) goes through
+st.dataframe, ui.literal or selectbox options (plain text), never markdown. Sentences built
+by the domain from numbers are shown through ui.literal too, since some name a judge run.
+Charts carry verdict labels and numbers only: the trend's axis is the cycle's number, and
+the table beside it names the cycles.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+import ui
+from calibration import dashboard, export, store
+from calibration.agreement import LABELS
+from calibration.errors import CalibrationError
+
+ALL_CLAIMS = "All labeled claims of the run"
+NO_COMPARISON = "No comparison"
+REASON_ROWS = 500  # claims listed under one reason; the disagreement table and export hold the rest
+
+
+@st.cache_resource(show_spinner="Computing agreement…", max_entries=32)
+def _load(path: str, stamp: tuple, run: str, cycle: str | None, compare: str | None) -> dashboard.Dashboard:
+    # cache_resource, not cache_data: the result is immutable and shared, so no pickle round
+    # trip of 100k verdicts per rerun. `stamp` (the database fingerprint) invalidates it.
+    del stamp
+    with store.session(path) as db:
+        return dashboard.build(db, run=run, cycle=cycle, compare_with=compare)
+
+
+def _pct_col(label: str) -> st.column_config.NumberColumn:
+    return st.column_config.NumberColumn(label, format="percent")
+
+
+st.title("Dashboard")
+path = ui.db_path()
+with store.session(path) as db:
+    runs = dashboard.run_names(db)
+if not runs:
+    st.info("No judge runs yet: import judged answers first (python -m calibration import FILE).")
+    st.stop()
+
+left, mid, right = st.columns(3)
+run = left.selectbox("Judge run", runs, index=len(runs) - 1, key="dash_run")
+with store.session(path) as db:
+    scopes: list[str | None] = [None, *dashboard.cycle_names(db, run)]
+    stamp = dashboard.fingerprint(db)
+others: list[str | None] = [None, *(r for r in runs if r != run)]
+# Options are positions, not names: a None option would read as "nothing chosen" and offer a
+# clear button. Keyed by run: another run has other cycles, and a stale choice must not carry over.
+scope_at = mid.selectbox("Scope", range(len(scopes)), key=f"dash_scope_{run}",
+                         format_func=lambda i: ALL_CLAIMS if scopes[i] is None else scopes[i])
+compare_at = right.selectbox("Compare with", range(len(others)), key=f"dash_compare_{run}",
+                             format_func=lambda i: NO_COMPARISON if others[i] is None else others[i])
+cycle = scopes[scope_at] if scope_at is not None and scope_at < len(scopes) else None
+compare = others[compare_at] if compare_at is not None and compare_at < len(others) else None
+
+try:
+    data = _load(str(path), stamp, run, cycle, compare)
+except CalibrationError as exc:
+    st.error("The dashboard could not be computed.")
+    ui.literal(str(exc))
+    st.stop()
+report = data.report
+
+# ---------------------------------------------------------------- the flag first
+
+flag = report.flag
+box = {"ok": st.success, "revise": st.error, "inconclusive": st.warning}[flag.status]
+box(f"Flag: {flag.status}", icon={"ok": ":material/check_circle:", "revise": ":material/error:",
+                                   "inconclusive": ":material/help:"}[flag.status])
+for reason in data.reasons:
+    ui.literal(f"• {reason.message}")
+for reason in data.reasons:
+    if not reason.claim_keys:
+        continue
+    n = len(reason.claim_keys)
+    with st.expander(f"Claims behind: {reason.title} ({n:,})"):
+        if n > REASON_ROWS:
+            st.caption(f"The first {REASON_ROWS:,} of {n:,}; export for all of them.")
+        st.dataframe(dashboard.claim_rows(data, reason.claim_keys, REASON_ROWS), hide_index=True)
+if report.unresolved_claims or data.n_unlabeled:
+    st.caption(f"Left out: {len(report.unresolved_claims):,} claims whose reviewers disagree and "
+               f"nobody adjudicated; {data.n_unlabeled:,} judged claims with no human label yet.")
+
+# ---------------------------------------------------------------- headline figures
+
+figures = dashboard.headline(data)
+for col, fig in zip(st.columns(len(figures)), figures, strict=True):
+    col.metric(fig.label, fig.value)
+    with col:
+        ui.literal(fig.note)
+ui.literal(data.sample_size_text)
+
+# ---------------------------------------------------------------- confusion and direction
+
+st.subheader("Confusion matrix")
+cm_col, pc_col = st.columns([3, 2])
+cells = pd.DataFrame(data.confusion)
+peak = max(1, int(cells["count"].max()))
+base = alt.Chart(cells).encode(
+    x=alt.X("judge:N", sort=list(LABELS), title="judge", axis=alt.Axis(labelAngle=0, orient="top")),
+    y=alt.Y("human:N", sort=list(LABELS), title="human"),
+)
+heat = base.mark_rect().encode(
+    color=alt.Color("count:Q", scale=alt.Scale(scheme="blues", domain=[0, peak]), legend=None),
+    tooltip=[alt.Tooltip("human:N"), alt.Tooltip("judge:N"), alt.Tooltip("count:Q")],
+)
+counts = base.mark_text(fontSize=16).encode(
+    text="count:Q",
+    color=alt.condition(alt.datum.count > peak / 2, alt.value("white"), alt.value("black")),
+)
+cm_col.altair_chart((heat + counts).properties(height=260), width="stretch")
+with pc_col:
+    st.caption("Per class (humans as reference)")
+    st.dataframe(list(data.per_class), hide_index=True, column_config={
+        "precision": _pct_col("precision"), "recall": _pct_col("recall"), "f1": _pct_col("F1")})
+st.subheader("Direction")
+ui.literal(data.direction_text)
+
+# ---------------------------------------------------------------- trend
+
+st.subheader("Trend over closed cycles")
+if data.trend:
+    points = pd.DataFrame([{"cycle #": t.number, "metric": m, "value": v, "low": lo, "high": hi}
+                           for t in data.trend
+                           for m, v, lo, hi in (("agreement", t.agreement, t.agreement_low, t.agreement_high),
+                                                ("kappa", t.kappa, t.kappa_low, t.kappa_high))])
+    enc = alt.Chart(points).encode(x=alt.X("cycle #:O", title="closed cycle", axis=alt.Axis(labelAngle=0)),
+                                   xOffset=alt.XOffset("metric:N"), color=alt.Color("metric:N", title=None))
+    bars = enc.mark_rule(strokeWidth=2).encode(y=alt.Y("low:Q", title="value with 95% interval"), y2="high:Q")
+    dots = enc.mark_point(filled=True, size=70).encode(
+        y="value:Q", tooltip=["cycle #:O", "metric:N", alt.Tooltip("value:Q", format=".3f"),
+                              alt.Tooltip("low:Q", format=".3f"), alt.Tooltip("high:Q", format=".3f")])
+    st.altair_chart((bars + dots).properties(height=260), width="stretch")
+    st.dataframe([{"cycle #": t.number, "cycle": t.cycle, "closed": t.closed_at, "claims": t.n_claims,
+                   "agreement": t.agreement, "agreement low": t.agreement_low,
+                   "agreement high": t.agreement_high, "kappa": t.kappa, "kappa low": t.kappa_low,
+                   "kappa high": t.kappa_high} for t in data.trend],
+                 hide_index=True, column_config={"agreement": _pct_col("agreement"),
+                                                 "agreement low": _pct_col("low"),
+                                                 "agreement high": _pct_col("high")})
+else:
+    st.caption("No closed cycle of this run yet: figures are frozen when a cycle closes.")
+
+# ---------------------------------------------------------------- breakdowns
+
+st.subheader("By category")
+st.dataframe([{"category": c.category or "(none)", "claims": c.n_claims, "agreement": c.agreement,
+               "low": c.agreement_low, "high": c.agreement_high, "kappa": c.kappa,
+               "judge lenient": c.lenient, "judge strict": c.strict} for c in data.categories],
+             hide_index=True, column_config={"agreement": _pct_col("agreement"), "low": _pct_col("low"),
+                                             "high": _pct_col("high")})
+
+st.subheader("Reviewers")
+st.dataframe([{"reviewer": r.reviewer, "labeled": r.labeled, "blind ≠ judge": r.disagreed_blind,
+               "kept (judge error)": r.kept, "adopted judge": r.judge_right, "slips": r.slips,
+               "slip rate": r.slip_rate, "slip rate high": r.slip_high} for r in data.reviewers],
+             hide_index=True, column_config={"slip rate": _pct_col("slip rate"),
+                                             "slip rate high": _pct_col("95% upper")})
+ui.literal(dashboard.human_human_text(data))
+
+# ---------------------------------------------------------------- two runs
+
+st.subheader("Compare two judge runs")
+cmp = data.comparison
+if compare is None:
+    st.caption("Pick a run under “Compare with” to see whether it is really better or the difference "
+               "is noise.")
+elif cmp is None:
+    st.caption("No claim was judged by both runs and has a final human label.")
+else:
+    res = cmp.result
+    a_col, b_col = st.columns(2)
+    for col, name, agr, kap in ((a_col, cmp.run_a, res.agreement_a, res.kappa_a),
+                                (b_col, cmp.run_b, res.agreement_b, res.kappa_b)):
+        with col:
+            ui.literal(name)
+            st.dataframe([{"figure": "agreement", "value": agr.value, "low": agr.ci_low, "high": agr.ci_high},
+                          {"figure": "kappa", "value": kap.value, "low": kap.ci_low, "high": kap.ci_high}],
+                         hide_index=True)
+    ui.literal(cmp.text)
+    if cmp.unresolved:
+        st.caption(f"{cmp.unresolved:,} claims left out: reviewers disagree and nobody adjudicated.")
+
+# ---------------------------------------------------------------- disagreements
+
+st.subheader("Disagreements")
+n_dis = len(report.disagreeing_claims)
+rows = dashboard.disagreement_rows(data)
+if not rows:
+    st.caption("No claim where the judge and the final human label differ.")
+else:
+    if n_dis > len(rows):
+        st.caption(f"The first {len(rows):,} of {n_dis:,} disagreeing claims; export for all of them.")
+    st.caption("Select a row to read it in full.")
+    picked = st.dataframe(rows, hide_index=True, on_select="rerun", selection_mode="single-row",
+                          key="dash_disagreements", column_config={
+                              "claim": st.column_config.TextColumn(width="large"),
+                              "judge rationale": st.column_config.TextColumn(width="medium"),
+                              "chunks": st.column_config.TextColumn(width="medium")})
+    chosen = picked.selection.rows if picked is not None else []
+    if chosen:
+        row = rows[chosen[0]]
+        for label, key in (("Claim", "claim"), ("Judge rationale", "judge rationale"),
+                           ("Reviewer notes", "reviewer notes"), ("Chunks", "chunks")):
+            st.caption(label)
+            ui.literal(row[key] or "—")
+
+# ---------------------------------------------------------------- export
+
+st.subheader("Export")
+e1, e2 = st.columns(2)
+fmt = e1.selectbox("Format", export.FORMATS, key="dash_export_format",
+                   format_func={"jsonl": "JSONL (lossless, restores with import)",
+                                "golden": "Golden set JSONL (RAG tests)", "csv": "CSV (Excel)"}.get)
+only_final = e2.checkbox("Only claims with a final human label", key="dash_export_final")
+
+
+def _export_file() -> bytes:
+    with store.session(path) as db:
+        return export.export_bytes(db, fmt=fmt, judge_run=run, cycle=cycle, only_final=only_final)
+
+
+suffix = "csv" if fmt == "csv" else "jsonl"
+st.download_button("Download", data=_export_file, file_name=f"calibration-{fmt}.{suffix}",
+                   mime="text/csv" if fmt == "csv" else "application/jsonl", icon=":material/download:")
+st.caption("Large exports are quicker from the command line: python -m calibration export --out FILE.")

@@ -1,0 +1,373 @@
+"""Review: label claims blind, then see the judge and reconcile each disagreement.
+
+Flow per answer: the question, the numbered chunks and the answer with the current claim
+marked; a verdict per claim from the keyboard (1 / 2 / 3, S skip, U unclear, arrow keys
+to move within the answer). Every verdict is written to SQLite in the button's callback,
+before the card is drawn again, so a reload or a restart loses nothing acknowledged.
+When every claim of the answer has the reviewer's verdict, and only then, the judge's
+verdicts and rationales are read from the database and shown beside the reviewer's;
+each disagreement is settled as "I keep my verdict" (judge error) or "the judge is
+right" (reviewer slip). N moves to the next answer.
+
+Session state holds only the cursor (cycle, answer, claim) and the widgets' values; the
+database is the memory. The card is a fragment, so a verdict reruns only the card.
+Untrusted text goes through ui.literal / ui.highlighted only (see ui.py).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+
+import streamlit as st
+from sqlite_utils import Database
+
+import ui
+from calibration import review, store
+from calibration.errors import CalibrationError
+from calibration.models import LABELS
+
+VERDICT_KEYS = {"SUPPORTED": "1", "CONTRADICTED": "2", "UNSUPPORTED": "3"}
+VERDICT_COLORS = {"SUPPORTED": "green", "CONTRADICTED": "red", "UNSUPPORTED": "orange"}
+VERDICT_HELP = {
+    "SUPPORTED": "The chunks state this claim.",
+    "CONTRADICTED": "The chunks state the opposite.",
+    "UNSUPPORTED": "The chunks do not settle it either way.",
+}
+STATUS_TEXT = {"todo": "not labeled yet", "skipped": "skipped", "unclear": "unclear, needs discussion"}
+CURSOR = "review_cursor"
+FLASH = "review_flash"
+
+
+def _db() -> AbstractContextManager[Database]:
+    return store.session(ui.db_path())
+
+
+# ---------------------------------------------------------------- cursor
+
+
+def _set_cursor(cycle_id: int, reviewer: str, pos: review.Position | None) -> None:
+    st.session_state[CURSOR] = {
+        "cycle": cycle_id,
+        "reviewer": reviewer,
+        "answer": pos.answer_id if pos else None,
+        "claim": pos.claim_index if pos else None,
+    }
+
+
+def _cursor(db: Database, cycle_id: int, reviewer: str) -> review.Position | None:
+    cur = st.session_state.get(CURSOR)
+    if (not cur or cur["cycle"] != cycle_id or cur["reviewer"] != reviewer
+            or cur["answer"] is None):
+        pos = review.resume(db, cycle_id, reviewer)
+        _set_cursor(cycle_id, reviewer, pos)
+        return pos
+    return review.Position(cur["answer"], cur["claim"])
+
+
+# ---------------------------------------------------------------- callbacks (run before the rerun)
+
+
+def _flash(exc: Exception) -> None:
+    st.session_state[FLASH] = str(exc)
+
+
+def _is_current(cycle_id: int, answer_id: str, index: int | None) -> bool:
+    """Whether the button pressed belongs to the card on screen now.
+
+    A key pressed twice quickly can reach a button of the previous card while the new one
+    is being drawn; such a press is dropped rather than recorded on the wrong claim.
+    """
+    cur = st.session_state.get(CURSOR) or {}
+    return (cur.get("cycle"), cur.get("answer"), cur.get("claim")) == (cycle_id, answer_id, index)
+
+
+def _on_label(cycle_id: int, answer_id: str, claim_pk: int, index: int, kind: str,
+              verdict: str | None, chunk_ids: tuple[str, ...]) -> None:
+    reviewer = ui.current_reviewer()
+    if not reviewer or not _is_current(cycle_id, answer_id, index):
+        return
+    picked = st.session_state.get(f"ev_{claim_pk}") or []
+    evidence = [chunk_ids[n - 1] for n in picked if 0 < n <= len(chunk_ids)]
+    note = st.session_state.get(f"note_{claim_pk}") or None
+    try:
+        with _db() as db:
+            review.label(db, cycle_id=cycle_id, reviewer=reviewer, claim_pk=claim_pk,
+                         kind=kind, verdict=verdict, evidence=evidence, note=note)
+            card = review.load_card(db, answer_id, reviewer)
+            nxt = card.next_open(index, fresh_only=True)
+            if nxt is not None:
+                pos: review.Position | None = review.Position(answer_id, nxt)
+            elif card.complete:
+                pos = review.Position(answer_id, None)  # the reveal
+            else:  # only skipped / unclear claims left here: go on with the queue
+                pos = review.resume(db, cycle_id, reviewer, after=answer_id)
+    except CalibrationError as exc:
+        _flash(exc)
+        return
+    _set_cursor(cycle_id, reviewer, pos)
+
+
+def _on_move(cycle_id: int, answer_id: str, index: int, to: int) -> None:
+    reviewer = ui.current_reviewer()
+    if reviewer and _is_current(cycle_id, answer_id, index):
+        _set_cursor(cycle_id, reviewer, review.Position(answer_id, to))
+
+
+def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str) -> None:
+    reviewer = ui.current_reviewer()
+    if not reviewer or not _is_current(cycle_id, answer_id, None):
+        return
+    try:
+        with _db() as db:
+            review.reconcile(db, cycle_id=cycle_id, reviewer=reviewer, claim_pk=claim_pk,
+                             choice=choice)
+    except CalibrationError as exc:
+        _flash(exc)
+
+
+def _on_next_answer(cycle_id: int, answer_id: str) -> None:
+    reviewer = ui.current_reviewer()
+    if not reviewer or not _is_current(cycle_id, answer_id, None):
+        return
+    with _db() as db:
+        _set_cursor(cycle_id, reviewer, review.resume(db, cycle_id, reviewer, after=answer_id))
+
+
+# ---------------------------------------------------------------- drawing
+
+
+def _badge(verdict: str | None) -> None:
+    # Verdicts come from a CHECK-constrained column: one of three constants.
+    if verdict in VERDICT_COLORS:
+        st.badge(verdict, color=VERDICT_COLORS[verdict])
+    else:
+        st.badge("no verdict", color="gray")
+
+
+def _question_and_answer(card: review.Card, index: int | None) -> None:
+    st.markdown("**Question**")
+    with st.container(key="question"):
+        ui.literal(card.question)
+    st.markdown("**Answer**")
+    spans = review.claim_spans(card.answer, [c.text for c in card.claims])
+    span = spans[index] if index is not None else None
+    with st.container(border=True, key="answer"):
+        ui.highlighted(*review.split_highlight(card.answer, span))
+
+
+def _chunks(card: review.Card) -> None:
+    st.markdown("**Retrieved chunks**")
+    if not card.chunks:
+        st.write("This answer has no chunks.")
+    for ch in card.chunks:
+        with st.container(border=True, key=f"chunk-{ch.number}"):
+            head = f"[{ch.number}] {ch.chunk_id}" + (f" · {ch.source}" if ch.source else "")
+            ui.literal(head)
+            ui.literal(ch.text)
+
+
+def _claim_list(card: review.Card, index: int) -> None:
+    with st.container(key="claim-list"):
+        for i, c in enumerate(card.claims):
+            mark = "▶" if i == index else " "
+            state = c.verdict or STATUS_TEXT[c.status]
+            ui.literal(f"{mark} {c.number}. [{state}] {c.text}")
+
+
+def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int) -> None:
+    claim = card.claims[index]
+    pk = claim.pk
+    n = len(card.claims)
+    with st.container(border=True, key=f"claim-{pk}"):
+        with st.container(horizontal=True, vertical_alignment="center"):
+            st.markdown(f"**Claim {claim.number} of {n}**")
+            st.space("stretch")
+            st.button("Back", key=f"back-{pk}", shortcut="Left", icon=":material/arrow_back:",
+                      disabled=index == 0, on_click=_on_move,
+                      args=(cycle.id, card.answer_id, index, index - 1))
+            st.button("Forward", key=f"fwd-{pk}", shortcut="Right",
+                      icon=":material/arrow_forward:", icon_position="right",
+                      disabled=index >= n - 1, on_click=_on_move,
+                      args=(cycle.id, card.answer_id, index, index + 1))
+        with st.container(key="claim-text"):
+            ui.literal(claim.text)
+        if claim.label is not None:
+            st.caption(f"Your current label: {claim.verdict or STATUS_TEXT[claim.status]} "
+                       "(a new choice is added to the history)")
+
+        ev_key, note_key = f"ev_{pk}", f"note_{pk}"
+        by_id = {ch.chunk_id: ch.number for ch in card.chunks}
+        if ev_key not in st.session_state:
+            st.session_state[ev_key] = [by_id[e] for e in (claim.label.evidence if claim.label else [])
+                                        if e in by_id]
+        if note_key not in st.session_state:
+            st.session_state[note_key] = (claim.label.note if claim.label else None) or ""
+        c1, c2 = st.columns([2, 3])
+        # Options are chunk numbers; the shown name is "[n] id" as plain text.
+        c1.multiselect("Evidence chunks (optional)", options=[ch.number for ch in card.chunks],
+                       format_func=lambda num: f"[{num}] {card.chunks[num - 1].chunk_id}",
+                       key=ev_key, placeholder="Chunks that decide it", select_all=False)
+        c2.text_input("Note (optional)", key=note_key, max_chars=2000)
+
+        chunk_ids = card.chunk_ids
+        cols = st.columns(3)
+        for col, verdict in zip(cols, LABELS, strict=True):
+            col.button(
+                verdict, key=f"v-{verdict}-{pk}", shortcut=VERDICT_KEYS[verdict],
+                help=VERDICT_HELP[verdict], width="stretch",
+                type="primary" if claim.verdict == verdict else "secondary",
+                on_click=_on_label,
+                args=(cycle.id, card.answer_id, pk, index, "blind", verdict, chunk_ids),
+            )
+        with st.container(horizontal=True, key="claim-actions"):
+            st.button("Skip", key=f"skip-{pk}", shortcut="S", help="Come back to it later.",
+                      on_click=_on_label,
+                      args=(cycle.id, card.answer_id, pk, index, "skip", None, chunk_ids))
+            st.button("Unclear, needs discussion", key=f"unclear-{pk}", shortcut="U",
+                      on_click=_on_label,
+                      args=(cycle.id, card.answer_id, pk, index, "unclear", None, chunk_ids))
+    _claim_list(card, index)
+
+
+def _reveal_panel(cycle: review.CycleRef, card: review.Card, rows: list[review.Revealed]) -> None:
+    pending = [r for r in rows if r.pending]
+    agree = sum(not r.disagrees for r in rows if r.judge_verdict is not None)
+    with st.container(key="reveal"):
+        st.markdown(f"**The judge is revealed:** it agrees with you on {agree} of {len(rows)} "
+                    "claims.")
+        first_pending = pending[0].claim.pk if pending else None
+        for r in rows:
+            pk = r.claim.pk
+            with st.container(border=True, key=f"reveal-{pk}"):
+                text, you, judge = st.columns([3, 2, 2])
+                with text:
+                    st.markdown(f"**Claim {r.claim.number}**")
+                    ui.literal(r.claim.text)
+                with you:
+                    st.caption("You (blind)")
+                    _badge(r.blind)
+                with judge:
+                    st.caption("Judge")
+                    _badge(r.judge_verdict)
+                if r.judge_verdict is not None:
+                    st.caption("Judge's rationale")
+                    with st.container(key=f"rationale-{pk}"):
+                        ui.literal(r.rationale or "(none given)")
+                    if r.judge_evidence:
+                        ui.literal("Judge's evidence: " + ", ".join(r.judge_evidence))
+                if r.claim.label and r.claim.label.evidence:
+                    ui.literal("Your evidence: " + ", ".join(r.claim.label.evidence))
+                if r.claim.label and r.claim.label.note:
+                    st.caption("Your note")
+                    ui.literal(r.claim.label.note)
+                if not r.disagrees:
+                    if r.judge_verdict:
+                        st.badge("Agreement", icon=":material/check:", color="green")
+                    else:
+                        st.badge("The judge gave no verdict on this claim", color="gray")
+                    continue
+                if r.reconciled == "keep":
+                    st.info(f"You kept your verdict: a judge error. Final label {r.final}.",
+                            icon=":material/gavel:")
+                elif r.reconciled == "judge_right":
+                    st.warning(f"The judge was right: your blind label stays in the history, "
+                               f"the final label is {r.final} (counted as a slip).",
+                               icon=":material/undo:")
+                else:
+                    st.write("You disagree. Who is right?")
+                first = pk == first_pending
+                k, j = st.columns(2)
+                k.button("I keep my verdict", key=f"keep-{pk}", width="stretch",
+                         shortcut="K" if first else None,
+                         type="primary" if r.reconciled == "keep" else "secondary",
+                         help="The judge is wrong on this claim.",
+                         on_click=_on_reconcile, args=(cycle.id, card.answer_id, pk, "keep"))
+                j.button("The judge is right", key=f"judge-right-{pk}", width="stretch",
+                         shortcut="J" if first else None,
+                         type="primary" if r.reconciled == "judge_right" else "secondary",
+                         help="My first call was a slip; take the judge's verdict.",
+                         on_click=_on_reconcile, args=(cycle.id, card.answer_id, pk, "judge_right"))
+        st.button("Next answer", key="next-answer", type="primary", shortcut="N",
+                  icon=":material/arrow_forward:", disabled=bool(pending),
+                  help="Reconcile every disagreement first." if pending else None,
+                  on_click=_on_next_answer, args=(cycle.id, card.answer_id))
+
+
+@st.fragment
+def card_fragment(cycle: review.CycleRef) -> None:
+    reviewer = ui.current_reviewer()
+    if not reviewer:
+        st.rerun()  # signed out in the meantime: redraw the whole page
+    with _db() as db:
+        pos = _cursor(db, cycle.id, reviewer)
+        prog = review.progress(db, cycle.id, reviewer)
+        answers = review.queue(db, cycle.id, reviewer)
+        card = review.load_card(db, pos.answer_id, reviewer) if pos else None
+        index = pos.claim_index if pos else None
+        if card is not None:
+            if index is not None and not 0 <= index < len(card.claims):
+                index = card.next_open()
+            if card.complete:
+                index = None
+            elif index is None:
+                index = card.next_open()
+        # The judge's data is read here and nowhere else, only once every claim has a verdict.
+        rows = review.reveal(db, cycle_id=cycle.id, answer_id=card.answer_id,
+                             reviewer=reviewer) if card is not None and index is None else None
+    if card is not None:  # the cursor always names the card drawn below
+        _set_cursor(cycle.id, reviewer, review.Position(card.answer_id, index))
+
+    st.progress(prog.fraction, text=f"{prog.claims_labeled} of {prog.claims_total} claims "
+                                    f"labeled · {prog.answers_done} of {prog.answers_total} "
+                                    "answers done")
+    if (msg := st.session_state.pop(FLASH, None)) is not None:
+        with st.container(border=True, key="flash"):
+            st.error("Not recorded:", icon=":material/error:")
+            ui.literal(msg)
+    if card is None:
+        st.success("Your queue in this cycle is done: every claim has your verdict and every "
+                   "disagreement is reconciled. Thank you!", icon=":material/task_alt:")
+        return
+
+    k = answers.index(card.answer_id) + 1 if card.answer_id in answers else 0
+    head, _ = st.columns([3, 2])
+    with head:
+        ui.literal(f"Answer {k} of {len(answers)} · id {card.answer_id}")
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        _question_and_answer(card, index)
+        if rows is None:
+            assert index is not None
+            _claim_panel(cycle, card, index)
+        else:
+            _reveal_panel(cycle, card, rows)
+    with right:
+        _chunks(card)
+
+
+# ---------------------------------------------------------------- page
+
+reviewer = ui.require_reviewer()
+st.title("Review")
+
+with _db() as db:
+    cycles = review.open_cycles(db, reviewer)
+if not cycles:
+    st.info("No open cycle has answers for you. A lead creates one on the Cycles page "
+            "(or `python -m calibration cycle create`).", icon=":material/inbox:")
+    st.stop()
+
+by_id = {c.id: c for c in cycles}
+if len(cycles) == 1:
+    chosen = cycles[0]
+else:
+    chosen_id = st.selectbox("Cycle", options=list(by_id), key="review_cycle",
+                             format_func=lambda cid: f"{by_id[cid].name} ({by_id[cid].judge_run})")
+    chosen = by_id[chosen_id]
+with st.container(key="cycle-name"):
+    ui.literal(f"Cycle {chosen.name} · judge {chosen.judge_run}"
+               + (" · open to every reviewer" if chosen.open_to_all else ""))
+st.caption("Keys: 1 SUPPORTED · 2 CONTRADICTED · 3 UNSUPPORTED · S skip · U unclear · "
+           "← → move within the answer · after the reveal K keep · J judge right · N next answer")
+
+card_fragment(chosen)

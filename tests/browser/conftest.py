@@ -1,0 +1,214 @@
+"""Browser tests: the real app (`streamlit run app.py`) driven in headless Chromium.
+
+Chromium is Debian's package (/usr/bin/chromium, or $CHROMIUM); Playwright never downloads a
+browser here. When the browser or Playwright is missing the tests are skipped locally with
+the reason, and fail when $CI is set: CI must run them.
+
+One server per test module (`start_app`), against a temporary database filled through the
+calibration package. Tests share the server by working as different reviewers of an open
+cycle: labels are per reviewer, so they cannot disturb each other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from calibration import cycles, store
+from calibration.importing import import_answers
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--no-first-run", "--disable-default-apps", "--disable-sync",
+    "--metrics-recording-only", "--no-default-browser-check",
+]
+SCREENSHOTS = Path(os.environ.get("SCREENSHOT_DIR", "/tmp"))
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"browser tests cannot run in CI: {reason}", pytrace=False)
+    sys.stderr.write(f"\n*** SKIPPING BROWSER TESTS: {reason} ***\n")
+    pytest.skip(f"BROWSER TESTS SKIPPED: {reason}")
+
+
+def require_browser() -> Any:
+    """The playwright sync API module, or skip (locally) / fail (CI) saying what is missing."""
+    try:
+        from playwright import sync_api
+    except ImportError:
+        _missing("python playwright is not installed (pip install -r requirements-dev.txt)")
+    if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
+        _missing(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set $CHROMIUM)")
+    return sync_api
+
+
+# ---------------------------------------------------------------- data
+
+
+def write_answers(path: Path, answers: Sequence[dict[str, Any]], judge_model: str = "judge-x",
+                  prompt_version: str = "v1") -> Path:
+    with path.open("w", encoding="utf-8") as fh:
+        for rec in answers:
+            fh.write(json.dumps({"judge_model": judge_model, "judge_prompt_version": prompt_version,
+                                 **rec}, ensure_ascii=False) + "\n")
+    return path
+
+
+def build_db(db_path: Path, answers: Sequence[dict[str, Any]], *, cycle_name: str = "cycle one",
+             reviewers: Sequence[str] = ()) -> cycles.Cycle:
+    """Import judged answers and open one cycle holding all of them."""
+    jsonl = write_answers(db_path.with_suffix(".jsonl"), answers)
+    with store.session(db_path) as db:
+        import_answers(db, jsonl)
+        return cycles.create_cycle(db, name=cycle_name, judge_run="judge-x@v1", size=len(answers),
+                                   seed=7, strategy="random", reviewers=list(reviewers),
+                                   overlap=0.0, force=True, created_by="tests")
+
+
+# ---------------------------------------------------------------- the server
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def start_app(db_path: Path, log_path: Path, extra_args: Sequence[str] = (),
+              port: int | None = None) -> Iterator[str]:
+    """Run `streamlit run app.py` on a free port against `db_path`; yield its URL."""
+    port = port or free_port()
+    env = {**os.environ, "CALIBRATION_DB": str(db_path),
+           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py",
+           "--server.port", str(port), "--server.address", "127.0.0.1",
+           "--server.headless", "true", "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none", "--server.runOnSave", "false", *extra_args]
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited ({proc.returncode}):\n{log_path.read_text()}")
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"streamlit did not get healthy:\n{log_path.read_text()}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def server_errors(log_path: Path) -> list[str]:
+    text = log_path.read_text(errors="replace")
+    return [line for line in text.splitlines() if "Traceback" in line or "Error" in line]
+
+
+# ---------------------------------------------------------------- the browser
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    # Module scope, not session: Playwright's sync API keeps an asyncio loop running in
+    # this thread while it is open, which would break asyncio.run() in later test files.
+    sync_api = require_browser()
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = ctx.new_page()
+    pg.set_default_timeout(15_000)
+    try:
+        yield pg
+    finally:
+        ctx.close()
+
+
+def sign_in(page: Any, url: str, name: str) -> None:
+    """Open the review page and sign in with a name."""
+    page.goto(f"{url}/review")
+    field = page.get_by_label("Your name")
+    field.wait_for()
+    field.fill(name)
+    field.press("Enter")
+    page.locator(".st-key-cycle-name").wait_for()
+    # Move the focus off any field so plain-key shortcuts reach the app.
+    blur(page)
+
+
+def blur(page: Any) -> None:
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+
+
+# The app has settled: the script is not running and no element is stale (left over
+# from the previous run while the new one is drawn).
+_SETTLED = """(sel) => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
+        && !document.querySelector('[data-stale="true"]')
+        && !!document.querySelector(sel);
+}"""
+
+
+def wait_for_card(page: Any, selector: str) -> None:
+    """Wait until `selector` is drawn and the app has settled, so a key press reaches it."""
+    page.locator(selector).first.wait_for()
+    page.wait_for_function(_SETTLED, arg=selector)
+
+
+def wait_claim(page: Any, claim_pk: int) -> None:
+    """The claim's card with its buttons is on screen, ready for a key."""
+    wait_for_card(page, f".st-key-claim-{claim_pk} button")
+
+
+def wait_reveal(page: Any) -> None:
+    wait_for_card(page, ".st-key-reveal button")
+
+
+def shot(page: Any, name: str) -> Path:
+    """A screenshot of the whole page (Streamlit scrolls inside its main block, so the
+    viewport is stretched to the content for the picture, then restored)."""
+    path = SCREENSHOTS / f"review-{name}.png"
+    size = page.viewport_size
+    height = page.evaluate("""() => {
+        const m = document.querySelector('[data-testid="stMain"]');
+        return m ? m.scrollHeight : document.body.scrollHeight; }""")
+    page.set_viewport_size({"width": size["width"], "height": max(size["height"], height)})
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(path))
+    page.set_viewport_size(size)
+    return path

@@ -1,0 +1,306 @@
+"""The review workflow (calibration.review): blind labels, resume, reveal, reconcile, highlighting."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlite_utils import Database
+
+from calibration import cycles, review, store
+from calibration.errors import ConflictError, InputError
+from calibration.importing import import_answers
+
+RUN = "judge-x@v1"
+
+ANSWERS = [
+    {
+        "id": "A1",
+        "question": "When does delivery start?",
+        "answer": "Delivery takes 10 working days.  It starts after   payment. Pickup is on Tuesdays.",
+        "chunks": [
+            {"id": "S1", "text": "Standard delivery: 10 working days after payment.", "source": "kb/S1"},
+            {"id": "S3", "text": "Pickup Tuesday to Thursday.", "source": "kb/S3"},
+        ],
+        "claims": [
+            {"id": "c1", "claim": "Delivery takes 10 working days.", "verdict": "SUPPORTED",
+             "rationale": "RATIONALE-A1-c1", "evidence": ["S1"]},
+            {"id": "c2", "claim": "it starts after payment.", "verdict": "SUPPORTED",
+             "rationale": "RATIONALE-A1-c2"},
+            {"id": "c3", "claim": "Pickup is on Mondays.", "verdict": "CONTRADICTED",
+             "rationale": "RATIONALE-A1-c3", "evidence": ["S3"]},
+        ],
+    },
+    {
+        "id": "A2",
+        "question": "Who approves an 8% discount?",
+        "answer": "The sales head approves it.",
+        "chunks": ["Up to 5%: the sales head; above 5%: the CFO."],
+        "claims": [
+            {"id": "c1", "claim": "The sales head approves it.", "verdict": "SUPPORTED",
+             "rationale": "RATIONALE-A2-c1"},
+            {"id": "c2", "claim": "An 8% discount needs approval.", "verdict": "UNSUPPORTED",
+             "rationale": "RATIONALE-A2-c2"},
+        ],
+    },
+]
+
+
+def _load(db: Database, tmp_path: Path, reviewers: list[str] | None = None) -> cycles.Cycle:
+    path = tmp_path / "answers.jsonl"
+    with path.open("w", encoding="utf-8") as fh:
+        for rec in ANSWERS:
+            fh.write(json.dumps({**rec, "judge_model": "judge-x", "judge_prompt_version": "v1"},
+                                ensure_ascii=False) + "\n")
+    import_answers(db, path)
+    return cycles.create_cycle(db, name="c", judge_run=RUN, size=2, seed=3, strategy="random",
+                               reviewers=reviewers or [], overlap=0.0, force=True, created_by="t")
+
+
+@pytest.fixture
+def cyc(fresh_db: Database, tmp_path: Path) -> cycles.Cycle:
+    return _load(fresh_db, tmp_path)
+
+
+def _pk(db: Database, answer: str, claim: str) -> int:
+    return store.claim_pk(db, answer, claim)
+
+
+def _label_all(db: Database, cycle_id: int, reviewer: str, answer: str, verdicts: list[str]) -> None:
+    card = review.load_card(db, answer, reviewer)
+    for claim, verdict in zip(card.claims, verdicts, strict=True):
+        review.label(db, cycle_id=cycle_id, reviewer=reviewer, claim_pk=claim.pk, verdict=verdict)
+
+
+# ---------------------------------------------------------------- the card is blind
+
+
+def test_card_shows_everything_but_the_judge(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    sql: list[str] = []
+    fresh_db.conn.set_trace_callback(sql.append)
+    card = review.load_card(fresh_db, "A1", "ann")
+    fresh_db.conn.set_trace_callback(None)
+    assert not any("judge_verdicts" in s for s in sql), "the card must never read the judge"
+    assert [c.claim_id for c in card.claims] == ["c1", "c2", "c3"]
+    assert [(c.number, c.chunk_id, c.source) for c in card.chunks] == [(1, "S1", "kb/S1"),
+                                                                       (2, "S3", "kb/S3")]
+    assert all(c.status == "todo" and c.verdict is None for c in card.claims)
+    assert not card.complete
+    assert "RATIONALE" not in repr(card)
+    bare = review.load_card(fresh_db, "A2", "ann")
+    assert [(c.chunk_id, c.source) for c in bare.chunks] == [("1", None)]
+
+
+def test_reveal_refused_until_every_claim_has_a_verdict(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    card = review.load_card(fresh_db, "A1", "ann")
+    with pytest.raises(review.NotRevealedError):
+        review.reveal(fresh_db, cycle_id=cyc.id, answer_id="A1", reviewer="ann")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[0].pk,
+                 verdict="SUPPORTED")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[1].pk, kind="skip")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[2].pk,
+                 kind="unclear", note="ask the lead")
+    with pytest.raises(review.NotRevealedError, match="2 without a verdict"):
+        review.reveal(fresh_db, cycle_id=cyc.id, answer_id="A1", reviewer="ann")
+    # Another reviewer's labels do not reveal anything to ann.
+    _label_all(fresh_db, cyc.id, "bob", "A1", ["SUPPORTED"] * 3)
+    with pytest.raises(review.NotRevealedError):
+        review.reveal(fresh_db, cycle_id=cyc.id, answer_id="A1", reviewer="ann")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[1].pk,
+                 verdict="SUPPORTED")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[2].pk,
+                 verdict="SUPPORTED")
+    rows = review.reveal(fresh_db, cycle_id=cyc.id, answer_id="A1", reviewer="ann")
+    assert [(r.blind, r.judge_verdict, r.rationale) for r in rows] == [
+        ("SUPPORTED", "SUPPORTED", "RATIONALE-A1-c1"),
+        ("SUPPORTED", "SUPPORTED", "RATIONALE-A1-c2"),
+        ("SUPPORTED", "CONTRADICTED", "RATIONALE-A1-c3"),
+    ]
+    assert [r.pending for r in rows] == [False, False, True]
+    assert rows[0].judge_evidence == ("S1",)
+
+
+def test_blind_verdicts_freeze_once_revealed(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    _label_all(fresh_db, cyc.id, "ann", "A2", ["SUPPORTED", "SUPPORTED"])
+    pk = _pk(fresh_db, "A2", "c2")
+    with pytest.raises(ConflictError, match="reconcile"):
+        review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, verdict="UNSUPPORTED")
+    with pytest.raises(ConflictError):
+        review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, kind="skip")
+    assert store.label_state(fresh_db, pk, "ann").blind_verdict == "SUPPORTED"
+
+
+def test_changed_verdict_is_a_new_event(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    pk = _pk(fresh_db, "A1", "c1")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, verdict="SUPPORTED",
+                 evidence=["S1"], note="  first  ")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, verdict="UNSUPPORTED")
+    events = store.label_history(fresh_db, pk, "ann")
+    assert [(e["kind"], e["verdict"], e["cycle_id"]) for e in events] == [
+        ("blind", "SUPPORTED", cyc.id), ("blind", "UNSUPPORTED", cyc.id)]
+    assert events[0]["note"] == "first" and json.loads(events[0]["evidence"]) == ["S1"]
+    assert store.label_state(fresh_db, pk, "ann").blind_verdict == "UNSUPPORTED"
+
+
+def test_label_checks_its_input(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    pk = _pk(fresh_db, "A1", "c1")
+    with pytest.raises(InputError, match="evidence"):
+        review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, verdict="SUPPORTED",
+                     evidence=["S2"])
+    with pytest.raises(InputError):
+        review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk)
+    with pytest.raises(ValueError):
+        review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, verdict="MAYBE")
+    assert store.label_history(fresh_db, pk) == []
+
+
+def test_label_only_in_the_reviewers_queue_of_an_open_cycle(fresh_db: Database, tmp_path: Path) -> None:
+    cyc = _load(fresh_db, tmp_path, reviewers=["ann", "bob"])
+    ann, bob = review.queue(fresh_db, cyc.id, "ann"), review.queue(fresh_db, cyc.id, "bob")
+    assert len(ann) == len(bob) == 1 and ann != bob
+    pk = review.load_card(fresh_db, bob[0], "ann").claims[0].pk
+    with pytest.raises(ConflictError, match="queue"):
+        review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, verdict="SUPPORTED")
+    assert [c.name for c in review.open_cycles(fresh_db, "ann")] == ["c"]
+    assert review.open_cycles(fresh_db, "eve") == []
+    cycles.close_cycle(fresh_db, "c", snapshot={})
+    with pytest.raises(ConflictError, match="closed"):
+        review.label(fresh_db, cycle_id=cyc.id, reviewer="bob", claim_pk=pk, verdict="SUPPORTED")
+
+
+def test_two_reviewers_keep_their_own_labels(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    pk = _pk(fresh_db, "A1", "c1")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, verdict="SUPPORTED")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="bob", claim_pk=pk, verdict="CONTRADICTED")
+    assert store.label_state(fresh_db, pk, "ann").blind_verdict == "SUPPORTED"
+    assert store.label_state(fresh_db, pk, "bob").blind_verdict == "CONTRADICTED"
+
+
+# ---------------------------------------------------------------- reconcile
+
+
+def test_reconcile_keep_and_judge_right(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    pk1, pk2 = _pk(fresh_db, "A2", "c1"), _pk(fresh_db, "A2", "c2")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk1, verdict="CONTRADICTED")
+    with pytest.raises(review.NotRevealedError):
+        review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk1, choice="keep")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk2, verdict="SUPPORTED")
+
+    keep = review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk1, choice="keep")
+    assert (keep.blind_verdict, keep.final_verdict, keep.reconciled, keep.slip) == (
+        "CONTRADICTED", "CONTRADICTED", "keep", False)
+    slip = review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk2,
+                            choice="judge_right")
+    assert (slip.blind_verdict, slip.final_verdict, slip.reconciled, slip.slip) == (
+        "SUPPORTED", "UNSUPPORTED", "judge_right", True)
+    again = review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk2,
+                             choice="judge_right")
+    assert again == slip
+    kinds = [(e["kind"], e["verdict"]) for e in store.label_history(fresh_db, pk2, "ann")]
+    assert kinds == [("blind", "SUPPORTED"), ("judge_right", "UNSUPPORTED")]
+    changed = review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk2, choice="keep")
+    assert (changed.final_verdict, changed.slip) == ("SUPPORTED", False)
+    review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk2, choice="judge_right")
+    rows = review.reveal(fresh_db, cycle_id=cyc.id, answer_id="A2", reviewer="ann")
+    assert [(r.disagrees, r.pending, r.reconciled) for r in rows] == [
+        (True, False, "keep"), (True, False, "judge_right")]
+
+
+def test_reconcile_refuses_an_agreement(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    _label_all(fresh_db, cyc.id, "ann", "A2", ["SUPPORTED", "UNSUPPORTED"])
+    with pytest.raises(ConflictError, match="agree"):
+        review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann",
+                         claim_pk=_pk(fresh_db, "A2", "c1"), choice="judge_right")
+    with pytest.raises(ValueError):
+        review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann",
+                         claim_pk=_pk(fresh_db, "A2", "c1"), choice="maybe")
+
+
+# ---------------------------------------------------------------- resume and progress
+
+
+def test_resume_walks_the_queue(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    order = review.queue(fresh_db, cyc.id, "ann")
+    assert sorted(order) == ["A1", "A2"]
+    first, second = order
+    assert review.resume(fresh_db, cyc.id, "ann") == review.Position(first, 0)
+    card = review.load_card(fresh_db, first, "ann")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[0].pk,
+                 verdict="SUPPORTED")
+    assert review.resume(fresh_db, cyc.id, "ann") == review.Position(first, 1)
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[1].pk, kind="skip")
+    # Fresh claims first (the rest of this answer, then the next answer), skipped ones after.
+    expected = review.Position(first, 2) if len(card.claims) > 2 else review.Position(second, 0)
+    assert review.resume(fresh_db, cyc.id, "ann") == expected
+    for c in card.claims[2:]:
+        review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=c.pk, verdict="SUPPORTED")
+    assert review.resume(fresh_db, cyc.id, "ann") == review.Position(second, 0)
+    n_second = len(review.load_card(fresh_db, second, "ann").claims)
+    _label_all(fresh_db, cyc.id, "ann", second, ["SUPPORTED"] * n_second)
+    # Every claim seen: the revealed answer with a pending disagreement (the judge said
+    # CONTRADICTED on A1 c3, UNSUPPORTED on A2 c2) comes before the skipped claim.
+    assert review.resume(fresh_db, cyc.id, "ann") == review.Position(second, None)
+    bad = next(r for r in review.reveal(fresh_db, cycle_id=cyc.id, answer_id=second, reviewer="ann")
+               if r.pending)
+    review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=bad.claim.pk, choice="keep")
+    assert review.resume(fresh_db, cyc.id, "ann") == review.Position(first, 1)
+    prog = review.progress(fresh_db, cyc.id, "ann")
+    assert (prog.claims_labeled, prog.claims_total, prog.answers_done, prog.answers_total) == (
+        4, 5, 1, 2)
+
+
+def test_resume_ends_when_all_is_labeled_and_reconciled(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    _label_all(fresh_db, cyc.id, "ann", "A1", ["SUPPORTED", "SUPPORTED", "CONTRADICTED"])
+    _label_all(fresh_db, cyc.id, "ann", "A2", ["SUPPORTED", "SUPPORTED"])
+    # A2 c2: the judge said UNSUPPORTED; pending until reconciled.
+    assert review.resume(fresh_db, cyc.id, "ann") == review.Position("A2", None)
+    assert review.resume(fresh_db, cyc.id, "ann", after="A2") == review.Position("A2", None)
+    review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=_pk(fresh_db, "A2", "c2"),
+                     choice="keep")
+    assert review.resume(fresh_db, cyc.id, "ann") is None
+    prog = review.progress(fresh_db, cyc.id, "ann")
+    assert (prog.claims_labeled, prog.claims_total, prog.answers_done, prog.fraction) == (5, 5, 2, 1.0)
+    assert review.resume(fresh_db, cyc.id, "bob") is not None
+
+
+def test_next_open_prefers_fresh_claims(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    card = review.load_card(fresh_db, "A1", "ann")
+    assert card.next_open() == 0
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[0].pk, kind="skip")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[2].pk,
+                 verdict="SUPPORTED")
+    card = review.load_card(fresh_db, "A1", "ann")
+    assert card.next_open(0) == 1
+    assert card.next_open(1, fresh_only=True) == 1
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[1].pk,
+                 verdict="SUPPORTED")
+    card = review.load_card(fresh_db, "A1", "ann")
+    assert card.next_open(1, fresh_only=True) is None
+    assert card.next_open(1) == 0
+
+
+# ---------------------------------------------------------------- highlighting
+
+
+@pytest.mark.parametrize(
+    ("answer", "claim", "expected"),
+    [
+        ("A. B c. D.", "B c.", ("A. ", "B c.", " D.")),
+        ("It starts after   payment.", "it STARTS after payment.", ("", "It starts after   payment.", "")),
+        ("Срок задаётся\nв спецификации.", "срок задаётся в спецификации.",
+         ("", "Срок задаётся\nв спецификации.", "")),
+        ("Nothing like it.", "A paraphrase.", ("Nothing like it.", "", "")),
+        ("$5 and $10 <script>", "$5 and $10", ("", "$5 and $10", " <script>")),
+        ("x", "   ", ("x", "", "")),
+    ],
+)
+def test_split_highlight(answer: str, claim: str, expected: tuple[str, str, str]) -> None:
+    assert review.split_highlight(answer, review.find_claim(answer, claim)) == expected
+
+
+def test_claim_spans_take_repeats_in_order() -> None:
+    answer = "Yes. It is. Yes."
+    spans = review.claim_spans(answer, ["Yes.", "It is.", "Yes.", "Missing."])
+    assert spans == [(0, 4), (5, 11), (12, 16), None]
+    assert review.claim_spans(answer, ["It is.", "Yes."]) == [(5, 11), (12, 16)]
