@@ -7,7 +7,19 @@ see the README) the reviewer is the signed-in `st.user` (email, else name, else 
 Without it (local use, the default) the app asks for a name once and keeps it in
 session state under a key no widget uses, so once signed in no form field can point the
 session at someone else's labels; "Sign out" is the only way to change it. Without OIDC
-the name is taken on trust: anyone at the keyboard can type any name.
+the name is taken on trust: anyone at the keyboard can type any name. A typed name is
+matched to a known reviewer's spelling (`review.canonical_reviewer`), so "anna reviewer"
+is the existing "Anna Reviewer", not a second person.
+
+A reload is a new Streamlit session, and Streamlit offers no server-side way to carry a
+session over (`st.context.cookies` is read-only). The name is therefore also kept in the
+page's query string (`?reviewer=`), which is client-controlled exactly like the name
+field: after a reload it only fills in the sign-in field, and the reviewer confirms with
+Enter. Labels are always written under the session's signed-in name (`REVIEWER_KEY`),
+never read from the URL, and a link someone shares does not sign anyone in silently.
+
+Leads (`require_lead`): the Dashboard, Cycles and Judge lab pages are for leads, listed in
+$CALIBRATION_LEADS or in the secrets; with none configured every signed-in user is one.
 
 Untrusted text (questions, chunks, answers, claims, rationales, notes, ids) is shown only
 through `literal()` / `highlighted()`: `st.text`, or HTML built here with every
@@ -18,17 +30,20 @@ captions, option names) only ever get constant text.
 from __future__ import annotations
 
 import html
+import os
 import re
 from pathlib import Path
 
 import streamlit as st
 
-from calibration import store
+from calibration import review, store
 
 ROOT = Path(__file__).resolve().parent
 REVIEWER_KEY = "_calibration_reviewer"  # session-state only; never a widget key
 _SIGNIN_FIELD = "signin_name"
 MAX_NAME = 80
+NAME_PARAM = "reviewer"  # query parameter that survives a reload; only pre-fills the sign-in
+LEADS_ENV = "CALIBRATION_LEADS"
 
 
 def db_path() -> Path:
@@ -62,8 +77,11 @@ def normalise_name(raw: str) -> str:
 def _sign_in() -> None:
     name = normalise_name(str(st.session_state.get(_SIGNIN_FIELD, "")))
     if name:
+        with store.session(db_path()) as db:
+            name = review.canonical_reviewer(db, name)[:MAX_NAME]
         st.session_state[REVIEWER_KEY] = name
         st.session_state.pop("_signin_error", None)
+        st.query_params[NAME_PARAM] = name
     else:
         st.session_state["_signin_error"] = True
 
@@ -71,6 +89,7 @@ def _sign_in() -> None:
 def _sign_out() -> None:
     for key in list(st.session_state):
         del st.session_state[key]
+    st.query_params.pop(NAME_PARAM, None)
 
 
 def require_reviewer() -> str:
@@ -84,12 +103,75 @@ def require_reviewer() -> str:
             st.login()
         st.stop()
     st.subheader("Sign in")
+    remembered = normalise_name(str(st.query_params.get(NAME_PARAM, "")))
+    if remembered and _SIGNIN_FIELD not in st.session_state:
+        st.session_state[_SIGNIN_FIELD] = remembered  # after a reload: filled in, not signed in
     with st.form("signin", border=False, enter_to_submit=True):
         st.text_input("Your name", key=_SIGNIN_FIELD, max_chars=MAX_NAME,
                       placeholder="e.g. Anna", width=360)
-        st.form_submit_button("Sign in", type="primary", on_click=_sign_in)
+        # Enter also works from outside the field, so a reload costs one key press.
+        st.form_submit_button("Sign in", type="primary", on_click=_sign_in,
+                              shortcut="Enter" if remembered else None)
+    if remembered:
+        st.caption("The name you used before the reload is filled in: press Enter to go on, "
+                   "or type another name.")
     if st.session_state.get("_signin_error"):
         st.error("Type your name to sign in.")
+    st.stop()
+    raise AssertionError("unreachable")  # st.stop() raises
+
+
+def _secret_leads() -> list[str]:
+    try:
+        if not st.secrets.load_if_toml_exists() or "calibration" not in st.secrets:
+            return []
+        leads = st.secrets["calibration"].get("leads")
+    except Exception:  # an unreadable secrets file configures nothing, as for auth_configured
+        return []
+    if isinstance(leads, str):
+        return leads.split(",")
+    return [str(x) for x in leads] if isinstance(leads, (list, tuple)) else []
+
+
+def configured_leads() -> frozenset[str] | None:
+    """The leads' names / emails, case-folded and whitespace-normalised; None if none set.
+
+    From $CALIBRATION_LEADS (comma-separated) and `leads = [...]` under `[calibration]` in
+    `.streamlit/secrets.toml` (both, if both are set). An empty value configures nothing.
+    """
+    names = os.environ.get(LEADS_ENV, "").split(",") + _secret_leads()
+    leads = frozenset(n for n in (normalise_name(x).casefold() for x in names) if n)
+    return leads or None
+
+
+def is_lead(reviewer: str) -> bool:
+    """Whether the signed-in `reviewer` is a lead (see `require_lead`)."""
+    leads = configured_leads()
+    if leads is None:
+        return True
+    idents = {reviewer}
+    if auth_configured() and st.user.is_logged_in:
+        idents |= {str(st.user.get(k)) for k in ("email", "name", "sub") if st.user.get(k)}
+    return any(normalise_name(i).casefold() in leads for i in idents)
+
+
+def require_lead() -> str:
+    """The signed-in reviewer if they are a lead; otherwise say so and stop the script.
+
+    Signs in first (`require_reviewer`). Leads are configured by the environment variable
+    CALIBRATION_LEADS (comma-separated names or emails) or by `leads = ["anna@example.org",
+    ...]` under `[calibration]` in `.streamlit/secrets.toml`; a name matches ignoring case
+    and runs of whitespace, and with OIDC the user's email, name or subject may match.
+    When neither is configured (local use, the default) every signed-in user is a lead.
+    Without OIDC a name is taken on trust, so the lead check only keeps reviewers out of
+    lead pages by accident: anyone who types a lead's name is that lead.
+    """
+    reviewer = require_reviewer()
+    if is_lead(reviewer):
+        return reviewer
+    st.info("This page is for leads. Reviewers label claims on the Review page; a lead is "
+            "listed in CALIBRATION_LEADS or under leads in the calibration section of the "
+            "secrets.", icon=":material/lock:")
     st.stop()
     raise AssertionError("unreachable")  # st.stop() raises
 
@@ -99,6 +181,8 @@ def sidebar_identity() -> None:
     reviewer = current_reviewer()
     if not reviewer:
         return
+    if not auth_configured() and st.query_params.get(NAME_PARAM) != reviewer:
+        st.query_params[NAME_PARAM] = reviewer  # a page switch drops it; a reload needs it
     with st.sidebar:
         st.caption("Signed in as")
         literal(reviewer)
@@ -126,6 +210,34 @@ def highlighted(before: str, claim: str, after: str) -> None:
     esc = html.escape
     body = esc(before) + (f'<mark style="{_MARK}">{esc(claim)}</mark>' if claim else "") + esc(after)
     st.html(f'<div class="cal-answer" style="{_BOX}">{body}</div>')
+
+
+# Streamlit ignores a shortcut key only while the focus is in a text field. A pick list's
+# own controls ("Clear all", a chip's remove button) are buttons, so a reviewer who picked
+# an evidence chunk and pressed Tab to reach the note landed on "Clear all", and typing the
+# note recorded verdicts ("u" = unclear, "1" = SUPPORTED...). This listener, on the window
+# in the capture phase (before Streamlit's shortcut handler on the document), drops plain
+# keys aimed at a pick list's non-text parts. Enter, Space, Tab and Escape still reach the
+# control. A constant: no data goes into it.
+_KEY_GUARD = """<script>
+(() => {
+  if (window.__calibrationKeyGuard) return;
+  window.__calibrationKeyGuard = true;
+  const PICKERS = '[data-testid="stMultiSelect"], [data-testid="stSelectbox"]';
+  const PASS = new Set(["Tab", "Escape", "Enter", " ", "Shift"]);
+  window.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey || PASS.has(e.key)) return;
+    const t = e.target;
+    if (!(t instanceof Element) || t.tagName === "INPUT" || t.tagName === "TEXTAREA") return;
+    if (t.closest(PICKERS)) e.stopImmediatePropagation();
+  }, true);
+})();
+</script>"""
+
+
+def shortcut_guard() -> None:
+    """Keep shortcut keys from firing while the focus sits on a pick list's buttons."""
+    st.html(_KEY_GUARD, unsafe_allow_javascript=True, width=1)
 
 
 def _leave_pages_directory_mode() -> None:

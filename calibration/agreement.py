@@ -418,6 +418,10 @@ def cohens_kappa(table: np.ndarray | Sequence[Sequence[float]], *, confidence: f
       value, SE and interval are None;
     * one rater using a single category: kappa = 0 exactly and Var = 0, so the interval is None;
     * perfect agreement: kappa = 1 and Var = 0, so the interval is None.
+
+    The interval is clipped to [-1, 1]: kappa cannot leave that range, but the normal
+    approximation kappa +- z SE can (near-perfect agreement on few claims gives an upper bound
+    above 1).
     """
     t = _square(table)
     n = t.sum()
@@ -444,7 +448,7 @@ def cohens_kappa(table: np.ndarray | Sequence[Sequence[float]], *, confidence: f
         return KappaResult(kappa, 0.0, None, None, kmax)
     se = math.sqrt(var_n / n)
     z = _z(confidence)
-    return KappaResult(kappa, se, kappa - z * se, kappa + z * se, kmax)
+    return KappaResult(kappa, se, max(-1.0, kappa - z * se), min(1.0, kappa + z * se), kmax)
 
 
 def kappa_many(tables: np.ndarray) -> np.ndarray:
@@ -507,17 +511,49 @@ def bootstrap_tables(per_cluster: Sequence[np.ndarray], *, resamples: int = 2000
     outs = [np.empty((resamples, kk)) for _ in per_cluster]
     if n == 0 or resamples <= 0:
         return [o.reshape(-1, k, k) for o in outs]
+    patterns = _count_patterns(per_cluster[0]) if len(per_cluster) == 1 else None
     rng = np.random.default_rng(seed)
     block = max(1, min(resamples, _BLOCK_DRAWS // n))
     for start in range(0, resamples, block):
         m = min(block, resamples - start)
         draws = rng.integers(0, n, size=(m, n))
+        if patterns is not None:
+            # Few distinct cluster tables (answers of a few claims repeat the same counts): count
+            # draws per (row, table) and multiply the small matrix. Integer counts add exactly
+            # in floating point, so the tables are those of the general branch, only sooner.
+            tables, which = patterns
+            p = tables.shape[0]
+            drawn = which[draws]
+            drawn += (np.arange(m, dtype=drawn.dtype) * p)[:, None]
+            times = np.bincount(drawn.ravel(), minlength=m * p).reshape(m, p).astype(float)
+            outs[0][start:start + m] = times @ tables
+            continue
         # Offsetting each row by row*n lets a single bincount count draws per (row, cluster).
         draws += (np.arange(m, dtype=draws.dtype) * n)[:, None]
         multiplicity = np.bincount(draws.ravel(), minlength=m * n).reshape(m, n).astype(float)
         for out, c in zip(outs, per_cluster, strict=True):
             out[start:start + m] = multiplicity @ c
     return [o.reshape(-1, k, k) for o in outs]
+
+
+def _count_patterns(c: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Distinct rows of a tensor of counts and each row's index among them, when they are few.
+
+    None when the tensor is not made of non-negative integers below 2^53 (weights: every sum
+    must stay exact for both branches of :func:`bootstrap_tables` to agree), when a row key
+    would not fit in 63 bits, or when distinct rows are more than half of all.
+    """
+    if c.size == 0 or not (c >= 0).all() or not (c == np.floor(c)).all() or c.max() >= 2.0 ** 53:
+        return None
+    ints = c.astype(np.int64)
+    base = [int(x) + 1 for x in ints.max(axis=0)]
+    if math.prod(base) >= 2 ** 62:
+        return None
+    place = np.array([math.prod(base[:i]) for i in range(len(base))], dtype=np.int64)
+    _, first, which = np.unique(ints @ place, return_index=True, return_inverse=True)
+    if 2 * first.size > c.shape[0]:
+        return None
+    return c[first], which.reshape(-1)
 
 
 def percentile_interval(values: np.ndarray, *,
@@ -818,6 +854,11 @@ def krippendorff_alpha_nominal(units: Iterable[Sequence[str]]) -> float | None:
                 pairs = nc * (nk - 1) if c == k else nc * nk
                 if pairs:
                     coincidence[(c, k)] += pairs / (m - 1)
+    return _alpha_of(coincidence)
+
+
+def _alpha_of(coincidence: Mapping[tuple[str, str], float]) -> float | None:
+    """Krippendorff's nominal alpha from the coincidence matrix (cells with o_ck > 0 only)."""
     if not coincidence:
         return None
     n_c: dict[str, float] = defaultdict(float)
@@ -927,6 +968,65 @@ def human_human_agreement(labels: Iterable[tuple[str, str, str]]) -> HumanHumanA
         kappa = cohens_kappa(confusion_matrix([r[a] for r in multi.values()], [r[b] for r in multi.values()]))
     alpha = krippendorff_alpha_nominal(list(r.values()) for r in multi.values())
     return HumanHumanAgreement(len(multi), reviewers, pct, kappa, alpha)
+
+
+def human_human_agreement_arrays(claim: np.ndarray | Sequence[int], reviewer: np.ndarray | Sequence[int],
+                                 verdict: np.ndarray | Sequence[int],
+                                 reviewers: Sequence[str]) -> HumanHumanAgreement:
+    """:func:`human_human_agreement` on columns, one entry per (claim, reviewer) label.
+
+    ``claim`` identifies the claim (any integers), ``reviewer`` indexes ``reviewers`` (distinct
+    names), ``verdict`` indexes ``LABELS``.  The result equals that of the records in the same
+    order.  Counted with arrays when every shared claim has two or three labels: alpha's
+    coincidences are then sums of halves, exact in floating point whatever the order of
+    addition; otherwise (or with a (claim, reviewer) pair twice) the records' path runs.
+    """
+    c, r, v = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (claim, reviewer, verdict))
+    n, k, names = c.size, len(LABELS), list(reviewers)
+    if r.size != n or v.size != n:
+        raise ValueError("claim, reviewer and verdict must be of one length")
+    if len(set(names)) != len(names):
+        raise ValueError("reviewer names must be distinct")
+    if n and (v.min() < 0 or v.max() >= k or r.min() < 0 or r.max() >= len(names)):
+        raise ValueError("verdict or reviewer index out of range")
+    if n == 0 or (c.min() >= 0 and c.max() < 4 * n):
+        unit = c  # small ids (positions, say) number the claims already; unused ones count 0 labels
+    else:
+        unit = np.unique(c, return_inverse=True)[1].reshape(-1)
+    m = np.bincount(unit)
+    shared = m >= 2
+    pair = np.sort(unit * len(names) + r)
+    unique_pairs = not (pair[1:] == pair[:-1]).any()
+    if not unique_pairs or (m[shared] > 3).any() or n >= 2 ** 25:
+        return human_human_agreement(zip(c.tolist(), [names[i] for i in r.tolist()],
+                                         [LABELS[i] for i in v.tolist()], strict=True))
+    keep = shared[unit]
+    compact = np.cumsum(shared) - 1
+    u, r, v = compact[unit[keep]], r[keep], v[keep]
+    mm = m[shared]
+    n_units = mm.size
+    cnt = np.bincount(u * k + v, minlength=n_units * k).reshape(n_units, k)
+    pairs = int((mm * (mm - 1) // 2).sum())
+    agree = int((cnt * (cnt - 1) // 2).sum())
+    if pairs:
+        lo, hi = wilson_interval(agree, pairs)  # type: ignore[misc]
+        pct = Estimate(agree / pairs, lo, hi)
+    else:
+        pct = Estimate(None)
+    used = np.flatnonzero(np.bincount(r, minlength=len(names))).tolist()
+    seen = tuple(sorted(names[i] for i in used))
+    kappa = None
+    if len(seen) == 2:
+        first, second = (names.index(x) for x in seen)
+        rows, cols = np.full(n_units, -1), np.full(n_units, -1)
+        rows[u[r == first]] = v[r == first]
+        cols[u[r == second]] = v[r == second]
+        kappa = cohens_kappa(np.bincount(rows * k + cols, minlength=k * k).reshape(k, k))
+    # o_ck = sum over claims of n_c (n_k - [c = k]) / (m - 1), as krippendorff_alpha_nominal.
+    between = cnt[:, :, None] * (cnt[:, None, :] - np.eye(k, dtype=np.int64))
+    o = (between / (mm - 1)[:, None, None]).sum(axis=0)
+    coincidence = {(LABELS[i], LABELS[j]): float(o[i, j]) for i in range(k) for j in range(k) if o[i, j] > 0}
+    return HumanHumanAgreement(n_units, seen, pct, kappa, _alpha_of(coincidence))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1230,36 +1330,99 @@ def agreement_report(items: Sequence[LabeledClaim], thresholds: Thresholds = Thr
     """Every judge-vs-human figure for one judge run, and the flag.
 
     ``items`` are claims with a final human label (see :func:`resolve_final_labels`).  Answers
-    are the clusters of the bootstrap.  ``bootstrap`` = 0 skips the resampling.
+    are the clusters of the bootstrap.  ``bootstrap`` = 0 skips the resampling.  The same
+    computation as :func:`agreement_report_arrays`, fed from records.
     """
     items = list(items)
     weighted = _validate(items)
     n = len(items)
-    k = len(LABELS)
     human = np.fromiter((label_index(it.human) for it in items), dtype=np.int64, count=n)
     judge = np.fromiter((label_index(it.judge) for it in items), dtype=np.int64, count=n)
     answer_ids: dict[str, int] = {}
     cluster = np.fromiter((answer_ids.setdefault(it.answer_id, len(answer_ids)) for it in items),
                           dtype=np.int64, count=n)
-    n_answers = len(answer_ids)
-    keys = [it.claim_key for it in items]
+    w = np.fromiter((it.weight for it in items), dtype=float, count=n) if weighted else None  # type: ignore[misc]
+    return _report(human, judge, cluster, len(answer_ids), [it.claim_key for it in items], w, thresholds,
+                   bootstrap=bootstrap, seed=seed, confidence=confidence, kappa_half_width=kappa_half_width)
 
+
+def _first_seen(cluster: np.ndarray) -> tuple[np.ndarray, int]:
+    """Cluster labels renumbered 0, 1, ... in order of first appearance, and their number."""
+    if cluster.size == 0:
+        return cluster, 0
+    top = np.maximum.accumulate(cluster)
+    if cluster[0] == 0 and (np.diff(top) <= 1).all():
+        return cluster, int(top[-1]) + 1  # already so numbered (every label in 0..top used)
+    _, first, inverse = np.unique(cluster, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[inverse.reshape(-1)], int(first.size)
+
+
+def agreement_report_arrays(human: np.ndarray | Sequence[int], judge: np.ndarray | Sequence[int],
+                            cluster: np.ndarray | Sequence[int], keys: Sequence[str],
+                            thresholds: Thresholds = Thresholds(), *, weights: np.ndarray | None = None,
+                            bootstrap: int = 2000, seed: int | None = 0, confidence: float = 0.95,
+                            kappa_half_width: float = 0.10) -> Report:
+    """:func:`agreement_report` on columns: the same figures without a record per claim.
+
+    ``human`` and ``judge`` are indices into ``LABELS``; ``cluster`` labels each claim's answer
+    (any integers: they are numbered in order of first appearance, as :func:`agreement_report`
+    numbers answer ids, so the same claims in the same order give the same resamples);
+    ``keys`` are the claim keys; ``weights`` (1/pi per claim) or None.
+    """
+    h = np.asarray(human, dtype=np.int64)
+    j = np.asarray(judge, dtype=np.int64)
+    c = np.asarray(cluster, dtype=np.int64)
+    n = h.size
+    if h.ndim != 1 or j.shape != h.shape or c.shape != h.shape or len(keys) != n:
+        raise ValueError("human, judge, cluster and keys must be one-dimensional and of one length")
+    k = len(LABELS)
+    for name, codes in (("human", h), ("judge", j)):
+        if n and (codes.min() < 0 or codes.max() >= k):
+            raise ValueError(f"{name} verdict indices must lie in 0..{k - 1}")
+    if len(set(keys)) != n:
+        seen: set[str] = set()
+        dup = next(key for key in keys if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        raise ValueError(f"claim {dup!r} appears twice")
+    w = None
+    if weights is not None:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != h.shape:
+            raise ValueError("give a weight for every claim or for none")
+        bad = ~(np.isfinite(w) & (w > 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"claim {keys[i]!r}: weight must be positive and finite, got {w[i]}")
+        if n == 0:
+            w = None
+    c, n_answers = _first_seen(c)
+    return _report(h, j, c, n_answers, keys, w, thresholds, bootstrap=bootstrap, seed=seed,
+                   confidence=confidence, kappa_half_width=kappa_half_width)
+
+
+def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers: int, keys: Sequence[str],
+            w: np.ndarray | None, thresholds: Thresholds, *, bootstrap: int, seed: int | None,
+            confidence: float, kappa_half_width: float) -> Report:
+    """The report from validated columns (clusters numbered 0.. in order of first appearance)."""
+    n = human.size
+    k = len(LABELS)
     per_cluster = cluster_tables(cluster, human, judge, n_answers, k=k)
     table = per_cluster.sum(axis=0).reshape(k, k).astype(np.int64)
     agree = human == judge
     pos = label_index(POSITIVE)
-    disagreeing = tuple(key for key, a in zip(keys, agree, strict=True) if not a)
-    lenient_claims = tuple(key for key, h, j in zip(keys, human, judge, strict=True) if j == pos and h != pos)
-    strict_claims = tuple(key for key, h, j in zip(keys, human, judge, strict=True) if h == pos and j != pos)
+    key_array = np.empty(n, dtype=object)
+    key_array[:] = keys
+    disagreeing = tuple(key_array[~agree].tolist())
+    lenient_claims = tuple(key_array[(judge == pos) & (human != pos)].tolist())
+    strict_claims = tuple(key_array[(human == pos) & (judge != pos)].tolist())
 
     pct = percent_agreement(table, confidence=confidence)
     kap = cohens_kappa(table, confidence=confidence)
     dirn = direction(table, lenient_claims=lenient_claims, strict_claims=strict_claims)
 
     tensors = [per_cluster]
-    w = None
-    if weighted:
-        w = np.fromiter((it.weight for it in items), dtype=float, count=n)  # type: ignore[misc]
+    if w is not None:
         tensors.append(cluster_tables(cluster, human, judge, n_answers, weights=w, k=k))
     use_boot = bootstrap > 0 and n_answers >= 2
     boots = bootstrap_tables(tensors, resamples=bootstrap, seed=seed) if use_boot else []
@@ -1276,7 +1439,7 @@ def agreement_report(items: Sequence[LabeledClaim], thresholds: Thresholds = Thr
     kappa_boot = interval(kappa_many, 0, kap.ci_low is not None)
 
     wres = None
-    if weighted and w is not None:
+    if w is not None:
         wi = interval(agreement_many, 1, 0 < int(agree.sum()) < n)
         wres = WeightedAgreement(weighted_agreement(agree, w), wi.ci_low, wi.ci_high, pct.value,
                                  kish_effective_n(w))
@@ -1345,16 +1508,36 @@ def compare_judge_runs(items: Sequence[PairedClaim], *, confidence: float = 0.95
     would ignore the pairing and lose most of the power.
     """
     items = list(items)
+    n = len(items)
     keys = [it.claim_key for it in items]
-    if len(set(keys)) != len(keys):
+    if len(set(keys)) != n:
         raise ValueError("a claim appears twice")
-    humans = [it.human for it in items]
-    ta = confusion_matrix(humans, [it.judge_a for it in items])
-    tb = confusion_matrix(humans, [it.judge_b for it in items])
-    only_a = tuple(it.claim_key for it in items if it.judge_a == it.human != it.judge_b)
-    only_b = tuple(it.claim_key for it in items if it.judge_b == it.human != it.judge_a)
+    codes = [np.fromiter((label_index(getattr(it, f)) for it in items), dtype=np.int64, count=n)
+             for f in ("human", "judge_a", "judge_b")]
+    return compare_judge_runs_arrays(*codes, keys, confidence=confidence)
+
+
+def compare_judge_runs_arrays(human: np.ndarray | Sequence[int], judge_a: np.ndarray | Sequence[int],
+                              judge_b: np.ndarray | Sequence[int], keys: Sequence[str], *,
+                              confidence: float = 0.95) -> RunComparison:
+    """:func:`compare_judge_runs` on columns of ``LABELS`` indices, one entry per claim."""
+    h, a, b = (np.asarray(x, dtype=np.int64) for x in (human, judge_a, judge_b))
+    n = h.size
+    if h.ndim != 1 or a.shape != h.shape or b.shape != h.shape or len(keys) != n:
+        raise ValueError("human, judge_a, judge_b and keys must be one-dimensional and of one length")
+    k = len(LABELS)
+    if len(set(keys)) != n:
+        raise ValueError("a claim appears twice")
+    if n and any(x.min() < 0 or x.max() >= k for x in (h, a, b)):
+        raise ValueError(f"verdict indices must lie in 0..{k - 1}")
+    ta = np.bincount(h * k + a, minlength=k * k).reshape(k, k)
+    tb = np.bincount(h * k + b, minlength=k * k).reshape(k, k)
+    key_array = np.empty(n, dtype=object)
+    key_array[:] = keys
+    only_a = tuple(key_array[(a == h) & (b != h)].tolist())
+    only_b = tuple(key_array[(b == h) & (a != h)].tolist())
     return RunComparison(
-        n_claims=len(items),
+        n_claims=n,
         agreement_a=percent_agreement(ta, confidence=confidence),
         agreement_b=percent_agreement(tb, confidence=confidence),
         kappa_a=cohens_kappa(ta, confidence=confidence),

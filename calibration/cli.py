@@ -7,6 +7,7 @@ Exit codes: 0 success, 1 invalid input or a refused operation (message on stderr
 from __future__ import annotations
 
 import argparse
+import codecs
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from . import store
 from .errors import CalibrationError
+from .models import Verdict, parse_mapping
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -25,24 +27,44 @@ def _db_path(args: argparse.Namespace) -> Path:
 # ---------------------------------------------------------------- import / info / demo
 
 
+def _map_item(text: str) -> str:
+    """argparse type for --map: a bad mapping is a usage error (exit 2), not bad input."""
+    try:
+        parse_mapping([text])
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--map {text!r}: ")) from None
+    return text
+
+
+def _encoding(text: str) -> str:
+    try:
+        codecs.lookup(text)
+    except LookupError:
+        raise argparse.ArgumentTypeError(f"unknown encoding {text!r}") from None
+    return text
+
+
 def _add_foundation(sub: argparse._SubParsersAction) -> None:
     from . import importing
 
+    map_help = "map an extra verdict spelling, e.g. partially_supported=UNSUPPORTED (repeatable)"
+    enc_help = "file encoding when not UTF-8 (UTF-8 with or without a BOM is the default)"
     p = sub.add_parser("import", help="import judged answers (JSONL or a JSON array)")
-    p.add_argument("files", nargs="+", type=Path)
+    p.add_argument("files", nargs="+", type=Path, help="JSONL or JSON files; each is all or nothing")
     p.add_argument("--judge-model", help="judge model for lines that do not name one")
     p.add_argument("--judge-prompt-version", help="judge prompt version for lines that do not name one")
-    p.add_argument("--map", action="append", default=[], metavar="SPELLING=VERDICT",
-                   help="map an extra verdict spelling, e.g. partially_supported=UNSUPPORTED")
-    p.add_argument("--encoding", default=None,
-                   help="file encoding when not UTF-8 (UTF-8 with or without BOM is the default)")
+    p.add_argument("--map", action="append", default=[], metavar="SPELLING=VERDICT", type=_map_item,
+                   help=map_help)
+    p.add_argument("--encoding", default=None, type=_encoding, help=enc_help)
     p.set_defaults(handler=importing.cli_import)
 
     p = sub.add_parser("import-labels", help="import human labels from CSV")
-    p.add_argument("files", nargs="+", type=Path)
+    p.add_argument("files", nargs="+", type=Path,
+                   help="CSV with answer_id, claim_id, verdict[, reviewer, note, evidence]")
     p.add_argument("--reviewer", help="reviewer for files without a reviewer column")
-    p.add_argument("--map", action="append", default=[], metavar="SPELLING=VERDICT")
-    p.add_argument("--encoding", default=None)
+    p.add_argument("--map", action="append", default=[], metavar="SPELLING=VERDICT", type=_map_item,
+                   help=map_help)
+    p.add_argument("--encoding", default=None, type=_encoding, help=enc_help)
     p.set_defaults(handler=importing.cli_import_labels)
 
     p = sub.add_parser("demo", help="load the demo data (DEMO-RAG-v1 and WiCE)")
@@ -50,6 +72,17 @@ def _add_foundation(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("info", help="counts per judge run")
     p.set_defaults(handler=cli_info)
+
+    p = sub.add_parser("adjudicate", help="settle the human label of a claim reviewers disagree on",
+                       description="Record the adjudicated human label of one claim. It overrides "
+                       "disagreeing or unclear reviewer labels in every figure and export; each "
+                       "decision is kept in the label history.")
+    p.add_argument("answer_id")
+    p.add_argument("claim_id")
+    p.add_argument("verdict", type=str.upper, choices=[v.value for v in Verdict])
+    p.add_argument("--by", required=True, metavar="NAME", help="who decides (a lead)")
+    p.add_argument("--note", help="why")
+    p.set_defaults(handler=cli_adjudicate)
 
 
 def cli_info(args: argparse.Namespace) -> int:
@@ -69,6 +102,14 @@ def cli_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cli_adjudicate(args: argparse.Namespace) -> int:
+    with store.session(_db_path(args)) as db:
+        claim = store.claim_pk(db, args.answer_id, args.claim_id)
+        store.adjudicate(db, claim=claim, adjudicator=args.by, verdict=args.verdict, note=args.note)
+    print(f"{args.answer_id}/{args.claim_id}: adjudicated {args.verdict} by {args.by}")
+    return 0
+
+
 # Later subcommands register here, each from its own module's section.
 REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_add_foundation]
 
@@ -84,11 +125,14 @@ def _add_cycles(sub: argparse._SubParsersAction) -> None:
     csub = p.add_subparsers(dest="cycle_command", required=True, metavar="ACTION")
     c = csub.add_parser("create", help="sample judged answers of a run into a new cycle")
     c.add_argument("--name", required=True)
-    c.add_argument("--judge-run", help="MODEL@VERSION (default: the newest run)")
+    c.add_argument("--judge-run", help="MODEL@VERSION (default: the most recently imported run)")
     c.add_argument("--size", type=int, default=cycles.DEFAULT_SIZE,
                    help=f"answers to sample ({cycles.MIN_SIZE}-{cycles.MAX_SIZE} unless --force)")
     c.add_argument("--seed", type=int, help="random seed (default: drawn and recorded)")
     c.add_argument("--strategy", choices=sampling.STRATEGIES, default="random")
+    c.add_argument("--failure-share", type=float, default=sampling.DEFAULT_FAILING_SHARE,
+                   help="failures-first: least share of the slots for answers with a "
+                        f"non-SUPPORTED verdict (default {sampling.DEFAULT_FAILING_SHARE})")
     c.add_argument("--reviewers", default="",
                    help="comma-separated reviewers (default: open to every reviewer)")
     c.add_argument("--overlap", type=float, default=cycles.DEFAULT_OVERLAP,
@@ -107,6 +151,8 @@ def _add_cycles(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(handler=cli_cycle_show)
     c = csub.add_parser("close", help="close a cycle and freeze its figures")
     c.add_argument("name")
+    c.add_argument("--force", action="store_true",
+                   help="close even though reviewers still have claims to label")
     c.set_defaults(handler=cli_cycle_close)
 
     p = sub.add_parser("holdout", help="mark answers as holdout (sampled only by --holdout cycles)")
@@ -130,18 +176,21 @@ def _login_name() -> str | None:
 
 def cli_cycle_create(args: argparse.Namespace) -> int:
     from . import cycles
+    from .sampling import plural
 
     with store.session(_db_path(args)) as db:
         cycle = cycles.create_cycle(
             db, name=args.name, judge_run=args.judge_run, size=args.size, seed=args.seed,
             strategy=args.strategy, reviewers=args.reviewers.split(","), overlap=args.overlap,
             holdout=args.holdout, include_labeled=args.include_labeled, force=args.force,
-            created_by=args.created_by)
+            created_by=args.created_by, failing_share=args.failure_share)
         load = {r.reviewer: r.total for r in cycles.progress(db, cycle.id).reviewers}
     for warning in cycle.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    print(f"cycle {cycle.name}: {cycle.size} answers of {cycle.judge_run} "
+    print(f"cycle {cycle.name}: {plural(cycle.size, 'answer')} of {cycle.judge_run} "
           f"({cycle.strategy}, seed {cycle.seed}{', holdout' if cycle.holdout else ''})")
+    for note in cycle.notes:
+        print(note)
     if cycle.reviewers:
         print("assigned claims: " + ", ".join(f"{r} {n}" for r, n in load.items()))
     else:
@@ -151,6 +200,7 @@ def cli_cycle_create(args: argparse.Namespace) -> int:
 
 def cli_cycle_list(args: argparse.Namespace) -> int:
     from . import cycles
+    from .sampling import plural
 
     with store.session(_db_path(args)) as db:
         rows = [(c, cycles.progress(db, c.id)) for c in cycles.list_cycles(db)]
@@ -158,7 +208,7 @@ def cli_cycle_list(args: argparse.Namespace) -> int:
         print("no cycles yet")
     for c, prog in rows:
         print(f"{c.name}\t{c.status}\t{c.judge_run}\t{c.strategy}\tseed {c.seed}\t"
-              f"{c.size} answers\t{prog.labeled}/{prog.total} claims labeled\t{c.created_at}")
+              f"{plural(c.size, 'answer')}\t{prog.headline()}\t{c.created_at}")
     return 0
 
 
@@ -166,6 +216,7 @@ def cli_cycle_show(args: argparse.Namespace) -> int:
     import json
 
     from . import cycles
+    from .sampling import plural
 
     with store.session(_db_path(args)) as db:
         cycle = cycles.get_cycle(db, args.name)
@@ -176,7 +227,8 @@ def cli_cycle_show(args: argparse.Namespace) -> int:
             "name": cycle.name, "judge_run": cycle.judge_run, "strategy": cycle.strategy,
             "seed": cycle.seed, "size": cycle.size, "status": cycle.status,
             "overlap": cycle.overlap, "holdout": cycle.holdout,
-            "include_labeled": cycle.include_labeled, "created_by": cycle.created_by,
+            "include_labeled": cycle.include_labeled, "failing_share": cycle.failing_share,
+            "created_by": cycle.created_by,
             "created_at": cycle.created_at, "closed_at": cycle.closed_at,
             "reviewers": list(cycle.reviewers), "answers": list(cycle.answers),
             "items": [{"position": i.position, "answer_id": i.answer_id,
@@ -186,16 +238,17 @@ def cli_cycle_show(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
-    print(f"cycle {cycle.name} ({cycle.status}): {cycle.judge_run}, {cycle.strategy}, "
-          f"seed {cycle.seed}, {cycle.size} answers{', holdout' if cycle.holdout else ''}")
+    share = f", failing share {cycle.failing_share:g}" if cycle.failing_share is not None else ""
+    print(f"cycle {cycle.name} ({cycle.status}): {cycle.judge_run}, {cycle.strategy}{share}, "
+          f"seed {cycle.seed}, {plural(cycle.size, 'answer')}{', holdout' if cycle.holdout else ''}")
     print(f"created {cycle.created_at} by {cycle.created_by or 'unknown'}"
           + (f"; closed {cycle.closed_at}" if cycle.closed_at else ""))
-    print(f"progress: {prog.labeled}/{prog.total} claims labeled"
+    print(f"progress: {prog.headline()}"
           + "".join(f"; {r.reviewer} {r.labeled}/{r.total}" for r in prog.reviewers))
     for i in items:
         who = ", ".join(i.reviewers) or "anyone"
         print(f"  {i.position + 1:>3}. {i.answer_id}\tpi {i.inclusion_prob:.3f}\t"
-              f"{i.claims} claim{'' if i.claims == 1 else 's'}\t{who}")
+              f"{plural(i.claims, 'claim')}\t{who}")
     return 0
 
 
@@ -203,24 +256,41 @@ def cli_cycle_close(args: argparse.Namespace) -> int:
     from . import cycles
 
     with store.session(_db_path(args)) as db:
-        cycle = cycles.close_cycle(db, args.name)
-    snap = cycle.snapshot or {}
-    prog = snap.get("progress", {})
-    print(f"cycle {cycle.name} closed: {prog.get('labeled')}/{prog.get('total')} claims labeled")
-    agreement = (snap.get("agreement") or {}).get("agreement") or {}
-    if agreement.get("value") is not None:
-        low, high = agreement.get("ci_low"), agreement.get("ci_high")
-        ci = f" (95% CI {low:.0%}-{high:.0%})" if low is not None and high is not None else ""
-        print(f"judge-human agreement {agreement['value']:.0%}{ci}")
+        cycle = cycles.close_cycle(db, args.name, force=args.force)
+    fig = cycles.frozen_figures(cycle.snapshot)
+    if fig is None:
+        print(f"cycle {cycle.name} closed")
+        return 0
+    elsewhere = (f" (already labeled outside this cycle: {fig.labeled_elsewhere})"
+                 if fig.labeled_elsewhere else "")
+    print(f"cycle {cycle.name} closed: {fig.labeled}/{fig.total} claims labeled{elsewhere}")
+    if fig.agreement is None:
+        print(fig.note or "no figures: no claim had a final human label")
+        return 0
+
+    def ci(bounds: tuple[float, float] | None, fmt: str) -> str:
+        return f" (95% CI {bounds[0]:{fmt}}-{bounds[1]:{fmt}})" if bounds else " (no interval)"
+
+    print(f"judge-human agreement {fig.agreement:.0%}{ci(fig.agreement_ci, '.0%')} "
+          f"on {fig.n_claims} claim{'' if fig.n_claims == 1 else 's'}")
+    if fig.weighted_agreement is not None:
+        print(f"re-weighted to the run (1/pi) {fig.weighted_agreement:.0%}{ci(fig.weighted_ci, '.0%')}")
+    kappa = "undefined" if fig.kappa is None else f"{fig.kappa:.2f}{ci(fig.kappa_ci, '.2f')}"
+    print(f"Cohen's kappa {kappa}")
+    if fig.flag:
+        print(f"flag: {fig.flag.upper()}")
+        for reason in fig.flag_reasons:
+            print(f"  - {reason}")
     return 0
 
 
 def cli_holdout(args: argparse.Namespace) -> int:
     from . import cycles
+    from .sampling import plural
 
     with store.session(_db_path(args)) as db:
         changed = cycles.mark_holdout(db, args.answer_ids, args.flag)
-    print(f"{changed} answers {'marked as' if args.flag else 'removed from'} holdout")
+    print(f"{plural(changed, 'answer')} {'marked as' if args.flag else 'removed from'} holdout")
     return 0
 
 
@@ -275,7 +345,10 @@ def _add_judge(sub: argparse._SubParsersAction) -> None:
     r = jsub.add_parser(
         "run", help="judge the claims in scope with an OpenAI-compatible endpoint as a new run",
         description="Creates the judge run MODEL@VERSION (or resumes it: answers already judged "
-        "are not requested again) and compares it with the previous run on the human labels.")
+        "are not requested again) and compares it on the human labels with the run that shares "
+        "the most labeled claims. Exit status 0 when every answer is judged; 1 when any answer "
+        "failed (the same command again retries only those), when the endpoint cannot be reached, "
+        "or on invalid input; 130 when interrupted.")
     r.add_argument("--base-url", required=True, help="e.g. http://localhost:8000/v1")
     r.add_argument("--model", required=True)
     r.add_argument("--prompt-version", required=True,
@@ -294,7 +367,8 @@ def _add_judge(sub: argparse._SubParsersAction) -> None:
                    help='send response_format {"type": "json_object"} (if the server supports it)')
     r.add_argument("--api-key-env", help="environment variable holding the API key "
                    f"(default {judge.DEFAULT_API_KEY_ENV}; unset means no key, fine for local servers)")
-    r.add_argument("--baseline", help="run to compare with, MODEL@VERSION (default: the previous run)")
+    r.add_argument("--baseline", help="run to compare with, MODEL@VERSION (default: the run sharing the most "
+                   "human-labeled claims)")
     r.set_defaults(handler=judge.cli_run)
 
 
@@ -309,7 +383,7 @@ REGISTRARS.append(_add_judge)
 def _add_stats(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("stats", help="judge vs human agreement with intervals, and the revise flag",
                        description="Agreement of a judge run with the final human labels: every "
-                       "figure with its 95%% interval, the confusion matrix (rows human, columns "
+                       "figure with its 95% interval, the confusion matrix (rows human, columns "
                        "judge) and the flag (ok / revise / inconclusive) with its reasons.")
     p.add_argument("--judge-run", metavar="RUN",
                    help="MODEL@VERSION, or VERSION when unique (default: the newest run, or the "
@@ -373,9 +447,17 @@ REGISTRARS.append(_add_stats)
 # ---------------------------------------------------------------- end of stats (issue 3)
 
 
+# Commands that may start from no database; every other one reads an existing one.
+CREATING_COMMANDS = {"import", "import-labels", "demo"}
+
+EPILOG = ("exit status: 0 success, 1 invalid input or a refused operation (message on stderr), "
+          "2 usage error")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m calibration",
-                                     description="Check an LLM judge against human reviewers.")
+                                     description="Check an LLM judge against human reviewers.",
+                                     epilog=EPILOG)
     parser.add_argument("--db", help="SQLite database (default: $CALIBRATION_DB or data/calibration.db)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for register in REGISTRARS:
@@ -386,6 +468,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    db = _db_path(args)
+    if args.command not in CREATING_COMMANDS and not db.exists():
+        # A read must not silently create an empty database and report zeros from it.
+        print(f"error: no database at {db}: import judged answers first "
+              "(python -m calibration import FILE, or python -m calibration demo)", file=sys.stderr)
+        return 1
     try:
         return args.handler(args)
     except CalibrationError as exc:

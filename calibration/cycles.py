@@ -13,15 +13,19 @@ Eligibility of an answer for a cycle on run R (the pool):
 - not every one of its judged claims already has a final human label (a reviewer's
   label with status 'labeled', or an adjudication), unless `include_labeled`: labels
   are reused across cycles and runs, so labeling a claim twice is wasted effort.
+
+Errors that point at an option (force, include labeled answers, ...) name it through
+`ui_names`: the CLI's flags by default (`CLI_NAMES`); the page passes its form controls.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import secrets
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,6 +33,7 @@ from sqlite_utils import Database
 
 from . import sampling, store
 from .errors import ConflictError, InputError, NotFoundError
+from .sampling import plural
 
 MIN_SIZE, MAX_SIZE = 15, 30
 DEFAULT_SIZE = 20
@@ -36,6 +41,23 @@ DEFAULT_OVERLAP = 0.2
 # The agreement a healthy judge shows (seed 000: "85%+"): the interval width warned about
 # for an out-of-bounds size is computed there.
 EXPECTED_AGREEMENT = 0.85
+# Where the failures-first share of a cycle is recorded (the cycles table has no column
+# for it): settings key per cycle id.
+_SHARE_KEY = "cycle.{}.failing_share"
+
+# How an error message tells the caller to act on an option, keyed by option. The CLI's
+# wording is the default; the page passes its own (`ui_names`) naming its form controls.
+CLI_NAMES: dict[str, str] = {
+    "force": "use --force",
+    "include_labeled": "use --include-labeled",
+    "holdout_cycle": "create a holdout cycle (--holdout)",
+    "mark_holdout": "mark answers as holdout first (holdout add ANSWER_ID ...)",
+    "force_close": "use --force",
+}
+
+
+def _how(ui_names: Mapping[str, str] | None, option: str) -> str:
+    return {**CLI_NAMES, **(ui_names or {})}[option]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +79,10 @@ class Cycle:
     answers: tuple[str, ...]  # in cycle order
     reviewers: tuple[str, ...]  # empty: an open cycle, any signed-in reviewer may label
     snapshot: dict[str, Any] | None = None
-    # Filled by create_cycle only (not stored): what the lead should know about this cycle.
+    failing_share: float | None = None  # failures-first only: the share asked for the failing stratum
+    # Filled by create_cycle only (not stored): what the design did, and what the lead
+    # should be warned about.
+    notes: tuple[str, ...] = field(default=(), compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -83,14 +108,73 @@ class ReviewerProgress:
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    labeled: int  # claims with a final human label (any reviewer, or adjudicated)
+    """The work of a cycle: see `progress` for what counts as labeled."""
+
+    labeled: int  # claims done for this cycle
     total: int  # claims of the cycle (judged by its run)
     reviewers: tuple[ReviewerProgress, ...]
+    labeled_elsewhere: int = 0  # not done here, but with a final human label from outside the cycle
+    assigned: bool = True  # False: an open cycle, anyone may label
+
+    @property
+    def fraction(self) -> float:
+        return self.labeled / self.total if self.total else 0.0
+
+    @property
+    def missing(self) -> int:
+        """Labels still owed: per assigned reviewer, else claims without a label for this cycle."""
+        if self.assigned:
+            return sum(r.total - r.labeled for r in self.reviewers)
+        return self.total - self.labeled
+
+    def headline(self) -> str:
+        """`3/40 claims labeled`, with the claims labeled outside the cycle when there are any."""
+        line = f"{self.labeled}/{self.total} claims labeled"
+        if self.labeled_elsewhere:
+            line += f" (already labeled outside this cycle: {self.labeled_elsewhere})"
+        return line
+
+    def outstanding(self) -> str | None:
+        """What work remains, in a sentence; None when there is none."""
+        if self.assigned:
+            behind = [r for r in self.reviewers if r.labeled < r.total]
+            if not behind:
+                return None
+            verb = "has" if len(behind) == 1 else "have"
+            return (f"{len(behind)} of {plural(len(self.reviewers), 'reviewer')} {verb} labels "
+                    f"outstanding: {plural(self.missing, 'claim')} unlabeled")
+        if self.labeled >= self.total:
+            return None
+        verb = "has" if self.missing == 1 else "have"
+        return (f"{self.missing} of {plural(self.total, 'claim')} {verb} no label made for this "
+                "cycle")
 
     def as_dict(self) -> dict[str, Any]:
         return {"labeled": self.labeled, "total": self.total,
+                "labeled_elsewhere": self.labeled_elsewhere,
                 "reviewers": {r.reviewer: {"labeled": r.labeled, "total": r.total}
                               for r in self.reviewers}}
+
+
+@dataclass(frozen=True, slots=True)
+class FrozenFigures:
+    """The readable part of a closed cycle's snapshot (see `frozen_figures`)."""
+
+    frozen_at: str | None
+    labeled: int | None  # progress when the cycle closed (see `progress`)
+    total: int | None
+    labeled_elsewhere: int | None
+    n_claims: int  # claims with a final human label that the figures rest on
+    n_answers: int
+    agreement: float | None
+    agreement_ci: tuple[float, float] | None  # 95% Wilson
+    weighted_agreement: float | None  # re-weighted to the whole run by 1 / pi
+    weighted_ci: tuple[float, float] | None
+    kappa: float | None
+    kappa_ci: tuple[float, float] | None
+    flag: str | None  # 'ok' | 'revise' | 'inconclusive'; None without figures
+    flag_reasons: tuple[str, ...]
+    note: str | None
 
 
 # ---------------------------------------------------------------- pure helpers
@@ -103,7 +187,7 @@ def size_warning(size: int, claims: int) -> str:
 
     interval = wilson_interval(EXPECTED_AGREEMENT * claims, claims)
     width = "undefined" if interval is None else f"about ±{(interval[1] - interval[0]) * 50:.1f} points"
-    return (f"size {size} is outside {MIN_SIZE}-{MAX_SIZE}: with {claims} claims the 95% Wilson "
+    return (f"size {size} is outside {MIN_SIZE}-{MAX_SIZE}: with {plural(claims, 'claim')} the 95% Wilson "
             f"interval around an agreement of {EXPECTED_AGREEMENT:.0%} is {width} (claims of "
             "one answer are correlated, so the real interval is wider)")
 
@@ -156,13 +240,27 @@ def assign(answer_ids: Sequence[str], reviewers: Sequence[str], overlap: float
     return out
 
 
-def _clean_reviewers(reviewers: Iterable[str]) -> list[str]:
+def normalise_reviewers(reviewers: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(reviewers, problems): whitespace collapsed, blanks dropped, duplicates refused.
+
+    Names that differ only in case or spacing ("a", " a", "A") are the same person
+    typed twice; assigning both would split one reviewer's work over two queues.
+    """
     out: list[str] = []
-    for r in reviewers:
-        r = r.strip()
-        if r and r not in out:
-            out.append(r)
-    return out
+    seen: dict[str, list[str]] = {}
+    for raw in reviewers:
+        name = re.sub(r"\s+", " ", raw).strip()
+        if not name:
+            continue
+        if name.casefold() not in seen:
+            out.append(name)
+        seen.setdefault(name.casefold(), []).append(name)
+    dupes = [names for names in seen.values() if len(names) > 1]
+    if not dupes:
+        return out, []
+    listed = "; ".join(", ".join(repr(n) for n in names) for names in dupes)
+    return out, [f"reviewers: each reviewer may be listed once (names are compared ignoring case "
+                 f"and spacing), but these are the same: {listed}"]
 
 
 # ---------------------------------------------------------------- reads
@@ -222,12 +320,24 @@ def _cycles(db: Database, where: str = "", params: Sequence[object] = ()) -> lis
         "ORDER BY cycle_id, reviewer", ids
     ):
         reviewers[cid].append(rev)
+    shares = dict(db.execute(
+        f"SELECT key, value FROM settings WHERE key IN ({marks})", [_SHARE_KEY.format(i) for i in ids]
+    ).fetchall())
+
+    def share(cycle_id: int, strategy: str) -> float | None:
+        if strategy != "failures-first":
+            return None
+        stored = shares.get(_SHARE_KEY.format(cycle_id))
+        # Cycles made before the share was configurable used the default.
+        return float(stored) if stored is not None else sampling.DEFAULT_FAILING_SHARE
+
     return [
         Cycle(id=r[0], name=r[1], judge_run=r[2], judge_run_id=r[3], strategy=r[4], seed=r[5],
               size=r[6], overlap=r[7], holdout=bool(r[8]), include_labeled=bool(r[9]),
               status=r[10], created_by=r[11], created_at=r[12], closed_at=r[13],
               snapshot=json.loads(r[14]) if r[14] else None,
-              answers=tuple(answers[r[0]]), reviewers=tuple(reviewers[r[0]]))
+              answers=tuple(answers[r[0]]), reviewers=tuple(reviewers[r[0]]),
+              failing_share=share(r[0], r[4]))
         for r in rows
     ]
 
@@ -243,6 +353,25 @@ def get_cycle(db: Database, name: str) -> Cycle:
         known = ", ".join(c.name for c in list_cycles(db)) or "none yet"
         raise NotFoundError(f"no cycle named {name!r}; cycles: {known}")
     return found[0]
+
+
+def sampleable_runs(db: Database) -> list[store.JudgeRun]:
+    """Judge runs that gave at least one verdict, oldest first: the runs a cycle can sample.
+
+    A judge-lab run that failed on every answer has no verdicts and is left out.
+    """
+    with_verdicts = {r[0] for r in db.execute("SELECT DISTINCT run_id FROM judge_verdicts")}
+    return [r for r in store.judge_runs(db) if r.id in with_verdicts]
+
+
+def default_run(db: Database) -> store.JudgeRun | None:
+    """The run a new cycle samples unless told otherwise: the most recently imported one
+    (`store.find_judge_run(db, None)`), when it has verdicts; else the newest that has."""
+    runs = sampleable_runs(db)
+    if not runs:
+        return None
+    preferred = store.find_judge_run(db, None)
+    return preferred if preferred.id in {r.id for r in runs} else runs[-1]
 
 
 def _cycle_by_id(db: Database, cycle_id: int) -> Cycle:
@@ -311,43 +440,72 @@ _CYCLE_CLAIMS = """
 
 
 def progress(db: Database, cycle_id: int) -> Progress:
-    """Claims labeled / total, overall and per reviewer.
+    """The cycle's own work: claims done / total, overall and per reviewer.
 
-    A claim counts as labeled for a reviewer when their current label has status
-    'labeled', whichever cycle it was given in (labels are reused). Overall, a claim is
-    labeled when any reviewer labeled it or it was adjudicated. Per reviewer, the total
-    is their assigned claims; in an open cycle it is every claim, and the reviewers
-    listed are those who have touched any claim of the cycle.
+    Only labels of the cycle's reviewers count, so a cycle that includes already-labeled
+    answers starts at 0, not at 100%:
+
+    - assigned cycle: a reviewer has labeled a claim when their current label on it has
+      status 'labeled' (given in whichever cycle: their own label is reused, and the review
+      queue treats it as done); a claim is done when every reviewer assigned its answer has
+      labeled it, so the cycle reaches 100% exactly when no reviewer has work left;
+    - open cycle: a claim is done when some reviewer's current label on it has status
+      'labeled' and was made for this cycle (a label event with this cycle id); the
+      reviewers listed are those who made any label event for the cycle, each over every
+      claim.
+
+    `labeled_elsewhere` counts the claims not done and not labeled by any of the cycle's
+    reviewers that nonetheless have a final human label (from another cycle, an import
+    or an adjudication).
     """
     cycle = _cycle_by_id(db, cycle_id)
-    total, labeled = db.execute(
+    params = {"cycle": cycle_id}
+    claims = db.execute(f"{_CYCLE_CLAIMS} ORDER BY ca.position, cl.position", params).fetchall()
+    labeled_by: dict[int, dict[str, bool]] = {}  # claim -> {reviewer: label made for this cycle}
+    for pk, reviewer, here in db.execute(
         f"""WITH cc AS ({_CYCLE_CLAIMS})
-            SELECT count(*), count(CASE WHEN
-                EXISTS (SELECT 1 FROM human_labels h
-                        WHERE h.claim_pk = cc.claim_pk AND h.status = 'labeled')
-                OR EXISTS (SELECT 1 FROM adjudications d WHERE d.claim_pk = cc.claim_pk)
-              THEN 1 END)
-            FROM cc""",
-        {"cycle": cycle_id},
-    ).fetchone()
+            SELECT h.claim_pk, h.reviewer,
+                   EXISTS (SELECT 1 FROM label_events e WHERE e.claim_pk = h.claim_pk
+                           AND e.reviewer = h.reviewer AND e.cycle_id = :cycle)
+            FROM human_labels h JOIN cc ON cc.claim_pk = h.claim_pk
+            WHERE h.status = 'labeled'""", params,
+    ):
+        labeled_by.setdefault(pk, {})[reviewer] = bool(here)
+    adjudicated = {r[0] for r in db.execute(
+        f"WITH cc AS ({_CYCLE_CLAIMS}) SELECT d.claim_pk FROM adjudications d "
+        "JOIN cc ON cc.claim_pk = d.claim_pk", params)}
+
+    done = elsewhere = 0
+    per: dict[str, list[int]] = {}  # reviewer -> [labeled, total]
     if cycle.reviewers:
-        rows = db.execute(
-            f"""WITH cc AS ({_CYCLE_CLAIMS})
-                SELECT s.reviewer, count(CASE WHEN h.status = 'labeled' THEN 1 END), count(*)
-                FROM assignments s JOIN cc ON cc.answer_id = s.answer_id
-                LEFT JOIN human_labels h ON h.claim_pk = cc.claim_pk AND h.reviewer = s.reviewer
-                WHERE s.cycle_id = :cycle GROUP BY s.reviewer ORDER BY s.reviewer""",
-            {"cycle": cycle_id},
-        ).fetchall()
+        assigned: dict[str, set[str]] = {}
+        for aid, rev in db.execute("SELECT answer_id, reviewer FROM assignments WHERE cycle_id = ?",
+                                   [cycle_id]):
+            assigned.setdefault(aid, set()).add(rev)
+        per = {r: [0, 0] for r in cycle.reviewers}
+        for aid, pk in claims:
+            need = assigned.get(aid, set())
+            got = need & set(labeled_by.get(pk, {}))
+            for r in need:
+                per[r][1] += 1
+                per[r][0] += r in got
+            done += bool(need) and got == need
+            elsewhere += not got and (pk in labeled_by or pk in adjudicated)
     else:
-        rows = db.execute(
-            f"""WITH cc AS ({_CYCLE_CLAIMS})
-                SELECT h.reviewer, count(CASE WHEN h.status = 'labeled' THEN 1 END), :total
-                FROM human_labels h JOIN cc ON cc.claim_pk = h.claim_pk
-                GROUP BY h.reviewer ORDER BY h.reviewer""",
-            {"cycle": cycle_id, "total": total},
-        ).fetchall()
-    return Progress(labeled, total, tuple(ReviewerProgress(*r) for r in rows))
+        workers = [r[0] for r in db.execute(
+            "SELECT DISTINCT reviewer FROM label_events WHERE cycle_id = ? ORDER BY reviewer",
+            [cycle_id])]
+        per = {r: [0, len(claims)] for r in workers}
+        for _aid, pk in claims:
+            here = [r for r, made_here in labeled_by.get(pk, {}).items() if made_here]
+            for r in here:
+                if r in per:
+                    per[r][0] += 1
+            done += bool(here)
+            elsewhere += not here and (pk in labeled_by or pk in adjudicated)
+    return Progress(done, len(claims),
+                    tuple(ReviewerProgress(r, n, t) for r, (n, t) in sorted(per.items())),
+                    labeled_elsewhere=elsewhere, assigned=bool(cycle.reviewers))
 
 
 # ---------------------------------------------------------------- writes
@@ -367,14 +525,19 @@ def create_cycle(
     include_labeled: bool = False,
     force: bool = False,
     created_by: str | None = None,
+    failing_share: float = sampling.DEFAULT_FAILING_SHARE,
+    ui_names: Mapping[str, str] | None = None,
 ) -> Cycle:
-    """Sample a new cycle from a judge run (None: the newest run) and assign it.
+    """Sample a new cycle from a judge run (None: the most recently imported run) and assign it.
 
     `seed` None draws one, which is recorded so the sample can be redrawn. An empty
     `reviewers` list makes an open cycle: every signed-in reviewer's queue is every
-    answer. `size` must be within 15-30 unless `force`, in which case the returned
-    cycle carries a warning about the interval width; a pool smaller than `size` is an
-    error unless `force`, which then takes the whole pool.
+    answer; reviewer names are normalised and duplicates refused (`normalise_reviewers`).
+    `size` must be within 15-30 unless `force`, in which case the returned cycle carries a
+    warning about the interval width; a pool smaller than `size` is an error unless
+    `force`, which then takes the whole pool. `failing_share` is the least share of slots
+    failures-first gives the failing stratum. The returned cycle's `notes` state what the
+    design did (failures-first: the split of slots and the inclusion probabilities).
     """
     name = (name or "").strip()
     problems: list[str] = []
@@ -386,14 +549,17 @@ def create_cycle(
         problems.append(f"size: must be at least 1, got {size}")
     elif not force and not MIN_SIZE <= size <= MAX_SIZE:
         problems.append(f"size: {size} is outside {MIN_SIZE}-{MAX_SIZE}; "
-                        "force it to create the cycle anyway (--force)")
+                        f"{_how(ui_names, 'force')} to create the cycle anyway")
     if not 0 <= overlap <= 1:
         problems.append(f"overlap: must be between 0 and 1, got {overlap}")
+    if not 0 <= failing_share <= 1:
+        problems.append(f"failing share: must be between 0 and 1, got {failing_share}")
     if seed is not None and seed < 0:
         problems.append(f"seed: must be a non-negative integer, got {seed}")
+    team, team_problems = normalise_reviewers(reviewers)
+    problems += team_problems
     if problems:
         raise InputError(problems)
-    team = _clean_reviewers(reviewers)
     warnings: list[str] = []
     if len(team) == 1 and overlap > 0:
         warnings.append("overlap needs at least two reviewers: every answer goes to the one "
@@ -409,20 +575,23 @@ def create_cycle(
         pool = [r for r in rows if r.holdout == holdout
                 and (include_labeled or not r.fully_labeled)]
         if not pool:
-            raise InputError(_empty_pool_message(run.name, rows, holdout, include_labeled))
+            raise InputError(_empty_pool_message(run.name, rows, holdout, include_labeled, ui_names))
         n = size
         if len(pool) < size:
             if not force:
                 raise InputError(
-                    f"size: only {len(pool)} eligible answers in run {run.name} for a cycle "
-                    f"of {size}; lower the size (with force outside {MIN_SIZE}-{MAX_SIZE})"
-                    + ("" if include_labeled else " or include labeled answers"))
+                    f"size: only {plural(len(pool), 'eligible answer')} in run {run.name} for a "
+                    f"cycle of {size}; lower the size (to go below {MIN_SIZE}, "
+                    f"{_how(ui_names, 'force')})"
+                    + ("" if include_labeled else f" or {_how(ui_names, 'include_labeled')}"))
             n = len(pool)
-            warnings.append(f"only {len(pool)} eligible answers: the cycle takes all of them")
+            warnings.append(f"only {plural(len(pool), 'eligible answer')}: the cycle takes all of them")
         sample = sampling.draw(
             strategy,
             [sampling.PoolAnswer(r.answer_id, r.category, r.failing) for r in pool],
-            n, seed)
+            n, seed, failing_share)
+        notes, design_warnings = sampling.describe(sample)
+        warnings += design_warnings
         claims_of = {r.answer_id: r.claims for r in pool}
         if not MIN_SIZE <= n <= MAX_SIZE:
             warnings.append(size_warning(n, sum(claims_of[a] for a in sample.answer_ids)))
@@ -435,6 +604,8 @@ def create_cycle(
              int(include_labeled), created_by, store.now()],
         )
         cycle_id = cur.lastrowid
+        if strategy == "failures-first":  # part of the design: the seed alone does not redraw it
+            store.set_setting(db, _SHARE_KEY.format(cycle_id), repr(float(failing_share)))
         db.conn.executemany(
             "INSERT INTO cycle_answers (cycle_id, answer_id, position, inclusion_prob) "
             "VALUES (?,?,?,?)",
@@ -447,22 +618,23 @@ def create_cycle(
              for r in rs],
         )
         cycle = _cycle_by_id(db, cycle_id)
-    return replace(cycle, warnings=tuple(warnings))
+    return replace(cycle, notes=tuple(notes), warnings=tuple(warnings))
 
 
-def _empty_pool_message(run: str, rows: list[_PoolRow], holdout: bool,
-                        include_labeled: bool) -> str:
+def _empty_pool_message(run: str, rows: list[_PoolRow], holdout: bool, include_labeled: bool,
+                        ui_names: Mapping[str, str] | None = None) -> str:
     if not rows:
         return f"run {run} has no judged answers"
     kind = "holdout" if holdout else "non-holdout"
     same = [r for r in rows if r.holdout == holdout]
     if not same:
-        hint = ("mark answers as holdout first" if holdout
-                else "every answer is holdout; create a holdout cycle")
-        return f"no {kind} answers in run {run} ({len(rows)} answers in all): {hint}"
-    msg = (f"no eligible answers in run {run}: all {len(same)} {kind} answers already have "
-           "a final human label on every claim")
-    return msg if include_labeled else msg + "; include labeled answers (--include-labeled)"
+        hint = (_how(ui_names, "mark_holdout") if holdout
+                else f"every answer is holdout; {_how(ui_names, 'holdout_cycle')}")
+        return f"no {kind} answers in run {run} ({plural(len(rows), 'answer')} in all): {hint}"
+    every = "the one" if len(same) == 1 else f"all {len(same)}"
+    msg = (f"no eligible answers in run {run}: {every} {kind} {'answer' if len(same) == 1 else 'answers'} "
+           f"already {'has' if len(same) == 1 else 'have'} a final human label on every claim")
+    return msg if include_labeled else f"{msg}; {_how(ui_names, 'include_labeled')} to sample them anyway"
 
 
 def mark_holdout(db: Database, answer_ids: Iterable[str], flag: bool = True) -> int:
@@ -500,12 +672,31 @@ def holdout_answers(db: Database) -> list[str]:
     return [r[0] for r in db.execute("SELECT id FROM answers WHERE holdout = 1 ORDER BY id")]
 
 
-def close_cycle(db: Database, name: str, snapshot: dict[str, Any] | None = None) -> Cycle:
-    """Close an open cycle and freeze its figures (`snapshot`, or `build_snapshot`)."""
+class WorkOutstandingError(ConflictError):
+    """A cycle was asked to close while its reviewers still have claims to label."""
+
+    def __init__(self, message: str, progress: Progress) -> None:
+        super().__init__(message)
+        self.progress = progress
+
+
+def close_cycle(db: Database, name: str, snapshot: dict[str, Any] | None = None, *,
+                force: bool = False, ui_names: Mapping[str, str] | None = None) -> Cycle:
+    """Close an open cycle and freeze its figures (`snapshot`, or `build_snapshot`).
+
+    Refused (`WorkOutstandingError`) while work remains (`Progress.outstanding`) unless
+    `force`: closing freezes the figures, and labels given later do not change them.
+    """
     with store.write(db):
         cycle = get_cycle(db, name)
         if cycle.status == "closed":
             raise ConflictError(f"cycle {name!r} is already closed (at {cycle.closed_at})")
+        if not force:
+            prog = progress(db, cycle.id)
+            if (left := prog.outstanding()) is not None:
+                raise WorkOutstandingError(
+                    f"cycle {name!r} still has work: {left}; {_how(ui_names, 'force_close')} to "
+                    "close it anyway (its figures are frozen at close)", prog)
         frozen = snapshot if snapshot is not None else build_snapshot(db, cycle)
         db.execute("UPDATE cycles SET status = 'closed', closed_at = ?, snapshot = ? WHERE id = ?",
                    [store.now(), json.dumps(frozen, ensure_ascii=False), cycle.id])
@@ -559,7 +750,8 @@ def build_snapshot(db: Database, cycle: Cycle) -> dict[str, Any]:
                        "final": final})
     report = None
     if items:
-        report = replace(agreement.agreement_report(items), unresolved_claims=tuple(unresolved),
+        report = replace(agreement.agreement_report(items, store.load_thresholds(db)),
+                         unresolved_claims=tuple(unresolved),
                          human_human=agreement.human_human_agreement(reviewer_labels))
     snap: dict[str, Any] = {
         "version": 1,
@@ -576,3 +768,33 @@ def build_snapshot(db: Database, cycle: Cycle) -> dict[str, Any]:
     if report is None:
         snap["note"] = "no claim had a final human label when the cycle closed"
     return snap
+
+
+def frozen_figures(snapshot: dict[str, Any] | None) -> FrozenFigures | None:
+    """The figures a lead reads from a closed cycle's snapshot; None without a snapshot.
+
+    Tolerant of snapshots written by hand (`close_cycle(..., snapshot)`) or by an older
+    version: a missing figure is None.
+    """
+    if not snapshot:
+        return None
+    report = snapshot.get("agreement") or {}
+    prog = snapshot.get("progress") or {}
+
+    def figure(key: str) -> tuple[float | None, tuple[float, float] | None]:
+        part = report.get(key) or {}
+        low, high = part.get("ci_low"), part.get("ci_high")
+        return part.get("value"), (low, high) if low is not None and high is not None else None
+
+    agree, agree_ci = figure("agreement")
+    weighted, weighted_ci = figure("agreement_weighted")
+    kappa, kappa_ci = figure("kappa")
+    flag = report.get("flag") or {}
+    return FrozenFigures(
+        frozen_at=snapshot.get("frozen_at"), labeled=prog.get("labeled"), total=prog.get("total"),
+        labeled_elsewhere=prog.get("labeled_elsewhere"),
+        n_claims=report.get("n_claims") or 0, n_answers=report.get("n_answers") or 0,
+        agreement=agree, agreement_ci=agree_ci, weighted_agreement=weighted, weighted_ci=weighted_ci,
+        kappa=kappa, kappa_ci=kappa_ci, flag=flag.get("status"),
+        flag_reasons=tuple(r.get("message", "") for r in flag.get("reasons") or ()),
+        note=snapshot.get("note"))

@@ -6,10 +6,13 @@ pieces around it — the claims behind each reason, the direction in words, the 
 run's closed cycles, the breakdown by category, reviewer slips, human–human agreement, the
 paired comparison with a second run and the disagreement table.
 
-Cost on 100k labeled claims: one pass over the run's judge verdicts and labels
-(`store.stats_input`), the report (its answer bootstrap dominates), a grouped count per
-reviewer, and index lookups for at most `DETAIL_ROWS` disagreeing claims: the table a person
-reads is capped, the export has them all. `fingerprint` is what a page keys its cache on.
+Cost on 100k labeled claims: two index-driven reads of the run's claims and labels, fetched as
+arrays (`store.stats_columns`, about 0.25 s); the report from those arrays, its 2,000-resample
+answer bootstrap dominating (about 0.25 s); reviewer counts, human-human agreement and the
+category tables from the same arrays; for a comparison one more read of the other run's
+verdicts; and index lookups for at most `DETAIL_ROWS` disagreeing claims: the table a person
+reads is capped, the export has them all. No per-claim Python object is built on the way.
+`fingerprint` is what a page keys its cache on.
 """
 
 from __future__ import annotations
@@ -28,8 +31,6 @@ from .agreement import (
     LABELS,
     POSITIVE,
     HumanHumanAgreement,
-    LabeledClaim,
-    PairedClaim,
     Report,
     RunComparison,
 )
@@ -38,12 +39,10 @@ from .errors import NotFoundError
 # Rows of claim detail (claim text, chunks, rationale, notes) fetched for the tables: a lead
 # reads tens of them; beyond this the export is the tool.
 DETAIL_ROWS = 500
-# Answer-bootstrap resamples: the statistics' default of 2,000 up to LARGE answers; beyond, 1,000
-# (Efron & Tibshirani's floor for percentile intervals), which halves the dominant cost of a
-# 100k-claim dashboard while the Wilson and analytic kappa intervals stay exact.
+# Answer-bootstrap resamples, the statistics' default: 2,000 at every size. (The dashboard used to
+# halve them above 5,000 answers; with the statistics input read as arrays the full 2,000 keep
+# a 100k-claim page under a second.) The page shows the count beside each bootstrap interval.
 BOOTSTRAP = 2000
-BOOTSTRAP_LARGE = 1000
-LARGE = 5000
 
 # Short constant titles per reason code; the page may render these as markdown.
 REASON_TITLES: dict[str, str] = {
@@ -147,7 +146,9 @@ class Dashboard:
     categories: tuple[CategoryRow, ...]
     reviewers: tuple[ReviewerRow, ...]
     human_human: HumanHumanAgreement | None
-    verdicts: dict[str, tuple[str, str]]  # claim key -> (human, judge), every claim in the report
+    # claim key -> (human, judge) for every disagreeing claim: all a table lists (each reason's
+    # claims are disagreeing ones); the report holds the counts of the rest.
+    verdicts: dict[str, tuple[str, str]]
     details: dict[str, ClaimDetail]  # the first DETAIL_ROWS disagreeing claims, and of each reason
     comparison: Comparison | None
 
@@ -192,7 +193,7 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
           bootstrap: int | None = None, seed: int = 0) -> Dashboard:
     """Everything the dashboard shows for `run` within `cycle` (None: every labeled claim).
 
-    `bootstrap` None picks the resamples by size (see BOOTSTRAP_LARGE); 0 skips the bootstrap.
+    `bootstrap` None draws BOOTSTRAP resamples; 0 skips the bootstrap.
     """
     judge_run = store.find_judge_run(db, run)
     cycle_id = None
@@ -202,21 +203,25 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
             raise NotFoundError(f"no cycle named {cycle!r}")
         cycle_id = row[0]
     thresholds = store.load_thresholds(db)
-    data = store.stats_input(db, judge_run.id, cycle_id)
-    items = data.items
-    oversampled = cycle_id is not None and len({it.weight for it in items}) > 1
-    if cycle_id is not None and not oversampled:
+    data = store.stats_columns(db, judge_run.id, cycle_id, reviewer_labels="none")
+    weight = data.weight
+    oversampled = weight is not None and np.unique(weight).size > 1
+    if not oversampled:
         # Equal weights make the weighted figure the raw one again: leave them out, so the
         # report does not show the same number twice.
-        items = [replace(it, weight=None) for it in items]
+        weight = None
     if bootstrap is None:
-        bootstrap = BOOTSTRAP if len({it.answer_id for it in items}) <= LARGE else BOOTSTRAP_LARGE
-    report = agreement.agreement_report(items, thresholds, bootstrap=bootstrap, seed=seed)
-    hh = _human_human(data.reviewer_labels)
+        bootstrap = BOOTSTRAP
+    report = agreement.agreement_report_arrays(data.human, data.judge, data.cluster, data.keys, thresholds,
+                                               weights=weight, bootstrap=bootstrap, seed=seed)
+    hh = _human_human(data.labels)
     report = replace(report, unresolved_claims=data.unresolved, human_human=hh)
 
-    verdicts = {it.claim_key: (it.human, it.judge) for it in items}
-    categories = _categories(db, items)
+    # Verdicts of the claims a table can list: every reason's claims are disagreeing ones.
+    dis = np.flatnonzero(data.human != data.judge)
+    verdicts = {data.keys[i]: (LABELS[h], LABELS[j]) for i, h, j in
+                zip(dis.tolist(), data.human[dis].tolist(), data.judge[dis].tolist(), strict=True)}
+    categories = _categories(db, data)
     # The disagreement table's first rows and each reason's first rows: the claims a page lists.
     wanted = dict.fromkeys(report.disagreeing_claims[:DETAIL_ROWS])
     for reason in report.flag.reasons:
@@ -224,7 +229,8 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
     details = _details(db, judge_run.id, list(wanted), verdicts)
     comparison = None
     if compare_with is not None and compare_with != judge_run.name:
-        comparison = compare(db, judge_run.name, compare_with, cycle_id=cycle_id, data_a=data)
+        comparison = compare(db, judge_run.name, compare_with, cycle_id=cycle_id, data_a=data,
+                             thresholds=thresholds)
     return Dashboard(
         run=judge_run.name,
         cycle=cycle,
@@ -242,7 +248,7 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
                          "support": m.support} for label, m in report.per_class.items()),
         trend=tuple(trend(db, judge_run.id)),
         categories=tuple(categories),
-        reviewers=tuple(reviewer_rows(db, judge_run.id, cycle_id)),
+        reviewers=tuple(reviewer_rows_of(data.labels)),
         human_human=hh,
         verdicts=verdicts,
         details=details,
@@ -299,29 +305,31 @@ def sample_size_text(report: Report) -> str:
 # ---------------------------------------------------------------- pieces
 
 
-def _human_human(labels: Sequence[tuple[str, str, str]]) -> HumanHumanAgreement | None:
-    # Only claims with several reviewers count; handing over just those keeps the statistics'
-    # per-label Python loop to the overlap instead of every label.
-    per_claim = Counter(key for key, _, _ in labels)
-    multi = [lab for lab in labels if per_claim[lab[0]] > 1]
-    return agreement.human_human_agreement(multi) if multi else None
+def _human_human(labels: store.ReviewerColumns) -> HumanHumanAgreement | None:
+    # The reviewers' final verdicts in claim order, then reviewer: the order of the records
+    # `human_human_agreement` would read. None when no claim has two of them.
+    given = np.flatnonzero(labels.final >= 0)
+    claim = labels.claim[given]
+    if claim.size == 0 or np.bincount(claim).max() < 2:
+        return None
+    given = given[np.lexsort((labels.reviewer[given], claim))]
+    return agreement.human_human_agreement_arrays(labels.claim[given], labels.reviewer[given],
+                                                  labels.final[given], labels.reviewers)
 
 
-def _categories(db: Database, items: Sequence[LabeledClaim]) -> list[CategoryRow]:
-    if not items:
+def _categories(db: Database, data: store.StatsColumns) -> list[CategoryRow]:
+    if not len(data):
         return []
-    answers = sorted({it.answer_id for it in items})
-    category = dict(db.execute(
-        "SELECT id, category FROM answers WHERE id IN (SELECT value FROM json_each(?))",
-        [json.dumps(answers)]).fetchall())
+    ids, cats = db.execute(
+        "SELECT json_group_array(id), json_group_array(category) FROM answers "
+        "WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(data.answer_ids)]).fetchone()
+    category = dict(zip(json.loads(ids), json.loads(cats), strict=True))
     names = sorted(set(category.values()), key=lambda c: (c is None, c or ""))
     index = {c: i for i, c in enumerate(names)}
     k = len(LABELS)
     # One 3x3 table per category from a single bincount, then the statistics per table.
-    label = {name: i for i, name in enumerate(LABELS)}  # verdicts were checked by the report already
-    of = {aid: index[cat] * k * k for aid, cat in category.items()}
-    cells = np.array([of[it.answer_id] + label[it.human] * k + label[it.judge] for it in items],
-                     dtype=np.int64)
+    of_cluster = np.array([index[category[a]] for a in data.answer_ids], dtype=np.int64)
+    cells = (of_cluster[data.cluster] * k + data.human) * k + data.judge
     tables = np.bincount(cells, minlength=len(names) * k * k).reshape(len(names), k, k)
     pos = agreement.label_index(POSITIVE)
     out = []
@@ -400,7 +408,11 @@ def trend(db: Database, run_id: int) -> list[TrendPoint]:
 
 
 def reviewer_rows(db: Database, run_id: int, cycle_id: int | None = None) -> list[ReviewerRow]:
-    """Per reviewer, on the claims this run judged (within the cycle): labels, reconciles, slips."""
+    """Per reviewer, on the claims this run judged (within the cycle): labels, reconciles, slips.
+
+    The SQL form, for a caller without the stats columns; `build` counts the same from them
+    (`reviewer_rows_of`, which the tests hold to this).
+    """
     cycle_join = ("JOIN claims c ON c.id = h.claim_pk JOIN cycle_answers ca ON ca.answer_id = c.answer_id "
                   "AND ca.cycle_id = :cycle" if cycle_id is not None else "")
     rows = db.execute(
@@ -412,35 +424,57 @@ def reviewer_rows(db: Database, run_id: int, cycle_id: int | None = None) -> lis
             WHERE h.status = 'labeled'
             GROUP BY h.reviewer ORDER BY h.reviewer""",
         {"run": run_id, "cycle": cycle_id}).fetchall()
-    out = []
-    for reviewer, labeled, disagreed, kept, right, slips in rows:
-        ci = agreement.wilson_interval(slips, labeled) if labeled else None
-        out.append(ReviewerRow(reviewer, labeled, disagreed or 0, kept or 0, right or 0, slips or 0,
-                               slips / labeled if labeled else None,
-                               ci[0] if ci else None, ci[1] if ci else None))
-    return out
+    return [_reviewer_row(reviewer, labeled, disagreed or 0, kept or 0, right or 0, slips or 0)
+            for reviewer, labeled, disagreed, kept, right, slips in rows]
+
+
+def reviewer_rows_of(labels: store.ReviewerColumns) -> list[ReviewerRow]:
+    """`reviewer_rows` from the labels the stats columns already hold: one bincount per figure."""
+    r, m = labels.reviewer, len(labels.reviewers)
+
+    def count(mask: np.ndarray) -> list[int]:
+        return np.bincount(r[mask], minlength=m).tolist()
+
+    every = np.ones(r.size, dtype=bool)
+    slips = np.zeros(m, dtype=np.int64)
+    np.add.at(slips, r, labels.slip)
+    columns = (count(every), count((labels.blind >= 0) & (labels.blind != labels.judge)),
+               count(labels.reconciled == 1), count(labels.reconciled == 2), slips.tolist())
+    return [_reviewer_row(name, *figures) for name, *figures in zip(labels.reviewers, *columns, strict=True)]
+
+
+def _reviewer_row(reviewer: str, labeled: int, disagreed: int, kept: int, right: int,
+                  slips: int) -> ReviewerRow:
+    ci = agreement.wilson_interval(slips, labeled) if labeled else None
+    return ReviewerRow(reviewer, labeled, disagreed, kept, right, slips, slips / labeled if labeled else None,
+                       ci[0] if ci else None, ci[1] if ci else None)
 
 
 def compare(db: Database, run_a: str, run_b: str, *, cycle_id: int | None = None,
-            data_a: store.StatsInput | None = None) -> Comparison | None:
+            data_a: store.StatsColumns | None = None,
+            thresholds: agreement.Thresholds | None = None) -> Comparison | None:
     """Two runs on the claims both judged and humans labeled: agreement each, paired exact McNemar.
 
-    `data_a`: run A's stats input when the caller already read it (the dashboard has).
+    `data_a`: run A's stats columns when the caller already read them (the dashboard has). A
+    claim's final human label does not depend on the run, so run B adds only its verdicts.
     """
     a = store.find_judge_run(db, run_a)
     b = store.find_judge_run(db, run_b)
     if data_a is None:
-        data_a = store.stats_input(db, a.id, cycle_id)
-    data_b = store.stats_input(db, b.id, cycle_id)
-    judge_b = {it.claim_key: it.judge for it in data_b.items}
-    paired = [PairedClaim(it.answer_id, it.claim_key, it.human, it.judge, judge_b[it.claim_key])
-              for it in data_a.items if it.claim_key in judge_b]
-    unresolved = len(set(data_a.unresolved) & set(data_b.unresolved))
-    if not paired:
+        data_a = store.stats_columns(db, a.id, cycle_id, reviewer_labels="none")
+    b_pk, b_judge = store.run_verdicts(db, b.id)
+    at = np.searchsorted(b_pk, data_a.claim_pk)
+    at[at == b_pk.size] = 0
+    both = (b_pk[at] == data_a.claim_pk) if b_pk.size else np.zeros(len(data_a), dtype=bool)
+    unresolved = int(np.isin(data_a.unresolved_pk, b_pk).sum())
+    if not both.any():
         return None
-    result = agreement.compare_judge_runs(paired)
-    return Comparison(a.name, b.name, result, unresolved, comparison_text(a.name, b.name, result,
-                                                                         store.load_thresholds(db).alpha))
+    keep = np.flatnonzero(both)
+    keys = data_a.keys if keep.size == len(data_a) else [data_a.keys[i] for i in keep.tolist()]
+    result = agreement.compare_judge_runs_arrays(data_a.human[keep], data_a.judge[keep], b_judge[at[keep]],
+                                                 keys)
+    alpha = (thresholds or store.load_thresholds(db)).alpha
+    return Comparison(a.name, b.name, result, unresolved, comparison_text(a.name, b.name, result, alpha))
 
 
 def comparison_text(run_a: str, run_b: str, r: RunComparison, alpha: float) -> str:
@@ -484,7 +518,8 @@ def headline(d: Dashboard) -> list[Figure]:
     a, k, ab, kb = r.agreement, r.kappa, r.agreement_bootstrap, r.kappa_bootstrap
     boot_a = "" if ab.ci_low is None else (f"; answer bootstrap {_pct(ab.ci_low)} – {_pct(ab.ci_high)} "
                                            f"({ab.resamples:,} resamples)")
-    boot_k = "" if kb.ci_low is None else f"; answer bootstrap {_num(kb.ci_low)} – {_num(kb.ci_high)}"
+    boot_k = "" if kb.ci_low is None else (f"; answer bootstrap {_num(kb.ci_low)} – {_num(kb.ci_high)} "
+                                           f"({kb.resamples:,} resamples)")
     kmax = "" if k.kappa_max is None else f"; highest possible with these margins {_num(k.kappa_max)}"
     out = [
         Figure("Agreement", _pct(a.value), f"{_ci(a.ci_low, a.ci_high)} (Wilson){boot_a}"),

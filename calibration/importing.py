@@ -207,6 +207,9 @@ def _field_errors(exc: ValidationError) -> list[str]:
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "missing" and loc.startswith("claims.") and loc.endswith(".text"):
+            # The file says `claim` (or `text`); name what the user can actually write.
+            loc, msg = loc.removesuffix(".text") + ".claim", "missing: a claim needs 'claim' or 'text'"
         # Record-level checks already name their field in the message.
         out.append(f"{loc}: {msg}" if loc else msg)
     return out
@@ -387,6 +390,8 @@ def import_answers(
             conflict = writer.add(rec, verdicts, writer.run_id(model, version))
             if conflict:
                 problems.add(line, conflict)
+        if not seen and not problems:
+            problems.add(None, "no judged answers in the file")
         problems.raise_if_any()
         writer.flush()
     # Spellings equal to the canonical name are not worth reporting as mappings.

@@ -25,6 +25,8 @@ import json
 import os
 import random
 import re
+import socket
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -374,6 +376,9 @@ class JudgeConfig:
     timeout: float = 120.0  # seconds, the whole request (connect to last byte)
     concurrency: int = 4
     max_attempts: int = 5  # HTTP attempts per request (429 / 5xx / timeouts retried)
+    # Attempts when no connection can be made at all (refused, unknown host, TLS failure):
+    # that is not transient the way a 429 is, so after these the whole run stops.
+    connect_attempts: int = 2
     backoff_base: float = 1.0
     backoff_max: float = 60.0
     retry_after_max: float = 300.0  # a longer Retry-After is capped, not obeyed blindly
@@ -392,6 +397,8 @@ class JudgeConfig:
             problems.append("timeout must be positive")
         if self.max_attempts < 1:
             problems.append("max attempts must be at least 1")
+        if self.connect_attempts < 1:
+            problems.append("connect attempts must be at least 1")
         if problems:
             raise InputError(problems)
 
@@ -460,6 +467,37 @@ class CallFailed(JudgeError):
 class EndpointRejected(JudgeError):
     """401 / 403 / 404: every call of the run would fail alike, so the run stops."""
 
+    answers_stored = 0  # set by arun_lab: answers of this invocation stored before the stop
+
+
+class EndpointUnreachable(JudgeError):
+    """No connection to the endpoint (refused, unknown host, TLS failure) even after a short
+    retry: every call would fail alike, so the run stops instead of retrying each answer."""
+
+    answers_stored = 0  # set by arun_lab: answers of this invocation stored before the stop
+
+
+def describe_connect_error(exc: BaseException) -> str:
+    """Why a connection could not be made, in words: 'connection refused', 'unknown host ...',
+    'TLS handshake failed ...'. httpx wraps the socket error; the cause chain holds it."""
+    seen: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and cur not in seen:
+        seen.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    for e in seen:
+        if isinstance(e, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(e, socket.gaierror):
+            return f"unknown host ({e.strerror or e})"
+        if isinstance(e, ssl.SSLError):
+            detail = getattr(e, "verify_message", None) or e.reason or str(e)
+            return f"TLS handshake failed ({detail})"
+    for e in seen:
+        if isinstance(e, OSError) and e.strerror:
+            return e.strerror[0].lower() + e.strerror[1:]
+    return str(exc) or type(exc).__name__
+
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 FATAL_STATUS = frozenset({401, 403, 404})
@@ -487,6 +525,11 @@ def backoff_delay(attempt: int, base: float, cap: float, rnd: Callable[[], float
     """Full jitter: uniform in [0, min(cap, base * 2**(attempt-1))], so clients that failed
     together do not retry together."""
     return rnd() * min(cap, base * 2 ** (attempt - 1))
+
+
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """'1 claim', '2 claims', '1,234 claims'; `nouns` for an irregular plural."""
+    return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"
 
 
 def _snippet(text: str, n: int = 300) -> str:
@@ -560,10 +603,12 @@ class ChatClient:
         body = self.body(messages)
         loop = asyncio.get_running_loop()
         log: list[dict[str, Any]] = []
+        connect_failures = 0
         for attempt in range(1, cfg.max_attempts + 1):
             await self._wait_for_pause()
             entry: dict[str, Any] = {"attempt": attempt, "status": None}
             retry_after: float | None = None
+            unreachable: str | None = None
             async with self._slots:
                 t0 = time.perf_counter()
                 try:
@@ -574,11 +619,19 @@ class ChatClient:
                 except (TimeoutError, httpx.TimeoutException):
                     entry["error"] = f"timeout after {cfg.timeout:g} s"
                     resp = None
+                except httpx.ConnectError as exc:
+                    unreachable = describe_connect_error(exc)
+                    entry["error"] = f"cannot connect: {unreachable}"
+                    resp = None
                 except httpx.TransportError as exc:
                     entry["error"] = f"{type(exc).__name__}: {exc}"
                     resp = None
                 entry["ms"] = round((time.perf_counter() - t0) * 1000, 1)
             log.append(entry)
+            if unreachable is not None:
+                connect_failures += 1
+                if connect_failures >= cfg.connect_attempts or attempt == cfg.max_attempts:
+                    raise EndpointUnreachable(f"cannot connect to {cfg.base_url}: {unreachable}")
             if resp is not None:
                 entry["status"] = resp.status_code
                 if resp.status_code == 200:
@@ -612,10 +665,12 @@ class ChatClient:
                 if entry["status"] == 429:
                     self._paused_until = max(self._paused_until, loop.time() + delay)
             else:
-                delay = backoff_delay(attempt, cfg.backoff_base, cfg.backoff_max, self._rnd)
+                # A refused connection gets one short retry (a server restarting), not minutes.
+                cap = min(cfg.backoff_max, 1.0) if unreachable is not None else cfg.backoff_max
+                delay = backoff_delay(attempt, cfg.backoff_base, cap, self._rnd)
             entry["wait_s"] = round(delay, 3)
             await asyncio.sleep(delay)
-        raise CallFailed(f"{log[-1].get('error')} (gave up after {len(log)} attempts)",
+        raise CallFailed(f"{log[-1].get('error')} (gave up after {plural(len(log), 'attempt')})",
                          attempts=len(log), log=log)
 
 
@@ -641,7 +696,8 @@ async def judge_answer(client: ChatClient, template: PromptTemplate | str,
     """Judge one answer's fixed claims: a call, and one corrective call if the reply is bad.
 
     A bad second reply, or a request that fails for good, is a failed result with no
-    verdicts. EndpointRejected propagates: it is the run's problem, not this answer's.
+    verdicts. EndpointRejected and EndpointUnreachable propagate: they are the run's problem,
+    not this answer's.
     """
     t0 = time.perf_counter()
     prompt = render_prompt(template, item)
@@ -771,29 +827,48 @@ def _get_run(db: Database, run_id: int) -> store.JudgeRun:
     return store.JudgeRun(*row)
 
 
-def open_lab_run(db: Database, config: JudgeConfig, template: PromptTemplate,
-                 scope: Scope) -> tuple[store.JudgeRun, bool]:
-    """Create the lab run MODEL@VERSION, or find it to resume. Returns (run, resumed).
+def _resumable_run_id(db: Database, config: JudgeConfig, template: PromptTemplate) -> int | None:
+    """The id of the lab run MODEL@VERSION if it exists and may be resumed with this template;
+    None if there is no such run; ConflictError if the name is taken otherwise.
 
     A version name stands for one template text: resuming with an edited template would
     mix two prompts in one run, so it is refused.
     """
+    row = db.execute("SELECT id, origin FROM judge_runs WHERE judge_model = ? AND "
+                     "prompt_version = ?", [config.model, template.version]).fetchone()
+    if row is None:
+        return None
+    run_id, origin = row
+    lab = db.execute("SELECT template_sha256 FROM judge_lab_runs WHERE run_id = ?",
+                     [run_id]).fetchone()
+    if origin != LAB_ORIGIN or lab is None:
+        raise ConflictError(
+            f"judge run {config.model}@{template.version} already exists (origin "
+            f"{origin!r}) and was not made by the judge lab; choose another prompt version")
+    if lab[0] != template.sha256:
+        raise ConflictError(
+            f"judge run {config.model}@{template.version} was made with a different "
+            "prompt text; an edited prompt needs a new version name")
+    return run_id
+
+
+def find_lab_run(db: Database, config: JudgeConfig, template: PromptTemplate) -> store.JudgeRun | None:
+    """The lab run MODEL@VERSION to resume, or None; writes nothing (see `_resumable_run_id`)."""
+    run_id = _resumable_run_id(db, config, template)
+    return None if run_id is None else _get_run(db, run_id)
+
+
+def open_lab_run(db: Database, config: JudgeConfig, template: PromptTemplate,
+                 scope: Scope) -> tuple[store.JudgeRun, bool]:
+    """Create the lab run MODEL@VERSION, or take it up again. Returns (run, resumed).
+
+    `arun_lab` calls this when the first result is stored, not before the first request:
+    a run that gets nothing back (an unreachable endpoint) leaves no judge run behind.
+    """
     with store.write(db):
-        row = db.execute("SELECT id, origin FROM judge_runs WHERE judge_model = ? AND "
-                         "prompt_version = ?", [config.model, template.version]).fetchone()
+        run_id = _resumable_run_id(db, config, template)
         ts = store.now()
-        if row is not None:
-            run_id, origin = row
-            lab = db.execute("SELECT template_sha256 FROM judge_lab_runs WHERE run_id = ?",
-                             [run_id]).fetchone()
-            if origin != LAB_ORIGIN or lab is None:
-                raise ConflictError(
-                    f"judge run {config.model}@{template.version} already exists (origin "
-                    f"{origin!r}) and was not made by the judge lab; choose another prompt version")
-            if lab[0] != template.sha256:
-                raise ConflictError(
-                    f"judge run {config.model}@{template.version} was made with a different "
-                    "prompt text; an edited prompt needs a new version name")
+        if run_id is not None:
             # The latest endpoint and parameters are kept: resuming after moving the server
             # is legitimate, and the template (what matters for the verdicts) is unchanged.
             db.execute("UPDATE judge_lab_runs SET base_url = ?, params = ?, scope = ?, "
@@ -903,7 +978,7 @@ class LabSummary:
     totals: RunTotals  # the whole run
     elapsed_s: float
     failures: list[tuple[str, str]]  # (answer id, error) of this invocation
-    baseline: store.JudgeRun | None = None
+    baseline: store.JudgeRun | None = None  # None: the run has no verdicts, or no run shares any
     comparison: LabComparison | None = None  # None: no claim judged by both and labeled
 
 
@@ -918,31 +993,94 @@ def run_totals(db: Database, run_id: int) -> RunTotals:
 
 
 def lab_runs(db: Database) -> list[store.JudgeRun]:
-    return [r for r in store.judge_runs(db) if r.origin == LAB_ORIGIN]
+    """Every lab run, oldest first, including one whose calls all failed so far.
+
+    `store.judge_runs` leaves such a run out (nothing to show or compare); the lab lists it
+    so that its failed calls can be inspected and the run resumed.
+    """
+    rows = db.execute("SELECT id, judge_model, prompt_version, origin, created_at FROM judge_runs "
+                      "WHERE origin = ? ORDER BY id", [LAB_ORIGIN]).fetchall()
+    return [store.JudgeRun(*r) for r in rows]
 
 
-def default_baseline(db: Database, run: store.JudgeRun, scope: Scope) -> store.JudgeRun | None:
-    """The run to compare against: a cycle's own judge run for cycle scope, else the newest
-    run created before this one."""
-    if scope.kind == "cycle":
-        row = db.execute("SELECT judge_run_id FROM cycles WHERE name = ?", [scope.cycle]).fetchone()
-        if row is not None and row[0] != run.id:
-            return _get_run(db, row[0])
-    earlier = [r for r in store.judge_runs(db) if r.id < run.id]
-    return earlier[-1] if earlier else None
+def cycle_names(db: Database) -> list[str]:
+    """Names of the cycles, newest first: the scopes a comparison can be limited to."""
+    return [r[0] for r in db.execute("SELECT name FROM cycles ORDER BY id DESC")]
 
 
-def paired_claims(db: Database, run_a: store.JudgeRun, run_b: store.JudgeRun) -> tuple[list[Any], int]:
-    """Claims judged by both runs that have a final human label, as agreement.PairedClaim;
-    and the number left out because reviewers disagree and nobody adjudicated.
+def _cycle_id(db: Database, name: str) -> int:
+    row = db.execute("SELECT id FROM cycles WHERE name = ?", [name]).fetchone()
+    if row is None:
+        raise NotFoundError(f"no cycle named {name!r}")
+    return row[0]
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineOption:
+    """A run that can serve as the baseline of `run`, and how many claims they share."""
+
+    run: store.JudgeRun
+    shared: int  # human-labeled claims judged by both runs (within the cycle, if one is given)
+
+    @property
+    def label(self) -> str:
+        return f"{self.run.name} · {plural(self.shared, 'shared labeled claim')}"
+
+
+def baseline_options(db: Database, run: store.JudgeRun, cycle: str | None = None) -> list[BaselineOption]:
+    """The runs sharing human-labeled claims with `run` (within `cycle`), best baseline first.
+
+    Best: the most shared labeled claims, since a comparison on a handful of claims says
+    nothing. Ties go to the cycle's own judge run (within a cycle), then to the most recently
+    imported run (the pipeline's judge, as `store.find_judge_run` defaults to), then to the
+    most recent lab run.
+    """
+    params: dict[str, Any] = {"run": run.id}
+    cycle_join, cycle_run = "", None
+    if cycle is not None:
+        params["cycle"] = _cycle_id(db, cycle)
+        cycle_join = ("JOIN claims c ON c.id = va.claim_pk JOIN cycle_answers ca "
+                      "ON ca.answer_id = c.answer_id AND ca.cycle_id = :cycle")
+        cycle_run = db.execute("SELECT judge_run_id FROM cycles WHERE id = ?",
+                               [params["cycle"]]).fetchone()[0]
+    shared = dict(db.execute(
+        f"""SELECT vb.run_id, count(*) FROM judge_verdicts va
+            JOIN judge_verdicts vb ON vb.claim_pk = va.claim_pk AND vb.run_id != va.run_id
+            {cycle_join}
+            WHERE va.run_id = :run AND EXISTS (SELECT 1 FROM human_labels h
+                  WHERE h.claim_pk = va.claim_pk AND h.status = 'labeled')
+            GROUP BY vb.run_id""", params).fetchall())
+    options = [BaselineOption(r, shared[r.id]) for r in store.judge_runs(db) if shared.get(r.id)]
+    options.sort(key=lambda o: (o.shared, o.run.id == cycle_run, o.run.origin == "import", o.run.id),
+                 reverse=True)
+    return options
+
+
+def default_baseline(db: Database, run: store.JudgeRun, cycle: str | None = None) -> store.JudgeRun | None:
+    """The run to compare against: the one sharing the most human-labeled claims with `run`
+    (see `baseline_options`); None when no run shares any."""
+    options = baseline_options(db, run, cycle)
+    return options[0].run if options else None
+
+
+def paired_claims(db: Database, run_a: store.JudgeRun, run_b: store.JudgeRun,
+                  cycle: str | None = None) -> tuple[list[Any], int]:
+    """Claims judged by both runs (within `cycle`, if given) that have a final human label,
+    as agreement.PairedClaim; and the number left out because reviewers disagree and nobody
+    adjudicated.
 
     The final label is the one cycles use: the adjudication, else the reviewers' unanimous
     final verdict (agreement.final_human_label).
     """
     from . import agreement  # scipy: imported only when a comparison is asked for
 
+    params: list[Any] = [run_a.id, run_b.id]
+    cycle_join = ""
+    if cycle is not None:
+        cycle_join = "JOIN cycle_answers ca ON ca.answer_id = cl.answer_id AND ca.cycle_id = ?"
+        params.append(_cycle_id(db, cycle))
     rows = db.execute(
-        """SELECT cl.answer_id, cl.claim_id, va.verdict, vb.verdict,
+        f"""SELECT cl.answer_id, cl.claim_id, va.verdict, vb.verdict,
                   (SELECT json_group_array(h.final_verdict) FROM human_labels h
                    WHERE h.claim_pk = cl.id AND h.status = 'labeled'
                      AND h.final_verdict IS NOT NULL),
@@ -950,8 +1088,9 @@ def paired_claims(db: Database, run_a: store.JudgeRun, run_b: store.JudgeRun) ->
            FROM claims cl
            JOIN judge_verdicts va ON va.claim_pk = cl.id AND va.run_id = ?
            JOIN judge_verdicts vb ON vb.claim_pk = cl.id AND vb.run_id = ?
+           {cycle_join}
            ORDER BY cl.answer_id, cl.position""",
-        [run_a.id, run_b.id]).fetchall()
+        params).fetchall()
     items, unresolved = [], 0
     for aid, cid, a, b, labels_json, adjudicated in rows:
         labels = json.loads(labels_json) if labels_json else []
@@ -971,19 +1110,39 @@ class LabComparison:
     run: str
     unresolved: int  # labeled claims left out: reviewers disagree, no adjudication
     result: Any  # agreement.RunComparison
+    cycle: str | None = None  # the comparison is limited to this cycle's claims
+
+    @property
+    def scope_text(self) -> str:
+        """On what the comparison was made, as a phrase: 'N human-labeled claims ...'."""
+        where = f" in cycle {self.cycle}" if self.cycle is not None else ""
+        return (f"{plural(self.result.n_claims, 'human-labeled claim')} judged by both runs{where}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.result.to_dict(self.baseline, self.run), "unresolved_claims": self.unresolved}
+        return {**self.result.to_dict(self.baseline, self.run), "unresolved_claims": self.unresolved,
+                "cycle": self.cycle}
 
 
-def compare_runs(db: Database, run: store.JudgeRun, baseline: store.JudgeRun) -> LabComparison | None:
-    """The paired comparison (agreement.compare_judge_runs); None when no claim pairs up."""
+def compare_runs(db: Database, run: store.JudgeRun, baseline: store.JudgeRun,
+                 cycle: str | None = None) -> LabComparison | None:
+    """The paired comparison (agreement.compare_judge_runs) on the human-labeled claims both
+    runs judged, within `cycle` if given; None when no claim pairs up."""
     from . import agreement
 
-    items, unresolved = paired_claims(db, baseline, run)
+    items, unresolved = paired_claims(db, baseline, run, cycle)
     if not items:
         return None
-    return LabComparison(baseline.name, run.name, unresolved, agreement.compare_judge_runs(items))
+    return LabComparison(baseline.name, run.name, unresolved, agreement.compare_judge_runs(items),
+                         cycle)
+
+
+def failure_groups(failures: Sequence[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """(error, sorted answer ids) with the answers that failed alike grouped, most frequent
+    first: a hundred answers failing with one error is one line, not a hundred."""
+    groups: dict[str, list[str]] = {}
+    for aid, err in failures:
+        groups.setdefault(err, []).append(aid)
+    return sorted(((err, sorted(aids)) for err, aids in groups.items()), key=lambda g: -len(g[1]))
 
 
 async def arun_lab(config: JudgeConfig, template: PromptTemplate, *, scope: Scope | str = "labeled",
@@ -997,19 +1156,27 @@ async def arun_lab(config: JudgeConfig, template: PromptTemplate, *, scope: Scop
     are. Each answer is committed as soon as it is judged, so an interruption loses at most
     the calls in flight. `progress` runs on the caller's thread after each answer; an
     exception from it stops the run (that is how a UI cancels).
+
+    An endpoint that cannot be reached (EndpointUnreachable, after a short retry) or that
+    refuses the requests (EndpointRejected) stops the whole run; what was stored stays. The
+    run is created only when its first result is stored, so a run stopped before that leaves
+    no empty judge run behind. The comparison (default baseline: `default_baseline`) is made
+    only when the run has verdicts.
     """
     t0 = time.perf_counter()
     scope = parse_scope(scope) if isinstance(scope, str) else scope
     db_path = Path(db_path) if db_path is not None else store.default_db_path()
     with store.session(db_path) as db:
-        # Checked before any run is created, so a typo in the scope leaves no empty run.
+        # Checked before any request, so a typo in the scope or a taken name costs nothing.
         answer_ids = scope_answer_ids(db, scope)
         if not answer_ids:
             hint = " (no claim has a human label yet)" if scope.kind == "labeled" else ""
             raise InputError(f"scope {scope} holds no answers with claims{hint}; nothing to judge")
         base_run = store.find_judge_run(db, baseline) if baseline else None
-        run, resumed = open_lab_run(db, config, template, scope)
-        done_before = ok_answer_ids(db, run.id)
+        existing = find_lab_run(db, config, template)
+        if base_run is not None and existing is not None and base_run.id == existing.id:
+            raise InputError(f"the baseline {baseline!r} is the run itself; name another run")
+        done_before = ok_answer_ids(db, existing.id) if existing is not None else set()
         pending = [a for a in answer_ids if a not in done_before]
         items = load_inputs(db, pending)
 
@@ -1021,11 +1188,19 @@ async def arun_lab(config: JudgeConfig, template: PromptTemplate, *, scope: Scop
     # closing the last connection of a WAL database checkpoints it (milliseconds per answer).
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-writer")
     writer_db: list[Database] = []
+    opened: list[store.JudgeRun] = []  # the run, once the first result has been stored
+    stored = [0]  # answers stored by this invocation, counted by the writer itself
 
     def write(item: AnswerInput, res: AnswerResult) -> int:
         if not writer_db:
             writer_db.append(store.connect(db_path))
-        return record_result(writer_db[0], run.id, item, res)
+        wdb = writer_db[0]
+        with store.write(wdb):  # the run is created in the transaction storing its first call
+            if not opened:
+                opened.append(open_lab_run(wdb, config, template, scope)[0])
+            written = record_result(wdb, opened[0].id, item, res)
+        stored[0] += 1
+        return written
 
     def close_writer() -> None:
         for wdb in writer_db:
@@ -1048,26 +1223,42 @@ async def arun_lab(config: JudgeConfig, template: PromptTemplate, *, scope: Scop
         report()
 
     report()
+    stop: EndpointUnreachable | EndpointRejected | None = None
     try:
         if items:
             async with ChatClient(config, transport=transport) as client:
                 await judge_items(client, template, items, on_result)
+    except (EndpointUnreachable, EndpointRejected) as exc:
+        stop = exc
+        raise
     finally:
         # Waits for a write already handed over, so an interrupted run keeps it.
         writer.submit(close_writer)
         writer.shutdown(wait=True)
+        if stop is not None:
+            stop.answers_stored = stored[0]
 
+    run = opened[0] if opened else existing
+    if run is None:  # not reached: a new run has pending answers, and each stores a result
+        raise JudgeError("no answer was judged")
     with store.session(db_path) as db:
         with store.write(db):
             db.execute("UPDATE judge_lab_runs SET finished_at = ? WHERE run_id = ?",
                        [store.now(), run.id])
         totals = run_totals(db, run.id)
-        if base_run is None:
-            base_run = default_baseline(db, run, scope)
-        comparison = compare_runs(db, run, base_run) if base_run is not None else None
-    return LabSummary(run, resumed, str(scope), len(answer_ids), len(answer_ids) - len(pending),
-                      counts["ok"], counts["failed"], counts["claims"], usage, totals,
-                      time.perf_counter() - t0, failures, base_run, comparison)
+        comparison = None
+        if totals.claims_judged == 0:
+            base_run = None  # every call failed: there is nothing to compare
+        else:
+            cycle = scope.cycle if scope.kind == "cycle" else None
+            if base_run is None:
+                base_run = default_baseline(db, run, cycle)
+            if base_run is not None and base_run.id != run.id:
+                comparison = compare_runs(db, run, base_run, cycle)
+    return LabSummary(run, existing is not None, str(scope), len(answer_ids),
+                      len(answer_ids) - len(pending), counts["ok"], counts["failed"],
+                      counts["claims"], usage, totals, time.perf_counter() - t0, failures, base_run,
+                      comparison)
 
 
 def run_lab(config: JudgeConfig, template: PromptTemplate, **kwargs: Any) -> LabSummary:
@@ -1148,7 +1339,7 @@ def summary_lines(s: LabSummary) -> list[str]:
     """The run summary as text lines, for the CLI (and any plain-text report)."""
     lines = [
         f"run {s.run.name} ({'resumed' if s.resumed else 'new'}), scope {s.scope}: "
-        f"{s.answers_in_scope} answers in scope, {s.answers_skipped} already judged",
+        f"{plural(s.answers_in_scope, 'answer')} in scope, {s.answers_skipped} already judged",
         f"this invocation: answers ok {s.answers_ok}, failed {s.answers_failed}; "
         f"claims judged {s.claims_judged}; {s.elapsed_s:.1f} s",
     ]
@@ -1161,26 +1352,34 @@ def summary_lines(s: LabSummary) -> list[str]:
                      f"whole run: {t.total_tokens:,}")
     lines.append(f"whole run: answers ok {t.answers_ok}, failed {t.answers_failed}, "
                  f"claims judged {t.claims_judged}")
-    for aid, err in s.failures[:10]:
-        lines.append(f"  failed {aid}: {_snippet(err, 200)}")
-    if len(s.failures) > 10:
-        lines.append(f"  ... and {len(s.failures) - 10} more (see judge_calls)")
+    groups = failure_groups(s.failures)
+    for err, aids in groups[:10]:
+        who = aids[0] if len(aids) == 1 else (
+            f"{plural(len(aids), 'answer')} ({', '.join(aids[:5])}{', …' if len(aids) > 5 else ''})")
+        lines.append(f"  failed {who}: {_snippet(err, 200)}")
+    if len(groups) > 10:
+        rest = sum(len(aids) for _, aids in groups[10:])
+        lines.append(f"  ... and {plural(rest, 'more answer')} with other errors (see judge_calls)")
     if s.comparison is not None:
         c = s.comparison.result
-        lines.append(f"against {s.comparison.baseline} on {c.n_claims} human-labeled claims"
+        where = f" in cycle {s.comparison.cycle}" if s.comparison.cycle is not None else ""
+        lines.append(f"against {s.comparison.baseline} on {plural(c.n_claims, 'human-labeled claim')}"
+                     f" judged by both runs{where}"
                      + (f" ({s.comparison.unresolved} unresolved left out)" if s.comparison.unresolved
                         else "") + ":")
         for name, est, kap in ((s.comparison.baseline, c.agreement_a, c.kappa_a),
                                (s.comparison.run, c.agreement_b, c.kappa_b)):
             lines.append(f"  {name}: agreement {_pct(est.value)}{_ci(est)}, kappa {_num(kap.value)}")
         p = c.mcnemar.p_two_sided
-        lines.append(f"  only the new run right on {len(c.only_b_right)} claims, only the baseline on "
-                     f"{len(c.only_a_right)}; exact McNemar p = {_num(p)}")
+        lines.append(f"  only the new run right on {plural(len(c.only_b_right), 'claim')}, only the "
+                     f"baseline on {plural(len(c.only_a_right), 'claim')}; exact McNemar p = {_num(p)}")
+    elif t.claims_judged == 0:
+        lines.append("the run has no verdicts yet (every answer failed): nothing to compare")
     elif s.baseline is not None:
         lines.append(f"no human-labeled claim judged by both this run and {s.baseline.name}: "
                      "nothing to compare")
     else:
-        lines.append("no earlier run to compare with")
+        lines.append("no other run shares a human-labeled claim with this one: nothing to compare")
     return lines
 
 
@@ -1198,7 +1397,12 @@ def _ci(est: Any) -> str:
 
 
 def cli_run(args: Any) -> int:
-    """`python -m calibration judge run ...`"""
+    """`python -m calibration judge run ...`
+
+    Exit status: 0 when every answer in scope is judged; 1 when any answer of this invocation
+    failed (the same command again retries only those), when the endpoint cannot be reached
+    or refuses the requests, or on invalid input; 130 when interrupted.
+    """
     import sys
 
     if args.api_key_env and not os.environ.get(args.api_key_env):
@@ -1229,5 +1433,16 @@ def cli_run(args: Any) -> int:
         print("\ninterrupted: the answers judged so far are stored; run the same command "
               "again to continue", file=sys.stderr)
         return 130
+    except (EndpointUnreachable, EndpointRejected) as exc:
+        if exc.answers_stored:
+            print(f"\nthe run stopped; the {plural(exc.answers_stored, 'answer')} judged before the "
+                  "stop are stored: run the same command again to continue", file=sys.stderr)
+        raise  # main prints the error and exits 1
     print("\n".join(summary_lines(summary)))
+    if summary.answers_failed:
+        n, tried = summary.answers_failed, summary.answers_ok + summary.answers_failed
+        print(f"{n} of {plural(tried, 'answer')} failed and {'has' if n == 1 else 'have'} no verdicts; "
+              "run the same command again to retry them (answers already judged are not "
+              "requested again)", file=sys.stderr)
+        return 1
     return 0

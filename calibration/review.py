@@ -9,15 +9,21 @@ Rules kept here rather than in the page:
 - A reviewer works through the answers of their queue in a cycle (`cycles.queue`);
   labels are per (claim, reviewer) and reused across cycles.
 - Blind: the judge's verdicts of an answer are read only by `reveal`, which refuses
-  until the reviewer has a verdict on every claim of that answer. `load_card` never
-  reads `judge_verdicts`.
-- Once every claim of an answer has a verdict the answer is revealed, and its blind
-  verdicts are frozen: a later change would be anchored on the judge. The reviewer then
+  until every claim of that answer is settled for the reviewer: it has their verdict, or
+  they marked it "unclear, needs discussion". `load_card` never reads `judge_verdicts`.
+- Once every claim of an answer is settled the answer is revealed, and its blind labels
+  are frozen: a later change would be anchored on the judge. The reviewer then
   reconciles each disagreement: `keep` (a judge error) or `judge_right` (a reviewer
   slip: the blind label stays in the history, the final label changes, the slip is
-  counted by the store).
-- Skip and "unclear" record that the reviewer saw the claim without a verdict; such a
-  claim keeps its answer unrevealed until it gets one.
+  counted by the store). An unclear claim is done for the reviewer: it waits for a
+  lead's adjudication, shows the judge's verdict after the reveal for information only,
+  and has nothing to reconcile.
+- Skip records that the reviewer saw the claim and put it off. A skipped claim keeps its
+  answer unrevealed; the queue offers it once more after every fresh claim (`resume`),
+  and a claim skipped twice in the cycle is left skipped: the reviewer's queue is done
+  without it.
+- Reviewer names typed at sign-in are matched to a known spelling (`canonical_reviewer`),
+  so "anna  reviewer" and "Anna Reviewer" are one person.
 
 Cost: every function reads by primary key or index, over one answer or over one
 queue (a cycle's 15-30 answers); nothing scans tables that grow with the database.
@@ -126,6 +132,11 @@ class Claim:
         """'todo', 'labeled', 'skipped' or 'unclear'."""
         return "todo" if self.label is None else self.label.status
 
+    @property
+    def settled(self) -> bool:
+        """Done for the reviewer before the reveal: a verdict, or marked unclear."""
+        return self.verdict is not None or self.status == "unclear"
+
 
 @dataclass(frozen=True, slots=True)
 class Card:
@@ -137,8 +148,9 @@ class Card:
 
     @property
     def complete(self) -> bool:
-        """Every claim has the reviewer's verdict: the judge may be revealed."""
-        return all(c.verdict is not None for c in self.claims)
+        """Every claim has the reviewer's verdict or is marked unclear: the judge is revealed
+        and the blind labels are frozen."""
+        return all(c.settled for c in self.claims)
 
     @property
     def chunk_ids(self) -> tuple[str, ...]:
@@ -151,10 +163,10 @@ class Card:
         return None
 
     def next_open(self, after: int = -1, *, fresh_only: bool = False) -> int | None:
-        """Index of the next claim without a verdict after `after`, wrapping; None if none.
+        """Index of the next claim still to settle after `after`, wrapping; None if none.
 
-        Claims never seen come before skipped / unclear ones, so a verdict moves on to
-        fresh claims first; `fresh_only` looks at never-seen claims only.
+        Claims never seen come before skipped ones, so a verdict moves on to fresh claims
+        first; `fresh_only` looks at never-seen claims only. Unclear claims are settled.
         """
         n = len(self.claims)
         order = [(after + 1 + k) % n for k in range(n)]
@@ -163,7 +175,7 @@ class Card:
                 return i
         if not fresh_only:
             for i in order:
-                if self.claims[i].verdict is None:
+                if not self.claims[i].settled:
                     return i
         return None
 
@@ -213,14 +225,21 @@ class Position:
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    claims_labeled: int
+    claims_labeled: int  # with the reviewer's verdict
     claims_total: int
-    answers_done: int  # every claim has a verdict
+    answers_done: int  # revealed: every claim has a verdict or is marked unclear
     answers_total: int
+    claims_unclear: int = 0  # settled without a verdict: waiting for a lead
+    claims_skipped: int = 0  # put off (the queue offers each once more)
+
+    @property
+    def claims_done(self) -> int:
+        """Claims settled for the reviewer: a verdict or "unclear"."""
+        return self.claims_labeled + self.claims_unclear
 
     @property
     def fraction(self) -> float:
-        return self.claims_labeled / self.claims_total if self.claims_total else 1.0
+        return self.claims_done / self.claims_total if self.claims_total else 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,71 +248,156 @@ class _Row:
     index: int
     status: str  # todo / labeled / skipped / unclear
     disagrees: bool  # labeled, judge verdict differs from the blind one, not reconciled
+    skips: int  # skip events of this reviewer on this claim in this cycle
+
+
+SKIP_ROUNDS = 2  # a claim skipped this many times in a cycle is not offered again
 
 
 def _queue_rows(db: Database, ref: CycleRef, answers: Sequence[str], reviewer: str) -> list[_Row]:
     """One row per claim of the queue, in queue then claim order (index lookups only).
 
-    The judge verdict is compared on the server only for answers whose every claim has
-    a verdict (revealed ones); nothing of it leaves this function.
+    The judge verdict is compared on the server only for revealed answers (every claim
+    settled); nothing of it leaves this function.
     """
     rows = db.execute(
         """SELECT q.key, c.answer_id, c.position, c.id, h.status, h.blind_verdict,
-                  h.reconciled, v.verdict
+                  h.reconciled, v.verdict,
+                  CASE WHEN h.status = 'skipped' THEN
+                      (SELECT count(*) FROM label_events e
+                       WHERE e.claim_pk = c.id AND e.reviewer = h.reviewer
+                         AND e.kind = 'skip' AND e.cycle_id = ?) ELSE 0 END
            FROM json_each(?) q
            JOIN claims c ON c.answer_id = q.value
            LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
            LEFT JOIN judge_verdicts v ON v.run_id = ? AND v.claim_pk = c.id
            ORDER BY q.key, c.position, c.id""",
-        [json.dumps(list(answers)), reviewer, ref.judge_run_id],
+        [ref.id, json.dumps(list(answers)), reviewer, ref.judge_run_id],
     ).fetchall()
     out: list[_Row] = []
     complete: dict[str, bool] = {}
-    for _, answer_id, _, _, status, blind, _, _ in rows:
-        done = status == "labeled" and blind is not None
-        complete[answer_id] = complete.get(answer_id, True) and done
+    for _, answer_id, _, _, status, blind, _, _, _ in rows:
+        settled = (status == "labeled" and blind is not None) or status == "unclear"
+        complete[answer_id] = complete.get(answer_id, True) and settled
     index: dict[str, int] = {}
-    for _, answer_id, _, _, status, blind, reconciled, judge in rows:
+    for _, answer_id, _, _, status, blind, reconciled, judge, skips in rows:
         i = index.get(answer_id, 0)
         index[answer_id] = i + 1
-        disagrees = bool(complete[answer_id] and judge is not None and judge != blind
-                         and reconciled is None)
-        out.append(_Row(answer_id, i, status or "todo", disagrees))
+        disagrees = bool(complete[answer_id] and status == "labeled" and judge is not None
+                         and judge != blind and reconciled is None)
+        out.append(_Row(answer_id, i, status or "todo", disagrees, int(skips or 0)))
     return out
 
 
-def resume(db: Database, cycle_id: int, reviewer: str, *, after: str | None = None) -> Position | None:
-    """Where to continue, in queue order (starting after answer `after` when given, then
-    wrapping): the first claim never seen, or a revealed answer with a disagreement still
-    to reconcile; then the first skipped / unclear claim; None when all is done."""
-    ref = _cycle_ref(db, cycle_id)
-    answers = queue(db, cycle_id, reviewer)
-    if after in answers:
-        k = answers.index(after) + 1
-        answers = answers[k:] + answers[:k]
-    rows = _queue_rows(db, ref, answers, reviewer)
+def _resume(rows: Sequence[_Row]) -> Position | None:
     for r in rows:
         if r.status == "todo":
             return Position(r.answer_id, r.index)
         if r.disagrees:
             return Position(r.answer_id, None)
     for r in rows:
-        if r.status != "labeled":
+        if r.status == "skipped" and r.skips < SKIP_ROUNDS:
             return Position(r.answer_id, r.index)
     return None
 
 
-def progress(db: Database, cycle_id: int, reviewer: str) -> Progress:
-    """Claims with the reviewer's verdict of all claims in their queue of the cycle."""
-    ref = _cycle_ref(db, cycle_id)
-    answers = queue(db, cycle_id, reviewer)
-    rows = _queue_rows(db, ref, answers, reviewer)
+def _progress(rows: Sequence[_Row], answers: Sequence[str]) -> Progress:
     done: dict[str, bool] = dict.fromkeys(answers, True)
     for r in rows:
-        if r.status != "labeled":
+        if r.status not in ("labeled", "unclear"):
             done[r.answer_id] = False
-    return Progress(sum(r.status == "labeled" for r in rows), len(rows),
-                    sum(done.values()), len(answers))
+    return Progress(sum(r.status == "labeled" for r in rows), len(rows), sum(done.values()),
+                    len(answers), sum(r.status == "unclear" for r in rows),
+                    sum(r.status == "skipped" for r in rows))
+
+
+def resume(db: Database, cycle_id: int, reviewer: str, *, after: str | None = None) -> Position | None:
+    """Where to continue, in queue order (starting after answer `after` when given, then
+    wrapping): the first claim never seen, or a revealed answer with a disagreement still
+    to reconcile; then a skipped claim not yet skipped `SKIP_ROUNDS` times in this cycle;
+    None when the reviewer's queue is done. Unclear claims are done (they wait for a lead)."""
+    ref = _cycle_ref(db, cycle_id)
+    answers = queue(db, cycle_id, reviewer)
+    if after in answers:
+        k = answers.index(after) + 1
+        answers = answers[k:] + answers[:k]
+    return _resume(_queue_rows(db, ref, answers, reviewer))
+
+
+def progress(db: Database, cycle_id: int, reviewer: str) -> Progress:
+    """The reviewer's claims in their queue of the cycle: with a verdict, unclear, skipped."""
+    ref = _cycle_ref(db, cycle_id)
+    answers = queue(db, cycle_id, reviewer)
+    return _progress(_queue_rows(db, ref, answers, reviewer), answers)
+
+
+@dataclass(frozen=True, slots=True)
+class CycleChoice:
+    """An open cycle as the reviewer's cycle picker shows it."""
+
+    cycle: CycleRef
+    progress: Progress
+    has_work: bool  # `resume` would find something to do
+
+
+def cycle_choices(db: Database, reviewer: str) -> list[CycleChoice]:
+    """The reviewer's open cycles (as `open_cycles`), each with their progress and whether
+    work remains. One queue read per open cycle; a reviewer has a handful."""
+    out = []
+    for ref in open_cycles(db, reviewer):
+        answers = queue(db, ref.id, reviewer)
+        rows = _queue_rows(db, ref, answers, reviewer)
+        out.append(CycleChoice(ref, _progress(rows, answers), _resume(rows) is not None))
+    return out
+
+
+def default_cycle(choices: Sequence[CycleChoice]) -> CycleChoice | None:
+    """The cycle to open by default: the first with work left, else the first."""
+    return next((c for c in choices if c.has_work), choices[0] if choices else None)
+
+
+def next_cycle_with_work(choices: Sequence[CycleChoice], current: int) -> CycleChoice | None:
+    """The first cycle with work left other than `current`, after it in order, wrapping."""
+    ids = [c.cycle.id for c in choices]
+    k = ids.index(current) + 1 if current in ids else 0
+    for c in [*choices[k:], *choices[:k]]:
+        if c.has_work and c.cycle.id != current:
+            return c
+    return None
+
+
+# ---------------------------------------------------------------- reviewer names
+
+
+def normalise_name(raw: str) -> str:
+    """Whitespace runs collapsed to one space, ends stripped."""
+    return re.sub(r"\s+", " ", raw).strip()
+
+
+def canonical_reviewer(db: Database, typed: str) -> str:
+    """The reviewer id for a name typed at sign-in.
+
+    Whitespace is normalised; then, if a known reviewer (a name in `human_labels` or in
+    `assignments`) matches ignoring case, that spelling is used, so "anna reviewer" signs
+    in as the "Anna Reviewer" whose labels exist. An exact match wins; among several
+    spellings differing in case (from before this rule) the one with the most labels.
+    Reads the reviewer indexes once, at sign-in.
+    """
+    name = normalise_name(typed)
+    if not name:
+        return name
+    counts: dict[str, int] = {}
+    for who, n in db.execute("SELECT reviewer, count(*) FROM human_labels GROUP BY reviewer"):
+        counts[who] = n
+    for (who,) in db.execute("SELECT DISTINCT reviewer FROM assignments"):
+        counts.setdefault(who, 0)
+    if name in counts:
+        return name
+    key = name.casefold()
+    matches = [who for who in counts if normalise_name(who).casefold() == key]
+    if not matches:
+        return name
+    return min(matches, key=lambda who: (-counts[who], who))
 
 
 # ---------------------------------------------------------------- writes
@@ -307,10 +411,12 @@ def _claim_answer(db: Database, claim_pk: int) -> str:
 
 
 def _answer_complete(db: Database, answer_id: str, reviewer: str) -> bool:
+    """Every claim settled for the reviewer (a verdict, or unclear): the answer is revealed."""
     row = db.execute(
         """SELECT count(*), count(h.claim_pk) FROM claims c
            LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
-                AND h.status = 'labeled' AND h.blind_verdict IS NOT NULL
+                AND ((h.status = 'labeled' AND h.blind_verdict IS NOT NULL)
+                     OR h.status = 'unclear')
            WHERE c.answer_id = ?""",
         [reviewer, answer_id],
     ).fetchone()
@@ -330,8 +436,9 @@ def label(
 ) -> LabelState:
     """Record a blind verdict, a skip or an "unclear" (a new event every time).
 
-    Refused once the answer is revealed (every claim has a verdict): from then on only
-    `reconcile` changes the reviewer's label.
+    Refused once the answer is revealed (every claim has a verdict or is unclear): from
+    then on only `reconcile` changes the reviewer's label, and a lead adjudicates the
+    unclear ones.
     """
     if kind not in BLIND_KINDS:
         raise ValueError(f"label kind must be one of {BLIND_KINDS}, not {kind!r}")
@@ -346,8 +453,8 @@ def label(
         _check_in_queue(db, ref, answer_id, reviewer)
         if _answer_complete(db, answer_id, reviewer):
             raise ConflictError(
-                "every claim of this answer has your verdict and the judge is revealed; "
-                "record a change with reconcile")
+                "every claim of this answer has your verdict or is marked unclear, and the "
+                "judge is revealed; record a change with reconcile")
         known = {r[0] for r in db.execute(
             "SELECT chunk_id FROM chunks WHERE answer_id = ?", [answer_id])}
         unknown = [e for e in evidence if e not in known]
@@ -368,6 +475,12 @@ class Revealed:
     judge_verdict: str | None  # None: the cycle's judge run has no verdict on this claim
     rationale: str | None
     judge_evidence: tuple[str, ...]
+    adjudicated: str | None = None  # a lead's decision on the claim, if any
+
+    @property
+    def unclear(self) -> bool:
+        """Marked unclear by the reviewer: waits for a lead, nothing to reconcile."""
+        return self.claim.status == "unclear"
 
     @property
     def blind(self) -> str | None:
@@ -383,8 +496,10 @@ class Revealed:
 
     @property
     def disagrees(self) -> bool:
-        """The blind verdict differs from the judge's (whatever was reconciled since)."""
-        return self.judge_verdict is not None and self.judge_verdict != self.blind
+        """The blind verdict differs from the judge's (whatever was reconciled since).
+        Never for an unclear claim: it has no blind verdict."""
+        return (self.blind is not None and self.judge_verdict is not None
+                and self.judge_verdict != self.blind)
 
     @property
     def pending(self) -> bool:
@@ -395,12 +510,14 @@ class Revealed:
 def reveal(db: Database, *, cycle_id: int, answer_id: str, reviewer: str) -> list[Revealed]:
     """The judge's verdicts and rationales beside the reviewer's labels, one per claim.
 
-    Raises NotRevealedError unless the reviewer has a verdict on every claim of the answer.
+    Raises NotRevealedError unless every claim of the answer has the reviewer's verdict or
+    is marked unclear. Unclear claims come with the judge's verdict (for information) and
+    a lead's adjudication when there is one.
     """
     ref = _cycle_ref(db, cycle_id)
     card = load_card(db, answer_id, reviewer)
     if not card.complete:
-        missing = sum(c.verdict is None for c in card.claims)
+        missing = sum(not c.settled for c in card.claims)
         raise NotRevealedError(
             f"label every claim of answer {answer_id!r} first ({missing} without a verdict)")
     judged = {
@@ -412,10 +529,13 @@ def reveal(db: Database, *, cycle_id: int, answer_id: str, reviewer: str) -> lis
             [ref.judge_run_id, answer_id],
         )
     }
+    adjudicated = dict(db.execute(
+        """SELECT d.claim_pk, d.verdict FROM claims c JOIN adjudications d ON d.claim_pk = c.id
+           WHERE c.answer_id = ?""", [answer_id]).fetchall())
     out = []
     for c in card.claims:
         verdict, rationale, ev = judged.get(c.pk, (None, None, ()))
-        out.append(Revealed(c, verdict, rationale, ev))
+        out.append(Revealed(c, verdict, rationale, ev, adjudicated.get(c.pk)))
     return out
 
 
@@ -440,6 +560,9 @@ def reconcile(db: Database, *, cycle_id: int, reviewer: str, claim_pk: int, choi
         if judge is None:
             raise NotFoundError("the judge gave no verdict on this claim")
         assert state is not None
+        if state.status != "labeled" or state.blind_verdict is None:
+            raise ConflictError("this claim is marked unclear: it waits for a lead's decision, "
+                                "there is nothing to reconcile")
         if judge[0] == state.blind_verdict:
             raise ConflictError("you and the judge agree on this claim: nothing to reconcile")
         if state.reconciled == choice:
@@ -498,7 +621,9 @@ def split_highlight(answer: str, span: tuple[int, int] | None) -> tuple[str, str
 
 
 __all__ = [
-    "Card", "Chunk", "Claim", "CycleRef", "NotRevealedError", "Position", "Progress",
-    "Revealed", "claim_spans", "cycle", "find_claim", "label", "load_card", "open_cycles",
-    "progress", "queue", "reconcile", "resume", "reveal", "split_highlight",
+    "Card", "Chunk", "Claim", "CycleChoice", "CycleRef", "NotRevealedError", "Position",
+    "Progress", "Revealed", "canonical_reviewer", "claim_spans", "cycle", "cycle_choices",
+    "default_cycle", "find_claim", "label", "load_card", "next_cycle_with_work",
+    "normalise_name", "open_cycles", "progress", "queue", "reconcile", "resume", "reveal",
+    "split_highlight",
 ]

@@ -203,13 +203,69 @@ def failures_first_sample(pool: Iterable[PoolAnswer], n: int, seed: int,
     return Sample("failures-first", seed, tuple(ids), tuple(probs), (s_f, s_p))
 
 
-def draw(strategy: str, pool: Iterable[PoolAnswer], n: int, seed: int) -> Sample:
-    """Run the named strategy."""
+def draw(strategy: str, pool: Iterable[PoolAnswer], n: int, seed: int,
+         failing_share: float = DEFAULT_FAILING_SHARE) -> Sample:
+    """Run the named strategy (`failing_share` is read by failures-first only)."""
     match strategy:
         case "random":
             return random_sample(pool, n, seed)
         case "stratified":
             return stratified_sample(pool, n, seed)
         case "failures-first":
-            return failures_first_sample(pool, n, seed)
+            return failures_first_sample(pool, n, seed, failing_share)
     raise ValueError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+
+
+# ---------------------------------------------------------------- what a design did
+
+# Below this ratio of inclusion probabilities (failing / passing) failures-first is
+# effectively a proportional sample, and the lead should know it.
+MIN_OVERSAMPLING = 1.2
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """`1 answer`, `2 answers`; `words` for an irregular plural."""
+    return f"{n} {word if n == 1 else words or word + 's'}"
+
+
+def oversampling_factor(sample: Sample) -> float | None:
+    """How many times likelier a failing answer is drawn than a passing one (failures-first).
+
+    None for other designs, or when a stratum is empty (nothing to compare).
+    """
+    if sample.strategy != "failures-first":
+        return None
+    fail, ok = sample.strata
+    if not fail.population or not ok.population or not ok.prob:
+        return None
+    return fail.prob / ok.prob
+
+
+def describe(sample: Sample) -> tuple[list[str], list[str]]:
+    """(notes, warnings) stating what the design did, for the lead who created the cycle.
+
+    failures-first: how the slots split between the strata and their inclusion
+    probabilities, and a warning when failing answers are hardly oversampled (a ratio of
+    probabilities under MIN_OVERSAMPLING), e.g. because they are already the majority.
+    """
+    if sample.strategy != "failures-first":
+        return [], []
+    fail, ok = sample.strata
+    notes = [f"failing answers: {fail.sampled} of {plural(sample.size, 'slot')} (π {fail.prob:.2f}) "
+             f"vs passing {ok.sampled} (π {ok.prob:.2f})"]
+    pool = fail.population + ok.population
+    if not fail.population:
+        return notes, ["no eligible answer has a non-SUPPORTED verdict: failures-first drew a "
+                       "plain random sample"]
+    if not ok.population:
+        return notes, ["every eligible answer is failing: there is nothing to oversample them against"]
+    factor = oversampling_factor(sample)
+    if factor is None or factor >= MIN_OVERSAMPLING:
+        return notes, []
+    if 2 * fail.population > pool:
+        why = f"failures are already the majority ({fail.population} of {pool} eligible answers)"
+    else:
+        why = (f"failures already make up {fail.population / pool:.0%} of the eligible answers "
+               f"({fail.population} of {pool})")
+    return notes, [f"hardly oversampled: {why}, so a failing answer is only {factor:.2f}× as likely "
+                   "to be drawn as a passing one; raise the failing share to oversample them"]

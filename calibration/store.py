@@ -317,8 +317,12 @@ class JudgeRun:
 
 
 def judge_runs(db: Database) -> list[JudgeRun]:
+    """The judge runs, oldest first. A judge-lab run (origin 'lab') without a single verdict
+    yet (every call failed so far) is left out: it has nothing to show or compare."""
     rows = db.execute(
-        "SELECT id, judge_model, prompt_version, origin, created_at FROM judge_runs ORDER BY id"
+        "SELECT id, judge_model, prompt_version, origin, created_at FROM judge_runs r "
+        "WHERE r.origin != 'lab' OR EXISTS (SELECT 1 FROM judge_verdicts v WHERE v.run_id = r.id) "
+        "ORDER BY id"
     ).fetchall()
     return [JudgeRun(*r) for r in rows]
 
@@ -375,10 +379,11 @@ def info(db: Database) -> dict[str, object]:
         ):
             counts[verdict] = n
         answers, claims, labeled = db.execute(
+            # EXISTS, not a join: a claim labeled by several reviewers still counts once.
             """SELECT count(DISTINCT c.answer_id), count(*),
-                      count(DISTINCT CASE WHEN h.claim_pk IS NOT NULL THEN c.id END)
+                      coalesce(sum(EXISTS (SELECT 1 FROM human_labels h
+                                           WHERE h.claim_pk = c.id AND h.status = 'labeled')), 0)
                FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk
-               LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.status = 'labeled'
                WHERE v.run_id = ?""",
             [run.id],
         ).fetchone()
@@ -391,6 +396,8 @@ def claim_pk(db: Database, answer_id: str, claim_id: str) -> int:
         "SELECT id FROM claims WHERE answer_id = ? AND claim_id = ?", [answer_id, claim_id]
     ).fetchone()
     if row is None:
+        if db.execute("SELECT 1 FROM answers WHERE id = ?", [answer_id]).fetchone() is None:
+            raise NotFoundError(f"no answer {answer_id!r} in the database")
         raise NotFoundError(f"no claim {claim_id!r} in answer {answer_id!r}")
     return row[0]
 
@@ -550,6 +557,8 @@ def label_history(db: Database, claim: int, reviewer: str | None = None) -> list
 
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .agreement import LabeledClaim, Thresholds
 
 THRESHOLD_SETTINGS: dict[str, str] = {
@@ -621,58 +630,255 @@ class StatsInput:
     unlabeled: int  # judged claims no reviewer has labelled yet
 
 
+@dataclass(frozen=True, slots=True)
+class ReviewerColumns:
+    """The labels with status 'labeled' on the judged claims in scope, one entry per (claim, reviewer).
+
+    Verdicts are indices into `agreement.LABELS`, -1 where there is none.
+    """
+
+    claim_pk: np.ndarray  # int64
+    claim: np.ndarray  # int64 position of the claim among the judged claims in scope, report order
+    reviewers: list[str]  # distinct reviewer names, sorted
+    reviewer: np.ndarray  # int64 index into reviewers
+    final: np.ndarray  # the reviewer's current final verdict (after reconcile)
+    blind: np.ndarray  # the verdict given before the judge was revealed
+    reconciled: np.ndarray  # 0 not reconciled, 1 keep, 2 judge_right
+    slip: np.ndarray  # int64, as stored
+    judge: np.ndarray  # the run's verdict on the claim
+
+
+@dataclass(frozen=True, slots=True)
+class StatsColumns:
+    """The same input as columns, one entry per claim with a final human label, in report order.
+
+    Order: claim id for a whole run; the cycle's answer order, then claim position, within a
+    cycle. Verdicts are indices into `agreement.LABELS`; `cluster` numbers the answers in order
+    of first appearance, as `agreement.agreement_report` does, so both give the same resamples.
+    """
+
+    claim_pk: np.ndarray  # int64
+    keys: list[str]  # "ANSWER/CLAIM"
+    cluster: np.ndarray  # int64 index into answer_ids
+    answer_ids: list[str]  # one per cluster
+    human: np.ndarray  # int64, the final human label
+    judge: np.ndarray  # int64
+    weight: np.ndarray | None  # 1 / inclusion probability within a cycle, else None
+    reviewer_labels: list[tuple[str, str, str]]  # (claim key, reviewer, verdict); see stats_columns
+    unresolved: tuple[str, ...]  # reviewers disagree and nobody adjudicated
+    unresolved_pk: np.ndarray  # int64, the same claims
+    unlabeled: int  # judged claims no reviewer has labelled yet
+    labels: ReviewerColumns
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+@contextmanager
+def _snapshot(db: Database) -> Iterator[None]:
+    """Reads inside see one state of the store (a read transaction; WAL lets writers go on)."""
+    if db.conn.in_transaction:
+        yield
+        return
+    db.conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if db.conn.in_transaction:
+            db.conn.execute("COMMIT")
+
+
+def _verdict_code(col: str) -> str:
+    """SQL for a verdict's index in LABELS: -1 for NULL, NULL for anything else (the CHECKs forbid it)."""
+    from .agreement import LABELS as labels
+
+    return (f"CASE WHEN {col} IS NULL THEN -1 ELSE CASE {col}"
+            + "".join(f" WHEN '{v}' THEN {i}" for i, v in enumerate(labels)) + " END END")
+
+
+def _json_ints(text: str) -> np.ndarray:
+    """A JSON array of integers from SQLite (no spaces) as int64, parsed in C."""
+    import numpy as np
+
+    if "null" in text:  # a CASE fell through: a value the schema's CHECKs forbid
+        raise ValueError("a verdict or reconcile in the store is not one the schema allows")
+    if any(mark in text for mark in '.eE"'):  # a real or a text where an integer belongs
+        raise ValueError("a non-integer value in an integer column")
+    if text == "[]":
+        return np.zeros(0, dtype=np.int64)
+    values = np.fromstring(text[1:-1], dtype=np.int64, sep=",")
+    if values.size != text.count(",") + 1:
+        raise ValueError("a non-integer value in an integer column")
+    return values
+
+
+# Two queries, each folded into one row of JSON arrays (one fetch, no Python object per row;
+# every aggregate of a query sees its rows in the same order). {source} names the judged claims
+# in scope as v (and c, ca where needed). Small codes travel packed into one integer per row:
+# judge + 4 * (adjudicated + 1) for a claim; (final + 1) + 4 * (blind + 1) + 16 * reconciled
+# + 64 * slip for a label, reconciled being 0 (not), 1 (keep) or 2 (judge_right). A value the
+# schema's CHECKs forbid turns the whole code NULL, which `_json_ints` refuses.
+_CLAIMS_SQL = """
+    SELECT json_group_array(v.claim_pk), json_group_array(c.answer_id),
+           json_group_array(c.answer_id || '/' || c.claim_id),
+           json_group_array({judge} + 4 * ({adjudicated} + 1)),
+           json_group_array({answer_position}), json_group_array(c.position)
+    FROM {source}
+    LEFT JOIN adjudications d ON d.claim_pk = v.claim_pk
+    WHERE v.run_id = :run"""
+
+_LABELS_SQL = """
+    SELECT json_group_array(h.claim_pk), json_group_array(h.reviewer),
+           json_group_array(({final} + 1) + 4 * ({blind} + 1) + 64 * h.slip + 16 * CASE
+               WHEN h.reconciled IS NULL THEN 0 WHEN h.reconciled = 'keep' THEN 1
+               WHEN h.reconciled = 'judge_right' THEN 2 END)
+    FROM {source}
+    JOIN human_labels h ON h.claim_pk = v.claim_pk AND h.status = 'labeled'
+    WHERE v.run_id = :run"""
+
+
+def stats_columns(db: Database, run_id: int, cycle_id: int | None = None, *,
+                  reviewer_labels: str = "shared") -> StatsColumns:
+    """Judge verdicts of a run beside the final human labels, as arrays; optionally within one cycle.
+
+    Two index-driven reads, the judged claims (with any adjudication) and the reviewers' labels
+    on them, then the final label per claim with array operations: the adjudicated one if any,
+    else the reviewers' unanimous final verdict (`agreement.final_human_label`); skipped and
+    unclear labels carry none. Claims whose reviewers disagree and nobody adjudicated are
+    unresolved, claims with neither a reviewer's final verdict nor an adjudication unlabeled;
+    both are left out and counted. (Resolving in SQL needs a GROUP BY per claim, which costs
+    SQLite twice the two plain reads on 100k claims.) Within a cycle each claim carries its
+    answer's weight 1 / inclusion probability, so the report can re-weight to the whole run.
+
+    `reviewer_labels`: "shared" lists (claim key, reviewer, final verdict) for the claims two or
+    more reviewers labeled (all that human-human agreement reads), "all" for every labeled
+    claim, "none" nothing; claim order, then reviewer.
+    """
+    import numpy as np
+
+    from .agreement import LABELS as names
+
+    at_least = {"shared": 2, "all": 1, "none": 0}.get(reviewer_labels)
+    if at_least is None:
+        raise ValueError(f"reviewer_labels must be shared, all or none, not {reviewer_labels!r}")
+    params = {"run": run_id, "cycle": cycle_id}
+    if cycle_id is None:
+        claims_source, labels_source, answer_position = (
+            "judge_verdicts v JOIN claims c ON c.id = v.claim_pk", "judge_verdicts v", "0")
+    else:
+        # From the cycle's answers down: without statistics the planner would walk every verdict
+        # of the run and probe the cycle for each.
+        claims_source = labels_source = (
+            "cycle_answers ca"
+            " CROSS JOIN claims c ON ca.cycle_id = :cycle AND c.answer_id = ca.answer_id"
+            " CROSS JOIN judge_verdicts v ON v.run_id = :run AND v.claim_pk = c.id")
+        answer_position = "ca.position"
+    with _snapshot(db):  # both reads, and the weights, from one state of the store
+        pk_j, answer_j, key_j, claim_code_j, apos_j, cpos_j = db.execute(_CLAIMS_SQL.format(
+            source=claims_source, judge=_verdict_code("v.verdict"), adjudicated=_verdict_code("d.verdict"),
+            answer_position=answer_position), params).fetchone()
+        lpk_j, reviewer_j, label_code_j = db.execute(_LABELS_SQL.format(
+            source=labels_source, final=_verdict_code("h.final_verdict"),
+            blind=_verdict_code("h.blind_verdict")), params).fetchone()
+        prob = {} if cycle_id is None else dict(db.execute(
+            "SELECT answer_id, inclusion_prob FROM cycle_answers WHERE cycle_id = ?", [cycle_id]).fetchall())
+
+    # Claims in report order: claim id for a run; the cycle's answer order, then claim position.
+    pk = _json_ints(pk_j)
+    if cycle_id is None:
+        order = np.argsort(pk, kind="stable")
+    else:
+        order = np.lexsort((pk, _json_ints(cpos_j), _json_ints(apos_j)))
+    pk = pk[order]
+    claim_code = _json_ints(claim_code_j)[order]
+    judge, adjudicated = claim_code & 3, (claim_code >> 2) - 1
+    if (judge > 2).any():
+        raise ValueError("a judge verdict in the store is empty")
+    n = pk.size
+
+    # Labels, each pointing at its claim's position in that order.
+    by_pk = np.argsort(pk, kind="stable")
+    label_pk = _json_ints(lpk_j)
+    at = by_pk[np.searchsorted(pk[by_pk], label_pk)] if n else np.zeros(0, dtype=np.int64)
+    reviewer_names: list[str] = json.loads(reviewer_j)
+    reviewers = sorted(set(reviewer_names))
+    rank = {name: i for i, name in enumerate(reviewers)}
+    reviewer = np.fromiter((rank[r] for r in reviewer_names), dtype=np.int64, count=len(reviewer_names))
+    label_code = _json_ints(label_code_j)
+    final = (label_code & 3) - 1
+    labels = ReviewerColumns(label_pk, at, reviewers, reviewer, final, ((label_code >> 2) & 3) - 1,
+                             (label_code >> 4) & 3, label_code >> 6, judge[at])
+
+    # The final label: count each verdict per claim; adjudicated, else unanimous, else none (3).
+    given = final >= 0
+    per_verdict = np.stack([np.bincount(at[final == k], minlength=n) for k in range(len(names))])
+    n_labels = per_verdict.sum(axis=0)
+    unanimous = np.where((per_verdict > 0).sum(axis=0) == 1, per_verdict.argmax(axis=0), 3)
+    human = np.where(adjudicated >= 0, adjudicated, unanimous)
+    has = human < 3
+    idx = np.flatnonzero(has)
+    loose = ~has & (n_labels > 0)
+
+    keys_all = np.array(json.loads(key_j), dtype=object)[order]
+    answers = np.array(json.loads(answer_j), dtype=object)[order][idx].tolist()
+    numbering: dict[str, int] = {}
+    cluster = np.fromiter((numbering.setdefault(a, len(numbering)) for a in answers),
+                          dtype=np.int64, count=len(answers))
+    weight = None
+    if cycle_id is not None:
+        weight = np.array([1 / prob[a] for a in numbering], dtype=float)[cluster]
+
+    pairs: list[tuple[str, str, str]] = []
+    if at_least:
+        pick = np.flatnonzero(given & (n_labels[at] >= at_least))
+        pick = pick[np.lexsort((reviewer[pick], at[pick]))]
+        pairs = [(keys_all[c], reviewers[r], names[v]) for c, r, v in
+                 zip(at[pick].tolist(), reviewer[pick].tolist(), final[pick].tolist(), strict=True)]
+    return StatsColumns(
+        claim_pk=pk[idx],
+        keys=keys_all[idx].tolist(),
+        cluster=cluster,
+        answer_ids=list(numbering),
+        human=human[idx],
+        judge=judge[idx],
+        weight=weight,
+        reviewer_labels=pairs,
+        unresolved=tuple(keys_all[loose].tolist()),
+        unresolved_pk=pk[loose],
+        unlabeled=int((~has & (n_labels == 0)).sum()),
+        labels=labels,
+    )
+
+
+def run_verdicts(db: Database, run_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Claim ids a run judged, ascending (int64), and its verdicts as indices into LABELS."""
+    import numpy as np
+
+    pk_j, verdict_j = db.execute(
+        f"SELECT json_group_array(claim_pk), json_group_array({_verdict_code('verdict')}) "
+        "FROM judge_verdicts WHERE run_id = ?", [run_id]).fetchone()
+    pk = np.array(json.loads(pk_j), dtype=np.int64)
+    order = np.argsort(pk, kind="stable")
+    return pk[order], _json_ints(verdict_j)[order]
+
+
 def stats_input(db: Database, run_id: int, cycle_id: int | None = None) -> StatsInput:
     """Judge verdicts of a run beside the final human labels, optionally within one cycle.
 
-    The human side is each reviewer's current final verdict (after reconcile; skipped and
-    unclear claims carry none) and the adjudication; `agreement.final_human_label` turns them
-    into the claim's final label. Within a cycle each claim carries its answer's weight
-    1 / inclusion probability, so the report can re-weight to the whole run.
+    The per-claim form of `stats_columns` (every reviewer label included): the human side is
+    the claim's final label, the adjudicated one if any, else the reviewers' unanimous final
+    verdict (`agreement.final_human_label`); skipped and unclear labels carry none. Within a
+    cycle each claim carries its answer's weight 1 / inclusion probability.
     """
-    from .agreement import LabeledClaim, final_human_label
+    from .agreement import LABELS as labels
+    from .agreement import LabeledClaim
 
-    cycle_join = (
-        "JOIN cycle_answers ca ON ca.answer_id = c.answer_id AND ca.cycle_id = :cycle"
-        if cycle_id is not None else ""
-    )
-    prob = "ca.inclusion_prob" if cycle_id is not None else "NULL"
-    order = "ca.position, c.position" if cycle_id is not None else "c.id"
-    rows = db.execute(
-        f"""SELECT c.id, c.answer_id, c.claim_id, v.verdict, {prob}, h.reviewer, h.final_verdict,
-                   d.verdict
-            FROM judge_verdicts v
-            JOIN claims c ON c.id = v.claim_pk
-            {cycle_join}
-            LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.status = 'labeled'
-                                    AND h.final_verdict IS NOT NULL
-            LEFT JOIN adjudications d ON d.claim_pk = c.id
-            WHERE v.run_id = :run
-            ORDER BY {order}, h.reviewer""",
-        {"run": run_id, "cycle": cycle_id},
-    ).fetchall()
-    items: list[LabeledClaim] = []
-    reviewer_labels: list[tuple[str, str, str]] = []
-    unresolved: list[str] = []
-    unlabeled = 0
-    i = 0
-    # Rows of one claim are adjacent (one per reviewer); walk them as groups.
-    while i < len(rows):
-        pk, answer_id, claim_id, judge, p, _, _, adjudicated = rows[i]
-        verdicts: list[str] = []
-        while i < len(rows) and rows[i][0] == pk:
-            if rows[i][5] is not None:
-                verdicts.append(rows[i][6])
-                reviewer_labels.append((f"{answer_id}/{claim_id}", rows[i][5], rows[i][6]))
-            i += 1
-        key = f"{answer_id}/{claim_id}"
-        final = final_human_label(verdicts, adjudicated)
-        if final is not None:
-            items.append(LabeledClaim(answer_id, key, final, judge, None if p is None else 1 / p))
-        elif verdicts:
-            unresolved.append(key)
-        else:
-            unlabeled += 1
-    return StatsInput(items, reviewer_labels, tuple(unresolved), unlabeled)
+    cols = stats_columns(db, run_id, cycle_id, reviewer_labels="all")
+    answers = [cols.answer_ids[i] for i in cols.cluster.tolist()]
+    weights = [None] * len(cols) if cols.weight is None else cols.weight.tolist()
+    items = [LabeledClaim(a, k, labels[h], labels[j], w) for a, k, h, j, w in zip(
+        answers, cols.keys, cols.human.tolist(), cols.judge.tolist(), weights, strict=True)]
+    return StatsInput(items, cols.reviewer_labels, cols.unresolved, cols.unlabeled)
 
 
 # ---------------------------------------------------------------- end of statistics (issue 3)

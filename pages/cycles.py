@@ -1,23 +1,44 @@
 """Cycles: a lead creates a calibration cycle, follows its progress and closes it.
 
 All logic lives in calibration.cycles; this page only gathers the form and shows
-results. Names of cycles, runs and reviewers are user text: they are shown through
-st.dataframe, st.json, ui.literal or as selectbox options (plain text, unlike radio
-options), never in markdown-capable labels or messages.
+results. Names of cycles, runs, reviewers and answer ids are user text: they are shown
+through st.dataframe, st.json, ui.literal or as selectbox options (plain text, unlike
+radio options), never in markdown-capable labels or messages.
 """
 
 from __future__ import annotations
+
+from datetime import datetime, tzinfo
+from zoneinfo import ZoneInfo
 
 import streamlit as st
 
 import ui
 from calibration import cycles, sampling, store
 from calibration.errors import CalibrationError
+from calibration.sampling import plural
 
-OUTCOME = "_cycles_close_outcome"  # session state: what the last close did, for the next run
+# Session state: what the last create / close / holdout change did, for the next run.
+CREATED = "_cycles_create_outcome"
+OUTCOME = "_cycles_close_outcome"
+HELD = "_cycles_holdout_outcome"
+
+FORCE_LABEL = f"Force a size outside {cycles.MIN_SIZE}–{cycles.MAX_SIZE}"
+INCLUDE_LABEL = "Include already-labeled answers"
+HOLDOUT_LABEL = "Holdout cycle: sample only holdout answers"
+# How this page's errors tell the lead to act: its form controls, not the CLI's flags.
+UI_NAMES = {
+    "force": f"tick '{FORCE_LABEL}'",
+    "include_labeled": f"tick '{INCLUDE_LABEL}'",
+    "holdout_cycle": f"tick '{HOLDOUT_LABEL}'",
+    "mark_holdout": "mark answers as holdout first (Holdout answers, at the bottom of this page)",
+    "force_close": "tick 'Close anyway' under the cycle",
+}
+DATE_FORMAT = "D MMM YYYY, HH:mm"  # momentJS, for st.column_config.DatetimeColumn
 
 st.title("Cycles")
 lead = ui.require_reviewer()  # recorded as the creator; from the sign-in, never from a field
+ui.require_lead()
 path = ui.db_path()
 
 
@@ -32,73 +53,124 @@ def _problems(exc: CalibrationError) -> list[str]:
     return list(getattr(exc, "problems", None) or [str(exc)])
 
 
+def _viewer_tz() -> tzinfo | None:
+    """The browser's timezone when it told us; None: the server's local time."""
+    try:
+        name = st.context.timezone
+        return ZoneInfo(name) if name else None
+    except Exception:  # an unknown zone name: fall back to the server's
+        return None
+
+
+def _local(ts: str | None) -> datetime | None:
+    """A stored UTC ISO timestamp as a datetime in the viewer's timezone."""
+    if not ts:
+        return None
+    try:
+        return datetime.fromisoformat(ts).astimezone(_viewer_tz())
+    except ValueError:
+        return None
+
+
+def _local_text(ts: str | None) -> str:
+    when = _local(ts)
+    return "unknown" if when is None else f"{when:%d %b %Y, %H:%M}"
+
+
 # ---------------------------------------------------------------- create
 
+
+def _create() -> None:
+    """The form's submit: create the cycle; on success clear the name and the seed."""
+    state = st.session_state
+    creator = ui.current_reviewer()
+    if not creator:
+        state[CREATED] = ("error", "The cycle was not created.", ["sign in first"])
+        return
+    seed_text = str(state.get("cycle_seed") or "").strip()
+    try:
+        seed = int(seed_text) if seed_text else None
+    except ValueError:
+        state[CREATED] = ("error", "The cycle was not created.",
+                          ["seed: must be a whole number, or blank to draw one"])
+        return
+    try:
+        with store.session(path) as db:
+            made = cycles.create_cycle(
+                db, name=state.get("cycle_name") or "", judge_run=state.get("cycle_run"),
+                size=int(state["cycle_size"]), seed=seed, strategy=state["cycle_strategy"],
+                reviewers=str(state.get("cycle_reviewers") or "").split(","),
+                overlap=float(state["cycle_overlap"]),
+                failing_share=float(state["cycle_failing_share"]),
+                holdout=bool(state.get("cycle_holdout")),
+                include_labeled=bool(state.get("cycle_include_labeled")),
+                force=bool(state.get("cycle_force")), created_by=creator, ui_names=UI_NAMES)
+    except CalibrationError as exc:
+        state[CREATED] = ("error", "The cycle was not created.", _problems(exc))
+        return
+    drawn = " (drawn: enter it as the seed to draw this sample again)" if seed is None else ""
+    summary = (f"{made.name}: {plural(made.size, 'answer')} of {made.judge_run}, "
+               f"{made.strategy}, seed {made.seed}{drawn}")
+    if made.warnings:
+        state[CREATED] = ("warning", "Cycle created, with warnings.",
+                          [summary, *made.notes, *made.warnings])
+    else:
+        state[CREATED] = ("success", "Cycle created.", [summary, *made.notes])
+    # A fresh form for the next cycle: a kept name would clash, a kept seed would be
+    # reused silently.
+    state["cycle_name"] = ""
+    state["cycle_seed"] = ""
+    state["cycle_detail"] = made.name  # show the new cycle's details below
+
+
 with store.session(path) as db:
-    runs = [r.name for r in store.judge_runs(db)]
+    runs = [r.name for r in cycles.sampleable_runs(db)]
+    default = cycles.default_run(db)
 if not runs:
-    st.info("No judge runs yet: import judged answers first (python -m calibration import FILE).")
+    st.info("No judge runs with verdicts yet: import judged answers first "
+            "(python -m calibration import FILE).")
     st.stop()
 
 st.subheader("New cycle")
 with st.form("new_cycle", enter_to_submit=False):
     left, right = st.columns(2)
-    name = left.text_input("Name", max_chars=100, key="cycle_name",
-                           placeholder="e.g. prompt v3, week 12")
-    run = right.selectbox("Judge run", runs, index=len(runs) - 1, key="cycle_run")
-    size = left.number_input("Answers to sample", min_value=1, max_value=1000,
-                             value=cycles.DEFAULT_SIZE, step=1, key="cycle_size",
-                             help=f"{cycles.MIN_SIZE}–{cycles.MAX_SIZE} unless forced")
-    seed_text = right.text_input("Seed", key="cycle_seed",
-                                 placeholder="blank: draw one and record it")
-    strategy = left.selectbox(
+    left.text_input("Name", max_chars=100, key="cycle_name", placeholder="e.g. prompt v3, week 12")
+    right.selectbox("Judge run", runs, key="cycle_run",
+                    index=runs.index(default.name) if default and default.name in runs else len(runs) - 1,
+                    help="runs that gave verdicts; the default is the most recently imported run")
+    left.number_input("Answers to sample", min_value=1, max_value=1000, value=cycles.DEFAULT_SIZE,
+                      step=1, key="cycle_size",
+                      help=f"{cycles.MIN_SIZE}–{cycles.MAX_SIZE} unless forced")
+    right.text_input("Seed", key="cycle_seed", placeholder="blank: draw one and record it")
+    left.selectbox(
         "Strategy", sampling.STRATEGIES, key="cycle_strategy",
         help="random: uniform; stratified: proportional by category; failures-first: "
              "oversample answers the judge did not call SUPPORTED, rest at random")
-    overlap = right.number_input("Overlap share", min_value=0.0, max_value=1.0,
-                                 value=cycles.DEFAULT_OVERLAP, step=0.05, key="cycle_overlap",
-                                 help="share of answers given to two reviewers")
-    reviewers_text = st.text_input("Reviewers", key="cycle_reviewers",
-                                   placeholder="comma-separated; blank: open to every reviewer")
-    holdout = st.checkbox("Holdout cycle: sample only holdout answers", key="cycle_holdout")
-    include_labeled = st.checkbox("Include answers whose claims all have a final human label",
-                                  key="cycle_include_labeled")
-    force = st.checkbox(f"Force a size outside {cycles.MIN_SIZE}–{cycles.MAX_SIZE}",
-                        key="cycle_force")
-    submitted = st.form_submit_button("Create cycle", type="primary")
+    right.number_input("Overlap share", min_value=0.0, max_value=1.0, value=cycles.DEFAULT_OVERLAP,
+                       step=0.05, key="cycle_overlap", help="share of answers given to two reviewers")
+    left.text_input("Reviewers", key="cycle_reviewers",
+                    placeholder="comma-separated; blank: open to every reviewer")
+    right.number_input("Failing share (failures-first)", min_value=0.0, max_value=1.0,
+                       value=sampling.DEFAULT_FAILING_SHARE, step=0.05, key="cycle_failing_share",
+                       help="the least share of the slots given to answers with a non-SUPPORTED "
+                            "verdict; more when they are a larger share of the pool")
+    st.checkbox(HOLDOUT_LABEL, key="cycle_holdout")
+    st.checkbox(INCLUDE_LABEL, key="cycle_include_labeled",
+                help="answers whose claims all have a final human label are left out by default")
+    st.checkbox(FORCE_LABEL, key="cycle_force")
+    st.form_submit_button("Create cycle", type="primary", on_click=_create)
 
-if submitted:
-    try:
-        seed = int(seed_text) if seed_text.strip() else None
-    except ValueError:
-        _show("error", "The cycle was not created.", ["seed: must be a whole number, or blank"])
-    else:
-        try:
-            with store.session(path) as db:
-                made = cycles.create_cycle(
-                    db, name=name, judge_run=run, size=int(size), seed=seed, strategy=strategy,
-                    reviewers=reviewers_text.split(","), overlap=float(overlap),
-                    holdout=holdout, include_labeled=include_labeled, force=force,
-                    created_by=lead)
-        except CalibrationError as exc:
-            _show("error", "The cycle was not created.", _problems(exc))
-        else:
-            st.session_state["cycle_detail"] = made.name  # show the new cycle's details below
-            summary = (f"{made.name}: {made.size} answers of {made.judge_run}, "
-                       f"{made.strategy}, seed {made.seed}")
-            if made.warnings:
-                _show("warning", "Cycle created, with warnings.", [summary, *made.warnings])
-            else:
-                _show("success", "Cycle created.", [summary])
+if created := st.session_state.pop(CREATED, None):
+    _show(*created)
 
 
 # ---------------------------------------------------------------- list and progress
 
 
-def _close(cycle_name: str) -> None:
+def _close(cycle_name: str, force: bool) -> None:
     try:
         with store.session(path) as db:
-            cycles.close_cycle(db, cycle_name)
+            cycles.close_cycle(db, cycle_name, force=force, ui_names=UI_NAMES)
     except CalibrationError as exc:
         st.session_state[OUTCOME] = ("error", "The cycle was not closed.", _problems(exc))
     else:
@@ -106,64 +178,194 @@ def _close(cycle_name: str) -> None:
                                      [cycle_name])
 
 
-with store.session(path) as db:
-    listed = [(c, cycles.progress(db, c.id)) for c in reversed(cycles.list_cycles(db))]
+def _ci(bounds: tuple[float, float] | None, fmt: str) -> str:
+    return "95% CI " + (f"{bounds[0]:{fmt}} – {bounds[1]:{fmt}}" if bounds else "undefined")
 
-st.subheader("Cycles")
-if outcome := st.session_state.pop(OUTCOME, None):
-    _show(*outcome)  # the outcome of a close, set by its callback before this rerun
-if not listed:
-    st.info("No cycles yet.")
-    st.stop()
 
-st.dataframe(
-    [{"Name": c.name, "Status": c.status, "Judge run": c.judge_run, "Strategy": c.strategy,
-      "Seed": c.seed, "Answers": c.size,
-      "Claims labeled": f"{p.labeled} / {p.total}",
-      "Done": p.labeled / p.total if p.total else 0.0,
-      "Reviewers": ", ".join(c.reviewers) or "open to all",
-      "Holdout": c.holdout, "Created by": c.created_by or "", "Created at": c.created_at}
-     for c, p in listed],
-    hide_index=True,
-    column_config={"Done": st.column_config.ProgressColumn(
-        "Done", format="percent", min_value=0.0, max_value=1.0)},
-    key="cycles_table",
-)
+def _frozen(cycle: cycles.Cycle) -> None:
+    """The figures frozen at close, readable; the raw snapshot behind an expander."""
+    st.caption(f"Figures frozen at close, {_local_text(cycle.closed_at)}")
+    fig = cycles.frozen_figures(cycle.snapshot)
+    if fig is None:
+        st.info("This cycle was closed without a snapshot.")
+        return
+    if fig.agreement is None:
+        st.info("No claim had a final human label when the cycle closed, so no agreement "
+                "figures were frozen.")
+    else:
+        # The flag as the dashboard shows it: a coloured box with constant text.
+        box = {"revise": st.error, "ok": st.success}.get(fig.flag or "", st.info)
+        box(f"Flag: {fig.flag}" if fig.flag in ("ok", "revise", "inconclusive") else "Flag: none")
+        for reason in fig.flag_reasons:
+            ui.literal(f"• {reason}")  # reasons may quote claim ids
+        cols = st.columns(3)
+        cols[0].metric("Agreement", f"{fig.agreement:.0%}", help="judge vs final human label")
+        cols[0].caption(_ci(fig.agreement_ci, ".0%") + " (Wilson)")
+        cols[1].metric("Cohen's kappa", "n/a" if fig.kappa is None else f"{fig.kappa:.2f}")
+        cols[1].caption(_ci(fig.kappa_ci, ".2f"))
+        cols[2].metric("Claims in the figures", fig.n_claims)
+        cols[2].caption(f"{plural(fig.n_answers, 'answer')}; labels from outside the cycle count "
+                        f"too. Labeled for this cycle at close: {fig.labeled} of "
+                        f"{plural(fig.total or 0, 'claim')}")
+        if fig.weighted_agreement is not None:
+            st.caption(f"Re-weighted to the whole run by 1/π: {fig.weighted_agreement:.0%}, "
+                       + _ci(fig.weighted_ci, ".0%"))
+    with st.expander("Raw snapshot (JSON)"):
+        st.json(cycle.snapshot, expanded=False)
 
-by_name = {c.name: (c, p) for c, p in listed}
-chosen = st.selectbox("Cycle", list(by_name), key="cycle_detail")
-cycle, prog = by_name[chosen]
 
-cols = st.columns(3)
-cols[0].metric("Claims labeled", f"{prog.labeled} / {prog.total}",
-               help="claims with a final human label from anyone: labels are reused across cycles")
-cols[1].metric("Answers", cycle.size)
-cols[2].metric("Status", cycle.status)
-
-st.caption("Per reviewer (claims labeled / assigned)")
-if prog.reviewers:
-    st.dataframe([{"Reviewer": r.reviewer, "Labeled": r.labeled, "Claims": r.total,
-                   "Done": r.labeled / r.total if r.total else 0.0} for r in prog.reviewers],
-                 hide_index=True,
-                 column_config={"Done": st.column_config.ProgressColumn(
-                     "Done", format="percent", min_value=0.0, max_value=1.0)})
-else:
-    st.text("Nobody has labeled a claim of this cycle yet.")
-
-with st.expander("Answers in cycle order"):
+def _cycles_section() -> None:
     with store.session(path) as db:
-        items = cycles.cycle_answers(db, cycle.id)
-    st.dataframe([{"#": i.position + 1, "Answer": i.answer_id, "Claims": i.claims,
-                   "Inclusion probability": round(i.inclusion_prob, 4),
-                   "Reviewers": ", ".join(i.reviewers) or "anyone"} for i in items],
-                 hide_index=True)
+        listed = [(c, cycles.progress(db, c.id)) for c in reversed(cycles.list_cycles(db))]
 
-if cycle.status == "open":
-    confirm = st.checkbox("Closing freezes this cycle's figures; labels given later do not "
-                          "change them.", key="cycle_close_confirm")
-    st.button("Close cycle", type="primary", disabled=not confirm, on_click=_close,
-              args=(cycle.name,), key="cycle_close")
-elif cycle.snapshot:
-    st.caption("Figures frozen at close")
-    st.json({k: cycle.snapshot.get(k) for k in ("frozen_at", "progress", "counts")},
-            expanded=False)
+    st.subheader("Cycles")
+    if outcome := st.session_state.pop(OUTCOME, None):
+        _show(*outcome)  # the outcome of a close, set by its callback before this rerun
+    if not listed:
+        st.info("No cycles yet.")
+        return
+
+    # Columns in order of use, with widths in pixels: what a lead scans for (name, status,
+    # progress, who, when) fits a laptop screen; the design details scroll in on the right.
+    # (No pinned column: Streamlit greys pinned text.) The chosen cycle is also shown in
+    # full below the table.
+    text = st.column_config.TextColumn
+    number = st.column_config.NumberColumn
+    st.dataframe(
+        [{"Name": c.name, "Status": c.status, "Claims labeled": f"{p.labeled} / {p.total}",
+          "Done": p.fraction, "Reviewers": ", ".join(c.reviewers) or "open to all",
+          "Created by": c.created_by or "", "Created": _local(c.created_at), "Judge run": c.judge_run,
+          "Strategy": c.strategy, "Answers": c.size, "Seed": c.seed,
+          "Labeled outside": p.labeled_elsewhere, "Holdout": c.holdout, "Closed": _local(c.closed_at)}
+         for c, p in listed],
+        hide_index=True,
+        column_config={
+            "Name": text("Name", width=220),
+            "Status": text("Status", width=70),
+            "Judge run": text("Judge run", width=190),
+            "Claims labeled": text(
+                "Claims labeled", width=110,
+                help="claims every assigned reviewer has labeled; in a cycle open to all, "
+                     "claims labeled for this cycle"),
+            "Done": st.column_config.ProgressColumn("Done", format="percent", min_value=0.0,
+                                                    max_value=1.0, width=90),
+            "Reviewers": text("Reviewers", width=260),
+            "Created by": text("Created by", width=150),
+            "Created": st.column_config.DatetimeColumn("Created", format=DATE_FORMAT, width=150),
+            "Strategy": text("Strategy", width=115),
+            "Answers": number("Answers", width=80),
+            "Seed": number("Seed", width=110, format="%d"),
+            "Labeled outside": number(
+                "Labeled outside", width=120,
+                help="claims not labeled by this cycle's reviewers that already have a final "
+                     "human label from elsewhere (another cycle, an import, an adjudication)"),
+            "Holdout": st.column_config.CheckboxColumn("Holdout", width=80),
+            "Closed": st.column_config.DatetimeColumn("Closed", format=DATE_FORMAT, width=150),
+        },
+        key="cycles_table",
+    )
+
+    by_name = {c.name: (c, p) for c, p in listed}
+    chosen = st.selectbox("Cycle", list(by_name), key="cycle_detail")
+    cycle, prog = by_name[chosen]
+
+    # The chosen cycle in full, as literal text: names and reviewers are user text, and
+    # the table above may cut long ones.
+    ui.literal(f"{cycle.name} · {cycle.judge_run} · {cycle.strategy}"
+               + (f" (failing share {cycle.failing_share:g})" if cycle.failing_share is not None else "")
+               + f" · seed {cycle.seed}" + (" · holdout" if cycle.holdout else ""))
+    ui.literal(f"Created {_local_text(cycle.created_at)} by {cycle.created_by or 'unknown'}"
+               + (f" · closed {_local_text(cycle.closed_at)}" if cycle.closed_at else ""))
+    ui.literal("Reviewers: " + (", ".join(cycle.reviewers) or "open to every reviewer"))
+    cols = st.columns(3)
+    cols[0].metric("Claims labeled", f"{prog.labeled} / {prog.total}",
+                   help="claims every assigned reviewer has labeled; in a cycle open to all, "
+                        "claims labeled for this cycle")
+    cols[1].metric("Answers", cycle.size)
+    cols[2].metric("Status", cycle.status)
+    if prog.labeled_elsewhere:
+        st.caption(f"Already labeled outside this cycle: {plural(prog.labeled_elsewhere, 'claim')} "
+                   "(not counted above)")
+
+    st.caption("Per reviewer (claims labeled / assigned)")
+    if prog.reviewers:
+        st.dataframe([{"Reviewer": r.reviewer, "Labeled": r.labeled, "Claims": r.total,
+                       "Done": r.labeled / r.total if r.total else 0.0} for r in prog.reviewers],
+                     hide_index=True,
+                     column_config={
+                         "Reviewer": st.column_config.TextColumn("Reviewer", width="medium"),
+                         "Done": st.column_config.ProgressColumn(
+                             "Done", format="percent", min_value=0.0, max_value=1.0)})
+    else:
+        st.text("Nobody has labeled a claim for this cycle yet.")
+
+    with st.expander("Answers in cycle order"):
+        with store.session(path) as db:
+            items = cycles.cycle_answers(db, cycle.id)
+        st.dataframe([{"#": i.position + 1, "Answer": i.answer_id, "Claims": i.claims,
+                       "Inclusion probability": round(i.inclusion_prob, 4),
+                       "Reviewers": ", ".join(i.reviewers) or "anyone"} for i in items],
+                     hide_index=True,
+                     column_config={"Answer": st.column_config.TextColumn("Answer", width="medium"),
+                                    "Reviewers": st.column_config.TextColumn("Reviewers", width="large")})
+
+    if cycle.status == "open":
+        left = prog.outstanding()
+        if left:
+            st.warning(f"Work remains: {left}.")  # numbers and constant words only
+            label = ("Close anyway: the outstanding labels will be missing from the frozen figures, "
+                     "and labels given later do not change them.")
+        else:
+            label = "Closing freezes this cycle's figures; labels given later do not change them."
+        # Keyed by cycle: a confirmation ticked for one cycle never closes another.
+        confirm = st.checkbox(label, key=f"cycle_close_confirm_{cycle.id}")
+        st.button("Close cycle", type="primary", disabled=not confirm, on_click=_close,
+                  args=(cycle.name, bool(left)), key="cycle_close")
+    else:
+        _frozen(cycle)
+
+
+_cycles_section()
+
+
+# ---------------------------------------------------------------- holdout
+
+
+def _holdout(flag: bool) -> None:
+    """Mark (or clear) the pasted answer ids as holdout; on success clear the box."""
+    ids = [line.strip() for line in str(st.session_state.get("holdout_ids") or "").splitlines()]
+    ids = [a for a in ids if a]
+    if not ids:
+        st.session_state[HELD] = ("error", "Nothing changed.", ["paste answer ids, one per line"])
+        return
+    try:
+        with store.session(path) as db:
+            changed = cycles.mark_holdout(db, ids, flag)
+    except CalibrationError as exc:
+        st.session_state[HELD] = ("error", "Nothing changed.", _problems(exc))
+        return
+    same = len(set(ids)) - changed
+    done = "marked as holdout" if flag else "no longer holdout"
+    already = f" ({plural(same, 'answer')} already {'was' if same == 1 else 'were'})" if same else ""
+    st.session_state[HELD] = ("success", "Holdout updated.", [f"{plural(changed, 'answer')} {done}{already}"])
+    st.session_state["holdout_ids"] = ""
+
+
+st.subheader("Holdout answers")
+st.caption("Holdout answers are never sampled by an ordinary cycle (one that tunes the judge); only "
+           "a holdout cycle samples them, so they stay an independent check. An answer already "
+           "sampled by an ordinary cycle cannot become holdout.")
+with store.session(path) as db:
+    held = cycles.holdout_answers(db)
+st.metric("Holdout answers", len(held))
+with st.form("holdout_form", enter_to_submit=False):
+    st.text_area("Answer ids, one per line", key="holdout_ids", height=120)
+    mark, unmark = st.columns(2)
+    mark.form_submit_button("Mark as holdout", on_click=_holdout, args=(True,))
+    unmark.form_submit_button("Clear the holdout mark", on_click=_holdout, args=(False,))
+if held_outcome := st.session_state.pop(HELD, None):
+    _show(*held_outcome)
+if held:
+    with st.expander(f"The {plural(len(held), 'holdout answer')}"):
+        st.dataframe([{"Answer": a} for a in held], hide_index=True,
+                     column_config={"Answer": st.column_config.TextColumn("Answer", width="large")})

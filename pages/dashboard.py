@@ -38,6 +38,7 @@ def _pct_col(label: str) -> st.column_config.NumberColumn:
 
 
 st.title("Dashboard")
+ui.require_lead()
 path = ui.db_path()
 with store.session(path) as db:
     runs = dashboard.run_names(db)

@@ -1,4 +1,10 @@
-"""Home: what the database holds, per judge run."""
+"""Home: what the database holds, per judge run.
+
+Anyone who opens the app, reviewers included, sees this page, so it shows no judge
+verdicts: a count of the judge's SUPPORTED / CONTRADICTED / UNSUPPORTED per run would tell
+a reviewer what the judge said before they label blind. Verdict figures live on the
+Dashboard (leads only).
+"""
 
 from __future__ import annotations
 
@@ -34,13 +40,13 @@ if not runs:
             "judged answers with `python -m calibration import FILE.jsonl`.")
 else:
     # st.dataframe draws cell text literally (no markdown), so run names are safe here.
+    # No verdict counts (see the docstring).
     st.dataframe(
         [
             {
                 "judge run": r.run.name,
                 "answers": r.answers,
                 "claims": r.claims,
-                **{v.lower(): n for v, n in r.verdicts.items()},
                 "human-labeled claims": r.labeled_claims,
             }
             for r in runs

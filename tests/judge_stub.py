@@ -126,13 +126,16 @@ class StubServer:
                  default: Kind = "ok", verdicts: Mapping[str, str] | None = None,
                  latency: float = 0.0,
                  handler: Callable[[StubRequest], Reply] | None = None,
-                 record: bool = True) -> None:
+                 record: bool = True, keep_alive: bool = True) -> None:
         self.script = {k: list(v) for k, v in (script or {}).items()}
         self.default = default
         self.verdicts = dict(verdicts or {})
         self.latency = latency
         self.handler = handler
         self.record = record
+        # False: every reply says "Connection: close", so each request opens a new connection
+        # and stopping the server makes the next one fail to connect (as a crashed server does).
+        self.keep_alive = keep_alive
         self.requests: list[StubRequest] = []
         self.count = 0
         self.in_flight = 0
@@ -211,6 +214,8 @@ class StubServer:
                     self.send_header("Content-Length", str(len(reply.body)))
                     for k, v in reply.headers.items():
                         self.send_header(k, v)
+                    if not stub.keep_alive:
+                        self.send_header("Connection", "close")
                     self.end_headers()
                     self.wfile.write(reply.body)
                     self.wfile.flush()

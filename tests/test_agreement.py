@@ -30,6 +30,7 @@ from calibration.agreement import (
     Thresholds,
     agreement_many,
     agreement_report,
+    agreement_report_arrays,
     bootstrap_tables,
     bowker,
     claims_for_kappa_half_width,
@@ -38,11 +39,13 @@ from calibration.agreement import (
     cluster_tables,
     cohens_kappa,
     compare_judge_runs,
+    compare_judge_runs_arrays,
     confusion_matrix,
     decide_flag,
     final_human_label,
     gwet_ac1,
     human_human_agreement,
+    human_human_agreement_arrays,
     kappa_many,
     kappa_max,
     kish_effective_n,
@@ -185,6 +188,30 @@ def test_kappa_matches_statsmodels_on_random_tables(seed):
     assert ours.kappa_max == pytest.approx(ref.kappa_max, abs=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("table", "side"),
+    [
+        ([[5, 1, 0], [0, 5, 0], [0, 0, 5]], "high"),  # statsmodels: upper 1.083
+        ([[2, 1], [0, 3]], "high"),  # statsmodels: upper 1.229
+        ([[1, 4], [4, 0]], "low"),  # statsmodels: lower -1.133
+    ],
+)
+def test_kappa_interval_is_clipped_to_its_range(table, side):
+    # Kappa lies in [-1, 1]; the normal interval kappa +- z SE leaves it on small tables near
+    # the ends. The bound is clipped, everything else stays statsmodels' (FCE) figure.
+    ours = cohens_kappa(table)
+    ref = sm_cohens_kappa(np.array(table))
+    assert ours.value == pytest.approx(ref.kappa, abs=1e-12)
+    assert ours.se == pytest.approx(ref.std_kappa, abs=1e-12)
+    if side == "high":
+        assert ref.kappa_upp > 1 and ours.ci_high == 1.0
+        assert ours.ci_low == pytest.approx(ref.kappa_low, abs=1e-12)
+    else:
+        assert ref.kappa_low < -1 and ours.ci_low == -1.0
+        assert ours.ci_high == pytest.approx(ref.kappa_upp, abs=1e-12)
+    assert -1.0 <= ours.ci_low <= ours.value <= ours.ci_high <= 1.0
+
+
 def test_kappa_max_sas_example():
     # Independent: statsmodels gives 0.5701357466 for the SAS table.
     assert kappa_max(SAS_TABLE) == pytest.approx(0.5701357466063348, abs=1e-12)
@@ -324,6 +351,21 @@ def test_bootstrap_close_to_analytic_for_independent_claims():
     analytic = cohens_kappa(per.sum(axis=0).reshape(3, 3))
     assert boot.ci_low == pytest.approx(analytic.ci_low, abs=0.01)
     assert boot.ci_high == pytest.approx(analytic.ci_high, abs=0.01)
+
+
+@pytest.mark.parametrize("claims_per_answer", [1, 3, 7])
+def test_bootstrap_shortcut_for_repeated_cluster_tables_gives_the_same_resamples(claims_per_answer):
+    # One integer tensor whose answers repeat a few tables takes the grouped branch; two tensors
+    # take the general one. Both must give bit-identical resamples from the same draws.
+    rng = np.random.default_rng(claims_per_answer)
+    n = 600 * claims_per_answer
+    human = rng.choice(3, size=n, p=[0.6, 0.1, 0.3])
+    judge = np.where(rng.random(n) < 0.85, human, rng.integers(0, 3, size=n))
+    cluster = np.sort(rng.integers(0, 600, size=n))
+    per = cluster_tables(cluster, human, judge, 600)
+    (grouped,) = bootstrap_tables([per], resamples=300, seed=3)
+    general, _ = bootstrap_tables([per, per], resamples=300, seed=3)
+    assert np.array_equal(grouped, general)
 
 
 def test_bootstrap_needs_two_answers():
@@ -778,3 +820,71 @@ def test_compare_judge_runs():
     d = cmp.to_dict("m@1", "m@2")
     json.dumps(d, allow_nan=False)
     assert d["only_a_right"] == 9
+
+
+# ------------------------------------------------------------------------------------------
+# The same figures from columns (what the dashboard feeds)
+# ------------------------------------------------------------------------------------------
+
+
+def _random_items(seed: int, weighted: bool) -> list[LabeledClaim]:
+    rng = np.random.default_rng(seed)
+    items = []
+    for i in range(int(rng.integers(1, 400))):
+        answer = f"a{int(rng.integers(0, 60))}"  # answers interleave, so first appearance matters
+        h = int(rng.choice(3, p=[0.6, 0.1, 0.3]))
+        j = h if rng.random() < 0.8 else int(rng.integers(0, 3))
+        w = float(rng.choice([1.0, 2.5, 1 / 0.3])) if weighted else None
+        items.append(LabeledClaim(answer, f"{answer}/c{i}", LABELS[h], LABELS[j], w))
+    return items
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_report_from_columns_equals_report_from_records(seed):
+    items = _random_items(seed, weighted=seed % 2 == 1)
+    weights = np.array([it.weight for it in items]) if items[0].weight is not None else None
+    human = [LABELS.index(it.human) for it in items]
+    judge = [LABELS.index(it.judge) for it in items]
+    # Answer labels are any distinct integers; the report numbers them by first appearance.
+    cluster = [int(it.answer_id[1:]) * 7919 % 10_007 + 5 for it in items]
+    keys = [it.claim_key for it in items]
+    a = agreement_report(items, bootstrap=300, seed=seed)
+    b = agreement_report_arrays(human, judge, cluster, keys, weights=weights, bootstrap=300, seed=seed)
+    assert a.to_dict() == b.to_dict()
+    assert np.array_equal(a.confusion, b.confusion)
+
+
+def test_report_from_columns_checks_its_input():
+    with pytest.raises(ValueError, match="twice"):
+        agreement_report_arrays([0, 0], [0, 1], [0, 0], ["k", "k"], bootstrap=0)
+    with pytest.raises(ValueError, match="indices"):
+        agreement_report_arrays([0, 3], [0, 1], [0, 0], ["k1", "k2"], bootstrap=0)
+    with pytest.raises(ValueError, match="positive"):
+        agreement_report_arrays([0], [0], [0], ["k"], weights=np.array([0.0]), bootstrap=0)
+    with pytest.raises(ValueError, match="one length"):
+        agreement_report_arrays([0, 1], [0], [0, 0], ["k1", "k2"], bootstrap=0)
+
+
+def test_compare_from_columns_equals_compare_from_records():
+    rng = np.random.default_rng(4)
+    rows = [tuple(int(x) for x in rng.integers(0, 3, size=3)) for _ in range(300)]
+    items = [PairedClaim(f"a{i // 3}", f"k{i}", LABELS[h], LABELS[a], LABELS[b])
+             for i, (h, a, b) in enumerate(rows)]
+    ours = compare_judge_runs_arrays(*zip(*rows, strict=True), [it.claim_key for it in items])
+    assert ours == compare_judge_runs(items)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_human_human_from_columns_equals_records(seed):
+    # Two or three labels a claim take the array branch, four or more the records' branch:
+    # both must give exactly the records' figures, alpha included.
+    rng = np.random.default_rng(seed)
+    names = ["zoe", "ann", "bob", "cy", "dee"][: 2 + seed % 4]
+    most = min(len(names), (2, 3, 4)[seed % 3])
+    rows = []
+    for claim in rng.permutation(80)[: int(rng.integers(0, 80))]:
+        for r in rng.permutation(len(names))[: int(rng.integers(1, most + 1))]:
+            rows.append((int(claim) * 13, int(r), int(rng.choice(3, p=[0.7, 0.1, 0.2]))))
+    claim, reviewer, verdict = (list(x) for x in zip(*rows, strict=True)) if rows else ([], [], [])
+    ours = human_human_agreement_arrays(claim, reviewer, verdict, names)
+    assert ours == human_human_agreement([(f"k{c}", names[r], LABELS[v]) for c, r, v in rows])

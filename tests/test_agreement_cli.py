@@ -146,5 +146,7 @@ def test_stats_for_a_cycle_is_weighted_and_uses_the_cycle_run(wice_db, capsys):
 
 
 def test_stats_on_an_empty_database_is_a_clear_error(tmp_path: Path, capsys):
-    assert main(["--db", str(tmp_path / "empty.db"), "stats"]) == 1
+    empty = tmp_path / "empty.db"
+    store.connect(empty).conn.close()  # migrated, but nothing imported
+    assert main(["--db", str(empty), "stats"]) == 1
     assert "no judge runs yet" in capsys.readouterr().err

@@ -195,10 +195,21 @@ def test_overlap_pairs_rotate_over_every_pair_of_reviewers() -> None:
 
 
 def test_one_reviewer_gets_everything_with_a_warning(run_db: Database) -> None:
-    cycle = create(run_db, reviewers=["ann", " ann ", ""], overlap=0.2)
+    cycle = create(run_db, reviewers=[" ann ", ""], overlap=0.2)
     assert cycle.reviewers == ("ann",) and cycle.overlap == 0
     assert any("two reviewers" in w for w in cycle.warnings)
     assert cycles.queue(run_db, cycle.id, "ann") == list(cycle.answers)
+
+
+def test_reviewer_names_are_normalised_and_duplicates_refused(run_db: Database) -> None:
+    with pytest.raises(InputError, match="listed once") as err:
+        create(run_db, reviewers=["a", " a", "A", "bob", "Bob "])
+    assert err.value.problems == ["reviewers: each reviewer may be listed once (names are compared "
+                                  "ignoring case and spacing), but these are the same: "
+                                  "'a', 'a', 'A'; 'bob', 'Bob'"]
+    assert cycles.list_cycles(run_db) == []
+    cycle = create(run_db, reviewers=["ann\t lee", " bob  ", ""])
+    assert cycle.reviewers == ("ann lee", "bob")
 
 
 def test_open_cycle_queue_is_every_answer_for_anyone(run_db: Database) -> None:
@@ -208,7 +219,7 @@ def test_open_cycle_queue_is_every_answer_for_anyone(run_db: Database) -> None:
     assert cycles.queue(run_db, open_cycle.id, "zoe") == list(open_cycle.answers)
     assert [c.name for c in cycles.open_cycles_for(run_db, "zoe")] == ["open"]
     assert [c.name for c in cycles.open_cycles_for(run_db, "ann")] == ["open", "assigned"]
-    cycles.close_cycle(run_db, "open")
+    cycles.close_cycle(run_db, "open", force=True)
     assert [c.name for c in cycles.open_cycles_for(run_db, "ann")] == ["assigned"]
     assert assigned.reviewers == ("ann", "bob")
 
@@ -256,31 +267,114 @@ def test_clear_errors(run_db: Database, claims_of: dict[str, list[int]]) -> None
 # ---------------------------------------------------------------- progress and closing
 
 
-def test_progress_counts_claims_overall_and_per_reviewer(run_db: Database,
-                                                        claims_of: dict[str, list[int]]) -> None:
+def label_all(db: Database, pks: list[int], reviewer: str, cycle_id: int | None = None,
+              verdict: str = "SUPPORTED") -> None:
+    for pk in pks:
+        store.record_label(db, claim=pk, reviewer=reviewer, kind="blind", verdict=verdict,
+                           cycle_id=cycle_id)
+
+
+def test_progress_counts_the_assigned_reviewers_own_labels(run_db: Database,
+                                                           claims_of: dict[str, list[int]]) -> None:
     cycle = create(run_db, size=20, reviewers=["ann", "bob"], overlap=0.2)
-    ann = cycles.queue(run_db, cycle.id, "ann")
-    for pk in claims_of[ann[0]] + claims_of[ann[1]][:1]:
-        store.record_label(run_db, claim=pk, reviewer="ann", kind="blind", verdict="SUPPORTED")
-    store.record_label(run_db, claim=claims_of[ann[2]][0], reviewer="ann", kind="skip")
+    items = cycles.cycle_answers(run_db, cycle.id)
+    solo = [i.answer_id for i in items if i.reviewers == ("ann",)]
+    shared = next(i.answer_id for i in items if len(i.reviewers) == 2)
+    label_all(run_db, claims_of[solo[0]] + claims_of[solo[1]][:1], "ann", cycle.id)
+    store.record_label(run_db, claim=claims_of[solo[2]][0], reviewer="ann", kind="skip")
+    label_all(run_db, claims_of[shared], "ann", cycle.id)  # bob still owes these two
+    label_all(run_db, claims_of[solo[3]], "zoe")  # not assigned here: labeled outside the cycle
     prog = cycles.progress(run_db, cycle.id)
-    assert (prog.labeled, prog.total) == (3, 40)
+    # Done: solo[0] (2 claims) and solo[1]'s first claim; the shared answer waits for bob.
+    assert (prog.labeled, prog.total, prog.labeled_elsewhere) == (3, 40, 2)
+    n_ann = 2 * len(cycles.queue(run_db, cycle.id, "ann"))
     per = {r.reviewer: (r.labeled, r.total) for r in prog.reviewers}
-    assert per == {"ann": (3, 2 * len(ann)), "bob": (0, 2 * (24 - len(ann)))}
+    assert per == {"ann": (5, n_ann), "bob": (0, 48 - n_ann)}
+    assert prog.missing == 48 - 5
+    assert prog.outstanding() == f"2 of 2 reviewers have labels outstanding: {48 - 5} claims unlabeled"
+
+
+def test_an_include_labeled_cycle_starts_at_zero(run_db: Database,
+                                                 claims_of: dict[str, list[int]]) -> None:
+    for pks in claims_of.values():  # every claim labeled before the cycle, by an import
+        for pk in pks:
+            store.record_label(run_db, claim=pk, reviewer="imported", kind="import", verdict="SUPPORTED")
+    cycle = create(run_db, size=20, reviewers=["ann", "bob", "cid"], overlap=0.0,
+                   include_labeled=True)
+    prog = cycles.progress(run_db, cycle.id)
+    assert (prog.labeled, prog.total, prog.labeled_elsewhere) == (0, 40, 40)
+    assert prog.fraction == 0 and {r.labeled for r in prog.reviewers} == {0}
+    assert prog.headline() == "0/40 claims labeled (already labeled outside this cycle: 40)"
+    for aid in cycles.queue(run_db, cycle.id, "ann"):
+        label_all(run_db, claims_of[aid], "ann", cycle.id)
+    prog = cycles.progress(run_db, cycle.id)
+    ann = next(r for r in prog.reviewers if r.reviewer == "ann")
+    assert prog.labeled == ann.total and prog.labeled_elsewhere == 40 - ann.total
+    assert prog.outstanding() == ("2 of 3 reviewers have labels outstanding: "
+                                  f"{40 - ann.total} claims unlabeled")
+
+
+def test_open_cycle_progress_counts_labels_made_for_it(run_db: Database,
+                                                       claims_of: dict[str, list[int]]) -> None:
+    cycle = create(run_db, size=15, reviewers=[])
+    first, second, third = cycle.answers[:3]
+    label_all(run_db, claims_of[first], "ann", cycle.id)
+    label_all(run_db, claims_of[second][:1], "bob", cycle.id)
+    label_all(run_db, claims_of[third], "ann")  # given elsewhere: not this cycle's work
+    prog = cycles.progress(run_db, cycle.id)
+    assert (prog.labeled, prog.total, prog.labeled_elsewhere) == (3, 30, 2)
+    assert {r.reviewer: (r.labeled, r.total) for r in prog.reviewers} == {"ann": (2, 30), "bob": (1, 30)}
+    assert prog.outstanding() == "27 of 30 claims have no label made for this cycle"
+
+
+def test_closing_with_work_outstanding_needs_force(run_db: Database,
+                                                   claims_of: dict[str, list[int]]) -> None:
+    cycle = create(run_db, size=20, reviewers=["ann", "bob", "cid"], overlap=0.0)
+    for aid in cycles.queue(run_db, cycle.id, "ann"):
+        label_all(run_db, claims_of[aid], "ann", cycle.id)
+    owed = 40 - 2 * len(cycles.queue(run_db, cycle.id, "ann"))
+    with pytest.raises(cycles.WorkOutstandingError) as err:
+        cycles.close_cycle(run_db, "c1")
+    assert str(err.value) == (f"cycle 'c1' still has work: 2 of 3 reviewers have labels outstanding: "
+                              f"{owed} claims unlabeled; use --force to close it anyway (its figures "
+                              "are frozen at close)")
+    with pytest.raises(cycles.WorkOutstandingError, match="tick 'Close anyway'"):
+        cycles.close_cycle(run_db, "c1", ui_names={"force_close": "tick 'Close anyway'"})
+    assert cycles.get_cycle(run_db, "c1").status == "open"
+    assert cycles.close_cycle(run_db, "c1", force=True).status == "closed"
+    # With every assigned label given, closing needs no force.
+    done = create(run_db, name="c2", size=15, reviewers=["ann"], include_labeled=True)
+    for aid in done.answers:
+        label_all(run_db, claims_of[aid], "ann", done.id)
+    assert cycles.progress(run_db, done.id).outstanding() is None
+    assert cycles.close_cycle(run_db, "c2").status == "closed"
 
 
 def test_closing_freezes_a_snapshot(run_db: Database, claims_of: dict[str, list[int]]) -> None:
     cycle = create(run_db, size=15, reviewers=[])
-    for aid in cycle.answers[:5]:
-        for pk in claims_of[aid]:
-            store.record_label(run_db, claim=pk, reviewer="ann", kind="blind", verdict="SUPPORTED")
-    closed = cycles.close_cycle(run_db, "c1")
+    for n, aid in enumerate(cycle.answers[:5]):
+        # The judge said SUPPORTED on c1 everywhere; one human disagreement keeps kappa defined.
+        pks = claims_of[aid]
+        label_all(run_db, pks[:1], "ann", cycle.id, "CONTRADICTED" if n == 0 else "SUPPORTED")
+        label_all(run_db, pks[1:], "ann", cycle.id, "UNSUPPORTED" if aid < "a10" else "SUPPORTED")
+    closed = cycles.close_cycle(run_db, "c1", force=True)
     assert closed.status == "closed" and closed.closed_at
     snap = closed.snapshot
     assert snap is not None and snap["progress"]["labeled"] == 10 and snap["progress"]["total"] == 30
     assert sum(snap["counts"].values()) == 30 and snap["counts"]["unlabeled"] == 20
     assert len(snap["claims"]) == 30
-    assert snap["agreement"]["n_claims"] == 10
+    # The statistics module's report is stored: agreement and kappa, each with its interval.
+    report = snap["agreement"]
+    assert report["n_claims"] == 10 and report["judge_run"] == RUN
+    assert report["agreement"]["value"] == pytest.approx(0.9)
+    assert report["agreement"]["ci_low"] < 0.9 < report["agreement"]["ci_high"]
+    assert report["kappa"]["value"] is not None and "ci_low" in report["kappa"]
+    assert report["flag"]["status"] in ("ok", "revise", "inconclusive")
+    fig = cycles.frozen_figures(snap)
+    assert fig is not None
+    assert (fig.n_claims, fig.labeled, fig.total, fig.frozen_at) == (10, 10, 30, snap["frozen_at"])
+    assert fig.agreement == pytest.approx(0.9) and fig.agreement_ci is not None
+    assert fig.kappa == report["kappa"]["value"] and fig.flag == report["flag"]["status"]
     # Later labels change nothing frozen; a cycle closes once.
     store.record_label(run_db, claim=claims_of[cycle.answers[9]][0], reviewer="bob", kind="blind",
                        verdict="CONTRADICTED")
@@ -288,14 +382,91 @@ def test_closing_freezes_a_snapshot(run_db: Database, claims_of: dict[str, list[
     with pytest.raises(ConflictError, match="already closed"):
         cycles.close_cycle(run_db, "c1")
     given = create(run_db, name="c2")
-    assert cycles.close_cycle(run_db, "c2", {"note": "given"}).snapshot == {"note": "given"}
+    assert cycles.close_cycle(run_db, "c2", {"note": "given"}, force=True).snapshot == {"note": "given"}
     assert given.status == "open"
+    assert cycles.frozen_figures({"note": "given"}) == cycles.FrozenFigures(
+        None, None, None, None, 0, 0, None, None, None, None, None, None, None, (), "given")
+    assert cycles.frozen_figures(None) is None
 
 
 def test_closing_with_no_labels_stores_counts_only(run_db: Database) -> None:
     create(run_db)
-    snap = cycles.close_cycle(run_db, "c1").snapshot
+    snap = cycles.close_cycle(run_db, "c1", force=True).snapshot
     assert snap is not None and snap["agreement"] is None and "note" in snap
+
+
+# ---------------------------------------------------------------- design, runs, wording
+
+
+def test_failures_first_states_its_design_and_records_the_share(run_db: Database) -> None:
+    cycle = create(run_db, size=15, strategy="failures-first")
+    # 10 failing answers of 40: 8 of 15 slots (ceil(0.5 * 15)), pi 0.8 vs 7/30.
+    assert cycle.notes == ("failing answers: 8 of 15 slots (π 0.80) vs passing 7 (π 0.23)",)
+    assert cycle.warnings == () and cycle.failing_share == 0.5
+    more = create(run_db, name="c2", size=15, strategy="failures-first", failing_share=0.6)
+    assert more.notes == ("failing answers: 9 of 15 slots (π 0.90) vs passing 6 (π 0.20)",)
+    assert cycles.get_cycle(run_db, "c2").failing_share == 0.6
+    assert create(run_db, name="c3", size=15).failing_share is None  # random: no share
+    with pytest.raises(InputError, match="failing share"):
+        create(run_db, name="c4", strategy="failures-first", failing_share=1.5)
+
+
+def test_failures_first_warns_when_failures_are_the_majority(fresh_db: Database) -> None:
+    with store.write(fresh_db):
+        run_id = fresh_db.execute("INSERT INTO judge_runs (judge_model, prompt_version, created_at) "
+                                  "VALUES ('judge', 'v1', ?)", [store.now()]).lastrowid
+        for i in range(100):  # 63 failing answers, as in WiCE
+            add_answer(fresh_db, run_id, f"w{i:03d}", ["UNSUPPORTED" if i < 63 else "SUPPORTED"])
+    cycle = create(fresh_db, size=20, strategy="failures-first")
+    assert cycle.notes == ("failing answers: 13 of 20 slots (π 0.21) vs passing 7 (π 0.19)",)
+    assert cycle.warnings == (
+        "hardly oversampled: failures are already the majority (63 of 100 eligible answers), so a "
+        "failing answer is only 1.09× as likely to be drawn as a passing one; raise the failing "
+        "share to oversample them",)
+    more = create(fresh_db, name="c2", size=20, strategy="failures-first", failing_share=0.8)
+    assert more.notes == ("failing answers: 16 of 20 slots (π 0.25) vs passing 4 (π 0.11)",)
+    assert more.warnings == ()
+
+
+def test_sampleable_runs_and_the_default_run(run_db: Database) -> None:
+    with store.write(run_db):  # a later judge-lab run that failed: no verdicts at all
+        run_db.execute("INSERT INTO judge_runs (judge_model, prompt_version, origin, created_at) "
+                       "VALUES ('lab', 'broken', 'judge-lab', ?)", [store.now()])
+    assert [r.name for r in store.judge_runs(run_db)] == [RUN, "lab@broken"]
+    assert [r.name for r in cycles.sampleable_runs(run_db)] == [RUN]
+    default = cycles.default_run(run_db)
+    assert default is not None and default.name == RUN
+    assert cycles.create_cycle(run_db, name="c1", seed=1).judge_run == RUN  # None: the same default
+
+
+def test_errors_name_the_callers_controls(run_db: Database, claims_of: dict[str, list[int]]) -> None:
+    names = {"force": "tick 'Force'", "include_labeled": "tick 'Include'"}
+    with pytest.raises(InputError) as err:
+        create(run_db, size=10, ui_names=names)
+    assert err.value.problems == ["size: 10 is outside 15-30; tick 'Force' to create the cycle anyway"]
+    for pks in claims_of.values():
+        label_all(run_db, pks, "ann")
+    with pytest.raises(InputError) as err:
+        create(run_db, ui_names=names)
+    assert str(err.value) == ("no eligible answers in run judge@v1: all 40 non-holdout answers already "
+                              "have a final human label on every claim; tick 'Include' to sample them "
+                              "anyway")
+    assert "--" not in str(err.value)
+
+
+def test_messages_use_the_singular_for_one(run_db: Database) -> None:
+    cycles.mark_holdout(run_db, ["a05"])
+    with pytest.raises(InputError) as err:
+        create(run_db, size=20, holdout=True)
+    assert "only 1 eligible answer in run" in str(err.value)
+    cycle = create(run_db, size=20, holdout=True, force=True)
+    assert "only 1 eligible answer: the cycle takes all of them" in cycle.warnings
+    assert any("with 2 claims the 95% Wilson" in w for w in cycle.warnings)
+    progress = cycles.Progress(0, 1, (cycles.ReviewerProgress("ann", 0, 1),
+                                      cycles.ReviewerProgress("bob", 2, 2)))
+    assert progress.outstanding() == "1 of 2 reviewers has labels outstanding: 1 claim unlabeled"
+    assert cycles.Progress(0, 1, (), assigned=False).outstanding() == (
+        "1 of 1 claim has no label made for this cycle")
 
 
 # ---------------------------------------------------------------- CLI on the real WiCE data
@@ -323,9 +494,50 @@ def test_cli_cycle_on_wice_gives_20_answers(db_path: Path, capsys: pytest.Captur
     assert set(shown["answers"]) <= ids
     assert [i["answer_id"] for i in shown["items"]] == shown["answers"]
     rc, out, _ = run_cli(capsys, "--db", db, "cycle", "list")
-    assert rc == 0 and "wice-1" in out and "0/20" in out
-    rc, out, _ = run_cli(capsys, "--db", db, "cycle", "close", "wice-1")
-    assert rc == 0 and "closed" in out
+    assert rc == 0 and "wice-1" in out and "0/20 claims labeled" in out and "20 answers" in out
+    # Work remains (nobody labeled anything): close refuses unless forced.
+    rc, out, err = run_cli(capsys, "--db", db, "cycle", "close", "wice-1")
+    assert rc == 1 and out == ""
+    assert "2 of 2 reviewers have labels outstanding: " in err and "use --force" in err
+    rc, out, _ = run_cli(capsys, "--db", db, "cycle", "close", "wice-1", "--force")
+    assert rc == 0 and "closed: 0/" in out
+
+
+def test_cli_failures_first_on_wice_states_the_design(db_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(db_path)
+    run_cli(capsys, "--db", db, "import", str(WICE / "wice_judged_gpt4.jsonl"))
+    rc, out, err = run_cli(capsys, "--db", db, "cycle", "create", "--name", "ff", "--seed", "5",
+                           "--strategy", "failures-first")
+    assert rc == 0, err
+    # 63 of the 100 WiCE answers hold a non-SUPPORTED verdict.
+    assert "failing answers: 13 of 20 slots (π 0.21) vs passing 7 (π 0.19)" in out
+    assert "warning: hardly oversampled: failures are already the majority" in err
+    rc, out, err = run_cli(capsys, "--db", db, "cycle", "create", "--name", "ff2", "--seed", "5",
+                           "--strategy", "failures-first", "--failure-share", "0.8")
+    assert rc == 0 and "16 of 20 slots" in out and "hardly" not in err
+    rc, out, _ = run_cli(capsys, "--db", db, "cycle", "show", "ff2", "--json")
+    assert json.loads(out)["failing_share"] == 0.8
+    rc, out, err = run_cli(capsys, "--db", db, "cycle", "create", "--name", "dup",
+                           "--reviewers", "a, a, A")
+    assert rc == 1 and "listed once" in err and "'a', 'a', 'A'" in err
+
+
+def test_cli_closes_a_labeled_cycle_with_its_figures(db_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(db_path)
+    run_cli(capsys, "--db", db, "import", str(WICE / "wice_judged_gpt4.jsonl"))
+    run_cli(capsys, "--db", db, "import-labels", str(WICE / "wice_human_labels.csv"))
+    rc, _, err = run_cli(capsys, "--db", db, "cycle", "create", "--name", "all", "--seed", "2",
+                         "--include-labeled")
+    assert rc == 0, err
+    rc, out, _ = run_cli(capsys, "--db", db, "cycle", "show", "all")
+    assert "progress: 0/20 claims labeled (already labeled outside this cycle: 20)" in out
+    rc, out, err = run_cli(capsys, "--db", db, "cycle", "close", "all", "--force")
+    assert rc == 0, err
+    assert "closed: 0/20 claims labeled (already labeled outside this cycle: 20)" in out
+    assert "judge-human agreement " in out and "(95% CI " in out and "on 20 claims" in out
+    assert "Cohen's kappa " in out and "flag: " in out
 
 
 def test_cli_errors_exit_1_with_a_message(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -351,7 +563,7 @@ def test_cli_holdout(run_db: Database, db_path: Path, capsys: pytest.CaptureFixt
     rc, out, _ = run_cli(capsys, "--db", db, "holdout", "add", "a01", "a02")
     assert rc == 0 and out.startswith("2 answers")
     assert run_cli(capsys, "--db", db, "holdout", "list")[1].split() == ["a01", "a02"]
-    assert run_cli(capsys, "--db", db, "holdout", "remove", "a02")[0] == 0
+    assert run_cli(capsys, "--db", db, "holdout", "remove", "a02")[1] == "1 answer removed from holdout\n"
     rc, _, err = run_cli(capsys, "--db", db, "holdout", "add", "zz")
     assert rc == 1 and "unknown answer" in err
 
@@ -359,44 +571,179 @@ def test_cli_holdout(run_db: Database, db_path: Path, capsys: pytest.CaptureFixt
 # ---------------------------------------------------------------- the Cycles page
 
 
-def test_page_creates_a_cycle_and_lists_it(run_db: Database, db_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def page(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     import ui
 
     monkeypatch.setenv("CALIBRATION_DB", str(db_path))
     at = AppTest.from_file(str(ROOT / "pages" / "cycles.py"), default_timeout=30)
     at.session_state[ui.REVIEWER_KEY] = "lead"
-    at.run()
+    return at.run()
+
+
+def texts(at: AppTest) -> list[str]:
+    return [t.value for t in at.text]
+
+
+def click(at: AppTest, label: str) -> AppTest:
+    return next(b for b in at.button if b.label == label).click().run()
+
+
+def test_page_creates_a_cycle_and_lists_it(run_db: Database, db_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page(db_path, monkeypatch)
     assert not at.exception
     assert [i.value for i in at.info] == ["No cycles yet."]
 
     at.text_input(key="cycle_name").input("week 1")
     at.text_input(key="cycle_seed").input("9")
     at.text_input(key="cycle_reviewers").input("ann, bob")
-    at.button[0].click().run()
+    click(at, "Create cycle")
     assert not at.exception
     assert [s.value for s in at.success] == ["Cycle created."]
+    assert "week 1: 20 answers of judge@v1, random, seed 9" in texts(at)
     table = at.dataframe[0].value
     assert list(table["Name"]) == ["week 1"] and list(table["Claims labeled"]) == ["0 / 40"]
+    assert list(table["Done"]) == [0.0] and list(table["Labeled outside"]) == [0]
+    assert list(table["Reviewers"]) == ["ann, bob"] and list(table["Created by"]) == ["lead"]
+    # Timestamps are datetimes shown through a date format, not raw ISO text.
+    assert str(table["Created"].dtype).startswith("datetime64")
     assert cycles.get_cycle(run_db, "week 1").created_by == "lead"
+    # A successful create clears the name and the seed; other choices stay.
+    assert at.text_input(key="cycle_name").value == ""
+    assert at.text_input(key="cycle_seed").value == ""
+    assert at.text_input(key="cycle_reviewers").value == "ann, bob"
 
-    # A refused form shows the reason, and the list stays as it was.
+    # A refused form shows the reason in the page's words, and keeps what was typed.
     at.text_input(key="cycle_name").input("week 2")
     at.number_input(key="cycle_size").set_value(10)
-    at.button[0].click().run()
+    click(at, "Create cycle")
     assert [e.value for e in at.error] == ["The cycle was not created."]
-    assert any("outside 15-30" in t.value for t in at.text)
+    assert "size: 10 is outside 15-30; tick 'Force a size outside 15–30' to create the cycle anyway" \
+        in texts(at)
+    assert not any("--" in t for t in texts(at))
     assert len(at.dataframe[0].value) == 1
+    assert at.text_input(key="cycle_name").value == "week 2"
 
     at.checkbox(key="cycle_force").check()
-    at.button[0].click().run()
-    assert [w.value for w in at.warning] == ["Cycle created, with warnings."]
-    assert any("Wilson" in t.value for t in at.text)
+    click(at, "Create cycle")
+    assert [w.value for w in at.warning][:1] == ["Cycle created, with warnings."]
+    assert any("Wilson" in t for t in texts(at))
+    # A blank seed is drawn, and the message says which.
+    seed = cycles.get_cycle(run_db, "week 2").seed
+    assert f"week 2: 10 answers of judge@v1, random, seed {seed} (drawn: enter it as the seed to " \
+           "draw this sample again)" in texts(at)
     assert list(at.dataframe[0].value["Name"]) == ["week 2", "week 1"]  # newest first
     assert at.selectbox(key="cycle_detail").value == "week 2"  # the new cycle's details
 
-    at.checkbox(key="cycle_close_confirm").check().run()
+    # Nobody labeled anything: the close control says so and asks to close anyway.
+    week2 = cycles.get_cycle(run_db, "week 2")
+    assert "Work remains: 2 of 2 reviewers have labels outstanding: 24 claims unlabeled." in \
+        [w.value for w in at.warning]
+    confirm = at.checkbox(key=f"cycle_close_confirm_{week2.id}")
+    assert confirm.label.startswith("Close anyway")
+    assert at.button(key="cycle_close").disabled
+    confirm.check().run()
     at.button(key="cycle_close").click().run()
     assert not at.exception
     assert [s.value for s in at.success] == ["Cycle closed; its figures are frozen."]
     assert list(at.dataframe[0].value["Status"]) == ["closed", "open"]
+    assert any("no agreement figures were frozen" in i.value for i in at.info)
+    assert [e.label for e in at.expander if e.label.startswith("Raw")] == ["Raw snapshot (JSON)"]
+
+
+def test_page_form_errors_name_the_form_controls(run_db: Database, db_path: Path,
+                                                 claims_of: dict[str, list[int]],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    for pks in claims_of.values():
+        label_all(run_db, pks, "ann")
+    at = page(db_path, monkeypatch)
+    at.text_input(key="cycle_name").input("x")
+    at.text_input(key="cycle_reviewers").input("a, a, A")
+    click(at, "Create cycle")
+    assert [e.value for e in at.error] == ["The cycle was not created."]
+    assert any("listed once" in t and "'a', 'a', 'A'" in t for t in texts(at))
+    at.text_input(key="cycle_reviewers").input("")
+    click(at, "Create cycle")
+    assert any(t.endswith("tick 'Include already-labeled answers' to sample them anyway")
+               for t in texts(at))
+    assert not any("--" in t for t in texts(at))
+
+
+def test_page_shows_the_frozen_figures(run_db: Database, db_path: Path,
+                                       claims_of: dict[str, list[int]],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    cycle = create(run_db, size=15, reviewers=["ann"], strategy="failures-first")
+    for aid in cycle.answers:
+        label_all(run_db, claims_of[aid][:1], "ann", cycle.id, "SUPPORTED")
+        label_all(run_db, claims_of[aid][1:], "ann", cycle.id,
+                  "UNSUPPORTED" if aid in cycle.answers[:3] else "SUPPORTED")
+    at = page(db_path, monkeypatch)
+    assert not [w for w in at.warning if w.value.startswith("Work remains")]
+    confirm = at.checkbox(key=f"cycle_close_confirm_{cycle.id}")
+    assert confirm.label.startswith("Closing freezes")
+    confirm.check().run()
+    at.button(key="cycle_close").click().run()
+    assert not at.exception
+    snap = cycles.get_cycle(run_db, "c1").snapshot
+    assert snap is not None and snap["agreement"]["kappa"]["value"] is not None
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Agreement"] == f"{snap['agreement']['agreement']['value']:.0%}"
+    assert metrics["Cohen's kappa"] == f"{snap['agreement']['kappa']['value']:.2f}"
+    assert f"Flag: {snap['agreement']['flag']['status']}" in \
+        [b.value for b in [*at.error, *at.success, *at.info]]
+    assert metrics["Claims in the figures"] == "30"
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith("95% CI ") and c.endswith("(Wilson)") for c in captions)
+    assert any(c.startswith("Re-weighted to the whole run by 1/π") for c in captions)
+    assert any(c.startswith("Figures frozen at close, ") for c in captions)
+    assert [e.label for e in at.expander if e.label.startswith("Raw")] == ["Raw snapshot (JSON)"]
+
+
+def test_page_counts_only_this_cycles_labels(run_db: Database, db_path: Path,
+                                            claims_of: dict[str, list[int]],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    for pks in claims_of.values():
+        label_all(run_db, pks, "imported")
+    create(run_db, size=20, reviewers=["ann", "bob", "cid"], overlap=0.0, include_labeled=True)
+    at = page(db_path, monkeypatch)
+    table = at.dataframe[0].value
+    assert list(table["Claims labeled"]) == ["0 / 40"] and list(table["Done"]) == [0.0]
+    assert list(table["Labeled outside"]) == [40]
+    assert {m.label: m.value for m in at.metric}["Claims labeled"] == "0 / 40"
+    assert "Already labeled outside this cycle: 40 claims (not counted above)" in \
+        [c.value for c in at.caption]
+    assert list(at.dataframe[1].value["Labeled"]) == [0, 0, 0]
+
+
+def test_page_judge_run_defaults_to_the_imported_run(run_db: Database, db_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    with store.write(run_db):
+        run_db.execute("INSERT INTO judge_runs (judge_model, prompt_version, origin, created_at) "
+                       "VALUES ('lab', 'broken', 'judge-lab', ?)", [store.now()])
+    at = page(db_path, monkeypatch)
+    run = at.selectbox(key="cycle_run")
+    assert run.options == [RUN] and run.value == RUN
+
+
+def test_page_marks_holdout_answers(run_db: Database, db_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page(db_path, monkeypatch)
+    assert {m.label: m.value for m in at.metric}["Holdout answers"] == "0"
+    at.text_area(key="holdout_ids").input("a01\n  a02 \n\na01\n")
+    click(at, "Mark as holdout")
+    assert not at.exception
+    assert [s.value for s in at.success] == ["Holdout updated."]
+    assert "2 answers marked as holdout" in texts(at)
+    assert {m.label: m.value for m in at.metric}["Holdout answers"] == "2"
+    assert at.text_area(key="holdout_ids").value == ""
+    assert cycles.holdout_answers(run_db) == ["a01", "a02"]
+
+    at.text_area(key="holdout_ids").input("a02\nnope")
+    click(at, "Clear the holdout mark")
+    assert [e.value for e in at.error] == ["Nothing changed."]
+    assert "unknown answer id(s): nope" in texts(at)
+    assert at.text_area(key="holdout_ids").value == "a02\nnope"  # kept, to fix
+    at.text_area(key="holdout_ids").input("a02")
+    click(at, "Clear the holdout mark")
+    assert "1 answer no longer holdout" in texts(at)
+    assert cycles.holdout_answers(run_db) == ["a01"]

@@ -1,16 +1,18 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 import streamlit as st
 from scipy import stats
 from sqlite_utils import Database
 from streamlit.testing.v1 import AppTest
 
-from calibration import cycles, dashboard, store
+from calibration import agreement, cycles, dashboard, store
 from calibration.importing import import_answers
 
 from .conftest import DEMO, ROOT
@@ -38,7 +40,12 @@ def page_db(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def render(**choices: object) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    import ui
+
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    # Signed in, as the app's pages may ask; with no lead list configured any name is a lead.
+    at.session_state[ui.REVIEWER_KEY] = "lead"
+    at.run()
     for key, value in choices.items():
         at.selectbox(key=key).set_value(value).run()
     assert not at.exception, [e.value for e in at.exception]
@@ -112,7 +119,7 @@ def test_page_compares_the_two_wice_runs(wice_db: Database, page_db: Path) -> No
 
 
 def test_page_shows_a_closed_cycle_in_the_trend(cycle_db: Database, page_db: Path) -> None:
-    cycles.close_cycle(cycle_db, "week 1")
+    cycles.close_cycle(cycle_db, "week 1", force=True)
     at = render()
     trend = [df.value for df in at.dataframe if "cycle #" in df.value.columns]
     assert len(trend) == 1 and list(trend[0]["cycle"]) == ["week 1"]
@@ -178,8 +185,8 @@ def test_an_oversampled_cycle_shows_the_reweighted_agreement(wice_db: Database) 
 def test_trend_lists_closed_cycles_in_closing_order(cycle_db: Database) -> None:
     cycles.create_cycle(cycle_db, name="week 2", judge_run=DEMO_RUN, size=5, seed=2, force=True,
                         include_labeled=True)
-    cycles.close_cycle(cycle_db, "week 2")
-    cycles.close_cycle(cycle_db, "week 1")
+    cycles.close_cycle(cycle_db, "week 2", force=True)
+    cycles.close_cycle(cycle_db, "week 1", force=True)
     points = dashboard.build(cycle_db, run=DEMO_RUN, bootstrap=0).trend
     assert [(p.number, p.cycle) for p in points] == [(1, "week 2"), (2, "week 1")]
     snap = json.loads(cycle_db.execute("SELECT snapshot FROM cycles WHERE name = 'week 1'").fetchone()[0])
@@ -197,7 +204,7 @@ def test_fingerprint_moves_with_labels_closes_and_thresholds(cycle_db: Database)
     before = dashboard.fingerprint(cycle_db)
     store.record_label(cycle_db, claim=store.claim_pk(cycle_db, "Q5", "c1"), reviewer="ann", kind="skip")
     after_label = dashboard.fingerprint(cycle_db)
-    cycles.close_cycle(cycle_db, "week 1")
+    cycles.close_cycle(cycle_db, "week 1", force=True)
     after_close = dashboard.fingerprint(cycle_db)
     store.save_thresholds(cycle_db, agreement_target=0.9)
     assert len({before, after_label, after_close, dashboard.fingerprint(cycle_db)}) == 4
@@ -219,6 +226,187 @@ def test_ids_with_slashes_still_find_their_details(fresh_db: Database, tmp_path:
 def test_demo_import_keeps_working(fresh_db: Database) -> None:
     import_answers(fresh_db, DEMO)
     assert dashboard.run_names(fresh_db) == [DEMO_RUN] and dashboard.cycle_names(fresh_db, DEMO_RUN) == []
+
+
+# ---------------------------------------------------------------- the columns behind it
+# The dashboard reads the store as arrays and resolves final labels with array operations; the
+# oracles here are the per-record statistics (agreement.resolve_final_labels and friends) and
+# the reviewer table's SQL.
+
+RUN_A, RUN_B = "mix@a", "mix@b"
+
+
+@pytest.fixture
+def mixed_db(fresh_db: Database, tmp_path: Path) -> Database:
+    """Answers of 1-4 claims judged by two runs (B on most of them), and every kind of label.
+
+    Agreeing and disagreeing reviewers, two to four on a claim, adjudications of disputes, of a
+    claim nobody labeled and against a unanimous label, skips, unclear, keep, judge_right, slips,
+    claims left unlabeled; and an oversampled cycle of run A.
+    """
+    import random
+
+    db = fresh_db
+    rng = random.Random(7)
+    verdicts = ("SUPPORTED", "CONTRADICTED", "UNSUPPORTED")
+    for run, answers in ((RUN_A, range(24)), (RUN_B, range(20))):
+        model, version = run.split("@")
+        src = tmp_path / f"{version}.jsonl"
+        with src.open("w", encoding="utf-8") as fh:
+            for a in answers:
+                r = random.Random(a)  # the same claims for both runs, different verdicts
+                fh.write(json.dumps({
+                    "id": f"q/{a:02d}", "question": "q", "answer": "a",
+                    "category": (None, "numeric", "refusal", "single-fact")[a % 4],
+                    "judge_model": model, "judge_prompt_version": version,
+                    "chunks": [{"id": "S1", "text": "t"}],
+                    "claims": [{"id": f"c{i}", "claim": f"claim {i}",
+                                "verdict": verdicts[(r.randrange(3) + (run == RUN_B) * rng.randrange(2)) % 3]}
+                               for i in range(1, 2 + a % 4)],
+                }) + "\n")
+        import_answers(db, src)
+    run_a = store.find_judge_run(db, RUN_A).id
+    pks = [pk for (pk,) in db.execute("SELECT id FROM claims ORDER BY id")]
+    for n, pk in enumerate(pks):
+        if n % 11 == 10:  # nobody labels it; every other one of those the lead adjudicates
+            if n % 2:
+                store.adjudicate(db, claim=pk, adjudicator="lead", verdict=verdicts[n % 3])
+            continue
+        reviewers = ["ann", "bob", "cy", "dee"][: 1 + n % 4]
+        truth = verdicts[rng.randrange(3)]
+        for rev in reviewers:
+            kind = rng.random()
+            if kind < 0.08:
+                store.record_label(db, claim=pk, reviewer=rev, kind="skip")
+            elif kind < 0.14:
+                store.record_label(db, claim=pk, reviewer=rev, kind="unclear")
+            else:
+                said = truth if rng.random() < 0.75 else verdicts[rng.randrange(3)]
+                store.record_label(db, claim=pk, reviewer=rev, kind="blind", verdict=said)
+                if rng.random() < 0.3:
+                    store.record_label(db, claim=pk, reviewer=rev, kind="judge_right", judge_run_id=run_a)
+                elif rng.random() < 0.3:
+                    store.record_label(db, claim=pk, reviewer=rev, kind="keep")
+        if n % 5 == 0:  # disputed and unanimous claims alike
+            store.adjudicate(db, claim=pk, adjudicator="lead", verdict=verdicts[n % 3])
+    cycles.create_cycle(db, name="ff", judge_run=RUN_A, size=10, seed=3, strategy="failures-first",
+                        include_labeled=True, force=True)
+    return db
+
+
+def _oracle(db: Database, run_id: int,
+            cycle_id: int | None) -> tuple[agreement.FinalLabels, list[tuple[str, str, str]], int]:
+    """`agreement.resolve_final_labels` on the raw rows; the rows (claim order, then reviewer); the
+    number of judged claims in scope."""
+    scope = ("JOIN cycle_answers ca ON ca.answer_id = c.answer_id AND ca.cycle_id = :cycle"
+             if cycle_id is not None else "")
+    order = "ca.position, c.position" if cycle_id is not None else "c.id"
+    params = {"run": run_id, "cycle": cycle_id}
+    labels = db.execute(
+        f"""SELECT c.answer_id || '/' || c.claim_id, h.reviewer, h.final_verdict
+            FROM human_labels h JOIN claims c ON c.id = h.claim_pk {scope}
+            JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = :run
+            WHERE h.status = 'labeled' AND h.final_verdict IS NOT NULL
+            ORDER BY {order}, h.reviewer""", params).fetchall()
+    adjudicated = dict(db.execute(
+        f"""SELECT c.answer_id || '/' || c.claim_id, d.verdict FROM adjudications d
+            JOIN claims c ON c.id = d.claim_pk {scope}
+            JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = :run""", params).fetchall())
+    judged = db.execute(f"SELECT count(*) FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk {scope} "
+                        "WHERE v.run_id = :run", params).fetchone()[0]
+    return agreement.resolve_final_labels(labels, adjudicated), labels, judged
+
+
+@pytest.mark.parametrize("scope", [None, "ff"])
+def test_final_labels_from_the_store_equal_resolve_final_labels(mixed_db: Database,
+                                                                scope: str | None) -> None:
+    db = mixed_db
+    run = store.find_judge_run(db, RUN_A).id
+    cycle_id = None if scope is None else cycles.get_cycle(db, scope).id
+    cols = store.stats_columns(db, run, cycle_id, reviewer_labels="all")
+    expected, labels, judged = _oracle(db, run, cycle_id)
+    final = {k: agreement.LABELS[h] for k, h in zip(cols.keys, cols.human.tolist(), strict=True)}
+    assert final == expected.labels
+    assert set(cols.unresolved) == set(expected.unresolved)
+    assert cols.unlabeled == judged - len(expected.labels) - len(expected.unresolved)
+    assert cols.reviewer_labels == labels
+    shared = store.stats_columns(db, run, cycle_id).reviewer_labels
+    several = {k for k, n in Counter(k for k, _, _ in labels).items() if n > 1}
+    assert shared == [lab for lab in labels if lab[0] in several]
+    if scope is None:
+        # The fixture holds every case the rule distinguishes.
+        assert cols.unresolved and cols.unlabeled
+        assert cols.unresolved == expected.unresolved  # claim order
+        adjudicated = {pk for (pk,) in db.execute("SELECT claim_pk FROM adjudications").fetchall()}
+        labeled = {pk for (pk,) in db.execute(
+            "SELECT claim_pk FROM human_labels WHERE status = 'labeled'").fetchall()}
+        assert adjudicated - labeled  # adjudicated, nobody labeled
+        assert db.execute("SELECT count(*) FROM human_labels WHERE status = 'skipped'").fetchone()[0]
+        assert db.execute("SELECT count(*) FROM human_labels WHERE status = 'unclear'").fetchone()[0]
+        assert db.execute("SELECT count(*) FROM human_labels WHERE slip = 1").fetchone()[0]
+        assert np.bincount(cols.labels.claim).max() == 4
+    else:
+        assert cols.weight is not None and np.unique(cols.weight).size > 1
+    # The per-record form says the same, in the same order.
+    data = store.stats_input(db, run, cycle_id)
+    assert [(it.claim_key, it.human) for it in data.items] == list(final.items())
+    assert (data.unresolved, data.unlabeled) == (cols.unresolved, cols.unlabeled)
+    assert data.reviewer_labels == labels
+
+
+@pytest.mark.parametrize("scope", [None, "ff"])
+def test_reviewer_rows_from_the_columns_equal_the_sql(mixed_db: Database, scope: str | None) -> None:
+    run = store.find_judge_run(mixed_db, RUN_A).id
+    cycle_id = None if scope is None else cycles.get_cycle(mixed_db, scope).id
+    cols = store.stats_columns(mixed_db, run, cycle_id)
+    rows = dashboard.reviewer_rows_of(cols.labels)
+    assert rows == dashboard.reviewer_rows(mixed_db, run, cycle_id)
+    assert [r.reviewer for r in rows] == ["ann", "bob", "cy", "dee"] and any(r.slips for r in rows)
+
+
+@pytest.mark.parametrize("scope", [None, "ff"])
+def test_dashboard_figures_equal_the_per_record_statistics(mixed_db: Database, scope: str | None) -> None:
+    db = mixed_db
+    d = dashboard.build(db, run=RUN_A, cycle=scope, compare_with=RUN_B, bootstrap=300, seed=4)
+    run_a, run_b = store.find_judge_run(db, RUN_A).id, store.find_judge_run(db, RUN_B).id
+    cycle_id = None if scope is None else cycles.get_cycle(db, scope).id
+    data = store.stats_input(db, run_a, cycle_id)
+    items = data.items
+    if not d.oversampled:
+        items = [agreement.LabeledClaim(it.answer_id, it.claim_key, it.human, it.judge) for it in items]
+    report = agreement.agreement_report(items, store.load_thresholds(db), bootstrap=300, seed=4)
+    hh = agreement.human_human_agreement(data.reviewer_labels)
+    assert d.report.to_dict() == {**report.to_dict(), "n_unresolved": len(data.unresolved),
+                                  "unresolved_claims": list(data.unresolved), "human_human": hh.to_dict()}
+    assert d.report.unresolved_claims == data.unresolved
+    assert d.verdicts == {it.claim_key: (it.human, it.judge) for it in data.items if it.human != it.judge}
+    # The paired comparison, as the records give it.
+    judge_b = {it.claim_key: it.judge for it in store.stats_input(db, run_b, cycle_id).items}
+    paired = [agreement.PairedClaim(it.answer_id, it.claim_key, it.human, it.judge, judge_b[it.claim_key])
+              for it in data.items if it.claim_key in judge_b]
+    assert d.comparison is not None and d.comparison.result == agreement.compare_judge_runs(paired)
+    assert 0 < d.comparison.result.n_claims < len(data.items) or scope is not None
+    # Per category, the statistics of each category's table.
+    category = dict(db.execute("SELECT id, category FROM answers").fetchall())
+    for row in d.categories:
+        mine = [it for it in data.items if category[it.answer_id] == row.category]
+        table = agreement.confusion_matrix([it.human for it in mine], [it.judge for it in mine])
+        assert row.n_claims == len(mine)
+        assert (row.agreement, row.kappa) == (agreement.percent_agreement(table).value,
+                                              agreement.cohens_kappa(table).value)
+
+
+def test_page_says_how_many_resamples_the_bootstrap_drew(wice_db: Database, page_db: Path) -> None:
+    at = render(dash_run=GPT4)
+    notes = [t for t in texts(at) if "answer bootstrap" in t]
+    assert len(notes) == 2 and all(f"({dashboard.BOOTSTRAP:,} resamples)" in t for t in notes)
+
+
+@pytest.mark.parametrize("text", ["[1,null]", "[1,2.5]", '[1,"2"]', "[1,2e3]"])
+def test_store_columns_refuse_what_is_not_an_integer(text: str) -> None:
+    with pytest.raises(ValueError):
+        store._json_ints(text)
+    assert store._json_ints("[]").size == 0 and store._json_ints("[3,-1,0]").tolist() == [3, -1, 0]
 
 
 # ---------------------------------------------------------------- in a real browser
@@ -249,6 +437,8 @@ def test_browser_dashboard_on_wice_gpt4_shows_revise_and_lenient(wice_db: Databa
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
                 page.set_default_timeout(30_000)
                 page.goto(f"{url}/dashboard")
+                page.get_by_label("Your name").fill("lead")  # no leads configured: any name is one
+                page.keyboard.press("Enter")
                 page.get_by_text("Flag: ").first.wait_for()  # the newest run (gpt-3.5) is drawn
                 page.get_by_role("combobox", name="Judge run").click()
                 page.get_by_role("option", name=GPT4).click()

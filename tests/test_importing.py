@@ -187,7 +187,7 @@ BAD_INPUTS = [
     pytest.param(record(9, claims=[{"claim": "   ", "verdict": "SUPPORTED"}]),
                  "claims.0.text: claim has no text", id="blank-claim"),
     pytest.param(record(9, claims=[{"verdict": "SUPPORTED"}]),
-                 "claims.0.text: Field required", id="claim-without-text"),
+                 "claims.0.claim: missing: a claim needs 'claim' or 'text'", id="claim-without-text"),
     pytest.param(record(9, claims=[{"claim": "x", "verdict": "maybe"}]),
                  "claims.0.verdict: unknown verdict 'maybe'", id="unknown-verdict"),
     pytest.param(record(9, judge_model=None), "judge_model: missing", id="missing-judge-model"),
@@ -301,3 +301,33 @@ def test_module_entry_point_and_env_db(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     with store.session(env_db) as db:
         assert db.execute("SELECT count(*) FROM answers").fetchone()[0] == 100
+
+
+def test_an_empty_file_is_an_error_not_a_silent_success(fresh_db: Database, tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"empty\.jsonl: no judged answers in the file"):
+        import_answers(fresh_db, path)
+
+
+def test_labels_for_an_unknown_answer_name_the_answer(demo_db: Database, tmp_path: Path) -> None:
+    path = tmp_path / "labels.csv"
+    path.write_text("answer_id,claim_id,verdict\nNOPE,c1,SUPPORTED\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"labels\.csv:2: claim_id: no answer 'NOPE' in the database"):
+        import_labels(demo_db, path, reviewer="ann")
+
+
+@pytest.mark.parametrize("bad", [["--map", "foo"], ["--map", "foo=BAR"], ["--encoding", "klingon"]])
+def test_bad_options_are_usage_errors(tmp_path: Path, bad: list[str]) -> None:
+    good = write_jsonl(tmp_path / "a.jsonl", [record(1)])
+    with pytest.raises(SystemExit) as exc:
+        main(["--db", str(tmp_path / "x.db"), "import", str(good), *bad])
+    assert exc.value.code == 2
+
+
+def test_read_commands_never_create_a_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nowhere" / "x.db"
+    for command in (["info"], ["stats"], ["cycle", "list"]):
+        assert main(["--db", str(missing), *command]) == 1
+        assert "no database at" in capsys.readouterr().err
+    assert not missing.parent.exists()

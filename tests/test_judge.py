@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
 
+import httpx
 import pytest
 
 from calibration import judge, store
-from calibration.errors import ConflictError, InputError, JudgeError
+from calibration.errors import ConflictError, InputError, JudgeError, NotFoundError
 from calibration.importing import import_answers, import_labels
 from calibration.models import Verdict
 
 from .judge_stub import StubServer
 
+ROOT = Path(__file__).resolve().parents[1]
 N_ANSWERS = 6
 LABELED = 4  # answers A1..A4 carry human labels; A5, A6 do not
 
@@ -91,6 +94,25 @@ def calls_of(db_path: Path, run_id: int) -> dict[str, dict]:
 
 def labeled_claim_ids(n: int = LABELED) -> set[str]:
     return {f"A{i}.c{j}" for i in range(1, n + 1) for j in (1, 2, 3)}
+
+
+def closed_port_url() -> str:
+    """A base URL on 127.0.0.1 where nothing listens: connecting is refused at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def add_cycle(db_path: Path, name: str, answer_ids: list[str]) -> None:
+    """A cycle over `answer_ids` sampled from the imported run old-judge@v0."""
+    with store.session(db_path) as db, store.write(db):
+        old = store.find_judge_run(db, "old-judge@v0")
+        cur = db.execute("INSERT INTO cycles (name, judge_run_id, strategy, seed, size, created_at) "
+                         "VALUES (?, ?, 'random', 1, ?, ?)", [name, old.id, len(answer_ids), store.now()])
+        for pos, aid in enumerate(answer_ids):
+            db.execute("INSERT INTO cycle_answers (cycle_id, answer_id, position, inclusion_prob) "
+                       "VALUES (?, ?, ?, 0.5)", [cur.lastrowid, aid, pos])
 
 
 # ---------------------------------------------------------------- end to end
@@ -339,6 +361,80 @@ def test_endpoint_rejection_stops_the_run(lab_db: Path) -> None:
         assert stub.count == 1
 
 
+def test_unreachable_endpoint_fails_fast_and_stores_nothing(lab_db: Path) -> None:
+    # Default policy (5 attempts, 1 s backoff base): before, every answer was retried with
+    # backoff and stored as a failure, and the run "succeeded" with nothing but errors.
+    url = closed_port_url()
+    cfg = judge.JudgeConfig(base_url=url, model="lab-judge", concurrency=4)
+    t0 = time.perf_counter()
+    with pytest.raises(judge.EndpointUnreachable) as info:
+        judge.run_lab(cfg, template(), db_path=lab_db)
+    assert time.perf_counter() - t0 < 5
+    assert str(info.value) == f"cannot connect to {url}: connection refused"
+    assert isinstance(info.value, JudgeError) and info.value.answers_stored == 0
+    with store.session(lab_db) as db:
+        # No empty run left behind, neither as a judge run nor in the lab's own list.
+        assert db.execute("SELECT count(*) FROM judge_runs WHERE origin = 'lab'").fetchone()[0] == 0
+        assert db.execute("SELECT count(*) FROM judge_calls").fetchone()[0] == 0
+        assert judge.lab_runs(db) == [] and judge.lab_run_overview(db) == []
+
+
+def test_tls_failure_is_a_connect_error_too(lab_db: Path) -> None:
+    with StubServer() as stub:  # plain HTTP: the TLS handshake cannot succeed
+        url = stub.base_url.replace("http://", "https://")
+        with pytest.raises(judge.EndpointUnreachable,
+                           match=r"^cannot connect to https://127\.0\.0\.1:\d+/v1: TLS handshake failed \("):
+            judge.run_lab(config(stub, base_url=url), template(), db_path=lab_db)
+    with store.session(lab_db) as db:
+        assert judge.lab_runs(db) == []
+
+
+def test_server_gone_mid_run_stops_the_run_and_keeps_what_was_judged(lab_db: Path) -> None:
+    stub = StubServer(keep_alive=False).start()
+
+    def crash_after_two(p: judge.Progress) -> None:
+        if p.done == 2:
+            stub.stop()
+
+    try:
+        with pytest.raises(judge.EndpointUnreachable, match="connection refused") as info:
+            judge.run_lab(config(stub, concurrency=1), template(), db_path=lab_db,
+                          progress=crash_after_two)
+    finally:
+        stub.stop()
+    assert info.value.answers_stored == 2
+    with StubServer() as again:
+        summary = judge.run_lab(config(again), template(), db_path=lab_db)
+        assert sorted(r.key for r in again.requests) == ["A3", "A4"]
+    assert summary.resumed and summary.totals.answers_ok == LABELED
+
+
+def test_a_run_whose_every_call_failed_is_not_a_judge_run(lab_db: Path) -> None:
+    with StubServer(default="500") as stub:
+        summary = judge.run_lab(config(stub, max_attempts=1), template("broken"), db_path=lab_db)
+    assert summary.answers_failed == LABELED and summary.totals.claims_judged == 0
+    assert summary.comparison is None and summary.baseline is None
+    text = "\n".join(judge.summary_lines(summary))
+    assert "the run has no verdicts yet (every answer failed): nothing to compare" in text
+    assert "judged by both" not in text
+    # One line for the four answers that failed alike, and "1 attempt", not "1 attempts".
+    assert "  failed 4 answers (A1, A2, A3, A4): HTTP 500" in text
+    assert calls_of(lab_db, summary.run.id)["A1"]["error"].endswith("(gave up after 1 attempt)")
+    with store.session(lab_db) as db:
+        assert [r.name for r in store.judge_runs(db)] == ["old-judge@v0"]
+        assert [i.run.name for i in store.info(db)["runs"]] == ["old-judge@v0"]
+        with pytest.raises(NotFoundError):
+            store.find_judge_run(db, "lab-judge@broken")
+        # The lab still lists it, so its failed calls can be read and the run resumed.
+        assert [r.prompt_version for r in judge.lab_runs(db)] == ["broken"]
+        assert judge.lab_run_overview(db)[0]["answers failed"] == LABELED
+    with StubServer() as stub:
+        again = judge.run_lab(config(stub), template("broken"), db_path=lab_db)
+    assert again.resumed and again.comparison is not None
+    with store.session(lab_db) as db:
+        assert [r.name for r in store.judge_runs(db)] == ["old-judge@v0", "lab-judge@broken"]
+
+
 def test_api_key_comes_from_the_named_environment_variable(
         lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CALIBRATION_TEST_JUDGE_KEY", "sk-test-123")
@@ -352,13 +448,9 @@ def test_api_key_comes_from_the_named_environment_variable(
 
 
 def test_scopes(lab_db: Path) -> None:
-    with store.session(lab_db) as db, store.write(db):
+    add_cycle(lab_db, "c1", ["A6", "A2"])
+    with store.session(lab_db) as db:
         old = store.find_judge_run(db, "old-judge@v0")
-        cur = db.execute("INSERT INTO cycles (name, judge_run_id, strategy, seed, size, created_at) "
-                         "VALUES ('c1', ?, 'random', 1, 2, ?)", [old.id, store.now()])
-        for pos, aid in enumerate(["A6", "A2"]):
-            db.execute("INSERT INTO cycle_answers (cycle_id, answer_id, position, inclusion_prob) "
-                       "VALUES (?, ?, ?, 0.5)", [cur.lastrowid, aid, pos])
     with StubServer() as stub:
         s = judge.run_lab(config(stub, concurrency=1), template("cyc"), db_path=lab_db,
                           scope="cycle:c1")
@@ -404,18 +496,52 @@ def test_comparison_with_the_previous_run(lab_db: Path) -> None:
     assert "against old-judge@v0 on 12 human-labeled claims" in text and "McNemar" in text
 
 
+def test_default_baseline_is_the_run_sharing_the_most_labeled_claims(lab_db: Path) -> None:
+    add_cycle(lab_db, "c1", ["A6", "A2"])
+    with StubServer() as stub:
+        narrow = judge.run_lab(config(stub), template("narrow"), db_path=lab_db, scope="cycle:c1")
+        # The newest earlier run (narrow) shares only A2's 3 labeled claims; the imported run 12.
+        wide = judge.run_lab(config(stub), template("wide"), db_path=lab_db)
+    assert narrow.comparison is not None and narrow.comparison.cycle == "c1"
+    assert wide.baseline is not None and wide.baseline.name == "old-judge@v0"
+    assert wide.comparison is not None and wide.comparison.result.n_claims == 3 * LABELED
+    assert "against old-judge@v0 on 12 human-labeled claims judged by both runs:" in \
+        judge.summary_lines(wide)
+    with store.session(lab_db) as db:
+        options = judge.baseline_options(db, wide.run)
+        assert [(o.run.name, o.shared) for o in options] == [("old-judge@v0", 12), ("lab-judge@narrow", 3)]
+        assert options[1].label == "lab-judge@narrow · 3 shared labeled claims"
+        # Within the cycle both share A2's claims: the tie goes to the cycle's own run.
+        in_cycle = judge.baseline_options(db, wide.run, "c1")
+        assert [(o.run.name, o.shared) for o in in_cycle] == [("old-judge@v0", 3), ("lab-judge@narrow", 3)]
+        comp = judge.compare_runs(db, wide.run, in_cycle[1].run, "c1")
+        assert comp is not None and comp.result.n_claims == 3
+        assert comp.scope_text == "3 human-labeled claims judged by both runs in cycle c1"
+        with pytest.raises(NotFoundError):
+            judge.baseline_options(db, wide.run, "no-such-cycle")
+    with StubServer() as stub:
+        # Otherwise a tie goes to the most recently imported run, then to the newest lab run.
+        newest = judge.run_lab(config(stub), template("newest"), db_path=lab_db)
+    with store.session(lab_db) as db:
+        assert [o.run.name for o in judge.baseline_options(db, newest.run)] == \
+            ["old-judge@v0", "lab-judge@wide", "lab-judge@narrow"]
+    assert newest.baseline is not None and newest.baseline.name == "old-judge@v0"
+
+
 def test_cli_judge_run(lab_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from calibration.cli import main
 
     args = ["--db", str(lab_db), "judge", "run", "--model", "cli-judge", "--prompt-version",
             "grounding-v1-ru", "--concurrency", "2", "--timeout", "2"]
     with StubServer({"A2": ["malformed", "malformed"]}) as stub:
-        assert main([*args, "--base-url", stub.base_url]) == 0
+        # One answer failed: exit 1, and the message says so and how to finish.
+        assert main([*args, "--base-url", stub.base_url]) == 1
         out, err = capsys.readouterr()
         assert "run cli-judge@grounding-v1-ru (new), scope labeled" in out
         assert "answers ok 3, failed 1; claims judged 9" in out
         assert "failed A2: invalid reply" in out and "against old-judge@v0" in out
         assert "judged 4/4 answers" in err
+        assert "1 of 4 answers failed and has no verdicts; run the same command again" in err
         assert "Ты — строгий проверяющий" in stub.requests[0].messages[0]["content"]
         # The same command again only retries the failed answer.
         assert main([*args, "--base-url", stub.base_url]) == 0
@@ -430,21 +556,59 @@ def test_cli_judge_run(lab_db: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert "no template file" in capsys.readouterr().err
 
 
+def test_cli_exit_status_when_answers_fail_or_the_endpoint_is_down(
+        lab_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from calibration.cli import main
+
+    args = ["--db", str(lab_db), "judge", "run", "--model", "cli-judge", "--prompt-version",
+            "grounding-v1", "--max-attempts", "1"]
+    with StubServer(default="500") as stub:
+        assert main([*args, "--base-url", stub.base_url]) == 1
+    out, err = capsys.readouterr()
+    assert "4 of 4 answers failed and have no verdicts; run the same command again" in err
+    assert "nothing to compare" in out
+    url = closed_port_url()
+    assert main([*args, "--base-url", url]) == 1
+    assert f"error: cannot connect to {url}: connection refused" in capsys.readouterr().err
+    with StubServer() as stub:
+        assert main([*args, "--base-url", stub.base_url]) == 0
+    assert "(resumed)" in capsys.readouterr().out
+
+
 # ---------------------------------------------------------------- the Judge lab page
 
 
-def test_page_runs_an_edited_prompt_and_shows_the_comparison(
-        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def lab_page(lab_db: Path, monkeypatch: pytest.MonkeyPatch):
     from streamlit.testing.v1 import AppTest
 
     import ui
 
     monkeypatch.setenv("CALIBRATION_DB", str(lab_db))
-    root = Path(__file__).resolve().parents[1]
-    at = AppTest.from_file(str(root / "pages" / "judge_lab.py"), default_timeout=30)
+    at = AppTest.from_file(str(ROOT / "pages" / "judge_lab.py"), default_timeout=30)
     at.session_state[ui.REVIEWER_KEY] = "lead"
-    at.run()
+    return at.run()
+
+
+def lab_app(lab_db: Path, monkeypatch: pytest.MonkeyPatch):
+    """The Judge lab page inside the whole app (app.py's navigation), so pages can be switched."""
+    from streamlit.testing.v1 import AppTest
+
+    import ui
+
+    monkeypatch.setenv("CALIBRATION_DB", str(lab_db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+    at.session_state[ui.REVIEWER_KEY] = "lead"
+    return at.switch_page("pages/judge_lab.py").run()
+
+
+def test_page_runs_an_edited_prompt_and_shows_the_comparison(
+        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = lab_page(lab_db, monkeypatch)
     assert not at.exception
+    # The intro says what is sent and where the key comes from.
+    intro = at.markdown[0].value
+    assert "question, its retrieved chunks, the answer and its claims" in intro
+    assert judge.DEFAULT_API_KEY_ENV in intro and "bills every request" in intro
     assert at.text_area(key="lab_template_text").value == judge.load_template("grounding-v1").text
 
     right = {f"A{i}.c{j}": v for i in range(1, LABELED + 1)
@@ -453,14 +617,14 @@ def test_page_runs_an_edited_prompt_and_shows_the_comparison(
         at.text_area(key="lab_template_text").input(template().text + "\nBe strict. {not a slot}")
         at.text_input(key="lab_base_url").input(stub.base_url)
         at.text_input(key="lab_model").input("page-judge")
-        at.button[0].click().run()
+        at.button(key="lab_run_submit").click().run()
         # Edited text under the shipped name is refused before any request.
         assert not at.exception and stub.count == 0
         assert [e.value for e in at.error] == ["The run cannot start:"]
         assert any("shipped template" in t.value for t in at.text)
 
         at.text_input(key="lab_version").input("strict-v2")
-        at.button[0].click().run()
+        at.button(key="lab_run_submit").click().run()
         assert not at.exception and not at.error
         assert stub.count == LABELED
         assert "Be strict. {not a slot}" in stub.requests[0].messages[0]["content"]
@@ -473,11 +637,146 @@ def test_page_runs_an_edited_prompt_and_shows_the_comparison(
     assert list(comparison["agreement"]) == pytest.approx([1 / 3, 1.0])
     runs = at.dataframe[1].value
     assert list(runs["run"]) == ["page-judge@strict-v2"]
+    # The comparison names its baseline, offered with the number of claims shared, and says
+    # on how many claims it was made.
+    baseline = at.selectbox(key="lab_cmp_baseline")
+    assert baseline.value == "old-judge@v0"
+    assert baseline.options == ["old-judge@v0 · 12 shared labeled claims"]
+    assert "Compared on 12 human-labeled claims judged by both runs." in [t.value for t in at.text]
+    # What the judge saw, for the run just made: one attempt, in the singular.
+    assert at.selectbox(key="lab_inspect_run").value == "page-judge@strict-v2"
+    assert any(t.value.startswith("status ok · 1 HTTP attempt · ") for t in at.text)
 
     # Picking another template loads its text.
     at.selectbox(key="lab_template_pick").select("grounding-v1-ru").run()
     assert at.text_area(key="lab_template_text").value.startswith("Ты — строгий")
     assert at.text_input(key="lab_version").value == "grounding-v1-ru"
+
+
+def test_page_reports_an_unreachable_endpoint_once(lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = lab_page(lab_db, monkeypatch)
+    with StubServer() as stub:  # a first, successful run: its result must not linger
+        at.text_input(key="lab_base_url").input(stub.base_url)
+        at.text_input(key="lab_model").input("page-judge")
+        at.button(key="lab_run_submit").click().run()
+    assert "Result" in [h.value for h in at.subheader]
+
+    url = closed_port_url()
+    at.text_input(key="lab_base_url").input(url)
+    at.text_input(key="lab_model").input("other-judge")
+    t0 = time.perf_counter()
+    at.button(key="lab_run_submit").click().run()
+    assert time.perf_counter() - t0 < 10
+    assert not at.exception
+    assert len(at.error) == 1 and "no run was stored" in at.error[0].value
+    assert f"cannot connect to {url}: connection refused" in [t.value for t in at.text]
+    subheaders = [h.value for h in at.subheader]
+    assert "Result" not in subheaders and "Comparison with another run" not in subheaders
+    assert not any("judged by both" in i.value for i in at.info)
+    assert list(at.dataframe[0].value["run"]) == ["page-judge@grounding-v1"]  # only the lab runs table
+    with store.session(lab_db) as db:
+        assert [r.judge_model for r in judge.lab_runs(db)] == ["page-judge"]
+
+
+def test_page_shows_no_comparison_for_a_run_without_verdicts(
+        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = lab_page(lab_db, monkeypatch)
+    with StubServer(default="malformed") as stub:
+        at.text_input(key="lab_base_url").input(stub.base_url)
+        at.text_input(key="lab_model").input("page-judge")
+        at.button(key="lab_run_submit").click().run()
+    assert not at.exception and not at.error
+    assert "Comparison with another run" not in [h.value for h in at.subheader]
+    assert any("no verdicts yet" in w.value for w in at.warning)
+    failures = at.dataframe[0].value  # the four answers failed alike: one row
+    assert list(failures["answers"]) == [LABELED] and list(failures["answer ids"]) == ["A1, A2, A3, A4"]
+    assert any(t.value.startswith("status failed · 2 HTTP attempts · ") for t in at.text)
+
+
+def test_page_keeps_its_choices_and_edits_across_page_switches(
+        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = lab_app(lab_db, monkeypatch)
+    edited = template().text + "\nBe brief."
+    url = closed_port_url()
+    at.text_area(key="lab_template_text").input(edited)
+    at.text_input(key="lab_base_url").input(url)
+    at.text_input(key="lab_model").input("m1")
+    at.text_input(key="lab_version").input("brief-v1")
+    at.number_input(key="lab_concurrency").set_value(8)
+    at.button(key="lab_run_submit").click().run()  # the endpoint is down; the choices stay
+    assert not at.exception and len(at.error) == 1
+
+    def form() -> tuple[object, ...]:
+        return (at.text_input(key="lab_base_url").value, at.text_input(key="lab_model").value,
+                at.text_input(key="lab_version").value, at.number_input(key="lab_concurrency").value,
+                at.text_area(key="lab_template_text").value)
+
+    expected = (url, "m1", "brief-v1", 8, edited)
+    assert form() == expected
+    at.switch_page("pages/home.py").run()
+    assert not at.exception and "lab_base_url" not in at.session_state  # Streamlit dropped it
+    at.switch_page("pages/judge_lab.py").run()
+    assert not at.exception and form() == expected
+
+
+def test_page_keeps_template_edits_when_another_template_is_picked(
+        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = lab_page(lab_db, monkeypatch)
+    shipped = judge.load_template("grounding-v1").text
+    assert not any("Edited" in c.value for c in at.caption)
+    at.text_area(key="lab_template_text").input(shipped + "\nBe brief.").run()
+    assert any(c.value.startswith("Edited: ") for c in at.caption)
+    at.selectbox(key="lab_template_pick").select("grounding-v1-ru").run()
+    assert at.text_area(key="lab_template_text").value.startswith("Ты — строгий")
+    at.selectbox(key="lab_template_pick").select("grounding-v1").run()
+    assert at.text_area(key="lab_template_text").value == shipped + "\nBe brief."
+    at.button(key="lab_revert").click().run()
+    assert at.text_area(key="lab_template_text").value == shipped
+    assert not any("Edited" in c.value for c in at.caption)
+
+
+def test_page_inspects_and_compares_the_run_just_made(
+        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class Interrupted(Exception):
+        pass
+
+    def stop_after_one(p: judge.Progress) -> None:
+        if p.done == 1:
+            raise Interrupted
+
+    add_cycle(lab_db, "c1", ["A6", "A2"])
+    with StubServer() as stub:
+        with pytest.raises(Interrupted):  # an older run, left half done
+            judge.run_lab(config(stub, model="page-judge", concurrency=1), template("r-old"),
+                          db_path=lab_db, progress=stop_after_one)
+        judge.run_lab(config(stub, model="page-judge"), template("r-new"), db_path=lab_db)
+
+        at = lab_app(lab_db, monkeypatch)
+        at.selectbox(key="lab_inspect_run").select("page-judge@r-new").run()  # a lead looked here
+        at.text_input(key="lab_base_url").input(stub.base_url)
+        at.text_input(key="lab_model").input("page-judge")
+        at.text_input(key="lab_version").input("r-old")
+        at.button(key="lab_run_submit").click().run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="lab_inspect_run").value == "page-judge@r-old"  # the run just made
+    at.switch_page("pages/home.py").run()  # Streamlit drops the page's widget state...
+    at.switch_page("pages/judge_lab.py").run()
+    assert at.selectbox(key="lab_inspect_run").value == "page-judge@r-old"  # ...the default holds
+
+    # Both other runs share the 12 labeled claims; the tie goes to the imported run.
+    baseline = at.selectbox(key="lab_cmp_baseline")
+    assert baseline.value == "old-judge@v0"
+    assert baseline.options == ["old-judge@v0 · 12 shared labeled claims",
+                                "page-judge@r-new · 12 shared labeled claims"]
+    assert list(at.dataframe[0].value["run"]) == ["old-judge@v0", "page-judge@r-old"]
+    baseline.select("page-judge@r-new").run()
+    assert list(at.dataframe[0].value["run"]) == ["page-judge@r-new", "page-judge@r-old"]
+    # Limited to one cycle: only A2's claims are labeled there.
+    at.radio(key="lab_cmp_scope").set_value("cycle").run()
+    assert at.selectbox(key="lab_cmp_cycle").value == "c1"
+    assert "Compared on 3 human-labeled claims judged by both runs in cycle c1." in \
+        [t.value for t in at.text]
+    assert any("too few" in c.value for c in at.caption)
 
 
 # ---------------------------------------------------------------- units
@@ -542,6 +841,30 @@ def test_endpoint_url_and_config_checks() -> None:
     with pytest.raises(InputError):
         judge.JudgeConfig(base_url="localhost:8000", model="m", concurrency=0)
     assert "base_url" not in judge.JudgeConfig(base_url="http://h", model="m").params()
+
+
+def test_plural() -> None:
+    assert [judge.plural(n, "claim") for n in (0, 1, 2, 1234)] == \
+        ["0 claims", "1 claim", "2 claims", "1,234 claims"]
+    assert judge.plural(1, "HTTP attempt") == "1 HTTP attempt"
+
+
+def test_connect_errors_are_described() -> None:
+    def wrapped(cause: OSError) -> httpx.ConnectError:
+        try:
+            try:
+                raise cause
+            except OSError as exc:
+                raise httpx.ConnectError(str(exc)) from exc
+        except httpx.ConnectError as exc:
+            return exc
+
+    describe = judge.describe_connect_error
+    assert describe(wrapped(ConnectionRefusedError(111, "Connection refused"))) == "connection refused"
+    assert describe(wrapped(socket.gaierror(-2, "Name or service not known"))) == \
+        "unknown host (Name or service not known)"
+    assert describe(wrapped(OSError(101, "Network is unreachable"))) == "network is unreachable"
+    assert describe(httpx.ConnectError("odd")) == "odd"
 
 
 def test_backoff_is_exponential_with_full_jitter() -> None:

@@ -101,15 +101,16 @@ def test_reveal_refused_until_every_claim_has_a_verdict(fresh_db: Database, cyc:
     review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[1].pk, kind="skip")
     review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[2].pk,
                  kind="unclear", note="ask the lead")
-    with pytest.raises(review.NotRevealedError, match="2 without a verdict"):
+    with pytest.raises(review.NotRevealedError, match="1 without a verdict"):
         review.reveal(fresh_db, cycle_id=cyc.id, answer_id="A1", reviewer="ann")
     # Another reviewer's labels do not reveal anything to ann.
     _label_all(fresh_db, cyc.id, "bob", "A1", ["SUPPORTED"] * 3)
     with pytest.raises(review.NotRevealedError):
         review.reveal(fresh_db, cycle_id=cyc.id, answer_id="A1", reviewer="ann")
-    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[1].pk,
-                 verdict="SUPPORTED")
+    # A changed mind before the reveal: the unclear claim gets a verdict after all.
     review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[2].pk,
+                 verdict="SUPPORTED")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[1].pk,
                  verdict="SUPPORTED")
     rows = review.reveal(fresh_db, cycle_id=cyc.id, answer_id="A1", reviewer="ann")
     assert [(r.blind, r.judge_verdict, r.rationale) for r in rows] == [
@@ -164,7 +165,7 @@ def test_label_only_in_the_reviewers_queue_of_an_open_cycle(fresh_db: Database, 
         review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, verdict="SUPPORTED")
     assert [c.name for c in review.open_cycles(fresh_db, "ann")] == ["c"]
     assert review.open_cycles(fresh_db, "eve") == []
-    cycles.close_cycle(fresh_db, "c", snapshot={})
+    cycles.close_cycle(fresh_db, "c", snapshot={}, force=True)
     with pytest.raises(ConflictError, match="closed"):
         review.label(fresh_db, cycle_id=cyc.id, reviewer="bob", claim_pk=pk, verdict="SUPPORTED")
 
@@ -278,6 +279,139 @@ def test_next_open_prefers_fresh_claims(fresh_db: Database, cyc: cycles.Cycle) -
     card = review.load_card(fresh_db, "A1", "ann")
     assert card.next_open(1, fresh_only=True) is None
     assert card.next_open(1) == 0
+
+
+# ---------------------------------------------------------------- unclear and skipped claims
+
+
+def test_unclear_settles_a_claim_and_reveals_the_answer(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    pk1, pk2 = _pk(fresh_db, "A2", "c1"), _pk(fresh_db, "A2", "c2")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk1, verdict="CONTRADICTED")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk2, kind="unclear",
+                 note="needs the price list")
+    card = review.load_card(fresh_db, "A2", "ann")
+    assert card.complete and [c.settled for c in card.claims] == [True, True]
+    rows = review.reveal(fresh_db, cycle_id=cyc.id, answer_id="A2", reviewer="ann")
+    # The unclear claim shows the judge's verdict for information; nothing to reconcile.
+    assert [(r.unclear, r.blind, r.judge_verdict, r.disagrees, r.pending) for r in rows] == [
+        (False, "CONTRADICTED", "SUPPORTED", True, True),
+        (True, None, "UNSUPPORTED", False, False)]
+    with pytest.raises(ConflictError, match="unclear"):
+        review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk2, choice="judge_right")
+    # Revealed: the unclear claim is frozen for the reviewer (a lead decides it).
+    with pytest.raises(ConflictError, match="revealed"):
+        review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk2, verdict="UNSUPPORTED")
+    store.adjudicate(fresh_db, claim=pk2, adjudicator="lead", verdict="UNSUPPORTED")
+    rows = review.reveal(fresh_db, cycle_id=cyc.id, answer_id="A2", reviewer="ann")
+    assert [r.adjudicated for r in rows] == [None, "UNSUPPORTED"]
+
+
+def test_unclear_and_skipped_claims_do_not_loop_forever(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    """QA: with one unclear and one skipped claim the queue cycled between them for ever."""
+    a1 = review.load_card(fresh_db, "A1", "ann").claims
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=a1[0].pk, kind="unclear")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=a1[1].pk, kind="skip")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=a1[2].pk, verdict="CONTRADICTED")
+    _label_all(fresh_db, cyc.id, "ann", "A2", ["SUPPORTED", "UNSUPPORTED"])  # as the judge
+    # Every fresh claim is done: the skipped claim is offered once more, the unclear never.
+    assert review.resume(fresh_db, cyc.id, "ann") == review.Position("A1", 1)
+    assert review.resume(fresh_db, cyc.id, "ann", after="A1") == review.Position("A1", 1)
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=a1[1].pk, kind="skip")
+    assert review.resume(fresh_db, cyc.id, "ann") is None
+    assert review.resume(fresh_db, cyc.id, "ann", after="A1") is None
+    prog = review.progress(fresh_db, cyc.id, "ann")
+    assert (prog.claims_labeled, prog.claims_unclear, prog.claims_skipped, prog.claims_total) == (
+        3, 1, 1, 5)
+    assert (prog.claims_done, prog.answers_done, prog.fraction) == (4, 1, 0.8)
+    # The skipped claim can still get a verdict (its answer is not revealed): then the
+    # answer is revealed and its disagreement (none here but c2) comes up to reconcile.
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=a1[1].pk, verdict="UNSUPPORTED")
+    assert review.resume(fresh_db, cyc.id, "ann") == review.Position("A1", None)
+    review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=a1[1].pk, choice="keep")
+    assert review.resume(fresh_db, cyc.id, "ann") is None
+    prog = review.progress(fresh_db, cyc.id, "ann")
+    assert (prog.claims_labeled, prog.claims_unclear, prog.claims_skipped, prog.answers_done) == (
+        4, 1, 0, 2)
+
+
+def test_skips_count_per_cycle(fresh_db: Database, tmp_path: Path, cyc: cycles.Cycle) -> None:
+    pk = _pk(fresh_db, "A2", "c1")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, kind="skip")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, kind="skip")
+    other = cycles.create_cycle(fresh_db, name="d", judge_run=RUN, size=2, seed=3, strategy="random",
+                                reviewers=[], overlap=0.0, force=True, created_by="t")
+    _label_all(fresh_db, cyc.id, "ann", "A1", ["SUPPORTED", "SUPPORTED", "CONTRADICTED"])
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=_pk(fresh_db, "A2", "c2"),
+                 verdict="UNSUPPORTED")
+    assert review.resume(fresh_db, cyc.id, "ann") is None  # skipped twice here: left
+    # A new cycle offers the skipped claim again.
+    assert review.resume(fresh_db, other.id, "ann") == review.Position("A2", 0)
+
+
+# ---------------------------------------------------------------- the cycle picker
+
+
+def test_cycle_choices_default_to_the_first_with_work(fresh_db: Database, tmp_path: Path,
+                                                     cyc: cycles.Cycle) -> None:
+    second = cycles.create_cycle(fresh_db, name="d", judge_run=RUN, size=1, seed=1,
+                                 strategy="random", reviewers=[], overlap=0.0, force=True,
+                                 created_by="t")
+    only = review.queue(fresh_db, second.id, "ann")[0]
+    rest = [a for a in ("A1", "A2") if a != only]
+    choices = review.cycle_choices(fresh_db, "ann")
+    assert [(c.cycle.name, c.has_work) for c in choices] == [("c", True), ("d", True)]
+    assert review.default_cycle(choices).cycle.name == "c"
+    # ann labels both answers as the judge did (nothing to reconcile): d's one answer is
+    # among them, so neither cycle has work left for her.
+    for answer in (only, *rest):
+        verdicts = [c["verdict"] for c in next(a for a in ANSWERS if a["id"] == answer)["claims"]]
+        _label_all(fresh_db, cyc.id, "ann", answer, verdicts)
+    choices = review.cycle_choices(fresh_db, "ann")
+    assert [c.has_work for c in choices] == [False, False]
+    assert review.default_cycle(choices).cycle.name == "c"
+    assert review.next_cycle_with_work(choices, cyc.id) is None
+    # A third cycle with a fresh answer for ann: the default and the "next" offer.
+    path = tmp_path / "more.jsonl"
+    path.write_text(json.dumps({
+        "id": "A9", "question": "q", "answer": "x.", "chunks": ["x"],
+        "claims": [{"id": "c1", "claim": "x.", "verdict": "SUPPORTED"}],
+        "judge_model": "judge-x", "judge_prompt_version": "v1"}) + "\n", encoding="utf-8")
+    import_answers(fresh_db, path)
+    third = cycles.create_cycle(fresh_db, name="e", judge_run=RUN, size=3, seed=1,
+                                strategy="random", reviewers=[], overlap=0.0, force=True,
+                                created_by="t", include_labeled=True)
+    choices = review.cycle_choices(fresh_db, "ann")
+    assert [c.cycle.name for c in choices if c.has_work] == ["e"]
+    assert review.default_cycle(choices).cycle.id == third.id
+    assert review.next_cycle_with_work(choices, cyc.id).cycle.id == third.id
+    assert review.next_cycle_with_work(choices, third.id) is None
+    e = next(c for c in choices if c.cycle.id == third.id)
+    assert (e.progress.claims_labeled, e.progress.claims_total) == (5, 6)
+
+
+# ---------------------------------------------------------------- reviewer names
+
+
+def test_canonical_reviewer_matches_a_known_spelling(fresh_db: Database, tmp_path: Path) -> None:
+    cyc = _load(fresh_db, tmp_path, reviewers=["Bea Lead", "carl"])
+    assert review.canonical_reviewer(fresh_db, "  newcomer   here ") == "newcomer here"
+    assert review.canonical_reviewer(fresh_db, "   ") == ""
+    # Assigned names count as known before they have any label.
+    assert review.canonical_reviewer(fresh_db, "bea  lead") == "Bea Lead"
+    assert review.canonical_reviewer(fresh_db, "CARL") == "carl"
+    pk = _pk(fresh_db, "A1", "c1")
+    store.record_label(fresh_db, claim=pk, reviewer="Anna Reviewer", kind="blind", verdict="SUPPORTED")
+    assert review.canonical_reviewer(fresh_db, "anna reviewer") == "Anna Reviewer"
+    assert review.canonical_reviewer(fresh_db, "ANNA\tREVIEWER") == "Anna Reviewer"
+    assert review.canonical_reviewer(fresh_db, "Anna Reviewers") == "Anna Reviewers"
+    # Two spellings from before the rule: an exact match wins, else the one with more labels.
+    for claim in ("c2", "c3"):
+        store.record_label(fresh_db, claim=_pk(fresh_db, "A1", claim), reviewer="anna reviewer",
+                           kind="blind", verdict="SUPPORTED")
+    assert review.canonical_reviewer(fresh_db, "anna reviewer") == "anna reviewer"
+    assert review.canonical_reviewer(fresh_db, "Anna Reviewer") == "Anna Reviewer"
+    assert review.canonical_reviewer(fresh_db, "ANNA REVIEWER") == "anna reviewer"
+    assert cyc.id
 
 
 # ---------------------------------------------------------------- highlighting

@@ -127,3 +127,45 @@ def test_bad_requests_are_refused(pool_of_40: list[PoolAnswer]) -> None:
         sampling.random_sample(pool_of_40, 5, seed=-1)
     with pytest.raises(ValueError, match="unknown strategy"):
         sampling.draw("cluster", pool_of_40, 5, seed=1)
+
+
+def test_draw_passes_the_failing_share_to_failures_first() -> None:
+    pool = make_pool({"x": 100}, failing=20)
+    assert sampling.draw("failures-first", pool, 20, seed=1).strata[0].sampled == 10
+    assert sampling.draw("failures-first", pool, 20, seed=1, failing_share=0.75).strata[0].sampled == 15
+    # Other designs ignore it.
+    assert sampling.draw("random", pool, 20, seed=1, failing_share=0.9) == \
+        sampling.draw("random", pool, 20, seed=1)
+
+
+def test_describe_states_the_split_and_warns_when_hardly_oversampled() -> None:
+    rare = sampling.failures_first_sample(make_pool({"x": 100}, failing=20), 20, seed=0)
+    assert sampling.describe(rare) == (
+        ["failing answers: 10 of 20 slots (π 0.50) vs passing 10 (π 0.12)"], [])
+    assert sampling.oversampling_factor(rare) == pytest.approx(0.5 / 0.125)
+    # 63% failing (WiCE): the share of 0.5 is below their proportional share, so the
+    # design is proportional in all but rounding.
+    common = sampling.failures_first_sample(make_pool({"x": 100}, failing=63), 20, seed=0)
+    notes, warnings = sampling.describe(common)
+    assert notes == ["failing answers: 13 of 20 slots (π 0.21) vs passing 7 (π 0.19)"]
+    assert warnings == ["hardly oversampled: failures are already the majority (63 of 100 eligible "
+                        "answers), so a failing answer is only 1.09× as likely to be drawn as a "
+                        "passing one; raise the failing share to oversample them"]
+    # Not the majority, but already near the asked share.
+    near = sampling.failures_first_sample(make_pool({"x": 100}, failing=48), 20, seed=0)
+    assert sampling.describe(near)[1][0].startswith(
+        "hardly oversampled: failures already make up 48% of the eligible answers (48 of 100)")
+    # A stratum without answers: nothing to compare.
+    none = sampling.failures_first_sample(make_pool({"x": 30}), 20, seed=0)
+    assert sampling.describe(none)[1] == ["no eligible answer has a non-SUPPORTED verdict: "
+                                          "failures-first drew a plain random sample"]
+    assert sampling.oversampling_factor(none) is None
+    every = sampling.failures_first_sample(make_pool({"x": 30}, failing=30), 20, seed=0)
+    assert sampling.describe(every)[1][0].startswith("every eligible answer is failing")
+    assert sampling.describe(sampling.random_sample(make_pool({"x": 30}), 20, seed=0)) == ([], [])
+
+
+def test_plural() -> None:
+    assert [sampling.plural(n, "answer") for n in (0, 1, 2)] == ["0 answers", "1 answer", "2 answers"]
+    assert sampling.plural(1, "query", "queries") == "1 query"
+    assert sampling.plural(3, "query", "queries") == "3 queries"

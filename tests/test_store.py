@@ -104,3 +104,29 @@ def test_threads_writing_labels_at_once_lose_nothing(wice_db: Database, db_path:
         changed = db.execute("SELECT count(*) FROM human_labels WHERE reviewer LIKE 'r%' "
                              "AND final_verdict = 'CONTRADICTED'").fetchone()[0]
         assert changed == 8 * 8
+
+
+def test_info_counts_a_claim_once_whatever_the_number_of_reviewers(demo_db: Database) -> None:
+    claim = store.claim_pk(demo_db, "Q1", "c1")
+    for reviewer in ("anna", "boris", "vera"):
+        store.record_label(demo_db, claim=claim, reviewer=reviewer, kind="blind", verdict="SUPPORTED")
+    (run,) = store.info(demo_db)["runs"]
+    assert (run.answers, run.claims, run.labeled_claims) == (5, 9, 1)
+    assert store.info(demo_db)["totals"]["reviewers"] == 3
+
+
+def test_adjudicate_from_the_cli_overrides_and_is_kept_in_history(
+    demo_db: Database, db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from calibration.cli import main
+
+    claim = store.claim_pk(demo_db, "Q2", "c2")
+    store.record_label(demo_db, claim=claim, reviewer="anna", kind="blind", verdict="CONTRADICTED")
+    store.record_label(demo_db, claim=claim, reviewer="boris", kind="blind", verdict="UNSUPPORTED")
+    assert main(["--db", str(db_path), "adjudicate", "Q2", "c2", "contradicted", "--by", "lead"]) == 0
+    assert "adjudicated CONTRADICTED by lead" in capsys.readouterr().out
+    assert demo_db.execute("SELECT verdict, adjudicator FROM adjudications WHERE claim_pk = ?",
+                           [claim]).fetchone() == ("CONTRADICTED", "lead")
+    assert [e["kind"] for e in store.label_history(demo_db, claim)] == ["blind", "blind", "adjudicate"]
+    assert main(["--db", str(db_path), "adjudicate", "Q2", "c9", "SUPPORTED", "--by", "lead"]) == 1
+    assert "no claim 'c9' in answer 'Q2'" in capsys.readouterr().err

@@ -1,5 +1,6 @@
 """The review page in a real browser: sign-in, keyboard labeling, blind reveal, reconcile,
-reload, two reviewers at once. One server for the module; each test is its own reviewer."""
+reload, stray keys, unclear / skipped claims, the cycle picker, two reviewers at once. One
+server for the module; each test is its own reviewer."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from calibration import review, store
+from calibration import cycles, review, store
+from calibration.importing import import_answers
 
 from .conftest import (
     blur,
@@ -22,6 +24,7 @@ from .conftest import (
     start_app,
     wait_claim,
     wait_reveal,
+    write_answers,
 )
 
 pytestmark = pytest.mark.browser
@@ -112,6 +115,20 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
         yield App(url, db, cyc.id, d / "server.log")
 
 
+def _label_as_judge(app: App, reviewer: str, answers: list[str], cycle_id: int | None = None) -> None:
+    """Give `reviewer` the judge's verdict on every claim of `answers` (nothing to reconcile)."""
+    with store.session(app.db) as db:
+        for answer in answers:
+            for c in review.load_card(db, answer, reviewer).claims:
+                review.label(db, cycle_id=cycle_id or app.cycle_id, reviewer=reviewer,
+                             claim_pk=c.pk, verdict=JUDGE[(answer, c.claim_id)])
+
+
+def _toast(page: Any, text: str) -> None:
+    """A toast saying `text` is on screen."""
+    page.locator("[data-testid='stToast']").filter(has_text=text).first.wait_for()
+
+
 def _markers(answer_id: str) -> list[str]:
     return [f"JUDGE-RATIONALE-{answer_id}-c{i}" for i in range(1, 4)
             if (answer_id, f"c{i}") in JUDGE]
@@ -139,9 +156,12 @@ def test_sign_in_with_a_name(app: App, page: Any) -> None:
     entries = page.locator("[data-testid='stSidebarNav'] a").all_inner_texts()
     assert [e.split()[-1] for e in entries][:2] == ["Home", "Review"]
     assert not any(e.strip().endswith("app") for e in entries)
+    assert "reviewer=Ann+Lee" in page.url or "reviewer=Ann%20Lee" in page.url, page.url
     shot(page, "signed-in")
     page.get_by_role("button", name="Sign out").click()
     page.get_by_label("Your name").wait_for()
+    assert "reviewer=" not in page.url
+    assert page.get_by_label("Your name").input_value() == ""
 
 
 def test_label_an_answer_by_keyboard_blind_then_reveal(app: App, page: Any) -> None:
@@ -185,16 +205,10 @@ def test_label_an_answer_by_keyboard_blind_then_reveal(app: App, page: Any) -> N
     assert app.events(pks[0], "kbd") == [("blind", "UNSUPPORTED"), ("blind", "SUPPORTED")]
 
 
-def test_reconcile_keep_and_judge_right(app: App, page: Any) -> None:
+def test_reconcile_by_keyboard_on_the_selected_disagreement(app: App, page: Any) -> None:
     reviewer = "rec"
     # Every other answer labeled as the judge did, so the page resumes on A1.
-    with store.session(app.db) as db:
-        for answer in app.queue():
-            if answer == "A1":
-                continue
-            for c in review.load_card(db, answer, reviewer).claims:
-                review.label(db, cycle_id=app.cycle_id, reviewer=reviewer, claim_pk=c.pk,
-                             verdict=JUDGE[(answer, c.claim_id)])
+    _label_as_judge(app, reviewer, [a for a in app.queue() if a != "A1"])
     pks = app.pks("A1")
     sign_in(page, app.url, reviewer)
     wait_claim(page, pks[0])
@@ -203,27 +217,48 @@ def test_reconcile_keep_and_judge_right(app: App, page: Any) -> None:
         if i + 1 < len(pks):
             wait_claim(page, pks[i + 1])
     wait_reveal(page)
+    _toast(page, "Recorded SUPPORTED for claim 3 of 3 · the judge is revealed")
     next_button = page.get_by_role("button", name="Next answer")
     assert next_button.is_disabled(), "every disagreement must be reconciled first"
+    keys = page.locator(".st-key-reveal-keys")
 
-    page.keyboard.press("K")  # the first pending disagreement: I keep my verdict
+    def acts_on(n: int) -> None:
+        keys.get_by_text(f"K / J act on claim {n}").wait_for()
+        page.locator(f".st-key-reveal-{pks[n - 1]}").get_by_text("K and J act on this claim").wait_for()
+        wait_reveal(page)
+
+    acts_on(1)
+    page.keyboard.press("K")  # claim 1: I keep my verdict; the selection moves on
     page.locator(f".st-key-reveal-{pks[0]}").get_by_text("You kept your verdict").wait_for()
-    for pk in pks[1:]:
-        page.locator(f".st-key-reveal-{pk}").get_by_role("button", name="The judge is right").click()
-        page.locator(f".st-key-reveal-{pk}").get_by_text("The judge was right").wait_for()
+    _toast(page, "for claim 1 of 3: final label UNSUPPORTED")
+    acts_on(2)
+    page.keyboard.press("J")
+    page.locator(f".st-key-reveal-{pks[1]}").get_by_text("The judge was right").wait_for()
+    acts_on(3)
+    page.keyboard.press("J")
+    page.locator(f".st-key-reveal-{pks[2]}").get_by_text("The judge was right").wait_for()
+    # All reconciled: the keys stay on the last claim, and the arrows choose another one
+    # whose choice K / J then change (QA: after reconciling, J / K did nothing).
+    acts_on(3)
+    page.keyboard.press("ArrowLeft")
+    acts_on(2)
+    page.keyboard.press("K")
+    page.locator(f".st-key-reveal-{pks[1]}").get_by_text("You kept your verdict").wait_for()
+    _toast(page, "for claim 2 of 3: final label UNSUPPORTED")
     shot(page, "reconciled")
 
     s1, s2, s3 = (app.state(pk, reviewer) for pk in pks)
     assert (s1.blind_verdict, s1.final_verdict, s1.reconciled, s1.slip) == (
         "UNSUPPORTED", "UNSUPPORTED", "keep", False)
     assert (s2.blind_verdict, s2.final_verdict, s2.reconciled, s2.slip) == (
-        "UNSUPPORTED", "SUPPORTED", "judge_right", True)
+        "UNSUPPORTED", "UNSUPPORTED", "keep", False)
     assert (s3.blind_verdict, s3.final_verdict, s3.reconciled, s3.slip) == (
         "SUPPORTED", "CONTRADICTED", "judge_right", True)
-    assert app.events(pks[1], reviewer) == [("blind", "UNSUPPORTED"), ("judge_right", "SUPPORTED")]
+    assert app.events(pks[1], reviewer) == [("blind", "UNSUPPORTED"), ("judge_right", "SUPPORTED"),
+                                            ("keep", "UNSUPPORTED")]
     with store.session(app.db) as db:
         slips = db.execute("SELECT sum(slip) FROM human_labels WHERE reviewer = ?", [reviewer])
-        assert slips.fetchone()[0] == 2
+        assert slips.fetchone()[0] == 1
 
     blur(page)
     page.get_by_role("button", name="Next answer").wait_for()
@@ -242,7 +277,15 @@ def test_reload_mid_answer_resumes_with_nothing_lost(app: App, page: Any) -> Non
     page.keyboard.press("2")
     wait_claim(page, pks[1])  # acknowledged: the next claim is drawn
     page.reload()
-    sign_in(page, app.url, reviewer)  # a reload is a new browser session: sign in again
+    # A reload is a new Streamlit session: the name is filled in from the URL (never signed
+    # in from it), and Enter signs in again.
+    field = page.get_by_label("Your name")
+    field.wait_for()
+    page.get_by_text("The name you used before the reload is filled in").wait_for()
+    assert field.input_value() == reviewer
+    blur(page)
+    page.keyboard.press("Enter")
+    page.locator(".st-key-cycle-name").wait_for()
     wait_claim(page, pks[1])
     assert page.locator(".st-key-claim-list").inner_text().count("CONTRADICTED") == 1
     state = app.state(pks[0], reviewer)
@@ -252,18 +295,137 @@ def test_reload_mid_answer_resumes_with_nothing_lost(app: App, page: Any) -> Non
     assert "1 of 7 claims labeled" in progress
 
 
-def test_skip_and_unclear_are_recorded(app: App, page: Any) -> None:
+def test_unclear_is_done_and_skipped_comes_back_once(app: App, page: Any) -> None:
+    """QA: "unclear" was a dead end, the queue cycled between unclear and skipped claims."""
     reviewer = "skipper"
+    _label_as_judge(app, reviewer, ["A3"])
+    plan = {"A1": ["U", "S", "2"], "A2": ["U", "3"]}  # A1 c3 / A2 c2 as the judge said
+    order = [a for a in app.queue() if a in plan]
+    sign_in(page, app.url, reviewer)
+    for answer in order:
+        pks = app.pks(answer)
+        for i, (pk, key) in enumerate(zip(pks, plan[answer], strict=True)):
+            wait_claim(page, pk)
+            page.keyboard.press(key)
+            what = {"U": "UNCLEAR", "S": "SKIP"}.get(key)
+            if what:
+                _toast(page, f"Recorded {what}")
+            if answer == "A1" and i == 0:
+                shot(page, "unclear-toast")
+        if answer == "A2":
+            # Unclear + a verdict settle the answer: the judge is revealed; the unclear claim
+            # shows the judge's verdict for information and has nothing to reconcile.
+            wait_reveal(page)
+            row = page.locator(f".st-key-reveal-{pks[0]}")
+            row.get_by_text("it waits for a lead's decision").wait_for()
+            assert row.get_by_role("button").count() == 0
+            assert "JUDGE-RATIONALE-A2-c1" in row.inner_text()
+            shot(page, "unclear-revealed")
+            blur(page)
+            page.keyboard.press("N")
+    a1 = app.pks("A1")
+    assert [app.state(pk, reviewer).status for pk in a1] == ["unclear", "skipped", "labeled"]
+    # Every fresh claim done: the skipped claim comes back once, the unclear one never.
+    wait_claim(page, a1[1])
+    page.keyboard.press("S")
+    done = page.locator(".st-key-queue-done")
+    done.get_by_text("2 claims marked unclear await a lead's decision; 1 skipped.").wait_for()
+    shot(page, "done-unclear-skipped")
+    assert [k for k, _ in app.events(a1[1], reviewer)] == ["skip", "skip"]
+    assert app.state(a1[0], reviewer).status == "unclear"
+
+
+def test_stray_keys_on_the_evidence_picker_record_nothing(app: App, page: Any) -> None:
+    """QA: after picking an evidence chunk, Tab landed on the picker's "Clear all" button and
+    typing a note recorded UNCLEAR and SUPPORTED."""
+    reviewer = "stray"
     answer = app.queue()[0]
     pks = app.pks(answer)
     sign_in(page, app.url, reviewer)
     wait_claim(page, pks[0])
-    page.keyboard.press("S")
+    claim = page.locator(f".st-key-claim-{pks[0]}")
+    claim.locator("[data-testid='stMultiSelect'] input").wait_for()  # its code loads lazily
+    # The note comes before the evidence picker, so Tab goes from the note into the picker.
+    labels = claim.locator("[data-testid='stWidgetLabel']").all_inner_texts()
+    assert labels.index("Note (optional)") < labels.index("Evidence chunks (optional)")
+    claim.locator("[data-testid='stMultiSelect'] input").click()
+    page.get_by_role("option").first.click()
+    wait_claim(page, pks[0])
+    page.keyboard.press("Tab")
+    focused = page.evaluate("() => document.activeElement.getAttribute('aria-label')")
+    assert focused == "Clear all", focused  # where QA's note went
+    page.keyboard.type("u12S3", delay=30)
+    page.wait_for_timeout(800)
+    assert all(app.state(pk, reviewer) is None for pk in pks), "a stray key recorded a label"
+    assert page.locator(".st-key-claim-list").inner_text().count("not labeled yet") == len(pks)
+    # A real verdict: recorded with the evidence, and a toast says what went where.
+    blur(page)
+    page.keyboard.press("3")
     wait_claim(page, pks[1])
-    page.keyboard.press("U")
-    assert app.state(pks[0], reviewer).status == "skipped"
-    page.wait_for_function("(sel) => !document.querySelector(sel)", arg=f".st-key-claim-{pks[1]}")
-    assert app.state(pks[1], reviewer).status == "unclear"
+    _toast(page, f"Recorded UNSUPPORTED for claim 1 of {len(pks)}")
+    shot(page, "verdict-toast")
+    state = app.state(pks[0], reviewer)
+    assert state is not None and state.blind_verdict == "UNSUPPORTED" and state.evidence
+    # A slip is fixed before the reveal: back, and a new verdict (a new event).
+    page.keyboard.press("ArrowLeft")
+    wait_claim(page, pks[0])
+    page.keyboard.press("1")
+    _toast(page, f"Recorded SUPPORTED for claim 1 of {len(pks)}")
+    assert app.events(pks[0], reviewer) == [("blind", "UNSUPPORTED"), ("blind", "SUPPORTED")]
+
+
+def test_cycle_picker_opens_the_first_cycle_with_work(app: App, page: Any) -> None:
+    reviewer = "picker"
+    more = [
+        {"id": f"B{i}", "question": f"Question B{i}?", "answer": f"Claim B{i}.",
+         "chunks": [f"Chunk B{i}."],
+         "claims": [{"id": "c1", "claim": f"Claim B{i}.", "verdict": "SUPPORTED",
+                     "rationale": f"JUDGE-RATIONALE-B{i}"}]}
+        for i in (1, 2)
+    ]
+    jsonl = write_answers(app.db.with_name("more.jsonl"), more, judge_model="judge-y")
+    with store.session(app.db) as db:
+        import_answers(db, jsonl)
+        two = cycles.create_cycle(db, name="picker two", judge_run="judge-y@v1", size=1, seed=1,
+                                  reviewers=[reviewer], overlap=0.0, force=True, created_by="t")
+        cycles.create_cycle(db, name="picker three", judge_run="judge-y@v1", size=2, seed=1,
+                            reviewers=[reviewer], overlap=0.0, force=True, created_by="t",
+                            include_labeled=True)
+        first_b = review.queue(db, two.id, reviewer)[0]
+        other_b = next(b["id"] for b in more if b["id"] != first_b)
+        pk_first, pk_other = (store.claim_pk(db, b, "c1") for b in (first_b, other_b))
+    _label_as_judge(app, reviewer, app.queue())  # cycle one (the first) is done for picker
+
+    sign_in(page, app.url, reviewer)
+    picker = page.locator("[data-testid='stSelectbox']")
+    shown = picker.inner_text() + " " + picker.locator("input").input_value()
+    assert "picker two — 0/1 labeled" in shown, shown
+    picker.locator("input").click()
+    names = page.get_by_role("option").all_inner_texts()
+    assert names == ["cycle one — 7/7 labeled · done", "picker two — 0/1 labeled",
+                     "picker three — 0/2 labeled"], names
+    page.keyboard.press("Escape")
+    blur(page)
+    wait_claim(page, pk_first)
+    page.keyboard.press("1")
+    wait_reveal(page)
+    page.keyboard.press("N")
+    done = page.locator(".st-key-queue-done")
+    done.get_by_text("picker three — 1/2 labeled").wait_for()
+    page.wait_for_function(  # the picker's progress is redrawn once the cycle is done
+        "() => document.querySelector('[data-testid=\"stSelectbox\"] input').value"
+        ".includes('picker two — 1/1 labeled · done')")
+    shot(page, "next-cycle")
+    done.get_by_role("button", name="Go to the next cycle").click()
+    wait_claim(page, pk_other)
+    assert "picker three" in page.locator(".st-key-cycle-name").inner_text()
+    picker = page.locator("[data-testid='stSelectbox']")
+    assert "picker three — 1/2 labeled" in picker.locator("input").input_value()
+    # Picking a cycle by hand works too.
+    picker.locator("input").click()
+    page.get_by_role("option", name="cycle one — 7/7 labeled · done").click()
+    page.get_by_text("Your queue in this cycle is done").wait_for()
+    assert "cycle one" in page.locator(".st-key-cycle-name").inner_text()
 
 
 def test_two_reviewers_label_the_same_claim(app: App, browser: Any) -> None:

@@ -137,7 +137,7 @@ def _assert_literal(page: Any, texts: list[str], port: int) -> None:
     assert not [h for h in links if f":{port}" in h], "a markdown link was rendered"
     # Coloured badges are only ours: the three verdicts and "Agreement" (with its icon).
     badges = page.locator("[data-testid='stBadge'], .stBadge").all_inner_texts()
-    ours = ("SUPPORTED", "CONTRADICTED", "UNSUPPORTED", "Agreement")
+    ours = ("SUPPORTED", "CONTRADICTED", "UNSUPPORTED", "Agreement", "Unclear")
     assert all(b.split()[-1] in ours for b in badges if b.strip()), badges
 
 
@@ -163,7 +163,7 @@ def test_payloads_show_literally_and_load_nothing(app: App, page: Any) -> None:
     assert f"cycle <b>x</b> {DOLLARS} {BADGE}" in shown, shown
     picker.locator("input").click()
     names = page.get_by_role("option").all_inner_texts()
-    assert f"{SECOND_CYCLE} (judge-x@v1)" in names, names
+    assert f"{SECOND_CYCLE} — 0/2 labeled" in names, names
     page.keyboard.press("Escape")
     blur(page)
 

@@ -1,0 +1,172 @@
+"""The Streamlit glue (ui.py) and the Home page, run headless with Streamlit's AppTest:
+the lead role, name sign-in (canonical spelling, the name kept for a reload), and Home
+showing no judge verdicts to reviewers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import ui
+from calibration import cycles, store
+from calibration.importing import import_answers
+
+ROOT = Path(__file__).resolve().parents[1]
+LEAD_PAGES = ["pages/dashboard.py", "pages/cycles.py", "pages/judge_lab.py"]
+
+
+@pytest.fixture
+def judged(db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A database the app uses ($CALIBRATION_DB) with one judged answer and an open cycle."""
+    monkeypatch.setenv("CALIBRATION_DB", str(db_path))
+    monkeypatch.delenv(ui.LEADS_ENV, raising=False)
+    jsonl = tmp_path / "a.jsonl"
+    jsonl.write_text(json.dumps({
+        "id": "A1", "question": "q?", "answer": "It is. It is not.", "chunks": ["c"],
+        "judge_model": "judge-x", "judge_prompt_version": "v1",
+        "claims": [{"id": "c1", "claim": "It is.", "verdict": "SUPPORTED"},
+                   {"id": "c2", "claim": "It is not.", "verdict": "SUPPORTED"}],
+    }) + "\n", encoding="utf-8")
+    with store.session(db_path) as db:
+        import_answers(db, jsonl)
+        cycles.create_cycle(db, name="c", judge_run="judge-x@v1", size=1, seed=1, reviewers=[],
+                            overlap=0.0, force=True, created_by="t")
+    return db_path
+
+
+def _page(path: str, reviewer: str | None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / path), default_timeout=30)
+    if reviewer is not None:
+        at.session_state[ui.REVIEWER_KEY] = reviewer
+    return at.run()
+
+
+def _texts(at: AppTest) -> str:
+    parts = [e.value for kind in ("markdown", "text", "caption", "info") for e in getattr(at, kind)]
+    return "\n".join(str(p) for p in parts)
+
+
+@pytest.mark.parametrize("path", LEAD_PAGES)
+def test_a_non_lead_sees_no_lead_page(judged: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    monkeypatch.setenv(ui.LEADS_ENV, " Anna Lead , bea@example.org")
+    at = _page(path, "carl")
+    assert not at.exception
+    assert [i.value for i in at.info] and at.info[0].value.startswith("This page is for leads")
+    # Nothing of the page beyond its title: no tables, charts, metrics or controls.
+    for kind in ("dataframe", "metric", "selectbox", "text_input", "text_area", "button",
+                 "number_input", "radio", "json", "table"):
+        assert not list(getattr(at, kind)), f"{path} drew a {kind} for a non-lead"
+    assert not [e for e in at.get("arrow_vega_lite_chart")]
+    # A lead (any case or spacing) gets the page.
+    lead = _page(path, "anna  LEAD")
+    assert not lead.exception
+    assert not [i for i in lead.info if i.value.startswith("This page is for leads")]
+
+
+@pytest.mark.parametrize(("reviewer", "leads", "is_lead"), [
+    ("anna lead", " Anna Lead , bea@example.org", True),  # case and spaces do not matter
+    ("Bea@Example.org", "Anna Lead,bea@example.org", True),
+    ("carl", "Anna Lead,bea@example.org", False),
+    ("carl", None, True),  # none configured (local use): every signed-in user is a lead
+    ("carl", " , ", True),  # an empty list configures nothing
+])
+def test_require_lead(monkeypatch: pytest.MonkeyPatch, reviewer: str, leads: str | None,
+                      is_lead: bool) -> None:
+    if leads is None:
+        monkeypatch.delenv(ui.LEADS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(ui.LEADS_ENV, leads)
+
+    def script() -> None:
+        import streamlit as st
+
+        import ui
+
+        ui.require_lead()
+        st.text("LEAD CONTENT")
+
+    at = AppTest.from_function(script, default_timeout=30)
+    at.session_state[ui.REVIEWER_KEY] = reviewer
+    at.run()
+    assert not at.exception
+    assert ("LEAD CONTENT" in _texts(at)) is is_lead
+    assert bool(at.info) is not is_lead
+
+
+def test_leads_from_the_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ui.LEADS_ENV, raising=False)
+
+    def script() -> None:
+        import streamlit as st
+
+        import ui
+
+        ui.require_lead()
+        st.text("LEAD CONTENT")
+
+    at = AppTest.from_function(script, default_timeout=30)
+    at.secrets["calibration"] = {"leads": ["Anna Lead"]}
+    at.session_state[ui.REVIEWER_KEY] = "carl"
+    at.run()
+    assert at.info and "LEAD CONTENT" not in _texts(at)
+    at.session_state[ui.REVIEWER_KEY] = "ANNA  lead"
+    at.run()
+    assert not at.info and "LEAD CONTENT" in _texts(at)
+
+
+def test_a_lead_page_asks_for_sign_in_first(judged: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ui.LEADS_ENV, "anna")
+    at = _page("pages/dashboard.py", None)
+    assert [t.label for t in at.text_input] == ["Your name"]
+    assert not at.info
+
+
+def test_home_shows_no_judge_verdicts(judged: Path) -> None:
+    """QA: Home showed "demo-judge: supported 9, contradicted 0, unsupported 0" to reviewers."""
+    at = _page("app.py", None)  # Home is the default page
+    assert not at.exception
+    assert at.title[0].value == "Judge calibration"
+    (table,) = at.dataframe
+    assert list(table.value.columns) == ["judge run", "answers", "claims", "human-labeled claims"]
+    assert table.value.iloc[0].tolist() == ["judge-x@v1", 1, 2, 0]
+    shown = _texts(at).lower()
+    assert not any(v in shown for v in ("supported", "contradicted"))
+
+
+def _sign_in_script() -> None:
+    import streamlit as st
+
+    import ui
+
+    st.text("REVIEWER=" + ui.require_reviewer())
+
+
+def test_sign_in_uses_the_known_spelling(judged: Path) -> None:
+    """QA: "anna reviewer" and "Anna Reviewer" became two people."""
+    with store.session(judged) as db:
+        pk = store.claim_pk(db, "A1", "c1")
+        store.record_label(db, claim=pk, reviewer="Anna Reviewer", kind="blind", verdict="SUPPORTED")
+    at = AppTest.from_function(_sign_in_script, default_timeout=30).run()
+    at.text_input(key="signin_name").input("  anna   reviewer ")
+    at.button[0].click().run()
+    assert at.session_state[ui.REVIEWER_KEY] == "Anna Reviewer"
+    assert "REVIEWER=Anna Reviewer" in _texts(at)
+    assert at.query_params[ui.NAME_PARAM] in ("Anna Reviewer", ["Anna Reviewer"])
+
+
+def test_a_reload_fills_in_the_name_but_does_not_sign_in(judged: Path) -> None:
+    """A reload is a new session: the name from the URL is only filled in (labels are written
+    under the session's signed-in name, never the URL's)."""
+    at = AppTest.from_function(_sign_in_script, default_timeout=30)
+    at.query_params[ui.NAME_PARAM] = "Anna"
+    at.run()
+    assert ui.REVIEWER_KEY not in at.session_state
+    assert at.text_input(key="signin_name").value == "Anna"
+    assert "REVIEWER=" not in _texts(at)
+    at.button[0].click().run()
+    assert at.session_state[ui.REVIEWER_KEY] == "Anna"
+
+
