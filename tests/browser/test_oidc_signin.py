@@ -36,3 +36,27 @@ def test_oidc_configured_asks_for_login_not_a_name(tmp_path: Path, page: Any) ->
         assert page.get_by_label("Your name").count() == 0
         assert page.locator(".st-key-cycle-name").count() == 0
     assert server_errors(log) == []
+
+
+def test_reviewers_do_not_see_lead_pages_when_leads_are_configured(tmp_path: Path, page: Any) -> None:
+    require_browser()
+    db = tmp_path / "app.db"
+    build_db(db, ANSWERS[:1])
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text('[calibration]\nleads = ["boss"]\n', encoding="utf-8")
+    log = tmp_path / "server.log"
+    nav = page.get_by_test_id("stSidebarNav")
+    with start_app(db, log, ["--secrets.files", str(secrets)]) as url:
+        page.goto(f"{url}/review")
+        page.get_by_label("Your name").fill("anna")
+        page.keyboard.press("Enter")
+        page.get_by_role("button", name="Sign out").wait_for()
+        nav.get_by_role("link", name="Review").wait_for()
+        assert nav.get_by_role("link", name="Dashboard").count() == 0
+        assert nav.get_by_role("link", name="Cycles").count() == 0
+        page.get_by_role("button", name="Sign out").click()
+        page.get_by_label("Your name").fill("Boss")
+        page.keyboard.press("Enter")
+        nav.get_by_role("link", name="Dashboard").wait_for()
+        assert nav.get_by_role("link", name="Judge lab").count() == 1
+    assert server_errors(log) == []
