@@ -872,10 +872,13 @@ def _alpha_of(coincidence: Mapping[tuple[str, str], float]) -> float | None:
     return 1 - (n - 1) * observed / expected
 
 
-def final_human_label(verdicts: Sequence[str], adjudicated: str | None = None) -> str | None:
-    """The label a claim counts with: the adjudicated one if any, else the reviewers' unanimous one.
+def final_human_label(verdicts: Sequence[str], adjudicated: str | None = None, *,
+                      unclear: bool = False) -> str | None:
+    """The label a claim counts with.
 
-    None when reviewers disagree and nobody adjudicated (unresolved), or when nobody labelled.
+    The adjudicated label if any; else, when any reviewer marked the claim unclear ("needs
+    discussion"), none; else the reviewers' unanimous final verdict. None (unresolved) also when
+    reviewers disagree and nobody adjudicated, or when nobody labelled.
     """
     if adjudicated is not None:
         label_index(adjudicated)
@@ -883,6 +886,8 @@ def final_human_label(verdicts: Sequence[str], adjudicated: str | None = None) -
     distinct = set(verdicts)
     for v in distinct:
         label_index(v)
+    if unclear:
+        return None
     return next(iter(distinct)) if len(distinct) == 1 else None
 
 
@@ -893,23 +898,29 @@ class FinalLabels:
 
 
 def resolve_final_labels(labels: Iterable[tuple[str, str, str]],
-                         adjudicated: Mapping[str, str] | None = None) -> FinalLabels:
+                         adjudicated: Mapping[str, str] | None = None,
+                         unclear: Iterable[str] = ()) -> FinalLabels:
     """Apply :func:`final_human_label` to every claim.
 
     ``labels`` holds (claim_key, reviewer, verdict), one current verdict per reviewer and claim.
-    Claims only adjudicated (no reviewer label) count too.  Unresolved claims are returned in
-    first-seen order so the caller can count them and leave them out of judge agreement.
+    ``unclear`` holds the keys of claims some reviewer marked unclear: unresolved unless
+    adjudicated. Claims only adjudicated or only marked unclear count too.  Unresolved claims are
+    returned in first-seen order (labels, then adjudications, then unclear marks) so the caller
+    can count them and leave them out of judge agreement.
     """
     adjudicated = adjudicated or {}
+    unclear = set(unclear)
     by_claim: dict[str, list[str]] = {}
     for claim, _reviewer, verdict in labels:
         by_claim.setdefault(claim, []).append(verdict)
     for claim in adjudicated:
         by_claim.setdefault(claim, [])
+    for claim in sorted(unclear):
+        by_claim.setdefault(claim, [])
     final: dict[str, str] = {}
     unresolved: list[str] = []
     for claim, verdicts in by_claim.items():
-        label = final_human_label(verdicts, adjudicated.get(claim))
+        label = final_human_label(verdicts, adjudicated.get(claim), unclear=claim in unclear)
         if label is None:
             unresolved.append(claim)
         else:
@@ -1086,16 +1097,44 @@ def _ci_pct(lo: float | None, hi: float | None) -> str:
     return "no interval" if lo is None or hi is None else f"95% CI {_pct(lo)}–{_pct(hi)}"
 
 
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
+
+
+def _count(n: int, word: str) -> str:
+    """'1 disagreeing claim', '3 disagreeing claims'."""
+    return f"{n:,} {_plural(n, word)}"
+
+
+def _claims_to_clear_floor(kappa: KappaResult, n: int, floor: float) -> int | None:
+    """More claims for kappa's interval to end below the floor, the estimate and its spread held.
+
+    The half-width shrinks as 1/sqrt(n): n' = n (half-width / (floor - kappa))^2.
+    """
+    if kappa.value is None or kappa.ci_high is None or n <= 0 or kappa.value >= floor:
+        return None
+    half = kappa.ci_high - kappa.value
+    gap = floor - kappa.value
+    if half <= 0 or gap <= 0:
+        return None
+    return max(1, math.ceil(n * (half / gap) ** 2) - n)
+
+
 def decide_flag(*, agreement: Estimate, kappa: KappaResult, mcnemar: McNemarExact,
                 thresholds: Thresholds, n_claims: int, claims_needed: int | None,
                 disagreeing: Sequence[str], lenient_claims: Sequence[str],
-                strict_claims: Sequence[str]) -> Flag:
+                strict_claims: Sequence[str], weighted: WeightedAgreement | None = None) -> Flag:
     """``revise`` / ``ok`` / ``inconclusive``, each with reasons that name a figure and its claims.
 
     revise: Wilson upper < target, or kappa < floor, or exact McNemar p < alpha (lenient when the
     judge says SUPPORTED where humans did not more often than the reverse, strict otherwise).
     ok: Wilson lower >= target and nothing fired.  Otherwise inconclusive, with the claims still
     needed for the Wilson interval to clear the target at the current agreement.
+
+    ``weighted``: for answers drawn with unequal inclusion probabilities, the agreement
+    re-weighted to the run (Hajek) and its answer-bootstrap interval; the agreement rules then
+    read it instead of the raw sample figure (the Wilson interval stands in where the bootstrap
+    gives none), and the reasons say "re-weighted to the run".
     """
     dis = tuple(disagreeing)
     if n_claims == 0 or agreement.value is None:
@@ -1103,19 +1142,33 @@ def decide_flag(*, agreement: Estimate, kappa: KappaResult, mcnemar: McNemarExac
         return Flag("inconclusive", (empty,), None)
     t = thresholds
     reasons: list[Reason] = []
+    what_agreement = "agreement"
+    if weighted is not None and weighted.value is not None:
+        raw = agreement
+        if weighted.ci_low is not None and weighted.ci_high is not None:
+            agreement = Estimate(weighted.value, weighted.ci_low, weighted.ci_high)
+        else:
+            agreement = Estimate(weighted.value, raw.ci_low, raw.ci_high)
+        what_agreement = f"agreement re-weighted to the run (raw {_pct(raw.value)})"
     ci = _ci_pct(agreement.ci_low, agreement.ci_high)
     if agreement.ci_high is not None and agreement.ci_high < t.agreement_target:
         reasons.append(Reason(
             "agreement_below_target",
-            f"agreement {_pct(agreement.value)} ({ci}) is below the {_share(t.agreement_target)} target "
-            f"even at its upper bound; {len(dis)} disagreeing claims",
+            f"{what_agreement} {_pct(agreement.value)} ({ci}) is below the "
+            f"{_share(t.agreement_target)} target "
+            f"even at its upper bound; {_count(len(dis), 'disagreeing claim')}",
             agreement.value, dis))
     if kappa.value is not None and kappa.value < t.kappa_floor:
         kci = "" if kappa.ci_low is None else f" (95% CI {kappa.ci_low:.2f}–{kappa.ci_high:.2f})"
+        wide = ""
+        if kappa.ci_high is not None and kappa.ci_high >= t.kappa_floor:
+            more = _claims_to_clear_floor(kappa, n_claims, t.kappa_floor)
+            label = "more claims" if more is None else f"{more:,} more {_plural(more, 'claim')}"
+            wide = f"; the interval is wide: label {label} to be sure"
         reasons.append(Reason(
             "kappa_below_floor",
-            f"kappa {kappa.value:.2f}{kci} is below the floor {t.kappa_floor:.2f}; "
-            f"{len(dis)} disagreeing claims",
+            f"kappa {kappa.value:.2f}{kci} is below the floor {t.kappa_floor:.2f}{wide}; "
+            f"{_count(len(dis), 'disagreeing claim')}",
             kappa.value, dis))
     p = mcnemar.p_two_sided
     if p is not None and p < t.alpha and mcnemar.b != mcnemar.c:
@@ -1137,8 +1190,9 @@ def decide_flag(*, agreement: Estimate, kappa: KappaResult, mcnemar: McNemarExac
     if agreement.ci_low is not None and agreement.ci_low >= t.agreement_target:
         notes = [Reason(
             "agreement_meets_target",
-            f"agreement {_pct(agreement.value)} ({ci}) reaches the {_share(t.agreement_target)} target "
-            f"at its lower bound; {len(dis)} disagreeing claims",
+            f"{what_agreement} {_pct(agreement.value)} ({ci}) reaches the "
+            f"{_share(t.agreement_target)} target "
+            f"at its lower bound; {_count(len(dis), 'disagreeing claim')}",
             agreement.value, dis)]
         if kappa.value is None:
             notes.append(Reason("kappa_undefined",
@@ -1148,8 +1202,8 @@ def decide_flag(*, agreement: Estimate, kappa: KappaResult, mcnemar: McNemarExac
     need = "an undetermined number of" if claims_needed is None else f"about {claims_needed}"
     return Flag("inconclusive", (Reason(
         "agreement_undecided",
-        f"agreement {_pct(agreement.value)} ({ci}) straddles the {_share(t.agreement_target)} target: "
-        f"label {need} more claims to decide; {len(dis)} disagreeing claims",
+        f"{what_agreement} {_pct(agreement.value)} ({ci}) straddles the {_share(t.agreement_target)} target: "
+        f"label {need} more claims to decide; {_count(len(dis), 'disagreeing claim')}",
         agreement.value, dis),), claims_needed)
 
 
@@ -1446,9 +1500,13 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
 
     size = sample_size(kap, pct.value, n, thresholds.agreement_target, half_width=kappa_half_width,
                        confidence=confidence)
+    # The flag reads the re-weighted agreement only where the weights differ: equal weights
+    # re-weight to the raw figure, whose Wilson interval is the one to decide on.
+    unequal = w is not None and bool(np.ptp(w) > 0)
     flag = decide_flag(agreement=pct, kappa=kap, mcnemar=dirn.mcnemar, thresholds=thresholds, n_claims=n,
                        claims_needed=size.more_claims_for_target, disagreeing=disagreeing,
-                       lenient_claims=lenient_claims, strict_claims=strict_claims)
+                       lenient_claims=lenient_claims, strict_claims=strict_claims,
+                       weighted=wres if unequal else None)
     return Report(
         n_claims=n,
         n_answers=n_answers,

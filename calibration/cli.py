@@ -115,7 +115,7 @@ REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_add_foundatio
 
 
 
-# ---------------------------------------------------------------- cycles (issue 4)
+# ---------------------------------------------------------------- cycles
 
 
 def _add_cycles(sub: argparse._SubParsersAction) -> None:
@@ -305,10 +305,10 @@ def cli_holdout_list(args: argparse.Namespace) -> int:
 
 REGISTRARS.append(_add_cycles)
 
-# ---------------------------------------------------------------- end of cycles (issue 4)
+# ---------------------------------------------------------------- end of cycles
 
 
-# ---------------------------------------------------------------- export (issue 6)
+# ---------------------------------------------------------------- export
 
 
 def _add_export(sub: argparse._SubParsersAction) -> None:
@@ -331,10 +331,10 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
 
 REGISTRARS.append(_add_export)
 
-# ---------------------------------------------------------------- end of export (issue 6)
+# ---------------------------------------------------------------- end of export
 
 
-# ---------------------------------------------------------------- judge lab (issue 7)
+# ---------------------------------------------------------------- judge lab
 
 
 def _add_judge(sub: argparse._SubParsersAction) -> None:
@@ -374,10 +374,10 @@ def _add_judge(sub: argparse._SubParsersAction) -> None:
 
 REGISTRARS.append(_add_judge)
 
-# ---------------------------------------------------------------- end of judge lab (issue 7)
+# ---------------------------------------------------------------- end of judge lab
 
 
-# ---------------------------------------------------------------- stats (issue 3)
+# ---------------------------------------------------------------- stats
 
 
 def _add_stats(sub: argparse._SubParsersAction) -> None:
@@ -444,7 +444,7 @@ def cli_thresholds(args: argparse.Namespace) -> int:
 
 REGISTRARS.append(_add_stats)
 
-# ---------------------------------------------------------------- end of stats (issue 3)
+# ---------------------------------------------------------------- end of stats
 
 
 # Commands that may start from no database; every other one reads an existing one.

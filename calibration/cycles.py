@@ -719,7 +719,8 @@ def build_snapshot(db: Database, cycle: Cycle) -> dict[str, Any]:
         """SELECT ca.answer_id, cl.claim_id, ca.inclusion_prob, v.verdict,
                   (SELECT json_group_object(h.reviewer, h.final_verdict) FROM human_labels h
                    WHERE h.claim_pk = cl.id AND h.status = 'labeled'),
-                  (SELECT d.verdict FROM adjudications d WHERE d.claim_pk = cl.id)
+                  (SELECT d.verdict FROM adjudications d WHERE d.claim_pk = cl.id),
+                  EXISTS (SELECT 1 FROM human_labels u WHERE u.claim_pk = cl.id AND u.status = 'unclear')
            FROM cycle_answers ca
            JOIN claims cl ON cl.answer_id = ca.answer_id
            JOIN judge_verdicts v ON v.claim_pk = cl.id AND v.run_id = :run
@@ -732,14 +733,14 @@ def build_snapshot(db: Database, cycle: Cycle) -> dict[str, Any]:
     items: list[agreement.LabeledClaim] = []
     reviewer_labels: list[tuple[str, str, str]] = []
     unresolved: list[str] = []
-    for aid, cid, prob, judge, labels_json, adjudicated in rows:
+    for aid, cid, prob, judge, labels_json, adjudicated, unclear in rows:
         labels: dict[str, str] = json.loads(labels_json) if labels_json else {}
         key = f"{aid}/{cid}"
-        final = agreement.final_human_label(list(labels.values()), adjudicated)
+        final = agreement.final_human_label(list(labels.values()), adjudicated, unclear=bool(unclear))
         if final is not None:
             counts["agree" if final == judge else "disagree"] += 1
             items.append(agreement.LabeledClaim(aid, key, final, judge, weight=1 / prob))
-        elif labels:
+        elif labels or unclear:
             counts["reviewers_disagree"] += 1
             unresolved.append(key)
         else:

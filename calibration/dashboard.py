@@ -39,6 +39,10 @@ from .errors import NotFoundError
 # Rows of claim detail (claim text, chunks, rationale, notes) fetched for the tables: a lead
 # reads tens of them; beyond this the export is the tool.
 DETAIL_ROWS = 500
+# Unresolved claims listed for a lead's decision, each with its own control; the CLI
+# (`adjudicate`) and the export cover the rest.
+PENDING_ROWS = 100
+UNCLEAR = "unclear, needs discussion"
 # Answer-bootstrap resamples, the statistics' default: 2,000 at every size. (The dashboard used to
 # halve them above 5,000 answers; with the statistics input read as arrays the full 2,000 keep
 # a 100k-claim page under a second.) The page shows the count beside each bootstrap interval.
@@ -109,15 +113,34 @@ class CategoryRow:
 
 @dataclass(frozen=True, slots=True)
 class ReviewerRow:
+    """Slip figures count only labels given on the review page (blind, then reconciled with the
+    judge revealed); imported labels never saw the judge and count in `labeled` only."""
+
     reviewer: str
     labeled: int
-    disagreed_blind: int  # blind verdict differed from this run's judge
+    reviewed: int  # labels reconciled on the review page: the slip rate's denominator
+    disagreed_blind: int  # reviewed labels whose blind verdict differed from this run's judge
     kept: int  # reconciled with keep: a judge error the reviewer stood by
     judge_right: int  # reconciled by adopting the judge's verdict
     slips: int  # judge_right that changed the verdict: the reviewer's own slip
-    slip_rate: float | None
+    slip_rate: float | None  # None: no reviewed label yet
     slip_low: float | None
     slip_high: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingClaim:
+    """An unresolved claim a lead must decide: text fields untrusted, shown literally."""
+
+    claim_pk: int
+    key: str
+    answer_id: str
+    claim_id: str
+    claim: str
+    chunks: str
+    judge: str  # this run's verdict
+    rationale: str
+    reviewers: tuple[dict[str, str], ...]  # {"reviewer", "verdict", "note"}; verdict may be "unclear…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +174,7 @@ class Dashboard:
     verdicts: dict[str, tuple[str, str]]
     details: dict[str, ClaimDetail]  # the first DETAIL_ROWS disagreeing claims, and of each reason
     comparison: Comparison | None
+    pending: tuple[PendingClaim, ...] = ()  # the first PENDING_ROWS unresolved claims
 
     @property
     def disagreements(self) -> list[ClaimDetail]:
@@ -163,6 +187,21 @@ class Dashboard:
 
 def run_names(db: Database) -> list[str]:
     return [r.name for r in store.judge_runs(db)]
+
+
+def default_run(db: Database) -> str:
+    """The run the page opens on: the most recently imported run with human-labeled claims,
+    else `store.find_judge_run(db, None)` (the most recently imported run)."""
+    row = db.execute(
+        """SELECT r.id FROM judge_runs r WHERE r.origin = 'import' AND EXISTS (
+               SELECT 1 FROM judge_verdicts v JOIN human_labels h ON h.claim_pk = v.claim_pk
+               WHERE v.run_id = r.id AND h.status = 'labeled')
+           ORDER BY r.id DESC LIMIT 1""").fetchone()
+    if row is not None:
+        for r in store.judge_runs(db):
+            if r.id == row[0]:
+                return r.name
+    return store.find_judge_run(db, None).name
 
 
 def cycle_names(db: Database, run: str) -> list[str]:
@@ -253,7 +292,40 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
         verdicts=verdicts,
         details=details,
         comparison=comparison,
+        pending=tuple(pending_claims(db, judge_run.id, data.unresolved_pk[:PENDING_ROWS].tolist())),
     )
+
+
+def pending_claims(db: Database, run_id: int, claim_pks: Sequence[int]) -> list[PendingClaim]:
+    """The claims behind `claim_pks` (in that order) as a lead reads them to adjudicate:
+    text, chunks, each reviewer's verdict or unclear mark with the note, the run's verdict."""
+    if not claim_pks:
+        return []
+    rows = db.execute(
+        """SELECT c.id, c.answer_id, c.claim_id, c.text, v.verdict, v.rationale, v.evidence,
+                  (SELECT json_group_array(json_array(h.reviewer, h.status, h.final_verdict, h.note,
+                                                      json(h.evidence)))
+                   FROM human_labels h WHERE h.claim_pk = c.id),
+                  (SELECT json_group_array(json_array(ch.position, ch.chunk_id, ch.text))
+                   FROM chunks ch WHERE ch.answer_id = c.answer_id)
+           FROM claims c LEFT JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = :run
+           WHERE c.id IN (SELECT value FROM json_each(:pks))""",
+        {"run": run_id, "pks": json.dumps([int(pk) for pk in claim_pks])}).fetchall()
+    by_pk = {}
+    for pk, aid, cid, text, judge, rationale, judge_ev, labels_j, chunks_j in rows:
+        labels = sorted(json.loads(labels_j))
+        cited: set[str] = set(json.loads(judge_ev or "[]"))
+        reviewers = []
+        for reviewer, status, final, note, evidence in labels:
+            cited.update(evidence or [])
+            verdict = final if status == "labeled" and final else UNCLEAR if status == "unclear" else status
+            reviewers.append({"reviewer": reviewer, "verdict": verdict, "note": note or ""})
+        chunks = sorted(json.loads(chunks_j))
+        shown = [c for c in chunks if c[1] in cited] or chunks
+        chunk_text = "\n\n".join(f"[{c[1]}] {c[2]}" for c in shown)
+        by_pk[pk] = PendingClaim(pk, f"{aid}/{cid}", aid, cid, text, chunk_text, judge or "", rationale or "",
+                                 tuple(reviewers))
+    return [by_pk[pk] for pk in claim_pks if pk in by_pk]
 
 
 # ---------------------------------------------------------------- words
@@ -262,15 +334,19 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
 def _p(p: float | None) -> str:
     if p is None:
         return "p n/a"
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3g}"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n:,} times"
 
 
 def direction_text(report: Report) -> str:
     """Lenient vs strict counts with the exact McNemar p, in words."""
     d = report.direction
     p = d.mcnemar.p_two_sided
-    text = (f"The judge calls {POSITIVE} where reviewers did not: {d.lenient} times; "
-            f"the reverse (reviewers {POSITIVE}, judge not): {d.strict} times "
+    text = (f"The judge calls {POSITIVE} where reviewers did not: {_times(d.lenient)}; "
+            f"the reverse (reviewers {POSITIVE}, judge not): {_times(d.strict)} "
             f"(exact McNemar {_p(p)}).")
     if report.n_claims == 0:
         return "No claim has both a judge verdict and a final human label yet."
@@ -290,7 +366,7 @@ def sample_size_text(report: Report) -> str:
     elif s.more_claims_for_kappa == 0:
         kappa = f"the kappa interval is already within ±{s.kappa_half_width:.2f}"
     else:
-        kappa = (f"label about {s.more_claims_for_kappa:,} more claims for a kappa interval of "
+        kappa = (f"label about {_plural(s.more_claims_for_kappa, 'more claim')} for a kappa interval of "
                  f"±{s.kappa_half_width:.2f}")
     goal = f"{100 * t.agreement_target:g}%"
     if s.more_claims_for_target is None:
@@ -299,7 +375,8 @@ def sample_size_text(report: Report) -> str:
         target = f"there are enough claims to decide the {goal} target"
     else:
         target = f"about {s.more_claims_for_target:,} more to decide the {goal} target at this agreement"
-    return f"{report.n_claims:,} claims in {report.n_answers:,} answers: {kappa}; {target}."
+    return (f"{_plural(report.n_claims, 'claim')} in {_plural(report.n_answers, 'answer')}: "
+            f"{kappa}; {target}.")
 
 
 # ---------------------------------------------------------------- pieces
@@ -416,7 +493,8 @@ def reviewer_rows(db: Database, run_id: int, cycle_id: int | None = None) -> lis
     cycle_join = ("JOIN claims c ON c.id = h.claim_pk JOIN cycle_answers ca ON ca.answer_id = c.answer_id "
                   "AND ca.cycle_id = :cycle" if cycle_id is not None else "")
     rows = db.execute(
-        f"""SELECT h.reviewer, count(*), sum(h.blind_verdict != v.verdict),
+        f"""SELECT h.reviewer, count(*), sum(h.reconciled IS NOT NULL),
+                   sum(h.reconciled IS NOT NULL AND h.blind_verdict != v.verdict),
                    sum(h.reconciled = 'keep'), sum(h.reconciled = 'judge_right'), sum(h.slip)
             FROM human_labels h
             JOIN judge_verdicts v ON v.claim_pk = h.claim_pk AND v.run_id = :run
@@ -424,8 +502,8 @@ def reviewer_rows(db: Database, run_id: int, cycle_id: int | None = None) -> lis
             WHERE h.status = 'labeled'
             GROUP BY h.reviewer ORDER BY h.reviewer""",
         {"run": run_id, "cycle": cycle_id}).fetchall()
-    return [_reviewer_row(reviewer, labeled, disagreed or 0, kept or 0, right or 0, slips or 0)
-            for reviewer, labeled, disagreed, kept, right, slips in rows]
+    return [_reviewer_row(reviewer, labeled, reviewed or 0, disagreed or 0, kept or 0, right or 0, slips or 0)
+            for reviewer, labeled, reviewed, disagreed, kept, right, slips in rows]
 
 
 def reviewer_rows_of(labels: store.ReviewerColumns) -> list[ReviewerRow]:
@@ -436,18 +514,20 @@ def reviewer_rows_of(labels: store.ReviewerColumns) -> list[ReviewerRow]:
         return np.bincount(r[mask], minlength=m).tolist()
 
     every = np.ones(r.size, dtype=bool)
+    reviewed = labels.reconciled > 0  # blind, then reconciled on the review page; never an import
     slips = np.zeros(m, dtype=np.int64)
     np.add.at(slips, r, labels.slip)
-    columns = (count(every), count((labels.blind >= 0) & (labels.blind != labels.judge)),
+    changed = reviewed & (labels.blind >= 0) & (labels.blind != labels.judge)
+    columns = (count(every), count(reviewed), count(changed),
                count(labels.reconciled == 1), count(labels.reconciled == 2), slips.tolist())
     return [_reviewer_row(name, *figures) for name, *figures in zip(labels.reviewers, *columns, strict=True)]
 
 
-def _reviewer_row(reviewer: str, labeled: int, disagreed: int, kept: int, right: int,
+def _reviewer_row(reviewer: str, labeled: int, reviewed: int, disagreed: int, kept: int, right: int,
                   slips: int) -> ReviewerRow:
-    ci = agreement.wilson_interval(slips, labeled) if labeled else None
-    return ReviewerRow(reviewer, labeled, disagreed, kept, right, slips, slips / labeled if labeled else None,
-                       ci[0] if ci else None, ci[1] if ci else None)
+    ci = agreement.wilson_interval(slips, reviewed) if reviewed else None
+    return ReviewerRow(reviewer, labeled, reviewed, disagreed, kept, right, slips,
+                       slips / reviewed if reviewed else None, ci[0] if ci else None, ci[1] if ci else None)
 
 
 def compare(db: Database, run_a: str, run_b: str, *, cycle_id: int | None = None,
@@ -480,8 +560,8 @@ def compare(db: Database, run_a: str, run_b: str, *, cycle_id: int | None = None
 def comparison_text(run_a: str, run_b: str, r: RunComparison, alpha: float) -> str:
     only_a, only_b = len(r.only_a_right), len(r.only_b_right)
     p = r.mcnemar.p_two_sided
-    text = (f"On {r.n_claims:,} claims both runs judged and humans labeled: {run_a} alone was right "
-            f"{only_a} times, {run_b} alone {only_b} times (exact McNemar {_p(p)}).")
+    text = (f"On {_plural(r.n_claims, 'claim')} both runs judged and humans labeled: {run_a} alone was right "
+            f"{_times(only_a)}, {run_b} alone {_times(only_b)} (exact McNemar {_p(p)}).")
     if p is not None and p < alpha and only_a != only_b:
         better = run_a if only_a > only_b else run_b
         return text + f" {better} is better beyond chance."
@@ -500,12 +580,101 @@ class Figure:
     note: str
 
 
+DASH = "–"  # a figure that is undefined: never "None" or "nan" in a cell
+
+
 def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}%"
+    """Agreement and rates: a percentage with one decimal."""
+    return DASH if x is None else f"{100 * x:.1f}%"
 
 
 def _num(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.2f}"
+    """Kappa, AC1, PABAK: two decimals."""
+    return DASH if x is None else f"{x:.2f}"
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    """'1 claim', '2 claims', '1,204 answers'."""
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
+def readable_time(ts: str | None) -> str:
+    """An ISO timestamp as '29 Nov 2026, 14:02 UTC'; '–' for none, the text itself if unparsable."""
+    from datetime import UTC, datetime
+
+    if not ts:
+        return DASH
+    try:
+        t = datetime.fromisoformat(ts)
+    except ValueError:
+        return ts
+    if t.tzinfo is not None:
+        t = t.astimezone(UTC)
+    return t.strftime("%-d %b %Y, %H:%M") + (" UTC" if t.tzinfo is not None else "")
+
+
+def _range(lo: float | None, hi: float | None, fmt: Any = _pct) -> str:
+    return DASH if lo is None or hi is None else f"{fmt(lo)} – {fmt(hi)}"
+
+
+def per_class_rows(d: Dashboard) -> list[dict[str, Any]]:
+    return [{"class": c["class"], "precision": _pct(c["precision"]), "recall": _pct(c["recall"]),
+             "F1": _pct(c["f1"]), "support": c["support"]} for c in d.per_class]
+
+
+def trend_rows(d: Dashboard) -> list[dict[str, Any]]:
+    return [{"cycle #": t.number, "cycle": t.cycle, "closed": readable_time(t.closed_at),
+             "claims": DASH if t.n_claims is None else f"{t.n_claims:,}", "agreement": _pct(t.agreement),
+             "agreement 95% CI": _range(t.agreement_low, t.agreement_high), "kappa": _num(t.kappa),
+             "kappa 95% CI": _range(t.kappa_low, t.kappa_high, _num)} for t in d.trend]
+
+
+def category_rows(d: Dashboard) -> list[dict[str, Any]]:
+    return [{"category": c.category or "(none)", "claims": c.n_claims, "agreement": _pct(c.agreement),
+             "agreement 95% CI": _range(c.agreement_low, c.agreement_high), "kappa": _num(c.kappa),
+             "judge lenient": c.lenient, "judge strict": c.strict} for c in d.categories]
+
+
+NO_REVIEWED = "no reviewed labels yet"
+
+
+def reviewer_table(d: Dashboard) -> list[dict[str, Any]]:
+    """Slip figures over the labels reviewed on the review page only; imports are not 0% slips."""
+    out = []
+    for r in d.reviewers:
+        none = r.reviewed == 0
+        out.append({"reviewer": r.reviewer, "labeled": r.labeled,
+                    "reviewed (blind, then reconciled)": r.reviewed,
+                    "blind ≠ judge": DASH if none else f"{r.disagreed_blind:,}",
+                    "kept (judge error)": DASH if none else f"{r.kept:,}",
+                    "adopted judge": DASH if none else f"{r.judge_right:,}",
+                    "slips": DASH if none else f"{r.slips:,}",
+                    "slip rate": NO_REVIEWED if none else _pct(r.slip_rate),
+                    "slip rate 95% CI": DASH if none else _range(r.slip_low, r.slip_high)})
+    return out
+
+
+def comparison_rows(agr: agreement.Estimate, kap: agreement.KappaResult) -> list[dict[str, str]]:
+    return [{"figure": "agreement", "value": _pct(agr.value), "95% CI": _range(agr.ci_low, agr.ci_high)},
+            {"figure": "kappa", "value": _num(kap.value), "95% CI": _range(kap.ci_low, kap.ci_high, _num)}]
+
+
+def pending_rows(d: Dashboard) -> list[dict[str, str]]:
+    """The unresolved claims as one table: ids, claim, each reviewer's verdict, the judge's."""
+    return [{"answer": p.answer_id, "claim id": p.claim_id, "claim": p.claim,
+             "reviewers": "; ".join(f"{r['reviewer']}: {r['verdict']}" for r in p.reviewers),
+             "judge": p.judge or DASH} for p in d.pending]
+
+
+def left_out_text(d: Dashboard) -> str:
+    """What the figures leave out, in words; '' when nothing is."""
+    parts = []
+    if d.report.unresolved_claims:
+        parts.append(f"{_plural(len(d.report.unresolved_claims), 'unresolved claim')} (reviewers disagree or "
+                     "marked it unclear, and no lead has decided: see “Needs a lead's decision”)")
+    if d.n_unlabeled:
+        parts.append(f"{_plural(d.n_unlabeled, 'judged claim')} with no human label yet")
+    return ("Left out of the figures: " + "; ".join(parts) + ".") if parts else ""
 
 
 def _ci(lo: float | None, hi: float | None, fmt: Any = _pct) -> str:
@@ -532,7 +701,8 @@ def headline(d: Dashboard) -> list[Figure]:
         w = r.weighted
         n_eff = "" if w.n_effective is None else f"; effective n {w.n_effective:.0f}"
         out.append(Figure("Re-weighted agreement", _pct(w.value),
-                          f"{_ci(w.ci_low, w.ci_high)} (answer bootstrap); raw {_pct(w.raw)}{n_eff}"))
+                          f"{_ci(w.ci_low, w.ci_high)} (answer bootstrap); raw {_pct(w.raw)}{n_eff}; "
+                          "the flag reads this figure, re-weighted to the run"))
     return out
 
 
@@ -542,7 +712,8 @@ def human_human_text(d: Dashboard) -> str:
         return "No claim in this scope was labeled by more than one reviewer."
     kappa = "" if hh.kappa is None or hh.kappa.value is None else f", Cohen's kappa {hh.kappa.value:.2f}"
     ci = _ci(hh.agreement.ci_low, hh.agreement.ci_high)
-    return (f"On {hh.n_claims:,} claims labeled by several reviewers ({len(hh.reviewers)} reviewers): "
+    return (f"On {_plural(hh.n_claims, 'claim')} labeled by several reviewers "
+            f"({len(hh.reviewers)} reviewers): "
             f"pairwise agreement {_pct(hh.agreement.value)} ({ci}){kappa}, "
             f"Krippendorff's alpha {_num(hh.alpha)}.")
 

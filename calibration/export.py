@@ -71,6 +71,7 @@ from .models import LABELS, JudgedAnswerIn, Verdict
 EXPORT_FORMAT = "judge-calibration-export"
 FORMAT_VERSION = 1
 FORMATS = ("jsonl", "golden", "csv")
+NEEDS_DISCUSSION = "needs discussion"  # final_status of a claim a reviewer marked unclear
 # Claims fetched per query: big enough that per-query overhead vanishes, small enough that
 # memory stays flat however many claims there are.
 BATCH = 1000
@@ -170,9 +171,12 @@ def _record(row: Sequence[Any], version: str) -> dict[str, Any]:
     adjudication = json.loads(adjudication_j) if adjudication_j else None
     cycles = [name for _id, name in sorted(json.loads(cycles_j))]
     labeled = [lab[4] for lab in labels if lab[1] == "labeled" and lab[4] is not None]
-    final = final_human_label(labeled, adjudication[0] if adjudication else None)
+    unclear = any(lab[1] == "unclear" for lab in labels)
+    final = final_human_label(labeled, adjudication[0] if adjudication else None, unclear=unclear)
     if adjudication:
         status = "adjudicated"
+    elif unclear:
+        status = NEEDS_DISCUSSION  # a reviewer marked it unclear: a lead decides
     elif final is not None:
         status = "unanimous"
     else:
@@ -291,9 +295,24 @@ def golden_item(claims: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def write_golden(records: Iterable[dict[str, Any]], fh: TextIO) -> tuple[int, int]:
-    """Write golden-set lines; return (answers written, answers left out for lack of SUPPORTED)."""
-    written = skipped = 0
+@dataclass(frozen=True, slots=True)
+class GoldenCounts:
+    written: int  # golden items (answers) written
+    skipped: int  # answers left out: no claim humans found SUPPORTED
+    no_source: int  # items written with an empty expected_source: reviewers chose no evidence
+
+    def warning(self) -> str | None:
+        """The line a lead must see before using the set for recall@k; None when all have a source."""
+        if not self.no_source:
+            return None
+        items = "item has" if self.written == 1 else "items have"
+        return (f"{self.no_source:,} of {self.written:,} golden {items} no expected_source: "
+                "reviewers chose no evidence chunks")
+
+
+def write_golden_counts(records: Iterable[dict[str, Any]], fh: TextIO) -> GoldenCounts:
+    """Write golden-set lines; count them, the answers left out and the items without a source."""
+    written = skipped = no_source = 0
     for group in _answer_groups(records):
         item = golden_item(group)
         if item is None:
@@ -301,7 +320,14 @@ def write_golden(records: Iterable[dict[str, Any]], fh: TextIO) -> tuple[int, in
             continue
         fh.write(json.dumps(item, ensure_ascii=False) + "\n")
         written += 1
-    return written, skipped
+        no_source += not item["expected_source"]
+    return GoldenCounts(written, skipped, no_source)
+
+
+def write_golden(records: Iterable[dict[str, Any]], fh: TextIO) -> tuple[int, int]:
+    """Write golden-set lines; return (answers written, answers left out for lack of SUPPORTED)."""
+    counts = write_golden_counts(records, fh)
+    return counts.written, counts.skipped
 
 
 def _reviewer_summary(lab: dict[str, Any]) -> str:
@@ -365,12 +391,17 @@ class ExportReport:
     fmt: str
     rows: int  # lines (JSONL, golden) or data rows (CSV) written
     skipped_answers: int = 0  # golden only: answers without a human-SUPPORTED claim
+    no_source: int = 0  # golden only: items with an empty expected_source
 
     def lines(self) -> list[str]:
-        unit = "answers" if self.fmt == "golden" else "claims"
+        unit = ("answer" if self.fmt == "golden" else "claim") + ("" if self.rows == 1 else "s")
         out = [f"{self.path}: {self.rows} {unit} ({self.fmt})"]
         if self.skipped_answers:
-            out.append(f"  {self.skipped_answers} answers left out: no claim humans found SUPPORTED")
+            s = "" if self.skipped_answers == 1 else "s"
+            out.append(f"  {self.skipped_answers} answer{s} left out: no claim humans found SUPPORTED")
+        warning = GoldenCounts(self.rows, self.skipped_answers, self.no_source).warning()
+        if warning:
+            out.append(f"warning: {warning}")
         return out
 
 
@@ -414,14 +445,21 @@ def export(db: Database, out: str | Path, *, fmt: str = "jsonl", judge_run: str 
         if fmt == "jsonl":
             return ExportReport(out, fmt, atomic_write(out, lambda fh: write_jsonl(records, fh)))
         if fmt == "golden":
-            written, skipped = atomic_write(out, lambda fh: write_golden(records, fh))
-            return ExportReport(out, fmt, written, skipped)
+            counts = atomic_write(out, lambda fh: write_golden_counts(records, fh))
+            return ExportReport(out, fmt, counts.written, counts.skipped, counts.no_source)
         runs = _runs_in_scope(db, scope)
         return ExportReport(out, fmt, atomic_write(out, lambda fh: write_csv(records, fh, runs),
                                                    encoding="utf-8-sig"))
     finally:
         if own:
             db.conn.execute("COMMIT")
+
+
+def golden_counts(db: Database, *, judge_run: str | None = None, cycle: str | None = None,
+                  only_final: bool = False) -> GoldenCounts:
+    """What a golden-set export of the scope would hold, without keeping the file (for a page's warning)."""
+    scope = resolve_scope(db, judge_run=judge_run, cycle=cycle, only_final=only_final)
+    return write_golden_counts(iter_records(db, scope), io.StringIO())
 
 
 def export_bytes(db: Database, *, fmt: str = "jsonl", judge_run: str | None = None,
@@ -433,7 +471,7 @@ def export_bytes(db: Database, *, fmt: str = "jsonl", judge_run: str | None = No
     if fmt == "jsonl":
         write_jsonl(records, buf)
     elif fmt == "golden":
-        write_golden(records, buf)
+        write_golden_counts(records, buf)
     elif fmt == "csv":
         write_csv(records, buf, _runs_in_scope(db, scope))
         return buf.getvalue().encode("utf-8-sig")
@@ -732,6 +770,6 @@ def cli_export(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["EXPORT_FORMAT", "FORMATS", "ExportReport", "RestoreReport", "Scope", "export", "export_bytes",
-           "golden_item", "is_export_file", "iter_records", "neutralise_cell", "resolve_scope",
-           "restore_answers", "restore_labels"]
+__all__ = ["EXPORT_FORMAT", "FORMATS", "NEEDS_DISCUSSION", "ExportReport", "GoldenCounts", "RestoreReport",
+           "Scope", "export", "export_bytes", "golden_counts", "golden_item", "is_export_file",
+           "iter_records", "neutralise_cell", "resolve_scope", "restore_answers", "restore_labels"]

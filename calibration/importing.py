@@ -508,7 +508,7 @@ def import_labels(
     return report
 
 
-# ---------------------------------------------------------------- restore of an export (issue 6)
+# ---------------------------------------------------------------- restore of an export
 
 
 def _is_export(path: Path, encoding: str | None) -> bool:

@@ -1069,8 +1069,9 @@ def paired_claims(db: Database, run_a: store.JudgeRun, run_b: store.JudgeRun,
     as agreement.PairedClaim; and the number left out because reviewers disagree and nobody
     adjudicated.
 
-    The final label is the one cycles use: the adjudication, else the reviewers' unanimous
-    final verdict (agreement.final_human_label).
+    The final label is the one everywhere else uses (agreement.final_human_label): the
+    adjudication, else unresolved if a reviewer marked the claim unclear, else the reviewers'
+    unanimous final verdict.
     """
     from . import agreement  # scipy: imported only when a comparison is asked for
 
@@ -1084,7 +1085,8 @@ def paired_claims(db: Database, run_a: store.JudgeRun, run_b: store.JudgeRun,
                   (SELECT json_group_array(h.final_verdict) FROM human_labels h
                    WHERE h.claim_pk = cl.id AND h.status = 'labeled'
                      AND h.final_verdict IS NOT NULL),
-                  (SELECT d.verdict FROM adjudications d WHERE d.claim_pk = cl.id)
+                  (SELECT d.verdict FROM adjudications d WHERE d.claim_pk = cl.id),
+                  EXISTS (SELECT 1 FROM human_labels u WHERE u.claim_pk = cl.id AND u.status = 'unclear')
            FROM claims cl
            JOIN judge_verdicts va ON va.claim_pk = cl.id AND va.run_id = ?
            JOIN judge_verdicts vb ON vb.claim_pk = cl.id AND vb.run_id = ?
@@ -1092,12 +1094,12 @@ def paired_claims(db: Database, run_a: store.JudgeRun, run_b: store.JudgeRun,
            ORDER BY cl.answer_id, cl.position""",
         params).fetchall()
     items, unresolved = [], 0
-    for aid, cid, a, b, labels_json, adjudicated in rows:
+    for aid, cid, a, b, labels_json, adjudicated, unclear in rows:
         labels = json.loads(labels_json) if labels_json else []
-        final = agreement.final_human_label(labels, adjudicated)
+        final = agreement.final_human_label(labels, adjudicated, unclear=bool(unclear))
         if final is not None:
             items.append(agreement.PairedClaim(aid, f"{aid}/{cid}", final, a, b))
-        elif labels:
+        elif labels or unclear:
             unresolved += 1
     return items, unresolved
 

@@ -189,13 +189,11 @@ def m004_create_cycles(db: Database) -> None:
     ])
 
 
-# ---------------------------------------------------------------- m006 judge lab (issue 7)
-# (m005 is reserved for another change; the two touch different tables, so their order
-# of application does not matter.)
+# ---------------------------------------------------------------- m005 judge lab
 
 
 @migrations()
-def m006_judge_lab(db: Database) -> None:
+def m005_judge_lab(db: Database) -> None:
     # judge_lab_runs sits beside judge_runs (1:1) instead of altering it, so imported runs
     # keep their shape. Token totals are cumulative here rather than summed from
     # judge_calls: a failed call that is later re-run replaces its row, yet was paid for.
@@ -550,7 +548,7 @@ def label_history(db: Database, claim: int, reviewer: str | None = None) -> list
     return list(db.query(sql + " ORDER BY id", params))
 
 
-# ---------------------------------------------------------------- statistics (issue 3)
+# ---------------------------------------------------------------- statistics
 # Settings, the flag's thresholds, and the judge/human pairs the agreement report reads.
 # The statistics module (scipy) is imported inside the functions that need it, so pages
 # that only read or write labels do not pay for it.
@@ -665,7 +663,7 @@ class StatsColumns:
     judge: np.ndarray  # int64
     weight: np.ndarray | None  # 1 / inclusion probability within a cycle, else None
     reviewer_labels: list[tuple[str, str, str]]  # (claim key, reviewer, verdict); see stats_columns
-    unresolved: tuple[str, ...]  # reviewers disagree and nobody adjudicated
+    unresolved: tuple[str, ...]  # reviewers disagree or one marked it unclear; nobody adjudicated
     unresolved_pk: np.ndarray  # int64, the same claims
     unlabeled: int  # judged claims no reviewer has labelled yet
     labels: ReviewerColumns
@@ -742,9 +740,10 @@ def stats_columns(db: Database, run_id: int, cycle_id: int | None = None, *,
     """Judge verdicts of a run beside the final human labels, as arrays; optionally within one cycle.
 
     Two index-driven reads, the judged claims (with any adjudication) and the reviewers' labels
-    on them, then the final label per claim with array operations: the adjudicated one if any,
-    else the reviewers' unanimous final verdict (`agreement.final_human_label`); skipped and
-    unclear labels carry none. Claims whose reviewers disagree and nobody adjudicated are
+    on them, then the final label per claim with array operations: the adjudicated one if any;
+    else none when a reviewer marked the claim unclear ("needs discussion"); else the reviewers'
+    unanimous final verdict (`agreement.final_human_label`); skipped labels carry none. Claims
+    whose reviewers disagree or that a reviewer marked unclear, and nobody adjudicated, are
     unresolved, claims with neither a reviewer's final verdict nor an adjudication unlabeled;
     both are left out and counted. (Resolving in SQL needs a GROUP BY per claim, which costs
     SQLite twice the two plain reads on 100k claims.) Within a cycle each claim carries its
@@ -780,6 +779,9 @@ def stats_columns(db: Database, run_id: int, cycle_id: int | None = None, *,
         lpk_j, reviewer_j, label_code_j = db.execute(_LABELS_SQL.format(
             source=labels_source, final=_verdict_code("h.final_verdict"),
             blind=_verdict_code("h.blind_verdict")), params).fetchone()
+        # Claims some reviewer marked unclear ("needs discussion"): few, so one plain read.
+        unclear_j = db.execute(
+            "SELECT json_group_array(claim_pk) FROM human_labels WHERE status = 'unclear'").fetchone()[0]
         prob = {} if cycle_id is None else dict(db.execute(
             "SELECT answer_id, inclusion_prob FROM cycle_answers WHERE cycle_id = ?", [cycle_id]).fetchall())
 
@@ -809,15 +811,17 @@ def stats_columns(db: Database, run_id: int, cycle_id: int | None = None, *,
     labels = ReviewerColumns(label_pk, at, reviewers, reviewer, final, ((label_code >> 2) & 3) - 1,
                              (label_code >> 4) & 3, label_code >> 6, judge[at])
 
-    # The final label: count each verdict per claim; adjudicated, else unanimous, else none (3).
+    # The final label: count each verdict per claim; adjudicated, else none (3) when a reviewer
+    # marked the claim unclear, else unanimous, else none.
     given = final >= 0
     per_verdict = np.stack([np.bincount(at[final == k], minlength=n) for k in range(len(names))])
     n_labels = per_verdict.sum(axis=0)
-    unanimous = np.where((per_verdict > 0).sum(axis=0) == 1, per_verdict.argmax(axis=0), 3)
+    unclear = np.isin(pk, _json_ints(unclear_j))
+    unanimous = np.where(((per_verdict > 0).sum(axis=0) == 1) & ~unclear, per_verdict.argmax(axis=0), 3)
     human = np.where(adjudicated >= 0, adjudicated, unanimous)
     has = human < 3
     idx = np.flatnonzero(has)
-    loose = ~has & (n_labels > 0)
+    loose = ~has & ((n_labels > 0) | unclear)
 
     keys_all = np.array(json.loads(key_j), dtype=object)[order]
     answers = np.array(json.loads(answer_j), dtype=object)[order][idx].tolist()
@@ -845,7 +849,7 @@ def stats_columns(db: Database, run_id: int, cycle_id: int | None = None, *,
         reviewer_labels=pairs,
         unresolved=tuple(keys_all[loose].tolist()),
         unresolved_pk=pk[loose],
-        unlabeled=int((~has & (n_labels == 0)).sum()),
+        unlabeled=int((~has & (n_labels == 0) & ~unclear).sum()),
         labels=labels,
     )
 
@@ -866,8 +870,8 @@ def stats_input(db: Database, run_id: int, cycle_id: int | None = None) -> Stats
     """Judge verdicts of a run beside the final human labels, optionally within one cycle.
 
     The per-claim form of `stats_columns` (every reviewer label included): the human side is
-    the claim's final label, the adjudicated one if any, else the reviewers' unanimous final
-    verdict (`agreement.final_human_label`); skipped and unclear labels carry none. Within a
+    the claim's final label, the adjudicated one if any, else none when a reviewer marked it
+    unclear, else the reviewers' unanimous final verdict (`agreement.final_human_label`). Within a
     cycle each claim carries its answer's weight 1 / inclusion probability.
     """
     from .agreement import LABELS as labels
@@ -881,4 +885,4 @@ def stats_input(db: Database, run_id: int, cycle_id: int | None = None) -> Stats
     return StatsInput(items, cols.reviewer_labels, cols.unresolved, cols.unlabeled)
 
 
-# ---------------------------------------------------------------- end of statistics (issue 3)
+# ---------------------------------------------------------------- end of statistics

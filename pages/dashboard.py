@@ -22,6 +22,7 @@ from calibration.errors import CalibrationError
 ALL_CLAIMS = "All labeled claims of the run"
 NO_COMPARISON = "No comparison"
 REASON_ROWS = 500  # claims listed under one reason; the disagreement table and export hold the rest
+PENDING_PAGE = 10  # unresolved claims drawn with their adjudication controls at once
 
 
 @st.cache_resource(show_spinner="Computing agreement…", max_entries=32)
@@ -33,21 +34,32 @@ def _load(path: str, stamp: tuple, run: str, cycle: str | None, compare: str | N
         return dashboard.build(db, run=run, cycle=cycle, compare_with=compare)
 
 
-def _pct_col(label: str) -> st.column_config.NumberColumn:
-    return st.column_config.NumberColumn(label, format="percent")
+def _adjudicate(path: str, claim_pk: int, lead: str) -> None:
+    """The button's callback: the write happens here, before the rerun draws the page."""
+    verdict = st.session_state.get(f"dash_adj_verdict_{claim_pk}")
+    note = str(st.session_state.get(f"dash_adj_note_{claim_pk}") or "").strip() or None
+    if verdict not in LABELS:
+        st.session_state["dash_adj_error"] = claim_pk
+        return
+    with store.session(path) as db:
+        store.adjudicate(db, claim=claim_pk, adjudicator=lead, verdict=verdict, note=note)
+    st.session_state.pop("dash_adj_error", None)
+    st.session_state["dash_adj_done"] = st.session_state.get("dash_adj_done", 0) + 1
 
 
 st.title("Dashboard")
-ui.require_lead()
+lead = ui.require_lead()
 path = ui.db_path()
 with store.session(path) as db:
     runs = dashboard.run_names(db)
+    default = dashboard.default_run(db) if runs else None
 if not runs:
     st.info("No judge runs yet: import judged answers first (python -m calibration import FILE).")
     st.stop()
 
 left, mid, right = st.columns(3)
-run = left.selectbox("Judge run", runs, index=len(runs) - 1, key="dash_run")
+run = left.selectbox("Judge run", runs, index=runs.index(default) if default in runs else len(runs) - 1,
+                     key="dash_run")
 with store.session(path) as db:
     scopes: list[str | None] = [None, *dashboard.cycle_names(db, run)]
     stamp = dashboard.fingerprint(db)
@@ -85,9 +97,52 @@ for reason in data.reasons:
         if n > REASON_ROWS:
             st.caption(f"The first {REASON_ROWS:,} of {n:,}; export for all of them.")
         st.dataframe(dashboard.claim_rows(data, reason.claim_keys, REASON_ROWS), hide_index=True)
-if report.unresolved_claims or data.n_unlabeled:
-    st.caption(f"Left out: {len(report.unresolved_claims):,} claims whose reviewers disagree and "
-               f"nobody adjudicated; {data.n_unlabeled:,} judged claims with no human label yet.")
+left_out = dashboard.left_out_text(data)
+if left_out:
+    ui.literal(left_out)
+
+# ---------------------------------------------------------------- unresolved claims
+
+st.subheader("Needs a lead's decision")
+if st.session_state.get("dash_adj_done"):
+    st.success("Adjudication recorded: the figures include it now.", icon=":material/gavel:")
+    st.session_state.pop("dash_adj_done", None)
+if not data.pending:
+    st.caption("No unresolved claim: every labeled claim has a unanimous or adjudicated verdict.")
+else:
+    n_pending = len(report.unresolved_claims)
+    if n_pending > len(data.pending):
+        st.caption(f"The first {len(data.pending):,} of {n_pending:,} unresolved claims; the rest from the "
+                   "command line: python -m calibration adjudicate ANSWER_ID CLAIM_ID VERDICT --by NAME.")
+    # One table for every listed claim; the controls a page at a time (the page stays fast).
+    st.dataframe(dashboard.pending_rows(data), hide_index=True, column_config={
+        "claim": st.column_config.TextColumn(width="large"),
+        "reviewers": st.column_config.TextColumn(width="medium")})
+    n_pages = -(-len(data.pending) // PENDING_PAGE)
+    page = 0
+    if n_pages > 1:
+        page = st.selectbox("Decide on", range(n_pages), key=f"dash_adj_page_{run}",
+                            format_func=lambda i: f"claims {i * PENDING_PAGE + 1}–"
+                                                  f"{min((i + 1) * PENDING_PAGE, len(data.pending))}") or 0
+    for item in data.pending[page * PENDING_PAGE:(page + 1) * PENDING_PAGE]:
+        with st.container(border=True):
+            ui.literal(f"{item.answer_id} / {item.claim_id}")
+            ui.literal(item.claim)
+            st.dataframe(list(item.reviewers), hide_index=True, column_config={
+                "note": st.column_config.TextColumn(width="large")})
+            ui.literal(f"Judge ({data.run}): {item.judge or '–'}")
+            with st.expander("Chunks and judge rationale"):
+                ui.literal(item.chunks or "–")
+                st.caption("Judge rationale")
+                ui.literal(item.rationale or "–")
+            v_col, n_col, b_col = st.columns([2, 4, 1], vertical_alignment="bottom")
+            v_col.selectbox("Verdict", LABELS, index=None, placeholder="Choose…",
+                            key=f"dash_adj_verdict_{item.claim_pk}")
+            n_col.text_input("Note", key=f"dash_adj_note_{item.claim_pk}", max_chars=2000)
+            b_col.button("Adjudicate", key=f"dash_adj_button_{item.claim_pk}", on_click=_adjudicate,
+                         args=(str(path), item.claim_pk, lead))
+            if st.session_state.get("dash_adj_error") == item.claim_pk:
+                st.error("Choose a verdict first.")
 
 # ---------------------------------------------------------------- headline figures
 
@@ -119,8 +174,7 @@ counts = base.mark_text(fontSize=16).encode(
 cm_col.altair_chart((heat + counts).properties(height=260), width="stretch")
 with pc_col:
     st.caption("Per class (humans as reference)")
-    st.dataframe(list(data.per_class), hide_index=True, column_config={
-        "precision": _pct_col("precision"), "recall": _pct_col("recall"), "f1": _pct_col("F1")})
+    st.dataframe(dashboard.per_class_rows(data), hide_index=True)
 st.subheader("Direction")
 ui.literal(data.direction_text)
 
@@ -139,31 +193,19 @@ if data.trend:
         y="value:Q", tooltip=["cycle #:O", "metric:N", alt.Tooltip("value:Q", format=".3f"),
                               alt.Tooltip("low:Q", format=".3f"), alt.Tooltip("high:Q", format=".3f")])
     st.altair_chart((bars + dots).properties(height=260), width="stretch")
-    st.dataframe([{"cycle #": t.number, "cycle": t.cycle, "closed": t.closed_at, "claims": t.n_claims,
-                   "agreement": t.agreement, "agreement low": t.agreement_low,
-                   "agreement high": t.agreement_high, "kappa": t.kappa, "kappa low": t.kappa_low,
-                   "kappa high": t.kappa_high} for t in data.trend],
-                 hide_index=True, column_config={"agreement": _pct_col("agreement"),
-                                                 "agreement low": _pct_col("low"),
-                                                 "agreement high": _pct_col("high")})
+    st.dataframe(dashboard.trend_rows(data), hide_index=True)
 else:
     st.caption("No closed cycle of this run yet: figures are frozen when a cycle closes.")
 
 # ---------------------------------------------------------------- breakdowns
 
 st.subheader("By category")
-st.dataframe([{"category": c.category or "(none)", "claims": c.n_claims, "agreement": c.agreement,
-               "low": c.agreement_low, "high": c.agreement_high, "kappa": c.kappa,
-               "judge lenient": c.lenient, "judge strict": c.strict} for c in data.categories],
-             hide_index=True, column_config={"agreement": _pct_col("agreement"), "low": _pct_col("low"),
-                                             "high": _pct_col("high")})
+st.dataframe(dashboard.category_rows(data), hide_index=True)
 
 st.subheader("Reviewers")
-st.dataframe([{"reviewer": r.reviewer, "labeled": r.labeled, "blind ≠ judge": r.disagreed_blind,
-               "kept (judge error)": r.kept, "adopted judge": r.judge_right, "slips": r.slips,
-               "slip rate": r.slip_rate, "slip rate high": r.slip_high} for r in data.reviewers],
-             hide_index=True, column_config={"slip rate": _pct_col("slip rate"),
-                                             "slip rate high": _pct_col("95% upper")})
+st.caption("Slips count only labels given on the review page (blind, then reconciled with the judge "
+           "revealed); imported labels never saw the judge.")
+st.dataframe(dashboard.reviewer_table(data), hide_index=True)
 ui.literal(dashboard.human_human_text(data))
 
 # ---------------------------------------------------------------- two runs
@@ -182,12 +224,10 @@ else:
                                 (b_col, cmp.run_b, res.agreement_b, res.kappa_b)):
         with col:
             ui.literal(name)
-            st.dataframe([{"figure": "agreement", "value": agr.value, "low": agr.ci_low, "high": agr.ci_high},
-                          {"figure": "kappa", "value": kap.value, "low": kap.ci_low, "high": kap.ci_high}],
-                         hide_index=True)
+            st.dataframe(dashboard.comparison_rows(agr, kap), hide_index=True)
     ui.literal(cmp.text)
     if cmp.unresolved:
-        st.caption(f"{cmp.unresolved:,} claims left out: reviewers disagree and nobody adjudicated.")
+        st.caption(f"{cmp.unresolved:,} unresolved {'claim' if cmp.unresolved == 1 else 'claims'} left out.")
 
 # ---------------------------------------------------------------- disagreements
 
@@ -221,6 +261,13 @@ fmt = e1.selectbox("Format", export.FORMATS, key="dash_export_format",
                    format_func={"jsonl": "JSONL (lossless, restores with import)",
                                 "golden": "Golden set JSONL (RAG tests)", "csv": "CSV (Excel)"}.get)
 only_final = e2.checkbox("Only claims with a final human label", key="dash_export_final")
+
+
+if fmt == "golden":
+    with store.session(path) as db:
+        golden = export.golden_counts(db, judge_run=run, cycle=cycle, only_final=only_final)
+    if golden.warning():
+        st.warning(golden.warning(), icon=":material/warning:")
 
 
 def _export_file() -> bytes:

@@ -888,3 +888,78 @@ def test_human_human_from_columns_equals_records(seed):
     claim, reviewer, verdict = (list(x) for x in zip(*rows, strict=True)) if rows else ([], [], [])
     ours = human_human_agreement_arrays(claim, reviewer, verdict, names)
     assert ours == human_human_agreement([(f"k{c}", names[r], LABELS[v]) for c, r, v in rows])
+
+
+# ---------------------------------------------------------------- QA pass
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "adjudicated", "unclear", "expected"),
+    [
+        ([S], None, True, None),  # one SUPPORTED, one "unclear, needs discussion": not unanimous
+        ([], None, True, None),
+        ([S, S], C, True, C),  # the lead's decision settles it
+        ([S, S], None, False, S),
+    ],
+)
+def test_an_unclear_mark_leaves_the_claim_unresolved(verdicts, adjudicated, unclear, expected):
+    assert final_human_label(verdicts, adjudicated, unclear=unclear) == expected
+
+
+def test_resolve_final_labels_with_unclear_marks():
+    labels = [("k1", "ann", S), ("k2", "ann", S), ("k3", "ann", U)]
+    res = resolve_final_labels(labels, {"k3": C}, unclear={"k1", "k3", "k9"})
+    assert res.labels == {"k2": S, "k3": C}
+    assert res.unresolved == ("k1", "k9")
+
+
+def _report_from_table(table, weights=None, **kw):
+    human, judge = [], []
+    for i, row in enumerate(table):
+        for j, n in enumerate(row):
+            human += [i] * n
+            judge += [j] * n
+    n = len(human)
+    return agreement_report_arrays(human, judge, list(range(n)), [f"k{i}" for i in range(n)],
+                                   weights=weights, **kw)
+
+
+def test_kappa_reason_says_when_its_interval_spans_the_floor():
+    # kappa about 0.5 on 40 claims: below the floor 0.60, its interval reaching above it.
+    table = [[14, 2, 2], [2, 6, 2], [2, 1, 9]]
+    r = _report_from_table(table, bootstrap=0)
+    assert r.kappa.value < 0.60 <= r.kappa.ci_high
+    reason = next(x for x in r.flag.reasons if x.code == "kappa_below_floor")
+    assert r.flag.status == "revise"  # the rule stays: the point estimate is below the floor
+    msg = reason.message
+    assert msg.startswith(f"kappa {r.kappa.value:.2f} (95% CI {r.kappa.ci_low:.2f}–{r.kappa.ci_high:.2f}) "
+                          "is below the floor 0.60; the interval is wide: label ")
+    more = int(msg.split("label ")[1].split(" more claims to be sure")[0].replace(",", ""))
+    half = r.kappa.ci_high - r.kappa.value
+    n_needed = 40 + more
+    # With that many claims the interval (shrinking as 1/sqrt(n)) ends below the floor.
+    assert r.kappa.value + half * (40 / n_needed) ** 0.5 <= 0.60 + 1e-9
+    assert r.kappa.value + half * (40 / (n_needed - 1)) ** 0.5 > 0.60
+
+
+def test_kappa_reason_without_the_wide_note_when_the_interval_is_below_the_floor():
+    table = [[60, 20, 20], [20, 10, 10], [20, 10, 30]]
+    r = _report_from_table(table, bootstrap=0)
+    reason = next(x for x in r.flag.reasons if x.code == "kappa_below_floor")
+    assert r.kappa.ci_high < 0.60 and "wide" not in reason.message
+
+
+def test_the_flag_reads_reweighted_agreement_only_for_unequal_weights():
+    # 320 agreeing claims drawn with p = 0.1, 80 judge failures with p = 1, symmetric disagreements.
+    table = [[107, 20, 0], [20, 106, 20], [0, 20, 107]]
+    n = sum(map(sum, table))
+    weights = np.array([10.0 if h == j else 1.0 for i, row in enumerate(table) for j, c in enumerate(row)
+                        for h in [i] * c])
+    raw = _report_from_table(table, bootstrap=300)
+    assert raw.agreement.ci_high < 0.85 and [x.code for x in raw.flag.reasons] == ["agreement_below_target"]
+    equal = _report_from_table(table, np.full(n, 2.0), bootstrap=300)
+    assert equal.flag == raw.flag  # equal weights: the Wilson interval of the raw figure decides
+    w = _report_from_table(table, weights, bootstrap=300)
+    assert w.agreement.value == raw.agreement.value and w.weighted.value > 0.95
+    assert w.flag.status == "ok"
+    assert w.flag.reasons[0].message.startswith("agreement re-weighted to the run (raw 80.0%)")

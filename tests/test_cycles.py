@@ -747,3 +747,17 @@ def test_page_marks_holdout_answers(run_db: Database, db_path: Path,
     click(at, "Clear the holdout mark")
     assert "1 answer no longer holdout" in texts(at)
     assert cycles.holdout_answers(run_db) == ["a01"]
+
+
+def test_snapshot_leaves_a_claim_marked_unclear_unresolved(
+    run_db: Database, claims_of: dict[str, list[int]]
+) -> None:
+    cycle = create(run_db, size=15, reviewers=[])
+    first = claims_of[cycle.answers[0]][0]
+    store.record_label(run_db, claim=first, reviewer="ann", kind="blind", verdict="SUPPORTED",
+                       cycle_id=cycle.id)
+    store.record_label(run_db, claim=first, reviewer="bob", kind="unclear", cycle_id=cycle.id)
+    snap = cycles.close_cycle(run_db, "c1", force=True).snapshot
+    assert snap is not None
+    assert snap["counts"]["reviewers_disagree"] == 1
+    assert snap["counts"]["agree"] + snap["counts"]["disagree"] == 0

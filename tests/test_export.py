@@ -340,3 +340,43 @@ def test_in_memory_export_for_the_page_matches_the_file(rich_db: Database, tmp_p
         out = tmp_path / f"e.{fmt}"
         export.export(rich_db, out, fmt=fmt, cycle="demo-1", only_final=True)
         assert export.export_bytes(rich_db, fmt=fmt, cycle="demo-1", only_final=True) == out.read_bytes()
+
+
+# ---------------------------------------------------------------- QA pass
+
+
+def test_an_unclear_mark_makes_the_final_status_needs_discussion(demo_db: Database, tmp_path: Path) -> None:
+    db = demo_db
+    store.record_label(db, claim=pk(db, "Q1", "c1"), reviewer="ann", kind="blind", verdict="SUPPORTED")
+    store.record_label(db, claim=pk(db, "Q1", "c1"), reviewer="bob", kind="unclear", note="needs a look")
+    recs = {(r["answer_id"], r["claim_id"]): r for r in export.iter_records(db)}
+    q1c1 = recs[("Q1", "c1")]
+    assert q1c1["final_status"] == export.NEEDS_DISCUSSION and q1c1["final_verdict"] is None
+    assert all(j["agrees"] is None for j in q1c1["judge"])
+    assert not any(r["answer_id"] == "Q1" and r["claim_id"] == "c1"
+                   for r in export.iter_records(db, export.resolve_scope(db, only_final=True)))
+    store.adjudicate(db, claim=pk(db, "Q1", "c1"), adjudicator="lead", verdict="SUPPORTED")
+    q1c1 = next(r for r in export.iter_records(db) if (r["answer_id"], r["claim_id"]) == ("Q1", "c1"))
+    assert (q1c1["final_status"], q1c1["final_verdict"]) == ("adjudicated", "SUPPORTED")
+
+
+def test_golden_export_warns_about_items_without_a_source(rich_db: Database, db_path: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # Q1 has evidence (S1); Q2's SUPPORTED claim comes through an adjudication with no evidence
+    # chosen on that claim, but bob chose S2 on Q2/c1: add an answer whose reviewers chose none.
+    store.record_label(rich_db, claim=pk(rich_db, "Q5", "c1"), reviewer="ann", kind="blind",
+                       verdict="SUPPORTED")
+    out = tmp_path / "golden.jsonl"
+    assert main(["--db", str(db_path), "export", "--out", str(out), "--format", "golden",
+                 "--cycle", "demo-1"]) == 0
+    printed = capsys.readouterr().out
+    items = read_jsonl(out)
+    empty = [it for it in items if not it["expected_source"]]
+    assert empty and len(items) == 3
+    assert (f"warning: {len(empty)} of {len(items)} golden items have no expected_source: "
+            "reviewers chose no evidence chunks") in printed
+    counts = export.golden_counts(rich_db, cycle="demo-1")
+    assert (counts.written, counts.no_source) == (len(items), len(empty))
+    assert export.GoldenCounts(3, 0, 0).warning() is None
+    assert export.GoldenCounts(1, 0, 1).warning() == ("1 of 1 golden item has no expected_source: reviewers "
+                                                      "chose no evidence chunks")

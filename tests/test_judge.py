@@ -887,3 +887,16 @@ def test_no_database_needed_for_the_core() -> None:
     with StubServer({"X": ["missing", "ok"]}) as stub:
         asyncio.run(go(stub))
     assert seen[0].status == "ok" and seen[0].verdicts[0].claim_id == "X.c1"
+
+
+def test_paired_claims_leave_a_claim_marked_unclear_unresolved(wice_db) -> None:
+    from calibration import store
+
+    gpt4 = store.find_judge_run(wice_db, "wice-gpt4")
+    gpt35 = store.find_judge_run(wice_db, "wice-gpt35")
+    items, unresolved = judge.paired_claims(wice_db, gpt4, gpt35)
+    assert (len(items), unresolved) == (100, 0)
+    claim = store.claim_pk(wice_db, "test00017", "test00017-c1")
+    store.record_label(wice_db, claim=claim, reviewer="olga", kind="unclear")
+    items, unresolved = judge.paired_claims(wice_db, gpt4, gpt35)
+    assert (len(items), unresolved) == (99, 1)
