@@ -1347,9 +1347,14 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
     s = r.sample_size
     sk = "n/a (no standard error to plan from)" if s.more_claims_for_kappa is None \
         else str(s.more_claims_for_kappa)
-    st = "n/a" if s.more_claims_for_target is None else str(s.more_claims_for_target)
-    lines.append(f"More claims needed: {sk} for a kappa CI of ±{s.kappa_half_width:.2f}; {st} to decide the "
-                 f"{_share(r.thresholds.agreement_target)} agreement target (at the current estimates)")
+    target = _share(r.thresholds.agreement_target)
+    if s.more_claims_for_target == 0:
+        decide = f"the {target} agreement target is already decided"
+    else:
+        st = "n/a" if s.more_claims_for_target is None else str(s.more_claims_for_target)
+        decide = f"{st} to decide the {target} agreement target"
+    lines.append(f"More claims needed: {sk} for a kappa CI of ±{s.kappa_half_width:.2f}; {decide} "
+                 "(at the current estimates)")
     lines.append("")
     lines.append(f"Flag: {r.flag.status.upper()}")
     shown: tuple[str, ...] = ()
