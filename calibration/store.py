@@ -256,7 +256,9 @@ def connect(path: str | Path | None = None, *, migrate: bool = True) -> Database
     )
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
-    conn.execute("PRAGMA synchronous = NORMAL")
+    # FULL: a label the page has acknowledged must survive an OS crash or power cut too;
+    # in WAL mode NORMAL may lose the last commits then. Labels are a few writes a minute.
+    conn.execute("PRAGMA synchronous = FULL")
     db = Database(conn, execute_plugins=False)
     if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
         conn.execute("PRAGMA journal_mode = WAL")

@@ -130,3 +130,27 @@ def test_adjudicate_from_the_cli_overrides_and_is_kept_in_history(
     assert [e["kind"] for e in store.label_history(demo_db, claim)] == ["blind", "blind", "adjudicate"]
     assert main(["--db", str(db_path), "adjudicate", "Q2", "c9", "SUPPORTED", "--by", "lead"]) == 1
     assert "no claim 'c9' in answer 'Q2'" in capsys.readouterr().err
+
+
+def test_an_acknowledged_label_survives_the_process_being_killed(demo_db: Database, db_path: Path) -> None:
+    """A writer process records a label, says so, and is killed with SIGKILL straight after."""
+    import signal
+    import subprocess
+    import sys
+
+    script = (
+        "import os, signal, sys\n"
+        "from calibration import store\n"
+        "with store.session(sys.argv[1]) as db:\n"
+        "    claim = store.claim_pk(db, 'Q2', 'c2')\n"
+        "    store.record_label(db, claim=claim, reviewer='anna', kind='blind', verdict='CONTRADICTED')\n"
+        "    print('acknowledged', flush=True)\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script, str(db_path)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], timeout=60, check=False)
+    assert proc.returncode == -signal.SIGKILL and "acknowledged" in proc.stdout
+    with store.session(db_path) as db:
+        state = store.label_state(db, store.claim_pk(db, "Q2", "c2"), "anna")
+        assert state is not None and state.final_verdict == "CONTRADICTED"
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
