@@ -176,7 +176,7 @@ def _login_name() -> str | None:
 
 def cli_cycle_create(args: argparse.Namespace) -> int:
     from . import cycles
-    from .sampling import plural
+    from .models import plural
 
     with store.session(_db_path(args)) as db:
         cycle = cycles.create_cycle(
@@ -200,7 +200,7 @@ def cli_cycle_create(args: argparse.Namespace) -> int:
 
 def cli_cycle_list(args: argparse.Namespace) -> int:
     from . import cycles
-    from .sampling import plural
+    from .models import plural
 
     with store.session(_db_path(args)) as db:
         rows = [(c, cycles.progress(db, c.id)) for c in cycles.list_cycles(db)]
@@ -216,7 +216,7 @@ def cli_cycle_show(args: argparse.Namespace) -> int:
     import json
 
     from . import cycles
-    from .sampling import plural
+    from .models import plural
 
     with store.session(_db_path(args)) as db:
         cycle = cycles.get_cycle(db, args.name)
@@ -286,7 +286,7 @@ def cli_cycle_close(args: argparse.Namespace) -> int:
 
 def cli_holdout(args: argparse.Namespace) -> int:
     from . import cycles
-    from .sampling import plural
+    from .models import plural
 
     with store.session(_db_path(args)) as db:
         changed = cycles.mark_holdout(db, args.answer_ids, args.flag)

@@ -33,7 +33,7 @@ from sqlite_utils import Database
 
 from . import sampling, store
 from .errors import ConflictError, InputError, NotFoundError
-from .sampling import plural
+from .models import plural
 
 MIN_SIZE, MAX_SIZE = 15, 30
 DEFAULT_SIZE = 20

@@ -35,6 +35,7 @@ from .agreement import (
     RunComparison,
 )
 from .errors import NotFoundError
+from .models import plural
 
 # Rows of claim detail (claim text, chunks, rationale, notes) fetched for the tables: a lead
 # reads tens of them; beyond this the export is the tool.
@@ -366,7 +367,7 @@ def sample_size_text(report: Report) -> str:
     elif s.more_claims_for_kappa == 0:
         kappa = f"the kappa interval is already within ±{s.kappa_half_width:.2f}"
     else:
-        kappa = (f"label about {_plural(s.more_claims_for_kappa, 'more claim')} for a kappa interval of "
+        kappa = (f"label about {plural(s.more_claims_for_kappa, 'more claim')} for a kappa interval of "
                  f"±{s.kappa_half_width:.2f}")
     goal = f"{100 * t.agreement_target:g}%"
     if s.more_claims_for_target is None:
@@ -375,7 +376,7 @@ def sample_size_text(report: Report) -> str:
         target = f"there are enough claims to decide the {goal} target"
     else:
         target = f"about {s.more_claims_for_target:,} more to decide the {goal} target at this agreement"
-    return (f"{_plural(report.n_claims, 'claim')} in {_plural(report.n_answers, 'answer')}: "
+    return (f"{plural(report.n_claims, 'claim')} in {plural(report.n_answers, 'answer')}: "
             f"{kappa}; {target}.")
 
 
@@ -560,7 +561,7 @@ def compare(db: Database, run_a: str, run_b: str, *, cycle_id: int | None = None
 def comparison_text(run_a: str, run_b: str, r: RunComparison, alpha: float) -> str:
     only_a, only_b = len(r.only_a_right), len(r.only_b_right)
     p = r.mcnemar.p_two_sided
-    text = (f"On {_plural(r.n_claims, 'claim')} both runs judged and humans labeled: {run_a} alone was right "
+    text = (f"On {plural(r.n_claims, 'claim')} both runs judged and humans labeled: {run_a} alone was right "
             f"{_times(only_a)}, {run_b} alone {_times(only_b)} (exact McNemar {_p(p)}).")
     if p is not None and p < alpha and only_a != only_b:
         better = run_a if only_a > only_b else run_b
@@ -591,11 +592,6 @@ def _pct(x: float | None) -> str:
 def _num(x: float | None) -> str:
     """Kappa, AC1, PABAK: two decimals."""
     return DASH if x is None else f"{x:.2f}"
-
-
-def _plural(n: int, word: str, plural: str | None = None) -> str:
-    """'1 claim', '2 claims', '1,204 answers'."""
-    return f"{n:,} {word if n == 1 else plural or word + 's'}"
 
 
 def readable_time(ts: str | None) -> str:
@@ -670,10 +666,10 @@ def left_out_text(d: Dashboard) -> str:
     """What the figures leave out, in words; '' when nothing is."""
     parts = []
     if d.report.unresolved_claims:
-        parts.append(f"{_plural(len(d.report.unresolved_claims), 'unresolved claim')} (reviewers disagree or "
+        parts.append(f"{plural(len(d.report.unresolved_claims), 'unresolved claim')} (reviewers disagree or "
                      "marked it unclear, and no lead has decided: see “Needs a lead's decision”)")
     if d.n_unlabeled:
-        parts.append(f"{_plural(d.n_unlabeled, 'judged claim')} with no human label yet")
+        parts.append(f"{plural(d.n_unlabeled, 'judged claim')} with no human label yet")
     return ("Left out of the figures: " + "; ".join(parts) + ".") if parts else ""
 
 
@@ -712,7 +708,7 @@ def human_human_text(d: Dashboard) -> str:
         return "No claim in this scope was labeled by more than one reviewer."
     kappa = "" if hh.kappa is None or hh.kappa.value is None else f", Cohen's kappa {hh.kappa.value:.2f}"
     ci = _ci(hh.agreement.ci_low, hh.agreement.ci_high)
-    return (f"On {_plural(hh.n_claims, 'claim')} labeled by several reviewers "
+    return (f"On {plural(hh.n_claims, 'claim')} labeled by several reviewers "
             f"({len(hh.reviewers)} reviewers): "
             f"pairwise agreement {_pct(hh.agreement.value)} ({ci}){kappa}, "
             f"Krippendorff's alpha {_num(hh.alpha)}.")

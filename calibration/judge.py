@@ -51,7 +51,7 @@ from sqlite_utils import Database
 
 from . import store
 from .errors import ConflictError, InputError, JudgeError, NotFoundError
-from .models import Verdict, parse_verdict
+from .models import Verdict, parse_verdict, plural
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 DEFAULT_TEMPLATE = "grounding-v1"
@@ -525,11 +525,6 @@ def backoff_delay(attempt: int, base: float, cap: float, rnd: Callable[[], float
     """Full jitter: uniform in [0, min(cap, base * 2**(attempt-1))], so clients that failed
     together do not retry together."""
     return rnd() * min(cap, base * 2 ** (attempt - 1))
-
-
-def plural(n: int, noun: str, nouns: str | None = None) -> str:
-    """'1 claim', '2 claims', '1,234 claims'; `nouns` for an irregular plural."""
-    return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"
 
 
 def _snippet(text: str, n: int = 300) -> str:

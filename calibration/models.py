@@ -49,6 +49,11 @@ VERDICT_ALIASES: dict[str, Verdict] = {
 }
 
 
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """'1 claim', '2 claims', '1,234 claims'; `nouns` for an irregular plural."""
+    return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"
+
+
 def normalise_spelling(raw: str) -> str:
     return re.sub(r"[\s_\-]+", "", raw).casefold()
 

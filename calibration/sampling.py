@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .models import plural
+
 STRATEGIES: tuple[str, ...] = ("random", "stratified", "failures-first")
 FAILING, PASSING = "failing", "passing"
 DEFAULT_FAILING_SHARE = 0.5
@@ -221,11 +223,6 @@ def draw(strategy: str, pool: Iterable[PoolAnswer], n: int, seed: int,
 # Below this ratio of inclusion probabilities (failing / passing) failures-first is
 # effectively a proportional sample, and the lead should know it.
 MIN_OVERSAMPLING = 1.2
-
-
-def plural(n: int, word: str, words: str | None = None) -> str:
-    """`1 answer`, `2 answers`; `words` for an irregular plural."""
-    return f"{n} {word if n == 1 else words or word + 's'}"
 
 
 def oversampling_factor(sample: Sample) -> float | None:

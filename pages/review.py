@@ -30,7 +30,7 @@ from sqlite_utils import Database
 import ui
 from calibration import review, store
 from calibration.errors import CalibrationError
-from calibration.models import LABELS
+from calibration.models import LABELS, plural
 
 VERDICT_KEYS = {"SUPPORTED": "1", "CONTRADICTED": "2", "UNSUPPORTED": "3"}
 VERDICT_COLORS = {"SUPPORTED": "green", "CONTRADICTED": "red", "UNSUPPORTED": "orange"}
@@ -392,17 +392,13 @@ def _reveal_panel(cycle: review.CycleRef, card: review.Card, rows: list[review.R
                   on_click=_on_next_answer, args=(cycle.id, card.answer_id))
 
 
-def _plural(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
 def _done(cycle: review.CycleRef, reviewer: str, prog: review.Progress) -> None:
     with st.container(key="queue-done"):
         st.success("Your queue in this cycle is done: every claim is settled and every "
                    "disagreement is reconciled. Thank you!", icon=":material/task_alt:")
         if prog.claims_unclear or prog.claims_skipped:
             awaits = "awaits" if prog.claims_unclear == 1 else "await"
-            st.info(f"{_plural(prog.claims_unclear, 'claim', 'claims')} marked unclear {awaits} "
+            st.info(f"{plural(prog.claims_unclear, 'claim', 'claims')} marked unclear {awaits} "
                     f"a lead's decision; {prog.claims_skipped} skipped.", icon=":material/forum:")
         with _db() as db:
             nxt = review.next_cycle_with_work(review.cycle_choices(db, reviewer), cycle.id)

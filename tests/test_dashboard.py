@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from calibration import agreement, cycles, dashboard, export, store
 from calibration.importing import import_answers
+from calibration.models import plural
 
 from .conftest import DEMO, ROOT
 
@@ -547,7 +548,8 @@ def test_no_none_in_any_table_and_one_number_style(cycle_db: Database, page_db: 
     assert trend["agreement"].endswith("%") and len(trend["agreement"].split(".")[1]) == 2  # "80.0%"
     for row in dashboard.per_class_rows(d):
         assert all(row[k] == "–" or row[k].endswith("%") for k in ("precision", "recall", "F1"))
-    assert dashboard._plural(1, "answer") == "1 answer" and dashboard._plural(2, "answer") == "2 answers"
+    assert plural(1, "answer") == "1 answer" and plural(2, "answer") == "2 answers"
+    assert plural(1234, "claim") == "1,234 claims"
     assert dashboard._p(0.123456) == "p = 0.12"
 
 
