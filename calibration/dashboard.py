@@ -216,14 +216,18 @@ def fingerprint(db: Database) -> tuple[Any, ...]:
     """Changes whenever anything the dashboard shows could have changed; cheap (index ends).
 
     Every label write and adjudication appends a label event; imports add claims and
-    verdicts; closing a cycle sets closed_at; thresholds live in settings.
+    verdicts; closing a cycle sets closed_at; thresholds live in settings; a judge-lab call
+    can rewrite a verdict in place; holdout marks change which answers count.
     """
     return tuple(db.execute(
         """SELECT (SELECT max(id) FROM label_events), (SELECT max(id) FROM claims),
                   (SELECT max(rowid) FROM judge_verdicts), (SELECT count(*) FROM judge_runs),
                   (SELECT max(id) FROM cycles), (SELECT max(closed_at) FROM cycles),
                   (SELECT group_concat(key || '=' || value) FROM settings WHERE key LIKE 'stats.%'),
-                  (SELECT max(created_at) FROM adjudications)""").fetchone())
+                  (SELECT max(created_at) FROM adjudications),
+                  (SELECT max(created_at) FROM judge_calls),
+                  (SELECT count(*) FROM judge_calls WHERE status = 'ok'),
+                  (SELECT count(*) FROM answers WHERE holdout = 1)""").fetchone())
 
 
 # ---------------------------------------------------------------- build

@@ -441,7 +441,7 @@ def label(
     unclear ones.
     """
     if kind not in BLIND_KINDS:
-        raise ValueError(f"label kind must be one of {BLIND_KINDS}, not {kind!r}")
+        raise InputError(f"label kind must be one of {BLIND_KINDS}, not {kind!r}")
     if kind == "blind" and verdict is None:
         raise InputError("a verdict is required")
     if kind != "blind":
@@ -545,7 +545,7 @@ def reconcile(db: Database, *, cycle_id: int, reviewer: str, claim_pk: int, choi
     A change of mind is a new event; repeating the current choice records nothing.
     """
     if choice not in RECONCILE_KINDS:
-        raise ValueError(f"choice must be one of {RECONCILE_KINDS}, not {choice!r}")
+        raise InputError(f"choice must be one of {RECONCILE_KINDS}, not {choice!r}")
     with store.write(db):
         ref = _cycle_ref(db, cycle_id)
         answer_id = _claim_answer(db, claim_pk)

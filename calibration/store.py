@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
-from .errors import ConflictError, NotFoundError
+from .errors import ConflictError, InputError, NotFoundError
 from .models import LABELS, Verdict
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -230,6 +230,13 @@ def m005_judge_lab(db: Database) -> None:
     ])
 
 
+@migrations()
+def m006_index_label_events_cycle(db: Database) -> None:
+    # Cycle progress asks which reviewers labeled within a cycle; without this index that
+    # is a scan of the whole label history for every cycle on the Cycles page.
+    db.execute("CREATE INDEX label_events_cycle ON label_events(cycle_id, reviewer)")
+
+
 # ---------------------------------------------------------------- connections
 
 _migrated: set[str] = set()
@@ -289,15 +296,28 @@ def write(db: Database) -> Iterator[Database]:
         with db.atomic():
             yield db
         return
-    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        db.conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        raise ConflictError(f"the database is busy ({exc}); nothing was written, try again") from exc
     try:
         yield db
+    except sqlite3.Error as exc:
+        if db.conn.in_transaction:
+            db.conn.execute("ROLLBACK")
+        # Callers (pages, CLI) handle one error family; a raw sqlite3 error would be a traceback.
+        raise ConflictError(f"the database refused the write ({exc}); nothing was written") from exc
     except BaseException:
         if db.conn.in_transaction:
             db.conn.execute("ROLLBACK")
         raise
     else:
-        db.conn.execute("COMMIT")
+        try:
+            db.conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if db.conn.in_transaction:
+                db.conn.execute("ROLLBACK")
+            raise ConflictError(f"the database is busy ({exc}); nothing was written, try again") from exc
 
 
 # ---------------------------------------------------------------- reads
@@ -404,6 +424,13 @@ def claim_pk(db: Database, answer_id: str, claim_id: str) -> int:
 
 # ---------------------------------------------------------------- label writes
 
+def _verdict(value: Verdict | str) -> str:
+    try:
+        return Verdict(value).value
+    except ValueError:
+        raise InputError(f"unknown verdict {value!r}: use SUPPORTED, CONTRADICTED or UNSUPPORTED") from None
+
+
 LABEL_KINDS = ("blind", "skip", "unclear", "keep", "judge_right", "import", "adjudicate")
 
 
@@ -459,15 +486,15 @@ def record_label(
     final at once). Returns the new state.
     """
     if kind not in LABEL_KINDS or kind == "adjudicate":
-        raise ValueError(f"unknown label kind {kind!r}")
+        raise InputError(f"unknown label kind {kind!r}")
     if not reviewer:
-        raise ValueError("reviewer is required")
+        raise InputError("a label needs a reviewer")
     with write(db):
         state = label_state(db, claim, reviewer)
         if kind in ("blind", "import"):
             if verdict is None:
-                raise ValueError(f"a {kind} label needs a verdict")
-            verdict = Verdict(verdict).value
+                raise InputError(f"a {kind} label needs a verdict")
+            verdict = _verdict(verdict)
         elif kind in ("keep", "judge_right"):
             if state is None or state.blind_verdict is None:
                 raise ConflictError("reconcile needs a blind verdict first")
@@ -524,7 +551,7 @@ def record_label(
 def adjudicate(db: Database, *, claim: int, adjudicator: str, verdict: Verdict | str,
                note: str | None = None) -> None:
     """Record the adjudicated human label of a claim (overrides disagreeing reviewers)."""
-    verdict = Verdict(verdict).value
+    verdict = _verdict(verdict)
     ts = now()
     with write(db):
         db.execute(

@@ -41,9 +41,15 @@ def _adjudicate(path: str, claim_pk: int, lead: str) -> None:
     if verdict not in LABELS:
         st.session_state["dash_adj_error"] = claim_pk
         return
-    with store.session(path) as db:
-        store.adjudicate(db, claim=claim_pk, adjudicator=lead, verdict=verdict, note=note)
+    try:
+        with store.session(path) as db:
+            store.adjudicate(db, claim=claim_pk, adjudicator=lead, verdict=verdict, note=note)
+    except CalibrationError as exc:
+        st.session_state["dash_adj_error"] = claim_pk
+        st.session_state["dash_adj_message"] = str(exc)
+        return
     st.session_state.pop("dash_adj_error", None)
+    st.session_state.pop("dash_adj_message", None)
     st.session_state["dash_adj_done"] = st.session_state.get("dash_adj_done", 0) + 1
 
 
@@ -142,7 +148,10 @@ else:
             b_col.button("Adjudicate", key=f"dash_adj_button_{item.claim_pk}", on_click=_adjudicate,
                          args=(str(path), item.claim_pk, lead))
             if st.session_state.get("dash_adj_error") == item.claim_pk:
-                st.error("Choose a verdict first.")
+                message = st.session_state.get("dash_adj_message")
+                st.error("Not recorded." if message else "Choose a verdict first.")
+                if message:
+                    ui.literal(message)
 
 # ---------------------------------------------------------------- headline figures
 

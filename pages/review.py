@@ -177,8 +177,11 @@ def _on_next_answer(cycle_id: int, answer_id: str) -> None:
     reviewer = ui.current_reviewer()
     if not reviewer or not _is_current(cycle_id, answer_id, None):
         return
-    with _db() as db:
-        _set_cursor(cycle_id, reviewer, review.resume(db, cycle_id, reviewer, after=answer_id))
+    try:
+        with _db() as db:
+            _set_cursor(cycle_id, reviewer, review.resume(db, cycle_id, reviewer, after=answer_id))
+    except CalibrationError as exc:
+        _flash(exc)
 
 
 # ---------------------------------------------------------------- drawing

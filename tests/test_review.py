@@ -151,7 +151,7 @@ def test_label_checks_its_input(fresh_db: Database, cyc: cycles.Cycle) -> None:
                      evidence=["S2"])
     with pytest.raises(InputError):
         review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk)
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError, match="unknown verdict"):
         review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, verdict="MAYBE")
     assert store.label_history(fresh_db, pk) == []
 
@@ -213,7 +213,7 @@ def test_reconcile_refuses_an_agreement(fresh_db: Database, cyc: cycles.Cycle) -
     with pytest.raises(ConflictError, match="agree"):
         review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann",
                          claim_pk=_pk(fresh_db, "A2", "c1"), choice="judge_right")
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError, match="choice must be one of"):
         review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann",
                          claim_pk=_pk(fresh_db, "A2", "c1"), choice="maybe")
 

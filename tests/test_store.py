@@ -154,3 +154,32 @@ def test_an_acknowledged_label_survives_the_process_being_killed(demo_db: Databa
         state = store.label_state(db, store.claim_pk(db, "Q2", "c2"), "anna")
         assert state is not None and state.final_verdict == "CONTRADICTED"
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_busy_database_is_a_clear_error_not_a_traceback(demo_db: Database, db_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store, "BUSY_TIMEOUT_MS", 50)
+    blocker = sqlite3.connect(str(db_path), isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+    try:
+        with store.session(db_path) as db:
+            db.conn.execute("PRAGMA busy_timeout = 50")
+            with pytest.raises(ConflictError, match="database is busy"):
+                store.record_label(db, claim=store.claim_pk(db, "Q1", "c1"), reviewer="ann",
+                                   kind="blind", verdict="SUPPORTED")
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert demo_db.execute("SELECT count(*) FROM label_events").fetchone()[0] == 0
+
+
+def test_bad_label_arguments_are_input_errors(demo_db: Database) -> None:
+    from calibration.errors import InputError
+
+    claim = store.claim_pk(demo_db, "Q1", "c1")
+    with pytest.raises(InputError, match="unknown verdict 'MAYBE'"):
+        store.record_label(demo_db, claim=claim, reviewer="ann", kind="blind", verdict="MAYBE")
+    with pytest.raises(InputError, match="needs a reviewer"):
+        store.record_label(demo_db, claim=claim, reviewer="", kind="blind", verdict="SUPPORTED")
+    with pytest.raises(InputError, match="unknown verdict"):
+        store.adjudicate(demo_db, claim=claim, adjudicator="lead", verdict="maybe")
