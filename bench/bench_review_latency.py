@@ -22,21 +22,19 @@ import json
 import math
 import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from calibration import cycles, review, store  # noqa: E402
+
+# The browser suite's own server start-up, so the benchmark measures the app as tested.
+from tests.browser.conftest import start_app  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -129,42 +127,6 @@ def judge_verdicts(path: Path, answers: list[str]) -> dict[str, list[tuple[int, 
 # ---------------------------------------------------------------- server and browser
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def serve(db: Path, log: Path) -> Iterator[str]:
-    port = free_port()
-    env = {**os.environ, "CALIBRATION_DB": str(db)}
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--server.headless", "true",
-           "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
-    with log.open("wb") as fh:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(log.read_text())
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("streamlit did not start:\n" + log.read_text())
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
 SETTLED = """(sel) => {
     const app = document.querySelector('[data-testid="stApp"]');
     return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
@@ -233,7 +195,7 @@ def run_case(label: str, n_answers: int, verdicts: int, workdir: Path) -> dict[s
     size = (verdicts + WARMUP) // CLAIMS_PER_ANSWER + 2
     _, order = open_cycle(db, size)
     plan = judge_verdicts(db, order)
-    with serve(db, workdir / f"server-{n_answers}.log") as url:
+    with start_app(db, workdir / f"server-{n_answers}.log") as url:
         times = measure(url, plan, order, verdicts)
     all_ms = sorted(ms for ms, _ in times)
     claim_ms = [ms for ms, last in times if not last]
