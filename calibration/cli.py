@@ -305,7 +305,6 @@ def cli_holdout_list(args: argparse.Namespace) -> int:
 
 REGISTRARS.append(_add_cycles)
 
-# ---------------------------------------------------------------- end of cycles
 
 
 # ---------------------------------------------------------------- export
@@ -331,7 +330,6 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
 
 REGISTRARS.append(_add_export)
 
-# ---------------------------------------------------------------- end of export
 
 
 # ---------------------------------------------------------------- judge lab
@@ -374,7 +372,6 @@ def _add_judge(sub: argparse._SubParsersAction) -> None:
 
 REGISTRARS.append(_add_judge)
 
-# ---------------------------------------------------------------- end of judge lab
 
 
 # ---------------------------------------------------------------- stats
@@ -386,8 +383,8 @@ def _add_stats(sub: argparse._SubParsersAction) -> None:
                        "figure with its 95% interval, the confusion matrix (rows human, columns "
                        "judge) and the flag (ok / revise / inconclusive) with its reasons.")
     p.add_argument("--judge-run", metavar="RUN",
-                   help="MODEL@VERSION, or VERSION when unique (default: the newest run, or the "
-                   "cycle's run with --cycle)")
+                   help="MODEL@VERSION, or VERSION when unique (default: the most recently "
+                   "imported run, or the cycle's run with --cycle)")
     p.add_argument("--cycle", metavar="NAME",
                    help="only the claims of this cycle; adds the 1/pi-weighted agreement")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -444,7 +441,6 @@ def cli_thresholds(args: argparse.Namespace) -> int:
 
 REGISTRARS.append(_add_stats)
 
-# ---------------------------------------------------------------- end of stats
 
 
 # Commands that may start from no database; every other one reads an existing one.

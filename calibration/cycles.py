@@ -105,6 +105,10 @@ class ReviewerProgress:
     labeled: int
     total: int
 
+    @property
+    def fraction(self) -> float:
+        return self.labeled / self.total if self.total else 0.0
+
 
 @dataclass(frozen=True, slots=True)
 class Progress:

@@ -914,4 +914,3 @@ def stats_input(db: Database, run_id: int, cycle_id: int | None = None) -> Stats
     return StatsInput(items, cols.reviewer_labels, cols.unresolved, cols.unlabeled)
 
 
-# ---------------------------------------------------------------- end of statistics

@@ -290,7 +290,7 @@ def _cycles_section() -> None:
     st.caption("Per reviewer (claims labeled / assigned)")
     if prog.reviewers:
         st.dataframe([{"Reviewer": r.reviewer, "Labeled": r.labeled, "Claims": r.total,
-                       "Done": r.labeled / r.total if r.total else 0.0} for r in prog.reviewers],
+                       "Done": r.fraction} for r in prog.reviewers],
                      hide_index=True,
                      column_config={
                          "Reviewer": st.column_config.TextColumn("Reviewer", width="medium"),
