@@ -31,7 +31,8 @@ import numpy as np
 # time, which every CLI command and page that touches this module pays.
 from scipy.special import bdtr, bdtrc, chdtrc, ndtri
 
-LABELS: Final[tuple[str, str, str]] = ("SUPPORTED", "CONTRADICTED", "UNSUPPORTED")
+from .vocab import LABELS
+
 POSITIVE: Final = "SUPPORTED"
 _INDEX: Final = {label: i for i, label in enumerate(LABELS)}
 

@@ -32,8 +32,8 @@ from typing import Any
 from sqlite_utils import Database
 
 from . import sampling, store
-from .errors import ConflictError, InputError, NotFoundError
-from .models import plural
+from .errors import ConflictError, InputError, NotFoundError, WorkOutstandingError
+from .fmt import plural
 
 MIN_SIZE, MAX_SIZE = 15, 30
 DEFAULT_SIZE = 20
@@ -674,14 +674,6 @@ def mark_holdout(db: Database, answer_ids: Iterable[str], flag: bool = True) -> 
 
 def holdout_answers(db: Database) -> list[str]:
     return [r[0] for r in db.execute("SELECT id FROM answers WHERE holdout = 1 ORDER BY id")]
-
-
-class WorkOutstandingError(ConflictError):
-    """A cycle was asked to close while its reviewers still have claims to label."""
-
-    def __init__(self, message: str, progress: Progress) -> None:
-        super().__init__(message)
-        self.progress = progress
 
 
 def close_cycle(db: Database, name: str, snapshot: dict[str, Any] | None = None, *,

@@ -35,7 +35,7 @@ from .agreement import (
     RunComparison,
 )
 from .errors import NotFoundError
-from .models import plural
+from .fmt import plural
 
 # Rows of claim detail (claim text, chunks, rationale, notes) fetched for the tables: a lead
 # reads tens of them; beyond this the export is the tool.

@@ -67,6 +67,7 @@ from .importing import (
     iter_json_records,
 )
 from .models import LABELS, JudgedAnswerIn, Verdict
+from .vocab import LABEL_KINDS
 
 EXPORT_FORMAT = "judge-calibration-export"
 FORMAT_VERSION = 1
@@ -698,7 +699,7 @@ def _restore_claim_labels(db: Database, rec: dict[str, Any], report: RestoreRepo
     pk = row[0]
     events = rec["events"]
     for i, e in enumerate(events):
-        if e["kind"] not in store.LABEL_KINDS:
+        if e["kind"] not in LABEL_KINDS:
             raise ValueError(f"events.{i}.kind: unknown {e['kind']!r}")
         _check_verdict(e["verdict"], f"events.{i}.verdict", optional=True)
         if not e["reviewer"] or not e["created_at"]:

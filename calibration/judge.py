@@ -50,8 +50,18 @@ from pydantic import (
 from sqlite_utils import Database
 
 from . import store
-from .errors import ConflictError, InputError, JudgeError, NotFoundError
-from .models import Verdict, parse_verdict, plural
+from .errors import (
+    CallFailed,
+    ConflictError,
+    EndpointRejected,
+    EndpointUnreachable,
+    InputError,
+    JudgeError,
+    NotFoundError,
+    ReplyError,
+)
+from .fmt import plural
+from .models import Verdict, parse_verdict
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 DEFAULT_TEMPLATE = "grounding-v1"
@@ -194,10 +204,6 @@ def render_prompt(template: PromptTemplate | str, item: AnswerInput) -> str:
 
 
 # ---------------------------------------------------------------- reply parsing
-
-
-class ReplyError(ValueError):
-    """The judge's reply is not a usable verdict list; the message is shown to the model."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,26 +461,6 @@ class Completion:
     log: list[dict[str, Any]]
 
 
-class CallFailed(JudgeError):
-    """One request failed for good (retries exhausted, or a 4xx that retrying cannot fix)."""
-
-    def __init__(self, message: str, *, attempts: int, log: list[dict[str, Any]]) -> None:
-        super().__init__(message)
-        self.attempts = attempts
-        self.log = log
-
-
-class EndpointRejected(JudgeError):
-    """401 / 403 / 404: every call of the run would fail alike, so the run stops."""
-
-    answers_stored = 0  # set by arun_lab: answers of this invocation stored before the stop
-
-
-class EndpointUnreachable(JudgeError):
-    """No connection to the endpoint (refused, unknown host, TLS failure) even after a short
-    retry: every call would fail alike, so the run stops instead of retrying each answer."""
-
-    answers_stored = 0  # set by arun_lab: answers of this invocation stored before the stop
 
 
 def describe_connect_error(exc: BaseException) -> str:

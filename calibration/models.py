@@ -7,19 +7,15 @@ validated values are trusted and passed around as these types.
 from __future__ import annotations
 
 import re
-from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .vocab import LABELS, Verdict
 
-class Verdict(StrEnum):
-    SUPPORTED = "SUPPORTED"
-    CONTRADICTED = "CONTRADICTED"
-    UNSUPPORTED = "UNSUPPORTED"
+__all__ = ["LABELS", "Verdict"]  # re-exported: the edge models speak of them
 
 
-LABELS: tuple[str, ...] = tuple(v.value for v in Verdict)
 
 # One explicit table: a spelling not in it is an error unless the user maps it.
 # Keys are normalised by `normalise_spelling` (case folded, spaces, '_' and '-' removed).
@@ -47,11 +43,6 @@ VERDICT_ALIASES: dict[str, Verdict] = {
     "idk": Verdict.UNSUPPORTED,
     "unknown": Verdict.UNSUPPORTED,
 }
-
-
-def plural(n: int, noun: str, nouns: str | None = None) -> str:
-    """'1 claim', '2 claims', '1,234 claims'; `nouns` for an irregular plural."""
-    return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"
 
 
 def normalise_spelling(raw: str) -> str:

@@ -39,16 +39,12 @@ from dataclasses import dataclass
 from sqlite_utils import Database
 
 from . import cycles, store
-from .errors import ConflictError, InputError, NotFoundError
+from .errors import ConflictError, InputError, NotFoundError, NotRevealedError
 from .models import Verdict
 from .store import LabelState
 
 BLIND_KINDS = ("blind", "skip", "unclear")
 RECONCILE_KINDS = ("keep", "judge_right")
-
-
-class NotRevealedError(ConflictError):
-    """The judge's verdicts of an answer were asked for before the reviewer labeled every claim."""
 
 
 # ---------------------------------------------------------------- cycles

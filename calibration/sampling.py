@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .models import plural
+from .fmt import plural
 
 STRATEGIES: tuple[str, ...] = ("random", "stratified", "failures-first")
 FAILING, PASSING = "failing", "passing"

@@ -16,7 +16,7 @@ import streamlit as st
 import ui
 from calibration import cycles, sampling, store
 from calibration.errors import CalibrationError
-from calibration.models import plural
+from calibration.fmt import plural
 
 # Session state: what the last create / close / holdout change did, for the next run.
 CREATED = "_cycles_create_outcome"

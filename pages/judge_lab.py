@@ -20,7 +20,7 @@ import streamlit as st
 import ui
 from calibration import judge, store
 from calibration.errors import CalibrationError
-from calibration.models import plural
+from calibration.fmt import plural
 
 SUMMARY = "_judge_lab_summary"  # the last run's summary, kept across reruns
 SAVED = "_judge_lab_saved"  # widget key -> last value: the choices survive a page switch

@@ -30,7 +30,8 @@ from sqlite_utils import Database
 import ui
 from calibration import review, store
 from calibration.errors import CalibrationError
-from calibration.models import LABELS, plural
+from calibration.fmt import plural
+from calibration.vocab import LABELS
 
 VERDICT_KEYS = {"SUPPORTED": "1", "CONTRADICTED": "2", "UNSUPPORTED": "3"}
 VERDICT_COLORS = {"SUPPORTED": "green", "CONTRADICTED": "red", "UNSUPPORTED": "orange"}

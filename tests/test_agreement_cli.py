@@ -14,6 +14,7 @@ from calibration import cycles, store
 from calibration.agreement import Thresholds
 from calibration.cli import main
 from calibration.errors import InputError
+from tests.records import stats_input
 
 
 def _db_file(db: Database) -> str:
@@ -87,7 +88,7 @@ def _label(db: Database, answer: str, reviewer: str, verdict: str) -> None:
 
 def test_stats_input_applies_the_final_label_rule(wice_db):
     run = store.find_judge_run(wice_db, "wice-gpt4")
-    before = store.stats_input(wice_db, run.id)
+    before = stats_input(wice_db, run.id)
     assert len(before.items) == 100 and before.unresolved == () and before.unlabeled == 0
     human = {it.claim_key: it.human for it in before.items}
     other = {"SUPPORTED": "UNSUPPORTED", "UNSUPPORTED": "SUPPORTED"}
@@ -100,7 +101,7 @@ def test_stats_input_applies_the_final_label_rule(wice_db):
     # A skip carries no verdict and must not count as a label.
     store.record_label(wice_db, claim=store.claim_pk(wice_db, "test00093", "test00093-c1"),
                        reviewer="zoe", kind="skip")
-    after = store.stats_input(wice_db, run.id)
+    after = stats_input(wice_db, run.id)
     assert after.unresolved == ("test00064/test00064-c1",)
     final = {it.claim_key: it.human for it in after.items}
     assert len(final) == 99
@@ -111,7 +112,7 @@ def test_stats_input_applies_the_final_label_rule(wice_db):
 
 def test_stats_reports_unresolved_and_human_human(wice_db, capsys):
     run = store.find_judge_run(wice_db, "wice-gpt4")
-    human = {it.claim_key: it.human for it in store.stats_input(wice_db, run.id).items}
+    human = {it.claim_key: it.human for it in stats_input(wice_db, run.id).items}
     other = {"SUPPORTED": "UNSUPPORTED", "UNSUPPORTED": "SUPPORTED"}
     for answer in ("test00017", "test00064", "test00069", "test00093"):
         _label(wice_db, answer, "zoe", human[f"{answer}/{answer}-c1"])

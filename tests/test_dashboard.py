@@ -13,8 +13,10 @@ from sqlite_utils import Database
 from streamlit.testing.v1 import AppTest
 
 from calibration import agreement, cycles, dashboard, export, store
+from calibration.fmt import plural
 from calibration.importing import import_answers
-from calibration.models import plural
+from calibration.store.claims import json_ints
+from tests.records import stats_input
 
 from .conftest import DEMO, ROOT
 
@@ -361,7 +363,7 @@ def test_final_labels_from_the_store_equal_resolve_final_labels(mixed_db: Databa
     else:
         assert cols.weight is not None and np.unique(cols.weight).size > 1
     # The per-record form says the same, in the same order.
-    data = store.stats_input(db, run, cycle_id)
+    data = stats_input(db, run, cycle_id)
     assert [(it.claim_key, it.human) for it in data.items] == list(final.items())
     assert (data.unresolved, data.unlabeled) == (cols.unresolved, cols.unlabeled)
     assert data.reviewer_labels == labels
@@ -383,7 +385,7 @@ def test_dashboard_figures_equal_the_per_record_statistics(mixed_db: Database, s
     d = dashboard.build(db, run=RUN_A, cycle=scope, compare_with=RUN_B, bootstrap=300, seed=4)
     run_a, run_b = store.find_judge_run(db, RUN_A).id, store.find_judge_run(db, RUN_B).id
     cycle_id = None if scope is None else cycles.get_cycle(db, scope).id
-    data = store.stats_input(db, run_a, cycle_id)
+    data = stats_input(db, run_a, cycle_id)
     items = data.items
     if not d.oversampled:
         items = [agreement.LabeledClaim(it.answer_id, it.claim_key, it.human, it.judge) for it in items]
@@ -394,7 +396,7 @@ def test_dashboard_figures_equal_the_per_record_statistics(mixed_db: Database, s
     assert d.report.unresolved_claims == data.unresolved
     assert d.verdicts == {it.claim_key: (it.human, it.judge) for it in data.items if it.human != it.judge}
     # The paired comparison, as the records give it.
-    judge_b = {it.claim_key: it.judge for it in store.stats_input(db, run_b, cycle_id).items}
+    judge_b = {it.claim_key: it.judge for it in stats_input(db, run_b, cycle_id).items}
     paired = [agreement.PairedClaim(it.answer_id, it.claim_key, it.human, it.judge, judge_b[it.claim_key])
               for it in data.items if it.claim_key in judge_b]
     assert d.comparison is not None and d.comparison.result == agreement.compare_judge_runs(paired)
@@ -418,8 +420,8 @@ def test_page_says_how_many_resamples_the_bootstrap_drew(wice_db: Database, page
 @pytest.mark.parametrize("text", ["[1,null]", "[1,2.5]", '[1,"2"]', "[1,2e3]"])
 def test_store_columns_refuse_what_is_not_an_integer(text: str) -> None:
     with pytest.raises(ValueError):
-        store._json_ints(text)
-    assert store._json_ints("[]").size == 0 and store._json_ints("[3,-1,0]").tolist() == [3, -1, 0]
+        json_ints(text)
+    assert json_ints("[]").size == 0 and json_ints("[3,-1,0]").tolist() == [3, -1, 0]
 
 
 # ---------------------------------------------------------------- in a real browser
@@ -479,7 +481,7 @@ def test_an_unclear_mark_leaves_a_claim_unresolved_everywhere(cycle_db: Database
     store.record_label(db, claim=q4, reviewer="ann", kind="unclear", note="needs discussion")
     cols = store.stats_columns(db, run)
     assert "Q4/c1" in cols.unresolved and "Q4/c1" not in cols.keys
-    assert "Q4/c1" in store.stats_input(db, run).unresolved
+    assert "Q4/c1" in stats_input(db, run).unresolved
     d = dashboard.build(db, run=DEMO_RUN, bootstrap=0)
     pending = {p.key: p for p in d.pending}
     assert set(pending) == {"Q3/c1", "Q4/c1"}

@@ -8,7 +8,7 @@ import pytest
 from sqlite_utils import Database
 
 from calibration import store
-from calibration.errors import ConflictError, NotFoundError
+from calibration.errors import ConflictError, DatabaseBusyError, NotFoundError
 
 
 def test_every_connection_has_wal_foreign_keys_and_busy_timeout(db_path: Path) -> None:
@@ -26,7 +26,7 @@ def test_migrations_are_recorded_and_not_rerun(db_path: Path) -> None:
         names = [m.name for m in store.migrations.applied(db)]
     assert names[:4] == ["m001_create_answers", "m002_create_judge_runs", "m003_create_labels",
                          "m004_create_cycles"]
-    store._migrated.clear()
+    store.connection._migrated.clear()
     with store.session(db_path) as db:
         assert [m.name for m in store.migrations.applied(db)] == names
 
@@ -158,13 +158,13 @@ def test_an_acknowledged_label_survives_the_process_being_killed(demo_db: Databa
 
 def test_a_busy_database_is_a_clear_error_not_a_traceback(demo_db: Database, db_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store, "BUSY_TIMEOUT_MS", 50)
+    monkeypatch.setattr(store.connection, "BUSY_TIMEOUT_MS", 50)
     blocker = sqlite3.connect(str(db_path), isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
     try:
         with store.session(db_path) as db:
             db.conn.execute("PRAGMA busy_timeout = 50")
-            with pytest.raises(ConflictError, match="database is busy"):
+            with pytest.raises(DatabaseBusyError, match="database is busy"):
                 store.record_label(db, claim=store.claim_pk(db, "Q1", "c1"), reviewer="ann",
                                    kind="blind", verdict="SUPPORTED")
     finally:

@@ -16,9 +16,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent)]
 
+from judge_stub import StubServer  # noqa: E402
+
 from calibration import cycles, judge, store  # noqa: E402
 from calibration.importing import load_demo  # noqa: E402
-from judge_stub import StubServer  # noqa: E402
 
 OUT = HERE / "release-0.1.0.db"
 

@@ -13,9 +13,9 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import store
-from .errors import CalibrationError
-from .models import Verdict, parse_mapping
+from .. import store
+from ..errors import CalibrationError
+from ..models import Verdict, parse_mapping
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -45,7 +45,7 @@ def _encoding(text: str) -> str:
 
 
 def _add_foundation(sub: argparse._SubParsersAction) -> None:
-    from . import importing
+    from .. import importing
 
     map_help = "map an extra verdict spelling, e.g. partially_supported=UNSUPPORTED (repeatable)"
     enc_help = "file encoding when not UTF-8 (UTF-8 with or without a BOM is the default)"
@@ -119,7 +119,7 @@ REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_add_foundatio
 
 
 def _add_cycles(sub: argparse._SubParsersAction) -> None:
-    from . import cycles, sampling
+    from .. import cycles, sampling
 
     p = sub.add_parser("cycle", help="calibration cycles: sample, assign, close")
     csub = p.add_subparsers(dest="cycle_command", required=True, metavar="ACTION")
@@ -175,8 +175,8 @@ def _login_name() -> str | None:
 
 
 def cli_cycle_create(args: argparse.Namespace) -> int:
-    from . import cycles
-    from .models import plural
+    from .. import cycles
+    from ..fmt import plural
 
     with store.session(_db_path(args)) as db:
         cycle = cycles.create_cycle(
@@ -199,8 +199,8 @@ def cli_cycle_create(args: argparse.Namespace) -> int:
 
 
 def cli_cycle_list(args: argparse.Namespace) -> int:
-    from . import cycles
-    from .models import plural
+    from .. import cycles
+    from ..fmt import plural
 
     with store.session(_db_path(args)) as db:
         rows = [(c, cycles.progress(db, c.id)) for c in cycles.list_cycles(db)]
@@ -215,8 +215,8 @@ def cli_cycle_list(args: argparse.Namespace) -> int:
 def cli_cycle_show(args: argparse.Namespace) -> int:
     import json
 
-    from . import cycles
-    from .models import plural
+    from .. import cycles
+    from ..fmt import plural
 
     with store.session(_db_path(args)) as db:
         cycle = cycles.get_cycle(db, args.name)
@@ -253,7 +253,7 @@ def cli_cycle_show(args: argparse.Namespace) -> int:
 
 
 def cli_cycle_close(args: argparse.Namespace) -> int:
-    from . import cycles
+    from .. import cycles
 
     with store.session(_db_path(args)) as db:
         cycle = cycles.close_cycle(db, args.name, force=args.force)
@@ -285,8 +285,8 @@ def cli_cycle_close(args: argparse.Namespace) -> int:
 
 
 def cli_holdout(args: argparse.Namespace) -> int:
-    from . import cycles
-    from .models import plural
+    from .. import cycles
+    from ..fmt import plural
 
     with store.session(_db_path(args)) as db:
         changed = cycles.mark_holdout(db, args.answer_ids, args.flag)
@@ -295,7 +295,7 @@ def cli_holdout(args: argparse.Namespace) -> int:
 
 
 def cli_holdout_list(args: argparse.Namespace) -> int:
-    from . import cycles
+    from .. import cycles
 
     with store.session(_db_path(args)) as db:
         ids = cycles.holdout_answers(db)
@@ -311,7 +311,7 @@ REGISTRARS.append(_add_cycles)
 
 
 def _add_export(sub: argparse._SubParsersAction) -> None:
-    from . import export
+    from .. import export
 
     p = sub.add_parser("export", help="export calibrated labels: lossless JSONL, golden set or CSV",
                        description="Export claims with their human and judge verdicts. The jsonl "
@@ -336,7 +336,7 @@ REGISTRARS.append(_add_export)
 
 
 def _add_judge(sub: argparse._SubParsersAction) -> None:
-    from . import judge
+    from .. import judge
 
     p = sub.add_parser("judge", help="judge lab: re-run a judge prompt over stored claims")
     jsub = p.add_subparsers(dest="judge_command", required=True, metavar="ACTION")
@@ -402,30 +402,23 @@ def _add_stats(sub: argparse._SubParsersAction) -> None:
 
 def cli_stats(args: argparse.Namespace) -> int:
     import json
-    from dataclasses import replace
 
-    from . import agreement, cycles
+    from .. import cycles, report
 
     with store.session(_db_path(args)) as db:
         cycle = cycles.get_cycle(db, args.cycle) if args.cycle else None
         run = store.find_judge_run(db, args.judge_run or (cycle.judge_run if cycle else None))
-        data = store.stats_input(db, run.id, None if cycle is None else cycle.id)
-        thresholds = store.load_thresholds(db)
-    report = agreement.agreement_report(data.items, thresholds, bootstrap=max(0, args.bootstrap),
-                                        seed=args.seed)
-    multi = {key for key, _, _ in data.reviewer_labels}
-    several = len(data.reviewer_labels) > len(multi)
-    report = replace(report, unresolved_claims=data.unresolved,
-                     human_human=agreement.human_human_agreement(data.reviewer_labels) if several else None)
+        scoped = report.scope_report(db, run, None if cycle is None else cycle.id,
+                                     bootstrap=args.bootstrap, seed=args.seed)
     if args.json:
-        out = report.to_dict(run.name)
+        out = scoped.report.to_dict(run.name)
         out["cycle"] = None if cycle is None else cycle.name
-        out["n_unlabeled"] = data.unlabeled
+        out["n_unlabeled"] = scoped.n_unlabeled
         print(json.dumps(out, ensure_ascii=False, indent=2, allow_nan=False))
         return 0
     scope = f"cycle {cycle.name}" if cycle else "every claim of the run"
-    print(report.to_text(run.name, notes=[
-        f"Scope: {scope}; {data.unlabeled} judged claims have no human label yet"]), end="")
+    print(scoped.report.to_text(run.name, notes=[
+        f"Scope: {scope}; {scoped.n_unlabeled} judged claims have no human label yet"]), end="")
     return 0
 
 
