@@ -761,7 +761,7 @@ def _restore_claim_labels(db: Database, rec: dict[str, Any], report: RestoreRepo
 
 
 def cli_export(args: argparse.Namespace) -> int:
-    from .cli import _db_path
+    from .cli.common import db_path as _db_path
 
     with store.session(_db_path(args)) as db:
         rep = export(db, args.out, fmt=args.format, judge_run=args.judge_run, cycle=args.cycle,

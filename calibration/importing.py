@@ -558,7 +558,7 @@ def _mapping(args: argparse.Namespace) -> dict[str, Verdict]:
 
 
 def cli_import(args: argparse.Namespace) -> int:
-    from .cli import _db_path
+    from .cli.common import db_path as _db_path
 
     mapping = _mapping(args)
     with store.session(_db_path(args)) as db:
@@ -573,7 +573,7 @@ def cli_import(args: argparse.Namespace) -> int:
 
 
 def cli_import_labels(args: argparse.Namespace) -> int:
-    from .cli import _db_path
+    from .cli.common import db_path as _db_path
 
     mapping = _mapping(args)
     with store.session(_db_path(args)) as db:
@@ -587,7 +587,7 @@ def cli_import_labels(args: argparse.Namespace) -> int:
 
 
 def cli_demo(args: argparse.Namespace) -> int:
-    from .cli import _db_path
+    from .cli.common import db_path as _db_path
 
     with store.session(_db_path(args)) as db:
         for line in load_demo(db):

@@ -28,6 +28,7 @@ from .connection import (
     session,
     write,
 )
+from .cycles import cycle_id
 from .labels import (
     LabelState,
     adjudicate,
@@ -36,7 +37,7 @@ from .labels import (
     label_state,
     record_label,
 )
-from .runs import JudgeRun, RunInfo, find_judge_run, info, judge_runs, run_verdicts
+from .runs import JudgeRun, RunInfo, find_judge_run, info, judge_runs, run_id, run_verdicts
 from .schema import migrations
 from .settings import THRESHOLD_SETTINGS, get_setting, load_thresholds, save_thresholds, set_setting
 

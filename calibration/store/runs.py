@@ -116,3 +116,21 @@ def run_verdicts(db: Database, run_id: int) -> tuple[np.ndarray, np.ndarray]:
     order = np.argsort(pk, kind="stable")
     return pk[order], json_ints(verdict_j)[order]
 
+
+
+def run_id(db: Database, judge_model: str, prompt_version: str, *, origin: str = "import",
+           created_at: str | None = None, create: bool = True) -> int | None:
+    """The id of judge run MODEL@VERSION, created (with `origin`) when missing and `create`.
+
+    A get-or-create through sqlite-utils' `lookup`, which matches on the UNIQUE pair; call it
+    inside the caller's write transaction.
+    """
+    from .connection import now
+
+    table = db.table("judge_runs")
+    key = {"judge_model": judge_model, "prompt_version": prompt_version}
+    if not create:
+        row = db.execute("SELECT id FROM judge_runs WHERE judge_model = ? AND prompt_version = ?",
+                         [judge_model, prompt_version]).fetchone()
+        return None if row is None else int(row[0])
+    return int(table.lookup(key, {"origin": origin, "created_at": created_at or now()}))
