@@ -871,7 +871,7 @@ def human_ceiling(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, 
         unit_name = "claim"
     else:
         unit = np.unique(np.asarray(cluster).reshape(-1), return_inverse=True)[1].reshape(-1)
-        if unit.size != cnt.shape[0] and unit.size < cnt.shape[0]:
+        if unit.size < cnt.shape[0]:
             raise ValueError("cluster must label every claim position")
         unit = unit[: cnt.shape[0]]
         unit_name = "answer"
