@@ -8,9 +8,9 @@ Rules and their sources:
 * **Names** (:func:`normalise_name`, :func:`check_name`, :func:`confusable_with`): the
   comparison key is NFKC (Unicode Standard Annex #15, *Unicode Normalization Forms*) with full
   case folding, the way the Unicode Standard §3.13 (D145, "identifier caseless match") builds
-  a caseless key; invisible characters (the ``Default_Ignorable_Code_Point`` property,
-  DerivedCoreProperties.txt, which holds every ``Cf`` format character that matters here) are
-  dropped first.  A word that mixes scripts (a Cyrillic ``а`` among Latin letters) is refused:
+  a caseless key; invisible characters (the ``Default_Ignorable_Code_Point`` property of
+  DerivedCoreProperties.txt, and every other ``Cf`` format character) are dropped first.
+  A word that mixes scripts (a Cyrillic ``а`` among Latin letters) is refused:
   Unicode Technical Standard #39, *Unicode Security Mechanisms*, §5.1 (resolved script set,
   with the augmented sets Jpan / Kore / Hanb) and §5.2 (restriction level "Highly
   Restrictive").  Whole-script lookalikes (a wholly Cyrillic "Рое" beside a Latin "Poe") pass
@@ -143,8 +143,8 @@ def normalise_name(raw: str) -> str:
 
     So ``"ANNA"``, ``"anna"``, ``"anna\\u200b"`` and ``"ａｎｎａ"`` (full-width) are one key.
     For plain ASCII this is the former rule (whitespace collapsed, stripped) followed by
-    ``str.casefold``.  The key never contains control characters other than the whitespace
-    it collapsed; it does not refuse anything: :func:`check_name` does.
+    ``str.casefold``.  It refuses nothing (a control character stays in the key):
+    :func:`check_name` does.
     """
     folded = unicodedata.normalize("NFKC", _display_form(raw).casefold())
     return _collapse(_strip_invisible(folded))
@@ -191,7 +191,7 @@ def _script_key(ch: str) -> str | None:
         return None
     name = unicodedata.name(ch, "")
     if not name:
-        return "TANGUT" if 0x17000 <= ord(ch) <= 0x18D08 else f"UNNAMED-{ord(ch):X}"
+        return "TANGUT" if 0x17000 <= ord(ch) <= 0x18D08 else "UNKNOWN"
     words = name.split(" ")
     first = words[0]
     if first == "VERTICAL":  # U+3031-3035 kana repeat marks, U+303B ideographic iteration mark
@@ -203,10 +203,6 @@ def _script_key(ch: str) -> str | None:
     if first in _TWO_WORD and len(words) > 1:
         first = f"{first} {words[1]}"
     return _NAME_ALIASES.get(first, first)
-
-
-def _script_title(key: str) -> str:
-    return key.title()
 
 
 def _word_scripts(word: str) -> list[str]:
@@ -274,7 +270,7 @@ def check_name(raw: str) -> str:
     for word in name.split(" "):
         scripts = _word_scripts(word)
         if not _is_single_script(scripts):
-            mixed = " and ".join(_script_title(s) for s in scripts)
+            mixed = " and ".join(s.title() for s in scripts)
             raise InputError(
                 f"The name {name!r} mixes {mixed} letters in the word {word!r}; letters from "
                 "different alphabets can look the same and make one person two reviewers. "
@@ -292,14 +288,14 @@ _SKELETON: Final = str.maketrans({
     "Ԝ": "W", "Ԍ": "G",
     "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "ѕ": "s", "і": "i",
     "ј": "j", "һ": "h", "ԁ": "d", "ԛ": "q", "ԝ": "w", "ӏ": "l", "ү": "y", "к": "k", "т": "t",
-    "п": "n", "г": "r", "ь": "b", "ɡ": "g",
+    "п": "n", "г": "r", "ь": "b",
     # Greek
     "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "l", "Κ": "K", "Μ": "M", "Ν": "N",
     "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X", "Ϲ": "C", "Ϳ": "J",
     "α": "a", "ο": "o", "ρ": "p", "ν": "v", "ι": "i", "κ": "k", "τ": "t", "υ": "u", "σ": "o",
     "π": "n", "ϲ": "c", "ϳ": "j",
     # Latin and Common look-alikes of Latin letters
-    "I": "l", "1": "l", "|": "l", "0": "O", "ı": "i", "ɑ": "a", "ɩ": "i",
+    "I": "l", "1": "l", "|": "l", "0": "O", "ı": "i", "ɑ": "a", "ɩ": "i", "ɡ": "g",
     # punctuation
     "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2212": "-",
     "\u2018": "'", "\u2019": "'", "\u02bc": "'", "`": "'",
@@ -413,7 +409,7 @@ def _reason(ch: str, pos: int) -> str:
         return f"contains a NUL character (U+0000) {at}"
     if "\ud800" <= ch <= "\udfff":
         return (f"contains a lone surrogate {_u(ch)} {at}, which is not valid Unicode text "
-                "(a broken \\u escape or a file read with the wrong encoding)")
+                "(usually half of a \\uD83D\\uDE00-style pair in JSON)")
     if ch in BIDI_CONTROLS:
         return (f"contains the bidirectional control {_describe(ch)} {at}, "
                 "which changes the order in which the text is shown")

@@ -187,6 +187,8 @@ def test_check_name_returns_the_same_reviewer_as_normalise_name(raw: str) -> Non
         return
     assert shown and normalise_name(shown) == normalise_name(raw)
     assert check_name(shown) == shown
+    if "<U+" not in shown:
+        assert visible(shown) == shown  # an accepted name has nothing left to show
 
 
 # ---------------------------------------------------------------- scripts
