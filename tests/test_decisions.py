@@ -1,0 +1,415 @@
+"""Tests of calibration.decisions: known answers, independent computations, edge cases, simulation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from calibration.agreement import cohens_kappa
+from calibration.decisions import (
+    BET_TRUNCATION,
+    RuleResult,
+    agreement_rule,
+    alt_test,
+    answer_sums,
+    benjamini_yekutieli,
+    capped_thresholds,
+    confidence_sequence,
+    decide,
+    direction_rule,
+    human_ceiling,
+    kappa_many,
+    kappa_rule,
+    log_capital,
+    more_claims_for_kappa,
+    more_claims_to_decide,
+    plugin_bets,
+    prob_at_least_target,
+    prob_at_least_target_weighted,
+    prob_sentence,
+)
+
+# ------------------------------------------------------------------ P(agreement >= target)
+
+
+@pytest.mark.parametrize(("x", "n", "t"), [(85, 100, 0.85), (92, 100, 0.85), (0, 10, 0.5), (10, 10, 0.9),
+                                           (170, 200, 0.8), (1, 1, 0.99)])
+def test_prob_at_least_target_is_jeffreys_posterior_tail(x: int, n: int, t: float) -> None:
+    expected = stats.beta(x + 0.5, n - x + 0.5).sf(t)
+    assert prob_at_least_target(x, n, t) == pytest.approx(expected, abs=1e-12)
+
+
+def test_prob_at_least_target_known_answer_and_edges() -> None:
+    # Beta(1/2, 1/2) (the prior: 1 of 1 is not given, n = 0) -> None; symmetric posterior at 1/2.
+    assert prob_at_least_target(0, 0, 0.85) is None
+    assert prob_at_least_target(5, 10, 0.5) == pytest.approx(0.5, abs=1e-12)
+    assert prob_at_least_target(0, 50, 0.85) < 1e-12
+    assert prob_at_least_target(50, 50, 0.85) > 0.99
+    with pytest.raises(ValueError):
+        prob_at_least_target(11, 10, 0.5)
+
+
+def test_weighted_prob_uses_kish_effective_size() -> None:
+    agree = np.array([1, 1, 1, 0, 1, 0, 1, 1], dtype=float)
+    w = np.array([1, 1, 2, 2, 1, 3, 1, 1], dtype=float)
+    n_eff = w.sum() ** 2 / (w * w).sum()
+    p = (w * agree).sum() / w.sum()
+    expected = stats.beta(p * n_eff + 0.5, n_eff - p * n_eff + 0.5).sf(0.7)
+    assert prob_at_least_target_weighted(agree, w, 0.7) == pytest.approx(expected, abs=1e-12)
+    # Equal weights give the unweighted figure.
+    assert prob_at_least_target_weighted(agree, np.ones(8), 0.7) == pytest.approx(
+        prob_at_least_target(agree.sum(), 8, 0.7), abs=1e-12)
+
+
+@pytest.mark.parametrize(("p", "text"), [(0.92, "92% chance the judge meets the 85% target"),
+                                         (0.004, "<1% chance the judge meets the 85% target"),
+                                         (0.9996, ">99% chance the judge meets the 85% target")])
+def test_prob_sentence(p: float, text: str) -> None:
+    assert prob_sentence(p, 0.85) == text
+
+
+# ------------------------------------------------------------------ kappa, BY, answer sums
+
+
+def test_kappa_many_matches_agreement_cohens_kappa() -> None:
+    rng = np.random.default_rng(3)
+    tables = rng.integers(0, 30, size=(50, 3, 3)).astype(float)
+    value, se, high = kappa_many(tables)
+    for t, v, s, h in zip(tables, value, se, high, strict=True):
+        ref = cohens_kappa(t)
+        assert v == pytest.approx(ref.value, abs=1e-12)
+        assert s == pytest.approx(ref.se, abs=1e-12)
+        if ref.ci_high is not None and ref.ci_high < 1:
+            assert h == pytest.approx(ref.ci_high, abs=1e-12)
+
+
+def test_kappa_many_undefined_is_nan() -> None:
+    value, se, _ = kappa_many(np.array([[[5.0, 0, 0], [0, 0, 0], [0, 0, 0]], np.zeros((3, 3))]))
+    assert np.isnan(value).all() and np.isnan(se).all()
+
+
+def test_benjamini_yekutieli_matches_statsmodels() -> None:
+    p = np.array([0.001, 0.02, 0.03, 0.2, 0.04, 0.5, 0.011])
+    ours = benjamini_yekutieli(p)
+    ref = multipletests(p, alpha=0.05, method="fdr_by")[1]
+    np.testing.assert_allclose(ours, ref, atol=1e-12)
+
+
+def test_answer_sums_orders_by_last_label() -> None:
+    cluster = np.array([7, 7, 3, 3, 9])
+    agree = np.array([1, 0, 1, 1, 0])
+    y, m = answer_sums(cluster, agree)
+    np.testing.assert_array_equal(y, [1, 2, 0])
+    np.testing.assert_array_equal(m, [2, 2, 1])
+    # Answer 7's second claim labeled last: 7 comes last.
+    y, m = answer_sums(cluster, agree, label_rank=np.array([0, 10, 1, 2, 3]))
+    np.testing.assert_array_equal(y, [2, 0, 1])
+
+
+# ------------------------------------------------------------------ the confidence sequence
+
+
+def _brute_capital(u: list[float], theta: float, side: str, alpha: float, c: float) -> float:
+    """Max over time of the log capital, written out claim by claim from WSR (2024) eq. 26-27."""
+    best, logk, s_dev, s_u = -math.inf, 0.0, 0.0, 0.0
+    sigma_prev = 0.25
+    for t, x in enumerate(u, start=1):
+        lam = math.sqrt(2 * math.log(1 / alpha) / (sigma_prev * t * math.log(1 + t)))
+        if side == "above":
+            lam = min(lam, c / theta) if theta > 0 else lam
+            logk += math.log(1 + lam * (x - theta))
+        else:
+            lam = min(lam, c / (1 - theta)) if theta < 1 else lam
+            logk += math.log(1 - lam * (x - theta))
+        best = max(best, logk)
+        s_u += x
+        mu = (0.5 + s_u) / (t + 1)
+        s_dev += (x - mu) ** 2
+        sigma_prev = (0.25 + s_dev) / (t + 1)
+    return best
+
+
+def test_confidence_sequence_matches_brute_force_grid() -> None:
+    rng = np.random.default_rng(5)
+    m = rng.integers(1, 6, size=40).astype(float)
+    y = rng.binomial(m.astype(int), 0.8).astype(float)
+    cs = confidence_sequence(y, m, alpha=0.05)
+    u = (y / m).tolist()
+    grid = np.linspace(0.001, 0.999, 999)
+    goal = math.log(20)
+    rejected_low = [g for g in grid if _brute_capital(u, g, "above", 0.05, BET_TRUNCATION) >= goal]
+    rejected_high = [g for g in grid if _brute_capital(u, g, "below", 0.05, BET_TRUNCATION) >= goal]
+    # The bounds sit between the last rejected and the first kept grid point.
+    assert max(rejected_low) <= cs.lower + 1e-9 <= max(rejected_low) + 0.001 + 1e-9
+    assert min(rejected_high) - 0.001 - 1e-9 <= cs.upper <= min(rejected_high) + 1e-9
+    assert cs.lower < cs.estimate < cs.upper
+    assert cs.estimate == pytest.approx(float(np.mean(y / m)))
+
+
+def test_log_capital_is_monotone_in_theta() -> None:
+    rng = np.random.default_rng(8)
+    u = rng.uniform(size=60)
+    bets = plugin_bets(u, alpha=0.05)
+    thetas = np.linspace(0.01, 0.99, 99)[:, None]
+    above = log_capital(u, thetas, bets, side="above")
+    below = log_capital(u, thetas, bets, side="below")
+    assert (np.diff(above, axis=0) <= 1e-12).all()
+    assert (np.diff(below, axis=0) >= -1e-12).all()
+
+
+def test_confidence_sequence_time_uniform_coverage_by_simulation() -> None:
+    # 2,000 runs of 80 answers, read after every answer: each one-sided bound must miss the truth
+    # at some time in at most alpha of runs (plus Monte Carlo slack: 3 SE ~ 1.5 points).
+    rng = np.random.default_rng(2024)
+    reps, t_len, alpha = 2000, 80, 0.05
+    for p in (0.7, 0.9):
+        m = rng.integers(1, 6, size=(reps, t_len))
+        pi = rng.beta(p * 4, (1 - p) * 4, size=(reps, t_len))
+        u = rng.binomial(m, pi) / m
+        bets = plugin_bets(u, alpha=alpha)
+        miss_low = (log_capital(u, p, bets, side="above").max(axis=1) >= math.log(1 / alpha)).mean()
+        miss_high = (log_capital(u, p, bets, side="below").max(axis=1) >= math.log(1 / alpha)).mean()
+        assert miss_low <= alpha + 0.015
+        assert miss_high <= alpha + 0.015
+        # And the function itself, on a few runs: the truth inside [lower, upper].
+        for r in range(40):
+            cs = confidence_sequence(u[r] * m[r], m[r], alpha=alpha)
+            assert cs.lower is not None and cs.upper is not None
+            inside = cs.lower <= p <= cs.upper
+            rejected = (log_capital(u[r], p, bets[r], side="above").max() >= math.log(20)
+                        or log_capital(u[r], p, bets[r], side="below").max() >= math.log(20))
+            assert inside != rejected
+
+
+def test_confidence_sequence_edges() -> None:
+    empty = confidence_sequence(np.zeros(0), np.zeros(0))
+    assert empty.estimate is None and empty.lower is None
+    m = np.full(60, 3.0)
+    all_agree = confidence_sequence(m, m, theta0=0.85)
+    assert all_agree.upper == pytest.approx(1.0) and all_agree.lower > 0.85 and all_agree.above
+    none_agree = confidence_sequence(np.zeros(60), m, theta0=0.85)
+    assert none_agree.lower == pytest.approx(0.0) and none_agree.upper < 0.2 and none_agree.below
+    with pytest.raises(ValueError):
+        confidence_sequence(np.ones(2), np.array([1.0, 0.0]))
+
+
+# ------------------------------------------------------------------ the rules and the flag
+
+
+def test_agreement_rule_statuses_and_wilson_beside_it() -> None:
+    m = np.full(70, 3.0)
+    ok = agreement_rule(m, m, 0.85)
+    assert ok.status == "ok" and ok.bound_low >= 0.85
+    wilson = stats.binomtest(210, 210).proportion_ci(method="wilson")
+    assert ok.fixed_low == pytest.approx(wilson.low, abs=1e-9)
+    revise = agreement_rule(np.zeros(70), m, 0.85)
+    assert revise.status == "revise" and revise.bound_high < 0.85
+    few = agreement_rule(np.array([3.0, 2.0]), np.array([3.0, 3.0]), 0.85)
+    assert few.status == "inconclusive"
+    assert few.bound_low < few.fixed_low  # the anytime bound is wider than the one-look interval
+    assert "upper bound < target" in ok.bound_used
+    empty = agreement_rule(np.zeros(0), np.zeros(0), 0.85)
+    assert empty.status == "inconclusive" and empty.estimate is None
+
+
+def test_direction_rule_detects_a_lenient_judge_and_not_a_balanced_one() -> None:
+    m = np.full(100, 3.0)
+    lenient = direction_rule(np.where(np.arange(100) % 2 == 0, 1.0, 0.0), m)
+    assert lenient.status == "lenient" and lenient.bound_low > 0
+    balanced = direction_rule(np.tile([1.0, -1.0, 0.0, 0.0], 25), m)
+    assert balanced.status == "none" and balanced.bound_low < 0 < balanced.bound_high
+    strict = direction_rule(-np.ones(100), m)
+    assert strict.status == "strict"
+    assert "alpha/2" in strict.bound_used
+
+
+@pytest.mark.parametrize(("kappa", "high", "status"), [(0.3, 0.5, "revise"), (0.3, 0.7, "pass"),
+                                                       (0.9, None, "pass"), (None, None, "undefined")])
+def test_kappa_rule_fires_only_on_the_upper_bound(kappa: float | None, high: float | None,
+                                                  status: str) -> None:
+    assert kappa_rule(kappa, high, 0.6).status == status
+
+
+def _rule(rule: str, status: str) -> RuleResult:
+    return RuleResult(rule, status, 0.5, None, None, None, None, 0.0, "")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("a", "d", "k", "status", "codes"), [
+    ("ok", "none", "pass", "ok", ("agreement_meets_target",)),
+    ("ok", "lenient", "pass", "revise", ("judge_lenient",)),
+    ("inconclusive", "none", "revise", "revise", ("kappa_below_floor",)),
+    ("revise", "strict", "revise", "revise", ("agreement_below_target", "kappa_below_floor", "judge_strict")),
+    ("inconclusive", "none", "pass", "inconclusive", ("agreement_undecided",)),
+])
+def test_decide_table(a: str, d: str, k: str, status: str, codes: tuple[str, ...]) -> None:
+    out = decide(_rule("agreement", a), _rule("direction", d), _rule("kappa", k))
+    assert out.status == status and out.codes == codes
+
+
+# ------------------------------------------------------------------ how many more
+
+
+def test_more_claims_for_kappa_known_answer_uses_unclipped_se() -> None:
+    # N = ceil(1.96^2 * 100 * 0.1^2 / 0.1^2) = 385 claims in all.
+    z = stats.norm.ppf(0.975)
+    out = more_claims_for_kappa(0.1, 100)
+    assert out.more_claims == math.ceil(z * z * 100) - 100
+    assert "kappa interval of ±0.10" in out.sentence
+    # A design effect of 2 doubles the total.
+    assert more_claims_for_kappa(0.1, 100, design_effect=2.0).more_claims == math.ceil(2 * z * z * 100) - 100
+    assert more_claims_for_kappa(None, 100).more_claims is None
+    assert more_claims_for_kappa(0.5, 100).more_claims is None  # beyond 5,000
+
+
+def test_more_claims_to_decide_edges() -> None:
+    m = np.full(70, 3.0)
+    assert more_claims_to_decide(m, m, 0.85).more_claims == 0
+    # Sitting on the target: 85% exactly, in answers of 20 claims (17 agree each) -> undecidable.
+    sits = more_claims_to_decide(np.array([17.0, 17.0, 18.0, 16.0] * 10), np.full(40, 20.0), 0.85)
+    assert sits.more_claims is None and not sits.decidable and "sits on" in sits.sentence
+    assert more_claims_to_decide(np.zeros(0), np.zeros(0), 0.85).more_claims is None
+
+
+def test_more_claims_to_decide_is_near_the_simulated_crossing() -> None:
+    # The projection is for a run that keeps agreeing at today's rate: check it against the median
+    # number of answers after which the rule actually decides in runs drawn at that rate.
+    rng = np.random.default_rng(17)
+    p, n0 = 0.93, 20
+    m0 = rng.integers(1, 6, size=n0)
+    y0 = rng.binomial(m0, p)
+    est = more_claims_to_decide(y0.astype(float), m0.astype(float), 0.85)
+    assert est.more_claims is not None and est.more_claims > 0
+    rate = float(np.mean(y0 / m0))
+    reps, t_len = 400, 400
+    m = rng.integers(1, 6, size=(reps, t_len))
+    u = np.concatenate([np.tile(y0 / m0, (reps, 1)), rng.binomial(m, rate) / m], axis=1)
+    hit = log_capital(u, 0.85, plugin_bets(u, alpha=0.05), side="above") >= math.log(20)
+    first = np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, 10 ** 6)
+    median_more_claims = (np.median(first) - n0) * 3.0
+    assert 0.5 * median_more_claims <= est.more_claims <= 2.0 * median_more_claims
+
+
+# ------------------------------------------------------------------ the human ceiling and the alt-test
+
+
+def _alt_from_scratch(labels: dict[str, dict[int, str]], judge: dict[int, str], eps: float,
+                      q: float, min_n: int) -> tuple[float, list[float]]:
+    """The alt-test written out from the paper (Calderon, Reichart & Dror 2025, sec. 3), dict by dict."""
+    pvals: list[float] = []
+    for j, mine in labels.items():
+        d: list[float] = []
+        for i, v in mine.items():
+            others = [lab[i] for h, lab in labels.items() if h != j and i in lab]
+            if not others:
+                continue
+            s_h = sum(o == v for o in others) / len(others)
+            s_f = sum(o == judge[i] for o in others) / len(others)
+            d.append(float(s_h >= s_f) - float(s_f >= s_h))
+        if len(d) < min_n:
+            continue
+        pvals.append(float(stats.ttest_1samp(d, eps, alternative="less").pvalue))
+    adj = multipletests(pvals, alpha=q, method="fdr_by")[1]
+    return float((adj <= q).mean()), pvals
+
+
+def _to_columns(labels: dict[str, dict[int, str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    code = {"SUPPORTED": 0, "CONTRADICTED": 1, "UNSUPPORTED": 2}
+    rows = [(i, r, code[v]) for r, (_, lab) in enumerate(sorted(labels.items())) for i, v in lab.items()]
+    a = np.array(rows)
+    return a[:, 0], a[:, 1], a[:, 2]
+
+
+def test_alt_test_hand_worked_example() -> None:
+    s, u = "SUPPORTED", "UNSUPPORTED"
+    # Three reviewers on four claims; the judge says S, S, U, S.
+    labels = {"a": {0: s, 1: s, 2: u, 3: u}, "b": {0: s, 1: u, 2: u, 3: s}, "c": {0: s, 1: s, 2: s, 3: s}}
+    judge = {0: s, 1: s, 2: u, 3: s}
+    # Reviewer a: claim 0 others (S,S): S_a = 1, S_f = 1 -> d = 0; claim 1 others (U,S): 1/2, 1/2 -> 0;
+    # claim 2 others (U,S): 1/2, 1/2 -> 0; claim 3 others (S,S): S_a = 0, S_f = 1 -> d = -1.
+    # d = (0, 0, 0, -1): mean -1/4, sd 1/2, t = (-1/4 - 0.2) / (1/2 / 2) = -1.8, p = T_3(-1.8).
+    c, r, v = _to_columns(labels)
+    jd = np.array([0, 0, 2, 0])
+    out = alt_test(c, r, v, jd, epsilon=0.2, q=0.05, min_instances=4)
+    assert out.p_values[0] == pytest.approx(stats.t.cdf(-1.8, 3), abs=1e-12)
+    omega, pvals = _alt_from_scratch(labels, judge, 0.2, 0.05, 4)
+    np.testing.assert_allclose(out.p_values, pvals, atol=1e-12)
+    assert out.winning_rate == pytest.approx(omega)
+
+
+def test_alt_test_agrees_with_scratch_on_random_data_and_verdicts() -> None:
+    rng = np.random.default_rng(4)
+    n, names = 120, ["r0", "r1", "r2", "r3"]
+    truth = rng.choice(3, size=n, p=[0.6, 0.1, 0.3])
+    inv = {0: "SUPPORTED", 1: "CONTRADICTED", 2: "UNSUPPORTED"}
+
+    def noisy(err: float) -> np.ndarray:
+        flip = rng.uniform(size=n) < err
+        return np.where(flip, rng.integers(0, 3, size=n), truth)
+
+    for judge_err, expect in ((0.02, "as good as a typical reviewer"), (0.9, "worse than every reviewer")):
+        labels = {name: {i: inv[int(x)] for i, x in enumerate(noisy(0.2)) if rng.uniform() < 0.8}
+                  for name in names}
+        jd = noisy(judge_err)
+        c, r, v = _to_columns(labels)
+        out = alt_test(c, r, v, jd)
+        omega, pvals = _alt_from_scratch(labels, {i: inv[int(x)] for i, x in enumerate(jd)}, 0.2, 0.05, 30)
+        np.testing.assert_allclose(out.p_values, pvals, atol=1e-12)
+        assert out.winning_rate == pytest.approx(omega)
+        assert out.verdict == expect
+        assert out.passes == (expect == "as good as a typical reviewer")
+        # p_value is the smallest q at which the judge would pass.
+        assert (out.p_value <= 0.05) == out.passes
+
+
+def test_alt_test_without_enough_shared_claims() -> None:
+    out = alt_test(np.array([0, 0]), np.array([0, 1]), np.array([0, 0]), np.array([0]))
+    assert out.winning_rate is None and not out.passes and out.reason
+
+
+def test_human_ceiling_known_answers() -> None:
+    # Claims 0-2 with two reviewers, claim 3 with three, claim 4 with one (left out).
+    claim = np.array([0, 0, 1, 1, 2, 2, 3, 3, 3, 4])
+    reviewer = np.array([0, 1, 0, 1, 0, 1, 0, 1, 2, 0])
+    verdict = np.array([0, 0, 0, 2, 2, 2, 0, 0, 2, 1])
+    judge = np.array([0, 0, 0, 2, 0])
+    hc = human_ceiling(claim, reviewer, verdict, judge)
+    assert hc is not None and hc.n_claims == 4
+    # Judge (S, S, S, U) vs each label on claims 0-3: 1,1 | 1,0 | 0,0 | 0,0,1 -> 4 of 9.
+    assert hc.judge_vs_reviewers.value == pytest.approx(4 / 9)
+    # Reviewer pairs: 1 | 0 | 1 | 1 of 3 -> 3 of 6.
+    assert hc.reviewer_vs_reviewer.value == pytest.approx(3 / 6)
+    # Clustered interval, claims as units: y = (2, 1, 0, 1), m = (2, 2, 2, 3).
+    yv, mv = np.array([2.0, 1, 0, 1]), np.array([2.0, 2, 2, 3])
+    r = yv.sum() / mv.sum()
+    se = math.sqrt(4 / 3 * ((yv - r * mv) ** 2).sum()) / mv.sum()
+    assert hc.judge_vs_reviewers.ci_low == pytest.approx(max(0.0, r - stats.norm.ppf(0.975) * se))
+    assert {j: a for j, a, _ in hc.per_reviewer} == {0: 0.5, 1: 0.25, 2: 1.0}
+    assert hc.reviewer_kappa.ci_low is None  # 4 units: withheld, with a reason
+    assert hc.reviewer_kappa.reason
+
+
+def test_human_ceiling_none_without_shared_claims() -> None:
+    assert human_ceiling(np.array([0, 1]), np.array([0, 1]), np.array([0, 0]), np.array([0, 0])) is None
+
+
+def test_capped_thresholds_never_exceed_the_reviewers() -> None:
+    rng = np.random.default_rng(9)
+    n = 200
+    truth = rng.choice(3, size=n, p=[0.6, 0.1, 0.3])
+    rows = []
+    for rv in range(3):
+        lab = np.where(rng.uniform(size=n) < 0.25, rng.integers(0, 3, size=n), truth)
+        rows += [(i, rv, int(x)) for i, x in enumerate(lab)]
+    a = np.array(rows)
+    hc = human_ceiling(a[:, 0], a[:, 1], a[:, 2], truth)
+    assert hc is not None and hc.reviewer_vs_reviewer.ci_low is not None
+    capped = capped_thresholds(0.85, 0.60, hc)
+    assert capped.agreement_target == pytest.approx(min(0.85, hc.reviewer_vs_reviewer.ci_low))
+    assert capped.capped_agreement and capped.agreement_target < 0.85
+    assert capped.kappa_floor <= 0.60
+    same = capped_thresholds(0.85, 0.60, None)
+    assert (same.agreement_target, same.kappa_floor) == (0.85, 0.60)
