@@ -10,11 +10,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.runtime: requirements.txt | $(BIN)/python
+$(VENV)/.runtime: requirements.txt pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements.txt
 	touch $@
 
-$(VENV)/.dev: requirements-dev.txt requirements.txt | $(BIN)/python
+$(VENV)/.dev: requirements-dev.txt requirements.txt pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $(VENV)/.runtime $@
 
@@ -34,6 +34,7 @@ run: demo
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 test: $(VENV)/.dev browser lint
 	$(BIN)/python -m pytest

@@ -22,7 +22,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 import numpy as np
 
@@ -838,39 +838,34 @@ def krippendorff_alpha_nominal(units: Iterable[Sequence[str]]) -> float | None:
         alpha = 1 - (n - 1) sum_{c != k} o_ck / sum_{c != k} n_c n_k.
     Units with fewer than two values are not pairable and are left out.
     Source: Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", Annenberg School
-    for Communication, sec. C (nominal example: alpha = 0.743).  None when fewer than two
-    pairable values or every value is the same category (expected disagreement 0).
+    for Communication, sec. C (nominal example: alpha = 0.743).  Computed by the `krippendorff`
+    package from the units-by-value count table; None when fewer than two pairable values or
+    every value is the same category (expected disagreement 0), where the package gives NaN or
+    refuses.
     """
-    coincidence: dict[tuple[str, str], float] = defaultdict(float)
-    for unit in units:
-        values = list(unit)
-        m = len(values)
-        if m < 2:
-            continue
-        counts: dict[str, int] = defaultdict(int)
-        for v in values:
-            counts[v] += 1
-        for c, nc in counts.items():
-            for k, nk in counts.items():
-                pairs = nc * (nk - 1) if c == k else nc * nk
-                if pairs:
-                    coincidence[(c, k)] += pairs / (m - 1)
-    return _alpha_of(coincidence)
+    rows = [list(u) for u in units]
+    # Verdicts in LABELS order, as the column form counts them, so both sum alike.
+    domain = sorted({v for row in rows for v in row}, key=lambda v: (_INDEX.get(v, len(LABELS)), v))
+    index = {v: i for i, v in enumerate(domain)}
+    counts = np.zeros((len(rows), len(domain)), dtype=np.int64)
+    for i, row in enumerate(rows):
+        for v in row:
+            counts[i, index[v]] += 1
+    return alpha_from_counts(counts)
 
 
-def _alpha_of(coincidence: Mapping[tuple[str, str], float]) -> float | None:
-    """Krippendorff's nominal alpha from the coincidence matrix (cells with o_ck > 0 only)."""
-    if not coincidence:
+def alpha_from_counts(counts: np.ndarray) -> float | None:
+    """Krippendorff's nominal alpha from a units x values table of how often each unit got each
+    value (see :func:`krippendorff_alpha_nominal`); None where it is undefined."""
+    import krippendorff  # imported here: only human-human agreement needs it
+
+    counts = np.asarray(counts, dtype=np.int64)
+    pairable = counts[counts.sum(axis=1) >= 2] if counts.ndim == 2 else counts[:0]
+    if pairable.size == 0 or int((pairable.sum(axis=0) > 0).sum()) < 2:
         return None
-    n_c: dict[str, float] = defaultdict(float)
-    for (c, _k), o in coincidence.items():
-        n_c[c] += o
-    n = sum(n_c.values())
-    observed = sum(o for (c, k), o in coincidence.items() if c != k)
-    expected = n * n - sum(v * v for v in n_c.values())
-    if n < 2 or expected <= 0:
-        return None
-    return 1 - (n - 1) * observed / expected
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = krippendorff.alpha(value_counts=pairable, level_of_measurement="nominal")
+    return float(value) if np.isfinite(value) else None
 
 
 def final_human_label(verdicts: Sequence[str], adjudicated: str | None = None, *,
@@ -1010,7 +1005,8 @@ def human_human_agreement_arrays(claim: np.ndarray | Sequence[int], reviewer: np
     pair = np.sort(unit * len(names) + r)
     unique_pairs = not (pair[1:] == pair[:-1]).any()
     if not unique_pairs or (m[shared] > 3).any() or n >= 2 ** 25:
-        return human_human_agreement(zip(c.tolist(), [names[i] for i in r.tolist()],
+        # Integer claim ids serve as keys as well as strings would: only equality is used.
+        return human_human_agreement(zip(cast(list[str], c.tolist()), [names[i] for i in r.tolist()],
                                          [LABELS[i] for i in v.tolist()], strict=True))
     keep = shared[unit]
     compact = np.cumsum(shared) - 1
@@ -1034,11 +1030,7 @@ def human_human_agreement_arrays(claim: np.ndarray | Sequence[int], reviewer: np
         rows[u[r == first]] = v[r == first]
         cols[u[r == second]] = v[r == second]
         kappa = cohens_kappa(np.bincount(rows * k + cols, minlength=k * k).reshape(k, k))
-    # o_ck = sum over claims of n_c (n_k - [c = k]) / (m - 1), as krippendorff_alpha_nominal.
-    between = cnt[:, :, None] * (cnt[:, None, :] - np.eye(k, dtype=np.int64))
-    o = (between / (mm - 1)[:, None, None]).sum(axis=0)
-    coincidence = {(LABELS[i], LABELS[j]): float(o[i, j]) for i in range(k) for j in range(k) if o[i, j] > 0}
-    return HumanHumanAgreement(n_units, seen, pct, kappa, _alpha_of(coincidence))
+    return HumanHumanAgreement(n_units, seen, pct, kappa, alpha_from_counts(cnt))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1578,7 +1570,7 @@ def compare_judge_runs(items: Sequence[PairedClaim], *, confidence: float = 0.95
         raise ValueError("a claim appears twice")
     codes = [np.fromiter((label_index(getattr(it, f)) for it in items), dtype=np.int64, count=n)
              for f in ("human", "judge_a", "judge_b")]
-    return compare_judge_runs_arrays(*codes, keys, confidence=confidence)
+    return compare_judge_runs_arrays(codes[0], codes[1], codes[2], keys, confidence=confidence)
 
 
 def compare_judge_runs_arrays(human: np.ndarray | Sequence[int], judge_a: np.ndarray | Sequence[int],

@@ -27,7 +27,10 @@ from ..errors import ConflictError, DatabaseBusyError
 from .schema import migrations
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_DB = PROJECT_ROOT / "data" / "calibration.db"
+# In a source checkout the database sits in its data/ folder (where `make run` looks); an
+# installed package has no such folder, so it uses calibration.db in the working directory.
+_CHECKOUT = (PROJECT_ROOT / "pyproject.toml").is_file() and (PROJECT_ROOT / "data").is_dir()
+DEFAULT_DB = PROJECT_ROOT / "data" / "calibration.db" if _CHECKOUT else Path("calibration.db")
 BUSY_TIMEOUT_MS = 30_000
 
 _migrated: set[str] = set()

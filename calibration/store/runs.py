@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database
 
@@ -71,7 +71,7 @@ class RunInfo:
     labeled_claims: int
 
 
-def info(db: Database) -> dict[str, object]:
+def info(db: Database) -> dict[str, Any]:
     """Counts for the overview: totals and, per judge run, answers, claims, verdicts, labels."""
     totals = {
         "answers": db.execute("SELECT count(*) FROM answers").fetchone()[0],

@@ -1,0 +1,55 @@
+"""Check an LLM judge's claim verdicts against human reviewers.
+
+The domain package: the data layer (`store`), import, sampling and cycles, agreement
+statistics, export and the judge lab. It never imports streamlit; the app (app.py, pages/)
+and the CLI (`calibration.cli`) are thin shells over it.
+
+Importing the package is cheap: the names below load their modules on first use, so
+`import calibration.agreement` (pure statistics) pulls in neither sqlite-utils nor pydantic.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.2.0"
+
+_LAZY = {
+    "CalibrationError": "errors", "ConflictError": "errors", "InputError": "errors",
+    "JudgeError": "errors", "NotFoundError": "errors", "StorageError": "errors",
+    "ImportReport": "importing", "LabelsReport": "importing", "import_answers": "importing",
+    "import_labels": "importing", "load_demo": "importing",
+    "LABELS": "vocab", "Verdict": "vocab", "parse_verdict": "models",
+    "connect": "store", "find_judge_run": "store", "record_label": "store", "session": "store",
+}
+
+__all__ = [
+    "LABELS", "CalibrationError", "ConflictError", "ImportReport", "InputError", "JudgeError",
+    "LabelsReport", "NotFoundError", "StorageError", "Verdict", "__version__", "connect",
+    "find_judge_run", "import_answers", "import_labels", "load_demo", "parse_verdict",
+    "record_label", "session",
+]
+
+if TYPE_CHECKING:
+    from .errors import (
+        CalibrationError,
+        ConflictError,
+        InputError,
+        JudgeError,
+        NotFoundError,
+        StorageError,
+    )
+    from .importing import ImportReport, LabelsReport, import_answers, import_labels, load_demo
+    from .models import parse_verdict
+    from .store import connect, find_judge_run, record_label, session
+    from .vocab import LABELS, Verdict
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'calibration' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,56 @@
+"""`python -m calibration`: a thin shell over the package.
+
+Exit codes: 0 success, 1 invalid input or a refused operation (message on stderr),
+2 usage errors (argparse's own convention).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from ..errors import CalibrationError
+from . import cycles, io, judge, labels
+from .common import db_path as _db_path
+
+# The only package that imports argparse or prints: each module registers its commands.
+REGISTRARS = [io.register, labels.register, cycles.register, judge.register]
+
+# Commands that may start from no database; every other one reads an existing one.
+CREATING_COMMANDS = {"import", "import-labels", "demo"}
+
+EPILOG = ("exit status: 0 success, 1 invalid input or a refused operation (message on stderr), "
+          "2 usage error")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m calibration",
+                                     description="Check an LLM judge against human reviewers.",
+                                     epilog=EPILOG)
+    parser.add_argument("--db", help="SQLite database (default: $CALIBRATION_DB or data/calibration.db)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for register in REGISTRARS:
+        register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    db = _db_path(args)
+    if args.command not in CREATING_COMMANDS and not db.exists():
+        # A read must not silently create an empty database and report zeros from it.
+        print(f"error: no database at {db}: import judged answers first "
+              "(python -m calibration import FILE, or python -m calibration demo)", file=sys.stderr)
+        return 1
+    try:
+        return args.handler(args)
+    except CalibrationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # A reader such as `| head` closed the pipe: nothing went wrong on our side.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -1,0 +1,199 @@
+"""`cycle` and `holdout`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import store
+from .common import db_path as _db_path
+
+
+def _add_cycles(sub: argparse._SubParsersAction) -> None:
+    from .. import cycles, sampling
+
+    p = sub.add_parser("cycle", help="calibration cycles: sample, assign, close")
+    csub = p.add_subparsers(dest="cycle_command", required=True, metavar="ACTION")
+    c = csub.add_parser("create", help="sample judged answers of a run into a new cycle")
+    c.add_argument("--name", required=True)
+    c.add_argument("--judge-run", help="MODEL@VERSION (default: the most recently imported run)")
+    c.add_argument("--size", type=int, default=cycles.DEFAULT_SIZE,
+                   help=f"answers to sample ({cycles.MIN_SIZE}-{cycles.MAX_SIZE} unless --force)")
+    c.add_argument("--seed", type=int, help="random seed (default: drawn and recorded)")
+    c.add_argument("--strategy", choices=sampling.STRATEGIES, default="random")
+    c.add_argument("--failure-share", type=float, default=sampling.DEFAULT_FAILING_SHARE,
+                   help="failures-first: least share of the slots for answers with a "
+                        f"non-SUPPORTED verdict (default {sampling.DEFAULT_FAILING_SHARE})")
+    c.add_argument("--reviewers", default="",
+                   help="comma-separated reviewers (default: open to every reviewer)")
+    c.add_argument("--overlap", type=float, default=cycles.DEFAULT_OVERLAP,
+                   help="share of answers given to two reviewers (default 0.2)")
+    c.add_argument("--holdout", action="store_true", help="sample only holdout answers")
+    c.add_argument("--include-labeled", action="store_true",
+                   help="also sample answers whose claims all have a final human label")
+    c.add_argument("--force", action="store_true", help="allow a size outside the bounds")
+    c.add_argument("--created-by", default=_login_name(), help="recorded as the cycle's creator")
+    c.set_defaults(handler=cli_cycle_create)
+    c = csub.add_parser("list", help="every cycle with its progress")
+    c.set_defaults(handler=cli_cycle_list)
+    c = csub.add_parser("show", help="one cycle: its answers in order, assignments, progress")
+    c.add_argument("name")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(handler=cli_cycle_show)
+    c = csub.add_parser("close", help="close a cycle and freeze its figures")
+    c.add_argument("name")
+    c.add_argument("--force", action="store_true",
+                   help="close even though reviewers still have claims to label")
+    c.set_defaults(handler=cli_cycle_close)
+
+    p = sub.add_parser("holdout", help="mark answers as holdout (sampled only by --holdout cycles)")
+    hsub = p.add_subparsers(dest="holdout_command", required=True, metavar="ACTION")
+    for action, text in (("add", "mark answers as holdout"), ("remove", "clear the holdout mark")):
+        h = hsub.add_parser(action, help=text)
+        h.add_argument("answer_ids", nargs="+", metavar="ANSWER_ID")
+        h.set_defaults(handler=cli_holdout, flag=action == "add")
+    h = hsub.add_parser("list", help="the holdout answers")
+    h.set_defaults(handler=cli_holdout_list)
+
+
+def _login_name() -> str | None:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name in a bare container: record nobody
+        return None
+
+
+def cli_cycle_create(args: argparse.Namespace) -> int:
+    from .. import cycles
+    from ..fmt import plural
+
+    with store.session(_db_path(args)) as db:
+        cycle = cycles.create_cycle(
+            db, name=args.name, judge_run=args.judge_run, size=args.size, seed=args.seed,
+            strategy=args.strategy, reviewers=args.reviewers.split(","), overlap=args.overlap,
+            holdout=args.holdout, include_labeled=args.include_labeled, force=args.force,
+            created_by=args.created_by, failing_share=args.failure_share)
+        load = {r.reviewer: r.total for r in cycles.progress(db, cycle.id).reviewers}
+    for warning in cycle.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"cycle {cycle.name}: {plural(cycle.size, 'answer')} of {cycle.judge_run} "
+          f"({cycle.strategy}, seed {cycle.seed}{', holdout' if cycle.holdout else ''})")
+    for note in cycle.notes:
+        print(note)
+    if cycle.reviewers:
+        print("assigned claims: " + ", ".join(f"{r} {n}" for r, n in load.items()))
+    else:
+        print("open to every reviewer")
+    return 0
+
+
+def cli_cycle_list(args: argparse.Namespace) -> int:
+    from .. import cycles
+    from ..fmt import plural
+
+    with store.session(_db_path(args)) as db:
+        rows = [(c, cycles.progress(db, c.id)) for c in cycles.list_cycles(db)]
+    if not rows:
+        print("no cycles yet")
+    for c, prog in rows:
+        print(f"{c.name}\t{c.status}\t{c.judge_run}\t{c.strategy}\tseed {c.seed}\t"
+              f"{plural(c.size, 'answer')}\t{prog.headline()}\t{c.created_at}")
+    return 0
+
+
+def cli_cycle_show(args: argparse.Namespace) -> int:
+    import json
+
+    from .. import cycles
+    from ..fmt import plural
+
+    with store.session(_db_path(args)) as db:
+        cycle = cycles.get_cycle(db, args.name)
+        items = cycles.cycle_answers(db, cycle.id)
+        prog = cycles.progress(db, cycle.id)
+    if args.json:
+        out = {
+            "name": cycle.name, "judge_run": cycle.judge_run, "strategy": cycle.strategy,
+            "seed": cycle.seed, "size": cycle.size, "status": cycle.status,
+            "overlap": cycle.overlap, "holdout": cycle.holdout,
+            "include_labeled": cycle.include_labeled, "failing_share": cycle.failing_share,
+            "created_by": cycle.created_by,
+            "created_at": cycle.created_at, "closed_at": cycle.closed_at,
+            "reviewers": list(cycle.reviewers), "answers": list(cycle.answers),
+            "items": [{"position": i.position, "answer_id": i.answer_id,
+                       "inclusion_prob": i.inclusion_prob, "claims": i.claims,
+                       "reviewers": list(i.reviewers)} for i in items],
+            "progress": prog.as_dict(), "snapshot": cycle.snapshot,
+        }
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+        return 0
+    share = f", failing share {cycle.failing_share:g}" if cycle.failing_share is not None else ""
+    print(f"cycle {cycle.name} ({cycle.status}): {cycle.judge_run}, {cycle.strategy}{share}, "
+          f"seed {cycle.seed}, {plural(cycle.size, 'answer')}{', holdout' if cycle.holdout else ''}")
+    print(f"created {cycle.created_at} by {cycle.created_by or 'unknown'}"
+          + (f"; closed {cycle.closed_at}" if cycle.closed_at else ""))
+    print(f"progress: {prog.headline()}"
+          + "".join(f"; {r.reviewer} {r.labeled}/{r.total}" for r in prog.reviewers))
+    for i in items:
+        who = ", ".join(i.reviewers) or "anyone"
+        print(f"  {i.position + 1:>3}. {i.answer_id}\tpi {i.inclusion_prob:.3f}\t"
+              f"{plural(i.claims, 'claim')}\t{who}")
+    return 0
+
+
+def cli_cycle_close(args: argparse.Namespace) -> int:
+    from .. import cycles
+
+    with store.session(_db_path(args)) as db:
+        cycle = cycles.close_cycle(db, args.name, force=args.force)
+    fig = cycles.frozen_figures(cycle.snapshot)
+    if fig is None:
+        print(f"cycle {cycle.name} closed")
+        return 0
+    elsewhere = (f" (already labeled outside this cycle: {fig.labeled_elsewhere})"
+                 if fig.labeled_elsewhere else "")
+    print(f"cycle {cycle.name} closed: {fig.labeled}/{fig.total} claims labeled{elsewhere}")
+    if fig.agreement is None:
+        print(fig.note or "no figures: no claim had a final human label")
+        return 0
+
+    def ci(bounds: tuple[float, float] | None, fmt: str) -> str:
+        return f" (95% CI {bounds[0]:{fmt}}-{bounds[1]:{fmt}})" if bounds else " (no interval)"
+
+    print(f"judge-human agreement {fig.agreement:.0%}{ci(fig.agreement_ci, '.0%')} "
+          f"on {fig.n_claims} claim{'' if fig.n_claims == 1 else 's'}")
+    if fig.weighted_agreement is not None:
+        print(f"re-weighted to the run (1/pi) {fig.weighted_agreement:.0%}{ci(fig.weighted_ci, '.0%')}")
+    kappa = "undefined" if fig.kappa is None else f"{fig.kappa:.2f}{ci(fig.kappa_ci, '.2f')}"
+    print(f"Cohen's kappa {kappa}")
+    if fig.flag:
+        print(f"flag: {fig.flag.upper()}")
+        for reason in fig.flag_reasons:
+            print(f"  - {reason}")
+    return 0
+
+
+def cli_holdout(args: argparse.Namespace) -> int:
+    from .. import cycles
+    from ..fmt import plural
+
+    with store.session(_db_path(args)) as db:
+        changed = cycles.mark_holdout(db, args.answer_ids, args.flag)
+    print(f"{plural(changed, 'answer')} {'marked as' if args.flag else 'removed from'} holdout")
+    return 0
+
+
+def cli_holdout_list(args: argparse.Namespace) -> int:
+    from .. import cycles
+
+    with store.session(_db_path(args)) as db:
+        ids = cycles.holdout_answers(db)
+    print("\n".join(ids) if ids else "no holdout answers")
+    return 0
+
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    _add_cycles(sub)

@@ -1,0 +1,114 @@
+"""`info`, `adjudicate`, `stats` and `thresholds`."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import store
+from ..models import Verdict
+from .common import db_path as _db_path
+
+
+def _add_labels(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("info", help="counts per judge run")
+    p.set_defaults(handler=cli_info)
+
+    p = sub.add_parser("adjudicate", help="settle the human label of a claim reviewers disagree on",
+                       description="Record the adjudicated human label of one claim. It overrides "
+                       "disagreeing or unclear reviewer labels in every figure and export; each "
+                       "decision is kept in the label history.")
+    p.add_argument("answer_id")
+    p.add_argument("claim_id")
+    p.add_argument("verdict", type=str.upper, choices=[v.value for v in Verdict])
+    p.add_argument("--by", required=True, metavar="NAME", help="who decides (a lead)")
+    p.add_argument("--note", help="why")
+    p.set_defaults(handler=cli_adjudicate)
+
+
+
+
+def cli_info(args: argparse.Namespace) -> int:
+    with store.session(_db_path(args)) as db:
+        summary = store.info(db)
+    totals = summary["totals"]
+    print(f"database: {_db_path(args)}")
+    print("answers {answers}, claims {claims}, labeled claims {labeled_claims}, "
+          "reviewers {reviewers}, label events {label_events}".format(**totals))
+    runs = summary["runs"]
+    if not runs:
+        print("no judge runs yet")
+    for r in runs:
+        verdicts = ", ".join(f"{k} {v}" for k, v in r.verdicts.items())
+        print(f"  {r.run.name}: {r.answers} answers, {r.claims} claims ({verdicts}); "
+              f"{r.labeled_claims} claims with a human label")
+    return 0
+
+
+def cli_adjudicate(args: argparse.Namespace) -> int:
+    with store.session(_db_path(args)) as db:
+        claim = store.claim_pk(db, args.answer_id, args.claim_id)
+        store.adjudicate(db, claim=claim, adjudicator=args.by, verdict=args.verdict, note=args.note)
+    print(f"{args.answer_id}/{args.claim_id}: adjudicated {args.verdict} by {args.by}")
+    return 0
+
+
+
+def _add_stats(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("stats", help="judge vs human agreement with intervals, and the revise flag",
+                       description="Agreement of a judge run with the final human labels: every "
+                       "figure with its 95% interval, the confusion matrix (rows human, columns "
+                       "judge) and the flag (ok / revise / inconclusive) with its reasons.")
+    p.add_argument("--judge-run", metavar="RUN",
+                   help="MODEL@VERSION, or VERSION when unique (default: the most recently "
+                   "imported run, or the cycle's run with --cycle)")
+    p.add_argument("--cycle", metavar="NAME",
+                   help="only the claims of this cycle; adds the 1/pi-weighted agreement")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--bootstrap", type=int, default=2000, metavar="N",
+                   help="answer-bootstrap resamples for the kappa interval (default 2000; 0 skips)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.set_defaults(handler=cli_stats)
+
+    p = sub.add_parser("thresholds", help="show or change the flag's thresholds (kept in the database)")
+    p.add_argument("--agreement-target", type=float, help="agreement the judge must reach (default 0.85)")
+    p.add_argument("--kappa-floor", type=float, help="kappa below which to revise (default 0.60)")
+    p.add_argument("--alpha", type=float, help="McNemar significance level (default 0.05)")
+    p.set_defaults(handler=cli_thresholds)
+
+
+def cli_stats(args: argparse.Namespace) -> int:
+    import json
+
+    from .. import cycles, report
+
+    with store.session(_db_path(args)) as db:
+        cycle = cycles.get_cycle(db, args.cycle) if args.cycle else None
+        run = store.find_judge_run(db, args.judge_run or (cycle.judge_run if cycle else None))
+        scoped = report.scope_report(db, run, None if cycle is None else cycle.id,
+                                     bootstrap=args.bootstrap, seed=args.seed)
+    if args.json:
+        out = scoped.report.to_dict(run.name)
+        out["cycle"] = None if cycle is None else cycle.name
+        out["n_unlabeled"] = scoped.n_unlabeled
+        print(json.dumps(out, ensure_ascii=False, indent=2, allow_nan=False))
+        return 0
+    scope = f"cycle {cycle.name}" if cycle else "every claim of the run"
+    print(scoped.report.to_text(run.name, notes=[
+        f"Scope: {scope}; {scoped.n_unlabeled} judged claims have no human label yet"]), end="")
+    return 0
+
+
+def cli_thresholds(args: argparse.Namespace) -> int:
+    changes = {name: value for name in store.THRESHOLD_SETTINGS
+               if (value := getattr(args, name)) is not None}
+    with store.session(_db_path(args)) as db:
+        current = store.save_thresholds(db, **changes) if changes else store.load_thresholds(db)
+    print(f"agreement target {current.agreement_target:g}, kappa floor {current.kappa_floor:g}, "
+          f"alpha {current.alpha:g}" + (" (saved)" if changes else ""))
+    return 0
+
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    _add_labels(sub)
+    _add_stats(sub)

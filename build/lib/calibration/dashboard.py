@@ -1,0 +1,760 @@
+"""What the lead's dashboard shows, gathered from the store and computed here; the page only draws.
+
+`build(db, run=..., cycle=..., compare_with=...)` returns a `Dashboard`: the agreement report of
+one judge run in a scope (one cycle, or every labeled claim of the run) with its flag, and the
+pieces around it — the claims behind each reason, the direction in words, the trend over the
+run's closed cycles, the breakdown by category, reviewer slips, human–human agreement, the
+paired comparison with a second run and the disagreement table.
+
+Cost on 100k labeled claims: two index-driven reads of the run's claims and labels, fetched as
+arrays (`store.stats_columns`, about 0.25 s); the report from those arrays, its 2,000-resample
+answer bootstrap dominating (about 0.25 s); reviewer counts, human-human agreement and the
+category tables from the same arrays; for a comparison one more read of the other run's
+verdicts; and index lookups for at most `DETAIL_ROWS` disagreeing claims: the table a person
+reads is capped, the export has them all. No per-claim Python object is built on the way.
+`fingerprint` is what a page keys its cache on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from sqlite_utils import Database
+
+from . import agreement, store
+from .agreement import (
+    LABELS,
+    POSITIVE,
+    HumanHumanAgreement,
+    Report,
+    RunComparison,
+)
+from .errors import NotFoundError
+from .fmt import plural
+
+# Rows of claim detail (claim text, chunks, rationale, notes) fetched for the tables: a lead
+# reads tens of them; beyond this the export is the tool.
+DETAIL_ROWS = 500
+# Unresolved claims listed for a lead's decision, each with its own control; the CLI
+# (`adjudicate`) and the export cover the rest.
+PENDING_ROWS = 100
+UNCLEAR = "unclear, needs discussion"
+# Answer-bootstrap resamples, the statistics' default: 2,000 at every size. (The dashboard used to
+# halve them above 5,000 answers; with the statistics input read as arrays the full 2,000 keep
+# a 100k-claim page under a second.) The page shows the count beside each bootstrap interval.
+BOOTSTRAP = 2000
+
+# Short constant titles per reason code; the page may render these as markdown.
+REASON_TITLES: dict[str, str] = {
+    "agreement_below_target": "agreement below target",
+    "kappa_below_floor": "kappa below floor",
+    "judge_lenient": "judge is lenient",
+    "judge_strict": "judge is strict",
+    "agreement_meets_target": "agreement meets target",
+    "kappa_undefined": "kappa undefined",
+    "agreement_undecided": "agreement undecided",
+    "no_data": "no labeled claims",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimDetail:
+    """One claim as the tables show it; every text field is untrusted and shown literally."""
+
+    key: str  # ANSWER/CLAIM, the key the statistics use
+    answer_id: str
+    claim_id: str
+    category: str | None
+    claim: str
+    human: str
+    judge: str
+    rationale: str
+    notes: str  # "reviewer: note" lines
+    chunks: str  # "[id] text" blocks: the cited chunks, or every chunk when none was cited
+
+
+@dataclass(frozen=True, slots=True)
+class ReasonView:
+    code: str
+    title: str  # constant text
+    message: str  # built by the statistics module from numbers and constant words
+    claim_keys: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TrendPoint:
+    number: int  # 1, 2, ... in closing order: the chart's axis carries numbers only
+    cycle: str
+    closed_at: str | None
+    n_claims: int | None
+    agreement: float | None
+    agreement_low: float | None
+    agreement_high: float | None
+    kappa: float | None
+    kappa_low: float | None
+    kappa_high: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class CategoryRow:
+    category: str | None
+    n_claims: int
+    agreement: float | None
+    agreement_low: float | None
+    agreement_high: float | None
+    kappa: float | None
+    lenient: int
+    strict: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewerRow:
+    """Slip figures count only labels given on the review page (blind, then reconciled with the
+    judge revealed); imported labels never saw the judge and count in `labeled` only."""
+
+    reviewer: str
+    labeled: int
+    reviewed: int  # labels reconciled on the review page: the slip rate's denominator
+    disagreed_blind: int  # reviewed labels whose blind verdict differed from this run's judge
+    kept: int  # reconciled with keep: a judge error the reviewer stood by
+    judge_right: int  # reconciled by adopting the judge's verdict
+    slips: int  # judge_right that changed the verdict: the reviewer's own slip
+    slip_rate: float | None  # None: no reviewed label yet
+    slip_low: float | None
+    slip_high: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingClaim:
+    """An unresolved claim a lead must decide: text fields untrusted, shown literally."""
+
+    claim_pk: int
+    key: str
+    answer_id: str
+    claim_id: str
+    claim: str
+    chunks: str
+    judge: str  # this run's verdict
+    rationale: str
+    reviewers: tuple[dict[str, str], ...]  # {"reviewer", "verdict", "note"}; verdict may be "unclear…"
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    run_a: str
+    run_b: str
+    result: RunComparison
+    unresolved: int  # claims both runs judged whose reviewers disagree, not adjudicated
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Dashboard:
+    run: str
+    cycle: str | None  # None: every labeled claim of the run
+    report: Report
+    thresholds: agreement.Thresholds
+    n_unlabeled: int
+    oversampled: bool  # the cycle drew answers with unequal probabilities: weighted figure shown
+    reasons: tuple[ReasonView, ...]
+    direction_text: str
+    sample_size_text: str
+    confusion: tuple[dict[str, Any], ...]  # (human, judge, count) cells, every pair present
+    per_class: tuple[dict[str, Any], ...]
+    trend: tuple[TrendPoint, ...]
+    categories: tuple[CategoryRow, ...]
+    reviewers: tuple[ReviewerRow, ...]
+    human_human: HumanHumanAgreement | None
+    # claim key -> (human, judge) for every disagreeing claim: all a table lists (each reason's
+    # claims are disagreeing ones); the report holds the counts of the rest.
+    verdicts: dict[str, tuple[str, str]]
+    details: dict[str, ClaimDetail]  # the first DETAIL_ROWS disagreeing claims, and of each reason
+    comparison: Comparison | None
+    pending: tuple[PendingClaim, ...] = ()  # the first PENDING_ROWS unresolved claims
+
+    @property
+    def disagreements(self) -> list[ClaimDetail]:
+        keys = self.report.disagreeing_claims[:DETAIL_ROWS]
+        return [self.details[k] for k in keys if k in self.details]
+
+
+# ---------------------------------------------------------------- choices for the page
+
+
+def run_names(db: Database) -> list[str]:
+    return [r.name for r in store.judge_runs(db)]
+
+
+def default_run(db: Database) -> str:
+    """The run the page opens on: the most recently imported run with human-labeled claims,
+    else `store.find_judge_run(db, None)` (the most recently imported run)."""
+    row = db.execute(
+        """SELECT r.id FROM judge_runs r WHERE r.origin = 'import' AND EXISTS (
+               SELECT 1 FROM judge_verdicts v JOIN human_labels h ON h.claim_pk = v.claim_pk
+               WHERE v.run_id = r.id AND h.status = 'labeled')
+           ORDER BY r.id DESC LIMIT 1""").fetchone()
+    if row is not None:
+        for r in store.judge_runs(db):
+            if r.id == row[0]:
+                return r.name
+    return store.find_judge_run(db, None).name
+
+
+def cycle_names(db: Database, run: str) -> list[str]:
+    """Cycles of one run, oldest first."""
+    run_id = store.find_judge_run(db, run).id
+    return [name for (name,) in db.execute(
+        "SELECT name FROM cycles WHERE judge_run_id = ? ORDER BY id", [run_id])]
+
+
+def fingerprint(db: Database) -> tuple[Any, ...]:
+    """Changes whenever anything the dashboard shows could have changed; cheap (index ends).
+
+    Every label write and adjudication appends a label event; imports add claims and
+    verdicts; closing a cycle sets closed_at; thresholds live in settings; a judge-lab call
+    can rewrite a verdict in place; holdout marks change which answers count.
+    """
+    return tuple(db.execute(
+        """SELECT (SELECT max(id) FROM label_events), (SELECT max(id) FROM claims),
+                  (SELECT max(rowid) FROM judge_verdicts), (SELECT count(*) FROM judge_runs),
+                  (SELECT max(id) FROM cycles), (SELECT max(closed_at) FROM cycles),
+                  (SELECT group_concat(key || '=' || value) FROM settings WHERE key LIKE 'stats.%'),
+                  (SELECT max(created_at) FROM adjudications),
+                  (SELECT max(created_at) FROM judge_calls),
+                  (SELECT count(*) FROM judge_calls WHERE status = 'ok'),
+                  (SELECT count(*) FROM answers WHERE holdout = 1)""").fetchone())
+
+
+# ---------------------------------------------------------------- build
+
+
+def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str | None = None,
+          bootstrap: int | None = None, seed: int = 0) -> Dashboard:
+    """Everything the dashboard shows for `run` within `cycle` (None: every labeled claim).
+
+    `bootstrap` None draws BOOTSTRAP resamples; 0 skips the bootstrap.
+    """
+    judge_run = store.find_judge_run(db, run)
+    cycle_id = None
+    if cycle is not None:
+        row = db.execute("SELECT id FROM cycles WHERE name = ?", [cycle]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no cycle named {cycle!r}")
+        cycle_id = row[0]
+    thresholds = store.load_thresholds(db)
+    data = store.stats_columns(db, judge_run.id, cycle_id, reviewer_labels="none")
+    weight = data.weight
+    oversampled = weight is not None and np.unique(weight).size > 1
+    if not oversampled:
+        # Equal weights make the weighted figure the raw one again: leave them out, so the
+        # report does not show the same number twice.
+        weight = None
+    if bootstrap is None:
+        bootstrap = BOOTSTRAP
+    report = agreement.agreement_report_arrays(data.human, data.judge, data.cluster, data.keys, thresholds,
+                                               weights=weight, bootstrap=bootstrap, seed=seed)
+    hh = _human_human(data.labels)
+    report = replace(report, unresolved_claims=data.unresolved, human_human=hh)
+
+    # Verdicts of the claims a table can list: every reason's claims are disagreeing ones.
+    dis = np.flatnonzero(data.human != data.judge)
+    verdicts = {data.keys[i]: (LABELS[h], LABELS[j]) for i, h, j in
+                zip(dis.tolist(), data.human[dis].tolist(), data.judge[dis].tolist(), strict=True)}
+    categories = _categories(db, data)
+    # The disagreement table's first rows and each reason's first rows: the claims a page lists.
+    wanted = dict.fromkeys(report.disagreeing_claims[:DETAIL_ROWS])
+    for reason in report.flag.reasons:
+        wanted.update(dict.fromkeys(reason.claim_ids[:DETAIL_ROWS]))
+    details = _details(db, judge_run.id, list(wanted), verdicts)
+    comparison = None
+    if compare_with is not None and compare_with != judge_run.name:
+        comparison = compare(db, judge_run.name, compare_with, cycle_id=cycle_id, data_a=data,
+                             thresholds=thresholds)
+    return Dashboard(
+        run=judge_run.name,
+        cycle=cycle,
+        report=report,
+        thresholds=thresholds,
+        n_unlabeled=data.unlabeled,
+        oversampled=oversampled,
+        reasons=tuple(ReasonView(r.code, REASON_TITLES.get(r.code, r.code.replace("_", " ")), r.message,
+                                 r.claim_ids) for r in report.flag.reasons),
+        direction_text=direction_text(report),
+        sample_size_text=sample_size_text(report),
+        confusion=tuple({"human": h, "judge": j, "count": int(report.confusion[i][k])}
+                        for i, h in enumerate(LABELS) for k, j in enumerate(LABELS)),
+        per_class=tuple({"class": label, "precision": m.precision, "recall": m.recall, "f1": m.f1,
+                         "support": m.support} for label, m in report.per_class.items()),
+        trend=tuple(trend(db, judge_run.id)),
+        categories=tuple(categories),
+        reviewers=tuple(reviewer_rows_of(data.labels)),
+        human_human=hh,
+        verdicts=verdicts,
+        details=details,
+        comparison=comparison,
+        pending=tuple(pending_claims(db, judge_run.id, data.unresolved_pk[:PENDING_ROWS].tolist())),
+    )
+
+
+def pending_claims(db: Database, run_id: int, claim_pks: Sequence[int]) -> list[PendingClaim]:
+    """The claims behind `claim_pks` (in that order) as a lead reads them to adjudicate:
+    text, chunks, each reviewer's verdict or unclear mark with the note, the run's verdict."""
+    if not claim_pks:
+        return []
+    rows = db.execute(
+        """SELECT c.id, c.answer_id, c.claim_id, c.text, v.verdict, v.rationale, v.evidence,
+                  (SELECT json_group_array(json_array(h.reviewer, h.status, h.final_verdict, h.note,
+                                                      json(h.evidence)))
+                   FROM human_labels h WHERE h.claim_pk = c.id),
+                  (SELECT json_group_array(json_array(ch.position, ch.chunk_id, ch.text))
+                   FROM chunks ch WHERE ch.answer_id = c.answer_id)
+           FROM claims c LEFT JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = :run
+           WHERE c.id IN (SELECT value FROM json_each(:pks))""",
+        {"run": run_id, "pks": json.dumps([int(pk) for pk in claim_pks])}).fetchall()
+    by_pk = {}
+    for pk, aid, cid, text, judge, rationale, judge_ev, labels_j, chunks_j in rows:
+        labels = sorted(json.loads(labels_j))
+        cited: set[str] = set(json.loads(judge_ev or "[]"))
+        reviewers = []
+        for reviewer, status, final, note, evidence in labels:
+            cited.update(evidence or [])
+            verdict = final if status == "labeled" and final else UNCLEAR if status == "unclear" else status
+            reviewers.append({"reviewer": reviewer, "verdict": verdict, "note": note or ""})
+        chunks = sorted(json.loads(chunks_j))
+        shown = [c for c in chunks if c[1] in cited] or chunks
+        chunk_text = "\n\n".join(f"[{c[1]}] {c[2]}" for c in shown)
+        by_pk[pk] = PendingClaim(pk, f"{aid}/{cid}", aid, cid, text, chunk_text, judge or "", rationale or "",
+                                 tuple(reviewers))
+    return [by_pk[pk] for pk in claim_pks if pk in by_pk]
+
+
+# ---------------------------------------------------------------- words
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return "p n/a"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n:,} times"
+
+
+def direction_text(report: Report) -> str:
+    """Lenient vs strict counts with the exact McNemar p, in words."""
+    d = report.direction
+    p = d.mcnemar.p_two_sided
+    text = (f"The judge calls {POSITIVE} where reviewers did not: {_times(d.lenient)}; "
+            f"the reverse (reviewers {POSITIVE}, judge not): {_times(d.strict)} "
+            f"(exact McNemar {_p(p)}).")
+    if report.n_claims == 0:
+        return "No claim has both a judge verdict and a final human label yet."
+    if p is not None and p < report.thresholds.alpha and d.lenient != d.strict:
+        return text + (" The judge leans lenient: more than chance." if d.lenient > d.strict
+                       else " The judge leans strict: more than chance.")
+    return text + " The imbalance is within chance."
+
+
+def sample_size_text(report: Report) -> str:
+    s = report.sample_size
+    t = report.thresholds
+    if report.n_claims == 0:
+        return "Label claims to get figures."
+    if s.more_claims_for_kappa is None:
+        kappa = "kappa has no standard error to plan from"
+    elif s.more_claims_for_kappa == 0:
+        kappa = f"the kappa interval is already within ±{s.kappa_half_width:.2f}"
+    else:
+        kappa = (f"label about {plural(s.more_claims_for_kappa, 'more claim')} for a kappa interval of "
+                 f"±{s.kappa_half_width:.2f}")
+    goal = f"{100 * t.agreement_target:g}%"
+    if s.more_claims_for_target is None:
+        target = f"no sample size decides the {goal} target at this agreement"
+    elif s.more_claims_for_target == 0:
+        target = f"there are enough claims to decide the {goal} target"
+    else:
+        target = f"about {s.more_claims_for_target:,} more to decide the {goal} target at this agreement"
+    return (f"{plural(report.n_claims, 'claim')} in {plural(report.n_answers, 'answer')}: "
+            f"{kappa}; {target}.")
+
+
+# ---------------------------------------------------------------- pieces
+
+
+def _human_human(labels: store.ReviewerColumns) -> HumanHumanAgreement | None:
+    # The reviewers' final verdicts in claim order, then reviewer: the order of the records
+    # `human_human_agreement` would read. None when no claim has two of them.
+    given = np.flatnonzero(labels.final >= 0)
+    claim = labels.claim[given]
+    if claim.size == 0 or np.bincount(claim).max() < 2:
+        return None
+    given = given[np.lexsort((labels.reviewer[given], claim))]
+    return agreement.human_human_agreement_arrays(labels.claim[given], labels.reviewer[given],
+                                                  labels.final[given], labels.reviewers)
+
+
+def _categories(db: Database, data: store.StatsColumns) -> list[CategoryRow]:
+    if not len(data):
+        return []
+    ids, cats = db.execute(
+        "SELECT json_group_array(id), json_group_array(category) FROM answers "
+        "WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(data.answer_ids)]).fetchone()
+    category = dict(zip(json.loads(ids), json.loads(cats), strict=True))
+    names = sorted(set(category.values()), key=lambda c: (c is None, c or ""))
+    index = {c: i for i, c in enumerate(names)}
+    k = len(LABELS)
+    # One 3x3 table per category from a single bincount, then the statistics per table.
+    of_cluster = np.array([index[category[a]] for a in data.answer_ids], dtype=np.int64)
+    cells = (of_cluster[data.cluster] * k + data.human) * k + data.judge
+    tables = np.bincount(cells, minlength=len(names) * k * k).reshape(len(names), k, k)
+    pos = agreement.label_index(POSITIVE)
+    out = []
+    for name, table in zip(names, tables, strict=True):
+        pct = agreement.percent_agreement(table)
+        kap = agreement.cohens_kappa(table)
+        two = agreement.binary_collapse(table, pos)
+        out.append(CategoryRow(name, int(table.sum()), _f(pct.value), _f(pct.ci_low), _f(pct.ci_high),
+                               _f(kap.value), lenient=int(two[1, 0]), strict=int(two[0, 1])))
+    return [row for row in out if row.n_claims]
+
+
+def _f(x: float | None) -> float | None:
+    return None if x is None else float(x)
+
+
+def _details(db: Database, run_id: int, keys: Sequence[str],
+             verdicts: dict[str, tuple[str, str]]) -> dict[str, ClaimDetail]:
+    if not keys:
+        return {}
+    # Keys are "ANSWER/CLAIM" and ids may hold "/" themselves: every split is looked up (an
+    # index hit each) and only claims whose key is in the report are kept.
+    rows = db.execute(
+        """SELECT c.answer_id, c.claim_id, a.category, c.text, v.rationale, v.evidence,
+                  (SELECT group_concat(h.reviewer || ': ' || h.note, char(10)) FROM human_labels h
+                   WHERE h.claim_pk = c.id AND h.note IS NOT NULL AND h.note != ''),
+                  (SELECT json_group_array(json(h.evidence)) FROM human_labels h WHERE h.claim_pk = c.id),
+                  (SELECT json_group_array(json_array(ch.position, ch.chunk_id, ch.text))
+                   FROM chunks ch WHERE ch.answer_id = c.answer_id)
+           FROM claims c
+           JOIN answers a ON a.id = c.answer_id
+           LEFT JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = :run
+           WHERE c.id IN (SELECT c2.id FROM json_each(:keys) k JOIN claims c2
+                          ON c2.answer_id = json_extract(k.value, '$[0]')
+                          AND c2.claim_id = json_extract(k.value, '$[1]'))""",
+        {"run": run_id, "keys": json.dumps(_all_splits(keys))},
+    ).fetchall()
+    out: dict[str, ClaimDetail] = {}
+    for aid, cid, cat, text, rationale, judge_ev, notes, human_ev, chunks_j in rows:
+        key = f"{aid}/{cid}"
+        if key not in verdicts:
+            continue
+        cited: set[str] = set(json.loads(judge_ev or "[]"))
+        for ev in json.loads(human_ev):
+            cited.update(ev)
+        chunks = sorted(json.loads(chunks_j))
+        shown = [c for c in chunks if c[1] in cited] or chunks
+        human, judge = verdicts[key]
+        out[key] = ClaimDetail(key, aid, cid, cat, text, human, judge, rationale or "", notes or "",
+                               "\n\n".join(f"[{c[1]}] {c[2]}" for c in shown))
+    return out
+
+
+def _all_splits(keys: Sequence[str]) -> list[list[str]]:
+    out = []
+    for k in keys:
+        parts = k.split("/")
+        out += [["/".join(parts[:i]), "/".join(parts[i:])] for i in range(1, len(parts))]
+    return out
+
+
+def trend(db: Database, run_id: int) -> list[TrendPoint]:
+    """Figures frozen when each closed cycle of the run closed, in closing order."""
+    rows = db.execute(
+        "SELECT name, closed_at, snapshot FROM cycles WHERE judge_run_id = ? AND status = 'closed' "
+        "ORDER BY closed_at, id", [run_id]).fetchall()
+    out = []
+    for i, (name, closed_at, snap_json) in enumerate(rows, start=1):
+        snap = json.loads(snap_json) if snap_json else {}
+        fig = snap.get("agreement") or {}
+        a = fig.get("agreement") or {}
+        k = fig.get("kappa") or {}
+        out.append(TrendPoint(i, name, closed_at, fig.get("n_claims"), a.get("value"), a.get("ci_low"),
+                              a.get("ci_high"), k.get("value"), k.get("ci_low"), k.get("ci_high")))
+    return out
+
+
+def reviewer_rows(db: Database, run_id: int, cycle_id: int | None = None) -> list[ReviewerRow]:
+    """Per reviewer, on the claims this run judged (within the cycle): labels, reconciles, slips.
+
+    The SQL form, for a caller without the stats columns; `build` counts the same from them
+    (`reviewer_rows_of`, which the tests hold to this).
+    """
+    cycle_join = ("JOIN claims c ON c.id = h.claim_pk JOIN cycle_answers ca ON ca.answer_id = c.answer_id "
+                  "AND ca.cycle_id = :cycle" if cycle_id is not None else "")
+    rows = db.execute(
+        f"""SELECT h.reviewer, count(*), sum(h.reconciled IS NOT NULL),
+                   sum(h.reconciled IS NOT NULL AND h.blind_verdict != v.verdict),
+                   sum(h.reconciled = 'keep'), sum(h.reconciled = 'judge_right'), sum(h.slip)
+            FROM human_labels h
+            JOIN judge_verdicts v ON v.claim_pk = h.claim_pk AND v.run_id = :run
+            {cycle_join}
+            WHERE h.status = 'labeled'
+            GROUP BY h.reviewer ORDER BY h.reviewer""",
+        {"run": run_id, "cycle": cycle_id}).fetchall()
+    return [_reviewer_row(reviewer, labeled, reviewed or 0, disagreed or 0, kept or 0, right or 0, slips or 0)
+            for reviewer, labeled, reviewed, disagreed, kept, right, slips in rows]
+
+
+def reviewer_rows_of(labels: store.ReviewerColumns) -> list[ReviewerRow]:
+    """`reviewer_rows` from the labels the stats columns already hold: one bincount per figure."""
+    r, m = labels.reviewer, len(labels.reviewers)
+
+    def count(mask: np.ndarray) -> list[int]:
+        return np.bincount(r[mask], minlength=m).tolist()
+
+    every = np.ones(r.size, dtype=bool)
+    reviewed = labels.reconciled > 0  # blind, then reconciled on the review page; never an import
+    slips = np.zeros(m, dtype=np.int64)
+    np.add.at(slips, r, labels.slip)
+    changed = reviewed & (labels.blind >= 0) & (labels.blind != labels.judge)
+    columns = (count(every), count(reviewed), count(changed),
+               count(labels.reconciled == 1), count(labels.reconciled == 2), slips.tolist())
+    return [_reviewer_row(name, *figures) for name, *figures in zip(labels.reviewers, *columns, strict=True)]
+
+
+def _reviewer_row(reviewer: str, labeled: int, reviewed: int, disagreed: int, kept: int, right: int,
+                  slips: int) -> ReviewerRow:
+    ci = agreement.wilson_interval(slips, reviewed) if reviewed else None
+    return ReviewerRow(reviewer, labeled, reviewed, disagreed, kept, right, slips,
+                       slips / reviewed if reviewed else None, ci[0] if ci else None, ci[1] if ci else None)
+
+
+def compare(db: Database, run_a: str, run_b: str, *, cycle_id: int | None = None,
+            data_a: store.StatsColumns | None = None,
+            thresholds: agreement.Thresholds | None = None) -> Comparison | None:
+    """Two runs on the claims both judged and humans labeled: agreement each, paired exact McNemar.
+
+    `data_a`: run A's stats columns when the caller already read them (the dashboard has). A
+    claim's final human label does not depend on the run, so run B adds only its verdicts.
+    """
+    a = store.find_judge_run(db, run_a)
+    b = store.find_judge_run(db, run_b)
+    if data_a is None:
+        data_a = store.stats_columns(db, a.id, cycle_id, reviewer_labels="none")
+    b_pk, b_judge = store.run_verdicts(db, b.id)
+    at = np.searchsorted(b_pk, data_a.claim_pk)
+    at[at == b_pk.size] = 0
+    both = (b_pk[at] == data_a.claim_pk) if b_pk.size else np.zeros(len(data_a), dtype=bool)
+    unresolved = int(np.isin(data_a.unresolved_pk, b_pk).sum())
+    if not both.any():
+        return None
+    keep = np.flatnonzero(both)
+    keys = data_a.keys if keep.size == len(data_a) else [data_a.keys[i] for i in keep.tolist()]
+    result = agreement.compare_judge_runs_arrays(data_a.human[keep], data_a.judge[keep], b_judge[at[keep]],
+                                                 keys)
+    alpha = (thresholds or store.load_thresholds(db)).alpha
+    return Comparison(a.name, b.name, result, unresolved, comparison_text(a.name, b.name, result, alpha))
+
+
+def comparison_text(run_a: str, run_b: str, r: RunComparison, alpha: float) -> str:
+    only_a, only_b = len(r.only_a_right), len(r.only_b_right)
+    p = r.mcnemar.p_two_sided
+    text = (f"On {plural(r.n_claims, 'claim')} both runs judged and humans labeled: {run_a} alone was right "
+            f"{_times(only_a)}, {run_b} alone {_times(only_b)} (exact McNemar {_p(p)}).")
+    if p is not None and p < alpha and only_a != only_b:
+        better = run_a if only_a > only_b else run_b
+        return text + f" {better} is better beyond chance."
+    return text + " The difference could be noise."
+
+
+# ---------------------------------------------------------------- rows and figures for the page
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One headline number: constant label, the value as text, and its interval or note."""
+
+    label: str
+    value: str
+    note: str
+
+
+DASH = "–"  # a figure that is undefined: never "None" or "nan" in a cell
+
+
+def _pct(x: float | None) -> str:
+    """Agreement and rates: a percentage with one decimal."""
+    return DASH if x is None else f"{100 * x:.1f}%"
+
+
+def _num(x: float | None) -> str:
+    """Kappa, AC1, PABAK: two decimals."""
+    return DASH if x is None else f"{x:.2f}"
+
+
+def readable_time(ts: str | None) -> str:
+    """An ISO timestamp as '29 Nov 2026, 14:02 UTC'; '–' for none, the text itself if unparsable."""
+    from datetime import UTC, datetime
+
+    if not ts:
+        return DASH
+    try:
+        t = datetime.fromisoformat(ts)
+    except ValueError:
+        return ts
+    if t.tzinfo is not None:
+        t = t.astimezone(UTC)
+    return t.strftime("%-d %b %Y, %H:%M") + (" UTC" if t.tzinfo is not None else "")
+
+
+def _range(lo: float | None, hi: float | None, fmt: Any = _pct) -> str:
+    return DASH if lo is None or hi is None else f"{fmt(lo)} – {fmt(hi)}"
+
+
+def per_class_rows(d: Dashboard) -> list[dict[str, Any]]:
+    return [{"class": c["class"], "precision": _pct(c["precision"]), "recall": _pct(c["recall"]),
+             "F1": _pct(c["f1"]), "support": c["support"]} for c in d.per_class]
+
+
+def trend_rows(d: Dashboard) -> list[dict[str, Any]]:
+    return [{"cycle #": t.number, "cycle": t.cycle, "closed": readable_time(t.closed_at),
+             "claims": DASH if t.n_claims is None else f"{t.n_claims:,}", "agreement": _pct(t.agreement),
+             "agreement 95% CI": _range(t.agreement_low, t.agreement_high), "kappa": _num(t.kappa),
+             "kappa 95% CI": _range(t.kappa_low, t.kappa_high, _num)} for t in d.trend]
+
+
+def category_rows(d: Dashboard) -> list[dict[str, Any]]:
+    return [{"category": c.category or "(none)", "claims": c.n_claims, "agreement": _pct(c.agreement),
+             "agreement 95% CI": _range(c.agreement_low, c.agreement_high), "kappa": _num(c.kappa),
+             "judge lenient": c.lenient, "judge strict": c.strict} for c in d.categories]
+
+
+NO_REVIEWED = "no reviewed labels yet"
+
+
+def reviewer_table(d: Dashboard) -> list[dict[str, Any]]:
+    """Slip figures over the labels reviewed on the review page only; imports are not 0% slips."""
+    out = []
+    for r in d.reviewers:
+        none = r.reviewed == 0
+        out.append({"reviewer": r.reviewer, "labeled": r.labeled,
+                    "reviewed (blind, then reconciled)": r.reviewed,
+                    "blind ≠ judge": DASH if none else f"{r.disagreed_blind:,}",
+                    "kept (judge error)": DASH if none else f"{r.kept:,}",
+                    "adopted judge": DASH if none else f"{r.judge_right:,}",
+                    "slips": DASH if none else f"{r.slips:,}",
+                    "slip rate": NO_REVIEWED if none else _pct(r.slip_rate),
+                    "slip rate 95% CI": DASH if none else _range(r.slip_low, r.slip_high)})
+    return out
+
+
+def comparison_rows(agr: agreement.Estimate, kap: agreement.KappaResult) -> list[dict[str, str]]:
+    return [{"figure": "agreement", "value": _pct(agr.value), "95% CI": _range(agr.ci_low, agr.ci_high)},
+            {"figure": "kappa", "value": _num(kap.value), "95% CI": _range(kap.ci_low, kap.ci_high, _num)}]
+
+
+def pending_rows(d: Dashboard) -> list[dict[str, str]]:
+    """The unresolved claims as one table: ids, claim, each reviewer's verdict, the judge's."""
+    return [{"answer": p.answer_id, "claim id": p.claim_id, "claim": p.claim,
+             "reviewers": "; ".join(f"{r['reviewer']}: {r['verdict']}" for r in p.reviewers),
+             "judge": p.judge or DASH} for p in d.pending]
+
+
+def left_out_text(d: Dashboard) -> str:
+    """What the figures leave out, in words; '' when nothing is."""
+    parts = []
+    if d.report.unresolved_claims:
+        parts.append(f"{plural(len(d.report.unresolved_claims), 'unresolved claim')} (reviewers disagree or "
+                     "marked it unclear, and no lead has decided: see “Needs a lead's decision”)")
+    if d.n_unlabeled:
+        parts.append(f"{plural(d.n_unlabeled, 'judged claim')} with no human label yet")
+    return ("Left out of the figures: " + "; ".join(parts) + ".") if parts else ""
+
+
+def _ci(lo: float | None, hi: float | None, fmt: Any = _pct) -> str:
+    return "no interval" if lo is None or hi is None else f"95% CI {fmt(lo)} – {fmt(hi)}"
+
+
+def headline(d: Dashboard) -> list[Figure]:
+    """Agreement and kappa with intervals, AC1, PABAK and, for an oversampled cycle, the weighted figure."""
+    r = d.report
+    a, k, ab, kb = r.agreement, r.kappa, r.agreement_bootstrap, r.kappa_bootstrap
+    boot_a = "" if ab.ci_low is None else (f"; answer bootstrap {_pct(ab.ci_low)} – {_pct(ab.ci_high)} "
+                                           f"({ab.resamples:,} resamples)")
+    boot_k = "" if kb.ci_low is None else (f"; answer bootstrap {_num(kb.ci_low)} – {_num(kb.ci_high)} "
+                                           f"({kb.resamples:,} resamples)")
+    kmax = "" if k.kappa_max is None else f"; highest possible with these margins {_num(k.kappa_max)}"
+    out = [
+        Figure("Agreement", _pct(a.value), f"{_ci(a.ci_low, a.ci_high)} (Wilson){boot_a}"),
+        Figure("Cohen's kappa", _num(k.value), f"{_ci(k.ci_low, k.ci_high, _num)}{boot_k}{kmax}"),
+        Figure("Gwet's AC1", _num(r.ac1), "beside kappa, stable when one class dominates"),
+        Figure("PABAK", _num(r.direction.prevalence_bias.pabak),
+               f"{POSITIVE} vs not, prevalence- and bias-adjusted"),
+    ]
+    if d.oversampled and r.weighted is not None:
+        w = r.weighted
+        n_eff = "" if w.n_effective is None else f"; effective n {w.n_effective:.0f}"
+        out.append(Figure("Re-weighted agreement", _pct(w.value),
+                          f"{_ci(w.ci_low, w.ci_high)} (answer bootstrap); raw {_pct(w.raw)}{n_eff}; "
+                          "the flag reads this figure, re-weighted to the run"))
+    return out
+
+
+def human_human_text(d: Dashboard) -> str:
+    hh = d.human_human
+    if hh is None or hh.n_claims == 0:
+        return "No claim in this scope was labeled by more than one reviewer."
+    kappa = "" if hh.kappa is None or hh.kappa.value is None else f", Cohen's kappa {hh.kappa.value:.2f}"
+    ci = _ci(hh.agreement.ci_low, hh.agreement.ci_high)
+    return (f"On {plural(hh.n_claims, 'claim')} labeled by several reviewers "
+            f"({len(hh.reviewers)} reviewers): "
+            f"pairwise agreement {_pct(hh.agreement.value)} ({ci}){kappa}, "
+            f"Krippendorff's alpha {_num(hh.alpha)}.")
+
+
+def claim_rows(d: Dashboard, keys: Sequence[str], limit: int = DETAIL_ROWS) -> list[dict[str, Any]]:
+    """Table rows for claim keys: verdicts always, text where the detail was fetched."""
+    out = []
+    for key in keys[:limit]:
+        human, judge = d.verdicts.get(key, ("", ""))
+        det = d.details.get(key)
+        out.append({"answer": det.answer_id if det else key.split("/", 1)[0],
+                    "claim id": det.claim_id if det else key.split("/", 1)[-1],
+                    "claim": det.claim if det else "", "human": human, "judge": judge})
+    return out
+
+
+def disagreement_rows(d: Dashboard) -> list[dict[str, Any]]:
+    return [{"answer": c.answer_id, "claim id": c.claim_id, "claim": c.claim, "human": c.human,
+             "judge": c.judge, "judge rationale": c.rationale, "reviewer notes": c.notes, "chunks": c.chunks,
+             "category": c.category or ""} for c in d.disagreements]
+
+
+# ---------------------------------------------------------------- summary for tests and the CLI
+
+
+def summary(d: Dashboard) -> dict[str, Any]:
+    """A JSON-ready digest (tests and scripts compare this rather than the dataclasses)."""
+    r = d.report
+    return {
+        "run": d.run,
+        "cycle": d.cycle,
+        "flag": r.flag.status,
+        "reasons": [x.code for x in d.reasons],
+        "n_claims": r.n_claims,
+        "agreement": r.agreement.value,
+        "kappa": r.kappa.value,
+        "lenient": r.direction.lenient,
+        "strict": r.direction.strict,
+        "unresolved": len(r.unresolved_claims),
+        "unlabeled": d.n_unlabeled,
+        "categories": Counter({c.category: c.n_claims for c in d.categories}),
+        "comparison": None if d.comparison is None else d.comparison.result.to_dict(d.comparison.run_a,
+                                                                                     d.comparison.run_b),
+    }

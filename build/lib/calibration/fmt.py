@@ -1,0 +1,48 @@
+"""Number and text formats for everything a person reads: CLI, pages, flag reasons.
+
+One home, so a percentage reads "77.0%" and a p-value "p = 0.0026" wherever it is shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+MISSING = "n/a"  # an undefined figure in a sentence: never "None" or "nan"
+DASH = "–"  # an undefined figure in a table cell
+
+
+def pct(x: float | None, missing: str = MISSING) -> str:
+    """A rate as a percentage with one decimal: 0.77 -> '77.0%'."""
+    return missing if x is None else f"{100 * x:.1f}%"
+
+
+def num(x: float | None, digits: int = 2, missing: str = MISSING) -> str:
+    """Kappa, AC1, PABAK and other coefficients: fixed decimals, 0.4616 -> '0.46'."""
+    return missing if x is None else f"{x:.{digits}f}"
+
+
+def p_value(p: float | None) -> str:
+    """'p = 0.0026', 'p = 0.34' (two significant digits) or 'p < 0.001'."""
+    if p is None:
+        return f"p {MISSING}"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
+
+
+def share(x: float) -> str:
+    """A threshold as it was typed: 0.85 -> '85%' rather than '85.0%'."""
+    return f"{100 * x:g}%"
+
+
+def ci(lo: float | None, hi: float | None, fmt: Callable[[float | None], str] = pct) -> str:
+    """'95% CI 67.8%–84.2%', or 'no interval' when either bound is undefined."""
+    return "no interval" if lo is None or hi is None else f"95% CI {fmt(lo)}–{fmt(hi)}"
+
+
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """'1 claim', '2 claims', '1,234 claims'; `nouns` for an irregular plural."""
+    return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"
+
+
+def word(n: int, noun: str, nouns: str | None = None) -> str:
+    """The noun alone, singular or plural for n: word(3, 'claim') -> 'claims'."""
+    return noun if n == 1 else (nouns or noun + "s")

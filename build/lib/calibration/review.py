@@ -1,0 +1,625 @@
+"""The review workflow: blind labeling claim by claim, reveal of the judge, reconcile.
+
+What the review page calls; no streamlit here. Every function takes an open
+connection (`store.session`) and the reviewer id, which the caller takes from the
+server side (its sign-in), never from a form field.
+
+Rules kept here rather than in the page:
+
+- A reviewer works through the answers of their queue in a cycle (`cycles.queue`);
+  labels are per (claim, reviewer) and reused across cycles.
+- Blind: the judge's verdicts of an answer are read only by `reveal`, which refuses
+  until every claim of that answer is settled for the reviewer: it has their verdict, or
+  they marked it "unclear, needs discussion". `load_card` never reads `judge_verdicts`.
+- Once every claim of an answer is settled the answer is revealed, and its blind labels
+  are frozen: a later change would be anchored on the judge. The reviewer then
+  reconciles each disagreement: `keep` (a judge error) or `judge_right` (a reviewer
+  slip: the blind label stays in the history, the final label changes, the slip is
+  counted by the store). An unclear claim is done for the reviewer: it waits for a
+  lead's adjudication, shows the judge's verdict after the reveal for information only,
+  and has nothing to reconcile.
+- Skip records that the reviewer saw the claim and put it off. A skipped claim keeps its
+  answer unrevealed; the queue offers it once more after every fresh claim (`resume`),
+  and a claim skipped twice in the cycle is left skipped: the reviewer's queue is done
+  without it.
+- Reviewer names typed at sign-in are matched to a known spelling (`canonical_reviewer`),
+  so "anna  reviewer" and "Anna Reviewer" are one person.
+
+Cost: every function reads by primary key or index, over one answer or over one
+queue (a cycle's 15-30 answers); nothing scans tables that grow with the database.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlite_utils import Database
+
+from . import cycles, store
+from .errors import ConflictError, InputError, NotFoundError, NotRevealedError
+from .models import Verdict
+from .store import LabelState
+
+BLIND_KINDS = ("blind", "skip", "unclear")
+RECONCILE_KINDS = ("keep", "judge_right")
+
+
+# ---------------------------------------------------------------- cycles
+
+
+@dataclass(frozen=True, slots=True)
+class CycleRef:
+    """What the review page needs to know about a cycle."""
+
+    id: int
+    name: str
+    judge_run_id: int
+    judge_run: str
+    status: str
+    open_to_all: bool
+
+
+def _cycle_ref(db: Database, cycle_id: int) -> CycleRef:
+    row = db.execute(
+        """SELECT c.id, c.name, c.judge_run_id, r.judge_model || '@' || r.prompt_version,
+                  c.status,
+                  NOT EXISTS (SELECT 1 FROM assignments a WHERE a.cycle_id = c.id)
+           FROM cycles c JOIN judge_runs r ON r.id = c.judge_run_id WHERE c.id = ?""",
+        [cycle_id],
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"no cycle with id {cycle_id}")
+    return CycleRef(row[0], row[1], row[2], row[3], row[4], bool(row[5]))
+
+
+def cycle(db: Database, cycle_id: int) -> CycleRef:
+    return _cycle_ref(db, cycle_id)
+
+
+def open_cycles(db: Database, reviewer: str) -> list[CycleRef]:
+    """The open cycles this reviewer may label: assigned to them, or open to everyone."""
+    return [CycleRef(c.id, c.name, c.judge_run_id, c.judge_run, c.status, c.is_open_to_all)
+            for c in cycles.open_cycles_for(db, reviewer)]
+
+
+def queue(db: Database, cycle_id: int, reviewer: str) -> list[str]:
+    """The reviewer's answers in the cycle, in cycle order."""
+    return list(cycles.queue(db, cycle_id, reviewer))
+
+
+def _check_in_queue(db: Database, ref: CycleRef, answer_id: str, reviewer: str) -> None:
+    if ref.status != "open":
+        raise ConflictError(f"cycle {ref.name!r} is closed")
+    if answer_id not in queue(db, ref.id, reviewer):
+        raise ConflictError(f"answer {answer_id!r} is not in {reviewer!r}'s queue of cycle {ref.name!r}")
+
+
+# ---------------------------------------------------------------- the card
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    number: int  # 1-based, as shown
+    chunk_id: str
+    text: str
+    source: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    pk: int
+    claim_id: str
+    number: int  # 1-based, in answer order
+    text: str
+    label: LabelState | None
+
+    @property
+    def verdict(self) -> str | None:
+        """The reviewer's blind verdict, if they gave one."""
+        if self.label is None or self.label.status != "labeled":
+            return None
+        return self.label.blind_verdict
+
+    @property
+    def status(self) -> str:
+        """'todo', 'labeled', 'skipped' or 'unclear'."""
+        return "todo" if self.label is None else self.label.status
+
+    @property
+    def settled(self) -> bool:
+        """Done for the reviewer before the reveal: a verdict, or marked unclear."""
+        return self.verdict is not None or self.status == "unclear"
+
+
+@dataclass(frozen=True, slots=True)
+class Card:
+    answer_id: str
+    question: str
+    answer: str
+    chunks: tuple[Chunk, ...]
+    claims: tuple[Claim, ...]
+
+    @property
+    def complete(self) -> bool:
+        """Every claim has the reviewer's verdict or is marked unclear: the judge is revealed
+        and the blind labels are frozen."""
+        return all(c.settled for c in self.claims)
+
+    @property
+    def chunk_ids(self) -> tuple[str, ...]:
+        return tuple(c.chunk_id for c in self.chunks)
+
+    def index_of(self, claim_pk: int) -> int | None:
+        for i, c in enumerate(self.claims):
+            if c.pk == claim_pk:
+                return i
+        return None
+
+    def next_open(self, after: int = -1, *, fresh_only: bool = False) -> int | None:
+        """Index of the next claim still to settle after `after`, wrapping; None if none.
+
+        Claims never seen come before skipped ones, so a verdict moves on to fresh claims
+        first; `fresh_only` looks at never-seen claims only. Unclear claims are settled.
+        """
+        n = len(self.claims)
+        order = [(after + 1 + k) % n for k in range(n)]
+        for i in order:
+            if self.claims[i].status == "todo":
+                return i
+        if not fresh_only:
+            for i in order:
+                if not self.claims[i].settled:
+                    return i
+        return None
+
+
+def load_card(db: Database, answer_id: str, reviewer: str) -> Card:
+    """The answer as the reviewer sees it before the reveal: no judge data at all."""
+    row = db.execute("SELECT question, answer FROM answers WHERE id = ?", [answer_id]).fetchone()
+    if row is None:
+        raise NotFoundError(f"no answer {answer_id!r}")
+    chunks = tuple(
+        Chunk(i, cid, text, source)
+        for i, (cid, text, source) in enumerate(
+            db.execute(
+                "SELECT chunk_id, text, source FROM chunks WHERE answer_id = ? ORDER BY position",
+                [answer_id],
+            ).fetchall(),
+            start=1,
+        )
+    )
+    claims = []
+    rows = db.execute(
+        """SELECT c.id, c.claim_id, c.text, h.status, h.blind_verdict, h.final_verdict,
+                  h.reconciled, h.slip, h.evidence, h.note
+           FROM claims c LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
+           WHERE c.answer_id = ? ORDER BY c.position, c.id""",
+        [reviewer, answer_id],
+    ).fetchall()
+    for i, (pk, cid, text, status, blind, final, rec, slip, ev, note) in enumerate(rows, start=1):
+        label = None
+        if status is not None:
+            label = LabelState(pk, reviewer, status, blind, final, rec, bool(slip),
+                               json.loads(ev), note)
+        claims.append(Claim(pk, cid, i, text, label))
+    return Card(answer_id, row[0], row[1], chunks, tuple(claims))
+
+
+# ---------------------------------------------------------------- queue position and progress
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where the reviewer stands: an answer, and a claim index (None = the reveal view)."""
+
+    answer_id: str
+    claim_index: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    claims_labeled: int  # with the reviewer's verdict
+    claims_total: int
+    answers_done: int  # revealed: every claim has a verdict or is marked unclear
+    answers_total: int
+    claims_unclear: int = 0  # settled without a verdict: waiting for a lead
+    claims_skipped: int = 0  # put off (the queue offers each once more)
+
+    @property
+    def claims_done(self) -> int:
+        """Claims settled for the reviewer: a verdict or "unclear"."""
+        return self.claims_labeled + self.claims_unclear
+
+    @property
+    def fraction(self) -> float:
+        return self.claims_done / self.claims_total if self.claims_total else 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    answer_id: str
+    index: int
+    status: str  # todo / labeled / skipped / unclear
+    disagrees: bool  # labeled, judge verdict differs from the blind one, not reconciled
+    skips: int  # skip events of this reviewer on this claim in this cycle
+
+
+SKIP_ROUNDS = 2  # a claim skipped this many times in a cycle is not offered again
+
+
+def _queue_rows(db: Database, ref: CycleRef, answers: Sequence[str], reviewer: str) -> list[_Row]:
+    """One row per claim of the queue, in queue then claim order (index lookups only).
+
+    The judge verdict is compared on the server only for revealed answers (every claim
+    settled); nothing of it leaves this function.
+    """
+    rows = db.execute(
+        """SELECT q.key, c.answer_id, c.position, c.id, h.status, h.blind_verdict,
+                  h.reconciled, v.verdict,
+                  CASE WHEN h.status = 'skipped' THEN
+                      (SELECT count(*) FROM label_events e
+                       WHERE e.claim_pk = c.id AND e.reviewer = h.reviewer
+                         AND e.kind = 'skip' AND e.cycle_id = ?) ELSE 0 END
+           FROM json_each(?) q
+           JOIN claims c ON c.answer_id = q.value
+           LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
+           LEFT JOIN judge_verdicts v ON v.run_id = ? AND v.claim_pk = c.id
+           ORDER BY q.key, c.position, c.id""",
+        [ref.id, json.dumps(list(answers)), reviewer, ref.judge_run_id],
+    ).fetchall()
+    out: list[_Row] = []
+    complete: dict[str, bool] = {}
+    for _, answer_id, _, _, status, blind, _, _, _ in rows:
+        settled = (status == "labeled" and blind is not None) or status == "unclear"
+        complete[answer_id] = complete.get(answer_id, True) and settled
+    index: dict[str, int] = {}
+    for _, answer_id, _, _, status, blind, reconciled, judge, skips in rows:
+        i = index.get(answer_id, 0)
+        index[answer_id] = i + 1
+        disagrees = bool(complete[answer_id] and status == "labeled" and judge is not None
+                         and judge != blind and reconciled is None)
+        out.append(_Row(answer_id, i, status or "todo", disagrees, int(skips or 0)))
+    return out
+
+
+def _resume(rows: Sequence[_Row]) -> Position | None:
+    for r in rows:
+        if r.status == "todo":
+            return Position(r.answer_id, r.index)
+        if r.disagrees:
+            return Position(r.answer_id, None)
+    for r in rows:
+        if r.status == "skipped" and r.skips < SKIP_ROUNDS:
+            return Position(r.answer_id, r.index)
+    return None
+
+
+def _progress(rows: Sequence[_Row], answers: Sequence[str]) -> Progress:
+    done: dict[str, bool] = dict.fromkeys(answers, True)
+    for r in rows:
+        if r.status not in ("labeled", "unclear"):
+            done[r.answer_id] = False
+    return Progress(sum(r.status == "labeled" for r in rows), len(rows), sum(done.values()),
+                    len(answers), sum(r.status == "unclear" for r in rows),
+                    sum(r.status == "skipped" for r in rows))
+
+
+def resume(db: Database, cycle_id: int, reviewer: str, *, after: str | None = None) -> Position | None:
+    """Where to continue, in queue order (starting after answer `after` when given, then
+    wrapping): the first claim never seen, or a revealed answer with a disagreement still
+    to reconcile; then a skipped claim not yet skipped `SKIP_ROUNDS` times in this cycle;
+    None when the reviewer's queue is done. Unclear claims are done (they wait for a lead)."""
+    ref = _cycle_ref(db, cycle_id)
+    answers = queue(db, cycle_id, reviewer)
+    if after in answers:
+        k = answers.index(after) + 1
+        answers = answers[k:] + answers[:k]
+    return _resume(_queue_rows(db, ref, answers, reviewer))
+
+
+def progress(db: Database, cycle_id: int, reviewer: str) -> Progress:
+    """The reviewer's claims in their queue of the cycle: with a verdict, unclear, skipped."""
+    ref = _cycle_ref(db, cycle_id)
+    answers = queue(db, cycle_id, reviewer)
+    return _progress(_queue_rows(db, ref, answers, reviewer), answers)
+
+
+@dataclass(frozen=True, slots=True)
+class CycleChoice:
+    """An open cycle as the reviewer's cycle picker shows it."""
+
+    cycle: CycleRef
+    progress: Progress
+    has_work: bool  # `resume` would find something to do
+
+
+def cycle_choices(db: Database, reviewer: str) -> list[CycleChoice]:
+    """The reviewer's open cycles (as `open_cycles`), each with their progress and whether
+    work remains. One queue read per open cycle; a reviewer has a handful."""
+    out = []
+    for ref in open_cycles(db, reviewer):
+        answers = queue(db, ref.id, reviewer)
+        rows = _queue_rows(db, ref, answers, reviewer)
+        out.append(CycleChoice(ref, _progress(rows, answers), _resume(rows) is not None))
+    return out
+
+
+def default_cycle(choices: Sequence[CycleChoice]) -> CycleChoice | None:
+    """The cycle to open by default: the first with work left, else the first."""
+    return next((c for c in choices if c.has_work), choices[0] if choices else None)
+
+
+def next_cycle_with_work(choices: Sequence[CycleChoice], current: int) -> CycleChoice | None:
+    """The first cycle with work left other than `current`, after it in order, wrapping."""
+    ids = [c.cycle.id for c in choices]
+    k = ids.index(current) + 1 if current in ids else 0
+    for c in [*choices[k:], *choices[:k]]:
+        if c.has_work and c.cycle.id != current:
+            return c
+    return None
+
+
+# ---------------------------------------------------------------- reviewer names
+
+
+def normalise_name(raw: str) -> str:
+    """Whitespace runs collapsed to one space, ends stripped."""
+    return re.sub(r"\s+", " ", raw).strip()
+
+
+def canonical_reviewer(db: Database, typed: str) -> str:
+    """The reviewer id for a name typed at sign-in.
+
+    Whitespace is normalised; then, if a known reviewer (a name in `human_labels` or in
+    `assignments`) matches ignoring case, that spelling is used, so "anna reviewer" signs
+    in as the "Anna Reviewer" whose labels exist. An exact match wins; among several
+    spellings differing in case (from before this rule) the one with the most labels.
+    Reads the reviewer indexes once, at sign-in.
+    """
+    name = normalise_name(typed)
+    if not name:
+        return name
+    counts: dict[str, int] = {}
+    for who, n in db.execute("SELECT reviewer, count(*) FROM human_labels GROUP BY reviewer"):
+        counts[who] = n
+    for (who,) in db.execute("SELECT DISTINCT reviewer FROM assignments"):
+        counts.setdefault(who, 0)
+    if name in counts:
+        return name
+    key = name.casefold()
+    matches = [who for who in counts if normalise_name(who).casefold() == key]
+    if not matches:
+        return name
+    return min(matches, key=lambda who: (-counts[who], who))
+
+
+# ---------------------------------------------------------------- writes
+
+
+def _claim_answer(db: Database, claim_pk: int) -> str:
+    row = db.execute("SELECT answer_id FROM claims WHERE id = ?", [claim_pk]).fetchone()
+    if row is None:
+        raise NotFoundError(f"no claim {claim_pk}")
+    return row[0]
+
+
+def _answer_complete(db: Database, answer_id: str, reviewer: str) -> bool:
+    """Every claim settled for the reviewer (a verdict, or unclear): the answer is revealed."""
+    row = db.execute(
+        """SELECT count(*), count(h.claim_pk) FROM claims c
+           LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
+                AND ((h.status = 'labeled' AND h.blind_verdict IS NOT NULL)
+                     OR h.status = 'unclear')
+           WHERE c.answer_id = ?""",
+        [reviewer, answer_id],
+    ).fetchone()
+    return row[0] > 0 and row[0] == row[1]
+
+
+def label(
+    db: Database,
+    *,
+    cycle_id: int,
+    reviewer: str,
+    claim_pk: int,
+    kind: str = "blind",
+    verdict: Verdict | str | None = None,
+    evidence: Sequence[str] = (),
+    note: str | None = None,
+) -> LabelState:
+    """Record a blind verdict, a skip or an "unclear" (a new event every time).
+
+    Refused once the answer is revealed (every claim has a verdict or is unclear): from
+    then on only `reconcile` changes the reviewer's label, and a lead adjudicates the
+    unclear ones.
+    """
+    if kind not in BLIND_KINDS:
+        raise InputError(f"label kind must be one of {BLIND_KINDS}, not {kind!r}")
+    if kind == "blind" and verdict is None:
+        raise InputError("a verdict is required")
+    if kind != "blind":
+        verdict = None
+    note = note.strip() if note else None
+    with store.write(db):
+        ref = _cycle_ref(db, cycle_id)
+        answer_id = _claim_answer(db, claim_pk)
+        _check_in_queue(db, ref, answer_id, reviewer)
+        if _answer_complete(db, answer_id, reviewer):
+            raise ConflictError(
+                "every claim of this answer has your verdict or is marked unclear, and the "
+                "judge is revealed; record a change with reconcile")
+        known = {r[0] for r in db.execute(
+            "SELECT chunk_id FROM chunks WHERE answer_id = ?", [answer_id])}
+        unknown = [e for e in evidence if e not in known]
+        if unknown:
+            raise InputError(f"evidence names no chunk of answer {answer_id!r}: {unknown}")
+        return store.record_label(
+            db, claim=claim_pk, reviewer=reviewer, kind=kind, verdict=verdict,
+            evidence=list(evidence), note=note or None, cycle_id=ref.id,
+            judge_run_id=ref.judge_run_id)
+
+
+# ---------------------------------------------------------------- reveal and reconcile
+
+
+@dataclass(frozen=True, slots=True)
+class Revealed:
+    claim: Claim
+    judge_verdict: str | None  # None: the cycle's judge run has no verdict on this claim
+    rationale: str | None
+    judge_evidence: tuple[str, ...]
+    adjudicated: str | None = None  # a lead's decision on the claim, if any
+
+    @property
+    def unclear(self) -> bool:
+        """Marked unclear by the reviewer: waits for a lead, nothing to reconcile."""
+        return self.claim.status == "unclear"
+
+    @property
+    def blind(self) -> str | None:
+        return self.claim.label.blind_verdict if self.claim.label else None
+
+    @property
+    def final(self) -> str | None:
+        return self.claim.label.final_verdict if self.claim.label else None
+
+    @property
+    def reconciled(self) -> str | None:
+        return self.claim.label.reconciled if self.claim.label else None
+
+    @property
+    def disagrees(self) -> bool:
+        """The blind verdict differs from the judge's (whatever was reconciled since).
+        Never for an unclear claim: it has no blind verdict."""
+        return (self.blind is not None and self.judge_verdict is not None
+                and self.judge_verdict != self.blind)
+
+    @property
+    def pending(self) -> bool:
+        """A disagreement not reconciled yet."""
+        return self.disagrees and self.reconciled is None
+
+
+def reveal(db: Database, *, cycle_id: int, answer_id: str, reviewer: str) -> list[Revealed]:
+    """The judge's verdicts and rationales beside the reviewer's labels, one per claim.
+
+    Raises NotRevealedError unless every claim of the answer has the reviewer's verdict or
+    is marked unclear. Unclear claims come with the judge's verdict (for information) and
+    a lead's adjudication when there is one.
+    """
+    ref = _cycle_ref(db, cycle_id)
+    card = load_card(db, answer_id, reviewer)
+    if not card.complete:
+        missing = sum(not c.settled for c in card.claims)
+        raise NotRevealedError(
+            f"label every claim of answer {answer_id!r} first ({missing} without a verdict)")
+    judged = {
+        pk: (verdict, rationale, tuple(json.loads(ev)))
+        for pk, verdict, rationale, ev in db.execute(
+            """SELECT v.claim_pk, v.verdict, v.rationale, v.evidence
+               FROM claims c JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = ?
+               WHERE c.answer_id = ?""",
+            [ref.judge_run_id, answer_id],
+        )
+    }
+    adjudicated = dict(db.execute(
+        """SELECT d.claim_pk, d.verdict FROM claims c JOIN adjudications d ON d.claim_pk = c.id
+           WHERE c.answer_id = ?""", [answer_id]).fetchall())
+    out = []
+    for c in card.claims:
+        verdict, rationale, ev = judged.get(c.pk, (None, None, ()))
+        out.append(Revealed(c, verdict, rationale, ev, adjudicated.get(c.pk)))
+    return out
+
+
+def reconcile(db: Database, *, cycle_id: int, reviewer: str, claim_pk: int, choice: str) -> LabelState:
+    """After the reveal, settle a disagreement: `keep` (judge error) or `judge_right` (slip).
+
+    A change of mind is a new event; repeating the current choice records nothing.
+    """
+    if choice not in RECONCILE_KINDS:
+        raise InputError(f"choice must be one of {RECONCILE_KINDS}, not {choice!r}")
+    with store.write(db):
+        ref = _cycle_ref(db, cycle_id)
+        answer_id = _claim_answer(db, claim_pk)
+        _check_in_queue(db, ref, answer_id, reviewer)
+        if not _answer_complete(db, answer_id, reviewer):
+            raise NotRevealedError("label every claim of the answer before reconciling")
+        state = store.label_state(db, claim_pk, reviewer)
+        judge = db.execute(
+            "SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?",
+            [ref.judge_run_id, claim_pk],
+        ).fetchone()
+        if judge is None:
+            raise NotFoundError("the judge gave no verdict on this claim")
+        assert state is not None
+        if state.status != "labeled" or state.blind_verdict is None:
+            raise ConflictError("this claim is marked unclear: it waits for a lead's decision, "
+                                "there is nothing to reconcile")
+        if judge[0] == state.blind_verdict:
+            raise ConflictError("you and the judge agree on this claim: nothing to reconcile")
+        if state.reconciled == choice:
+            return state  # the same choice again (a double key press): nothing changes
+        return store.record_label(db, claim=claim_pk, reviewer=reviewer, kind=choice,
+                                  cycle_id=ref.id, judge_run_id=ref.judge_run_id)
+
+
+# ---------------------------------------------------------------- highlighting
+
+
+def _loose_pattern(text: str) -> re.Pattern[str] | None:
+    words = text.split()
+    if not words:
+        return None
+    return re.compile(r"\s+".join(re.escape(w) for w in words), re.IGNORECASE)
+
+
+def find_claim(answer: str, claim: str, start: int = 0) -> tuple[int, int] | None:
+    """Span of `claim` in `answer`: exact first, then ignoring case and runs of whitespace.
+
+    Searches from `start`, then from the beginning; None when the claim is a paraphrase.
+    """
+    for origin in dict.fromkeys((start, 0)):
+        i = answer.find(claim, origin)
+        if i >= 0 and claim:
+            return i, i + len(claim)
+    pattern = _loose_pattern(claim)
+    if pattern is not None:
+        for origin in dict.fromkeys((start, 0)):
+            m = pattern.search(answer, origin)
+            if m:
+                return m.start(), m.end()
+    return None
+
+
+def claim_spans(answer: str, claims: Sequence[str]) -> list[tuple[int, int] | None]:
+    """Spans of the claims in order, each searched after the previous one found, so a claim
+    repeated in the answer is highlighted at its own place."""
+    spans: list[tuple[int, int] | None] = []
+    pos = 0
+    for text in claims:
+        span = find_claim(answer, text, pos)
+        spans.append(span)
+        if span is not None and span[0] >= pos:
+            pos = span[1]
+    return spans
+
+
+def split_highlight(answer: str, span: tuple[int, int] | None) -> tuple[str, str, str]:
+    """(before, claim, after): the answer cut at the claim's span; ('answer', '', '') if none."""
+    if span is None:
+        return answer, "", ""
+    a, b = span
+    return answer[:a], answer[a:b], answer[b:]
+
+
+__all__ = [
+    "Card", "Chunk", "Claim", "CycleChoice", "CycleRef", "NotRevealedError", "Position",
+    "Progress", "Revealed", "canonical_reviewer", "claim_spans", "cycle", "cycle_choices",
+    "default_cycle", "find_claim", "label", "load_card", "next_cycle_with_work",
+    "normalise_name", "open_cycles", "progress", "queue", "reconcile", "resume", "reveal",
+    "split_highlight",
+]

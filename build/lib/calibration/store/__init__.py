@@ -1,0 +1,80 @@
+"""The data-access package: the only code in `calibration/` that executes SQL.
+
+One module per stored noun, over one connection module:
+
+- `connection`: connections, transactions (`write`: BEGIN IMMEDIATE), read snapshots;
+- `schema`: the sqlite-utils migrations, applied in order on every open;
+- `runs`: judge runs (lookup by name, get-or-create), their verdicts and counts;
+- `labels`: label writes (append-only history + current state) and adjudications;
+- `claims`: the one final-label reader (`claim_table`) every report and export uses;
+- `settings`: stored settings, the flag's thresholds among them;
+- `answers`, `cycles`, `review`, `lab`, `exports`: the reads and writes of import, cycles,
+  the review queue, the judge lab and export.
+
+SQLite is the only backend today. Everything above talks to a `sqlite_utils.Database`
+handed in by the caller, so a PostgreSQL backend (several app servers on one database)
+would be a second implementation of these modules behind the same functions.
+"""
+
+from .claims import ClaimTable, ReviewerColumns, StatsColumns, claim_table, final_labels, stats_columns
+from .connection import (
+    BUSY_TIMEOUT_MS,
+    DEFAULT_DB,
+    PROJECT_ROOT,
+    connect,
+    default_db_path,
+    now,
+    read_snapshot,
+    session,
+    write,
+)
+from .cycles import cycle_id
+from .labels import (
+    LabelState,
+    adjudicate,
+    claim_pk,
+    label_history,
+    label_state,
+    record_label,
+)
+from .runs import JudgeRun, RunInfo, find_judge_run, info, judge_runs, run_id, run_verdicts
+from .schema import migrations
+from .settings import THRESHOLD_SETTINGS, get_setting, load_thresholds, save_thresholds, set_setting
+
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "DEFAULT_DB",
+    "PROJECT_ROOT",
+    "THRESHOLD_SETTINGS",
+    "ClaimTable",
+    "JudgeRun",
+    "LabelState",
+    "ReviewerColumns",
+    "RunInfo",
+    "StatsColumns",
+    "adjudicate",
+    "claim_pk",
+    "claim_table",
+    "connect",
+    "cycle_id",
+    "default_db_path",
+    "final_labels",
+    "find_judge_run",
+    "get_setting",
+    "info",
+    "judge_runs",
+    "label_history",
+    "label_state",
+    "load_thresholds",
+    "migrations",
+    "now",
+    "read_snapshot",
+    "record_label",
+    "run_id",
+    "run_verdicts",
+    "save_thresholds",
+    "session",
+    "set_setting",
+    "stats_columns",
+    "write",
+]

@@ -1,0 +1,219 @@
+"""The schema, as sqlite-utils migrations applied in order.
+
+A shipped migration is never edited: a database made by an earlier release replays only the
+migrations it lacks, so each one is literal DDL, frozen as shipped (the verdict list is spelled
+out here, not read from `calibration.vocab`; `tests/test_layering.py` checks that the CHECK
+constraints and the Python constants still agree).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+migrations = Migrations("calibration")
+
+# Frozen with m002/m003: later migrations write their own literal lists.
+_VERDICT_CHECK = "({col} IN ('SUPPORTED','CONTRADICTED','UNSUPPORTED'))"
+
+
+def _run(db: Database, statements: Sequence[str]) -> None:
+    for sql in statements:
+        db.execute(sql)
+
+
+@migrations()
+def m001_create_answers(db: Database) -> None:
+    _run(db, [
+        """CREATE TABLE answers (
+            id TEXT PRIMARY KEY,
+            question TEXT NOT NULL,
+            answer TEXT NOT NULL,
+            category TEXT,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            content_hash TEXT NOT NULL,
+            holdout INTEGER NOT NULL DEFAULT 0,
+            imported_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX answers_category ON answers(category)",
+        """CREATE TABLE chunks (
+            answer_id TEXT NOT NULL REFERENCES answers(id),
+            position INTEGER NOT NULL,
+            chunk_id TEXT NOT NULL,
+            text TEXT NOT NULL,
+            source TEXT,
+            PRIMARY KEY (answer_id, chunk_id)
+        )""",
+        """CREATE TABLE claims (
+            id INTEGER PRIMARY KEY,
+            answer_id TEXT NOT NULL REFERENCES answers(id),
+            claim_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            UNIQUE (answer_id, claim_id)
+        )""",
+    ])
+
+
+@migrations()
+def m002_create_judge_runs(db: Database) -> None:
+    _run(db, [
+        """CREATE TABLE judge_runs (
+            id INTEGER PRIMARY KEY,
+            judge_model TEXT NOT NULL,
+            prompt_version TEXT NOT NULL,
+            origin TEXT NOT NULL DEFAULT 'import',
+            created_at TEXT NOT NULL,
+            UNIQUE (judge_model, prompt_version)
+        )""",
+        f"""CREATE TABLE judge_verdicts (
+            run_id INTEGER NOT NULL REFERENCES judge_runs(id),
+            claim_pk INTEGER NOT NULL REFERENCES claims(id),
+            verdict TEXT NOT NULL CHECK {_VERDICT_CHECK.format(col='verdict')},
+            raw_verdict TEXT,
+            rationale TEXT,
+            evidence TEXT NOT NULL DEFAULT '[]',
+            PRIMARY KEY (run_id, claim_pk)
+        )""",
+        "CREATE INDEX judge_verdicts_claim ON judge_verdicts(claim_pk)",
+    ])
+
+
+@migrations()
+def m003_create_labels(db: Database) -> None:
+    # label_events is the append-only history; human_labels is its current state per
+    # (claim, reviewer), written in the same transaction so reads stay cheap.
+    _run(db, [
+        f"""CREATE TABLE label_events (
+            id INTEGER PRIMARY KEY,
+            claim_pk INTEGER NOT NULL REFERENCES claims(id),
+            reviewer TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN
+                ('blind','skip','unclear','keep','judge_right','import','adjudicate')),
+            verdict TEXT CHECK (verdict IS NULL OR {_VERDICT_CHECK.format(col='verdict')}),
+            evidence TEXT NOT NULL DEFAULT '[]',
+            note TEXT,
+            cycle_id INTEGER,
+            judge_run_id INTEGER,
+            created_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX label_events_claim ON label_events(claim_pk, reviewer)",
+        """CREATE TRIGGER label_events_no_update BEFORE UPDATE ON label_events
+           BEGIN SELECT RAISE(ABORT, 'label_events is append-only'); END""",
+        """CREATE TRIGGER label_events_no_delete BEFORE DELETE ON label_events
+           BEGIN SELECT RAISE(ABORT, 'label_events is append-only'); END""",
+        f"""CREATE TABLE human_labels (
+            claim_pk INTEGER NOT NULL REFERENCES claims(id),
+            reviewer TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('labeled','skipped','unclear')),
+            blind_verdict TEXT CHECK (blind_verdict IS NULL OR
+                {_VERDICT_CHECK.format(col='blind_verdict')}),
+            final_verdict TEXT CHECK (final_verdict IS NULL OR
+                {_VERDICT_CHECK.format(col='final_verdict')}),
+            reconciled TEXT CHECK (reconciled IS NULL OR reconciled IN ('keep','judge_right')),
+            slip INTEGER NOT NULL DEFAULT 0,
+            evidence TEXT NOT NULL DEFAULT '[]',
+            note TEXT,
+            cycle_id INTEGER,
+            blind_at TEXT,
+            final_at TEXT,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (claim_pk, reviewer)
+        )""",
+        "CREATE INDEX human_labels_reviewer ON human_labels(reviewer)",
+        f"""CREATE TABLE adjudications (
+            claim_pk INTEGER PRIMARY KEY REFERENCES claims(id),
+            verdict TEXT NOT NULL CHECK {_VERDICT_CHECK.format(col='verdict')},
+            adjudicator TEXT NOT NULL,
+            note TEXT,
+            created_at TEXT NOT NULL
+        )""",
+        "CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ])
+
+
+@migrations()
+def m004_create_cycles(db: Database) -> None:
+    _run(db, [
+        """CREATE TABLE cycles (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            judge_run_id INTEGER NOT NULL REFERENCES judge_runs(id),
+            strategy TEXT NOT NULL,
+            seed INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            overlap REAL NOT NULL DEFAULT 0,
+            holdout INTEGER NOT NULL DEFAULT 0,
+            include_labeled INTEGER NOT NULL DEFAULT 0,
+            created_by TEXT,
+            created_at TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open','closed')),
+            closed_at TEXT,
+            snapshot TEXT
+        )""",
+        """CREATE TABLE cycle_answers (
+            cycle_id INTEGER NOT NULL REFERENCES cycles(id),
+            answer_id TEXT NOT NULL REFERENCES answers(id),
+            position INTEGER NOT NULL,
+            inclusion_prob REAL NOT NULL,
+            PRIMARY KEY (cycle_id, answer_id)
+        )""",
+        """CREATE TABLE assignments (
+            cycle_id INTEGER NOT NULL REFERENCES cycles(id),
+            answer_id TEXT NOT NULL REFERENCES answers(id),
+            reviewer TEXT NOT NULL,
+            PRIMARY KEY (cycle_id, answer_id, reviewer)
+        )""",
+        "CREATE INDEX assignments_reviewer ON assignments(reviewer, cycle_id)",
+    ])
+
+
+# ---------------------------------------------------------------- m005 judge lab
+
+
+@migrations()
+def m005_judge_lab(db: Database) -> None:
+    # judge_lab_runs sits beside judge_runs (1:1) instead of altering it, so imported runs
+    # keep their shape. Token totals are cumulative here rather than summed from
+    # judge_calls: a failed call that is later re-run replaces its row, yet was paid for.
+    _run(db, [
+        """CREATE TABLE judge_lab_runs (
+            run_id INTEGER PRIMARY KEY REFERENCES judge_runs(id),
+            template TEXT NOT NULL,
+            template_sha256 TEXT NOT NULL,
+            base_url TEXT NOT NULL,
+            params TEXT NOT NULL DEFAULT '{}',
+            scope TEXT NOT NULL,
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            total_tokens INTEGER,
+            started_at TEXT NOT NULL,
+            finished_at TEXT
+        )""",
+        """CREATE TABLE judge_calls (
+            run_id INTEGER NOT NULL REFERENCES judge_runs(id),
+            answer_id TEXT NOT NULL REFERENCES answers(id),
+            status TEXT NOT NULL CHECK (status IN ('ok','failed')),
+            prompt TEXT NOT NULL,
+            response TEXT,
+            exchanges TEXT NOT NULL DEFAULT '[]',
+            attempts INTEGER NOT NULL,
+            error TEXT,
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            total_tokens INTEGER,
+            latency_ms REAL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, answer_id)
+        )""",
+    ])
+
+
+@migrations()
+def m006_index_label_events_cycle(db: Database) -> None:
+    # Cycle progress asks which reviewers labeled within a cycle; without this index that
+    # is a scan of the whole label history for every cycle on the Cycles page.
+    db.execute("CREATE INDEX label_events_cycle ON label_events(cycle_id, reviewer)")
+

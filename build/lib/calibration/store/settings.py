@@ -1,0 +1,71 @@
+"""Settings kept in the database, and the flag's thresholds among them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from sqlite_utils import Database
+
+from ..errors import ConflictError, InputError
+from .connection import write
+
+if TYPE_CHECKING:
+    from ..agreement import Thresholds
+
+
+THRESHOLD_SETTINGS: dict[str, str] = {
+    "agreement_target": "stats.agreement_target",
+    "kappa_floor": "stats.kappa_floor",
+    "alpha": "stats.alpha",
+}
+
+
+def get_setting(db: Database, key: str) -> str | None:
+    row = db.execute("SELECT value FROM settings WHERE key = ?", [key]).fetchone()
+    return None if row is None else row[0]
+
+
+def set_setting(db: Database, key: str, value: str) -> None:
+    with write(db):
+        db.execute(
+            "INSERT INTO settings (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [key, value],
+        )
+
+
+def load_thresholds(db: Database) -> Thresholds:
+    """The flag's thresholds: stored values where set, the defaults elsewhere."""
+    from ..agreement import Thresholds
+
+    values: dict[str, float] = {}
+    for name, key in THRESHOLD_SETTINGS.items():
+        raw = get_setting(db, key)
+        if raw is None:
+            continue
+        try:
+            values[name] = float(raw)
+        except ValueError:
+            raise ConflictError(f"setting {key} holds {raw!r}, not a number") from None
+    try:
+        return Thresholds(**values)
+    except ValueError as exc:
+        raise ConflictError(f"stored thresholds are invalid: {exc}") from None
+
+
+def save_thresholds(db: Database, **changes: float) -> Thresholds:
+    """Change some thresholds (agreement_target, kappa_floor, alpha); returns all of them."""
+    unknown = set(changes) - set(THRESHOLD_SETTINGS)
+    if unknown:
+        raise InputError(f"unknown threshold(s): {', '.join(sorted(unknown))}")
+    with write(db):
+        try:
+            new = replace(load_thresholds(db), **changes)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        for name, key in THRESHOLD_SETTINGS.items():
+            set_setting(db, key, repr(getattr(new, name)))
+    return new
+
+

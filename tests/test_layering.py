@@ -1,0 +1,193 @@
+"""The package's shape, checked from its source: where SQL may run, who may import whom.
+
+These read the code, not its behaviour: a query written outside the data layer, a domain
+module reaching for the CLI, or an import cycle fails here before it is reviewed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from calibration import store, vocab
+
+PACKAGE = Path(__file__).resolve().parents[1] / "calibration"
+SQL_CALLS = {"execute", "executemany", "executescript", "query"}
+
+
+def modules() -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the package."""
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    """Lines inside `if TYPE_CHECKING:` blocks: imports for the type checker, never run."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", "")) == "TYPE_CHECKING":
+            for child in node.body:
+                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """Modules of the package that `name` imports at run time, at top level or inside functions."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = _type_checking_lines(tree)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                stem = ".".join(base + ([node.module] if node.module else []))
+            else:
+                stem = node.module or ""
+            # `from x import y` imports x, and x.y when y is a module.
+            targets = [stem] + [f"{stem}.{a.name}" for a in node.names]
+        else:
+            continue
+        found.update(t for t in targets if t in known and t != name)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = modules()
+    return {name: imports_of(name, path, set(mods)) for name, path in mods.items()}
+
+
+def test_only_the_data_layer_executes_sql() -> None:
+    offenders = []
+    for name, path in modules().items():
+        if name == "calibration.store" or name.startswith("calibration.store."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SQL_CALLS:
+                offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} .{node.func.attr}(")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "table":
+                offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} .table(")
+    assert offenders == [], "SQL outside calibration/store:\n" + "\n".join(offenders)
+
+
+def test_no_domain_module_imports_the_cli_or_argparse() -> None:
+    graph = import_graph()
+    shell = {n for n in graph if n == "calibration.cli" or n.startswith("calibration.cli.")}
+    shell.add("calibration.__main__")
+    bad = sorted(f"{n} -> {t}" for n, targets in graph.items() if n not in shell
+                 for t in targets if t in shell)
+    assert bad == []
+    argparse_users = sorted(n for n, p in modules().items() if n not in shell
+                            and re.search(r"^\s*(import argparse|from argparse)", p.read_text(), re.M))
+    assert argparse_users == []
+
+
+def test_no_domain_module_prints() -> None:
+    shell = ("calibration.cli", "calibration.__main__")
+    printing = []
+    for name, path in modules().items():
+        if name.startswith(shell):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
+                printing.append(f"{name}:{node.lineno}")
+    assert printing == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_cycle_finder_finds_a_planted_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles_between_modules() -> None:
+    # A package's __init__ re-exporting its own submodules is not a cycle unless a
+    # submodule imports the package back.
+    assert _cycles(import_graph()) == []
+
+
+def test_importing_the_statistics_stays_cheap() -> None:
+    code = ("import sys, calibration.agreement, calibration.decisions, calibration.estimation; "
+            "print(','.join(m for m in ('sqlite_utils', 'pandas', 'httpx', 'pydantic', 'streamlit') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=PACKAGE.parent)
+    assert out.stdout.strip() == ""
+
+
+def _check_lists(sql: str) -> list[tuple[str, ...]]:
+    return [tuple(re.findall(r"'([^']+)'", m)) for m in re.findall(r"IN\s*\(([^)]*)\)", sql)]
+
+
+def test_check_constraints_match_the_python_vocabulary(tmp_path: Path) -> None:
+    store.connect(tmp_path / "v.db").conn.close()
+    conn = sqlite3.connect(tmp_path / "v.db")
+    schema = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall())
+    conn.close()
+    verdicts = tuple(vocab.LABELS)
+    for table, n_lists in (("judge_verdicts", 1), ("adjudications", 1), ("label_events", 2),
+                           ("human_labels", 4)):
+        lists = _check_lists(schema[table])
+        assert len(lists) == n_lists, table
+        assert all(lst == verdicts for lst in lists if set(lst) <= set(verdicts) | {"x"}
+                   and lst[0] in verdicts), table
+    assert tuple(vocab.LABEL_KINDS) in _check_lists(schema["label_events"])
+    assert tuple(vocab.LABEL_STATUSES) in _check_lists(schema["human_labels"])
+    assert tuple(vocab.RECONCILE_KINDS) in _check_lists(schema["human_labels"])
+    assert sum(lst == verdicts for lst in _check_lists(schema["human_labels"])) == 2
+
+
+@pytest.mark.parametrize("text", ["PRAGMA x", "SELECT 1"])
+def test_sql_finder_sees_a_planted_query(tmp_path: Path, text: str) -> None:
+    tree = ast.parse(f"def f(db):\n    return db.execute({text!r})\n")
+    assert any(isinstance(n, ast.Call) and getattr(n.func, "attr", "") in SQL_CALLS for n in ast.walk(tree))

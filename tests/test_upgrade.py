@@ -1,0 +1,89 @@
+"""A database written by release 0.1.0 opens, upgrades and reads the same under this code.
+
+`tests/data/release-0.1.0.db` was made by `tests/data/make_release_db.py` at that release,
+and `tests/data/release-0.1.0-stats/*.json` is what that release's `stats --json` printed on it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from calibration import store
+from calibration.cli import main
+
+DATA = Path(__file__).resolve().parent / "data"
+RELEASE_DB = DATA / "release-0.1.0.db"
+TABLES = ("answers", "chunks", "claims", "judge_runs", "judge_verdicts", "label_events", "human_labels",
+          "adjudications", "settings", "cycles", "cycle_answers", "assignments", "judge_lab_runs",
+          "judge_calls")
+
+
+@pytest.fixture
+def release_db(tmp_path: Path) -> Path:
+    """A fresh copy of the 0.1.0 database (the committed file is never opened for writing)."""
+    path = tmp_path / "release.db"
+    shutil.copyfile(RELEASE_DB, path)
+    return path
+
+
+def _counts(path: Path) -> dict[str, int]:
+    conn = sqlite3.connect(path)
+    try:
+        return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+    finally:
+        conn.close()
+
+
+def _same(expected: object, actual: object, where: str = "") -> list[str]:
+    """Differences between the old output and the new one; keys the old one lacked are ignored."""
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return [f"{where}: {actual!r} is not an object"]
+        return [d for k, v in expected.items()
+                for d in (_same(v, actual[k], f"{where}.{k}") if k in actual else [f"{where}.{k}: missing"])]
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return [f"{where}: {actual!r} != {expected!r}"]
+        return [d for i, (e, a) in enumerate(zip(expected, actual, strict=True)) for d in _same(e, a, f"{where}[{i}]")]
+    if isinstance(expected, float) and isinstance(actual, float):
+        return [] if abs(expected - actual) <= 1e-12 * max(1.0, abs(expected)) else [f"{where}: {actual} != {expected}"]
+    return [] if expected == actual else [f"{where}: {actual!r} != {expected!r}"]
+
+
+def test_same_found_a_planted_difference() -> None:
+    assert _same({"a": 1.0, "b": [1, 2]}, {"a": 1.0, "b": [1, 2], "new": 3}) == []
+    assert _same({"a": 1.0}, {"a": 1.1}) == [".a: 1.1 != 1.0"]
+    assert _same({"a": {"b": 1}}, {"a": {}}) == [".a.b: missing"]
+
+
+def test_release_database_upgrades_without_loss(release_db: Path) -> None:
+    before = _counts(release_db)
+    conn = sqlite3.connect(release_db)
+    applied_before = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY rowid")]
+    conn.close()
+    store.connect(release_db).conn.close()  # applies whatever migrations are new since 0.1.0
+    assert _counts(release_db) == before
+    conn = sqlite3.connect(release_db)
+    applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY rowid")]
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    conn.close()
+    assert applied[: len(applied_before)] == applied_before
+    assert [m.name for m in store.migrations.pending(store.connect(release_db))] == []
+
+
+@pytest.mark.parametrize("expected", sorted(p.name for p in (DATA / "release-0.1.0-stats").glob("*.json")))
+def test_stats_on_the_release_database_match_that_release(release_db: Path, expected: str,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    run, _, cycle = expected.removesuffix(".json").partition("+")
+    argv = ["--db", str(release_db), "stats", "--judge-run", run, "--json"]
+    if cycle:
+        argv += ["--cycle", cycle]
+    assert main(argv) == 0
+    old = json.loads((DATA / "release-0.1.0-stats" / expected).read_text(encoding="utf-8"))
+    assert _same(old, json.loads(capsys.readouterr().out)) == []
