@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
+# Loopback only by default; `make run ADDRESS=0.0.0.0` exposes the app (read the README first).
+ADDRESS ?= 127.0.0.1
 
 .PHONY: run test lint demo bench clean browser
 
@@ -29,7 +31,7 @@ demo: $(VENV)/.runtime
 	$(BIN)/python -m calibration demo
 
 run: demo
-	$(BIN)/streamlit run app.py --server.port $(PORT) --server.headless true \
+	$(BIN)/streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS) --server.headless true \
 	  --browser.gatherUsageStats false
 
 lint: $(VENV)/.dev
