@@ -396,7 +396,7 @@ def _reveal_panel(cycle: review.CycleRef, card: review.Card, rows: list[review.R
                   on_click=_on_next_answer, args=(cycle.id, card.answer_id))
 
 
-def _done(cycle: review.CycleRef, reviewer: str, prog: review.Progress) -> None:
+def _done(cycle: review.CycleRef, reviewer: str, prog: review.QueueProgress) -> None:
     with st.container(key="queue-done"):
         st.success("Your queue in this cycle is done: every claim is settled and every "
                    "disagreement is reconciled. Thank you!", icon=":material/task_alt:")
@@ -414,7 +414,7 @@ def _done(cycle: review.CycleRef, reviewer: str, prog: review.Progress) -> None:
                       args=(nxt.cycle.id,))
 
 
-def _progress_text(prog: review.Progress) -> str:
+def _progress_text(prog: review.QueueProgress) -> str:
     parts = [f"{prog.claims_labeled} of {prog.claims_total} claims labeled"]
     if prog.claims_unclear:
         parts.append(f"{prog.claims_unclear} unclear")

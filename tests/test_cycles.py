@@ -462,10 +462,10 @@ def test_messages_use_the_singular_for_one(run_db: Database) -> None:
     cycle = create(run_db, size=20, holdout=True, force=True)
     assert "only 1 eligible answer: the cycle takes all of them" in cycle.warnings
     assert any("with 2 claims the 95% Wilson" in w for w in cycle.warnings)
-    progress = cycles.Progress(0, 1, (cycles.ReviewerProgress("ann", 0, 1),
+    progress = cycles.CycleProgress(0, 1, (cycles.ReviewerProgress("ann", 0, 1),
                                       cycles.ReviewerProgress("bob", 2, 2)))
     assert progress.outstanding() == "1 of 2 reviewers has labels outstanding: 1 claim unlabeled"
-    assert cycles.Progress(0, 1, (), assigned=False).outstanding() == (
+    assert cycles.CycleProgress(0, 1, (), assigned=False).outstanding() == (
         "1 of 1 claim has no label made for this cycle")
 
 
