@@ -450,6 +450,95 @@ def reconcile(db: Database, *, cycle_id: int, reviewer: str, claim_pk: int, choi
                                   cycle_id=ref.id, judge_run_id=ref.judge_run_id)
 
 
+# ---------------------------------------------------------------- the page's rules (pure)
+
+
+def position_after_label(card: Card, index: int) -> Position | None:
+    """Where the card goes after a verdict, skip or unclear on claim `index`.
+
+    `card` is the answer as read after the write. The next never-seen claim of the answer
+    (after `index`, wrapping) comes first; with none, the reveal (claim index None) once every
+    claim is settled; else None: only skipped claims are left in this answer, and the queue
+    goes on after it (`resume(..., after=card.answer_id)`).
+    """
+    nxt = card.next_open(index, fresh_only=True)
+    if nxt is not None:
+        return Position(card.answer_id, nxt)
+    if card.complete:
+        return Position(card.answer_id, None)
+    return None
+
+
+def shown_claim(card: Card, wanted: int | None) -> int | None:
+    """The claim the card shows, or None for the reveal.
+
+    The reveal happens exactly when every claim of the answer is settled for the reviewer
+    (`Card.complete`), whatever was asked for: before it the judge is never shown, after it
+    the blind labels are frozen. Otherwise `wanted` when it is a claim of the answer, else
+    the next claim to settle.
+    """
+    if card.complete:
+        return None
+    if wanted is not None and 0 <= wanted < len(card.claims):
+        return wanted
+    return card.next_open()
+
+
+def selected_disagreement(rows: Sequence[Revealed], wanted: int | None) -> int | None:
+    """The disagreement (claim pk) K / J act on in the reveal: `wanted` if it is one, else the
+    first still pending, else the first; None when the reviewer and the judge agree throughout."""
+    disagreements = [r for r in rows if r.disagrees]
+    if any(r.claim.pk == wanted for r in disagreements):
+        return wanted
+    first = next((r for r in disagreements if r.pending), disagreements[0] if disagreements else None)
+    return first.claim.pk if first else None
+
+
+def selection_after_reconcile(rows: Sequence[Revealed], claim_pk: int) -> int:
+    """The disagreement to select after reconciling `claim_pk` (`rows` read after the write):
+    the next one still pending after it, wrapping, so K / J walk through them; with none left,
+    `claim_pk` itself, so K / J change the choice just made."""
+    pks = [r.claim.pk for r in rows]
+    at = pks.index(claim_pk) if claim_pk in pks else 0
+    after = [*rows[at + 1:], *rows[:at]]
+    return next((r.claim.pk for r in after if r.pending), claim_pk)
+
+
+@dataclass(frozen=True, slots=True)
+class RevealView:
+    """What the reveal panel shows and which keys it offers (`reveal_view`)."""
+
+    selected: int | None  # the claim pk K / J act on; None: no disagreement
+    disagreements: tuple[int, ...]  # claim pks, answer order
+    previous: int | None  # the disagreement "previous" selects (wrapping); None with fewer than two
+    following: int | None  # the one "next" selects
+    agree: int  # claims the reviewer labeled and the judge judged, on which they agree
+    compared: int  # claims with both a blind verdict and a judge verdict
+    unclear: int  # marked unclear: waiting for a lead
+    pending: int  # disagreements not reconciled yet
+
+    @property
+    def can_move_on(self) -> bool:
+        """The next answer is offered once every disagreement is reconciled."""
+        return self.pending == 0
+
+
+def reveal_view(rows: Sequence[Revealed], wanted: int | None) -> RevealView:
+    """The reveal panel of an answer: the selected disagreement (`selected_disagreement`), its
+    neighbours for the arrow keys, and the counts the panel states."""
+    selected = selected_disagreement(rows, wanted)
+    disagreements = tuple(r.claim.pk for r in rows if r.disagrees)
+    previous = following = None
+    if selected is not None and len(disagreements) > 1:
+        k = disagreements.index(selected)
+        previous = disagreements[k - 1]
+        following = disagreements[(k + 1) % len(disagreements)]
+    compared = [r for r in rows if r.blind is not None and r.judge_verdict is not None]
+    return RevealView(selected, disagreements, previous, following,
+                      agree=sum(not r.disagrees for r in compared), compared=len(compared),
+                      unclear=sum(r.unclear for r in rows), pending=sum(r.pending for r in rows))
+
+
 # ---------------------------------------------------------------- highlighting
 
 
@@ -501,8 +590,9 @@ def split_highlight(answer: str, span: tuple[int, int] | None) -> tuple[str, str
 
 __all__ = [
     "Card", "Chunk", "Claim", "CycleChoice", "CycleRef", "NotRevealedError", "Position",
-    "QueueProgress", "Revealed", "canonical_reviewer", "claim_spans", "cycle", "cycle_choices",
-    "default_cycle", "find_claim", "label", "load_card", "next_cycle_with_work",
-    "normalise_name", "open_cycles", "progress", "queue", "reconcile", "resume", "reveal",
-    "split_highlight",
+    "QueueProgress", "RevealView", "Revealed", "canonical_reviewer", "claim_spans", "cycle",
+    "cycle_choices", "default_cycle", "find_claim", "label", "load_card", "next_cycle_with_work",
+    "normalise_name", "open_cycles", "position_after_label", "progress", "queue", "reconcile",
+    "resume", "reveal", "reveal_view", "selected_disagreement", "selection_after_reconcile",
+    "shown_claim", "split_highlight",
 ]

@@ -146,6 +146,29 @@ def test_answers_with_every_claim_labeled_are_excluded(run_db: Database,
     assert len(create(run_db, name="c4", size=40, force=True, include_labeled=True).answers) == 40
 
 
+def test_an_answer_with_a_disputed_or_unclear_claim_is_not_labeled(
+        run_db: Database, claims_of: dict[str, list[int]]) -> None:
+    # Every claim of a00..a02 has some reviewer's verdict. On a00 two reviewers agree (done);
+    # on a01 they disagree on one claim and nobody adjudicated; on a02 a second reviewer marked
+    # a claim unclear. Only a00 has a final human label on every claim.
+    for aid in ("a00", "a01", "a02"):
+        for pk in claims_of[aid]:
+            store.record_label(run_db, claim=pk, reviewer="ann", kind="blind", verdict="SUPPORTED")
+    store.record_label(run_db, claim=claims_of["a00"][0], reviewer="bob", kind="blind", verdict="SUPPORTED")
+    store.record_label(run_db, claim=claims_of["a01"][1], reviewer="bob", kind="blind",
+                       verdict="CONTRADICTED")
+    store.record_label(run_db, claim=claims_of["a02"][0], reviewer="bob", kind="unclear")
+    pool = {r.answer_id: r.fully_labeled for r in cycles._pool_rows(run_db, run_db.execute(
+        "SELECT id FROM judge_runs").fetchone()[0])}
+    assert (pool["a00"], pool["a01"], pool["a02"]) == (True, False, False)
+    every = create(run_db, size=39, force=True)  # the whole pool: 40 answers less a00
+    assert "a00" not in every.answers and {"a01", "a02"} <= set(every.answers)
+    # Once a lead settles the disputed claim, a01 is done and leaves the pool.
+    store.adjudicate(run_db, claim=claims_of["a01"][1], adjudicator="lead", verdict="SUPPORTED")
+    again = create(run_db, name="c2", size=38, force=True)
+    assert not {"a00", "a01"} & set(again.answers) and "a02" in again.answers
+
+
 def test_holdout_answers_never_leak_into_a_tuning_cycle(run_db: Database) -> None:
     held = [f"a{i:02d}" for i in range(0, 40, 4)]  # 10 answers
     assert cycles.mark_holdout(run_db, held) == 10
