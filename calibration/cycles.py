@@ -402,8 +402,8 @@ def progress(db: Database, cycle_id: int) -> CycleProgress:
     work = db_cycles.cycle_work(db, cycle_id)
     claims = work.claims
     labeled_by: dict[int, dict[str, bool]] = {}  # claim -> {reviewer: label made for this cycle}
-    for pk, reviewer, here in work.labeled:
-        labeled_by.setdefault(pk, {})[reviewer] = here
+    for pk, reviewer, made_here in work.labeled:
+        labeled_by.setdefault(pk, {})[reviewer] = made_here
     adjudicated = work.adjudicated
 
     done = elsewhere = 0
@@ -619,7 +619,7 @@ def build_snapshot(db: Database, cycle: Cycle) -> dict[str, Any]:
     table = scope.table
     probs = db_cycles.inclusion_probs(db, cycle.id)
     lab = table.labels
-    per_claim: list[dict[str, str]] = [{} for _ in range(len(table))]
+    per_claim: list[dict[str, str | None]] = [{} for _ in range(len(table))]
     # Reviewer order within a claim: by name, as the labels' primary key stores them.
     for j in np.lexsort((lab.reviewer, lab.claim)).tolist():
         v = int(lab.final[j])

@@ -8,7 +8,7 @@ import pytest
 from sqlite_utils import Database
 from streamlit.testing.v1 import AppTest
 
-from calibration import cli, cycles, store
+from calibration import cli, cycles, fmt, store
 from calibration.errors import ConflictError, InputError, NotFoundError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -710,8 +710,8 @@ def test_page_shows_the_frozen_figures(run_db: Database, db_path: Path,
     snap = cycles.get_cycle(run_db, "c1").snapshot
     assert snap is not None and snap["agreement"]["kappa"]["value"] is not None
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Agreement"] == f"{snap['agreement']['agreement']['value']:.0%}"
-    assert metrics["Cohen's kappa"] == f"{snap['agreement']['kappa']['value']:.2f}"
+    assert metrics["Agreement"] == fmt.pct(snap["agreement"]["agreement"]["value"])
+    assert metrics["Cohen's kappa"] == fmt.num(snap["agreement"]["kappa"]["value"])
     assert f"Flag: {snap['agreement']['flag']['status']}" in \
         [b.value for b in [*at.error, *at.success, *at.info]]
     assert metrics["Claims in the figures"] == "30"

@@ -74,6 +74,7 @@ def cycle_records(db: Database, *, cycle_id: int | None = None,
                   open_for: str | None = None) -> list[CycleRecord]:
     """Cycles, oldest first: every one; the one with `cycle_id`; or the open cycles reviewer
     `open_for` may label (open to all, or assigning them answers)."""
+    params: list[object]
     if cycle_id is not None:
         where, params = "WHERE c.id = ?", [cycle_id]
     elif open_for is not None:
@@ -132,7 +133,7 @@ def assignment_pairs(db: Database, cycle_id: int) -> list[tuple[str, str]]:
 
 def cycle_answer_rows(db: Database, cycle_id: int, run_id: int) -> list[tuple[int, str, float, int]]:
     """(position, answer id, inclusion probability, claims the run judged) per answer, in order."""
-    return [tuple(r) for r in db.execute(  # type: ignore[misc]
+    return [tuple(r) for r in db.execute(
         """SELECT ca.position, ca.answer_id, ca.inclusion_prob,
                   (SELECT count(*) FROM claims c JOIN judge_verdicts v
                      ON v.claim_pk = c.id AND v.run_id = ?

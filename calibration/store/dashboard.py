@@ -146,8 +146,8 @@ def pending_rows(db: Database, run_id: int, claim_pks: Sequence[int]) -> list[Pe
            WHERE c.id IN (SELECT value FROM json_each(:pks))""",
         {"run": run_id, "pks": json.dumps([int(pk) for pk in claim_pks])}).fetchall()
     return [PendingRow(pk, aid, cid, text, judge, rationale, json.loads(judge_ev or "[]"),
-                       sorted(tuple(x) for x in json.loads(labels_j)),  # type: ignore[misc]
-                       sorted(tuple(c) for c in json.loads(chunks_j)))  # type: ignore[misc]
+                       sorted(tuple(x) for x in json.loads(labels_j)),
+                       sorted(tuple(c) for c in json.loads(chunks_j)))
             for pk, aid, cid, text, judge, rationale, judge_ev, labels_j, chunks_j in rows]
 
 
