@@ -10,9 +10,11 @@ Eligibility of an answer for a cycle on run R (the pool):
 - R gave a verdict on at least one of its claims;
 - its holdout flag equals the cycle's: holdout answers are never sampled for an
   ordinary (tuning) cycle, and a holdout cycle samples only holdout answers;
-- not every one of its judged claims already has a final human label (a reviewer's
-  label with status 'labeled', or an adjudication), unless `include_labeled`: labels
-  are reused across cycles and runs, so labeling a claim twice is wasted effort.
+- not every one of its judged claims already has a final human label (`final_label`:
+  adjudicated, or every reviewer's final verdict the same), unless `include_labeled`:
+  labels are reused across cycles and runs, so labeling a claim twice is wasted effort. A
+  claim reviewers disagree on, or one marked unclear, is unresolved: its answer stays
+  eligible, since it needs more eyes or a lead.
 
 Errors that point at an option (force, include labeled answers, ...) name it through
 `ui_names`: the CLI's flags by default (`CLI_NAMES`); the page passes its form controls.
