@@ -31,12 +31,11 @@ from __future__ import annotations
 
 import html
 import os
-import re
 from pathlib import Path
 
 import streamlit as st
 
-from calibration import review, store
+from calibration import cycles, review, store
 
 ROOT = Path(__file__).resolve().parent
 REVIEWER_KEY = "_calibration_reviewer"  # session-state only; never a widget key
@@ -71,7 +70,8 @@ def current_reviewer() -> str | None:
 
 
 def normalise_name(raw: str) -> str:
-    return re.sub(r"\s+", " ", raw).strip()[:MAX_NAME]
+    """The one reviewer-name rule (`cycles.normalise_name`), cut to the longest name kept."""
+    return cycles.normalise_name(raw)[:MAX_NAME]
 
 
 def _sign_in() -> None:

@@ -10,9 +10,11 @@ Eligibility of an answer for a cycle on run R (the pool):
 - R gave a verdict on at least one of its claims;
 - its holdout flag equals the cycle's: holdout answers are never sampled for an
   ordinary (tuning) cycle, and a holdout cycle samples only holdout answers;
-- not every one of its judged claims already has a final human label (a reviewer's
-  label with status 'labeled', or an adjudication), unless `include_labeled`: labels
-  are reused across cycles and runs, so labeling a claim twice is wasted effort.
+- not every one of its judged claims already has a final human label (`final_label`:
+  adjudicated, or every reviewer's final verdict the same), unless `include_labeled`:
+  labels are reused across cycles and runs, so labeling a claim twice is wasted effort. A
+  claim reviewers disagree on, or one marked unclear, is unresolved: its answer stays
+  eligible, since it needs more eyes or a lead.
 
 Errors that point at an option (force, include labeled answers, ...) name it through
 `ui_names`: the CLI's flags by default (`CLI_NAMES`); the page passes its form controls.
@@ -20,7 +22,6 @@ Errors that point at an option (force, include labeled answers, ...) name it thr
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import secrets
@@ -29,11 +30,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 from sqlite_utils import Database
 
 from . import sampling, store
 from .errors import ConflictError, InputError, NotFoundError, WorkOutstandingError
 from .fmt import plural
+from .store import cycles as db_cycles
+from .vocab import LABELS, ClaimStatus
 
 MIN_SIZE, MAX_SIZE = 15, 30
 DEFAULT_SIZE = 20
@@ -41,9 +45,7 @@ DEFAULT_OVERLAP = 0.2
 # The agreement a healthy judge shows (seed 000: "85%+"): the interval width warned about
 # for an out-of-bounds size is computed there.
 EXPECTED_AGREEMENT = 0.85
-# Where the failures-first share of a cycle is recorded (the cycles table has no column
-# for it): settings key per cycle id.
-_SHARE_KEY = "cycle.{}.failing_share"
+_SUPPORTED = LABELS.index("SUPPORTED")
 
 # How an error message tells the caller to act on an option, keyed by option. The CLI's
 # wording is the default; the page passes its own (`ui_names`) naming its form controls.
@@ -111,7 +113,7 @@ class ReviewerProgress:
 
 
 @dataclass(frozen=True, slots=True)
-class Progress:
+class CycleProgress:
     """The work of a cycle: see `progress` for what counts as labeled."""
 
     labeled: int  # claims done for this cycle
@@ -244,6 +246,15 @@ def assign(answer_ids: Sequence[str], reviewers: Sequence[str], overlap: float
     return out
 
 
+def normalise_name(raw: str) -> str:
+    """A reviewer name as stored: whitespace runs collapsed to one space, ends stripped.
+
+    The one rule for names, at sign-in (`review.canonical_reviewer`), cycle assignment
+    (`normalise_reviewers`) and import.
+    """
+    return re.sub(r"\s+", " ", raw).strip()
+
+
 def normalise_reviewers(reviewers: Iterable[str]) -> tuple[list[str], list[str]]:
     """(reviewers, problems): whitespace collapsed, blanks dropped, duplicates refused.
 
@@ -253,7 +264,7 @@ def normalise_reviewers(reviewers: Iterable[str]) -> tuple[list[str], list[str]]
     out: list[str] = []
     seen: dict[str, list[str]] = {}
     for raw in reviewers:
-        name = re.sub(r"\s+", " ", raw).strip()
+        name = normalise_name(raw)
         if not name:
             continue
         if name.casefold() not in seen:
@@ -281,82 +292,43 @@ class _PoolRow:
 
 
 def _pool_rows(db: Database, run_id: int) -> list[_PoolRow]:
-    rows = db.execute(
-        """SELECT a.id, a.category, a.holdout, count(*),
-                  max(v.verdict != 'SUPPORTED'),
-                  min(EXISTS (SELECT 1 FROM human_labels h
-                              WHERE h.claim_pk = c.id AND h.status = 'labeled')
-                      OR EXISTS (SELECT 1 FROM adjudications d WHERE d.claim_pk = c.id))
-           FROM judge_verdicts v
-           JOIN claims c ON c.id = v.claim_pk
-           JOIN answers a ON a.id = c.answer_id
-           WHERE v.run_id = ?
-           GROUP BY a.id ORDER BY a.id""",
-        [run_id],
-    ).fetchall()
-    return [_PoolRow(r[0], r[1], bool(r[2]), r[3], bool(r[4]), bool(r[5])) for r in rows]
+    """Every answer the run judged, by id, with what eligibility and the designs read.
+
+    "Fully labeled" is the one final-label rule (`store.claim_table`): every judged claim of
+    the answer is agreed (unanimous or adjudicated). A claim whose reviewers disagree, or
+    one marked unclear, is unresolved, so its answer stays in the pool.
+    """
+    table = store.claim_table(db, run_id)
+    n_answers = len(table.answer_ids)
+    claims = np.bincount(table.answer, minlength=n_answers)
+    failing = np.bincount(table.answer[table.judge != _SUPPORTED], minlength=n_answers)
+    agreed = table.answer_fully_agreed()
+    facts = db_cycles.answer_facts(db, table.answer_ids)
+    rows = [_PoolRow(aid, facts[aid][0], facts[aid][1], int(claims[i]), bool(failing[i]), agreed[aid])
+            for i, aid in enumerate(table.answer_ids)]
+    return sorted(rows, key=lambda r: r.answer_id)
 
 
-_CYCLE_COLS = """c.id, c.name, r.judge_model || '@' || r.prompt_version, c.judge_run_id,
-    c.strategy, c.seed, c.size, c.overlap, c.holdout, c.include_labeled, c.status,
-    c.created_by, c.created_at, c.closed_at, c.snapshot"""
-
-
-def _cycles(db: Database, where: str = "", params: Sequence[object] = ()) -> list[Cycle]:
-    rows = db.execute(
-        f"SELECT {_CYCLE_COLS} FROM cycles c JOIN judge_runs r ON r.id = c.judge_run_id "
-        f"{where} ORDER BY c.id",
-        list(params),
-    ).fetchall()
-    if not rows:
-        return []
-    ids = [r[0] for r in rows]
-    marks = ",".join("?" for _ in ids)
-    answers: dict[int, list[str]] = {i: [] for i in ids}
-    for cid, aid in db.execute(
-        f"SELECT cycle_id, answer_id FROM cycle_answers WHERE cycle_id IN ({marks}) "
-        "ORDER BY cycle_id, position", ids
-    ):
-        answers[cid].append(aid)
-    reviewers: dict[int, list[str]] = {i: [] for i in ids}
-    for cid, rev in db.execute(
-        f"SELECT DISTINCT cycle_id, reviewer FROM assignments WHERE cycle_id IN ({marks}) "
-        "ORDER BY cycle_id, reviewer", ids
-    ):
-        reviewers[cid].append(rev)
-    shares = dict(db.execute(
-        f"SELECT key, value FROM settings WHERE key IN ({marks})", [_SHARE_KEY.format(i) for i in ids]
-    ).fetchall())
-
-    def share(cycle_id: int, strategy: str) -> float | None:
-        if strategy != "failures-first":
-            return None
-        stored = shares.get(_SHARE_KEY.format(cycle_id))
+def _cycle_of(rec: db_cycles.CycleRecord) -> Cycle:
+    share = None
+    if rec.strategy == "failures-first":
         # Cycles made before the share was configurable used the default.
-        return float(stored) if stored is not None else sampling.DEFAULT_FAILING_SHARE
-
-    return [
-        Cycle(id=r[0], name=r[1], judge_run=r[2], judge_run_id=r[3], strategy=r[4], seed=r[5],
-              size=r[6], overlap=r[7], holdout=bool(r[8]), include_labeled=bool(r[9]),
-              status=r[10], created_by=r[11], created_at=r[12], closed_at=r[13],
-              snapshot=json.loads(r[14]) if r[14] else None,
-              answers=tuple(answers[r[0]]), reviewers=tuple(reviewers[r[0]]),
-              failing_share=share(r[0], r[4]))
-        for r in rows
-    ]
+        share = float(rec.failing_share) if rec.failing_share is not None else sampling.DEFAULT_FAILING_SHARE
+    return Cycle(id=rec.id, name=rec.name, judge_run=rec.judge_run, judge_run_id=rec.judge_run_id,
+                 strategy=rec.strategy, seed=rec.seed, size=rec.size, overlap=rec.overlap,
+                 holdout=rec.holdout, include_labeled=rec.include_labeled, status=rec.status,
+                 created_by=rec.created_by, created_at=rec.created_at, closed_at=rec.closed_at,
+                 snapshot=rec.snapshot, answers=rec.answers, reviewers=rec.reviewers, failing_share=share)
 
 
 def list_cycles(db: Database) -> list[Cycle]:
     """Every cycle, oldest first."""
-    return _cycles(db)
+    return [_cycle_of(r) for r in db_cycles.cycle_records(db)]
 
 
 def get_cycle(db: Database, name: str) -> Cycle:
-    found = _cycles(db, "WHERE c.name = ?", [name])
-    if not found:
-        known = ", ".join(c.name for c in list_cycles(db)) or "none yet"
-        raise NotFoundError(f"no cycle named {name!r}; cycles: {known}")
-    return found[0]
+    """The cycle called `name`; NotFoundError (`store.cycle_id`'s wording) when there is none."""
+    return _cycle_by_id(db, store.cycle_id(db, name))
 
 
 def sampleable_runs(db: Database) -> list[store.JudgeRun]:
@@ -364,7 +336,7 @@ def sampleable_runs(db: Database) -> list[store.JudgeRun]:
 
     A judge-lab run that failed on every answer has no verdicts and is left out.
     """
-    with_verdicts = {r[0] for r in db.execute("SELECT DISTINCT run_id FROM judge_verdicts")}
+    with_verdicts = db_cycles.run_ids_with_verdicts(db)
     return [r for r in store.judge_runs(db) if r.id in with_verdicts]
 
 
@@ -379,30 +351,20 @@ def default_run(db: Database) -> store.JudgeRun | None:
 
 
 def _cycle_by_id(db: Database, cycle_id: int) -> Cycle:
-    found = _cycles(db, "WHERE c.id = ?", [cycle_id])
+    found = db_cycles.cycle_records(db, cycle_id=cycle_id)
     if not found:
         raise NotFoundError(f"no cycle with id {cycle_id}")
-    return found[0]
+    return _cycle_of(found[0])
 
 
 def cycle_answers(db: Database, cycle_id: int) -> list[CycleAnswer]:
     """The cycle's answers in order, with inclusion probability, claim count and reviewers."""
     cycle = _cycle_by_id(db, cycle_id)
     who: dict[str, list[str]] = {}
-    for aid, rev in db.execute(
-        "SELECT answer_id, reviewer FROM assignments WHERE cycle_id = ? ORDER BY reviewer",
-        [cycle_id],
-    ):
+    for aid, rev in db_cycles.assignment_pairs(db, cycle_id):
         who.setdefault(aid, []).append(rev)
-    rows = db.execute(
-        """SELECT ca.position, ca.answer_id, ca.inclusion_prob,
-                  (SELECT count(*) FROM claims c JOIN judge_verdicts v
-                     ON v.claim_pk = c.id AND v.run_id = ?
-                   WHERE c.answer_id = ca.answer_id)
-           FROM cycle_answers ca WHERE ca.cycle_id = ? ORDER BY ca.position""",
-        [cycle.judge_run_id, cycle_id],
-    ).fetchall()
-    return [CycleAnswer(pos, aid, prob, n, tuple(who.get(aid, ()))) for pos, aid, prob, n in rows]
+    return [CycleAnswer(pos, aid, prob, n, tuple(who.get(aid, ())))
+            for pos, aid, prob, n in db_cycles.cycle_answer_rows(db, cycle_id, cycle.judge_run_id)]
 
 
 def queue(db: Database, cycle_id: int, reviewer: str) -> list[str]:
@@ -411,39 +373,15 @@ def queue(db: Database, cycle_id: int, reviewer: str) -> list[str]:
     In an open cycle (no assignments) that is every answer; otherwise the reviewer's
     assigned answers, and nothing for a reviewer not assigned in it.
     """
-    assigned = db.execute("SELECT 1 FROM assignments WHERE cycle_id = ? LIMIT 1",
-                          [cycle_id]).fetchone()
-    if assigned is None:
-        sql = "SELECT answer_id FROM cycle_answers WHERE cycle_id = ? ORDER BY position"
-        params: list[object] = [cycle_id]
-    else:
-        sql = """SELECT ca.answer_id FROM cycle_answers ca
-                 JOIN assignments s ON s.cycle_id = ca.cycle_id AND s.answer_id = ca.answer_id
-                 WHERE ca.cycle_id = ? AND s.reviewer = ? ORDER BY ca.position"""
-        params = [cycle_id, reviewer]
-    return [r[0] for r in db.execute(sql, params)]
+    return db_cycles.queue_answers(db, cycle_id, reviewer)
 
 
 def open_cycles_for(db: Database, reviewer: str) -> list[Cycle]:
     """Open cycles the reviewer may label: open-to-all ones and those assigning them answers."""
-    return _cycles(
-        db,
-        """WHERE c.status = 'open' AND (
-             NOT EXISTS (SELECT 1 FROM assignments s WHERE s.cycle_id = c.id)
-             OR EXISTS (SELECT 1 FROM assignments s WHERE s.cycle_id = c.id AND s.reviewer = ?))""",
-        [reviewer],
-    )
+    return [_cycle_of(r) for r in db_cycles.cycle_records(db, open_for=reviewer)]
 
 
-_CYCLE_CLAIMS = """
-    SELECT ca.answer_id, cl.id AS claim_pk FROM cycle_answers ca
-    JOIN cycles cy ON cy.id = ca.cycle_id
-    JOIN claims cl ON cl.answer_id = ca.answer_id
-    JOIN judge_verdicts v ON v.claim_pk = cl.id AND v.run_id = cy.judge_run_id
-    WHERE ca.cycle_id = :cycle"""
-
-
-def progress(db: Database, cycle_id: int) -> Progress:
+def progress(db: Database, cycle_id: int) -> CycleProgress:
     """The cycle's own work: claims done / total, overall and per reviewer.
 
     Only labels of the cycle's reviewers count, so a cycle that includes already-labeled
@@ -463,28 +401,18 @@ def progress(db: Database, cycle_id: int) -> Progress:
     or an adjudication).
     """
     cycle = _cycle_by_id(db, cycle_id)
-    params = {"cycle": cycle_id}
-    claims = db.execute(f"{_CYCLE_CLAIMS} ORDER BY ca.position, cl.position", params).fetchall()
+    work = db_cycles.cycle_work(db, cycle_id)
+    claims = work.claims
     labeled_by: dict[int, dict[str, bool]] = {}  # claim -> {reviewer: label made for this cycle}
-    for pk, reviewer, here in db.execute(
-        f"""WITH cc AS ({_CYCLE_CLAIMS})
-            SELECT h.claim_pk, h.reviewer,
-                   EXISTS (SELECT 1 FROM label_events e WHERE e.claim_pk = h.claim_pk
-                           AND e.reviewer = h.reviewer AND e.cycle_id = :cycle)
-            FROM human_labels h JOIN cc ON cc.claim_pk = h.claim_pk
-            WHERE h.status = 'labeled'""", params,
-    ):
-        labeled_by.setdefault(pk, {})[reviewer] = bool(here)
-    adjudicated = {r[0] for r in db.execute(
-        f"WITH cc AS ({_CYCLE_CLAIMS}) SELECT d.claim_pk FROM adjudications d "
-        "JOIN cc ON cc.claim_pk = d.claim_pk", params)}
+    for pk, reviewer, made_here in work.labeled:
+        labeled_by.setdefault(pk, {})[reviewer] = made_here
+    adjudicated = work.adjudicated
 
     done = elsewhere = 0
     per: dict[str, list[int]] = {}  # reviewer -> [labeled, total]
     if cycle.reviewers:
         assigned: dict[str, set[str]] = {}
-        for aid, rev in db.execute("SELECT answer_id, reviewer FROM assignments WHERE cycle_id = ?",
-                                   [cycle_id]):
+        for aid, rev in db_cycles.assignment_pairs(db, cycle_id):
             assigned.setdefault(aid, set()).add(rev)
         per = {r: [0, 0] for r in cycle.reviewers}
         for aid, pk in claims:
@@ -496,9 +424,7 @@ def progress(db: Database, cycle_id: int) -> Progress:
             done += bool(need) and got == need
             elsewhere += not got and (pk in labeled_by or pk in adjudicated)
     else:
-        workers = [r[0] for r in db.execute(
-            "SELECT DISTINCT reviewer FROM label_events WHERE cycle_id = ? ORDER BY reviewer",
-            [cycle_id])]
+        workers = work.event_reviewers
         per = {r: [0, len(claims)] for r in workers}
         for _aid, pk in claims:
             here = [r for r, made_here in labeled_by.get(pk, {}).items() if made_here]
@@ -507,7 +433,7 @@ def progress(db: Database, cycle_id: int) -> Progress:
                     per[r][0] += 1
             done += bool(here)
             elsewhere += not here and (pk in labeled_by or pk in adjudicated)
-    return Progress(done, len(claims),
+    return CycleProgress(done, len(claims),
                     tuple(ReviewerProgress(r, n, t) for r, (n, t) in sorted(per.items())),
                     labeled_elsewhere=elsewhere, assigned=bool(cycle.reviewers))
 
@@ -573,7 +499,7 @@ def create_cycle(
 
     with store.write(db):
         run = store.find_judge_run(db, judge_run)
-        if db.execute("SELECT 1 FROM cycles WHERE name = ?", [name]).fetchone():
+        if db_cycles.name_taken(db, name):
             raise ConflictError(f"a cycle named {name!r} already exists")
         rows = _pool_rows(db, run.id)
         pool = [r for r in rows if r.holdout == holdout
@@ -600,27 +526,13 @@ def create_cycle(
         if not MIN_SIZE <= n <= MAX_SIZE:
             warnings.append(size_warning(n, sum(claims_of[a] for a in sample.answer_ids)))
         stored_overlap = overlap if len(team) > 1 else 0.0
-        cur = db.execute(
-            """INSERT INTO cycles (name, judge_run_id, strategy, seed, size, overlap, holdout,
-                   include_labeled, created_by, created_at, status)
-               VALUES (?,?,?,?,?,?,?,?,?,?, 'open')""",
-            [name, run.id, strategy, seed, n, stored_overlap, int(holdout),
-             int(include_labeled), created_by, store.now()],
-        )
-        cycle_id = cur.lastrowid
-        if strategy == "failures-first":  # part of the design: the seed alone does not redraw it
-            store.set_setting(db, _SHARE_KEY.format(cycle_id), repr(float(failing_share)))
-        db.conn.executemany(
-            "INSERT INTO cycle_answers (cycle_id, answer_id, position, inclusion_prob) "
-            "VALUES (?,?,?,?)",
-            [(cycle_id, aid, pos, prob) for pos, (aid, prob)
-             in enumerate(zip(sample.answer_ids, sample.inclusion_probs, strict=True))],
-        )
-        db.conn.executemany(
-            "INSERT INTO assignments (cycle_id, answer_id, reviewer) VALUES (?,?,?)",
-            [(cycle_id, aid, r) for aid, rs in assign(sample.answer_ids, team, overlap).items()
-             for r in rs],
-        )
+        cycle_id = db_cycles.insert_cycle(
+            db, name=name, run_id=run.id, strategy=strategy, seed=seed, size=n, overlap=stored_overlap,
+            holdout=holdout, include_labeled=include_labeled, created_by=created_by,
+            answers=list(zip(sample.answer_ids, sample.inclusion_probs, strict=True)),
+            assignments=assign(sample.answer_ids, team, overlap),
+            # Part of the design: the seed alone does not redraw a failures-first sample.
+            failing_share=failing_share if strategy == "failures-first" else None)
         cycle = _cycle_by_id(db, cycle_id)
     return replace(cycle, notes=tuple(notes), warnings=tuple(warnings))
 
@@ -650,37 +562,29 @@ def mark_holdout(db: Database, answer_ids: Iterable[str], flag: bool = True) -> 
     ids = sorted({a.strip() for a in answer_ids if a.strip()})
     if not ids:
         raise InputError("no answer ids given")
-    marks = ",".join("?" for _ in ids)
     with store.write(db):
-        known = {r[0] for r in db.execute(f"SELECT id FROM answers WHERE id IN ({marks})", ids)}
+        known = db_cycles.known_answers(db, ids)
         if missing := [a for a in ids if a not in known]:
             raise NotFoundError(f"unknown answer id(s): {', '.join(missing)}")
         if flag:
-            used = db.execute(
-                f"""SELECT ca.answer_id, group_concat(DISTINCT c.name) FROM cycle_answers ca
-                    JOIN cycles c ON c.id = ca.cycle_id
-                    WHERE c.holdout = 0 AND ca.answer_id IN ({marks})
-                    GROUP BY ca.answer_id ORDER BY ca.answer_id""",
-                ids,
-            ).fetchall()
+            used = db_cycles.ordinary_cycles_of(db, ids)
             if used:
                 listed = "; ".join(f"{a} (in {cs})" for a, cs in used)
                 raise ConflictError("these answers were already sampled for a non-holdout "
                                     f"cycle and cannot become holdout: {listed}")
-        cur = db.execute(f"UPDATE answers SET holdout = ? WHERE id IN ({marks}) AND holdout != ?",
-                         [int(flag), *ids, int(flag)])
-        return cur.rowcount
+        return db_cycles.set_holdout(db, ids, flag)
 
 
 def holdout_answers(db: Database) -> list[str]:
-    return [r[0] for r in db.execute("SELECT id FROM answers WHERE holdout = 1 ORDER BY id")]
+    """The answers marked holdout, by id."""
+    return db_cycles.holdout_answer_ids(db)
 
 
 def close_cycle(db: Database, name: str, snapshot: dict[str, Any] | None = None, *,
                 force: bool = False, ui_names: Mapping[str, str] | None = None) -> Cycle:
     """Close an open cycle and freeze its figures (`snapshot`, or `build_snapshot`).
 
-    Refused (`WorkOutstandingError`) while work remains (`Progress.outstanding`) unless
+    Refused (`WorkOutstandingError`) while work remains (`CycleProgress.outstanding`) unless
     `force`: closing freezes the figures, and labels given later do not change them.
     """
     with store.write(db):
@@ -694,8 +598,7 @@ def close_cycle(db: Database, name: str, snapshot: dict[str, Any] | None = None,
                     f"cycle {name!r} still has work: {left}; {_how(ui_names, 'force_close')} to "
                     "close it anyway (its figures are frozen at close)", prog)
         frozen = snapshot if snapshot is not None else build_snapshot(db, cycle)
-        db.execute("UPDATE cycles SET status = 'closed', closed_at = ?, snapshot = ? WHERE id = ?",
-                   [store.now(), json.dumps(frozen, ensure_ascii=False), cycle.id])
+        db_cycles.mark_closed(db, cycle.id, frozen)
         return _cycle_by_id(db, cycle.id)
 
 
@@ -703,53 +606,44 @@ def build_snapshot(db: Database, cycle: Cycle) -> dict[str, Any]:
     """The figures frozen when a cycle closes.
 
     The raw material is frozen claim by claim (judge verdict, each reviewer's final
-    verdict, adjudication, the answer's inclusion probability), so any figure can be
-    recomputed from the snapshot alone after labels change. On top: progress, counts
-    against the final human label (the adjudication, else the reviewers' unanimous
-    verdict) and the statistics module's agreement report, weighted by 1 / pi.
+    verdict, adjudication, the answer's inclusion probability, the final label), so any
+    figure can be recomputed from the snapshot alone after labels change. On top: progress,
+    counts against the final human label and the agreement report of the cycle
+    (`report.scope_report`, re-weighted by 1 / pi when the cycle oversampled). Both read
+    the claims through the one final-label reader (`store.claim_table`).
     """
-    # Imported here: the statistics module pulls in scipy, which only closing needs.
-    from . import agreement
+    # Imported here: the report pulls in the statistics (scipy), which only closing needs.
+    from . import report as reports
 
-    rows = db.execute(
-        """SELECT ca.answer_id, cl.claim_id, ca.inclusion_prob, v.verdict,
-                  (SELECT json_group_object(h.reviewer, h.final_verdict) FROM human_labels h
-                   WHERE h.claim_pk = cl.id AND h.status = 'labeled'),
-                  (SELECT d.verdict FROM adjudications d WHERE d.claim_pk = cl.id),
-                  EXISTS (SELECT 1 FROM human_labels u WHERE u.claim_pk = cl.id AND u.status = 'unclear')
-           FROM cycle_answers ca
-           JOIN claims cl ON cl.answer_id = ca.answer_id
-           JOIN judge_verdicts v ON v.claim_pk = cl.id AND v.run_id = :run
-           WHERE ca.cycle_id = :cycle
-           ORDER BY ca.position, cl.position""",
-        {"cycle": cycle.id, "run": cycle.judge_run_id},
-    ).fetchall()
-    claims: list[dict[str, Any]] = []
+    # A cycle's run has verdicts (they were sampled), so `judge_runs` lists it.
+    run = next(r for r in store.judge_runs(db) if r.id == cycle.judge_run_id)
+    scope = reports.scope_report(db, run, cycle.id)
+    table = scope.table
+    probs = db_cycles.inclusion_probs(db, cycle.id)
+    lab = table.labels
+    per_claim: list[dict[str, str | None]] = [{} for _ in range(len(table))]
+    # Reviewer order within a claim: by name, as the labels' primary key stores them.
+    for j in np.lexsort((lab.reviewer, lab.claim)).tolist():
+        v = int(lab.final[j])
+        per_claim[int(lab.claim[j])][lab.reviewers[int(lab.reviewer[j])]] = LABELS[v] if v >= 0 else None
     counts = dict.fromkeys(("agree", "disagree", "reviewers_disagree", "unlabeled"), 0)
-    items: list[agreement.LabeledClaim] = []
-    reviewer_labels: list[tuple[str, str, str]] = []
-    unresolved: list[str] = []
-    for aid, cid, prob, judge, labels_json, adjudicated, unclear in rows:
-        labels: dict[str, str] = json.loads(labels_json) if labels_json else {}
-        key = f"{aid}/{cid}"
-        final = agreement.final_human_label(list(labels.values()), adjudicated, unclear=bool(unclear))
-        if final is not None:
+    claims: list[dict[str, Any]] = []
+    for i, status in enumerate(table.statuses()):
+        aid = table.answer_ids[int(table.answer[i])]
+        judge = LABELS[int(table.judge[i])]
+        human = int(table.human[i])
+        final = LABELS[human] if human >= 0 else None
+        if status.group == "agreed":
             counts["agree" if final == judge else "disagree"] += 1
-            items.append(agreement.LabeledClaim(aid, key, final, judge, weight=1 / prob))
-        elif labels or unclear:
+        elif status.group == "unresolved":
             counts["reviewers_disagree"] += 1
-            unresolved.append(key)
         else:
             counts["unlabeled"] += 1
-        reviewer_labels += [(key, r, v) for r, v in labels.items()]
-        claims.append({"answer_id": aid, "claim_id": cid, "inclusion_prob": prob,
-                       "judge": judge, "labels": labels, "adjudication": adjudicated,
+        claims.append({"answer_id": aid, "claim_id": table.keys[i][len(aid) + 1:],
+                       "inclusion_prob": probs[aid], "judge": judge, "labels": per_claim[i],
+                       "adjudication": final if status is ClaimStatus.ADJUDICATED else None,
                        "final": final})
-    report = None
-    if items:
-        report = replace(agreement.agreement_report(items, store.load_thresholds(db)),
-                         unresolved_claims=tuple(unresolved),
-                         human_human=agreement.human_human_agreement(reviewer_labels))
+    figures = scope.report if scope.report.n_claims else None
     snap: dict[str, Any] = {
         "version": 1,
         "cycle": cycle.name,
@@ -759,10 +653,10 @@ def build_snapshot(db: Database, cycle: Cycle) -> dict[str, Any]:
         "frozen_at": store.now(),
         "progress": progress(db, cycle.id).as_dict(),
         "counts": counts,
-        "agreement": None if report is None else report.to_dict(cycle.judge_run),
+        "agreement": None if figures is None else figures.to_dict(cycle.judge_run),
         "claims": claims,
     }
-    if report is None:
+    if figures is None:
         snap["note"] = "no claim had a final human label when the cycle closed"
     return snap
 

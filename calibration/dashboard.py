@@ -7,7 +7,8 @@ run's closed cycles, the breakdown by category, reviewer slips, human–human ag
 paired comparison with a second run and the disagreement table.
 
 Cost on 100k labeled claims: two index-driven reads of the run's claims and labels, fetched as
-arrays (`store.stats_columns`, about 0.25 s); the report from those arrays, its 2,000-resample
+arrays (`store.claim_table`, about 0.25 s); the report from those arrays (`report.scope_report`,
+the one pipeline CLI `stats` and cycle close use too), its 2,000-resample
 answer bootstrap dominating (about 0.25 s); reviewer counts, human-human agreement and the
 category tables from the same arrays; for a comparison one more read of the other run's
 verdicts; and index lookups for at most `DETAIL_ROWS` disagreeing claims: the table a person
@@ -17,16 +18,16 @@ reads is capped, the export has them all. No per-claim Python object is built on
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from sqlite_utils import Database
 
-from . import agreement, store
+from . import agreement, fmt, store
+from . import report as reports
 from .agreement import (
     LABELS,
     POSITIVE,
@@ -34,8 +35,8 @@ from .agreement import (
     Report,
     RunComparison,
 )
-from .errors import NotFoundError
 from .fmt import plural
+from .store import dashboard as db_dashboard
 
 # Rows of claim detail (claim text, chunks, rationale, notes) fetched for the tables: a lead
 # reads tens of them; beyond this the export is the tool.
@@ -44,10 +45,6 @@ DETAIL_ROWS = 500
 # (`adjudicate`) and the export cover the rest.
 PENDING_ROWS = 100
 UNCLEAR = "unclear, needs discussion"
-# Answer-bootstrap resamples, the statistics' default: 2,000 at every size. (The dashboard used to
-# halve them above 5,000 answers; with the statistics input read as arrays the full 2,000 keep
-# a 100k-claim page under a second.) The page shows the count beside each bootstrap interval.
-BOOTSTRAP = 2000
 
 # Short constant titles per reason code; the page may render these as markdown.
 REASON_TITLES: dict[str, str] = {
@@ -193,41 +190,23 @@ def run_names(db: Database) -> list[str]:
 def default_run(db: Database) -> str:
     """The run the page opens on: the most recently imported run with human-labeled claims,
     else `store.find_judge_run(db, None)` (the most recently imported run)."""
-    row = db.execute(
-        """SELECT r.id FROM judge_runs r WHERE r.origin = 'import' AND EXISTS (
-               SELECT 1 FROM judge_verdicts v JOIN human_labels h ON h.claim_pk = v.claim_pk
-               WHERE v.run_id = r.id AND h.status = 'labeled')
-           ORDER BY r.id DESC LIMIT 1""").fetchone()
-    if row is not None:
+    run_id = db_dashboard.latest_labeled_import(db)
+    if run_id is not None:
         for r in store.judge_runs(db):
-            if r.id == row[0]:
+            if r.id == run_id:
                 return r.name
     return store.find_judge_run(db, None).name
 
 
 def cycle_names(db: Database, run: str) -> list[str]:
     """Cycles of one run, oldest first."""
-    run_id = store.find_judge_run(db, run).id
-    return [name for (name,) in db.execute(
-        "SELECT name FROM cycles WHERE judge_run_id = ? ORDER BY id", [run_id])]
+    return db_dashboard.cycle_names(db, store.find_judge_run(db, run).id)
 
 
 def fingerprint(db: Database) -> tuple[Any, ...]:
-    """Changes whenever anything the dashboard shows could have changed; cheap (index ends).
-
-    Every label write and adjudication appends a label event; imports add claims and
-    verdicts; closing a cycle sets closed_at; thresholds live in settings; a judge-lab call
-    can rewrite a verdict in place; holdout marks change which answers count.
-    """
-    return tuple(db.execute(
-        """SELECT (SELECT max(id) FROM label_events), (SELECT max(id) FROM claims),
-                  (SELECT max(rowid) FROM judge_verdicts), (SELECT count(*) FROM judge_runs),
-                  (SELECT max(id) FROM cycles), (SELECT max(closed_at) FROM cycles),
-                  (SELECT group_concat(key || '=' || value) FROM settings WHERE key LIKE 'stats.%'),
-                  (SELECT max(created_at) FROM adjudications),
-                  (SELECT max(created_at) FROM judge_calls),
-                  (SELECT count(*) FROM judge_calls WHERE status = 'ok'),
-                  (SELECT count(*) FROM answers WHERE holdout = 1)""").fetchone())
+    """What a page keys its cache on: changes whenever anything the dashboard shows could have
+    changed (`store.dashboard.fingerprint`); cheap, index ends only."""
+    return db_dashboard.fingerprint(db)
 
 
 # ---------------------------------------------------------------- build
@@ -237,29 +216,17 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
           bootstrap: int | None = None, seed: int = 0) -> Dashboard:
     """Everything the dashboard shows for `run` within `cycle` (None: every labeled claim).
 
-    `bootstrap` None draws BOOTSTRAP resamples; 0 skips the bootstrap.
+    `bootstrap` None draws `report.BOOTSTRAP` resamples; 0 skips the bootstrap.
     """
     judge_run = store.find_judge_run(db, run)
-    cycle_id = None
-    if cycle is not None:
-        row = db.execute("SELECT id FROM cycles WHERE name = ?", [cycle]).fetchone()
-        if row is None:
-            raise NotFoundError(f"no cycle named {cycle!r}")
-        cycle_id = row[0]
+    cycle_id = None if cycle is None else store.cycle_id(db, cycle)
     thresholds = store.load_thresholds(db)
-    data = store.stats_columns(db, judge_run.id, cycle_id, reviewer_labels="none")
-    weight = data.weight
-    oversampled = weight is not None and np.unique(weight).size > 1
-    if not oversampled:
-        # Equal weights make the weighted figure the raw one again: leave them out, so the
-        # report does not show the same number twice.
-        weight = None
-    if bootstrap is None:
-        bootstrap = BOOTSTRAP
-    report = agreement.agreement_report_arrays(data.human, data.judge, data.cluster, data.keys, thresholds,
-                                               weights=weight, bootstrap=bootstrap, seed=seed)
-    hh = _human_human(data.labels)
-    report = replace(report, unresolved_claims=data.unresolved, human_human=hh)
+    # The one pipeline for a scope's report (CLI stats and cycle close use it too); the rest of
+    # the page is read from the same claim table.
+    scope = reports.scope_report(db, judge_run, cycle_id, thresholds=thresholds,
+                                 bootstrap=reports.BOOTSTRAP if bootstrap is None else bootstrap, seed=seed)
+    data, report, oversampled = scope.data, scope.report, scope.oversampled
+    hh = report.human_human
 
     # Verdicts of the claims a table can list: every reason's claims are disagreeing ones.
     dis = np.flatnonzero(data.human != data.judge)
@@ -304,42 +271,21 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
 def pending_claims(db: Database, run_id: int, claim_pks: Sequence[int]) -> list[PendingClaim]:
     """The claims behind `claim_pks` (in that order) as a lead reads them to adjudicate:
     text, chunks, each reviewer's verdict or unclear mark with the note, the run's verdict."""
-    if not claim_pks:
-        return []
-    rows = db.execute(
-        """SELECT c.id, c.answer_id, c.claim_id, c.text, v.verdict, v.rationale, v.evidence,
-                  (SELECT json_group_array(json_array(h.reviewer, h.status, h.final_verdict, h.note,
-                                                      json(h.evidence)))
-                   FROM human_labels h WHERE h.claim_pk = c.id),
-                  (SELECT json_group_array(json_array(ch.position, ch.chunk_id, ch.text))
-                   FROM chunks ch WHERE ch.answer_id = c.answer_id)
-           FROM claims c LEFT JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = :run
-           WHERE c.id IN (SELECT value FROM json_each(:pks))""",
-        {"run": run_id, "pks": json.dumps([int(pk) for pk in claim_pks])}).fetchall()
     by_pk = {}
-    for pk, aid, cid, text, judge, rationale, judge_ev, labels_j, chunks_j in rows:
-        labels = sorted(json.loads(labels_j))
-        cited: set[str] = set(json.loads(judge_ev or "[]"))
+    for row in db_dashboard.pending_rows(db, run_id, claim_pks):
+        cited: set[str] = set(row.judge_evidence)
         reviewers = []
-        for reviewer, status, final, note, evidence in labels:
+        for reviewer, status, final, note, evidence in row.labels:
             cited.update(evidence or [])
             verdict = final if status == "labeled" and final else UNCLEAR if status == "unclear" else status
             reviewers.append({"reviewer": reviewer, "verdict": verdict, "note": note or ""})
-        chunks = sorted(json.loads(chunks_j))
-        shown = [c for c in chunks if c[1] in cited] or chunks
-        chunk_text = "\n\n".join(f"[{c[1]}] {c[2]}" for c in shown)
-        by_pk[pk] = PendingClaim(pk, f"{aid}/{cid}", aid, cid, text, chunk_text, judge or "", rationale or "",
-                                 tuple(reviewers))
+        by_pk[row.claim_pk] = PendingClaim(row.claim_pk, f"{row.answer_id}/{row.claim_id}", row.answer_id,
+                                           row.claim_id, row.text, _chunk_text(row.chunks, cited),
+                                           row.judge or "", row.rationale or "", tuple(reviewers))
     return [by_pk[pk] for pk in claim_pks if pk in by_pk]
 
 
 # ---------------------------------------------------------------- words
-
-
-def _p(p: float | None) -> str:
-    if p is None:
-        return "p n/a"
-    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
 def _times(n: int) -> str:
@@ -352,7 +298,7 @@ def direction_text(report: Report) -> str:
     p = d.mcnemar.p_two_sided
     text = (f"The judge calls {POSITIVE} where reviewers did not: {_times(d.lenient)}; "
             f"the reverse (reviewers {POSITIVE}, judge not): {_times(d.strict)} "
-            f"(exact McNemar {_p(p)}).")
+            f"(exact McNemar {fmt.p_value(p)}).")
     if report.n_claims == 0:
         return "No claim has both a judge verdict and a final human label yet."
     if p is not None and p < report.thresholds.alpha and d.lenient != d.strict:
@@ -387,25 +333,10 @@ def sample_size_text(report: Report) -> str:
 # ---------------------------------------------------------------- pieces
 
 
-def _human_human(labels: store.ReviewerColumns) -> HumanHumanAgreement | None:
-    # The reviewers' final verdicts in claim order, then reviewer: the order of the records
-    # `human_human_agreement` would read. None when no claim has two of them.
-    given = np.flatnonzero(labels.final >= 0)
-    claim = labels.claim[given]
-    if claim.size == 0 or np.bincount(claim).max() < 2:
-        return None
-    given = given[np.lexsort((labels.reviewer[given], claim))]
-    return agreement.human_human_agreement_arrays(labels.claim[given], labels.reviewer[given],
-                                                  labels.final[given], labels.reviewers)
-
-
 def _categories(db: Database, data: store.StatsColumns) -> list[CategoryRow]:
     if not len(data):
         return []
-    ids, cats = db.execute(
-        "SELECT json_group_array(id), json_group_array(category) FROM answers "
-        "WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(data.answer_ids)]).fetchone()
-    category = dict(zip(json.loads(ids), json.loads(cats), strict=True))
+    category = db_dashboard.answer_categories(db, data.answer_ids)
     names = sorted(set(category.values()), key=lambda c: (c is None, c or ""))
     index = {c: i for i, c in enumerate(names)}
     k = len(LABELS)
@@ -430,57 +361,32 @@ def _f(x: float | None) -> float | None:
 
 def _details(db: Database, run_id: int, keys: Sequence[str],
              verdicts: dict[str, tuple[str, str]]) -> dict[str, ClaimDetail]:
-    if not keys:
-        return {}
-    # Keys are "ANSWER/CLAIM" and ids may hold "/" themselves: every split is looked up (an
-    # index hit each) and only claims whose key is in the report are kept.
-    rows = db.execute(
-        """SELECT c.answer_id, c.claim_id, a.category, c.text, v.rationale, v.evidence,
-                  (SELECT group_concat(h.reviewer || ': ' || h.note, char(10)) FROM human_labels h
-                   WHERE h.claim_pk = c.id AND h.note IS NOT NULL AND h.note != ''),
-                  (SELECT json_group_array(json(h.evidence)) FROM human_labels h WHERE h.claim_pk = c.id),
-                  (SELECT json_group_array(json_array(ch.position, ch.chunk_id, ch.text))
-                   FROM chunks ch WHERE ch.answer_id = c.answer_id)
-           FROM claims c
-           JOIN answers a ON a.id = c.answer_id
-           LEFT JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = :run
-           WHERE c.id IN (SELECT c2.id FROM json_each(:keys) k JOIN claims c2
-                          ON c2.answer_id = json_extract(k.value, '$[0]')
-                          AND c2.claim_id = json_extract(k.value, '$[1]'))""",
-        {"run": run_id, "keys": json.dumps(_all_splits(keys))},
-    ).fetchall()
     out: dict[str, ClaimDetail] = {}
-    for aid, cid, cat, text, rationale, judge_ev, notes, human_ev, chunks_j in rows:
-        key = f"{aid}/{cid}"
+    # Keys are "ANSWER/CLAIM" and ids may hold "/" themselves: the store looks up every split;
+    # only claims whose key is in the report are kept.
+    for row in db_dashboard.claim_details(db, run_id, keys):
+        key = f"{row.answer_id}/{row.claim_id}"
         if key not in verdicts:
             continue
-        cited: set[str] = set(json.loads(judge_ev or "[]"))
-        for ev in json.loads(human_ev):
+        cited: set[str] = set(row.judge_evidence)
+        for ev in row.reviewer_evidence:
             cited.update(ev)
-        chunks = sorted(json.loads(chunks_j))
-        shown = [c for c in chunks if c[1] in cited] or chunks
         human, judge = verdicts[key]
-        out[key] = ClaimDetail(key, aid, cid, cat, text, human, judge, rationale or "", notes or "",
-                               "\n\n".join(f"[{c[1]}] {c[2]}" for c in shown))
+        out[key] = ClaimDetail(key, row.answer_id, row.claim_id, row.category, row.text, human, judge,
+                               row.rationale or "", row.notes or "", _chunk_text(row.chunks, cited))
     return out
 
 
-def _all_splits(keys: Sequence[str]) -> list[list[str]]:
-    out = []
-    for k in keys:
-        parts = k.split("/")
-        out += [["/".join(parts[:i]), "/".join(parts[i:])] for i in range(1, len(parts))]
-    return out
+def _chunk_text(chunks: Sequence[tuple[int, str, str]], cited: set[str]) -> str:
+    """"[id] text" blocks: the cited chunks, or every chunk when none was cited."""
+    shown = [c for c in chunks if c[1] in cited] or chunks
+    return "\n\n".join(f"[{c[1]}] {c[2]}" for c in shown)
 
 
 def trend(db: Database, run_id: int) -> list[TrendPoint]:
     """Figures frozen when each closed cycle of the run closed, in closing order."""
-    rows = db.execute(
-        "SELECT name, closed_at, snapshot FROM cycles WHERE judge_run_id = ? AND status = 'closed' "
-        "ORDER BY closed_at, id", [run_id]).fetchall()
     out = []
-    for i, (name, closed_at, snap_json) in enumerate(rows, start=1):
-        snap = json.loads(snap_json) if snap_json else {}
+    for i, (name, closed_at, snap) in enumerate(db_dashboard.closed_snapshots(db, run_id), start=1):
         fig = snap.get("agreement") or {}
         a = fig.get("agreement") or {}
         k = fig.get("kappa") or {}
@@ -495,20 +401,7 @@ def reviewer_rows(db: Database, run_id: int, cycle_id: int | None = None) -> lis
     The SQL form, for a caller without the stats columns; `build` counts the same from them
     (`reviewer_rows_of`, which the tests hold to this).
     """
-    cycle_join = ("JOIN claims c ON c.id = h.claim_pk JOIN cycle_answers ca ON ca.answer_id = c.answer_id "
-                  "AND ca.cycle_id = :cycle" if cycle_id is not None else "")
-    rows = db.execute(
-        f"""SELECT h.reviewer, count(*), sum(h.reconciled IS NOT NULL),
-                   sum(h.reconciled IS NOT NULL AND h.blind_verdict != v.verdict),
-                   sum(h.reconciled = 'keep'), sum(h.reconciled = 'judge_right'), sum(h.slip)
-            FROM human_labels h
-            JOIN judge_verdicts v ON v.claim_pk = h.claim_pk AND v.run_id = :run
-            {cycle_join}
-            WHERE h.status = 'labeled'
-            GROUP BY h.reviewer ORDER BY h.reviewer""",
-        {"run": run_id, "cycle": cycle_id}).fetchall()
-    return [_reviewer_row(reviewer, labeled, reviewed or 0, disagreed or 0, kept or 0, right or 0, slips or 0)
-            for reviewer, labeled, reviewed, disagreed, kept, right, slips in rows]
+    return [_reviewer_row(*row) for row in db_dashboard.reviewer_counts(db, run_id, cycle_id)]
 
 
 def reviewer_rows_of(labels: store.ReviewerColumns) -> list[ReviewerRow]:
@@ -566,7 +459,7 @@ def comparison_text(run_a: str, run_b: str, r: RunComparison, alpha: float) -> s
     only_a, only_b = len(r.only_a_right), len(r.only_b_right)
     p = r.mcnemar.p_two_sided
     text = (f"On {plural(r.n_claims, 'claim')} both runs judged and humans labeled: {run_a} alone was right "
-            f"{_times(only_a)}, {run_b} alone {_times(only_b)} (exact McNemar {_p(p)}).")
+            f"{_times(only_a)}, {run_b} alone {_times(only_b)} (exact McNemar {fmt.p_value(p)}).")
     if p is not None and p < alpha and only_a != only_b:
         better = run_a if only_a > only_b else run_b
         return text + f" {better} is better beyond chance."
@@ -585,17 +478,16 @@ class Figure:
     note: str
 
 
-DASH = "–"  # a figure that is undefined: never "None" or "nan" in a cell
+DASH = fmt.DASH  # a figure that is undefined: never "None" or "nan" in a cell
 
 
+# `fmt`'s percent and coefficient formats, with the table's dash for an undefined figure.
 def _pct(x: float | None) -> str:
-    """Agreement and rates: a percentage with one decimal."""
-    return DASH if x is None else f"{100 * x:.1f}%"
+    return fmt.pct(x, missing=DASH)
 
 
 def _num(x: float | None) -> str:
-    """Kappa, AC1, PABAK: two decimals."""
-    return DASH if x is None else f"{x:.2f}"
+    return fmt.num(x, missing=DASH)
 
 
 def readable_time(ts: str | None) -> str:
@@ -613,8 +505,9 @@ def readable_time(ts: str | None) -> str:
     return t.strftime("%-d %b %Y, %H:%M") + (" UTC" if t.tzinfo is not None else "")
 
 
-def _range(lo: float | None, hi: float | None, fmt: Any = _pct) -> str:
-    return DASH if lo is None or hi is None else f"{fmt(lo)} – {fmt(hi)}"
+def _range(lo: float | None, hi: float | None, show: Callable[[float | None], str] = _pct) -> str:
+    """An interval in a table cell (the column names it): `fmt.ci`'s bounds without its words."""
+    return DASH if lo is None or hi is None else f"{show(lo)}–{show(hi)}"
 
 
 def per_class_rows(d: Dashboard) -> list[dict[str, Any]]:
@@ -677,22 +570,18 @@ def left_out_text(d: Dashboard) -> str:
     return ("Left out of the figures: " + "; ".join(parts) + ".") if parts else ""
 
 
-def _ci(lo: float | None, hi: float | None, fmt: Any = _pct) -> str:
-    return "no interval" if lo is None or hi is None else f"95% CI {fmt(lo)} – {fmt(hi)}"
-
-
 def headline(d: Dashboard) -> list[Figure]:
     """Agreement and kappa with intervals, AC1, PABAK and, for an oversampled cycle, the weighted figure."""
     r = d.report
     a, k, ab, kb = r.agreement, r.kappa, r.agreement_bootstrap, r.kappa_bootstrap
-    boot_a = "" if ab.ci_low is None else (f"; answer bootstrap {_pct(ab.ci_low)} – {_pct(ab.ci_high)} "
+    boot_a = "" if ab.ci_low is None else (f"; answer bootstrap {_range(ab.ci_low, ab.ci_high)} "
                                            f"({ab.resamples:,} resamples)")
-    boot_k = "" if kb.ci_low is None else (f"; answer bootstrap {_num(kb.ci_low)} – {_num(kb.ci_high)} "
+    boot_k = "" if kb.ci_low is None else (f"; answer bootstrap {_range(kb.ci_low, kb.ci_high, _num)} "
                                            f"({kb.resamples:,} resamples)")
     kmax = "" if k.kappa_max is None else f"; highest possible with these margins {_num(k.kappa_max)}"
     out = [
-        Figure("Agreement", _pct(a.value), f"{_ci(a.ci_low, a.ci_high)} (Wilson){boot_a}"),
-        Figure("Cohen's kappa", _num(k.value), f"{_ci(k.ci_low, k.ci_high, _num)}{boot_k}{kmax}"),
+        Figure("Agreement", _pct(a.value), f"{fmt.ci(a.ci_low, a.ci_high)} (Wilson){boot_a}"),
+        Figure("Cohen's kappa", _num(k.value), f"{fmt.ci(k.ci_low, k.ci_high, fmt.num)}{boot_k}{kmax}"),
         Figure("Gwet's AC1", _num(r.ac1), "beside kappa, stable when one class dominates"),
         Figure("PABAK", _num(r.direction.prevalence_bias.pabak),
                f"{POSITIVE} vs not, prevalence- and bias-adjusted"),
@@ -701,7 +590,7 @@ def headline(d: Dashboard) -> list[Figure]:
         w = r.weighted
         n_eff = "" if w.n_effective is None else f"; effective n {w.n_effective:.0f}"
         out.append(Figure("Re-weighted agreement", _pct(w.value),
-                          f"{_ci(w.ci_low, w.ci_high)} (answer bootstrap); raw {_pct(w.raw)}{n_eff}; "
+                          f"{fmt.ci(w.ci_low, w.ci_high)} (answer bootstrap); raw {_pct(w.raw)}{n_eff}; "
                           "the flag reads this figure, re-weighted to the run"))
     return out
 
@@ -711,7 +600,7 @@ def human_human_text(d: Dashboard) -> str:
     if hh is None or hh.n_claims == 0:
         return "No claim in this scope was labeled by more than one reviewer."
     kappa = "" if hh.kappa is None or hh.kappa.value is None else f", Cohen's kappa {hh.kappa.value:.2f}"
-    ci = _ci(hh.agreement.ci_low, hh.agreement.ci_high)
+    ci = fmt.ci(hh.agreement.ci_low, hh.agreement.ci_high)
     return (f"On {plural(hh.n_claims, 'claim')} labeled by several reviewers "
             f"({len(hh.reviewers)} reviewers): "
             f"pairwise agreement {_pct(hh.agreement.value)} ({ci}){kappa}, "

@@ -31,7 +31,6 @@ queue (a cycle's 15-30 answers); nothing scans tables that grow with the databas
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,9 +38,12 @@ from dataclasses import dataclass
 from sqlite_utils import Database
 
 from . import cycles, store
+from .cycles import normalise_name
 from .errors import ConflictError, InputError, NotFoundError, NotRevealedError
 from .models import Verdict
 from .store import LabelState
+from .store import review as db_review
+from .store.review import QueueRow
 
 BLIND_KINDS = ("blind", "skip", "unclear")
 RECONCILE_KINDS = ("keep", "judge_right")
@@ -50,33 +52,14 @@ RECONCILE_KINDS = ("keep", "judge_right")
 # ---------------------------------------------------------------- cycles
 
 
-@dataclass(frozen=True, slots=True)
-class CycleRef:
-    """What the review page needs to know about a cycle."""
-
-    id: int
-    name: str
-    judge_run_id: int
-    judge_run: str
-    status: str
-    open_to_all: bool
-
-
-def _cycle_ref(db: Database, cycle_id: int) -> CycleRef:
-    row = db.execute(
-        """SELECT c.id, c.name, c.judge_run_id, r.judge_model || '@' || r.prompt_version,
-                  c.status,
-                  NOT EXISTS (SELECT 1 FROM assignments a WHERE a.cycle_id = c.id)
-           FROM cycles c JOIN judge_runs r ON r.id = c.judge_run_id WHERE c.id = ?""",
-        [cycle_id],
-    ).fetchone()
-    if row is None:
-        raise NotFoundError(f"no cycle with id {cycle_id}")
-    return CycleRef(row[0], row[1], row[2], row[3], row[4], bool(row[5]))
+# What the review page needs to know about a cycle: id, name, judge run (id and name),
+# status and whether it is open to every reviewer.
+CycleRef = db_review.CycleRow
 
 
 def cycle(db: Database, cycle_id: int) -> CycleRef:
-    return _cycle_ref(db, cycle_id)
+    """The cycle with `cycle_id`; NotFoundError when there is none."""
+    return db_review.cycle_row(db, cycle_id)
 
 
 def open_cycles(db: Database, reviewer: str) -> list[CycleRef]:
@@ -178,34 +161,12 @@ class Card:
 
 def load_card(db: Database, answer_id: str, reviewer: str) -> Card:
     """The answer as the reviewer sees it before the reveal: no judge data at all."""
-    row = db.execute("SELECT question, answer FROM answers WHERE id = ?", [answer_id]).fetchone()
-    if row is None:
-        raise NotFoundError(f"no answer {answer_id!r}")
-    chunks = tuple(
-        Chunk(i, cid, text, source)
-        for i, (cid, text, source) in enumerate(
-            db.execute(
-                "SELECT chunk_id, text, source FROM chunks WHERE answer_id = ? ORDER BY position",
-                [answer_id],
-            ).fetchall(),
-            start=1,
-        )
-    )
-    claims = []
-    rows = db.execute(
-        """SELECT c.id, c.claim_id, c.text, h.status, h.blind_verdict, h.final_verdict,
-                  h.reconciled, h.slip, h.evidence, h.note
-           FROM claims c LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
-           WHERE c.answer_id = ? ORDER BY c.position, c.id""",
-        [reviewer, answer_id],
-    ).fetchall()
-    for i, (pk, cid, text, status, blind, final, rec, slip, ev, note) in enumerate(rows, start=1):
-        label = None
-        if status is not None:
-            label = LabelState(pk, reviewer, status, blind, final, rec, bool(slip),
-                               json.loads(ev), note)
-        claims.append(Claim(pk, cid, i, text, label))
-    return Card(answer_id, row[0], row[1], chunks, tuple(claims))
+    question, answer = db_review.card_answer(db, answer_id)
+    chunks = tuple(Chunk(i, cid, text, source)
+                   for i, (cid, text, source) in enumerate(db_review.card_chunks(db, answer_id), start=1))
+    claims = tuple(Claim(pk, cid, i, text, label) for i, (pk, cid, text, label)
+                   in enumerate(db_review.card_claims(db, answer_id, reviewer), start=1))
+    return Card(answer_id, question, answer, chunks, claims)
 
 
 # ---------------------------------------------------------------- queue position and progress
@@ -220,7 +181,7 @@ class Position:
 
 
 @dataclass(frozen=True, slots=True)
-class Progress:
+class QueueProgress:
     claims_labeled: int  # with the reviewer's verdict
     claims_total: int
     answers_done: int  # revealed: every claim has a verdict or is marked unclear
@@ -238,54 +199,19 @@ class Progress:
         return self.claims_done / self.claims_total if self.claims_total else 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class _Row:
-    answer_id: str
-    index: int
-    status: str  # todo / labeled / skipped / unclear
-    disagrees: bool  # labeled, judge verdict differs from the blind one, not reconciled
-    skips: int  # skip events of this reviewer on this claim in this cycle
-
-
 SKIP_ROUNDS = 2  # a claim skipped this many times in a cycle is not offered again
 
 
-def _queue_rows(db: Database, ref: CycleRef, answers: Sequence[str], reviewer: str) -> list[_Row]:
+def _queue_rows(db: Database, ref: CycleRef, answers: Sequence[str], reviewer: str) -> list[QueueRow]:
     """One row per claim of the queue, in queue then claim order (index lookups only).
 
     The judge verdict is compared on the server only for revealed answers (every claim
-    settled); nothing of it leaves this function.
+    settled); nothing of it leaves the store.
     """
-    rows = db.execute(
-        """SELECT q.key, c.answer_id, c.position, c.id, h.status, h.blind_verdict,
-                  h.reconciled, v.verdict,
-                  CASE WHEN h.status = 'skipped' THEN
-                      (SELECT count(*) FROM label_events e
-                       WHERE e.claim_pk = c.id AND e.reviewer = h.reviewer
-                         AND e.kind = 'skip' AND e.cycle_id = ?) ELSE 0 END
-           FROM json_each(?) q
-           JOIN claims c ON c.answer_id = q.value
-           LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
-           LEFT JOIN judge_verdicts v ON v.run_id = ? AND v.claim_pk = c.id
-           ORDER BY q.key, c.position, c.id""",
-        [ref.id, json.dumps(list(answers)), reviewer, ref.judge_run_id],
-    ).fetchall()
-    out: list[_Row] = []
-    complete: dict[str, bool] = {}
-    for _, answer_id, _, _, status, blind, _, _, _ in rows:
-        settled = (status == "labeled" and blind is not None) or status == "unclear"
-        complete[answer_id] = complete.get(answer_id, True) and settled
-    index: dict[str, int] = {}
-    for _, answer_id, _, _, status, blind, reconciled, judge, skips in rows:
-        i = index.get(answer_id, 0)
-        index[answer_id] = i + 1
-        disagrees = bool(complete[answer_id] and status == "labeled" and judge is not None
-                         and judge != blind and reconciled is None)
-        out.append(_Row(answer_id, i, status or "todo", disagrees, int(skips or 0)))
-    return out
+    return db_review.queue_rows(db, ref.id, ref.judge_run_id, answers, reviewer)
 
 
-def _resume(rows: Sequence[_Row]) -> Position | None:
+def _resume(rows: Sequence[QueueRow]) -> Position | None:
     for r in rows:
         if r.status == "todo":
             return Position(r.answer_id, r.index)
@@ -297,12 +223,12 @@ def _resume(rows: Sequence[_Row]) -> Position | None:
     return None
 
 
-def _progress(rows: Sequence[_Row], answers: Sequence[str]) -> Progress:
+def _progress(rows: Sequence[QueueRow], answers: Sequence[str]) -> QueueProgress:
     done: dict[str, bool] = dict.fromkeys(answers, True)
     for r in rows:
         if r.status not in ("labeled", "unclear"):
             done[r.answer_id] = False
-    return Progress(sum(r.status == "labeled" for r in rows), len(rows), sum(done.values()),
+    return QueueProgress(sum(r.status == "labeled" for r in rows), len(rows), sum(done.values()),
                     len(answers), sum(r.status == "unclear" for r in rows),
                     sum(r.status == "skipped" for r in rows))
 
@@ -312,7 +238,7 @@ def resume(db: Database, cycle_id: int, reviewer: str, *, after: str | None = No
     wrapping): the first claim never seen, or a revealed answer with a disagreement still
     to reconcile; then a skipped claim not yet skipped `SKIP_ROUNDS` times in this cycle;
     None when the reviewer's queue is done. Unclear claims are done (they wait for a lead)."""
-    ref = _cycle_ref(db, cycle_id)
+    ref = db_review.cycle_row(db, cycle_id)
     answers = queue(db, cycle_id, reviewer)
     if after in answers:
         k = answers.index(after) + 1
@@ -320,9 +246,9 @@ def resume(db: Database, cycle_id: int, reviewer: str, *, after: str | None = No
     return _resume(_queue_rows(db, ref, answers, reviewer))
 
 
-def progress(db: Database, cycle_id: int, reviewer: str) -> Progress:
+def progress(db: Database, cycle_id: int, reviewer: str) -> QueueProgress:
     """The reviewer's claims in their queue of the cycle: with a verdict, unclear, skipped."""
-    ref = _cycle_ref(db, cycle_id)
+    ref = db_review.cycle_row(db, cycle_id)
     answers = queue(db, cycle_id, reviewer)
     return _progress(_queue_rows(db, ref, answers, reviewer), answers)
 
@@ -332,7 +258,7 @@ class CycleChoice:
     """An open cycle as the reviewer's cycle picker shows it."""
 
     cycle: CycleRef
-    progress: Progress
+    progress: QueueProgress
     has_work: bool  # `resume` would find something to do
 
 
@@ -365,11 +291,6 @@ def next_cycle_with_work(choices: Sequence[CycleChoice], current: int) -> CycleC
 # ---------------------------------------------------------------- reviewer names
 
 
-def normalise_name(raw: str) -> str:
-    """Whitespace runs collapsed to one space, ends stripped."""
-    return re.sub(r"\s+", " ", raw).strip()
-
-
 def canonical_reviewer(db: Database, typed: str) -> str:
     """The reviewer id for a name typed at sign-in.
 
@@ -382,11 +303,7 @@ def canonical_reviewer(db: Database, typed: str) -> str:
     name = normalise_name(typed)
     if not name:
         return name
-    counts: dict[str, int] = {}
-    for who, n in db.execute("SELECT reviewer, count(*) FROM human_labels GROUP BY reviewer"):
-        counts[who] = n
-    for (who,) in db.execute("SELECT DISTINCT reviewer FROM assignments"):
-        counts.setdefault(who, 0)
+    counts = db_review.reviewer_names(db)
     if name in counts:
         return name
     key = name.casefold()
@@ -397,26 +314,6 @@ def canonical_reviewer(db: Database, typed: str) -> str:
 
 
 # ---------------------------------------------------------------- writes
-
-
-def _claim_answer(db: Database, claim_pk: int) -> str:
-    row = db.execute("SELECT answer_id FROM claims WHERE id = ?", [claim_pk]).fetchone()
-    if row is None:
-        raise NotFoundError(f"no claim {claim_pk}")
-    return row[0]
-
-
-def _answer_complete(db: Database, answer_id: str, reviewer: str) -> bool:
-    """Every claim settled for the reviewer (a verdict, or unclear): the answer is revealed."""
-    row = db.execute(
-        """SELECT count(*), count(h.claim_pk) FROM claims c
-           LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
-                AND ((h.status = 'labeled' AND h.blind_verdict IS NOT NULL)
-                     OR h.status = 'unclear')
-           WHERE c.answer_id = ?""",
-        [reviewer, answer_id],
-    ).fetchone()
-    return row[0] > 0 and row[0] == row[1]
 
 
 def label(
@@ -444,15 +341,14 @@ def label(
         verdict = None
     note = note.strip() if note else None
     with store.write(db):
-        ref = _cycle_ref(db, cycle_id)
-        answer_id = _claim_answer(db, claim_pk)
+        ref = db_review.cycle_row(db, cycle_id)
+        answer_id = db_review.claim_answer(db, claim_pk)
         _check_in_queue(db, ref, answer_id, reviewer)
-        if _answer_complete(db, answer_id, reviewer):
+        if db_review.answer_settled(db, answer_id, reviewer):
             raise ConflictError(
                 "every claim of this answer has your verdict or is marked unclear, and the "
                 "judge is revealed; record a change with reconcile")
-        known = {r[0] for r in db.execute(
-            "SELECT chunk_id FROM chunks WHERE answer_id = ?", [answer_id])}
+        known = db_review.chunk_ids(db, answer_id)
         unknown = [e for e in evidence if e not in known]
         if unknown:
             raise InputError(f"evidence names no chunk of answer {answer_id!r}: {unknown}")
@@ -510,24 +406,14 @@ def reveal(db: Database, *, cycle_id: int, answer_id: str, reviewer: str) -> lis
     is marked unclear. Unclear claims come with the judge's verdict (for information) and
     a lead's adjudication when there is one.
     """
-    ref = _cycle_ref(db, cycle_id)
+    ref = db_review.cycle_row(db, cycle_id)
     card = load_card(db, answer_id, reviewer)
     if not card.complete:
         missing = sum(not c.settled for c in card.claims)
         raise NotRevealedError(
             f"label every claim of answer {answer_id!r} first ({missing} without a verdict)")
-    judged = {
-        pk: (verdict, rationale, tuple(json.loads(ev)))
-        for pk, verdict, rationale, ev in db.execute(
-            """SELECT v.claim_pk, v.verdict, v.rationale, v.evidence
-               FROM claims c JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = ?
-               WHERE c.answer_id = ?""",
-            [ref.judge_run_id, answer_id],
-        )
-    }
-    adjudicated = dict(db.execute(
-        """SELECT d.claim_pk, d.verdict FROM claims c JOIN adjudications d ON d.claim_pk = c.id
-           WHERE c.answer_id = ?""", [answer_id]).fetchall())
+    judged = db_review.reveal_verdicts(db, ref.judge_run_id, answer_id)
+    adjudicated = db_review.reveal_adjudications(db, answer_id)
     out = []
     for c in card.claims:
         verdict, rationale, ev = judged.get(c.pk, (None, None, ()))
@@ -543,28 +429,114 @@ def reconcile(db: Database, *, cycle_id: int, reviewer: str, claim_pk: int, choi
     if choice not in RECONCILE_KINDS:
         raise InputError(f"choice must be one of {RECONCILE_KINDS}, not {choice!r}")
     with store.write(db):
-        ref = _cycle_ref(db, cycle_id)
-        answer_id = _claim_answer(db, claim_pk)
+        ref = db_review.cycle_row(db, cycle_id)
+        answer_id = db_review.claim_answer(db, claim_pk)
         _check_in_queue(db, ref, answer_id, reviewer)
-        if not _answer_complete(db, answer_id, reviewer):
+        if not db_review.answer_settled(db, answer_id, reviewer):
             raise NotRevealedError("label every claim of the answer before reconciling")
         state = store.label_state(db, claim_pk, reviewer)
-        judge = db.execute(
-            "SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?",
-            [ref.judge_run_id, claim_pk],
-        ).fetchone()
+        judge = db_review.judge_verdict(db, ref.judge_run_id, claim_pk)
         if judge is None:
             raise NotFoundError("the judge gave no verdict on this claim")
         assert state is not None
         if state.status != "labeled" or state.blind_verdict is None:
             raise ConflictError("this claim is marked unclear: it waits for a lead's decision, "
                                 "there is nothing to reconcile")
-        if judge[0] == state.blind_verdict:
+        if judge == state.blind_verdict:
             raise ConflictError("you and the judge agree on this claim: nothing to reconcile")
         if state.reconciled == choice:
             return state  # the same choice again (a double key press): nothing changes
         return store.record_label(db, claim=claim_pk, reviewer=reviewer, kind=choice,
                                   cycle_id=ref.id, judge_run_id=ref.judge_run_id)
+
+
+# ---------------------------------------------------------------- the page's rules (pure)
+
+
+def position_after_label(card: Card, index: int) -> Position | None:
+    """Where the card goes after a verdict, skip or unclear on claim `index`.
+
+    `card` is the answer as read after the write. The next never-seen claim of the answer
+    (after `index`, wrapping) comes first; with none, the reveal (claim index None) once every
+    claim is settled; else None: only skipped claims are left in this answer, and the queue
+    goes on after it (`resume(..., after=card.answer_id)`).
+    """
+    nxt = card.next_open(index, fresh_only=True)
+    if nxt is not None:
+        return Position(card.answer_id, nxt)
+    if card.complete:
+        return Position(card.answer_id, None)
+    return None
+
+
+def shown_claim(card: Card, wanted: int | None) -> int | None:
+    """The claim the card shows, or None for the reveal.
+
+    The reveal happens exactly when every claim of the answer is settled for the reviewer
+    (`Card.complete`), whatever was asked for: before it the judge is never shown, after it
+    the blind labels are frozen. Otherwise `wanted` when it is a claim of the answer, else
+    the next claim to settle.
+    """
+    if card.complete:
+        return None
+    if wanted is not None and 0 <= wanted < len(card.claims):
+        return wanted
+    return card.next_open()
+
+
+def selected_disagreement(rows: Sequence[Revealed], wanted: int | None) -> int | None:
+    """The disagreement (claim pk) K / J act on in the reveal: `wanted` if it is one, else the
+    first still pending, else the first; None when the reviewer and the judge agree throughout."""
+    disagreements = [r for r in rows if r.disagrees]
+    if any(r.claim.pk == wanted for r in disagreements):
+        return wanted
+    first = next((r for r in disagreements if r.pending), disagreements[0] if disagreements else None)
+    return first.claim.pk if first else None
+
+
+def selection_after_reconcile(rows: Sequence[Revealed], claim_pk: int) -> int:
+    """The disagreement to select after reconciling `claim_pk` (`rows` read after the write):
+    the next one still pending after it, wrapping, so K / J walk through them; with none left,
+    `claim_pk` itself, so K / J change the choice just made."""
+    pks = [r.claim.pk for r in rows]
+    at = pks.index(claim_pk) if claim_pk in pks else 0
+    after = [*rows[at + 1:], *rows[:at]]
+    return next((r.claim.pk for r in after if r.pending), claim_pk)
+
+
+@dataclass(frozen=True, slots=True)
+class RevealView:
+    """What the reveal panel shows and which keys it offers (`reveal_view`)."""
+
+    selected: int | None  # the claim pk K / J act on; None: no disagreement
+    disagreements: tuple[int, ...]  # claim pks, answer order
+    previous: int | None  # the disagreement "previous" selects (wrapping); None with fewer than two
+    following: int | None  # the one "next" selects
+    agree: int  # claims the reviewer labeled and the judge judged, on which they agree
+    compared: int  # claims with both a blind verdict and a judge verdict
+    unclear: int  # marked unclear: waiting for a lead
+    pending: int  # disagreements not reconciled yet
+
+    @property
+    def can_move_on(self) -> bool:
+        """The next answer is offered once every disagreement is reconciled."""
+        return self.pending == 0
+
+
+def reveal_view(rows: Sequence[Revealed], wanted: int | None) -> RevealView:
+    """The reveal panel of an answer: the selected disagreement (`selected_disagreement`), its
+    neighbours for the arrow keys, and the counts the panel states."""
+    selected = selected_disagreement(rows, wanted)
+    disagreements = tuple(r.claim.pk for r in rows if r.disagrees)
+    previous = following = None
+    if selected is not None and len(disagreements) > 1:
+        k = disagreements.index(selected)
+        previous = disagreements[k - 1]
+        following = disagreements[(k + 1) % len(disagreements)]
+    compared = [r for r in rows if r.blind is not None and r.judge_verdict is not None]
+    return RevealView(selected, disagreements, previous, following,
+                      agree=sum(not r.disagrees for r in compared), compared=len(compared),
+                      unclear=sum(r.unclear for r in rows), pending=sum(r.pending for r in rows))
 
 
 # ---------------------------------------------------------------- highlighting
@@ -618,8 +590,9 @@ def split_highlight(answer: str, span: tuple[int, int] | None) -> tuple[str, str
 
 __all__ = [
     "Card", "Chunk", "Claim", "CycleChoice", "CycleRef", "NotRevealedError", "Position",
-    "Progress", "Revealed", "canonical_reviewer", "claim_spans", "cycle", "cycle_choices",
-    "default_cycle", "find_claim", "label", "load_card", "next_cycle_with_work",
-    "normalise_name", "open_cycles", "progress", "queue", "reconcile", "resume", "reveal",
-    "split_highlight",
+    "QueueProgress", "RevealView", "Revealed", "canonical_reviewer", "claim_spans", "cycle",
+    "cycle_choices", "default_cycle", "find_claim", "label", "load_card", "next_cycle_with_work",
+    "normalise_name", "open_cycles", "position_after_label", "progress", "queue", "reconcile",
+    "resume", "reveal", "reveal_view", "selected_disagreement", "selection_after_reconcile",
+    "shown_claim", "split_highlight",
 ]

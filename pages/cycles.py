@@ -8,13 +8,14 @@ radio options), never in markdown-capable labels or messages.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, tzinfo
 from zoneinfo import ZoneInfo
 
 import streamlit as st
 
 import ui
-from calibration import cycles, sampling, store
+from calibration import cycles, fmt, sampling, store
 from calibration.errors import CalibrationError
 from calibration.fmt import plural
 
@@ -178,8 +179,8 @@ def _close(cycle_name: str, force: bool) -> None:
                                      [cycle_name])
 
 
-def _ci(bounds: tuple[float, float] | None, fmt: str) -> str:
-    return "95% CI " + (f"{bounds[0]:{fmt}} – {bounds[1]:{fmt}}" if bounds else "undefined")
+def _ci(bounds: tuple[float, float] | None, show: Callable[[float | None], str] = fmt.pct) -> str:
+    return fmt.ci(*(bounds or (None, None)), show)
 
 
 def _frozen(cycle: cycles.Cycle) -> None:
@@ -199,17 +200,17 @@ def _frozen(cycle: cycles.Cycle) -> None:
         for reason in fig.flag_reasons:
             ui.literal(f"• {reason}")  # reasons may quote claim ids
         cols = st.columns(3)
-        cols[0].metric("Agreement", f"{fig.agreement:.0%}", help="judge vs final human label")
-        cols[0].caption(_ci(fig.agreement_ci, ".0%") + " (Wilson)")
-        cols[1].metric("Cohen's kappa", "n/a" if fig.kappa is None else f"{fig.kappa:.2f}")
-        cols[1].caption(_ci(fig.kappa_ci, ".2f"))
+        cols[0].metric("Agreement", fmt.pct(fig.agreement), help="judge vs final human label")
+        cols[0].caption(_ci(fig.agreement_ci) + " (Wilson)")
+        cols[1].metric("Cohen's kappa", fmt.num(fig.kappa))
+        cols[1].caption(_ci(fig.kappa_ci, fmt.num))
         cols[2].metric("Claims in the figures", fig.n_claims)
         cols[2].caption(f"{plural(fig.n_answers, 'answer')}; labels from outside the cycle count "
                         f"too. Labeled for this cycle at close: {fig.labeled} of "
                         f"{plural(fig.total or 0, 'claim')}")
         if fig.weighted_agreement is not None:
-            st.caption(f"Re-weighted to the whole run by 1/π: {fig.weighted_agreement:.0%}, "
-                       + _ci(fig.weighted_ci, ".0%"))
+            st.caption(f"Re-weighted to the whole run by 1/π: {fmt.pct(fig.weighted_agreement)}, "
+                       + _ci(fig.weighted_ci))
     with st.expander("Raw snapshot (JSON)"):
         st.json(cycle.snapshot, expanded=False)
 

@@ -115,12 +115,8 @@ def _on_label(cycle_id: int, answer_id: str, claim_pk: int, index: int, kind: st
             review.label(db, cycle_id=cycle_id, reviewer=reviewer, claim_pk=claim_pk,
                          kind=kind, verdict=verdict, evidence=evidence, note=note)
             card = review.load_card(db, answer_id, reviewer)
-            nxt = card.next_open(index, fresh_only=True)
-            if nxt is not None:
-                pos: review.Position | None = review.Position(answer_id, nxt)
-            elif card.complete:
-                pos = review.Position(answer_id, None)  # the reveal
-            else:  # only skipped claims left here: go on with the queue
+            pos = review.position_after_label(card, index)
+            if pos is None:  # only skipped claims left here: go on with the queue
                 pos = review.resume(db, cycle_id, reviewer, after=answer_id)
     except CalibrationError as exc:
         _flash(exc)
@@ -157,11 +153,9 @@ def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str) -> 
     except CalibrationError as exc:
         _flash(exc)
         return
-    pks = [r.claim.pk for r in rows]
-    at = pks.index(claim_pk) if claim_pk in pks else 0
-    after = [*rows[at + 1:], *rows[:at]]
-    selected = next((r.claim.pk for r in after if r.pending), claim_pk)
-    _toast(f"Recorded {RECONCILE_TEXT[choice]} for claim {at + 1} of {len(rows)}: "
+    selected = review.selection_after_reconcile(rows, claim_pk)
+    number = next((r.claim.number for r in rows if r.claim.pk == claim_pk), 1)
+    _toast(f"Recorded {RECONCILE_TEXT[choice]} for claim {number} of {len(rows)}: "
            f"final label {state.final_verdict}")
     _set_cursor(cycle_id, reviewer, review.Position(answer_id, None), selected)
 
@@ -286,44 +280,27 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int) -> None:
     _claim_list(card, index)
 
 
-def _selected(rows: list[review.Revealed], wanted: int | None) -> int | None:
-    """The disagreement K / J act on: `wanted` if it is one, else the first pending, else the
-    first disagreement; None when the reviewer and the judge agree on every claim."""
-    disagreements = [r for r in rows if r.disagrees]
-    if any(r.claim.pk == wanted for r in disagreements):
-        return wanted
-    first = next((r for r in disagreements if r.pending), disagreements[0] if disagreements else None)
-    return first.claim.pk if first else None
-
-
 def _reveal_panel(cycle: review.CycleRef, card: review.Card, rows: list[review.Revealed],
-                  selected: int | None) -> None:
-    pending = [r for r in rows if r.pending]
-    labeled = [r for r in rows if r.blind is not None and r.judge_verdict is not None]
-    agree = sum(not r.disagrees for r in labeled)
-    unclear = sum(r.unclear for r in rows)
-    disagreements = [r.claim.pk for r in rows if r.disagrees]
+                  view: review.RevealView) -> None:
+    selected = view.selected
     by_pk = {r.claim.pk: r for r in rows}
     with st.container(key="reveal"):
-        st.markdown(f"**The judge is revealed:** it agrees with you on {agree} of {len(labeled)} "
+        st.markdown(f"**The judge is revealed:** it agrees with you on {view.agree} of {view.compared} "
                     "claims you labeled."
-                    + (f" {unclear} marked unclear {'waits' if unclear == 1 else 'wait'} for a "
-                       "lead." if unclear else ""))
+                    + (f" {view.unclear} marked unclear {'waits' if view.unclear == 1 else 'wait'} for a "
+                       "lead." if view.unclear else ""))
         if selected is not None:
-            k = disagreements.index(selected)
             with st.container(horizontal=True, vertical_alignment="center", key="reveal-keys"):
                 st.caption(f"K / J act on claim {by_pk[selected].claim.number}"
-                           + (" · ← → choose another disagreement" if len(disagreements) > 1 else ""))
-                if len(disagreements) > 1:
+                           + (" · ← → choose another disagreement" if view.following is not None else ""))
+                if view.previous is not None and view.following is not None:
                     st.space("stretch")
                     st.button("Previous disagreement", key="sel-prev", shortcut="Left",
                               icon=":material/arrow_back:", on_click=_on_select,
-                              args=(cycle.id, card.answer_id, disagreements[k - 1]))
+                              args=(cycle.id, card.answer_id, view.previous))
                     st.button("Next disagreement", key="sel-next", shortcut="Right",
                               icon=":material/arrow_forward:", icon_position="right",
-                              on_click=_on_select,
-                              args=(cycle.id, card.answer_id,
-                                    disagreements[(k + 1) % len(disagreements)]))
+                              on_click=_on_select, args=(cycle.id, card.answer_id, view.following))
         for r in rows:
             pk = r.claim.pk
             with st.container(border=True, key=f"reveal-{pk}"):
@@ -391,12 +368,12 @@ def _reveal_panel(cycle: review.CycleRef, card: review.Card, rows: list[review.R
                              on_click=_on_reconcile,
                              args=(cycle.id, card.answer_id, pk, "judge_right"))
         st.button("Next answer", key="next-answer", type="primary", shortcut="N",
-                  icon=":material/arrow_forward:", disabled=bool(pending),
-                  help="Reconcile every disagreement first." if pending else None,
+                  icon=":material/arrow_forward:", disabled=not view.can_move_on,
+                  help=None if view.can_move_on else "Reconcile every disagreement first.",
                   on_click=_on_next_answer, args=(cycle.id, card.answer_id))
 
 
-def _done(cycle: review.CycleRef, reviewer: str, prog: review.Progress) -> None:
+def _done(cycle: review.CycleRef, reviewer: str, prog: review.QueueProgress) -> None:
     with st.container(key="queue-done"):
         st.success("Your queue in this cycle is done: every claim is settled and every "
                    "disagreement is reconciled. Thank you!", icon=":material/task_alt:")
@@ -414,7 +391,7 @@ def _done(cycle: review.CycleRef, reviewer: str, prog: review.Progress) -> None:
                       args=(nxt.cycle.id,))
 
 
-def _progress_text(prog: review.Progress) -> str:
+def _progress_text(prog: review.QueueProgress) -> str:
     parts = [f"{prog.claims_labeled} of {prog.claims_total} claims labeled"]
     if prog.claims_unclear:
         parts.append(f"{prog.claims_unclear} unclear")
@@ -434,18 +411,13 @@ def card_fragment(cycle: review.CycleRef) -> None:
         prog = review.progress(db, cycle.id, reviewer)
         answers = review.queue(db, cycle.id, reviewer)
         card = review.load_card(db, pos.answer_id, reviewer) if pos else None
-        index = pos.claim_index if pos else None
-        if card is not None:
-            if index is not None and not 0 <= index < len(card.claims):
-                index = card.next_open()
-            if card.complete:
-                index = None
-            elif index is None:
-                index = card.next_open()
+        index = review.shown_claim(card, pos.claim_index) if card is not None and pos else None
         # The judge's data is read here and nowhere else, only once every claim is settled.
         rows = review.reveal(db, cycle_id=cycle.id, answer_id=card.answer_id,
                              reviewer=reviewer) if card is not None and index is None else None
-    selected = _selected(rows, (st.session_state.get(CURSOR) or {}).get("selected")) if rows else None
+    wanted = (st.session_state.get(CURSOR) or {}).get("selected")
+    view = None if rows is None else review.reveal_view(rows, wanted)
+    selected = view.selected if view else None
     if card is not None:  # the cursor always names the card drawn below
         _set_cursor(cycle.id, reviewer, review.Position(card.answer_id, index), selected)
         st.session_state.pop(DONE_SEEN, None)
@@ -478,7 +450,8 @@ def card_fragment(cycle: review.CycleRef) -> None:
             assert index is not None
             _claim_panel(cycle, card, index)
         else:
-            _reveal_panel(cycle, card, rows, selected)
+            assert view is not None
+            _reveal_panel(cycle, card, rows, view)
     with right:
         _chunks(card)
 

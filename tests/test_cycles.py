@@ -8,7 +8,7 @@ import pytest
 from sqlite_utils import Database
 from streamlit.testing.v1 import AppTest
 
-from calibration import cli, cycles, store
+from calibration import cli, cycles, fmt, store
 from calibration.errors import ConflictError, InputError, NotFoundError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,6 +144,29 @@ def test_answers_with_every_claim_labeled_are_excluded(run_db: Database,
     with_labeled = create(run_db, name="c3", size=30, seed=5, include_labeled=True)
     assert with_labeled.include_labeled
     assert len(create(run_db, name="c4", size=40, force=True, include_labeled=True).answers) == 40
+
+
+def test_an_answer_with_a_disputed_or_unclear_claim_is_not_labeled(
+        run_db: Database, claims_of: dict[str, list[int]]) -> None:
+    # Every claim of a00..a02 has some reviewer's verdict. On a00 two reviewers agree (done);
+    # on a01 they disagree on one claim and nobody adjudicated; on a02 a second reviewer marked
+    # a claim unclear. Only a00 has a final human label on every claim.
+    for aid in ("a00", "a01", "a02"):
+        for pk in claims_of[aid]:
+            store.record_label(run_db, claim=pk, reviewer="ann", kind="blind", verdict="SUPPORTED")
+    store.record_label(run_db, claim=claims_of["a00"][0], reviewer="bob", kind="blind", verdict="SUPPORTED")
+    store.record_label(run_db, claim=claims_of["a01"][1], reviewer="bob", kind="blind",
+                       verdict="CONTRADICTED")
+    store.record_label(run_db, claim=claims_of["a02"][0], reviewer="bob", kind="unclear")
+    pool = {r.answer_id: r.fully_labeled for r in cycles._pool_rows(run_db, run_db.execute(
+        "SELECT id FROM judge_runs").fetchone()[0])}
+    assert (pool["a00"], pool["a01"], pool["a02"]) == (True, False, False)
+    every = create(run_db, size=39, force=True)  # the whole pool: 40 answers less a00
+    assert "a00" not in every.answers and {"a01", "a02"} <= set(every.answers)
+    # Once a lead settles the disputed claim, a01 is done and leaves the pool.
+    store.adjudicate(run_db, claim=claims_of["a01"][1], adjudicator="lead", verdict="SUPPORTED")
+    again = create(run_db, name="c2", size=38, force=True)
+    assert not {"a00", "a01"} & set(again.answers) and "a02" in again.answers
 
 
 def test_holdout_answers_never_leak_into_a_tuning_cycle(run_db: Database) -> None:
@@ -462,10 +485,10 @@ def test_messages_use_the_singular_for_one(run_db: Database) -> None:
     cycle = create(run_db, size=20, holdout=True, force=True)
     assert "only 1 eligible answer: the cycle takes all of them" in cycle.warnings
     assert any("with 2 claims the 95% Wilson" in w for w in cycle.warnings)
-    progress = cycles.Progress(0, 1, (cycles.ReviewerProgress("ann", 0, 1),
+    progress = cycles.CycleProgress(0, 1, (cycles.ReviewerProgress("ann", 0, 1),
                                       cycles.ReviewerProgress("bob", 2, 2)))
     assert progress.outstanding() == "1 of 2 reviewers has labels outstanding: 1 claim unlabeled"
-    assert cycles.Progress(0, 1, (), assigned=False).outstanding() == (
+    assert cycles.CycleProgress(0, 1, (), assigned=False).outstanding() == (
         "1 of 1 claim has no label made for this cycle")
 
 
@@ -687,8 +710,8 @@ def test_page_shows_the_frozen_figures(run_db: Database, db_path: Path,
     snap = cycles.get_cycle(run_db, "c1").snapshot
     assert snap is not None and snap["agreement"]["kappa"]["value"] is not None
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Agreement"] == f"{snap['agreement']['agreement']['value']:.0%}"
-    assert metrics["Cohen's kappa"] == f"{snap['agreement']['kappa']['value']:.2f}"
+    assert metrics["Agreement"] == fmt.pct(snap["agreement"]["agreement"]["value"])
+    assert metrics["Cohen's kappa"] == fmt.num(snap["agreement"]["kappa"]["value"])
     assert f"Flag: {snap['agreement']['flag']['status']}" in \
         [b.value for b in [*at.error, *at.success, *at.info]]
     assert metrics["Claims in the figures"] == "30"

@@ -12,9 +12,10 @@ from scipy import stats
 from sqlite_utils import Database
 from streamlit.testing.v1 import AppTest
 
-from calibration import agreement, cycles, dashboard, export, store
+from calibration import agreement, cycles, dashboard, export, fmt, store
 from calibration.fmt import plural
 from calibration.importing import import_answers
+from calibration.report import BOOTSTRAP
 from calibration.store.claims import json_ints
 from tests.records import stats_input
 
@@ -414,7 +415,7 @@ def test_dashboard_figures_equal_the_per_record_statistics(mixed_db: Database, s
 def test_page_says_how_many_resamples_the_bootstrap_drew(wice_db: Database, page_db: Path) -> None:
     at = render(dash_run=GPT4)
     notes = [t for t in texts(at) if "answer bootstrap" in t]
-    assert len(notes) == 2 and all(f"({dashboard.BOOTSTRAP:,} resamples)" in t for t in notes)
+    assert len(notes) == 2 and all(f"({BOOTSTRAP:,} resamples)" in t for t in notes)
 
 
 @pytest.mark.parametrize("text", ["[1,null]", "[1,2.5]", '[1,"2"]', "[1,2e3]"])
@@ -552,7 +553,7 @@ def test_no_none_in_any_table_and_one_number_style(cycle_db: Database, page_db: 
         assert all(row[k] == "–" or row[k].endswith("%") for k in ("precision", "recall", "F1"))
     assert plural(1, "answer") == "1 answer" and plural(2, "answer") == "2 answers"
     assert plural(1234, "claim") == "1,234 claims"
-    assert dashboard._p(0.123456) == "p = 0.12"
+    assert fmt.p_value(0.123456) == "p = 0.12"
 
 
 def test_imported_labels_are_not_counted_as_zero_percent_slips(wice_db: Database, page_db: Path) -> None:

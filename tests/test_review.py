@@ -438,3 +438,89 @@ def test_claim_spans_take_repeats_in_order() -> None:
     spans = review.claim_spans(answer, ["Yes.", "It is.", "Yes.", "Missing."])
     assert spans == [(0, 4), (5, 11), (12, 16), None]
     assert review.claim_spans(answer, ["It is.", "Yes."]) == [(5, 11), (12, 16)]
+
+
+# ---------------------------------------------------------------- the page's rules, without a page
+
+
+def _state(pk: int, status: str, blind: str | None = None, reconciled: str | None = None) -> store.LabelState:
+    final = blind
+    return store.LabelState(pk, "ann", status, blind, final, reconciled, False, [], None)
+
+
+def card_of(*statuses: str) -> review.Card:
+    """A card whose claims (pks 1, 2, ...) have these states: todo, labeled, skipped or unclear."""
+    claims = tuple(
+        review.Claim(i, f"c{i}", i, f"claim {i}",
+                     None if s == "todo" else _state(i, s, "SUPPORTED" if s == "labeled" else None))
+        for i, s in enumerate(statuses, start=1))
+    return review.Card("A", "q", "a", (), claims)
+
+
+@pytest.mark.parametrize("statuses, index, expected", [
+    # the next fresh claim after the one just labeled, wrapping round the answer
+    (("labeled", "todo", "todo"), 0, review.Position("A", 1)),
+    (("todo", "labeled", "labeled"), 2, review.Position("A", 0)),
+    # a fresh claim comes before a skipped one
+    (("skipped", "labeled", "todo"), 1, review.Position("A", 2)),
+    # every claim settled (a verdict or unclear): the reveal
+    (("labeled", "unclear", "labeled"), 2, review.Position("A", None)),
+    # only skipped claims left in this answer: the queue goes on (the caller resumes after it)
+    (("labeled", "skipped", "labeled"), 2, None),
+])
+def test_position_after_label(statuses: tuple[str, ...], index: int,
+                              expected: review.Position | None) -> None:
+    assert review.position_after_label(card_of(*statuses), index) == expected
+
+
+@pytest.mark.parametrize("statuses, wanted, expected", [
+    (("labeled", "labeled"), 0, None),  # complete: the reveal, whatever the cursor asks
+    (("labeled", "unclear"), 1, None),
+    (("labeled", "todo"), 0, 0),  # not complete: the claim asked for, even a labeled one
+    (("labeled", "todo", "skipped"), 5, 1),  # out of range: the next claim to settle
+    (("labeled", "skipped"), None, 1),  # none asked for: a skipped claim is still open
+])
+def test_shown_claim_reveals_exactly_when_every_claim_is_settled(
+        statuses: tuple[str, ...], wanted: int | None, expected: int | None) -> None:
+    assert review.shown_claim(card_of(*statuses), wanted) == expected
+
+
+def revealed(*rows: tuple[str | None, str | None, str | None]) -> list[review.Revealed]:
+    """Reveal rows (pks 1, 2, ...) from (blind verdict or None for unclear, judge, reconciled)."""
+    out = []
+    for i, (blind, judge, reconciled) in enumerate(rows, start=1):
+        state = _state(i, "labeled" if blind else "unclear", blind, reconciled)
+        out.append(review.Revealed(review.Claim(i, f"c{i}", i, f"claim {i}", state), judge, None, ()))
+    return out
+
+
+S, C, U = "SUPPORTED", "CONTRADICTED", "UNSUPPORTED"
+
+
+def test_selection_walks_the_pending_disagreements() -> None:
+    # 1 agrees, 2 and 4 disagree (pending), 3 disagrees but is reconciled, 5 is unclear.
+    rows = revealed((S, S, None), (S, C, None), (U, S, "keep"), (C, U, None), (None, S, None))
+    assert review.selected_disagreement(rows, None) == 2  # the first pending one
+    assert review.selected_disagreement(rows, 3) == 3  # a disagreement asked for stays selected
+    assert review.selected_disagreement(rows, 1) == 2  # an agreement cannot be selected
+    assert review.selected_disagreement(rows, 5) == 2  # nor an unclear claim
+    # After a reconcile: the next pending one after it, wrapping; none left: the same claim.
+    assert review.selection_after_reconcile(rows, 2) == 4
+    assert review.selection_after_reconcile(rows, 4) == 2
+    settled = revealed((S, C, "keep"), (U, S, "judge_right"))
+    assert review.selection_after_reconcile(settled, 1) == 1
+    assert review.selected_disagreement(settled, None) == 1  # none pending: the first disagreement
+    assert review.selected_disagreement(revealed((S, S, None), (None, C, None)), None) is None
+
+
+def test_reveal_view_counts_and_neighbours() -> None:
+    rows = revealed((S, S, None), (S, C, None), (U, S, "keep"), (C, U, None), (None, S, None))
+    view = review.reveal_view(rows, 4)
+    assert (view.selected, view.disagreements, view.previous, view.following) == (4, (2, 3, 4), 3, 2)
+    assert (view.agree, view.compared, view.unclear, view.pending) == (1, 4, 1, 2)
+    assert not view.can_move_on
+    one = review.reveal_view(revealed((S, C, "keep"), (S, S, None)), None)
+    assert (one.selected, one.previous, one.following, one.pending) == (1, None, None, 0)
+    assert one.can_move_on
+    none = review.reveal_view(revealed((S, S, None), (None, None, None)), None)
+    assert (none.selected, none.disagreements, none.compared, none.unclear) == (None, (), 1, 1)

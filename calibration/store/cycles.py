@@ -1,10 +1,25 @@
-"""Cycles: lookup by name, and (below) the reads and writes of sampling, assignment and close."""
+"""Cycles: lookup by name, and the reads and writes of sampling, assignment, progress and close.
+
+The rules (eligibility, assignment, what counts as done) live in `calibration.cycles`; this
+module only reads and writes the rows they act on.
+"""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from sqlite_utils import Database
 
 from ..errors import NotFoundError
+from .connection import now
+from .settings import set_setting
+
+# Where the failures-first share of a cycle is recorded (the cycles table has no column for
+# it): one settings key per cycle id.
+SHARE_KEY = "cycle.{}.failing_share"
 
 
 def cycle_id(db: Database, name: str) -> int:
@@ -15,3 +30,237 @@ def cycle_id(db: Database, name: str) -> int:
         hint = f"; known cycles: {', '.join(known)}" if known else "; no cycles yet"
         raise NotFoundError(f"no cycle named {name!r}{hint}")
     return int(row[0])
+
+
+def name_taken(db: Database, name: str) -> bool:
+    """Whether a cycle is already called `name`."""
+    return db.execute("SELECT 1 FROM cycles WHERE name = ?", [name]).fetchone() is not None
+
+
+@dataclass(frozen=True, slots=True)
+class CycleRecord:
+    """A cycle as stored, with its answers (cycle order) and assigned reviewers (sorted)."""
+
+    id: int
+    name: str
+    judge_run: str  # MODEL@VERSION
+    judge_run_id: int
+    strategy: str
+    seed: int
+    size: int
+    overlap: float
+    holdout: bool
+    include_labeled: bool
+    status: str
+    created_by: str | None
+    created_at: str
+    closed_at: str | None
+    snapshot: dict[str, Any] | None
+    answers: tuple[str, ...]
+    reviewers: tuple[str, ...]
+    failing_share: str | None  # the stored setting, as text; None when none was stored
+
+
+_CYCLE_COLS = """c.id, c.name, r.judge_model || '@' || r.prompt_version, c.judge_run_id,
+    c.strategy, c.seed, c.size, c.overlap, c.holdout, c.include_labeled, c.status,
+    c.created_by, c.created_at, c.closed_at, c.snapshot"""
+
+_OPEN_FOR = """WHERE c.status = 'open' AND (
+    NOT EXISTS (SELECT 1 FROM assignments s WHERE s.cycle_id = c.id)
+    OR EXISTS (SELECT 1 FROM assignments s WHERE s.cycle_id = c.id AND s.reviewer = ?))"""
+
+
+def cycle_records(db: Database, *, cycle_id: int | None = None,
+                  open_for: str | None = None) -> list[CycleRecord]:
+    """Cycles, oldest first: every one; the one with `cycle_id`; or the open cycles reviewer
+    `open_for` may label (open to all, or assigning them answers)."""
+    params: list[object]
+    if cycle_id is not None:
+        where, params = "WHERE c.id = ?", [cycle_id]
+    elif open_for is not None:
+        where, params = _OPEN_FOR, [open_for]
+    else:
+        where, params = "", []
+    rows = db.execute(
+        f"SELECT {_CYCLE_COLS} FROM cycles c JOIN judge_runs r ON r.id = c.judge_run_id "
+        f"{where} ORDER BY c.id", params).fetchall()
+    if not rows:
+        return []
+    ids = [r[0] for r in rows]
+    marks = ",".join("?" for _ in ids)
+    answers: dict[int, list[str]] = {i: [] for i in ids}
+    for cid, aid in db.execute(
+            f"SELECT cycle_id, answer_id FROM cycle_answers WHERE cycle_id IN ({marks}) "
+            "ORDER BY cycle_id, position", ids):
+        answers[cid].append(aid)
+    reviewers: dict[int, list[str]] = {i: [] for i in ids}
+    for cid, rev in db.execute(
+            f"SELECT DISTINCT cycle_id, reviewer FROM assignments WHERE cycle_id IN ({marks}) "
+            "ORDER BY cycle_id, reviewer", ids):
+        reviewers[cid].append(rev)
+    shares = dict(db.execute(f"SELECT key, value FROM settings WHERE key IN ({marks})",
+                             [SHARE_KEY.format(i) for i in ids]).fetchall())
+    return [
+        CycleRecord(id=r[0], name=r[1], judge_run=r[2], judge_run_id=r[3], strategy=r[4], seed=r[5],
+                    size=r[6], overlap=r[7], holdout=bool(r[8]), include_labeled=bool(r[9]),
+                    status=r[10], created_by=r[11], created_at=r[12], closed_at=r[13],
+                    snapshot=json.loads(r[14]) if r[14] else None,
+                    answers=tuple(answers[r[0]]), reviewers=tuple(reviewers[r[0]]),
+                    failing_share=shares.get(SHARE_KEY.format(r[0])))
+        for r in rows
+    ]
+
+
+def run_ids_with_verdicts(db: Database) -> set[int]:
+    """The judge runs that gave at least one verdict."""
+    return {r[0] for r in db.execute("SELECT DISTINCT run_id FROM judge_verdicts")}
+
+
+def answer_facts(db: Database, answer_ids: Sequence[str]) -> dict[str, tuple[str | None, bool]]:
+    """Category and holdout flag of the given answers."""
+    rows = db.execute(
+        "SELECT id, category, holdout FROM answers WHERE id IN (SELECT value FROM json_each(?))",
+        [json.dumps(list(answer_ids))]).fetchall()
+    return {aid: (category, bool(holdout)) for aid, category, holdout in rows}
+
+
+def assignment_pairs(db: Database, cycle_id: int) -> list[tuple[str, str]]:
+    """(answer id, reviewer) of every assignment of the cycle, by reviewer."""
+    return [(a, r) for a, r in db.execute(
+        "SELECT answer_id, reviewer FROM assignments WHERE cycle_id = ? ORDER BY reviewer, answer_id",
+        [cycle_id])]
+
+
+def cycle_answer_rows(db: Database, cycle_id: int, run_id: int) -> list[tuple[int, str, float, int]]:
+    """(position, answer id, inclusion probability, claims the run judged) per answer, in order."""
+    return [tuple(r) for r in db.execute(
+        """SELECT ca.position, ca.answer_id, ca.inclusion_prob,
+                  (SELECT count(*) FROM claims c JOIN judge_verdicts v
+                     ON v.claim_pk = c.id AND v.run_id = ?
+                   WHERE c.answer_id = ca.answer_id)
+           FROM cycle_answers ca WHERE ca.cycle_id = ? ORDER BY ca.position""",
+        [run_id, cycle_id]).fetchall()]
+
+
+def inclusion_probs(db: Database, cycle_id: int) -> dict[str, float]:
+    """Each answer of the cycle: its inclusion probability, as stored."""
+    return dict(db.execute("SELECT answer_id, inclusion_prob FROM cycle_answers WHERE cycle_id = ?",
+                           [cycle_id]).fetchall())
+
+
+def queue_answers(db: Database, cycle_id: int, reviewer: str) -> list[str]:
+    """The answers of the cycle in cycle order: every one when nobody is assigned (an open
+    cycle), else those assigned to `reviewer`."""
+    assigned = db.execute("SELECT 1 FROM assignments WHERE cycle_id = ? LIMIT 1", [cycle_id]).fetchone()
+    if assigned is None:
+        sql = "SELECT answer_id FROM cycle_answers WHERE cycle_id = ? ORDER BY position"
+        params: list[object] = [cycle_id]
+    else:
+        sql = """SELECT ca.answer_id FROM cycle_answers ca
+                 JOIN assignments s ON s.cycle_id = ca.cycle_id AND s.answer_id = ca.answer_id
+                 WHERE ca.cycle_id = ? AND s.reviewer = ? ORDER BY ca.position"""
+        params = [cycle_id, reviewer]
+    return [r[0] for r in db.execute(sql, params)]
+
+
+# ---------------------------------------------------------------- progress reads
+
+_CYCLE_CLAIMS = """
+    SELECT ca.answer_id, cl.id AS claim_pk FROM cycle_answers ca
+    JOIN cycles cy ON cy.id = ca.cycle_id
+    JOIN claims cl ON cl.answer_id = ca.answer_id
+    JOIN judge_verdicts v ON v.claim_pk = cl.id AND v.run_id = cy.judge_run_id
+    WHERE ca.cycle_id = :cycle"""
+
+
+@dataclass(frozen=True, slots=True)
+class CycleWork:
+    """What the progress of a cycle is computed from."""
+
+    claims: list[tuple[str, int]]  # (answer id, claim pk) the cycle's run judged, cycle order
+    labeled: list[tuple[int, str, bool]]  # (claim pk, reviewer, label made for this cycle), status labeled
+    adjudicated: set[int]  # claim pks with an adjudication
+    event_reviewers: list[str]  # reviewers with any label event for the cycle, sorted
+
+
+def cycle_work(db: Database, cycle_id: int) -> CycleWork:
+    """The claims of the cycle, the 'labeled' labels on them, adjudications and who worked on it."""
+    params = {"cycle": cycle_id}
+    claims = [(a, pk) for a, pk in db.execute(f"{_CYCLE_CLAIMS} ORDER BY ca.position, cl.position", params)]
+    labeled = [(pk, reviewer, bool(here)) for pk, reviewer, here in db.execute(
+        f"""WITH cc AS ({_CYCLE_CLAIMS})
+            SELECT h.claim_pk, h.reviewer,
+                   EXISTS (SELECT 1 FROM label_events e WHERE e.claim_pk = h.claim_pk
+                           AND e.reviewer = h.reviewer AND e.cycle_id = :cycle)
+            FROM human_labels h JOIN cc ON cc.claim_pk = h.claim_pk
+            WHERE h.status = 'labeled'""", params)]
+    adjudicated = {r[0] for r in db.execute(
+        f"WITH cc AS ({_CYCLE_CLAIMS}) SELECT d.claim_pk FROM adjudications d "
+        "JOIN cc ON cc.claim_pk = d.claim_pk", params)}
+    workers = [r[0] for r in db.execute(
+        "SELECT DISTINCT reviewer FROM label_events WHERE cycle_id = ? ORDER BY reviewer", [cycle_id])]
+    return CycleWork(claims, labeled, adjudicated, workers)
+
+
+# ---------------------------------------------------------------- writes (inside store.write)
+
+
+def insert_cycle(db: Database, *, name: str, run_id: int, strategy: str, seed: int, size: int,
+                 overlap: float, holdout: bool, include_labeled: bool, created_by: str | None,
+                 answers: Sequence[tuple[str, float]], assignments: Mapping[str, Sequence[str]],
+                 failing_share: float | None = None) -> int:
+    """Write a new open cycle with its answers (id, inclusion probability; in cycle order) and
+    assignments (answer id -> reviewers); `failing_share` recorded when given. Returns its id."""
+    cur = db.execute(
+        """INSERT INTO cycles (name, judge_run_id, strategy, seed, size, overlap, holdout,
+               include_labeled, created_by, created_at, status)
+           VALUES (?,?,?,?,?,?,?,?,?,?, 'open')""",
+        [name, run_id, strategy, seed, size, overlap, int(holdout), int(include_labeled), created_by, now()])
+    new_id = cur.lastrowid
+    assert new_id is not None
+    if failing_share is not None:
+        set_setting(db, SHARE_KEY.format(new_id), repr(float(failing_share)))
+    db.conn.executemany(
+        "INSERT INTO cycle_answers (cycle_id, answer_id, position, inclusion_prob) VALUES (?,?,?,?)",
+        [(new_id, aid, pos, prob) for pos, (aid, prob) in enumerate(answers)])
+    db.conn.executemany(
+        "INSERT INTO assignments (cycle_id, answer_id, reviewer) VALUES (?,?,?)",
+        [(new_id, aid, r) for aid, rs in assignments.items() for r in rs])
+    return int(new_id)
+
+
+def mark_closed(db: Database, cycle_id: int, snapshot: dict[str, Any]) -> None:
+    """Set the cycle closed now, with its frozen snapshot."""
+    db.execute("UPDATE cycles SET status = 'closed', closed_at = ?, snapshot = ? WHERE id = ?",
+               [now(), json.dumps(snapshot, ensure_ascii=False), cycle_id])
+
+
+# ---------------------------------------------------------------- holdout
+
+
+def known_answers(db: Database, answer_ids: Sequence[str]) -> set[str]:
+    """Those of `answer_ids` that exist."""
+    return {r[0] for r in db.execute("SELECT id FROM answers WHERE id IN (SELECT value FROM json_each(?))",
+                                     [json.dumps(list(answer_ids))])}
+
+
+def ordinary_cycles_of(db: Database, answer_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """(answer id, names of the non-holdout cycles it was sampled for), for those of
+    `answer_ids` ever in one; by answer id."""
+    return [(a, names) for a, names in db.execute(
+        """SELECT ca.answer_id, group_concat(DISTINCT c.name) FROM cycle_answers ca
+           JOIN cycles c ON c.id = ca.cycle_id
+           WHERE c.holdout = 0 AND ca.answer_id IN (SELECT value FROM json_each(?))
+           GROUP BY ca.answer_id ORDER BY ca.answer_id""", [json.dumps(list(answer_ids))])]
+
+
+def set_holdout(db: Database, answer_ids: Iterable[str], flag: bool) -> int:
+    """Set the holdout flag of the answers; returns how many changed."""
+    cur = db.execute("UPDATE answers SET holdout = ? WHERE id IN (SELECT value FROM json_each(?)) "
+                     "AND holdout != ?", [int(flag), json.dumps(list(answer_ids)), int(flag)])
+    return cur.rowcount
+
+
+def holdout_answer_ids(db: Database) -> list[str]:
+    """The answers marked holdout, by id."""
+    return [r[0] for r in db.execute("SELECT id FROM answers WHERE holdout = 1 ORDER BY id")]

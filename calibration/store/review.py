@@ -1,0 +1,194 @@
+"""The review queue: a cycle as the review page sees it, the card, the queue rows, the reveal.
+
+Every read goes by primary key or index, over one answer or one queue (a cycle's 15-30
+answers). The blind rule is kept here too: `card_*` reads never touch `judge_verdicts`;
+only `queue_rows` (which compares on the server and returns no verdict) and the `reveal_*`
+reads do.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlite_utils import Database
+
+from ..errors import NotFoundError
+from .labels import LabelState
+
+
+@dataclass(frozen=True, slots=True)
+class CycleRow:
+    id: int
+    name: str
+    judge_run_id: int
+    judge_run: str  # MODEL@VERSION
+    status: str
+    open_to_all: bool  # no assignments: every signed-in reviewer may label
+
+
+def cycle_row(db: Database, cycle_id: int) -> CycleRow:
+    """The cycle with `cycle_id`; NotFoundError when there is none."""
+    row = db.execute(
+        """SELECT c.id, c.name, c.judge_run_id, r.judge_model || '@' || r.prompt_version,
+                  c.status,
+                  NOT EXISTS (SELECT 1 FROM assignments a WHERE a.cycle_id = c.id)
+           FROM cycles c JOIN judge_runs r ON r.id = c.judge_run_id WHERE c.id = ?""",
+        [cycle_id],
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"no cycle with id {cycle_id}")
+    return CycleRow(row[0], row[1], row[2], row[3], row[4], bool(row[5]))
+
+
+# ---------------------------------------------------------------- the card (no judge data)
+
+
+def card_answer(db: Database, answer_id: str) -> tuple[str, str]:
+    """(question, answer) of an answer; NotFoundError when there is none."""
+    row = db.execute("SELECT question, answer FROM answers WHERE id = ?", [answer_id]).fetchone()
+    if row is None:
+        raise NotFoundError(f"no answer {answer_id!r}")
+    return row[0], row[1]
+
+
+def card_chunks(db: Database, answer_id: str) -> list[tuple[str, str, str | None]]:
+    """(chunk id, text, source) of the answer's chunks, in order."""
+    return [(c, t, s) for c, t, s in db.execute(
+        "SELECT chunk_id, text, source FROM chunks WHERE answer_id = ? ORDER BY position", [answer_id])]
+
+
+def card_claims(db: Database, answer_id: str, reviewer: str) -> list[tuple[int, str, str, LabelState | None]]:
+    """(claim pk, claim id, text, the reviewer's current label or None) per claim, in order."""
+    rows = db.execute(
+        """SELECT c.id, c.claim_id, c.text, h.status, h.blind_verdict, h.final_verdict,
+                  h.reconciled, h.slip, h.evidence, h.note
+           FROM claims c LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
+           WHERE c.answer_id = ? ORDER BY c.position, c.id""",
+        [reviewer, answer_id],
+    ).fetchall()
+    out: list[tuple[int, str, str, LabelState | None]] = []
+    for pk, cid, text, status, blind, final, rec, slip, ev, note in rows:
+        label = None
+        if status is not None:
+            label = LabelState(pk, reviewer, status, blind, final, rec, bool(slip), json.loads(ev), note)
+        out.append((pk, cid, text, label))
+    return out
+
+
+def chunk_ids(db: Database, answer_id: str) -> set[str]:
+    """The chunk ids of an answer."""
+    return {r[0] for r in db.execute("SELECT chunk_id FROM chunks WHERE answer_id = ?", [answer_id])}
+
+
+def claim_answer(db: Database, claim_pk: int) -> str:
+    """The answer a claim belongs to; NotFoundError when there is no such claim."""
+    row = db.execute("SELECT answer_id FROM claims WHERE id = ?", [claim_pk]).fetchone()
+    if row is None:
+        raise NotFoundError(f"no claim {claim_pk}")
+    return row[0]
+
+
+def answer_settled(db: Database, answer_id: str, reviewer: str) -> bool:
+    """Every claim of the answer has the reviewer's verdict or their unclear mark (and it has
+    claims): the answer is revealed to them."""
+    row = db.execute(
+        """SELECT count(*), count(h.claim_pk) FROM claims c
+           LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
+                AND ((h.status = 'labeled' AND h.blind_verdict IS NOT NULL)
+                     OR h.status = 'unclear')
+           WHERE c.answer_id = ?""",
+        [reviewer, answer_id],
+    ).fetchone()
+    return bool(row[0] > 0 and row[0] == row[1])
+
+
+# ---------------------------------------------------------------- the queue
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRow:
+    """One claim of a reviewer's queue; `disagrees` is computed here, the verdict never leaves."""
+
+    answer_id: str
+    index: int  # position of the claim within its answer, 0-based
+    status: str  # todo / labeled / skipped / unclear
+    disagrees: bool  # answer revealed, labeled, judge verdict differs from the blind one, not reconciled
+    skips: int  # skip events of this reviewer on this claim in this cycle
+
+
+def queue_rows(db: Database, cycle_id: int, run_id: int, answers: Sequence[str],
+               reviewer: str) -> list[QueueRow]:
+    """One row per claim of the answers, in the given answer order, then claim order.
+
+    The judge verdict is compared only for revealed answers (every claim settled).
+    """
+    rows = db.execute(
+        """SELECT q.key, c.answer_id, c.position, c.id, h.status, h.blind_verdict,
+                  h.reconciled, v.verdict,
+                  CASE WHEN h.status = 'skipped' THEN
+                      (SELECT count(*) FROM label_events e
+                       WHERE e.claim_pk = c.id AND e.reviewer = h.reviewer
+                         AND e.kind = 'skip' AND e.cycle_id = ?) ELSE 0 END
+           FROM json_each(?) q
+           JOIN claims c ON c.answer_id = q.value
+           LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
+           LEFT JOIN judge_verdicts v ON v.run_id = ? AND v.claim_pk = c.id
+           ORDER BY q.key, c.position, c.id""",
+        [cycle_id, json.dumps(list(answers)), reviewer, run_id],
+    ).fetchall()
+    complete: dict[str, bool] = {}
+    for _, answer_id, _, _, status, blind, _, _, _ in rows:
+        settled = (status == "labeled" and blind is not None) or status == "unclear"
+        complete[answer_id] = complete.get(answer_id, True) and settled
+    out: list[QueueRow] = []
+    index: dict[str, int] = {}
+    for _, answer_id, _, _, status, blind, reconciled, judge, skips in rows:
+        i = index.get(answer_id, 0)
+        index[answer_id] = i + 1
+        disagrees = bool(complete[answer_id] and status == "labeled" and judge is not None
+                         and judge != blind and reconciled is None)
+        out.append(QueueRow(answer_id, i, status or "todo", disagrees, int(skips or 0)))
+    return out
+
+
+# ---------------------------------------------------------------- the reveal
+
+
+JudgedClaim = tuple[str, str | None, tuple[str, ...]]  # verdict, rationale, evidence (chunk ids)
+
+
+def reveal_verdicts(db: Database, run_id: int, answer_id: str) -> dict[int, JudgedClaim]:
+    """Claim pk -> (verdict, rationale, evidence) of the run on the answer's claims."""
+    return {pk: (verdict, rationale, tuple(json.loads(ev))) for pk, verdict, rationale, ev in db.execute(
+        """SELECT v.claim_pk, v.verdict, v.rationale, v.evidence
+           FROM claims c JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = ?
+           WHERE c.answer_id = ?""", [run_id, answer_id])}
+
+
+def reveal_adjudications(db: Database, answer_id: str) -> dict[int, str]:
+    """Claim pk -> a lead's verdict, for the answer's adjudicated claims."""
+    return dict(db.execute(
+        """SELECT d.claim_pk, d.verdict FROM claims c JOIN adjudications d ON d.claim_pk = c.id
+           WHERE c.answer_id = ?""", [answer_id]).fetchall())
+
+
+def judge_verdict(db: Database, run_id: int, claim_pk: int) -> str | None:
+    """The run's verdict on one claim; None when it gave none."""
+    row = db.execute("SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?",
+                     [run_id, claim_pk]).fetchone()
+    return None if row is None else row[0]
+
+
+# ---------------------------------------------------------------- reviewer names
+
+
+def reviewer_names(db: Database) -> dict[str, int]:
+    """Every known reviewer (with a label, or assigned in a cycle) -> how many labels they have."""
+    counts: dict[str, int] = {}
+    for who, n in db.execute("SELECT reviewer, count(*) FROM human_labels GROUP BY reviewer"):
+        counts[who] = n
+    for (who,) in db.execute("SELECT DISTINCT reviewer FROM assignments"):
+        counts.setdefault(who, 0)
+    return counts
