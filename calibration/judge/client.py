@@ -84,6 +84,8 @@ class JudgeConfig:
 
 @dataclass(slots=True)
 class Usage:
+    """Tokens as the endpoint reports them; None where it reports nothing."""
+
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     total_tokens: int | None = None
@@ -112,6 +114,8 @@ class Usage:
 
 @dataclass(slots=True)
 class Completion:
+    """One successful request: the reply text, and every HTTP attempt it took (`log`)."""
+
     content: str | None
     finish_reason: str | None
     usage: Usage
@@ -218,6 +222,7 @@ class ChatClient:
             self._http = None
 
     def body(self, messages: Sequence[Mapping[str, str]]) -> dict[str, Any]:
+        """The JSON body of a chat-completions request for `messages`."""
         body: dict[str, Any] = {
             "model": self.config.model,
             "messages": list(messages),
@@ -235,6 +240,9 @@ class ChatClient:
             await asyncio.sleep(left)
 
     async def complete(self, messages: Sequence[Mapping[str, str]]) -> Completion:
+        """One chat completion, retried on 429 / 5xx / timeouts / bad bodies; CallFailed when
+        retries run out or a 4xx cannot be fixed by retrying; EndpointRejected (401 / 403 / 404)
+        and EndpointUnreachable stop the run."""
         if self._http is None:
             raise RuntimeError("use ChatClient inside `async with`")
         cfg = self.config

@@ -26,6 +26,8 @@ _VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 @dataclass(frozen=True, slots=True)
 class PromptTemplate:
+    """A template under its version name; `sha256` of its text identifies it in a lab run."""
+
     version: str
     text: str
     path: Path | None = None
@@ -101,6 +103,8 @@ def render(template: str, values: Mapping[str, str]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ChunkText:
+    """A retrieved chunk as the judge is shown it."""
+
     chunk_id: str
     text: str
     source: str | None = None
@@ -108,6 +112,8 @@ class ChunkText:
 
 @dataclass(frozen=True, slots=True)
 class ClaimText:
+    """A claim to judge: its stored key, the id the judge must answer with, and its text."""
+
     claim_pk: int
     claim_id: str
     text: str
@@ -125,6 +131,7 @@ class AnswerInput:
 
 
 def format_chunks(chunks: Sequence[ChunkText]) -> str:
+    """The chunks numbered from 1 with their ids, so evidence may name either."""
     if not chunks:
         return "(no chunks were retrieved)"
     parts = []
@@ -135,6 +142,7 @@ def format_chunks(chunks: Sequence[ChunkText]) -> str:
 
 
 def format_claims(claims: Sequence[ClaimText]) -> str:
+    """The claims as JSON lines {"id": ..., "text": ...}."""
     # One JSON object per line: a claim text with newlines or quotes cannot blur into the
     # next claim or fake an id.
     return "\n".join(
@@ -143,6 +151,7 @@ def format_claims(claims: Sequence[ClaimText]) -> str:
 
 
 def render_prompt(template: PromptTemplate | str, item: AnswerInput) -> str:
+    """The prompt for one answer: the template with its four placeholders filled in."""
     text = template.text if isinstance(template, PromptTemplate) else template
     return render(text, {
         "question": item.question,

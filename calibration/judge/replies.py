@@ -29,6 +29,8 @@ from ..models import Verdict, parse_verdict
 
 @dataclass(frozen=True, slots=True)
 class ClaimVerdict:
+    """One claim's verdict from a valid reply; `raw_verdict` is the spelling the model used."""
+
     claim_id: str
     verdict: Verdict
     raw_verdict: str

@@ -36,6 +36,9 @@ from .replies import ClaimVerdict, correction_message, parse_reply
 
 @dataclass(slots=True)
 class AnswerResult:
+    """One answer's outcome: ok with a verdict per claim, or failed with the error; every
+    round and HTTP attempt in `exchanges`."""
+
     answer_id: str
     status: Literal["ok", "failed"]
     prompt: str
