@@ -1,8 +1,9 @@
 """Judge lab: a lead edits the judge prompt, re-runs it over the human-labeled claims and
 sees at once whether agreement with the humans improved.
 
-All logic lives in calibration.judge (HTTP, storage, the comparison through
-calibration.agreement); this page gathers the form and shows results. Prompts, replies,
+All logic lives in calibration.judge (HTTP, runs, the comparison through
+calibration.agreement) and its storage in calibration.store.lab; this page gathers the form
+and shows results. Prompts, replies,
 answer ids, run and cycle names, URLs and error messages are user, server or model text:
 they are shown through st.code, st.dataframe or ui.literal, never in markdown-capable
 labels or messages. The API key is never typed here: the page only names the environment
@@ -19,8 +20,9 @@ import streamlit as st
 
 import ui
 from calibration import judge, store
-from calibration.errors import CalibrationError
-from calibration.fmt import plural
+from calibration.errors import CalibrationError, EndpointRejected, EndpointUnreachable
+from calibration.fmt import p_value, plural
+from calibration.store import lab as lab_store
 
 SUMMARY = "_judge_lab_summary"  # the last run's summary, kept across reruns
 SAVED = "_judge_lab_saved"  # widget key -> last value: the choices survive a page switch
@@ -117,7 +119,7 @@ elif VERSION not in st.session_state:
 
 with store.session(path) as db:
     labeled = judge.plan_run(db, "", "", "labeled")
-    overview = judge.lab_run_overview(db)
+    overview = lab_store.lab_run_overview(db)
 
 st.markdown(
     "Re-run the judge with a revised prompt over the claims reviewers have **already labeled**, "
@@ -206,7 +208,7 @@ if submitted:
             st.caption(f"Resuming: {plan.already_ok} of {plural(plan.answers, 'answer')} already "
                        "judged; they are not requested again.")
 
-        def _progress(p: judge.Progress) -> None:
+        def _progress(p: judge.LabProgress) -> None:
             # Numbers only: the bar's text is markdown.
             bar.progress(p.fraction, text=f"{p.done} / {plural(p.total, 'answer')} · ok {p.ok} · "
                                           f"failed {p.failed} · {plural(p.claims, 'claim')}")
@@ -214,7 +216,7 @@ if submitted:
         try:
             summary = judge.run_lab(config, template, scope="labeled", db_path=path,
                                     progress=_progress)
-        except (judge.EndpointUnreachable, judge.EndpointRejected) as exc:
+        except (EndpointUnreachable, EndpointRejected) as exc:
             bar.empty()
             if exc.answers_stored:
                 st.error("The run stopped: the endpoint can no longer be used. The answers judged "
@@ -241,14 +243,14 @@ if submitted:
             else:
                 st.session_state.pop(INSPECT_ANSWER, None)
         with store.session(path) as db:
-            overview = judge.lab_run_overview(db)
+            overview = lab_store.lab_run_overview(db)
 
 # ---------------------------------------------------------------- the result
 
 
 def _show_comparison(run: store.JudgeRun) -> None:
     with store.session(path) as db:
-        cycles = judge.cycle_names(db)
+        cycles = lab_store.cycle_names(db)
     kind = "all"
     if cycles:
         kind = st.radio("Compare on", list(COMPARE_SCOPES), format_func=COMPARE_SCOPES.__getitem__,
@@ -293,7 +295,7 @@ def _show_comparison(run: store.JudgeRun) -> None:
     cols[2].metric("Only the baseline right", len(c.only_a_right))
     p = c.mcnemar.p_two_sided
     st.caption("Exact McNemar test on the claims where exactly one run agrees with the humans: "
-               + ("p not defined (no such claims)." if p is None else f"p = {p:.3g}."))
+               + ("p not defined (no such claims)." if p is None else f"{p_value(p)}."))
     if c.n_claims < 30:
         st.caption(f"Only {plural(c.n_claims, 'claim')}: too few for the test to tell a real "
                    "difference from chance.")
@@ -330,7 +332,7 @@ if overview:
     st.dataframe(overview, hide_index=True)
     with st.expander("What the judge saw: one stored call", expanded=summary is not None):
         with store.session(path) as db:
-            runs = judge.lab_runs(db)
+            runs = lab_store.lab_runs(db)
         names = [r.name for r in reversed(runs)]
         if st.session_state.get(INSPECT_RUN) not in names:  # first visit, or back from another page
             just_made = summary.run.name if summary is not None else None
@@ -340,7 +342,7 @@ if overview:
         failed_only = st.toggle("Failed answers only", key=INSPECT_FAILED)
         run = next(r for r in runs if r.name == pick)
         with store.session(path) as db:
-            ids = judge.call_answer_ids(db, run, failed_only=failed_only)
+            ids = lab_store.call_answer_ids(db, run.id, failed_only=failed_only)
         if not ids:
             st.caption("No calls to show.")
         else:
@@ -348,7 +350,7 @@ if overview:
                 st.session_state[INSPECT_ANSWER] = ids[0]
             aid = st.selectbox("Answer", ids, key=INSPECT_ANSWER)
             with store.session(path) as db:
-                call = judge.get_call(db, run, aid)
+                call = lab_store.get_call(db, run.id, aid)
             if call is not None:
                 tokens = "not reported" if call["total_tokens"] is None else f"{call['total_tokens']:,}"
                 ui.literal(f"status {call['status']} · {plural(call['attempts'], 'HTTP attempt')} · "

@@ -19,9 +19,19 @@ import httpx
 import pytest
 
 from calibration import judge, store
-from calibration.errors import ConflictError, InputError, JudgeError, NotFoundError
+from calibration.cli.judge import summary_lines
+from calibration.errors import (
+    ConflictError,
+    EndpointUnreachable,
+    InputError,
+    JudgeError,
+    NotFoundError,
+    ReplyError,
+)
+from calibration.fmt import plural
 from calibration.importing import import_answers, import_labels
 from calibration.models import Verdict
+from calibration.store import lab as lab_store
 
 from .judge_stub import StubServer
 
@@ -252,7 +262,7 @@ def test_resume_after_interruption_does_not_pay_twice(lab_db: Path) -> None:
     class Interrupted(Exception):
         pass
 
-    def stop_after_two(p: judge.Progress) -> None:
+    def stop_after_two(p: judge.LabProgress) -> None:
         if p.done == 2:
             raise Interrupted
 
@@ -263,7 +273,7 @@ def test_resume_after_interruption_does_not_pay_twice(lab_db: Path) -> None:
         first_keys = [r.key for r in stub.requests]
         with store.session(lab_db) as db:
             run = store.find_judge_run(db, "lab-judge@grounding-v1")
-            done = judge.ok_answer_ids(db, run.id)
+            done = lab_store.ok_answer_ids(db, run.id)
             unfinished = db.execute("SELECT finished_at FROM judge_lab_runs WHERE run_id = ?",
                                     [run.id]).fetchone()[0]
         assert first_keys == ["A1", "A2"] and done == {"A1", "A2"} and unfinished is None
@@ -284,7 +294,7 @@ def test_a_ui_stop_mid_flight_keeps_what_was_stored(lab_db: Path) -> None:
     class ScriptStop(BaseException):
         pass
 
-    def stop(p: judge.Progress) -> None:
+    def stop(p: judge.LabProgress) -> None:
         if p.done == 1:
             raise ScriptStop
 
@@ -294,7 +304,7 @@ def test_a_ui_stop_mid_flight_keeps_what_was_stored(lab_db: Path) -> None:
                           scope="all")
         with store.session(lab_db) as db:
             run = store.find_judge_run(db, "lab-judge@grounding-v1")
-            done = judge.ok_answer_ids(db, run.id)
+            done = lab_store.ok_answer_ids(db, run.id)
         n = stub.count
         summary = judge.run_lab(config(stub, concurrency=3), template(), db_path=lab_db, scope="all")
         again = {r.key for r in stub.requests[n:]}
@@ -335,7 +345,7 @@ def test_concurrency_bound_holds_for_direct_client_use() -> None:
 
 
 def test_progress_is_reported_per_answer(lab_db: Path) -> None:
-    seen: list[judge.Progress] = []
+    seen: list[judge.LabProgress] = []
     with StubServer() as stub:
         judge.run_lab(config(stub), template(), db_path=lab_db, progress=seen.append)
     assert [p.done for p in seen] == list(range(LABELED + 1))
@@ -367,7 +377,7 @@ def test_unreachable_endpoint_fails_fast_and_stores_nothing(lab_db: Path) -> Non
     url = closed_port_url()
     cfg = judge.JudgeConfig(base_url=url, model="lab-judge", concurrency=4)
     t0 = time.perf_counter()
-    with pytest.raises(judge.EndpointUnreachable) as info:
+    with pytest.raises(EndpointUnreachable) as info:
         judge.run_lab(cfg, template(), db_path=lab_db)
     assert time.perf_counter() - t0 < 5
     assert str(info.value) == f"cannot connect to {url}: connection refused"
@@ -376,28 +386,28 @@ def test_unreachable_endpoint_fails_fast_and_stores_nothing(lab_db: Path) -> Non
         # No empty run left behind, neither as a judge run nor in the lab's own list.
         assert db.execute("SELECT count(*) FROM judge_runs WHERE origin = 'lab'").fetchone()[0] == 0
         assert db.execute("SELECT count(*) FROM judge_calls").fetchone()[0] == 0
-        assert judge.lab_runs(db) == [] and judge.lab_run_overview(db) == []
+        assert lab_store.lab_runs(db) == [] and lab_store.lab_run_overview(db) == []
 
 
 def test_tls_failure_is_a_connect_error_too(lab_db: Path) -> None:
     with StubServer() as stub:  # plain HTTP: the TLS handshake cannot succeed
         url = stub.base_url.replace("http://", "https://")
-        with pytest.raises(judge.EndpointUnreachable,
+        with pytest.raises(EndpointUnreachable,
                            match=r"^cannot connect to https://127\.0\.0\.1:\d+/v1: TLS handshake failed \("):
             judge.run_lab(config(stub, base_url=url), template(), db_path=lab_db)
     with store.session(lab_db) as db:
-        assert judge.lab_runs(db) == []
+        assert lab_store.lab_runs(db) == []
 
 
 def test_server_gone_mid_run_stops_the_run_and_keeps_what_was_judged(lab_db: Path) -> None:
     stub = StubServer(keep_alive=False).start()
 
-    def crash_after_two(p: judge.Progress) -> None:
+    def crash_after_two(p: judge.LabProgress) -> None:
         if p.done == 2:
             stub.stop()
 
     try:
-        with pytest.raises(judge.EndpointUnreachable, match="connection refused") as info:
+        with pytest.raises(EndpointUnreachable, match="connection refused") as info:
             judge.run_lab(config(stub, concurrency=1), template(), db_path=lab_db,
                           progress=crash_after_two)
     finally:
@@ -414,7 +424,7 @@ def test_a_run_whose_every_call_failed_is_not_a_judge_run(lab_db: Path) -> None:
         summary = judge.run_lab(config(stub, max_attempts=1), template("broken"), db_path=lab_db)
     assert summary.answers_failed == LABELED and summary.totals.claims_judged == 0
     assert summary.comparison is None and summary.baseline is None
-    text = "\n".join(judge.summary_lines(summary))
+    text = "\n".join(summary_lines(summary))
     assert "the run has no verdicts yet (every answer failed): nothing to compare" in text
     assert "judged by both" not in text
     # One line for the four answers that failed alike, and "1 attempt", not "1 attempts".
@@ -426,8 +436,8 @@ def test_a_run_whose_every_call_failed_is_not_a_judge_run(lab_db: Path) -> None:
         with pytest.raises(NotFoundError):
             store.find_judge_run(db, "lab-judge@broken")
         # The lab still lists it, so its failed calls can be read and the run resumed.
-        assert [r.prompt_version for r in judge.lab_runs(db)] == ["broken"]
-        assert judge.lab_run_overview(db)[0]["answers failed"] == LABELED
+        assert [r.prompt_version for r in lab_store.lab_runs(db)] == ["broken"]
+        assert lab_store.lab_run_overview(db)[0]["answers failed"] == LABELED
     with StubServer() as stub:
         again = judge.run_lab(config(stub), template("broken"), db_path=lab_db)
     assert again.resumed and again.comparison is not None
@@ -461,10 +471,10 @@ def test_scopes(lab_db: Path) -> None:
         judge.parse_scope("cycles")
     with pytest.raises(InputError, match="no claim has a human label"):
         judge.run_lab(config(stub), template("empty"), db_path=lab_db.with_name("empty.db"))
-    with StubServer() as stub, pytest.raises(judge.NotFoundError):
+    with StubServer() as stub, pytest.raises(NotFoundError):
         judge.run_lab(config(stub), template("nope"), db_path=lab_db, scope="cycle:missing")
     with store.session(lab_db) as db:
-        assert [r.prompt_version for r in judge.lab_runs(db)] == ["cyc"]  # no empty run left
+        assert [r.prompt_version for r in lab_store.lab_runs(db)] == ["cyc"]  # no empty run left
 
 
 def test_a_version_name_stands_for_one_template(lab_db: Path) -> None:
@@ -492,7 +502,7 @@ def test_comparison_with_the_previous_run(lab_db: Path) -> None:
     assert (len(c.only_a_right), len(c.only_b_right)) == (0, 2 * LABELED)
     assert c.mcnemar.p_two_sided < 0.01
     assert comp.to_dict()["run_b"] == summary.run.name
-    text = "\n".join(judge.summary_lines(summary))
+    text = "\n".join(summary_lines(summary))
     assert "against old-judge@v0 on 12 human-labeled claims" in text and "McNemar" in text
 
 
@@ -506,7 +516,7 @@ def test_default_baseline_is_the_run_sharing_the_most_labeled_claims(lab_db: Pat
     assert wide.baseline is not None and wide.baseline.name == "old-judge@v0"
     assert wide.comparison is not None and wide.comparison.result.n_claims == 3 * LABELED
     assert "against old-judge@v0 on 12 human-labeled claims judged by both runs:" in \
-        judge.summary_lines(wide)
+        summary_lines(wide)
     with store.session(lab_db) as db:
         options = judge.baseline_options(db, wide.run)
         assert [(o.run.name, o.shared) for o in options] == [("old-judge@v0", 12), ("lab-judge@narrow", 3)]
@@ -675,7 +685,7 @@ def test_page_reports_an_unreachable_endpoint_once(lab_db: Path, monkeypatch: py
     assert not any("judged by both" in i.value for i in at.info)
     assert list(at.dataframe[0].value["run"]) == ["page-judge@grounding-v1"]  # only the lab runs table
     with store.session(lab_db) as db:
-        assert [r.judge_model for r in judge.lab_runs(db)] == ["page-judge"]
+        assert [r.judge_model for r in lab_store.lab_runs(db)] == ["page-judge"]
 
 
 def test_page_shows_no_comparison_for_a_run_without_verdicts(
@@ -740,7 +750,7 @@ def test_page_inspects_and_compares_the_run_just_made(
     class Interrupted(Exception):
         pass
 
-    def stop_after_one(p: judge.Progress) -> None:
+    def stop_after_one(p: judge.LabProgress) -> None:
         if p.done == 1:
             raise Interrupted
 
@@ -826,7 +836,7 @@ def test_parse_reply_shapes_and_errors() -> None:
             "evidence 'S9' names no chunk",
     }
     for text, msg in bad.items():
-        with pytest.raises(judge.ReplyError, match=msg.replace("[", r"\[").replace("(", r"\(")):
+        with pytest.raises(ReplyError, match=msg.replace("[", r"\[").replace("(", r"\(")):
             judge.parse_reply(text, ids, chunks)
 
 
@@ -844,9 +854,9 @@ def test_endpoint_url_and_config_checks() -> None:
 
 
 def test_plural() -> None:
-    assert [judge.plural(n, "claim") for n in (0, 1, 2, 1234)] == \
+    assert [plural(n, "claim") for n in (0, 1, 2, 1234)] == \
         ["0 claims", "1 claim", "2 claims", "1,234 claims"]
-    assert judge.plural(1, "HTTP attempt") == "1 HTTP attempt"
+    assert plural(1, "HTTP attempt") == "1 HTTP attempt"
 
 
 def test_connect_errors_are_described() -> None:
@@ -889,14 +899,105 @@ def test_no_database_needed_for_the_core() -> None:
     assert seen[0].status == "ok" and seen[0].verdicts[0].claim_id == "X.c1"
 
 
-def test_paired_claims_leave_a_claim_marked_unclear_unresolved(wice_db) -> None:
-    from calibration import store
+def paired_claims_oracle(db, run_a: store.JudgeRun, run_b: store.JudgeRun,
+                         cycle_id: int | None = None) -> tuple[list, int]:
+    """The comparison's input as the judge lab read it before the one final-label reader: its
+    own SQL, record by record through `agreement.final_human_label`, in answer-id then claim
+    order. Kept as an independent computation to check `judge.compare_runs` against."""
+    from calibration import agreement
 
+    params: list = [run_a.id, run_b.id]
+    cycle_join = ""
+    if cycle_id is not None:
+        cycle_join = "JOIN cycle_answers ca ON ca.answer_id = cl.answer_id AND ca.cycle_id = ?"
+        params.append(cycle_id)
+    rows = db.execute(
+        f"""SELECT cl.answer_id, cl.claim_id, va.verdict, vb.verdict,
+                  (SELECT json_group_array(h.final_verdict) FROM human_labels h
+                   WHERE h.claim_pk = cl.id AND h.status = 'labeled' AND h.final_verdict IS NOT NULL),
+                  (SELECT d.verdict FROM adjudications d WHERE d.claim_pk = cl.id),
+                  EXISTS (SELECT 1 FROM human_labels u WHERE u.claim_pk = cl.id AND u.status = 'unclear')
+           FROM claims cl
+           JOIN judge_verdicts va ON va.claim_pk = cl.id AND va.run_id = ?
+           JOIN judge_verdicts vb ON vb.claim_pk = cl.id AND vb.run_id = ?
+           {cycle_join}
+           ORDER BY cl.answer_id, cl.position""", params).fetchall()
+    items, unresolved = [], 0
+    for aid, cid, a, b, labels_json, adjudicated, unclear in rows:
+        labels = json.loads(labels_json) if labels_json else []
+        final = agreement.final_human_label(labels, adjudicated, unclear=bool(unclear))
+        if final is not None:
+            items.append(agreement.PairedClaim(aid, f"{aid}/{cid}", final, a, b))
+        elif labels or unclear:
+            unresolved += 1
+    return items, unresolved
+
+
+def assert_comparison_matches_oracle(db, run: store.JudgeRun, base: store.JudgeRun,
+                                     cycle: str | None = None) -> judge.LabComparison | None:
+    from calibration import agreement
+
+    comp = judge.compare_runs(db, run, base, cycle)
+    items, unresolved = paired_claims_oracle(db, base, run, store.cycle_id(db, cycle) if cycle else None)
+    if not items:
+        assert comp is None
+        return None
+    assert comp is not None and comp.unresolved == unresolved
+    # Everything, the order of the claims only one run got right included.
+    assert comp.result == agreement.compare_judge_runs(items)
+    assert comp.to_dict() == {**agreement.compare_judge_runs(items).to_dict(base.name, run.name),
+                              "unresolved_claims": unresolved, "cycle": cycle}
+    return comp
+
+
+def test_comparison_leaves_unresolved_claims_out_as_before(wice_db) -> None:
     gpt4 = store.find_judge_run(wice_db, "wice-gpt4")
     gpt35 = store.find_judge_run(wice_db, "wice-gpt35")
-    items, unresolved = judge.paired_claims(wice_db, gpt4, gpt35)
-    assert (len(items), unresolved) == (100, 0)
+    comp = assert_comparison_matches_oracle(wice_db, gpt35, gpt4)
+    assert comp is not None and (comp.result.n_claims, comp.unresolved) == (100, 0)
+
     claim = store.claim_pk(wice_db, "test00017", "test00017-c1")
     store.record_label(wice_db, claim=claim, reviewer="olga", kind="unclear")
-    items, unresolved = judge.paired_claims(wice_db, gpt4, gpt35)
-    assert (len(items), unresolved) == (99, 1)
+    comp = assert_comparison_matches_oracle(wice_db, gpt35, gpt4)
+    assert comp is not None and (comp.result.n_claims, comp.unresolved) == (99, 1)
+
+    # A second reviewer disagreeing on every fifth claim: disputed, unless a lead adjudicates.
+    pks = [r[0] for r in wice_db.execute("SELECT id FROM claims ORDER BY id")]
+    human = dict(wice_db.execute("SELECT claim_pk, final_verdict FROM human_labels "
+                                 "WHERE reviewer = 'wice-annotators'"))
+    other = {"SUPPORTED": "UNSUPPORTED", "UNSUPPORTED": "CONTRADICTED", "CONTRADICTED": "SUPPORTED"}
+    for i, pk in enumerate(pks):
+        verdict = other[human[pk]] if i % 5 == 0 else human[pk]
+        store.record_label(wice_db, claim=pk, reviewer="pavel", kind="import", verdict=verdict)
+    for pk in pks[:30:10]:
+        store.adjudicate(wice_db, claim=pk, adjudicator="lead", verdict="CONTRADICTED")
+    comp = assert_comparison_matches_oracle(wice_db, gpt35, gpt4)
+    # 20 disputed, 3 of them adjudicated; the claim marked unclear is the first, adjudicated too.
+    assert pks[0] == claim
+    assert comp is not None and (comp.result.n_claims, comp.unresolved) == (83, 17)
+
+
+def test_comparison_within_a_cycle_matches_the_record_by_record_reading(
+        lab_db: Path, tmp_path: Path) -> None:
+    # Three claims per answer; an answer imported last whose id sorts first (claim ids and
+    # answer ids in different orders), and a cycle whose order is neither.
+    late = tmp_path / "late.jsonl"
+    late.write_text(json.dumps(_answer(0)), encoding="utf-8")
+    late_labels = tmp_path / "late.csv"
+    late_labels.write_text("answer_id,claim_id,verdict,reviewer\nA0,A0.c1,SUPPORTED,ann\n"
+                           "A0,A0.c2,SUPPORTED,ann\nA0,A0.c3,UNSUPPORTED,ann\n", encoding="utf-8")
+    with store.session(lab_db) as db:
+        import_answers(db, late)
+        import_labels(db, late_labels)
+    add_cycle(lab_db, "c1", ["A4", "A0", "A2", "A1"])
+    with StubServer(verdicts={"A1.c2": "SUPPORTED", "A4.c3": "UNSUPPORTED"}) as stub:
+        summary = judge.run_lab(config(stub), template(), db_path=lab_db)
+    with store.session(lab_db) as db:
+        a2 = store.claim_pk(db, "A2", "A2.c1")
+        store.record_label(db, claim=a2, reviewer="bob", kind="import", verdict="CONTRADICTED")
+        old = store.find_judge_run(db, "old-judge@v0")
+        for cycle in (None, "c1"):
+            comp = assert_comparison_matches_oracle(db, summary.run, old, cycle)
+            assert comp is not None and comp.unresolved == 1
+            assert comp.result.only_b_right[0] == "A0/A0.c2"
+        assert judge.compare_runs(db, summary.run, old, "c1").result.n_claims == 11

@@ -1,14 +1,20 @@
-"""`judge run`: the judge lab."""
+"""`judge run`: the judge lab, and its run summary as text."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
+
+from .. import judge
+from ..errors import EndpointRejected, EndpointUnreachable, InputError
+from ..fmt import ci, num, p_value, pct, plural
+from ..judge.client import snippet
+from .common import db_path
 
 
 def _add_judge(sub: argparse._SubParsersAction) -> None:
-    from .. import judge
-
     p = sub.add_parser("judge", help="judge lab: re-run a judge prompt over stored claims")
     jsub = p.add_subparsers(dest="judge_command", required=True, metavar="ACTION")
     r = jsub.add_parser(
@@ -38,9 +44,114 @@ def _add_judge(sub: argparse._SubParsersAction) -> None:
                    f"(default {judge.DEFAULT_API_KEY_ENV}; unset means no key, fine for local servers)")
     r.add_argument("--baseline", help="run to compare with, MODEL@VERSION (default: the run sharing the most "
                    "human-labeled claims)")
-    r.set_defaults(handler=judge.cli_run)
-
+    r.set_defaults(handler=cli_run)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     _add_judge(sub)
+
+
+def format_progress(p: judge.LabProgress) -> str:
+    """One progress line: answers judged of the total, ok, failed, claims, tokens, seconds."""
+    tokens = f" · {p.tokens:,} tokens" if p.tokens is not None else ""
+    return (f"judged {p.done}/{p.total} answers · ok {p.ok} · failed {p.failed} · "
+            f"{p.claims} claims{tokens} · {p.elapsed_s:.0f} s")
+
+
+def summary_lines(s: judge.LabSummary) -> list[str]:
+    """The run summary as text lines: what this invocation did, the whole run, the comparison."""
+    lines = [
+        f"run {s.run.name} ({'resumed' if s.resumed else 'new'}), scope {s.scope}: "
+        f"{plural(s.answers_in_scope, 'answer')} in scope, {s.answers_skipped} already judged",
+        f"this invocation: answers ok {s.answers_ok}, failed {s.answers_failed}; "
+        f"claims judged {s.claims_judged}; {s.elapsed_s:.1f} s",
+    ]
+    u, t = s.usage, s.totals
+    if t.total_tokens is None:
+        lines.append("tokens: not reported by the endpoint")
+    else:
+        lines.append(f"tokens this invocation: {u.total_tokens or 0:,} "
+                     f"(prompt {u.prompt_tokens or 0:,}, completion {u.completion_tokens or 0:,}); "
+                     f"whole run: {t.total_tokens:,}")
+    lines.append(f"whole run: answers ok {t.answers_ok}, failed {t.answers_failed}, "
+                 f"claims judged {t.claims_judged}")
+    groups = judge.failure_groups(s.failures)
+    for err, aids in groups[:10]:
+        who = aids[0] if len(aids) == 1 else (
+            f"{plural(len(aids), 'answer')} ({', '.join(aids[:5])}{', …' if len(aids) > 5 else ''})")
+        lines.append(f"  failed {who}: {snippet(err, 200)}")
+    if len(groups) > 10:
+        rest = sum(len(aids) for _, aids in groups[10:])
+        lines.append(f"  ... and {plural(rest, 'more answer')} with other errors (see judge_calls)")
+    if s.comparison is not None:
+        comp = s.comparison
+        c = comp.result
+        left_out = f" ({comp.unresolved} unresolved left out)" if comp.unresolved else ""
+        lines.append(f"against {comp.baseline} on {comp.scope_text}{left_out}:")
+        for name, est, kap in ((comp.baseline, c.agreement_a, c.kappa_a),
+                               (comp.run, c.agreement_b, c.kappa_b)):
+            # No bounds (no claims, or a degenerate table): nothing rather than "no interval".
+            defined = est.ci_low is not None and est.ci_high is not None
+            interval = f" ({ci(est.ci_low, est.ci_high)})" if defined else ""
+            lines.append(f"  {name}: agreement {pct(est.value)}{interval}, kappa {num(kap.value)}")
+        lines.append(f"  only the new run right on {plural(len(c.only_b_right), 'claim')}, only the "
+                     f"baseline on {plural(len(c.only_a_right), 'claim')}; exact McNemar "
+                     f"{p_value(c.mcnemar.p_two_sided)}")
+    elif t.claims_judged == 0:
+        lines.append("the run has no verdicts yet (every answer failed): nothing to compare")
+    elif s.baseline is not None:
+        lines.append(f"no human-labeled claim judged by both this run and {s.baseline.name}: "
+                     "nothing to compare")
+    else:
+        lines.append("no other run shares a human-labeled claim with this one: nothing to compare")
+    return lines
+
+
+def cli_run(args: argparse.Namespace) -> int:
+    """`python -m calibration judge run ...`
+
+    Exit status: 0 when every answer in scope is judged; 1 when any answer of this invocation
+    failed (the same command again retries only those), when the endpoint cannot be reached
+    or refuses the requests, or on invalid input; 130 when interrupted.
+    """
+    if args.api_key_env and not os.environ.get(args.api_key_env):
+        raise InputError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
+    config = judge.JudgeConfig(
+        base_url=args.base_url, model=args.model,
+        api_key_env=args.api_key_env or judge.DEFAULT_API_KEY_ENV, temperature=args.temperature,
+        timeout=args.timeout, concurrency=args.concurrency, max_attempts=args.max_attempts,
+        max_tokens=args.max_tokens, json_mode=args.json_mode)
+    template = judge.load_template(args.prompt_version, args.prompt_file)
+    tty = sys.stderr.isatty()
+    last_line_at = 0.0
+
+    def progress(p: judge.LabProgress) -> None:
+        nonlocal last_line_at
+        # A rewritten line on a terminal; in a log, a line every few seconds and at the end.
+        if tty:
+            print("\r" + format_progress(p), end="\n" if p.done == p.total else "",
+                  file=sys.stderr, flush=True)
+        elif p.done == p.total or p.elapsed_s - last_line_at >= 5:
+            last_line_at = p.elapsed_s
+            print(format_progress(p), file=sys.stderr, flush=True)
+
+    try:
+        summary = judge.run_lab(config, template, scope=args.scope, db_path=db_path(args),
+                                progress=progress, baseline=args.baseline)
+    except KeyboardInterrupt:
+        print("\ninterrupted: the answers judged so far are stored; run the same command "
+              "again to continue", file=sys.stderr)
+        return 130
+    except (EndpointUnreachable, EndpointRejected) as exc:
+        if exc.answers_stored:
+            print(f"\nthe run stopped; the {plural(exc.answers_stored, 'answer')} judged before the "
+                  "stop are stored: run the same command again to continue", file=sys.stderr)
+        raise  # main prints the error and exits 1
+    print("\n".join(summary_lines(summary)))
+    if summary.answers_failed:
+        n, tried = summary.answers_failed, summary.answers_ok + summary.answers_failed
+        print(f"{n} of {plural(tried, 'answer')} failed and {'has' if n == 1 else 'have'} no verdicts; "
+              "run the same command again to retry them (answers already judged are not "
+              "requested again)", file=sys.stderr)
+        return 1
+    return 0

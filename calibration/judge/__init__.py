@@ -1,0 +1,116 @@
+"""Judge lab: re-run a judge prompt over stored claims through an OpenAI-compatible endpoint.
+
+The only package that speaks HTTP. Its modules, each usable without the ones after it:
+
+- `prompts`: versioned templates, rendered by single-pass placeholder substitution;
+- `replies`: the judge's JSON validated against the fixed claim ids, and the corrective message;
+- `client`: `JudgeConfig` and `ChatClient` (/v1/chat/completions over httpx, a concurrency
+  bound, a hard per-request deadline, retries with backoff and Retry-After);
+- `runner`: one answer per call (`judge_answer`), many at once (`judge_items`), and lab runs
+  (`run_lab`): a judge run with origin 'lab', resumable per answer;
+- `compare`: the baseline of a run and the paired comparison on the human labels.
+
+Storage is `calibration.store.lab`; the CLI command is `calibration.cli.judge`. The names
+below are the package's public surface: `from calibration import judge; judge.run_lab(...)`.
+"""
+
+from ..store.lab import LAB_ORIGIN, RunTotals
+from .client import (
+    DEFAULT_API_KEY_ENV,
+    FATAL_STATUS,
+    RETRYABLE_STATUS,
+    ChatClient,
+    Completion,
+    JudgeConfig,
+    Usage,
+    backoff_delay,
+    describe_connect_error,
+    parse_retry_after,
+)
+from .compare import BaselineOption, LabComparison, baseline_options, compare_runs, default_baseline
+from .prompts import (
+    DEFAULT_TEMPLATE,
+    PLACEHOLDERS,
+    PROMPTS_DIR,
+    AnswerInput,
+    ChunkText,
+    ClaimText,
+    PromptTemplate,
+    available_templates,
+    check_template,
+    format_chunks,
+    format_claims,
+    load_template,
+    render,
+    render_prompt,
+    template_from_text,
+)
+from .replies import ClaimVerdict, correction_message, parse_reply
+from .runner import (
+    AnswerResult,
+    LabProgress,
+    LabScope,
+    LabSummary,
+    RunPlan,
+    arun_lab,
+    failure_groups,
+    judge_answer,
+    judge_items,
+    load_inputs,
+    parse_scope,
+    plan_run,
+    run_lab,
+    scope_answer_ids,
+)
+
+__all__ = [
+    "DEFAULT_API_KEY_ENV",
+    "DEFAULT_TEMPLATE",
+    "FATAL_STATUS",
+    "LAB_ORIGIN",
+    "PLACEHOLDERS",
+    "PROMPTS_DIR",
+    "RETRYABLE_STATUS",
+    "AnswerInput",
+    "AnswerResult",
+    "BaselineOption",
+    "ChatClient",
+    "ChunkText",
+    "ClaimText",
+    "ClaimVerdict",
+    "Completion",
+    "JudgeConfig",
+    "LabComparison",
+    "LabProgress",
+    "LabScope",
+    "LabSummary",
+    "PromptTemplate",
+    "RunPlan",
+    "RunTotals",
+    "Usage",
+    "arun_lab",
+    "available_templates",
+    "backoff_delay",
+    "baseline_options",
+    "check_template",
+    "compare_runs",
+    "correction_message",
+    "default_baseline",
+    "describe_connect_error",
+    "failure_groups",
+    "format_chunks",
+    "format_claims",
+    "judge_answer",
+    "judge_items",
+    "load_inputs",
+    "load_template",
+    "parse_reply",
+    "parse_retry_after",
+    "parse_scope",
+    "plan_run",
+    "render",
+    "render_prompt",
+    "run_lab",
+    "scope_answer_ids",
+    "template_from_text",
+]
