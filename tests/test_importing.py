@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from calibration import importing, store
+from calibration import importing, reading, store
 from calibration.cli import main
 from calibration.errors import InputError
 from calibration.importing import import_answers, import_labels
@@ -81,7 +81,7 @@ def test_json_array_and_bare_string_chunks(fresh_db: Database, tmp_path: Path) -
 def test_json_array_streams_across_buffer_boundaries(
     fresh_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(importing, "_READ_SIZE", 7)  # every record straddles several reads
+    monkeypatch.setattr(reading, "_READ_SIZE", 7)  # every record straddles several reads
     path = tmp_path / "a.json"
     path.write_text(json.dumps([record(i) for i in range(1, 6)], ensure_ascii=False, indent=1),
                     encoding="utf-8")
