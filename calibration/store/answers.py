@@ -2,7 +2,7 @@
 
 `AnswerWriter` is the bulk path of `import`: it checks each answer against what is stored
 (same content, same claim texts, same verdict per run) and queues new rows, written in
-batches with sqlite-utils' `insert_all` inside the caller's transaction. The restore of an
+batches inside the caller's transaction. The restore of an
 export (`calibration.importing.restore_*`) writes row by row through the functions below,
 since it must keep ids, histories and timestamps exactly as exported.
 """
@@ -128,13 +128,15 @@ class AnswerWriter:
 
     def flush(self) -> None:
         """Write the queued rows, parents first (the foreign keys are checked per statement)."""
+        # Plain executemany, not sqlite-utils' insert_all: insert_all inspects every value
+        # (JSON-encoding dicts and lists) and spent as long as the whole rest of the import.
         for table, cols, rows in (("answers", _ANSWER_COLS, self.answers),
                                   ("chunks", _CHUNK_COLS, self.chunks),
                                   ("claims", _CLAIM_COLS, self.claims),
                                   ("judge_verdicts", _VERDICT_COLS, self.verdicts)):
             if rows:
-                # List mode: the first item names the columns, the rest are value tuples.
-                self.db.table(table).insert_all([cols, *rows])
+                self.db.conn.executemany(
+                    f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", rows)
         self.answers, self.chunks, self.claims, self.verdicts = [], [], [], []
 
 
