@@ -1,4 +1,4 @@
-"""Export calibrated labels (lossless JSONL, a golden set, CSV) and restore the JSONL export.
+"""Export calibrated labels: lossless JSONL, a golden set, CSV.
 
 Formats (`export(..., fmt=...)`):
 
@@ -19,20 +19,16 @@ Formats (`export(..., fmt=...)`):
   correctly) and every cell starting with ``= + - @``, tab or carriage return prefixed with a
   single quote, so a spreadsheet shows imported text instead of evaluating it as a formula.
 
+The final human verdict and its status come from the one final-label reader
+(`store.final_labels`), so an export never disagrees with the reports.
+
 Restore. The JSONL export goes back into a database with the ordinary commands:
 ``python -m calibration import EXPORT.jsonl`` restores answers, chunks, claims, judge runs and
 judge verdicts; ``python -m calibration import-labels EXPORT.jsonl`` then restores label
-events (same order, kinds, verdicts, evidence, notes and timestamps), the reviewers' current
-labels (blind vs final, reconcile kind, slip) and adjudications. Both recognise the export by
-its ``format`` field and route here (`restore_answers`, `restore_labels`): the regular label
-import goes through `store.record_label`, which stamps events with the current time and
-re-derives reconciles from the judge, so it cannot keep a history as it was. Cycles are not
-recreated (their sampling design is not part of a label export); a label or event names its
-cycle and is linked to a cycle of that name when the target database has one.
-Restoring twice changes nothing; restoring a longer history of the same claim appends the
-missing events; a history that differs from the one already stored is refused. Only an
-unfiltered export is a full backup: `--judge-run` keeps that run's verdicts only, and
-`--cycle` / `--only-final` keep a subset of the claims.
+events, the reviewers' current labels and adjudications. Both recognise the export by its
+``format`` field (`is_export_file`) and hand it to `importing.restore_answers` /
+`importing.restore_labels`. Only an unfiltered export is a full backup: `--judge-run` keeps
+that run's verdicts only, and `--cycle` / `--only-final` keep a subset of the claims.
 
 Files are written to a temporary file beside the target and renamed into place, so a reader
 never sees half an export, and rows are streamed in batches rather than loaded at once.
@@ -40,7 +36,6 @@ never sees half an export, and rows are streamed in batches rather than loaded a
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -51,28 +46,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from pydantic import ValidationError
 from sqlite_utils import Database
 
 from . import store
-from .agreement import final_human_label
-from .errors import InputError, NotFoundError
-from .importing import (
-    ImportReport,
-    LabelsReport,
-    _field_errors,
-    _open_text,
-    _Problems,
-    content_hash,
-    iter_json_records,
-)
-from .models import LABELS, JudgedAnswerIn, Verdict
-from .vocab import LABEL_KINDS
+from .errors import InputError
+from .fmt import plural
+from .reading import open_text
+from .store.exports import ClaimDetail, claim_details, claim_ids_in_scope, cycle_judge_run_id
+from .vocab import ClaimStatus, Verdict
 
 EXPORT_FORMAT = "judge-calibration-export"
 FORMAT_VERSION = 1
 FORMATS = ("jsonl", "golden", "csv")
-NEEDS_DISCUSSION = "needs discussion"  # final_status of a claim a reviewer marked unclear
+# final_status of a claim a reviewer marked unclear and nobody adjudicated
+NEEDS_DISCUSSION = ClaimStatus.NEEDS_DISCUSSION.value
 # Claims fetched per query: big enough that per-query overhead vanishes, small enough that
 # memory stays flat however many claims there are.
 BATCH = 1000
@@ -85,7 +72,7 @@ _DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
 
 
 @dataclass(frozen=True, slots=True)
-class Scope:
+class ExportScope:
     """Which claims an export covers; see `resolve_scope`."""
 
     run_id: int | None = None
@@ -97,7 +84,7 @@ class Scope:
 
 
 def resolve_scope(db: Database, *, judge_run: str | None = None, cycle: str | None = None,
-                  only_final: bool = False) -> Scope:
+                  only_final: bool = False) -> ExportScope:
     """Resolve names to ids; unknown names raise NotFoundError with the known ones."""
     run_id = run_name = None
     if judge_run:
@@ -105,99 +92,34 @@ def resolve_scope(db: Database, *, judge_run: str | None = None, cycle: str | No
         run_id, run_name = run.id, run.name
     cycle_id = cycle_run = None
     if cycle:
-        row = db.execute("SELECT id, judge_run_id FROM cycles WHERE name = ?", [cycle]).fetchone()
-        if row is None:
-            known = ", ".join(r[0] for r in db.execute("SELECT name FROM cycles ORDER BY id")) or "none"
-            raise NotFoundError(f"no cycle named {cycle!r}; cycles: {known}")
-        cycle_id, cycle_run = row
-    return Scope(run_id, run_name, cycle_id, cycle, cycle_run, only_final)
+        cycle_id = store.cycle_id(db, cycle)
+        cycle_run = cycle_judge_run_id(db, cycle_id)
+    return ExportScope(run_id, run_name, cycle_id, cycle, cycle_run, only_final)
 
 
-def _claim_ids(db: Database, scope: Scope) -> list[int]:
-    # Only the integer keys are sorted up front: sorting the full rows would make SQLite
-    # materialise every claim with its subqueries before the first line could be written.
-    where: list[str] = []
-    params: dict[str, object] = {}
-    if scope.run_id is not None:
-        where.append("EXISTS (SELECT 1 FROM judge_verdicts v WHERE v.claim_pk = c.id AND v.run_id = :run)")
-        params["run"] = scope.run_id
-    if scope.cycle_id is not None:
-        # A claim belongs to a cycle when its answer was sampled and the cycle's run judged it.
-        where.append("EXISTS (SELECT 1 FROM cycle_answers ca WHERE ca.cycle_id = :cycle "
-                     "AND ca.answer_id = c.answer_id)")
-        where.append("EXISTS (SELECT 1 FROM judge_verdicts v WHERE v.claim_pk = c.id "
-                     "AND v.run_id = :cycle_run)")
-        params |= {"cycle": scope.cycle_id, "cycle_run": scope.cycle_run_id}
-    sql = "SELECT c.id FROM claims c"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    return [r[0] for r in db.execute(sql + " ORDER BY c.answer_id, c.position, c.id", params)]
-
-
-_DETAIL_SQL = """
-SELECT c.id, c.answer_id, c.claim_id, c.position, c.text,
-       a.question, a.answer, a.category, a.metadata, a.holdout,
-       (SELECT json_group_array(json_array(ch.position, ch.chunk_id, ch.text, ch.source))
-          FROM chunks ch WHERE ch.answer_id = c.answer_id),
-       (SELECT json_group_array(json_array(h.reviewer, h.status, h.blind_verdict, h.blind_at,
-                   h.final_verdict, h.final_at, h.reconciled, h.slip, json(h.evidence), h.note,
-                   cy.name, h.updated_at))
-          FROM human_labels h LEFT JOIN cycles cy ON cy.id = h.cycle_id WHERE h.claim_pk = c.id),
-       (SELECT json_group_array(json_array(e.id, e.reviewer, e.kind, e.verdict, json(e.evidence),
-                   e.note, cy.name, r.judge_model, r.prompt_version, e.created_at))
-          FROM label_events e LEFT JOIN cycles cy ON cy.id = e.cycle_id
-          LEFT JOIN judge_runs r ON r.id = e.judge_run_id WHERE e.claim_pk = c.id),
-       (SELECT json_group_array(json_array(r.id, r.judge_model, r.prompt_version, v.verdict,
-                   v.raw_verdict, v.rationale, json(v.evidence)))
-          FROM judge_verdicts v JOIN judge_runs r ON r.id = v.run_id
-          WHERE v.claim_pk = c.id {run_filter}),
-       (SELECT json_array(d.verdict, d.adjudicator, d.note, d.created_at)
-          FROM adjudications d WHERE d.claim_pk = c.id),
-       (SELECT json_group_array(json_array(cy.id, cy.name)) FROM cycle_answers ca
-          JOIN cycles cy ON cy.id = ca.cycle_id
-          WHERE ca.answer_id = c.answer_id AND EXISTS (SELECT 1 FROM judge_verdicts v2
-                WHERE v2.claim_pk = c.id AND v2.run_id = cy.judge_run_id))
-FROM claims c JOIN answers a ON a.id = c.answer_id
-WHERE c.id IN ({marks})
-"""
-
-
-def _record(row: Sequence[Any], version: str) -> dict[str, Any]:
-    (_pk, answer_id, claim_id, position, text, question, answer, category, metadata, holdout,
-     chunks_j, labels_j, events_j, verdicts_j, adjudication_j, cycles_j) = row
-    chunks = sorted(json.loads(chunks_j))
-    labels = sorted(json.loads(labels_j))
-    events = sorted(json.loads(events_j))  # by event id: the order they were given in
-    verdicts = sorted(json.loads(verdicts_j))  # by run id: oldest run first
-    adjudication = json.loads(adjudication_j) if adjudication_j else None
-    cycles = [name for _id, name in sorted(json.loads(cycles_j))]
-    labeled = [lab[4] for lab in labels if lab[1] == "labeled" and lab[4] is not None]
-    unclear = any(lab[1] == "unclear" for lab in labels)
-    final = final_human_label(labeled, adjudication[0] if adjudication else None, unclear=unclear)
-    if adjudication:
-        status = "adjudicated"
-    elif unclear:
-        status = NEEDS_DISCUSSION  # a reviewer marked it unclear: a lead decides
-    elif final is not None:
-        status = "unanimous"
-    else:
-        status = "disputed" if labeled else "unlabeled"
+def _record(row: ClaimDetail, final: str | None, status: ClaimStatus, version: str) -> dict[str, Any]:
+    chunks = sorted(json.loads(row.chunks_json))
+    labels = sorted(json.loads(row.labels_json))
+    events = sorted(json.loads(row.events_json))  # by event id: the order they were given in
+    verdicts = sorted(json.loads(row.verdicts_json))  # by run id: oldest run first
+    adjudication = json.loads(row.adjudication_json) if row.adjudication_json else None
+    cycles = [name for _id, name in sorted(json.loads(row.cycles_json))]
     return {
         "format": EXPORT_FORMAT,
         "format_version": FORMAT_VERSION,
         "tool_version": version,
-        "answer_id": answer_id,
-        "question": question,
-        "answer": answer,
-        "category": category,
-        "metadata": json.loads(metadata) if metadata else {},
-        "holdout": bool(holdout),
+        "answer_id": row.answer_id,
+        "question": row.question,
+        "answer": row.answer,
+        "category": row.category,
+        "metadata": json.loads(row.metadata) if row.metadata else {},
+        "holdout": bool(row.holdout),
         "chunks": [{"id": cid, "text": t, "source": src} for _pos, cid, t, src in chunks],
-        "claim_id": claim_id,
-        "claim_position": position,
-        "claim": text,
+        "claim_id": row.claim_id,
+        "claim_position": row.position,
+        "claim": row.text,
         "final_verdict": final,
-        "final_status": status,
+        "final_status": status.value,
         "adjudication": None if adjudication is None else dict(zip(
             ("verdict", "adjudicator", "note", "created_at"), adjudication, strict=True)),
         "reviewers": [
@@ -221,23 +143,21 @@ def _record(row: Sequence[Any], version: str) -> dict[str, Any]:
     }
 
 
-def iter_records(db: Database, scope: Scope = Scope()) -> Iterator[dict[str, Any]]:
+def iter_records(db: Database, scope: ExportScope = ExportScope()) -> Iterator[dict[str, Any]]:
     """The export records of every claim in scope, ordered by answer id and claim position."""
     from . import __version__
 
-    ids = _claim_ids(db, scope)
-    run_filter = "AND v.run_id = ?" if scope.run_id is not None else ""
+    ids = claim_ids_in_scope(db, run_id=scope.run_id, cycle_id=scope.cycle_id,
+                             cycle_run_id=scope.cycle_run_id)
     for start in range(0, len(ids), BATCH):
         batch = ids[start:start + BATCH]
-        sql = _DETAIL_SQL.format(run_filter=run_filter, marks=",".join("?" * len(batch)))
-        params: list[object] = ([scope.run_id] if scope.run_id is not None else []) + batch
-        rows = {row[0]: row for row in db.execute(sql, params)}
+        rows = claim_details(db, batch, run_id=scope.run_id)
+        finals = store.final_labels(db, batch)
         for pk in batch:
-            rec = _record(rows[pk], __version__)
-            if scope.only_final and rec["final_verdict"] is None:
+            final, status = finals[pk]
+            if scope.only_final and final is None:
                 continue
-            yield rec
-
+            yield _record(rows[pk], final, status, __version__)
 
 # ---------------------------------------------------------------- writers
 
@@ -306,8 +226,8 @@ class GoldenCounts:
         """The line a lead must see before using the set for recall@k; None when all have a source."""
         if not self.no_source:
             return None
-        items = "item has" if self.written == 1 else "items have"
-        return (f"{self.no_source:,} of {self.written:,} golden {items} no expected_source: "
+        have = "has" if self.written == 1 else "have"
+        return (f"{self.no_source:,} of {plural(self.written, 'golden item')} {have} no expected_source: "
                 "reviewers chose no evidence chunks")
 
 
@@ -395,11 +315,11 @@ class ExportReport:
     no_source: int = 0  # golden only: items with an empty expected_source
 
     def lines(self) -> list[str]:
-        unit = ("answer" if self.fmt == "golden" else "claim") + ("" if self.rows == 1 else "s")
-        out = [f"{self.path}: {self.rows} {unit} ({self.fmt})"]
+        unit = "answer" if self.fmt == "golden" else "claim"
+        out = [f"{self.path}: {plural(self.rows, unit)} ({self.fmt})"]
         if self.skipped_answers:
-            s = "" if self.skipped_answers == 1 else "s"
-            out.append(f"  {self.skipped_answers} answer{s} left out: no claim humans found SUPPORTED")
+            left_out = plural(self.skipped_answers, "answer")
+            out.append(f"  {left_out} left out: no claim humans found SUPPORTED")
         warning = GoldenCounts(self.rows, self.skipped_answers, self.no_source).warning()
         if warning:
             out.append(f"warning: {warning}")
@@ -424,7 +344,8 @@ def atomic_write(path: Path, write: Callable[[TextIO], Any], *, encoding: str = 
     return result
 
 
-def _runs_in_scope(db: Database, scope: Scope) -> list[str]:
+
+def _runs_in_scope(db: Database, scope: ExportScope) -> list[str]:
     if scope.run_name is not None:
         return [scope.run_name]
     return [r.name for r in store.judge_runs(db)]
@@ -438,10 +359,7 @@ def export(db: Database, out: str | Path, *, fmt: str = "jsonl", judge_run: str 
     out = Path(out)
     scope = resolve_scope(db, judge_run=judge_run, cycle=cycle, only_final=only_final)
     # One read transaction, so a label written meanwhile cannot make the file inconsistent.
-    own = not db.conn.in_transaction
-    if own:
-        db.conn.execute("BEGIN")
-    try:
+    with store.read_snapshot(db):
         records = iter_records(db, scope)
         if fmt == "jsonl":
             return ExportReport(out, fmt, atomic_write(out, lambda fh: write_jsonl(records, fh)))
@@ -451,9 +369,6 @@ def export(db: Database, out: str | Path, *, fmt: str = "jsonl", judge_run: str 
         runs = _runs_in_scope(db, scope)
         return ExportReport(out, fmt, atomic_write(out, lambda fh: write_csv(records, fh, runs),
                                                    encoding="utf-8-sig"))
-    finally:
-        if own:
-            db.conn.execute("COMMIT")
 
 
 def golden_counts(db: Database, *, judge_run: str | None = None, cycle: str | None = None,
@@ -481,13 +396,14 @@ def export_bytes(db: Database, *, fmt: str = "jsonl", judge_run: str | None = No
     return buf.getvalue().encode("utf-8")
 
 
-# ---------------------------------------------------------------- restore
+
+# ---------------------------------------------------------------- recognising an export
 
 
 def is_export_file(path: str | Path, encoding: str | None = None) -> bool:
     """Whether the file's first record is a line of this tool's JSONL export."""
     try:
-        with _open_text(Path(path), encoding) as fh:
+        with open_text(Path(path), encoding) as fh:
             # Look at the first character before reading a line: a JSON array written on one
             # line would otherwise be read whole just to be told apart.
             ch = fh.read(1)
@@ -501,276 +417,6 @@ def is_export_file(path: str | Path, encoding: str | None = None) -> bool:
     return isinstance(rec, dict) and rec.get("format") == EXPORT_FORMAT
 
 
-def _export_lines(path: Path, encoding: str | None, problems: _Problems
-                  ) -> Iterator[tuple[int, dict[str, Any]]]:
-    for line, value in iter_json_records(path, encoding):
-        if isinstance(value, json.JSONDecodeError):
-            problems.add(line, f"malformed JSON: {value.msg} (column {value.colno})")
-        elif not isinstance(value, dict) or value.get("format") != EXPORT_FORMAT:
-            problems.add(line, f"not a line of a {EXPORT_FORMAT} file")
-        elif value.get("format_version") != FORMAT_VERSION:
-            problems.add(line, f"format_version {value.get('format_version')!r} is not supported "
-                               f"(this tool reads version {FORMAT_VERSION})")
-        else:
-            yield line, value
-
-
-def _check_verdict(value: object, where: str, optional: bool = False) -> str | None:
-    if value is None and optional:
-        return None
-    if value not in LABELS:
-        raise ValueError(f"{where}: {value!r} is not one of {', '.join(LABELS)}")
-    return str(value)
-
-
-class _Runs:
-    """Judge runs by name in the target database, created on first use when allowed."""
-
-    def __init__(self, db: Database, report: ImportReport | None = None) -> None:
-        self.db = db
-        self.report = report
-        self.ids: dict[tuple[str, str], int | None] = {}
-
-    def get(self, model: str, version: str, *, create: bool) -> int | None:
-        key = (model, version)
-        if key not in self.ids:
-            row = self.db.execute("SELECT id FROM judge_runs WHERE judge_model = ? AND prompt_version = ?",
-                                  key).fetchone()
-            if row is None and create:
-                cur = self.db.execute("INSERT INTO judge_runs (judge_model, prompt_version, origin, "
-                                      "created_at) VALUES (?, ?, 'import', ?)", [*key, store.now()])
-                row = (cur.lastrowid,)
-            self.ids[key] = row[0] if row else None
-        if self.report is not None and self.ids[key] is not None:
-            self.report.runs.add(f"{model}@{version}")
-        return self.ids[key]
-
-    def by_name(self, name: str | None) -> int | None:
-        if not name:
-            return None
-        model, _, version = name.rpartition("@")
-        return self.get(model, version, create=False)
-
-
-def restore_answers(db: Database, path: str | Path, *, encoding: str | None = None) -> ImportReport:
-    """Restore answers, chunks, claims, judge runs and judge verdicts from a JSONL export.
-
-    All or nothing, like every import: problems are collected with their line and nothing is
-    written if there is any. An answer or claim already present must have the same text, and a
-    verdict already present the same value.
-    """
-    path = Path(path)
-    report = ImportReport()
-    problems = _Problems(path)
-    seen: set[str] = set()
-    with store.write(db):
-        runs = _Runs(db, report)
-        for line, rec in _export_lines(path, encoding, problems):
-            try:
-                answer_id = rec["answer_id"]
-                if answer_id not in seen:
-                    _restore_answer(db, rec, report)
-                    seen.add(answer_id)
-                _restore_claim(db, rec, runs, report)
-            except (KeyError, TypeError) as exc:
-                problems.add(line, f"missing or malformed field {exc}")
-            except ValidationError as exc:
-                for msg in _field_errors(exc):
-                    problems.add(line, msg)
-            except ValueError as exc:
-                problems.add(line, str(exc))
-        problems.raise_if_any()
-    return report
-
-
-def _restore_answer(db: Database, rec: dict[str, Any], report: ImportReport) -> None:
-    ans = JudgedAnswerIn.model_validate({
-        "id": rec["answer_id"], "question": rec["question"], "answer": rec["answer"],
-        "chunks": rec["chunks"], "category": rec["category"], "metadata": rec["metadata"]})
-    digest = content_hash(ans)
-    row = db.execute("SELECT content_hash FROM answers WHERE id = ?", [ans.id]).fetchone()
-    if row is not None:
-        if row[0] != digest:
-            raise ValueError(f"answer {ans.id!r} is already in the database with different question, "
-                             "answer or chunk text; refused")
-        report.answers_existing += 1
-        return
-    db.execute("INSERT INTO answers (id, question, answer, category, metadata, content_hash, holdout, "
-               "imported_at) VALUES (?,?,?,?,?,?,?,?)",
-               [ans.id, ans.question, ans.answer, ans.category, json.dumps(ans.metadata, ensure_ascii=False),
-                digest, int(bool(rec.get("holdout"))), store.now()])
-    db.conn.executemany("INSERT INTO chunks (answer_id, position, chunk_id, text, source) VALUES (?,?,?,?,?)",
-                        [(ans.id, i, c.id, c.text, c.source) for i, c in enumerate(ans.chunks)])
-    report.answers_new += 1
-
-
-def _restore_claim(db: Database, rec: dict[str, Any], runs: _Runs, report: ImportReport) -> None:
-    answer_id, claim_id, text = rec["answer_id"], str(rec["claim_id"]), rec["claim"]
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("claim: claim has no text")
-    row = db.execute("SELECT id, text FROM claims WHERE answer_id = ? AND claim_id = ?",
-                     [answer_id, claim_id]).fetchone()
-    if row is None:
-        cur = db.execute("INSERT INTO claims (answer_id, claim_id, position, text) VALUES (?,?,?,?)",
-                         [answer_id, claim_id, int(rec["claim_position"]), text])
-        pk = cur.lastrowid
-        report.claims_new += 1
-    else:
-        pk, old = row
-        if old != text:
-            raise ValueError(f"claim: {claim_id!r} of answer {answer_id!r} already has different text; "
-                             "refused")
-    for i, j in enumerate(rec["judge"]):
-        verdict = _check_verdict(j["verdict"], f"judge.{i}.verdict")
-        run = runs.get(j["judge_model"], j["prompt_version"], create=True)
-        old_v = db.execute("SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?",
-                           [run, pk]).fetchone()
-        if old_v is not None:
-            if old_v[0] != verdict:
-                raise ValueError(f"judge.{i}: run {j['run']} already gave claim {claim_id!r} the verdict "
-                                 f"{old_v[0]}, not {verdict}; refused")
-            report.verdicts_existing += 1
-            continue
-        db.execute("INSERT INTO judge_verdicts (run_id, claim_pk, verdict, raw_verdict, rationale, evidence) "
-                   "VALUES (?,?,?,?,?,?)",
-                   [run, pk, verdict, j["raw_verdict"], j["rationale"],
-                    json.dumps(list(j["evidence"]), ensure_ascii=False)])
-        report.verdicts_new += 1
-
-
-@dataclass
-class RestoreReport(LabelsReport):
-    events_new: int = 0
-    events_existing: int = 0
-    adjudications_new: int = 0
-
-    def lines(self) -> list[str]:
-        return [*super().lines(),
-                f"label events: {self.events_new} restored, {self.events_existing} already present",
-                f"adjudications: {self.adjudications_new} restored or changed"]
-
-
-_EVENT_KEY = ("reviewer", "kind", "verdict", "evidence", "note", "created_at")
-_LABEL_COLS = ("status", "blind_verdict", "final_verdict", "reconciled", "slip", "evidence", "note",
-               "cycle_id", "blind_at", "final_at", "updated_at")
-
-
-def restore_labels(db: Database, path: str | Path, *, encoding: str | None = None) -> RestoreReport:
-    """Restore label events, current labels and adjudications from a JSONL export.
-
-    Run `restore_answers` (the `import` command) on the file first: labels are attached to
-    claims by (answer id, claim id). Events are written with their original timestamps, in
-    their original order per claim, which is the order `store.label_history` reads them in.
-    """
-    path = Path(path)
-    report = RestoreReport()
-    problems = _Problems(path)
-    with store.write(db):
-        runs = _Runs(db)
-        cycle_ids: dict[str, int | None] = {}
-
-        def cycle_id(name: str | None) -> int | None:
-            if not name:
-                return None
-            if name not in cycle_ids:
-                row = db.execute("SELECT id FROM cycles WHERE name = ?", [name]).fetchone()
-                cycle_ids[name] = row[0] if row else None
-            return cycle_ids[name]
-
-        for line, rec in _export_lines(path, encoding, problems):
-            try:
-                _restore_claim_labels(db, rec, report, runs, cycle_id)
-            except (KeyError, TypeError) as exc:
-                problems.add(line, f"missing or malformed field {exc}")
-            except ValueError as exc:
-                problems.add(line, str(exc))
-        problems.raise_if_any()
-    return report
-
-
-def _restore_claim_labels(db: Database, rec: dict[str, Any], report: RestoreReport, runs: _Runs,
-                          cycle_id: Callable[[str | None], int | None]) -> None:
-    answer_id, claim_id = rec["answer_id"], str(rec["claim_id"])
-    row = db.execute("SELECT id FROM claims WHERE answer_id = ? AND claim_id = ?",
-                     [answer_id, claim_id]).fetchone()
-    if row is None:
-        raise ValueError(f"claim_id: no claim {claim_id!r} in answer {answer_id!r}; restore the answers "
-                         f"first with `python -m calibration import` on this file")
-    pk = row[0]
-    events = rec["events"]
-    for i, e in enumerate(events):
-        if e["kind"] not in LABEL_KINDS:
-            raise ValueError(f"events.{i}.kind: unknown {e['kind']!r}")
-        _check_verdict(e["verdict"], f"events.{i}.verdict", optional=True)
-        if not e["reviewer"] or not e["created_at"]:
-            raise ValueError(f"events.{i}: reviewer and created_at are required")
-    stored = [dict(zip(_EVENT_KEY, r, strict=True)) for r in db.execute(
-        "SELECT reviewer, kind, verdict, evidence, note, created_at FROM label_events "
-        "WHERE claim_pk = ? ORDER BY id", [pk])]
-    wanted = [{k: (json.dumps(list(e[k]), ensure_ascii=False) if k == "evidence" else e[k])
-               for k in _EVENT_KEY} for e in events]
-    if stored != wanted[:len(stored)]:
-        raise ValueError(f"claim {claim_id!r} of answer {answer_id!r} already has a different label "
-                         "history in this database; restore into an empty database")
-    report.events_existing += len(stored)
-    for e in events[len(stored):]:
-        db.execute("INSERT INTO label_events (claim_pk, reviewer, kind, verdict, evidence, note, cycle_id, "
-                   "judge_run_id, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-                   [pk, e["reviewer"], e["kind"], e["verdict"],
-                    json.dumps(list(e["evidence"]), ensure_ascii=False), e["note"], cycle_id(e["cycle"]),
-                    runs.by_name(e["judge_run"]), e["created_at"]])
-        report.events_new += 1
-    for i, lab in enumerate(rec["reviewers"]):
-        if lab["status"] not in ("labeled", "skipped", "unclear"):
-            raise ValueError(f"reviewers.{i}.status: unknown {lab['status']!r}")
-        _check_verdict(lab["blind_verdict"], f"reviewers.{i}.blind_verdict", optional=True)
-        _check_verdict(lab["final_verdict"], f"reviewers.{i}.final_verdict", optional=True)
-        values = {"status": lab["status"], "blind_verdict": lab["blind_verdict"],
-                  "final_verdict": lab["final_verdict"], "reconciled": lab["reconciled"],
-                  "slip": int(bool(lab["slip"])),
-                  "evidence": json.dumps(list(lab["evidence"]), ensure_ascii=False), "note": lab["note"],
-                  "cycle_id": cycle_id(lab["cycle"]), "blind_at": lab["blind_at"],
-                  "final_at": lab["final_at"], "updated_at": lab["updated_at"]}
-        old = db.execute(f"SELECT {', '.join(_LABEL_COLS)} FROM human_labels WHERE claim_pk = ? "
-                         "AND reviewer = ?", [pk, lab["reviewer"]]).fetchone()
-        report.reviewers.add(lab["reviewer"])
-        if old is not None and tuple(old) == tuple(values.values()):
-            report.unchanged += 1
-            continue
-        cols = ", ".join(("claim_pk", "reviewer", *values))
-        updates = ", ".join(f"{c} = excluded.{c}" for c in values)
-        db.execute(f"INSERT INTO human_labels ({cols}) VALUES ({', '.join('?' * (len(values) + 2))}) "
-                   f"ON CONFLICT (claim_pk, reviewer) DO UPDATE SET {updates}",
-                   [pk, lab["reviewer"], *values.values()])
-        report.new += 1
-    adj = rec["adjudication"]
-    if adj is not None:
-        verdict = _check_verdict(adj["verdict"], "adjudication.verdict")
-        new = (verdict, adj["adjudicator"], adj["note"], adj["created_at"])
-        old_adj = db.execute("SELECT verdict, adjudicator, note, created_at FROM adjudications "
-                             "WHERE claim_pk = ?", [pk]).fetchone()
-        if old_adj is None or tuple(old_adj) != new:
-            db.execute("INSERT INTO adjudications (claim_pk, verdict, adjudicator, note, created_at) "
-                       "VALUES (?,?,?,?,?) ON CONFLICT (claim_pk) DO UPDATE SET verdict = excluded.verdict, "
-                       "adjudicator = excluded.adjudicator, note = excluded.note, "
-                       "created_at = excluded.created_at", [pk, *new])
-            report.adjudications_new += 1
-
-
-# ---------------------------------------------------------------- CLI
-
-
-def cli_export(args: argparse.Namespace) -> int:
-    from .cli.common import db_path as _db_path
-
-    with store.session(_db_path(args)) as db:
-        rep = export(db, args.out, fmt=args.format, judge_run=args.judge_run, cycle=args.cycle,
-                     only_final=args.only_final)
-    for line in rep.lines():
-        print(line)
-    return 0
-
-
-__all__ = ["EXPORT_FORMAT", "FORMATS", "NEEDS_DISCUSSION", "ExportReport", "GoldenCounts", "RestoreReport",
-           "Scope", "export", "export_bytes", "golden_counts", "golden_item", "is_export_file",
-           "iter_records", "neutralise_cell", "resolve_scope", "restore_answers", "restore_labels"]
+__all__ = ["EXPORT_FORMAT", "FORMATS", "FORMAT_VERSION", "NEEDS_DISCUSSION", "ExportReport", "ExportScope",
+           "GoldenCounts", "export", "export_bytes", "golden_counts", "golden_item", "is_export_file",
+           "iter_records", "neutralise_cell", "resolve_scope"]

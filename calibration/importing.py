@@ -1,34 +1,34 @@
-"""Getting judged answers and human labels in from files.
+"""Getting judged answers and human labels in from files, and restoring an export.
 
 Every file is read as a stream and written inside one transaction: each record is
-validated as it is read, the first problems are collected with file, line and field,
-and if there is any problem the transaction is rolled back, so a bad file never
-leaves half of itself behind.
+validated as it is read, the first problems are collected with file, line and field
+(`reading.Problems`), and if there is any problem the transaction is rolled back, so a bad
+file never leaves half of itself behind. A JSONL export of this tool (`export.is_export_file`)
+given to `import_answers` / `import_labels` is restored losslessly instead (`restore_answers`,
+`restore_labels`).
 """
 
 from __future__ import annotations
 
-import argparse
-import codecs
 import csv
 import hashlib
-import io
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import Any
 
 from pydantic import ValidationError
 from sqlite_utils import Database
 
 from . import store
-from .errors import CalibrationError, ConflictError, InputError
-from .models import JudgedAnswerIn, LabelRowIn, Verdict, parse_mapping, parse_verdict
-
-MAX_PROBLEMS = 20
-_READ_SIZE = 1 << 16
+from .errors import CalibrationError, ConflictError, InputError, NotFoundError
+from .export import EXPORT_FORMAT, FORMAT_VERSION, is_export_file
+from .models import JudgedAnswerIn, LabelRowIn, Verdict, parse_verdict
+from .reading import MAX_PROBLEMS, Problems, decode_error, field_errors, iter_json_records, open_text
+from .store import answers as answer_store
+from .vocab import LABEL_KINDS, LABEL_STATUSES, LABELS
 
 
 @dataclass
@@ -54,275 +54,13 @@ class ImportReport:
         return out
 
 
-class _Problems:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.items: list[str] = []
-        self.more = 0
-
-    def add(self, line: int | None, message: str) -> None:
-        if len(self.items) < MAX_PROBLEMS:
-            where = f"{self.path}:{line}" if line is not None else str(self.path)
-            self.items.append(f"{where}: {message}")
-        else:
-            self.more += 1
-
-    def raise_if_any(self) -> None:
-        if self.items:
-            tail = [f"... and {self.more} more problems"] if self.more else []
-            raise InputError([*self.items, *tail, f"{self.path}: nothing was imported"])
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
-
-
-# ---------------------------------------------------------------- reading
-
-
-def _open_text(path: Path, encoding: str | None) -> TextIO:
-    try:
-        raw: BinaryIO = path.open("rb")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot open: {exc.strerror}") from exc
-    enc = encoding or "utf-8-sig"
-    try:
-        codecs.lookup(enc)
-    except LookupError as exc:
-        raw.close()
-        raise InputError(f"unknown encoding {enc!r}") from exc
-    # errors="strict": a wrong encoding must stop the import, never become mojibake.
-    return io.TextIOWrapper(raw, encoding=enc, errors="strict", newline="")
-
-
-def _decode_error(path: Path, line: int, exc: UnicodeDecodeError, encoding: str | None) -> InputError:
-    hint = "" if encoding else "; the file is not UTF-8: give its encoding with --encoding"
-    return InputError(f"{path}:{line}: cannot decode bytes as {encoding or 'UTF-8'}{hint}; "
-                      "nothing was imported")
-
-
-def iter_json_records(path: Path, encoding: str | None = None) -> Iterator[tuple[int, Any]]:
-    """Yield (line number, parsed value) from a JSONL file or a JSON array, streaming.
-
-    A malformed record yields (line, JSONDecodeError) so the caller can report it and
-    go on checking the rest of a JSONL file.
-    """
-    with _open_text(path, encoding) as fh:
-        line_no = 0
-        try:
-            first = ""
-            pending: list[str] = []
-            # Peek the first non-blank character to tell an array from JSONL.
-            for line in fh:
-                line_no += 1
-                if line.strip():
-                    first = line.lstrip()[0]
-                    pending.append(line)
-                    break
-            if not first:
-                return
-            if first == "[":
-                yield from _iter_array(fh, "".join(pending), line_no)
-                return
-            for line in _chain(pending, fh):
-                if pending:
-                    pending = []
-                else:
-                    line_no += 1
-                if not line.strip():
-                    continue
-                try:
-                    yield line_no, json.loads(line)
-                except json.JSONDecodeError as exc:
-                    yield line_no, exc
-        except UnicodeDecodeError as exc:
-            raise _decode_error(path, line_no + 1, exc, encoding) from exc
-
-
-def _chain(first: list[str], rest: TextIO) -> Iterator[str]:
-    yield from list(first)
-    yield from rest
-
-
-def _iter_array(fh: TextIO, buf: str, start_line: int) -> Iterator[tuple[int, Any]]:
-    decoder = json.JSONDecoder()
-    line = start_line
-    pos = buf.index("[") + 1
-    eof = False
-    expect_value = True
-
-    def fill() -> bool:
-        nonlocal buf, pos, eof
-        chunk = fh.read(_READ_SIZE)
-        if not chunk:
-            eof = True
-            return False
-        buf = buf[pos:] + chunk
-        pos = 0
-        return True
-
-    while True:
-        while True:
-            while pos < len(buf) and buf[pos] in " \t\r\n":
-                if buf[pos] == "\n":
-                    line += 1
-                pos += 1
-            if pos < len(buf) or not fill():
-                break
-        if pos >= len(buf):
-            yield line, json.JSONDecodeError("the JSON array is not closed", buf, pos)
-            return
-        ch = buf[pos]
-        if ch == "]":
-            return
-        if ch == ",":
-            if expect_value:
-                yield line, json.JSONDecodeError("unexpected ','", buf, pos)
-                return
-            pos += 1
-            expect_value = True
-            continue
-        if not expect_value:
-            yield line, json.JSONDecodeError("expected ',' or ']' between records", buf, pos)
-            return
-        while True:
-            try:
-                value, end = decoder.raw_decode(buf, pos)
-                # A number or literal cut at the buffer's end would parse short: read on.
-                if end == len(buf) and not eof and fill():
-                    continue
-                break
-            except json.JSONDecodeError as exc:
-                if not eof and fill():
-                    continue
-                yield line + buf.count("\n", pos, exc.pos), exc
-                return
-        yield line, value
-        line += buf.count("\n", pos, end)
-        pos = end
-        expect_value = False
-
-
-def _field_errors(exc: ValidationError) -> list[str]:
-    out = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "missing" and loc.startswith("claims.") and loc.endswith(".text"):
-            # The file says `claim` (or `text`); name what the user can actually write.
-            loc, msg = loc.removesuffix(".text") + ".claim", "missing: a claim needs 'claim' or 'text'"
-        # Record-level checks already name their field in the message.
-        out.append(f"{loc}: {msg}" if loc else msg)
-    return out
-
-
 def content_hash(rec: JudgedAnswerIn) -> str:
+    """What makes an answer the same answer: question, answer and chunks (id, text, source)."""
     payload = [rec.question, rec.answer, [[c.id, c.text, c.source] for c in rec.chunks]]
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
 
 
 # ---------------------------------------------------------------- judged answers
-
-
-class _Writer:
-    """Writes validated records inside the caller's transaction, batching inserts."""
-
-    def __init__(self, db: Database, report: ImportReport) -> None:
-        self.db = db
-        self.report = report
-        self.runs: dict[tuple[str, str], int] = {}
-        self.next_claim = (db.execute("SELECT coalesce(max(id), 0) FROM claims").fetchone()[0]) + 1
-        self.answers: list[tuple] = []
-        self.chunks: list[tuple] = []
-        self.claims: list[tuple] = []
-        self.verdicts: list[tuple] = []
-        self.ts = store.now()
-
-    def run_id(self, model: str, version: str) -> int:
-        key = (model, version)
-        if key not in self.runs:
-            row = self.db.execute(
-                "SELECT id FROM judge_runs WHERE judge_model = ? AND prompt_version = ?", key
-            ).fetchone()
-            if row is None:
-                cur = self.db.execute(
-                    "INSERT INTO judge_runs (judge_model, prompt_version, origin, created_at) "
-                    "VALUES (?, ?, 'import', ?)", [model, version, self.ts])
-                row = (cur.lastrowid,)
-            self.runs[key] = row[0]
-            self.report.runs.add(f"{model}@{version}")
-        return self.runs[key]
-
-    def add(self, rec: JudgedAnswerIn, verdicts: list[Verdict], run: int) -> str | None:
-        """Queue one answer's rows; return a conflict message instead of writing on conflict."""
-        digest = content_hash(rec)
-        row = self.db.execute("SELECT content_hash FROM answers WHERE id = ?", [rec.id]).fetchone()
-        existing_claims: dict[str, tuple[int, str]] = {}
-        by_text: dict[str, str] = {}
-        if row is not None:
-            if row[0] != digest:
-                return (f"answer {rec.id!r} is already in the database with different question, "
-                        "answer or chunk text; refused, since its claims may carry human labels "
-                        "(import it under a new id)")
-            self.report.answers_existing += 1
-            for pk, cid, text in self.db.execute(
-                "SELECT id, claim_id, text FROM claims WHERE answer_id = ?", [rec.id]
-            ):
-                existing_claims[cid] = (pk, text)
-                by_text.setdefault(text, cid)
-        else:
-            self.report.answers_new += 1
-            self.answers.append((rec.id, rec.question, rec.answer, rec.category,
-                                 json.dumps(rec.metadata, ensure_ascii=False), digest, self.ts))
-            self.chunks += [(rec.id, i, c.id, c.text, c.source) for i, c in enumerate(rec.chunks)]
-        position = len(existing_claims)
-        for i, (claim, verdict) in enumerate(zip(rec.claims, verdicts, strict=True)):
-            cid = claim.id or by_text.get(claim.text)
-            if cid is None:
-                # Without an id, a claim is known by its text; a new text gets the next free id.
-                n = position + 1
-                while f"c{n}" in existing_claims:
-                    n += 1
-                cid = f"c{n}"
-            if cid in existing_claims:
-                pk, text = existing_claims[cid]
-                if text != claim.text:
-                    return (f"claims[{i}]: claim {cid!r} of answer {rec.id!r} already has "
-                            "different text; refused")
-                old = self.db.execute(
-                    "SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?",
-                    [run, pk]).fetchone()
-                if old is not None:
-                    if old[0] != verdict.value:
-                        return (f"claims[{i}]: this judge run already gave claim {cid!r} the "
-                                f"verdict {old[0]}, not {verdict.value}; refused")
-                    self.report.verdicts_existing += 1
-                    continue
-            else:
-                pk = self.next_claim
-                self.next_claim += 1
-                position += 1
-                existing_claims[cid] = (pk, claim.text)
-                by_text.setdefault(claim.text, cid)
-                self.claims.append((pk, rec.id, cid, position - 1, claim.text))
-                self.report.claims_new += 1
-            self.verdicts.append((run, pk, verdict.value, claim.verdict, claim.rationale,
-                                  json.dumps(claim.evidence, ensure_ascii=False)))
-            self.report.verdicts_new += 1
-        if len(self.verdicts) >= 5000:
-            self.flush()
-        return None
-
-    def flush(self) -> None:
-        ex = self.db.conn.executemany
-        ex("INSERT INTO answers (id, question, answer, category, metadata, content_hash, "
-           "imported_at) VALUES (?,?,?,?,?,?,?)", self.answers)
-        ex("INSERT INTO chunks (answer_id, position, chunk_id, text, source) VALUES (?,?,?,?,?)",
-           self.chunks)
-        ex("INSERT INTO claims (id, answer_id, claim_id, position, text) VALUES (?,?,?,?,?)",
-           self.claims)
-        ex("INSERT INTO judge_verdicts (run_id, claim_pk, verdict, raw_verdict, rationale, "
-           "evidence) VALUES (?,?,?,?,?,?)", self.verdicts)
-        self.answers, self.chunks, self.claims, self.verdicts = [], [], [], []
 
 
 def import_answers(
@@ -336,17 +74,27 @@ def import_answers(
 ) -> ImportReport:
     """Import one JSONL / JSON-array file of judged answers, all or nothing.
 
-    A JSONL export of this tool is restored losslessly instead (see `export.restore_answers`).
+    A JSONL export of this tool is restored losslessly instead (see `restore_answers`).
     """
     path = Path(path)
-    if _is_export(path, encoding):
-        from .export import restore_answers
+    if is_export_file(path, encoding):
         return restore_answers(db, path, encoding=encoding)
     report = ImportReport()
-    problems = _Problems(path)
+    problems = Problems(path)
     seen: set[str] = set()
+    runs: dict[tuple[str, str], int] = {}
     with store.write(db):
-        writer = _Writer(db, report)
+        writer = answer_store.AnswerWriter(db, report)
+
+        def run_id(model: str, version: str) -> int:
+            key = (model, version)
+            if key not in runs:
+                found = store.run_id(db, model, version, origin="import", created_at=writer.ts)
+                assert found is not None  # create=True always gives an id
+                runs[key] = found
+                report.runs.add(f"{model}@{version}")
+            return runs[key]
+
         for line, value in iter_json_records(path, encoding):
             if isinstance(value, json.JSONDecodeError):
                 problems.add(line, f"malformed JSON: {value.msg} (column {value.colno})")
@@ -357,7 +105,7 @@ def import_answers(
             try:
                 rec = JudgedAnswerIn.model_validate(value)
             except ValidationError as exc:
-                for msg in _field_errors(exc):
+                for msg in field_errors(exc):
                     problems.add(line, msg)
                 continue
             if rec.id in seen:
@@ -371,7 +119,7 @@ def import_answers(
                 flag = missing.replace("_", "-")
                 problems.add(line, f"{missing}: missing (put it in the file or give --{flag})")
                 continue
-            verdicts: list[Verdict] = []
+            verdicts: list[str] = []
             texts: set[str] = set()
             for i, claim in enumerate(rec.claims):
                 if claim.id is None and claim.text in texts:
@@ -383,11 +131,11 @@ def import_answers(
                 except ValueError as exc:
                     problems.add(line, f"claims.{i}.verdict: {exc}")
                     continue
-                verdicts.append(verdict)
+                verdicts.append(verdict.value)
                 report.mappings[(spelling, verdict.value)] += 1
             if problems:
                 continue  # keep validating, but write nothing more
-            conflict = writer.add(rec, verdicts, writer.run_id(model, version))
+            conflict = writer.add(rec, content_hash(rec), verdicts, run_id(model, version))
             if conflict:
                 problems.add(line, conflict)
         if not seen and not problems:
@@ -428,21 +176,20 @@ def import_labels(
 ) -> LabelsReport:
     """Import human labels from a CSV (answer_id, claim_id, verdict[, reviewer, note, evidence]).
 
-    A JSONL export of this tool is restored losslessly instead (see `export.restore_labels`):
+    A JSONL export of this tool is restored losslessly instead (see `restore_labels`):
     blind and final verdicts, reconciles, evidence, notes and the event history with its times.
     """
     path = Path(path)
-    if _is_export(path, encoding):
-        from .export import restore_labels
+    if is_export_file(path, encoding):
         return restore_labels(db, path, encoding=encoding)
     report = LabelsReport()
-    problems = _Problems(path)
-    with store.write(db), _open_text(path, encoding) as fh:
+    problems = Problems(path)
+    with store.write(db), open_text(path, encoding) as fh:
         reader = csv.DictReader(fh)
         try:
             header = reader.fieldnames or []
         except UnicodeDecodeError as exc:
-            raise _decode_error(path, 1, exc, encoding) from exc
+            raise decode_error(path, 1, exc, encoding) from exc
         except csv.Error as exc:
             raise InputError(f"{path}:1: {exc}") from exc
         missing = [c for c in ("answer_id", "claim_id", "verdict") if c not in header]
@@ -462,7 +209,7 @@ def import_labels(
                 try:
                     rec = LabelRowIn.model_validate(data)
                 except ValidationError as exc:
-                    for msg in _field_errors(exc):
+                    for msg in field_errors(exc):
                         problems.add(line, msg)
                     continue
                 try:
@@ -481,9 +228,7 @@ def import_labels(
                 except CalibrationError as exc:
                     problems.add(line, f"claim_id: {exc}")
                     continue
-                bad = [e for e in rec.evidence if db.execute(
-                    "SELECT 1 FROM chunks WHERE answer_id = ? AND chunk_id = ?",
-                    [rec.answer_id, e]).fetchone() is None]
+                bad = answer_store.unknown_chunks(db, rec.answer_id, rec.evidence)
                 if bad:
                     problems.add(line, f"evidence: {', '.join(bad)} names no chunk of this answer")
                     continue
@@ -501,7 +246,7 @@ def import_labels(
                     report.new += 1
                 report.reviewers.add(rec.reviewer)
         except UnicodeDecodeError as exc:
-            raise _decode_error(path, reader.line_num + 1, exc, encoding) from exc
+            raise decode_error(path, reader.line_num + 1, exc, encoding) from exc
         except csv.Error as exc:
             raise InputError(f"{path}:{reader.line_num}: {exc}; nothing was imported") from exc
         problems.raise_if_any()
@@ -509,12 +254,244 @@ def import_labels(
 
 
 # ---------------------------------------------------------------- restore of an export
+#
+# The regular label import goes through `store.record_label`, which stamps events with the
+# current time and re-derives reconciles from the judge, so it cannot keep a history as it
+# was; a restore writes events, current labels and adjudications as exported. Cycles are not
+# recreated (their sampling design is not part of a label export): a label or event naming a
+# cycle is linked to the cycle of that name when the target database has one. Restoring twice
+# changes nothing; restoring a longer history of the same claim appends the missing events; a
+# history that differs from the one already stored is refused.
 
 
-def _is_export(path: Path, encoding: str | None) -> bool:
-    # The export module imports this one, so it is imported late.
-    from .export import is_export_file
-    return is_export_file(path, encoding)
+def _export_lines(path: Path, encoding: str | None, problems: Problems
+                  ) -> Iterator[tuple[int, dict[str, Any]]]:
+    for line, value in iter_json_records(path, encoding):
+        if isinstance(value, json.JSONDecodeError):
+            problems.add(line, f"malformed JSON: {value.msg} (column {value.colno})")
+        elif not isinstance(value, dict) or value.get("format") != EXPORT_FORMAT:
+            problems.add(line, f"not a line of a {EXPORT_FORMAT} file")
+        elif value.get("format_version") != FORMAT_VERSION:
+            problems.add(line, f"format_version {value.get('format_version')!r} is not supported "
+                               f"(this tool reads version {FORMAT_VERSION})")
+        else:
+            yield line, value
+
+
+def _check_verdict(value: object, where: str, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if value not in LABELS:
+        raise ValueError(f"{where}: {value!r} is not one of {', '.join(LABELS)}")
+    return str(value)
+
+
+class _Runs:
+    """Judge runs by name in the target database, created on first use when allowed."""
+
+    def __init__(self, db: Database, report: ImportReport | None = None) -> None:
+        self.db = db
+        self.report = report
+        self.ids: dict[tuple[str, str], int | None] = {}
+
+    def get(self, model: str, version: str, *, create: bool) -> int | None:
+        key = (model, version)
+        if key not in self.ids:
+            self.ids[key] = store.run_id(self.db, model, version, origin="import", create=create)
+        if self.report is not None and self.ids[key] is not None:
+            self.report.runs.add(f"{model}@{version}")
+        return self.ids[key]
+
+    def by_name(self, name: str | None) -> int | None:
+        if not name:
+            return None
+        model, _, version = name.rpartition("@")
+        return self.get(model, version, create=False)
+
+
+def restore_answers(db: Database, path: str | Path, *, encoding: str | None = None) -> ImportReport:
+    """Restore answers, chunks, claims, judge runs and judge verdicts from a JSONL export.
+
+    All or nothing, like every import: problems are collected with their line and nothing is
+    written if there is any. An answer or claim already present must have the same text, and a
+    verdict already present the same value.
+    """
+    path = Path(path)
+    report = ImportReport()
+    problems = Problems(path)
+    seen: set[str] = set()
+    with store.write(db):
+        runs = _Runs(db, report)
+        for line, rec in _export_lines(path, encoding, problems):
+            try:
+                answer_id = rec["answer_id"]
+                if answer_id not in seen:
+                    _restore_answer(db, rec, report)
+                    seen.add(answer_id)
+                _restore_claim(db, rec, runs, report)
+            except (KeyError, TypeError) as exc:
+                problems.add(line, f"missing or malformed field {exc}")
+            except ValidationError as exc:
+                for msg in field_errors(exc):
+                    problems.add(line, msg)
+            except ValueError as exc:
+                problems.add(line, str(exc))
+        problems.raise_if_any()
+    return report
+
+
+def _restore_answer(db: Database, rec: dict[str, Any], report: ImportReport) -> None:
+    ans = JudgedAnswerIn.model_validate({
+        "id": rec["answer_id"], "question": rec["question"], "answer": rec["answer"],
+        "chunks": rec["chunks"], "category": rec["category"], "metadata": rec["metadata"]})
+    digest = content_hash(ans)
+    stored = answer_store.answer_hash(db, ans.id)
+    if stored is not None:
+        if stored != digest:
+            raise ValueError(f"answer {ans.id!r} is already in the database with different question, "
+                             "answer or chunk text; refused")
+        report.answers_existing += 1
+        return
+    answer_store.insert_answer(db, answer_id=ans.id, question=ans.question, answer=ans.answer,
+                               category=ans.category, metadata=ans.metadata, content_hash=digest,
+                               holdout=bool(rec.get("holdout")),
+                               chunks=[(c.id, c.text, c.source) for c in ans.chunks])
+    report.answers_new += 1
+
+
+def _restore_claim(db: Database, rec: dict[str, Any], runs: _Runs, report: ImportReport) -> None:
+    answer_id, claim_id, text = rec["answer_id"], str(rec["claim_id"]), rec["claim"]
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("claim: claim has no text")
+    found = answer_store.find_claim(db, answer_id, claim_id)
+    if found is None:
+        pk = answer_store.insert_claim(db, answer_id=answer_id, claim_id=claim_id,
+                                       position=int(rec["claim_position"]), text=text)
+        report.claims_new += 1
+    else:
+        pk, old = found
+        if old != text:
+            raise ValueError(f"claim: {claim_id!r} of answer {answer_id!r} already has different text; "
+                             "refused")
+    for i, j in enumerate(rec["judge"]):
+        verdict = _check_verdict(j["verdict"], f"judge.{i}.verdict")
+        assert verdict is not None  # not optional: _check_verdict raised otherwise
+        run = runs.get(j["judge_model"], j["prompt_version"], create=True)
+        assert run is not None  # create=True always gives an id
+        old_v = answer_store.judge_verdict(db, run, pk)
+        if old_v is not None:
+            if old_v != verdict:
+                raise ValueError(f"judge.{i}: run {j['run']} already gave claim {claim_id!r} the verdict "
+                                 f"{old_v}, not {verdict}; refused")
+            report.verdicts_existing += 1
+            continue
+        answer_store.insert_judge_verdict(db, run_id=run, claim_pk=pk, verdict=verdict,
+                                          raw_verdict=j["raw_verdict"], rationale=j["rationale"],
+                                          evidence=list(j["evidence"]))
+        report.verdicts_new += 1
+
+
+@dataclass
+class RestoreReport(LabelsReport):
+    events_new: int = 0
+    events_existing: int = 0
+    adjudications_new: int = 0
+
+    def lines(self) -> list[str]:
+        return [*super().lines(),
+                f"label events: {self.events_new} restored, {self.events_existing} already present",
+                f"adjudications: {self.adjudications_new} restored or changed"]
+
+
+def restore_labels(db: Database, path: str | Path, *, encoding: str | None = None) -> RestoreReport:
+    """Restore label events, current labels and adjudications from a JSONL export.
+
+    Run `restore_answers` (the `import` command) on the file first: labels are attached to
+    claims by (answer id, claim id). Events are written with their original timestamps, in
+    their original order per claim, which is the order `store.label_history` reads them in.
+    """
+    path = Path(path)
+    report = RestoreReport()
+    problems = Problems(path)
+    with store.write(db):
+        runs = _Runs(db)
+        cycle_ids: dict[str, int | None] = {}
+
+        def cycle_id(name: str | None) -> int | None:
+            if not name:
+                return None
+            if name not in cycle_ids:
+                try:
+                    cycle_ids[name] = store.cycle_id(db, name)
+                except NotFoundError:  # not recreated: the label keeps no cycle here
+                    cycle_ids[name] = None
+            return cycle_ids[name]
+
+        for line, rec in _export_lines(path, encoding, problems):
+            try:
+                _restore_claim_labels(db, rec, report, runs, cycle_id)
+            except (KeyError, TypeError) as exc:
+                problems.add(line, f"missing or malformed field {exc}")
+            except ValueError as exc:
+                problems.add(line, str(exc))
+        problems.raise_if_any()
+    return report
+
+
+def _restore_claim_labels(db: Database, rec: dict[str, Any], report: RestoreReport, runs: _Runs,
+                          cycle_id: Callable[[str | None], int | None]) -> None:
+    answer_id, claim_id = rec["answer_id"], str(rec["claim_id"])
+    found = answer_store.find_claim(db, answer_id, claim_id)
+    if found is None:
+        raise ValueError(f"claim_id: no claim {claim_id!r} in answer {answer_id!r}; restore the answers "
+                         f"first with `python -m calibration import` on this file")
+    pk = found[0]
+    events = rec["events"]
+    for i, e in enumerate(events):
+        if e["kind"] not in LABEL_KINDS:
+            raise ValueError(f"events.{i}.kind: unknown {e['kind']!r}")
+        _check_verdict(e["verdict"], f"events.{i}.verdict", optional=True)
+        if not e["reviewer"] or not e["created_at"]:
+            raise ValueError(f"events.{i}: reviewer and created_at are required")
+    stored = answer_store.event_keys(db, pk)
+    wanted = [{k: (json.dumps(list(e[k]), ensure_ascii=False) if k == "evidence" else e[k])
+               for k in answer_store.EVENT_KEY} for e in events]
+    if stored != wanted[:len(stored)]:
+        raise ValueError(f"claim {claim_id!r} of answer {answer_id!r} already has a different label "
+                         "history in this database; restore into an empty database")
+    report.events_existing += len(stored)
+    for e in events[len(stored):]:
+        answer_store.append_event(db, claim_pk=pk, reviewer=e["reviewer"], kind=e["kind"],
+                                  verdict=e["verdict"], evidence=list(e["evidence"]), note=e["note"],
+                                  cycle_id=cycle_id(e["cycle"]), judge_run_id=runs.by_name(e["judge_run"]),
+                                  created_at=e["created_at"])
+        report.events_new += 1
+    for i, lab in enumerate(rec["reviewers"]):
+        if lab["status"] not in LABEL_STATUSES:
+            raise ValueError(f"reviewers.{i}.status: unknown {lab['status']!r}")
+        _check_verdict(lab["blind_verdict"], f"reviewers.{i}.blind_verdict", optional=True)
+        _check_verdict(lab["final_verdict"], f"reviewers.{i}.final_verdict", optional=True)
+        values = {"status": lab["status"], "blind_verdict": lab["blind_verdict"],
+                  "final_verdict": lab["final_verdict"], "reconciled": lab["reconciled"],
+                  "slip": int(bool(lab["slip"])),
+                  "evidence": json.dumps(list(lab["evidence"]), ensure_ascii=False), "note": lab["note"],
+                  "cycle_id": cycle_id(lab["cycle"]), "blind_at": lab["blind_at"],
+                  "final_at": lab["final_at"], "updated_at": lab["updated_at"]}
+        old = answer_store.current_label(db, pk, lab["reviewer"])
+        report.reviewers.add(lab["reviewer"])
+        if old is not None and old == tuple(values[c] for c in answer_store.LABEL_COLUMNS):
+            report.unchanged += 1
+            continue
+        answer_store.put_label(db, pk, lab["reviewer"], values)
+        report.new += 1
+    adj = rec["adjudication"]
+    if adj is not None:
+        verdict = _check_verdict(adj["verdict"], "adjudication.verdict")
+        assert verdict is not None  # not optional: _check_verdict raised otherwise
+        if answer_store.adjudication(db, pk) != (verdict, adj["adjudicator"], adj["note"], adj["created_at"]):
+            answer_store.put_adjudication(db, pk, verdict=verdict, adjudicator=adj["adjudicator"],
+                                          note=adj["note"], created_at=adj["created_at"])
+            report.adjudications_new += 1
 
 
 # ---------------------------------------------------------------- demo
@@ -528,17 +505,17 @@ DEMO_CYCLE = "demo"
 
 
 def load_demo(db: Database) -> list[str]:
-    """Load the demo data and open a demo cycle; running it again changes nothing."""
+    """Load the demo data and open a demo cycle; running it again changes nothing.
+
+    Returns one line per step for the caller to show."""
+    from . import cycles  # cycles is the heavier module; only the demo needs it
+
     out: list[str] = []
     for path in DEMO_FILES:
         rep = import_answers(db, path)
         out.append(f"{path.name}: {rep.answers_new} new answers, {rep.verdicts_new} new verdicts")
     rep_l = import_labels(db, DEMO_LABELS)
     out.append(f"{DEMO_LABELS.name}: {rep_l.new} new labels")
-    try:
-        from . import cycles
-    except ImportError:  # cycles are optional for the bare import demo
-        return out
     if not any(c.name == DEMO_CYCLE for c in cycles.list_cycles(db)):
         cycles.create_cycle(db, name=DEMO_CYCLE, judge_run="demo-judge@grounding-v1",
                             size=5, seed=1, strategy="random", reviewers=[], overlap=0.0,
@@ -547,53 +524,6 @@ def load_demo(db: Database) -> list[str]:
     return out
 
 
-# ---------------------------------------------------------------- CLI handlers
-
-
-def _mapping(args: argparse.Namespace) -> dict[str, Verdict]:
-    try:
-        return parse_mapping(args.map)
-    except ValueError as exc:
-        raise InputError(str(exc)) from exc
-
-
-def cli_import(args: argparse.Namespace) -> int:
-    from .cli.common import db_path as _db_path
-
-    mapping = _mapping(args)
-    with store.session(_db_path(args)) as db:
-        for path in args.files:
-            rep = import_answers(db, path, judge_model=args.judge_model,
-                                 judge_prompt_version=args.judge_prompt_version,
-                                 mapping=mapping, encoding=args.encoding)
-            print(f"{path}:")
-            for line in rep.lines():
-                print(f"  {line}")
-    return 0
-
-
-def cli_import_labels(args: argparse.Namespace) -> int:
-    from .cli.common import db_path as _db_path
-
-    mapping = _mapping(args)
-    with store.session(_db_path(args)) as db:
-        for path in args.files:
-            rep = import_labels(db, path, reviewer=args.reviewer, mapping=mapping,
-                                encoding=args.encoding)
-            print(f"{path}:")
-            for line in rep.lines():
-                print(f"  {line}")
-    return 0
-
-
-def cli_demo(args: argparse.Namespace) -> int:
-    from .cli.common import db_path as _db_path
-
-    with store.session(_db_path(args)) as db:
-        for line in load_demo(db):
-            print(line)
-    return 0
-
-
-__all__ = ["ConflictError", "ImportReport", "LabelsReport", "import_answers", "import_labels",
-           "iter_json_records", "load_demo"]
+__all__ = ["MAX_PROBLEMS", "ConflictError", "ImportReport", "LabelsReport", "RestoreReport", "content_hash",
+           "import_answers", "import_labels", "iter_json_records", "load_demo", "restore_answers",
+           "restore_labels"]

@@ -13,6 +13,7 @@ from calibration.cli import main
 from calibration.errors import InputError, NotFoundError
 from calibration.export import neutralise_cell
 from calibration.importing import import_answers, import_labels
+from calibration.vocab import LABELS, ClaimStatus
 
 from .conftest import DEMO
 
@@ -239,6 +240,25 @@ def test_only_final_drops_disputed_and_unlabeled_claims(rich_db: Database, db_pa
     got = {(r["answer_id"], r["claim_id"]): r["final_status"] for r in read_jsonl(out)}
     assert got == {("Q1", "c1"): "unanimous", ("Q1", "c2"): "unanimous", ("Q2", "c1"): "unanimous",
                    ("Q2", "c2"): "adjudicated", ("Q4", "c1"): "unanimous"}
+
+
+def test_final_verdict_and_status_are_the_reports_own(rich_db: Database) -> None:
+    # The export reads the one final-label reader; `claim_table` (what stats and the dashboard
+    # read) must give every claim of the run the same verdict and status.
+    run = store.find_judge_run(rich_db, DEMO_RUN).id
+    table = store.claim_table(rich_db, run)
+    expected = {key: (None if h < 0 else LABELS[h], status.value)
+                for key, h, status in zip(table.keys, table.human.tolist(), table.statuses(), strict=True)}
+    got = {f"{r['answer_id']}/{r['claim_id']}": (r["final_verdict"], r["final_status"])
+           for r in export.iter_records(rich_db, export.resolve_scope(rich_db, judge_run=DEMO_RUN))}
+    assert got == expected
+    # Every status occurs, so the comparison covers each branch of the rule.
+    assert {status for _v, status in got.values()} == {s.value for s in ClaimStatus}
+
+
+def test_unknown_cycle_names_the_known_ones(rich_db: Database) -> None:
+    with pytest.raises(NotFoundError, match=r"no cycle named 'nope'; known cycles: demo-1"):
+        export.resolve_scope(rich_db, cycle="nope")
 
 
 # ---------------------------------------------------------------- golden set

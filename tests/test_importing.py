@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from calibration import importing, store
+from calibration import importing, reading, store
 from calibration.cli import main
 from calibration.errors import InputError
 from calibration.importing import import_answers, import_labels
@@ -81,11 +81,46 @@ def test_json_array_and_bare_string_chunks(fresh_db: Database, tmp_path: Path) -
 def test_json_array_streams_across_buffer_boundaries(
     fresh_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(importing, "_READ_SIZE", 7)  # every record straddles several reads
+    monkeypatch.setattr(reading, "_READ_SIZE", 7)  # every record straddles several reads
     path = tmp_path / "a.json"
     path.write_text(json.dumps([record(i) for i in range(1, 6)], ensure_ascii=False, indent=1),
                     encoding="utf-8")
     assert import_answers(fresh_db, path).answers_new == 5
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('{"a": 1}\n\n{"a": 2}\n', [(1, {"a": 1}), (3, {"a": 2})]),  # a blank line still counts
+    ('\n[\n {"a": 1},\n\n {"a": 2}\n]', [(3, {"a": 1}), (5, {"a": 2})]),
+    ('[{"a": 1}, 2, "x"]', [(1, {"a": 1}), (1, 2), (1, "x")]),
+    ("", []),
+])
+def test_json_records_come_with_their_line(tmp_path: Path, text: str, expected: list) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(text, encoding="utf-8")
+    assert list(reading.iter_json_records(path)) == expected
+
+
+def test_a_malformed_jsonl_line_is_reported_and_reading_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"a": 1}\n{"a": \n{"a": 3}\n', encoding="utf-8")
+    got = list(reading.iter_json_records(path))
+    assert [line for line, _v in got] == [1, 2, 3]
+    assert isinstance(got[1][1], json.JSONDecodeError) and got[2][1] == {"a": 3}
+
+
+def test_problems_keep_the_first_ones_and_count_the_rest(tmp_path: Path) -> None:
+    problems = reading.Problems(tmp_path / "f.csv")
+    assert not problems
+    problems.raise_if_any()  # nothing to raise
+    for line in range(1, reading.MAX_PROBLEMS + 4):
+        problems.add(line, f"verdict: bad {line}")
+    problems.add(None, "whole file")
+    with pytest.raises(InputError) as info:
+        problems.raise_if_any()
+    where = tmp_path / "f.csv"
+    assert len(info.value.problems) == reading.MAX_PROBLEMS + 2
+    assert info.value.problems[0] == f"{where}:1: verdict: bad 1"
+    assert info.value.problems[-2:] == ["... and 4 more problems", f"{where}: nothing was imported"]
 
 
 def test_malformed_json_array_names_its_line(fresh_db: Database, tmp_path: Path) -> None:
