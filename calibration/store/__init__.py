@@ -8,14 +8,19 @@ One module per stored noun, over one connection module:
 - `labels`: label writes (append-only history + current state) and adjudications;
 - `claims`: the one final-label reader (`claim_table`) every report and export uses;
 - `settings`: stored settings, the flag's thresholds among them;
-- `answers`, `cycles`, `review`, `lab`, `exports`: the reads and writes of import, cycles,
-  the review queue, the judge lab and export.
+- `answers`: the import writer and the lossless restore's writes;
+- `cycles`: cycles by name, sampling pools, assignments, holdout, close;
+- `review`: the review queue, the card, the reveal;
+- `dashboard`: the dashboard's reads beyond the report (trend, categories, details);
+- `lab`: judge-lab runs and their calls;
+- `exports`: the export's reads.
 
 SQLite is the only backend today. Everything above talks to a `sqlite_utils.Database`
 handed in by the caller, so a PostgreSQL backend (several app servers on one database)
 would be a second implementation of these modules behind the same functions.
 """
 
+from . import answers, cycles, dashboard, exports, lab, review
 from .claims import ClaimTable, ReviewerColumns, StatsColumns, claim_table, final_labels, stats_columns
 from .connection import (
     BUSY_TIMEOUT_MS,
@@ -53,16 +58,21 @@ __all__ = [
     "RunInfo",
     "StatsColumns",
     "adjudicate",
+    "answers",
     "claim_pk",
     "claim_table",
     "connect",
     "cycle_id",
+    "cycles",
+    "dashboard",
     "default_db_path",
+    "exports",
     "final_labels",
     "find_judge_run",
     "get_setting",
     "info",
     "judge_runs",
+    "lab",
     "label_history",
     "label_state",
     "load_thresholds",
@@ -70,6 +80,7 @@ __all__ = [
     "now",
     "read_snapshot",
     "record_label",
+    "review",
     "run_id",
     "run_verdicts",
     "save_thresholds",
