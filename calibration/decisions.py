@@ -1,8 +1,8 @@
 """Decisions a lead can act on: a flag that survives repeated looks, P(agreement >= target), one honest
 "how many more", and the human ceiling (is the judge as good as a reviewer?).
 
-Pure functions over arrays: numpy and scipy only (plus the Wilson interval and kappa of
-:mod:`calibration.agreement`, which is pure too).  Nothing here reads the store.
+Pure functions over arrays: numpy and scipy only (plus the Wilson interval of
+:mod:`calibration.estimation`, which is pure too).  Nothing here reads the store.
 
 The sampling unit
 -----------------
@@ -27,7 +27,8 @@ from typing import Any, Final, Literal
 import numpy as np
 from scipy.special import betainc, ndtri, stdtr
 
-from .agreement import LABELS, wilson_interval
+from .estimation import wilson_interval
+from .vocab import LABELS
 
 # Bets are truncated at c / (distance to the end of the range), which keeps every factor of the capital
 # at least 1 - c > 0; Waudby-Smith & Ramdas (2024, sec. 5.1) suggest c = 1/2 or 3/4.  3/4 because with
@@ -311,7 +312,7 @@ def agreement_rule(y: np.ndarray, m: np.ndarray, target: float, *, alpha: float 
     looks, a judge whose true agreement is >= target gets revise at any look with probability <= alpha,
     and one below the target gets ok with probability <= alpha.  ``estimate`` is the sequence's own
     estimand (mean of the answers' rates).  Beside it, the fixed-sample Wilson interval on the claims
-    (``confidence``; Wilson 1927, :func:`agreement.wilson_interval`), valid at one pre-planned look only;
+    (``confidence``; Wilson 1927, :func:`estimation.wilson_interval`), valid at one pre-planned look only;
     with weights it uses the Kish effective size n_eff and x = p_w n_eff (an approximation).
     """
     cs = confidence_sequence(y, m, alpha=alpha, theta0=target, weights=weights, max_weight=max_weight)

@@ -190,7 +190,8 @@ class _Design:
 
 
 def _design(stratum: ArrayLike | None, population: Mapping[Hashable, int] | int | None,
-            n_answers: int, *, weights: ArrayLike | None = None) -> tuple[_Design | None, str | None]:
+            n_answers: int, *, weights: ArrayLike | None = None,
+            fpc: bool = True) -> tuple[_Design | None, str | None]:
     """The labeled answers' design, or (None, reason) when the population cannot be estimated.
 
     Three ways to describe it:
@@ -274,13 +275,16 @@ def _design(stratum: ArrayLike | None, population: Mapping[Hashable, int] | int 
     group = np.fromiter((renumber[int(group_of[c])] for c in code), dtype=np.int64, count=n_answers)
     g_n = np.bincount(group, minlength=live.size).astype(float)
     g_big = np.array([big_n[group_of == g].sum() for g in live])
-    fpc = 1.0 - g_n / g_big
+    # Without the finite-population correction the variance is that of the process that produced
+    # the population (a superpopulation view: "how good is this judge", not "how good was it on
+    # these answers"), which a census of the run still leaves uncertain.
+    fpc_g = 1.0 - g_n / g_big if fpc else np.ones(live.size)
     reason = None
     if n_answers < 2:
         reason = "fewer than two labeled answers"
-    elif ((g_n == 1) & (fpc > 0)).any():
+    elif ((g_n == 1) & (fpc_g > 0)).any():
         reason = "a stratum has a single labeled answer and nothing to collapse it with"
-    return _Design(w_h[code], group, fpc, int(live.size), reason, tuple(collapsed)), None
+    return _Design(w_h[code], group, fpc_g, int(live.size), reason, tuple(collapsed)), None
 
 
 def _total_var(design: _Design, z: np.ndarray) -> np.ndarray:
@@ -318,6 +322,33 @@ def _clip(x: float, lo: float, hi: float) -> float:
     return float(min(hi, max(lo, x)))
 
 
+def wilson_interval(successes: float, n: float, *, confidence: float = 0.95) -> tuple[float, float] | None:
+    """Wilson score interval for a binomial proportion.
+
+    With p = x/n and z the normal quantile:
+    centre = (p + z^2/2n) / (1 + z^2/n),
+    half   = z / (1 + z^2/n) * sqrt(p(1-p)/n + z^2/4n^2).
+
+    Source: Wilson (1927), JASA 22:209-212; Newcombe (1998), Stat Med 17:857-872, method 3.
+    It is the inversion of the score test, so it stays inside [0, 1] and is not degenerate at
+    x = 0 or x = n, which matters for the 40-150 claim samples this tool sees.  Returns None
+    for n = 0.
+    """
+    if n <= 0:
+        return None
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes {successes} outside [0, {n}]")
+    z = float(ndtri(0.5 + confidence / 2))
+    p = successes / n
+    z2n = z * z / n
+    centre = (p + z2n / 2) / (1 + z2n)
+    half = z / (1 + z2n) * math.sqrt(p * (1 - p) / n + z2n / (4 * n))
+    # At x = 0 (x = n) the lower (upper) bound is exactly 0 (1); float arithmetic leaves a residue.
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return lo, hi
+
+
 # --------------------------------------------------------------------------------------------
 # 1. Ratio estimates of claim-level rates
 # --------------------------------------------------------------------------------------------
@@ -326,7 +357,8 @@ def _clip(x: float, lo: float, hi: float) -> float:
 def ratio_estimate(y: ArrayLike, m: ArrayLike, stratum: ArrayLike | None = None,
                    population: Mapping[Hashable, int] | int | None = None, *,
                    weights: ArrayLike | None = None, confidence: float = 0.95,
-                   bounds: tuple[float, float] = (0.0, 1.0), method: str = "stratified ratio") -> Estimate:
+                   bounds: tuple[float, float] = (0.0, 1.0), method: str = "stratified ratio",
+                   fpc: bool = True) -> Estimate:
     """Combined (post-)stratified ratio estimate of a claim-level rate R = sum y / sum M over the population.
 
     Per labeled answer i: y_i (e.g. claims where judge and human agree) and M_i (its resolved
@@ -336,7 +368,8 @@ def ratio_estimate(y: ArrayLike, m: ArrayLike, stratum: ArrayLike | None = None,
         R_hat = X_hat^-1 sum_h (N_h/n_h) sum_{i in s_h} y_i,   X_hat = sum_h (N_h/n_h) sum_{i in s_h} M_i,
         V_hat(R_hat) = X_hat^-2 sum_h N_h^2 (1 - n_h/N_h) s^2_{e,h} / n_h,   e_i = y_i - R_hat M_i,
 
-    the linearised (Taylor) variance of the combined ratio estimate.  Interval R_hat +- t se with
+    the linearised (Taylor) variance of the combined ratio estimate.  ``fpc=False`` drops the
+    finite-population factors (1 - n_h/N_h): the variance of the process behind the population.  Interval R_hat +- t se with
     the design degrees of freedom (:func:`_quantile`), clipped to ``bounds``.
     Sources: Cochran, Sampling Techniques (3rd ed., 1977), sec. 6.11-6.12 (combined ratio
     estimate) and sec. 5A.9-5A.12 (post-stratification, collapsed strata); Sarndal, Swensson &
@@ -353,7 +386,7 @@ def ratio_estimate(y: ArrayLike, m: ArrayLike, stratum: ArrayLike | None = None,
     if (mm < 0).any():
         raise ValueError("claim counts m must be non-negative")
     n, n_claims = int(yy.size), int(mm.sum())
-    design, why = _design(stratum, population, n, weights=weights)
+    design, why = _design(stratum, population, n, weights=weights, fpc=fpc)
     if design is None:
         return Estimate(None, None, None, None, n, n_claims, method, why)
     x_hat = float(design.weight @ mm)
@@ -381,8 +414,10 @@ def _with_interval(value: float, var: float, design: _Design, n: int, n_claims: 
     Otherwise value +- t se (:func:`_quantile`), clipped to ``bounds``.
     """
     if not var > _ZERO ** 2:
+        census = bool((design.fpc <= _ZERO).all())
         return Estimate(value, 0.0, None, None, n, n_claims, method,
-                        "zero estimated variance: every labeled answer gives the same rate")
+                        "every answer of the population is labeled: the figure is exact for it" if census
+                        else "zero estimated variance: every labeled answer gives the same rate")
     se = math.sqrt(var)
     q = _quantile(confidence, design.df)
     note = method if not design.collapsed else f"{method}; collapsed {', '.join(design.collapsed)}"
@@ -437,16 +472,20 @@ def answer_counts(tables: np.ndarray) -> dict[str, np.ndarray]:
 
 def agreement_estimate(tables: np.ndarray, stratum: ArrayLike | None = None,
                        population: Mapping[Hashable, int] | int | None = None, *,
-                       confidence: float = 0.95) -> Estimate:
-    """Share of the population's resolved claims where judge and human agree: :func:`ratio_estimate`."""
+                       weights: ArrayLike | None = None, confidence: float = 0.95,
+                       fpc: bool = True) -> Estimate:
+    """Share of the population's resolved claims where judge and human agree: :func:`ratio_estimate`.
+
+    ``weights`` (1/pi per labeled answer) instead of strata: see :func:`_design`."""
     c = answer_counts(tables)
-    return ratio_estimate(c["agree"], c["resolved"], stratum, population, confidence=confidence,
-                          method="stratified ratio, linearised")
+    return ratio_estimate(c["agree"], c["resolved"], stratum, population, weights=weights,
+                          confidence=confidence, method="stratified ratio, linearised", fpc=fpc)
 
 
 def direction_estimate(tables: np.ndarray, stratum: ArrayLike | None = None,
                        population: Mapping[Hashable, int] | int | None = None, *,
-                       confidence: float = 0.95) -> DirectionEstimate:
+                       weights: ArrayLike | None = None, confidence: float = 0.95,
+                       fpc: bool = True) -> DirectionEstimate:
     """Lenient share, strict share and lenient - strict, each a :func:`ratio_estimate` over resolved claims.
 
     The difference D = (sum lenient - sum strict) / sum M is a ratio estimate with
@@ -461,26 +500,28 @@ def direction_estimate(tables: np.ndarray, stratum: ArrayLike | None = None,
     """
     c = answer_counts(tables)
     m = c["resolved"]
-    lenient = ratio_estimate(c["lenient"], m, stratum, population, confidence=confidence,
-                             method="stratified ratio, linearised")
-    strict = ratio_estimate(c["strict"], m, stratum, population, confidence=confidence,
-                            method="stratified ratio, linearised")
-    diff = ratio_estimate(c["lenient"] - c["strict"], m, stratum, population, confidence=confidence,
-                          bounds=(-1.0, 1.0), method="stratified ratio, linearised")
+    lenient = ratio_estimate(c["lenient"], m, stratum, population, weights=weights, confidence=confidence,
+                             method="stratified ratio, linearised", fpc=fpc)
+    strict = ratio_estimate(c["strict"], m, stratum, population, weights=weights, confidence=confidence,
+                            method="stratified ratio, linearised", fpc=fpc)
+    diff = ratio_estimate(c["lenient"] - c["strict"], m, stratum, population, weights=weights,
+                          confidence=confidence, bounds=(-1.0, 1.0), method="stratified ratio, linearised",
+                          fpc=fpc)
     p_len: float | None = None
     p_str: float | None = None
     if diff.value is not None and c["lenient"].sum() + c["strict"].sum() == 0:
         p_len = p_str = 1.0
     elif diff.value is not None and diff.se:
-        n_groups = _n_groups(stratum, population, len(m))
+        n_groups = _n_groups(stratum, population, len(m), weights)
         df = max(1, len(m) - n_groups)
         tstat = diff.value / diff.se
         p_len, p_str = float(stdtr(df, -tstat)), float(stdtr(df, tstat))
     return DirectionEstimate(lenient, strict, diff, p_len, p_str)
 
 
-def _n_groups(stratum: ArrayLike | None, population: Mapping[Hashable, int] | int | None, n: int) -> int:
-    design, _ = _design(stratum, population, n)
+def _n_groups(stratum: ArrayLike | None, population: Mapping[Hashable, int] | int | None, n: int,
+              weights: ArrayLike | None = None) -> int:
+    design, _ = _design(stratum, population, n, weights=weights)
     return 1 if design is None else design.n_groups
 
 
@@ -518,7 +559,8 @@ def minority_claims(tables: np.ndarray) -> int:
 
 def kappa_estimate(tables: np.ndarray, stratum: ArrayLike | None = None,
                    population: Mapping[Hashable, int] | int | None = None, *,
-                   confidence: float = 0.95, interval: Literal["linearised", "bootstrap"] = "linearised",
+                   weights: ArrayLike | None = None, confidence: float = 0.95, fpc: bool = True,
+                   interval: Literal["linearised", "bootstrap"] = "linearised",
                    min_minority: int = MIN_MINORITY_CLAIMS, min_answers: int = MIN_KAPPA_ANSWERS,
                    resamples: int = 2000,
                    seed: int | None = 0) -> Estimate:
@@ -533,6 +575,7 @@ def kappa_estimate(tables: np.ndarray, stratum: ArrayLike | None = None,
     formula of :func:`ratio_estimate`.  With one answer per claim and no finite-population
     correction this is the Fleiss-Cohen-Everitt (1969) variance times n/(n-1).
 
+    ``weights`` (1/pi per labeled answer) instead of strata: see :func:`_design`.
     ``interval="bootstrap"`` uses the stratified rescaling bootstrap instead
     (:func:`stratified_bootstrap_tables`, percentile via :func:`bootstrap_interval`).
     Either interval is withheld when fewer than ``min_minority`` (5) labeled claims lie outside
@@ -549,7 +592,9 @@ def kappa_estimate(tables: np.ndarray, stratum: ArrayLike | None = None,
     k = int(t.shape[-1]) if t.ndim == 3 else 3
     n_claims = int(t.sum())
     method = f"design-weighted kappa, {'linearised' if interval == 'linearised' else 'stratified bootstrap'}"
-    design, why = _design(stratum, population, n)
+    if weights is not None and interval == "bootstrap":
+        raise ValueError("the stratified bootstrap needs the strata, not weights")
+    design, why = _design(stratum, population, n, weights=weights, fpc=fpc)
     if design is None:
         return Estimate(None, None, None, None, n, n_claims, method, why)
     flat = t.reshape(n, k * k)
