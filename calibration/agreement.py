@@ -1370,8 +1370,8 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
     if e is not None and (e.capped_agreement or e.capped_kappa):
         lines.append(f"  capped by the human ceiling: target {_pct(e.agreement_target)}, floor "
                      f"{e.kappa_floor:.2f} ({e.rule})")
-    unresolved = (f"; {len(r.unresolved_claims)} claims left out (reviewers disagree, not adjudicated: "
-                  "leaving out the hard claims favours the judge)") if r.unresolved_claims else ""
+    unresolved = (f"; {len(r.unresolved_claims)} claims left out (reviewers disagree, not adjudicated), "
+                  "which favours the judge: they are the hard ones") if r.unresolved_claims else ""
     lines.append(f"Claims: {r.n_claims} in {r.n_answers} answers{unresolved}")
     if r.estimates is not None and r.estimates.population:
         lines.append(f"Estimates for: {r.estimates.population}")

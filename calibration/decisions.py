@@ -935,22 +935,25 @@ class CappedThresholds:
 
 
 CAP_RULE: Final = ("effective target = min(target, lower 95% bound of reviewer-vs-reviewer agreement); "
-                   "effective floor = min(floor, lower 95% bound of reviewer-vs-reviewer kappa)")
+                   "effective floor = min(floor, lower 95% bound of reviewer-vs-reviewer kappa); "
+                   f"only with {ALT_MIN_INSTANCES} or more claims labeled by several reviewers")
 
 
-def capped_thresholds(agreement_target: float, kappa_floor: float,
-                      ceiling: HumanCeiling | None) -> CappedThresholds:
+def capped_thresholds(agreement_target: float, kappa_floor: float, ceiling: HumanCeiling | None, *,
+                      min_claims: int = ALT_MIN_INSTANCES) -> CappedThresholds:
     """No threshold asks the judge for more than reviewers reach with each other.
 
     target' = min(target, L_rr), floor' = min(floor, L_kappa_rr), L the lower end of the 95% interval
     of reviewer-vs-reviewer agreement (kappa): a level reviewers are shown to reach, so a judge at the
     reviewers' own level is not flagged for falling short of the nominal target.  The lower end (not the
     point estimate) because the cap must not rise above what people demonstrably reach.  Without a
-    ceiling, or without an interval (withheld), the thresholds stay as given.
+    ceiling, or without an interval (withheld), the thresholds stay as given; so they do with fewer than
+    ``min_claims`` (30, the alt-test's minimum) claims with several reviewers: the lower bound of a
+    handful of claims sits near 0 and would cap every threshold into meaninglessness.
     """
     t, f = agreement_target, kappa_floor
     capped_a = capped_k = False
-    if ceiling is not None:
+    if ceiling is not None and ceiling.n_claims >= min_claims:
         lo = ceiling.reviewer_vs_reviewer.ci_low
         if lo is not None and lo < t:
             t, capped_a = lo, True
