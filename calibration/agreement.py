@@ -1134,7 +1134,8 @@ def decide_flag(*, rules: decisions.Decision, estimates: PopulationEstimates, ra
         ceiling_note.append(Reason(
             "human_ceiling",
             f"human ceiling: the judge is {a.verdict} (alternative annotator test, winning rate "
-            f"{_pct(a.winning_rate)}, {_p(a.p_value)}); it agrees {_pct(ceiling.judge_vs_reviewers.value)} with "
+            f"{_pct(a.winning_rate)}, {_p(a.p_value)}); it agrees "
+            f"{_pct(ceiling.judge_vs_reviewers.value)} with "
             f"each reviewer where reviewers agree {_pct(ceiling.reviewer_vs_reviewer.value)} with each other",
             a.winning_rate, ()))
     capped = ""
@@ -1146,7 +1147,8 @@ def decide_flag(*, rules: decisions.Decision, estimates: PopulationEstimates, ra
         return Flag("inconclusive", (empty,), None)
     what = "agreement"
     if not estimates.equal_probability:
-        what = f"agreement estimated for {estimates.population or 'the population'} (raw {_pct(raw_agreement)})"
+        what = (f"agreement estimated for {estimates.population or 'the population'} "
+                f"(raw {_pct(raw_agreement)})")
     by_rule = {r.rule: r for r in rules.rules}
     ag = by_rule["agreement"]
     fixed = _ci_pct(estimates.agreement.ci_low, estimates.agreement.ci_high)
@@ -1272,11 +1274,8 @@ class Report:
             part["rule"] = None if rule is None else rule.to_dict()
         agreement["prob_at_least_target"] = _opt(self.prob_at_least_target)
         agreement["prob_sentence"] = decisions.prob_sentence(self.prob_at_least_target, target)
-        hh = None
-        if self.human_human is not None:
-            hh = self.human_human.to_dict()
-            post = self.human_human_post_reveal
-            hh["post_reveal"] = None if post is None else post.to_dict()
+        hh = None if self.human_human is None else self.human_human.to_dict()
+        post = self.human_human_post_reveal
         return {
             "judge_run": judge_run,
             "scope": {"population": None if est is None else est.population,
@@ -1302,10 +1301,12 @@ class Report:
             "direction": dirn,
             "sample_size": self.sample_size.to_dict(),
             "human_human": hh,
+            "human_human_post_reveal": None if post is None else post.to_dict(),
             "human_ceiling": None if self.human_ceiling is None else self.human_ceiling.to_dict(),
             "disagreeing_claims": list(self.disagreeing_claims),
             "thresholds": self.thresholds.to_dict(),
-            "thresholds_used": None if self.effective_thresholds is None else self.effective_thresholds.to_dict(),
+            "thresholds_used": (None if self.effective_thresholds is None
+                                else self.effective_thresholds.to_dict()),
             "flag": {**self.flag.to_dict(), "rules": None if self.rules is None else self.rules.to_dict()},
         }
 
@@ -1331,7 +1332,8 @@ def _pipeline_lines(p: Mapping[str, Any]) -> list[str]:
             lines.append(f"  {title} {name}: judge's own {_pct(g['judge_supported_rate'])}, corrected "
                          f"{_pct(s['value'])} ({gci})")
     for d in p.get("pipeline_differences") or ():
-        dci = "no interval" if d["ci_low"] is None else f"95% CI {100 * d['ci_low']:+.1f}–{100 * d['ci_high']:+.1f}"
+        dci = ("no interval" if d["ci_low"] is None
+               else f"95% CI {100 * d['ci_low']:+.1f}–{100 * d['ci_high']:+.1f}")
         val = "n/a" if d["value"] is None else f"{100 * d['value']:+.1f} points"
         lines.append(f"  {d['a']} − {d['b']}: {val} ({dci})")
     lines.append(f"  assumes {p['assumption']}")
@@ -1393,8 +1395,10 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
     lines.append(f"Gwet's AC1     {_num(r.ac1):>7}   (beside kappa, not instead of it)")
     ag_rule = r._rule("agreement")
     if ag_rule is not None:
-        lines.append(f"  anytime bounds on agreement {_bound(ag_rule.bound_low)}–{_bound(ag_rule.bound_high)} "
-                     f"(what the flag reads); {decisions.prob_sentence(r.prob_at_least_target, ag_rule.threshold)}")
+        chance = decisions.prob_sentence(r.prob_at_least_target, ag_rule.threshold)
+        bounds = f"{_bound(ag_rule.bound_low)}–{_bound(ag_rule.bound_high)}"
+        lines.append(f"  anytime bounds on agreement {bounds} "
+                     f"(what the flag reads); {chance}")
     if r.estimates is not None and not r.estimates.equal_probability:
         ea, ek = r.estimates.agreement, r.estimates.kappa
         ekci = "no interval" if ek.ci_low is None else f"95% CI {ek.ci_low:.2f}–{ek.ci_high:.2f}"
@@ -1414,7 +1418,8 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
     if r.human_ceiling is not None:
         c = r.human_ceiling
         jv, rv = c.judge_vs_reviewers, c.reviewer_vs_reviewer
-        lines.append(f"Human ceiling  judge vs each reviewer {_pct(jv.value)} ({_ci_pct(jv.ci_low, jv.ci_high)}), "
+        lines.append(f"Human ceiling  judge vs each reviewer {_pct(jv.value)} "
+                     f"({_ci_pct(jv.ci_low, jv.ci_high)}), "
                      f"reviewer vs reviewer {_pct(rv.value)} ({_ci_pct(rv.ci_low, rv.ci_high)}) on "
                      f"{c.n_claims} claims, unresolved included; "
                      f"{c.alt.verdict or c.alt.reason or 'no alternative annotator test'}")
@@ -1495,7 +1500,7 @@ def agreement_report(items: Sequence[LabeledClaim], thresholds: Thresholds = Thr
     answer_ids: dict[str, int] = {}
     cluster = np.fromiter((answer_ids.setdefault(it.answer_id, len(answer_ids)) for it in items),
                           dtype=np.int64, count=n)
-    w = np.fromiter((it.weight for it in items), dtype=float, count=n) if weighted else None  # type: ignore[misc]
+    w = np.fromiter((it.weight for it in items), dtype=float, count=n) if weighted else None
     return _report(human, judge, cluster, len(answer_ids), [it.claim_key for it in items], w, thresholds,
                    bootstrap=bootstrap, seed=seed, confidence=confidence, kappa_half_width=kappa_half_width)
 
@@ -1609,7 +1614,8 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
     use_boot = bootstrap > 0 and n_answers >= estimation.MIN_BOOTSTRAP_ANSWERS
     boots = bootstrap_tables(tensors, resamples=bootstrap, seed=seed) if use_boot else []
 
-    def interval(stat: Callable[[np.ndarray], np.ndarray], idx: int, why_not: str | None) -> BootstrapInterval:
+    def interval(stat: Callable[[np.ndarray], np.ndarray], idx: int,
+                 why_not: str | None) -> BootstrapInterval:
         if bootstrap <= 0:
             return BootstrapInterval(None, None, 0, 0, seed, "no resamples asked for (bootstrap 0)")
         if why_not is not None:

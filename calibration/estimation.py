@@ -369,7 +369,8 @@ def ratio_estimate(y: ArrayLike, m: ArrayLike, stratum: ArrayLike | None = None,
         V_hat(R_hat) = X_hat^-2 sum_h N_h^2 (1 - n_h/N_h) s^2_{e,h} / n_h,   e_i = y_i - R_hat M_i,
 
     the linearised (Taylor) variance of the combined ratio estimate.  ``fpc=False`` drops the
-    finite-population factors (1 - n_h/N_h): the variance of the process behind the population.  Interval R_hat +- t se with
+    finite-population factors (1 - n_h/N_h): the variance of the process behind the population.
+    Interval R_hat +- t se with
     the design degrees of freedom (:func:`_quantile`), clipped to ``bounds``.
     Sources: Cochran, Sampling Techniques (3rd ed., 1977), sec. 6.11-6.12 (combined ratio
     estimate) and sec. 5A.9-5A.12 (post-stratification, collapsed strata); Sarndal, Swensson &

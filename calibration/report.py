@@ -137,7 +137,7 @@ def _grounding(f_all: np.ndarray, answer_all: np.ndarray, labeled: np.ndarray, y
     population, _ = _represented(strata[answers], np.isin(answers, answer_all[lab]))
     if not population:
         population = estimation.stratum_counts(strata[answers])
-    keep = np.isin(strata[answer_all[lab]], list(population))
+    keep = np.isin(strata[answer_all[lab]], np.array(list(population), dtype=object))
     lab = lab[keep]
     return estimation.corrected_grounding(
         f_all[mask], answer_all[mask], y_lab[lab], f_all[lab], answer_all[lab],
@@ -150,7 +150,8 @@ def _grounding_dict(g: estimation.GroundingEstimate) -> dict[str, Any]:
     return out
 
 
-def pipeline_report(table: store.ClaimTable, facts: store_scope.AnswerFacts, strata: np.ndarray) -> dict[str, Any]:
+def pipeline_report(table: store.ClaimTable, facts: store_scope.AnswerFacts,
+                    strata: np.ndarray) -> dict[str, Any]:
     """The pipeline's grounding score: the judge's own SUPPORTED rate over all its judged claims and the
     share humans would call SUPPORTED (two-phase, `estimation.corrected_grounding`), overall, per
     category and per pipeline version, with the differences between versions and the transfer check."""
@@ -196,7 +197,8 @@ def _transfer(table: store.ClaimTable, versions: list[str | None], a: str, b: st
             return None
         answers = np.unique(table.answer[per_claim == v])
         population, _ = _represented(strata[answers], np.isin(answers, table.answer[lab]))
-        sides.append({"y": (table.human[lab] == pos).astype(float), "f": (table.judge[lab] == pos).astype(float),
+        sides.append({"y": (table.human[lab] == pos).astype(float),
+                      "f": (table.judge[lab] == pos).astype(float),
                       "answer": table.answer[lab], "n_run_answers": int(answers.size),
                       "stratum": strata[table.answer[lab]], "population": population})
     t = estimation.transfer_test(sides[0], sides[1])

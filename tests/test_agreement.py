@@ -20,7 +20,6 @@ from statsmodels.stats.contingency_tables import SquareTable, mcnemar
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 from statsmodels.stats.proportion import proportion_confint
 
-from calibration.decisions import more_claims_to_decide
 from calibration.agreement import (
     LABELS,
     Estimate,
@@ -60,6 +59,7 @@ from calibration.agreement import (
     weighted_agreement,
     wilson_interval,
 )
+from calibration.decisions import more_claims_to_decide
 
 S, C, U = LABELS
 Z = stats.norm.ppf(0.975)

@@ -64,9 +64,11 @@ def _same(expected: object, actual: object, where: str = "") -> list[str]:
     if isinstance(expected, list):
         if not isinstance(actual, list) or len(actual) != len(expected):
             return [f"{where}: {actual!r} != {expected!r}"]
-        return [d for i, (e, a) in enumerate(zip(expected, actual, strict=True)) for d in _same(e, a, f"{where}[{i}]")]
+        return [d for i, (e, a) in enumerate(zip(expected, actual, strict=True))
+                for d in _same(e, a, f"{where}[{i}]")]
     if isinstance(expected, float) and isinstance(actual, float):
-        return [] if abs(expected - actual) <= 1e-12 * max(1.0, abs(expected)) else [f"{where}: {actual} != {expected}"]
+        close = abs(expected - actual) <= 1e-12 * max(1.0, abs(expected))
+        return [] if close else [f"{where}: {actual} != {expected}"]
     return [] if expected == actual else [f"{where}: {actual!r} != {expected!r}"]
 
 
