@@ -1689,7 +1689,7 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
         prob = decisions.prob_at_least_target(n_agree, n, target)
     else:
         prob = decisions.prob_at_least_target_weighted(agree.astype(float), claim_w, target)
-    more_target = decisions.more_claims_to_decide(ys, ms, target, alpha=thresholds.alpha, weights=wo)
+    more_target = decisions.more_claims_to_decide(ys, ms, target, alpha=thresholds.alpha, weights=wo, rule=ar)
     more_kappa = decisions.more_claims_for_kappa(ek.se, n, half_width=kappa_half_width, confidence=confidence)
     size = SampleSize(kappa_half_width, more_kappa.more_claims, more_target.more_claims,
                       more_kappa.sentence, more_target.sentence)

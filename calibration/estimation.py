@@ -236,10 +236,14 @@ def _design(stratum: ArrayLike | None, population: Mapping[Hashable, int] | int 
         pop = dict(population)
     keys = sorted(pop, key=str)
     index = {h: i for i, h in enumerate(keys)}
-    unknown = {h for h in labels.tolist() if h not in index}
+    # Code the labels through their few distinct values: one dict lookup per stratum, not per answer.
+    _, first, inverse = np.unique(labels.astype(str), return_index=True, return_inverse=True)
+    distinct = labels[first].tolist()
+    unknown = {h for h in distinct if h not in index}
     if unknown:
         raise ValueError(f"strata not in the population: {', '.join(sorted(map(str, unknown)))}")
-    code = np.fromiter((index[h] for h in labels.tolist()), dtype=np.int64, count=n_answers)
+    lookup = np.array([index[h] for h in distinct], dtype=np.int64)
+    code = lookup[inverse.reshape(-1)]
     big_n = np.array([pop[h] for h in keys], dtype=float)
     small_n = np.bincount(code, minlength=len(keys)).astype(float)
     if (small_n > big_n).any():
@@ -271,8 +275,9 @@ def _design(stratum: ArrayLike | None, population: Mapping[Hashable, int] | int 
         collapsed.append(f"{keys[g]} -> {keys[target]}")
         group_of[group_of == g] = target
     live = np.unique(group_of[used])
-    renumber = {int(g): i for i, g in enumerate(live)}
-    group = np.fromiter((renumber[int(group_of[c])] for c in code), dtype=np.int64, count=n_answers)
+    renumber = np.full(len(keys), -1, dtype=np.int64)
+    renumber[live] = np.arange(live.size)
+    group = renumber[group_of[code]]
     g_n = np.bincount(group, minlength=live.size).astype(float)
     g_big = np.array([big_n[group_of == g].sum() for g in live])
     # Without the finite-population correction the variance is that of the process that produced
@@ -316,6 +321,14 @@ def _quantile(confidence: float, df: int) -> float:
     quantile as the sample grows; at 10-40 answers it widens the interval enough to hold 95%.
     """
     return float(stdtrit(max(df, 1), 0.5 + confidence / 2))
+
+
+def _dot(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """sum_i w_i x_i (over the first axis of x): a product and a sum, not BLAS, whose vector dot
+    products took 16 ms on 20k answers on a busy two-core machine against 0.03 ms for this."""
+    w = np.asarray(w, dtype=float)
+    x = np.asarray(x, dtype=float)
+    return (w.reshape(w.shape + (1,) * (x.ndim - 1)) * x).sum(axis=0)
 
 
 def _clip(x: float, lo: float, hi: float) -> float:
@@ -390,10 +403,10 @@ def ratio_estimate(y: ArrayLike, m: ArrayLike, stratum: ArrayLike | None = None,
     design, why = _design(stratum, population, n, weights=weights, fpc=fpc)
     if design is None:
         return Estimate(None, None, None, None, n, n_claims, method, why)
-    x_hat = float(design.weight @ mm)
+    x_hat = float(_dot(design.weight, mm))
     if x_hat <= 0:
         return Estimate(None, None, None, None, n, n_claims, method, "no resolved claims")
-    r_hat = float(design.weight @ yy) / x_hat
+    r_hat = float(_dot(design.weight, yy)) / x_hat
     if design.reason is not None:
         return Estimate(r_hat, None, None, None, n, n_claims, method, design.reason)
     v = float(_total_var(design, design.weight * (yy - r_hat * mm))) / x_hat ** 2
@@ -600,10 +613,10 @@ def kappa_estimate(tables: np.ndarray, stratum: ArrayLike | None = None,
         return Estimate(None, None, None, None, n, n_claims, method, why)
     flat = t.reshape(n, k * k)
     m = flat.sum(axis=1)
-    x_hat = float(design.weight @ m)
+    x_hat = float(_dot(design.weight, m))
     if x_hat <= 0:
         return Estimate(None, None, None, None, n, n_claims, method, "no resolved claims")
-    p = (design.weight @ flat).reshape(k, k) / x_hat
+    p = (_dot(design.weight, flat)).reshape(k, k) / x_hat
     kappa, pe, r, c = _kappa_of(p)
     if kappa is None:
         return Estimate(None, None, None, None, n, n_claims, method,
@@ -611,7 +624,7 @@ def kappa_estimate(tables: np.ndarray, stratum: ArrayLike | None = None,
     if design.reason is not None:
         return Estimate(kappa, None, None, None, n, n_claims, method, design.reason)
     g = (np.eye(k) - (c[:, None] + r[None, :]) * (1 - kappa)) / (1 - pe)
-    u = (flat - np.outer(m, p.reshape(-1))) @ g.reshape(-1) / x_hat
+    u = ((flat - np.outer(m, p.reshape(-1))) * g.reshape(-1)).sum(axis=1) / x_hat
     var = float(_total_var(design, design.weight * u))
     se = math.sqrt(var) if var > 0 else 0.0
     few = minority_claims(t)
@@ -723,7 +736,7 @@ def _labeled_design(answer_lab: np.ndarray, ids: np.ndarray, n_run_answers: int,
             raise ValueError(f"give one {name} per labeled claim")
         out = arr[first]
         _, inv = np.unique(answer_lab, return_inverse=True)
-        if any(arr[i] != out[inv[i]] for i in range(arr.size)):
+        if (arr != out[inv.reshape(-1)]).any():
             raise ValueError(f"claims of one answer carry different {name} values")
         return out
 
@@ -796,13 +809,13 @@ def grounding_two_phase(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLik
         if share[v] == 0:
             continue
         yv, mv = sums[:, 2 * v], sums[:, 2 * v + 1]
-        x_v = float(design.weight @ mv)
+        x_v = float(_dot(design.weight, mv))
         if x_v == 0:
             label = "SUPPORTED" if v else "not SUPPORTED"
             est = Estimate(None, None, None, None, n_ans, int(y.size), method,
                            f"no labeled claim the judge called {label}")
             return GroundingEstimate(est, judge_rate, int(fa.size), int(y.size))
-        r_v = float(design.weight @ yv) / x_v
+        r_v = float(_dot(design.weight, yv)) / x_v
         value += share[v] * r_v
         u += share[v] * (yv - r_v * mv) / x_v
     if design.reason is not None:
@@ -852,8 +865,8 @@ def grounding_ppi(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLike, f_l
                      design.reason, design.collapsed)
     w = design.weight
     ya, fla, ma = sums[:, 0], sums[:, 1], sums[:, 2]
-    x_hat = float(w @ ma)
-    ybar, fbar = float(w @ ya) / x_hat, float(w @ fla) / x_hat
+    x_hat = float(_dot(w, ma))
+    ybar, fbar = float(_dot(w, ya)) / x_hat, float(_dot(w, fla)) / x_hat
     uy, uf = w * (ya - ybar * ma) / x_hat, w * (fla - fbar * ma) / x_hat
     cov = _total_var(no_fpc, np.column_stack([uy, uf]))
     _, run_sums = _claims_by_answer(aa, [fa, np.ones_like(fa)])
@@ -935,9 +948,9 @@ def _conditional_rates(y: np.ndarray, fl: np.ndarray, al: np.ndarray, n_run_answ
     counts = np.array([sums[:, 1].sum(), sums[:, 3].sum()])
     for v in (0, 1):
         yv, mv = sums[:, 2 * v], sums[:, 2 * v + 1]
-        x_v = float(design.weight @ mv)
+        x_v = float(_dot(design.weight, mv))
         if x_v > 0:
-            r[v] = float(design.weight @ yv) / x_v
+            r[v] = float(_dot(design.weight, yv)) / x_v
             u[:, v] = design.weight * (yv - r[v] * mv) / x_v
     cov = _total_var(design, u) if design.reason is None else np.full((2, 2), np.nan)
     return r, cov, counts

@@ -63,10 +63,10 @@ def label_order(db: Database, run_id: int, claim_pks: np.ndarray) -> np.ndarray:
            FROM judge_verdicts v JOIN adjudications d ON d.claim_pk = v.claim_pk
            WHERE v.run_id = :run""", {"run": run_id}).fetchone()
     at_pk = np.concatenate([json_ints(row[0]), json_ints(adj[0])])
-    times = np.array(json.loads(row[1]) + json.loads(adj[1]), dtype=object)
+    times = np.array(json.loads(row[1]) + json.loads(adj[1]), dtype=str)  # fixed-width text sorts in C
     if at_pk.size == 0:
         return np.zeros(pks.size)
-    distinct, code = np.unique(times.astype(str), return_inverse=True)
+    distinct, code = np.unique(times, return_inverse=True)
     code = code.reshape(-1).astype(float)
     latest = np.full(pks.size, float(distinct.size))  # no label time: after every labeled claim
     order = np.argsort(pks, kind="stable")
