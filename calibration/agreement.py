@@ -31,6 +31,10 @@ import numpy as np
 # time, which every CLI command and page that touches this module pays.
 from scipy.special import bdtr, bdtrc, chdtrc, ndtri
 
+# The Wilson interval lives with the design-based estimates (which, like the flag's rules in
+# decisions.py, need it without importing this module); it is re-exported here.
+from . import decisions, estimation
+from .estimation import wilson_interval
 from .vocab import LABELS
 
 POSITIVE: Final = "SUPPORTED"
@@ -122,6 +126,7 @@ class BootstrapInterval:
     resamples: int
     undefined: int
     seed: int | None
+    reason: str | None = None  # why there is no interval, exactly when ci_low is None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -131,6 +136,7 @@ class BootstrapInterval:
             "undefined_resamples": self.undefined,
             "seed": self.seed,
             "unit": "answer",
+            "reason": self.reason,
         }
 
 
@@ -216,12 +222,17 @@ class SampleSize:
     kappa_half_width: float
     more_claims_for_kappa: int | None
     more_claims_for_target: int | None
+    # What each number buys, as the flag and the dashboard say it (decisions.MoreClaims).
+    kappa_sentence: str = ""
+    target_sentence: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "kappa_half_width": self.kappa_half_width,
             "more_claims_for_kappa": self.more_claims_for_kappa,
             "more_claims_for_target": self.more_claims_for_target,
+            "for_kappa": self.kappa_sentence,
+            "for_target": self.target_sentence,
         }
 
 
@@ -339,33 +350,6 @@ def _square(table: np.ndarray | Sequence[Sequence[float]]) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # 1. Percent agreement, Wilson interval
 # --------------------------------------------------------------------------------------------
-
-
-def wilson_interval(successes: float, n: float, *, confidence: float = 0.95) -> tuple[float, float] | None:
-    """Wilson score interval for a binomial proportion.
-
-    With p = x/n and z the normal quantile:
-    centre = (p + z^2/2n) / (1 + z^2/n),
-    half   = z / (1 + z^2/n) * sqrt(p(1-p)/n + z^2/4n^2).
-
-    Source: Wilson (1927), JASA 22:209-212; Newcombe (1998), Stat Med 17:857-872, method 3.
-    It is the inversion of the score test, so it stays inside [0, 1] and is not degenerate at
-    x = 0 or x = n, which matters for the 40-150 claim samples this tool sees.  Returns None
-    for n = 0.
-    """
-    if n <= 0:
-        return None
-    if not 0 <= successes <= n:
-        raise ValueError(f"successes {successes} outside [0, {n}]")
-    z = _z(confidence)
-    p = successes / n
-    z2n = z * z / n
-    centre = (p + z2n / 2) / (1 + z2n)
-    half = z / (1 + z2n) * math.sqrt(p * (1 - p) / n + z2n / (4 * n))
-    # At x = 0 (x = n) the lower (upper) bound is exactly 0 (1); float arithmetic leaves a residue.
-    lo = 0.0 if successes == 0 else max(0.0, centre - half)
-    hi = 1.0 if successes == n else min(1.0, centre + half)
-    return lo, hi
 
 
 def percent_agreement(table: np.ndarray | Sequence[Sequence[float]], *, confidence: float = 0.95) -> Estimate:
@@ -931,9 +915,13 @@ class HumanHumanAgreement:
     agreement: Estimate
     kappa: KappaResult | None
     alpha: float | None
+    # Which verdicts: "blind" (given before the judge was revealed) or "post-reveal" (the final
+    # ones, which a reviewer may have changed to the judge's); None when the caller did not say.
+    basis: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "basis": self.basis,
             "n_claims": self.n_claims,
             "reviewers": list(self.reviewers),
             "agreement": self.agreement.to_dict(),
@@ -1099,105 +1087,129 @@ def _count(n: int, word: str) -> str:
     return f"{n:,} {_plural(n, word)}"
 
 
-def _claims_to_clear_floor(kappa: KappaResult, n: int, floor: float) -> int | None:
-    """More claims for kappa's interval to end below the floor, the estimate and its spread held.
+def _bound(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
 
-    The half-width shrinks as 1/sqrt(n): n' = n (half-width / (floor - kappa))^2.
+
+@dataclass(frozen=True, slots=True)
+class PopulationEstimates:
+    """The flag's figures estimated for the population the labeled answers represent.
+
+    ``population`` says which (e.g. "all 150 answers of the run"); with an equal-probability
+    design the estimates repeat the raw figures.  See :mod:`calibration.estimation`.
     """
-    if kappa.value is None or kappa.ci_high is None or n <= 0 or kappa.value >= floor:
-        return None
-    half = kappa.ci_high - kappa.value
-    gap = floor - kappa.value
-    if half <= 0 or gap <= 0:
-        return None
-    return max(1, math.ceil(n * (half / gap) ** 2) - n)
+
+    population: str | None
+    agreement: estimation.Estimate
+    kappa: estimation.Estimate
+    direction: estimation.DirectionEstimate
+    equal_probability: bool
 
 
-def decide_flag(*, agreement: Estimate, kappa: KappaResult, mcnemar: McNemarExact,
-                thresholds: Thresholds, n_claims: int, claims_needed: int | None,
-                disagreeing: Sequence[str], lenient_claims: Sequence[str],
-                strict_claims: Sequence[str], weighted: WeightedAgreement | None = None) -> Flag:
-    """``revise`` / ``ok`` / ``inconclusive``, each with reasons that name a figure and its claims.
+def decide_flag(*, rules: decisions.Decision, estimates: PopulationEstimates, raw_agreement: float | None,
+                direction: Direction, thresholds: decisions.CappedThresholds, n_claims: int,
+                more_target: decisions.MoreClaims, prob: float | None, disagreeing: Sequence[str],
+                ceiling: decisions.HumanCeiling | None = None) -> Flag:
+    """``revise`` / ``ok`` / ``inconclusive``, each with reasons that name a figure, its bound and its claims.
 
-    revise: Wilson upper < target, or kappa < floor, or exact McNemar p < alpha (lenient when the
-    judge says SUPPORTED where humans did not more often than the reverse, strict otherwise).
-    ok: Wilson lower >= target and nothing fired.  Otherwise inconclusive, with the claims still
-    needed for the Wilson interval to clear the target at the current agreement.
-
-    ``weighted``: for answers drawn with unequal inclusion probabilities, the agreement
-    re-weighted to the run (Hajek) and its answer-bootstrap interval; the agreement rules then
-    read it instead of the raw sample figure (the Wilson interval stands in where the bootstrap
-    gives none), and the reasons say "re-weighted to the run".
+    The rules are those of :func:`decisions.decide`; none fires on a point estimate alone:
+    * agreement_below_target / agreement_meets_target: the anytime-valid confidence sequence on
+      agreement in labeling order (:func:`decisions.agreement_rule`) ends below / starts at or
+      above the target; its fixed-sample interval is shown beside it;
+    * judge_lenient / judge_strict: the anytime-valid sequence on (lenient - strict)/n
+      (:func:`decisions.direction_rule`) excludes 0; the exact McNemar p is shown beside it;
+    * kappa_below_floor: the upper end of kappa's 95% interval (design-based,
+      :func:`estimation.kappa_estimate`) is below the floor.
+    ``thresholds`` are the lead's, capped by the human ceiling (:func:`decisions.capped_thresholds`):
+    no rule asks the judge to agree more than reviewers do with each other.  Inconclusive says
+    the one "how many more" of the agreement target (:func:`decisions.more_claims_to_decide`).
+    A ``human_ceiling`` reason (information, never a rule) says whether the judge can stand in for
+    a reviewer (the alternative annotator test), when several reviewers labeled the same claims.
     """
     dis = tuple(disagreeing)
-    if n_claims == 0 or agreement.value is None:
+    t = thresholds
+    ceiling_note: list[Reason] = []
+    if ceiling is not None and ceiling.alt.verdict is not None:
+        a = ceiling.alt
+        ceiling_note.append(Reason(
+            "human_ceiling",
+            f"human ceiling: the judge is {a.verdict} (alternative annotator test, winning rate "
+            f"{_pct(a.winning_rate)}, {_p(a.p_value)}); it agrees "
+            f"{_pct(ceiling.judge_vs_reviewers.value)} with "
+            f"each reviewer where reviewers agree {_pct(ceiling.reviewer_vs_reviewer.value)} with each other",
+            a.winning_rate, ()))
+    capped = ""
+    if t.capped_agreement or t.capped_kappa:
+        capped = " (capped at what reviewers reach with each other)"
+    est = estimates.agreement.value
+    if n_claims == 0 or est is None:
         empty = Reason("no_data", "no claims with both a judge verdict and a final human label", None, ())
         return Flag("inconclusive", (empty,), None)
-    t = thresholds
+    what = "agreement"
+    if not estimates.equal_probability:
+        what = (f"agreement estimated for {estimates.population or 'the population'} "
+                f"(raw {_pct(raw_agreement)})")
+    by_rule = {r.rule: r for r in rules.rules}
+    ag = by_rule["agreement"]
+    fixed = _ci_pct(estimates.agreement.ci_low, estimates.agreement.ci_high)
+    chance = decisions.prob_sentence(prob, t.agreement_target)
     reasons: list[Reason] = []
-    what_agreement = "agreement"
-    if weighted is not None and weighted.value is not None:
-        raw = agreement
-        if weighted.ci_low is not None and weighted.ci_high is not None:
-            agreement = Estimate(weighted.value, weighted.ci_low, weighted.ci_high)
-        else:
-            agreement = Estimate(weighted.value, raw.ci_low, raw.ci_high)
-        what_agreement = f"agreement re-weighted to the run (raw {_pct(raw.value)})"
-    ci = _ci_pct(agreement.ci_low, agreement.ci_high)
-    if agreement.ci_high is not None and agreement.ci_high < t.agreement_target:
+    if ag.status == "revise":
         reasons.append(Reason(
             "agreement_below_target",
-            f"{what_agreement} {_pct(agreement.value)} ({ci}) is below the "
-            f"{_share(t.agreement_target)} target "
-            f"even at its upper bound; {_count(len(dis), 'disagreeing claim')}",
-            agreement.value, dis))
-    if kappa.value is not None and kappa.value < t.kappa_floor:
-        kci = "" if kappa.ci_low is None else f" (95% CI {kappa.ci_low:.2f}–{kappa.ci_high:.2f})"
-        wide = ""
-        if kappa.ci_high is not None and kappa.ci_high >= t.kappa_floor:
-            more = _claims_to_clear_floor(kappa, n_claims, t.kappa_floor)
-            label = "more claims" if more is None else f"{more:,} more {_plural(more, 'claim')}"
-            wide = f"; the interval is wide: label {label} to be sure"
+            f"{what} {_pct(est)} is below the {_share(t.agreement_target)} target{capped} at any look: "
+            f"its anytime upper bound is {_bound(ag.bound_high)} (fixed-sample {fixed}); {chance}; "
+            f"{_count(len(dis), 'disagreeing claim')}",
+            est, dis))
+    kr = by_rule.get("kappa")
+    kap = estimates.kappa
+    if kr is not None and kr.status == "revise" and kap.value is not None:
         reasons.append(Reason(
             "kappa_below_floor",
-            f"kappa {kappa.value:.2f}{kci} is below the floor {t.kappa_floor:.2f}{wide}; "
-            f"{_count(len(dis), 'disagreeing claim')}",
-            kappa.value, dis))
-    p = mcnemar.p_two_sided
-    if p is not None and p < t.alpha and mcnemar.b != mcnemar.c:
-        lenient = mcnemar.b > mcnemar.c
-        code = "judge_lenient" if lenient else "judge_strict"
-        what = "lenient" if lenient else "strict"
+            f"kappa {kap.value:.2f} (95% CI {kap.ci_low:.2f}–{kap.ci_high:.2f}) is below the floor "
+            f"{t.kappa_floor:.2f}{capped} even at its upper bound; {_count(len(dis), 'disagreeing claim')}",
+            kap.value, dis))
+    dr = by_rule.get("direction")
+    if dr is not None and dr.status in ("lenient", "strict"):
+        lenient = dr.status == "lenient"
+        mc = direction.mcnemar
         if lenient:
-            side = (f"it called {mcnemar.b} claims {POSITIVE} that humans did not, "
-                    f"against {mcnemar.c} the other way round")
+            side = (f"it called {mc.b} claims {POSITIVE} that humans did not, "
+                    f"against {mc.c} the other way round")
+            bound = f"anytime lower bound of (lenient − strict)/n {dr.bound_low:.3f} > 0"
         else:
-            side = (f"it denied {POSITIVE} to {mcnemar.c} claims humans supported, "
-                    f"against {mcnemar.b} the other way round")
+            side = (f"it denied {POSITIVE} to {mc.c} claims humans supported, "
+                    f"against {mc.b} the other way round")
+            bound = f"anytime upper bound of (lenient − strict)/n {dr.bound_high:.3f} < 0"
+        d = estimates.direction
+        pop = ""
+        if not estimates.equal_probability and d.lenient.value is not None and d.strict.value is not None:
+            pop = (f"; estimated for {estimates.population or 'the population'}: lenient "
+                   f"{_pct(d.lenient.value)}, strict {_pct(d.strict.value)} of claims")
         reasons.append(Reason(
-            code,
-            f"judge is {what}: {side} (exact McNemar {_p(p)}, below alpha {t.alpha:g})",
-            p, tuple(lenient_claims if lenient else strict_claims)))
+            f"judge_{dr.status}",
+            f"judge is {dr.status}: {side} ({bound}; exact McNemar {_p(mc.p_two_sided)} beside it){pop}",
+            d.difference.value, tuple(direction.lenient_claims if lenient else direction.strict_claims)))
     if reasons:
-        return Flag("revise", tuple(reasons), None)
-    if agreement.ci_low is not None and agreement.ci_low >= t.agreement_target:
+        return Flag("revise", tuple(reasons + ceiling_note), None)
+    if ag.status == "ok":
         notes = [Reason(
             "agreement_meets_target",
-            f"{what_agreement} {_pct(agreement.value)} ({ci}) reaches the "
-            f"{_share(t.agreement_target)} target "
-            f"at its lower bound; {_count(len(dis), 'disagreeing claim')}",
-            agreement.value, dis)]
-        if kappa.value is None:
+            f"{what} {_pct(est)} reaches the {_share(t.agreement_target)} target{capped} at any look: "
+            f"its anytime lower bound is {_bound(ag.bound_low)} (fixed-sample {fixed}); {chance}; "
+            f"{_count(len(dis), 'disagreeing claim')}",
+            est, dis)]
+        if kap.value is None:
             notes.append(Reason("kappa_undefined",
                                 "kappa is undefined: humans and judge used one and the same class only",
                                 None, ()))
-        return Flag("ok", tuple(notes), None)
-    need = "an undetermined number of" if claims_needed is None else f"about {claims_needed}"
+        return Flag("ok", tuple(notes + ceiling_note), None)
     return Flag("inconclusive", (Reason(
         "agreement_undecided",
-        f"{what_agreement} {_pct(agreement.value)} ({ci}) straddles the {_share(t.agreement_target)} target: "
-        f"label {need} more claims to decide; {_count(len(dis), 'disagreeing claim')}",
-        agreement.value, dis),), claims_needed)
+        f"{what} {_pct(est)} is not yet shown above or below the {_share(t.agreement_target)} target{capped} "
+        f"(anytime bounds {_bound(ag.bound_low)}–{_bound(ag.bound_high)}; fixed-sample {fixed}); {chance}; "
+        f"{more_target.sentence}; {_count(len(dis), 'disagreeing claim')}",
+        est, dis), *ceiling_note), more_target.more_claims)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1227,18 +1239,56 @@ class Report:
     unresolved_claims: tuple[str, ...] = ()
     human_human: HumanHumanAgreement | None = None
     labels: tuple[str, ...] = field(default=LABELS)
+    # The design-based estimates, the flag's rules with their bounds, P(agreement >= target) and
+    # the thresholds as the rules used them (capped by the human ceiling).
+    estimates: PopulationEstimates | None = None
+    rules: decisions.Decision | None = None
+    prob_at_least_target: float | None = None
+    effective_thresholds: decisions.CappedThresholds | None = None
+    human_ceiling: decisions.HumanCeiling | None = None
+    # Filled by the caller: human-human agreement on the final (post-reveal) verdicts, shown beside
+    # the blind one; the pipeline's corrected grounding score (calibration.report).
+    human_human_post_reveal: HumanHumanAgreement | None = None
+    pipeline: dict[str, Any] | None = None
+
+    def _rule(self, name: str) -> decisions.RuleResult | None:
+        return None if self.rules is None else next((r for r in self.rules.rules if r.rule == name), None)
 
     def to_dict(self, judge_run: str | None = None) -> dict[str, Any]:
+        """Every figure as JSON.  The raw (unweighted) figures keep the keys they always had; the
+        design-based estimate of each sits beside it as ``estimated``, the flag's rule as ``rule``
+        with the ``bound_used``."""
+        est = self.estimates
+        agreement: dict[str, Any] = self.agreement.to_dict()
+        kappa: dict[str, Any] = self.kappa.to_dict()
+        dirn: dict[str, Any] = self.direction.to_dict()
+        target = self.thresholds.agreement_target if self.effective_thresholds is None \
+            else self.effective_thresholds.agreement_target
+        for part, name, est_dict in (
+                (agreement, "agreement", None if est is None else est.agreement.to_dict()),
+                (kappa, "kappa", None if est is None else est.kappa.to_dict()),
+                (dirn, "direction", None if est is None else est.direction.to_dict())):
+            rule = self._rule(name)
+            part["estimated"] = est_dict
+            part["bound_used"] = None if rule is None else rule.bound_used
+            part["rule"] = None if rule is None else rule.to_dict()
+        agreement["prob_at_least_target"] = _opt(self.prob_at_least_target)
+        agreement["prob_sentence"] = decisions.prob_sentence(self.prob_at_least_target, target)
+        hh = None if self.human_human is None else self.human_human.to_dict()
+        post = self.human_human_post_reveal
         return {
             "judge_run": judge_run,
+            "scope": {"population": None if est is None else est.population,
+                      "equal_probability": None if est is None else est.equal_probability},
             "n_claims": self.n_claims,
             "n_answers": self.n_answers,
             "n_unresolved": len(self.unresolved_claims),
             "unresolved_claims": list(self.unresolved_claims),
-            "agreement": self.agreement.to_dict(),
+            "pipeline": self.pipeline,
+            "agreement": agreement,
             "agreement_bootstrap": self.agreement_bootstrap.to_dict(),
             "agreement_weighted": None if self.weighted is None else self.weighted.to_dict(),
-            "kappa": self.kappa.to_dict(),
+            "kappa": kappa,
             "kappa_bootstrap": self.kappa_bootstrap.to_dict(),
             "ac1": _opt(self.ac1),
             "confusion": {
@@ -1248,17 +1298,47 @@ class Report:
                 "matrix": [[int(x) for x in row] for row in self.confusion],
             },
             "per_class": {k: v.to_dict() for k, v in self.per_class.items()},
-            "direction": self.direction.to_dict(),
+            "direction": dirn,
             "sample_size": self.sample_size.to_dict(),
-            "human_human": None if self.human_human is None else self.human_human.to_dict(),
+            "human_human": hh,
+            "human_human_post_reveal": None if post is None else post.to_dict(),
+            "human_ceiling": None if self.human_ceiling is None else self.human_ceiling.to_dict(),
             "disagreeing_claims": list(self.disagreeing_claims),
             "thresholds": self.thresholds.to_dict(),
-            "flag": self.flag.to_dict(),
+            "thresholds_used": (None if self.effective_thresholds is None
+                                else self.effective_thresholds.to_dict()),
+            "flag": {**self.flag.to_dict(), "rules": None if self.rules is None else self.rules.to_dict()},
         }
 
     def to_text(self, judge_run: str | None = None, *, notes: Sequence[str] = (), max_ids: int = 12) -> str:
         """A plain report a lead can paste into a message; ``notes`` go under the title."""
         return format_report(self, judge_run, notes=notes, max_ids=max_ids)
+
+
+def _pipeline_lines(p: Mapping[str, Any]) -> list[str]:
+    """The pipeline's grounding score first: the judge's own rate, then the corrected one."""
+    sr = p["supported_rate"]
+    ci = _ci_pct(sr["ci_low"], sr["ci_high"]) if sr["ci_low"] is not None else (sr["reason"] or "no interval")
+    lines = [f"Grounding score (share of claims SUPPORTED): judge's own {_pct(p['judge_supported_rate'])} "
+             f"on {p['n_judged']:,} judged claims; corrected {_pct(sr['value'])} ({ci}; {sr['method']}, "
+             f"{p['n_labeled']:,} labeled claims)"]
+    for title, key in (("category", "by_category"), ("pipeline version", "by_pipeline_version")):
+        parts = p.get(key) or {}
+        if len(parts) < 2:
+            continue
+        for name, g in parts.items():
+            s = g["supported_rate"]
+            gci = _ci_pct(s["ci_low"], s["ci_high"]) if s["ci_low"] is not None else "no interval"
+            lines.append(f"  {title} {name}: judge's own {_pct(g['judge_supported_rate'])}, corrected "
+                         f"{_pct(s['value'])} ({gci})")
+    for d in p.get("pipeline_differences") or ():
+        dci = ("no interval" if d["ci_low"] is None
+               else f"95% CI {100 * d['ci_low']:+.1f}–{100 * d['ci_high']:+.1f}")
+        val = "n/a" if d["value"] is None else f"{100 * d['value']:+.1f} points"
+        lines.append(f"  {d['a']} − {d['b']}: {val} ({dci})")
+    lines.append(f"  assumes {p['assumption']}")
+    lines.append("")
+    return lines
 
 
 def _ids(ids: Sequence[str], limit: int) -> str:
@@ -1283,12 +1363,20 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
     lines: list[str] = []
     title = "Judge vs human agreement" + (f" — judge run {judge_run}" if judge_run else "")
     lines += [title, "=" * len(title), *notes]
+    if r.pipeline is not None:
+        lines += _pipeline_lines(r.pipeline)
     t = r.thresholds
     lines.append(f"Thresholds: agreement target {_share(t.agreement_target)}, kappa floor "
                  f"{t.kappa_floor:.2f}, alpha {t.alpha:g}")
-    unresolved = f"; {len(r.unresolved_claims)} claims left out (reviewers disagree, not adjudicated)" \
-        if r.unresolved_claims else ""
+    e = r.effective_thresholds
+    if e is not None and (e.capped_agreement or e.capped_kappa):
+        lines.append(f"  capped by the human ceiling: target {_pct(e.agreement_target)}, floor "
+                     f"{e.kappa_floor:.2f} ({e.rule})")
+    unresolved = (f"; {len(r.unresolved_claims)} claims left out (reviewers disagree, not adjudicated), "
+                  "which favours the judge: they are the hard ones") if r.unresolved_claims else ""
     lines.append(f"Claims: {r.n_claims} in {r.n_answers} answers{unresolved}")
+    if r.estimates is not None and r.estimates.population:
+        lines.append(f"Estimates for: {r.estimates.population}")
     lines.append("")
     if r.n_claims == 0:
         lines.append(f"Flag: {r.flag.status.upper()}")
@@ -1305,6 +1393,17 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
         kboot = "" if kb.ci_low is None else f"; answer bootstrap {kb.ci_low:.2f}–{kb.ci_high:.2f}"
         lines.append(f"Cohen's kappa  {k.value:>7.2f}   {kci}{kboot}; max possible {_num(k.kappa_max)}")
     lines.append(f"Gwet's AC1     {_num(r.ac1):>7}   (beside kappa, not instead of it)")
+    ag_rule = r._rule("agreement")
+    if ag_rule is not None:
+        chance = decisions.prob_sentence(r.prob_at_least_target, ag_rule.threshold)
+        bounds = f"{_bound(ag_rule.bound_low)}–{_bound(ag_rule.bound_high)}"
+        lines.append(f"  anytime bounds on agreement {bounds} "
+                     f"(what the flag reads); {chance}")
+    if r.estimates is not None and not r.estimates.equal_probability:
+        ea, ek = r.estimates.agreement, r.estimates.kappa
+        ekci = "no interval" if ek.ci_low is None else f"95% CI {ek.ci_low:.2f}–{ek.ci_high:.2f}"
+        lines.append(f"Estimated agr. {_pct(ea.value):>7}   {_ci_pct(ea.ci_low, ea.ci_high)} (design-based); "
+                     f"kappa {_num(ek.value)} ({ekci})")
     if r.weighted is not None:
         w = r.weighted
         lines.append(f"Weighted agr.  {_pct(w.value):>7}   {_ci_pct(w.ci_low, w.ci_high)} "
@@ -1312,8 +1411,18 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
     if r.human_human is not None and r.human_human.n_claims:
         hh = r.human_human
         kk = "" if hh.kappa is None or hh.kappa.value is None else f", kappa {hh.kappa.value:.2f}"
+        post = r.human_human_post_reveal
+        beside = "" if post is None else f"; after the reveal {_pct(post.agreement.value)}"
         lines.append(f"Human–human    {_pct(hh.agreement.value):>7}   on {hh.n_claims} claims with "
-                     f"several reviewers{kk}, Krippendorff's alpha {_num(hh.alpha)}")
+                     f"several reviewers, blind verdicts{kk}, Krippendorff's alpha {_num(hh.alpha)}{beside}")
+    if r.human_ceiling is not None:
+        c = r.human_ceiling
+        jv, rv = c.judge_vs_reviewers, c.reviewer_vs_reviewer
+        lines.append(f"Human ceiling  judge vs each reviewer {_pct(jv.value)} "
+                     f"({_ci_pct(jv.ci_low, jv.ci_high)}), "
+                     f"reviewer vs reviewer {_pct(rv.value)} ({_ci_pct(rv.ci_low, rv.ci_high)}) on "
+                     f"{c.n_claims} claims, unresolved included; "
+                     f"{c.alt.verdict or c.alt.reason or 'no alternative annotator test'}")
     lines.append("")
     lines.append("Confusion matrix (rows human, columns judge)")
     width = max(len(x) for x in r.labels) + 2
@@ -1338,17 +1447,15 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
     lines.append(f"  Bowker (symmetry): {_chi2(d.bowker)}")
     lines.append("")
     s = r.sample_size
-    sk = "n/a (no standard error to plan from)" if s.more_claims_for_kappa is None \
-        else str(s.more_claims_for_kappa)
-    target = _share(r.thresholds.agreement_target)
-    if s.more_claims_for_target == 0:
-        decide = f"the {target} agreement target is already decided"
-    else:
-        st = "n/a" if s.more_claims_for_target is None else str(s.more_claims_for_target)
-        decide = f"{st} to decide the {target} agreement target"
-    lines.append(f"More claims needed: {sk} for a kappa CI of ±{s.kappa_half_width:.2f}; {decide} "
-                 "(at the current estimates)")
+    lines.append("More claims:")
+    lines.append(f"  - {s.target_sentence}")
+    lines.append(f"  - {s.kappa_sentence}")
     lines.append("")
+    if r.rules is not None:
+        lines.append("Rules of the flag (each with the bound it reads)")
+        for rule in r.rules.rules:
+            lines.append(f"  {rule.rule}: {rule.status} — {rule.bound_used}")
+        lines.append("")
     lines.append(f"Flag: {r.flag.status.upper()}")
     shown: tuple[str, ...] = ()
     for reason in r.flag.reasons:
@@ -1393,7 +1500,7 @@ def agreement_report(items: Sequence[LabeledClaim], thresholds: Thresholds = Thr
     answer_ids: dict[str, int] = {}
     cluster = np.fromiter((answer_ids.setdefault(it.answer_id, len(answer_ids)) for it in items),
                           dtype=np.int64, count=n)
-    w = np.fromiter((it.weight for it in items), dtype=float, count=n) if weighted else None  # type: ignore[misc]
+    w = np.fromiter((it.weight for it in items), dtype=float, count=n) if weighted else None
     return _report(human, judge, cluster, len(answer_ids), [it.claim_key for it in items], w, thresholds,
                    bootstrap=bootstrap, seed=seed, confidence=confidence, kappa_half_width=kappa_half_width)
 
@@ -1415,13 +1522,23 @@ def agreement_report_arrays(human: np.ndarray | Sequence[int], judge: np.ndarray
                             cluster: np.ndarray | Sequence[int], keys: Sequence[str],
                             thresholds: Thresholds = Thresholds(), *, weights: np.ndarray | None = None,
                             bootstrap: int = 2000, seed: int | None = 0, confidence: float = 0.95,
-                            kappa_half_width: float = 0.10) -> Report:
+                            kappa_half_width: float = 0.10, label_rank: np.ndarray | None = None,
+                            stratum: np.ndarray | Sequence[Any] | None = None,
+                            population: Mapping[Any, int] | None = None, population_text: str | None = None,
+                            ceiling: decisions.HumanCeiling | None = None) -> Report:
     """:func:`agreement_report` on columns: the same figures without a record per claim.
 
     ``human`` and ``judge`` are indices into ``LABELS``; ``cluster`` labels each claim's answer
     (any integers: they are numbered in order of first appearance, as :func:`agreement_report`
     numbers answer ids, so the same claims in the same order give the same resamples);
     ``keys`` are the claim keys; ``weights`` (1/pi per claim) or None.
+
+    The design-based estimates (:class:`PopulationEstimates`) use ``stratum`` (per claim, constant
+    within an answer) with ``population`` {stratum: N_h answers} when given, described by
+    ``population_text``; else the ``weights`` (with-replacement variance); else the labeled
+    answers as a simple random sample.  ``label_rank`` (per claim, any sortable time of labeling)
+    orders the answers for the flag's anytime rules; without it, order of first appearance.
+    ``ceiling`` (:func:`decisions.human_ceiling`) caps the thresholds.
     """
     h = np.asarray(human, dtype=np.int64)
     j = np.asarray(judge, dtype=np.int64)
@@ -1448,14 +1565,28 @@ def agreement_report_arrays(human: np.ndarray | Sequence[int], judge: np.ndarray
             raise ValueError(f"claim {keys[i]!r}: weight must be positive and finite, got {w[i]}")
         if n == 0:
             w = None
+    rank = None
+    if label_rank is not None:
+        rank = np.asarray(label_rank, dtype=float).reshape(-1)
+        if rank.shape != h.shape:
+            raise ValueError("give a label rank for every claim or for none")
+    strata = None
+    if stratum is not None:
+        strata = np.asarray(stratum, dtype=object).reshape(-1)
+        if strata.shape != h.shape or population is None:
+            raise ValueError("give a stratum for every claim, and the population N_h of each stratum")
     c, n_answers = _first_seen(c)
     return _report(h, j, c, n_answers, keys, w, thresholds, bootstrap=bootstrap, seed=seed,
-                   confidence=confidence, kappa_half_width=kappa_half_width)
+                   confidence=confidence, kappa_half_width=kappa_half_width, label_rank=rank,
+                   stratum=strata, population=population, population_text=population_text,
+                   ceiling=ceiling)
 
 
 def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers: int, keys: Sequence[str],
             w: np.ndarray | None, thresholds: Thresholds, *, bootstrap: int, seed: int | None,
-            confidence: float, kappa_half_width: float) -> Report:
+            confidence: float, kappa_half_width: float, label_rank: np.ndarray | None = None,
+            stratum: np.ndarray | None = None, population: Mapping[Any, int] | None = None,
+            population_text: str | None = None, ceiling: decisions.HumanCeiling | None = None) -> Report:
     """The report from validated columns (clusters numbered 0.. in order of first appearance)."""
     n = human.size
     k = len(LABELS)
@@ -1466,45 +1597,105 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
     key_array = np.empty(n, dtype=object)
     key_array[:] = keys
     disagreeing = tuple(key_array[~agree].tolist())
-    lenient_claims = tuple(key_array[(judge == pos) & (human != pos)].tolist())
-    strict_claims = tuple(key_array[(human == pos) & (judge != pos)].tolist())
+    is_lenient = (judge == pos) & (human != pos)
+    is_strict = (human == pos) & (judge != pos)
+    lenient_claims = tuple(key_array[is_lenient].tolist())
+    strict_claims = tuple(key_array[is_strict].tolist())
 
     pct = percent_agreement(table, confidence=confidence)
     kap = cohens_kappa(table, confidence=confidence)
     dirn = direction(table, lenient_claims=lenient_claims, strict_claims=strict_claims)
 
+    # Answer bootstrap: below estimation.MIN_BOOTSTRAP_ANSWERS answers its interval is withheld
+    # (estimation.bootstrap_interval says why), so the resamples are not even drawn.
     tensors = [per_cluster]
     if w is not None:
         tensors.append(cluster_tables(cluster, human, judge, n_answers, weights=w, k=k))
-    use_boot = bootstrap > 0 and n_answers >= 2
+    use_boot = bootstrap > 0 and n_answers >= estimation.MIN_BOOTSTRAP_ANSWERS
     boots = bootstrap_tables(tensors, resamples=bootstrap, seed=seed) if use_boot else []
 
-    def interval(stat: Callable[[np.ndarray], np.ndarray], idx: int, allowed: bool) -> BootstrapInterval:
-        if not (use_boot and allowed):
-            return BootstrapInterval(None, None, 0, 0, seed)
-        lo, hi, und = percentile_interval(stat(boots[idx]), confidence=confidence)
-        return BootstrapInterval(lo, hi, bootstrap, und, seed)
+    def interval(stat: Callable[[np.ndarray], np.ndarray], idx: int,
+                 why_not: str | None) -> BootstrapInterval:
+        if bootstrap <= 0:
+            return BootstrapInterval(None, None, 0, 0, seed, "no resamples asked for (bootstrap 0)")
+        if why_not is not None:
+            return BootstrapInterval(None, None, 0, 0, seed, why_not)
+        if not use_boot:
+            iv = estimation.bootstrap_interval(np.zeros(0), n_answers, confidence=confidence)
+            return BootstrapInterval(None, None, 0, 0, seed, iv.reason)
+        iv = estimation.bootstrap_interval(stat(boots[idx]), n_answers, confidence=confidence)
+        return BootstrapInterval(iv.ci_low, iv.ci_high, bootstrap, iv.undefined, seed, iv.reason)
 
-    # The same rule as for kappa: no resampling interval where the full-sample one is degenerate
-    # (all claims agree, or none do), since every resample repeats it.
-    agree_boot = interval(agreement_many, 0, 0 < int(agree.sum()) < n)
-    kappa_boot = interval(kappa_many, 0, kap.ci_low is not None)
+    # No resampling interval where the full-sample figure is degenerate: every resample repeats it.
+    n_agree = int(agree.sum())
+    agree_why = ("no claims" if n == 0 else "every claim agrees" if n_agree == n
+                 else "no claim agrees" if n_agree == 0 else None)
+    agree_boot = interval(agreement_many, 0, agree_why)
+    kappa_boot = interval(kappa_many, 0, None if kap.ci_low is not None else
+                          "kappa has no analytic interval (undefined, or a standard error of 0)")
 
     wres = None
     if w is not None:
-        wi = interval(agreement_many, 1, 0 < int(agree.sum()) < n)
+        wi = interval(agreement_many, 1, agree_why)
         wres = WeightedAgreement(weighted_agreement(agree, w), wi.ci_low, wi.ci_high, pct.value,
                                  kish_effective_n(w))
 
-    size = sample_size(kap, pct.value, n, thresholds.agreement_target, half_width=kappa_half_width,
-                       confidence=confidence)
-    # The flag reads the re-weighted agreement only where the weights differ: equal weights
-    # re-weight to the raw figure, whose Wilson interval is the one to decide on.
-    unequal = w is not None and bool(np.ptp(w) > 0)
-    flag = decide_flag(agreement=pct, kappa=kap, mcnemar=dirn.mcnemar, thresholds=thresholds, n_claims=n,
-                       claims_needed=size.more_claims_for_target, disagreeing=disagreeing,
-                       lenient_claims=lenient_claims, strict_claims=strict_claims,
-                       weighted=wres if unequal else None)
+    # The design of the labeled answers, one value per answer (the first claim's: constant within).
+    first = np.zeros(n_answers, dtype=np.int64)
+    first[cluster[::-1]] = np.arange(n)[::-1]
+    _, tabs = estimation.answer_tables(cluster, human, judge, k)
+    answer_w: np.ndarray | None = None
+    design: dict[str, Any]
+    if stratum is not None and population is not None:
+        answer_stratum = np.asarray(stratum, dtype=object)[first]
+        design = {"stratum": answer_stratum, "population": population}
+        labels_h, counts_h = np.unique(answer_stratum.astype(str), return_counts=True)
+        n_h = dict(zip(labels_h.tolist(), counts_h.tolist(), strict=True))
+        answer_w = np.array([population[h] / n_h[str(h)] for h in answer_stratum.tolist()], dtype=float)
+    else:
+        answer_w = None if w is None else w[first]
+        design = {"weights": answer_w if answer_w is not None else np.ones(n_answers)}
+    if answer_w is not None and (answer_w.size == 0 or np.ptp(answer_w) == 0):
+        answer_w = None  # equal probabilities: the raw figures are the estimates
+    # No finite-population correction: the flag asks how good the judge is, which labeling every
+    # answer of a run still leaves uncertain (the estimates are those of the run; their variance is
+    # that of the process behind it).
+    estimates = PopulationEstimates(
+        population_text,
+        estimation.agreement_estimate(tabs, confidence=confidence, fpc=False, **design),
+        estimation.kappa_estimate(tabs, confidence=confidence, fpc=False, **design),
+        estimation.direction_estimate(tabs, confidence=confidence, fpc=False, **design),
+        answer_w is None)
+
+    # The flag's rules on the answers in labeling order (decisions.py), weights aligned to that order.
+    ys, ms = decisions.answer_sums(cluster, agree.astype(float), label_rank=label_rank)
+    ds, _ = decisions.answer_sums(cluster, is_lenient.astype(float) - is_strict, label_rank=label_rank)
+    wo = None
+    claim_w = None
+    if answer_w is not None:
+        claim_w = answer_w[cluster]
+        wo = decisions.answer_sums(cluster, claim_w, label_rank=label_rank)[0] / ms
+    top = None if wo is None else float(wo.max())
+    capped = decisions.capped_thresholds(thresholds.agreement_target, thresholds.kappa_floor, ceiling)
+    target = capped.agreement_target
+    ar = decisions.agreement_rule(ys, ms, target, alpha=thresholds.alpha, weights=wo, max_weight=top,
+                                  confidence=confidence)
+    dr = decisions.direction_rule(ds, ms, alpha=thresholds.alpha, weights=wo, max_weight=top,
+                                  confidence=confidence)
+    ek = estimates.kappa
+    kr = decisions.kappa_rule(ek.value, ek.ci_high, capped.kappa_floor)
+    rules = decisions.decide(ar, dr, kr)
+    if claim_w is None:
+        prob = decisions.prob_at_least_target(n_agree, n, target)
+    else:
+        prob = decisions.prob_at_least_target_weighted(agree.astype(float), claim_w, target)
+    more_target = decisions.more_claims_to_decide(ys, ms, target, alpha=thresholds.alpha, weights=wo, rule=ar)
+    more_kappa = decisions.more_claims_for_kappa(ek.se, n, half_width=kappa_half_width, confidence=confidence)
+    size = SampleSize(kappa_half_width, more_kappa.more_claims, more_target.more_claims,
+                      more_kappa.sentence, more_target.sentence)
+    flag = decide_flag(rules=rules, estimates=estimates, raw_agreement=pct.value, direction=dirn,
+                       thresholds=capped, n_claims=n, more_target=more_target, prob=prob,
+                       disagreeing=disagreeing, ceiling=ceiling)
     return Report(
         n_claims=n,
         n_answers=n_answers,
@@ -1521,6 +1712,11 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
         thresholds=thresholds,
         flag=flag,
         disagreeing_claims=disagreeing,
+        estimates=estimates,
+        rules=rules,
+        prob_at_least_target=prob,
+        effective_thresholds=capped,
+        human_ceiling=ceiling,
     )
 
 

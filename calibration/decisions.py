@@ -1,8 +1,8 @@
 """Decisions a lead can act on: a flag that survives repeated looks, P(agreement >= target), one honest
 "how many more", and the human ceiling (is the judge as good as a reviewer?).
 
-Pure functions over arrays: numpy and scipy only (plus the Wilson interval and kappa of
-:mod:`calibration.agreement`, which is pure too).  Nothing here reads the store.
+Pure functions over arrays: numpy and scipy only (plus the Wilson interval of
+:mod:`calibration.estimation`, which is pure too).  Nothing here reads the store.
 
 The sampling unit
 -----------------
@@ -27,7 +27,8 @@ from typing import Any, Final, Literal
 import numpy as np
 from scipy.special import betainc, ndtri, stdtr
 
-from .agreement import LABELS, wilson_interval
+from .estimation import wilson_interval
+from .vocab import LABELS
 
 # Bets are truncated at c / (distance to the end of the range), which keeps every factor of the capital
 # at least 1 - c > 0; Waudby-Smith & Ramdas (2024, sec. 5.1) suggest c = 1/2 or 3/4.  3/4 because with
@@ -43,7 +44,8 @@ PRACTICAL_MORE_CLAIMS: Final = 5_000
 ALT_EPSILON: Final = 0.2
 ALT_Q: Final = 0.05
 ALT_MIN_INSTANCES: Final = 30
-_BISECT_STEPS: Final = 60
+# 2^-34 of the range: far below any figure shown, at half the cost of 60 steps on 20k answers.
+_BISECT_STEPS: Final = 34
 
 
 def _z(confidence: float) -> float:
@@ -311,7 +313,7 @@ def agreement_rule(y: np.ndarray, m: np.ndarray, target: float, *, alpha: float 
     looks, a judge whose true agreement is >= target gets revise at any look with probability <= alpha,
     and one below the target gets ok with probability <= alpha.  ``estimate`` is the sequence's own
     estimand (mean of the answers' rates).  Beside it, the fixed-sample Wilson interval on the claims
-    (``confidence``; Wilson 1927, :func:`agreement.wilson_interval`), valid at one pre-planned look only;
+    (``confidence``; Wilson 1927, :func:`estimation.wilson_interval`), valid at one pre-planned look only;
     with weights it uses the Kish effective size n_eff and x = p_w n_eff (an approximation).
     """
     cs = confidence_sequence(y, m, alpha=alpha, theta0=target, weights=weights, max_weight=max_weight)
@@ -564,7 +566,7 @@ def projected_answers_to_decide(mean_step: float, var_step: float, *, alpha: flo
 
 def more_claims_to_decide(y: np.ndarray, m: np.ndarray, target: float, *, alpha: float = 0.05,
                           weights: np.ndarray | None = None, limit: int = PRACTICAL_MORE_CLAIMS,
-                          c: float = BET_TRUNCATION) -> MoreClaims:
+                          c: float = BET_TRUNCATION, rule: RuleResult | None = None) -> MoreClaims:
     """More claims for the anytime agreement rule (:func:`agreement_rule`) to decide the target.
 
     From the unclipped spread of the answers' rates (their sample SD; no interval clipped at 0 or 1
@@ -579,7 +581,8 @@ def more_claims_to_decide(y: np.ndarray, m: np.ndarray, target: float, *, alpha:
     x, _ = _rates(y, m, weights, None)
     if x.size == 0:
         return MoreClaims("decide_target", None, False, f"no labeled claims yet {goal}")
-    rule = agreement_rule(y, m, target, alpha=alpha, weights=weights)
+    if rule is None:  # the caller may pass the agreement rule it already computed on the same data
+        rule = agreement_rule(y, m, target, alpha=alpha, weights=weights)
     if rule.status in ("ok", "revise"):
         return MoreClaims("decide_target", 0, True, f"the {_share(target)} target is already decided")
     n = x.size
@@ -934,22 +937,25 @@ class CappedThresholds:
 
 
 CAP_RULE: Final = ("effective target = min(target, lower 95% bound of reviewer-vs-reviewer agreement); "
-                   "effective floor = min(floor, lower 95% bound of reviewer-vs-reviewer kappa)")
+                   "effective floor = min(floor, lower 95% bound of reviewer-vs-reviewer kappa); "
+                   f"only with {ALT_MIN_INSTANCES} or more claims labeled by several reviewers")
 
 
-def capped_thresholds(agreement_target: float, kappa_floor: float,
-                      ceiling: HumanCeiling | None) -> CappedThresholds:
+def capped_thresholds(agreement_target: float, kappa_floor: float, ceiling: HumanCeiling | None, *,
+                      min_claims: int = ALT_MIN_INSTANCES) -> CappedThresholds:
     """No threshold asks the judge for more than reviewers reach with each other.
 
     target' = min(target, L_rr), floor' = min(floor, L_kappa_rr), L the lower end of the 95% interval
     of reviewer-vs-reviewer agreement (kappa): a level reviewers are shown to reach, so a judge at the
     reviewers' own level is not flagged for falling short of the nominal target.  The lower end (not the
     point estimate) because the cap must not rise above what people demonstrably reach.  Without a
-    ceiling, or without an interval (withheld), the thresholds stay as given.
+    ceiling, or without an interval (withheld), the thresholds stay as given; so they do with fewer than
+    ``min_claims`` (30, the alt-test's minimum) claims with several reviewers: the lower bound of a
+    handful of claims sits near 0 and would cap every threshold into meaninglessness.
     """
     t, f = agreement_target, kappa_floor
     capped_a = capped_k = False
-    if ceiling is not None:
+    if ceiling is not None and ceiling.n_claims >= min_claims:
         lo = ceiling.reviewer_vs_reviewer.ci_low
         if lo is not None and lo < t:
             t, capped_a = lo, True

@@ -2,22 +2,39 @@
 
 CLI `stats`, the dashboard and a cycle's frozen snapshot all call `scope_report`: the claims
 come from the one final-label reader (`store.claim_table`), the figures from
-`agreement.agreement_report_arrays`, human–human agreement from the reviewers' labels.
+`agreement.agreement_report_arrays`, human–human agreement and the human ceiling from the
+reviewers' blind labels, the pipeline's corrected grounding score from `estimation`.
+
+Which population the figures estimate (`scope.population`):
+* a judge run: all answers of the run.  The labeled answers are post-stratified on the design
+  strata the judge's verdicts define for every answer (all claims SUPPORTED or not), crossed with
+  the answer's category when some cycle of the run was stratified on it (`estimation.run_strata`):
+  every design the tool draws samples uniformly within these strata, whichever cycles labeled them.
+* one cycle: the pool the cycle drew from (for a cycle that skipped labeled answers, the answers
+  not labeled before it), from the cycle's own inclusion probabilities: answers drawn with the
+  same probability pi form a stratum with N_h = n_h / pi_h pool answers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from sqlite_utils import Database
 
-from . import agreement, store
+from . import agreement, decisions, estimation, store
 from .agreement import HumanHumanAgreement, Report, Thresholds
+from .store import scope as store_scope
 
 # Answer-bootstrap resamples at every size: the interval's Monte Carlo error at 2,000 is
 # about 0.01 on a 95% bound, well below the figures' own uncertainty.
 BOOTSTRAP = 2000
+
+GROUNDING_ASSUMPTION = ("the judge's error rates measured on the labeled claims hold for the unlabeled "
+                        "claims of the same run (true by design for answers sampled from the run; "
+                        "checked between pipeline versions that both have labels)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,23 +45,166 @@ class ScopeReport:
     data: store.StatsColumns  # the resolved ones, as the statistics took them
     report: Report
     oversampled: bool  # the cycle's answers had unequal inclusion probabilities
+    population: str | None = None  # what the estimates are for ("all 150 answers of the run")
 
     @property
     def n_unlabeled(self) -> int:
         return self.data.unlabeled
 
 
-def human_human(labels: store.ReviewerColumns) -> HumanHumanAgreement | None:
-    """Agreement among reviewers on the claims two or more of them labeled; None when none is."""
-    # The reviewers' final verdicts in claim order, then reviewer: the order of the records
+def human_human(labels: store.ReviewerColumns, basis: str = "blind") -> HumanHumanAgreement | None:
+    """Agreement among reviewers on the claims two or more of them labeled; None when none is.
+
+    ``basis`` "blind": the verdicts given before the judge was revealed (what people say on their
+    own); "post-reveal": the final ones, which a reviewer may have changed to the judge's.
+    """
+    verdict = labels.blind if basis == "blind" else labels.final
+    # The reviewers' verdicts in claim order, then reviewer: the order of the records
     # `agreement.human_human_agreement` would read.
-    given = np.flatnonzero(labels.final >= 0)
+    given = np.flatnonzero(verdict >= 0)
     claim = labels.claim[given]
     if claim.size == 0 or np.bincount(claim).max() < 2:
         return None
     given = given[np.lexsort((labels.reviewer[given], claim))]
-    return agreement.human_human_agreement_arrays(labels.claim[given], labels.reviewer[given],
-                                                  labels.final[given], labels.reviewers)
+    hh = agreement.human_human_agreement_arrays(labels.claim[given], labels.reviewer[given],
+                                                verdict[given], labels.reviewers)
+    return replace(hh, basis=basis)
+
+
+def _all_supported(table: store.ClaimTable) -> np.ndarray:
+    """Per answer of the table: did the judge call every one of its claims SUPPORTED?"""
+    pos = agreement.label_index(agreement.POSITIVE)
+    not_supported = np.bincount(table.answer, weights=(table.judge != pos).astype(float),
+                                minlength=len(table.answer_ids))
+    return not_supported == 0
+
+
+def _represented(strata: np.ndarray, labeled: np.ndarray) -> tuple[dict[Hashable, int], list[str]]:
+    """N_h of the strata that hold a labeled answer, and the names of those that hold none."""
+    population = estimation.stratum_counts(strata)
+    have = set(strata[labeled].tolist())
+    missing = sorted(str(h) for h in population if h not in have)
+    return {h: n for h, n in population.items() if h in have}, missing
+
+
+def _run_design(db: Database, run: store.JudgeRun, table: store.ClaimTable, facts: store_scope.AnswerFacts,
+                labeled_answer: np.ndarray) -> tuple[np.ndarray, dict[Hashable, int], str]:
+    """Stratum per answer of the run, N_h per stratum with labels, and the population sentence."""
+    stratified = store_scope.run_was_stratified(db, run.id)
+    strata = estimation.run_strata(_all_supported(table), facts.category if stratified else None)
+    population, missing = _represented(strata, labeled_answer)
+    n_all = len(table.answer_ids)
+    if not missing:
+        text = f"all {n_all:,} answers of the run"
+    else:
+        # A stratum without a labeled answer cannot be estimated; the figures speak for the rest.
+        text = (f"the {sum(population.values()):,} of the run's {n_all:,} answers in strata with labeled "
+                f"answers (none labeled in: {', '.join(missing)})")
+    return strata, population, text
+
+
+def _cycle_design(db: Database, cycle_id: int, table: store.ClaimTable, labeled_answer: np.ndarray
+                  ) -> tuple[np.ndarray, dict[Hashable, int], str]:
+    """Stratum per answer of the cycle (its inclusion probability), N_h = n_h / pi_h, and the sentence."""
+    cd = store_scope.cycle_design(db, cycle_id)
+    prob = dict(zip(cd.answer_ids, cd.inclusion_prob.tolist(), strict=True))
+    pi = np.array([prob[a] for a in table.answer_ids], dtype=float)
+    strata = np.array([f"pi={p:.12g}" for p in pi.tolist()], dtype=object)
+    drawn = estimation.stratum_counts(strata)
+    pi_of = dict(zip(strata.tolist(), pi.tolist(), strict=True))
+    population: dict[Hashable, int] = {h: max(n, round(n / pi_of[str(h)])) for h, n in drawn.items()}
+    represented, missing = _represented(strata, labeled_answer)
+    pool = sum(population.values())
+    if cd.include_labeled:
+        text = f"the {pool:,} answers of the pool cycle {cd.name} drew from"
+    else:
+        text = f"the {pool:,} answers not labeled before cycle {cd.name}"
+    if cd.holdout:
+        text += " (holdout answers)"
+    if missing:
+        text += (f"; only its {sum(population[h] for h in represented):,} answers in strata with labeled "
+                 f"answers are represented (none labeled in: {', '.join(missing)})")
+    return strata, {h: population[h] for h in represented}, text
+
+
+def _grounding(f_all: np.ndarray, answer_all: np.ndarray, labeled: np.ndarray, y_lab: np.ndarray,
+               strata: np.ndarray, mask: np.ndarray | None = None) -> estimation.GroundingEstimate:
+    """Corrected grounding over the claims in ``mask`` (all if None), post-stratified as the run."""
+    if mask is None:
+        mask = np.ones(f_all.size, dtype=bool)
+    lab = labeled[mask[labeled]]
+    answers = np.unique(answer_all[mask])
+    population, _ = _represented(strata[answers], np.isin(answers, answer_all[lab]))
+    if not population:
+        population = estimation.stratum_counts(strata[answers])
+    keep = np.isin(strata[answer_all[lab]], np.array(list(population), dtype=object))
+    lab = lab[keep]
+    return estimation.corrected_grounding(
+        f_all[mask], answer_all[mask], y_lab[lab], f_all[lab], answer_all[lab],
+        stratum=strata[answer_all[lab]], population=population)
+
+
+def _grounding_dict(g: estimation.GroundingEstimate) -> dict[str, Any]:
+    out = g.to_dict()
+    out["supported_rate"]["n_answers"] = g.estimate.n_answers
+    return out
+
+
+def pipeline_report(table: store.ClaimTable, facts: store_scope.AnswerFacts,
+                    strata: np.ndarray) -> dict[str, Any]:
+    """The pipeline's grounding score: the judge's own SUPPORTED rate over all its judged claims and the
+    share humans would call SUPPORTED (two-phase, `estimation.corrected_grounding`), overall, per
+    category and per pipeline version, with the differences between versions and the transfer check."""
+    pos = agreement.label_index(agreement.POSITIVE)
+    f_all = (table.judge == pos).astype(float)
+    y_all = (table.human == pos).astype(float)
+    labeled = np.flatnonzero(table.agreed())
+    answer_all = table.answer
+    overall = _grounding(f_all, answer_all, labeled, y_all, strata)
+    out = _grounding_dict(overall)
+    out["assumption"] = GROUNDING_ASSUMPTION
+
+    def split(values: list[str | None]) -> dict[str, estimation.GroundingEstimate]:
+        per_claim = np.array(["(none)" if v is None else str(v) for v in values], dtype=object)[answer_all]
+        return {str(v): _grounding(f_all, answer_all, labeled, y_all, strata, per_claim == v)
+                for v in sorted(set(per_claim.tolist()))}
+
+    out["by_category"] = {k: _grounding_dict(g) for k, g in split(facts.category).items()}
+    versions: dict[str, estimation.GroundingEstimate] = {}
+    if any(v is not None for v in facts.pipeline_version):
+        versions = split(facts.pipeline_version)
+    out["by_pipeline_version"] = {k: _grounding_dict(g) for k, g in versions.items()}
+    diffs = []
+    names = [k for k in versions if k != "(none)"]
+    for a, b in zip(names[1:], names[:-1], strict=True):
+        d = estimation.grounding_difference(versions[a], versions[b])
+        item: dict[str, Any] = {"a": a, "b": b, **d.to_dict()}
+        item["transfer_test"] = _transfer(table, facts.pipeline_version, a, b, strata)
+        diffs.append(item)
+    out["pipeline_differences"] = diffs
+    return out
+
+
+def _transfer(table: store.ClaimTable, versions: list[str | None], a: str, b: str,
+              strata: np.ndarray) -> dict[str, Any] | None:
+    """Do the judge's error rates measured on version a hold on version b? (`estimation.transfer_test`)."""
+    pos = agreement.label_index(agreement.POSITIVE)
+    per_claim = np.array([None if v is None else str(v) for v in versions], dtype=object)[table.answer]
+    sides = []
+    for v in (a, b):
+        lab = np.flatnonzero(table.agreed() & (per_claim == v))
+        if lab.size == 0:
+            return None
+        answers = np.unique(table.answer[per_claim == v])
+        population, _ = _represented(strata[answers], np.isin(answers, table.answer[lab]))
+        sides.append({"y": (table.human[lab] == pos).astype(float),
+                      "f": (table.judge[lab] == pos).astype(float),
+                      "answer": table.answer[lab], "n_run_answers": int(answers.size),
+                      "stratum": strata[table.answer[lab]], "population": population})
+    t = estimation.transfer_test(sides[0], sides[1])
+    return {"statistic": t.statistic, "df": t.df, "p_value": t.p_value,
+            "differences": {"judge_not_supported": t.differences[0], "judge_supported": t.differences[1]},
+            "reason": t.reason}
 
 
 def scope_report(db: Database, run: store.JudgeRun, cycle_id: int | None = None, *,
@@ -52,9 +212,10 @@ def scope_report(db: Database, run: store.JudgeRun, cycle_id: int | None = None,
                  seed: int = 0) -> ScopeReport:
     """The agreement report of `run` over every labeled claim, or within one cycle.
 
-    Within a cycle drawn with unequal inclusion probabilities the report is re-weighted to
-    the run (1 / pi per answer); with equal ones the weighted figure would repeat the raw one,
-    so it is left out.
+    The raw figures are those of the labeled claims; beside them every figure the flag uses is
+    estimated for the population the scope represents (see the module docstring), and the flag's
+    rules read the answers in the order they were labeled.  Within a cycle drawn with unequal
+    inclusion probabilities the Hajek-weighted agreement (1 / pi per answer) is shown as well.
     """
     if thresholds is None:
         thresholds = store.load_thresholds(db)
@@ -62,8 +223,27 @@ def scope_report(db: Database, run: store.JudgeRun, cycle_id: int | None = None,
     data = table.resolved(reviewer_labels="none")
     weight = data.weight
     oversampled = weight is not None and np.unique(weight).size > 1
+    idx = np.flatnonzero(table.agreed())
+    labeled_answer = np.zeros(len(table.answer_ids), dtype=bool)
+    labeled_answer[table.answer[idx]] = True
+    facts: store_scope.AnswerFacts | None = None
+    strata: np.ndarray
+    population: Mapping[Hashable, int]
+    if cycle_id is None:
+        facts = store_scope.answer_facts(db, table.answer_ids)
+        strata, population, text = _run_design(db, run, table, facts, labeled_answer)
+    else:
+        strata, population, text = _cycle_design(db, cycle_id, table, labeled_answer)
+    rank = store_scope.label_order(db, run.id, data.claim_pk)
+    labels = table.labels
+    ceiling = decisions.human_ceiling(labels.claim, labels.reviewer, labels.blind, table.judge,
+                                      cluster=table.answer, seed=seed)
     report = agreement.agreement_report_arrays(
         data.human, data.judge, data.cluster, data.keys, thresholds,
-        weights=weight if oversampled else None, bootstrap=max(0, bootstrap), seed=seed)
-    report = replace(report, unresolved_claims=data.unresolved, human_human=human_human(data.labels))
-    return ScopeReport(run, cycle_id, table, data, report, oversampled)
+        weights=weight if oversampled else None, bootstrap=max(0, bootstrap), seed=seed,
+        label_rank=rank, stratum=strata[table.answer[idx]], population=population,
+        population_text=text, ceiling=ceiling)
+    pipeline = pipeline_report(table, facts, strata) if facts is not None else None
+    report = replace(report, unresolved_claims=data.unresolved, human_human=human_human(labels, "blind"),
+                     human_human_post_reveal=human_human(labels, "post-reveal"), pipeline=pipeline)
+    return ScopeReport(run, cycle_id, table, data, report, oversampled, text)

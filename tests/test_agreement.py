@@ -59,6 +59,7 @@ from calibration.agreement import (
     weighted_agreement,
     wilson_interval,
 )
+from calibration.decisions import more_claims_to_decide
 
 S, C, U = LABELS
 Z = stats.norm.ppf(0.975)
@@ -92,6 +93,13 @@ def items_from_table(table, claims_per_answer: int = 1, weights=None) -> list[La
                 out.append(LabeledClaim(f"a{i // claims_per_answer}", f"c{i}", LABELS[h], LABELS[j], w))
                 i += 1
     return out
+
+
+def shuffled(items, seed: int = 0):
+    """The claims in a random labeling order.  The flag's anytime rules read answers in the order
+    they were labeled; cell by cell, every agreement comes first, an order no labeling produces."""
+    rng = np.random.default_rng(seed)
+    return [items[i] for i in rng.permutation(len(items))]
 
 
 # ------------------------------------------------------------------------------------------
@@ -556,15 +564,24 @@ def test_claims_for_kappa_half_width():
 
 
 def test_report_sample_size_counts_more_claims():
-    # 13 of 19 agree: the agreement upper bound is already below 85%, so nothing more is needed
-    # to decide the target, while kappa's interval is far wider than +-0.10.
-    items = items_from_table(SAS_TABLE)
+    # 13 of 19 agree; kappa's interval is far wider than +-0.10.  The kappa figure plans from the
+    # design-based (answer-clustered) SE, which for one claim per answer is the FCE SE times
+    # sqrt(n / (n - 1)) (estimation.kappa_estimate): an independent computation of it here.
+    items = shuffled(items_from_table(SAS_TABLE))
     r = agreement_report(items, bootstrap=0)
     assert r.n_claims == 19
-    assert r.sample_size.more_claims_for_kappa == claims_for_kappa_half_width(r.kappa, 19) - 19 > 100
-    assert r.sample_size.more_claims_for_target == 0
-    inconclusive = agreement_report(items_from_table([[15, 0, 1], [0, 3, 0], [1, 0, 8]]), bootstrap=0)
-    assert inconclusive.sample_size.more_claims_for_target == claims_to_decide_target(26 / 28, 0.85) - 28
+    z = float(Z)
+    se = r.kappa.se * math.sqrt(19 / 18)
+    assert r.sample_size.more_claims_for_kappa == math.ceil(z * z * 19 * se * se / 0.01) - 19 > 100
+    assert r.sample_size.kappa_sentence == f"label {r.sample_size.more_claims_for_kappa} more claims for a " \
+        "kappa interval of ±0.10"
+    # The target's number is the anytime rule's (decisions.more_claims_to_decide), one per goal.
+    agree = np.array([it.human == it.judge for it in items], dtype=float)
+    expected = more_claims_to_decide(agree, np.ones(19), 0.85)
+    assert r.sample_size.more_claims_for_target == expected.more_claims > 0
+    assert r.sample_size.target_sentence == expected.sentence
+    decided = agreement_report(shuffled(items_from_table([[100, 0, 4], [0, 0, 0], [56, 0, 60]])), bootstrap=0)
+    assert decided.sample_size.more_claims_for_target == 0
 
 
 # ------------------------------------------------------------------------------------------
@@ -685,26 +702,43 @@ def test_weights_all_or_none():
 
 
 def test_flag_revise_when_judge_is_lenient():
-    # 40 agree, 14 lenient, 1 strict: agreement 72.7%, upper bound below 85%.
-    table = [[25, 0, 1], [0, 0, 0], [14, 0, 15]]
-    items = items_from_table(table)
+    # 160 agree, 56 lenient, 4 strict: agreement 72.7%.  (At 55 claims, the table this test had
+    # before the anytime rules, only the direction rule can fire: see the next test.)
+    table = [[100, 0, 4], [0, 0, 0], [56, 0, 60]]
+    items = shuffled(items_from_table(table))
     r = agreement_report(items, Thresholds(), bootstrap=0)
     assert r.flag.status == "revise"
     codes = {x.code: x for x in r.flag.reasons}
     assert set(codes) == {"agreement_below_target", "kappa_below_floor", "judge_lenient"}
     assert "judge is lenient" in codes["judge_lenient"].message
-    assert codes["judge_lenient"].value == pytest.approx(r.direction.mcnemar.p_two_sided)
-    assert len(codes["judge_lenient"].claim_ids) == 14
+    # The figure behind the direction reason: (lenient - strict) / n, the bias index.
+    assert codes["judge_lenient"].value == pytest.approx((56 - 4) / 220)
+    assert codes["judge_lenient"].value == pytest.approx(r.direction.prevalence_bias.bias_index)
+    assert len(codes["judge_lenient"].claim_ids) == 56
     assert set(codes["agreement_below_target"].claim_ids) == {
         it.claim_key for it in items if it.human != it.judge}
-    assert codes["agreement_below_target"].value == pytest.approx(40 / 55)
+    assert codes["agreement_below_target"].value == pytest.approx(160 / 220)
     assert "72.7%" in codes["agreement_below_target"].message
+    rules = {x.rule: x for x in r.rules.rules}
+    assert rules["agreement"].bound_high < 0.85 and rules["kappa"].bound_high < 0.60
+    assert rules["direction"].bound_low > 0
+
+
+def test_flag_at_55_claims_fires_only_the_direction_rule():
+    # 72.7% agreement on 55 claims: the Wilson upper bound 82.7% is below 85% (the old point rule
+    # said revise), but the anytime bound, valid at every look, is not; kappa's upper bound is
+    # above the floor.  Only the lenient skew (14 against 1) is shown at any look.
+    r = agreement_report(shuffled(items_from_table([[25, 0, 1], [0, 0, 0], [14, 0, 15]])), bootstrap=0)
+    assert r.agreement.ci_high < 0.85
+    rules = {x.rule: x for x in r.rules.rules}
+    assert rules["agreement"].bound_high >= 0.85 and rules["kappa"].bound_high >= 0.60
+    assert [x.code for x in r.flag.reasons] == ["judge_lenient"]
 
 
 def test_flag_revise_when_judge_is_strict_only():
     # Agreement 93.8% and kappa high, but every disagreement goes one way: humans said SUPPORTED.
     table = [[100, 3, 8], [0, 20, 0], [0, 0, 45]]
-    r = agreement_report(items_from_table(table), bootstrap=0)
+    r = agreement_report(shuffled(items_from_table(table)), bootstrap=0)
     assert r.flag.status == "revise"
     assert [x.code for x in r.flag.reasons] == ["judge_strict"]
     assert "judge is strict" in r.flag.reasons[0].message
@@ -712,17 +746,22 @@ def test_flag_revise_when_judge_is_strict_only():
 
 
 def test_flag_revise_on_kappa_alone():
-    # Agreement high (prevalence), kappa below the floor.
-    table = [[180, 0, 4], [0, 0, 0], [4, 0, 2]]
-    r = agreement_report(items_from_table(table), bootstrap=0)
+    # Agreement high (prevalence), kappa below the floor even at its upper bound.  (The table this
+    # test had, [[180, 0, 4], [0, 0, 0], [4, 0, 2]], has kappa 0.31 with an upper bound of 0.64:
+    # the kappa rule no longer fires on the point estimate alone.)
+    table = [[1800, 0, 40], [0, 0, 0], [40, 0, 20]]
+    r = agreement_report(shuffled(items_from_table(table)), bootstrap=0)
     assert r.agreement.ci_low >= 0.85
     assert [x.code for x in r.flag.reasons] == ["kappa_below_floor"]
     assert r.flag.reasons[0].value == pytest.approx(r.kappa.value)
+    old = agreement_report(shuffled(items_from_table([[180, 0, 4], [0, 0, 0], [4, 0, 2]])), bootstrap=0)
+    assert old.kappa.value < 0.60 <= old.estimates.kappa.ci_high
+    assert "kappa_below_floor" not in [x.code for x in old.flag.reasons]
 
 
 def test_flag_ok():
     table = [[60, 0, 2], [0, 10, 0], [2, 0, 26]]
-    r = agreement_report(items_from_table(table), bootstrap=0)
+    r = agreement_report(shuffled(items_from_table(table)), bootstrap=0)
     assert r.flag.status == "ok"
     assert r.flag.reasons[0].code == "agreement_meets_target"
     assert len(r.flag.reasons[0].claim_ids) == 4
@@ -730,18 +769,25 @@ def test_flag_ok():
 
 def test_flag_inconclusive_says_how_many_more():
     table = [[15, 0, 1], [0, 3, 0], [1, 0, 8]]  # 26/28 = 92.9%, lower bound below 85%
-    r = agreement_report(items_from_table(table), bootstrap=0)
+    items = shuffled(items_from_table(table))
+    r = agreement_report(items, bootstrap=0)
     assert r.flag.status == "inconclusive"
-    need = claims_to_decide_target(26 / 28, 0.85) - 28
+    # One number for the goal, the anytime rule's (no longer the Wilson interval's).
+    agree = np.array([it.human == it.judge for it in items], dtype=float)
+    need = more_claims_to_decide(agree, np.ones(28), 0.85).more_claims
     assert r.flag.claims_needed == need > 0
-    assert f"about {need} more claims" in r.flag.reasons[0].message
+    assert f"about {need} more claims to decide the 85% target" in r.flag.reasons[0].message
+    assert "chance the judge meets the 85% target" in r.flag.reasons[0].message
 
 
 def test_flag_empty_is_inconclusive():
     r = agreement_report([], bootstrap=100)
     assert r.flag.status == "inconclusive"
     d = r.to_dict()
-    assert d["agreement"] == {"value": None, "ci_low": None, "ci_high": None}
+    assert {k: d["agreement"][k] for k in ("value", "ci_low", "ci_high")} == {
+        "value": None, "ci_low": None, "ci_high": None}
+    assert d["agreement"]["prob_at_least_target"] is None
+    assert d["agreement_bootstrap"]["ci_low"] is None and d["agreement_bootstrap"]["reason"]
     assert d["direction"]["mcnemar_exact_p"] is None
     assert d["ac1"] is None and d["kappa"]["value"] is None
     text = r.to_text()
@@ -751,19 +797,24 @@ def test_flag_empty_is_inconclusive():
 
 def test_flag_thresholds_are_honoured():
     table = [[15, 0, 1], [0, 3, 0], [1, 0, 8]]
-    lax = agreement_report(items_from_table(table), Thresholds(agreement_target=0.70), bootstrap=0)
+    lax = agreement_report(shuffled(items_from_table(table)), Thresholds(agreement_target=0.70), bootstrap=0)
     assert lax.flag.status == "ok"
     with pytest.raises(ValueError):
         Thresholds(alpha=0)
 
 
 def test_decide_flag_ok_with_undefined_kappa_says_so():
-    flag = decide_flag(
-        agreement=Estimate(1.0, 0.9, 1.0), kappa=KappaResult(None, None, None, None, None),
-        mcnemar=McNemarExact(0, 0, 1.0, 1.0, 1.0), thresholds=Thresholds(), n_claims=40,
-        claims_needed=0, disagreeing=(), lenient_claims=(), strict_claims=())
-    assert flag.status == "ok"
-    assert [r.code for r in flag.reasons] == ["agreement_meets_target", "kappa_undefined"]
+    # 40 answers, every claim SUPPORTED by both: agreement shown at the target, kappa undefined.
+    r = agreement_report(items_from_table([[40, 0, 0], [0, 0, 0], [0, 0, 0]]), bootstrap=0)
+    assert r.kappa.value is None
+    assert r.flag.status == "ok"
+    assert [x.code for x in r.flag.reasons] == ["agreement_meets_target", "kappa_undefined"]
+    # decide_flag itself, from the rules' results.
+    flag = decide_flag(rules=r.rules, estimates=r.estimates, raw_agreement=1.0, direction=r.direction,
+                       thresholds=r.effective_thresholds, n_claims=40,
+                       more_target=more_claims_to_decide(np.ones(40), np.ones(40), 0.85), prob=1.0,
+                       disagreeing=())
+    assert flag == r.flag
 
 
 def test_report_json_shape():
@@ -924,22 +975,18 @@ def _report_from_table(table, weights=None, **kw):
                                    weights=weights, **kw)
 
 
-def test_kappa_reason_says_when_its_interval_spans_the_floor():
-    # kappa about 0.5 on 40 claims: below the floor 0.60, its interval reaching above it.
+def test_kappa_below_the_floor_with_its_interval_above_it_does_not_fire():
+    # kappa about 0.5 on 40 claims: below the floor 0.60, its interval reaching above it.  The old
+    # rule said revise on the point estimate; the kappa rule now fires only when the upper bound is
+    # below the floor, and the report says instead how many claims a +-0.10 interval needs.
     table = [[14, 2, 2], [2, 6, 2], [2, 1, 9]]
     r = _report_from_table(table, bootstrap=0)
     assert r.kappa.value < 0.60 <= r.kappa.ci_high
-    reason = next(x for x in r.flag.reasons if x.code == "kappa_below_floor")
-    assert r.flag.status == "revise"  # the rule stays: the point estimate is below the floor
-    msg = reason.message
-    assert msg.startswith(f"kappa {r.kappa.value:.2f} (95% CI {r.kappa.ci_low:.2f}–{r.kappa.ci_high:.2f}) "
-                          "is below the floor 0.60; the interval is wide: label ")
-    more = int(msg.split("label ")[1].split(" more claims to be sure")[0].replace(",", ""))
-    half = r.kappa.ci_high - r.kappa.value
-    n_needed = 40 + more
-    # With that many claims the interval (shrinking as 1/sqrt(n)) ends below the floor.
-    assert r.kappa.value + half * (40 / n_needed) ** 0.5 <= 0.60 + 1e-9
-    assert r.kappa.value + half * (40 / (n_needed - 1)) ** 0.5 > 0.60
+    assert "kappa_below_floor" not in [x.code for x in r.flag.reasons]
+    rule = next(x for x in r.rules.rules if x.rule == "kappa")
+    assert rule.status == "pass" and rule.bound_high == r.estimates.kappa.ci_high >= 0.60
+    assert r.sample_size.more_claims_for_kappa > 0
+    assert r.sample_size.kappa_sentence.endswith("more claims for a kappa interval of ±0.10")
 
 
 def test_kappa_reason_without_the_wide_note_when_the_interval_is_below_the_floor():
@@ -947,6 +994,7 @@ def test_kappa_reason_without_the_wide_note_when_the_interval_is_below_the_floor
     r = _report_from_table(table, bootstrap=0)
     reason = next(x for x in r.flag.reasons if x.code == "kappa_below_floor")
     assert r.kappa.ci_high < 0.60 and "wide" not in reason.message
+    assert "even at its upper bound" in reason.message
 
 
 def test_the_flag_reads_reweighted_agreement_only_for_unequal_weights():
@@ -955,11 +1003,17 @@ def test_the_flag_reads_reweighted_agreement_only_for_unequal_weights():
     n = sum(map(sum, table))
     weights = np.array([10.0 if h == j else 1.0 for i, row in enumerate(table) for j, c in enumerate(row)
                         for h in [i] * c])
-    raw = _report_from_table(table, bootstrap=300)
-    assert raw.agreement.ci_high < 0.85 and [x.code for x in raw.flag.reasons] == ["agreement_below_target"]
-    equal = _report_from_table(table, np.full(n, 2.0), bootstrap=300)
-    assert equal.flag == raw.flag  # equal weights: the Wilson interval of the raw figure decides
-    w = _report_from_table(table, weights, bootstrap=300)
+    # A random labeling order (cell by cell every agreement would come first).
+    rank = np.empty(n)
+    rank[np.random.default_rng(0).permutation(n)] = np.arange(n)
+    raw = _report_from_table(table, bootstrap=300, label_rank=rank)
+    # 80% on 400 claims: the Wilson upper bound is below 85%, the anytime one (valid at every look)
+    # is not, so the raw figure is undecided (the old point rule said revise).
+    assert raw.agreement.ci_high < 0.85 and [x.code for x in raw.flag.reasons] == ["agreement_undecided"]
+    equal = _report_from_table(table, np.full(n, 2.0), bootstrap=300, label_rank=rank)
+    assert equal.flag == raw.flag  # equal weights: the raw figures decide
+    w = _report_from_table(table, weights, bootstrap=300, label_rank=rank)
     assert w.agreement.value == raw.agreement.value and w.weighted.value > 0.95
+    assert w.estimates.agreement.value == pytest.approx(w.weighted.value)
     assert w.flag.status == "ok"
-    assert w.flag.reasons[0].message.startswith("agreement re-weighted to the run (raw 80.0%)")
+    assert w.flag.reasons[0].message.startswith("agreement estimated for the population (raw 80.0%)")

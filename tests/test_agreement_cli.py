@@ -63,14 +63,17 @@ def test_thresholds_are_stored_and_used(wice_db, capsys):
     db = _db_file(wice_db)
     assert main(["--db", db, "thresholds"]) == 0
     assert "agreement target 0.85, kappa floor 0.6, alpha 0.05" in capsys.readouterr().out
-    assert main(["--db", db, "thresholds", "--agreement-target", "0.6", "--kappa-floor", "0.3",
+    assert main(["--db", db, "thresholds", "--agreement-target", "0.5", "--kappa-floor", "0.3",
                  "--alpha", "0.001"]) == 0
     capsys.readouterr()
-    assert store.load_thresholds(wice_db) == Thresholds(0.6, 0.3, 0.001)
+    assert store.load_thresholds(wice_db) == Thresholds(0.5, 0.3, 0.001)
     d = _stats_json(wice_db, capsys, "--judge-run", "wice-gpt4", "--bootstrap", "0")
-    assert d["thresholds"] == {"agreement_target": 0.6, "kappa_floor": 0.3, "alpha": 0.001}
-    # 77% against a 60% target, kappa 0.46 over 0.30, McNemar p = 0.0026 over alpha 0.001.
+    assert d["thresholds"] == {"agreement_target": 0.5, "kappa_floor": 0.3, "alpha": 0.001}
+    # 77% against a 50% target (anytime lower bound 52% at alpha 0.001), kappa 0.46 over 0.30, and the
+    # lenient skew not shown at alpha 0.001.  (A 60% target, as before the anytime rules, is not yet
+    # shown on 100 claims at that alpha: the anytime lower bound is 52%.)
     assert d["flag"]["status"] == "ok"
+    assert d["agreement"]["rule"]["bound_low"] >= 0.5 and d["direction"]["rule"]["status"] == "none"
     assert main(["--db", db, "thresholds", "--alpha", "2"]) == 1
     assert store.load_thresholds(wice_db).alpha == 0.001
 

@@ -1,0 +1,108 @@
+"""What the report of a scope needs besides the final labels: answer facts, label order, designs.
+
+Reads only; `report.scope_report` is the caller.  Each function folds its rows into JSON arrays
+(one fetch, no Python object per row), as `claims.claim_table` does.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+from sqlite_utils import Database
+
+from .claims import json_ints
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerFacts:
+    """Per answer of a list: its category and the pipeline version that produced it (None if absent)."""
+
+    category: list[str | None]
+    pipeline_version: list[str | None]
+
+
+def answer_facts(db: Database, answer_ids: list[str]) -> AnswerFacts:
+    """Category and pipeline version of each answer, in the order given.
+
+    The pipeline version is the answer's ``pipeline_version`` if the import stored one in its
+    metadata, else ``metadata.pipeline`` (an import shape may give either); numbers are read as text.
+    """
+    if not answer_ids:
+        return AnswerFacts([], [])
+    row = db.execute(
+        """SELECT json_group_array(a.id), json_group_array(a.category),
+                  json_group_array(CAST(coalesce(json_extract(a.metadata, '$.pipeline_version'),
+                                                 json_extract(a.metadata, '$.pipeline')) AS TEXT))
+           FROM answers a WHERE a.id IN (SELECT value FROM json_each(:ids))""",
+        {"ids": json.dumps(answer_ids)}).fetchone()
+    ids: list[str] = json.loads(row[0])
+    cats: list[str | None] = json.loads(row[1])
+    pipes: list[str | None] = json.loads(row[2])
+    cat_of = dict(zip(ids, cats, strict=True))
+    pipe_of = dict(zip(ids, pipes, strict=True))
+    return AnswerFacts([cat_of.get(a) for a in answer_ids], [pipe_of.get(a) for a in answer_ids])
+
+
+def label_order(db: Database, run_id: int, claim_pks: np.ndarray) -> np.ndarray:
+    """When each claim got its final human label, as a rank (0 first; ties share a rank).
+
+    The time is the latest of its reviewers' final verdicts (``final_at``, else ``blind_at``,
+    else ``updated_at``) and its adjudication, if any; claims without any come last.  ISO 8601
+    times in one zone sort as text, so the rank is the position among the distinct times.
+    """
+    pks = np.asarray(claim_pks, dtype=np.int64).reshape(-1)
+    row = db.execute(
+        """SELECT json_group_array(h.claim_pk),
+                  json_group_array(coalesce(h.final_at, h.blind_at, h.updated_at))
+           FROM judge_verdicts v JOIN human_labels h ON h.claim_pk = v.claim_pk AND h.status = 'labeled'
+           WHERE v.run_id = :run""", {"run": run_id}).fetchone()
+    adj = db.execute(
+        """SELECT json_group_array(d.claim_pk), json_group_array(d.created_at)
+           FROM judge_verdicts v JOIN adjudications d ON d.claim_pk = v.claim_pk
+           WHERE v.run_id = :run""", {"run": run_id}).fetchone()
+    at_pk = np.concatenate([json_ints(row[0]), json_ints(adj[0])])
+    times = np.array(json.loads(row[1]) + json.loads(adj[1]), dtype=str)  # fixed-width text sorts in C
+    if at_pk.size == 0:
+        return np.zeros(pks.size)
+    distinct, code = np.unique(times, return_inverse=True)
+    code = code.reshape(-1).astype(float)
+    latest = np.full(pks.size, float(distinct.size))  # no label time: after every labeled claim
+    order = np.argsort(pks, kind="stable")
+    pos = np.searchsorted(pks[order], at_pk)
+    found = (pos < pks.size) & (pks[order][np.minimum(pos, pks.size - 1)] == at_pk)
+    idx = order[pos[found]]
+    seen = np.full(pks.size, -1.0)
+    np.maximum.at(seen, idx, code[found])
+    return np.where(seen >= 0, seen, latest)
+
+
+def run_was_stratified(db: Database, run_id: int) -> bool:
+    """Did some cycle of the run draw its answers stratified by category?"""
+    return db.execute("SELECT 1 FROM cycles WHERE judge_run_id = ? AND strategy = 'stratified' LIMIT 1",
+                      [run_id]).fetchone() is not None
+
+
+@dataclass(frozen=True, slots=True)
+class CycleDesign:
+    """How a cycle drew its answers: what its own figures can say about its pool."""
+
+    name: str
+    strategy: str
+    include_labeled: bool
+    holdout: bool
+    answer_ids: list[str]
+    inclusion_prob: np.ndarray  # float, aligned with answer_ids
+
+
+def cycle_design(db: Database, cycle_id: int) -> CycleDesign:
+    """The cycle's strategy, eligibility rules and each of its answers' inclusion probability."""
+    name, strategy, include_labeled, holdout = db.execute(
+        "SELECT name, strategy, include_labeled, holdout FROM cycles WHERE id = ?", [cycle_id]).fetchone()
+    ids_j, prob_j = db.execute(
+        "SELECT json_group_array(answer_id), json_group_array(inclusion_prob) FROM "
+        "(SELECT answer_id, inclusion_prob FROM cycle_answers WHERE cycle_id = ? ORDER BY position)",
+        [cycle_id]).fetchone()
+    return CycleDesign(name, strategy, bool(include_labeled), bool(holdout), json.loads(ids_j),
+                       np.array(json.loads(prob_j), dtype=float))
