@@ -59,6 +59,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_review_latency import p95  # noqa: E402
 from bench.load import data  # noqa: E402
+from bench.load.browser import Probe, probe  # noqa: E402
 from bench.load.client import ProtocolError, Run, Session  # noqa: E402
 from tests.browser.conftest import start_app  # noqa: E402
 
@@ -88,6 +89,7 @@ class Tally:
     sent: int = 0
     failures: list[str] = field(default_factory=list)
     out_of_work: int = 0
+    browser_ms: list[float] = field(default_factory=list)  # the Chromium probe's, if any
 
     def merge(self, other: Tally) -> None:
         self.verdict_ms += other.verdict_ms
@@ -295,6 +297,14 @@ class Step:
     cpu: Cpu
     db_short: int  # acknowledged verdicts with no label row in SQLite
     db_extra: int  # label rows beyond the acknowledged verdicts
+    seconds: float
+    quiet: float = float("nan")  # other processes' CPU just before the step, % of a core
+
+    @property
+    def server_ms_per_action(self) -> float:
+        t = self.tally
+        actions = len(t.verdict_ms) + len(t.other_ms) + len(t.lead_ms) + len(t.browser_ms)
+        return 10 * self.cpu.server * self.seconds / max(1, actions)
 
     @property
     def failed(self) -> int:
@@ -306,26 +316,45 @@ class Step:
 
 
 async def run_step(url: str, lc: data.LoadCycle, db_path: Path, n: int, seconds: float,
-                   seed: int) -> Step:
+                   seed: int, browser: bool) -> Step:
+    """N reviewers (with `browser`, the last of them in Chromium) and the lead, `seconds` long."""
     names = [f"reviewer {n:02d}-{i:02d}" for i in range(n)]
+    ws_names = names[:-1] if browser else names
+    pr = (Probe(names[-1], seed * 1000 + n, VERDICT_PAUSE, OTHER_PAUSE, AGREE) if browser else None)
+    probe_task = asyncio.create_task(probe(url, lc.name, lc.judge, pr)) if pr else None
+
     # Arrivals spread over up to 3 s, as a team opening the page, not one burst.
     async def arrive(i: int, name: str) -> Session:
         await asyncio.sleep(i * min(0.1, 3.0 / n))
         return await sign_in(url, name, lc.name)
 
     lead_session, *sessions = await asyncio.gather(
-        sign_in(url, LEAD, lc.name, page="dashboard"), *(arrive(i, nm) for i, nm in enumerate(names)))
+        sign_in(url, LEAD, lc.name, page="dashboard"),
+        *(arrive(i, nm) for i, nm in enumerate(ws_names)))
+    if pr:
+        try:
+            await asyncio.wait_for(pr.signed_in.wait(), ACTION_TIMEOUT)
+        except TimeoutError:
+            pr.failures.append(f"{pr.name} (Chromium): not signed in after {ACTION_TIMEOUT:.0f} s")
     meter = CpuMeter(_server_pid())
     until = time.perf_counter() + seconds
-    tallies = [Tally() for _ in range(n + 1)]
+    if pr:
+        pr.until = until
+        pr.go.set()
+    tallies = [Tally() for _ in range(len(ws_names) + 1)]
     await asyncio.gather(
-        lead(lead_session, seed * 1000, until, tallies[n]),
+        lead(lead_session, seed * 1000, until, tallies[-1]),
         *(reviewer(s, nm, lc.judge, seed * 1000 + i + 1, until, tallies[i])
-          for i, (s, nm) in enumerate(zip(sessions, names, strict=True))))
+          for i, (s, nm) in enumerate(zip(sessions, ws_names, strict=True))),
+        *([probe_task] if probe_task else []))
     cpu = meter.read()
     tally = Tally()
     for t in tallies:
         tally.merge(t)
+    if pr:
+        tally.acked[pr.name] = pr.acked
+        tally.browser_ms = pr.ms
+        tally.failures += pr.failures
     counts = data.label_counts(db_path, lc.cycle_id)
     short = extra = 0
     for name in names:
@@ -335,7 +364,7 @@ async def run_step(url: str, lc: data.LoadCycle, db_path: Path, n: int, seconds:
         extra += max(0, max(rows, events) - acked)
         if rows != events:
             tally.failures.append(f"{name}: {rows} label rows but {events} verdict events")
-    return Step(n, tally, cpu, short, extra)
+    return Step(n, tally, cpu, short, extra, seconds)
 
 
 # ---------------------------------------------------------------- report
@@ -343,7 +372,7 @@ async def run_step(url: str, lc: data.LoadCycle, db_path: Path, n: int, seconds:
 
 HEADER = (f"{'N':>3} {'verdicts':>8} {'median':>7} {'p95':>7} {'max':>7} {'end p95':>8} "
           f"{'other p95':>9} {'lead med/p95':>13} {'failed':>6} {'CPU server':>10} "
-          f"{'client':>6} {'rest':>5}")
+          f"{'client':>6} {'rest':>5}{'  chromium med/p95':>18}")
 
 
 def row(st: Step) -> str:
@@ -356,15 +385,25 @@ def row(st: Step) -> str:
         return f"{x:7.0f}"
 
     lead_txt = (f"{statistics.median(lead_ms):.0f}/{p95(lead_ms):.0f}" if lead_ms else "-")
+    b = sorted(st.tally.browser_ms)
+    browser_txt = f"{statistics.median(b):.0f}/{p95(b):.0f} (n={len(b)})" if b else "-"
     return (f"{st.n:>3} {len(v):>8} {f(statistics.median(v)) if v else '      -'} "
             f"{f(p95(v)) if v else '      -'} {f(v[-1]) if v else '      -'} "
             f"{p95(e) if e else float('nan'):8.0f} {p95(o) if o else float('nan'):9.0f} "
             f"{lead_txt:>13} {st.failed:>6} {st.cpu.server:9.0f}% {st.cpu.client:5.0f}% "
-            f"{st.cpu.other:4.0f}%")
+            f"{st.cpu.other:4.0f}%  {browser_txt:>16}")
+
+
+async def other_cpu(pid: int | None, seconds: float = 2.0) -> float:
+    """CPU used by processes other than the server and this one, % of a core, over `seconds`."""
+    meter = CpuMeter(pid)
+    await asyncio.sleep(seconds)
+    return meter.read().other
 
 
 async def sweep(url: str, lc: data.LoadCycle, db_path: Path, ns: list[int], seconds: float,
-                budget: float, t0: float) -> list[Step]:
+                budget: float, t0: float, browser: bool, quiet: float, quiet_wait: float
+                ) -> list[Step]:
     # Warm the server up (first imports, first queries) outside the figures.
     warm = await sign_in(url, "warm-up", lc.name)
     for _ in range(3):
@@ -373,12 +412,21 @@ async def sweep(url: str, lc: data.LoadCycle, db_path: Path, ns: list[int], seco
     await warm.close()
     steps: list[Step] = []
     print(HEADER, flush=True)
+    pid = _server_pid()
     for k, n in enumerate(ns):
         if time.perf_counter() - t0 + seconds + 5 + 0.1 * n > budget:
             print(f"(stopped before N={n}: the time budget of {budget:.0f} s would be exceeded)",
                   flush=True)
             break
-        st = await run_step(url, lc, db_path, n, seconds, seed=k + 1)
+        # The cores are shared with whatever else runs here: wait (bounded) for them to be
+        # free, and report what the other processes took during the step ("rest").
+        rest, waited = await other_cpu(pid), 0.0
+        while rest > quiet and waited < quiet_wait and \
+                time.perf_counter() - t0 + seconds + 10 < budget:
+            rest = await other_cpu(pid)
+            waited += 2.0
+        st = await run_step(url, lc, db_path, n, seconds, seed=k + 1, browser=browser)
+        st.quiet = rest
         steps.append(st)
         print(row(st), flush=True)
         if st.p95_ms > LIMIT_MS:
@@ -386,7 +434,7 @@ async def sweep(url: str, lc: data.LoadCycle, db_path: Path, ns: list[int], seco
     return steps
 
 
-def summary(steps: list[Step], seconds: float) -> list[str]:
+def summary(steps: list[Step], seconds: float, quiet: float) -> list[str]:
     out = []
     over = next((s for s in steps if s.p95_ms > LIMIT_MS), None)
     under = [s for s in steps if s.p95_ms <= LIMIT_MS]
@@ -401,6 +449,13 @@ def summary(steps: list[Step], seconds: float) -> list[str]:
         ok = at.p95_ms <= ms_t and at.failed == 0
         out.append(f"target {n_t} reviewers with p95 <= {ms_t:.0f} ms and no failed write: "
                    f"{'met' if ok else 'NOT met'} (p95 {at.p95_ms:.0f} ms, {at.failed} failed)")
+    busy = [s for s in steps if s.cpu.other > quiet]
+    if busy:
+        out.append("other processes took more than " + f"{quiet:.0f}% of a core during N="
+                   + ", ".join(f"{s.n} ({s.cpu.other:.0f}%)" for s in busy)
+                   + ": the server shared the cores, so those rows understate what it can carry")
+    out.append("server CPU per action (verdicts, reconciles, Next, lead reruns), ms: "
+               + ", ".join(f"N={s.n}: {s.server_ms_per_action:.0f}" for s in steps))
     for s in steps:
         if s.tally.out_of_work:
             out.append(f"N={s.n}: {s.tally.out_of_work} reviewers ran out of claims before "
@@ -420,6 +475,13 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=480.0,
                     help="seconds for the whole run; a step that would pass it is not started")
     ap.add_argument("--keep", type=Path, help="keep the database and server log in this folder")
+    ap.add_argument("--browser", action="store_true",
+                    help="make one of the N reviewers a real headless Chromium page (its figure "
+                         "includes the browser's drawing)")
+    ap.add_argument("--quiet", type=float, default=30.0,
+                    help="before a step, wait until other processes use less than this %% of a core")
+    ap.add_argument("--quiet-wait", type=float, default=30.0,
+                    help="seconds to wait for that at most, per step")
     args = ap.parse_args()
     ns = [int(x) for x in args.reviewers.split(",") if x.strip()]
     if not ns or min(ns) < 1:
@@ -439,9 +501,10 @@ def main() -> int:
               f"one lead rerunning the Dashboard every {LEAD_PAUSE[0]:.0f}-{LEAD_PAUSE[1]:.0f} s; "
               "times in ms", flush=True)
         with start_app(db_path, work / "server.log") as url:
-            steps = asyncio.run(sweep(url, lc, db_path, ns, args.seconds, args.budget, t0))
+            steps = asyncio.run(sweep(url, lc, db_path, ns, args.seconds, args.budget, t0,
+                                      args.browser, args.quiet, args.quiet_wait))
         log = (work / "server.log").read_text(errors="replace")
-        for line in summary(steps, args.seconds):
+        for line in summary(steps, args.seconds, args.quiet):
             print(line)
         if "Traceback" in log:
             print("the server log holds a Traceback:")
