@@ -18,7 +18,12 @@ sessions and one lead session for a fixed time, and prints per N:
   the label rows of each reviewer are counted after the run;
 - CPU, in percent of one core over the run: the app server's process, this client's
   process (all the sessions), and the rest of the machine (every other process; this
-  machine has 2 cores, so 200% is all of it).
+  machine has 2 cores, so 200% is all of it). Before each step the bench waits, for a
+  bounded time, until other processes leave the cores free (--quiet, --quiet-wait); a
+  step they still shared is named under the table;
+- chromium (with --browser): one of the N reviewers is a real headless Chromium page
+  instead (bench/load/browser.py), timed inside the page from keydown to the next card
+  drawn; that figure adds the browser's own work to the server's.
 
 A session is one browser tab as the server sees it: one websocket to Streamlit's
 `/_stcore/stream`, hence one Streamlit session with its own session state and script runs.
@@ -298,7 +303,6 @@ class Step:
     db_short: int  # acknowledged verdicts with no label row in SQLite
     db_extra: int  # label rows beyond the acknowledged verdicts
     seconds: float
-    quiet: float = float("nan")  # other processes' CPU just before the step, % of a core
 
     @property
     def server_ms_per_action(self) -> float:
@@ -426,7 +430,6 @@ async def sweep(url: str, lc: data.LoadCycle, db_path: Path, ns: list[int], seco
             rest = await other_cpu(pid)
             waited += 2.0
         st = await run_step(url, lc, db_path, n, seconds, seed=k + 1, browser=browser)
-        st.quiet = rest
         steps.append(st)
         print(row(st), flush=True)
         if st.p95_ms > LIMIT_MS:
