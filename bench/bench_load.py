@@ -111,6 +111,11 @@ def _page_problems(run: Run) -> list[str]:
     return [*run.errors, *run.exceptions]
 
 
+def _dashboard_problems(run: Run) -> list[str]:
+    """A traceback, or the page's own failure box (its flag is an st.error when it says revise)."""
+    return [*run.exceptions, *(e for e in run.errors if "could not be computed" in e)]
+
+
 async def _pause(rng: random.Random, span: tuple[float, float], until: float) -> bool:
     """Sleep a human pause; False (without sleeping through) if it would end after `until`."""
     wait = rng.uniform(*span)
@@ -125,8 +130,9 @@ async def sign_in(url: str, name: str, cycle_name: str, page: str = "review") ->
     s = Session(url, timeout=ACTION_TIMEOUT)
     run = await s.open(page)
     run = await s.submit_form(SIGN_IN[0], name, SIGN_IN[1])
-    if _page_problems(run):
-        raise ProtocolError(f"{name}: sign-in showed {_page_problems(run)}")
+    problems = _page_problems(run) if page == "review" else _dashboard_problems(run)
+    if problems:
+        raise ProtocolError(f"{name}: sign-in showed {problems}")
     if page == "review":
         picks = s.key_of(r"review_cycle_pick_.*")
         if picks:
@@ -219,8 +225,8 @@ async def lead(s: Session, seed: int, until: float, tally: Tally) -> None:
     try:
         while await _pause(rng, LEAD_PAUSE, until):
             run = await s.rerun()
-            if run.exceptions or any("could not be computed" in e for e in run.errors):
-                tally.failures.append(f"lead: dashboard showed {run.exceptions or run.errors}")
+            if _dashboard_problems(run):
+                tally.failures.append(f"lead: dashboard showed {_dashboard_problems(run)}")
             tally.lead_ms.append(run.seconds * 1000)
     finally:
         await s.close()
@@ -429,7 +435,12 @@ async def sweep(url: str, lc: data.LoadCycle, db_path: Path, ns: list[int], seco
                 time.perf_counter() - t0 + seconds + 10 < budget:
             rest = await other_cpu(pid)
             waited += 2.0
-        st = await run_step(url, lc, db_path, n, seconds, seed=k + 1, browser=browser)
+        try:
+            st = await run_step(url, lc, db_path, n, seconds, seed=k + 1, browser=browser)
+        except (ProtocolError, TimeoutError, OSError) as exc:
+            # A session that cannot even sign in is a result too: say so and stop here.
+            print(f"N={n}: the step could not run: {type(exc).__name__}: {exc}", flush=True)
+            break
         steps.append(st)
         print(row(st), flush=True)
         if st.p95_ms > LIMIT_MS:
