@@ -91,7 +91,6 @@ class Tally:
     other_ms: list[float] = field(default_factory=list)
     lead_ms: list[float] = field(default_factory=list)
     acked: dict[str, int] = field(default_factory=dict)  # reviewer -> verdicts acknowledged
-    sent: int = 0
     failures: list[str] = field(default_factory=list)
     out_of_work: int = 0
     browser_ms: list[float] = field(default_factory=list)  # the Chromium probe's, if any
@@ -102,7 +101,6 @@ class Tally:
         self.other_ms += other.other_ms
         self.lead_ms += other.lead_ms
         self.acked.update(other.acked)
-        self.sent += other.sent
         self.failures += other.failures
         self.out_of_work += other.out_of_work
 
@@ -117,7 +115,7 @@ def _dashboard_problems(run: Run) -> list[str]:
 
 
 async def _pause(rng: random.Random, span: tuple[float, float], until: float) -> bool:
-    """Sleep a human pause; False (without sleeping through) if it would end after `until`."""
+    """Sleep a human pause and say True; say False at once if the pause would end after `until`."""
     wait = rng.uniform(*span)
     if time.perf_counter() + wait >= until:
         return False
@@ -172,7 +170,6 @@ async def reviewer(s: Session, name: str, judge: dict[int, str], seed: int, unti
                     [v for v in data.VERDICTS if v != truth])
                 if not await _pause(rng, VERDICT_PAUSE, until):
                     break
-                tally.sent += 1
                 try:
                     run = await s.press(f"v-{verdict}-{pk}")
                 except TimeoutError:
