@@ -25,7 +25,7 @@ Designs (N = pool size, n = sample size):
   share) slots, capped at N_F; the passing stratum keeps at least one slot when it has
   answers (so pi_i > 0 everywhere and re-weighting to the whole run stays possible),
   and any slot one stratum cannot fill goes to the other. SRS within each;
-  pi_i = n_F / N_F or n_P / N_P. The order lists the failing answers first.
+  pi_i = n_F / N_F or n_P / N_P. The queue order is shuffled (see below).
 """
 
 from __future__ import annotations
@@ -200,9 +200,14 @@ def failures_first_sample(pool: Iterable[PoolAnswer], n: int, seed: int,
     rng = rng_for(seed)
     s_f = Stratum(FAILING, len(failing), n_f)
     s_p = Stratum(PASSING, len(passing), n_p)
-    ids = _srs(rng, failing, n_f) + _srs(rng, passing, n_p)
+    chosen = _srs(rng, failing, n_f) + _srs(rng, passing, n_p)
     probs = [s_f.prob] * n_f + [s_p.prob] * n_p
-    return Sample("failures-first", seed, tuple(ids), tuple(probs), (s_f, s_p))
+    # Reviewers work in queue order, and the flag's sequential rules assume labels arrive in
+    # an order unrelated to their outcome: failing answers first would feed them every judge
+    # error at once. So the queue is shuffled, as in the other designs.
+    order = rng.permutation(len(chosen)).tolist()
+    return Sample("failures-first", seed, tuple(chosen[i] for i in order),
+                  tuple(probs[i] for i in order), (s_f, s_p))
 
 
 def draw(strategy: str, pool: Iterable[PoolAnswer], n: int, seed: int,

@@ -36,7 +36,8 @@ def _type_checking_lines(tree: ast.AST) -> set[int]:
     """Lines inside `if TYPE_CHECKING:` blocks: imports for the type checker, never run."""
     lines: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", "")) == "TYPE_CHECKING":
+        test = getattr(node, "test", None)
+        if isinstance(node, ast.If) and getattr(test, "id", getattr(test, "attr", "")) == "TYPE_CHECKING":
             for child in node.body:
                 lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
     return lines
@@ -79,10 +80,10 @@ def test_only_the_data_layer_executes_sql() -> None:
         if name == "calibration.store" or name.startswith("calibration.store."):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SQL_CALLS:
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            if node.func.attr in SQL_CALLS or node.func.attr == "table":
                 offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} .{node.func.attr}(")
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "table":
-                offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} .table(")
     assert offenders == [], "SQL outside calibration/store:\n" + "\n".join(offenders)
 
 

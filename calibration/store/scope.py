@@ -64,7 +64,7 @@ def label_order(db: Database, run_id: int, claim_pks: np.ndarray) -> np.ndarray:
            WHERE v.run_id = :run""", {"run": run_id}).fetchone()
     at_pk = np.concatenate([json_ints(row[0]), json_ints(adj[0])])
     times = np.array(json.loads(row[1]) + json.loads(adj[1]), dtype=str)  # fixed-width text sorts in C
-    if at_pk.size == 0:
+    if at_pk.size == 0 or pks.size == 0:
         return np.zeros(pks.size)
     distinct, code = np.unique(times, return_inverse=True)
     code = code.reshape(-1).astype(float)
