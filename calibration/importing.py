@@ -15,7 +15,7 @@ import hashlib
 import io
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
@@ -342,12 +342,31 @@ def import_answers(
     if _is_export(path, encoding):
         from .export import restore_answers
         return restore_answers(db, path, encoding=encoding)
+    return import_records(db, iter_json_records(path, encoding), source=path,
+                          judge_model=judge_model, judge_prompt_version=judge_prompt_version,
+                          mapping=mapping)
+
+
+def import_records(
+    db: Database,
+    records: Iterable[tuple[int, Any]],
+    *,
+    source: str | Path,
+    judge_model: str | None = None,
+    judge_prompt_version: str | None = None,
+    mapping: dict[str, Verdict] | None = None,
+) -> ImportReport:
+    """Import (line number, parsed value) pairs of judged answers, all or nothing.
+
+    `records` is read inside the write transaction, so an error it raises (an adapter's
+    InputError) rolls everything back too; `source` names the file in problem lines.
+    """
     report = ImportReport()
-    problems = _Problems(path)
+    problems = _Problems(Path(source))
     seen: set[str] = set()
     with store.write(db):
         writer = _Writer(db, report)
-        for line, value in iter_json_records(path, encoding):
+        for line, value in records:
             if isinstance(value, json.JSONDecodeError):
                 problems.add(line, f"malformed JSON: {value.msg} (column {value.colno})")
                 continue
@@ -596,4 +615,4 @@ def cli_demo(args: argparse.Namespace) -> int:
 
 
 __all__ = ["ConflictError", "ImportReport", "LabelsReport", "import_answers", "import_labels",
-           "iter_json_records", "load_demo"]
+           "import_records", "iter_json_records", "load_demo"]
