@@ -66,10 +66,17 @@ def parse_verbose_logs(text: str) -> tuple[list[str], list[Any]]:
     v = text.rfind("Verdicts:\n")
     if v < 0:
         raise ValueError("no 'Verdicts:' section (is this the Faithfulness metric?)")
-    c = text.rfind("Claims:\n", 0, v)
-    if c < 0:
-        raise ValueError("no 'Claims:' section before 'Verdicts:'")
-    claims = split_pretty_strings(text[c + len("Claims:\n"):v].rstrip(" \n"))
+    # Verdicts are JSON-escaped, so the last header is theirs; claims and truths are not, so the
+    # claims header is the first one that follows the end of the truths list and a separator.
+    ends = [c for sep in _SEPARATORS if (c := text.find(f"]{sep}Claims:\n", 0, v)) >= 0]
+    if ends:
+        start = text.index("Claims:\n", min(ends)) + len("Claims:\n")
+    else:
+        c = text.find("Claims:\n", 0, v)
+        if c < 0:
+            raise ValueError("no 'Claims:' section before 'Verdicts:'")
+        start = c + len("Claims:\n")
+    claims = split_pretty_strings(text[start:v].rstrip(" \n"))
     block = text[v + len("Verdicts:\n"):].lstrip()
     try:
         verdicts, _ = json.JSONDecoder().raw_decode(block)
@@ -80,6 +87,7 @@ def parse_verbose_logs(text: str) -> tuple[list[str], list[Any]]:
     return claims, verdicts
 
 
+_SEPARATORS = (" \n \n", "\n\n")
 _OPEN, _SEP, _CLOSE = '[\n    "', '",\n    "', '"\n]'
 
 

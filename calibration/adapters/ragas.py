@@ -62,6 +62,10 @@ def read(
     return result
 
 
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _verdict_output(run: dict[str, Any]) -> list[Any] | None:
     """The statements of a verdict prompt's output, or None when `run` is another prompt."""
     outputs = run.get("outputs")
@@ -88,7 +92,7 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric
             problems.add(line, f"[{i}]", "not a Ragas trace run (a JSON object with run_id)")
             continue
         runs[run["run_id"]] = (i, line, run)
-        meta = run.get("metadata") if isinstance(run.get("metadata"), dict) else {}
+        meta = _obj(run.get("metadata"))
         if meta.get("type") == "row":
             rows.append((i, line, run))
     problems.raise_if_any()
@@ -122,7 +126,7 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric
             problems.add(metric_run[1], f"[{metric_run[0]}]", f"this {metric} run has no per-statement "
                          "verdicts (did the metric fail?); nothing to import for it (or skip such rows)")
             continue
-        claims = []
+        claims: list[dict[str, Any]] = []
         for where, s_line, _k, s in statements:
             text, verdict, reason = s.get("statement"), s.get("verdict"), s.get("reason")
             if not isinstance(text, str) or not text.strip():
@@ -136,7 +140,7 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric
                 continue
             claims.append({"id": f"c{len(claims) + 1}", "text": text, "verdict": str(verdict).strip(),
                            "rationale": reason if isinstance(reason, str) else None})
-        sample = row.get("inputs") if isinstance(row.get("inputs"), dict) else {}
+        sample = _obj(row.get("inputs"))
         contexts = sample.get("retrieved_contexts") or []
         if not isinstance(contexts, list) or not all(isinstance(c, str) for c in contexts):
             problems.add(line, f"{at}.inputs.retrieved_contexts", "must be a list of strings")
@@ -146,13 +150,13 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric
             chunks: list[Any] = [{"id": str(k), "text": c} for k, c in zip(ids, contexts, strict=True)]
         else:
             chunks = list(contexts)
-        index = row["metadata"].get("row_index", i)
+        index = _obj(row.get("metadata")).get("row_index", i)
         if problems:
             continue
         yield line, {"id": f"{prefix}:{index}", "question": sample.get("user_input") or "",
                      "answer": sample.get("response") or "", "chunks": chunks, "claims": claims,
-                     "metadata": {"ragas": {"row_index": index, "score": (metric_run[2].get("outputs")
-                                                                          or {}).get("output")}}}
+                     "metadata": {"ragas": {"row_index": index,
+                                            "score": _obj(metric_run[2].get("outputs")).get("output")}}}
     if not found and not problems:
         problems.add(None, "", f"no row of the trace has a {metric!r} run")
     problems.raise_if_any()
