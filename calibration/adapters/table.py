@@ -155,7 +155,7 @@ def _from_csv(path: Path, encoding: str | None, sep: str, cols: dict[str, str],
             def rows() -> Iterator[tuple[int, Sequence[Any]]]:
                 start = reader.line_num + 1
                 for row in reader:
-                    if any(c.strip() for c in row):
+                    if any(row):  # csv gives [] for a blank line
                         yield start, row
                     start = reader.line_num + 1
 
