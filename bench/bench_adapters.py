@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
+import shutil
 import sys
 import tempfile
 import time
@@ -164,14 +166,16 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--claims", type=int, default=100_000)
-    ap.add_argument("--repeat", type=int, default=1, help="runs per format; the best is kept")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per format; the best is kept")
+    ap.add_argument("--dir", type=Path, default=None,
+                    help="where files and databases go (e.g. /dev/shm to leave the disk out)")
     args = ap.parse_args()
 
     from calibration import adapters, store
     from calibration.importing import import_answers
 
     data = answers(args.claims)
-    tmp = Path(tempfile.mkdtemp(prefix="bench-adapters-"))
+    tmp = Path(tempfile.mkdtemp(prefix="bench-adapters-", dir=args.dir))
     files = {
         "native JSONL": (tmp / "native.jsonl", write_native, None, {}),
         "deepeval": (tmp / "test_run_20260101_000000.json", write_deepeval, "deepeval",
@@ -208,9 +212,11 @@ def main() -> None:
     results = {label: (best[label], claims[label], path.stat().st_size / 1e6)
                for label, (path, *_) in files.items()}
 
+    shutil.rmtree(tmp)
     native = results["native JSONL"][1] / results["native JSONL"][0]
-    print(f"{args.claims:,} claims, {len(data):,} answers; best of {args.repeat}; "
-          f"python {sys.version.split()[0]}")
+    load = os.getloadavg()[0]
+    print(f"{args.claims:,} claims, {len(data):,} answers; best of {args.repeat}; in {tmp.parent}; "
+          f"python {sys.version.split()[0]}; load average {load:.1f} on {os.cpu_count()} CPUs")
     print(f"{'format':<20} {'file MB':>8} {'seconds':>8} {'claims/s':>10} {'vs native':>10}")
     for label, (dt, claims, mb) in results.items():
         rate = claims / dt

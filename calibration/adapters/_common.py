@@ -156,8 +156,11 @@ class JsonText:
         pos = self.skip_ws(0)
         return self.text[pos] if pos < len(self.text) else ""
 
-    def member(self, pos: int, key: str) -> int | None:
-        """Offset of the value of `key` in the object at `pos`, stepping over other members."""
+    def find(self, pos: int, keys: set[str]) -> tuple[str, int] | None:
+        """(key, offset of its value) of the first member of the object at `pos` named in `keys`.
+
+        Other members are decoded only to step over them, so put the big one in `keys`.
+        """
         text = self.text
         pos = self.skip_ws(pos)
         if pos >= len(text) or text[pos] != "{":
@@ -171,8 +174,8 @@ class JsonText:
             if pos >= len(text) or text[pos] != ":":
                 raise self.error(pos, "expected ':' after a key")
             pos = self.skip_ws(pos + 1)
-            if name == key:
-                return pos
+            if name in keys:
+                return name, pos
             _, pos = self.decode(pos)
             pos = self.skip_ws(pos)
             if pos < len(text) and text[pos] == ",":

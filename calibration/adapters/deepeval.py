@@ -132,16 +132,16 @@ def read(
 def _test_cases(doc: JsonText) -> Iterator[tuple[int, int, Any]]:
     if doc.first_char() != "{":
         raise doc.problems.fail(1, "", "a DeepEval test run is a JSON object with 'testCases'")
-    body = doc.member(0, "testRunData")
-    if body is None:
-        body = 0
-    cases = doc.member(body, "testCases")
-    if cases is None:
-        if body == 0 and doc.member(0, "testRunLink") is not None:
+    hit = doc.find(0, {"testRunData", "testCases", "testRunLink"})
+    if hit is not None and hit[0] == "testRunData":
+        hit = doc.find(hit[1], {"testCases"})
+    if hit is None or hit[0] != "testCases":
+        if hit is not None:
             raise doc.problems.fail(1, "testRunLink", "this run was uploaded to Confident AI and the "
                                     "file holds only its link; import the results-folder file "
                                     "(set DEEPEVAL_RESULTS_FOLDER) or .deepeval/.latest_run_full.json")
         raise doc.problems.fail(1, "testCases", "missing: not a DeepEval test run")
+    cases = hit[1]
     yield from doc.elements(cases)
 
 
