@@ -210,6 +210,7 @@ def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any
     pos = {f: index.get(names[f]) for f in FIELDS}
     answers: dict[str, dict[str, Any]] = {}
     first_line: dict[str, int] = {}
+    last_cell: dict[str, Any] = {}
     for line, row in rows:
         def get(f: str, row: Sequence[Any] = row) -> Any:
             i = pos[f]
@@ -232,7 +233,10 @@ def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any
         chunks: list[Any] | None = None
         if chunk_json is not None:
             cell = _cell(row[chunk_json]) if chunk_json < len(row) else None
-            if cell is not None:
+            if isinstance(cell, str) and cell == last_cell.get(aid):
+                cell = None  # the same JSON text as this answer's earlier row: already parsed and checked
+            elif isinstance(cell, str):
+                last_cell[aid] = cell
                 try:
                     chunks = _parse_chunks(cell)
                 except (ValueError, json.JSONDecodeError) as exc:
