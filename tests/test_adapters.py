@@ -363,3 +363,14 @@ def test_unknown_adapter_and_bad_column_mapping_are_input_errors() -> None:
         adapters.get("promptfoo")
     with pytest.raises(InputError, match="'claims' is not one of"):
         adapters.table.parse_columns("claims=statement")
+
+
+def test_a_table_answer_whose_chunks_change_between_rows_is_refused(empty_db: Database,
+                                                                    tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text('answer_id,chunks,claim,verdict\na,"[""x""]",One.,SUPPORTED\n'
+                    'a,"[""x""]",Two.,SUPPORTED\na,"[""y""]",Three.,SUPPORTED\n', encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        run(empty_db, "csv", path, judge_model="j", judge_prompt_version="v1")
+    assert err.value.problems[0] == f"{path}:4: chunks: differs from line 2 for answer 'a'"
+    assert counts(empty_db)["answers"] == 0

@@ -237,6 +237,7 @@ def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any
                 cell = None  # the same JSON text as this answer's earlier row: already parsed and checked
             elif isinstance(cell, str):
                 last_cell[aid] = cell
+            if cell is not None:
                 try:
                     chunks = _parse_chunks(cell)
                 except (ValueError, json.JSONDecodeError) as exc:
