@@ -14,7 +14,7 @@ import csv
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,8 +79,27 @@ def import_answers(
     path = Path(path)
     if is_export_file(path, encoding):
         return restore_answers(db, path, encoding=encoding)
+    return import_records(db, iter_json_records(path, encoding), source=path,
+                          judge_model=judge_model, judge_prompt_version=judge_prompt_version,
+                          mapping=mapping)
+
+
+def import_records(
+    db: Database,
+    records: Iterable[tuple[int, Any]],
+    *,
+    source: str | Path,
+    judge_model: str | None = None,
+    judge_prompt_version: str | None = None,
+    mapping: dict[str, Verdict] | None = None,
+) -> ImportReport:
+    """Import (line number, parsed value) pairs of judged answers, all or nothing.
+
+    `records` is read inside the write transaction, so an error it raises (an adapter's
+    InputError) rolls everything back too; `source` names the file in problem lines.
+    """
     report = ImportReport()
-    problems = Problems(path)
+    problems = Problems(Path(source))
     seen: set[str] = set()
     runs: dict[tuple[str, str], int] = {}
     with store.write(db):
@@ -95,7 +114,7 @@ def import_answers(
                 report.runs.add(f"{model}@{version}")
             return runs[key]
 
-        for line, value in iter_json_records(path, encoding):
+        for line, value in records:
             if isinstance(value, json.JSONDecodeError):
                 problems.add(line, f"malformed JSON: {value.msg} (column {value.colno})")
                 continue
@@ -525,5 +544,5 @@ def load_demo(db: Database) -> list[str]:
 
 
 __all__ = ["MAX_PROBLEMS", "ConflictError", "ImportReport", "LabelsReport", "RestoreReport", "content_hash",
-           "import_answers", "import_labels", "iter_json_records", "load_demo", "restore_answers",
-           "restore_labels"]
+           "import_answers", "import_labels", "import_records", "iter_json_records", "load_demo",
+           "restore_answers", "restore_labels"]

@@ -1,0 +1,169 @@
+"""RefChecker output: claim triplets checked against references.
+
+Shape (RefChecker 0.2.17, `refchecker/cli.py`, functions `extract` and `check`, and the
+README's "check" section): `refchecker-cli check` writes a JSON array with one item per
+input item, keeping every input field (`response`, `question`, `reference`, `claims`, and
+anything else, such as an `id`) and adding `Y` (the aggregated verdict of the response) and
+`ys` (the checker's labels, one entry per claim). A claim is a `[head, relation, tail]`
+triplet (`--claim_format triplet`) or a string (`subsentence`). `reference` is a string or a
+list of passages. A claim's entry in `ys` is a label ("Entailment", "Neutral",
+"Contradiction") or a list of labels, one per reference passage
+(`CheckerBase.check`, `refchecker/checker/checker_base.py`, returns
+`[batch, claim, reference]`; the aggregators in `refchecker/aggregator.py` flatten
+single-reference lists in place, so both forms reach the file).
+
+Labels per passage are combined as RefChecker itself combines passages
+(`merge_multi_psg_ret`): Entailment if any passage entails the claim, else Contradiction if
+any contradicts it, else Neutral; the passages that gave the combined label become the
+claim's evidence. Mapping: Entailment → SUPPORTED, Contradiction → CONTRADICTED,
+Neutral → UNSUPPORTED (`--map` overrides). A claim with no label (RefChecker gives an empty
+list when the item had no reference) is reported, not guessed.
+
+Not in the file: the checker model (`--checker_name` is a command-line choice only), so
+`--judge-model` and `--judge-prompt-version` are required; answer ids, unless the items
+carry an `id` field: otherwise "<file stem>:<position>". A triplet is shown as
+"(head, relation, tail)".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..fmt import plural
+from ..models import Verdict, normalise_spelling
+from ._common import AdapterResult, JsonText, Problems, Record, merged_mapping, read_text
+
+NAME = "refchecker"
+DEFAULT_MAPPING: dict[str, Verdict] = {
+    "entailment": Verdict.SUPPORTED,
+    "contradiction": Verdict.CONTRADICTED,
+    "neutral": Verdict.UNSUPPORTED,
+}
+
+
+def claim_text(claim: Any) -> str | None:
+    """A claim's text: a subsentence as is, a triplet as '(head, relation, tail)'."""
+    if isinstance(claim, str):
+        return claim
+    if isinstance(claim, list) and len(claim) == 3 and all(isinstance(p, str) for p in claim):
+        return "(" + ", ".join(p.strip() for p in claim) + ")"
+    return None
+
+
+def combine(labels: list[str]) -> tuple[str, list[int]] | None:
+    """RefChecker's passage merge: (label, passage positions that gave it), or None if no label.
+
+    Entailment if any passage entails, else Contradiction if any contradicts, else the first
+    other label (Neutral, or a spelling the user mapped).
+    """
+    keys = [normalise_spelling(x) for x in labels]
+    for want, label in (("entailment", "Entailment"), ("contradiction", "Contradiction")):
+        if want in keys:
+            return label, [i for i, k in enumerate(keys) if k == want]
+    return (labels[0].strip(), []) if labels else None
+
+
+def read(
+    path: str | Path,
+    *,
+    judge_model: str | None = None,
+    judge_prompt_version: str | None = None,
+    mapping: dict[str, Verdict] | None = None,
+    encoding: str | None = None,
+    id_field: str = "id",
+) -> AdapterResult:
+    """Read a `refchecker-cli check` output file; `id_field` names the items' id field, if any."""
+    path = Path(path)
+    table = merged_mapping(DEFAULT_MAPPING, mapping)
+    result = AdapterResult(
+        tool=NAME, source=path, records=iter(()), mapping=table, spellings=tuple(DEFAULT_MAPPING),
+        judge_model=judge_model, judge_prompt_version=judge_prompt_version,
+        notes=["RefChecker records no checker model or prompt version: they come from --judge-model "
+               "and --judge-prompt-version"],
+    )
+    result.records = _records(path, encoding, table, id_field, result)
+    return result
+
+
+def _records(path: Path, encoding: str | None, table: dict[str, Verdict], id_field: str,
+             result: AdapterResult) -> Iterator[Record]:
+    problems = Problems(path)
+    doc = JsonText(read_text(path, encoding), problems)
+    if doc.first_char() != "[":
+        raise problems.fail(1, "", "RefChecker writes a JSON array of checked items")
+    positional = items = 0
+    for i, line, item in doc.elements(0):
+        at = f"[{i}]"
+        items += 1
+        if not isinstance(item, dict):
+            problems.add(line, at, "each item must be a JSON object")
+            continue
+        claims, ys = item.get("claims"), item.get("ys")
+        if not isinstance(claims, list):
+            problems.add(line, f"{at}.claims", "missing: run `refchecker-cli extract` first")
+            continue
+        if not isinstance(ys, list):
+            problems.add(line, f"{at}.ys", "missing: run `refchecker-cli check` on this file")
+            continue
+        if len(ys) != len(claims):
+            problems.add(line, f"{at}.ys", f"{plural(len(ys), 'label')} for {plural(len(claims), 'claim')}")
+            continue
+        ref = item.get("reference")
+        refs = [ref] if isinstance(ref, str) else ref if isinstance(ref, list) else []
+        if not all(isinstance(r, str) for r in refs):
+            problems.add(line, f"{at}.reference", "must be a string or a list of strings")
+            continue
+        out = []
+        for k, (claim, labels) in enumerate(zip(claims, ys, strict=True)):
+            text = claim_text(claim)
+            if text is None:
+                problems.add(line, f"{at}.claims.{k}", "a claim is a string or a [head, relation, tail] list")
+                continue
+            labels = [labels] if isinstance(labels, str) else labels
+            if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+                problems.add(line, f"{at}.ys.{k}", "a label or a list of labels")
+                continue
+            unknown = [x for x in labels if normalise_spelling(x) not in table]
+            if unknown:
+                problems.add(line, f"{at}.ys.{k}", f"unknown RefChecker label {unknown[0]!r}; expected "
+                             f"Entailment, Neutral or Contradiction, or map it with --map "
+                             f"{unknown[0]}=UNSUPPORTED")
+                continue
+            merged = combine(labels)
+            if merged is None:
+                problems.add(line, f"{at}.ys.{k}", "no label (RefChecker leaves it empty when the item "
+                                                   "has no reference)")
+                continue
+            label, gave = merged
+            evidence = [str(p + 1) for p in gave] if len(labels) == len(refs) else []
+            why = None
+            if len(labels) > 1:
+                why = "per reference: " + ", ".join(f"{p + 1}={x}" for p, x in enumerate(labels))
+            out.append({"id": f"c{k + 1}", "text": text, "verdict": label, "rationale": why,
+                        "evidence": evidence})
+        ident = item.get(id_field)
+        if ident is None or ident == "" or isinstance(ident, bool):
+            ident = f"{path.stem}:{i}"
+            positional += 1
+        meta = {"refchecker": {"Y": item.get("Y")}}
+        if problems:
+            continue
+        yield line, {"id": ident, "question": item.get("question") or "",
+                     "answer": item.get("response") or "", "chunks": refs, "claims": out,
+                     "metadata": meta}
+    if not problems and not items:
+        problems.add(None, "", "no items in the file")
+    problems.raise_if_any()
+    if positional:
+        result.notes.append(f"{positional} item(s) have no {id_field!r}: their ids are "
+                            f"'{path.stem}:<position>'")
+
+
+def sniff(head: str) -> bool:
+    """True when the start of a JSON file looks like RefChecker check output."""
+    return '"ys"' in head and '"claims"' in head and '"response"' in head
+
+
+__all__ = ["DEFAULT_MAPPING", "NAME", "claim_text", "combine", "read", "sniff"]

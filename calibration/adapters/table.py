@@ -1,0 +1,288 @@
+"""Claim-per-row tables: CSV, TSV, Parquet, or a pandas DataFrame.
+
+One row per claim; rows of one answer share its `answer_id` (they need not be adjacent) and
+repeat, or leave empty, its question, answer and chunks. Columns are named by a mapping
+(`--columns answer_id=qid,question=q,answer=resp,chunks=ctx,claim=statement,verdict=label,
+rationale=why`); a name not mapped is looked for under its own name. Chunks are one column
+holding a JSON list (strings, or `{id, text, source}` objects), or repeated columns
+`chunks_1 .. chunks_k` (or `chunk_1 .. chunk_k`, after the mapped name), whose number is the
+chunk id; empty cells are skipped.
+
+CSV and TSV are read with the standard library's csv reader (not pandas) so that a problem
+names the file line the row starts on, counting the header as line 1, even when a quoted cell
+spans lines; decoding is strict, as in the JSONL import. Parquet is read through pandas; there
+a problem names the row (1-based, the header not counted). Verdict spellings go through the
+project's table (`models.VERDICT_ALIASES`) and `--map`, checked row by row.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..models import Verdict, parse_verdict
+from ._common import AdapterResult, Problems, Record
+
+NAME = "csv"
+FIELDS = ("answer_id", "question", "answer", "chunks", "claim", "verdict", "rationale", "claim_id",
+          "evidence", "judge_model", "judge_prompt_version", "category")
+REQUIRED = ("answer_id", "claim", "verdict")
+_ANSWER_FIELDS = ("question", "answer", "judge_model", "judge_prompt_version", "category")
+
+
+def parse_columns(spec: str | None) -> dict[str, str]:
+    """`answer_id=qid,claim=statement` -> {"answer_id": "qid", "claim": "statement"}."""
+    out: dict[str, str] = {}
+    for item in (spec or "").split(","):
+        if not item.strip():
+            continue
+        target, sep, source = item.partition("=")
+        target, source = target.strip(), source.strip()
+        if not sep or not source:
+            raise InputError(f"--columns {item.strip()!r}: expected FIELD=COLUMN")
+        if target not in FIELDS:
+            raise InputError(f"--columns {item.strip()!r}: {target!r} is not one of {', '.join(FIELDS)}")
+        out[target] = source
+    return out
+
+
+def _cell(value: Any) -> Any:
+    """Empty cells (blank text, None, NaN) become None; text is stripped of surrounding blanks."""
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, str):
+        value = value.strip()
+        return value or None
+    return value
+
+
+def _as_id(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value) if isinstance(value, str | int) else None
+
+
+def _format(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    if suffix in (".tsv", ".tab"):
+        return "tsv"
+    return "csv"
+
+
+def read(
+    path: str | Path,
+    *,
+    judge_model: str | None = None,
+    judge_prompt_version: str | None = None,
+    mapping: dict[str, Verdict] | None = None,
+    encoding: str | None = None,
+    columns: dict[str, str] | str | None = None,
+    delimiter: str | None = None,
+) -> AdapterResult:
+    """Read a claim-per-row CSV, TSV (by extension, or `delimiter=`) or Parquet file."""
+    path = Path(path)
+    cols = parse_columns(columns) if isinstance(columns, str | None) else dict(columns)
+    result = AdapterResult(tool=NAME, source=path, records=iter(()), mapping=dict(mapping or {}),
+                           judge_model=judge_model, judge_prompt_version=judge_prompt_version)
+    kind = _format(path)
+    if kind == "parquet":
+        result.records = _from_parquet(path, cols, mapping, result)
+        return result
+    sep = delimiter or ("\t" if kind == "tsv" else ",")
+    result.records = _from_csv(path, encoding, sep, cols, mapping, result)
+    return result
+
+
+def read_frame(frame: Any, *, source: str = "<DataFrame>", judge_model: str | None = None,
+               judge_prompt_version: str | None = None, mapping: dict[str, Verdict] | None = None,
+               columns: dict[str, str] | str | None = None) -> AdapterResult:
+    """The same from a pandas DataFrame already in memory; problems name 1-based rows."""
+    cols = parse_columns(columns) if isinstance(columns, str | None) else dict(columns)
+    result = AdapterResult(tool=NAME, source=Path(source), records=iter(()), mapping=dict(mapping or {}),
+                           judge_model=judge_model, judge_prompt_version=judge_prompt_version)
+    header = [str(c) for c in frame.columns]
+    rows = ((n, values) for n, values in enumerate(frame.itertuples(index=False, name=None), start=1))
+    result.records = _group(Path(source), header, rows, cols, mapping, result)
+    return result
+
+
+def _from_parquet(path: Path, cols: dict[str, str], mapping: dict[str, Verdict] | None,
+                  result: AdapterResult) -> Iterator[Record]:
+    import pandas as pd  # late: pandas is only needed for Parquet
+
+    try:
+        frame = pd.read_parquet(path)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: cannot read as Parquet: {exc}; nothing was imported") from exc
+    header = [str(c) for c in frame.columns]
+    rows = ((n, values) for n, values in enumerate(frame.itertuples(index=False, name=None), start=1))
+    yield from _group(path, header, rows, cols, mapping, result)
+
+
+def _from_csv(path: Path, encoding: str | None, sep: str, cols: dict[str, str],
+              mapping: dict[str, Verdict] | None, result: AdapterResult) -> Iterator[Record]:
+    enc = encoding or "utf-8-sig"
+    try:
+        codecs.lookup(enc)
+    except LookupError as exc:
+        raise InputError(f"unknown encoding {enc!r}") from exc
+    try:
+        raw = path.open("rb")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open: {exc.strerror}") from exc
+    with io.TextIOWrapper(raw, encoding=enc, errors="strict", newline="") as fh:
+        reader = csv.reader(fh, delimiter=sep)
+        line = 1
+        try:
+            header = next(reader, None)
+            if header is None:
+                raise InputError(f"{path}: the file is empty; nothing was imported")
+
+            def rows() -> Iterator[tuple[int, Sequence[Any]]]:
+                start = reader.line_num + 1
+                for row in reader:
+                    if any(row):  # csv gives [] for a blank line
+                        yield start, row
+                    start = reader.line_num + 1
+
+            yield from _group(path, [h.strip() for h in header], rows(), cols, mapping, result)
+        except UnicodeDecodeError as exc:
+            line = reader.line_num + 1
+            hint = "" if encoding else "; the file is not UTF-8: give its encoding with --encoding"
+            raise InputError(f"{path}:{line}: cannot decode bytes as {encoding or 'UTF-8'}{hint}; "
+                             "nothing was imported") from exc
+        except csv.Error as exc:
+            raise InputError(f"{path}:{reader.line_num}: {exc}; nothing was imported") from exc
+
+
+def _chunk_columns(header: list[str], base: str) -> list[tuple[int, str]]:
+    for name in dict.fromkeys((base, base.removesuffix("s"), "chunk")):
+        pat = re.compile(rf"{re.escape(name)}_(\d+)")
+        found = [(int(m.group(1)), i) for i, h in enumerate(header) if (m := pat.fullmatch(h))]
+        if found:
+            return [(k, header[i]) for k, i in sorted(found)]
+    return []
+
+
+def _parse_chunks(value: Any) -> list[Any]:
+    if isinstance(value, str):
+        value = json.loads(value)
+    elif hasattr(value, "tolist"):  # a list column read from Parquet arrives as an ndarray
+        value = value.tolist()
+    if not isinstance(value, list):
+        raise ValueError("must be a JSON list of chunk texts or {id, text, source} objects")
+    return value
+
+
+def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any]]],
+           cols: dict[str, str], mapping: dict[str, Verdict] | None,
+           result: AdapterResult) -> Iterator[Record]:
+    problems = Problems(path)
+    names = {f: cols.get(f, f) for f in FIELDS}
+    index = {h: i for i, h in enumerate(header)}
+    missing = [f"{names[f]} (for {f})" if names[f] != f else f for f in REQUIRED if names[f] not in index]
+    if missing:
+        raise problems.fail(1, "", f"missing column(s): {', '.join(missing)}; "
+                                   f"the file has {', '.join(header) or 'no columns'}")
+    absent = [f"{names[f]} (for {f})" for f in FIELDS if f in cols and names[f] not in index
+              and f != "chunks"]
+    chunk_json = index.get(names["chunks"])
+    chunk_cols = [] if chunk_json is not None else [(k, index[h]) for k, h in
+                                                  _chunk_columns(header, names["chunks"])]
+    if "chunks" in cols and chunk_json is None and not chunk_cols:
+        absent.append(f"{names['chunks']} or {names['chunks']}_1.. (for chunks)")
+    if absent:
+        raise problems.fail(1, "", f"missing column(s): {', '.join(absent)}")
+    pos = {f: index.get(names[f]) for f in FIELDS}
+    answers: dict[str, dict[str, Any]] = {}
+    first_line: dict[str, int] = {}
+    last_cell: dict[str, Any] = {}
+    for line, row in rows:
+        def get(f: str, row: Sequence[Any] = row) -> Any:
+            i = pos[f]
+            return _cell(row[i]) if i is not None and i < len(row) else None
+
+        aid = _as_id(get("answer_id"))
+        if aid is None:
+            problems.add(line, names["answer_id"], "missing: every row names its answer")
+            continue
+        claim = get("claim")
+        if not isinstance(claim, str):
+            problems.add(line, names["claim"], "missing: a row is one claim")
+            continue
+        raw = get("verdict")
+        try:
+            parse_verdict(raw if isinstance(raw, str) else None, mapping)
+        except ValueError as exc:
+            problems.add(line, names["verdict"], str(exc))
+            continue
+        chunks: list[Any] | None = None
+        if chunk_json is not None:
+            cell = _cell(row[chunk_json]) if chunk_json < len(row) else None
+            if isinstance(cell, str) and cell == last_cell.get(aid):
+                cell = None  # the same JSON text as this answer's earlier row: already parsed and checked
+            elif isinstance(cell, str):
+                last_cell[aid] = cell
+            if cell is not None:
+                try:
+                    chunks = _parse_chunks(cell)
+                except (ValueError, json.JSONDecodeError) as exc:
+                    msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                    problems.add(line, names["chunks"], f"not a JSON list: {msg}")
+                    continue
+        elif chunk_cols:
+            chunks = [{"id": str(k), "text": str(c)} for k, i in chunk_cols
+                      if i < len(row) and (c := _cell(row[i])) is not None]
+            chunks = chunks or None
+        rec = answers.get(aid)
+        if rec is None:
+            rec = answers[aid] = {"id": aid, "claims": [], "metadata": {}}
+            first_line[aid] = line
+            for f in _ANSWER_FIELDS:
+                rec[f] = get(f)
+            rec["chunks"] = chunks or []
+        else:
+            for f in _ANSWER_FIELDS:
+                v = get(f)
+                if v is not None and rec[f] is not None and v != rec[f]:
+                    problems.add(line, names[f], f"differs from line {first_line[aid]} for answer {aid!r}")
+                elif v is not None:
+                    rec[f] = v
+            if chunks is not None:
+                if rec["chunks"] and chunks != rec["chunks"]:
+                    problems.add(line, names["chunks"], f"differs from line {first_line[aid]} for "
+                                                        f"answer {aid!r}")
+                else:
+                    rec["chunks"] = chunks
+        evidence, why = get("evidence"), get("rationale")
+        rec["claims"].append({
+            "id": _as_id(get("claim_id")), "text": claim, "verdict": raw,
+            "rationale": why if isinstance(why, str) else None,
+            "evidence": [e.strip() for e in str(evidence).split(";") if e.strip()] if evidence else [],
+        })
+    if not answers and not problems:
+        problems.add(None, "", "no rows in the file")
+    problems.raise_if_any()
+    for aid, rec in answers.items():
+        yield first_line[aid], rec
+
+
+def sniff_name(path: Path) -> bool:
+    return path.suffix.lower() in (".csv", ".tsv", ".tab", ".parquet", ".pq")
+
+
+__all__ = ["FIELDS", "NAME", "parse_columns", "read", "read_frame", "sniff_name"]
