@@ -45,7 +45,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
 from ..fmt import plural
 from ..models import Verdict, normalise_spelling
 from ._common import AdapterResult, JsonText, Problems, Record, merged_mapping, read_text
@@ -242,5 +241,5 @@ def sniff(head: str) -> bool:
     return any(k in head for k in ('"testRunData"', '"testCases"', '"testRunLink"'))
 
 
-__all__ = ["DEFAULT_MAPPING", "NAME", "InputError", "parse_verbose_logs", "read", "sniff",
+__all__ = ["DEFAULT_MAPPING", "NAME", "parse_verbose_logs", "read", "sniff",
            "split_pretty_strings"]
