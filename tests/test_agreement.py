@@ -42,7 +42,6 @@ from calibration.agreement import (
     compare_judge_runs_arrays,
     confusion_matrix,
     decide_flag,
-    final_human_label,
     gwet_ac1,
     human_human_agreement,
     human_human_agreement_arrays,
@@ -54,12 +53,12 @@ from calibration.agreement import (
     per_class_metrics,
     percent_agreement,
     prevalence_bias_pabak,
-    resolve_final_labels,
     stuart_maxwell,
     weighted_agreement,
     wilson_interval,
 )
 from calibration.decisions import more_claims_to_decide
+from tests.final_label_oracle import final_human_label, resolve_final_labels
 
 S, C, U = LABELS
 Z = stats.norm.ppf(0.975)
@@ -1017,3 +1016,35 @@ def test_the_flag_reads_reweighted_agreement_only_for_unequal_weights():
     assert w.estimates.agreement.value == pytest.approx(w.weighted.value)
     assert w.flag.status == "ok"
     assert w.flag.reasons[0].message.startswith("agreement estimated for the population (raw 80.0%)")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_array_rule_equals_the_per_record_oracle(seed):
+    from calibration.final_label import resolve
+    from calibration.vocab import CLAIM_STATUSES, ClaimStatus
+
+    rng = np.random.default_rng(seed)
+    n = 60
+    at, final = [], []
+    for claim in range(n):
+        for _ in range(int(rng.integers(0, 4))):
+            at.append(claim)
+            final.append(int(rng.choice(3, p=[0.7, 0.2, 0.1])))
+    adjudicated = np.where(rng.random(n) < 0.1, rng.integers(0, 3, n), -1)
+    unclear = rng.random(n) < 0.1
+    human, status = resolve(n, np.array(at, dtype=np.int64), np.array(final, dtype=np.int64),
+                            adjudicated, unclear)
+    for claim in range(n):
+        verdicts = [LABELS[v] for c, v in zip(at, final, strict=True) if c == claim]
+        adj = LABELS[adjudicated[claim]] if adjudicated[claim] >= 0 else None
+        expected = final_human_label(verdicts, adj, unclear=bool(unclear[claim]))
+        assert (LABELS[human[claim]] if human[claim] >= 0 else None) == expected
+        got = CLAIM_STATUSES[status[claim]]
+        if adj is not None:
+            assert got is ClaimStatus.ADJUDICATED
+        elif unclear[claim]:
+            assert got is ClaimStatus.NEEDS_DISCUSSION
+        elif expected is not None:
+            assert got is ClaimStatus.UNANIMOUS
+        else:
+            assert got is (ClaimStatus.DISPUTED if verdicts else ClaimStatus.UNLABELED)

@@ -17,6 +17,7 @@ from calibration.fmt import plural
 from calibration.importing import import_answers
 from calibration.report import BOOTSTRAP
 from calibration.store.claims import json_ints
+from tests.final_label_oracle import FinalLabels, resolve_final_labels
 from tests.records import stats_input
 
 from .conftest import DEMO, ROOT
@@ -235,7 +236,7 @@ def test_demo_import_keeps_working(fresh_db: Database) -> None:
 
 # ---------------------------------------------------------------- the columns behind it
 # The dashboard reads the store as arrays and resolves final labels with array operations; the
-# oracles here are the per-record statistics (agreement.resolve_final_labels and friends) and
+# oracles here are the per-record statistics (resolve_final_labels and friends) and
 # the reviewer table's SQL.
 
 RUN_A, RUN_B = "mix@a", "mix@b"
@@ -300,8 +301,8 @@ def mixed_db(fresh_db: Database, tmp_path: Path) -> Database:
 
 
 def _oracle(db: Database, run_id: int,
-            cycle_id: int | None) -> tuple[agreement.FinalLabels, list[tuple[str, str, str]], int]:
-    """`agreement.resolve_final_labels` on the raw rows; the rows (claim order, then reviewer); the
+            cycle_id: int | None) -> tuple[FinalLabels, list[tuple[str, str, str]], int]:
+    """`resolve_final_labels` on the raw rows; the rows (claim order, then reviewer); the
     number of judged claims in scope."""
     scope = ("JOIN cycle_answers ca ON ca.answer_id = c.answer_id AND ca.cycle_id = :cycle"
              if cycle_id is not None else "")
@@ -324,7 +325,7 @@ def _oracle(db: Database, run_id: int,
             WHERE h.status = 'unclear'""", params).fetchall()]
     judged = db.execute(f"SELECT count(*) FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk {scope} "
                         "WHERE v.run_id = :run", params).fetchone()[0]
-    return agreement.resolve_final_labels(labels, adjudicated, unclear), labels, judged
+    return resolve_final_labels(labels, adjudicated, unclear), labels, judged
 
 
 def _claim_order(db: Database):
