@@ -29,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from calibration.decisions import BET_TRUNCATION, kappa_many, log_capital, plugin_bets  # noqa: E402
+from calibration.decisions import BET_TRUNCATION, kappa_se_many, log_capital, plugin_bets  # noqa: E402
 
 TARGET, FLOOR, ALPHA = 0.85, 0.60, 0.05
 MAX_CLAIMS, STEP, M_MAX = 200, 20, 5
@@ -78,7 +78,7 @@ def simulate(p: float, skew: bool, reps: int, rng: np.random.Generator) -> dict[
     ok_a = cap_above[rows, looks] >= goal
     direction = (dir_len[rows, looks] >= goal_d) | (dir_str[rows, looks] >= goal_d)
     tables = np.cumsum(cells, axis=1)[rows, looks].reshape(reps, looks.shape[1], 3, 3)
-    _, _, k_high = kappa_many(tables)
+    _, _, k_high = kappa_se_many(tables)
     kappa_rev = np.isfinite(k_high) & (k_high < FLOOR)
     revise = revise_a | kappa_rev | direction
     ok = ok_a & ~revise

@@ -34,7 +34,7 @@ from scipy.special import bdtr, bdtrc, chdtrc, ndtri
 # The Wilson interval lives with the design-based estimates (which, like the flag's rules in
 # decisions.py, need it without importing this module); it is re-exported here.
 from . import decisions, estimation
-from .estimation import wilson_interval
+from .estimation import kappa_many, wilson_interval
 from .vocab import LABELS
 
 POSITIVE: Final = "SUPPORTED"
@@ -434,20 +434,6 @@ def cohens_kappa(table: np.ndarray | Sequence[Sequence[float]], *, confidence: f
     se = math.sqrt(var_n / n)
     z = _z(confidence)
     return KappaResult(kappa, se, max(-1.0, kappa - z * se), min(1.0, kappa + z * se), kmax)
-
-
-def kappa_many(tables: np.ndarray) -> np.ndarray:
-    """Cohen's kappa of each table in a stack of shape (..., k, k); NaN where undefined.
-
-    Same formula as :func:`cohens_kappa`; vectorised for bootstrap resamples.
-    """
-    t = np.asarray(tables, dtype=float)
-    n = t.sum(axis=(-2, -1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        po = np.trace(t, axis1=-2, axis2=-1) / n
-        pe = np.einsum("...i,...i->...", t.sum(axis=-1), t.sum(axis=-2)) / (n * n)
-        kappa = (po - pe) / (1 - pe)
-    return np.where((n > 0) & (1 - pe > _ZERO_VAR), kappa, np.nan)
 
 
 def agreement_many(tables: np.ndarray) -> np.ndarray:

@@ -554,7 +554,10 @@ def _kappa_of(p: np.ndarray) -> tuple[float | None, float, np.ndarray, np.ndarra
 
 
 def kappa_many(tables: np.ndarray) -> np.ndarray:
-    """Cohen's kappa of each table in a stack (..., k, k); NaN where undefined."""
+    """Cohen's kappa of each table in a stack (..., k, k); NaN where undefined.
+
+    The formula of `agreement.cohens_kappa` (Cohen 1960), vectorised for bootstrap resamples.
+    """
     t = np.asarray(tables, dtype=float)
     n = t.sum(axis=(-2, -1))
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -22,8 +22,8 @@ from calibration.decisions import (
     decide,
     direction_rule,
     human_ceiling,
-    kappa_many,
     kappa_rule,
+    kappa_se_many,
     log_capital,
     more_claims_for_kappa,
     more_claims_to_decide,
@@ -78,7 +78,7 @@ def test_prob_sentence(p: float, text: str) -> None:
 def test_kappa_many_matches_agreement_cohens_kappa() -> None:
     rng = np.random.default_rng(3)
     tables = rng.integers(0, 30, size=(50, 3, 3)).astype(float)
-    value, se, high = kappa_many(tables)
+    value, se, high = kappa_se_many(tables)
     for t, v, s, h in zip(tables, value, se, high, strict=True):
         ref = cohens_kappa(t)
         assert v == pytest.approx(ref.value, abs=1e-12)
@@ -88,7 +88,7 @@ def test_kappa_many_matches_agreement_cohens_kappa() -> None:
 
 
 def test_kappa_many_undefined_is_nan() -> None:
-    value, se, _ = kappa_many(np.array([[[5.0, 0, 0], [0, 0, 0], [0, 0, 0]], np.zeros((3, 3))]))
+    value, se, _ = kappa_se_many(np.array([[[5.0, 0, 0], [0, 0, 0], [0, 0, 0]], np.zeros((3, 3))]))
     assert np.isnan(value).all() and np.isnan(se).all()
 
 
