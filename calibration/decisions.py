@@ -384,7 +384,8 @@ def direction_rule(diff: np.ndarray, m: np.ndarray, *, alpha: float = 0.05,
                       DIRECTION_BOUND, cs.n_answers)
 
 
-def kappa_se_many(tables: np.ndarray, *, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def kappa_se_many(tables: np.ndarray, *,
+                  confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cohen's kappa, its Fleiss-Cohen-Everitt SE and the upper end of its normal interval, per table.
 
     The formula of :func:`agreement.cohens_kappa` (Fleiss, Cohen & Everitt 1969), vectorised over
