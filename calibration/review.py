@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlite_utils import Database
 
@@ -45,6 +46,7 @@ from .errors import ConflictError, InputError, NotFoundError, NotRevealedError
 from .fmt import plural
 from .models import Verdict
 from .store import LabelState
+from .store import guidelines as db_guidelines
 from .store import review as db_review
 from .store.review import QueueRow
 
@@ -642,6 +644,24 @@ def verdict_definitions(template: str) -> dict[str, str]:
     return out
 
 
+_PROMPTS = Path(__file__).resolve().parent / "prompts"
+SHIPPED_PROMPT = "grounding-v1.txt"  # the template imported judge runs are taken to follow
+
+
+def judge_definitions(db: Database, run_id: int) -> dict[str, str]:
+    """The verdict definitions shown to reviewers: those of the prompt the cycle's judge run
+    used (a judge-lab run keeps its template), else of the shipped grounding prompt."""
+    shipped = verdict_definitions((_PROMPTS / SHIPPED_PROMPT).read_text(encoding="utf-8"))
+    return {**shipped, **verdict_definitions(db_guidelines.run_template(db, run_id) or "")}
+
+
+def guidelines_for(db: Database, cycle_id: int) -> list[db_guidelines.Guidelines]:
+    """The lead's guidelines that apply in a cycle: the project's, then the cycle's own."""
+    found = (db_guidelines.get_guidelines(db, db_guidelines.PROJECT_SCOPE),
+             db_guidelines.get_guidelines(db, db_guidelines.cycle_scope(cycle_id)))
+    return [g for g in found if g is not None]
+
+
 def guideline_summary(markdown: str, limit: int = 280) -> str:
     """The short version of a lead's guidelines shown under the buttons: the first paragraph
     (up to the first blank line), cut at `limit` characters on a word boundary."""
@@ -732,6 +752,8 @@ __all__ = [
     "default_cycle",
     "find_claim",
     "guideline_summary",
+    "guidelines_for",
+    "judge_definitions",
     "label",
     "load_card",
     "next_cycle_with_work",
