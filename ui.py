@@ -332,6 +332,7 @@ def verdict_badge(verdict: str | None, *, prefix: str = "") -> None:
 # - turns a shortcut key aimed at a closed pick list (its box, "Clear all", a chip) into the
 #   same key on the page, so it acts as everywhere else;
 # - "?" presses the key-overlay button (Streamlit shortcuts take no punctuation);
+# - keeps the marked claim in view inside the answer's own scrolling box;
 # - before the page unloads with a note typed and not yet recorded, asks the browser to
 #   warn (the note is written with the verdict; a reload would lose it).
 # A constant: no data goes into it.
@@ -380,6 +381,17 @@ _KEY_GUARD = """<script>
     const t = e.target;
     if (t instanceof Element && t.matches(NOTE)) t.dataset.calDirty = "1";
   }, true);
+  // The answer scrolls in its own box: keep the marked claim in view there.
+  new MutationObserver(() => {
+    for (const box of document.querySelectorAll(".cal-answer")) {
+      const mark = box.querySelector("mark");
+      if (!mark || box.scrollHeight <= box.clientHeight) continue;
+      const top = mark.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop;
+      if (top < box.scrollTop || top + mark.offsetHeight > box.scrollTop + box.clientHeight) {
+        box.scrollTop = Math.max(0, top - 8);
+      }
+    }
+  }).observe(document.body, {childList: true, subtree: true});
   window.addEventListener("beforeunload", (e) => {
     const dirty = [...document.querySelectorAll(NOTE)].some(
       (i) => i.dataset.calDirty === "1" && i.value.trim() !== "");

@@ -69,7 +69,7 @@ CYCLE_KEY = "review_cycle"  # the chosen cycle's id (not a widget key: see the p
 _CSS = "<style>\n" + "\n".join([
     ".stMainBlockContainer { padding-top: 2.6rem; padding-bottom: 1rem; }",
     ".st-key-chunks { max-height: calc(100vh - 9.5rem); overflow-y: auto; padding-right: 4px; }",
-    ".st-key-answer .cal-answer { max-height: 8.2em; overflow-y: auto; }",
+    ".st-key-answer .cal-answer { max-height: 10em; overflow-y: auto; position: relative; }",
     ".st-key-question [data-testid='stText'] { font-weight: 600; }",
     ".st-key-cycle-name [data-testid='stText'] { font-size: 0.85rem; opacity: 0.8; }",
     "[class*='st-key-v-'] button { padding-left: 6px; padding-right: 6px; }",
@@ -332,9 +332,11 @@ def _header(choices: list[review.CycleChoice], chosen: review.CycleChoice,
     return answers, guide, keys
 
 
-def _question_and_answer(card: review.Card, index: int | None) -> None:
+def _question_and_answer(card: review.Card, index: int | None, mode: str) -> None:
     with st.container(key="question"):
         ui.literal(card.question)
+    if mode != "claim" and len(card.claims) == 1 and card.answer.strip() == card.claims[0].text.strip():
+        return  # the answer is its one claim, shown in the panel below
     spans = review.claim_spans(card.answer, [c.text for c in card.claims])
     span = spans[index] if index is not None else None
     with st.container(border=True, key="answer"):
@@ -454,16 +456,14 @@ def _reveal_row(cycle: review.CycleRef, card: review.Card, r: review.Revealed, s
                 ) -> None:
     pk = r.claim.pk
     with st.container(border=True, key=f"reveal-{pk}"):
-        text, you, judge = st.columns([4, 2, 2])
-        with text:
+        # The verdicts and (for a disagreement) the K / J choice come before the long texts,
+        # so the decision is on screen whatever the claim's length.
+        with st.container(horizontal=True, vertical_alignment="center"):
             st.markdown(f"**Claim {r.claim.number}**")
-            ui.literal(r.claim.text)
-        with you:
             if r.unclear:
                 st.badge("You: unclear", icon=":material/help:", color="gray")
             else:
                 ui.verdict_badge(r.blind, prefix="You")
-        with judge:
             if r.unclear and not r.adjudicated:
                 st.badge("Judge: hidden", color="gray")
             else:
@@ -489,6 +489,7 @@ def _reveal_row(cycle: review.CycleRef, card: review.Card, r: review.Revealed, s
                          help="My first call was a slip; take the judge's verdict.",
                          on_click=_on_reconcile,
                          args=(cycle.id, card.answer_id, pk, "judge_right"))
+        ui.literal(r.claim.text)
         if r.unclear:
             if r.adjudicated:
                 with st.container(horizontal=True):
@@ -624,7 +625,7 @@ def review_fragment() -> None:
     summary = review.guideline_summary(guidelines[-1].markdown) if guidelines else ""
     left, right = st.columns([5, 3], gap="medium")
     with left:
-        _question_and_answer(card, index)
+        _question_and_answer(card, index, mode)
         if mode == "claim":
             assert index is not None
             _claim_panel(cycle, card, index, definitions, summary)
