@@ -68,7 +68,7 @@ CYCLE_KEY = "review_cycle"  # the chosen cycle's id (not a widget key: see the p
 # verdict colours only on verdict buttons. Constant CSS; no data goes into it.
 _CSS = "<style>\n" + "\n".join([
     ".stMainBlockContainer { padding-top: 2.6rem; padding-bottom: 1rem; }",
-    ".st-key-chunks { max-height: calc(100vh - 9.5rem); overflow-y: auto; padding-right: 4px; }",
+    ".st-key-chunks { max-height: calc(100vh - 12rem); overflow-y: auto; padding-right: 4px; }",
     ".st-key-answer .cal-answer { max-height: 10em; overflow-y: auto; position: relative; }",
     ".st-key-question [data-testid='stText'] { font-weight: 600; }",
     ".st-key-cycle-name [data-testid='stText'] { font-size: 0.85rem; opacity: 0.8; }",

@@ -458,6 +458,24 @@ def test_last_look_lets_a_verdict_change_before_the_reveal(app: App, page: Any) 
     assert times and all(ms is not None and 0 <= ms < 60_000 for (ms,) in times), times
 
 
+def test_guidelines_beside_the_task(app: App, page: Any) -> None:
+    from calibration.store import guidelines as db_guidelines
+    with store.session(app.db) as db:
+        db_guidelines.save_guidelines(db, db_guidelines.cycle_scope(app.cycle_id),
+                                      "Dates must match **exactly**.\n\n## Details\nGUIDE-DETAIL", "lead")
+    answer = app.queue()[0]
+    sign_in(page, app.url, "guided")
+    wait_claim(page, app.pks(answer)[0])
+    summary = page.locator(".st-key-guideline-summary").inner_text()
+    assert "Dates must match **exactly**." in summary  # the short version, as plain text
+    page.keyboard.press("G")
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_text("GUIDE-DETAIL").wait_for()
+    assert dialog.locator("strong").filter(has_text="exactly").count() == 1  # the lead's markdown
+    assert "The chunks contain no information to check this claim" in dialog.inner_text()
+    shot(page, "guidelines")
+
+
 def test_cycle_picker_opens_the_first_cycle_with_work(app: App, page: Any) -> None:
     reviewer = "picker"
     more = [
