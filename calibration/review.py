@@ -33,6 +33,7 @@ queue (a cycle's 15-30 answers); nothing scans tables that grow with the databas
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -648,11 +649,15 @@ _PROMPTS = Path(__file__).resolve().parent / "prompts"
 SHIPPED_PROMPT = "grounding-v1.txt"  # the template imported judge runs are taken to follow
 
 
+@functools.cache
+def _shipped_definitions() -> dict[str, str]:
+    return verdict_definitions((_PROMPTS / SHIPPED_PROMPT).read_text(encoding="utf-8"))
+
+
 def judge_definitions(db: Database, run_id: int) -> dict[str, str]:
     """The verdict definitions shown to reviewers: those of the prompt the cycle's judge run
     used (a judge-lab run keeps its template), else of the shipped grounding prompt."""
-    shipped = verdict_definitions((_PROMPTS / SHIPPED_PROMPT).read_text(encoding="utf-8"))
-    return {**shipped, **verdict_definitions(db_guidelines.run_template(db, run_id) or "")}
+    return {**_shipped_definitions(), **verdict_definitions(db_guidelines.run_template(db, run_id) or "")}
 
 
 def guidelines_for(db: Database, cycle_id: int) -> list[db_guidelines.Guidelines]:

@@ -72,6 +72,7 @@ _CSS = "<style>\n" + "\n".join([
     ".st-key-answer .cal-answer { max-height: 10em; overflow-y: auto; position: relative; }",
     ".st-key-question [data-testid='stText'] { font-weight: 600; }",
     ".st-key-cycle-name [data-testid='stText'] { font-size: 0.85rem; opacity: 0.8; }",
+    ".st-key-guideline-summary [data-testid='stText'] { font-size: 0.85rem; opacity: 0.85; }",
     "[class*='st-key-v-'] button { padding-left: 6px; padding-right: 6px; }",
     "[data-testid='stMainBlockContainer'] [data-testid='stVerticalBlock'] { gap: 0.6rem; }",
     "[class*='st-key-disagreement-'] { border-left: 4px solid #3f5f8a; padding-left: 6px;"
@@ -270,7 +271,9 @@ def _guidelines_dialog(definitions: dict[str, str], guidelines: list[Guidelines]
 
 
 @st.dialog("Your answers in this cycle", width="large")
-def _answers_dialog(cycle_id: int, statuses: list[review.AnswerStatus], current: str | None) -> None:
+def _answers_dialog(cycle_id: int, reviewer: str, current: str | None) -> None:
+    with _db() as db:  # read only when the list is open: a key press does not pay for it
+        statuses = review.answer_statuses(db, cycle_id, reviewer)
     for a in statuses:
         with st.container(horizontal=True, vertical_alignment="center", key=f"answer-row-{a.number}"):
             ui.literal(f"{'▶' if a.answer_id == current else ' '} {a.number}. {a.answer_id} · "
@@ -440,13 +443,16 @@ def _last_look(cycle: review.CycleRef, card: review.Card) -> None:
         st.caption("Your verdicts on this answer. Change any of them now; after the commit "
                    "the judge is shown and your blind verdicts are final.")
         for i, c in enumerate(card.claims):
-            with st.container(horizontal=True, vertical_alignment="center", key=f"look-{c.pk}"):
+            with st.container(key=f"look-{c.pk}"):
+                badge, text, change = st.columns([2, 7, 2], vertical_alignment="center")
+            with badge:
                 if c.verdict:
                     ui.verdict_badge(c.verdict)
                 else:
                     st.badge("unclear", color="gray")
-                with st.container(width="stretch"):
-                    ui.literal(f"{c.number}. {c.text}")
+            with text:
+                ui.literal(f"{c.number}. {c.text}")
+            with change:
                 st.button("Change", key=f"change-{c.pk}", icon=":material/edit:",
                           shortcut="Left" if i == len(card.claims) - 1 else None,
                           on_click=_on_move, args=(cycle.id, card.answer_id, None, i))
@@ -597,7 +603,6 @@ def review_fragment() -> None:
                              reviewer=reviewer) if card is not None and mode == "reveal" else None
         definitions = review.judge_definitions(db, cycle.judge_run_id)
         guidelines = review.guidelines_for(db, cycle.id)
-        statuses = review.answer_statuses(db, cycle.id, reviewer)
     wanted = (st.session_state.get(CURSOR) or {}).get("selected")
     view = None if rows is None else review.reveal_view(rows, wanted)
     if card is not None:  # the cursor always names the card drawn below
@@ -607,7 +612,7 @@ def review_fragment() -> None:
     k = answers.index(card.answer_id) + 1 if card is not None and card.answer_id in answers else 0
     open_answers, open_guide, open_keys = _header(choices, chosen, chosen.progress, k, len(answers))
     if open_answers:
-        _answers_dialog(cycle.id, statuses, card.answer_id if card else None)
+        _answers_dialog(cycle.id, reviewer, card.answer_id if card else None)
     elif open_guide:
         _guidelines_dialog(definitions, guidelines)
     elif open_keys:

@@ -476,6 +476,24 @@ def test_guidelines_beside_the_task(app: App, page: Any) -> None:
     shot(page, "guidelines")
 
 
+def test_the_answer_list_jumps_to_any_answer(app: App, page: Any) -> None:
+    reviewer = "jumper"
+    order = app.queue()
+    sign_in(page, app.url, reviewer)
+    wait_claim(page, app.pks(order[0])[0])
+    page.keyboard.press("L")
+    dialog = page.get_by_role("dialog")
+    rows = dialog.locator("[class*='st-key-answer-row-']")
+    rows.first.wait_for()
+    texts = rows.all_inner_texts()
+    assert len(texts) == len(order) and all("to do" in t for t in texts), texts
+    assert [next(a for a in order if f". {a} ·" in t) for t in texts] == order
+    dialog.get_by_role("button", name=f"Open answer {len(order)}").click()
+    wait_claim(page, app.pks(order[-1])[0])
+    assert page.get_by_role("dialog").count() == 0
+    assert f"answer {len(order)} of {len(order)}" in page.locator("[data-testid='stProgress']").inner_text()
+
+
 def test_cycle_picker_opens_the_first_cycle_with_work(app: App, page: Any) -> None:
     reviewer = "picker"
     more = [
