@@ -17,6 +17,7 @@ PAGES: list[tuple[str, str, str, bool]] = [
     ("pages/home.py", "Home", ":material/home:", False),
     ("pages/review.py", "Review", ":material/rate_review:", False),
     ("pages/cycles.py", "Cycles", ":material/autorenew:", True),
+    ("pages/guidelines.py", "Guidelines", ":material/menu_book:", True),
     ("pages/dashboard.py", "Dashboard", ":material/monitoring:", True),
     ("pages/judge_lab.py", "Judge lab", ":material/science:", True),
 ]

@@ -12,11 +12,12 @@ matched to a known reviewer's spelling (`review.canonical_reviewer`), so "anna r
 is the existing "Anna Reviewer", not a second person.
 
 A reload is a new Streamlit session, and Streamlit offers no server-side way to carry a
-session over (`st.context.cookies` is read-only). The name is therefore also kept in the
-page's query string (`?reviewer=`), which is client-controlled exactly like the name
-field: after a reload it only fills in the sign-in field, and the reviewer confirms with
-Enter. Labels are always written under the session's signed-in name (`REVIEWER_KEY`),
-never read from the URL, and a link someone shares does not sign anyone in silently.
+session over (`st.context.cookies` is read-only). The name is therefore kept in the page's
+query string (`?reviewer=`) beside a signed, expiring token (`?signin=`, see
+`sign_token`): a reload with both, the token valid, signs the same reviewer in again
+without a key press. A name alone (or with a bad or expired token) only fills in the
+sign-in field. Labels are always written under the session's signed-in name
+(`REVIEWER_KEY`), never read from the URL.
 
 Leads (`require_lead`): the Dashboard, Cycles and Judge lab pages are for leads, listed in
 $CALIBRATION_LEADS or in the secrets; with none configured every signed-in user is one.
@@ -29,13 +30,19 @@ captions, option names) only ever get constant text.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import html
 import os
+import secrets
+import time
 from pathlib import Path
 
 import streamlit as st
 
 from calibration import cycles, review, store
+from calibration.vocab import VERDICT_COLOURS
 
 ROOT = Path(__file__).resolve().parent
 REVIEWER_KEY = "_calibration_reviewer"  # session-state only; never a widget key
@@ -43,6 +50,52 @@ _SIGNIN_FIELD = "signin_name"
 MAX_NAME = 80
 NAME_PARAM = "reviewer"  # query parameter that survives a reload; only pre-fills the sign-in
 LEADS_ENV = "CALIBRATION_LEADS"
+TOKEN_PARAM = "signin"  # query parameter holding the sign-in token (`sign_token`)
+TOKEN_TTL_S = 12 * 3600  # a working day: a link shared today signs nobody in tomorrow
+SECRET_ENV = "CALIBRATION_SIGNIN_SECRET"
+SECRET_SETTING = "ui.signin_secret"  # generated once when neither env nor secrets set one
+
+
+# ---------------------------------------------------------------- sign-in tokens (pure)
+
+
+def _mac(secret: bytes, name: str, expires: int) -> str:
+    digest = hmac.new(secret, f"{expires}\n{name}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def sign_token(secret: bytes, name: str, expires: int) -> str:
+    """A token that says "`name` signed in here, valid until `expires` (Unix seconds)".
+
+    HMAC-SHA256 over the expiry and the name, keyed by the server's secret (`signin_secret`).
+    What it protects: the reviewer name in the URL cannot be changed to another person's (the
+    token is bound to the name, and forging one needs the server secret), and a link copied
+    from the address bar and shared signs its recipient in as the sharer only until the token
+    expires (at most `TOKEN_TTL_S` after it was issued); after that, or with any change to the
+    name or token, the link only fills in the name field. What it does not protect: without
+    OIDC anyone may still type any name at the sign-in (a typed name is taken on trust), a
+    link is a bearer credential until it expires (anyone holding it then is signed in), and a
+    single token cannot be revoked: changing the secret (or deleting the stored one) ends all.
+    """
+    return f"{int(expires)}.{_mac(secret, name, int(expires))}"
+
+
+def check_token(secret: bytes, name: str, token: str, now: float) -> bool:
+    """Whether `token` was made by `sign_token` with this secret and name and is unexpired
+    at `now`. An expiry further ahead than `TOKEN_TTL_S` is refused too."""
+    head, _, mac = token.partition(".")
+    if not head.isdigit() or not mac:
+        return False
+    expires = int(head)
+    if not now < expires <= now + TOKEN_TTL_S:
+        return False
+    return hmac.compare_digest(mac, _mac(secret, name, expires))
+
+
+def token_expiry(token: str) -> int | None:
+    """The expiry a token states (unchecked); None when it is malformed."""
+    head = token.partition(".")[0]
+    return int(head) if head.isdigit() else None
 
 
 def db_path() -> Path:
@@ -55,6 +108,42 @@ def auth_configured() -> bool:
         return bool(st.secrets.load_if_toml_exists()) and "auth" in st.secrets
     except Exception:  # an unreadable secrets file means no auth, as Streamlit itself does
         return False
+
+
+def signin_secret() -> bytes:
+    """The key of the sign-in tokens: $CALIBRATION_SIGNIN_SECRET, else `signin_secret`
+    under `[calibration]` in the secrets, else a random one generated once and kept in the
+    database's settings (so every server process on the database shares it)."""
+    value = os.environ.get(SECRET_ENV, "")
+    if not value:
+        try:
+            if st.secrets.load_if_toml_exists() and "calibration" in st.secrets:
+                value = str(st.secrets["calibration"].get("signin_secret") or "")
+        except Exception:  # an unreadable secrets file configures nothing, as for auth_configured
+            value = ""
+    if value:
+        return value.encode()
+    with store.session(db_path()) as db, store.write(db):
+        stored = store.get_setting(db, SECRET_SETTING)
+        if stored is None:
+            stored = secrets.token_hex(32)
+            store.set_setting(db, SECRET_SETTING, stored)
+    return stored.encode()
+
+
+def _issue_token(name: str) -> None:
+    st.query_params[NAME_PARAM] = name
+    st.query_params[TOKEN_PARAM] = sign_token(signin_secret(), name, int(time.time()) + TOKEN_TTL_S)
+
+
+def _sign_in_from_link() -> str | None:
+    """After a reload: the reviewer named in the URL, if its token is valid; else None."""
+    name = normalise_name(str(st.query_params.get(NAME_PARAM, "")))
+    token = str(st.query_params.get(TOKEN_PARAM, ""))
+    if not name or not token or not check_token(signin_secret(), name, token, time.time()):
+        return None
+    st.session_state[REVIEWER_KEY] = name
+    return name
 
 
 def current_reviewer() -> str | None:
@@ -81,7 +170,7 @@ def _sign_in() -> None:
             name = review.canonical_reviewer(db, name)[:MAX_NAME]
         st.session_state[REVIEWER_KEY] = name
         st.session_state.pop("_signin_error", None)
-        st.query_params[NAME_PARAM] = name
+        _issue_token(name)
     else:
         st.session_state["_signin_error"] = True
 
@@ -90,6 +179,7 @@ def _sign_out() -> None:
     for key in list(st.session_state):
         del st.session_state[key]
     st.query_params.pop(NAME_PARAM, None)
+    st.query_params.pop(TOKEN_PARAM, None)
 
 
 def require_reviewer() -> str:
@@ -102,6 +192,9 @@ def require_reviewer() -> str:
         if st.button("Log in", type="primary"):
             st.login()
         st.stop()
+    linked = _sign_in_from_link()
+    if linked:
+        return linked
     st.subheader("Sign in")
     remembered = normalise_name(str(st.query_params.get(NAME_PARAM, "")))
     if remembered and _SIGNIN_FIELD not in st.session_state:
@@ -181,8 +274,13 @@ def sidebar_identity() -> None:
     reviewer = current_reviewer()
     if not reviewer:
         return
-    if not auth_configured() and st.query_params.get(NAME_PARAM) != reviewer:
-        st.query_params[NAME_PARAM] = reviewer  # a page switch drops it; a reload needs it
+    if not auth_configured():
+        # A page switch drops the query string, and a reload needs it; a token past half its
+        # life is renewed, so a reviewer at work all day is not asked again.
+        expiry = token_expiry(str(st.query_params.get(TOKEN_PARAM, "")))
+        if (st.query_params.get(NAME_PARAM) != reviewer or expiry is None
+                or expiry - time.time() < TOKEN_TTL_S / 2):
+            _issue_token(reviewer)
     with st.sidebar:
         st.caption("Signed in as")
         literal(reviewer)
@@ -212,31 +310,100 @@ def highlighted(before: str, claim: str, after: str) -> None:
     st.html(f'<div class="cal-answer" style="{_BOX}">{body}</div>')
 
 
-# Streamlit ignores a shortcut key only while the focus is in a text field. A pick list's
-# own controls ("Clear all", a chip's remove button) are buttons, so a reviewer who picked
-# an evidence chunk and pressed Tab to reach the note landed on "Clear all", and typing the
-# note recorded verdicts ("u" = unclear, "1" = SUPPORTED...). This listener, on the window
-# in the capture phase (before Streamlit's shortcut handler on the document), drops plain
-# keys aimed at a pick list's non-text parts. Enter, Space, Tab and Escape still reach the
-# control. A constant: no data goes into it.
+def verdict_badge(verdict: str | None, *, prefix: str = "") -> None:
+    """A verdict in its colour (`vocab.VERDICT_COLOURS`); gray "no verdict" for anything else.
+    `prefix` is constant text (e.g. "You", "Judge")."""
+    colour = VERDICT_COLOURS.get(verdict or "")
+    text = verdict if colour else "no verdict"
+    colour = colour or "#6b7280"
+    label = html.escape(f"{prefix} {text}".strip())
+    st.html(f'<span class="cal-verdict" style="display:inline-block; white-space:nowrap; '
+            f'padding:1px 8px; border-radius:6px; font-size:0.85rem; font-weight:600; '
+            f'color:{colour}; border:1px solid {colour}; '
+            f'background:{colour}14">{label}</span>')
+
+
+# Streamlit ignores a shortcut key while the focus is in a text field, and a pick list's
+# search box is one: after choosing an evidence chunk or pressing Escape on the cycle picker
+# the focus stayed there and "1" typed into the search ("No results"); Tab then reached the
+# list's "Clear all" button, where keys were lost. This listener, on the window in the capture
+# phase (before Streamlit's shortcut handler on the document):
+# - hands the focus back to the page after a choice or Escape in a pick list;
+# - turns a shortcut key aimed at a closed pick list (its box, "Clear all", a chip) into the
+#   same key on the page, so it acts as everywhere else;
+# - "?" presses the key-overlay button (Streamlit shortcuts take no punctuation);
+# - keeps the marked claim in view inside the answer's own scrolling box;
+# - before the page unloads with a note typed and not yet recorded, asks the browser to
+#   warn (the note is written with the verdict; a reload would lose it).
+# A constant: no data goes into it.
 _KEY_GUARD = """<script>
 (() => {
   if (window.__calibrationKeyGuard) return;
   window.__calibrationKeyGuard = true;
   const PICKERS = '[data-testid="stMultiSelect"], [data-testid="stSelectbox"]';
-  const PASS = new Set(["Tab", "Escape", "Enter", " ", "Shift"]);
+  const SHORTCUTS = new Set(["1", "2", "3", "s", "u", "k", "j", "n", "g", "h", "l",
+                             "S", "U", "K", "J", "N", "G", "H", "L"]);
+  const NOTE = 'input[aria-label="Note (optional)"]';
+  const refocus = () => {
+    const a = document.activeElement;
+    if (a && a.closest && a.closest(PICKERS)) a.blur();
+  };
+  const isOpen = (picker) => {
+    const i = picker.querySelector("input");
+    return !!i && i.getAttribute("aria-expanded") === "true";
+  };
   window.addEventListener("keydown", (e) => {
-    if (e.ctrlKey || e.metaKey || e.altKey || PASS.has(e.key)) return;
+    if (e.ctrlKey || e.metaKey || e.altKey || !e.isTrusted) return;
     const t = e.target;
-    if (!(t instanceof Element) || t.tagName === "INPUT" || t.tagName === "TEXTAREA") return;
-    if (t.closest(PICKERS)) e.stopImmediatePropagation();
+    if (!(t instanceof Element)) return;
+    const text = t.tagName === "INPUT" || t.tagName === "TEXTAREA";
+    if (e.key === "?" && !text) {
+      const b = document.querySelector(".st-key-keys-help button");
+      if (b) { e.preventDefault(); b.click(); }
+      return;
+    }
+    const picker = t.closest(PICKERS);
+    if (!picker) return;
+    if (e.key === "Escape") { setTimeout(refocus, 0); return; }
+    if (e.key === "Enter") { if (isOpen(picker)) setTimeout(refocus, 60); return; }
+    if (!SHORTCUTS.has(e.key) || isOpen(picker)) return;
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    t.blur();
+    document.body.dispatchEvent(new KeyboardEvent("keydown", {
+      key: e.key, code: e.code, shiftKey: e.shiftKey, bubbles: true, cancelable: true}));
   }, true);
+  window.addEventListener("click", (e) => {
+    const t = e.target;
+    if (t instanceof Element && t.closest('[role="option"]')) setTimeout(refocus, 60);
+  }, true);
+  window.addEventListener("input", (e) => {
+    const t = e.target;
+    if (t instanceof Element && t.matches(NOTE)) t.dataset.calDirty = "1";
+  }, true);
+  // The answer scrolls in its own box: keep the marked claim in view there.
+  new MutationObserver(() => {
+    for (const box of document.querySelectorAll(".cal-answer")) {
+      const mark = box.querySelector("mark");
+      if (!mark || box.scrollHeight <= box.clientHeight) continue;
+      const top = mark.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop;
+      if (top < box.scrollTop || top + mark.offsetHeight > box.scrollTop + box.clientHeight) {
+        box.scrollTop = Math.max(0, top - 8);
+      }
+    }
+  }).observe(document.body, {childList: true, subtree: true});
+  window.addEventListener("beforeunload", (e) => {
+    const dirty = [...document.querySelectorAll(NOTE)].some(
+      (i) => i.dataset.calDirty === "1" && i.value.trim() !== "");
+    if (dirty) { e.preventDefault(); e.returnValue = ""; }
+  });
 })();
 </script>"""
 
 
 def shortcut_guard() -> None:
-    """Keep shortcut keys from firing while the focus sits on a pick list's buttons."""
+    """Keep shortcut keys working around pick lists, "?" for the key overlay, and a warning
+    before a reload loses a typed note (see `_KEY_GUARD`)."""
     st.html(_KEY_GUARD, unsafe_allow_javascript=True, width=1)
 
 

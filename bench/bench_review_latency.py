@@ -1,12 +1,14 @@
-"""Review-page latency in a real browser: verdict keypress -> next claim on screen.
+"""Review-page latency in a real browser: keypress -> next thing on screen.
 
 Runs the real app (`streamlit run app.py`) against two synthetic databases, a small one
 (100 judged answers) and a large one (100,000 judged answers, 300,000 claims, with
 150,000 human labels of other reviewers), and in headless Chromium labels claims of an
-open cycle by keyboard. For every verdict it measures, inside the page, the time from
-the keydown event to the moment the next claim's card is drawn with its buttons (for the
-last claim of an answer: the reveal of the judge with its buttons). The first few
-verdicts warm the server up and are not counted. Prints median and p95 for both.
+open cycle by keyboard. For every key it measures, inside the page, the time from the
+keydown event to the moment the next view is drawn with its buttons: after a verdict the
+next claim's card (after the last claim of an answer: the last look), and after Enter on
+the last look (the commit step) the reveal of the judge. The first few keys warm the server
+up and are not counted. Prints median and p95 for both, over verdicts and commits together
+and for each kind.
 
     .venv/bin/python bench/bench_review_latency.py [--verdicts 200] [--big 100000]
 
@@ -150,11 +152,11 @@ ARM = """([sel, buttons]) => {
 
 
 def measure(url: str, plan: dict[str, list[tuple[int, str]]], order: list[str], n: int
-            ) -> list[tuple[float, bool]]:
-    """(milliseconds, whether the next thing drawn was the reveal) per counted verdict."""
+            ) -> list[tuple[float, str]]:
+    """(milliseconds, what was drawn: 'claim', 'last look' or 'reveal') per counted key."""
     from playwright.sync_api import sync_playwright
 
-    times: list[tuple[float, bool]] = []
+    times: list[tuple[float, str]] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -165,22 +167,35 @@ def measure(url: str, plan: dict[str, list[tuple[int, str]]], order: list[str], 
         page.wait_for_function(SETTLED, arg=f".st-key-claim-{plan[order[0]][0][0]} button")
         page.evaluate("() => document.activeElement && document.activeElement.blur()")
         done = 0
+
+        def timed(key: str, target: str, buttons: int, kind: str) -> bool:
+            """Press `key`, time it until `target` holds `buttons` buttons; True when enough."""
+            nonlocal done
+            page.evaluate(ARM, [target, buttons])
+            page.keyboard.press(key)
+            page.wait_for_function("() => window.__ms !== null")
+            ms = page.evaluate("() => window.__ms")
+            done += 1
+            if done > WARMUP:
+                times.append((ms, kind))
+            return len(times) >= n
+
         for aid in order:
             claims = plan[aid]
             for i, (pk, verdict) in enumerate(claims):
                 page.wait_for_function(SETTLED, arg=f".st-key-claim-{pk} button")
                 last = i == len(claims) - 1
-                target = ".st-key-reveal" if last else f".st-key-claim-{claims[i + 1][0]}"
-                page.evaluate(ARM, [target, 1 if last else 7])
-                page.keyboard.press(KEYS[verdict])
-                page.wait_for_function("() => window.__ms !== null")
-                ms = page.evaluate("() => window.__ms")
-                done += 1
-                if done > WARMUP:
-                    times.append((ms, last))
-                if len(times) >= n:
+                if last:
+                    enough = timed(KEYS[verdict], ".st-key-last-look", 1 + len(claims), "last look")
+                else:
+                    enough = timed(KEYS[verdict], f".st-key-claim-{claims[i + 1][0]}", 7, "claim")
+                if enough:
                     browser.close()
                     return times
+            page.wait_for_function(SETTLED, arg=".st-key-last-look button")
+            if timed("Enter", ".st-key-reveal", 1, "reveal"):
+                browser.close()
+                return times
             page.wait_for_function(SETTLED, arg=".st-key-reveal button")
             page.keyboard.press("N")
         browser.close()
@@ -192,24 +207,23 @@ def run_case(label: str, n_answers: int, verdicts: int, workdir: Path) -> dict[s
     t = time.perf_counter()
     build_db(db, n_answers)
     build_s = time.perf_counter() - t
-    size = (verdicts + WARMUP) // CLAIMS_PER_ANSWER + 2
+    size = (verdicts + WARMUP) // CLAIMS_PER_ANSWER + 2  # more than enough: commits count too
     _, order = open_cycle(db, size)
     plan = judge_verdicts(db, order)
     with start_app(db, workdir / f"server-{n_answers}.log") as url:
         times = measure(url, plan, order, verdicts)
     all_ms = sorted(ms for ms, _ in times)
-    claim_ms = [ms for ms, last in times if not last]
-    reveal_ms = [ms for ms, last in times if last]
+    by_kind = {kind: sorted(ms for ms, k in times if k == kind) for kind in ("claim", "last look", "reveal")}
     mb = db.stat().st_size / 1e6
+    parts = "; ".join(f"{kind}: median {statistics.median(ms):.1f} ms, p95 {p95(ms):.1f} ms, n={len(ms)}"
+                      for kind, ms in by_kind.items() if ms)
     print(f"{label:>16}: {n_answers:>7} answers ({mb:.0f} MB, built in {build_s:.1f}s)  "
           f"median {statistics.median(all_ms):6.1f} ms   p95 {p95(all_ms):6.1f} ms   "
-          f"max {all_ms[-1]:6.1f} ms   (n={len(all_ms)}; next claim: median "
-          f"{statistics.median(claim_ms):.1f} ms, n={len(claim_ms)}; reveal: median "
-          f"{statistics.median(reveal_ms):.1f} ms, n={len(reveal_ms)})", flush=True)
+          f"max {all_ms[-1]:6.1f} ms   (n={len(all_ms)}; {parts})", flush=True)
     return {"answers": n_answers, "median_ms": statistics.median(all_ms), "p95_ms": p95(all_ms),
             "max_ms": all_ms[-1], "n": len(all_ms),
-            "next_claim_median_ms": statistics.median(claim_ms),
-            "reveal_median_ms": statistics.median(reveal_ms)}
+            **{f"{kind.replace(' ', '_')}_median_ms": statistics.median(ms)
+               for kind, ms in by_kind.items() if ms}}
 
 
 def p95(sorted_ms: list[float]) -> float:
@@ -227,8 +241,8 @@ def main() -> int:
     if not Path(CHROMIUM).is_file():
         print(f"no Chromium at {CHROMIUM}: set $CHROMIUM", file=sys.stderr)
         return 1
-    print(f"verdict keypress -> next claim drawn, {args.verdicts} verdicts each "
-          f"({WARMUP} warm-up verdicts not counted), headless Chromium")
+    print(f"keypress -> next view drawn (verdict -> next claim or last look; Enter -> reveal), "
+          f"{args.verdicts} keys each ({WARMUP} warm-up keys not counted), headless Chromium")
     with tempfile.TemporaryDirectory(prefix="bench-review-") as tmp:
         small = run_case("small database", args.small, args.verdicts, Path(tmp))
         big = run_case("large database", args.big, args.verdicts, Path(tmp))

@@ -37,6 +37,7 @@ from .agreement import (
 )
 from .fmt import plural
 from .store import dashboard as db_dashboard
+from .store import review as db_review
 
 # Rows of claim detail (claim text, chunks, rationale, notes) fetched for the tables: a lead
 # reads tens of them; beyond this the export is the tool.
@@ -531,11 +532,22 @@ def category_rows(d: Dashboard) -> list[dict[str, Any]]:
 NO_REVIEWED = "no reviewed labels yet"
 
 
-def reviewer_table(d: Dashboard) -> list[dict[str, Any]]:
-    """Slip figures over the labels reviewed on the review page only; imports are not 0% slips."""
+def reviewer_times(db: Database, run: str, cycle: str | None = None) -> dict[str, float]:
+    """Reviewer -> median seconds per claim (review-page card shown to verdict or unclear) on the
+    run's claims, within the cycle when given; reviewers without a recorded time are absent."""
+    cycle_pk = store.cycle_id(db, cycle) if cycle is not None else None
+    times = db_review.label_durations(db, store.find_judge_run(db, run).id, cycle_pk)
+    return {who: float(np.median(ms)) / 1000 for who, ms in times.items() if ms}
+
+
+def reviewer_table(d: Dashboard, times: dict[str, float] | None = None) -> list[dict[str, Any]]:
+    """Slip figures over the labels reviewed on the review page only; imports are not 0% slips.
+    `times` (`reviewer_times`) adds the median time per claim."""
     out = []
     for r in d.reviewers:
         none = r.reviewed == 0
+        extra = {} if times is None else {
+            "median time per claim": f"{times[r.reviewer]:.1f} s" if r.reviewer in times else DASH}
         out.append({"reviewer": r.reviewer, "labeled": r.labeled,
                     "reviewed (blind, then reconciled)": r.reviewed,
                     "blind ≠ judge": DASH if none else f"{r.disagreed_blind:,}",
@@ -543,7 +555,8 @@ def reviewer_table(d: Dashboard) -> list[dict[str, Any]]:
                     "adopted judge": DASH if none else f"{r.judge_right:,}",
                     "slips": DASH if none else f"{r.slips:,}",
                     "slip rate": NO_REVIEWED if none else _pct(r.slip_rate),
-                    "slip rate 95% CI": DASH if none else _range(r.slip_low, r.slip_high)})
+                    "slip rate 95% CI": DASH if none else _range(r.slip_low, r.slip_high),
+                    **extra})
     return out
 
 

@@ -9,19 +9,21 @@ Rules kept here rather than in the page:
 - A reviewer works through the answers of their queue in a cycle (`cycles.queue`);
   labels are per (claim, reviewer) and reused across cycles.
 - Blind: the judge's verdicts of an answer are read only by `reveal`, which refuses
-  until every claim of that answer is settled for the reviewer: it has their verdict, or
-  they marked it "unclear, needs discussion". `load_card` never reads `judge_verdicts`.
-- Once every claim of an answer is settled the answer is revealed, and its blind labels
-  are frozen: a later change would be anchored on the judge. The reviewer then
-  reconciles each disagreement: `keep` (a judge error) or `judge_right` (a reviewer
-  slip: the blind label stays in the history, the final label changes, the slip is
-  counted by the store). An unclear claim is done for the reviewer: it waits for a
-  lead's adjudication, shows the judge's verdict after the reveal for information only,
-  and has nothing to reconcile.
+  until the reviewer committed the answer (`commit`): every claim of it settled (their
+  verdict, or marked "unclear, needs discussion"), then a last look at all their verdicts,
+  any of which may still change, and one explicit commit. `load_card` never reads
+  `judge_verdicts`.
+- Once committed the answer is revealed, and its blind labels are frozen: a later change
+  would be anchored on the judge. The reviewer then reconciles each disagreement: `keep`
+  (a judge error) or `judge_right` (a reviewer slip: the blind label stays in the history,
+  the final label changes, the slip is counted by the store). An unclear claim is done for
+  the reviewer: it waits for a lead's adjudication, and its judge verdict and rationale stay
+  hidden from that reviewer until a lead settles it (so nobody gives a blind verdict after
+  seeing the judge's on the same claim); it has nothing to reconcile.
 - Skip records that the reviewer saw the claim and put it off. A skipped claim keeps its
-  answer unrevealed; the queue offers it once more after every fresh claim (`resume`),
-  and a claim skipped twice in the cycle is left skipped: the reviewer's queue is done
-  without it.
+  answer unrevealed and comes back after every fresh claim (`resume`), as often as it is
+  skipped, until it gets a verdict or "unclear": the queue is done only when every claim is
+  settled, every answer committed and every disagreement reconciled.
 - Reviewer names typed at sign-in are matched to a known spelling (`canonical_reviewer`),
   so "anna  reviewer" and "Anna Reviewer" are one person.
 
@@ -31,17 +33,21 @@ queue (a cycle's 15-30 answers); nothing scans tables that grow with the databas
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlite_utils import Database
 
 from . import cycles, store
 from .cycles import normalise_name
 from .errors import ConflictError, InputError, NotFoundError, NotRevealedError
+from .fmt import plural
 from .models import Verdict
 from .store import LabelState
+from .store import guidelines as db_guidelines
 from .store import review as db_review
 from .store.review import QueueRow
 
@@ -124,11 +130,12 @@ class Card:
     answer: str
     chunks: tuple[Chunk, ...]
     claims: tuple[Claim, ...]
+    revealed: bool = False  # committed by the reviewer: the judge is shown, blind labels frozen
 
     @property
     def complete(self) -> bool:
-        """Every claim has the reviewer's verdict or is marked unclear: the judge is revealed
-        and the blind labels are frozen."""
+        """Every claim has the reviewer's verdict or is marked unclear: ready for the last look
+        and the commit (`commit`), after which the judge is revealed."""
         return all(c.settled for c in self.claims)
 
     @property
@@ -166,7 +173,8 @@ def load_card(db: Database, answer_id: str, reviewer: str) -> Card:
                    for i, (cid, text, source) in enumerate(db_review.card_chunks(db, answer_id), start=1))
     claims = tuple(Claim(pk, cid, i, text, label) for i, (pk, cid, text, label)
                    in enumerate(db_review.card_claims(db, answer_id, reviewer), start=1))
-    return Card(answer_id, question, answer, chunks, claims)
+    return Card(answer_id, question, answer, chunks, claims,
+                revealed=db_review.answer_revealed(db, answer_id, reviewer))
 
 
 # ---------------------------------------------------------------- queue position and progress
@@ -184,10 +192,10 @@ class Position:
 class QueueProgress:
     claims_labeled: int  # with the reviewer's verdict
     claims_total: int
-    answers_done: int  # revealed: every claim has a verdict or is marked unclear
+    answers_done: int  # committed and revealed
     answers_total: int
     claims_unclear: int = 0  # settled without a verdict: waiting for a lead
-    claims_skipped: int = 0  # put off (the queue offers each once more)
+    claims_skipped: int = 0  # put off (the queue offers them again until settled)
 
     @property
     def claims_done(self) -> int:
@@ -199,26 +207,32 @@ class QueueProgress:
         return self.claims_done / self.claims_total if self.claims_total else 1.0
 
 
-SKIP_ROUNDS = 2  # a claim skipped this many times in a cycle is not offered again
-
-
 def _queue_rows(db: Database, ref: CycleRef, answers: Sequence[str], reviewer: str) -> list[QueueRow]:
     """One row per claim of the queue, in queue then claim order (index lookups only).
 
-    The judge verdict is compared on the server only for revealed answers (every claim
-    settled); nothing of it leaves the store.
+    The judge verdict is compared on the server only for revealed (committed) answers;
+    nothing of it leaves the store.
     """
     return db_review.queue_rows(db, ref.id, ref.judge_run_id, answers, reviewer)
 
 
+def _settled(rows: Sequence[QueueRow]) -> dict[str, bool]:
+    """Answer id -> every claim has the reviewer's verdict or unclear mark."""
+    out: dict[str, bool] = {}
+    for r in rows:
+        out[r.answer_id] = out.get(r.answer_id, True) and r.status in ("labeled", "unclear")
+    return out
+
+
 def _resume(rows: Sequence[QueueRow]) -> Position | None:
+    settled = _settled(rows)
     for r in rows:
         if r.status == "todo":
             return Position(r.answer_id, r.index)
-        if r.disagrees:
-            return Position(r.answer_id, None)
+        if r.disagrees or (settled[r.answer_id] and not r.revealed):
+            return Position(r.answer_id, None)  # to reconcile, or the last look before the commit
     for r in rows:
-        if r.status == "skipped" and r.skips < SKIP_ROUNDS:
+        if r.status == "skipped":
             return Position(r.answer_id, r.index)
     return None
 
@@ -226,7 +240,7 @@ def _resume(rows: Sequence[QueueRow]) -> Position | None:
 def _progress(rows: Sequence[QueueRow], answers: Sequence[str]) -> QueueProgress:
     done: dict[str, bool] = dict.fromkeys(answers, True)
     for r in rows:
-        if r.status not in ("labeled", "unclear"):
+        if not r.revealed:
             done[r.answer_id] = False
     return QueueProgress(sum(r.status == "labeled" for r in rows), len(rows), sum(done.values()),
                     len(answers), sum(r.status == "unclear" for r in rows),
@@ -235,9 +249,10 @@ def _progress(rows: Sequence[QueueRow], answers: Sequence[str]) -> QueueProgress
 
 def resume(db: Database, cycle_id: int, reviewer: str, *, after: str | None = None) -> Position | None:
     """Where to continue, in queue order (starting after answer `after` when given, then
-    wrapping): the first claim never seen, or a revealed answer with a disagreement still
-    to reconcile; then a skipped claim not yet skipped `SKIP_ROUNDS` times in this cycle;
-    None when the reviewer's queue is done. Unclear claims are done (they wait for a lead)."""
+    wrapping): the first claim never seen, an answer settled but not yet committed (its last
+    look), or a revealed answer with a disagreement still to reconcile; then the first skipped
+    claim (as often as it is skipped); None when the reviewer's queue is done. Unclear claims
+    are done for the reviewer (they wait for a lead)."""
     ref = db_review.cycle_row(db, cycle_id)
     answers = queue(db, cycle_id, reviewer)
     if after in answers:
@@ -288,6 +303,46 @@ def next_cycle_with_work(choices: Sequence[CycleChoice], current: int) -> CycleC
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class AnswerStatus:
+    """One answer of the reviewer's queue as the answer list shows it."""
+
+    answer_id: str
+    number: int  # 1-based, queue order
+    status: str  # one of ANSWER_STATUSES
+    claims: int
+
+
+# to do: a claim never seen, or every claim settled but not committed; skipped: only skipped
+# claims left; revealed: committed, a disagreement to reconcile; reconciled: nothing left.
+ANSWER_STATUSES = ("to do", "skipped", "revealed", "reconciled")
+
+
+def answer_statuses_of(rows: Sequence[QueueRow], answers: Sequence[str]) -> list[AnswerStatus]:
+    """Each answer's status (`ANSWER_STATUSES`) from its queue rows, in queue order."""
+    by_answer: dict[str, list[QueueRow]] = {a: [] for a in answers}
+    for r in rows:
+        by_answer.setdefault(r.answer_id, []).append(r)
+    out = []
+    for number, answer_id in enumerate(answers, start=1):
+        mine = by_answer[answer_id]
+        if mine and all(r.revealed for r in mine):
+            status = "revealed" if any(r.disagrees for r in mine) else "reconciled"
+        elif any(r.status == "todo" for r in mine) or not any(r.status == "skipped" for r in mine):
+            status = "to do"
+        else:
+            status = "skipped"
+        out.append(AnswerStatus(answer_id, number, status, len(mine)))
+    return out
+
+
+def answer_statuses(db: Database, cycle_id: int, reviewer: str) -> list[AnswerStatus]:
+    """The reviewer's answers in the cycle with their status, for the answer list."""
+    ref = db_review.cycle_row(db, cycle_id)
+    answers = queue(db, cycle_id, reviewer)
+    return answer_statuses_of(_queue_rows(db, ref, answers, reviewer), answers)
+
+
 # ---------------------------------------------------------------- reviewer names
 
 
@@ -326,12 +381,14 @@ def label(
     verdict: Verdict | str | None = None,
     evidence: Sequence[str] = (),
     note: str | None = None,
+    duration_ms: int | None = None,
 ) -> LabelState:
     """Record a blind verdict, a skip or an "unclear" (a new event every time).
 
-    Refused once the answer is revealed (every claim has a verdict or is unclear): from
-    then on only `reconcile` changes the reviewer's label, and a lead adjudicates the
-    unclear ones.
+    Refused once the answer is committed and revealed (`commit`): from then on only
+    `reconcile` changes the reviewer's label, and a lead adjudicates the unclear ones.
+    Before the commit any claim may change, also when every claim is settled (the last
+    look). `duration_ms`: the time from the card shown to this label.
     """
     if kind not in BLIND_KINDS:
         raise InputError(f"label kind must be one of {BLIND_KINDS}, not {kind!r}")
@@ -344,10 +401,10 @@ def label(
         ref = db_review.cycle_row(db, cycle_id)
         answer_id = db_review.claim_answer(db, claim_pk)
         _check_in_queue(db, ref, answer_id, reviewer)
-        if db_review.answer_settled(db, answer_id, reviewer):
+        if db_review.answer_revealed(db, answer_id, reviewer):
             raise ConflictError(
-                "every claim of this answer has your verdict or is marked unclear, and the "
-                "judge is revealed; record a change with reconcile")
+                "this answer is committed and the judge is revealed; record a change with "
+                "reconcile")
         known = db_review.chunk_ids(db, answer_id)
         unknown = [e for e in evidence if e not in known]
         if unknown:
@@ -355,7 +412,21 @@ def label(
         return store.record_label(
             db, claim=claim_pk, reviewer=reviewer, kind=kind, verdict=verdict,
             evidence=list(evidence), note=note or None, cycle_id=ref.id,
-            judge_run_id=ref.judge_run_id)
+            judge_run_id=ref.judge_run_id,
+            duration_ms=None if duration_ms is None else max(0, int(duration_ms)))
+
+
+def commit(db: Database, *, cycle_id: int, reviewer: str, answer_id: str) -> None:
+    """Commit the answer's blind labels after the last look: from now on the judge is revealed
+    to the reviewer and the blind labels are frozen. Refused unless every claim of the answer
+    has the reviewer's verdict or unclear mark; committing again changes nothing."""
+    with store.write(db):
+        ref = db_review.cycle_row(db, cycle_id)
+        _check_in_queue(db, ref, answer_id, reviewer)
+        if not db_review.answer_settled(db, answer_id, reviewer):
+            raise NotRevealedError("give every claim of the answer a verdict (or mark it unclear) "
+                                   "before committing")
+        db_review.record_reveal(db, answer_id, reviewer, ref.id)
 
 
 # ---------------------------------------------------------------- reveal and reconcile
@@ -364,7 +435,7 @@ def label(
 @dataclass(frozen=True, slots=True)
 class Revealed:
     claim: Claim
-    judge_verdict: str | None  # None: the cycle's judge run has no verdict on this claim
+    judge_verdict: str | None  # None: no verdict from the run, or withheld (unclear, not settled)
     rationale: str | None
     judge_evidence: tuple[str, ...]
     adjudicated: str | None = None  # a lead's decision on the claim, if any
@@ -402,22 +473,25 @@ class Revealed:
 def reveal(db: Database, *, cycle_id: int, answer_id: str, reviewer: str) -> list[Revealed]:
     """The judge's verdicts and rationales beside the reviewer's labels, one per claim.
 
-    Raises NotRevealedError unless every claim of the answer has the reviewer's verdict or
-    is marked unclear. Unclear claims come with the judge's verdict (for information) and
-    a lead's adjudication when there is one.
+    Raises NotRevealedError unless the reviewer committed the answer (`commit`). A claim the
+    reviewer marked unclear comes without the judge's verdict, rationale and evidence until a
+    lead adjudicates it; then with both.
     """
     ref = db_review.cycle_row(db, cycle_id)
     card = load_card(db, answer_id, reviewer)
-    if not card.complete:
+    if not card.revealed:
         missing = sum(not c.settled for c in card.claims)
         raise NotRevealedError(
-            f"label every claim of answer {answer_id!r} first ({missing} without a verdict)")
+            f"commit answer {answer_id!r} first ({plural(missing, 'claim')} without a verdict)")
     judged = db_review.reveal_verdicts(db, ref.judge_run_id, answer_id)
     adjudicated = db_review.reveal_adjudications(db, answer_id)
     out = []
     for c in card.claims:
         verdict, rationale, ev = judged.get(c.pk, (None, None, ()))
-        out.append(Revealed(c, verdict, rationale, ev, adjudicated.get(c.pk)))
+        lead = adjudicated.get(c.pk)
+        if c.status == "unclear" and lead is None:
+            verdict, rationale, ev = None, None, ()  # unclear stays blind until a lead settles it
+        out.append(Revealed(c, verdict, rationale, ev, lead))
     return out
 
 
@@ -432,8 +506,8 @@ def reconcile(db: Database, *, cycle_id: int, reviewer: str, claim_pk: int, choi
         ref = db_review.cycle_row(db, cycle_id)
         answer_id = db_review.claim_answer(db, claim_pk)
         _check_in_queue(db, ref, answer_id, reviewer)
-        if not db_review.answer_settled(db, answer_id, reviewer):
-            raise NotRevealedError("label every claim of the answer before reconciling")
+        if not db_review.answer_revealed(db, answer_id, reviewer):
+            raise NotRevealedError("commit the answer's verdicts before reconciling")
         state = store.label_state(db, claim_pk, reviewer)
         judge = db_review.judge_verdict(db, ref.judge_run_id, claim_pk)
         if judge is None:
@@ -457,8 +531,8 @@ def position_after_label(card: Card, index: int) -> Position | None:
     """Where the card goes after a verdict, skip or unclear on claim `index`.
 
     `card` is the answer as read after the write. The next never-seen claim of the answer
-    (after `index`, wrapping) comes first; with none, the reveal (claim index None) once every
-    claim is settled; else None: only skipped claims are left in this answer, and the queue
+    (after `index`, wrapping) comes first; with none, the last look (claim index None) once
+    every claim is settled; else None: only skipped claims are left in this answer, and the queue
     goes on after it (`resume(..., after=card.answer_id)`).
     """
     nxt = card.next_open(index, fresh_only=True)
@@ -470,18 +544,26 @@ def position_after_label(card: Card, index: int) -> Position | None:
 
 
 def shown_claim(card: Card, wanted: int | None) -> int | None:
-    """The claim the card shows, or None for the reveal.
+    """The claim the card shows, or None for the answer-wide view (`card_view`).
 
-    The reveal happens exactly when every claim of the answer is settled for the reviewer
-    (`Card.complete`), whatever was asked for: before it the judge is never shown, after it
-    the blind labels are frozen. Otherwise `wanted` when it is a claim of the answer, else
-    the next claim to settle.
+    A committed answer always shows the reveal, whatever was asked for: its blind labels are
+    frozen. Before the commit, `wanted` when it is a claim of the answer (also during the
+    last look, to change a verdict); else the next claim to settle; None (the last look)
+    when every claim is settled.
     """
-    if card.complete:
+    if card.revealed:
         return None
     if wanted is not None and 0 <= wanted < len(card.claims):
         return wanted
-    return card.next_open()
+    return None if card.complete else card.next_open()
+
+
+def card_view(card: Card, index: int | None) -> str:
+    """'claim' (a claim to label), 'last look' (every claim settled, not committed) or
+    'reveal' (committed: the judge beside the reviewer), for `index` from `shown_claim`."""
+    if card.revealed:
+        return "reveal"
+    return "claim" if index is not None else "last look"
 
 
 def selected_disagreement(rows: Sequence[Revealed], wanted: int | None) -> int | None:
@@ -523,6 +605,16 @@ class RevealView:
         return self.pending == 0
 
 
+def why_not_next(view: RevealView, numbers: dict[int, int]) -> str | None:
+    """Why the next-answer key cannot act yet (None when it can): the first pending
+    disagreement by claim number (`numbers`: claim pk -> number). Constant text and numbers."""
+    if view.can_move_on:
+        return None
+    first = view.selected if view.selected is not None else view.disagreements[0]
+    return (f"Claim {numbers.get(first, 1)} still needs your decision: K keeps your verdict, "
+            "J takes the judge's. Then N goes to the next answer.")
+
+
 def reveal_view(rows: Sequence[Revealed], wanted: int | None) -> RevealView:
     """The reveal panel of an answer: the selected disagreement (`selected_disagreement`), its
     neighbours for the arrow keys, and the counts the panel states."""
@@ -537,6 +629,59 @@ def reveal_view(rows: Sequence[Revealed], wanted: int | None) -> RevealView:
     return RevealView(selected, disagreements, previous, following,
                       agree=sum(not r.disagrees for r in compared), compared=len(compared),
                       unclear=sum(r.unclear for r in rows), pending=sum(r.pending for r in rows))
+
+
+# ---------------------------------------------------------------- definitions and guidelines
+
+_DEFINITION = re.compile(r"^\s*[-*]\s*(SUPPORTED|CONTRADICTED|UNSUPPORTED)\s*:\s*(.+?)\s*$", re.MULTILINE)
+
+
+def verdict_definitions(template: str) -> dict[str, str]:
+    """The verdict definitions a judge prompt template gives, as "- VERDICT: text" lines
+    (the form of `prompts/grounding-v1.txt`); verdicts it does not define are absent."""
+    out: dict[str, str] = {}
+    for verdict, text in _DEFINITION.findall(template):
+        out.setdefault(verdict, text[0].upper() + text[1:])
+    return out
+
+
+_PROMPTS = Path(__file__).resolve().parent / "prompts"
+SHIPPED_PROMPT = "grounding-v1.txt"  # the template imported judge runs are taken to follow
+
+
+@functools.cache
+def _shipped_definitions() -> dict[str, str]:
+    return verdict_definitions((_PROMPTS / SHIPPED_PROMPT).read_text(encoding="utf-8"))
+
+
+def judge_definitions(db: Database, run_id: int) -> dict[str, str]:
+    """The verdict definitions shown to reviewers: those of the prompt the cycle's judge run
+    used (a judge-lab run keeps its template), else of the shipped grounding prompt."""
+    return {**_shipped_definitions(), **verdict_definitions(db_guidelines.run_template(db, run_id) or "")}
+
+
+def guidelines_for(db: Database, cycle_id: int) -> list[db_guidelines.Guidelines]:
+    """The lead's guidelines that apply in a cycle: the project's, then the cycle's own."""
+    found = (db_guidelines.get_guidelines(db, db_guidelines.PROJECT_SCOPE),
+             db_guidelines.get_guidelines(db, db_guidelines.cycle_scope(cycle_id)))
+    return [g for g in found if g is not None]
+
+
+def guideline_summary(markdown: str, limit: int = 280) -> str:
+    """The short version of a lead's guidelines shown under the buttons: the first paragraph
+    (up to the first blank line), cut at `limit` characters on a word boundary."""
+    para = []
+    for line in markdown.strip().splitlines():
+        if not line.strip():
+            if para:
+                break
+            continue
+        para.append(line.strip())
+    text = " ".join(para)
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return cut + " …"
 
 
 # ---------------------------------------------------------------- highlighting
@@ -589,10 +734,47 @@ def split_highlight(answer: str, span: tuple[int, int] | None) -> tuple[str, str
 
 
 __all__ = [
-    "Card", "Chunk", "Claim", "CycleChoice", "CycleRef", "NotRevealedError", "Position",
-    "QueueProgress", "RevealView", "Revealed", "canonical_reviewer", "claim_spans", "cycle",
-    "cycle_choices", "default_cycle", "find_claim", "label", "load_card", "next_cycle_with_work",
-    "normalise_name", "open_cycles", "position_after_label", "progress", "queue", "reconcile",
-    "resume", "reveal", "reveal_view", "selected_disagreement", "selection_after_reconcile",
-    "shown_claim", "split_highlight",
+    "ANSWER_STATUSES",
+    "AnswerStatus",
+    "Card",
+    "Chunk",
+    "Claim",
+    "CycleChoice",
+    "CycleRef",
+    "NotRevealedError",
+    "Position",
+    "QueueProgress",
+    "RevealView",
+    "Revealed",
+    "answer_statuses",
+    "answer_statuses_of",
+    "canonical_reviewer",
+    "card_view",
+    "claim_spans",
+    "commit",
+    "cycle",
+    "cycle_choices",
+    "default_cycle",
+    "find_claim",
+    "guideline_summary",
+    "guidelines_for",
+    "judge_definitions",
+    "label",
+    "load_card",
+    "next_cycle_with_work",
+    "normalise_name",
+    "open_cycles",
+    "position_after_label",
+    "progress",
+    "queue",
+    "reconcile",
+    "resume",
+    "reveal",
+    "reveal_view",
+    "selected_disagreement",
+    "selection_after_reconcile",
+    "shown_claim",
+    "split_highlight",
+    "verdict_definitions",
+    "why_not_next",
 ]

@@ -21,6 +21,15 @@ class Verdict(StrEnum):
 LABELS: Final[tuple[str, str, str]] = (Verdict.SUPPORTED.value, Verdict.CONTRADICTED.value,
                                       Verdict.UNSUPPORTED.value)
 
+# Verdict colours, the same wherever a verdict is drawn (review, reveal, dashboard): green
+# SUPPORTED, red CONTRADICTED, amber UNSUPPORTED. Only verdicts take them; "selected" and
+# progress use the theme's neutral accent (.streamlit/config.toml).
+VERDICT_COLOURS: Final[dict[str, str]] = {
+    Verdict.SUPPORTED.value: "#2e7d32",
+    Verdict.CONTRADICTED.value: "#c62828",
+    Verdict.UNSUPPORTED.value: "#b26a00",
+}
+
 # label_events.kind: blind (before the reveal), skip / unclear (no verdict), keep /
 # judge_right (reconcile after the reveal), import (a file's label, blind and final at once),
 # adjudicate (a lead settles a claim).

@@ -214,7 +214,9 @@ st.dataframe(dashboard.category_rows(data), hide_index=True)
 st.subheader("Reviewers")
 st.caption("Slips count only labels given on the review page (blind, then reconciled with the judge "
            "revealed); imported labels never saw the judge.")
-st.dataframe(dashboard.reviewer_table(data), hide_index=True)
+with store.session(path) as db:
+    times = dashboard.reviewer_times(db, run, cycle)
+st.dataframe(dashboard.reviewer_table(data, times), hide_index=True)
 ui.literal(dashboard.human_human_text(data))
 
 # ---------------------------------------------------------------- two runs

@@ -1,27 +1,34 @@
-"""Review: label claims blind, then see the judge and reconcile each disagreement.
+"""Review: label claims blind, take a last look, then see the judge and reconcile.
 
-Flow per answer: the question, the numbered chunks and the answer with the current claim
-marked; a verdict per claim from the keyboard (1 / 2 / 3, S skip, U unclear, arrow keys
-to move within the answer). Every verdict is written to SQLite in the button's callback,
-before the card is drawn again, so a reload or a restart loses nothing acknowledged, and
-a toast names what was recorded on which claim, so a stray key press is seen at once
-(and fixed with the arrow keys before the reveal).
-When every claim of the answer has the reviewer's verdict or is marked unclear, and only
-then, the judge's verdicts and rationales are read from the database and shown beside the
-reviewer's; each disagreement is settled as "I keep my verdict" (judge error) or "the
-judge is right" (reviewer slip), by K / J on the selected disagreement (arrow keys choose
-another; a choice can be changed). Unclear claims wait for a lead. N: the next answer.
+The page, top to bottom: one header line (cycle picker, cycle and judge, progress, and the
+Answers / Guidelines / Keys buttons), then the card: on the left the question, the answer
+with the current claim marked and the claim with its verdict buttons, note and evidence;
+on the right the retrieved chunks, scrolling in their own area. At 1280×720 the claim, its
+buttons and the marked answer are on screen without scrolling.
+
+Per answer: a verdict per claim from the keyboard (1 / 2 / 3, S skip, U unclear, ← →
+move). Every verdict is written to SQLite in the button's callback, before the card is
+drawn again, with the time from card shown to verdict. When every claim is settled the
+reviewer takes a last look at all their verdicts, may change any, and commits with Enter;
+only then are the judge's verdicts and rationales read and shown, disagreements first;
+each is settled with K ("I keep my verdict", a judge error) or J ("the judge is right",
+a slip) on the selected disagreement (← → choose another). A claim marked unclear shows
+no judge verdict until a lead settles it. N: the next answer (the page says why not, when
+a disagreement is still open). A skipped claim comes back until it is settled.
 
 Session state holds only the cursor (cycle, answer, claim, selected disagreement), the
-chosen cycle, a pending message and the widgets' values; the database is the memory. The
-card is a fragment, so a verdict reruns only the card.
-Untrusted text goes through ui.literal / ui.highlighted only (see ui.py); toasts and
-captions are built from constants and numbers.
+chosen cycle, when the current claim was shown, pending messages and the widgets' values;
+the database is the memory. The page body is a fragment, so a key press reruns only it.
+Rules (what comes next, what is shown, what a key may do) are pure functions in
+`calibration.review`. Untrusted text goes through ui.literal / ui.highlighted only;
+toasts, labels and captions are built from constants and numbers; the lead's guidelines
+are the one markdown shown.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 from contextlib import AbstractContextManager
 
 import streamlit as st
@@ -31,24 +38,50 @@ import ui
 from calibration import review, store
 from calibration.errors import CalibrationError
 from calibration.fmt import plural
-from calibration.vocab import LABELS
+from calibration.store.guidelines import PROJECT_SCOPE, Guidelines
+from calibration.vocab import LABELS, VERDICT_COLOURS
 
 VERDICT_KEYS = {"SUPPORTED": "1", "CONTRADICTED": "2", "UNSUPPORTED": "3"}
-VERDICT_COLORS = {"SUPPORTED": "green", "CONTRADICTED": "red", "UNSUPPORTED": "orange"}
-VERDICT_HELP = {
-    "SUPPORTED": "The chunks state this claim.",
-    "CONTRADICTED": "The chunks state the opposite.",
-    "UNSUPPORTED": "The chunks do not settle it either way.",
-}
 STATUS_TEXT = {"todo": "not labeled yet", "skipped": "skipped", "unclear": "unclear, needs discussion"}
-KIND_TEXT = {"skip": "SKIP", "unclear": "UNCLEAR (needs discussion)"}
-RECONCILE_TEXT = {"keep": "I KEEP MY VERDICT (a judge error)",
-                  "judge_right": "THE JUDGE IS RIGHT (your slip)"}
+KIND_TEXT = {"skip": "skipped", "unclear": "unclear"}
+RECONCILE_TEXT = {"keep": "you keep your verdict", "judge_right": "the judge's verdict"}
+KEYS_HELP = [
+    ("1 / 2 / 3", "SUPPORTED / CONTRADICTED / UNSUPPORTED"),
+    ("S", "skip: the claim comes back at the end of your queue"),
+    ("U", "unclear, needs discussion: a lead decides; the judge stays hidden for it"),
+    ("← →", "previous / next claim (after the reveal: previous / next disagreement)"),
+    ("Enter", "commit the answer after the last look: the judge is revealed"),
+    ("K / J", "after the reveal: I keep my verdict / the judge is right"),
+    ("N", "next answer"),
+    ("L", "your answers in this cycle"),
+    ("G", "guidelines and verdict definitions"),
+    ("H or ?", "this list of keys"),
+]
 CURSOR = "review_cursor"
-FLASH = "review_flash"
+FLASH = "review_flash"  # an error from the last callback: nothing was recorded
+NOTICE = "review_notice"  # why a key could not act
 TOAST = "review_toast"  # what the last callback recorded, shown once as a toast
+SHOWN = "review_shown"  # (claim pk, monotonic time) the current claim was first drawn
 CYCLE_KEY = "review_cycle"  # the chosen cycle's id (not a widget key: see the picker)
-DONE_SEEN = "review_done_seen"  # the cycle whose done screen was last drawn by a full run
+
+# Layout for one screen: compact top padding, the answer and chunk areas scroll on their own,
+# verdict colours only on verdict buttons. Constant CSS; no data goes into it.
+_CSS = "<style>\n" + "\n".join([
+    ".stMainBlockContainer { padding-top: 2.6rem; padding-bottom: 1rem; }",
+    ".st-key-chunks { max-height: calc(100vh - 12rem); overflow-y: auto; padding-right: 4px; }",
+    ".st-key-answer .cal-answer { max-height: 10em; overflow-y: auto; position: relative; }",
+    ".st-key-question [data-testid='stText'] { font-weight: 600; }",
+    ".st-key-cycle-name [data-testid='stText'] { font-size: 0.85rem; opacity: 0.8; }",
+    ".st-key-guideline-summary [data-testid='stText'] { font-size: 0.85rem; opacity: 0.85; }",
+    "[class*='st-key-v-'] button { padding-left: 6px; padding-right: 6px; }",
+    "[data-testid='stMainBlockContainer'] [data-testid='stVerticalBlock'] { gap: 0.6rem; }",
+    "[class*='st-key-disagreement-'] { border-left: 4px solid #3f5f8a; padding-left: 6px;"
+    " border-radius: 4px; }",
+    *(f"[class*='st-key-v-{v}-'] button {{ border-left: 6px solid {c}; }}"
+      for v, c in VERDICT_COLOURS.items()),
+    *(f"[class*='st-key-v-{v}-'] button[kind='secondary'] p {{ color: {c}; font-weight: 600; }}"
+      for v, c in VERDICT_COLOURS.items()),
+]) + "\n</style>"
 
 
 def _db() -> AbstractContextManager[Database]:
@@ -102,6 +135,13 @@ def _is_current(cycle_id: int, answer_id: str, index: int | None) -> bool:
     return (cur.get("cycle"), cur.get("answer"), cur.get("claim")) == (cycle_id, answer_id, index)
 
 
+def _elapsed_ms(claim_pk: int) -> int | None:
+    shown = st.session_state.get(SHOWN)
+    if not shown or shown[0] != claim_pk:
+        return None
+    return int((time.monotonic() - shown[1]) * 1000)
+
+
 def _on_label(cycle_id: int, answer_id: str, claim_pk: int, index: int, kind: str,
               verdict: str | None, chunk_ids: tuple[str, ...]) -> None:
     reviewer = ui.current_reviewer()
@@ -113,7 +153,8 @@ def _on_label(cycle_id: int, answer_id: str, claim_pk: int, index: int, kind: st
     try:
         with _db() as db:
             review.label(db, cycle_id=cycle_id, reviewer=reviewer, claim_pk=claim_pk,
-                         kind=kind, verdict=verdict, evidence=evidence, note=note)
+                         kind=kind, verdict=verdict, evidence=evidence, note=note,
+                         duration_ms=_elapsed_ms(claim_pk))
             card = review.load_card(db, answer_id, reviewer)
             pos = review.position_after_label(card, index)
             if pos is None:  # only skipped claims left here: go on with the queue
@@ -122,15 +163,31 @@ def _on_label(cycle_id: int, answer_id: str, claim_pk: int, index: int, kind: st
         _flash(exc)
         return
     what = verdict if kind == "blind" else KIND_TEXT[kind]
-    _toast(f"Recorded {what} for claim {index + 1} of {len(card.claims)}"
-           + (" · the judge is revealed" if card.complete else ""))
+    tail = " · comes back at the end" if kind == "skip" else ""
+    tail += " · last look before the reveal" if card.complete else ""
+    _toast(f"Saved: {what} · claim {index + 1} of {len(card.claims)}{tail}")
+    st.session_state.pop(SHOWN, None)
     _set_cursor(cycle_id, reviewer, pos)
 
 
-def _on_move(cycle_id: int, answer_id: str, index: int, to: int) -> None:
+def _on_move(cycle_id: int, answer_id: str, index: int | None, to: int) -> None:
     reviewer = ui.current_reviewer()
     if reviewer and _is_current(cycle_id, answer_id, index):
         _set_cursor(cycle_id, reviewer, review.Position(answer_id, to))
+
+
+def _on_commit(cycle_id: int, answer_id: str) -> None:
+    reviewer = ui.current_reviewer()
+    if not reviewer or not _is_current(cycle_id, answer_id, None):
+        return
+    try:
+        with _db() as db:
+            review.commit(db, cycle_id=cycle_id, reviewer=reviewer, answer_id=answer_id)
+    except CalibrationError as exc:
+        _flash(exc)
+        return
+    _toast("Committed · the judge is revealed")
+    _set_cursor(cycle_id, reviewer, review.Position(answer_id, None))
 
 
 def _on_select(cycle_id: int, answer_id: str, claim_pk: int) -> None:
@@ -155,22 +212,25 @@ def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str) -> 
         return
     selected = review.selection_after_reconcile(rows, claim_pk)
     number = next((r.claim.number for r in rows if r.claim.pk == claim_pk), 1)
-    _toast(f"Recorded {RECONCILE_TEXT[choice]} for claim {number} of {len(rows)}: "
+    _toast(f"Saved: {RECONCILE_TEXT[choice]} · claim {number} of {len(rows)} · "
            f"final label {state.final_verdict}")
     _set_cursor(cycle_id, reviewer, review.Position(answer_id, None), selected)
-
-
-def _on_switch_cycle(cycle_id: int) -> None:
-    st.session_state[CYCLE_KEY] = cycle_id
 
 
 def _on_pick(widget_key: str) -> None:
     st.session_state[CYCLE_KEY] = st.session_state[widget_key]
 
 
-def _on_next_answer(cycle_id: int, answer_id: str) -> None:
+def _on_switch_cycle(cycle_id: int) -> None:
+    st.session_state[CYCLE_KEY] = cycle_id
+
+
+def _on_next_answer(cycle_id: int, answer_id: str, why_not: str | None) -> None:
     reviewer = ui.current_reviewer()
     if not reviewer or not _is_current(cycle_id, answer_id, None):
+        return
+    if why_not is not None:
+        st.session_state[NOTICE] = why_not
         return
     try:
         with _db() as db:
@@ -179,22 +239,107 @@ def _on_next_answer(cycle_id: int, answer_id: str) -> None:
         _flash(exc)
 
 
+def _on_jump(cycle_id: int, answer_id: str) -> None:
+    reviewer = ui.current_reviewer()
+    if reviewer:
+        _set_cursor(cycle_id, reviewer, review.Position(answer_id, None))
+
+
+# ---------------------------------------------------------------- dialogs
+
+
+@st.dialog("Keys", width="medium")
+def _keys_dialog() -> None:
+    for keys, what in KEYS_HELP:
+        st.markdown(f"`{keys}` {what}")  # constants only
+    st.caption("Keys act whenever the focus is outside a text field; Escape leaves a field.")
+
+
+@st.dialog("Guidelines", width="large")
+def _guidelines_dialog(definitions: dict[str, str], guidelines: list[Guidelines]) -> None:
+    st.markdown("**Verdicts, as the judge's prompt defines them**")
+    for verdict in LABELS:
+        with st.container(horizontal=True, vertical_alignment="center"):
+            ui.verdict_badge(verdict)
+            ui.literal(definitions.get(verdict, ""))
+    if not guidelines:
+        st.caption("No guidelines written yet: a lead writes them on the Guidelines page.")
+    for g in guidelines:
+        st.divider()
+        st.caption("For every cycle" if g.scope == PROJECT_SCOPE else "For this cycle")
+        st.markdown(g.markdown)  # written by a lead: the one markdown the page renders
+
+
+@st.dialog("Your answers in this cycle", width="large")
+def _answers_dialog(cycle_id: int, reviewer: str, current: str | None) -> None:
+    with _db() as db:  # read only when the list is open: a key press does not pay for it
+        statuses = review.answer_statuses(db, cycle_id, reviewer)
+    for a in statuses:
+        with st.container(horizontal=True, vertical_alignment="center", key=f"answer-row-{a.number}"):
+            ui.literal(f"{'▶' if a.answer_id == current else ' '} {a.number}. {a.answer_id} · "
+                       f"{plural(a.claims, 'claim')} · {a.status}")
+            st.space("stretch")
+            if st.button(f"Open answer {a.number}", key=f"jump-{a.number}", on_click=_on_jump,
+                         args=(cycle_id, a.answer_id)):
+                st.rerun()
+
+
 # ---------------------------------------------------------------- drawing
 
 
-def _badge(verdict: str | None) -> None:
-    # Verdicts come from a CHECK-constrained column: one of three constants.
-    if verdict in VERDICT_COLORS:
-        st.badge(verdict, color=VERDICT_COLORS[verdict])
-    else:
-        st.badge("no verdict", color="gray")
+def _progress_text(prog: review.QueueProgress, k: int, n: int) -> str:
+    parts = [f"{prog.claims_done} of {prog.claims_total} claims labeled"]
+    if prog.claims_unclear:
+        parts.append(f"{prog.claims_unclear} unclear")
+    if prog.claims_skipped:
+        parts.append(f"{prog.claims_skipped} skipped")
+    parts.append(f"{prog.answers_done} of {prog.answers_total} answers done")
+    if k:
+        parts.append(f"answer {k} of {n}")
+    return " · ".join(parts)
 
 
-def _question_and_answer(card: review.Card, index: int | None) -> None:
-    st.markdown("**Question**")
+def _cycle_option(choice: review.CycleChoice) -> str:
+    """A cycle as plain text (selectbox options and ui.literal never render markdown); the
+    count is the progress bar's (claims with a verdict or unclear)."""
+    p = choice.progress
+    return (f"{choice.cycle.name} — {p.claims_done}/{p.claims_total} labeled"
+            + ("" if choice.has_work else " · done"))
+
+
+def _header(choices: list[review.CycleChoice], chosen: review.CycleChoice,
+            prog: review.QueueProgress, k: int, n: int) -> tuple[bool, bool, bool]:
+    """The one header line; returns which dialog button was pressed (answers, guidelines, keys)."""
+    by_id = {c.cycle.id: c for c in choices}
+    cyc = chosen.cycle
+    with st.container(horizontal=True, vertical_alignment="center", key="review-header"):
+        if len(choices) > 1:
+            # The browser keeps showing a selected option's old text when only the text
+            # changes, so the widget's key names the options' texts and the choice: a change
+            # draws a fresh picker, set from CYCLE_KEY.
+            ids = list(by_id)
+            texts = [_cycle_option(by_id[cid]) for cid in ids]
+            digest = hashlib.sha256("\n".join([str(cyc.id), *texts]).encode()).hexdigest()[:16]
+            pick_key = f"review_cycle_pick_{digest}"
+            st.selectbox("Cycle", options=ids, index=ids.index(cyc.id), key=pick_key,
+                         format_func=lambda cid: _cycle_option(by_id[cid]), on_change=_on_pick,
+                         args=(pick_key,), label_visibility="collapsed", width=280)
+        st.space("stretch")
+        answers = st.button("Answers", key="answers-list", shortcut="L", icon=":material/list:")
+        guide = st.button("Guidelines", key="guidelines", shortcut="G", icon=":material/menu_book:")
+        keys = st.button("Keys", key="keys-help", shortcut="H", icon=":material/keyboard:")
+    with st.container(key="cycle-name"):
+        ui.literal(f"Cycle {cyc.name} · judge {cyc.judge_run}"
+                   + (" · open to every reviewer" if cyc.open_to_all else ""))
+    st.progress(prog.fraction, text=_progress_text(prog, k, n))
+    return answers, guide, keys
+
+
+def _question_and_answer(card: review.Card, index: int | None, mode: str) -> None:
     with st.container(key="question"):
         ui.literal(card.question)
-    st.markdown("**Answer**")
+    if mode != "claim" and len(card.claims) == 1 and card.answer.strip() == card.claims[0].text.strip():
+        return  # the answer is its one claim, shown in the panel below
     spans = review.claim_spans(card.answer, [c.text for c in card.claims])
     span = spans[index] if index is not None else None
     with st.container(border=True, key="answer"):
@@ -202,14 +347,14 @@ def _question_and_answer(card: review.Card, index: int | None) -> None:
 
 
 def _chunks(card: review.Card) -> None:
-    st.markdown("**Retrieved chunks**")
-    if not card.chunks:
-        st.write("This answer has no chunks.")
-    for ch in card.chunks:
-        with st.container(border=True, key=f"chunk-{ch.number}"):
-            head = f"[{ch.number}] {ch.chunk_id}" + (f" · {ch.source}" if ch.source else "")
-            ui.literal(head)
-            ui.literal(ch.text)
+    with st.container(key="chunks"):
+        if not card.chunks:
+            st.write("This answer has no chunks.")
+        for ch in card.chunks:
+            with st.container(border=True, key=f"chunk-{ch.number}"):
+                head = f"[{ch.number}] {ch.chunk_id}" + (f" · {ch.source}" if ch.source else "")
+                ui.literal(head)
+                ui.literal(ch.text)
 
 
 def _claim_list(card: review.Card, index: int) -> None:
@@ -220,10 +365,13 @@ def _claim_list(card: review.Card, index: int) -> None:
             ui.literal(f"{mark} {c.number}. [{state}] {c.text}")
 
 
-def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int) -> None:
+def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
+                 definitions: dict[str, str], summary: str) -> None:
     claim = card.claims[index]
     pk = claim.pk
     n = len(card.claims)
+    if (st.session_state.get(SHOWN) or (None,))[0] != pk:
+        st.session_state[SHOWN] = (pk, time.monotonic())  # time per claim starts here
     with st.container(border=True, key=f"claim-{pk}"):
         with st.container(horizontal=True, vertical_alignment="center"):
             st.markdown(f"**Claim {claim.number} of {n}**")
@@ -235,11 +383,32 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int) -> None:
                       icon=":material/arrow_forward:", icon_position="right",
                       disabled=index >= n - 1, on_click=_on_move,
                       args=(cycle.id, card.answer_id, index, index + 1))
-        with st.container(key="claim-text"):
-            ui.literal(claim.text)
-        if claim.label is not None:
-            st.caption(f"Your current label: {claim.verdict or STATUS_TEXT[claim.status]} "
-                       "(a new choice is added to the history)")
+        # A one-claim answer that is the claim is already shown, marked, just above.
+        if n > 1 or card.answer.strip() != claim.text.strip():
+            with st.container(key="claim-text"):
+                ui.literal(claim.text)
+        cols = st.columns(3)
+        for col, verdict in zip(cols, LABELS, strict=True):
+            col.button(
+                verdict, key=f"v-{verdict}-{pk}", shortcut=VERDICT_KEYS[verdict],
+                help=definitions.get(verdict), width="stretch",
+                type="primary" if claim.verdict == verdict else "secondary",
+                on_click=_on_label,
+                args=(cycle.id, card.answer_id, pk, index, "blind", verdict, card.chunk_ids),
+            )
+        with st.container(horizontal=True, vertical_alignment="center", key="claim-actions"):
+            st.button("Skip", key=f"skip-{pk}", shortcut="S",
+                      help="Put it off: it comes back at the end of your queue until settled.",
+                      on_click=_on_label,
+                      args=(cycle.id, card.answer_id, pk, index, "skip", None, card.chunk_ids))
+            st.button("Unclear", key=f"unclear-{pk}", shortcut="U",
+                      help="Needs discussion: a lead decides this claim, and the judge's verdict "
+                           "on it stays hidden from you until then.",
+                      on_click=_on_label,
+                      args=(cycle.id, card.answer_id, pk, index, "unclear", None, card.chunk_ids))
+            if claim.label is not None:
+                st.caption(f"Your current label: {claim.verdict or STATUS_TEXT[claim.status]} "
+                           "(a new choice is added to the history)")
 
         ev_key, note_key = f"ev_{pk}", f"note_{pk}"
         by_id = {ch.chunk_id: ch.number for ch in card.chunks}
@@ -248,141 +417,155 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int) -> None:
                                         if e in by_id]
         if note_key not in st.session_state:
             st.session_state[note_key] = (claim.label.note if claim.label else None) or ""
-        # The note comes first: Tab from it reaches the evidence list (a text field, so keys
-        # type there), never the list's "Clear all" button (see ui.shortcut_guard).
+        # The note comes first: Tab from it reaches the evidence list (a text field).
         c1, c2 = st.columns([3, 2])
-        c1.text_input("Note (optional)", key=note_key, max_chars=2000)
+        c1.text_input("Note (optional)", key=note_key, max_chars=2000,
+                      placeholder="Saved with the verdict")
         # Options are chunk numbers; the shown name is "[n] id" as plain text.
         c2.multiselect("Evidence chunks (optional)", options=[ch.number for ch in card.chunks],
                        format_func=lambda num: f"[{num}] {card.chunks[num - 1].chunk_id}",
                        key=ev_key, placeholder="Chunks that decide it", select_all=False)
+        if summary:
+            with st.container(key="guideline-summary"):
+                ui.literal("Guidelines (G): " + summary)
+    if n > 1:
+        _claim_list(card, index)
 
-        chunk_ids = card.chunk_ids
-        cols = st.columns(3)
-        for col, verdict in zip(cols, LABELS, strict=True):
-            col.button(
-                verdict, key=f"v-{verdict}-{pk}", shortcut=VERDICT_KEYS[verdict],
-                help=VERDICT_HELP[verdict], width="stretch",
-                type="primary" if claim.verdict == verdict else "secondary",
-                on_click=_on_label,
-                args=(cycle.id, card.answer_id, pk, index, "blind", verdict, chunk_ids),
-            )
-        with st.container(horizontal=True, key="claim-actions"):
-            st.button("Skip", key=f"skip-{pk}", shortcut="S",
-                      help="Put it off: it comes back once at the end of your queue.",
-                      on_click=_on_label,
-                      args=(cycle.id, card.answer_id, pk, index, "skip", None, chunk_ids))
-            st.button("Unclear, needs discussion", key=f"unclear-{pk}", shortcut="U",
-                      help="Done for you: a lead decides this claim. Once every claim of the "
-                           "answer is labeled or unclear, the judge is revealed.",
-                      on_click=_on_label,
-                      args=(cycle.id, card.answer_id, pk, index, "unclear", None, chunk_ids))
-    _claim_list(card, index)
+
+def _last_look(cycle: review.CycleRef, card: review.Card) -> None:
+    with st.container(border=True, key="last-look"):
+        with st.container(horizontal=True, vertical_alignment="center"):
+            st.markdown("**Last look before the reveal**")
+            st.space("stretch")
+            st.button("Commit and reveal the judge", key="commit", type="primary", shortcut="Enter",
+                      icon=":material/visibility:", on_click=_on_commit,
+                      args=(cycle.id, card.answer_id))
+        st.caption("Your verdicts on this answer. Change any of them now; after the commit "
+                   "the judge is shown and your blind verdicts are final.")
+        for i, c in enumerate(card.claims):
+            with st.container(key=f"look-{c.pk}"):
+                badge, text, change = st.columns([2, 7, 2], vertical_alignment="center")
+            with badge:
+                if c.verdict:
+                    ui.verdict_badge(c.verdict)
+                else:
+                    st.badge("unclear", color="gray")
+            with text:
+                ui.literal(f"{c.number}. {c.text}")
+            with change:
+                st.button("Change", key=f"change-{c.pk}", icon=":material/edit:",
+                          shortcut="Left" if i == len(card.claims) - 1 else None,
+                          on_click=_on_move, args=(cycle.id, card.answer_id, None, i))
+
+
+def _reveal_row(cycle: review.CycleRef, card: review.Card, r: review.Revealed, selected: int | None
+                ) -> None:
+    pk = r.claim.pk
+    with st.container(border=True, key=f"reveal-{pk}"):
+        # The verdicts and (for a disagreement) the K / J choice come before the long texts,
+        # so the decision is on screen whatever the claim's length.
+        with st.container(horizontal=True, vertical_alignment="center"):
+            st.markdown(f"**Claim {r.claim.number}**")
+            if r.unclear:
+                st.badge("You: unclear", icon=":material/help:", color="gray")
+            else:
+                ui.verdict_badge(r.blind, prefix="You")
+            if r.unclear and not r.adjudicated:
+                st.badge("Judge: hidden", color="gray")
+            else:
+                ui.verdict_badge(r.judge_verdict, prefix="Judge")
+        if r.disagrees:
+            here = pk == selected
+            if r.reconciled == "keep":
+                st.caption(f"You kept your verdict: a judge error. Final label {r.final}.")
+            elif r.reconciled == "judge_right":
+                st.caption(f"The judge was right: your blind label stays in the history, the final "
+                           f"label is {r.final} (counted as a slip).")
+            if here:
+                st.caption("▶ K and J act on this claim")
+            k_col, j_col = st.columns(2)
+            k_col.button("I keep my verdict", key=f"keep-{pk}", width="stretch",
+                         shortcut="K" if here else None,
+                         type="primary" if r.reconciled == "keep" else "secondary",
+                         help="The judge is wrong on this claim.",
+                         on_click=_on_reconcile, args=(cycle.id, card.answer_id, pk, "keep"))
+            j_col.button("The judge is right", key=f"judge-right-{pk}", width="stretch",
+                         shortcut="J" if here else None,
+                         type="primary" if r.reconciled == "judge_right" else "secondary",
+                         help="My first call was a slip; take the judge's verdict.",
+                         on_click=_on_reconcile,
+                         args=(cycle.id, card.answer_id, pk, "judge_right"))
+        ui.literal(r.claim.text)
+        if r.unclear:
+            if r.adjudicated:
+                with st.container(horizontal=True):
+                    st.caption("A lead decided")
+                    ui.verdict_badge(r.adjudicated)
+            else:
+                st.caption("You marked this claim unclear: it waits for a lead's decision, and "
+                           "the judge's verdict stays hidden until then.")
+        if r.judge_verdict is not None:
+            with st.container(key=f"rationale-{pk}"):
+                ui.literal("Judge's rationale: " + (r.rationale or "(none given)"))
+            if r.judge_evidence:
+                ui.literal("Judge's evidence: " + ", ".join(r.judge_evidence))
+        if r.claim.label and r.claim.label.evidence:
+            ui.literal("Your evidence: " + ", ".join(r.claim.label.evidence))
+        if r.claim.label and r.claim.label.note:
+            ui.literal("Your note: " + r.claim.label.note)
+        if not r.disagrees and not r.unclear and r.judge_verdict is None:
+            st.caption("The judge gave no verdict on this claim.")
 
 
 def _reveal_panel(cycle: review.CycleRef, card: review.Card, rows: list[review.Revealed],
                   view: review.RevealView) -> None:
     selected = view.selected
     by_pk = {r.claim.pk: r for r in rows}
+    why_not = review.why_not_next(view, {r.claim.pk: r.claim.number for r in rows})
     with st.container(key="reveal"):
-        st.markdown(f"**The judge is revealed:** it agrees with you on {view.agree} of {view.compared} "
-                    "claims you labeled."
-                    + (f" {view.unclear} marked unclear {'waits' if view.unclear == 1 else 'wait'} for a "
-                       "lead." if view.unclear else ""))
+        with st.container(horizontal=True, vertical_alignment="center", key="reveal-keys"):
+            summary = (f"The judge agrees with you on {view.agree} of {view.compared} claims you "
+                       "labeled." + (f" {plural(view.unclear, 'claim')} marked unclear: hidden until "
+                                     "a lead decides." if view.unclear else ""))
+            st.markdown(summary)
+            st.space("stretch")
+            if view.previous is not None and view.following is not None:
+                st.button("Previous", key="sel-prev", shortcut="Left", icon=":material/arrow_back:",
+                          help="The previous disagreement", on_click=_on_select,
+                          args=(cycle.id, card.answer_id, view.previous))
+                st.button("Next", key="sel-next", shortcut="Right", icon=":material/arrow_forward:",
+                          icon_position="right", help="The next disagreement", on_click=_on_select,
+                          args=(cycle.id, card.answer_id, view.following))
+            st.button("Next answer", key="next-answer", type="primary", shortcut="N",
+                      icon=":material/arrow_forward:", icon_position="right",
+                      help=why_not, on_click=_on_next_answer,
+                      args=(cycle.id, card.answer_id, why_not))
         if selected is not None:
-            with st.container(horizontal=True, vertical_alignment="center", key="reveal-keys"):
-                st.caption(f"K / J act on claim {by_pk[selected].claim.number}"
-                           + (" · ← → choose another disagreement" if view.following is not None else ""))
-                if view.previous is not None and view.following is not None:
-                    st.space("stretch")
-                    st.button("Previous disagreement", key="sel-prev", shortcut="Left",
-                              icon=":material/arrow_back:", on_click=_on_select,
-                              args=(cycle.id, card.answer_id, view.previous))
-                    st.button("Next disagreement", key="sel-next", shortcut="Right",
-                              icon=":material/arrow_forward:", icon_position="right",
-                              on_click=_on_select, args=(cycle.id, card.answer_id, view.following))
-        for r in rows:
-            pk = r.claim.pk
-            with st.container(border=True, key=f"reveal-{pk}"):
-                text, you, judge = st.columns([3, 2, 2])
-                with text:
-                    st.markdown(f"**Claim {r.claim.number}**")
-                    ui.literal(r.claim.text)
-                with you:
-                    st.caption("You (blind)")
-                    if r.unclear:
-                        st.badge("Unclear", icon=":material/help:", color="gray")
-                    else:
-                        _badge(r.blind)
-                with judge:
-                    st.caption("Judge")
-                    _badge(r.judge_verdict)
-                if r.judge_verdict is not None:
-                    st.caption("Judge's rationale")
-                    with st.container(key=f"rationale-{pk}"):
-                        ui.literal(r.rationale or "(none given)")
-                    if r.judge_evidence:
-                        ui.literal("Judge's evidence: " + ", ".join(r.judge_evidence))
-                if r.claim.label and r.claim.label.evidence:
-                    ui.literal("Your evidence: " + ", ".join(r.claim.label.evidence))
-                if r.claim.label and r.claim.label.note:
-                    st.caption("Your note")
-                    ui.literal(r.claim.label.note)
-                if r.unclear:
-                    if r.adjudicated:
-                        st.caption("A lead decided")
-                        _badge(r.adjudicated)
-                    else:
-                        st.caption("You marked this claim unclear: it waits for a lead's decision. "
-                                   "The judge's verdict is shown for information; there is "
-                                   "nothing to reconcile.")
-                    continue
-                if not r.disagrees:
-                    if r.judge_verdict:
-                        st.badge("Agreement", icon=":material/check:", color="green")
-                    else:
-                        st.badge("The judge gave no verdict on this claim", color="gray")
-                    continue
-                if r.reconciled == "keep":
-                    st.info(f"You kept your verdict: a judge error. Final label {r.final}.",
-                            icon=":material/gavel:")
-                elif r.reconciled == "judge_right":
-                    st.warning(f"The judge was right: your blind label stays in the history, "
-                               f"the final label is {r.final} (counted as a slip).",
-                               icon=":material/undo:")
-                else:
-                    st.write("You disagree. Who is right?")
-                here = pk == selected
-                if here:
-                    st.caption("▶ K and J act on this claim")
-                k_col, j_col = st.columns(2)
-                k_col.button("I keep my verdict", key=f"keep-{pk}", width="stretch",
-                             shortcut="K" if here else None,
-                             type="primary" if r.reconciled == "keep" else "secondary",
-                             help="The judge is wrong on this claim.",
-                             on_click=_on_reconcile, args=(cycle.id, card.answer_id, pk, "keep"))
-                j_col.button("The judge is right", key=f"judge-right-{pk}", width="stretch",
-                             shortcut="J" if here else None,
-                             type="primary" if r.reconciled == "judge_right" else "secondary",
-                             help="My first call was a slip; take the judge's verdict.",
-                             on_click=_on_reconcile,
-                             args=(cycle.id, card.answer_id, pk, "judge_right"))
-        st.button("Next answer", key="next-answer", type="primary", shortcut="N",
-                  icon=":material/arrow_forward:", disabled=not view.can_move_on,
-                  help=None if view.can_move_on else "Reconcile every disagreement first.",
-                  on_click=_on_next_answer, args=(cycle.id, card.answer_id))
+            st.caption(f"K / J act on claim {by_pk[selected].claim.number}"
+                       + (" · ← → choose another disagreement" if view.following is not None else ""))
+        if (msg := st.session_state.pop(NOTICE, None)) is not None and why_not is not None:
+            with st.container(key="notice"):
+                st.info(msg, icon=":material/info:")
+        # Disagreements first (the only rows needing a decision), in answer order; then the rest.
+        ordered = sorted(rows, key=lambda r: (not r.pending, not r.disagrees, r.claim.number))
+        for r in ordered:
+            if r.disagrees:
+                with st.container(key=f"disagreement-{r.claim.pk}"):
+                    _reveal_row(cycle, card, r, selected)
+            else:
+                _reveal_row(cycle, card, r, selected)
 
 
-def _done(cycle: review.CycleRef, reviewer: str, prog: review.QueueProgress) -> None:
+def _done(cycle: review.CycleRef, choices: list[review.CycleChoice], prog: review.QueueProgress) -> None:
     with st.container(key="queue-done"):
-        st.success("Your queue in this cycle is done: every claim is settled and every "
-                   "disagreement is reconciled. Thank you!", icon=":material/task_alt:")
-        if prog.claims_unclear or prog.claims_skipped:
+        st.success("Your queue in this cycle is done: every claim is settled, every answer "
+                   "committed and every disagreement reconciled. Thank you!",
+                   icon=":material/task_alt:")
+        if prog.claims_unclear:
             awaits = "awaits" if prog.claims_unclear == 1 else "await"
-            st.info(f"{plural(prog.claims_unclear, 'claim', 'claims')} marked unclear {awaits} "
-                    f"a lead's decision; {prog.claims_skipped} skipped.", icon=":material/forum:")
-        with _db() as db:
-            nxt = review.next_cycle_with_work(review.cycle_choices(db, reviewer), cycle.id)
+            st.info(f"{plural(prog.claims_unclear, 'claim')} marked unclear {awaits} a lead's "
+                    "decision.", icon=":material/forum:")
+        nxt = review.next_cycle_with_work(choices, cycle.id)
         if nxt is not None:
             st.caption("Next cycle with work for you")
             ui.literal(_cycle_option(nxt))
@@ -391,66 +574,70 @@ def _done(cycle: review.CycleRef, reviewer: str, prog: review.QueueProgress) -> 
                       args=(nxt.cycle.id,))
 
 
-def _progress_text(prog: review.QueueProgress) -> str:
-    parts = [f"{prog.claims_labeled} of {prog.claims_total} claims labeled"]
-    if prog.claims_unclear:
-        parts.append(f"{prog.claims_unclear} unclear")
-    if prog.claims_skipped:
-        parts.append(f"{prog.claims_skipped} skipped")
-    parts.append(f"{prog.answers_done} of {prog.answers_total} answers done")
-    return " · ".join(parts)
-
-
 @st.fragment
-def card_fragment(cycle: review.CycleRef) -> None:
+def review_fragment() -> None:
     reviewer = ui.current_reviewer()
-    if not reviewer or st.session_state.get(CYCLE_KEY, cycle.id) != cycle.id:
-        st.rerun()  # signed out, or another cycle chosen from here: redraw the whole page
+    if not reviewer:
+        st.rerun()  # signed out: redraw the whole page (the sign-in)
     with _db() as db:
+        choices = review.cycle_choices(db, reviewer)
+        if not choices:
+            st.info("No open cycle has answers for you. A lead creates one on the Cycles page "
+                    "(or `python -m calibration cycle create`).", icon=":material/inbox:")
+            return
+        by_id = {c.cycle.id: c for c in choices}
+        if st.session_state.get(CYCLE_KEY) not in by_id:
+            # First visit, or the cycle was closed: the first cycle with work left.
+            default = review.default_cycle(choices)
+            assert default is not None
+            st.session_state[CYCLE_KEY] = default.cycle.id
+        chosen = by_id[st.session_state[CYCLE_KEY]]
+        cycle = chosen.cycle
         pos = _cursor(db, cycle.id, reviewer)
-        prog = review.progress(db, cycle.id, reviewer)
         answers = review.queue(db, cycle.id, reviewer)
         card = review.load_card(db, pos.answer_id, reviewer) if pos else None
         index = review.shown_claim(card, pos.claim_index) if card is not None and pos else None
-        # The judge's data is read here and nowhere else, only once every claim is settled.
+        mode = review.card_view(card, index) if card is not None else "done"
+        # The judge's data is read here and nowhere else, only once the answer is committed.
         rows = review.reveal(db, cycle_id=cycle.id, answer_id=card.answer_id,
-                             reviewer=reviewer) if card is not None and index is None else None
+                             reviewer=reviewer) if card is not None and mode == "reveal" else None
+        definitions = review.judge_definitions(db, cycle.judge_run_id)
+        guidelines = review.guidelines_for(db, cycle.id)
     wanted = (st.session_state.get(CURSOR) or {}).get("selected")
     view = None if rows is None else review.reveal_view(rows, wanted)
-    selected = view.selected if view else None
     if card is not None:  # the cursor always names the card drawn below
-        _set_cursor(cycle.id, reviewer, review.Position(card.answer_id, index), selected)
-        st.session_state.pop(DONE_SEEN, None)
-    elif st.session_state.get(DONE_SEEN) != cycle.id:
-        # Just finished (in a fragment run): once, redraw the whole page so the cycle
-        # picker's progress is current beside the done screen. Before any output, so the
-        # pending toast is shown by that run.
-        st.session_state[DONE_SEEN] = cycle.id
-        st.rerun()
+        _set_cursor(cycle.id, reviewer, review.Position(card.answer_id, index),
+                    view.selected if view else None)
 
-    st.progress(prog.fraction, text=_progress_text(prog))
+    k = answers.index(card.answer_id) + 1 if card is not None and card.answer_id in answers else 0
+    open_answers, open_guide, open_keys = _header(choices, chosen, chosen.progress, k, len(answers))
+    if open_answers:
+        _answers_dialog(cycle.id, reviewer, card.answer_id if card else None)
+    elif open_guide:
+        _guidelines_dialog(definitions, guidelines)
+    elif open_keys:
+        _keys_dialog()
     if (msg := st.session_state.pop(TOAST, None)) is not None:
-        st.toast(msg, icon=":material/check_circle:")
+        st.toast(msg, icon=":material/check:")
     if (msg := st.session_state.pop(FLASH, None)) is not None:
         with st.container(border=True, key="flash"):
             st.error("Not recorded:", icon=":material/error:")
             ui.literal(msg)
     if card is None:
-        _done(cycle, reviewer, prog)
+        _done(cycle, choices, chosen.progress)
         return
 
-    k = answers.index(card.answer_id) + 1 if card.answer_id in answers else 0
-    head, _ = st.columns([3, 2])
-    with head:
-        ui.literal(f"Answer {k} of {len(answers)} · id {card.answer_id}")
-    left, right = st.columns([3, 2], gap="large")
+    summary = review.guideline_summary(guidelines[-1].markdown) if guidelines else ""
+    left, right = st.columns([5, 3], gap="medium")
     with left:
-        _question_and_answer(card, index)
-        if rows is None:
+        _question_and_answer(card, index, mode)
+        if mode == "claim":
             assert index is not None
-            _claim_panel(cycle, card, index)
+            _claim_panel(cycle, card, index, definitions, summary)
+        elif mode == "last look":
+            _last_look(cycle, card)
         else:
-            assert view is not None
+            assert rows is not None and view is not None
             _reveal_panel(cycle, card, rows, view)
     with right:
         _chunks(card)
@@ -458,49 +645,7 @@ def card_fragment(cycle: review.CycleRef) -> None:
 
 # ---------------------------------------------------------------- page
 
-
-def _cycle_option(choice: review.CycleChoice) -> str:
-    """A cycle as plain text (selectbox options and ui.literal never render markdown)."""
-    p = choice.progress
-    return (f"{choice.cycle.name} — {p.claims_labeled}/{p.claims_total} labeled"
-            + ("" if choice.has_work else " · done"))
-
-
-reviewer = ui.require_reviewer()
-st.title("Review")
+ui.require_reviewer()
+st.html(_CSS)
 ui.shortcut_guard()
-
-with _db() as db:
-    choices = review.cycle_choices(db, reviewer)
-if not choices:
-    st.info("No open cycle has answers for you. A lead creates one on the Cycles page "
-            "(or `python -m calibration cycle create`).", icon=":material/inbox:")
-    st.stop()
-
-by_id = {c.cycle.id: c for c in choices}
-if st.session_state.get(CYCLE_KEY) not in by_id:
-    # First visit, or the cycle was closed: the first cycle with work left for this reviewer.
-    default = review.default_cycle(choices)
-    assert default is not None
-    st.session_state[CYCLE_KEY] = default.cycle.id
-chosen = by_id[st.session_state[CYCLE_KEY]].cycle
-if len(choices) > 1:
-    # Progress in the options is as of this page run (the bar below follows every verdict;
-    # finishing a cycle redraws the page). The browser keeps showing a selected option's
-    # old text when only the text changes, so the widget's key names the options' texts
-    # and the choice: a change draws a fresh picker, set from CYCLE_KEY.
-    ids = list(by_id)
-    texts = [_cycle_option(by_id[cid]) for cid in ids]
-    digest = hashlib.sha256("\n".join([str(chosen.id), *texts]).encode()).hexdigest()[:16]
-    pick_key = f"review_cycle_pick_{digest}"
-    st.selectbox("Cycle", options=ids, index=ids.index(chosen.id), key=pick_key,
-                 format_func=lambda cid: _cycle_option(by_id[cid]), on_change=_on_pick,
-                 args=(pick_key,))
-with st.container(key="cycle-name"):
-    ui.literal(f"Cycle {chosen.name} · judge {chosen.judge_run}"
-               + (" · open to every reviewer" if chosen.open_to_all else ""))
-st.caption("Keys: 1 SUPPORTED · 2 CONTRADICTED · 3 UNSUPPORTED · S skip · U unclear · "
-           "← → move within the answer · after the reveal K keep · J judge right "
-           "(on the selected disagreement; ← → choose it) · N next answer")
-
-card_fragment(chosen)
+review_fragment()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from sqlite_utils import Database
 from calibration import cycles, review, store
 from calibration.errors import ConflictError, InputError
 from calibration.importing import import_answers
+from calibration.store.review import QueueRow
 
 RUN = "judge-x@v1"
 
@@ -67,10 +69,14 @@ def _pk(db: Database, answer: str, claim: str) -> int:
     return store.claim_pk(db, answer, claim)
 
 
-def _label_all(db: Database, cycle_id: int, reviewer: str, answer: str, verdicts: list[str]) -> None:
+def _label_all(db: Database, cycle_id: int, reviewer: str, answer: str, verdicts: list[str],
+               *, commit: bool = True) -> None:
+    """Verdicts on every claim of the answer, then (by default) the commit that reveals it."""
     card = review.load_card(db, answer, reviewer)
     for claim, verdict in zip(card.claims, verdicts, strict=True):
         review.label(db, cycle_id=cycle_id, reviewer=reviewer, claim_pk=claim.pk, verdict=verdict)
+    if commit:
+        review.commit(db, cycle_id=cycle_id, reviewer=reviewer, answer_id=answer)
 
 
 # ---------------------------------------------------------------- the card is blind
@@ -101,8 +107,10 @@ def test_reveal_refused_until_every_claim_has_a_verdict(fresh_db: Database, cyc:
     review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[1].pk, kind="skip")
     review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[2].pk,
                  kind="unclear", note="ask the lead")
-    with pytest.raises(review.NotRevealedError, match="1 without a verdict"):
+    with pytest.raises(review.NotRevealedError, match="1 claim without a verdict"):
         review.reveal(fresh_db, cycle_id=cyc.id, answer_id="A1", reviewer="ann")
+    with pytest.raises(review.NotRevealedError, match="before committing"):
+        review.commit(fresh_db, cycle_id=cyc.id, reviewer="ann", answer_id="A1")
     # Another reviewer's labels do not reveal anything to ann.
     _label_all(fresh_db, cyc.id, "bob", "A1", ["SUPPORTED"] * 3)
     with pytest.raises(review.NotRevealedError):
@@ -111,7 +119,19 @@ def test_reveal_refused_until_every_claim_has_a_verdict(fresh_db: Database, cyc:
     review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[2].pk,
                  verdict="SUPPORTED")
     review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[1].pk,
+                 verdict="UNSUPPORTED")
+    # Every claim settled: the last look. Nothing is revealed yet and any verdict may change.
+    assert review.load_card(fresh_db, "A1", "ann").complete
+    with pytest.raises(review.NotRevealedError, match="commit"):
+        review.reveal(fresh_db, cycle_id=cyc.id, answer_id="A1", reviewer="ann")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=card.claims[1].pk,
                  verdict="SUPPORTED")
+    review.commit(fresh_db, cycle_id=cyc.id, reviewer="ann", answer_id="A1")
+    review.commit(fresh_db, cycle_id=cyc.id, reviewer="ann", answer_id="A1")  # a repeat: no-op
+    assert review.load_card(fresh_db, "A1", "ann").revealed
+    assert not review.load_card(fresh_db, "A1", "carl").revealed
+    kinds = [(e["kind"], e["verdict"]) for e in store.label_history(fresh_db, card.claims[1].pk, "ann")]
+    assert kinds == [("skip", None), ("blind", "UNSUPPORTED"), ("blind", "SUPPORTED")]
     rows = review.reveal(fresh_db, cycle_id=cyc.id, answer_id="A1", reviewer="ann")
     assert [(r.blind, r.judge_verdict, r.rationale) for r in rows] == [
         ("SUPPORTED", "SUPPORTED", "RATIONALE-A1-c1"),
@@ -187,6 +207,9 @@ def test_reconcile_keep_and_judge_right(fresh_db: Database, cyc: cycles.Cycle) -
     with pytest.raises(review.NotRevealedError):
         review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk1, choice="keep")
     review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk2, verdict="SUPPORTED")
+    with pytest.raises(review.NotRevealedError, match="commit"):  # settled, not committed yet
+        review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk1, choice="keep")
+    review.commit(fresh_db, cycle_id=cyc.id, reviewer="ann", answer_id="A2")
 
     keep = review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk1, choice="keep")
     assert (keep.blind_verdict, keep.final_verdict, keep.reconciled, keep.slip) == (
@@ -291,11 +314,13 @@ def test_unclear_settles_a_claim_and_reveals_the_answer(fresh_db: Database, cyc:
                  note="needs the price list")
     card = review.load_card(fresh_db, "A2", "ann")
     assert card.complete and [c.settled for c in card.claims] == [True, True]
+    review.commit(fresh_db, cycle_id=cyc.id, reviewer="ann", answer_id="A2")
     rows = review.reveal(fresh_db, cycle_id=cyc.id, answer_id="A2", reviewer="ann")
-    # The unclear claim shows the judge's verdict for information; nothing to reconcile.
-    assert [(r.unclear, r.blind, r.judge_verdict, r.disagrees, r.pending) for r in rows] == [
-        (False, "CONTRADICTED", "SUPPORTED", True, True),
-        (True, None, "UNSUPPORTED", False, False)]
+    # The unclear claim stays blind (no judge verdict, rationale or evidence) until a lead
+    # settles it; nothing to reconcile.
+    assert [(r.unclear, r.blind, r.judge_verdict, r.rationale, r.disagrees, r.pending)
+            for r in rows] == [(False, "CONTRADICTED", "SUPPORTED", "RATIONALE-A2-c1", True, True),
+                               (True, None, None, None, False, False)]
     with pytest.raises(ConflictError, match="unclear"):
         review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk2, choice="judge_right")
     # Revealed: the unclear claim is frozen for the reviewer (a lead decides it).
@@ -303,30 +328,37 @@ def test_unclear_settles_a_claim_and_reveals_the_answer(fresh_db: Database, cyc:
         review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk2, verdict="UNSUPPORTED")
     store.adjudicate(fresh_db, claim=pk2, adjudicator="lead", verdict="UNSUPPORTED")
     rows = review.reveal(fresh_db, cycle_id=cyc.id, answer_id="A2", reviewer="ann")
-    assert [r.adjudicated for r in rows] == [None, "UNSUPPORTED"]
+    assert [(r.adjudicated, r.judge_verdict) for r in rows] == [(None, "SUPPORTED"),
+                                                                ("UNSUPPORTED", "UNSUPPORTED")]
+    assert rows[1].rationale == "RATIONALE-A2-c2"  # settled by a lead: now shown
 
 
-def test_unclear_and_skipped_claims_do_not_loop_forever(fresh_db: Database, cyc: cycles.Cycle) -> None:
-    """QA: with one unclear and one skipped claim the queue cycled between them for ever."""
+def test_a_skipped_claim_comes_back_until_it_is_settled(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    """QA: a claim skipped twice was stranded, and the queue said "done" with it unrevealed."""
     a1 = review.load_card(fresh_db, "A1", "ann").claims
     review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=a1[0].pk, kind="unclear")
     review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=a1[1].pk, kind="skip")
     review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=a1[2].pk, verdict="CONTRADICTED")
     _label_all(fresh_db, cyc.id, "ann", "A2", ["SUPPORTED", "UNSUPPORTED"])  # as the judge
-    # Every fresh claim is done: the skipped claim is offered once more, the unclear never.
-    assert review.resume(fresh_db, cyc.id, "ann") == review.Position("A1", 1)
-    assert review.resume(fresh_db, cyc.id, "ann", after="A1") == review.Position("A1", 1)
-    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=a1[1].pk, kind="skip")
-    assert review.resume(fresh_db, cyc.id, "ann") is None
-    assert review.resume(fresh_db, cyc.id, "ann", after="A1") is None
+    # Every fresh claim is done: the skipped claim comes back, however often it is skipped.
+    for _ in range(3):
+        assert review.resume(fresh_db, cyc.id, "ann") == review.Position("A1", 1)
+        assert review.resume(fresh_db, cyc.id, "ann", after="A1") == review.Position("A1", 1)
+        review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=a1[1].pk, kind="skip")
     prog = review.progress(fresh_db, cyc.id, "ann")
     assert (prog.claims_labeled, prog.claims_unclear, prog.claims_skipped, prog.claims_total) == (
         3, 1, 1, 5)
     assert (prog.claims_done, prog.answers_done, prog.fraction) == (4, 1, 0.8)
-    # The skipped claim can still get a verdict (its answer is not revealed): then the
-    # answer is revealed and its disagreement (none here but c2) comes up to reconcile.
+    assert [(s.answer_id, s.status) for s in review.answer_statuses(fresh_db, cyc.id, "ann")
+            if s.answer_id == "A1"] == [("A1", "skipped")]
+    # A verdict settles it: the last look, then the commit reveals A1 and its disagreement.
     review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=a1[1].pk, verdict="UNSUPPORTED")
     assert review.resume(fresh_db, cyc.id, "ann") == review.Position("A1", None)
+    assert review.progress(fresh_db, cyc.id, "ann").answers_done == 1
+    review.commit(fresh_db, cycle_id=cyc.id, reviewer="ann", answer_id="A1")
+    assert review.resume(fresh_db, cyc.id, "ann") == review.Position("A1", None)
+    assert {s.answer_id: s.status for s in review.answer_statuses(fresh_db, cyc.id, "ann")} == {
+        "A1": "revealed", "A2": "reconciled"}
     review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=a1[1].pk, choice="keep")
     assert review.resume(fresh_db, cyc.id, "ann") is None
     prog = review.progress(fresh_db, cyc.id, "ann")
@@ -334,18 +366,29 @@ def test_unclear_and_skipped_claims_do_not_loop_forever(fresh_db: Database, cyc:
         4, 1, 0, 2)
 
 
-def test_skips_count_per_cycle(fresh_db: Database, tmp_path: Path, cyc: cycles.Cycle) -> None:
+def test_skips_in_another_cycle_do_not_settle_a_claim(fresh_db: Database, cyc: cycles.Cycle) -> None:
     pk = _pk(fresh_db, "A2", "c1")
-    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, kind="skip")
     review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, kind="skip")
     other = cycles.create_cycle(fresh_db, name="d", judge_run=RUN, size=2, seed=3, strategy="random",
                                 reviewers=[], overlap=0.0, force=True, created_by="t")
     _label_all(fresh_db, cyc.id, "ann", "A1", ["SUPPORTED", "SUPPORTED", "CONTRADICTED"])
     review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=_pk(fresh_db, "A2", "c2"),
                  verdict="UNSUPPORTED")
-    assert review.resume(fresh_db, cyc.id, "ann") is None  # skipped twice here: left
-    # A new cycle offers the skipped claim again.
+    assert review.resume(fresh_db, cyc.id, "ann") == review.Position("A2", 0)
     assert review.resume(fresh_db, other.id, "ann") == review.Position("A2", 0)
+
+
+def test_duration_is_kept_with_the_label(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    pk = _pk(fresh_db, "A2", "c1")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, verdict="SUPPORTED",
+                 duration_ms=4200)
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="bob", claim_pk=pk, verdict="SUPPORTED",
+                 duration_ms=-5)  # a clock step back is not a negative time
+    events = store.label_history(fresh_db, pk)
+    assert [(e["reviewer"], e["duration_ms"]) for e in events] == [("ann", 4200), ("bob", 0)]
+    run = store.find_judge_run(fresh_db, RUN)
+    from calibration.store import review as db_review
+    assert db_review.label_durations(fresh_db, run.id, cyc.id) == {"ann": [4200], "bob": [0]}
 
 
 # ---------------------------------------------------------------- the cycle picker
@@ -473,16 +516,63 @@ def test_position_after_label(statuses: tuple[str, ...], index: int,
     assert review.position_after_label(card_of(*statuses), index) == expected
 
 
-@pytest.mark.parametrize("statuses, wanted, expected", [
-    (("labeled", "labeled"), 0, None),  # complete: the reveal, whatever the cursor asks
-    (("labeled", "unclear"), 1, None),
-    (("labeled", "todo"), 0, 0),  # not complete: the claim asked for, even a labeled one
-    (("labeled", "todo", "skipped"), 5, 1),  # out of range: the next claim to settle
-    (("labeled", "skipped"), None, 1),  # none asked for: a skipped claim is still open
+@pytest.mark.parametrize("statuses, revealed, wanted, expected, view", [
+    (("labeled", "labeled"), True, 0, None, "reveal"),  # committed: the reveal, whatever is asked
+    (("labeled", "unclear"), True, None, None, "reveal"),
+    (("labeled", "labeled"), False, None, None, "last look"),  # settled, not committed
+    (("labeled", "unclear"), False, 1, 1, "claim"),  # the last look: a claim to change
+    (("labeled", "todo"), False, 0, 0, "claim"),  # the claim asked for, even a labeled one
+    (("labeled", "todo", "skipped"), False, 5, 1, "claim"),  # out of range: the next to settle
+    (("labeled", "skipped"), False, None, 1, "claim"),  # a skipped claim is still open
 ])
-def test_shown_claim_reveals_exactly_when_every_claim_is_settled(
-        statuses: tuple[str, ...], wanted: int | None, expected: int | None) -> None:
-    assert review.shown_claim(card_of(*statuses), wanted) == expected
+def test_shown_claim_reveals_only_after_the_commit(
+        statuses: tuple[str, ...], revealed: bool, wanted: int | None, expected: int | None,
+        view: str) -> None:
+    card = replace(card_of(*statuses), revealed=revealed)
+    assert review.shown_claim(card, wanted) == expected
+    assert review.card_view(card, expected) == view
+
+
+@pytest.mark.parametrize("rows, expected", [
+    # (answer, index, status, disagrees, revealed) per claim
+    ([("A", 0, "todo", False, False), ("A", 1, "skipped", False, False)], "to do"),
+    ([("A", 0, "labeled", False, False), ("A", 1, "skipped", False, False)], "skipped"),
+    ([("A", 0, "labeled", False, False), ("A", 1, "unclear", False, False)], "to do"),  # commit
+    ([("A", 0, "labeled", True, True), ("A", 1, "labeled", False, True)], "revealed"),
+    ([("A", 0, "labeled", False, True), ("A", 1, "unclear", False, True)], "reconciled"),
+])
+def test_answer_statuses(rows: list[tuple[str, int, str, bool, bool]], expected: str) -> None:
+    queue_rows = [QueueRow(a, i, st, dis, 0, rev) for a, i, st, dis, rev in rows]
+    assert review.answer_statuses_of(queue_rows, ["A"]) == [review.AnswerStatus("A", 1, expected, 2)]
+
+
+def test_why_not_next_names_the_pending_claim() -> None:
+    rows = revealed((S, S, None), (S, C, None))
+    view = review.reveal_view(rows, None)
+    assert review.why_not_next(view, {1: 1, 2: 2}) == (
+        "Claim 2 still needs your decision: K keeps your verdict, J takes the judge's. "
+        "Then N goes to the next answer.")
+    assert review.why_not_next(review.reveal_view(revealed((S, C, "keep")), None), {1: 1}) is None
+
+
+def test_verdict_definitions_are_the_judge_prompts() -> None:
+    template = (store.PROJECT_ROOT / "calibration" / "prompts" / "grounding-v1.txt").read_text()
+    assert review.verdict_definitions(template) == {
+        "SUPPORTED": "Directly supported by the text of the chunks",
+        "CONTRADICTED": "Contradicts the chunks",
+        "UNSUPPORTED": "The chunks contain no information to check this claim",
+    }
+    assert review.verdict_definitions("no list here") == {}
+
+
+@pytest.mark.parametrize("markdown, limit, expected", [
+    ("**Be strict.** Dates must match.\n\nMore detail here.", 280, "**Be strict.** Dates must match."),
+    ("\n\n  first line\n  second line\n\nnext", 280, "first line second line"),
+    ("one two three four", 9, "one two …"),
+    ("", 280, ""),
+])
+def test_guideline_summary(markdown: str, limit: int, expected: str) -> None:
+    assert review.guideline_summary(markdown, limit) == expected
 
 
 def revealed(*rows: tuple[str | None, str | None, str | None]) -> list[review.Revealed]:

@@ -5,6 +5,7 @@ showing no judge verdicts to reviewers."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from calibration import cycles, store
 from calibration.importing import import_answers
 
 ROOT = Path(__file__).resolve().parents[1]
-LEAD_PAGES = ["pages/dashboard.py", "pages/cycles.py", "pages/judge_lab.py"]
+LEAD_PAGES = ["pages/dashboard.py", "pages/cycles.py", "pages/judge_lab.py", "pages/guidelines.py"]
 
 
 @pytest.fixture
@@ -157,9 +158,9 @@ def test_sign_in_uses_the_known_spelling(judged: Path) -> None:
     assert at.query_params[ui.NAME_PARAM] in ("Anna Reviewer", ["Anna Reviewer"])
 
 
-def test_a_reload_fills_in_the_name_but_does_not_sign_in(judged: Path) -> None:
-    """A reload is a new session: the name from the URL is only filled in (labels are written
-    under the session's signed-in name, never the URL's)."""
+def test_a_name_without_a_token_only_fills_in(judged: Path) -> None:
+    """A name in the URL without a valid token is only filled in (labels are written under the
+    session's signed-in name, never the URL's)."""
     at = AppTest.from_function(_sign_in_script, default_timeout=30)
     at.query_params[ui.NAME_PARAM] = "Anna"
     at.run()
@@ -168,5 +169,65 @@ def test_a_reload_fills_in_the_name_but_does_not_sign_in(judged: Path) -> None:
     assert "REVIEWER=" not in _texts(at)
     at.button[0].click().run()
     assert at.session_state[ui.REVIEWER_KEY] == "Anna"
+    token = at.query_params[ui.TOKEN_PARAM]
+    token = token[0] if isinstance(token, list) else token
+    with store.session(judged) as db:
+        secret = store.get_setting(db, ui.SECRET_SETTING)
+    assert secret and len(secret) == 64  # generated once, kept in the database
+    assert ui.check_token(secret.encode(), "Anna", token, time.time())
 
 
+def _reload(token: str, name: str) -> AppTest:
+    at = AppTest.from_function(_sign_in_script, default_timeout=30)
+    at.query_params[ui.NAME_PARAM] = name
+    at.query_params[ui.TOKEN_PARAM] = token
+    return at.run()
+
+
+def test_a_reload_with_a_valid_token_signs_the_same_reviewer_in(judged: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ui.SECRET_ENV, "server-secret")
+    good = ui.sign_token(b"server-secret", "Anna", int(time.time()) + 600)
+    at = _reload(good, "Anna")
+    assert at.session_state[ui.REVIEWER_KEY] == "Anna"
+    assert "REVIEWER=Anna" in _texts(at)
+    # The same token under another name, an expired one, or one made with another key: the
+    # sign-in form, with the name only filled in.
+    for token, name in [(good, "Boris"),
+                        (ui.sign_token(b"server-secret", "Anna", int(time.time()) - 1), "Anna"),
+                        (ui.sign_token(b"another-secret", "Anna", int(time.time()) + 600), "Anna")]:
+        at = _reload(token, name)
+        assert ui.REVIEWER_KEY not in at.session_state, (token, name)
+        assert at.text_input(key="signin_name").value == name
+
+
+@pytest.mark.parametrize("name, expires_in, now_shift, key, expected", [
+    ("Anna", 600, 0, b"k", True),
+    ("Anna", 600, 601, b"k", False),  # expired
+    ("Anna", ui.TOKEN_TTL_S + 60, 0, b"k", False),  # claims a longer life than is ever issued
+    ("Anna ", 600, 0, b"k", False),  # bound to the exact name
+    ("Anna", 600, 0, b"other", False),  # another server's key
+])
+def test_check_token(name: str, expires_in: int, now_shift: int, key: bytes, expected: bool) -> None:
+    now = 1_800_000_000
+    token = ui.sign_token(b"k", "Anna", now + expires_in)
+    assert ui.check_token(key, name, token, now + now_shift) is expected
+
+
+@pytest.mark.parametrize("token", ["", "abc", "123", "123.", ".abc", "12a.abc", "999999999999.x"])
+def test_malformed_tokens_are_refused(token: str) -> None:
+    assert not ui.check_token(b"k", "Anna", token, 1_800_000_000)
+
+
+
+
+def test_a_lead_writes_guidelines(judged: Path) -> None:
+    at = _page("pages/guidelines.py", "anna")
+    at.text_area(key="guidelines_text_project").input("**Be strict.** Dates must match.\n\nMore.")
+    at.button[0].click().run()
+    from calibration.store import guidelines as db_guidelines
+    with store.session(judged) as db:
+        saved = db_guidelines.get_guidelines(db, db_guidelines.PROJECT_SCOPE)
+    assert saved is not None and saved.author == "anna" and saved.markdown.startswith("**Be strict.**")
+    assert "Under the buttons: **Be strict.** Dates must match." in _texts(at)
+    assert "Directly supported by the text of the chunks" in _texts(at)

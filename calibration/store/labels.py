@@ -78,6 +78,7 @@ def record_label(
     note: str | None = None,
     cycle_id: int | None = None,
     judge_run_id: int | None = None,
+    duration_ms: int | None = None,
 ) -> LabelState:
     """Append one label event and update the reviewer's current label, in one transaction.
 
@@ -86,7 +87,9 @@ def record_label(
     `keep` (after the reveal, the reviewer keeps the blind verdict: a judge error),
     `judge_right` (after the reveal, the reviewer adopts the judge's verdict of
     `judge_run_id`: a reviewer slip, counted), `import` (a label from a file: blind and
-    final at once). Returns the new state.
+    final at once). `duration_ms`: the time from the card shown to this label (review page
+    verdicts), kept on the event and, for a blind verdict, on the current label. Returns the
+    new state.
     """
     if kind not in LABEL_KINDS or kind == "adjudicate":
         raise InputError(f"unknown label kind {kind!r}")
@@ -118,15 +121,16 @@ def record_label(
         db.execute(
             """INSERT INTO label_events
                (claim_pk, reviewer, kind, verdict, evidence, note, cycle_id, judge_run_id,
-                created_at) VALUES (?,?,?,?,?,?,?,?,?)""",
-            [claim, reviewer, kind, verdict, ev_json, note, cycle_id, judge_run_id, ts],
+                created_at, duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?)""",
+            [claim, reviewer, kind, verdict, ev_json, note, cycle_id, judge_run_id, ts, duration_ms],
         )
         if kind in ("blind", "import"):
             new = dict(status="labeled", blind_verdict=verdict, final_verdict=verdict,
-                       reconciled=None, slip=0, blind_at=ts, final_at=ts)
+                       reconciled=None, slip=0, blind_at=ts, final_at=ts, duration_ms=duration_ms)
         elif kind in ("skip", "unclear"):
             new = dict(status="skipped" if kind == "skip" else "unclear", blind_verdict=None,
-                       final_verdict=None, reconciled=None, slip=0, blind_at=ts, final_at=None)
+                       final_verdict=None, reconciled=None, slip=0, blind_at=ts, final_at=None,
+                       duration_ms=duration_ms)
         else:
             assert state is not None
             new = dict(status="labeled", blind_verdict=state.blind_verdict,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from sqlite_utils import Database
 
 from ..errors import NotFoundError
+from .connection import now
 from .labels import LabelState
 
 
@@ -116,40 +117,68 @@ class QueueRow:
     status: str  # todo / labeled / skipped / unclear
     disagrees: bool  # answer revealed, labeled, judge verdict differs from the blind one, not reconciled
     skips: int  # skip events of this reviewer on this claim in this cycle
+    revealed: bool = False  # the reviewer committed the answer: the judge is shown to them
+    reconciled: bool = False  # revealed, labeled, judge differs, and a reconcile was recorded
 
 
 def queue_rows(db: Database, cycle_id: int, run_id: int, answers: Sequence[str],
                reviewer: str) -> list[QueueRow]:
     """One row per claim of the answers, in the given answer order, then claim order.
 
-    The judge verdict is compared only for revealed answers (every claim settled).
+    The judge verdict is compared only for revealed answers (committed by the reviewer).
     """
     rows = db.execute(
         """SELECT q.key, c.answer_id, c.position, c.id, h.status, h.blind_verdict,
-                  h.reconciled, v.verdict,
+                  h.reconciled, CASE WHEN r.answer_id IS NULL THEN NULL ELSE v.verdict END,
                   CASE WHEN h.status = 'skipped' THEN
                       (SELECT count(*) FROM label_events e
                        WHERE e.claim_pk = c.id AND e.reviewer = h.reviewer
-                         AND e.kind = 'skip' AND e.cycle_id = ?) ELSE 0 END
+                         AND e.kind = 'skip' AND e.cycle_id = ?) ELSE 0 END,
+                  r.answer_id IS NOT NULL
            FROM json_each(?) q
            JOIN claims c ON c.answer_id = q.value
            LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
+           LEFT JOIN answer_reveals r ON r.answer_id = c.answer_id AND r.reviewer = ?
            LEFT JOIN judge_verdicts v ON v.run_id = ? AND v.claim_pk = c.id
            ORDER BY q.key, c.position, c.id""",
-        [cycle_id, json.dumps(list(answers)), reviewer, run_id],
+        [cycle_id, json.dumps(list(answers)), reviewer, reviewer, run_id],
     ).fetchall()
-    complete: dict[str, bool] = {}
-    for _, answer_id, _, _, status, blind, _, _, _ in rows:
-        settled = (status == "labeled" and blind is not None) or status == "unclear"
-        complete[answer_id] = complete.get(answer_id, True) and settled
     out: list[QueueRow] = []
     index: dict[str, int] = {}
-    for _, answer_id, _, _, status, blind, reconciled, judge, skips in rows:
+    for _, answer_id, _, _, status, blind, reconciled, judge, skips, revealed in rows:
         i = index.get(answer_id, 0)
         index[answer_id] = i + 1
-        disagrees = bool(complete[answer_id] and status == "labeled" and judge is not None
-                         and judge != blind and reconciled is None)
-        out.append(QueueRow(answer_id, i, status or "todo", disagrees, int(skips or 0)))
+        differs = bool(revealed and status == "labeled" and judge is not None and judge != blind)
+        out.append(QueueRow(answer_id, i, status or "todo", differs and reconciled is None,
+                            int(skips or 0), bool(revealed), differs and reconciled is not None))
+    return out
+
+
+def answer_revealed(db: Database, answer_id: str, reviewer: str) -> bool:
+    """The reviewer committed the answer's blind verdicts: its judge data is shown to them."""
+    return db.execute("SELECT 1 FROM answer_reveals WHERE answer_id = ? AND reviewer = ?",
+                      [answer_id, reviewer]).fetchone() is not None
+
+
+def record_reveal(db: Database, answer_id: str, reviewer: str, cycle_id: int | None) -> None:
+    """Mark the answer revealed to the reviewer (the first commit counts; a repeat is a no-op)."""
+    db.execute("INSERT OR IGNORE INTO answer_reveals (answer_id, reviewer, cycle_id, revealed_at) "
+               "VALUES (?, ?, ?, ?)", [answer_id, reviewer, cycle_id, now()])
+
+
+def label_durations(db: Database, run_id: int, cycle_id: int | None = None) -> dict[str, list[int]]:
+    """Reviewer -> the recorded times (ms, card shown to verdict) of their blind verdicts and
+    unclear marks on claims the run judged, within the cycle when given."""
+    sql = """SELECT e.reviewer, e.duration_ms FROM label_events e
+             JOIN judge_verdicts v ON v.claim_pk = e.claim_pk AND v.run_id = ?
+             WHERE e.duration_ms IS NOT NULL AND e.kind IN ('blind', 'unclear')"""
+    params: list[object] = [run_id]
+    if cycle_id is not None:
+        sql += " AND e.cycle_id = ?"
+        params.append(cycle_id)
+    out: dict[str, list[int]] = {}
+    for who, ms in db.execute(sql, params):
+        out.setdefault(who, []).append(int(ms))
     return out
 
 

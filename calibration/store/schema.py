@@ -217,3 +217,35 @@ def m006_index_label_events_cycle(db: Database) -> None:
     # is a scan of the whole label history for every cycle on the Cycles page.
     db.execute("CREATE INDEX label_events_cycle ON label_events(cycle_id, reviewer)")
 
+
+
+@migrations()
+def m007_review_day(db: Database) -> None:
+    # answer_reveals: the reviewer's explicit commit of an answer's blind verdicts (the "last
+    # look" before the reveal). Before it, every claim of an answer settled meant revealed, so
+    # those answers are backfilled as revealed. Per (answer, reviewer), like the labels.
+    # duration_ms: time from the card shown to the verdict, per event and on the current label.
+    # guidelines: the lead's markdown, one row per scope ('project' or 'cycle:<id>').
+    _run(db, [
+        """CREATE TABLE answer_reveals (
+            answer_id TEXT NOT NULL REFERENCES answers(id),
+            reviewer TEXT NOT NULL,
+            cycle_id INTEGER REFERENCES cycles(id),
+            revealed_at TEXT NOT NULL,
+            PRIMARY KEY (answer_id, reviewer)
+        )""",
+        """INSERT INTO answer_reveals (answer_id, reviewer, cycle_id, revealed_at)
+           SELECT c.answer_id, h.reviewer, NULL, max(h.updated_at)
+           FROM claims c JOIN human_labels h ON h.claim_pk = c.id
+           WHERE (h.status = 'labeled' AND h.blind_verdict IS NOT NULL) OR h.status = 'unclear'
+           GROUP BY c.answer_id, h.reviewer
+           HAVING count(*) = (SELECT count(*) FROM claims c2 WHERE c2.answer_id = c.answer_id)""",
+        "ALTER TABLE label_events ADD COLUMN duration_ms INTEGER",
+        "ALTER TABLE human_labels ADD COLUMN duration_ms INTEGER",
+        """CREATE TABLE guidelines (
+            scope TEXT PRIMARY KEY,
+            markdown TEXT NOT NULL,
+            author TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )""",
+    ])

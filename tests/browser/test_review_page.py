@@ -1,6 +1,7 @@
-"""The review page in a real browser: sign-in, keyboard labeling, blind reveal, reconcile,
-reload, stray keys, unclear / skipped claims, the cycle picker, two reviewers at once. One
-server for the module; each test is its own reviewer."""
+"""The review page in a real browser: sign-in, keyboard labeling, the last look and the
+commit, blind reveal, reconcile, reload, keys around pick lists, unclear / skipped claims, the
+cycle picker, the answer list, two reviewers at once. One server for the module; each test is
+its own reviewer."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from .conftest import (
     sign_in,
     start_app,
     wait_claim,
+    wait_for_card,
     wait_reveal,
     write_answers,
 )
@@ -116,12 +118,18 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
 
 
 def _label_as_judge(app: App, reviewer: str, answers: list[str], cycle_id: int | None = None) -> None:
-    """Give `reviewer` the judge's verdict on every claim of `answers` (nothing to reconcile)."""
+    """Give `reviewer` the judge's verdict on every claim of `answers` and commit each (nothing
+    to reconcile)."""
     with store.session(app.db) as db:
         for answer in answers:
             for c in review.load_card(db, answer, reviewer).claims:
                 review.label(db, cycle_id=cycle_id or app.cycle_id, reviewer=reviewer,
                              claim_pk=c.pk, verdict=JUDGE[(answer, c.claim_id)])
+            review.commit(db, cycle_id=cycle_id or app.cycle_id, reviewer=reviewer, answer_id=answer)
+
+
+def wait_last_look(page: Any) -> None:
+    wait_for_card(page, ".st-key-last-look button")
 
 
 def _toast(page: Any, text: str) -> None:
@@ -157,10 +165,11 @@ def test_sign_in_with_a_name(app: App, page: Any) -> None:
     assert [e.split()[-1] for e in entries][:2] == ["Home", "Review"]
     assert not any(e.strip().endswith("app") for e in entries)
     assert "reviewer=Ann+Lee" in page.url or "reviewer=Ann%20Lee" in page.url, page.url
+    assert "signin=" in page.url, page.url
     shot(page, "signed-in")
     page.get_by_role("button", name="Sign out").click()
     page.get_by_label("Your name").wait_for()
-    assert "reviewer=" not in page.url
+    assert "reviewer=" not in page.url and "signin=" not in page.url
     assert page.get_by_label("Your name").input_value() == ""
 
 
@@ -184,16 +193,17 @@ def test_label_an_answer_by_keyboard_blind_then_reveal(app: App, page: Any) -> N
     wait_claim(page, pks[1])
     page.keyboard.press("ArrowLeft")
     wait_claim(page, pks[0])
-    for i, (pk, verdict) in enumerate(zip(pks, verdicts, strict=True)):
+    for pk, verdict in zip(pks, verdicts, strict=True):
         wait_claim(page, pk)
-        if i == len(pks) - 1:
-            # Before the last verdict: nothing of the judge in the DOM or on the wire.
-            html = page.content()
-            assert page.locator(".st-key-reveal").count() == 0
-            assert not any(m in html for m in markers)
-            assert not any(m.encode() in f for f in frames for m in markers)
-            shot(page, "before-reveal")
         page.keyboard.press(KEYS[verdict])
+    # Every claim has a verdict: the last look, still blind, in the DOM and on the wire.
+    wait_last_look(page)
+    html = page.content()
+    assert page.locator(".st-key-reveal").count() == 0
+    assert not any(m in html for m in markers)
+    assert not any(m.encode() in f for f in frames for m in markers)
+    shot(page, "before-reveal")
+    page.keyboard.press("Enter")
     wait_reveal(page)
     html = page.content()
     assert all(m in html for m in markers), "the judge's rationales are shown after the commit"
@@ -216,21 +226,26 @@ def test_reconcile_by_keyboard_on_the_selected_disagreement(app: App, page: Any)
         page.keyboard.press(key)
         if i + 1 < len(pks):
             wait_claim(page, pks[i + 1])
+    wait_last_look(page)
+    _toast(page, "Saved: SUPPORTED · claim 3 of 3 · last look before the reveal")
+    page.keyboard.press("Enter")
     wait_reveal(page)
-    _toast(page, "Recorded SUPPORTED for claim 3 of 3 · the judge is revealed")
-    next_button = page.get_by_role("button", name="Next answer")
-    assert next_button.is_disabled(), "every disagreement must be reconciled first"
-    keys = page.locator(".st-key-reveal-keys")
+    _toast(page, "Committed · the judge is revealed")
+    # N with a disagreement open: the page says why nothing happened.
+    page.keyboard.press("N")
+    page.locator(".st-key-notice").get_by_text("Claim 1 still needs your decision").wait_for()
+    wait_reveal(page)
+    reveal = page.locator(".st-key-reveal")
 
     def acts_on(n: int) -> None:
-        keys.get_by_text(f"K / J act on claim {n}").wait_for()
+        reveal.get_by_text(f"K / J act on claim {n}").wait_for()
         page.locator(f".st-key-reveal-{pks[n - 1]}").get_by_text("K and J act on this claim").wait_for()
         wait_reveal(page)
 
     acts_on(1)
     page.keyboard.press("K")  # claim 1: I keep my verdict; the selection moves on
     page.locator(f".st-key-reveal-{pks[0]}").get_by_text("You kept your verdict").wait_for()
-    _toast(page, "for claim 1 of 3: final label UNSUPPORTED")
+    _toast(page, "claim 1 of 3 · final label UNSUPPORTED")
     acts_on(2)
     page.keyboard.press("J")
     page.locator(f".st-key-reveal-{pks[1]}").get_by_text("The judge was right").wait_for()
@@ -244,7 +259,7 @@ def test_reconcile_by_keyboard_on_the_selected_disagreement(app: App, page: Any)
     acts_on(2)
     page.keyboard.press("K")
     page.locator(f".st-key-reveal-{pks[1]}").get_by_text("You kept your verdict").wait_for()
-    _toast(page, "for claim 2 of 3: final label UNSUPPORTED")
+    _toast(page, "claim 2 of 3 · final label UNSUPPORTED")
     shot(page, "reconciled")
 
     s1, s2, s3 = (app.state(pk, reviewer) for pk in pks)
@@ -262,8 +277,6 @@ def test_reconcile_by_keyboard_on_the_selected_disagreement(app: App, page: Any)
 
     blur(page)
     page.get_by_role("button", name="Next answer").wait_for()
-    page.wait_for_function("() => ![...document.querySelectorAll('button')].find("
-                           "b => b.innerText.includes('Next answer')).disabled")
     page.keyboard.press("N")
     page.get_by_text("Your queue in this cycle is done").wait_for()
 
@@ -276,27 +289,32 @@ def test_reload_mid_answer_resumes_with_nothing_lost(app: App, page: Any) -> Non
     wait_claim(page, pks[0])
     page.keyboard.press("2")
     wait_claim(page, pks[1])  # acknowledged: the next claim is drawn
+    signed_url = page.url
     page.reload()
-    # A reload is a new Streamlit session: the name is filled in from the URL (never signed
-    # in from it), and Enter signs in again.
-    field = page.get_by_label("Your name")
-    field.wait_for()
-    page.get_by_text("The name you used before the reload is filled in").wait_for()
-    assert field.input_value() == reviewer
-    blur(page)
-    page.keyboard.press("Enter")
+    # A reload is a new Streamlit session: the signed token in the URL signs the same
+    # reviewer in again, with no key press.
     page.locator(".st-key-cycle-name").wait_for()
     wait_claim(page, pks[1])
+    assert page.get_by_label("Your name").count() == 0
     assert page.locator(".st-key-claim-list").inner_text().count("CONTRADICTED") == 1
     state = app.state(pks[0], reviewer)
     assert state is not None and state.blind_verdict == "CONTRADICTED"
     assert app.events(pks[0], reviewer) == [("blind", "CONTRADICTED")]
     progress = page.locator("[data-testid='stProgress']").inner_text()
     assert "1 of 7 claims labeled" in progress
+    # The same link with another name (or a changed token) signs nobody in: it only fills in.
+    forged = signed_url.replace(f"reviewer={reviewer}", "reviewer=rec")
+    assert forged != signed_url
+    page.goto(forged)
+    field = page.get_by_label("Your name")
+    field.wait_for()
+    assert field.input_value() == "rec"
+    page.goto(signed_url.split("signin=")[0] + "signin=9999999999.AAAA")
+    page.get_by_label("Your name").wait_for()
 
 
-def test_unclear_is_done_and_skipped_comes_back_once(app: App, page: Any) -> None:
-    """QA: "unclear" was a dead end, the queue cycled between unclear and skipped claims."""
+def test_skipped_twice_stays_reachable_and_unclear_stays_blind(app: App, page: Any) -> None:
+    """QA: a claim skipped twice was stranded behind a "done" screen; "unclear" showed the judge."""
     reviewer = "skipper"
     _label_as_judge(app, reviewer, ["A3"])
     plan = {"A1": ["U", "S", "2"], "A2": ["U", "3"]}  # A1 c3 / A2 c2 as the judge said
@@ -304,40 +322,64 @@ def test_unclear_is_done_and_skipped_comes_back_once(app: App, page: Any) -> Non
     sign_in(page, app.url, reviewer)
     for answer in order:
         pks = app.pks(answer)
-        for i, (pk, key) in enumerate(zip(pks, plan[answer], strict=True)):
+        for pk, key in zip(pks, plan[answer], strict=True):
             wait_claim(page, pk)
             page.keyboard.press(key)
-            what = {"U": "UNCLEAR", "S": "SKIP"}.get(key)
+            what = {"U": "Saved: unclear", "S": "Saved: skipped"}.get(key)
             if what:
-                _toast(page, f"Recorded {what}")
-            if answer == "A1" and i == 0:
-                shot(page, "unclear-toast")
+                _toast(page, what)
         if answer == "A2":
-            # Unclear + a verdict settle the answer: the judge is revealed; the unclear claim
-            # shows the judge's verdict for information and has nothing to reconcile.
+            # Unclear + a verdict settle the answer: the last look, the commit, the reveal; the
+            # unclear claim shows no judge verdict or rationale and has nothing to reconcile.
+            wait_last_look(page)
+            page.keyboard.press("Enter")
             wait_reveal(page)
             row = page.locator(f".st-key-reveal-{pks[0]}")
-            row.get_by_text("it waits for a lead's decision").wait_for()
+            row.get_by_text("the judge's verdict stays hidden until then").wait_for()
             assert row.get_by_role("button").count() == 0
-            assert "JUDGE-RATIONALE-A2-c1" in row.inner_text()
+            assert "JUDGE-RATIONALE-A2-c1" not in page.content()
+            assert "Judge SUPPORTED" not in row.inner_text()
+            assert "JUDGE-RATIONALE-A2-c2" in page.content()
             shot(page, "unclear-revealed")
             blur(page)
             page.keyboard.press("N")
     a1 = app.pks("A1")
     assert [app.state(pk, reviewer).status for pk in a1] == ["unclear", "skipped", "labeled"]
-    # Every fresh claim done: the skipped claim comes back once, the unclear one never.
+    # Every fresh claim done: the skipped claim comes back, however often it is skipped.
+    for _ in range(3):
+        wait_claim(page, a1[1])
+        assert page.locator(".st-key-queue-done").count() == 0
+        page.keyboard.press("S")
+        _toast(page, "Saved: skipped")
     wait_claim(page, a1[1])
-    page.keyboard.press("S")
+    assert page.locator(".st-key-queue-done").count() == 0
+    assert [k for k, _ in app.events(a1[1], reviewer)] == ["skip"] * 4
+    # The answer list shows it as skipped, and leads back to it.
+    page.keyboard.press("L")
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_text("skipped").first.wait_for()
+    assert "A1" in dialog.inner_text()
+    page.keyboard.press("Escape")
+    blur(page)
+    wait_claim(page, a1[1])
+    page.keyboard.press("3")
+    wait_last_look(page)
+    page.keyboard.press("Enter")
+    wait_reveal(page)
+    page.keyboard.press("K")  # A1 c2: the judge said SUPPORTED
+    page.locator(f".st-key-reveal-{a1[1]}").get_by_text("You kept your verdict").wait_for()
+    blur(page)
+    page.keyboard.press("N")
     done = page.locator(".st-key-queue-done")
-    done.get_by_text("2 claims marked unclear await a lead's decision; 1 skipped.").wait_for()
-    shot(page, "done-unclear-skipped")
-    assert [k for k, _ in app.events(a1[1], reviewer)] == ["skip", "skip"]
+    done.get_by_text("2 claims marked unclear await a lead's decision.").wait_for()
+    assert "skipped" not in done.inner_text()
+    shot(page, "done-unclear")
     assert app.state(a1[0], reviewer).status == "unclear"
 
 
-def test_stray_keys_on_the_evidence_picker_record_nothing(app: App, page: Any) -> None:
-    """QA: after picking an evidence chunk, Tab landed on the picker's "Clear all" button and
-    typing a note recorded UNCLEAR and SUPPORTED."""
+def test_keys_act_after_the_evidence_picker(app: App, page: Any) -> None:
+    """QA: after picking an evidence chunk "1" typed into the picker's search ("No results"),
+    and the first Tab landed on "Clear all", where keys were lost."""
     reviewer = "stray"
     answer = app.queue()[0]
     pks = app.pks(answer)
@@ -345,33 +387,111 @@ def test_stray_keys_on_the_evidence_picker_record_nothing(app: App, page: Any) -
     wait_claim(page, pks[0])
     claim = page.locator(f".st-key-claim-{pks[0]}")
     claim.locator("[data-testid='stMultiSelect'] input").wait_for()  # its code loads lazily
-    # The note comes before the evidence picker, so Tab goes from the note into the picker.
     labels = claim.locator("[data-testid='stWidgetLabel']").all_inner_texts()
     assert labels.index("Note (optional)") < labels.index("Evidence chunks (optional)")
     claim.locator("[data-testid='stMultiSelect'] input").click()
     page.get_by_role("option").first.click()
     wait_claim(page, pks[0])
+    page.wait_for_timeout(200)
+    page.keyboard.press("1")  # no blur: the page took the focus back after the choice
+    wait_claim(page, pks[1])
+    _toast(page, f"Saved: SUPPORTED · claim 1 of {len(pks)}")
+    state = app.state(pks[0], reviewer)
+    assert state is not None and state.blind_verdict == "SUPPORTED" and state.evidence
+    # Tab onto the picker's own buttons: a key there acts as anywhere else on the page.
+    claim = page.locator(f".st-key-claim-{pks[1]}")
+    claim.locator("[data-testid='stMultiSelect'] input").click()
+    page.get_by_role("option").first.click()
+    wait_claim(page, pks[1])
+    claim.locator("[data-testid='stMultiSelect'] input").focus()
     page.keyboard.press("Tab")
     focused = page.evaluate("() => document.activeElement.getAttribute('aria-label')")
-    assert focused == "Clear all", focused  # where QA's note went
-    page.keyboard.type("u12S3", delay=30)
-    page.wait_for_timeout(800)
-    assert all(app.state(pk, reviewer) is None for pk in pks), "a stray key recorded a label"
-    assert page.locator(".st-key-claim-list").inner_text().count("not labeled yet") == len(pks)
-    # A real verdict: recorded with the evidence, and a toast says what went where.
-    blur(page)
-    page.keyboard.press("3")
-    wait_claim(page, pks[1])
-    _toast(page, f"Recorded UNSUPPORTED for claim 1 of {len(pks)}")
-    shot(page, "verdict-toast")
-    state = app.state(pks[0], reviewer)
-    assert state is not None and state.blind_verdict == "UNSUPPORTED" and state.evidence
-    # A slip is fixed before the reveal: back, and a new verdict (a new event).
+    assert focused == "Clear all", focused
+    page.keyboard.press("2")
+    wait_claim(page, pks[2])
+    state = app.state(pks[1], reviewer)
+    assert state is not None and state.blind_verdict == "CONTRADICTED"
+    # A slip is fixed before the commit: back, and a new verdict (a new event).
     page.keyboard.press("ArrowLeft")
+    wait_claim(page, pks[1])
+    page.keyboard.press("3")
+    _toast(page, f"Saved: UNSUPPORTED · claim 2 of {len(pks)}")
+    assert app.events(pks[1], reviewer) == [("blind", "CONTRADICTED"), ("blind", "UNSUPPORTED")]
+    # "?" opens the list of keys.
+    wait_claim(page, pks[2])
+    page.keyboard.press("?")
+    page.get_by_role("dialog").get_by_text("this list of keys").wait_for()
+    shot(page, "keys")
+
+
+def test_last_look_lets_a_verdict_change_before_the_reveal(app: App, page: Any) -> None:
+    reviewer = "lastlook"
+    _label_as_judge(app, reviewer, [a for a in app.queue() if a != "A2"])
+    pks = app.pks("A2")
+    sign_in(page, app.url, reviewer)
     wait_claim(page, pks[0])
     page.keyboard.press("1")
-    _toast(page, f"Recorded SUPPORTED for claim 1 of {len(pks)}")
-    assert app.events(pks[0], reviewer) == [("blind", "UNSUPPORTED"), ("blind", "SUPPORTED")]
+    wait_claim(page, pks[1])
+    page.keyboard.press("1")  # a stray key on the last claim: not revealed yet
+    wait_last_look(page)
+    look = page.locator(".st-key-last-look")
+    assert look.inner_text().count("SUPPORTED") == 2
+    assert "JUDGE-RATIONALE-A2" not in page.content()
+    shot(page, "last-look")
+    page.keyboard.press("ArrowLeft")  # back to the last claim
+    wait_claim(page, pks[1])
+    page.keyboard.press("3")
+    wait_last_look(page)
+    assert "UNSUPPORTED" in page.locator(f".st-key-look-{pks[1]}").inner_text()
+    page.keyboard.press("Enter")
+    wait_reveal(page)
+    assert app.events(pks[1], reviewer) == [("blind", "SUPPORTED"), ("blind", "UNSUPPORTED")]
+    state = app.state(pks[1], reviewer)
+    assert state is not None and state.blind_verdict == "UNSUPPORTED" and state.reconciled is None
+    # Once committed, a verdict key records nothing: the blind labels are final.
+    page.keyboard.press("1")
+    page.wait_for_timeout(500)
+    assert len(app.events(pks[1], reviewer)) == 2
+    with store.session(app.db) as db:
+        times = db.execute("SELECT duration_ms FROM label_events WHERE reviewer = ? AND kind = 'blind' "
+                           "AND claim_pk IN (?, ?)", [reviewer, *pks]).fetchall()
+    assert times and all(ms is not None and 0 <= ms < 60_000 for (ms,) in times), times
+
+
+def test_guidelines_beside_the_task(app: App, page: Any) -> None:
+    from calibration.store import guidelines as db_guidelines
+    with store.session(app.db) as db:
+        db_guidelines.save_guidelines(db, db_guidelines.cycle_scope(app.cycle_id),
+                                      "Dates must match **exactly**.\n\n## Details\nGUIDE-DETAIL", "lead")
+    answer = app.queue()[0]
+    sign_in(page, app.url, "guided")
+    wait_claim(page, app.pks(answer)[0])
+    summary = page.locator(".st-key-guideline-summary").inner_text()
+    assert "Dates must match **exactly**." in summary  # the short version, as plain text
+    page.keyboard.press("G")
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_text("GUIDE-DETAIL").wait_for()
+    assert dialog.locator("strong").filter(has_text="exactly").count() == 1  # the lead's markdown
+    assert "The chunks contain no information to check this claim" in dialog.inner_text()
+    shot(page, "guidelines")
+
+
+def test_the_answer_list_jumps_to_any_answer(app: App, page: Any) -> None:
+    reviewer = "jumper"
+    order = app.queue()
+    sign_in(page, app.url, reviewer)
+    wait_claim(page, app.pks(order[0])[0])
+    page.keyboard.press("L")
+    dialog = page.get_by_role("dialog")
+    rows = dialog.locator("[class*='st-key-answer-row-']")
+    rows.first.wait_for()
+    texts = rows.all_inner_texts()
+    assert len(texts) == len(order) and all("to do" in t for t in texts), texts
+    assert [next(a for a in order if f". {a} ·" in t) for t in texts] == order
+    dialog.get_by_role("button", name=f"Open answer {len(order)}").click()
+    wait_claim(page, app.pks(order[-1])[0])
+    assert page.get_by_role("dialog").count() == 0
+    assert f"answer {len(order)} of {len(order)}" in page.locator("[data-testid='stProgress']").inner_text()
 
 
 def test_cycle_picker_opens_the_first_cycle_with_work(app: App, page: Any) -> None:
@@ -405,9 +525,16 @@ def test_cycle_picker_opens_the_first_cycle_with_work(app: App, page: Any) -> No
     assert names == ["cycle one — 7/7 labeled · done", "picker two — 0/1 labeled",
                      "picker three — 0/2 labeled"], names
     page.keyboard.press("Escape")
-    blur(page)
     wait_claim(page, pk_first)
-    page.keyboard.press("1")
+    page.keyboard.press("1")  # no blur: Escape gave the focus back to the page
+    wait_last_look(page)
+    state = app.state(pk_first, reviewer)
+    assert state is not None and state.blind_verdict == "SUPPORTED"
+    # The picker's count follows the bar at once.
+    page.wait_for_function(
+        "() => document.querySelector('[data-testid=\"stSelectbox\"] input').value"
+        ".includes('picker two — 1/1 labeled')")
+    page.keyboard.press("Enter")
     wait_reveal(page)
     page.keyboard.press("N")
     done = page.locator(".st-key-queue-done")

@@ -1,0 +1,73 @@
+"""Guidelines: the lead writes the labeling guidelines reviewers open with G on the Review page.
+
+Top to bottom: the scope (every cycle, or one cycle), the markdown editor, a preview, and the
+verdict definitions reviewers see beside them (those of the judge's prompt, not editable
+here). The guidelines are markdown written by a lead, the one place the app renders markdown
+that is not a constant; imported text never reaches it. Saving happens in the button's
+callback, before the rerun.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import ui
+from calibration import cycles, review, store
+from calibration.store import guidelines as db_guidelines
+from calibration.vocab import LABELS
+
+EDITOR = "guidelines_text"
+SAVED = "guidelines_saved"
+
+
+def _on_save(scope: str, editor_key: str, lead: str) -> None:
+    with store.session(ui.db_path()) as db:
+        db_guidelines.save_guidelines(db, scope, str(st.session_state.get(editor_key) or ""), lead)
+    st.session_state[SAVED] = True
+
+
+st.title("Guidelines")
+lead = ui.require_lead()
+path = ui.db_path()
+with store.session(path) as db:
+    all_cycles = cycles.list_cycles(db)
+scopes = [db_guidelines.PROJECT_SCOPE, *(db_guidelines.cycle_scope(c.id) for c in all_cycles)]
+names = {db_guidelines.PROJECT_SCOPE: "Every cycle (project)",
+         **{db_guidelines.cycle_scope(c.id): f"Cycle {c.name} (shown after the project's)"
+            for c in all_cycles}}
+scope = st.selectbox("For", scopes, format_func=lambda s: names[s], key="guidelines_scope")
+with store.session(path) as db:
+    current = db_guidelines.get_guidelines(db, scope)
+editor_key = f"{EDITOR}_{scope}"
+if editor_key not in st.session_state:
+    st.session_state[editor_key] = current.markdown if current else ""
+st.text_area("Guidelines (markdown)", key=editor_key, height=260,
+             placeholder="The first paragraph is shown under the verdict buttons; the whole text "
+                         "opens with G.")
+st.button("Save", type="primary", on_click=_on_save, args=(scope, editor_key, lead))
+if st.session_state.pop(SAVED, False):
+    st.success("Saved. Reviewers see it on their next key press.", icon=":material/check:")
+if current is not None:
+    st.caption(f"Last saved {current.updated_at[:16].replace('T', ' ')} UTC by")
+    ui.literal(current.author)
+
+text = str(st.session_state.get(editor_key) or "")
+st.subheader("Preview")
+with st.container(border=True, key="guidelines-preview"):
+    if text.strip():
+        ui.literal("Under the buttons: " + review.guideline_summary(text))
+        st.divider()
+        st.markdown(text)  # written by a lead: the one non-constant markdown the app renders
+    else:
+        st.caption("Nothing written for this scope.")
+
+st.subheader("Verdict definitions reviewers see")
+st.caption("From the judge's prompt (calibration/prompts), so people and the judge use the same words.")
+by_scope = {db_guidelines.cycle_scope(c.id): c for c in all_cycles}
+shown_cycle = by_scope.get(scope) or (all_cycles[-1] if all_cycles else None)
+with store.session(path) as db:
+    shipped = review.judge_definitions(db, shown_cycle.judge_run_id) if shown_cycle else {}
+for verdict in LABELS:
+    with st.container(horizontal=True, vertical_alignment="center"):
+        ui.verdict_badge(verdict)
+        ui.literal(shipped.get(verdict, ""))

@@ -1,0 +1,167 @@
+"""The review page on one screen, in real Chromium at 1280×720 with the demo and WiCE data.
+
+On every card of the demo cycle and of a cycle over all 100 WiCE answers (long raw web chunks),
+the current claim's three verdict buttons and the marked claim in the answer are inside the
+viewport, checked with bounding boxes; after each reveal the first disagreement's K / J
+buttons are too. The reviewer disagrees with the judge on purpose so that every answer has a
+disagreement to show first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from calibration import cycles, review, store
+from calibration.importing import load_demo
+
+from .conftest import require_browser, server_errors, start_app, wait_for_card
+
+pytestmark = pytest.mark.browser
+
+WIDTH, HEIGHT = 1280, 720
+KEYS = {"SUPPORTED": "1", "CONTRADICTED": "2", "UNSUPPORTED": "3"}
+OTHER = {"SUPPORTED": "CONTRADICTED", "CONTRADICTED": "SUPPORTED", "UNSUPPORTED": "SUPPORTED"}
+
+# Rectangles of what must be on screen, read in the page at once (one round trip per card).
+_RECTS = """(pk) => {
+    const r = (el) => { if (!el) return null; const b = el.getBoundingClientRect();
+                        return [b.left, b.top, b.right, b.bottom]; };
+    const buttons = ['SUPPORTED', 'CONTRADICTED', 'UNSUPPORTED'].map(
+        (v) => r(document.querySelector(`.st-key-v-${v}-${pk} button`)));
+    const box = document.querySelector('.st-key-answer .cal-answer');
+    return {buttons, mark: r(box && box.querySelector('mark')), box: r(box)};
+}"""
+
+
+@dataclass
+class Demo:
+    url: str
+    db: Path
+    log: Path
+    cycles: dict[str, int]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+    require_browser()
+    d = tmp_path_factory.mktemp("review-layout")
+    db = d / "demo.db"
+    with store.session(db) as conn:
+        list(load_demo(conn))
+        wice = cycles.create_cycle(conn, name="wice", judge_run="gpt-4-0613@wice-gpt4", size=100,
+                                   seed=1, strategy="random", reviewers=[], overlap=0.0,
+                                   include_labeled=True, force=True, created_by="tests")
+        ids = {c.name: c.id for c in cycles.list_cycles(conn)}
+    assert wice.size == 100 and "demo" in ids
+    with start_app(db, d / "server.log") as url:
+        yield Demo(url, db, d / "server.log", ids)
+
+
+@pytest.fixture
+def small_page(browser: Any) -> Iterator[Any]:
+    ctx = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
+    pg = ctx.new_page()
+    pg.set_default_timeout(15_000)
+    try:
+        yield pg
+    finally:
+        ctx.close()
+
+
+def _inside(rect: list[float] | None, what: str) -> None:
+    assert rect is not None, f"{what} is not drawn"
+    left, top, right, bottom = rect
+    assert left >= 0 and right <= WIDTH and top >= 0 and bottom <= HEIGHT, (
+        f"{what} is outside the {WIDTH}×{HEIGHT} viewport: {rect}")
+
+
+def _judge(db: Path, cycle_id: int) -> list[tuple[str, list[tuple[int, str | None]]]]:
+    """The cycle's answers in queue order, each with (claim pk, judge verdict) per claim."""
+    with store.session(db) as conn:
+        ref = review.cycle(conn, cycle_id)
+        out = []
+        for answer in review.queue(conn, cycle_id, "layout"):
+            claims = review.load_card(conn, answer, "layout").claims
+            judged = {pk: v for pk, v, *_ in conn.execute(
+                "SELECT claim_pk, verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk IN "
+                f"({','.join('?' * len(claims))})", [ref.judge_run_id, *(c.pk for c in claims)])}
+            out.append((answer, [(c.pk, judged.get(c.pk)) for c in claims]))
+    return out
+
+
+@pytest.mark.parametrize("cycle_name, reviewer", [("demo", "layout-demo"), ("wice", "layout-wice")])
+def test_every_card_fits_the_screen(demo: Demo, small_page: Any, cycle_name: str, reviewer: str) -> None:
+    page = small_page
+    plan = _judge(demo.db, demo.cycles[cycle_name])
+    page.goto(f"{demo.url}/review")
+    page.get_by_label("Your name").fill(reviewer)
+    page.get_by_label("Your name").press("Enter")
+    page.locator(".st-key-cycle-name").wait_for()
+    if cycle_name not in page.locator(".st-key-cycle-name").inner_text():
+        page.locator("[data-testid='stSelectbox'] input").click()
+        page.get_by_role("option").filter(has_text=f"{cycle_name} —").first.click()
+        page.wait_for_function("(n) => document.querySelector('.st-key-cycle-name')"
+                               ".innerText.includes('Cycle ' + n)", arg=cycle_name)
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    cards = reveals = 0
+    for n, (answer, claims) in enumerate(plan):
+        for i, (pk, judge) in enumerate(claims):
+            wait_for_card(page, f".st-key-claim-{pk} button")
+            page.wait_for_timeout(50)  # the answer box scrolls its mark into view
+            rects = page.evaluate(_RECTS, pk)
+            for verdict, rect in zip(KEYS, rects["buttons"], strict=True):
+                _inside(rect, f"{answer} claim {i + 1}: the {verdict} button")
+            _inside(rects["mark"], f"{answer} claim {i + 1}: the marked claim")
+            mark, box = rects["mark"], rects["box"]
+            assert box[1] - 1 <= mark[1] and mark[1] < box[3], f"{answer}: the mark is scrolled away"
+            if n == 0 and i == 0:
+                page.screenshot(path=f"/tmp/review-layout-{cycle_name}.png")
+            cards += 1
+            # Disagree with the judge on the first claim, agree on the rest.
+            verdict = OTHER.get(judge or "", "SUPPORTED") if i == 0 else (judge or "SUPPORTED")
+            page.keyboard.press(KEYS[verdict])
+        wait_for_card(page, ".st-key-last-look button")
+        page.keyboard.press("Enter")
+        wait_for_card(page, ".st-key-reveal button")
+        first = claims[0][0]
+        if claims[0][1] is not None:
+            rects = page.evaluate("""(pk) => ['keep', 'judge-right'].map((k) => {
+                const b = document.querySelector(`.st-key-${k}-${pk} button`).getBoundingClientRect();
+                return [b.left, b.top, b.right, b.bottom]; })""", first)
+            _inside(rects[0], f"{answer}: I keep my verdict")
+            _inside(rects[1], f"{answer}: the judge is right")
+            reveals += 1
+            page.keyboard.press("K")
+            page.locator(f".st-key-reveal-{first}").get_by_text("You kept your verdict").wait_for()
+            wait_for_card(page, ".st-key-reveal button")
+        page.keyboard.press("N")
+    page.locator(".st-key-queue-done").wait_for()
+    assert cards == sum(len(c) for _, c in plan) and reveals == sum(c[0][1] is not None for _, c in plan)
+    assert cards >= (9 if cycle_name == "demo" else 100)
+
+
+def test_the_page_fits_at_1440_by_900_too(demo: Demo, browser: Any) -> None:
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = ctx.new_page()
+    try:
+        page.goto(f"{demo.url}/review")
+        page.get_by_label("Your name").fill("layout-wide")
+        page.get_by_label("Your name").press("Enter")
+        plan = _judge(demo.db, demo.cycles["demo"])
+        pk = plan[0][1][0][0]
+        wait_for_card(page, f".st-key-claim-{pk} button")
+        rects = page.evaluate(_RECTS, pk)
+        for rect in [*rects["buttons"], rects["mark"]]:
+            assert rect is not None and rect[3] <= 900 and rect[2] <= 1440, rects
+    finally:
+        ctx.close()
+
+
+def test_server_log_is_clean(demo: Demo) -> None:
+    assert server_errors(demo.log) == []
+
