@@ -23,7 +23,6 @@ Errors that point at an option (force, include labeled answers, ...) name it thr
 from __future__ import annotations
 
 import math
-import re
 import secrets
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,10 +32,11 @@ from typing import Any
 import numpy as np
 from sqlite_utils import Database
 
-from . import sampling, store
+from . import roles, sampling, store
 from .errors import ConflictError, InputError, NotFoundError, WorkOutstandingError
 from .fmt import plural
 from .store import cycles as db_cycles
+from .text import display_name
 from .vocab import LABELS, ClaimStatus
 
 MIN_SIZE, MAX_SIZE = 15, 30
@@ -247,35 +247,17 @@ def assign(answer_ids: Sequence[str], reviewers: Sequence[str], overlap: float
 
 
 def normalise_name(raw: str) -> str:
-    """A reviewer name as stored: whitespace runs collapsed to one space, ends stripped.
-
-    The one rule for names, at sign-in (`review.canonical_reviewer`), cycle assignment
-    (`normalise_reviewers`) and import.
-    """
-    return re.sub(r"\s+", " ", raw).strip()
+    """A reviewer name as stored and shown (`calibration.text.display_name`): invisible characters
+    removed, NFKC, whitespace collapsed. Names are compared by `text.normalise_name`, its
+    case-folded key, everywhere: sign-in, cycle forms, the CLI (`calibration.roles`)."""
+    return display_name(raw)
 
 
-def normalise_reviewers(reviewers: Iterable[str]) -> tuple[list[str], list[str]]:
-    """(reviewers, problems): whitespace collapsed, blanks dropped, duplicates refused.
-
-    Names that differ only in case or spacing ("a", " a", "A") are the same person
-    typed twice; assigning both would split one reviewer's work over two queues.
-    """
-    out: list[str] = []
-    seen: dict[str, list[str]] = {}
-    for raw in reviewers:
-        name = normalise_name(raw)
-        if not name:
-            continue
-        if name.casefold() not in seen:
-            out.append(name)
-        seen.setdefault(name.casefold(), []).append(name)
-    dupes = [names for names in seen.values() if len(names) > 1]
-    if not dupes:
-        return out, []
-    listed = "; ".join(", ".join(repr(n) for n in names) for names in dupes)
-    return out, [f"reviewers: each reviewer may be listed once (names are compared ignoring case "
-                 f"and spacing), but these are the same: {listed}"]
+def normalise_reviewers(reviewers: Iterable[str], known: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """(reviewers, problems): each typed name matched to a `known` reviewer's spelling by the one
+    name rule (`roles.match_reviewers`), blanks dropped, duplicates and look-alikes refused."""
+    found = roles.match_reviewers(reviewers, known)
+    return found.names, found.problems
 
 
 # ---------------------------------------------------------------- reads
@@ -486,11 +468,15 @@ def create_cycle(
         problems.append(f"failing share: must be between 0 and 1, got {failing_share}")
     if seed is not None and seed < 0:
         problems.append(f"seed: must be a non-negative integer, got {seed}")
-    team, team_problems = normalise_reviewers(reviewers)
-    problems += team_problems
+    matched = roles.match_reviewers(reviewers, db_cycles.known_reviewer_names(db))
+    team = matched.names
+    problems += matched.problems
     if problems:
         raise InputError(problems)
     warnings: list[str] = []
+    unknown = roles.unknown_warning(matched.unknown)
+    if unknown:
+        warnings.append(f"reviewers: {unknown}")
     if len(team) == 1 and overlap > 0:
         warnings.append("overlap needs at least two reviewers: every answer goes to the one "
                         "reviewer, so no human-human agreement can be measured")
