@@ -17,6 +17,7 @@ import streamlit as st
 
 import ui
 from calibration import roles
+from calibration.errors import StorageError
 
 # (file, title, icon, for leads only); the first is the default page.
 PAGES: list[tuple[str, str, str, bool]] = [
@@ -46,19 +47,30 @@ def _announce_roles() -> bool:
 st.set_page_config(page_title="Judge calibration", page_icon="⚖️", layout="wide")
 _announce_roles()
 
-reviewer = ui.current_reviewer()
-show_lead_pages = reviewer is None or ui.is_lead(reviewer)
-pages = [
-    st.Page(path, title=title, icon=icon, default=(i == 0))
-    for i, (path, title, icon, lead_only) in enumerate(PAGES)
-    if show_lead_pages or not lead_only
-]
-current = st.navigation(pages)
-ui.sidebar_identity()
-if reviewer is not None:
-    mode = ui.role_mode()
-    if mode is roles.Mode.SINGLE_USER:
-        st.sidebar.caption(SINGLE_USER_NOTE)
-    elif mode is roles.Mode.TEAM_WITHOUT_LEADS:
-        st.sidebar.warning(roles.SETUP_HINT, icon=":material/lock:")
-current.run()
+
+def _main() -> None:
+    reviewer = ui.current_reviewer()
+    show_lead_pages = reviewer is None or ui.is_lead(reviewer)
+    pages = [
+        st.Page(path, title=title, icon=icon, default=(i == 0))
+        for i, (path, title, icon, lead_only) in enumerate(PAGES)
+        if show_lead_pages or not lead_only
+    ]
+    current = st.navigation(pages)
+    ui.sidebar_identity()
+    if reviewer is not None:
+        mode = ui.role_mode()
+        if mode is roles.Mode.SINGLE_USER:
+            st.sidebar.caption(SINGLE_USER_NOTE)
+        elif mode is roles.Mode.TEAM_WITHOUT_LEADS:
+            st.sidebar.warning(roles.SETUP_HINT, icon=":material/lock:")
+    current.run()
+
+
+try:
+    _main()
+except StorageError as exc:
+    # Disk full, read-only, a vanished or foreign database file, a lock held too long: one
+    # sentence without a path (the server log keeps the details), never a traceback.
+    print(f"calibration: storage failure: {exc!r} (database {ui.db_path()})", file=sys.stderr, flush=True)
+    st.error(f"The database could not do its part: {exc}.", icon=":material/error:")
