@@ -37,6 +37,7 @@ from .errors import ConflictError, InputError, NotFoundError, WorkOutstandingErr
 from .fmt import plural
 from .store import cycles as db_cycles
 from .text import display_name
+from .text import normalise_name as name_key
 from .vocab import LABELS, ClaimStatus
 
 MIN_SIZE, MAX_SIZE = 15, 30
@@ -521,6 +522,62 @@ def create_cycle(
             failing_share=failing_share if strategy == "failures-first" else None)
         cycle = _cycle_by_id(db, cycle_id)
     return replace(cycle, notes=tuple(notes), warnings=tuple(warnings))
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignResult:
+    """What `reassign` did."""
+
+    cycle: str
+    from_reviewer: str
+    to_reviewer: str
+    moved: tuple[str, ...]  # answers now assigned to `to_reviewer`
+    kept: tuple[str, ...]  # open answers left with `from_reviewer`: `to_reviewer` already has them
+    warnings: tuple[str, ...] = ()
+
+
+def reassign(db: Database, cycle_name: str, from_reviewer: str, to_reviewer: str, *,
+             by: str | None = None) -> ReassignResult:
+    """Move a reviewer's open work in a cycle to another reviewer, recorded in the history.
+
+    Names follow the one name rule (`roles.accept_name`: "Vera" is the known "vera"). Open work
+    is every answer assigned to `from_reviewer` with a claim they have not labeled, skipped or
+    marked unclear; their labels so far stay theirs (and in the label history), the answer's
+    assignment moves. An answer `to_reviewer` already holds stays where it is (`kept`). Refused:
+    a closed cycle, a cycle open to every reviewer (nothing is assigned), one reviewer given twice,
+    a `from_reviewer` with no open work there. The move is one entry of `store.cycles.reassignments`.
+    """
+    known = db_cycles.known_reviewer_names(db)
+    source = roles.accept_name(from_reviewer, known, field="from")
+    target = roles.accept_name(to_reviewer, known, field="to")
+    if name_key(source) == name_key(target):
+        raise InputError(f"to: {source!r} is the reviewer the work comes from; name another reviewer")
+    with store.write(db):
+        cycle = get_cycle(db, cycle_name)
+        if cycle.status != "open":
+            raise ConflictError(f"cycle {cycle.name!r} is closed; its work cannot be reassigned")
+        if cycle.is_open_to_all:
+            raise InputError(f"cycle {cycle.name!r} is open to every reviewer: nobody holds work to "
+                             "reassign")
+        open_work = db_cycles.open_assigned_answers(db, cycle.id, source)
+        if not open_work:
+            held = db_cycles.assigned_to(db, cycle.id, source)
+            why = "has labeled every claim assigned" if held else "is not assigned any answer"
+            raise InputError(f"from: {source!r} {why} in cycle {cycle.name!r}; nothing to reassign")
+        theirs = db_cycles.assigned_to(db, cycle.id, target)
+        moved = [a for a in open_work if a not in theirs]
+        kept = [a for a in open_work if a in theirs]
+        if moved:
+            db_cycles.move_assignments(db, cycle.id, moved, source, target, by)
+    warnings: list[str] = []
+    unknown = roles.unknown_warning([target] if name_key(target) not in
+                                    {name_key(k) for k in known} else [])
+    if unknown:
+        warnings.append(f"to: {unknown}")
+    if kept:
+        warnings.append(f"{plural(len(kept), 'answer')} stay with {source!r}: {target!r} is already "
+                        "assigned them (an overlap answer)")
+    return ReassignResult(cycle.name, source, target, tuple(moved), tuple(kept), tuple(warnings))
 
 
 def _empty_pool_message(run: str, rows: list[_PoolRow], holdout: bool, include_labeled: bool,

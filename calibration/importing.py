@@ -288,7 +288,10 @@ def import_labels(
         except UnicodeError as exc:
             raise decode_error(path, reader.line_num + 1, exc, encoding) from exc
         except csv.Error as exc:
-            raise InputError(f"{path}:{reader.line_num}: {_csv_problem(exc)}; nothing was imported") from exc
+            # An unclosed quote is found at the end of the file; the row it opened starts on the line
+            # after the last complete one.
+            line = reader.line_num + 1 if "end of data" in str(exc) else reader.line_num
+            raise InputError(f"{path}:{line}: {_csv_problem(exc)}; nothing was imported") from exc
         problems.raise_if_any()
     return report
 

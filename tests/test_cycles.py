@@ -623,7 +623,7 @@ def test_page_creates_a_cycle_and_lists_it(run_db: Database, db_path: Path,
     click(at, "Create cycle")
     assert not at.exception
     # Nobody called ann or bob has signed in, labeled or been assigned: a warning, not a refusal.
-    assert [s.value for s in at.warning][0] == "Cycle created, with warnings."
+    assert next(s.value for s in at.warning) == "Cycle created, with warnings."
     assert any("not yet known here" in t and "'ann', 'bob'" in t for t in texts(at))
     assert "week 1: 20 answers of judge@v1, random, seed 9" in texts(at)
     table = at.dataframe[0].value
