@@ -1,16 +1,23 @@
 """The Streamlit app: `streamlit run app.py` (or `make run`).
 
-One navigation over the screens in pages/. Lead pages are left out of a signed-in
-reviewer's navigation when leads are configured (each lead page checks again). The
-database is $CALIBRATION_DB or data/calibration.db; every page opens its own
-short-lived connection per unit of work.
+One navigation over the screens in pages/. Lead pages are left out of the navigation of a
+signed-in person who is not a lead (each lead page checks again on the server, so a direct
+URL is refused alike). The role mode (`calibration.roles.Mode`) is shown in the sidebar:
+single-user mode (no lead configured, one name so far) is labelled as such, and a team
+without a configured lead is told how to configure one; the first start prints that too. The
+database is $CALIBRATION_DB or data/calibration.db; every page opens its own short-lived
+connection per unit of work.
 """
 
 from __future__ import annotations
 
+import sys
+
 import streamlit as st
 
 import ui
+from calibration import roles
+from calibration.errors import StorageError
 
 # (file, title, icon, for leads only); the first is the default page.
 PAGES: list[tuple[str, str, str, bool]] = [
@@ -22,16 +29,49 @@ PAGES: list[tuple[str, str, str, bool]] = [
     ("pages/judge_lab.py", "Judge lab", ":material/science:", True),
 ]
 
+SINGLE_USER_NOTE = ("Single-user mode: no lead is configured, so the one person signed in is the "
+                    "lead and sees the judge's verdicts. As soon as a second name signs in, lead pages "
+                    "need a configured lead.")
+
+
+@st.cache_resource(show_spinner=False)
+def _announce_roles() -> bool:
+    """Once per server process: say in the server log how to configure a lead when none is."""
+    if ui.configured_leads() is None:
+        print(f"calibration: {roles.SETUP_HINT} Until then the app runs in single-user mode: "
+              "the first name that signs in is the lead, and lead pages refuse everyone once a "
+              "second name has signed in.", file=sys.stderr, flush=True)
+    return True
+
+
 # An emoji favicon is drawn locally; a :material/...: favicon would be fetched from Google.
 st.set_page_config(page_title="Judge calibration", page_icon="⚖️", layout="wide")
+_announce_roles()
 
-reviewer = ui.current_reviewer()
-show_lead_pages = reviewer is None or ui.is_lead(reviewer)
-pages = [
-    st.Page(path, title=title, icon=icon, default=(i == 0))
-    for i, (path, title, icon, lead_only) in enumerate(PAGES)
-    if show_lead_pages or not lead_only
-]
-current = st.navigation(pages)
-ui.sidebar_identity()
-current.run()
+
+def _main() -> None:
+    reviewer = ui.current_reviewer()
+    show_lead_pages = reviewer is None or ui.is_lead(reviewer)
+    pages = [
+        st.Page(path, title=title, icon=icon, default=(i == 0))
+        for i, (path, title, icon, lead_only) in enumerate(PAGES)
+        if show_lead_pages or not lead_only
+    ]
+    current = st.navigation(pages)
+    ui.sidebar_identity()
+    if reviewer is not None:
+        mode = ui.role_mode()
+        if mode is roles.Mode.SINGLE_USER:
+            st.sidebar.caption(SINGLE_USER_NOTE)
+        elif mode is roles.Mode.TEAM_WITHOUT_LEADS:
+            st.sidebar.warning(roles.SETUP_HINT, icon=":material/lock:")
+    current.run()
+
+
+try:
+    _main()
+except StorageError as exc:
+    # Disk full, read-only, a vanished or foreign database file, a lock held too long: one
+    # sentence without a path (the server log keeps the details), never a traceback.
+    print(f"calibration: storage failure: {exc!r} (database {ui.db_path()})", file=sys.stderr, flush=True)
+    st.error(f"The database could not do its part: {exc}.", icon=":material/error:")

@@ -41,7 +41,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from calibration import cycles, review, store
+from calibration import cycles, roles, store
+from calibration.errors import CalibrationError
 from calibration.vocab import VERDICT_COLOURS
 
 ROOT = Path(__file__).resolve().parent
@@ -164,10 +165,17 @@ def normalise_name(raw: str) -> str:
 
 
 def _sign_in() -> None:
-    name = normalise_name(str(st.session_state.get(_SIGNIN_FIELD, "")))
+    typed = str(st.session_state.get(_SIGNIN_FIELD, ""))
+    name = normalise_name(typed)
     if name:
-        with store.session(db_path()) as db:
-            name = review.canonical_reviewer(db, name)[:MAX_NAME]
+        # The one name rule (calibration.roles): normalised, look-alikes refused, the
+        # stored spelling of a known reviewer kept, the sign-in recorded.
+        try:
+            with store.session(db_path()) as db:
+                name = roles.sign_in(db, typed)
+        except CalibrationError as exc:
+            st.session_state["_signin_error"] = str(exc)
+            return
         st.session_state[REVIEWER_KEY] = name
         st.session_state.pop("_signin_error", None)
         _issue_token(name)
@@ -208,8 +216,10 @@ def require_reviewer() -> str:
     if remembered:
         st.caption("The name you used before the reload is filled in: press Enter to go on, "
                    "or type another name.")
-    if st.session_state.get("_signin_error"):
-        st.error("Type your name to sign in.")
+    problem = st.session_state.get("_signin_error")
+    if problem:
+        # Plain text: the message quotes the typed name (made visible by calibration.text).
+        st.error(problem if isinstance(problem, str) else "Type your name to sign in.", icon=None)
     st.stop()
     raise AssertionError("unreachable")  # st.stop() raises
 
@@ -227,25 +237,45 @@ def _secret_leads() -> list[str]:
 
 
 def configured_leads() -> frozenset[str] | None:
-    """The leads' names / emails, case-folded and whitespace-normalised; None if none set.
+    """The leads' names / emails as comparison keys (`calibration.text.normalise_name`); None if none set.
 
     From $CALIBRATION_LEADS (comma-separated) and `leads = [...]` under `[calibration]` in
     `.streamlit/secrets.toml` (both, if both are set). An empty value configures nothing.
     """
-    names = os.environ.get(LEADS_ENV, "").split(",") + _secret_leads()
-    leads = frozenset(n for n in (normalise_name(x).casefold() for x in names) if n)
+    leads = roles.lead_keys(os.environ.get(LEADS_ENV, "").split(",") + _secret_leads())
     return leads or None
 
 
-def is_lead(reviewer: str) -> bool:
-    """Whether the signed-in `reviewer` is a lead (see `require_lead`)."""
-    leads = configured_leads()
-    if leads is None:
-        return True
-    idents = {reviewer}
+def _identities(reviewer: str) -> list[str]:
+    idents = [reviewer]
     if auth_configured() and st.user.is_logged_in:
-        idents |= {str(st.user.get(k)) for k in ("email", "name", "sub") if st.user.get(k)}
-    return any(normalise_name(i).casefold() in leads for i in idents)
+        idents += [str(st.user.get(k)) for k in ("email", "name", "sub") if st.user.get(k)]
+    return idents
+
+
+def role_mode() -> roles.Mode:
+    """Leads configured, single-user (no lead, at most one name ever signed in), or a team without leads."""
+    leads = configured_leads() or frozenset()
+    if leads:
+        return roles.Mode.LEADS_CONFIGURED
+    with store.session(db_path()) as db:
+        names = roles.signed_in(db)
+    reviewer = current_reviewer()
+    return roles.mode(leads, [*names, *([reviewer] if reviewer else [])])
+
+
+def is_lead(reviewer: str) -> bool:
+    """Whether the signed-in `reviewer` is a lead (`calibration.roles.is_lead`).
+
+    With OIDC the user's email, name or subject may match a configured lead. Without any lead
+    configured the first and only name that signs in is the lead (single-user mode); once a
+    second name has signed in nobody is, until a lead is configured.
+    """
+    with store.session(db_path()) as db:
+        if auth_configured():
+            roles.note_sign_in(db, reviewer)  # a typed name is recorded at sign-in; OIDC here
+        names = roles.signed_in(db)
+    return roles.is_lead(_identities(reviewer), configured_leads() or frozenset(), names)
 
 
 def require_lead() -> str:
@@ -253,18 +283,16 @@ def require_lead() -> str:
 
     Signs in first (`require_reviewer`). Leads are configured by the environment variable
     CALIBRATION_LEADS (comma-separated names or emails) or by `leads = ["anna@example.org",
-    ...]` under `[calibration]` in `.streamlit/secrets.toml`; a name matches ignoring case
-    and runs of whitespace, and with OIDC the user's email, name or subject may match.
-    When neither is configured (local use, the default) every signed-in user is a lead.
-    Without OIDC a name is taken on trust, so the lead check only keeps reviewers out of
-    lead pages by accident: anyone who types a lead's name is that lead.
+    ...]` under `[calibration]` in `.streamlit/secrets.toml`; names match after Unicode
+    normalisation (case, spacing, invisible characters), and with OIDC the user's email, name
+    or subject may match. The check runs on the server at every run of a lead page, so a
+    direct URL is refused alike. Without OIDC a name is taken on trust
+    (`calibration.roles.TYPED_NAME_LIMITS`).
     """
     reviewer = require_reviewer()
     if is_lead(reviewer):
         return reviewer
-    st.info("This page is for leads. Reviewers label claims on the Review page; a lead is "
-            "listed in CALIBRATION_LEADS or under leads in the calibration section of the "
-            "secrets.", icon=":material/lock:")
+    st.info(roles.refusal(role_mode()), icon=":material/lock:")
     st.stop()
     raise AssertionError("unreachable")  # st.stop() raises
 

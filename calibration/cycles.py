@@ -23,7 +23,6 @@ Errors that point at an option (force, include labeled answers, ...) name it thr
 from __future__ import annotations
 
 import math
-import re
 import secrets
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,10 +32,12 @@ from typing import Any
 import numpy as np
 from sqlite_utils import Database
 
-from . import sampling, store
+from . import roles, sampling, store
 from .errors import ConflictError, InputError, NotFoundError, WorkOutstandingError
 from .fmt import plural
 from .store import cycles as db_cycles
+from .text import display_name
+from .text import normalise_name as name_key
 from .vocab import LABELS, ClaimStatus
 
 MIN_SIZE, MAX_SIZE = 15, 30
@@ -247,35 +248,17 @@ def assign(answer_ids: Sequence[str], reviewers: Sequence[str], overlap: float
 
 
 def normalise_name(raw: str) -> str:
-    """A reviewer name as stored: whitespace runs collapsed to one space, ends stripped.
-
-    The one rule for names, at sign-in (`review.canonical_reviewer`), cycle assignment
-    (`normalise_reviewers`) and import.
-    """
-    return re.sub(r"\s+", " ", raw).strip()
+    """A reviewer name as stored and shown (`calibration.text.display_name`): invisible characters
+    removed, NFKC, whitespace collapsed. Names are compared by `text.normalise_name`, its
+    case-folded key, everywhere: sign-in, cycle forms, the CLI (`calibration.roles`)."""
+    return display_name(raw)
 
 
-def normalise_reviewers(reviewers: Iterable[str]) -> tuple[list[str], list[str]]:
-    """(reviewers, problems): whitespace collapsed, blanks dropped, duplicates refused.
-
-    Names that differ only in case or spacing ("a", " a", "A") are the same person
-    typed twice; assigning both would split one reviewer's work over two queues.
-    """
-    out: list[str] = []
-    seen: dict[str, list[str]] = {}
-    for raw in reviewers:
-        name = normalise_name(raw)
-        if not name:
-            continue
-        if name.casefold() not in seen:
-            out.append(name)
-        seen.setdefault(name.casefold(), []).append(name)
-    dupes = [names for names in seen.values() if len(names) > 1]
-    if not dupes:
-        return out, []
-    listed = "; ".join(", ".join(repr(n) for n in names) for names in dupes)
-    return out, [f"reviewers: each reviewer may be listed once (names are compared ignoring case "
-                 f"and spacing), but these are the same: {listed}"]
+def normalise_reviewers(reviewers: Iterable[str], known: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """(reviewers, problems): each typed name matched to a `known` reviewer's spelling by the one
+    name rule (`roles.match_reviewers`), blanks dropped, duplicates and look-alikes refused."""
+    found = roles.match_reviewers(reviewers, known)
+    return found.names, found.problems
 
 
 # ---------------------------------------------------------------- reads
@@ -486,11 +469,15 @@ def create_cycle(
         problems.append(f"failing share: must be between 0 and 1, got {failing_share}")
     if seed is not None and seed < 0:
         problems.append(f"seed: must be a non-negative integer, got {seed}")
-    team, team_problems = normalise_reviewers(reviewers)
-    problems += team_problems
+    matched = roles.match_reviewers(reviewers, db_cycles.known_reviewer_names(db))
+    team = matched.names
+    problems += matched.problems
     if problems:
         raise InputError(problems)
     warnings: list[str] = []
+    unknown = roles.unknown_warning(matched.unknown)
+    if unknown:
+        warnings.append(f"reviewers: {unknown}")
     if len(team) == 1 and overlap > 0:
         warnings.append("overlap needs at least two reviewers: every answer goes to the one "
                         "reviewer, so no human-human agreement can be measured")
@@ -535,6 +522,62 @@ def create_cycle(
             failing_share=failing_share if strategy == "failures-first" else None)
         cycle = _cycle_by_id(db, cycle_id)
     return replace(cycle, notes=tuple(notes), warnings=tuple(warnings))
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignResult:
+    """What `reassign` did."""
+
+    cycle: str
+    from_reviewer: str
+    to_reviewer: str
+    moved: tuple[str, ...]  # answers now assigned to `to_reviewer`
+    kept: tuple[str, ...]  # open answers left with `from_reviewer`: `to_reviewer` already has them
+    warnings: tuple[str, ...] = ()
+
+
+def reassign(db: Database, cycle_name: str, from_reviewer: str, to_reviewer: str, *,
+             by: str | None = None) -> ReassignResult:
+    """Move a reviewer's open work in a cycle to another reviewer, recorded in the history.
+
+    Names follow the one name rule (`roles.accept_name`: "Vera" is the known "vera"). Open work
+    is every answer assigned to `from_reviewer` with a claim they have not labeled, skipped or
+    marked unclear; their labels so far stay theirs (and in the label history), the answer's
+    assignment moves. An answer `to_reviewer` already holds stays where it is (`kept`). Refused:
+    a closed cycle, a cycle open to every reviewer (nothing is assigned), one reviewer given twice,
+    a `from_reviewer` with no open work there. The move is one entry of `store.cycles.reassignments`.
+    """
+    known = db_cycles.known_reviewer_names(db)
+    source = roles.accept_name(from_reviewer, known, field="from")
+    target = roles.accept_name(to_reviewer, known, field="to")
+    if name_key(source) == name_key(target):
+        raise InputError(f"to: {source!r} is the reviewer the work comes from; name another reviewer")
+    with store.write(db):
+        cycle = get_cycle(db, cycle_name)
+        if cycle.status != "open":
+            raise ConflictError(f"cycle {cycle.name!r} is closed; its work cannot be reassigned")
+        if cycle.is_open_to_all:
+            raise InputError(f"cycle {cycle.name!r} is open to every reviewer: nobody holds work to "
+                             "reassign")
+        open_work = db_cycles.open_assigned_answers(db, cycle.id, source)
+        if not open_work:
+            held = db_cycles.assigned_to(db, cycle.id, source)
+            why = "has labeled every claim assigned" if held else "is not assigned any answer"
+            raise InputError(f"from: {source!r} {why} in cycle {cycle.name!r}; nothing to reassign")
+        theirs = db_cycles.assigned_to(db, cycle.id, target)
+        moved = [a for a in open_work if a not in theirs]
+        kept = [a for a in open_work if a in theirs]
+        if moved:
+            db_cycles.move_assignments(db, cycle.id, moved, source, target, by)
+    warnings: list[str] = []
+    unknown = roles.unknown_warning([target] if name_key(target) not in
+                                    {name_key(k) for k in known} else [])
+    if unknown:
+        warnings.append(f"to: {unknown}")
+    if kept:
+        warnings.append(f"{plural(len(kept), 'answer')} stay with {source!r}: {target!r} is already "
+                        "assigned them (an overlap answer)")
+    return ReassignResult(cycle.name, source, target, tuple(moved), tuple(kept), tuple(warnings))
 
 
 def _empty_pool_message(run: str, rows: list[_PoolRow], holdout: bool, include_labeled: bool,

@@ -7,7 +7,11 @@
     │   ├── WorkOutstandingError    a cycle asked to close while labels are still owed
     │   └── NotRevealedError        judge verdicts asked for before the blind labels
     ├── StorageError            the database could not do its part
-    │   └── DatabaseBusyError       another writer kept the lock past the busy timeout
+    │   ├── DatabaseBusyError       another writer kept the lock past the busy timeout
+    │   ├── DiskFullError           the disk (or the database's size limit) is full
+    │   ├── ReadOnlyError           the database file or its folder cannot be written
+    │   ├── DatabaseMissingError    the database file is not there (deleted, moved, mistyped)
+    │   └── NotADatabaseError       the file is not a calibration database (replaced or damaged)
     └── JudgeError              the judge endpoint failed or answered unusably
         ├── CallFailed              one request failed for good
         ├── EndpointRejected        401 / 403 / 404: every call would fail alike
@@ -16,7 +20,9 @@
 
 Foreign errors are translated at the boundary only where the package knows what they mean
 (json and pydantic errors at the file edge become InputError with file, line and field;
-SQLite's integrity and busy errors become ConflictError and DatabaseBusyError; httpx's
+SQLite's integrity and busy errors become ConflictError and DatabaseBusyError; full, read-only,
+missing and foreign database files become the StorageError subclasses, in one sentence without a
+path (`store.connection`); httpx's
 transport errors become JudgeError subclasses). Anything else is a bug and surfaces as itself.
 Callers (CLI, pages) catch CalibrationError and show its message; nothing else is caught.
 """
@@ -64,6 +70,22 @@ class StorageError(CalibrationError):
 
 class DatabaseBusyError(StorageError):
     """Another writer held the database lock past the busy timeout; nothing was written."""
+
+
+class DiskFullError(StorageError):
+    """The disk holding the database is full; nothing was written."""
+
+
+class ReadOnlyError(StorageError):
+    """The database file, or the folder it lives in, cannot be written; nothing was written."""
+
+
+class DatabaseMissingError(StorageError):
+    """The database file is missing (deleted or moved while running, or a mistyped path); never recreated."""
+
+
+class NotADatabaseError(StorageError):
+    """The database file was replaced by, or damaged into, something that is not a calibration database."""
 
 
 class JudgeError(CalibrationError):

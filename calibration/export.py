@@ -39,6 +39,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -53,6 +54,7 @@ from .errors import InputError
 from .fmt import plural
 from .reading import open_text
 from .store.exports import ClaimDetail, claim_details, claim_ids_in_scope, cycle_judge_run_id
+from .text import neutralise_cell
 from .vocab import ClaimStatus, Verdict
 
 EXPORT_FORMAT = "judge-calibration-export"
@@ -63,9 +65,8 @@ NEEDS_DISCUSSION = ClaimStatus.NEEDS_DISCUSSION.value
 # Claims fetched per query: big enough that per-query overhead vanishes, small enough that
 # memory stays flat however many claims there are.
 BATCH = 1000
-# Cells a spreadsheet would evaluate (OWASP "CSV injection"): formula starters, and tab / CR,
-# which some spreadsheets strip before looking at the next character.
-_DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
+# Cells a spreadsheet would evaluate (OWASP "CSV injection") are neutralised by
+# text.neutralise_cell: formula starters, also after blanks, BOM or as full-width forms.
 
 
 # ---------------------------------------------------------------- scope and records
@@ -162,15 +163,29 @@ def iter_records(db: Database, scope: ExportScope = ExportScope()) -> Iterator[d
 # ---------------------------------------------------------------- writers
 
 
-def neutralise_cell(value: str) -> str:
-    """Prefix a cell a spreadsheet would evaluate (=, +, -, @, tab, CR first) with a single quote."""
-    return "'" + value if value.startswith(_DANGEROUS) else value
+def _finite(value: Any) -> Any:
+    """`value` with NaN and ±Infinity (stored before imports refused them) as null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_line(value: Any) -> str:
+    """One line of valid JSON (RFC 8259): NaN and Infinity, which are not JSON, are written as null."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(value), ensure_ascii=False, allow_nan=False)
 
 
 def write_jsonl(records: Iterable[dict[str, Any]], fh: TextIO) -> int:
     n = 0
     for rec in records:
-        fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        fh.write(json_line(rec) + "\n")
         n += 1
     return n
 
@@ -239,7 +254,7 @@ def write_golden_counts(records: Iterable[dict[str, Any]], fh: TextIO) -> Golden
         if item is None:
             skipped += 1
             continue
-        fh.write(json.dumps(item, ensure_ascii=False) + "\n")
+        fh.write(json_line(item) + "\n")
         written += 1
         no_source += not item["expected_source"]
     return GoldenCounts(written, skipped, no_source)
@@ -412,11 +427,11 @@ def is_export_file(path: str | Path, encoding: str | None = None) -> bool:
             if ch != "{":
                 return False
             rec = json.loads(ch + fh.readline())
-    except (InputError, UnicodeDecodeError, json.JSONDecodeError):
+    except (InputError, UnicodeError, ValueError, RecursionError):  # the import reports these
         return False
     return isinstance(rec, dict) and rec.get("format") == EXPORT_FORMAT
 
 
 __all__ = ["EXPORT_FORMAT", "FORMATS", "FORMAT_VERSION", "NEEDS_DISCUSSION", "ExportReport", "ExportScope",
            "GoldenCounts", "export", "export_bytes", "golden_counts", "golden_item", "is_export_file",
-           "iter_records", "neutralise_cell", "resolve_scope"]
+           "iter_records", "json_line", "neutralise_cell", "resolve_scope"]

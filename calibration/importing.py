@@ -22,12 +22,21 @@ from typing import Any
 from pydantic import ValidationError
 from sqlite_utils import Database
 
-from . import store
+from . import roles, store
 from .errors import CalibrationError, ConflictError, InputError, NotFoundError
 from .export import EXPORT_FORMAT, FORMAT_VERSION, is_export_file
 from .models import JudgedAnswerIn, LabelRowIn, Verdict, parse_verdict
-from .reading import MAX_PROBLEMS, Problems, decode_error, field_errors, iter_json_records, open_text
+from .reading import (
+    MAX_PROBLEMS,
+    BadRecord,
+    Problems,
+    decode_error,
+    field_errors,
+    iter_json_records,
+    open_text,
+)
 from .store import answers as answer_store
+from .store import cycles as store_cycles
 from .vocab import LABEL_KINDS, LABEL_STATUSES, LABELS
 
 
@@ -35,6 +44,7 @@ from .vocab import LABEL_KINDS, LABEL_STATUSES, LABELS
 class ImportReport:
     answers_new: int = 0
     answers_existing: int = 0
+    answers_updated: int = 0  # of the existing: category / metadata replaced (--update)
     claims_new: int = 0
     verdicts_new: int = 0
     verdicts_existing: int = 0
@@ -43,7 +53,9 @@ class ImportReport:
 
     def lines(self) -> list[str]:
         out = [
-            f"answers: {self.answers_new} new, {self.answers_existing} already present",
+            f"answers: {self.answers_new} new, {self.answers_existing} already present"
+            + (f" ({self.answers_updated} with category or metadata updated)"
+               if self.answers_updated else ""),
             f"claims: {self.claims_new} new",
             f"judge verdicts: {self.verdicts_new} new, {self.verdicts_existing} already present",
             f"judge runs: {', '.join(sorted(self.runs)) or 'none'}",
@@ -71,17 +83,20 @@ def import_answers(
     judge_prompt_version: str | None = None,
     mapping: dict[str, Verdict] | None = None,
     encoding: str | None = None,
+    update: bool = False,
 ) -> ImportReport:
     """Import one JSONL / JSON-array file of judged answers, all or nothing.
 
-    A JSONL export of this tool is restored losslessly instead (see `restore_answers`).
+    An answer already stored with the same content but a different category or metadata is
+    refused (a problem on its line) unless `update`, which replaces them. A JSONL export of this
+    tool is restored losslessly instead (see `restore_answers`).
     """
     path = Path(path)
     if is_export_file(path, encoding):
         return restore_answers(db, path, encoding=encoding)
     return import_records(db, iter_json_records(path, encoding), source=path,
                           judge_model=judge_model, judge_prompt_version=judge_prompt_version,
-                          mapping=mapping)
+                          mapping=mapping, update=update)
 
 
 def import_records(
@@ -92,6 +107,7 @@ def import_records(
     judge_model: str | None = None,
     judge_prompt_version: str | None = None,
     mapping: dict[str, Verdict] | None = None,
+    update: bool = False,
 ) -> ImportReport:
     """Import (line number, parsed value) pairs of judged answers, all or nothing.
 
@@ -103,7 +119,7 @@ def import_records(
     seen: set[str] = set()
     runs: dict[tuple[str, str], int] = {}
     with store.write(db):
-        writer = answer_store.AnswerWriter(db, report)
+        writer = answer_store.AnswerWriter(db, report, update=update)
 
         def run_id(model: str, version: str) -> int:
             key = (model, version)
@@ -115,8 +131,8 @@ def import_records(
             return runs[key]
 
         for line, value in records:
-            if isinstance(value, json.JSONDecodeError):
-                problems.add(line, f"malformed JSON: {value.msg} (column {value.colno})")
+            if isinstance(value, BadRecord):
+                problems.add(line, value.message)
                 continue
             if not isinstance(value, dict):
                 problems.add(line, "each record must be a JSON object")
@@ -204,13 +220,19 @@ def import_labels(
     report = LabelsReport()
     problems = Problems(path)
     with store.write(db), open_text(path, encoding) as fh:
-        reader = csv.DictReader(fh)
+        # strict: a quote left open is an error where it happens, not a field that swallows
+        # the rest of the file.
+        reader = csv.DictReader(fh, strict=True)
         try:
-            header = reader.fieldnames or []
-        except UnicodeDecodeError as exc:
+            header = list(reader.fieldnames or [])
+        except UnicodeError as exc:
             raise decode_error(path, 1, exc, encoding) from exc
         except csv.Error as exc:
-            raise InputError(f"{path}:1: {exc}") from exc
+            raise InputError(f"{path}:1: {_csv_problem(exc)}; nothing was imported") from exc
+        twice = sorted({c for c in header if header.count(c) > 1})
+        if twice:
+            raise InputError(f"{path}:1: column(s) {', '.join(map(repr, twice))} appear more than once in "
+                             "the header; which one holds the value is ambiguous; nothing was imported")
         missing = [c for c in ("answer_id", "claim_id", "verdict") if c not in header]
         if "reviewer" not in header and not reviewer:
             missing.append("reviewer (or give --reviewer)")
@@ -219,12 +241,31 @@ def import_labels(
                              "nothing was imported")
         seen: dict[tuple[str, str, str], int] = {}
         try:
+            known = store_cycles.known_reviewer_names(db)
+            names: dict[str, str] = {}
             for row in reader:
                 line = reader.line_num
+                if None in row:
+                    problems.add(line, f"{len(header) + len(row[None])} fields, but the header has "
+                                       f"{len(header)} columns")
+                    continue
+                if any(v is None for v in row.values()):
+                    problems.add(line, f"{sum(v is not None for v in row.values())} fields, but the "
+                                       f"header has {len(header)} columns")
+                    continue
                 data = {k: (v.strip() if isinstance(v, str) else v) for k, v in row.items()
                         if k is not None}
                 if not data.get("reviewer"):
                     data["reviewer"] = reviewer
+                if data.get("reviewer"):
+                    typed = str(data["reviewer"])
+                    if typed not in names:
+                        try:  # the one name rule: "Vera" is the known "vera"
+                            names[typed] = roles.accept_name(typed, known, field="reviewer")
+                        except InputError as exc:
+                            problems.add(line, str(exc))
+                            continue
+                    data["reviewer"] = names[typed]
                 try:
                     rec = LabelRowIn.model_validate(data)
                 except ValidationError as exc:
@@ -264,12 +305,29 @@ def import_labels(
                                        verdict=verdict, evidence=rec.evidence, note=rec.note or None)
                     report.new += 1
                 report.reviewers.add(rec.reviewer)
-        except UnicodeDecodeError as exc:
+        except UnicodeError as exc:
             raise decode_error(path, reader.line_num + 1, exc, encoding) from exc
         except csv.Error as exc:
-            raise InputError(f"{path}:{reader.line_num}: {exc}; nothing was imported") from exc
+            # An unclosed quote is found at the end of the file; the row it opened starts on the line
+            # after the last complete one.
+            line = reader.line_num + 1 if "end of data" in str(exc) else reader.line_num
+            raise InputError(f"{path}:{line}: {_csv_problem(exc)}; nothing was imported") from exc
         problems.raise_if_any()
     return report
+
+
+def _csv_problem(exc: csv.Error) -> str:
+    """The csv module's error in the words of the file's author."""
+    text = str(exc)
+    if "unexpected end of data" in text or "EOF inside string" in text:
+        return ('a quoted field is not closed: a \'"\' opens a value that runs to the end of the file; '
+                "close the quote, or double a quote inside a value (\"\")")
+    if "expected after" in text:
+        return (f"{text}: a quote inside a quoted value must be doubled (\"\"), and a closing quote must "
+                "be followed by the delimiter")
+    if "NUL" in text or "null byte" in text:
+        return "the file contains a NUL byte; it is not a text CSV (or give its --encoding)"
+    return text
 
 
 # ---------------------------------------------------------------- restore of an export
@@ -286,8 +344,8 @@ def import_labels(
 def _export_lines(path: Path, encoding: str | None, problems: Problems
                   ) -> Iterator[tuple[int, dict[str, Any]]]:
     for line, value in iter_json_records(path, encoding):
-        if isinstance(value, json.JSONDecodeError):
-            problems.add(line, f"malformed JSON: {value.msg} (column {value.colno})")
+        if isinstance(value, BadRecord):
+            problems.add(line, value.message)
         elif not isinstance(value, dict) or value.get("format") != EXPORT_FORMAT:
             problems.add(line, f"not a line of a {EXPORT_FORMAT} file")
         elif value.get("format_version") != FORMAT_VERSION:

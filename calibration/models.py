@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .text import id_problem, text_problem
 from .vocab import LABELS, Verdict
 
 __all__ = ["LABELS", "Verdict"]  # re-exported: the edge models speak of them
@@ -173,6 +174,32 @@ class JudgedAnswerIn(BaseModel):
         return data
 
     @model_validator(mode="after")
+    def _safe_text(self) -> JudgedAnswerIn:
+        # Ids are shown, joined and compared: a NUL (cut short by SQLite's JSON functions), a line
+        # break or a bidi control makes one id look like, or turn into, another (calibration.text).
+        ids: list[tuple[str, str | None]] = [("id", self.id), ("judge_model", self.judge_model),
+                                             ("judge_prompt_version", self.judge_prompt_version)]
+        ids += [(f"chunks.{i}.id", c.id) for i, c in enumerate(self.chunks)]
+        ids += [(f"claims.{i}.id", c.id) for i, c in enumerate(self.claims)]
+        ids += [(f"claims.{i}.evidence.{j}", e) for i, c in enumerate(self.claims)
+                for j, e in enumerate(c.evidence)]
+        for where, value in ids:
+            reason = id_problem(value) if value is not None else None
+            if reason:
+                raise ValueError(f"{where}: {reason}")
+        texts: list[tuple[str, str | None]] = [("question", self.question), ("answer", self.answer),
+                                               ("category", self.category)]
+        texts += [(f"chunks.{i}.{k}", v) for i, c in enumerate(self.chunks)
+                  for k, v in (("text", c.text), ("source", c.source))]
+        texts += [(f"claims.{i}.{k}", v) for i, c in enumerate(self.claims)
+                  for k, v in (("claim", c.text), ("rationale", c.rationale))]
+        for where, value in texts:
+            reason = text_problem(value) if value is not None else None
+            if reason:
+                raise ValueError(f"{where}: {reason}")
+        return self
+
+    @model_validator(mode="after")
     def _consistent(self) -> JudgedAnswerIn:
         seen: set[str] = set()
         for i, ch in enumerate(self.chunks):
@@ -202,6 +229,21 @@ class LabelRowIn(BaseModel):
     reviewer: str = Field(min_length=1)
     note: str | None = None
     evidence: list[str] = Field(default_factory=list)
+
+    @field_validator("answer_id", "claim_id")
+    @classmethod
+    def _safe_id(cls, v: str) -> str:
+        reason = id_problem(v)
+        if reason:
+            raise ValueError(reason)
+        return v
+
+    @field_validator("reviewer", mode="before")
+    @classmethod
+    def _named(cls, v: Any) -> Any:
+        if v is None or (isinstance(v, str) and not v.strip()):
+            raise ValueError("empty: fill in the reviewer, or give --reviewer for rows without one")
+        return v
 
     @field_validator("evidence", mode="before")
     @classmethod

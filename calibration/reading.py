@@ -12,7 +12,9 @@ from __future__ import annotations
 import codecs
 import io
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
@@ -23,6 +25,80 @@ if TYPE_CHECKING:  # only the type: reading must not load pydantic for callers t
 
 MAX_PROBLEMS = 20
 _READ_SIZE = 1 << 16
+# Nesting deeper than this is refused with file and line: no judged answer needs it, and Python's
+# own recursion limit (about 1,000 levels) would otherwise end the import with a traceback.
+MAX_DEPTH = 100
+# A lone surrogate can only come from a JSON escape (strict decoding refuses one in the bytes).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+@dataclass(frozen=True, slots=True)
+class BadRecord:
+    """A record of a JSON / JSONL file that cannot be used, and why (the caller adds file and line)."""
+
+    message: str
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON (write null, or the number as a string)")
+
+
+def _depth(value: Any) -> int:
+    """The nesting depth of a parsed JSON value, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict | list):
+            deepest = max(deepest, d)
+            if d <= MAX_DEPTH:
+                stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The path of the first string (key or value) holding a lone surrogate, or None."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return where or "the record"
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                key = f"{where}.{k}" if where else str(k)
+                try:
+                    str(k).encode("utf-8")
+                except UnicodeEncodeError:
+                    return f"a key in {where or 'the record'}"
+                stack.append((key, x))
+        elif isinstance(v, list):
+            stack.extend((f"{where}.{i}", x) for i, x in enumerate(v))
+    return None
+
+
+def checked(text: str, parse: Callable[[], Any]) -> Any:
+    """Parse one record's source `text` with `parse`; a BadRecord for what cannot be stored.
+
+    Refused: malformed JSON, NaN / Infinity (not JSON, and not storable as JSON), nesting deeper
+    than MAX_DEPTH, and a lone surrogate escape such as \\ud800 in any string."""
+    try:
+        value = parse()
+    except json.JSONDecodeError as exc:
+        return BadRecord(f"malformed JSON: {exc.msg} (column {exc.colno})")
+    except RecursionError:
+        return BadRecord(f"nested deeper than {MAX_DEPTH} levels; refused")
+    except ValueError as exc:  # from _no_constant
+        return BadRecord(str(exc))
+    if text.count("[") + text.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        return BadRecord(f"nested deeper than {MAX_DEPTH} levels; refused")
+    if _SURROGATE_ESCAPE.search(text):
+        where = _lone_surrogate(value)
+        if where is not None:
+            return BadRecord(f"{where}: contains a lone surrogate (half of a \\uD83D\\uDE00-style "
+                             "pair), which is not valid Unicode text")
+    return value
 
 
 class Problems:
@@ -59,26 +135,35 @@ def open_text(path: Path, encoding: str | None) -> TextIO:
         raise InputError(f"{path}: cannot open: {exc.strerror}") from exc
     enc = encoding or "utf-8-sig"
     try:
-        codecs.lookup(enc)
+        info = codecs.lookup(enc)
     except LookupError as exc:
         raw.close()
         raise InputError(f"unknown encoding {enc!r}") from exc
+    if not getattr(info, "_is_text_encoding", True):  # rot13, base64...: bytes/str transforms
+        raw.close()
+        raise InputError(f"{enc!r} is not a text encoding; give the file's character encoding, e.g. latin-1")
     # errors="strict": a wrong encoding must stop the import, never become mojibake.
     return io.TextIOWrapper(raw, encoding=enc, errors="strict", newline="")
 
 
-def decode_error(path: Path, line: int, exc: UnicodeDecodeError, encoding: str | None) -> InputError:
-    """The InputError for bytes on `line` that do not decode, with a hint to give --encoding."""
-    hint = "" if encoding else "; the file is not UTF-8: give its encoding with --encoding"
-    return InputError(f"{path}:{line}: cannot decode bytes as {encoding or 'UTF-8'}{hint}; "
+def decode_error(path: Path, line: int, exc: UnicodeError, encoding: str | None) -> InputError:
+    """The InputError for bytes on `line` that do not decode (or a stream the encoding cannot start
+    on, such as UTF-16 without a byte order mark), with a hint about --encoding."""
+    hint = ("; the file is not UTF-8: give its encoding with --encoding" if not encoding
+            else "; is that the file's encoding? Without --encoding UTF-8 is read")
+    return InputError(f"{path}:{line}: cannot decode bytes as {encoding or 'UTF-8'} "
+                      f"({exc.reason if isinstance(exc, UnicodeDecodeError) else exc}){hint}; "
                       "nothing was imported")
 
 
 def iter_json_records(path: Path, encoding: str | None = None) -> Iterator[tuple[int, Any]]:
     """Yield (line number, parsed value) from a JSONL file or a JSON array, streaming.
 
-    A malformed record yields (line, JSONDecodeError) so the caller can report it and
-    go on checking the rest of a JSONL file.
+    A record that cannot be used (malformed JSON, NaN, too deep, a lone surrogate: `checked`)
+    yields (line, BadRecord) so the caller can report it and go on checking the rest of a
+    JSONL file. A file that starts with a JSON array is that one array: anything but
+    whitespace after its closing bracket (another array, JSON lines) is a BadRecord on its line,
+    never silently ignored.
     """
     with open_text(path, encoding) as fh:
         line_no = 0
@@ -104,11 +189,8 @@ def iter_json_records(path: Path, encoding: str | None = None) -> Iterator[tuple
                     line_no += 1
                 if not line.strip():
                     continue
-                try:
-                    yield line_no, json.loads(line)
-                except json.JSONDecodeError as exc:
-                    yield line_no, exc
-        except UnicodeDecodeError as exc:
+                yield line_no, checked(line, lambda text=line: json.loads(text, parse_constant=_no_constant))
+        except UnicodeError as exc:
             raise decode_error(path, line_no + 1, exc, encoding) from exc
 
 
@@ -118,7 +200,7 @@ def _chain(first: list[str], rest: TextIO) -> Iterator[str]:
 
 
 def _iter_array(fh: TextIO, buf: str, start_line: int) -> Iterator[tuple[int, Any]]:
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_constant=_no_constant)
     line = start_line
     pos = buf.index("[") + 1
     eof = False
@@ -143,20 +225,21 @@ def _iter_array(fh: TextIO, buf: str, start_line: int) -> Iterator[tuple[int, An
             if pos < len(buf) or not fill():
                 break
         if pos >= len(buf):
-            yield line, json.JSONDecodeError("the JSON array is not closed", buf, pos)
+            yield line, BadRecord("malformed JSON: the JSON array is not closed")
             return
         ch = buf[pos]
         if ch == "]":
+            yield from _after_array(fh, buf[pos + 1:], line)
             return
         if ch == ",":
             if expect_value:
-                yield line, json.JSONDecodeError("unexpected ','", buf, pos)
+                yield line, BadRecord("malformed JSON: unexpected ','")
                 return
             pos += 1
             expect_value = True
             continue
         if not expect_value:
-            yield line, json.JSONDecodeError("expected ',' or ']' between records", buf, pos)
+            yield line, BadRecord("malformed JSON: expected ',' or ']' between records")
             return
         while True:
             try:
@@ -168,12 +251,35 @@ def _iter_array(fh: TextIO, buf: str, start_line: int) -> Iterator[tuple[int, An
             except json.JSONDecodeError as exc:
                 if not eof and fill():
                     continue
-                yield line + buf.count("\n", pos, exc.pos), exc
+                yield line + buf.count("\n", pos, exc.pos), BadRecord(
+                    f"malformed JSON: {exc.msg} (column {exc.colno})")
                 return
-        yield line, value
+            except (RecursionError, ValueError) as exc:
+                yield line, checked("", lambda e=exc: _raise(e))
+                return
+        start = pos
+        yield line, checked(buf[start:end], lambda v=value: v)
         line += buf.count("\n", pos, end)
         pos = end
         expect_value = False
+
+
+def _raise(exc: BaseException) -> Any:
+    raise exc
+
+
+def _after_array(fh: TextIO, rest: str, line: int) -> Iterator[tuple[int, Any]]:
+    """After the closing bracket of a file's array only whitespace may follow."""
+    while True:
+        stripped = rest.lstrip(" \t\r\n")
+        line += rest.count("\n", 0, len(rest) - len(stripped))
+        if stripped:
+            yield line, BadRecord("more content after the closing ']' of the JSON array; a file is one "
+                                  "JSON array or JSON lines (one object per line), not both")
+            return
+        rest = fh.read(_READ_SIZE)
+        if not rest:
+            return
 
 
 def field_errors(exc: ValidationError) -> list[str]:
@@ -190,4 +296,5 @@ def field_errors(exc: ValidationError) -> list[str]:
     return out
 
 
-__all__ = ["MAX_PROBLEMS", "Problems", "decode_error", "field_errors", "iter_json_records", "open_text"]
+__all__ = ["MAX_DEPTH", "MAX_PROBLEMS", "BadRecord", "Problems", "checked",
+           "decode_error", "field_errors", "iter_json_records", "open_text"]

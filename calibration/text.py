@@ -131,6 +131,15 @@ def _display_form(raw: str) -> str:
     return _collapse(_strip_invisible(unicodedata.normalize("NFKC", _strip_invisible(raw))))
 
 
+def display_name(raw: str) -> str:
+    """A reviewer name as stored and shown: :func:`normalise_name` without the case folding.
+
+    Invisible characters removed, NFKC, whitespace runs collapsed, ends stripped; refuses
+    nothing (:func:`check_name` does), so ``normalise_name(display_name(x)) == normalise_name(x)``.
+    """
+    return _display_form(raw)
+
+
 def normalise_name(raw: str) -> str:
     """The one comparison key of a reviewer name.
 
@@ -479,5 +488,5 @@ def neutralise_cell(value: str) -> str:
     return value
 
 
-__all__ = ["BIDI_CONTROLS", "BIDI_EXPLICIT", "BIDI_MARKS", "check_name", "confusable_with", "id_problem",
-           "neutralise_body", "neutralise_cell", "normalise_name", "text_problem", "visible"]
+__all__ = ["BIDI_CONTROLS", "BIDI_EXPLICIT", "BIDI_MARKS", "check_name", "confusable_with", "display_name",
+           "id_problem", "neutralise_body", "neutralise_cell", "normalise_name", "text_problem", "visible"]

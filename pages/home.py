@@ -3,7 +3,8 @@
 Anyone who opens the app, reviewers included, sees this page, so it shows no judge
 verdicts: a count of the judge's SUPPORTED / CONTRADICTED / UNSUPPORTED per run would tell
 a reviewer what the judge said before they label blind. Verdict figures live on the
-Dashboard (leads only).
+Dashboard (leads only). The database's location on the server is shown to a signed-in lead
+only: a path tells others about the server's layout and nothing they need.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import streamlit as st
 
 import ui
 from calibration import store
+from calibration.errors import CalibrationError
+from calibration.text import visible
 
 st.title("Judge calibration")
 st.write(
@@ -20,13 +23,19 @@ st.write(
 )
 
 path = ui.db_path()
-with store.session(path) as db:
-    summary = store.info(db)
+try:
+    with store.session(path) as db:
+        summary = store.info(db)
+except CalibrationError as exc:  # storage failures are one sentence (calibration.errors)
+    st.error(str(exc).replace(str(path), "the database file"), icon=":material/error:")
+    st.stop()
 totals = summary["totals"]
 runs = summary["runs"]
 
-st.caption("Database")
-ui.literal(str(path))
+viewer = ui.current_reviewer()
+if viewer is not None and ui.is_lead(viewer):
+    st.caption("Database")
+    ui.literal(str(path))
 
 cols = st.columns(4)
 cols[0].metric("Answers", f"{totals['answers']:,}")
@@ -44,7 +53,7 @@ else:
     st.dataframe(
         [
             {
-                "judge run": r.run.name,
+                "judge run": visible(r.run.name),
                 "answers": r.answers,
                 "claims": r.claims,
                 "human-labeled claims": r.labeled_claims,

@@ -307,8 +307,15 @@ def test_each_dangerous_prefix_is_neutralised(prefix: str) -> None:
 
 
 def test_safe_cells_are_left_alone() -> None:
-    for cell in ("SUPPORTED", "", "Кто согласует?", " =not first", "'already"):
+    for cell in ("SUPPORTED", "", "Кто согласует?", "'already", "a =b", "100%"):
         assert neutralise_cell(cell) == cell
+
+
+# A spreadsheet skips leading blanks and folds full-width signs, so these evaluate too.
+@pytest.mark.parametrize("cell", [" =not first", "\u00a0=1+1", "\ufeff=1+1", "\uff1dSUM(A1)",
+                                  "\u3000+1", "\u2212 1"])
+def test_a_formula_behind_blanks_bom_or_full_width_is_neutralised(cell: str) -> None:
+    assert neutralise_cell(cell) == "'" + cell
 
 
 def test_csv_has_a_bom_and_neutralises_every_imported_text(fresh_db: Database, tmp_path: Path) -> None:

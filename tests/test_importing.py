@@ -105,7 +105,8 @@ def test_a_malformed_jsonl_line_is_reported_and_reading_goes_on(tmp_path: Path) 
     path.write_text('{"a": 1}\n{"a": \n{"a": 3}\n', encoding="utf-8")
     got = list(reading.iter_json_records(path))
     assert [line for line, _v in got] == [1, 2, 3]
-    assert isinstance(got[1][1], json.JSONDecodeError) and got[2][1] == {"a": 3}
+    assert isinstance(got[1][1], reading.BadRecord) and got[1][1].message.startswith("malformed JSON")
+    assert got[2][1] == {"a": 3}
 
 
 def test_problems_keep_the_first_ones_and_count_the_rest(tmp_path: Path) -> None:

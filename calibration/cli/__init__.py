@@ -1,7 +1,7 @@
 """`python -m calibration`: a thin shell over the package.
 
-Exit codes: 0 success, 1 invalid input or a refused operation (message on stderr),
-2 usage errors (argparse's own convention).
+Exit codes: 0 success, 1 invalid input, a refused operation or a storage failure (one line on
+stderr, never a traceback), 2 usage errors (argparse's own convention).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..errors import CalibrationError
+from ..errors import CalibrationError, StorageError
 from . import cycles, io, judge, labels
 from .common import db_path as _db_path
 
@@ -45,8 +45,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: no database at {db}: import judged answers first "
               "(python -m calibration import FILE, or python -m calibration demo)", file=sys.stderr)
         return 1
+    if not db.exists():
+        # Not silent: a mistyped --db would otherwise fill a new file nobody looks at.
+        print(f"note: no database at {db}: creating a new one", file=sys.stderr)
     try:
         return args.handler(args)
+    except StorageError as exc:
+        # One sentence, with the path here (pages show the sentence without it).
+        print(f"error: {db}: {exc}", file=sys.stderr)
+        return 1
     except CalibrationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -54,3 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A reader such as `| head` closed the pipe: nothing went wrong on our side.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        # A file the command was told to read or write (not the database) cannot be used.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1

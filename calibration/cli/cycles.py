@@ -45,6 +45,12 @@ def _add_cycles(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--force", action="store_true",
                    help="close even though reviewers still have claims to label")
     c.set_defaults(handler=cli_cycle_close)
+    c = csub.add_parser("reassign", help="move a reviewer's open work in a cycle to another reviewer")
+    c.add_argument("name", help="the cycle")
+    c.add_argument("--from", dest="from_reviewer", required=True, help="the reviewer whose work moves")
+    c.add_argument("--to", dest="to_reviewer", required=True, help="the reviewer who takes it over")
+    c.add_argument("--by", default=_login_name(), help="recorded as who reassigned it")
+    c.set_defaults(handler=cli_cycle_reassign)
 
     p = sub.add_parser("holdout", help="mark answers as holdout (sampled only by --holdout cycles)")
     hsub = p.add_subparsers(dest="holdout_command", required=True, metavar="ACTION")
@@ -140,6 +146,19 @@ def cli_cycle_show(args: argparse.Namespace) -> int:
         who = ", ".join(i.reviewers) or "anyone"
         print(f"  {i.position + 1:>3}. {i.answer_id}\tpi {i.inclusion_prob:.3f}\t"
               f"{plural(i.claims, 'claim')}\t{who}")
+    return 0
+
+
+def cli_cycle_reassign(args: argparse.Namespace) -> int:
+    from .. import cycles
+    from ..fmt import plural
+
+    with store.session(_db_path(args)) as db:
+        done = cycles.reassign(db, args.name, args.from_reviewer, args.to_reviewer, by=args.by)
+    for warning in done.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"cycle {done.cycle}: {plural(len(done.moved), 'answer')} moved from {done.from_reviewer} "
+          f"to {done.to_reviewer}")
     return 0
 
 

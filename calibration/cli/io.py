@@ -26,7 +26,7 @@ def cli_import(args: argparse.Namespace) -> int:
         for path in args.files:
             rep = importing.import_answers(db, path, judge_model=args.judge_model,
                                            judge_prompt_version=args.judge_prompt_version,
-                                           mapping=mapping, encoding=args.encoding)
+                                           mapping=mapping, encoding=args.encoding, update=args.update)
             print(f"{path}:")
             for line in rep.lines():
                 print(f"  {line}")
@@ -71,6 +71,9 @@ def _add_import(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--map", action="append", default=[], metavar="SPELLING=VERDICT", type=_map_item,
                    help=map_help)
     p.add_argument("--encoding", default=None, type=_encoding, help=enc_help)
+    p.add_argument("--update", action="store_true",
+                   help="replace the category and metadata of answers already imported with the same "
+                   "text (without it a changed category or metadata is refused)")
     p.set_defaults(handler=cli_import)
 
     p = sub.add_parser("import-labels", help="import human labels from CSV")

@@ -39,6 +39,7 @@ class ImportCounts(Protocol):
 
     answers_new: int
     answers_existing: int
+    answers_updated: int
     claims_new: int
     verdicts_new: int
     verdicts_existing: int
@@ -62,9 +63,11 @@ class AnswerWriter:
     human labels. Call `flush` before the transaction ends.
     """
 
-    def __init__(self, db: Database, counts: ImportCounts) -> None:
+    def __init__(self, db: Database, counts: ImportCounts, *, update: bool = False) -> None:
         self.db = db
         self.counts = counts
+        self.update = update  # a changed category / metadata is written, not refused
+        self.updates: list[tuple[Any, ...]] = []
         self.next_claim = int(db.execute("SELECT coalesce(max(id), 0) FROM claims").fetchone()[0]) + 1
         self.answers: list[tuple[Any, ...]] = []
         self.chunks: list[tuple[Any, ...]] = []
@@ -85,6 +88,14 @@ class AnswerWriter:
                         "answer or chunk text; refused, since its claims may carry human labels "
                         "(import it under a new id)")
             self.counts.answers_existing += 1
+            changed = self._described_differently(rec)
+            if changed and not self.update:
+                return (f"answer {rec.id!r} is already in the database with a different {changed}; "
+                        "refused, since category drives stratified sampling (give --update to "
+                        "replace the stored category and metadata)")
+            if changed:
+                self.updates.append((rec.category, _json(rec.metadata), rec.id))
+                self.counts.answers_updated += 1
             for pk, cid, text in db.execute(
                 "SELECT id, claim_id, text FROM claims WHERE answer_id = ?", [rec.id]
             ):
@@ -130,8 +141,21 @@ class AnswerWriter:
             self.flush()
         return None
 
+    def _described_differently(self, rec: JudgedAnswerIn) -> str | None:
+        """'category', 'metadata' or 'category and metadata' when the stored answer's differ."""
+        category, metadata = self.db.execute("SELECT category, metadata FROM answers WHERE id = ?",
+                                             [rec.id]).fetchone()
+        diff = [name for name, same in (("category", category == rec.category),
+                                        ("metadata", json.loads(metadata or "{}") == rec.metadata))
+                if not same]
+        return " and ".join(diff) or None
+
     def flush(self) -> None:
         """Write the queued rows, parents first (the foreign keys are checked per statement)."""
+        if self.updates:
+            self.db.conn.executemany("UPDATE answers SET category = ?, metadata = ? WHERE id = ?",
+                                     self.updates)
+            self.updates = []
         for table, cols, rows in (("answers", _ANSWER_COLS, self.answers),
                                   ("chunks", _CHUNK_COLS, self.chunks),
                                   ("claims", _CLAIM_COLS, self.claims),

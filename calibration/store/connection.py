@@ -9,6 +9,14 @@ block the writer), foreign keys on, and a busy timeout. A write that reads befor
 it writes starts with `BEGIN IMMEDIATE`, taking the write lock up front: a deferred
 transaction that upgrades from read to write can fail at once with "database is
 locked" whatever the busy timeout, an immediate one waits its turn.
+
+Storage failures are errors of `calibration.errors`, one sentence each and without a path
+(pages show them as they are; the CLI adds the path): a full disk (DiskFullError), a
+read-only file, folder or filesystem (ReadOnlyError), a file that is not a database or is
+damaged (NotADatabaseError), a lock held too long (DatabaseBusyError). A database file that
+this process has opened before and that has since disappeared is never recreated: connecting
+raises DatabaseMissingError until it is put back or the process restarts. A file replaced
+under a running process (a restored backup) has its migrations checked again.
 """
 
 from __future__ import annotations
@@ -23,7 +31,15 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
-from ..errors import ConflictError, DatabaseBusyError
+from ..errors import (
+    ConflictError,
+    DatabaseBusyError,
+    DatabaseMissingError,
+    DiskFullError,
+    NotADatabaseError,
+    ReadOnlyError,
+    StorageError,
+)
 from .schema import migrations
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -33,8 +49,51 @@ _CHECKOUT = (PROJECT_ROOT / "pyproject.toml").is_file() and (PROJECT_ROOT / "dat
 DEFAULT_DB = PROJECT_ROOT / "data" / "calibration.db" if _CHECKOUT else Path("calibration.db")
 BUSY_TIMEOUT_MS = 30_000
 
-_migrated: set[str] = set()
+_migrated: dict[str, tuple[int, int]] = {}  # resolved path -> (device, inode) when migrated
 _migrate_lock = threading.Lock()
+
+NOTHING_WRITTEN = "nothing was written"
+_BUSY_TEXT = f"the database is busy (another write held it too long); {NOTHING_WRITTEN}, try again"
+# SQLite primary result codes (https://sqlite.org/rescode.html) and what each means to a user.
+_BY_CODE: dict[int, tuple[type[StorageError], str]] = {
+    5: (DatabaseBusyError, _BUSY_TEXT),  # SQLITE_BUSY
+    6: (DatabaseBusyError, _BUSY_TEXT),  # SQLITE_LOCKED
+    8: (ReadOnlyError, "the database cannot be written: its file, folder or disk is read-only; "
+                       f"{NOTHING_WRITTEN}"),  # SQLITE_READONLY
+    10: (StorageError, "the disk reported an error reading or writing the database; "
+                       f"{NOTHING_WRITTEN}"),  # SQLITE_IOERR
+    11: (NotADatabaseError, "the database file is damaged; restore it from a backup"),  # SQLITE_CORRUPT
+    13: (DiskFullError, f"the disk holding the database is full; {NOTHING_WRITTEN}: free some space "
+                        "and try again"),  # SQLITE_FULL
+    14: (ReadOnlyError, "the database file cannot be opened (its folder is missing, read-only or "
+                        "not accessible)"),  # SQLITE_CANTOPEN
+    26: (NotADatabaseError, "the database file is not a calibration database (it was replaced by "
+                            "another file, or is damaged)"),  # SQLITE_NOTADB
+}
+
+
+def storage_error(exc: sqlite3.Error) -> StorageError | None:
+    """The StorageError a known SQLite failure means (full, read-only, damaged...), or None (a bug)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            code = 5
+        elif "disk is full" in text:
+            code = 13
+        elif "readonly" in text:
+            code = 8
+        elif "not a database" in text:
+            code = 26
+        else:
+            return None
+    found = _BY_CODE.get(int(code) & 0xFF)
+    return None if found is None else found[0](found[1])
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return (st.st_dev, st.st_ino)
 
 
 def default_db_path() -> Path:
@@ -46,30 +105,61 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def connect(path: str | Path | None = None, *, migrate: bool = True) -> Database:
-    """Open a new connection with the project's pragmas; apply pending migrations once per process."""
+def connect(path: str | Path | None = None, *, migrate: bool = True, create: bool = True) -> Database:
+    """Open a new connection with the project's pragmas; apply pending migrations once per process.
+
+    `create` False: DatabaseMissingError instead of creating a missing file. A file this process
+    opened before is never recreated once it is gone (DatabaseMissingError, whatever `create`)."""
     path = Path(path) if path is not None else default_db_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    key = str(path.resolve())
+    if not path.exists():
+        if key in _migrated:
+            raise DatabaseMissingError(
+                "the database file has disappeared (deleted or moved while the app was running); it is "
+                "not recreated empty: put it back, or restart to start a new database; "
+                f"{NOTHING_WRITTEN}")
+        if not create:
+            raise DatabaseMissingError("there is no database file at the given path; check the path, "
+                                       "or import judged answers to create one")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReadOnlyError(f"the database's folder cannot be created ({exc.strerror})") from exc
+    try:
+        return _open(path, key, migrate)
+    except sqlite3.Error as exc:
+        translated = storage_error(exc)
+        if translated is None:
+            raise
+        raise translated from exc
+
+
+def _open(path: Path, key: str, migrate: bool) -> Database:
     # isolation_level=None: Python issues no implicit BEGIN, so every transaction here
     # is the explicit one we chose (BEGIN IMMEDIATE for writes).
     conn = sqlite3.connect(
         str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=True
     )
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA foreign_keys = ON")
-    # FULL: a label the page has acknowledged must survive an OS crash or power cut too;
-    # in WAL mode NORMAL may lose the last commits then. Labels are a few writes a minute.
-    conn.execute("PRAGMA synchronous = FULL")
-    db = Database(conn, execute_plugins=False)
-    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-        conn.execute("PRAGMA journal_mode = WAL")
-    key = str(path.resolve())
-    if migrate and key not in _migrated:
-        with _migrate_lock:
-            if key not in _migrated:
-                with write(db):
-                    migrations.apply(db)
-                _migrated.add(key)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        # FULL: a label the page has acknowledged must survive an OS crash or power cut too;
+        # in WAL mode NORMAL may lose the last commits then. Labels are a few writes a minute.
+        conn.execute("PRAGMA synchronous = FULL")
+        db = Database(conn, execute_plugins=False)
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+        ident = _identity(path)
+        # A file replaced under a running process (a restored backup) is checked again.
+        if migrate and _migrated.get(key) != ident:
+            with _migrate_lock:
+                if _migrated.get(key) != ident:
+                    with write(db):
+                        migrations.apply(db)
+                    _migrated[key] = ident
+    except BaseException:
+        conn.close()
+        raise
     return db
 
 
@@ -79,13 +169,14 @@ def session(path: str | Path | None = None) -> Iterator[Database]:
     db = connect(path)
     try:
         yield db
+    except sqlite3.Error as exc:
+        # A read that meets a full, read-only or damaged database is a message, not a bug.
+        translated = storage_error(exc)
+        if translated is None:
+            raise
+        raise translated from exc
     finally:
         db.conn.close()
-
-
-def _busy(exc: sqlite3.OperationalError) -> bool:
-    text = str(exc)
-    return "locked" in text or "busy" in text
 
 
 @contextmanager
@@ -93,8 +184,9 @@ def write(db: Database) -> Iterator[Database]:
     """One write transaction started with BEGIN IMMEDIATE; rolled back on any error.
 
     Translated, because callers can act on them: a lock held past the busy timeout
-    (DatabaseBusyError: try again) and a constraint the write broke (ConflictError).
-    Any other sqlite3 error is a bug and propagates as itself, after the rollback.
+    (DatabaseBusyError: try again), a constraint the write broke (ConflictError), and a full,
+    read-only or damaged database (`storage_error`). Any other sqlite3 error is a bug and
+    propagates as itself, after the rollback.
     """
     if db.conn.in_transaction:
         with db.atomic():
@@ -103,30 +195,29 @@ def write(db: Database) -> Iterator[Database]:
     try:
         db.conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
-        if not _busy(exc):
-            raise
-        raise DatabaseBusyError(f"the database is busy ({exc}); nothing was written, try again") from exc
+        raise _translated(exc) from exc
     try:
         yield db
     except sqlite3.IntegrityError as exc:
         _rollback(db)
-        raise ConflictError(f"the database refused the write ({exc}); nothing was written") from exc
-    except sqlite3.OperationalError as exc:
+        raise ConflictError(f"the database refused the write ({exc}); {NOTHING_WRITTEN}") from exc
+    except sqlite3.Error as exc:
         _rollback(db)
-        if not _busy(exc):
-            raise
-        raise DatabaseBusyError(f"the database is busy ({exc}); nothing was written, try again") from exc
+        raise _translated(exc) from exc
     except BaseException:
         _rollback(db)
         raise
     else:
         try:
             db.conn.execute("COMMIT")
-        except sqlite3.OperationalError as exc:
+        except sqlite3.Error as exc:
             _rollback(db)
-            if not _busy(exc):
-                raise
-            raise DatabaseBusyError(f"the database is busy ({exc}); nothing was written, try again") from exc
+            raise _translated(exc) from exc
+
+
+def _translated(exc: sqlite3.Error) -> BaseException:
+    """The StorageError for a known failure; else the SQLite error itself (a bug)."""
+    return storage_error(exc) or exc
 
 
 def _rollback(db: Database) -> None:

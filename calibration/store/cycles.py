@@ -264,3 +264,80 @@ def set_holdout(db: Database, answer_ids: Iterable[str], flag: bool) -> int:
 def holdout_answer_ids(db: Database) -> list[str]:
     """The answers marked holdout, by id."""
     return [r[0] for r in db.execute("SELECT id FROM answers WHERE holdout = 1 ORDER BY id")]
+
+
+# ---------------------------------------------------------------- reviewers: sign-ins and reassignment
+
+
+def record_sign_in(db: Database, name_key: str, name: str) -> bool:
+    """Remember that the reviewer `name` (comparison key `name_key`) signed in; True if new.
+
+    The first spelling is kept. Runs in its own write when the caller holds none."""
+    if db.execute("SELECT 1 FROM sign_ins WHERE name_key = ?", [name_key]).fetchone():
+        return False
+    db.execute("INSERT OR IGNORE INTO sign_ins (name_key, name, first_at) VALUES (?, ?, ?)",
+               [name_key, name, now()])
+    return True
+
+
+def signed_in_names(db: Database) -> list[str]:
+    """Every reviewer name that ever signed in (first spelling), oldest first."""
+    return [r[0] for r in db.execute("SELECT name FROM sign_ins ORDER BY first_at, name_key")]
+
+
+def known_reviewer_names(db: Database) -> list[str]:
+    """Every reviewer spelling the database knows: with a label, assigned in a cycle, or signed in."""
+    return [r[0] for r in db.execute(
+        """SELECT reviewer FROM human_labels UNION SELECT reviewer FROM assignments
+           UNION SELECT name FROM sign_ins ORDER BY 1""")]
+
+
+def open_assigned_answers(db: Database, cycle_id: int, reviewer: str) -> list[str]:
+    """Answers of the cycle assigned to `reviewer` with a claim (judged by the cycle's run) that
+    the reviewer has not labeled, skipped or marked unclear; in cycle order."""
+    return [r[0] for r in db.execute(
+        """SELECT ca.answer_id FROM cycle_answers ca
+           JOIN cycles cy ON cy.id = ca.cycle_id
+           JOIN assignments s ON s.cycle_id = ca.cycle_id AND s.answer_id = ca.answer_id
+           WHERE ca.cycle_id = ? AND s.reviewer = ? AND EXISTS (
+               SELECT 1 FROM claims cl JOIN judge_verdicts v
+                   ON v.claim_pk = cl.id AND v.run_id = cy.judge_run_id
+               WHERE cl.answer_id = ca.answer_id AND NOT EXISTS (
+                   SELECT 1 FROM human_labels h WHERE h.claim_pk = cl.id AND h.reviewer = s.reviewer))
+           ORDER BY ca.position""", [cycle_id, reviewer])]
+
+
+def assigned_to(db: Database, cycle_id: int, reviewer: str) -> set[str]:
+    """The answers of the cycle assigned to `reviewer`."""
+    return {r[0] for r in db.execute(
+        "SELECT answer_id FROM assignments WHERE cycle_id = ? AND reviewer = ?", [cycle_id, reviewer])}
+
+
+def move_assignments(db: Database, cycle_id: int, answer_ids: Sequence[str], from_reviewer: str,
+                     to_reviewer: str, by: str | None) -> None:
+    """Move the assignments of `answer_ids` from one reviewer to another and record it in the
+    reassignment history (inside the caller's write)."""
+    db.conn.executemany("UPDATE assignments SET reviewer = ? WHERE cycle_id = ? AND answer_id = ? "
+                        "AND reviewer = ?", [(to_reviewer, cycle_id, a, from_reviewer) for a in answer_ids])
+    db.execute("""INSERT INTO reassignments (cycle_id, from_reviewer, to_reviewer, answers, reassigned_by,
+                      created_at) VALUES (?,?,?,?,?,?)""",
+               [cycle_id, from_reviewer, to_reviewer, json.dumps(list(answer_ids), ensure_ascii=False), by,
+                now()])
+
+
+@dataclass(frozen=True, slots=True)
+class Reassignment:
+    """One entry of a cycle's reassignment history."""
+
+    from_reviewer: str
+    to_reviewer: str
+    answers: tuple[str, ...]
+    reassigned_by: str | None
+    created_at: str
+
+
+def reassignments(db: Database, cycle_id: int) -> list[Reassignment]:
+    """The cycle's reassignment history, oldest first."""
+    return [Reassignment(f, t, tuple(json.loads(a)), b, c) for f, t, a, b, c in db.execute(
+        """SELECT from_reviewer, to_reviewer, answers, reassigned_by, created_at FROM reassignments
+           WHERE cycle_id = ? ORDER BY id""", [cycle_id])]

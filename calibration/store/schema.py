@@ -249,3 +249,31 @@ def m007_review_day(db: Database) -> None:
             updated_at TEXT NOT NULL
         )""",
     ])
+
+
+# ---------------------------------------------------------------- m010 security
+
+
+@migrations()
+def m010_security(db: Database) -> None:
+    # sign_ins: one row per reviewer name that ever signed in, keyed by the name's comparison key
+    # (calibration.text.normalise_name) and keeping the first display spelling; it is what tells
+    # single-user use (one name) from a team. reassignments: the history of open work moved from
+    # one reviewer to another (assignments itself is current state only).
+    _run(db, [
+        """CREATE TABLE sign_ins (
+            name_key TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            first_at TEXT NOT NULL
+        )""",
+        """CREATE TABLE reassignments (
+            id INTEGER PRIMARY KEY,
+            cycle_id INTEGER NOT NULL REFERENCES cycles(id),
+            from_reviewer TEXT NOT NULL,
+            to_reviewer TEXT NOT NULL,
+            answers TEXT NOT NULL DEFAULT '[]',
+            reassigned_by TEXT,
+            created_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX reassignments_cycle ON reassignments(cycle_id)",
+    ])

@@ -1,0 +1,233 @@
+"""Who may do what: leads, reviewers, single-user mode, and the one rule for reviewer names.
+
+The rules, each a function testable without a browser:
+
+* **Names** are compared by :func:`calibration.text.normalise_name` (NFKC, case-folded,
+  invisible characters removed) and stored in the spelling first used
+  (:func:`canonical_name`). A typed name is checked by :func:`calibration.text.check_name`
+  (controls and mixed-script words refused) and refused when it looks like a different
+  known reviewer (:func:`calibration.text.confusable_with`): "аnna" with a Cyrillic "а",
+  or "Anna" with a zero-width space, is never a second reviewer that looks like "anna".
+* **Leads** are configured by name or email ($CALIBRATION_LEADS, the secrets, or an OIDC
+  identity matching one). With no lead configured the app is in *single-user mode* while at
+  most one reviewer name has ever signed in: that user is the lead. As soon as a second
+  name signs in there is a team and no lead (:data:`Mode.TEAM_WITHOUT_LEADS`): lead pages
+  refuse everyone until a lead is configured (:data:`SETUP_HINT` says how).
+* **Blind guarantee**: only a lead sees judge verdicts outside the per-answer reveal of the
+  Review page, and lead pages check the role on the server at every run (a direct URL runs
+  the same check), so in a team a reviewer with open work never sees the judge's verdicts
+  of their cycle before labeling.
+
+What a typed name (no OIDC) does and does not protect is said in :data:`TYPED_NAME_LIMITS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from sqlite_utils import Database
+
+from . import store
+from .errors import InputError
+from .store import cycles as cycle_store
+from .text import check_name, confusable_with, normalise_name, visible
+
+LEADS_ENV = "CALIBRATION_LEADS"
+MAX_NAME = 80
+
+SETUP_HINT = ("No lead is configured. Name the leads when starting the app, e.g. "
+              f"`{LEADS_ENV}='Anna Lead,bea@example.org' make run`, or list them as "
+              "`leads = [\"Anna Lead\"]` under `[calibration]` in .streamlit/secrets.toml.")
+
+TYPED_NAME_LIMITS = (
+    "Without OIDC a reviewer types a name and is trusted. The name rule protects against "
+    "mistakes and look-alikes: names are compared after Unicode normalisation (NFKC, case "
+    "folding, invisible characters removed), so 'ANNA', 'anna' and 'anna' with a zero-width "
+    "space are one reviewer; a name mixing alphabets in a word (a Cyrillic 'а' in 'anna') or "
+    "looking like a different known reviewer is refused. It does not protect against someone "
+    "who types another person's name, a lead's included: that person then is them. Use OIDC "
+    "(st.login) when reviewers must not be able to act as each other.")
+
+
+class Mode(Enum):
+    """How roles are decided for this database and configuration."""
+
+    LEADS_CONFIGURED = "leads configured"
+    SINGLE_USER = "single-user"  # no lead configured, at most one name ever signed in
+    TEAM_WITHOUT_LEADS = "team without leads"  # no lead configured, several names: nobody is a lead
+
+
+def lead_keys(names: Iterable[str]) -> frozenset[str]:
+    """The comparison keys of configured lead names / emails; blanks configure nothing."""
+    return frozenset(k for k in (normalise_name(n) for n in names) if k)
+
+
+def mode(leads: frozenset[str], signed_in: Iterable[str]) -> Mode:
+    """The role mode: leads configured, or else single-user while at most one distinct name
+    (by comparison key) has signed in, else a team without leads."""
+    if leads:
+        return Mode.LEADS_CONFIGURED
+    keys = {normalise_name(n) for n in signed_in} - {""}
+    return Mode.SINGLE_USER if len(keys) <= 1 else Mode.TEAM_WITHOUT_LEADS
+
+
+def is_lead(identities: Iterable[str], leads: frozenset[str], signed_in: Iterable[str]) -> bool:
+    """Whether a person known by `identities` (the signed-in name; with OIDC also email, name,
+    subject) is a lead: one of them matches a configured lead, or the app is in single-user mode.
+
+    `signed_in` lists the names that ever signed in; the person's own name counts among them."""
+    idents = [i for i in identities if i]
+    found = mode(leads, [*signed_in, *idents[:1]])
+    if found is Mode.SINGLE_USER:
+        return True
+    if found is Mode.TEAM_WITHOUT_LEADS:
+        return False
+    return any(normalise_name(i) in leads for i in idents)
+
+
+def refusal(found: Mode) -> str:
+    """The sentence a lead page shows a person who is not a lead."""
+    if found is Mode.TEAM_WITHOUT_LEADS:
+        return ("This page is for leads, and more than one reviewer has signed in, so single-user "
+                "mode is over. " + SETUP_HINT)
+    return ("This page is for leads. Reviewers label claims on the Review page; a lead is listed in "
+            f"{LEADS_ENV} or under leads in the calibration section of the secrets.")
+
+
+# ---------------------------------------------------------------- names
+
+
+def canonical_name(name: str, known: Iterable[str]) -> str:
+    """The stored spelling of the reviewer `name` is: the first of `known` with the same
+    comparison key (an exact spelling wins), else `name` itself."""
+    key = normalise_name(name)
+    same = [k for k in known if normalise_name(k) == key]
+    if name in same:
+        return name
+    return same[0] if same else name
+
+
+def accept_name(typed: str, known: Sequence[str], *, field: str = "name") -> str:
+    """The reviewer a typed name stands for (an existing spelling when one matches), or InputError.
+
+    Refused: what :func:`check_name` refuses, a name longer than MAX_NAME, and a name that
+    looks like a different known reviewer (UTS #39 skeletons, :func:`confusable_with`)."""
+    try:
+        name = check_name(typed)
+    except InputError as exc:
+        raise InputError(f"{field}: {exc}") from exc
+    if len(name) > MAX_NAME:
+        raise InputError(f"{field}: the name is longer than {MAX_NAME} characters")
+    key = normalise_name(name)
+    if any(normalise_name(k) == key for k in known):
+        return canonical_name(name, known)  # the same person: their stored spelling
+    other = confusable_with(name, known)
+    if other is not None:
+        raise InputError(f"{field}: {visible(name)!r} looks like the existing reviewer {visible(other)!r} "
+                         "but is a different name; type that reviewer's name exactly, or a name "
+                         "that cannot be mistaken for it")
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewerList:
+    """Reviewer names typed into a cycle form or the CLI, matched to known reviewers."""
+
+    names: list[str]  # stored spellings, in the order typed, each once
+    unknown: list[str]  # of `names`, those the database does not know yet (warn: a typo?)
+    problems: list[str]  # refusals: bad or confusable names, one person typed twice
+
+
+def match_reviewers(typed: Iterable[str], known: Sequence[str]) -> ReviewerList:
+    """Match each typed name to a known reviewer by comparison key (blanks dropped).
+
+    "Vera" is the existing "vera"; a name nobody has used is kept and listed in `unknown`; a
+    name refused by :func:`accept_name`, or two spellings of one person, is a problem."""
+    names: list[str] = []
+    unknown: list[str] = []
+    problems: list[str] = []
+    typed_as: dict[str, list[str]] = {}
+    known_keys = {normalise_name(k) for k in known}
+    for raw in typed:
+        if not normalise_name(raw) and not raw.strip():
+            continue
+        try:
+            name = accept_name(raw, known, field="reviewers")
+        except InputError as exc:
+            problems.append(str(exc))
+            continue
+        key = normalise_name(name)
+        typed_as.setdefault(key, []).append(raw.strip())
+        if len(typed_as[key]) > 1:
+            continue
+        names.append(name)
+        if key not in known_keys:
+            unknown.append(name)
+    dupes = [spellings for spellings in typed_as.values() if len(spellings) > 1]
+    if dupes:
+        listed = "; ".join(", ".join(repr(visible(n)) for n in s) for s in dupes)
+        problems.append("reviewers: each reviewer may be listed once (names are compared ignoring "
+                        f"case, spacing and invisible characters), but these are the same: {listed}")
+    return ReviewerList(names, unknown, problems)
+
+
+def unknown_warning(unknown: Sequence[str]) -> str | None:
+    """The warning for reviewer names the database has never seen, or None."""
+    if not unknown:
+        return None
+    listed = ", ".join(repr(visible(n)) for n in unknown)
+    return (f"not yet known here (no sign-in, label or assignment): {listed}; check the spelling, "
+            "since work assigned to a misspelt name waits for a reviewer who never comes")
+
+
+# ---------------------------------------------------------------- with the database
+
+
+def known_reviewers(db: Database) -> list[str]:
+    """Every reviewer spelling the database knows (labels, assignments, sign-ins)."""
+    return cycle_store.known_reviewer_names(db)
+
+
+def signed_in(db: Database) -> list[str]:
+    """Every reviewer name that ever signed in, oldest first."""
+    return cycle_store.signed_in_names(db)
+
+
+def sign_in(db: Database, typed: str) -> str:
+    """Accept a typed sign-in name (:func:`accept_name` against the known reviewers) and record
+    it; returns the stored spelling. InputError says why a name is refused."""
+    name = accept_name(typed, known_reviewers(db))
+    note_sign_in(db, name)
+    return name
+
+
+def note_sign_in(db: Database, name: str) -> None:
+    """Record that `name` signed in (once per comparison key; a read when already recorded)."""
+    key = normalise_name(name)
+    if key and key not in {normalise_name(n) for n in signed_in(db)}:
+        with store.write(db):
+            cycle_store.record_sign_in(db, key, name)
+
+
+__all__ = [
+    "LEADS_ENV",
+    "MAX_NAME",
+    "SETUP_HINT",
+    "TYPED_NAME_LIMITS",
+    "Mode",
+    "ReviewerList",
+    "accept_name",
+    "canonical_name",
+    "is_lead",
+    "known_reviewers",
+    "lead_keys",
+    "match_reviewers",
+    "mode",
+    "note_sign_in",
+    "refusal",
+    "sign_in",
+    "signed_in",
+    "unknown_warning",
+]
