@@ -1021,3 +1021,277 @@ def test_comparison_within_a_cycle_matches_the_record_by_record_reading(
             assert comp is not None and comp.unresolved == 1
             assert comp.result.only_b_right[0] == "A0/A0.c2"
         assert judge.compare_runs(db, summary.run, old, "c1").result.n_claims == 11
+
+
+# ---------------------------------------------------------------- holdout, few-shot, wasted calls, limits
+
+N_MANY = 20
+
+
+def _unique_answer(i: int, judge_verdicts: tuple[str, str]) -> dict:
+    """An answer whose claim texts occur nowhere else, so a leak of one is visible."""
+    aid = f"U{i:02d}"
+    return {"id": aid, "question": f"Question about item {i}?", "answer": f"Answer about item {i}.",
+            "chunks": [{"id": "S1", "text": f"Source text on item {i}."}],
+            "claims": [{"id": f"{aid}.c1", "claim": f"Item {i} ships in {i + 2} days.", "verdict": judge_verdicts[0]},
+                       {"id": f"{aid}.c2", "claim": f"Item {i} costs {10 * i} euros.", "verdict": judge_verdicts[1]}],
+            "judge_model": "old-judge", "judge_prompt_version": "v0"}
+
+
+@pytest.fixture
+def many_db(db_path: Path, tmp_path: Path) -> Path:
+    """N_MANY answers with two claims each, all labeled; the old judge wrong on some claims
+    (SUPPORTED where the humans say UNSUPPORTED, and the reverse), a note on one correction."""
+    answers = tmp_path / "many.jsonl"
+    answers.write_text("\n".join(json.dumps(_unique_answer(i, ("SUPPORTED", "SUPPORTED" if i % 3 else
+                                                                "UNSUPPORTED")))
+                                 for i in range(N_MANY)), encoding="utf-8")
+    labels = tmp_path / "many.csv"
+    rows = ["answer_id,claim_id,verdict,reviewer,note"]
+    for i in range(N_MANY):
+        aid = f"U{i:02d}"
+        rows.append(f"{aid},{aid}.c1,{'UNSUPPORTED' if i % 4 == 0 else 'SUPPORTED'},ann,"
+                    + ("no source gives a delivery time" if i == 4 else ""))
+        rows.append(f"{aid},{aid}.c2,{'SUPPORTED' if i % 2 else 'UNSUPPORTED'},ann,")
+    labels.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with store.session(db_path) as db:
+        import_answers(db, answers)
+        import_labels(db, labels)
+    return db_path
+
+
+def human_verdicts(db_path: Path) -> dict[str, str]:
+    with store.session(db_path) as db:
+        return {f"{a}/{c}": v for a, c, v in db.execute(
+            "SELECT c.answer_id, c.claim_id, h.final_verdict FROM claims c JOIN human_labels h "
+            "ON h.claim_pk = c.id")}
+
+
+EXAMPLES_TEMPLATE = judge.load_template("grounding-v1").text + "\n\nWorked examples from reviewers:\n{examples}\n"
+
+
+def test_prompts_with_examples_never_contain_a_holdout_claim(many_db: Path) -> None:
+    from calibration import split
+
+    tpl = judge.PromptTemplate("fewshot", EXAMPLES_TEMPLATE)
+    with StubServer() as stub:
+        summary = judge.run_lab(config(stub), tpl, db_path=many_db)
+        assert stub.count == N_MANY
+    with store.session(many_db) as db:
+        sp = split.current(db)
+        holdout = {f"{a}/{c}": t for a, c, t in db.execute("SELECT answer_id, claim_id, text FROM claims")
+                   if a in set(sp.holdout)}
+        examples = list(db.execute("SELECT c.answer_id, e.kind, e.text FROM judge_lab_examples e "
+                                   "JOIN claims c ON c.id = e.claim_pk WHERE e.run_id = ?", [summary.run.id]))
+        prompts = dict(db.execute("SELECT answer_id, prompt FROM judge_calls WHERE run_id = ?", [summary.run.id]))
+    assert len(sp.holdout) == N_MANY // 2 and summary.examples == len(examples) > 0
+    # Examples come from tuning claims only, mostly judge errors, at most one per answer.
+    assert {a for a, _, _ in examples} <= set(sp.tuning)
+    assert len({a for a, _, _ in examples}) == len(examples) <= 6
+    kinds = [k for _, k, _ in examples]
+    assert sum(k.startswith("judge wrong") for k in kinds) >= sum(k.startswith("judge right") for k in kinds) > 0
+    assert any("Reviewer's note:" in t for _, _, t in examples) or not any(a == "U04" for a, _, _ in examples)
+    assert len(prompts) == N_MANY
+    for aid, prompt in prompts.items():
+        assert "Worked examples from reviewers:\nExample 1" in prompt
+        for key, text in holdout.items():
+            if not key.startswith(aid + "/"):  # a holdout answer's own claims are what it judges
+                assert text not in prompt, (aid, key)
+        # An answer never gets its own claim as an example.
+        assert not any(a == aid and t in prompt for a, _, t in examples)
+
+
+def test_a_prompt_carrying_holdout_text_is_refused_before_sending(many_db: Path) -> None:
+    from calibration import split
+
+    with store.session(many_db) as db:
+        sp = split.ensure_split(db)
+        leaked = db.execute("SELECT text FROM claims WHERE answer_id = ?", [sp.holdout[0]]).fetchone()[0]
+    tpl = judge.PromptTemplate("leaky", EXAMPLES_TEMPLATE + f"\nFor instance: {leaked}\n")
+    with StubServer() as stub:
+        with pytest.raises(ConflictError, match="contains the text of a holdout claim"):
+            judge.run_lab(config(stub), tpl, db_path=many_db)
+        assert stub.count == 0
+
+
+def test_comparison_reports_holdout_and_tuning_separately(many_db: Path) -> None:
+    from scipy.stats import binomtest
+
+    from calibration import split
+
+    humans = human_verdicts(many_db)
+    # The new judge says what the humans say, except on every third claim of the holdout.
+    with store.session(many_db) as db:
+        sp = split.ensure_split(db)
+        old = {f"{a}/{c}": v for a, c, v in db.execute(
+            "SELECT c.answer_id, c.claim_id, v.verdict FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk")}
+    flip = {"SUPPORTED": "UNSUPPORTED", "UNSUPPORTED": "SUPPORTED"}
+    new = {k.split("/")[1]: (flip[v] if k.split("/")[0] in sp.holdout and i % 3 == 0 else v)
+           for i, (k, v) in enumerate(sorted(humans.items()))}
+    with StubServer(verdicts=new) as stub:
+        summary = judge.run_lab(config(stub), template("better"), db_path=many_db)
+    comp = summary.comparison
+    assert comp is not None and summary.baseline.name == "old-judge@v0"
+    for part, answers in ((comp.holdout, set(sp.holdout)), (comp.tuning, set(sp.tuning))):
+        keys = [k for k in sorted(humans) if k.split("/")[0] in answers]
+        b = sum(old[k] == humans[k] and new[k.split("/")[1]] != humans[k] for k in keys)
+        c = sum(old[k] != humans[k] and new[k.split("/")[1]] == humans[k] for k in keys)
+        d = part.to_dict()
+        assert d["n_claims"] == len(keys) == 2 * len(answers)
+        assert (d["new_right_old_wrong"], d["old_right_new_wrong"]) == (c, b)
+        assert d["mcnemar_exact_p"] == pytest.approx(binomtest(min(b, c), b + c, 0.5).pvalue) if b + c else True
+        assert d["agreement_new"] == pytest.approx(sum(new[k.split("/")[1]] == humans[k] for k in keys) / len(keys))
+        assert d["agreement_old"] == pytest.approx(sum(old[k] == humans[k] for k in keys) / len(keys))
+    # The sentence at the top is about the holdout.
+    assert comp.headline().startswith(f"On {comp.holdout.result.n_claims} claims the lead never saw")
+    lines = summary_lines(summary)
+    holdout_line = next(i for i, x in enumerate(lines) if x.startswith("  holdout"))
+    tuning_line = next(i for i, x in enumerate(lines) if x.startswith("  tuning (seen while revising)"))
+    assert holdout_line < tuning_line
+
+
+def test_cli_judge_run_json_contract(many_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from calibration.cli import main
+
+    with StubServer() as stub:
+        code = main(["--db", str(many_db), "judge", "run", "--base-url", stub.base_url, "--model", "cli",
+                     "--prompt-version", "grounding-v1", "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    data = json.loads(out.out)
+    assert data["baseline"] == "old-judge@v0"
+    for part in ("holdout", "tuning"):
+        assert set(data["comparison"][part]) >= {"n_claims", "new_right_old_wrong", "old_right_new_wrong",
+                                                  "mcnemar_exact_p", "agreement_new", "agreement_old"}
+    assert data["comparison"]["holdout"]["n_claims"] + data["comparison"]["tuning"]["n_claims"] == 2 * N_MANY
+    # The cost line comes before the run (on stderr, so stdout stays one JSON object).
+    assert "about to send 20 requests for 20 answers" in out.err and "prompt tokens estimated" in out.err
+    assert data["tokens"]["total"] == 120 * N_MANY
+
+
+@pytest.mark.parametrize("kind", ["405", "400", "401"])
+def test_a_refusing_endpoint_gets_a_handful_of_requests(many_db: Path, kind: str) -> None:
+    with StubServer(default=kind) as stub:
+        with pytest.raises(judge.client.EndpointRejected) as err:
+            judge.run_lab(config(stub, concurrency=4), template(), db_path=many_db)
+        assert stub.count <= 4  # the requests already in flight when the first refusal came back
+    assert f"HTTP {kind}" in str(err.value)
+
+
+def test_always_non_json_replies_stop_after_the_first_answers(many_db: Path) -> None:
+    with StubServer(default="prose") as stub:
+        with pytest.raises(judge.client.EndpointRejected, match="cannot be read as verdicts") as err:
+            judge.run_lab(config(stub, concurrency=4), template(), db_path=many_db)
+        # Two requests per answer (one corrective round); at most the answers in flight beyond N.
+        assert stub.count <= 2 * (judge.INVALID_REPLY_STOP + 4 - 1)
+        assert stub.count < 2 * N_MANY
+    assert err.value.answers_stored >= judge.INVALID_REPLY_STOP
+
+
+def test_an_endpoint_that_works_is_not_stopped_by_a_few_bad_replies(many_db: Path) -> None:
+    script = {f"U{i:02d}": ["prose", "prose"] for i in range(4)}
+    with StubServer(script, default="ok") as stub:
+        summary = judge.run_lab(config(stub, concurrency=1), template(), db_path=many_db)
+    assert summary.answers_failed == 4 and summary.answers_ok == N_MANY - 4
+
+
+HUGE_CHILD = """
+import json, resource, sys
+from calibration import judge
+cfg = judge.JudgeConfig(base_url=sys.argv[2], model="huge", api_key_env="", timeout=60, max_attempts=2)
+tpl = judge.PromptTemplate("huge", judge.load_template("grounding-v1").text)
+s = judge.run_lab(cfg, tpl, db_path=sys.argv[1], scope="cycle:one")
+print(json.dumps({"maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                  "failures": s.failures}))
+"""
+
+
+def test_a_50_mb_reply_is_cut_at_the_limit_with_bounded_memory(lab_db: Path) -> None:
+    import subprocess
+    import sys
+
+    add_cycle(lab_db, "one", ["A1"])
+    with StubServer(default=("huge", 50)) as stub:
+        proc = subprocess.run([sys.executable, "-c", HUGE_CHILD, str(lab_db), stub.base_url],
+                              capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+        assert stub.count == 1  # not retried: the same prompt would bring the same flood
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["maxrss_kb"] < 200 * 1024, out
+    [(aid, error)] = out["failures"]
+    assert aid == "A1" and "reply too large: cut off after" in error and "1,000,000 bytes" in error
+    with store.session(lab_db) as db:
+        size = db.execute("SELECT length(prompt) + coalesce(length(response), 0) + length(exchanges) "
+                          "FROM judge_calls").fetchone()[0]
+    assert size < 50_000
+
+
+def test_each_reply_is_stored_once(lab_db: Path) -> None:
+    with StubServer({"A1": ["malformed", "ok"]}) as stub:
+        summary = judge.run_lab(config(stub), template("once"), db_path=lab_db)
+    call = calls_of(lab_db, summary.run.id)["A1"]
+    exchanges = json.loads(call["exchanges"])
+    final = call["response"]
+    assert final and json.dumps(exchanges).count(json.dumps(final)[1:-1]) == 0
+    assert exchanges[-1]["response_in_call"] is True and "response" in exchanges[0]
+
+
+def test_api_key_variable_must_be_allowed(lab_db: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from calibration.cli import main
+
+    with StubServer() as stub:
+        code = main(["--db", str(lab_db), "judge", "run", "--base-url", stub.base_url, "--model", "m",
+                     "--prompt-version", "grounding-v1", "--api-key-env", "HOME"])
+        assert code == 1 and stub.count == 0
+    err = capsys.readouterr().err
+    assert "'HOME' is not allowed" in err and "CALIBRATION_JUDGE_KEY_ENVS" in err
+    with pytest.raises(InputError, match="not allowed"):
+        judge.JudgeConfig(base_url="http://h/v1", model="m", api_key_env="AWS_SECRET_ACCESS_KEY")
+    # Listed by the operator (environment or Streamlit secrets): allowed.
+    policy = judge.EndpointPolicy.from_sources({"CALIBRATION_JUDGE_KEY_ENVS": "OPENAI_API_KEY, X_KEY"},
+                                               {"CALIBRATION_JUDGE_KEY_ENVS": ["TEAM_KEY"]})
+    assert policy.key_envs == (judge.DEFAULT_API_KEY_ENV, "OPENAI_API_KEY", "X_KEY", "TEAM_KEY")
+    judge.JudgeConfig(base_url="http://h/v1", model="m", api_key_env="TEAM_KEY", policy=policy)
+    judge.JudgeConfig(base_url="http://h/v1", model="m", api_key_env="")  # no key: a local server
+
+
+@pytest.mark.parametrize("base", ["http://h/v1#", "http://h/v1#x", "http://h/v1?", "http://h/v1?x=1",
+                                  "http://user:pw@h/v1", "ftp://h/v1", "h:8000/v1"])
+def test_base_url_must_end_in_a_path(lab_db: Path, base: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from calibration.cli import main
+
+    with pytest.raises(InputError):
+        judge.JudgeConfig(base_url=base, model="m")
+    code = main(["--db", str(lab_db), "judge", "run", "--base-url", base, "--model", "m",
+                 "--prompt-version", "grounding-v1"])
+    assert code == 1 and "base URL" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("base, url", [
+    ("http://h:8000", "http://h:8000/v1/chat/completions"),
+    ("http://h:8000/", "http://h:8000/v1/chat/completions"),
+    ("http://h:8000/v1", "http://h:8000/v1/chat/completions"),
+    ("http://h:8000/v1/", "http://h:8000/v1/chat/completions"),
+    ("https://h/openai/v1", "https://h/openai/v1/chat/completions"),
+    ("http://h/v1/chat/completions", "http://h/v1/chat/completions"),
+    ("http://h/v1/chat/completions/", "http://h/v1/chat/completions"),
+])
+def test_request_url_is_joined(base: str, url: str) -> None:
+    assert str(judge.chat_url(base)) == url
+
+
+@pytest.mark.parametrize("base, allowed", [
+    ("https://api.example.com/v1", True),
+    ("https://api.example.com/v1/", True),
+    ("https://api.example.com/v1/chat/completions", True),
+    ("https://api.example.com/v10", False),
+    ("https://api.example.com.evil.net/v1", False),
+    ("http://api.example.com/v1", False),
+    ("https://api.example.com:8443/v1", False),
+    ("http://localhost:8000/v1", True),
+])
+def test_allowed_base_urls_restrict_by_prefix(base: str, allowed: bool) -> None:
+    policy = judge.EndpointPolicy.from_sources(
+        {"CALIBRATION_JUDGE_BASE_URLS": "https://api.example.com/v1, http://localhost:8000"})
+    assert (not policy.base_url_problems(base)) is allowed

@@ -99,10 +99,10 @@ def pick_examples(candidates: Sequence[Candidate], *, max_count: int = DEFAULT_M
     return chosen
 
 
-def format_example(m: ExampleMaterial, c: Candidate, number: int) -> str:
-    """One example as the judge reads it."""
+def format_example(m: ExampleMaterial, c: Candidate) -> str:
+    """One example as the judge reads it (numbered when the block is put together)."""
     cited = [ch for ch in m.chunks if ch[0] in set(m.cited)] or list(m.chunks)
-    lines = [f"Example {number}", f"Question: {m.question}", "Relevant chunks:"]
+    lines = [f"Question: {m.question}", "Relevant chunks:"]
     for cid, text in cited:
         cut = text if len(text) <= CHUNK_CHARS else text[:CHUNK_CHARS] + "…"
         lines.append(f"[{cid}] {cut}")
@@ -125,7 +125,7 @@ def build_examples(picked: Sequence[Candidate], material: Mapping[int, ExampleMa
         m = material.get(c.claim_pk)
         if m is None:
             continue
-        text = format_example(m, c, len(out) + 1)
+        text = format_example(m, c)
         if total + len(text) > max_chars:
             continue
         out.append(ExampleRecord(c.claim_pk, c.kind, text))
@@ -136,7 +136,8 @@ def build_examples(picked: Sequence[Candidate], material: Mapping[int, ExampleMa
 def examples_block(examples: Sequence[ExampleRecord], answer_of: Mapping[int, str], answer_id: str) -> str:
     """The text for {examples} in one answer's prompt: every example except those taken from
     that very answer (its own human label would be handed to the judge)."""
-    return "\n\n".join(e.text for e in examples if answer_of.get(e.claim_pk) != answer_id)
+    shown = [e for e in examples if answer_of.get(e.claim_pk) != answer_id]
+    return "\n\n".join(f"Example {i}\n{e.text}" for i, e in enumerate(shown, start=1))
 
 
 class LeakGuard:

@@ -1,7 +1,8 @@
 """Paired statistics for two judge runs on the same claims: the difference in agreement with a
 paired interval, and how many more labeled claims a paired test would need to decide.
 
-Pure numpy/scipy. Counts follow the 2x2 table of (old right?, new right?) over n claims:
+Pure functions (scipy imported only when a p-value is computed: the judge package is imported
+by every lab run, and scipy alone costs some 60 MB). Counts follow the 2x2 table of (old right?, new right?) over n claims:
 both right `a`, only the old right `b`, only the new right `c`, neither `d`.
 """
 
@@ -9,8 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-from scipy import stats
+from statistics import NormalDist
 
 
 def _wilson(x: int, n: int, z: float) -> tuple[float, float]:
@@ -47,7 +47,7 @@ def paired_difference(a: int, b: int, c: int, d: int, *, confidence: float = 0.9
     n = a + b + c + d
     if n == 0:
         return PairedDifference(None, None, None)
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     p1, p2 = (a + c) / n, (a + b) / n
     l1, u1 = _wilson(a + c, n, z)
     l2, u2 = _wilson(a + b, n, z)
@@ -65,6 +65,8 @@ def paired_difference(a: int, b: int, c: int, d: int, *, confidence: float = 0.9
 def mcnemar_exact_p(b: int, c: int) -> float | None:
     """Two-sided exact McNemar p: 2 P(X <= min(b, c)), X ~ Bin(b + c, 1/2), capped at 1
     (McNemar 1947, exact conditional form); None with no discordant claim."""
+    from scipy import stats
+
     if b + c == 0:
         return None
     return float(min(1.0, 2 * stats.binom.cdf(min(b, c), b + c, 0.5)))
