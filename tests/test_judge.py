@@ -1196,16 +1196,24 @@ def test_an_endpoint_that_works_is_not_stopped_by_a_few_bad_replies(many_db: Pat
 
 
 HUGE_CHILD = """
-import json, resource, sys
+import json, sys
 from calibration import judge
+
+def peak_kb():
+    # VmHWM is this process's own peak: ru_maxrss would carry over the forking parent's
+    # (pytest's) high-water mark across exec.
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+
+imported_kb = peak_kb()
 cfg = judge.JudgeConfig(base_url=sys.argv[2], model="huge", api_key_env="", timeout=60, max_attempts=2)
 tpl = judge.PromptTemplate("huge", judge.load_template("grounding-v1").text)
 s = judge.run_lab(cfg, tpl, db_path=sys.argv[1], scope="cycle:one")
-print(json.dumps({"maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                  "failures": s.failures}))
+print(json.dumps({"peak_kb": peak_kb(), "imported_kb": imported_kb, "failures": s.failures}))
 """
 
 
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak RSS from /proc")
 def test_a_50_mb_reply_is_cut_at_the_limit_with_bounded_memory(lab_db: Path) -> None:
     import subprocess
     import sys
@@ -1217,7 +1225,8 @@ def test_a_50_mb_reply_is_cut_at_the_limit_with_bounded_memory(lab_db: Path) -> 
         assert proc.returncode == 0, proc.stderr
         assert stub.count == 1  # not retried: the same prompt would bring the same flood
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out["maxrss_kb"] < 200 * 1024, out
+    # Peak resident memory of the whole process, the imports (~150 MB) included.
+    assert out["peak_kb"] < 200 * 1024, out
     [(aid, error)] = out["failures"]
     assert aid == "A1" and "reply too large: cut off after" in error and "1,000,000 bytes" in error
     with store.session(lab_db) as db:
