@@ -132,6 +132,13 @@ def current(db: Database, run: store.JudgeRun | None = None) -> Split:
     return Split(gen, tuning, hold, pending)
 
 
+def claim_counts(db: Database, s: Split) -> dict[str, int]:
+    """Claims per part (all claims of the part's answers): the sizes a page shows."""
+    return {"tuning": len(split_store.claim_keys(db, s.tuning)),
+            "holdout": len(split_store.claim_keys(db, s.holdout)),
+            "pending": len(split_store.claim_keys(db, s.pending))}
+
+
 def _assign_pending(db: Database, gen: SplitRecord, stratify_run_id: int | None) -> int:
     assigned = split_store.assignments(db)
     todo = [a for a in split_store.labeled_answer_ids(db) if a not in assigned]

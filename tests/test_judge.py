@@ -660,20 +660,30 @@ def test_page_runs_an_edited_prompt_and_shows_the_comparison(
 
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Answers ok"] == str(LABELED) and metrics["Claims judged"] == str(3 * LABELED)
-    assert metrics["Only the new run right"] == str(2 * LABELED)
-    comparison = at.dataframe[0].value
-    assert list(comparison["run"]) == ["old-judge@v0", "page-judge@strict-v2"]
-    assert list(comparison["agreement"]) == pytest.approx([1 / 3, 1.0])
-    runs = at.dataframe[1].value
+    # The verdict on the holdout comes first, then the tuning claims beside it, in one format.
+    heads = [h.value for h in at.subheader]
+    assert heads.index("Verdict on the holdout") < heads.index("Against every run sharing labeled claims")
+    parts = at.dataframe[0].value
+    assert list(parts["claims"]) == ["holdout (never seen)", "tuning (seen while revising)"]
+    assert all(v.endswith("%") and len(v.split(".")[-1]) == 2 for v in parts["agreement new"])
+    assert list(parts["agreement new"]) == ["100.0%", "100.0%"]
+    texts = [t.value for t in at.text]
+    assert any(t.startswith("On 6 claims the lead never saw, the new prompt is right 4 times") for t in texts)
+    assert any(t.startswith("Before the run: about to send 4 requests") for t in texts)
+    assert any(t.startswith("After the run: tokens used: 480") for t in texts)
+    every = at.dataframe[1].value
+    assert list(every["baseline"]) == ["old-judge@v0"]
+    runs = at.dataframe[2].value
     assert list(runs["run"]) == ["page-judge@strict-v2"]
-    # The comparison names its baseline, offered with the number of claims shared, and says
-    # on how many claims it was made.
+    # The comparison names its baseline (the run revised), offered with the claims shared.
     baseline = at.selectbox(key="lab_cmp_baseline")
     assert baseline.value == "old-judge@v0"
     assert baseline.options == ["old-judge@v0 · 12 shared labeled claims"]
-    assert "Compared on 12 human-labeled claims judged by both runs." in [t.value for t in at.text]
-    # What the judge saw, for the run just made: one attempt, in the singular.
+    assert "Compared on 12 human-labeled claims judged by both runs." in texts
+    # What the judge saw, for the run just made, loaded on demand: one attempt, in the singular.
     assert at.selectbox(key="lab_inspect_run").value == "page-judge@strict-v2"
+    assert not any(t.value.startswith("status ok") for t in at.text)
+    at.button(key="lab_load_call").click().run()
     assert any(t.value.startswith("status ok · 1 HTTP attempt · ") for t in at.text)
 
     # Picking another template loads its text.
@@ -719,6 +729,7 @@ def test_page_shows_no_comparison_for_a_run_without_verdicts(
     assert any("no verdicts yet" in w.value for w in at.warning)
     failures = at.dataframe[0].value  # the four answers failed alike: one row
     assert list(failures["answers"]) == [LABELED] and list(failures["answer ids"]) == ["A1, A2, A3, A4"]
+    at.button(key="lab_load_call").click().run()
     assert any(t.value.startswith("status failed · 2 HTTP attempts · ") for t in at.text)
 
 
@@ -785,6 +796,13 @@ def test_page_inspects_and_compares_the_run_just_made(
         at.text_input(key="lab_base_url").input(stub.base_url)
         at.text_input(key="lab_model").input("page-judge")
         at.text_input(key="lab_version").input("r-old")
+        # Resuming r-old as a revision of another run than it was started from is refused...
+        at.selectbox(key="lab_revises").select("page-judge@r-new")
+        at.button(key="lab_run_submit").click().run()
+        assert [e.value for e in at.error] and any("was started as a revision of old-judge@v0" in t.value
+                                                   for t in at.text)
+        # ...and accepted with the run it revises.
+        at.selectbox(key="lab_revises").select("old-judge@v0")
         at.button(key="lab_run_submit").click().run()
     assert not at.exception and not at.error
     assert at.selectbox(key="lab_inspect_run").value == "page-judge@r-old"  # the run just made
@@ -792,20 +810,17 @@ def test_page_inspects_and_compares_the_run_just_made(
     at.switch_page("pages/judge_lab.py").run()
     assert at.selectbox(key="lab_inspect_run").value == "page-judge@r-old"  # ...the default holds
 
-    # Both other runs share the 12 labeled claims; the tie goes to the imported run.
+    # Both other runs share the 12 labeled claims; the default is the run r-old revises.
     baseline = at.selectbox(key="lab_cmp_baseline")
     assert baseline.value == "old-judge@v0"
     assert baseline.options == ["old-judge@v0 · 12 shared labeled claims",
                                 "page-judge@r-new · 12 shared labeled claims"]
-    assert list(at.dataframe[0].value["run"]) == ["old-judge@v0", "page-judge@r-old"]
+    assert "Default baseline: the run this prompt revises (old-judge@v0)." in [t.value for t in at.text]
+    assert list(at.dataframe[1].value["baseline"]) == ["old-judge@v0", "page-judge@r-new"]
     baseline.select("page-judge@r-new").run()
-    assert list(at.dataframe[0].value["run"]) == ["page-judge@r-new", "page-judge@r-old"]
-    # Limited to one cycle: only A2's claims are labeled there.
-    at.radio(key="lab_cmp_scope").set_value("cycle").run()
-    assert at.selectbox(key="lab_cmp_cycle").value == "c1"
-    assert "Compared on 3 human-labeled claims judged by both runs in cycle c1." in \
-        [t.value for t in at.text]
-    assert any("too few" in c.value for c in at.caption)
+    assert at.selectbox(key="lab_cmp_baseline").value == "page-judge@r-new"
+    # Both runs gave the same verdicts: nothing tells them apart, and the page says so.
+    assert any("no claim tells them apart" in t.value for t in at.text), [t.value for t in at.text]
 
 
 # ---------------------------------------------------------------- units

@@ -81,6 +81,7 @@ from .runner import (
     parse_scope,
     plan_run,
     prepare_lab,
+    revised_run_options,
     run_lab,
     scope_answer_ids,
 )
@@ -146,6 +147,7 @@ __all__ = [
     "prepare_lab",
     "render",
     "render_prompt",
+    "revised_run_options",
     "run_lab",
     "scope_answer_ids",
     "template_from_text",

@@ -14,7 +14,7 @@ import numpy as np
 from sqlite_utils import Database
 
 from .. import store
-from ..fmt import p_value, pct, plural
+from ..fmt import num, p_value, pct, plural
 from ..store import lab as lab_store
 from .paired import PairedDifference, claims_to_decide, paired_difference
 
@@ -105,7 +105,7 @@ class PartComparison:
         head = (f"On {plural(r.n_claims, 'claim')} {where}, the new prompt is right "
                 f"{plural(n_new, 'time')} where the old was wrong, and wrong {plural(n_old, 'time')} "
                 "where the old was right")
-        if self.p is None:
+        if self.p is None or n_new + n_old == 0:
             return head + ": no claim tells them apart, so the test has nothing to go on."
         if self.decided:
             verdict = "better" if n_new > n_old else "worse"
@@ -263,3 +263,31 @@ def comparison_table(rows: list[ComparisonRow]) -> list[dict[str, Any]]:
                 f"{pct(part.result.agreement_a.value)} → {pct(part.result.agreement_b.value)}")
         out.append(rec)
     return out
+
+
+def _points(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:+.1f} points"
+
+
+def part_rows(comp: LabComparison) -> list[dict[str, str]]:
+    """The holdout row first, then the tuning row: every figure as text in the one format
+    (percent with one decimal, p as in the dashboard), with the plain sentence."""
+    rows = []
+    for part, title in ((comp.holdout, "holdout (never seen)"),
+                        (comp.tuning, "tuning (seen while revising)")):
+        if part is None:
+            rows.append({"claims": title, "n": "0", "agreement old": "", "agreement new": "",
+                         "difference (95% CI)": "", "kappa old → new": "", "new right, old wrong": "",
+                         "old right, new wrong": "", "paired test": "", "reading": "no claims in this part"})
+            continue
+        r, d = part.result, part.difference
+        interval = "" if d.ci_low is None or d.ci_high is None else (
+            f" ({_points(d.ci_low).replace(' points', '')} to {_points(d.ci_high)})")
+        rows.append({"claims": title, "n": f"{r.n_claims:,}", "agreement old": pct(r.agreement_a.value),
+                     "agreement new": pct(r.agreement_b.value),
+                     "difference (95% CI)": _points(d.difference) + interval,
+                     "kappa old → new": f"{num(r.kappa_a.value)} → {num(r.kappa_b.value)}",
+                     "new right, old wrong": f"{len(r.only_b_right):,}",
+                     "old right, new wrong": f"{len(r.only_a_right):,}",
+                     "paired test": f"exact McNemar {p_value(part.p)}", "reading": part.sentence()})
+    return rows

@@ -2,8 +2,9 @@
 paired interval, and how many more labeled claims a paired test would need to decide.
 
 Pure functions (scipy imported only when a p-value is computed: the judge package is imported
-by every lab run, and scipy alone costs some 60 MB). Counts follow the 2x2 table of (old right?, new right?) over n claims:
-both right `a`, only the old right `b`, only the new right `c`, neither `d`.
+by every lab run, and scipy alone costs some 60 MB). Counts follow the 2x2 table of
+(old right?, new right?) over n claims: both right `a`, only the old right `b`, only the new
+right `c`, neither `d`.
 """
 
 from __future__ import annotations

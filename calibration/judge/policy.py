@@ -10,7 +10,8 @@ in, so both are decided here, by configuration, and never by the person filling 
   URL, right for a single-user install; set it on a shared deployment);
 - CALIBRATION_JUDGE_MAX_REPLY_BYTES: the reply size limit (default 1 MB).
 
-The page may add the same keys from Streamlit secrets (`from_sources(secrets=...)`). The CLI and
+The page may add the same settings from Streamlit secrets, under `[calibration]` as
+`judge_key_envs`, `judge_base_urls`, `judge_max_reply_bytes` (`from_sources(secrets=...)`). The CLI and
 the page both build a `JudgeConfig`, which checks itself against the policy, so neither can skip it.
 """
 
@@ -58,7 +59,11 @@ class EndpointPolicy:
         """The policy from the environment, plus Streamlit secrets when given (keys named like
         the environment variables); lists from both are joined."""
         env = os.environ if environ is None else environ
-        sec = secrets or {}
+        sec = dict(secrets or {})
+        for short, var in (("judge_key_envs", KEY_ENVS_VAR), ("judge_base_urls", BASE_URLS_VAR),
+                           ("judge_max_reply_bytes", MAX_REPLY_VAR)):
+            if short in sec and var not in sec:  # `[calibration] judge_key_envs = [...]` in secrets.toml
+                sec[var] = sec[short]
         keys = [DEFAULT_API_KEY_ENV, *_split_list(env.get(KEY_ENVS_VAR)), *_split_list(sec.get(KEY_ENVS_VAR))]
         urls = [*_split_list(env.get(BASE_URLS_VAR)), *_split_list(sec.get(BASE_URLS_VAR))]
         limit_text = sec.get(MAX_REPLY_VAR, env.get(MAX_REPLY_VAR))

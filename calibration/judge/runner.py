@@ -343,14 +343,18 @@ def choose_revised_run(db: Database, explicit: str | None, model: str,
     model; else the one with the most labeled claims. Any tie is refused (InputError) with the
     runs named: which run a prompt revises decides the baseline and the examples, so it is
     never settled by a tie-break."""
-    if explicit:
-        return store.find_judge_run(db, explicit), "named"
+    named = store.find_judge_run(db, explicit) if explicit else None
     if existing is not None:
         recorded = lab_store.revised_run_id(db, existing.id)
-        if recorded is not None:
-            found = next((r for r in store.judge_runs(db) if r.id == recorded), None)
-            if found is not None:
-                return found, "recorded when the run was started"
+        found = next((r for r in store.judge_runs(db) if r.id == recorded), None)
+        if found is not None:
+            if named is not None and named.id != found.id:
+                # A resumed run keeps its examples and baseline: switching mid-run would mix two.
+                raise InputError(f"{existing.name} was started as a revision of {found.name}; resume it "
+                                 f"with that, or give the prompt a new version to revise {named.name}")
+            return found, "recorded when the run was started"
+    if named is not None:
+        return named, "named"
     counts = lab_store.labeled_claim_counts(db)
     runs = [r for r in store.judge_runs(db) if counts.get(r.id) and (existing is None or r.id != existing.id)]
     if not runs:
@@ -602,3 +606,15 @@ def plan_run(db: Database, model: str, version: str, scope: LabScope | str = "la
     found = store.run_id(db, model, version, create=False)
     done = len(lab_store.ok_answer_ids(db, found) & set(ids)) if found is not None else 0
     return RunPlan(len(ids), claims, done)
+
+
+def revised_run_options(db: Database, model: str) -> tuple[list[str], str | None, str]:
+    """For a form: the runs with human-labeled claims (names), the default run revised (None on
+    a tie: the person must choose), and the reason in words."""
+    counts = lab_store.labeled_claim_counts(db)
+    names = [r.name for r in store.judge_runs(db) if counts.get(r.id)]
+    try:
+        run, why = choose_revised_run(db, None, model, None)
+    except InputError as exc:
+        return names, None, str(exc)
+    return names, None if run is None else run.name, why
