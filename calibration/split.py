@@ -212,7 +212,12 @@ def new_holdout(db: Database, *, created_by: str | None = None, seed: int = DEFA
 def sealed_answer_ids(db: Database) -> set[str]:
     """Answers whose claims nobody may read now: the holdout and pending ones while sealed."""
     s = current(db)
-    return set(s.holdout) | set(s.pending) if s.sealed else set()
+    if not s.sealed:
+        return set()
+    # Cycle holdout answers count from the start, labeled or not (current() lists labeled ones).
+    assigned = split_store.assignments(db)
+    unassigned_cycle = {a for a in split_store.cycle_holdout_answer_ids(db) if a not in assigned}
+    return set(s.holdout) | set(s.pending) | unassigned_cycle
 
 
 def sealed_claim_keys(db: Database, run: store.JudgeRun | str | None = None) -> set[str]:
