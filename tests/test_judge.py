@@ -543,7 +543,8 @@ def test_default_baseline_is_the_run_the_prompt_revises(lab_db: Path) -> None:
         db.execute("DELETE FROM judge_lab_revisions WHERE run_id = ?", [wide.run.id])
     with store.session(lab_db) as db:
         base, why = judge.baseline_choice(db, wide.run, "c1")
-        assert base.name == "old-judge@v0" and why.startswith("tie: old-judge@v0, lab-judge@narrow each share 3")
+        assert base.name == "old-judge@v0"
+        assert why.startswith("tie: old-judge@v0, lab-judge@narrow each share 3")
     with StubServer() as stub:
         # Not named: of the labeled runs of the same model, the one with the most labeled claims
         # (lab-judge@wide, 12) is what this version revises, not the import.
@@ -1048,8 +1049,10 @@ def _unique_answer(i: int, judge_verdicts: tuple[str, str]) -> dict:
     aid = f"U{i:02d}"
     return {"id": aid, "question": f"Question about item {i}?", "answer": f"Answer about item {i}.",
             "chunks": [{"id": "S1", "text": f"Source text on item {i}."}],
-            "claims": [{"id": f"{aid}.c1", "claim": f"Item {i} ships in {i + 2} days.", "verdict": judge_verdicts[0]},
-                       {"id": f"{aid}.c2", "claim": f"Item {i} costs {10 * i} euros.", "verdict": judge_verdicts[1]}],
+            "claims": [{"id": f"{aid}.c1", "claim": f"Item {i} ships in {i + 2} days.",
+                        "verdict": judge_verdicts[0]},
+                       {"id": f"{aid}.c2", "claim": f"Item {i} costs {10 * i} euros.",
+                        "verdict": judge_verdicts[1]}],
             "judge_model": "old-judge", "judge_prompt_version": "v0"}
 
 
@@ -1082,7 +1085,8 @@ def human_verdicts(db_path: Path) -> dict[str, str]:
             "ON h.claim_pk = c.id")}
 
 
-EXAMPLES_TEMPLATE = judge.load_template("grounding-v1").text + "\n\nWorked examples from reviewers:\n{examples}\n"
+EXAMPLES_TEMPLATE = (judge.load_template("grounding-v1").text
+                     + "\n\nWorked examples from reviewers:\n{examples}\n")
 
 
 def test_prompts_with_examples_never_contain_a_holdout_claim(many_db: Path) -> None:
@@ -1098,13 +1102,15 @@ def test_prompts_with_examples_never_contain_a_holdout_claim(many_db: Path) -> N
                    if a in set(sp.holdout)}
         examples = list(db.execute("SELECT c.answer_id, e.kind, e.text FROM judge_lab_examples e "
                                    "JOIN claims c ON c.id = e.claim_pk WHERE e.run_id = ?", [summary.run.id]))
-        prompts = dict(db.execute("SELECT answer_id, prompt FROM judge_calls WHERE run_id = ?", [summary.run.id]))
+        prompts = dict(db.execute("SELECT answer_id, prompt FROM judge_calls WHERE run_id = ?",
+                                  [summary.run.id]))
     assert len(sp.holdout) == N_MANY // 2 and summary.examples == len(examples) > 0
     # Examples come from tuning claims only, mostly judge errors, at most one per answer.
     assert {a for a, _, _ in examples} <= set(sp.tuning)
     assert len({a for a, _, _ in examples}) == len(examples) <= 6
     kinds = [k for _, k, _ in examples]
-    assert sum(k.startswith("judge wrong") for k in kinds) >= sum(k.startswith("judge right") for k in kinds) > 0
+    n_wrong = sum(k.startswith("judge wrong") for k in kinds)
+    assert n_wrong >= sum(k.startswith("judge right") for k in kinds) > 0
     assert any("Reviewer's note:" in t for _, _, t in examples) or not any(a == "U04" for a, _, _ in examples)
     assert len(prompts) == N_MANY
     for aid, prompt in prompts.items():
@@ -1139,7 +1145,8 @@ def test_comparison_reports_holdout_and_tuning_separately(many_db: Path) -> None
     with store.session(many_db) as db:
         sp = split.ensure_split(db)
         old = {f"{a}/{c}": v for a, c, v in db.execute(
-            "SELECT c.answer_id, c.claim_id, v.verdict FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk")}
+            "SELECT c.answer_id, c.claim_id, v.verdict FROM judge_verdicts v "
+            "JOIN claims c ON c.id = v.claim_pk")}
     flip = {"SUPPORTED": "UNSUPPORTED", "UNSUPPORTED": "SUPPORTED"}
     new = {k.split("/")[1]: (flip[v] if k.split("/")[0] in sp.holdout and i % 3 == 0 else v)
            for i, (k, v) in enumerate(sorted(humans.items()))}
@@ -1154,8 +1161,10 @@ def test_comparison_reports_holdout_and_tuning_separately(many_db: Path) -> None
         d = part.to_dict()
         assert d["n_claims"] == len(keys) == 2 * len(answers)
         assert (d["new_right_old_wrong"], d["old_right_new_wrong"]) == (c, b)
-        assert d["mcnemar_exact_p"] == pytest.approx(binomtest(min(b, c), b + c, 0.5).pvalue) if b + c else True
-        assert d["agreement_new"] == pytest.approx(sum(new[k.split("/")[1]] == humans[k] for k in keys) / len(keys))
+        if b + c:
+            assert d["mcnemar_exact_p"] == pytest.approx(binomtest(min(b, c), b + c, 0.5).pvalue)
+        right_new = sum(new[k.split("/")[1]] == humans[k] for k in keys)
+        assert d["agreement_new"] == pytest.approx(right_new / len(keys))
         assert d["agreement_old"] == pytest.approx(sum(old[k] == humans[k] for k in keys) / len(keys))
     # The sentence at the top is about the holdout.
     assert comp.headline().startswith(f"On {comp.holdout.result.n_claims} claims the lead never saw")

@@ -18,8 +18,6 @@ from calibration.errors import ConflictError
 from calibration.importing import import_answers, import_labels
 from calibration.judge.paired import claims_to_decide, mcnemar_exact_p, paired_difference
 
-from .conftest import WICE
-
 # ---------------------------------------------------------------- the rule
 
 
@@ -155,7 +153,7 @@ def test_the_split_survives_export_and_restore(small_db: Database, tmp_path: Pat
     data = json.loads(json.dumps(split.export_split(small_db)))  # through a file's JSON
     with store.session(tmp_path / "restored.db") as other:
         src = tmp_path / "again.jsonl"
-        src.write_text("\n".join(json.dumps(_judged(a)) for a in [f"L{i}" for i in range(6)]), encoding="utf-8")
+        src.write_text("\n".join(json.dumps(_judged(f"L{i}")) for i in range(6)), encoding="utf-8")
         import_answers(other, src)
         labels = tmp_path / "again.csv"
         labels.write_text("answer_id,claim_id,verdict,reviewer\n"
@@ -174,7 +172,8 @@ def test_dashboard_lists_no_sealed_claim(wice_db: Database) -> None:
     s = split.ensure_split(wice_db, stratify_run=store.find_judge_run(wice_db, run))
     held = set(s.holdout)
     d = dashboard.build(wice_db, run=run, bootstrap=0)
-    listed = ([c.answer_id for c in d.disagreements] + [k.split("/")[0] for r in d.reasons for k in r.claim_keys]
+    listed = ([c.answer_id for c in d.disagreements]
+              + [k.split("/")[0] for r in d.reasons for k in r.claim_keys]
               + [k.split("/")[0] for k in d.details] + [c.answer_id for c in d.pending]
               + [k.split("/")[0] for k in d.verdicts])
     assert listed and not held & set(listed)
