@@ -149,24 +149,28 @@ with store.session(path) as db:
     overview = lab_store.lab_run_overview(db)
     cycles = lab_store.cycle_names(db)
 
-st.markdown(
-    "Revise the judge prompt while reading the **tuning** claims, then re-run it over the labeled "
-    "claims: the verdict on the revised prompt comes from the **holdout** claims, which stay sealed "
-    "(hidden from the dashboard's claim lists and from the few-shot examples) until a lead unseals them. "
-    "A prompt that only fixes the claims you read shows up as better on tuning and not on the holdout.\n\n"
-    "**What is sent.** For every answer in scope, the stored question, its retrieved chunks, the "
-    "answer and its claims are filled into the template below and sent to the chat-completions "
-    "endpoint you name: one request per answer, plus one corrective request when a reply cannot be "
-    "used. Nothing is sent until you press Run; a holdout claim's text is never put into another "
-    "answer's prompt.\n\n"
-    "**API key.** Never typed here: the server process reads it from an environment variable the "
-    f"operator allowed (`{judge.DEFAULT_API_KEY_ENV}`, or one listed in `CALIBRATION_JUDGE_KEY_ENVS`). "
-    "Leave the field empty for a local server without a key.\n\n"
-    "**Cost.** A hosted endpoint bills every request. The estimated prompt tokens are shown before "
-    "the run starts and the tokens used after it. A run stops by itself when the endpoint refuses "
-    "the requests or the first answers' replies cannot be read; answers already judged are never "
-    "requested again."
-)
+st.caption("Revise the judge prompt on the tuning claims; the verdict on it comes from the holdout "
+           "claims nobody read while revising.")
+with st.expander("How the lab works: what is sent, the API key, the cost"):
+    st.markdown(
+        "Revise the judge prompt while reading the **tuning** claims, then re-run it over the labeled "
+        "claims: the verdict on the revised prompt comes from the **holdout** claims, which stay sealed "
+        "(hidden from the dashboard's claim lists and from the few-shot examples) until a lead unseals "
+        "them. A prompt that only fixes the claims you read shows up as better on tuning and not on the "
+        "holdout.\n\n"
+        "**What is sent.** For every answer in scope, the stored question, its retrieved chunks, the "
+        "answer and its claims are filled into the template below and sent to the chat-completions "
+        "endpoint you name: one request per answer, plus one corrective request when a reply cannot be "
+        "used. Nothing is sent until you press Run; a holdout claim's text is never put into another "
+        "answer's prompt.\n\n"
+        "**API key.** Never typed here: the server process reads it from an environment variable the "
+        f"operator allowed (`{judge.DEFAULT_API_KEY_ENV}`, or one listed in `CALIBRATION_JUDGE_KEY_ENVS`). "
+        "Leave the field empty for a local server without a key.\n\n"
+        "**Cost.** A hosted endpoint bills every request. The estimated prompt tokens are shown before "
+        "the run starts and the tokens used after it. A run stops by itself when the endpoint refuses "
+        "the requests or the first answers' replies cannot be read; answers already judged are never "
+        "requested again."
+    )
 if labeled.answers == 0:
     st.info("No human-labeled claims yet: the lab re-judges exactly the claims reviewers have "
             "labeled. Label some claims first (Review page, or python -m calibration import-labels).")
@@ -283,7 +287,8 @@ def _start(config: judge.JudgeConfig, template: judge.PromptTemplate) -> None:
     ui.literal("Before the run: " + plan.cost_line())
     if plan.revises is not None:
         ui.literal(f"Revises {plan.revises.name} ({plan.revises_reason}).")
-    st.button("Stop", key="lab_stop", help="Ends the run after the calls in flight; Run continues it.")
+    stop_slot = st.empty()  # the Stop button, only while the run is under way
+    stop_slot.button("Stop", key="lab_stop", help="Ends the run after the calls in flight; Run continues it.")
     bar = st.progress(0.0, text="Starting…")
     st.session_state[RUNNING] = (f"{config.model}@{template.version}", len(plan.items))
 
@@ -298,6 +303,7 @@ def _start(config: judge.JudgeConfig, template: judge.PromptTemplate) -> None:
     finally:
         # Reached on an error too; not on Stop (the script is interrupted before this line).
         st.session_state.pop(RUNNING, None)
+        stop_slot.empty()
     bar.empty()
     st.session_state[SUMMARY] = summary
     st.session_state.pop(BASELINE, None)  # show the default baseline of the run just made
@@ -353,6 +359,7 @@ def _show_comparison(run: store.JudgeRun) -> None:
         st.info("No other judge run shares a human-labeled claim with this run, so there is nothing "
                 "to compare.")
         return
+    st.subheader("Verdict on the holdout")
     names = [o.run.name for o in options]
     labels = {o.run.name: o.label for o in options}
     if st.session_state.get(BASELINE) not in names:
@@ -369,7 +376,6 @@ def _show_comparison(run: store.JudgeRun) -> None:
         st.info("None of the shared claims has a final human label yet (reviewers disagree and "
                 "nobody adjudicated).")
         return
-    st.subheader("Verdict on the holdout")
     ui.literal(comp.headline())
     st.dataframe(judge.compare.part_rows(comp), hide_index=True)
     st.caption("Agreement: share of claims where the run gives the human verdict. Difference: new minus "
@@ -392,6 +398,12 @@ if summary is not None:
     st.subheader("Result")
     ui.literal(f"Run {summary.run.name} ({'resumed' if summary.resumed else 'new'}), scope {summary.scope}"
                + (f", {plural(summary.examples, 'few-shot example')}" if summary.examples else ""))
+    if summary.totals.claims_judged == 0:
+        st.warning("This run has no verdicts yet, so there is nothing to compare. See the failed "
+                   "calls below; running again retries them.")
+    else:
+        _show_comparison(summary.run)
+    st.subheader("The run")
     cols = st.columns(4)
     cols[0].metric("Answers ok", f"{summary.totals.answers_ok:,}")
     cols[1].metric("Answers failed", f"{summary.totals.answers_failed:,}")
@@ -403,11 +415,6 @@ if summary is not None:
         st.warning("Some answers failed and have no verdicts; running again retries only them.")
         st.dataframe([{"answers": len(aids), "answer ids": ", ".join(aids), "error": err}
                       for err, aids in judge.failure_groups(summary.failures)], hide_index=True)
-    if summary.totals.claims_judged == 0:
-        st.warning("This run has no verdicts yet, so there is nothing to compare. See the failed "
-                   "calls below; running again retries them.")
-    else:
-        _show_comparison(summary.run)
 
 # ---------------------------------------------------------------- past runs and their calls
 
