@@ -28,6 +28,7 @@ from sqlite_utils import Database
 
 from . import agreement, fmt, store
 from . import report as reports
+from . import split as splits
 from .agreement import (
     LABELS,
     POSITIVE,
@@ -174,10 +175,12 @@ class Dashboard:
     details: dict[str, ClaimDetail]  # the first DETAIL_ROWS disagreeing claims, and of each reason
     comparison: Comparison | None
     pending: tuple[PendingClaim, ...] = ()  # the first PENDING_ROWS unresolved claims
+    # Keys of the sealed holdout claims (`split.sealed_claim_keys`): no claim list shows them.
+    sealed: frozenset[str] = frozenset()
 
     @property
     def disagreements(self) -> list[ClaimDetail]:
-        keys = self.report.disagreeing_claims[:DETAIL_ROWS]
+        keys = [k for k in self.report.disagreeing_claims if k not in self.sealed][:DETAIL_ROWS]
         return [self.details[k] for k in keys if k in self.details]
 
 
@@ -206,8 +209,8 @@ def cycle_names(db: Database, run: str) -> list[str]:
 
 def fingerprint(db: Database) -> tuple[Any, ...]:
     """What a page keys its cache on: changes whenever anything the dashboard shows could have
-    changed (`store.dashboard.fingerprint`); cheap, index ends only."""
-    return db_dashboard.fingerprint(db)
+    changed (`store.dashboard.fingerprint`, and the split's seal); cheap, index ends only."""
+    return (*db_dashboard.fingerprint(db), *splits.fingerprint(db))
 
 
 # ---------------------------------------------------------------- build
@@ -234,10 +237,12 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
     verdicts = {data.keys[i]: (LABELS[h], LABELS[j]) for i, h, j in
                 zip(dis.tolist(), data.human[dis].tolist(), data.judge[dis].tolist(), strict=True)}
     categories = _categories(db, data)
-    # The disagreement table's first rows and each reason's first rows: the claims a page lists.
-    wanted = dict.fromkeys(report.disagreeing_claims[:DETAIL_ROWS])
+    # The disagreement table's first rows and each reason's first rows: the claims a page lists,
+    # never a sealed holdout claim (the figures above still count them).
+    sealed = frozenset(splits.sealed_claim_keys(db, judge_run))
+    wanted = dict.fromkeys([k for k in report.disagreeing_claims if k not in sealed][:DETAIL_ROWS])
     for reason in report.flag.reasons:
-        wanted.update(dict.fromkeys(reason.claim_ids[:DETAIL_ROWS]))
+        wanted.update(dict.fromkeys([k for k in reason.claim_ids if k not in sealed][:DETAIL_ROWS]))
     details = _details(db, judge_run.id, list(wanted), verdicts)
     comparison = None
     if compare_with is not None and compare_with != judge_run.name:
@@ -251,7 +256,8 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
         n_unlabeled=data.unlabeled,
         oversampled=oversampled,
         reasons=tuple(ReasonView(r.code, REASON_TITLES.get(r.code, r.code.replace("_", " ")), r.message,
-                                 r.claim_ids) for r in report.flag.reasons),
+                                 tuple(k for k in r.claim_ids if k not in sealed))
+                      for r in report.flag.reasons),
         direction_text=direction_text(report),
         sample_size_text=sample_size_text(report),
         confusion=tuple({"human": h, "judge": j, "count": int(report.confusion[i][k])}
@@ -262,10 +268,12 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
         categories=tuple(categories),
         reviewers=tuple(reviewer_rows_of(data.labels)),
         human_human=hh,
-        verdicts=verdicts,
+        verdicts={k: v for k, v in verdicts.items() if k not in sealed},
         details=details,
         comparison=comparison,
-        pending=tuple(pending_claims(db, judge_run.id, data.unresolved_pk[:PENDING_ROWS].tolist())),
+        pending=tuple(c for c in pending_claims(db, judge_run.id, data.unresolved_pk[:PENDING_ROWS].tolist())
+                      if c.key not in sealed),
+        sealed=sealed,
     )
 
 

@@ -1,27 +1,35 @@
-"""Judge lab: a lead edits the judge prompt, re-runs it over the human-labeled claims and
-sees at once whether agreement with the humans improved.
+"""Judge lab: a lead revises the judge prompt on the tuning claims and proves it on the
+holdout claims nobody read while revising.
 
-All logic lives in calibration.judge (HTTP, runs, the comparison through
-calibration.agreement) and its storage in calibration.store.lab; this page gathers the form
-and shows results. Prompts, replies,
-answer ids, run and cycle names, URLs and error messages are user, server or model text:
-they are shown through st.code, st.dataframe or ui.literal, never in markdown-capable
-labels or messages. The API key is never typed here: the page only names the environment
-variable holding it.
+Top to bottom, as drawn: the split (sizes, seal, unseal), the prompt, the run form (endpoint,
+scope, the run revised), the run with its progress and Stop button, the verdict on the holdout
+first, the comparison with the baseline and every other run, past runs and one stored call.
+
+All logic lives in calibration.judge and calibration.split (the rules, the statistics, the
+sentences and table rows); this page gathers the form and shows results. Prompts, replies,
+answer ids, run and cycle names, URLs and error messages are user, server or model text: they
+are shown through st.code, st.dataframe or ui.literal, never in markdown-capable labels or
+messages. The API key is never typed here: the page names the environment variable holding it,
+and only variables the operator allowed are accepted (calibration.judge.policy).
 
 State. Streamlit drops the state of a widget that is not drawn in a run, so leaving the page
 would reset the form. The form's values and the template edits are therefore copied to
 session-state keys no widget uses (SAVED, EDITS) and put back before the widgets are drawn.
+A run in progress is noted in RUNNING: clicking Stop reruns the script, which interrupts the
+run after the calls in flight (each judged answer is already stored), and the next script run
+finds RUNNING set and says where the run stopped.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 import ui
-from calibration import judge, store
-from calibration.errors import CalibrationError, EndpointRejected, EndpointUnreachable
-from calibration.fmt import p_value, plural
+from calibration import judge, split, store
+from calibration.errors import CalibrationError, EndpointRejected, EndpointUnreachable, InputError
+from calibration.fmt import plural
 from calibration.store import lab as lab_store
 
 SUMMARY = "_judge_lab_summary"  # the last run's summary, kept across reruns
@@ -29,6 +37,8 @@ SAVED = "_judge_lab_saved"  # widget key -> last value: the choices survive a pa
 EDITS = "_judge_lab_edits"  # template name -> edited text (only while it differs from the file)
 VERSIONS = "_judge_lab_versions"  # template name -> the version name typed for it
 EDITING = "_judge_lab_editing"  # the template whose text is in the text area
+RUNNING = "_judge_lab_running"  # (run name, answers to judge) while a run is under way
+LOADED = "_judge_lab_loaded_call"  # (run id, answer id) of the stored call shown, loaded on demand
 TEXT = "lab_template_text"
 PICK = "lab_template_pick"
 VERSION = "lab_version"
@@ -44,14 +54,29 @@ FORM_DEFAULTS: dict[str, object] = {
     "lab_key_env": judge.DEFAULT_API_KEY_ENV,
     "lab_concurrency": 4,
     "lab_timeout": 120.0,
+    "lab_scope": "labeled",
 }
-COMPARE_SCOPES = {"all": "Every human-labeled claim both runs judged",
-                  "cycle": "The labeled claims of one cycle"}
+SCOPE_WORDS = {"labeled": "All human-labeled claims (tuning and holdout)",
+               "tuning": "Tuning claims only (seen while revising)",
+               "holdout": "Holdout claims only"}
 
 st.title("Judge lab")
-ui.require_reviewer()
+reviewer = ui.require_reviewer()
 ui.require_lead()
 path = ui.db_path()
+
+
+def _secrets() -> dict[str, Any]:
+    """The `[calibration]` section of the Streamlit secrets, or nothing."""
+    try:
+        if st.secrets.load_if_toml_exists() and "calibration" in st.secrets:
+            return dict(st.secrets["calibration"])
+    except Exception:  # an unreadable secrets file configures nothing, as in ui
+        pass
+    return {}
+
+
+policy = judge.EndpointPolicy.from_sources(secrets=_secrets())
 
 
 def _problems(exc: CalibrationError) -> list[str]:
@@ -118,32 +143,68 @@ elif VERSION not in st.session_state:
         st.session_state[EDITING], st.session_state[EDITING])
 
 with store.session(path) as db:
+    current_split = split.ensure_split(db, created_by=reviewer)
+    split_claims = split.claim_counts(db, current_split)
     labeled = judge.plan_run(db, "", "", "labeled")
     overview = lab_store.lab_run_overview(db)
+    cycles = lab_store.cycle_names(db)
 
-st.markdown(
-    "Re-run the judge with a revised prompt over the claims reviewers have **already labeled**, "
-    "and see at once whether its agreement with the humans improved, against an earlier run on "
-    "the same claims (paired McNemar test).\n\n"
-    "**What is sent.** For every answer with a human-labeled claim, the stored question, its "
-    "retrieved chunks, the answer and its claims (as stored, not re-split) are filled into the "
-    "template below and sent to the chat-completions endpoint you name: one request per answer, "
-    "plus one corrective request when a reply cannot be used. Nothing is sent until you press Run.\n\n"
-    "**API key.** Never typed here: the server process reads it from the environment variable "
-    f"named in the form (default `{judge.DEFAULT_API_KEY_ENV}`). Leave it unset for a local "
-    "server without a key.\n\n"
-    "**Cost.** A hosted endpoint bills every request, and each carries the whole prompt with the "
-    "chunks. The tokens the endpoint reports are recorded per run. Answers already judged are "
-    "never requested again, so re-running after a stop pays only for the rest."
-)
+st.caption("Revise the judge prompt on the tuning claims; the verdict on it comes from the holdout "
+           "claims nobody read while revising.")
+with st.expander("How the lab works: what is sent, the API key, the cost"):
+    st.markdown(
+        "Revise the judge prompt while reading the **tuning** claims, then re-run it over the labeled "
+        "claims: the verdict on the revised prompt comes from the **holdout** claims, which stay sealed "
+        "(hidden from the dashboard's claim lists and from the few-shot examples) until a lead unseals "
+        "them. A prompt that only fixes the claims you read shows up as better on tuning and not on the "
+        "holdout.\n\n"
+        "**What is sent.** For every answer in scope, the stored question, its retrieved chunks, the "
+        "answer and its claims are filled into the template below and sent to the chat-completions "
+        "endpoint you name: one request per answer, plus one corrective request when a reply cannot be "
+        "used. Nothing is sent until you press Run; a holdout claim's text is never put into another "
+        "answer's prompt.\n\n"
+        "**API key.** Never typed here: the server process reads it from an environment variable the "
+        f"operator allowed (`{judge.DEFAULT_API_KEY_ENV}`, or one listed in `CALIBRATION_JUDGE_KEY_ENVS`). "
+        "Leave the field empty for a local server without a key.\n\n"
+        "**Cost.** A hosted endpoint bills every request. The estimated prompt tokens are shown before "
+        "the run starts and the tokens used after it. A run stops by itself when the endpoint refuses "
+        "the requests or the first answers' replies cannot be read; answers already judged are never "
+        "requested again."
+    )
 if labeled.answers == 0:
     st.info("No human-labeled claims yet: the lab re-judges exactly the claims reviewers have "
             "labeled. Label some claims first (Review page, or python -m calibration import-labels).")
     st.stop()
 
-st.caption(f"In scope: {plural(labeled.answers, 'answer')} with human labels, "
-           f"{plural(labeled.claims, 'claim')}, so {plural(labeled.answers, 'request')} "
-           "(a few more if replies need correcting). Each answer's claims are judged as given.")
+# ---------------------------------------------------------------- the split
+
+st.subheader("Tuning and holdout claims")
+cols = st.columns(3)
+cols[0].metric("Tuning claims (you may read them)", f"{split_claims['tuning']:,}",
+               help=f"{plural(len(current_split.tuning), 'answer')}")
+cols[1].metric("Holdout claims", f"{split_claims['holdout']:,}",
+               help=f"{plural(len(current_split.holdout), 'answer')}")
+cols[2].metric("Holdout", "sealed" if current_split.sealed else "unsealed: used")
+st.caption("The split is made per answer (all claims of an answer in one part), seeded and stratified "
+           "by the judge's verdict, and stored. Answers in a cycle holdout are in the holdout.")
+gen = current_split.generation
+if gen is not None and not gen.sealed:
+    st.warning("The holdout was unsealed, so its claims may have been read: it can no longer prove "
+               "that a revised prompt generalises. A fresh holdout needs new labels.")
+    ui.literal(f"Unsealed by {gen.unsealed_by} at {gen.unsealed_at}.")
+    if st.button("Start a fresh holdout from answers labeled from now on", key="lab_new_holdout"):
+        with store.session(path) as db:
+            split.new_holdout(db, created_by=reviewer)
+        st.rerun()
+elif gen is not None:
+    with st.expander("Unseal the holdout"):
+        st.caption("Unsealing shows the holdout claims everywhere. It is recorded with your name and "
+                   "the time, and the holdout is marked used from then on.")
+        sure = st.checkbox("I understand the holdout will no longer count as unseen", key="lab_unseal_sure")
+        if st.button("Unseal the holdout", key="lab_unseal", disabled=not sure):
+            with store.session(path) as db:
+                split.unseal(db, who=reviewer, reason="unsealed on the judge lab page")
+            st.rerun()
 
 # ---------------------------------------------------------------- the prompt
 
@@ -153,7 +214,8 @@ st.selectbox("Start from template", templates, key=PICK, on_change=_switch_templ
                   "switch between them (in this browser session).")
 st.text_area("Template", key=TEXT, height=420,
              help="Placeholders {question}, {chunks}, {answer} and {claims} are filled in per "
-                  "answer; every other brace is left as written.")
+                  "answer; {examples}, if present, gets few-shot examples from tuning claims the "
+                  "judge got wrong (and a few it got right). Every other brace is left as written.")
 if st.session_state[TEXT] != _shipped_text(st.session_state[EDITING]):
     left, right = st.columns([4, 1], vertical_alignment="center")
     left.caption("Edited: this text differs from the shipped template. Your edits stay here when "
@@ -161,169 +223,198 @@ if st.session_state[TEXT] != _shipped_text(st.session_state[EDITING]):
                  "version name below.")
     right.button("Revert to the shipped text", on_click=_revert_template, key="lab_revert")
 
-# ---------------------------------------------------------------- the endpoint
+# ---------------------------------------------------------------- the run
 
 st.subheader("Run")
+scope_keys = [*SCOPE_WORDS, *(f"cycle:{c}" for c in cycles)]
+if st.session_state.get("lab_scope") not in scope_keys:
+    st.session_state["lab_scope"] = "labeled"
+with store.session(path) as db:
+    revise_names, revise_default, revise_why = judge.revised_run_options(
+        db, str(st.session_state.get("lab_model") or ""))
+# No preselection on a tie: the lead must choose (index None shows the placeholder).
+revise_index = revise_names.index(revise_default) if revise_default in revise_names else None
 with st.form("lab_run", enter_to_submit=False):
     left, right = st.columns(2)
     base_url = left.text_input("Base URL", key="lab_base_url",
-                               help="Any OpenAI-compatible server: vLLM, Ollama, llama.cpp or hosted.")
+                               help="Any OpenAI-compatible server: vLLM, Ollama, llama.cpp or hosted. "
+                                    "It must end in a path (no ? or #).")
     model = right.text_input("Model", key="lab_model", max_chars=200)
     version = left.text_input("Prompt version", key=VERSION, max_chars=100,
                               help="Names this prompt text. An edited prompt needs a new name; "
                                    "the same model and version resumes an interrupted run.")
     key_env = right.text_input("API key environment variable", key="lab_key_env",
-                               help="The server process reads the key from this variable; "
-                                    "leave it unset for local servers without a key.")
+                               help="Allowed: " + ", ".join(policy.key_envs) + ". Empty: no key.")
+    scope = left.selectbox("Claims to judge", scope_keys, key="lab_scope",
+                           format_func=lambda k: SCOPE_WORDS.get(k, "The labeled claims of cycle "
+                                                                    + k.removeprefix("cycle:")))
+    revises = right.selectbox("This prompt revises the run", revise_names, key="lab_revises",
+                              index=revise_index, placeholder="Choose the run this prompt revises",
+                              help="The default baseline, and where the few-shot examples' judge "
+                                   "errors come from.")
     concurrency = left.number_input("Concurrency", min_value=1, max_value=64, step=1,
                                     key="lab_concurrency", help="Requests in flight at once.")
     timeout = right.number_input("Timeout per request (s)", min_value=1.0, max_value=600.0,
                                  step=10.0, key="lab_timeout")
-    submitted = st.form_submit_button("Run over the labeled claims", type="primary",
-                                      key="lab_run_submit")
-st.caption("The run blocks this page while it works; leaving or clicking elsewhere stops it. "
-           "Every judged answer is stored at once, so running it again continues where it stopped. "
-           "An endpoint that cannot be reached stops the run at once.")
+    submitted = st.form_submit_button("Run", type="primary", key="lab_run_submit")
+if revise_default is None and len(revise_names) > 1:
+    st.caption("Several runs could be the one this prompt revises; choose one above (never settled "
+               "by a tie-break).")
+st.caption("Every judged answer is stored at once: Stop, or leaving the page, ends the run after the "
+           "calls in flight, and running it again continues where it stopped.")
 
 # What survives a page switch: the form and the template being edited.
 saved.update({key: st.session_state[key] for key in FORM_DEFAULTS})
 _remember_edit()
+
+running = st.session_state.pop(RUNNING, None)
+if running is not None and not submitted:
+    # The previous script run was interrupted mid-run (Stop, or another click).
+    run_name, total = running
+    with store.session(path) as db:
+        found = next((r for r in lab_store.lab_runs(db) if r.name == run_name), None)
+        done = lab_store.run_totals(db, found.id) if found is not None else None
+    st.warning("The run was stopped. Every answer judged before the stop is stored; press Run again "
+               "with the same model and version to continue from there.")
+    if done is not None:
+        ui.literal(f"{run_name}: {done.answers_ok} answers judged, {done.answers_failed} failed so far.")
+
+
+def _start(config: judge.JudgeConfig, template: judge.PromptTemplate) -> None:
+    with store.session(path) as db:
+        plan = judge.prepare_lab(db, config, template, scope=scope, revises=revises,
+                                 created_by=reviewer)
+    ui.literal("Before the run: " + plan.cost_line())
+    if plan.revises is not None:
+        ui.literal(f"Revises {plan.revises.name} ({plan.revises_reason}).")
+    stop_slot = st.empty()  # the Stop button, only while the run is under way
+    stop_slot.button("Stop", key="lab_stop", help="Ends the run after the calls in flight; Run continues it.")
+    bar = st.progress(0.0, text="Starting…")
+    st.session_state[RUNNING] = (f"{config.model}@{template.version}", len(plan.items))
+
+    def _progress(p: judge.LabProgress) -> None:
+        # Numbers only: the bar's text is markdown.
+        tokens = "tokens not reported" if p.tokens is None else f"{p.tokens:,} tokens"
+        bar.progress(p.fraction, text=f"{p.done} / {plural(p.total, 'answer')} done · {p.failed} failed"
+                                      f" · {tokens}")
+
+    try:
+        summary = judge.run_lab(config, template, db_path=path, progress=_progress, plan=plan)
+    finally:
+        # Reached on an error too; not on Stop (the script is interrupted before this line).
+        st.session_state.pop(RUNNING, None)
+        stop_slot.empty()
+    bar.empty()
+    st.session_state[SUMMARY] = summary
+    st.session_state.pop(BASELINE, None)  # show the default baseline of the run just made
+    st.session_state[INSPECT_RUN] = summary.run.name
+    st.session_state[INSPECT_FAILED] = False
+    st.session_state.pop(LOADED, None)
+    if summary.failures:
+        st.session_state[INSPECT_ANSWER] = summary.failures[0][0]
+    else:
+        st.session_state.pop(INSPECT_ANSWER, None)
+
 
 if submitted:
     st.session_state.pop(SUMMARY, None)  # a failed attempt must not show the previous result
     try:
         config = judge.JudgeConfig(base_url=base_url.strip(), model=model.strip(),
                                    api_key_env=key_env.strip(), concurrency=int(concurrency),
-                                   timeout=float(timeout))
+                                   timeout=float(timeout), policy=policy)
         template = judge.template_from_text(version.strip(), st.session_state[TEXT])
+        if revises is None and len(revise_names) > 1:
+            raise InputError("choose the run this prompt revises")
     except CalibrationError as exc:
         st.error("The run cannot start:")
         for line in _problems(exc):
             ui.literal(line)
     else:
-        with store.session(path) as db:
-            plan = judge.plan_run(db, config.model, template.version, "labeled")
-        bar = st.progress(0.0, text="Starting…")
-        if plan.already_ok:
-            st.caption(f"Resuming: {plan.already_ok} of {plural(plan.answers, 'answer')} already "
-                       "judged; they are not requested again.")
-
-        def _progress(p: judge.LabProgress) -> None:
-            # Numbers only: the bar's text is markdown.
-            bar.progress(p.fraction, text=f"{p.done} / {plural(p.total, 'answer')} · ok {p.ok} · "
-                                          f"failed {p.failed} · {plural(p.claims, 'claim')}")
-
         try:
-            summary = judge.run_lab(config, template, scope="labeled", db_path=path,
-                                    progress=_progress)
+            _start(config, template)
         except (EndpointUnreachable, EndpointRejected) as exc:
-            bar.empty()
             if exc.answers_stored:
-                st.error("The run stopped: the endpoint can no longer be used. The answers judged "
+                st.error("The run stopped: the endpoint cannot be used this way. The answers judged "
                          "before the stop are stored; running again continues from there.")
             else:
                 st.error("Nothing was judged and no run was stored: the endpoint cannot be used. "
                          "Check the base URL, that the server is running, the model name and the key.")
             ui.literal(str(exc))
         except CalibrationError as exc:
-            bar.empty()
-            st.error("The run stopped. Answers judged before the stop, if any, are stored; running "
-                     "again continues from there.")
+            st.error("The run did not go through. Answers judged before the stop, if any, are stored; "
+                     "running again continues from there.")
             for line in _problems(exc):
                 ui.literal(line)
-        else:
-            bar.empty()
-            st.session_state[SUMMARY] = summary
-            # Show the run just made below: its comparison from the default baseline, its calls.
-            st.session_state.pop(BASELINE, None)
-            st.session_state[INSPECT_RUN] = summary.run.name
-            st.session_state[INSPECT_FAILED] = False
-            if summary.failures:
-                st.session_state[INSPECT_ANSWER] = summary.failures[0][0]
-            else:
-                st.session_state.pop(INSPECT_ANSWER, None)
-        with store.session(path) as db:
-            overview = lab_store.lab_run_overview(db)
+    with store.session(path) as db:
+        overview = lab_store.lab_run_overview(db)
 
 # ---------------------------------------------------------------- the result
 
 
 def _show_comparison(run: store.JudgeRun) -> None:
     with store.session(path) as db:
-        cycles = lab_store.cycle_names(db)
-    kind = "all"
-    if cycles:
-        kind = st.radio("Compare on", list(COMPARE_SCOPES), format_func=COMPARE_SCOPES.__getitem__,
-                        horizontal=True, key="lab_cmp_scope")
-    cycle = st.selectbox("Cycle", cycles, key="lab_cmp_cycle") if kind == "cycle" else None
-    with store.session(path) as db:
-        options = judge.baseline_options(db, run, cycle)
-    if not options:
-        st.info("No other judge run shares a human-labeled claim with this run"
-                + (" in this cycle." if cycle is not None else ", so there is nothing to compare."))
+        options = judge.baseline_options(db, run)
+        default, why = judge.baseline_choice(db, run)
+    if not options or default is None:
+        st.info("No other judge run shares a human-labeled claim with this run, so there is nothing "
+                "to compare.")
         return
+    st.subheader("Verdict on the holdout")
     names = [o.run.name for o in options]
     labels = {o.run.name: o.label for o in options}
     if st.session_state.get(BASELINE) not in names:
-        st.session_state[BASELINE] = names[0]  # the run sharing the most labeled claims
+        st.session_state[BASELINE] = default.name
     pick = st.selectbox("Baseline", names, format_func=labels.__getitem__, key=BASELINE,
-                        help="Runs that judged some of the same human-labeled claims, most shared "
-                             "first. The comparison uses only the claims both runs judged.")
+                        help="The default is the run this prompt revises. The comparison uses only "
+                             "the claims both runs judged.")
+    if pick == default.name:
+        ui.literal(f"Default baseline: {why}.")
     base = next(o.run for o in options if o.run.name == pick)
     with store.session(path) as db:
-        comp = judge.compare_runs(db, run, base, cycle)
+        comp = judge.compare_runs(db, run, base)
     if comp is None:
         st.info("None of the shared claims has a final human label yet (reviewers disagree and "
                 "nobody adjudicated).")
         return
-    c = comp.result
-    ui.literal(f"Compared on {comp.scope_text}.")
-
-    def _row(name: str, est: object, kap: object) -> dict[str, object]:
-        return {"run": name, "agreement": getattr(est, "value", None),
-                "agreement CI low": getattr(est, "ci_low", None),
-                "agreement CI high": getattr(est, "ci_high", None),
-                "kappa": getattr(kap, "value", None)}
-
-    st.dataframe([_row(comp.baseline, c.agreement_a, c.kappa_a),
-                  _row(comp.run, c.agreement_b, c.kappa_b)], hide_index=True,
-                 column_config={k: st.column_config.NumberColumn(format="percent")
-                                for k in ("agreement", "agreement CI low", "agreement CI high")})
-    cols = st.columns(3)
-    cols[0].metric("Claims compared", c.n_claims)
-    cols[1].metric("Only the new run right", len(c.only_b_right))
-    cols[2].metric("Only the baseline right", len(c.only_a_right))
-    p = c.mcnemar.p_two_sided
-    st.caption("Exact McNemar test on the claims where exactly one run agrees with the humans: "
-               + ("p not defined (no such claims)." if p is None else f"{p_value(p)}."))
-    if c.n_claims < 30:
-        st.caption(f"Only {plural(c.n_claims, 'claim')}: too few for the test to tell a real "
-                   "difference from chance.")
-    if comp.unresolved:
-        st.caption(f"{plural(comp.unresolved, 'labeled claim')} left out: reviewers disagree and "
-                   "nobody adjudicated.")
+    ui.literal(comp.headline())
+    st.dataframe(judge.compare.part_rows(comp), hide_index=True)
+    st.caption("Agreement: share of claims where the run gives the human verdict. Difference: new minus "
+               "old, with a paired 95% interval (Newcombe). Paired test: exact McNemar on the claims "
+               "where exactly one run is right. Tuning claims were seen while revising, so a gain there "
+               "alone is no evidence.")
+    ui.literal(f"Compared on {comp.scope_text}"
+               + (f"; {plural(comp.unresolved, 'unresolved labeled claim')} left out." if comp.unresolved
+                  else "."))
+    st.subheader("Against every run sharing labeled claims")
+    with store.session(path) as db:
+        rows = judge.comparison_table(judge.compare_with_all(db, run))
+    st.dataframe(rows, hide_index=True)
+    st.caption("One row per run: the new run's counts right where that run was wrong / wrong where it "
+               "was right, and the exact McNemar p, on the holdout and on the tuning claims.")
 
 
 summary: judge.LabSummary | None = st.session_state.get(SUMMARY)
 if summary is not None:
     st.subheader("Result")
-    ui.literal(f"Run {summary.run.name} ({'resumed' if summary.resumed else 'new'})")
-    cols = st.columns(4)
-    cols[0].metric("Answers ok", summary.totals.answers_ok)
-    cols[1].metric("Answers failed", summary.totals.answers_failed)
-    cols[2].metric("Claims judged", summary.totals.claims_judged)
-    cols[3].metric("Tokens", "not reported" if summary.totals.total_tokens is None
-                   else f"{summary.totals.total_tokens:,}")
-    if summary.failures:
-        st.warning("Some answers failed and have no verdicts; running again retries only them.")
-        st.dataframe([{"answers": len(aids), "answer ids": ", ".join(aids), "error": err}
-                      for err, aids in judge.failure_groups(summary.failures)], hide_index=True)
+    ui.literal(f"Run {summary.run.name} ({'resumed' if summary.resumed else 'new'}), scope {summary.scope}"
+               + (f", {plural(summary.examples, 'few-shot example')}" if summary.examples else ""))
     if summary.totals.claims_judged == 0:
         st.warning("This run has no verdicts yet, so there is nothing to compare. See the failed "
                    "calls below; running again retries them.")
     else:
-        st.subheader("Comparison with another run")
         _show_comparison(summary.run)
+    st.subheader("The run")
+    cols = st.columns(4)
+    cols[0].metric("Answers ok", f"{summary.totals.answers_ok:,}")
+    cols[1].metric("Answers failed", f"{summary.totals.answers_failed:,}")
+    cols[2].metric("Claims judged", f"{summary.totals.claims_judged:,}")
+    cols[3].metric("Tokens used (run)", "not reported" if summary.totals.total_tokens is None
+                   else f"{summary.totals.total_tokens:,}")
+    ui.literal("After the run: " + summary.cost_line())
+    if summary.failures:
+        st.warning("Some answers failed and have no verdicts; running again retries only them.")
+        st.dataframe([{"answers": len(aids), "answer ids": ", ".join(aids), "error": err}
+                      for err, aids in judge.failure_groups(summary.failures)], hide_index=True)
 
 # ---------------------------------------------------------------- past runs and their calls
 
@@ -337,33 +428,40 @@ if overview:
         if st.session_state.get(INSPECT_RUN) not in names:  # first visit, or back from another page
             just_made = summary.run.name if summary is not None else None
             st.session_state[INSPECT_RUN] = just_made if just_made in names else names[0]
-        pick = st.selectbox("Lab run", names, key=INSPECT_RUN,
-                            help="Defaults to the run just made.")
+        pick = st.selectbox("Lab run", names, key=INSPECT_RUN, help="Defaults to the run just made.")
         failed_only = st.toggle("Failed answers only", key=INSPECT_FAILED)
         run = next(r for r in runs if r.name == pick)
         with store.session(path) as db:
             ids = lab_store.call_answer_ids(db, run.id, failed_only=failed_only)
+            sizes = lab_store.call_sizes(db, run.id, ids)
         if not ids:
             st.caption("No calls to show.")
         else:
             if st.session_state.get(INSPECT_ANSWER) not in ids:
                 st.session_state[INSPECT_ANSWER] = ids[0]
-            aid = st.selectbox("Answer", ids, key=INSPECT_ANSWER)
-            with store.session(path) as db:
-                call = lab_store.get_call(db, run.id, aid)
-            if call is not None:
-                tokens = "not reported" if call["total_tokens"] is None else f"{call['total_tokens']:,}"
-                ui.literal(f"status {call['status']} · {plural(call['attempts'], 'HTTP attempt')} · "
-                           f"{call['latency_ms']} ms · tokens {tokens}")
-                if call["error"]:
-                    ui.literal(call["error"])
-                st.caption("Prompt as sent")
-                st.code(call["prompt"], language=None, wrap_lines=True)
-                for ex in call["exchanges"]:
-                    if ex.get("sent"):
-                        st.caption(f"Round {ex['round']}: corrective message sent")
-                        st.code(ex["sent"], language=None, wrap_lines=True)
-                    st.caption(f"Round {ex['round']}: reply")
-                    st.code(ex.get("response") or "(no reply)", language=None, wrap_lines=True)
-                    if ex.get("error"):
-                        ui.literal(f"round {ex['round']}: {ex['error']}")
+            aid = st.selectbox("Answer", ids, key=INSPECT_ANSWER,
+                               format_func=lambda a: f"{a} · {sizes[a][0]} · prompt {sizes[a][1]:,} chars"
+                                                     f" · reply {sizes[a][2]:,} chars")
+            # Loaded only on request: a page visit never ships every stored prompt and reply.
+            if st.button("Show this call", key="lab_load_call"):
+                st.session_state[LOADED] = (run.id, aid)
+            if st.session_state.get(LOADED) == (run.id, aid):
+                with store.session(path) as db:
+                    call = lab_store.get_call(db, run.id, aid)
+                if call is not None:
+                    tokens = "not reported" if call["total_tokens"] is None else f"{call['total_tokens']:,}"
+                    ui.literal(f"status {call['status']} · {plural(call['attempts'], 'HTTP attempt')} · "
+                               f"{call['latency_ms']:,.0f} ms · tokens {tokens}")
+                    if call["error"]:
+                        ui.literal(call["error"])
+                    st.caption("Prompt as sent")
+                    st.code(call["prompt"], language=None, wrap_lines=True)
+                    for ex in call["exchanges"]:
+                        if ex.get("sent"):
+                            st.caption(f"Round {ex['round']}: corrective message sent")
+                            st.code(ex["sent"], language=None, wrap_lines=True)
+                        st.caption(f"Round {ex['round']}: reply")
+                        reply = call["response"] if ex.get("response_in_call") else ex.get("response")
+                        st.code(reply or "(no reply)", language=None, wrap_lines=True)
+                        if ex.get("error"):
+                            ui.literal(f"round {ex['round']}: {ex['error']}")

@@ -29,6 +29,9 @@ class Reply:
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds to sleep before answering (a hang, when past the timeout)
+    # Sent with chunked transfer encoding instead of `body` (no Content-Length): a reply whose
+    # size the client learns only by reading it.
+    chunks: Callable[[], Iterable[bytes]] | None = None
 
 
 @dataclass
@@ -72,6 +75,15 @@ def completion(content: str | None, *, usage: bool = True, finish_reason: str = 
     return json.dumps(body).encode()
 
 
+def huge_completion(megabytes: int) -> Iterable[bytes]:
+    """A completion whose content is `megabytes` MB of text, produced piece by piece."""
+    yield b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "'
+    block = b"x" * (1 << 20)
+    for _ in range(megabytes):
+        yield block
+    yield b'"}, "finish_reason": "stop"}]}'
+
+
 def verdicts_json(claim_ids: Iterable[str], verdicts: Mapping[str, str] | None = None,
                   default: str = "SUPPORTED") -> str:
     verdicts = verdicts or {}
@@ -108,6 +120,14 @@ def reply_for(kind: Kind, req: StubRequest, verdicts: Mapping[str, str]) -> Repl
         return Reply(500, b'{"error": {"message": "boom"}}')
     if name == "401":
         return Reply(401, b'{"error": {"message": "bad key"}}')
+    if name == "prose":  # a model that never answers in JSON
+        return Reply(body=completion("I think the first claim is mostly fine, and the second one too."))
+    if name == "405":
+        return Reply(405, b'{"error": {"message": "method not allowed"}}')
+    if name == "400":
+        return Reply(400, b'{"error": {"message": "unknown model"}}')
+    if name == "huge":  # `arg` megabytes of reply content, streamed without a Content-Length
+        return Reply(chunks=lambda: huge_completion(int(arg or 50)))
     if name == "hang":
         return Reply(body=completion(verdicts_json(ids, verdicts)), delay=float(arg or 5.0))
     raise ValueError(f"unknown stub reply kind {kind!r}")
@@ -137,6 +157,7 @@ class StubServer:
         # and stopping the server makes the next one fail to connect (as a crashed server does).
         self.keep_alive = keep_alive
         self.requests: list[StubRequest] = []
+        self.port = 0  # 0: any free port
         self.count = 0
         self.in_flight = 0
         self.max_in_flight = 0
@@ -208,6 +229,9 @@ class StubServer:
                     stub._end()
 
             def _send(self, reply: Reply) -> None:
+                if reply.chunks is not None:
+                    self._send_chunked(reply)
+                    return
                 try:
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "application/json")
@@ -223,10 +247,25 @@ class StubServer:
                     # The client gave up (a timeout test): nothing to answer to.
                     self.close_connection = True
 
+            def _send_chunked(self, reply: Reply) -> None:
+                assert reply.chunks is not None
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    for piece in reply.chunks():
+                        self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except OSError:
+                    # The client stopped reading (the size limit): expected.
+                    self.close_connection = True
+
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        server = _Server(("127.0.0.1", 0), Handler)
+        server = _Server(("127.0.0.1", self.port), Handler)
         server.daemon_threads = True
         server.block_on_close = False  # a hanging handler must not hold up stop()
         self._server = server
@@ -249,3 +288,34 @@ class StubServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m tests.judge_stub --port 8765 [--verdicts labels.csv] [--default KIND]`: serve until
+    interrupted. --verdicts takes a CSV with claim_id and verdict columns: an "ok" reply gives
+    those verdicts (SUPPORTED for claims not listed)."""
+    import argparse
+    import csv
+
+    ap = argparse.ArgumentParser(prog="python -m tests.judge_stub")
+    ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--verdicts")
+    ap.add_argument("--default", default="ok")
+    args = ap.parse_args(argv)
+    verdicts: dict[str, str] = {}
+    if args.verdicts:
+        with open(args.verdicts, encoding="utf-8") as fh:
+            verdicts = {r["claim_id"]: r["verdict"] for r in csv.DictReader(fh)}
+    stub = StubServer(default=args.default, verdicts=verdicts, record=False)
+    stub.port = args.port
+    stub.start()
+    print(stub.base_url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        stub.stop()
+
+
+if __name__ == "__main__":
+    main()

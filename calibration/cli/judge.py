@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
 
-from .. import judge
+from .. import judge, store
 from ..errors import EndpointRejected, EndpointUnreachable, InputError
 from ..fmt import ci, num, p_value, pct, plural
 from ..judge.client import snippet
@@ -30,8 +31,9 @@ def _add_judge(sub: argparse._SubParsersAction) -> None:
                    help="version name of the prompt; without --prompt-file, a template in "
                    f"calibration/prompts ({', '.join(judge.available_templates())})")
     r.add_argument("--prompt-file", type=Path, help="template file with {question} {chunks} "
-                   "{answer} {claims}")
-    r.add_argument("--scope", default="labeled", help="labeled (default), all or cycle:NAME")
+                   "{answer} {claims}, and optionally {examples} (few-shot examples from tuning claims)")
+    r.add_argument("--scope", default="labeled",
+                   help="labeled (default), tuning, holdout, all or cycle:NAME")
     r.add_argument("--concurrency", type=int, default=4, help="requests in flight (default 4)")
     r.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
     r.add_argument("--max-attempts", type=int, default=5,
@@ -41,9 +43,14 @@ def _add_judge(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--json-mode", action="store_true",
                    help='send response_format {"type": "json_object"} (if the server supports it)')
     r.add_argument("--api-key-env", help="environment variable holding the API key "
-                   f"(default {judge.DEFAULT_API_KEY_ENV}; unset means no key, fine for local servers)")
-    r.add_argument("--baseline", help="run to compare with, MODEL@VERSION (default: the run sharing the most "
-                   "human-labeled claims)")
+                   f"(default {judge.DEFAULT_API_KEY_ENV}; unset means no key, fine for local servers; "
+                   "others only when the operator lists them in CALIBRATION_JUDGE_KEY_ENVS)")
+    r.add_argument("--revises", help="the run whose prompt this one revises, MODEL@VERSION: the default "
+                   "baseline and the source of few-shot examples (default: the only labeled run, else "
+                   "the only labeled run of the same model; a tie is refused)")
+    r.add_argument("--baseline", help="run to compare with, MODEL@VERSION (default: the run this one "
+                   "revises)")
+    r.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     r.set_defaults(handler=cli_run)
 
 
@@ -56,6 +63,10 @@ def format_progress(p: judge.LabProgress) -> str:
     tokens = f" · {p.tokens:,} tokens" if p.tokens is not None else ""
     return (f"judged {p.done}/{p.total} answers · ok {p.ok} · failed {p.failed} · "
             f"{p.claims} claims{tokens} · {p.elapsed_s:.0f} s")
+
+
+def _points(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:+.1f}"
 
 
 def summary_lines(s: judge.LabSummary) -> list[str]:
@@ -83,10 +94,25 @@ def summary_lines(s: judge.LabSummary) -> list[str]:
     if len(groups) > 10:
         rest = sum(len(aids) for _, aids in groups[10:])
         lines.append(f"  ... and {plural(rest, 'more answer')} with other errors (see judge_calls)")
+    lines.append(s.cost_line())
     if s.comparison is not None:
         comp = s.comparison
         c = comp.result
         left_out = f" ({comp.unresolved} unresolved left out)" if comp.unresolved else ""
+        lines.append(f"baseline: {comp.baseline} ({s.baseline_reason})")
+        lines.append(f"verdict on the holdout: {comp.headline()}")
+        for part, title in ((comp.holdout, "holdout (never seen while revising)"),
+                            (comp.tuning, "tuning (seen while revising)")):
+            if part is None:
+                lines.append(f"  {title}: no claims")
+                continue
+            r, d = part.result, part.difference
+            diff = "" if d.difference is None else (
+                f"; difference {100 * d.difference:+.1f} points ({ci(d.ci_low, d.ci_high, _points)})")
+            lines.append(f"  {title}: {plural(r.n_claims, 'claim')}; agreement {pct(r.agreement_a.value)} -> "
+                         f"{pct(r.agreement_b.value)}, kappa {num(r.kappa_a.value)} -> {num(r.kappa_b.value)}"
+                         f"{diff}; new right / old wrong {len(r.only_b_right)}, old right / new wrong "
+                         f"{len(r.only_a_right)}; exact McNemar {p_value(part.p)}")
         lines.append(f"against {comp.baseline} on {comp.scope_text}{left_out}:")
         for name, est, kap in ((comp.baseline, c.agreement_a, c.kappa_a),
                                (comp.run, c.agreement_b, c.kappa_b)):
@@ -114,14 +140,20 @@ def cli_run(args: argparse.Namespace) -> int:
     failed (the same command again retries only those), when the endpoint cannot be reached
     or refuses the requests, or on invalid input; 130 when interrupted.
     """
-    if args.api_key_env and not os.environ.get(args.api_key_env):
-        raise InputError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
+    # The config checks the key variable and the base URL against the operator's policy first:
+    # a variable that is not allowed is refused before its value is ever read.
     config = judge.JudgeConfig(
         base_url=args.base_url, model=args.model,
         api_key_env=args.api_key_env or judge.DEFAULT_API_KEY_ENV, temperature=args.temperature,
         timeout=args.timeout, concurrency=args.concurrency, max_attempts=args.max_attempts,
         max_tokens=args.max_tokens, json_mode=args.json_mode)
+    if args.api_key_env and not os.environ.get(args.api_key_env):
+        raise InputError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
     template = judge.load_template(args.prompt_version, args.prompt_file)
+    with store.session(db_path(args)) as db:
+        plan = judge.prepare_lab(db, config, template, scope=args.scope, revises=args.revises,
+                                 baseline=args.baseline)
+    print(plan.cost_line(), file=sys.stderr, flush=True)
     tty = sys.stderr.isatty()
     last_line_at = 0.0
 
@@ -136,8 +168,7 @@ def cli_run(args: argparse.Namespace) -> int:
             print(format_progress(p), file=sys.stderr, flush=True)
 
     try:
-        summary = judge.run_lab(config, template, scope=args.scope, db_path=db_path(args),
-                                progress=progress, baseline=args.baseline)
+        summary = judge.run_lab(config, template, db_path=db_path(args), progress=progress, plan=plan)
     except KeyboardInterrupt:
         print("\ninterrupted: the answers judged so far are stored; run the same command "
               "again to continue", file=sys.stderr)
@@ -147,7 +178,10 @@ def cli_run(args: argparse.Namespace) -> int:
             print(f"\nthe run stopped; the {plural(exc.answers_stored, 'answer')} judged before the "
                   "stop are stored: run the same command again to continue", file=sys.stderr)
         raise  # main prints the error and exits 1
-    print("\n".join(summary_lines(summary)))
+    if args.json:
+        print(json.dumps(summary.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        print("\n".join(summary_lines(summary)))
     if summary.answers_failed:
         n, tried = summary.answers_failed, summary.answers_ok + summary.answers_failed
         print(f"{n} of {plural(tried, 'answer')} failed and {'has' if n == 1 else 'have'} no verdicts; "

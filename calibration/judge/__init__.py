@@ -8,7 +8,11 @@ The only package that speaks HTTP. Its modules, each usable without the ones aft
   bound, a hard per-request deadline, retries with backoff and Retry-After);
 - `runner`: one answer per call (`judge_answer`), many at once (`judge_items`), and lab runs
   (`run_lab`): a judge run with origin 'lab', resumable per answer;
-- `compare`: the baseline of a run and the paired comparison on the human labels.
+- `policy`: what the operator allows (API-key variables, base URLs, reply size);
+- `examples`: few-shot examples from tuning claims, and the holdout leak guard;
+- `paired`: the paired difference interval and the labels a paired test would need;
+- `compare`: the baseline of a run and the paired comparison on the human labels, holdout
+  first, tuning beside it.
 
 Storage is `calibration.store.lab`; the CLI command is `calibration.cli.judge`. The names
 below are the package's public surface: `from calibration import judge; judge.run_lab(...)`.
@@ -27,7 +31,20 @@ from .client import (
     describe_connect_error,
     parse_retry_after,
 )
-from .compare import BaselineOption, LabComparison, baseline_options, compare_runs, default_baseline
+from .compare import (
+    BaselineOption,
+    ComparisonRow,
+    LabComparison,
+    PartComparison,
+    baseline_choice,
+    baseline_options,
+    compare_runs,
+    compare_with_all,
+    comparison_table,
+    default_baseline,
+)
+from .examples import LeakGuard, pick_examples
+from .policy import EndpointPolicy, chat_url
 from .prompts import (
     DEFAULT_TEMPLATE,
     PLACEHOLDERS,
@@ -47,18 +64,24 @@ from .prompts import (
 )
 from .replies import ClaimVerdict, correction_message, parse_reply
 from .runner import (
+    INVALID_REPLY_STOP,
+    SCOPE_KINDS,
     AnswerResult,
+    LabPlan,
     LabProgress,
     LabScope,
     LabSummary,
     RunPlan,
     arun_lab,
+    choose_revised_run,
     failure_groups,
     judge_answer,
     judge_items,
     load_inputs,
     parse_scope,
     plan_run,
+    prepare_lab,
+    revised_run_options,
     run_lab,
     scope_answer_ids,
 )
@@ -67,10 +90,12 @@ __all__ = [
     "DEFAULT_API_KEY_ENV",
     "DEFAULT_TEMPLATE",
     "FATAL_STATUS",
+    "INVALID_REPLY_STOP",
     "LAB_ORIGIN",
     "PLACEHOLDERS",
     "PROMPTS_DIR",
     "RETRYABLE_STATUS",
+    "SCOPE_KINDS",
     "AnswerInput",
     "AnswerResult",
     "BaselineOption",
@@ -78,12 +103,17 @@ __all__ = [
     "ChunkText",
     "ClaimText",
     "ClaimVerdict",
+    "ComparisonRow",
     "Completion",
+    "EndpointPolicy",
     "JudgeConfig",
     "LabComparison",
+    "LabPlan",
     "LabProgress",
     "LabScope",
     "LabSummary",
+    "LeakGuard",
+    "PartComparison",
     "PromptTemplate",
     "RunPlan",
     "RunTotals",
@@ -91,9 +121,14 @@ __all__ = [
     "arun_lab",
     "available_templates",
     "backoff_delay",
+    "baseline_choice",
     "baseline_options",
+    "chat_url",
     "check_template",
+    "choose_revised_run",
     "compare_runs",
+    "compare_with_all",
+    "comparison_table",
     "correction_message",
     "default_baseline",
     "describe_connect_error",
@@ -107,9 +142,12 @@ __all__ = [
     "parse_reply",
     "parse_retry_after",
     "parse_scope",
+    "pick_examples",
     "plan_run",
+    "prepare_lab",
     "render",
     "render_prompt",
+    "revised_run_options",
     "run_lab",
     "scope_answer_ids",
     "template_from_text",

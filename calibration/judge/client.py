@@ -9,6 +9,7 @@ failures are one answer's problem (CallFailed).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import socket
@@ -19,14 +20,12 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
 from ..errors import CallFailed, EndpointRejected, EndpointUnreachable, InputError
 from ..fmt import plural
-
-DEFAULT_API_KEY_ENV = "CALIBRATION_JUDGE_API_KEY"
+from .policy import DEFAULT_API_KEY_ENV, EndpointPolicy, chat_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,13 +47,20 @@ class JudgeConfig:
     retry_after_max: float = 300.0  # a longer Retry-After is capped, not obeyed blindly
     max_tokens: int | None = None
     json_mode: bool = False  # response_format json_object: not every server has it
+    # The operator's limits (allowed key variables and base URLs, reply size); None reads them
+    # from the environment (`EndpointPolicy.from_sources`). Not stored with a run.
+    policy: EndpointPolicy | None = None
 
     def __post_init__(self) -> None:
+        if self.policy is None:
+            object.__setattr__(self, "policy", EndpointPolicy.from_sources())
         problems = []
         if not self.model.strip():
             problems.append("model is required")
-        if urlsplit(self.base_url).scheme not in ("http", "https"):
-            problems.append(f"base URL {self.base_url!r} must start with http:// or https://")
+        problems += self.limits.base_url_problems(self.base_url)
+        key_problem = self.limits.key_env_problem(self.api_key_env)
+        if key_problem:
+            problems.append(key_problem)
         if self.concurrency < 1:
             problems.append("concurrency must be at least 1")
         if self.timeout <= 0:
@@ -67,19 +73,20 @@ class JudgeConfig:
             raise InputError(problems)
 
     @property
+    def limits(self) -> EndpointPolicy:
+        """The policy in force (never None after construction)."""
+        return self.policy if self.policy is not None else EndpointPolicy()
+
+    @property
     def url(self) -> str:
         """The chat-completions URL; base URL with or without /v1, or the full URL."""
-        base = self.base_url.rstrip("/")
-        path = urlsplit(base).path
-        if path.endswith("/chat/completions"):
-            return base
-        if path in ("", "/"):
-            return base + "/v1/chat/completions"
-        return base + "/chat/completions"
+        return str(chat_url(self.base_url))
 
     def params(self) -> dict[str, Any]:
         """What is stored with a run: everything that shapes the calls, minus secrets."""
-        return {k: v for k, v in asdict(self).items() if k not in ("base_url", "model")}
+        out = {k: v for k, v in asdict(self).items() if k not in ("base_url", "model", "policy")}
+        out["max_reply_bytes"] = self.limits.max_reply_bytes
+        return out
 
 
 @dataclass(slots=True)
@@ -146,7 +153,57 @@ def describe_connect_error(exc: BaseException) -> str:
 
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
-FATAL_STATUS = frozenset({401, 403, 404})
+# Every other 4xx says the request itself is wrong (URL, method, model, key, body): the next
+# answer's request is built the same way, so the run stops instead of repeating it.
+FATAL_STATUS = frozenset(range(400, 500)) - RETRYABLE_STATUS
+ERROR_BODY_BYTES = 64 * 1024  # of an error reply, only this much is read (for its message)
+
+
+class ReplyTooLarge(Exception):
+    """A reply went past the size limit while it was being read."""
+
+    def __init__(self, size: int, limit: int, declared: bool) -> None:
+        super().__init__(size)
+        self.size, self.limit, self.declared = size, limit, declared
+
+
+async def read_limited(resp: httpx.Response, limit: int) -> bytes:
+    """The body of a streamed response, or ReplyTooLarge once more than `limit` bytes arrive
+    (or are announced in Content-Length): a huge reply is never held in memory whole."""
+    declared = resp.headers.get("Content-Length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ReplyTooLarge(int(declared), limit, True)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise ReplyTooLarge(size, limit, False)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def read_head(resp: httpx.Response, limit: int) -> bytes:
+    """The first `limit` bytes of a body (an error page: only its message is wanted)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.aiter_bytes():
+        chunks.append(chunk[:limit - size])
+        size += len(chunks[-1])
+        if size >= limit:
+            break
+    return b"".join(chunks)
+
+
+def fatal_hint(status: int, key_env: str) -> str:
+    """What to fix for a 4xx that stops the run, in words."""
+    if status in (401, 403, 407):
+        return f"the API key in ${key_env} is missing, wrong or lacks access"
+    if status in (404, 405, 410):
+        return "the base URL does not point at an OpenAI-compatible /v1 endpoint"
+    if status in (400, 413, 422):
+        return "the server refuses the request body: check the model name, --max-tokens and --json-mode"
+    return "check the base URL, the model and the API key"
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
@@ -255,34 +312,52 @@ class ChatClient:
             entry: dict[str, Any] = {"attempt": attempt, "status": None}
             retry_after: float | None = None
             unreachable: str | None = None
+            reply: tuple[int, httpx.Headers, bytes] | None = None
+            too_large: ReplyTooLarge | None = None
             async with self._slots:
                 t0 = time.perf_counter()
                 try:
                     # httpx's timeout is per read; this one bounds the whole request, so a
                     # server trickling bytes cannot hold a slot forever.
                     async with asyncio.timeout(cfg.timeout):
-                        resp = await self._http.post(cfg.url, json=body, headers=self._headers)
+                        async with self._http.stream("POST", cfg.url, json=body,
+                                                     headers=self._headers) as resp:
+                            try:
+                                if resp.status_code == 200:
+                                    raw = await read_limited(resp, cfg.limits.max_reply_bytes)
+                                else:
+                                    raw = await read_head(resp, ERROR_BODY_BYTES)
+                            except ReplyTooLarge as exc:
+                                too_large, raw = exc, b""
+                            reply = (resp.status_code, resp.headers, raw)
                 except (TimeoutError, httpx.TimeoutException):
                     entry["error"] = f"timeout after {cfg.timeout:g} s"
-                    resp = None
                 except httpx.ConnectError as exc:
                     unreachable = describe_connect_error(exc)
                     entry["error"] = f"cannot connect: {unreachable}"
-                    resp = None
                 except httpx.TransportError as exc:
                     entry["error"] = f"{type(exc).__name__}: {exc}"
-                    resp = None
                 entry["ms"] = round((time.perf_counter() - t0) * 1000, 1)
             log.append(entry)
             if unreachable is not None:
                 connect_failures += 1
                 if connect_failures >= cfg.connect_attempts or attempt == cfg.max_attempts:
                     raise EndpointUnreachable(f"cannot connect to {cfg.base_url}: {unreachable}")
-            if resp is not None:
-                entry["status"] = resp.status_code
-                if resp.status_code == 200:
+            if too_large is not None:
+                # The same prompt would bring the same flood: not retried, and nothing of it kept.
+                entry["status"] = 200
+                entry["reply_bytes"] = too_large.size
+                how = "announced" if too_large.declared else "cut off after"
+                entry["error"] = (f"reply too large: {how} {too_large.size:,} bytes, over the limit of "
+                                  f"{too_large.limit:,} bytes; nothing of it was stored")
+                raise CallFailed(entry["error"], attempts=attempt, log=log)
+            if reply is not None:
+                status, headers, raw = reply
+                text = raw.decode("utf-8", errors="replace")
+                entry["status"] = status
+                if status == 200:
                     try:
-                        data = resp.json()
+                        data = json.loads(raw)
                         choice = data["choices"][0]
                         content = choice["message"].get("content")
                         if content is not None and not isinstance(content, str):
@@ -290,20 +365,17 @@ class ChatClient:
                     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
                         # A gateway answering 200 with an HTML page is a transient fault, not
                         # the model's reply: retried like a 5xx.
-                        entry["error"] = f"unexpected response body ({exc}): {snippet(resp.text)}"
+                        entry["error"] = f"unexpected response body ({exc}): {snippet(text)}"
                     else:
                         return Completion(content, choice.get("finish_reason"),
                                           Usage.from_response(data), attempt, log)
                 else:
-                    entry["error"] = f"HTTP {resp.status_code}: {snippet(resp.text)}"
-                    if resp.status_code in FATAL_STATUS:
+                    entry["error"] = f"HTTP {status}: {snippet(text)}"
+                    if status in FATAL_STATUS:
                         raise EndpointRejected(
-                            f"{cfg.url} refused the request with HTTP {resp.status_code} "
-                            f"(check --base-url, --model and the API key in ${cfg.api_key_env}): "
-                            f"{snippet(resp.text)}")
-                    if resp.status_code not in RETRYABLE_STATUS and resp.status_code < 500:
-                        raise CallFailed(entry["error"], attempts=attempt, log=log)
-                    retry_after = parse_retry_after(resp.headers.get("Retry-After"))
+                            f"{cfg.url} refused the request with HTTP {status} "
+                            f"({fatal_hint(status, cfg.api_key_env)}): {snippet(text)}")
+                    retry_after = parse_retry_after(headers.get("Retry-After"))
             if attempt == cfg.max_attempts:
                 break
             if retry_after is not None:

@@ -20,7 +20,10 @@ PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
 DEFAULT_TEMPLATE = "grounding-v1"
 
 PLACEHOLDERS: tuple[str, ...] = ("question", "chunks", "answer", "claims")
-_PLACEHOLDER_RE = re.compile(r"\{(question|chunks|answer|claims)\}")
+# Optional: where the few-shot examples from reviewers' corrections go (`judge.examples`).
+EXAMPLES_PLACEHOLDER = "examples"
+_PLACEHOLDER_RE = re.compile(r"\{(question|chunks|answer|claims|examples)\}")
+NO_EXAMPLES = "(no examples)"
 _VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -35,6 +38,16 @@ class PromptTemplate:
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+    @property
+    def uses_examples(self) -> bool:
+        """The template has the {examples} placeholder."""
+        return uses_examples(self.text)
+
+
+def uses_examples(text: str) -> bool:
+    """Whether a template text has the {examples} placeholder."""
+    return "{" + EXAMPLES_PLACEHOLDER + "}" in text
 
 
 def check_template(text: str) -> None:
@@ -91,14 +104,14 @@ def template_from_text(version: str, text: str) -> PromptTemplate:
 
 
 def render(template: str, values: Mapping[str, str]) -> str:
-    """Substitute the four placeholders in one pass.
+    """Substitute the placeholders in one pass ({examples} becomes NO_EXAMPLES when absent).
 
     Not `str.format`: the template's own JSON example has braces, and inserted text
     (questions, chunks, answers) is untrusted, so a `{claims}` inside a chunk must stay
     literal text. `re.sub` with a function neither rescans inserted text nor interprets
     backslashes in it.
     """
-    return _PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], template)
+    return _PLACEHOLDER_RE.sub(lambda m: values.get(m.group(1), NO_EXAMPLES), template)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,12 +163,20 @@ def format_claims(claims: Sequence[ClaimText]) -> str:
     )
 
 
-def render_prompt(template: PromptTemplate | str, item: AnswerInput) -> str:
-    """The prompt for one answer: the template with its four placeholders filled in."""
+def render_prompt(template: PromptTemplate | str, item: AnswerInput, examples: str = "") -> str:
+    """The prompt for one answer: the template with its placeholders filled in; `examples` is
+    the few-shot block for {examples} (NO_EXAMPLES when empty)."""
     text = template.text if isinstance(template, PromptTemplate) else template
     return render(text, {
         "question": item.question,
         "chunks": format_chunks(item.chunks),
         "answer": item.answer,
         "claims": format_claims(item.claims),
+        "examples": examples or NO_EXAMPLES,
     })
+
+
+def own_material(item: AnswerInput) -> str:
+    """Everything of the answer itself that its prompt shows (the leak check's exemption)."""
+    return "\n".join([item.question, item.answer, format_chunks(item.chunks), format_claims(item.claims),
+                      *(c.text for c in item.claims)])

@@ -22,14 +22,27 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx
+import numpy as np
 from sqlite_utils import Database
 
+from .. import split as splits
 from .. import store
 from ..errors import CallFailed, EndpointRejected, EndpointUnreachable, InputError, JudgeError, ReplyError
+from ..fmt import plural
 from ..store import lab as lab_store
+from ..store import split as split_store
 from ..store.lab import RunTotals
 from .client import ChatClient, JudgeConfig, Usage
-from .compare import LabComparison, compare_runs, default_baseline
+from .compare import LabComparison, baseline_choice, compare_runs
+from .examples import (
+    DEFAULT_MAX_CHARS,
+    DEFAULT_MAX_EXAMPLES,
+    Candidate,
+    LeakGuard,
+    build_examples,
+    examples_block,
+    pick_examples,
+)
 from .prompts import AnswerInput, ChunkText, ClaimText, PromptTemplate, render_prompt
 from .replies import ClaimVerdict, correction_message, parse_reply
 
@@ -49,10 +62,11 @@ class AnswerResult:
     usage: Usage
     latency_ms: float
     verdicts: list[ClaimVerdict] = field(default_factory=list)
+    reply_invalid: bool = False  # failed because the replies could not be read as verdicts
 
 
 async def judge_answer(client: ChatClient, template: PromptTemplate | str,
-                       item: AnswerInput) -> AnswerResult:
+                       item: AnswerInput, prompt: str | None = None) -> AnswerResult:
     """Judge one answer's fixed claims: a call, and one corrective call if the reply is bad.
 
     A bad second reply, or a request that fails for good, is a failed result with no
@@ -60,7 +74,8 @@ async def judge_answer(client: ChatClient, template: PromptTemplate | str,
     not this answer's.
     """
     t0 = time.perf_counter()
-    prompt = render_prompt(template, item)
+    if prompt is None:
+        prompt = render_prompt(template, item)
     claim_ids = [c.claim_id for c in item.claims]
     chunk_ids = [c.chunk_id for c in item.chunks]
     messages: list[dict[str, str]] = [{"role": "user", "content": prompt}]
@@ -70,9 +85,13 @@ async def judge_answer(client: ChatClient, template: PromptTemplate | str,
     response: str | None = None
 
     def result(status: Literal["ok", "failed"], error: str | None,
-               verdicts: list[ClaimVerdict] | None = None) -> AnswerResult:
+               verdicts: list[ClaimVerdict] | None = None, invalid: bool = False) -> AnswerResult:
+        # The last reply is the call's `response`; its round keeps a marker instead of a second copy.
+        if exchanges and "response" in exchanges[-1] and exchanges[-1]["response"] is response:
+            del exchanges[-1]["response"]
+            exchanges[-1]["response_in_call"] = True
         return AnswerResult(item.answer_id, status, prompt, response, exchanges, attempts, error,
-                            usage, round((time.perf_counter() - t0) * 1000, 1), verdicts or [])
+                            usage, round((time.perf_counter() - t0) * 1000, 1), verdicts or [], invalid)
 
     for round_no in (1, 2):
         sent = messages[-1]["content"] if round_no > 1 else None
@@ -96,14 +115,17 @@ async def judge_answer(client: ChatClient, template: PromptTemplate | str,
                 messages += [{"role": "assistant", "content": comp.content or ""},
                              {"role": "user", "content": correction_message(exc)}]
                 continue
-            return result("failed", f"invalid reply after a corrective retry: {exc}")
+            return result("failed", f"invalid reply after a corrective retry: {exc}", invalid=True)
         return result("ok", None, verdicts)
     raise AssertionError("unreachable")
 
 
 async def judge_items(client: ChatClient, template: PromptTemplate | str, items: Iterable[AnswerInput],
-                      on_result: Callable[[AnswerInput, AnswerResult], Awaitable[None]]) -> None:
+                      on_result: Callable[[AnswerInput, AnswerResult], Awaitable[None]],
+                      prompt_for: Callable[[AnswerInput], str] | None = None) -> None:
     """Judge every item with `client.config.concurrency` workers, awaiting `on_result` for each.
+
+    `prompt_for` renders (and checks) an item's prompt; default `render_prompt(template, item)`.
 
     Workers pull from one iterator, so prompts are rendered only when a slot frees up. An
     exception from a worker or from `on_result` (including Streamlit's stop, a
@@ -113,7 +135,8 @@ async def judge_items(client: ChatClient, template: PromptTemplate | str, items:
 
     async def worker() -> None:
         for item in it:
-            res = await judge_answer(client, template, item)
+            prompt = prompt_for(item) if prompt_for is not None else None
+            res = await judge_answer(client, template, item, prompt)
             await on_result(item, res)
 
     tasks = [asyncio.create_task(worker()) for _ in range(client.config.concurrency)]
@@ -131,28 +154,38 @@ async def judge_items(client: ChatClient, template: PromptTemplate | str, items:
 
 # ---------------------------------------------------------------- lab runs
 
+# A run stops when its first INVALID_REPLY_STOP answers all failed to give usable verdicts
+# (each after one corrective round: 2 requests). Five, because a model that is merely
+# unreliable at the format (half its replies usable) passes one of five with probability
+# 1 - 0.5**5 = 97%, while a model that never produces the format costs at most
+# 2 * (5 + concurrency - 1) requests (16 at the default concurrency of 4) instead of all.
+INVALID_REPLY_STOP = 5
+CHARS_PER_TOKEN = 4  # a rough rule for English text in BPE tokenizers; the estimate says so
+
 
 @dataclass(frozen=True, slots=True)
 class LabScope:
-    """Which answers a lab run judges: those with a human-labeled claim, a cycle's, or all."""
+    """Which answers a lab run judges: those with a human-labeled claim, a cycle's, the tuning
+    or holdout part of the split, or all."""
 
-    kind: Literal["labeled", "cycle", "all"]
+    kind: Literal["labeled", "cycle", "all", "tuning", "holdout"]
     cycle: str | None = None
 
     def __str__(self) -> str:
         return f"cycle:{self.cycle}" if self.kind == "cycle" else self.kind
 
 
+SCOPE_KINDS = ("labeled", "tuning", "holdout", "all")
+
+
 def parse_scope(text: str) -> LabScope:
-    """'labeled', 'all' or 'cycle:NAME' as a LabScope; InputError otherwise."""
+    """'labeled', 'tuning', 'holdout', 'all' or 'cycle:NAME' as a LabScope; InputError otherwise."""
     text = text.strip()
-    if text == "labeled":
-        return LabScope("labeled")
-    if text == "all":
-        return LabScope("all")
+    if text in SCOPE_KINDS:
+        return LabScope(text)  # type: ignore[arg-type]
     if text.startswith("cycle:") and text[6:].strip():
         return LabScope("cycle", text[6:].strip())
-    raise InputError(f"scope {text!r}: use labeled, all or cycle:NAME")
+    raise InputError(f"scope {text!r}: use labeled, tuning, holdout, all or cycle:NAME")
 
 
 def scope_answer_ids(db: Database, scope: LabScope) -> list[str]:
@@ -160,6 +193,10 @@ def scope_answer_ids(db: Database, scope: LabScope) -> list[str]:
     is keyed by answer, so its prompt must not depend on which scope asked for it."""
     if scope.kind == "cycle" and scope.cycle is not None:
         return lab_store.scope_answer_ids(db, cycle_id=store.cycle_id(db, scope.cycle))
+    if scope.kind in ("tuning", "holdout"):
+        sp = splits.current(db)
+        ids = sp.tuning if scope.kind == "tuning" else sp.holdout + sp.pending
+        return sorted(set(ids) & set(lab_store.scope_answer_ids(db, labeled_only=False)))
     return lab_store.scope_answer_ids(db, labeled_only=scope.kind == "labeled")
 
 
@@ -201,6 +238,43 @@ class LabProgress:
 
 
 @dataclass(frozen=True, slots=True)
+class LabPlan:
+    """Everything settled before the first request: what will be sent, and what it may cost."""
+
+    scope: LabScope
+    answer_ids: list[str]  # in scope
+    items: list[AnswerInput]  # still to judge (not ok in an earlier invocation)
+    existing: store.JudgeRun | None  # the run to resume
+    revises: store.JudgeRun | None  # the run this prompt revises: default baseline, source of examples
+    revises_reason: str
+    baseline: store.JudgeRun | None  # named explicitly
+    examples: list[lab_store.ExampleRecord]
+    example_answers: dict[int, str]  # example claim pk -> its answer id
+    prompts: dict[str, str]  # answer id -> the prompt to send, already checked for leaks
+    claims: int  # claims of the items
+
+    @property
+    def prompt_chars(self) -> int:
+        return sum(len(p) for p in self.prompts.values())
+
+    @property
+    def estimated_prompt_tokens(self) -> int:
+        """About CHARS_PER_TOKEN characters per token over the rendered prompts (first round)."""
+        return -(-self.prompt_chars // CHARS_PER_TOKEN)
+
+    def cost_line(self) -> str:
+        """Before the run: answers to request, and the estimated prompt tokens."""
+        done = len(self.answer_ids) - len(self.items)
+        resumed = f" ({done} already judged, not requested again)" if done else ""
+        ex = f" · {plural(len(self.examples), 'few-shot example')} in each prompt" if self.examples else ""
+        n = len(self.items)
+        return (f"about to send {plural(n, 'request')} for {plural(n, 'answer')} of "
+                f"{len(self.answer_ids)} in scope {self.scope}{resumed}: ~{self.estimated_prompt_tokens:,}"
+                f" prompt tokens estimated from the rendered prompts ({self.prompt_chars:,} characters at "
+                f"~{CHARS_PER_TOKEN} per token; a corrective round adds more){ex}")
+
+
+@dataclass(frozen=True, slots=True)
 class LabSummary:
     """What one invocation of `run_lab` did, and where the whole run stands."""
 
@@ -218,6 +292,39 @@ class LabSummary:
     failures: list[tuple[str, str]]  # (answer id, error) of this invocation
     baseline: store.JudgeRun | None = None  # None: the run has no verdicts, or no run shares any
     comparison: LabComparison | None = None  # None: no claim judged by both and labeled
+    baseline_reason: str = ""
+    estimated_prompt_tokens: int | None = None
+    examples: int = 0
+    revises: str | None = None
+
+    def cost_line(self) -> str:
+        """After the run: the tokens the endpoint reported, against the estimate."""
+        u = self.usage
+        if u.total_tokens is None:
+            used = "tokens used: not reported by the endpoint"
+        else:
+            used = (f"tokens used: {u.total_tokens:,} (prompt {u.prompt_tokens or 0:,}, completion "
+                    f"{u.completion_tokens or 0:,})")
+        est = "" if self.estimated_prompt_tokens is None else (
+            f"; estimated before the run: ~{self.estimated_prompt_tokens:,} prompt tokens")
+        return used + est
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary for scripts (`judge run --json`)."""
+        t, u = self.totals, self.usage
+        return {"run": self.run.name, "resumed": self.resumed, "scope": self.scope,
+                "answers_in_scope": self.answers_in_scope, "answers_skipped": self.answers_skipped,
+                "answers_ok": self.answers_ok, "answers_failed": self.answers_failed,
+                "claims_judged": self.claims_judged, "revises": self.revises, "examples": self.examples,
+                "estimated_prompt_tokens": self.estimated_prompt_tokens,
+                "tokens": {"prompt": u.prompt_tokens, "completion": u.completion_tokens,
+                           "total": u.total_tokens},
+                "run_totals": {"answers_ok": t.answers_ok, "answers_failed": t.answers_failed,
+                               "claims_judged": t.claims_judged, "total_tokens": t.total_tokens},
+                "failures": [{"error": e, "answers": a} for e, a in failure_groups(self.failures)],
+                "baseline": None if self.baseline is None else self.baseline.name,
+                "baseline_reason": self.baseline_reason,
+                "comparison": None if self.comparison is None else self.comparison.to_dict()}
 
 
 def failure_groups(failures: Sequence[tuple[str, str]]) -> list[tuple[str, list[str]]]:
@@ -229,6 +336,108 @@ def failure_groups(failures: Sequence[tuple[str, str]]) -> list[tuple[str, list[
     return sorted(((err, sorted(aids)) for err, aids in groups.items()), key=lambda g: -len(g[1]))
 
 
+def choose_revised_run(db: Database, explicit: str | None, model: str,
+                       existing: store.JudgeRun | None) -> tuple[store.JudgeRun | None, str]:
+    """The run a new prompt revises, and why: the one named; else the one a resumed run
+    recorded; else the only run with human-labeled claims; else the only such run of the same
+    model; else the one with the most labeled claims. Any tie is refused (InputError) with the
+    runs named: which run a prompt revises decides the baseline and the examples, so it is
+    never settled by a tie-break."""
+    named = store.find_judge_run(db, explicit) if explicit else None
+    if existing is not None:
+        recorded = lab_store.revised_run_id(db, existing.id)
+        found = next((r for r in store.judge_runs(db) if r.id == recorded), None)
+        if found is not None:
+            if named is not None and named.id != found.id:
+                # A resumed run keeps its examples and baseline: switching mid-run would mix two.
+                raise InputError(f"{existing.name} was started as a revision of {found.name}; resume it "
+                                 f"with that, or give the prompt a new version to revise {named.name}")
+            return found, "recorded when the run was started"
+    if named is not None:
+        return named, "named"
+    counts = lab_store.labeled_claim_counts(db)
+    runs = [r for r in store.judge_runs(db) if counts.get(r.id) and (existing is None or r.id != existing.id)]
+    if not runs:
+        return None, "no run has human-labeled claims"
+    if len(runs) == 1:
+        return runs[0], "the only run with human-labeled claims"
+    same = [r for r in runs if r.judge_model == model]
+    if len(same) == 1:
+        return same[0], f"the only labeled run of model {model}"
+    pool = same or runs
+    best = max(counts[r.id] for r in pool)
+    top = [r for r in pool if counts[r.id] == best]
+    if len(top) == 1:
+        return top[0], f"the run with the most human-labeled claims ({best})"
+    raise InputError(f"which run does this prompt revise? {', '.join(r.name for r in top)} each have "
+                     f"{best} human-labeled claims; name one (--revises RUN, or pick it on the page)")
+
+
+def example_candidates(db: Database, run: store.JudgeRun, tuning_answers: set[str]) -> list[Candidate]:
+    """Tuning claims with a final human label and `run`'s verdict: what examples are picked from."""
+    from ..vocab import LABELS
+
+    table = store.claim_table(db, run.id)
+    out = []
+    for i in np.flatnonzero(table.agreed()).tolist():
+        aid = table.answer_ids[int(table.answer[i])]
+        if aid in tuning_answers:
+            out.append(Candidate(int(table.claim_pk[i]), table.keys[i], aid, LABELS[int(table.human[i])],
+                                 LABELS[int(table.judge[i])]))
+    return out
+
+
+def prepare_lab(db: Database, config: JudgeConfig, template: PromptTemplate, *,
+                scope: LabScope | str = "labeled", revises: str | None = None, baseline: str | None = None,
+                max_examples: int = DEFAULT_MAX_EXAMPLES, max_example_chars: int = DEFAULT_MAX_CHARS,
+                created_by: str | None = None) -> LabPlan:
+    """Settle a run before anything is sent: the split brought up to date, the answers to
+    judge, the run revised, the few-shot examples (from tuning claims only) and every prompt,
+    each checked to carry no holdout claim text. Raises before any request when something is wrong."""
+    scope = parse_scope(scope) if isinstance(scope, str) else scope
+    splits.ensure_split(db, created_by=created_by)
+    answer_ids = scope_answer_ids(db, scope)
+    if not answer_ids:
+        hint = " (no claim has a human label yet)" if scope.kind in ("labeled", "tuning", "holdout") else ""
+        raise InputError(f"scope {scope} holds no answers with claims{hint}; nothing to judge")
+    base_run = store.find_judge_run(db, baseline) if baseline else None
+    existing = lab_store.find_lab_run(db, config.model, template.version, template.sha256)
+    if base_run is not None and existing is not None and base_run.id == existing.id:
+        raise InputError(f"the baseline {baseline!r} is the run itself; name another run")
+    revised, reason = choose_revised_run(db, revises, config.model, existing)
+    if revised is not None and existing is not None and revised.id == existing.id:
+        raise InputError("a run cannot revise itself; name the run the prompt was revised from")
+    done_before = lab_store.ok_answer_ids(db, existing.id) if existing is not None else set()
+    pending = [a for a in answer_ids if a not in done_before]
+    items = load_inputs(db, pending)
+
+    sp = splits.current(db)
+    sealed_answers = set(sp.holdout) | set(sp.pending)
+    holdout_texts = split_store.claim_texts(db, sealed_answers)
+    guard = LeakGuard(holdout_texts)
+    examples: list[lab_store.ExampleRecord] = []
+    if existing is not None:
+        examples = lab_store.run_examples(db, existing.id)  # a resumed run keeps its examples
+    if not examples and template.uses_examples and revised is not None:
+        picked = pick_examples(example_candidates(db, revised, set(sp.tuning)), max_count=max_examples,
+                               seed=template_seed(template))
+        material = {m.claim_pk: m for m in lab_store.example_material(db, revised.id,
+                                                                       [c.claim_pk for c in picked])}
+        examples = build_examples(picked, material, max_chars=max_example_chars)
+    guard.check_examples(examples)
+    example_answers = lab_store.claim_answer_ids(db, [e.claim_pk for e in examples])
+    prompts = {it.answer_id: guard.check(render_prompt(
+        template, it, examples_block(examples, example_answers, it.answer_id)), it) for it in items}
+    return LabPlan(scope, answer_ids, items, existing, revised, reason, base_run, examples, example_answers,
+                   prompts, sum(len(it.claims) for it in items))
+
+
+def template_seed(template: PromptTemplate) -> int:
+    """The seed of the example shuffle: fixed by the template text, so a version always
+    picks the same examples from the same labels."""
+    return int(template.sha256[:8], 16)
+
+
 class _Invocation:
     """The state of one `arun_lab` call while its answers are judged and stored.
 
@@ -238,18 +447,19 @@ class _Invocation:
     `write` and `close` run on that thread only; `on_result` runs on the event loop.
     """
 
-    def __init__(self, db_path: Path, config: JudgeConfig, template: PromptTemplate, scope: LabScope,
-                 total: int, progress: Callable[[LabProgress], None] | None, t0: float) -> None:
-        self.db_path, self.config, self.template, self.scope = db_path, config, template, scope
-        self.total = total
+    def __init__(self, db_path: Path, config: JudgeConfig, template: PromptTemplate, plan: LabPlan,
+                 progress: Callable[[LabProgress], None] | None, t0: float, stop_after_invalid: int) -> None:
+        self.db_path, self.config, self.template, self.plan = db_path, config, template, plan
+        self.total = len(plan.items)
         self.progress = progress
         self.t0 = t0
+        self.stop_after_invalid = stop_after_invalid
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-writer")
         self.writer_db: Database | None = None
         self.run: store.JudgeRun | None = None  # set once the first result is stored
         self.stored = 0  # answers stored by this invocation, counted by the writer itself
         self.usage = Usage()
-        self.ok = self.failed = self.claims = 0
+        self.ok = self.failed = self.claims = self.invalid = 0
         self.failures: list[tuple[str, str]] = []
 
     def write(self, item: AnswerInput, res: AnswerResult) -> int:
@@ -258,11 +468,14 @@ class _Invocation:
         db = self.writer_db
         with store.write(db):  # the run is created in the transaction storing its first call
             if self.run is None:
-                cfg, tpl = self.config, self.template
+                cfg, tpl, plan = self.config, self.template, self.plan
                 self.run = lab_store.open_lab_run(
                     db, model=cfg.model, version=tpl.version, template=tpl.text,
                     template_sha256=tpl.sha256, base_url=cfg.base_url, params=cfg.params(),
-                    scope=str(self.scope))[0]
+                    scope=str(plan.scope))[0]
+                if plan.revises is not None:
+                    lab_store.set_revised_run(db, self.run.id, plan.revises.id)
+                lab_store.record_examples(db, self.run.id, plan.examples)
             written = lab_store.record_call(db, self.run.id, call_record(item, res))
         self.stored += 1
         return written
@@ -284,10 +497,17 @@ class _Invocation:
             self.ok += 1
         else:
             self.failed += 1
+            self.invalid += res.reply_invalid
         self.claims += written
         if res.error:
             self.failures.append((item.answer_id, res.error))
         self.report()
+        if self.ok == 0 and self.invalid >= self.stop_after_invalid:
+            raise EndpointRejected(
+                f"the first {plural(self.invalid, 'answer')} all got replies that cannot be read as "
+                f"verdicts (even after a corrective round), so the run stopped instead of paying for "
+                f"the rest. Last error: {res.error}. Check that the model follows the JSON format in "
+                "the template (try --json-mode, or a stronger model), then run again.")
 
     def shutdown(self) -> None:
         # Waits for a write already handed over, so an interrupted run keeps it.
@@ -298,7 +518,9 @@ class _Invocation:
 async def arun_lab(config: JudgeConfig, template: PromptTemplate, *, scope: LabScope | str = "labeled",
                    db_path: str | Path | None = None,
                    progress: Callable[[LabProgress], None] | None = None,
-                   baseline: str | None = None,
+                   baseline: str | None = None, revises: str | None = None,
+                   plan: LabPlan | None = None,
+                   stop_after_invalid: int = INVALID_REPLY_STOP,
                    transport: httpx.AsyncBaseTransport | None = None) -> LabSummary:
     """Run (or resume) the lab run MODEL@VERSION over the answers in scope.
 
@@ -307,36 +529,28 @@ async def arun_lab(config: JudgeConfig, template: PromptTemplate, *, scope: LabS
     the calls in flight. `progress` runs on the caller's thread after each answer; an
     exception from it stops the run (that is how a UI cancels).
 
-    An endpoint that cannot be reached (EndpointUnreachable, after a short retry) or that
-    refuses the requests (EndpointRejected) stops the whole run; what was stored stays. The
-    run is created only when its first result is stored, so a run stopped before that leaves
-    no empty judge run behind. The comparison (default baseline: `default_baseline`) is made
-    only when the run has verdicts.
+    `plan` (from `prepare_lab`, e.g. to show its cost line first) is made here when absent.
+    An endpoint that cannot be reached, that refuses the requests (a 4xx other than 408/429),
+    or whose first `stop_after_invalid` answers all fail to give usable verdicts stops the
+    whole run (EndpointUnreachable / EndpointRejected); what was stored stays. The run is
+    created only when its first result is stored. The comparison's baseline is `baseline`
+    when named, else the run this prompt revises (`compare.baseline_choice`).
     """
     t0 = time.perf_counter()
-    scope = parse_scope(scope) if isinstance(scope, str) else scope
     db_path = Path(db_path) if db_path is not None else store.default_db_path()
-    with store.session(db_path) as db:
-        # Checked before any request, so a typo in the scope or a taken name costs nothing.
-        answer_ids = scope_answer_ids(db, scope)
-        if not answer_ids:
-            hint = " (no claim has a human label yet)" if scope.kind == "labeled" else ""
-            raise InputError(f"scope {scope} holds no answers with claims{hint}; nothing to judge")
-        base_run = store.find_judge_run(db, baseline) if baseline else None
-        existing = lab_store.find_lab_run(db, config.model, template.version, template.sha256)
-        if base_run is not None and existing is not None and base_run.id == existing.id:
-            raise InputError(f"the baseline {baseline!r} is the run itself; name another run")
-        done_before = lab_store.ok_answer_ids(db, existing.id) if existing is not None else set()
-        pending = [a for a in answer_ids if a not in done_before]
-        items = load_inputs(db, pending)
-
-    state = _Invocation(db_path, config, template, scope, len(items), progress, t0)
+    if plan is None:
+        with store.session(db_path) as db:
+            plan = prepare_lab(db, config, template, scope=scope, revises=revises, baseline=baseline)
+    scope = plan.scope
+    existing = plan.existing
+    state = _Invocation(db_path, config, template, plan, progress, t0, stop_after_invalid)
     state.report()
     stop: EndpointUnreachable | EndpointRejected | None = None
     try:
-        if items:
+        if plan.items:
             async with ChatClient(config, transport=transport) as client:
-                await judge_items(client, template, items, state.on_result)
+                await judge_items(client, template, plan.items, state.on_result,
+                                  prompt_for=lambda it: plan.prompts[it.answer_id])
     except (EndpointUnreachable, EndpointRejected) as exc:
         stop = exc
         raise
@@ -348,21 +562,26 @@ async def arun_lab(config: JudgeConfig, template: PromptTemplate, *, scope: LabS
     run = state.run or existing
     if run is None:  # not reached: a new run has pending answers, and each stores a result
         raise JudgeError("no answer was judged")
+    base_run = plan.baseline
+    reason = "named" if base_run is not None else ""
     with store.session(db_path) as db:
         lab_store.finish_lab_run(db, run.id)
         totals = lab_store.run_totals(db, run.id)
         comparison = None
         if totals.claims_judged == 0:
-            base_run = None  # every call failed: there is nothing to compare
+            base_run, reason = None, "the run has no verdicts yet"
         else:
             cycle = scope.cycle if scope.kind == "cycle" else None
             if base_run is None:
-                base_run = default_baseline(db, run, cycle)
+                base_run, reason = baseline_choice(db, run, cycle)
             if base_run is not None and base_run.id != run.id:
                 comparison = compare_runs(db, run, base_run, cycle)
-    return LabSummary(run, existing is not None, str(scope), len(answer_ids),
-                      len(answer_ids) - len(pending), state.ok, state.failed, state.claims, state.usage,
-                      totals, time.perf_counter() - t0, state.failures, base_run, comparison)
+    pending = len(plan.items)
+    return LabSummary(run, existing is not None, str(scope), len(plan.answer_ids),
+                      len(plan.answer_ids) - pending, state.ok, state.failed, state.claims, state.usage,
+                      totals, time.perf_counter() - t0, state.failures, base_run, comparison, reason,
+                      plan.estimated_prompt_tokens, len(plan.examples),
+                      None if plan.revises is None else plan.revises.name)
 
 
 def run_lab(config: JudgeConfig, template: PromptTemplate, **kwargs: Any) -> LabSummary:
@@ -387,3 +606,15 @@ def plan_run(db: Database, model: str, version: str, scope: LabScope | str = "la
     found = store.run_id(db, model, version, create=False)
     done = len(lab_store.ok_answer_ids(db, found) & set(ids)) if found is not None else 0
     return RunPlan(len(ids), claims, done)
+
+
+def revised_run_options(db: Database, model: str) -> tuple[list[str], str | None, str]:
+    """For a form: the runs with human-labeled claims (names), the default run revised (None on
+    a tie: the person must choose), and the reason in words."""
+    counts = lab_store.labeled_claim_counts(db)
+    names = [r.name for r in store.judge_runs(db) if counts.get(r.id)]
+    try:
+        run, why = choose_revised_run(db, None, model, None)
+    except InputError as exc:
+        return names, None, str(exc)
+    return names, None if run is None else run.name, why

@@ -331,3 +331,116 @@ def shared_labeled_claims(db: Database, run_id: int, cycle_id: int | None = None
                   WHERE h.claim_pk = va.claim_pk AND h.status = 'labeled')
             GROUP BY vb.run_id""", params).fetchall()
     return {int(r): int(n) for r, n in rows}
+
+
+# ---------------------------------------------------------------- revisions and few-shot examples
+
+
+def revised_run_id(db: Database, run_id: int) -> int | None:
+    """The run a lab run revises (its default baseline), when recorded."""
+    row = db.execute("SELECT revises_run_id FROM judge_lab_revisions WHERE run_id = ?", [run_id]).fetchone()
+    return None if row is None else int(row[0])
+
+
+def set_revised_run(db: Database, run_id: int, revises_run_id: int) -> None:
+    """Record (once) which run a lab run revises; a resumed run keeps its first record."""
+    with write(db):
+        db.execute("INSERT INTO judge_lab_revisions (run_id, revises_run_id) VALUES (?, ?) "
+                   "ON CONFLICT (run_id) DO NOTHING", [run_id, revises_run_id])
+
+
+@dataclass(frozen=True, slots=True)
+class ExampleRecord:
+    """One few-shot example a lab run's prompts carried."""
+
+    claim_pk: int
+    kind: str
+    text: str
+
+
+def record_examples(db: Database, run_id: int, examples: Sequence[ExampleRecord]) -> None:
+    """Store the examples of a new lab run (a run's examples never change: a resume reuses them)."""
+    with write(db):
+        if db.execute("SELECT 1 FROM judge_lab_examples WHERE run_id = ? LIMIT 1", [run_id]).fetchone():
+            return
+        db.conn.executemany("INSERT INTO judge_lab_examples (run_id, position, claim_pk, kind, text) "
+                            "VALUES (?, ?, ?, ?, ?)",
+                            [(run_id, i, e.claim_pk, e.kind, e.text) for i, e in enumerate(examples)])
+
+
+def run_examples(db: Database, run_id: int) -> list[ExampleRecord]:
+    """The examples stored with a lab run, in prompt order."""
+    return [ExampleRecord(int(pk), kind, text) for pk, kind, text in db.execute(
+        "SELECT claim_pk, kind, text FROM judge_lab_examples WHERE run_id = ? ORDER BY position", [run_id])]
+
+
+@dataclass(frozen=True, slots=True)
+class ExampleMaterial:
+    """What an example shows of one labeled claim: its answer's question and chunks, the claim,
+    reviewers' notes and the chunks they (or the judge) cited."""
+
+    claim_pk: int
+    answer_id: str
+    question: str
+    claim: str
+    chunks: tuple[tuple[str, str], ...]  # (chunk id, text), stored order
+    cited: tuple[str, ...]  # chunk ids cited by reviewers, else by the judge run
+    notes: tuple[str, ...]  # reviewers' notes, non-empty ones
+
+
+def example_material(db: Database, run_id: int, claim_pks: Sequence[int]) -> list[ExampleMaterial]:
+    """The material of each claim in `claim_pks` (in that order) for few-shot examples."""
+    out = []
+    for pk in claim_pks:
+        row = db.execute("""SELECT c.answer_id, a.question, c.text, v.evidence FROM claims c
+                            JOIN answers a ON a.id = c.answer_id
+                            LEFT JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = ?
+                            WHERE c.id = ?""", [run_id, pk]).fetchone()
+        if row is None:
+            continue
+        aid, question, text, judge_ev = row
+        chunks = tuple((r[0], r[1]) for r in db.execute(
+            "SELECT chunk_id, text FROM chunks WHERE answer_id = ? ORDER BY position", [aid]))
+        notes, cited = [], []
+        for note, evidence in db.execute(
+                "SELECT note, evidence FROM human_labels WHERE claim_pk = ? AND status = 'labeled' "
+                "ORDER BY reviewer", [pk]):
+            if note and note.strip():
+                notes.append(note.strip())
+            cited += json.loads(evidence or "[]")
+        if not cited:
+            cited = json.loads(judge_ev or "[]")
+        out.append(ExampleMaterial(int(pk), aid, question, text, chunks, tuple(dict.fromkeys(cited)),
+                                   tuple(notes)))
+    return out
+
+
+def call_sizes(db: Database, run_id: int, answer_ids: Sequence[str]) -> dict[str, tuple[str, int, int]]:
+    """answer id -> (status, prompt characters, reply characters) without loading the texts:
+    the page lists calls by these and loads one call only when asked."""
+    out: dict[str, tuple[str, int, int]] = {}
+    for start in range(0, len(answer_ids), 500):
+        batch = list(answer_ids[start:start + 500])
+        marks = ",".join("?" * len(batch))
+        for aid, status, lp, lr in db.execute(
+                f"SELECT answer_id, status, length(prompt), coalesce(length(response), 0) FROM judge_calls "
+                f"WHERE run_id = ? AND answer_id IN ({marks})", [run_id, *batch]):
+            out[aid] = (status, int(lp), int(lr))
+    return out
+
+
+def labeled_claim_counts(db: Database) -> dict[int, int]:
+    """Per judge run: how many of the claims it judged carry a human label."""
+    return {int(r): int(n) for r, n in db.execute(
+        """SELECT v.run_id, count(*) FROM judge_verdicts v WHERE EXISTS (SELECT 1 FROM human_labels h
+           WHERE h.claim_pk = v.claim_pk AND h.status = 'labeled') GROUP BY v.run_id""")}
+
+
+def claim_answer_ids(db: Database, claim_pks: Sequence[int]) -> dict[int, str]:
+    """claim pk -> its answer id."""
+    out: dict[int, str] = {}
+    for pk in claim_pks:
+        row = db.execute("SELECT answer_id FROM claims WHERE id = ?", [pk]).fetchone()
+        if row is not None:
+            out[int(pk)] = row[0]
+    return out

@@ -251,6 +251,52 @@ def m007_review_day(db: Database) -> None:
     ])
 
 
+# ---------------------------------------------------------------- m008 tuning / holdout split
+
+
+@migrations()
+def m008_tuning_holdout(db: Database) -> None:
+    # The split is answer-level: a claim's part is its answer's. `claim_splits` holds one row
+    # per holdout generation (the latest is current); unsealing is recorded on it and never
+    # undone, so a used holdout stays marked used. `split_answers` is written once per answer:
+    # an answer never moves between parts, whatever is labeled later.
+    # `judge_lab_examples` keeps the few-shot examples a lab run's prompts carried, and
+    # `judge_lab_revisions` the run each lab run revises (its default baseline).
+    _run(db, [
+        """CREATE TABLE claim_splits (
+            id INTEGER PRIMARY KEY,
+            seed INTEGER NOT NULL,
+            holdout_share REAL NOT NULL CHECK (holdout_share > 0 AND holdout_share < 1),
+            stratify_run_id INTEGER REFERENCES judge_runs(id),
+            created_by TEXT,
+            created_at TEXT NOT NULL,
+            unsealed_by TEXT,
+            unsealed_at TEXT,
+            unseal_reason TEXT
+        )""",
+        """CREATE TABLE split_answers (
+            answer_id TEXT PRIMARY KEY REFERENCES answers(id),
+            split_id INTEGER NOT NULL REFERENCES claim_splits(id),
+            part TEXT NOT NULL CHECK (part IN ('tuning','holdout')),
+            stratum TEXT NOT NULL,
+            assigned_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX split_answers_part ON split_answers(split_id, part)",
+        """CREATE TABLE judge_lab_examples (
+            run_id INTEGER NOT NULL REFERENCES judge_runs(id),
+            position INTEGER NOT NULL,
+            claim_pk INTEGER NOT NULL REFERENCES claims(id),
+            kind TEXT NOT NULL,
+            text TEXT NOT NULL,
+            PRIMARY KEY (run_id, position)
+        )""",
+        """CREATE TABLE judge_lab_revisions (
+            run_id INTEGER PRIMARY KEY REFERENCES judge_runs(id),
+            revises_run_id INTEGER NOT NULL REFERENCES judge_runs(id)
+        )""",
+    ])
+
+
 # ---------------------------------------------------------------- m010 security
 
 

@@ -1,0 +1,251 @@
+"""Tuning and holdout claims: which human-labeled claims a lead may read while revising the
+judge prompt, and which stay sealed until the revised prompt is checked on them.
+
+The split is answer-level (a claim's part is its answer's: claims of one answer share its
+question and chunks, so reading one would leak the others), reproducible (a stored seed) and
+stratified by the judge's verdict on the answer (`answer_stratum`), so both parts see the
+judge's verdicts in the same proportions. `assign_parts` is the rule, a pure function.
+
+Answers are assigned once, when they first carry a label and the split is brought up to date
+(`ensure_split`: the lab page, `judge run` and `split show` do it); an answer never moves.
+Answers in the cycles' holdout (`holdout add`) always go to the holdout. While the holdout is
+sealed, a labeled answer not yet assigned counts as sealed too: it may still land there.
+
+Unsealing (`unseal`) is recorded with who and when, and marks that holdout used: a claim once
+read cannot be unread, so a fresh holdout (`new_holdout`) takes only answers labeled later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from sqlite_utils import Database
+
+from . import store
+from .errors import ConflictError, InputError
+from .store import split as split_store
+from .store.split import SplitRecord
+
+DEFAULT_SEED = 20240601
+# Half of the labels: the holdout's paired test has to find the discordant claims among them,
+# and with the ~100 labeled claims of a first round a 20-30% holdout leaves too few to decide.
+DEFAULT_HOLDOUT_SHARE = 0.5
+STRATA = ("CONTRADICTED", "UNSUPPORTED", "SUPPORTED", "unjudged")
+
+
+def answer_stratum(verdicts: Iterable[str]) -> str:
+    """An answer's stratum from the judge's verdicts on its claims: CONTRADICTED if any claim
+    is, else UNSUPPORTED if any is, else SUPPORTED; 'unjudged' when the run judged none."""
+    seen = set(verdicts)
+    for s in STRATA[:3]:
+        if s in seen:
+            return s
+    return "unjudged"
+
+
+def assign_parts(strata: Mapping[str, str], *, seed: int, holdout_share: float,
+                 forced_holdout: Iterable[str] = ()) -> dict[str, str]:
+    """answer id -> 'tuning' | 'holdout': stratified random allocation.
+
+    Strata are taken in `STRATA` order (others after, by name). The holdout quota is
+    allocated by cumulative rounding: after stratum k, round(share * (n_1 + ... + n_k))
+    answers are holdout, so each stratum gets its share to within one answer and the total
+    is round(share * N). Within a stratum the answers (sorted by id) are permuted by a
+    numpy Generator seeded with `seed`; answers in `forced_holdout` fill the quota first
+    (and are holdout even beyond it). The same inputs give the same split on any machine
+    (numpy's PCG64 stream is stable for a given seed).
+    """
+    if not 0.0 < holdout_share < 1.0:
+        raise InputError(f"holdout share {holdout_share}: use a number between 0 and 1")
+    forced = set(forced_holdout)
+    by_stratum: dict[str, list[str]] = {}
+    for aid, s in strata.items():
+        by_stratum.setdefault(s, []).append(aid)
+    order = [s for s in STRATA if s in by_stratum] + sorted(s for s in by_stratum if s not in STRATA)
+    rng = np.random.default_rng(seed)
+    out: dict[str, str] = {}
+    seen = taken = 0
+    for s in order:
+        ids = sorted(by_stratum[s])
+        seen += len(ids)
+        quota = max(0, int(np.floor(holdout_share * seen + 0.5)) - taken)
+        perm = [ids[i] for i in rng.permutation(len(ids)).tolist()]
+        first = [a for a in perm if a in forced]
+        rest = [a for a in perm if a not in forced]
+        chosen = first + rest[:max(0, quota - len(first))]
+        for a in ids:
+            out[a] = "tuning"
+        for a in chosen:
+            out[a] = "holdout"
+        taken += len(chosen)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """The split as it stands: answer ids of each part (by id) and the seal."""
+
+    generation: SplitRecord | None  # None: no split made yet
+    tuning: list[str]
+    holdout: list[str]
+    pending: list[str]  # labeled answers not yet assigned (sealed while the holdout is)
+
+    @property
+    def sealed(self) -> bool:
+        """True while the current holdout is sealed; with no split yet, the cycles' holdout
+        answers are the sealed set (they were set aside for this before any split)."""
+        return self.generation is None or self.generation.sealed
+
+    @property
+    def used(self) -> bool:
+        """The current holdout was unsealed: its claims were read, it cannot prove a gain."""
+        return self.generation is not None and not self.generation.sealed
+
+    def to_dict(self) -> dict[str, object]:
+        return {"tuning": self.tuning, "holdout": self.holdout, "sealed": self.sealed,
+                "pending": self.pending, "used": self.used,
+                "generation": None if self.generation is None else self.generation.id,
+                "unsealed_by": None if self.generation is None else self.generation.unsealed_by,
+                "unsealed_at": None if self.generation is None else self.generation.unsealed_at}
+
+
+def current(db: Database, run: store.JudgeRun | None = None) -> Split:
+    """The split as stored (writes nothing); limited to the answers `run` judged, if given."""
+    gen = split_store.current_split(db)
+    assigned = split_store.assignments(db)
+    labeled = split_store.labeled_answer_ids(db)
+    cycle_holdout = split_store.cycle_holdout_answer_ids(db)
+    holdout: set[str] = {a for a in cycle_holdout if a not in assigned}
+    if gen is not None:
+        holdout |= {a for a, (g, part) in assigned.items() if g == gen.id and part == "holdout"}
+    pending = [a for a in labeled if a not in assigned and a not in holdout] if gen is not None else []
+    labeled_set = set(labeled)
+    tuning = [a for a in labeled if a not in holdout and a not in set(pending)]
+    hold = sorted(a for a in holdout if a in labeled_set or a in assigned)
+    if run is not None:
+        mine = split_store.run_answer_ids(db, run.id)
+        tuning = [a for a in tuning if a in mine]
+        hold = [a for a in hold if a in mine]
+        pending = [a for a in pending if a in mine]
+    return Split(gen, tuning, hold, pending)
+
+
+def claim_counts(db: Database, s: Split) -> dict[str, int]:
+    """Claims per part (all claims of the part's answers): the sizes a page shows."""
+    return {"tuning": len(split_store.claim_keys(db, s.tuning)),
+            "holdout": len(split_store.claim_keys(db, s.holdout)),
+            "pending": len(split_store.claim_keys(db, s.pending))}
+
+
+def _assign_pending(db: Database, gen: SplitRecord, stratify_run_id: int | None) -> int:
+    assigned = split_store.assignments(db)
+    todo = [a for a in split_store.labeled_answer_ids(db) if a not in assigned]
+    if not todo:
+        return 0
+    verdicts = split_store.answer_judge_verdicts(db, stratify_run_id, todo)
+    strata = {a: answer_stratum(v) for a, v in verdicts.items()}
+    # A later batch gets its own stream (seed, generation, batch size), so re-running the
+    # same state gives the same parts while batches do not all draw the first numbers.
+    seed = int(np.random.SeedSequence([gen.seed, gen.id, len(assigned)]).generate_state(1)[0])
+    parts = assign_parts(strata, seed=seed, holdout_share=gen.holdout_share,
+                         forced_holdout=split_store.cycle_holdout_answer_ids(db))
+    return split_store.assign_answers(db, gen.id, [(a, parts[a], strata[a]) for a in todo])
+
+
+def ensure_split(db: Database, *, stratify_run: store.JudgeRun | None = None, created_by: str | None = None,
+                 seed: int = DEFAULT_SEED, holdout_share: float = DEFAULT_HOLDOUT_SHARE) -> Split:
+    """Make the split if there is none, and assign labeled answers not assigned yet.
+
+    The first split is stratified by `stratify_run`'s verdicts (default: the most recently
+    imported run); `seed` and `holdout_share` apply only when the split is made.
+    """
+    gen = split_store.current_split(db)
+    if gen is None:
+        if not split_store.labeled_answer_ids(db):
+            return current(db)
+        run = stratify_run
+        if run is None and store.judge_runs(db):
+            run = store.find_judge_run(db, None)
+        split_store.create_split(db, seed=seed, holdout_share=holdout_share,
+                                 stratify_run_id=None if run is None else run.id, created_by=created_by)
+        gen = split_store.current_split(db)
+        assert gen is not None
+    if gen.sealed:
+        # A used holdout takes no new answers: they wait for `new_holdout`, so that the fresh
+        # holdout is made of claims nobody has read.
+        _assign_pending(db, gen, gen.stratify_run_id)
+    return current(db)
+
+
+def unseal(db: Database, *, who: str, reason: str | None = None) -> SplitRecord:
+    """Unseal the current holdout, recording who and when; it is marked used from then on."""
+    if not who.strip():
+        raise InputError("say who unseals the holdout")
+    gen = split_store.current_split(db)
+    if gen is None:
+        raise ConflictError("there is no split to unseal yet")
+    if not split_store.unseal_split(db, gen.id, who=who.strip(), reason=reason):
+        raise ConflictError(f"the holdout was already unsealed by {gen.unsealed_by} at {gen.unsealed_at}")
+    out = split_store.current_split(db)
+    assert out is not None
+    return out
+
+
+def new_holdout(db: Database, *, created_by: str | None = None, seed: int = DEFAULT_SEED,
+                holdout_share: float = DEFAULT_HOLDOUT_SHARE) -> Split:
+    """Start a fresh holdout once the current one is used: the answers labeled since then are
+    split; the used holdout's answers become tuning answers."""
+    gen = split_store.current_split(db)
+    if gen is not None and gen.sealed:
+        raise ConflictError("the current holdout is still sealed; a new one is made only after it was used")
+    stratify = None if gen is None else gen.stratify_run_id
+    split_store.create_split(db, seed=seed, holdout_share=holdout_share, stratify_run_id=stratify,
+                             created_by=created_by)
+    new = split_store.current_split(db)
+    assert new is not None
+    _assign_pending(db, new, stratify)
+    return current(db)
+
+
+def sealed_answer_ids(db: Database) -> set[str]:
+    """Answers whose claims nobody may read now: the holdout and pending ones while sealed."""
+    s = current(db)
+    if not s.sealed:
+        return set()
+    # Cycle holdout answers count from the start, labeled or not (current() lists labeled ones).
+    assigned = split_store.assignments(db)
+    unassigned_cycle = {a for a in split_store.cycle_holdout_answer_ids(db) if a not in assigned}
+    return set(s.holdout) | set(s.pending) | unassigned_cycle
+
+
+def sealed_claim_keys(db: Database, run: store.JudgeRun | str | None = None) -> set[str]:
+    """'ANSWER/CLAIM' keys of the sealed claims (of the claims `run` judged, if given): what
+    claim lists, the flag's claim ids and the example picker must leave out."""
+    answers = sealed_answer_ids(db)
+    if not answers:
+        return set()
+    if isinstance(run, str):
+        run = store.find_judge_run(db, run)
+    return split_store.claim_keys(db, answers, None if run is None else run.id)
+
+
+def fingerprint(db: Database) -> tuple[object, ...]:
+    """Changes when the split or its seal changes (a page's cache key includes it)."""
+    return split_store.state_marker(db)
+
+
+def export_split(db: Database) -> dict[str, object]:
+    """The split for an export file: its generations (seed, share, seal record) and every
+    answer's part. Restore with `restore_split`."""
+    return dict(split_store.export_rows(db))
+
+
+def restore_split(db: Database, data: Mapping[str, object], run_ids: Mapping[str, int] | None = None) -> int:
+    """Put an exported split back (into a database without one); returns answers restored.
+    `run_ids` maps exported judge-run ids to the restored ones (optional)."""
+    if split_store.current_split(db) is not None:
+        raise ConflictError("this database already has a split; restore into a fresh database")
+    rows = {k: list(v) for k, v in data.items() if isinstance(v, list)}
+    return split_store.restore_rows(db, rows, dict(run_ids) if run_ids is not None else None)

@@ -1,0 +1,199 @@
+"""The judge lab in a real Chromium: a lead revises the prompt for the WiCE gpt-4 labels, runs
+it against the local stub endpoint, reads the holdout verdict first, stops the run mid-way and
+resumes it, switches the baseline; the dashboard lists no holdout claim while it is sealed."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from calibration import judge, split, store
+from calibration.importing import import_answers, import_labels
+
+from ..judge_stub import StubServer
+from .conftest import ROOT, SCREENSHOTS, require_browser, server_errors, start_app
+
+pytestmark = pytest.mark.browser
+
+WICE = ROOT / "data" / "wice"
+GPT4 = "gpt-4-0613@wice-gpt4"
+GPT35 = "gpt-3.5-turbo-0613@wice-gpt35"
+
+
+@dataclass
+class Lab:
+    url: str
+    db: Path
+    log: Path
+    stub: StubServer
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    require_browser()
+    d = tmp_path_factory.mktemp("judge_lab")
+    db = d / "app.db"
+    with store.session(db) as conn:
+        import_answers(conn, WICE / "wice_judged_gpt4.jsonl")
+        import_answers(conn, WICE / "wice_judged_gpt35.jsonl")
+        import_labels(conn, WICE / "wice_human_labels.csv")
+    with (WICE / "wice_human_labels.csv").open(encoding="utf-8") as fh:
+        humans = {r["claim_id"]: r["verdict"] for r in csv.DictReader(fh)}
+    # The "revised prompt": the stub answers as the reviewers did on most claims.
+    revised = {c: v for i, (c, v) in enumerate(sorted(humans.items())) if i % 5}
+    with StubServer(verdicts=revised, record=False, latency=0.15) as stub, \
+            start_app(db, d / "server.log") as url:
+        yield Lab(url, db, d / "server.log", stub)
+
+
+@pytest.fixture
+def page(lab: Lab) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    from .conftest import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        pg = b.new_page(viewport={"width": 1280, "height": 720})
+        pg.set_default_timeout(30_000)
+        pg.goto(f"{lab.url}/judge_lab")
+        name = pg.get_by_label("Your name")
+        name.fill("lead")
+        name.press("Enter")
+        pg.get_by_text("Tuning and holdout claims").wait_for()
+        try:
+            yield pg
+        finally:
+            b.close()
+
+
+def settled(page: Any) -> None:
+    page.wait_for_function("""() => {
+        const app = document.querySelector('[data-testid="stApp"]');
+        return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
+            && !document.querySelector('[data-stale="true"]'); }""")
+
+
+def fill(page: Any, key: str, value: str) -> None:
+    field = page.locator(f".st-key-{key} input, .st-key-{key} textarea").first
+    field.fill(value)
+
+
+def choose(page: Any, key: str, option: str) -> None:
+    settled(page)
+    box = page.locator(f".st-key-{key} input").first
+    for _ in range(3):  # a rerun redrawing the box may swallow the first click
+        box.click()
+        try:
+            page.get_by_role("option", name=option, exact=False).first.click(timeout=5_000)
+            return
+        except Exception:
+            page.keyboard.press("Escape")
+            settled(page)
+    raise AssertionError(f"could not choose {option!r} in {key}")
+
+
+def grid_cells(page: Any, key: str | None = None) -> list[str]:
+    """Text of the cells a dataframe draws (its accessible table: the grid is a canvas)."""
+    scope = f".st-key-{key} " if key else ""
+    return page.locator(f"{scope}[data-testid='stDataFrame'] table [role='gridcell']").all_inner_texts()
+
+
+def body(page: Any) -> str:
+    return page.locator("body").inner_text()
+
+
+def test_revise_run_stop_resume_switch_baseline(lab: Lab, page: Any) -> None:
+    # The lead's revision: the shipped template with few-shot examples from the corrections.
+    text = judge.load_template("grounding-v1").text + "\n\nExamples corrected by reviewers:\n{examples}\n"
+    page.locator(".st-key-lab_template_text textarea").fill(text)
+    page.locator(".st-key-lab_template_text textarea").blur()
+    settled(page)
+    fill(page, "lab_base_url", lab.stub.base_url)
+    fill(page, "lab_model", "stub-judge")
+    fill(page, "lab_version", "wice-revised-v2")
+    fill(page, "lab_key_env", "")
+    page.locator(".st-key-lab_key_env input").blur()
+    # Both WiCE runs have 100 labeled claims: the page asks which one this prompt revises.
+    assert "never settled by a tie-break" in body(page)
+    choose(page, "lab_revises", GPT4)
+    page.locator(".st-key-lab_concurrency input").fill("1")
+
+    # Run, and stop it mid-way.
+    page.locator(".st-key-lab_run_submit button").click()
+    page.get_by_text("Before the run: about to send 100 requests").wait_for()
+    page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stProgress"]')]
+        .some(e => /^([5-9]|[1-9][0-9]) \\/ 100 answers/.test(e.innerText))""")
+    page.locator(".st-key-lab_stop button").first.click()
+    page.get_by_text("The run was stopped.").wait_for()
+    settled(page)
+    with store.session(lab.db) as db:
+        run = store.find_judge_run(db, "stub-judge@wice-revised-v2")
+        done = lab_store_totals(db, run.id)
+    assert 0 < done < 100
+    # The page counted before the call in flight at the stop (concurrency 1) was stored.
+    shown = re.search(r"stub-judge@wice-revised-v2: (\d+) answers judged", body(page))
+    assert shown and done - 1 <= int(shown.group(1)) <= done
+
+    # Resume: only the rest is requested.
+    lab.stub.latency = 0.0
+    page.locator(".st-key-lab_run_submit button").click()
+    page.get_by_text("Verdict on the holdout").wait_for()
+    settled(page)
+    text_now = body(page)
+    assert f"({done} already judged, not requested again)" in text_now
+    assert "Run stub-judge@wice-revised-v2 (resumed)" in text_now
+    # The holdout verdict comes first, above the table against every run.
+    verdict_at = text_now.index("Verdict on the holdout")
+    assert verdict_at < text_now.index("Against every run sharing labeled claims")
+    assert "claims the lead never saw, the new prompt is right" in text_now[verdict_at:]
+    assert "After the run: tokens used:" in text_now
+    assert f"Default baseline: the run this prompt revises ({GPT4})." in text_now
+    page.get_by_text("Verdict on the holdout").evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(500)
+    path = SCREENSHOTS / "judge_lab.png"
+    page.screenshot(path=str(path))
+    if os.environ.get("JUDGE_LAB_DOCS_SHOT"):
+        page.screenshot(path=str(ROOT / "docs" / "judge_lab.png"))
+
+    # Switch the baseline: the verdict is now against gpt-3.5.
+    with store.session(lab.db) as db:
+        run = store.find_judge_run(db, "stub-judge@wice-revised-v2")
+        new_base = judge.compare_runs(db, run, store.find_judge_run(db, GPT35))
+    choose(page, "lab_cmp_baseline", GPT35)
+    settled(page)
+    page.get_by_text(new_base.headline(), exact=True).wait_for()
+    assert "Default baseline:" not in body(page)  # shown only while the default is picked
+    with store.session(lab.db) as db:
+        old_base = judge.compare_runs(db, run, store.find_judge_run(db, GPT4))
+    assert old_base.headline() != new_base.headline() and old_base.headline() not in body(page)
+    assert not server_errors(lab.log)
+
+
+def lab_store_totals(db: Any, run_id: int) -> int:
+    from calibration.store import lab as lab_store
+
+    return lab_store.run_totals(db, run_id).answers_ok
+
+
+def test_dashboard_lists_no_holdout_claim_while_sealed(lab: Lab, page: Any) -> None:
+    with store.session(lab.db) as db:
+        s = split.current(db)
+    assert s.sealed and len(s.holdout) == 50
+    page.get_by_role("link", name="Dashboard").click()  # in-app: the sign-in is kept
+    page.get_by_text("Disagreements", exact=True).first.wait_for()
+    settled(page)
+    page.locator(".st-key-dash_disagreements").scroll_into_view_if_needed()
+    page.wait_for_timeout(800)
+    cells = grid_cells(page, "dash_disagreements")
+    shown = {c for c in cells if c.startswith("test")}
+    assert shown, "the disagreement table drew no answer ids"
+    assert not shown & set(s.holdout)
+    assert not set(s.holdout) & {w.strip(".,;") for w in body(page).split()}
