@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from sqlite_utils import Database
 
 from calibration import store
@@ -15,6 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 WICE = ROOT / "data" / "wice"
 DEMO = ROOT / "data" / "demo" / "demo_rag_v1.jsonl"
 TEST_DATA = Path(__file__).resolve().parent / "data"
+
+# Property tests check properties, not speed (speed is the benchmarks' job): a deadline would
+# fail them whenever the machine is busy.
+settings.register_profile("calibration", deadline=None)
+settings.load_profile("calibration")
 
 
 @pytest.fixture(autouse=True)

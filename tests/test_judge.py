@@ -32,6 +32,7 @@ from calibration.fmt import plural
 from calibration.importing import import_answers, import_labels
 from calibration.models import Verdict
 from calibration.store import lab as lab_store
+from tests.final_label_oracle import final_human_label
 
 from .judge_stub import StubServer
 
@@ -960,7 +961,7 @@ def paired_claims_oracle(db, run_a: store.JudgeRun, run_b: store.JudgeRun,
     items, unresolved = [], 0
     for aid, cid, a, b, labels_json, adjudicated, unclear in rows:
         labels = json.loads(labels_json) if labels_json else []
-        final = agreement.final_human_label(labels, adjudicated, unclear=bool(unclear))
+        final = final_human_label(labels, adjudicated, unclear=bool(unclear))
         if final is not None:
             items.append(agreement.PairedClaim(aid, f"{aid}/{cid}", final, a, b))
         elif labels or unclear:
