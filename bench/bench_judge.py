@@ -6,6 +6,10 @@ GIL. Every figure is end to end through `judge.run_lab`: prompt rendering, HTTP,
 validation and the SQLite write of each answer.
 
     .venv/bin/python bench/bench_judge.py [--answers N] [--latency-ms MS]
+
+Then the calls a run cannot use: requests sent before the run stops against an endpoint
+answering HTTP 405 and against a model that never replies in JSON (the issue's 105 and 210
+requests), and the peak memory of a run given a 50 MB reply (a fresh process each).
 """
 
 from __future__ import annotations
@@ -28,23 +32,24 @@ from calibration.importing import import_answers  # noqa: E402
 CLAIMS_PER_ANSWER = 3
 
 
-def _serve(latency: float, conn) -> None:  # child process
+def _serve(latency: float, conn, default: object = "ok") -> None:  # child process
     from tests.judge_stub import StubServer
 
-    stub = StubServer(latency=latency, record=False).start()
+    stub = StubServer(latency=latency, record=False, default=default).start()
     conn.send(stub.base_url)
     conn.recv()  # block until the parent says stop
     stub.stop()
 
 
 class ChildStub:
-    def __init__(self, latency: float) -> None:
+    def __init__(self, latency: float, default: object = "ok") -> None:
         self.latency = latency
+        self.default = default
 
     def __enter__(self) -> str:
         ctx = mp.get_context("spawn")
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(self.latency, child), daemon=True)
+        self._proc = ctx.Process(target=_serve, args=(self.latency, child, self.default), daemon=True)
         self._proc.start()
         return self._conn.recv()
 
@@ -128,7 +133,54 @@ def main() -> int:
         print(f"  zero-latency stub, concurrency 1: {z.wall_s / z.calls * 1000:.2f} ms wall per call end to "
               f"end (client + loopback HTTP + stub + SQLite write); client CPU "
               f"{z.cpu_s / z.calls * 1000:.2f} ms per call")
+        wasted(db)
     return 0
+
+
+PEAK_CHILD = """
+import sys
+from calibration import judge
+cfg = judge.JudgeConfig(base_url=sys.argv[2], model="huge", api_key_env="", max_attempts=2)
+tpl = judge.PromptTemplate("huge", judge.load_template("grounding-v1").text)
+s = judge.run_lab(cfg, tpl, db_path=sys.argv[1], scope="all")
+with open("/proc/self/status") as fh:
+    peak = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+print(peak // 1024, s.answers_failed, s.failures[0][1])
+"""
+
+
+def wasted(db: Path) -> None:
+    """Requests sent before a run that cannot work stops, and the memory of a flood reply."""
+    import subprocess
+
+    from calibration.errors import EndpointRejected
+    from tests.judge_stub import StubServer
+
+    template = judge.load_template(judge.DEFAULT_TEMPLATE)
+    cases = (("405", "an endpoint answering HTTP 405"), ("prose", "a model that never replies in JSON"))
+    for kind, what in cases:
+        with StubServer(default=kind) as stub:
+            config = judge.JudgeConfig(base_url=stub.base_url, model=f"waste-{kind}", concurrency=4,
+                                       timeout=10, api_key_env="")
+            try:
+                judge.run_lab(config, template, scope="all", db_path=db)
+                outcome = "did not stop"
+            except EndpointRejected:
+                outcome = "stopped"
+            print(f"  {what}: {outcome} after {stub.count} requests (concurrency 4, "
+                  f"{db_answers(db)} answers in scope)")
+    with tempfile.TemporaryDirectory() as tmp:
+        small = make_db(Path(tmp), 1)
+        with StubServer(default=("huge", 50), record=False) as stub:
+            out = subprocess.run([sys.executable, "-c", PEAK_CHILD, str(small), stub.base_url], cwd=ROOT,
+                                 capture_output=True, text=True, check=True).stdout.split(maxsplit=2)
+        print(f"  a 50 MB reply: peak RSS {out[0]} MB for the whole run (imports included); {out[1]} answer "
+              f"failed: {out[2].strip()}")
+
+
+def db_answers(db: Path) -> int:
+    with store.session(db) as conn:
+        return judge.plan_run(conn, "x", "y", "all").answers
 
 
 if __name__ == "__main__":

@@ -66,6 +66,14 @@ ui.require_lead()
 path = ui.db_path()
 
 
+def _scope_words(key: str) -> str:
+    if key.startswith("run:"):
+        return "The labeled claims judged by " + key.removeprefix("run:")
+    if key.startswith("cycle:"):
+        return "The labeled claims of cycle " + key.removeprefix("cycle:")
+    return SCOPE_WORDS[key]
+
+
 def _secrets() -> dict[str, Any]:
     """The `[calibration]` section of the Streamlit secrets, or nothing."""
     try:
@@ -226,7 +234,9 @@ if st.session_state[TEXT] != _shipped_text(st.session_state[EDITING]):
 # ---------------------------------------------------------------- the run
 
 st.subheader("Run")
-scope_keys = [*SCOPE_WORDS, *(f"cycle:{c}" for c in cycles)]
+with store.session(path) as db:
+    labeled_runs = judge.revised_run_options(db, "")[0]
+scope_keys = [*SCOPE_WORDS, *(f"run:{r}" for r in labeled_runs), *(f"cycle:{c}" for c in cycles)]
 if st.session_state.get("lab_scope") not in scope_keys:
     st.session_state["lab_scope"] = "labeled"
 with store.session(path) as db:
@@ -245,9 +255,7 @@ with st.form("lab_run", enter_to_submit=False):
                                    "the same model and version resumes an interrupted run.")
     key_env = right.text_input("API key environment variable", key="lab_key_env",
                                help="Allowed: " + ", ".join(policy.key_envs) + ". Empty: no key.")
-    scope = left.selectbox("Claims to judge", scope_keys, key="lab_scope",
-                           format_func=lambda k: SCOPE_WORDS.get(k, "The labeled claims of cycle "
-                                                                    + k.removeprefix("cycle:")))
+    scope = left.selectbox("Claims to judge", scope_keys, key="lab_scope", format_func=_scope_words)
     revises = right.selectbox("This prompt revises the run", revise_names, key="lab_revises",
                               index=revise_index, placeholder="Choose the run this prompt revises",
                               help="The default baseline, and where the few-shot examples' judge "

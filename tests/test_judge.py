@@ -1329,3 +1329,21 @@ def test_allowed_base_urls_restrict_by_prefix(base: str, allowed: bool) -> None:
     policy = judge.EndpointPolicy.from_sources(
         {"CALIBRATION_JUDGE_BASE_URLS": "https://api.example.com/v1, http://localhost:8000"})
     assert (not policy.base_url_problems(base)) is allowed
+
+
+def test_scope_of_one_runs_labeled_claims(lab_db: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({**_answer(9), "id": "R1", "judge_model": "ru-judge",
+                                 "claims": [{"id": "R1.c1", "claim": "Другое.", "verdict": "SUPPORTED"}]}),
+                     encoding="utf-8")
+    labels = tmp_path / "ru.csv"
+    labels.write_text("answer_id,claim_id,verdict,reviewer\nR1,R1.c1,SUPPORTED,ann\n", encoding="utf-8")
+    with store.session(lab_db) as db:
+        import_answers(db, other)
+        import_labels(db, labels)
+        assert len(judge.scope_answer_ids(db, judge.parse_scope("labeled"))) == LABELED + 1
+        assert judge.scope_answer_ids(db, judge.parse_scope("run:old-judge@v0")) == [f"A{i}" for i in
+                                                                                      range(1, LABELED + 1)]
+        assert judge.scope_answer_ids(db, judge.parse_scope("run:ru-judge@v0")) == ["R1"]
+    with pytest.raises(InputError, match="run:MODEL@VERSION"):
+        judge.parse_scope("run:")

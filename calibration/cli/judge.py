@@ -33,7 +33,8 @@ def _add_judge(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--prompt-file", type=Path, help="template file with {question} {chunks} "
                    "{answer} {claims}, and optionally {examples} (few-shot examples from tuning claims)")
     r.add_argument("--scope", default="labeled",
-                   help="labeled (default), tuning, holdout, all or cycle:NAME")
+                   help="labeled (default), tuning, holdout, all, cycle:NAME or run:MODEL@VERSION "
+                   "(the labeled claims one judge run judged)")
     r.add_argument("--concurrency", type=int, default=4, help="requests in flight (default 4)")
     r.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
     r.add_argument("--max-attempts", type=int, default=5,
@@ -99,7 +100,7 @@ def summary_lines(s: judge.LabSummary) -> list[str]:
         comp = s.comparison
         c = comp.result
         left_out = f" ({comp.unresolved} unresolved left out)" if comp.unresolved else ""
-        lines.append(f"baseline: {comp.baseline} ({s.baseline_reason})")
+        lines.append(f"baseline: {comp.baseline}: {s.baseline_reason}")
         lines.append(f"verdict on the holdout: {comp.headline()}")
         for part, title in ((comp.holdout, "holdout (never seen while revising)"),
                             (comp.tuning, "tuning (seen while revising)")):
@@ -108,7 +109,8 @@ def summary_lines(s: judge.LabSummary) -> list[str]:
                 continue
             r, d = part.result, part.difference
             diff = "" if d.difference is None else (
-                f"; difference {100 * d.difference:+.1f} points ({ci(d.ci_low, d.ci_high, _points)})")
+                f"; difference {100 * d.difference:+.1f} points (95% CI {_points(d.ci_low)} to "
+                f"{_points(d.ci_high)})")
             lines.append(f"  {title}: {plural(r.n_claims, 'claim')}; agreement {pct(r.agreement_a.value)} -> "
                          f"{pct(r.agreement_b.value)}, kappa {num(r.kappa_a.value)} -> {num(r.kappa_b.value)}"
                          f"{diff}; new right / old wrong {len(r.only_b_right)}, old right / new wrong "

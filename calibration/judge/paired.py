@@ -53,7 +53,7 @@ def paired_difference(a: int, b: int, c: int, d: int, *, confidence: float = 0.9
     l1, u1 = _wilson(a + c, n, z)
     l2, u2 = _wilson(a + b, n, z)
     denom = (a + b) * (c + d) * (a + c) * (b + d)
-    num = a * d - b * c
+    num = float(a * d - b * c)
     if num > 0:
         num = max(num - n / 2, 0.0)
     phi = num / math.sqrt(denom) if denom > 0 else 0.0

@@ -168,24 +168,27 @@ class LabScope:
     """Which answers a lab run judges: those with a human-labeled claim, a cycle's, the tuning
     or holdout part of the split, or all."""
 
-    kind: Literal["labeled", "cycle", "all", "tuning", "holdout"]
-    cycle: str | None = None
+    kind: Literal["labeled", "cycle", "all", "tuning", "holdout", "run"]
+    cycle: str | None = None  # the cycle's name, or the judge run's for kind "run"
 
     def __str__(self) -> str:
-        return f"cycle:{self.cycle}" if self.kind == "cycle" else self.kind
+        return f"{self.kind}:{self.cycle}" if self.kind in ("cycle", "run") else self.kind
 
 
 SCOPE_KINDS = ("labeled", "tuning", "holdout", "all")
 
 
 def parse_scope(text: str) -> LabScope:
-    """'labeled', 'tuning', 'holdout', 'all' or 'cycle:NAME' as a LabScope; InputError otherwise."""
+    """'labeled', 'tuning', 'holdout', 'all', 'cycle:NAME' or 'run:MODEL@VERSION' (the labeled
+    claims of one judge run: one dataset, not every labeled answer) as a LabScope."""
     text = text.strip()
     if text in SCOPE_KINDS:
         return LabScope(text)  # type: ignore[arg-type]
     if text.startswith("cycle:") and text[6:].strip():
         return LabScope("cycle", text[6:].strip())
-    raise InputError(f"scope {text!r}: use labeled, tuning, holdout, all or cycle:NAME")
+    if text.startswith("run:") and text[4:].strip():
+        return LabScope("run", text[4:].strip())
+    raise InputError(f"scope {text!r}: use labeled, tuning, holdout, all, cycle:NAME or run:MODEL@VERSION")
 
 
 def scope_answer_ids(db: Database, scope: LabScope) -> list[str]:
@@ -193,6 +196,9 @@ def scope_answer_ids(db: Database, scope: LabScope) -> list[str]:
     is keyed by answer, so its prompt must not depend on which scope asked for it."""
     if scope.kind == "cycle" and scope.cycle is not None:
         return lab_store.scope_answer_ids(db, cycle_id=store.cycle_id(db, scope.cycle))
+    if scope.kind == "run" and scope.cycle is not None:
+        judged = split_store.run_answer_ids(db, store.find_judge_run(db, scope.cycle).id)
+        return [a for a in lab_store.scope_answer_ids(db, labeled_only=True) if a in judged]
     if scope.kind in ("tuning", "holdout"):
         sp = splits.current(db)
         ids = sp.tuning if scope.kind == "tuning" else sp.holdout + sp.pending
@@ -300,7 +306,9 @@ class LabSummary:
     def cost_line(self) -> str:
         """After the run: the tokens the endpoint reported, against the estimate."""
         u = self.usage
-        if u.total_tokens is None:
+        if self.answers_ok + self.answers_failed == 0:
+            used = "tokens used: none (no request was sent)"
+        elif u.total_tokens is None:
             used = "tokens used: not reported by the endpoint"
         else:
             used = (f"tokens used: {u.total_tokens:,} (prompt {u.prompt_tokens or 0:,}, completion "
@@ -398,7 +406,8 @@ def prepare_lab(db: Database, config: JudgeConfig, template: PromptTemplate, *,
     splits.ensure_split(db, created_by=created_by)
     answer_ids = scope_answer_ids(db, scope)
     if not answer_ids:
-        hint = " (no claim has a human label yet)" if scope.kind in ("labeled", "tuning", "holdout") else ""
+        labeled_kinds = ("labeled", "tuning", "holdout", "run")
+        hint = " (no claim has a human label yet)" if scope.kind in labeled_kinds else ""
         raise InputError(f"scope {scope} holds no answers with claims{hint}; nothing to judge")
     base_run = store.find_judge_run(db, baseline) if baseline else None
     existing = lab_store.find_lab_run(db, config.model, template.version, template.sha256)
