@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from sqlite_utils import Database
 
-from . import agreement, decisions, estimation, store
+from . import agreement, decisions, estimation, split, store
 from .agreement import HumanHumanAgreement, Report, Thresholds
 from .store import scope as store_scope
 
@@ -246,4 +246,19 @@ def scope_report(db: Database, run: store.JudgeRun, cycle_id: int | None = None,
     pipeline = pipeline_report(table, facts, strata) if facts is not None else None
     report = replace(report, unresolved_claims=data.unresolved, human_human=human_human(labels, "blind"),
                      human_human_post_reveal=human_human(labels, "post-reveal"), pipeline=pipeline)
+    report = _hide_sealed(report, split.sealed_claim_keys(db, run))
     return ScopeReport(run, cycle_id, table, data, report, oversampled, text)
+
+
+def _hide_sealed(report: Report, sealed: set[str]) -> Report:
+    """The flag's and the disagreement list's claim ids without the sealed holdout's claims.
+
+    The figures still count every claim: only the ids a lead could read while revising the
+    judge prompt are withheld, so the holdout stays a fair test of the revision.
+    """
+    if not sealed:
+        return report
+    reasons = tuple(replace(r, claim_ids=tuple(k for k in r.claim_ids if k not in sealed))
+                    for r in report.flag.reasons)
+    return replace(report, flag=replace(report.flag, reasons=reasons),
+                   disagreeing_claims=tuple(k for k in report.disagreeing_claims if k not in sealed))
