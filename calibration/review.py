@@ -670,7 +670,7 @@ def guidelines_for(db: Database, cycle_id: int) -> list[db_guidelines.Guidelines
 def guideline_summary(markdown: str, limit: int = 280) -> str:
     """The short version of a lead's guidelines shown under the buttons: the first paragraph
     (up to the first blank line), cut at `limit` characters on a word boundary."""
-    para = []
+    para: list[str] = []
     for line in markdown.strip().splitlines():
         if not line.strip():
             if para:

@@ -444,7 +444,7 @@ def _last_look(cycle: review.CycleRef, card: review.Card) -> None:
                    "the judge is shown and your blind verdicts are final.")
         for i, c in enumerate(card.claims):
             with st.container(key=f"look-{c.pk}"):
-                badge, text, change = st.columns([2, 7, 2], vertical_alignment="center")
+                badge, text, change = st.columns([3, 8, 3], vertical_alignment="center")
             with badge:
                 if c.verdict:
                     ui.verdict_badge(c.verdict)

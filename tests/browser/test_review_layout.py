@@ -94,6 +94,9 @@ def _judge(db: Path, cycle_id: int) -> list[tuple[str, list[tuple[int, str | Non
     return out
 
 
+# 105 answers at four round trips each: beyond the suite's default per-test timeout on a
+# busy machine.
+@pytest.mark.timeout(1200)
 @pytest.mark.parametrize("cycle_name, reviewer", [("demo", "layout-demo"), ("wice", "layout-wice")])
 def test_every_card_fits_the_screen(demo: Demo, small_page: Any, cycle_name: str, reviewer: str) -> None:
     page = small_page
