@@ -185,6 +185,9 @@ def test_payloads_show_literally_and_load_nothing(app: App, page: Any) -> None:
     _assert_literal(page, [a["claims"][1]["claim"]], app.listener.port)
     shot(page, "untrusted-claim")
     page.keyboard.press("2")
+    # The last look before the reveal: still blind; Enter commits and reveals.
+    wait_for_card(page, ".st-key-last-look button")
+    page.keyboard.press("Enter")
     wait_reveal(page)
     wait_for_card(page, ".st-key-reveal")
     after = [a["claims"][0]["rationale"], a["claims"][1]["rationale"], note,
