@@ -10,6 +10,7 @@ given to `import_answers` / `import_labels` is restored losslessly instead (`res
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
@@ -22,12 +23,13 @@ from typing import Any
 from pydantic import ValidationError
 from sqlite_utils import Database
 
-from . import store
+from . import checks, store
 from .errors import CalibrationError, ConflictError, InputError, NotFoundError
 from .export import EXPORT_FORMAT, FORMAT_VERSION, is_export_file
 from .models import JudgedAnswerIn, LabelRowIn, Verdict, parse_verdict
 from .reading import MAX_PROBLEMS, Problems, decode_error, field_errors, iter_json_records, open_text
 from .store import answers as answer_store
+from .store import checks as check_store
 from .vocab import LABEL_KINDS, LABEL_STATUSES, LABELS
 
 
@@ -92,13 +94,34 @@ def import_records(
     judge_model: str | None = None,
     judge_prompt_version: str | None = None,
     mapping: dict[str, Verdict] | None = None,
+    dry_run: bool = False,
 ) -> ImportReport:
     """Import (line number, parsed value) pairs of judged answers, all or nothing.
 
     `records` is read inside the write transaction, so an error it raises (an adapter's
     InputError) rolls everything back too; `source` names the file in problem lines.
+    `dry_run=True` does the whole import, then rolls it back: the report (or the InputError)
+    is exactly what the real import would give against this database, and nothing stays.
+    New answers get seed 003's answer checks (`calibration.checks`), stored with them.
     """
     report = ImportReport()
+    with contextlib.suppress(_DryRunDone):  # a dry run ends by raising it, to roll back
+        _import_records(db, records, report, source=source, judge_model=judge_model,
+                        judge_prompt_version=judge_prompt_version, mapping=mapping, dry_run=dry_run)
+    # Spellings equal to the canonical name are not worth reporting as mappings.
+    report.mappings = Counter({k: n for k, n in report.mappings.items()
+                               if k[0] != k[1].casefold()})
+    return report
+
+
+class _DryRunDone(Exception):
+    """Raised at the end of a dry run so that `store.write` rolls the transaction back."""
+
+
+def _import_records(db: Database, records: Iterable[tuple[int, Any]], report: ImportReport, *,
+                    source: str | Path, judge_model: str | None, judge_prompt_version: str | None,
+                    mapping: dict[str, Verdict] | None, dry_run: bool) -> None:
+    new_answers: list[tuple[str, str, str]] = []
     problems = Problems(Path(source))
     seen: set[str] = set()
     runs: dict[tuple[str, str], int] = {}
@@ -154,17 +177,35 @@ def import_records(
                 report.mappings[(spelling, verdict.value)] += 1
             if problems:
                 continue  # keep validating, but write nothing more
+            before = report.answers_new
             conflict = writer.add(rec, content_hash(rec), verdicts, run_id(model, version))
             if conflict:
                 problems.add(line, conflict)
+            elif report.answers_new > before:
+                new_answers.append((rec.id, rec.question, rec.answer))
         if not seen and not problems:
             problems.add(None, "no judged answers in the file")
         problems.raise_if_any()
         writer.flush()
-    # Spellings equal to the canonical name are not worth reporting as mappings.
-    report.mappings = Counter({k: n for k, n in report.mappings.items()
-                               if k[0] != k[1].casefold()})
-    return report
+        store_checks(db, new_answers)
+        if dry_run:
+            raise _DryRunDone
+
+
+def store_checks(db: Database, answers: Iterable[tuple[str, str, str]]) -> int:
+    """Run seed 003's answer checks on (answer id, question, answer) triples and store them."""
+    rows = []
+    for answer_id, question, answer in answers:
+        c = checks.check_answer(question, answer)
+        rows.append((answer_id, c.question_script, c.answer_script, c.script_mismatch, c.cjk_chars,
+                     c.unexpected_cjk))
+    return check_store.put_checks(db, rows, version=checks.CHECK_VERSION)
+
+
+def backfill_checks(db: Database) -> int:
+    """Check the answers imported before checks existed; the number checked."""
+    with store.write(db):
+        return store_checks(db, check_store.answers_without_checks(db))
 
 
 # ---------------------------------------------------------------- human labels

@@ -81,16 +81,37 @@ def read(name: str, path: str | Path, **options: Any) -> AdapterResult:
     return get(name)(path, **options)
 
 
-def import_file(db: Database, name: str, path: str | Path,
+def import_file(db: Database, name: str, path: str | Path, *, dry_run: bool = False,
                 **options: Any) -> tuple[ImportReport, AdapterResult]:
-    """Read `path` with adapter `name` and import it, all or nothing; the report and the read result."""
+    """Read `path` with adapter `name` and import it, all or nothing; the report and the read result.
+
+    `dry_run=True`: the same import rolled back at its end (`importing.import_records`).
+    """
     from ..importing import import_records  # late: the adapters themselves never need the store
 
     result = read(name, path, **options)
     report = import_records(db, result.records, source=result.source, mapping=result.mapping,
                             judge_model=result.judge_model,
-                            judge_prompt_version=result.judge_prompt_version)
+                            judge_prompt_version=result.judge_prompt_version, dry_run=dry_run)
     return report, result
 
 
-__all__ = ["ADAPTERS", "ALIASES", "AdapterResult", "detect", "get", "import_file", "names", "read"]
+# The options each adapter takes beyond judge_model, judge_prompt_version, mapping and encoding.
+OPTIONS: dict[str, tuple[str, ...]] = {
+    deepeval.NAME: ("metric", "id_key", "skip_failed"),
+    ragas.NAME: ("metric", "id_prefix", "skip_failed"),
+    refchecker.NAME: ("id_field",),
+    table.NAME: ("columns", "delimiter"),
+}
+
+
+def canonical(name: str) -> str:
+    """The adapter's own name for `name` or an alias (tsv, parquet -> csv); InputError if unknown."""
+    key = ALIASES.get(name.casefold(), name.casefold())
+    if key not in ADAPTERS:
+        raise InputError(f"--from {name!r}: unknown; use one of {', '.join(names())}")
+    return key
+
+
+__all__ = ["ADAPTERS", "ALIASES", "OPTIONS", "AdapterResult", "canonical", "detect", "get", "import_file",
+           "names", "read"]
