@@ -125,15 +125,22 @@ class AnswerCheck:
 
     def facts(self) -> list[str]:
         """One plain sentence per raised flag, for a review card; empty when nothing is flagged."""
-        out: list[str] = []
-        if self.script_mismatch:
-            out.append(f"The answer is written in {self.answer_script} script; the question in "
-                       f"{self.question_script}.")
-        if self.unexpected_cjk:
-            n = self.cjk_chars
-            out.append(f"The answer contains {n} CJK character{'s' if n != 1 else ''}; the question "
-                       "contains none.")
-        return out
+        return facts(question_script=self.question_script, answer_script=self.answer_script,
+                     script_mismatch=self.script_mismatch, cjk_chars=self.cjk_chars,
+                     unexpected_cjk=self.unexpected_cjk)
+
+
+def facts(*, question_script: str | None, answer_script: str | None, script_mismatch: bool, cjk_chars: int,
+          unexpected_cjk: bool) -> list[str]:
+    """The sentences a review card shows for a check (stored or fresh): facts, never verdicts."""
+    out: list[str] = []
+    if script_mismatch:
+        out.append(f"The answer is written in {answer_script} script; the question in {question_script}.")
+    if unexpected_cjk:
+        n = cjk_chars
+        out.append(f"The answer contains {n} CJK character{'s' if n != 1 else ''}; the question "
+                   "contains none.")
+    return out
 
 
 def check_answer(question: str, answer: str) -> AnswerCheck:
@@ -144,5 +151,5 @@ def check_answer(question: str, answer: str) -> AnswerCheck:
                        cjk_chars=a[CJK], question_cjk=q[CJK])
 
 
-__all__ = ["CHECK_VERSION", "CJK", "MIN_LETTERS", "AnswerCheck", "check_answer", "dominant_script",
+__all__ = ["CHECK_VERSION", "CJK", "MIN_LETTERS", "AnswerCheck", "check_answer", "dominant_script", "facts",
            "script_counts", "script_of"]

@@ -202,6 +202,16 @@ def store_checks(db: Database, answers: Iterable[tuple[str, str, str]]) -> int:
     return check_store.put_checks(db, rows, version=checks.CHECK_VERSION)
 
 
+def answer_facts(db: Database, answer_id: str) -> list[str]:
+    """The review card's sentences for an answer's stored checks; empty when none is raised."""
+    c = check_store.answer_check(db, answer_id)
+    if c is None:
+        return []
+    return checks.facts(question_script=c.question_script, answer_script=c.answer_script,
+                        script_mismatch=c.script_mismatch, cjk_chars=c.cjk_chars,
+                        unexpected_cjk=c.unexpected_cjk)
+
+
 def backfill_checks(db: Database) -> int:
     """Check the answers imported before checks existed; the number checked."""
     with store.write(db):

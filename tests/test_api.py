@@ -144,3 +144,60 @@ def test_export_and_context_manager_closes(tmp_path: Path) -> None:
     assert item["reference_answer"] == "Claim 1 of q."
     with pytest.raises(sqlite3.ProgrammingError):
         cal.db.execute("SELECT 1")
+
+
+# ---------------------------------------------------------------- golden export: key_facts, reference edits
+
+
+def test_golden_key_facts_and_a_leads_reference_answer(tmp_path: Path) -> None:
+    from calibration import export
+    from calibration.errors import NotFoundError
+
+    with calibration.connect(tmp_path / "a.db") as cal:
+        cal.import_answers([_answer("q", ["SUPPORTED", "SUPPORTED", "SUPPORTED"])], judge_model="m",
+                           judge_prompt_version="v")
+        cal.import_labels([{"answer_id": "q", "claim_id": c, "verdict": v, "reviewer": "ana"}
+                           for c, v in (("c1", "SUPPORTED"), ("c2", "CONTRADICTED"), ("c3", "SUPPORTED"))])
+        (item,) = export.golden_items(cal.db)
+        assert item["key_facts"] == ["Claim 1 of q.", "Claim 3 of q."]
+        assert item["reference_answer"] == "Claim 1 of q. Claim 3 of q."
+        export.set_reference_answer(cal.db, "q", "  First version.  ", edited_by="lead")
+        edit = export.set_reference_answer(cal.db, "q", "The finance director approves it.", edited_by="boss")
+        assert (edit.edited_by, edit.text) == ("boss", "The finance director approves it.")
+        history = export.reference_history(cal.db, "q")
+        assert [(e.text, e.edited_by) for e in history] == [("First version.", "lead"),
+                                                            ("The finance director approves it.", "boss")]
+        assert history[0].edited_at <= history[1].edited_at
+        cal.export(tmp_path / "g.jsonl", format="golden")
+        with pytest.raises(InputError, match="empty"):
+            export.set_reference_answer(cal.db, "q", "   ", edited_by="lead")
+        with pytest.raises(NotFoundError):
+            export.set_reference_answer(cal.db, "nope", "text", edited_by="lead")
+    written = json.loads((tmp_path / "g.jsonl").read_text(encoding="utf-8"))
+    assert written["reference_answer"] == "The finance director approves it."
+    assert written["key_facts"] == ["Claim 1 of q.", "Claim 3 of q."]
+    assert list(written)[:4] == ["id", "question", "expected_source", "reference_answer"]
+
+
+def test_golden_file_reads_with_seed_000_recall_at_k_as_documented(tmp_path: Path) -> None:
+    # The recall@k loop of seed 000, with the one change export.py's docstring describes.
+    with calibration.connect(tmp_path / "a.db") as cal:
+        cal.import_answers([_answer("q1", ["SUPPORTED"]), _answer("q2", ["SUPPORTED"])], judge_model="m",
+                           judge_prompt_version="v")
+        cal.import_labels([{"answer_id": "q1", "claim_id": "c1", "verdict": "SUPPORTED", "reviewer": "a",
+                            "evidence": ["S1"]},
+                           {"answer_id": "q2", "claim_id": "c1", "verdict": "SUPPORTED", "reviewer": "a"}])
+        cal.export(tmp_path / "golden.jsonl", format="golden")
+
+    def search(question: str, top_k: int) -> list[str]:
+        return ["S1", "S9"][:top_k] if question == "Question q1?" else ["S9"]
+
+    total = hits = 0
+    with open(tmp_path / "golden.jsonl", encoding="utf-8") as f:
+        for line in f:
+            item = json.loads(line)
+            if not item["expected_chunk_ids"]:
+                continue
+            total += 1
+            hits += any(c in search(item["question"], top_k=5) for c in item["expected_chunk_ids"])
+    assert (hits, total) == (1, 1)

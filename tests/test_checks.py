@@ -89,6 +89,9 @@ def test_import_stores_checks_for_new_answers(tmp_path: Path) -> None:
     assert check_store.checked_answers(db) == {"ru-en", "ru-ru", "cjk"}
     got = check_store.answer_check(db, "ru-en")
     assert got is not None and (got.question_script, got.answer_script) == ("Cyrillic", "Latin")
+    assert importing.answer_facts(db, "ru-en") == [
+        "The answer is written in Latin script; the question in Cyrillic."]
+    assert importing.answer_facts(db, "ru-ru") == [] and importing.answer_facts(db, "unknown") == []
     cjk = check_store.answer_check(db, "cjk")
     assert cjk is not None and cjk.unexpected_cjk and cjk.cjk_chars == 1 and not cjk.script_mismatch
 
