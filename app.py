@@ -18,6 +18,7 @@ PAGES: list[tuple[str, str, str, bool]] = [
     ("pages/review.py", "Review", ":material/rate_review:", False),
     ("pages/cycles.py", "Cycles", ":material/autorenew:", True),
     ("pages/dashboard.py", "Dashboard", ":material/monitoring:", True),
+    ("pages/import.py", "Import", ":material/upload_file:", True),
     ("pages/judge_lab.py", "Judge lab", ":material/science:", True),
 ]
 
