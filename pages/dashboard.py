@@ -211,6 +211,18 @@ else:
 st.subheader("By category")
 st.dataframe(dashboard.category_rows(data), hide_index=True)
 
+# ---- answer checks (seed 003): one section, computed in calibration.dashboard.check_slices
+st.subheader("By answer check")
+st.caption("Answers written in another script than their question, or holding CJK characters the "
+           "question lacks, flagged at import; grounding is the share of SUPPORTED claims.")
+with store.session(path) as db:
+    check_rows = dashboard.check_slice_rows(dashboard.answer_check_slices(db, run=run, cycle=cycle))
+if check_rows:
+    st.dataframe(check_rows, hide_index=True)
+else:
+    st.caption("No labeled claims yet.")
+# ---- end of answer checks
+
 st.subheader("Reviewers")
 st.caption("Slips count only labels given on the review page (blind, then reconciled with the judge "
            "revealed); imported labels never saw the judge.")

@@ -116,3 +116,53 @@ def test_backfill_checks_answers_imported_before_checks(tmp_path: Path) -> None:
     assert importing.backfill_checks(db) == 1
     assert importing.backfill_checks(db) == 0
     assert check_store.flagged_answers(db) == {"a"}
+
+
+# ---------------------------------------------------------------- the dashboard slice
+
+
+def test_check_slices_match_a_loop_over_claims() -> None:
+    import numpy as np
+
+    from calibration import agreement
+    from calibration.dashboard import check_slices
+
+    rng = np.random.default_rng(3)
+    answer_ids = [f"a{i}" for i in range(40)]
+    cluster = rng.integers(0, 40, size=300)
+    human = rng.integers(0, 3, size=300)
+    judge = np.where(rng.random(300) < 0.7, human, rng.integers(0, 3, size=300))
+    flagged = {f"a{i}" for i in range(0, 30, 4)}  # a flag is a stored check: flagged ones are checked
+    checked = {f"a{i}" for i in range(30)}
+    rows = {r.group: r for r in check_slices(human, judge, cluster, answer_ids, flagged, checked)}
+    sup = agreement.label_index("SUPPORTED")
+    for name, member in (("flagged", lambda a: a in flagged),
+                         ("not flagged", lambda a: a not in flagged and a in checked),
+                         ("not checked", lambda a: a not in checked)):
+        idx = [i for i in range(300) if member(answer_ids[cluster[i]])]
+        row = rows[name]
+        assert row.n_claims == len(idx)
+        assert row.n_answers == len({cluster[i] for i in idx})
+        assert row.agreement == pytest.approx(sum(human[i] == judge[i] for i in idx) / len(idx))
+        assert row.judge_grounding == pytest.approx(sum(judge[i] == sup for i in idx) / len(idx))
+        assert row.human_grounding == pytest.approx(sum(human[i] == sup for i in idx) / len(idx))
+        assert row.ci_low is not None and row.ci_high is not None
+        assert row.ci_low <= row.agreement <= row.ci_high
+
+
+def test_answer_check_slices_from_the_store(tmp_path: Path) -> None:
+    from calibration import dashboard
+
+    db: Database = store.connect(tmp_path / "c.db")
+    recs = [_record("ru-en", "Какой срок гарантии?", "The warranty lasts two years."),
+            _record("ru-ru", "Какой срок гарантии?", "Гарантия действует два года.")]
+    importing.import_records(db, enumerate(recs, 1), source="<t>")
+    for aid, verdict in (("ru-en", "CONTRADICTED"), ("ru-ru", "SUPPORTED")):
+        store.record_label(db, claim=store.claim_pk(db, aid, "c1"), reviewer="r", kind="blind",
+                           verdict=verdict)
+    rows = {r.group: r for r in dashboard.answer_check_slices(db, run="m@v1")}
+    assert set(rows) == {"flagged", "not flagged"}
+    assert (rows["flagged"].agreement, rows["flagged"].judge_grounding, rows["flagged"].human_grounding) == \
+        (0.0, 1.0, 0.0)
+    assert (rows["not flagged"].agreement, rows["not flagged"].human_grounding) == (1.0, 1.0)
+    assert dashboard.check_slice_rows(list(rows.values()))[0]["answers"] == "flagged"
