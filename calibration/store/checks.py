@@ -101,12 +101,12 @@ def reference_edits(db: Database, answer_ids: Sequence[str] | None = None) -> di
            "WHERE e.id = (SELECT max(id) FROM reference_edits x WHERE x.answer_id = e.answer_id)")
     rows: list[tuple[str, str, str, str]] = []
     if answer_ids is None:
-        rows = [tuple(r) for r in db.execute(sql)]  # type: ignore[misc]
+        rows = [tuple(r) for r in db.execute(sql)]
     else:
         ids = list(answer_ids)
         for i in range(0, len(ids), 500):
             part = ids[i:i + 500]
-            rows += [tuple(r) for r in db.execute(  # type: ignore[misc]
+            rows += [tuple(r) for r in db.execute(
                 sql + f" AND e.answer_id IN ({', '.join('?' * len(part))})", part)]
     return {r[0]: ReferenceEdit(*r) for r in rows}
 

@@ -109,7 +109,39 @@ def test_deepeval_file_checked_then_imported_and_on_the_dashboard(app: tuple[str
     assert "answers: 2 new" in page.locator('[data-testid="stMain"]').inner_text()
     assert counts(db) == (2, 4)
     page.get_by_role("link", name="Dashboard").click()  # the same session: still signed in
-    run = page.get_by_label("Judge run")
+    run = page.get_by_role("combobox", name="Judge run")
     run.wait_for()
     assert run.input_value() == "gpt-4.1@faith-v1"
+    assert not server_errors(log)
+
+
+def test_lead_edits_a_reference_answer_before_the_golden_export(app: tuple[str, Path, Path],
+                                                                page: Any) -> None:
+    from calibration import export
+
+    url, db, log = app
+    with store.session(db) as conn:
+        if not conn.execute("SELECT count(*) FROM answers").fetchone()[0]:
+            pytest.skip("needs the import of the previous test")
+        pks = [r[0] for r in conn.execute("SELECT id FROM claims ORDER BY id")]
+        for pk in pks:
+            store.record_label(conn, claim=pk, reviewer="rev", kind="blind", verdict="SUPPORTED")
+        first = conn.execute("SELECT answer_id FROM claims ORDER BY answer_id LIMIT 1").fetchone()[0]
+    open_import(page, url)
+    page.get_by_role("link", name="Dashboard").click()
+    page.get_by_role("combobox", name="Judge run").wait_for()
+    page.get_by_text("By answer check").wait_for()
+    page.get_by_role("combobox", name="Format").click()
+    page.get_by_role("option", name="Golden set JSONL (RAG tests)").click()
+    page.get_by_text("Edit reference answers").click()
+    box = page.get_by_role("textbox", name="Reference answer")
+    box.wait_for()
+    box.fill("A reference a lead wrote.")
+    page.get_by_role("button", name="Save reference answer").click()
+    page.get_by_text("Saved: the golden export uses it from now on.").wait_for()
+    page.get_by_text("Edited by lead ana").wait_for()
+    with store.session(db) as conn:
+        assert export.reference_answers(conn) == {first: "A reference a lead wrote."}
+        (edit,) = export.reference_history(conn, first)
+    assert edit.edited_by == "lead ana"
     assert not server_errors(log)
