@@ -16,9 +16,11 @@ language), and then no mismatch is flagged.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
+from functools import cache
 
 # Letters below this many give no script: too short a text to say which one it is written in.
 MIN_LETTERS = 4
@@ -80,15 +82,30 @@ def script_of(ch: str) -> str | None:
     return None
 
 
+@cache
+def _letter_runs() -> re.Pattern[str]:
+    return re.compile("[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi, _ in _RANGES) + "]+")
+
+
+def _range_index(cp: int) -> int:
+    return bisect_right(_STARTS, cp) - 1
+
+
 def script_counts(text: str) -> Counter[str]:
-    """Letters per script in `text`."""
+    """Letters per script in `text` (agrees with `script_of` character by character)."""
     counts: Counter[str] = Counter()
-    for ch in text:
-        if ch.isascii() and not ch.isalpha():
-            continue  # the common case, skipped without a lookup
-        script = script_of(ch)
-        if script is not None:
-            counts[script] += 1
+    # Runs of letters are found in C; a run whose lowest and highest characters fall in one
+    # range lies wholly inside it, so it is counted at once (nearly every word), and only a
+    # run that mixes blocks (e.g. "Postgresом") is looked at character by character.
+    for run in _letter_runs().findall(text):
+        i = _range_index(ord(min(run)))
+        if i == _range_index(ord(max(run))):
+            counts[_RANGES[i][2]] += len(run)
+            continue
+        for ch in run:
+            script = script_of(ch)
+            if script is not None:
+                counts[script] += 1
     return counts
 
 

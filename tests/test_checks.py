@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import unicodedata
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlite_utils import Database
 
 from calibration import checks, importing, store
@@ -65,6 +68,19 @@ def test_facts_are_plain_sentences() -> None:
     c = checks.check_answer("Какой срок гарантии?", "The warranty lasts 两 years.")
     assert c.facts() == ["The answer is written in Latin script; the question in Cyrillic.",
                          "The answer contains 1 CJK character; the question contains none."]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=80))
+def test_script_counts_agree_with_script_of_character_by_character(text: str) -> None:
+    # script_counts takes runs of letters at once; the definition is one character at a time.
+    expected = Counter(s for ch in text if (s := checks.script_of(ch)) is not None)
+    assert checks.script_counts(text) == expected
+
+
+@pytest.mark.parametrize("text", ["Postgresом", "abcабв中文", "ａｂｃ", "Ω≈ç√∫", "𠀀𠀁a", "ﾊﾝｶｸ한글"])
+def test_script_counts_of_mixed_runs(text: str) -> None:
+    assert checks.script_counts(text) == Counter(s for ch in text if (s := checks.script_of(ch)))
 
 
 def test_dominant_script_needs_enough_letters() -> None:
