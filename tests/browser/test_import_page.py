@@ -128,6 +128,9 @@ def test_lead_edits_a_reference_answer_before_the_golden_export(app: tuple[str, 
         for pk in pks:
             store.record_label(conn, claim=pk, reviewer="rev", kind="blind", verdict="SUPPORTED")
         first = conn.execute("SELECT answer_id FROM claims ORDER BY answer_id LIMIT 1").fetchone()[0]
+    # The dashboard computes the whole report (bootstrap included) on every rerun: on a loaded
+    # machine a rerun takes longer than the default 15 s wait.
+    page.set_default_timeout(60_000)
     open_import(page, url)
     page.get_by_role("link", name="Dashboard").click()
     page.get_by_role("combobox", name="Judge run").wait_for()
