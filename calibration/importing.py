@@ -121,7 +121,8 @@ class _DryRunDone(Exception):
 def _import_records(db: Database, records: Iterable[tuple[int, Any]], report: ImportReport, *,
                     source: str | Path, judge_model: str | None, judge_prompt_version: str | None,
                     mapping: dict[str, Verdict] | None, dry_run: bool) -> None:
-    new_answers: list[tuple[str, str, str]] = []
+    # Checks are computed as answers arrive and only their small rows are kept, not the texts.
+    check_rows: list[_CheckRow] = []
     problems = Problems(Path(source))
     seen: set[str] = set()
     runs: dict[tuple[str, str], int] = {}
@@ -182,24 +183,27 @@ def _import_records(db: Database, records: Iterable[tuple[int, Any]], report: Im
             if conflict:
                 problems.add(line, conflict)
             elif report.answers_new > before:
-                new_answers.append((rec.id, rec.question, rec.answer))
+                check_rows.append(_check_row(rec.id, rec.question, rec.answer))
         if not seen and not problems:
             problems.add(None, "no judged answers in the file")
         problems.raise_if_any()
         writer.flush()
-        store_checks(db, new_answers)
+        check_store.put_checks(db, check_rows, version=checks.CHECK_VERSION)
         if dry_run:
             raise _DryRunDone
 
 
+_CheckRow = tuple[str, str | None, str | None, bool, int, bool]
+
+
+def _check_row(answer_id: str, question: str, answer: str) -> _CheckRow:
+    c = checks.check_answer(question, answer)
+    return answer_id, c.question_script, c.answer_script, c.script_mismatch, c.cjk_chars, c.unexpected_cjk
+
+
 def store_checks(db: Database, answers: Iterable[tuple[str, str, str]]) -> int:
     """Run seed 003's answer checks on (answer id, question, answer) triples and store them."""
-    rows = []
-    for answer_id, question, answer in answers:
-        c = checks.check_answer(question, answer)
-        rows.append((answer_id, c.question_script, c.answer_script, c.script_mismatch, c.cjk_chars,
-                     c.unexpected_cjk))
-    return check_store.put_checks(db, rows, version=checks.CHECK_VERSION)
+    return check_store.put_checks(db, [_check_row(*a) for a in answers], version=checks.CHECK_VERSION)
 
 
 def answer_facts(db: Database, answer_id: str) -> list[str]:
