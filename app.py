@@ -26,6 +26,7 @@ PAGES: list[tuple[str, str, str, bool]] = [
     ("pages/cycles.py", "Cycles", ":material/autorenew:", True),
     ("pages/guidelines.py", "Guidelines", ":material/menu_book:", True),
     ("pages/dashboard.py", "Dashboard", ":material/monitoring:", True),
+    ("pages/import.py", "Import", ":material/upload_file:", True),
     ("pages/judge_lab.py", "Judge lab", ":material/science:", True),
 ]
 

@@ -1,7 +1,9 @@
 """Check an LLM judge's claim verdicts against human reviewers.
 
 The domain package: the data layer (`store`), import, sampling and cycles, agreement
-statistics, export and the judge lab. It never imports streamlit; the app (app.py, pages/)
+statistics, export and the judge lab.
+`calibration.connect(path)` opens the Python API (`calibration.api`); the data layer's own
+connection is `calibration.store.connect`. It never imports streamlit; the app (app.py, pages/)
 and the CLI (`calibration.cli`) are thin shells over it.
 
 Importing the package is cheap: the names below load their modules on first use, so
@@ -21,17 +23,19 @@ _LAZY = {
     "ImportReport": "importing", "LabelsReport": "importing", "import_answers": "importing",
     "import_labels": "importing", "load_demo": "importing",
     "LABELS": "vocab", "Verdict": "vocab", "parse_verdict": "models",
-    "connect": "store", "find_judge_run": "store", "record_label": "store", "session": "store",
+    "Calibration": "api", "connect": "api",
+    "find_judge_run": "store", "record_label": "store", "session": "store",
 }
 
 __all__ = [
-    "LABELS", "CalibrationError", "ConflictError", "ImportReport", "InputError", "JudgeError",
+    "LABELS", "Calibration", "CalibrationError", "ConflictError", "ImportReport", "InputError", "JudgeError",
     "LabelsReport", "NotFoundError", "StorageError", "Verdict", "__version__", "connect",
     "find_judge_run", "import_answers", "import_labels", "load_demo", "parse_verdict",
     "record_label", "session",
 ]
 
 if TYPE_CHECKING:
+    from .api import Calibration, connect
     from .errors import (
         CalibrationError,
         ConflictError,
@@ -42,7 +46,7 @@ if TYPE_CHECKING:
     )
     from .importing import ImportReport, LabelsReport, import_answers, import_labels, load_demo
     from .models import parse_verdict
-    from .store import connect, find_judge_run, record_label, session
+    from .store import find_judge_run, record_label, session
     from .vocab import LABELS, Verdict
 
 

@@ -668,3 +668,72 @@ def summary(d: Dashboard) -> dict[str, Any]:
         "comparison": None if d.comparison is None else d.comparison.result.to_dict(d.comparison.run_a,
                                                                                      d.comparison.run_b),
     }
+
+
+# ---------------------------------------------------------------- seed 003's answer checks as a slice
+
+
+CHECK_GROUPS = ("flagged", "not flagged", "not checked")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckSliceRow:
+    """Labeled claims of one group of answers: flagged by an answer check, not flagged, or never checked."""
+
+    group: str
+    n_answers: int
+    n_claims: int
+    agreement: float | None
+    ci_low: float | None
+    ci_high: float | None
+    judge_grounding: float | None  # share of the claims the judge called SUPPORTED
+    human_grounding: float | None  # the same share by the final human labels: the corrected score
+
+
+def check_slices(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, answer_ids: Sequence[str],
+                 flagged: set[str], checked: set[str]) -> list[CheckSliceRow]:
+    """Agreement and grounding score per answer-check group (pure; numpy only).
+
+    `human`, `judge`: verdict indices into LABELS, one per labeled claim; `cluster`: the claim's
+    index into `answer_ids`. Agreement is observed agreement trace(T)/n with its Wilson
+    interval on claims, as in the category table (`agreement.percent_agreement`); the grounding
+    score is seed 000's share of SUPPORTED claims, by the judge and by the final human label
+    (the judge's score corrected by the reviewers, on the claims they labeled). Groups with no
+    labeled claim are left out.
+    """
+    k = len(LABELS)
+    pos = agreement.label_index(POSITIVE)
+    group_of_answer = np.array([0 if a in flagged else (1 if a in checked else 2) for a in answer_ids],
+                               dtype=np.int64)
+    group = group_of_answer[cluster] if len(cluster) else np.zeros(0, dtype=np.int64)
+    out: list[CheckSliceRow] = []
+    for g, name in enumerate(CHECK_GROUPS):
+        mask = group == g
+        n = int(mask.sum())
+        if not n:
+            continue
+        table = np.bincount(human[mask] * k + judge[mask], minlength=k * k).reshape(k, k)
+        pct = agreement.percent_agreement(table)
+        out.append(CheckSliceRow(name, int(np.unique(cluster[mask]).size), n, _f(pct.value), _f(pct.ci_low),
+                                 _f(pct.ci_high), float(np.mean(judge[mask] == pos)),
+                                 float(np.mean(human[mask] == pos))))
+    return out
+
+
+def answer_check_slices(db: Database, *, run: str, cycle: str | None = None) -> list[CheckSliceRow]:
+    """`check_slices` for the labeled claims of `run` (within `cycle`), from the stored checks."""
+    from .store import checks as check_store
+
+    judge_run = store.find_judge_run(db, run)
+    cycle_id = None if cycle is None else store.cycle_id(db, cycle)
+    data = store.claim_table(db, judge_run.id, cycle_id).resolved(reviewer_labels="none")
+    return check_slices(data.human, data.judge, data.cluster, data.answer_ids,
+                        check_store.flagged_answers(db), check_store.checked_answers(db))
+
+
+def check_slice_rows(rows: Sequence[CheckSliceRow]) -> list[dict[str, Any]]:
+    """The slice as table rows for the page."""
+    return [{"answers": r.group, "answers n": r.n_answers, "labeled claims": r.n_claims,
+             "agreement": _pct(r.agreement), "95% interval": _range(r.ci_low, r.ci_high),
+             "grounding (judge)": _pct(r.judge_grounding),
+             "grounding (human, corrected)": _pct(r.human_grounding)} for r in rows]

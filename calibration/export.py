@@ -13,8 +13,20 @@ Formats (`export(..., fmt=...)`):
   claim order, only the claims whose final human verdict is SUPPORTED; ``expected_source``
   names the chunks reviewers gave as evidence (their ``source`` where the chunk has one, else
   the chunk id), joined with "; " so a single source reads exactly as in the seed; the lists
-  ``expected_chunk_ids`` / ``expected_sources`` sit beside it for recall@k scripts. Answers
-  with no human-SUPPORTED claim are left out: they would give an empty reference.
+  ``expected_chunk_ids`` / ``expected_sources`` sit beside it for recall@k scripts, and
+  ``key_facts`` lists those SUPPORTED claims one by one (the facts an answer must contain, for
+  a coverage check). A lead may replace an item's ``reference_answer`` with a written one
+  (`set_reference_answer`, stored with who and when; the newest edit wins): the claims a
+  reviewer confirmed do not always answer the question. Answers with no human-SUPPORTED
+  claim are left out: they would give an empty reference.
+
+  Reading it with seed 000's recall@k script: that script reads one JSON object per line and
+  uses ``item["question"]`` and ``item["expected_chunk_id"]`` (a single id). This file's lines
+  are JSON objects with ``question``; the expected chunks are the list ``expected_chunk_ids``
+  (or ``expected_sources`` where chunks carry a source, e.g. "docs/ssl-setup.md#chunk-14"), so
+  the script's one membership test becomes "any expected id is among the returned ids":
+  ``hits += any(c in returned_ids for c in item["expected_chunk_ids"])``, and items whose list
+  is empty (reviewers cited no chunk) are skipped rather than counted as misses.
 * ``csv`` — one row per claim for spreadsheets: UTF-8 with a BOM (Excel then reads Cyrillic
   correctly) and every cell starting with ``= + - @``, tab or carriage return prefixed with a
   single quote, so a spreadsheet shows imported text instead of evaluating it as a formula.
@@ -42,7 +54,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -50,9 +62,11 @@ from typing import Any, TextIO
 from sqlite_utils import Database
 
 from . import store
-from .errors import InputError
+from .errors import InputError, NotFoundError
 from .fmt import plural
 from .reading import open_text
+from .store import checks as check_store
+from .store.checks import ReferenceEdit
 from .store.exports import ClaimDetail, claim_details, claim_ids_in_scope, cycle_judge_run_id
 from .text import neutralise_cell
 from .vocab import ClaimStatus, Verdict
@@ -202,8 +216,11 @@ def _answer_groups(records: Iterable[dict[str, Any]]) -> Iterator[list[dict[str,
         yield group
 
 
-def golden_item(claims: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """One golden-set line from the export records of one answer; None without a SUPPORTED claim."""
+def golden_item(claims: Sequence[dict[str, Any]], reference: str | None = None) -> dict[str, Any] | None:
+    """One golden-set line from the export records of one answer; None without a SUPPORTED claim.
+
+    `reference`: a lead's written reference answer, used instead of the joined claims.
+    """
     supported = [c["claim"].strip() for c in claims if c["final_verdict"] == Verdict.SUPPORTED]
     if not supported:
         return None
@@ -224,7 +241,8 @@ def golden_item(claims: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         "id": first["answer_id"],
         "question": first["question"],
         "expected_source": "; ".join(sources),
-        "reference_answer": " ".join(supported),
+        "reference_answer": reference if reference is not None else " ".join(supported),
+        "key_facts": supported,
         "expected_chunk_ids": [ch["id"] for ch in chunks],
         "expected_sources": sources,
         "category": first["category"],
@@ -246,11 +264,16 @@ class GoldenCounts:
                 "reviewers chose no evidence chunks")
 
 
-def write_golden_counts(records: Iterable[dict[str, Any]], fh: TextIO) -> GoldenCounts:
-    """Write golden-set lines; count them, the answers left out and the items without a source."""
+def write_golden_counts(records: Iterable[dict[str, Any]], fh: TextIO,
+                        references: Mapping[str, str] | None = None) -> GoldenCounts:
+    """Write golden-set lines; count them, the answers left out and the items without a source.
+
+    `references`: answer id -> a lead's reference answer (`reference_answers`).
+    """
+    refs = references or {}
     written = skipped = no_source = 0
     for group in _answer_groups(records):
-        item = golden_item(group)
+        item = golden_item(group, refs.get(group[0]["answer_id"]))
         if item is None:
             skipped += 1
             continue
@@ -379,7 +402,8 @@ def export(db: Database, out: str | Path, *, fmt: str = "jsonl", judge_run: str 
         if fmt == "jsonl":
             return ExportReport(out, fmt, atomic_write(out, lambda fh: write_jsonl(records, fh)))
         if fmt == "golden":
-            counts = atomic_write(out, lambda fh: write_golden_counts(records, fh))
+            refs = reference_answers(db)
+            counts = atomic_write(out, lambda fh: write_golden_counts(records, fh, refs))
             return ExportReport(out, fmt, counts.written, counts.skipped, counts.no_source)
         runs = _runs_in_scope(db, scope)
         return ExportReport(out, fmt, atomic_write(out, lambda fh: write_csv(records, fh, runs),
@@ -390,7 +414,7 @@ def golden_counts(db: Database, *, judge_run: str | None = None, cycle: str | No
                   only_final: bool = False) -> GoldenCounts:
     """What a golden-set export of the scope would hold, without keeping the file (for a page's warning)."""
     scope = resolve_scope(db, judge_run=judge_run, cycle=cycle, only_final=only_final)
-    return write_golden_counts(iter_records(db, scope), io.StringIO())
+    return write_golden_counts(iter_records(db, scope), io.StringIO(), reference_answers(db))
 
 
 def export_bytes(db: Database, *, fmt: str = "jsonl", judge_run: str | None = None,
@@ -402,7 +426,7 @@ def export_bytes(db: Database, *, fmt: str = "jsonl", judge_run: str | None = No
     if fmt == "jsonl":
         write_jsonl(records, buf)
     elif fmt == "golden":
-        write_golden_counts(records, buf)
+        write_golden_counts(records, buf, reference_answers(db))
     elif fmt == "csv":
         write_csv(records, buf, _runs_in_scope(db, scope))
         return buf.getvalue().encode("utf-8-sig")
@@ -410,6 +434,41 @@ def export_bytes(db: Database, *, fmt: str = "jsonl", judge_run: str | None = No
         raise InputError(f"unknown export format {fmt!r}")
     return buf.getvalue().encode("utf-8")
 
+
+# ---------------------------------------------------------------- reference answers of the golden set
+
+
+def reference_answers(db: Database) -> dict[str, str]:
+    """Answer id -> the newest reference answer a lead wrote for it."""
+    return {k: e.text for k, e in check_store.reference_edits(db).items()}
+
+
+def set_reference_answer(db: Database, answer_id: str, text: str, *, edited_by: str) -> ReferenceEdit:
+    """Store a lead's reference answer for the golden export of `answer_id` (history is kept)."""
+    text = text.strip()
+    if not text:
+        raise InputError("reference answer: empty; write the answer the question expects")
+    if not edited_by.strip():
+        raise InputError("reference answer: who edits it must be named")
+    with store.write(db):
+        if not check_store.answer_exists(db, answer_id):
+            raise NotFoundError(f"answer {answer_id!r}: not in the database")
+        return check_store.add_reference_edit(db, answer_id, text, edited_by.strip())
+
+
+def reference_history(db: Database, answer_id: str) -> list[ReferenceEdit]:
+    """Every reference edit of `answer_id`, oldest first (who, when, text)."""
+    return check_store.reference_history(db, answer_id)
+
+
+def golden_items(db: Database, *, judge_run: str | None = None, cycle: str | None = None,
+                 only_final: bool = False) -> list[dict[str, Any]]:
+    """The golden set's items as the export would write them (for a page that edits references)."""
+    scope = resolve_scope(db, judge_run=judge_run, cycle=cycle, only_final=only_final)
+    refs = reference_answers(db)
+    with store.read_snapshot(db):
+        items = [golden_item(g, refs.get(g[0]["answer_id"])) for g in _answer_groups(iter_records(db, scope))]
+    return [it for it in items if it is not None]
 
 
 # ---------------------------------------------------------------- recognising an export
@@ -433,5 +492,6 @@ def is_export_file(path: str | Path, encoding: str | None = None) -> bool:
 
 
 __all__ = ["EXPORT_FORMAT", "FORMATS", "FORMAT_VERSION", "NEEDS_DISCUSSION", "ExportReport", "ExportScope",
-           "GoldenCounts", "export", "export_bytes", "golden_counts", "golden_item", "is_export_file",
-           "iter_records", "json_line", "neutralise_cell", "resolve_scope"]
+           "GoldenCounts", "export", "export_bytes", "golden_counts", "golden_item", "golden_items",
+           "is_export_file", "iter_records", "json_line", "neutralise_cell", "reference_answers",
+           "reference_history", "resolve_scope", "set_reference_answer"]

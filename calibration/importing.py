@@ -10,6 +10,7 @@ given to `import_answers` / `import_labels` is restored losslessly instead (`res
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
@@ -22,7 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlite_utils import Database
 
-from . import roles, store
+from . import checks, roles, store
 from .errors import CalibrationError, ConflictError, InputError, NotFoundError
 from .export import EXPORT_FORMAT, FORMAT_VERSION, is_export_file
 from .models import JudgedAnswerIn, LabelRowIn, Verdict, parse_verdict
@@ -36,6 +37,7 @@ from .reading import (
     open_text,
 )
 from .store import answers as answer_store
+from .store import checks as check_store
 from .store import cycles as store_cycles
 from .vocab import LABEL_KINDS, LABEL_STATUSES, LABELS
 
@@ -108,13 +110,36 @@ def import_records(
     judge_prompt_version: str | None = None,
     mapping: dict[str, Verdict] | None = None,
     update: bool = False,
+    dry_run: bool = False,
 ) -> ImportReport:
     """Import (line number, parsed value) pairs of judged answers, all or nothing.
 
     `records` is read inside the write transaction, so an error it raises (an adapter's
     InputError) rolls everything back too; `source` names the file in problem lines.
+    `dry_run=True` does the whole import, then rolls it back: the report (or the InputError)
+    is exactly what the real import would give against this database, and nothing stays.
+    New answers get seed 003's answer checks (`calibration.checks`), stored with them.
     """
     report = ImportReport()
+    with contextlib.suppress(_DryRunDone):  # a dry run ends by raising it, to roll back
+        _import_records(db, records, report, source=source, judge_model=judge_model,
+                        judge_prompt_version=judge_prompt_version, mapping=mapping, update=update,
+                        dry_run=dry_run)
+    # Spellings equal to the canonical name are not worth reporting as mappings.
+    report.mappings = Counter({k: n for k, n in report.mappings.items()
+                               if k[0] != k[1].casefold()})
+    return report
+
+
+class _DryRunDone(Exception):
+    """Raised at the end of a dry run so that `store.write` rolls the transaction back."""
+
+
+def _import_records(db: Database, records: Iterable[tuple[int, Any]], report: ImportReport, *,
+                    source: str | Path, judge_model: str | None, judge_prompt_version: str | None,
+                    mapping: dict[str, Verdict] | None, update: bool, dry_run: bool) -> None:
+    # Checks are computed as answers arrive and only their small rows are kept, not the texts.
+    check_rows: list[_CheckRow] = []
     problems = Problems(Path(source))
     seen: set[str] = set()
     runs: dict[tuple[str, str], int] = {}
@@ -170,17 +195,48 @@ def import_records(
                 report.mappings[(spelling, verdict.value)] += 1
             if problems:
                 continue  # keep validating, but write nothing more
+            before = report.answers_new
             conflict = writer.add(rec, content_hash(rec), verdicts, run_id(model, version))
             if conflict:
                 problems.add(line, conflict)
+            elif report.answers_new > before:
+                check_rows.append(_check_row(rec.id, rec.question, rec.answer))
         if not seen and not problems:
             problems.add(None, "no judged answers in the file")
         problems.raise_if_any()
         writer.flush()
-    # Spellings equal to the canonical name are not worth reporting as mappings.
-    report.mappings = Counter({k: n for k, n in report.mappings.items()
-                               if k[0] != k[1].casefold()})
-    return report
+        check_store.put_checks(db, check_rows, version=checks.CHECK_VERSION)
+        if dry_run:
+            raise _DryRunDone
+
+
+_CheckRow = tuple[str, str | None, str | None, bool, int, bool]
+
+
+def _check_row(answer_id: str, question: str, answer: str) -> _CheckRow:
+    c = checks.check_answer(question, answer)
+    return answer_id, c.question_script, c.answer_script, c.script_mismatch, c.cjk_chars, c.unexpected_cjk
+
+
+def store_checks(db: Database, answers: Iterable[tuple[str, str, str]]) -> int:
+    """Run seed 003's answer checks on (answer id, question, answer) triples and store them."""
+    return check_store.put_checks(db, [_check_row(*a) for a in answers], version=checks.CHECK_VERSION)
+
+
+def answer_facts(db: Database, answer_id: str) -> list[str]:
+    """The review card's sentences for an answer's stored checks; empty when none is raised."""
+    c = check_store.answer_check(db, answer_id)
+    if c is None:
+        return []
+    return checks.facts(question_script=c.question_script, answer_script=c.answer_script,
+                        script_mismatch=c.script_mismatch, cjk_chars=c.cjk_chars,
+                        unexpected_cjk=c.unexpected_cjk)
+
+
+def backfill_checks(db: Database) -> int:
+    """Check the answers imported before checks existed; the number checked."""
+    with store.write(db):
+        return store_checks(db, check_store.answers_without_checks(db))
 
 
 # ---------------------------------------------------------------- human labels

@@ -211,6 +211,18 @@ else:
 st.subheader("By category")
 st.dataframe(dashboard.category_rows(data), hide_index=True)
 
+# ---- answer checks (seed 003): one section, computed in calibration.dashboard.check_slices
+st.subheader("By answer check")
+st.caption("Answers written in another script than their question, or holding CJK characters the "
+           "question lacks, flagged at import; grounding is the share of SUPPORTED claims.")
+with store.session(path) as db:
+    check_rows = dashboard.check_slice_rows(dashboard.answer_check_slices(db, run=run, cycle=cycle))
+if check_rows:
+    st.dataframe(check_rows, hide_index=True)
+else:
+    st.caption("No labeled claims yet.")
+# ---- end of answer checks
+
 st.subheader("Reviewers")
 st.caption("Slips count only labels given on the review page (blind, then reconciled with the judge "
            "revealed); imported labels never saw the judge.")
@@ -279,6 +291,36 @@ if fmt == "golden":
         golden = export.golden_counts(db, judge_run=run, cycle=cycle, only_final=only_final)
     if golden.warning():
         st.warning(golden.warning(), icon=":material/warning:")
+    # ---- reference answers of the golden set (issue 15): a lead rewrites one before export
+    if st.toggle("Edit reference answers", key="dash_ref_edit"):
+        with store.session(path) as db:
+            items = export.golden_items(db, judge_run=run, cycle=cycle, only_final=only_final)
+        if not items:
+            st.caption("No golden items in this scope: no claim has a final human SUPPORTED label.")
+        else:
+            at = st.selectbox("Item", range(len(items)), key="dash_ref_item",
+                              format_func=lambda i: f"{items[i]['id']}: {items[i]['question'][:90]}")
+            item = items[at if at is not None else 0]
+            st.caption("Question")
+            ui.literal(item["question"])
+            st.caption("Key facts (claims humans found SUPPORTED)")
+            ui.literal("\n".join(f"• {f}" for f in item["key_facts"]))
+            text = st.text_area("Reference answer", value=item["reference_answer"],
+                                key=f"dash_ref_text_{item['id']}")
+            if st.button("Save reference answer", key="dash_ref_save"):
+                try:
+                    with store.session(path) as db:
+                        export.set_reference_answer(db, item["id"], text, edited_by=lead)
+                    st.success("Saved: the golden export uses it from now on.", icon=":material/check:")
+                except CalibrationError as exc:
+                    ui.literal(str(exc))
+            with store.session(path) as db:
+                history = export.reference_history(db, item["id"])
+            if history:
+                last = history[-1]
+                ui.literal(f"Edited by {last.edited_by} at {dashboard.readable_time(last.edited_at)}"
+                           f" ({len(history)} edit{'s' if len(history) != 1 else ''})")
+    # ---- end of reference answers
 
 
 def _export_file() -> bytes:

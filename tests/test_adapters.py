@@ -374,3 +374,86 @@ def test_a_table_answer_whose_chunks_change_between_rows_is_refused(empty_db: Da
         run(empty_db, "csv", path, judge_model="j", judge_prompt_version="v1")
     assert err.value.problems[0] == f"{path}:4: chunks: differs from line 2 for answer 'a'"
     assert counts(empty_db)["answers"] == 0
+
+
+# ---------------------------------------------------------------- the CLI: import --from
+
+
+def test_cli_import_from_prints_the_mapping_and_notes(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from calibration.cli import main
+
+    db = tmp_path / "cli.db"
+    assert main(["--db", str(db), "import", "--from", "deepeval", str(DATA / "deepeval_latest_test_run.json"),
+                 "--judge-prompt-version", "v1"]) == 0
+    out = capsys.readouterr().out
+    assert "  answers: 2 new, 0 already present" in out
+    assert "    deepeval yes → SUPPORTED: 2" in out and "    deepeval borderline → UNSUPPORTED: 0" in out
+    assert "  note: the prompt version is not in DeepEval's file" in out
+    with store.session(db) as conn:
+        assert counts(conn)["judge_verdicts"] == 4
+
+
+def test_cli_import_from_csv_with_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from calibration.cli import main
+
+    db = tmp_path / "cli.db"
+    assert main(["--db", str(db), "import", "--from", "csv", str(DATA / "claims_table.csv"),
+                 "--columns", TABLE_COLUMNS]) == 0
+    with store.session(db) as conn:
+        expected = claims_in(conn)
+    # the same file through the adapter API gives the same claims and verdicts
+    other = store.connect(tmp_path / "api.db")
+    run(other, "csv", DATA / "claims_table.csv", columns=TABLE_COLUMNS)
+    assert claims_in(other) == expected and expected
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--from", "refchecker", "--columns", "a=b"], "--columns does not apply to --from refchecker"),
+    (["--columns", "a=b"], "--columns: only with --from"),
+    (["--from", "nope"], "--from 'nope': unknown"),
+])
+def test_cli_import_from_refuses_options_of_another_adapter(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+    from calibration.cli import main
+
+    rc = main(["--db", str(tmp_path / "cli.db"), "import", *args, str(DATA / "refchecker_output.json")])
+    assert rc != 0
+    assert message in capsys.readouterr().err
+
+
+def test_cli_import_from_bad_file_and_dry_run_write_nothing(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from calibration.cli import main
+
+    db = tmp_path / "cli.db"
+    assert main(["--db", str(db), "import", "--from", "deepeval", str(DATA / "deepeval_bad.json"),
+                 "--judge-prompt-version", "v1"]) != 0
+    err = capsys.readouterr().err
+    assert "deepeval_bad.json:42: testCases.1.metricsData.1.verboseLogs: 2 claims but 1 verdict" in err
+    assert err.rstrip().endswith("deepeval_bad.json: nothing was imported")
+    assert main(["--db", str(db), "import", "--from", "ragas", "--dry-run", str(DATA / "ragas_traces.json"),
+                 "--judge-model", "m", "--judge-prompt-version", "v1"]) == 0
+    out = capsys.readouterr().out
+    assert "(dry run: nothing was written)" in out and "answers: 2 new" in out
+    with store.session(db) as conn:
+        assert counts(conn)["answers"] == 0
+
+
+def test_run_import_progress_and_problem_lines(tmp_path: Path) -> None:
+    db = store.connect(tmp_path / "p.db")
+    seen: list[float] = []
+    outcome = adapters.run_import(db, "deepeval", DATA / "deepeval_latest_test_run.json", dry_run=True,
+                                  progress=seen.append, judge_prompt_version="v1")
+    assert outcome.counts[0] == "answers: 2 new, 0 already present"
+    assert outcome.mapping[0] == "deepeval yes → SUPPORTED: 2"
+    assert seen and seen[-1] == 1.0 and seen == sorted(seen)
+    assert counts(db)["answers"] == 0
+    with pytest.raises(InputError) as err:
+        adapters.run_import(db, "deepeval", DATA / "deepeval_bad.json", judge_prompt_version="v1")
+    first = adapters.split_problem(err.value.problems[0], DATA / "deepeval_bad.json", "up.json")
+    assert first == (42, "testCases.1.metricsData.1.verboseLogs", "2 claims but 1 verdict")
+    last = adapters.split_problem(err.value.problems[-1], DATA / "deepeval_bad.json", "up.json")
+    assert last == (None, "", "nothing was imported")
+    assert adapters.guess(DATA / "deepeval_latest_test_run.json") == "deepeval"
+    assert adapters.guess(tmp_path / "x.jsonl") == adapters.NATIVE

@@ -17,7 +17,8 @@ so a bad file writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -81,16 +82,132 @@ def read(name: str, path: str | Path, **options: Any) -> AdapterResult:
     return get(name)(path, **options)
 
 
-def import_file(db: Database, name: str, path: str | Path,
+def import_file(db: Database, name: str, path: str | Path, *, dry_run: bool = False,
                 **options: Any) -> tuple[ImportReport, AdapterResult]:
-    """Read `path` with adapter `name` and import it, all or nothing; the report and the read result."""
+    """Read `path` with adapter `name` and import it, all or nothing; the report and the read result.
+
+    `dry_run=True`: the same import rolled back at its end (`importing.import_records`).
+    """
     from ..importing import import_records  # late: the adapters themselves never need the store
 
     result = read(name, path, **options)
     report = import_records(db, result.records, source=result.source, mapping=result.mapping,
                             judge_model=result.judge_model,
-                            judge_prompt_version=result.judge_prompt_version)
+                            judge_prompt_version=result.judge_prompt_version, dry_run=dry_run)
     return report, result
 
 
-__all__ = ["ADAPTERS", "ALIASES", "AdapterResult", "detect", "get", "import_file", "names", "read"]
+# The options each adapter takes beyond judge_model, judge_prompt_version, mapping and encoding.
+OPTIONS: dict[str, tuple[str, ...]] = {
+    deepeval.NAME: ("metric", "id_key", "skip_failed"),
+    ragas.NAME: ("metric", "id_prefix", "skip_failed"),
+    refchecker.NAME: ("id_field",),
+    table.NAME: ("columns", "delimiter"),
+}
+
+
+def canonical(name: str) -> str:
+    """The adapter's own name for `name` or an alias (tsv, parquet -> csv); InputError if unknown."""
+    key = ALIASES.get(name.casefold(), name.casefold())
+    if key not in ADAPTERS:
+        raise InputError(f"--from {name!r}: unknown; use one of {', '.join(names())}")
+    return key
+
+
+# ---------------------------------------------------------------- one entry for a page
+
+
+NATIVE = "jsonl"  # this tool's own JSONL / JSON array: no adapter
+
+
+@dataclass
+class Outcome:
+    """What an import (or its dry run) did: the report's lines, the mapping applied, the notes."""
+
+    report: ImportReport
+    counts: list[str]
+    mapping: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+def guess(path: str | Path) -> str | None:
+    """`detect`, and this tool's JSONL for a .jsonl / .json file no adapter claims."""
+    found = detect(path)
+    if found is None and Path(path).suffix.lower() in (".jsonl", ".json", ".ndjson"):
+        return NATIVE
+    return found
+
+
+def _with_progress(records: Iterator[tuple[int, Any]], total_lines: int,
+                   progress: Callable[[float], None]) -> Iterator[tuple[int, Any]]:
+    step = max(1, total_lines // 100)
+    last = 0
+    for line, value in records:
+        if line - last >= step:
+            progress(min(1.0, line / total_lines))
+            last = line
+        yield line, value
+    progress(1.0)
+
+
+def run_import(db: Database, name: str, path: str | Path, *, dry_run: bool = False,
+               progress: Callable[[float], None] | None = None, judge_model: str | None = None,
+               judge_prompt_version: str | None = None, mapping: dict[str, Any] | None = None,
+               encoding: str | None = None, **options: Any) -> Outcome:
+    """Import `path` as `name` (an adapter, or "jsonl" for this tool's shape), all or nothing.
+
+    The same code as `import` / `import --from` on the CLI, hence the same limits and
+    messages. `progress(fraction)` is told how far through the file's lines the import is.
+    """
+    from ..importing import import_records, iter_json_records
+
+    path = Path(path)
+    total = 1
+    if progress is not None:
+        with path.open("rb") as fh:
+            total = max(1, sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b"")) + 1)
+    if name == NATIVE:
+        if options:
+            raise InputError(f"{', '.join(sorted(options))}: options of an adapter, not of this tool's JSONL")
+        records: Iterator[tuple[int, Any]] = iter_json_records(path, encoding)
+        if progress is not None:
+            records = _with_progress(records, total, progress)
+        report = import_records(db, records, source=path, judge_model=judge_model,
+                                judge_prompt_version=judge_prompt_version, mapping=mapping, dry_run=dry_run)
+        lines = report.lines()
+        cut = lines.index("verdict spellings used:") if "verdict spellings used:" in lines else len(lines)
+        return Outcome(report, lines[:cut], [x.strip() for x in lines[cut + 1:]])
+    key = canonical(name)
+    bad = sorted(set(options) - set(OPTIONS[key]))
+    if bad:
+        raise InputError(f"{', '.join(bad)}: not an option of the {key} adapter")
+    result = read(key, path, judge_model=judge_model, judge_prompt_version=judge_prompt_version,
+                  mapping=mapping, encoding=encoding, **options)
+    if progress is not None:
+        result.records = _with_progress(result.records, total, progress)
+    report = import_records(db, result.records, source=result.source, mapping=result.mapping,
+                            judge_model=result.judge_model, judge_prompt_version=result.judge_prompt_version,
+                            dry_run=dry_run)
+    lines = report.lines()
+    cut = lines.index("verdict spellings used:") if "verdict spellings used:" in lines else len(lines)
+    return Outcome(report, lines[:cut], result.mapping_lines(report.mappings), list(result.notes))
+
+
+def split_problem(problem: str, path: str | Path, shown_as: str) -> tuple[int | None, str, str]:
+    """(line, field, message) of one 'FILE:LINE: field: message' problem, the path renamed."""
+    text = problem.replace(str(path), shown_as)
+    prefix = f"{shown_as}:"
+    if text.startswith(prefix):
+        rest = text[len(prefix):]
+        num, sep, tail = rest.partition(": ")
+        if sep and num.isdigit():
+            fld, sep2, message = tail.partition(": ")
+            if sep2 and " " not in fld:
+                return int(num), fld, message
+            return int(num), "", tail
+        return None, "", rest.strip()
+    return None, "", text
+
+
+__all__ = ["ADAPTERS", "ALIASES", "NATIVE", "OPTIONS", "AdapterResult", "Outcome", "canonical", "detect",
+           "get", "guess", "import_file", "names", "read", "run_import", "split_problem"]

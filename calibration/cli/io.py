@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
-from .. import export, importing, store
+from .. import adapters, export, importing, store
 from ..errors import InputError
 from ..models import Verdict, parse_mapping
 from .common import db_path
@@ -20,8 +21,33 @@ def _mapping(args: argparse.Namespace) -> dict[str, Verdict]:
         raise InputError(str(exc)) from exc
 
 
+# --from options, by the adapter keyword they set.
+_ADAPTER_FLAGS = {"columns": "--columns", "delimiter": "--delimiter", "metric": "--metric",
+                  "id_key": "--id-key", "id_prefix": "--id-prefix", "id_field": "--id-field",
+                  "skip_failed": "--skip-failed"}
+
+
+def _adapter_options(args: argparse.Namespace, name: str) -> dict[str, Any]:
+    """The adapter options given on the command line; InputError for one the adapter does not take."""
+    takes = adapters.OPTIONS[name]
+    out: dict[str, Any] = {}
+    for key, flag in _ADAPTER_FLAGS.items():
+        value = getattr(args, key, None)
+        if value is None or value is False:
+            continue
+        if key not in takes:
+            raise InputError(f"{flag} does not apply to --from {name}")
+        out[key] = value
+    return out
+
+
 def cli_import(args: argparse.Namespace) -> int:
     mapping = _mapping(args)
+    if args.source is not None:
+        return _import_from(args, mapping)
+    stray = [flag for key, flag in _ADAPTER_FLAGS.items() if getattr(args, key, None) not in (None, False)]
+    if stray:
+        raise InputError(f"{', '.join(stray)}: only with --from")
     with store.session(db_path(args)) as db:
         for path in args.files:
             rep = importing.import_answers(db, path, judge_model=args.judge_model,
@@ -30,6 +56,28 @@ def cli_import(args: argparse.Namespace) -> int:
             print(f"{path}:")
             for line in rep.lines():
                 print(f"  {line}")
+    return 0
+
+
+def _import_from(args: argparse.Namespace, mapping: dict[str, Verdict]) -> int:
+    name = adapters.canonical(args.source)
+    options = _adapter_options(args, name)
+    with store.session(db_path(args)) as db:
+        for path in args.files:
+            rep, result = adapters.import_file(
+                db, name, path, judge_model=args.judge_model,
+                judge_prompt_version=args.judge_prompt_version, mapping=mapping or None,
+                encoding=args.encoding, dry_run=args.dry_run, **options)
+            print(f"{path}:" + (" (dry run: nothing was written)" if args.dry_run else ""))
+            for line in rep.lines():
+                if line.startswith("verdict spellings used") or line.startswith("  "):
+                    continue  # the adapter's mapping lines below say it with the tool's names
+                print(f"  {line}")
+            print("  verdicts mapped:")
+            for line in result.mapping_lines(rep.mappings):
+                print(f"    {line}")
+            for note in result.notes:
+                print(f"  note: {note}")
     return 0
 
 
@@ -64,8 +112,22 @@ def cli_export(args: argparse.Namespace) -> int:
 def _add_import(sub: argparse._SubParsersAction) -> None:
     map_help = "map an extra verdict spelling, e.g. partially_supported=UNSUPPORTED (repeatable)"
     enc_help = "file encoding when not UTF-8 (UTF-8 with or without a BOM is the default)"
-    p = sub.add_parser("import", help="import judged answers (JSONL or a JSON array)")
+    p = sub.add_parser("import", help="import judged answers (JSONL or a JSON array, or another tool's "
+                       "output with --from)")
     p.add_argument("files", nargs="+", type=Path, help="JSONL or JSON files; each is all or nothing")
+    p.add_argument("--from", dest="source", metavar="TOOL",
+                   help=f"read another tool's output: {', '.join(adapters.names())}")
+    p.add_argument("--columns", metavar="FIELD=COLUMN,...",
+                   help="--from csv: column names, e.g. answer_id=qid,claim=statement,verdict=label")
+    p.add_argument("--delimiter", help="--from csv: field delimiter (default: tab for .tsv, else comma)")
+    p.add_argument("--metric", help="--from deepeval/ragas: the faithfulness metric's name in the file")
+    p.add_argument("--id-key", help="--from deepeval: take answer ids from this test-case metadata key")
+    p.add_argument("--id-prefix", help="--from ragas: answer ids are PREFIX:<row> (default: file name)")
+    p.add_argument("--id-field", help="--from refchecker: the items' id field (default: id)")
+    p.add_argument("--skip-failed", action="store_true",
+                   help="--from deepeval/ragas: leave out cases whose metric errored instead of refusing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="--from: check and report everything, then write nothing")
     p.add_argument("--judge-model", help="judge model for lines that do not name one")
     p.add_argument("--judge-prompt-version", help="judge prompt version for lines that do not name one")
     p.add_argument("--map", action="append", default=[], metavar="SPELLING=VERDICT", type=_map_item,

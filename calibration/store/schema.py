@@ -297,6 +297,37 @@ def m008_tuning_holdout(db: Database) -> None:
     ])
 
 
+# ---------------------------------------------------------------- m009 answer checks, reference edits
+
+
+@migrations()
+def m009_answer_checks(db: Database) -> None:
+    # answer_checks: seed 003's code checks, one row per answer, computed at import
+    # (calibration.checks); check_version says which rules made the row, so a later change of
+    # the rules can tell stale rows apart. reference_edits: a lead's reference answer for the
+    # golden export, append-only so who changed it and when stays known; the newest row wins.
+    _run(db, [
+        """CREATE TABLE answer_checks (
+            answer_id TEXT PRIMARY KEY REFERENCES answers(id),
+            question_script TEXT,
+            answer_script TEXT,
+            script_mismatch INTEGER NOT NULL CHECK (script_mismatch IN (0, 1)),
+            cjk_chars INTEGER NOT NULL,
+            unexpected_cjk INTEGER NOT NULL CHECK (unexpected_cjk IN (0, 1)),
+            check_version INTEGER NOT NULL,
+            checked_at TEXT NOT NULL
+        )""",
+        """CREATE TABLE reference_edits (
+            id INTEGER PRIMARY KEY,
+            answer_id TEXT NOT NULL REFERENCES answers(id),
+            text TEXT NOT NULL,
+            edited_by TEXT NOT NULL,
+            edited_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX reference_edits_answer ON reference_edits(answer_id, id)",
+    ])
+
+
 # ---------------------------------------------------------------- m010 security
 
 

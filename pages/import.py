@@ -1,0 +1,205 @@
+"""Import: a lead uploads judged answers, checks the report, then confirms the import.
+
+The app's only uploader (its size limit is `server.maxUploadSize` in .streamlit/config.toml).
+"Check file" runs the very import the CLI runs (`calibration.adapters.run_import`) with
+`dry_run=True`: everything is validated and counted against this database inside a
+transaction that is then rolled back, so the report shown is exactly what "Import" will do,
+and nothing is written until the lead confirms. File names, problems, spellings and notes
+are user text: shown through st.dataframe, st.code or ui.literal, never as markdown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+import ui
+from calibration import adapters, store
+from calibration.errors import CalibrationError, InputError
+from calibration.models import parse_mapping
+
+FILE = "_import_file"  # (upload digest, temp path) of the file on disk
+CHECKED = "_import_checked"  # (inputs key, Outcome) of the last successful dry run
+DONE = "_import_done"  # lines saying what the last confirmed import wrote
+UPLOADS = "_import_uploads"  # bumped after an import, so the uploader starts empty again
+
+FORMATS = [adapters.NATIVE, "deepeval", "ragas", "refchecker", "csv"]
+LABELS = {adapters.NATIVE: "This tool's JSONL / JSON", "deepeval": "DeepEval test run",
+          "ragas": "Ragas traces", "refchecker": "RefChecker output",
+          "csv": "Claim-per-row table (CSV, TSV, Parquet)"}
+# The CLI's flags, as this page's fields: the messages are the CLI's, the controls are these.
+UI_NAMES = {
+    "--judge-prompt-version": "the Judge prompt version field",
+    "--judge-model": "the Judge model field",
+    "--map": "Extra verdict spellings (More options)",
+    "--columns": "Columns (More options)",
+    "--encoding": "the command line's --encoding (the page reads UTF-8)",
+}
+OPTION_HELP = {
+    "columns": "FIELD=COLUMN pairs, e.g. answer_id=qid,claim=statement,verdict=label",
+    "delimiter": "field delimiter (default: tab for .tsv, else comma)",
+    "metric": "the faithfulness metric's name in the file",
+    "id_key": "take answer ids from this test-case metadata key",
+    "id_prefix": "answer ids are PREFIX:<row> (default: the file name)",
+    "id_field": "the items' id field (default: id)",
+}
+
+lead = ui.require_lead()
+st.title("Import")
+st.caption("Upload judged answers from this tool's JSONL or from DeepEval, Ragas, RefChecker or a "
+           "claim-per-row table. Nothing is written until you confirm the checked file.")
+
+done = st.session_state.pop(DONE, None)
+if done:
+    st.success("Imported.", icon=":material/check_circle:")
+    ui.literal("\n".join(done))
+
+upload = st.file_uploader("File of judged answers", type=None,
+                          key=f"import_upload_{st.session_state.get(UPLOADS, 0)}")
+if upload is None:
+    st.stop()
+
+data = upload.getvalue()
+digest = hashlib.sha256(data).hexdigest()
+saved = st.session_state.get(FILE)
+if saved is None or saved[0] != digest or not Path(saved[1]).exists():
+    if saved is not None:
+        shutil.rmtree(Path(saved[1]).parent, ignore_errors=True)
+    # The adapters read paths (and the table reader the extension), so the upload is put on
+    # disk under its own name, in a directory of its own.
+    folder = Path(tempfile.mkdtemp(prefix="calibration-upload-"))
+    target = folder / (Path(upload.name).name or "upload")
+    target.write_bytes(data)
+    saved = (digest, str(target))
+    st.session_state[FILE] = saved
+path = Path(saved[1])
+shown_name = path.name
+
+guessed = adapters.guess(path)
+c1, c2 = st.columns(2)
+fmt = c1.selectbox("Format", FORMATS, index=FORMATS.index(guessed) if guessed in FORMATS else None,
+                   format_func=LABELS.get, key=f"import_format_{digest[:12]}",
+                   placeholder="Pick the format")
+if guessed is None:
+    c1.caption("The format could not be told from the file: pick it.")
+else:
+    c1.caption("Detected from the file; change it if that is wrong.")
+judge_model = c2.text_input("Judge model (for records that do not name one)", key="import_judge_model")
+prompt_version = c2.text_input("Judge prompt version (for records that do not name one)",
+                               key="import_prompt_version")
+options: dict[str, Any] = {}
+with st.expander("More options"):
+    map_text = st.text_area("Extra verdict spellings (one SPELLING=VERDICT a line)", key="import_map",
+                            height=80)
+    if fmt is not None and fmt != adapters.NATIVE:
+        key = adapters.canonical(fmt)
+        for name in adapters.OPTIONS[key]:
+            if name == "skip_failed":
+                if st.checkbox("Leave out test cases whose metric errored", key=f"import_opt_{key}_{name}"):
+                    options[name] = True
+                continue
+            value = st.text_input(name.replace("_", " ").capitalize(), help=OPTION_HELP.get(name),
+                                  key=f"import_opt_{key}_{name}")
+            if value.strip():
+                options[name] = value.strip()
+if fmt == "csv" and "columns" not in options:
+    st.caption("A table's columns are matched by name (answer_id, question, answer, chunks, claim, "
+               "verdict, rationale, ...); give other names under More options → Columns.")
+
+if fmt is None:
+    st.stop()
+
+inputs = (digest, fmt, judge_model.strip(), prompt_version.strip(), tuple(sorted(options.items())),
+          map_text.strip())
+
+
+def _for_page(text: str) -> str:
+    text = text.replace(str(path), shown_name)
+    for flag, name in UI_NAMES.items():
+        text = text.replace(f"give {flag}", f"fill in {name}").replace(flag, name)
+    return text
+
+
+def _problems_table(exc: InputError) -> list[dict[str, Any]]:
+    rows = []
+    for problem in exc.problems:
+        line, fld, message = adapters.split_problem(problem, path, shown_name)
+        rows.append({"line": line, "field": fld, "problem": _for_page(message)})
+    return rows
+
+
+def _run(dry_run: bool) -> adapters.Outcome | None:
+    try:
+        mapping = parse_mapping([x for x in map_text.splitlines() if x.strip()])
+    except ValueError as exc:
+        st.error("The extra verdict spellings are not valid:", icon=":material/error:")
+        ui.literal(str(exc))
+        return None
+    bar = st.progress(0.0, text="Checking the file…" if dry_run else "Importing…")
+    try:
+        with store.session(ui.db_path()) as db:
+            return adapters.run_import(db, fmt, path, dry_run=dry_run, progress=lambda f: bar.progress(f),
+                                       judge_model=judge_model.strip() or None,
+                                       judge_prompt_version=prompt_version.strip() or None,
+                                       mapping=mapping or None, **options)
+    except InputError as exc:
+        bar.empty()
+        st.error("The file was not imported: nothing was written. The first problems:",
+                 icon=":material/error:")
+        st.dataframe(_problems_table(exc), hide_index=True, width="stretch",
+                     column_config={"line": st.column_config.NumberColumn(format="%d")})
+        return None
+    except CalibrationError as exc:
+        bar.empty()
+        st.error("The file was not imported: nothing was written.", icon=":material/error:")
+        ui.literal(_for_page(str(exc)))
+        return None
+    finally:
+        bar.empty()
+
+
+def _show(outcome: adapters.Outcome) -> None:
+    st.subheader("Report")
+    left, right = st.columns(2)
+    with left:
+        st.caption("What the import writes")
+        ui.literal("\n".join(outcome.counts))
+    with right:
+        if outcome.mapping:
+            st.caption("Verdicts mapped")
+            ui.literal("\n".join(outcome.mapping))
+    if outcome.notes:
+        st.caption("Notes")
+        ui.literal("\n".join(_for_page(n) for n in outcome.notes))
+
+
+checked = st.session_state.get(CHECKED)
+if checked is not None and checked[0] != inputs:
+    checked = None
+    st.session_state.pop(CHECKED, None)
+
+if st.button("Check file", icon=":material/fact_check:", type="primary" if checked is None else "secondary"):
+    outcome = _run(dry_run=True)
+    st.session_state.pop(CHECKED, None)
+    checked = None
+    if outcome is not None:
+        checked = (inputs, outcome)
+        st.session_state[CHECKED] = checked
+
+if checked is not None:
+    _show(checked[1])
+    st.info("Checked: nothing has been written yet.", icon=":material/info:")
+    if st.button("Import", icon=":material/upload:", type="primary"):
+        outcome = _run(dry_run=False)
+        if outcome is not None:
+            st.session_state.pop(CHECKED, None)
+            st.session_state[DONE] = [f"{shown_name}: imported by {lead}", *outcome.counts]
+            shutil.rmtree(path.parent, ignore_errors=True)
+            st.session_state.pop(FILE, None)
+            st.session_state[UPLOADS] = st.session_state.get(UPLOADS, 0) + 1
+            st.rerun()
