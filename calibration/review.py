@@ -778,3 +778,12 @@ __all__ = [
     "verdict_definitions",
     "why_not_next",
 ]
+
+
+def answer_facts(card: Card) -> list[str]:
+    """Seed 003's checks of the answer against its question, as plain sentences for the card:
+    facts about its script (another script than the question's; CJK characters where the
+    question has none), never verdicts. Empty when nothing is flagged."""
+    from .checks import check_answer
+
+    return check_answer(card.question, card.answer).facts()

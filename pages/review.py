@@ -344,6 +344,8 @@ def _question_and_answer(card: review.Card, index: int | None, mode: str) -> Non
     span = spans[index] if index is not None else None
     with st.container(border=True, key="answer"):
         ui.highlighted(*review.split_highlight(card.answer, span))
+    for fact in review.answer_facts(card):
+        ui.literal(fact)
 
 
 def _chunks(card: review.Card) -> None:

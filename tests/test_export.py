@@ -294,7 +294,8 @@ def test_golden_source_falls_back_to_the_chunk_id(fresh_db: Database, tmp_path: 
                        verdict="UNSUPPORTED")
     (item,) = [export.golden_item(list(export.iter_records(fresh_db)))]
     assert item == {"id": "a1", "question": "q?", "expected_source": "k1; doc.md", "reference_answer": "x.",
-                    "key_facts": ["x."], "expected_chunk_ids": ["k1", "k2"], "expected_sources": ["k1", "doc.md"],
+                    "key_facts": ["x."], "expected_chunk_ids": ["k1", "k2"],
+                    "expected_sources": ["k1", "doc.md"],
                     "category": None}
 
 

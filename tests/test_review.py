@@ -614,3 +614,16 @@ def test_reveal_view_counts_and_neighbours() -> None:
     assert one.can_move_on
     none = review.reveal_view(revealed((S, S, None), (None, None, None)), None)
     assert (none.selected, none.disagreements, none.compared, none.unclear) == (None, (), 1, 1)
+
+
+@pytest.mark.parametrize(("question", "answer", "expected"), [
+    ("Какая столица Франции?", "The capital of France is Paris.", ["The answer is written in Latin script"]),
+    ("What is the capital of France?", "The capital is Paris (巴黎).", ["CJK character"]),
+    ("What is the capital of France?", "The capital of France is Paris.", []),
+])
+def test_answer_facts_state_script_checks_as_facts(question: str, answer: str, expected: list[str]) -> None:
+    card = review.Card(answer_id="a", question=question, answer=answer, chunks=(), claims=())
+    facts = review.answer_facts(card)
+    assert len(facts) == len(expected)
+    for fact, start in zip(facts, expected, strict=True):
+        assert start in fact
