@@ -23,6 +23,7 @@ What a typed name (no OIDC) does and does not protect is said in :data:`TYPED_NA
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -100,8 +101,6 @@ def refusal(found: Mode) -> str:
 
 
 def _code(ch: str) -> str:
-    import unicodedata
-
     return f"U+{ord(ch):04X} {unicodedata.name(ch, '')}".strip()
 
 
