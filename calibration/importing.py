@@ -98,69 +98,104 @@ def import_answers(
     problems = Problems(path)
     seen: set[str] = set()
     runs: dict[tuple[str, str], int] = {}
-    with store.write(db):
-        writer = answer_store.AnswerWriter(db, report, update=update)
-
-        def run_id(model: str, version: str) -> int:
-            key = (model, version)
-            if key not in runs:
-                found = store.run_id(db, model, version, origin="import", created_at=writer.ts)
-                assert found is not None  # create=True always gives an id
-                runs[key] = found
-                report.runs.add(f"{model}@{version}")
-            return runs[key]
-
-        for line, value in iter_json_records(path, encoding):
-            if isinstance(value, BadRecord):
-                problems.add(line, value.message)
-                continue
-            if not isinstance(value, dict):
-                problems.add(line, "each record must be a JSON object")
-                continue
+    new_runs: dict[tuple[str, str], int] = {}  # runs to create at publish -> provisional (negative) id
+    if db.conn.in_transaction:  # inside a caller's write (the demo): write straight in
+        with store.write(db):
+            _read_answers(db, path, encoding, judge_model, judge_prompt_version, mapping, update, report,
+                          problems, seen, runs, new_runs, None)
+    else:
+        # Read and check the whole file without the write lock, rows staged in connection-private
+        # tables; then short writes move them in (taken back if one fails). Labels are never
+        # blocked for more than one of those writes.
+        staging = answer_store.Staging(db)
+        try:
+            with store.read_snapshot(db):
+                _read_answers(db, path, encoding, judge_model, judge_prompt_version, mapping, update, report,
+                              problems, seen, runs, new_runs, staging)
+            with store.write(db):
+                real = {provisional: store.run_id(db, model, version, origin="import")
+                        for (model, version), provisional in new_runs.items()}
             try:
-                rec = JudgedAnswerIn.model_validate(value)
-            except ValidationError as exc:
-                for msg in field_errors(exc):
-                    problems.add(line, msg)
-                continue
-            if rec.id in seen:
-                problems.add(line, f"id: duplicate id {rec.id!r} in the file")
-                continue
-            seen.add(rec.id)
-            model = rec.judge_model or judge_model
-            version = rec.judge_prompt_version or judge_prompt_version
-            if not model or not version:
-                missing = "judge_model" if not model else "judge_prompt_version"
-                flag = missing.replace("_", "-")
-                problems.add(line, f"{missing}: missing (put it in the file or give --{flag})")
-                continue
-            verdicts: list[str] = []
-            texts: set[str] = set()
-            for i, claim in enumerate(rec.claims):
-                if claim.id is None and claim.text in texts:
-                    problems.add(line, f"claims.{i}.text: repeats an earlier claim of this "
-                                       "answer; give the claims ids or drop the repeat")
-                texts.add(claim.text)
-                try:
-                    verdict, spelling = parse_verdict(claim.verdict, mapping)
-                except ValueError as exc:
-                    problems.add(line, f"claims.{i}.verdict: {exc}")
-                    continue
-                verdicts.append(verdict.value)
-                report.mappings[(spelling, verdict.value)] += 1
-            if problems:
-                continue  # keep validating, but write nothing more
-            conflict = writer.add(rec, content_hash(rec), verdicts, run_id(model, version))
-            if conflict:
-                problems.add(line, conflict)
-        if not seen and not problems:
-            problems.add(None, "no judged answers in the file")
-        problems.raise_if_any()
-        writer.flush()
+                staging.publish({p: r for p, r in real.items() if r is not None})
+            except BaseException:
+                with store.write(db):  # the runs this import created would be left empty
+                    for r in real.values():
+                        if r is not None:
+                            answer_store.drop_empty_run(db, r)
+                raise
+        finally:
+            staging.drop()
     # Spellings equal to the canonical name are not worth reporting as mappings.
     report.mappings = Counter({k: n for k, n in report.mappings.items()
                                if k[0] != k[1].casefold()})
     return report
+
+
+def _read_answers(db: Database, path: Path, encoding: str | None, judge_model: str | None,
+                  judge_prompt_version: str | None, mapping: dict[str, Verdict] | None, update: bool,
+                  report: ImportReport, problems: Problems, seen: set[str], runs: dict[tuple[str, str], int],
+                  new_runs: dict[tuple[str, str], int], staging: answer_store.Staging | None) -> None:
+    """Read, check and queue every record of `path` (import_answers' one pass over the file)."""
+    writer = answer_store.AnswerWriter(db, report, update=update, staging=staging)
+    def run_id(model: str, version: str) -> int:
+        key = (model, version)
+        if key not in runs:
+            # Staged: a run new to the database is created only when the file is published.
+            found = store.run_id(db, model, version, origin="import", created_at=writer.ts,
+                                 create=staging is None)
+            if found is None:
+                found = new_runs[key] = -1 - len(new_runs)
+            runs[key] = found
+            report.runs.add(f"{model}@{version}")
+        return runs[key]
+
+    for line, value in iter_json_records(path, encoding):
+        if isinstance(value, BadRecord):
+            problems.add(line, value.message)
+            continue
+        if not isinstance(value, dict):
+            problems.add(line, "each record must be a JSON object")
+            continue
+        try:
+            rec = JudgedAnswerIn.model_validate(value)
+        except ValidationError as exc:
+            for msg in field_errors(exc):
+                problems.add(line, msg)
+            continue
+        if rec.id in seen:
+            problems.add(line, f"id: duplicate id {rec.id!r} in the file")
+            continue
+        seen.add(rec.id)
+        model = rec.judge_model or judge_model
+        version = rec.judge_prompt_version or judge_prompt_version
+        if not model or not version:
+            missing = "judge_model" if not model else "judge_prompt_version"
+            flag = missing.replace("_", "-")
+            problems.add(line, f"{missing}: missing (put it in the file or give --{flag})")
+            continue
+        verdicts: list[str] = []
+        texts: set[str] = set()
+        for i, claim in enumerate(rec.claims):
+            if claim.id is None and claim.text in texts:
+                problems.add(line, f"claims.{i}.text: repeats an earlier claim of this "
+                                   "answer; give the claims ids or drop the repeat")
+            texts.add(claim.text)
+            try:
+                verdict, spelling = parse_verdict(claim.verdict, mapping)
+            except ValueError as exc:
+                problems.add(line, f"claims.{i}.verdict: {exc}")
+                continue
+            verdicts.append(verdict.value)
+            report.mappings[(spelling, verdict.value)] += 1
+        if problems:
+            continue  # keep validating, but write nothing more
+        conflict = writer.add(rec, content_hash(rec), verdicts, run_id(model, version))
+        if conflict:
+            problems.add(line, conflict)
+    if not seen and not problems:
+        problems.add(None, "no judged answers in the file")
+    problems.raise_if_any()
+    writer.flush()
 
 
 # ---------------------------------------------------------------- human labels
