@@ -8,7 +8,8 @@ Without it (local use, the default) the app asks for a name once and keeps it in
 session state under a key no widget uses, so once signed in no form field can point the
 session at someone else's labels; "Sign out" is the only way to change it. Without OIDC
 the name is taken on trust: anyone at the keyboard can type any name. A typed name is
-matched to a known reviewer's spelling (`review.canonical_reviewer`), so "anna reviewer"
+matched to a known reviewer's spelling by the one name rule (`calibration.roles.sign_in`:
+NFKC, case-folded, invisible characters removed; look-alike names refused), so "anna reviewer"
 is the existing "Anna Reviewer", not a second person.
 
 A reload is a new Streamlit session, and Streamlit offers no server-side way to carry a
@@ -20,7 +21,9 @@ sign-in field. Labels are always written under the session's signed-in name
 (`REVIEWER_KEY`), never read from the URL.
 
 Leads (`require_lead`): the Dashboard, Cycles and Judge lab pages are for leads, listed in
-$CALIBRATION_LEADS or in the secrets; with none configured every signed-in user is one.
+$CALIBRATION_LEADS or in the secrets. With none configured the app is in single-user mode
+(the one name signed in is the lead) until a second name signs in; then lead pages refuse
+everyone until a lead is configured (`calibration.roles`).
 
 Untrusted text (questions, chunks, answers, claims, rationales, notes, ids) is shown only
 through `literal()` / `highlighted()`: `st.text`, or HTML built here with every

@@ -143,71 +143,40 @@ def _import_records(db: Database, records: Iterable[tuple[int, Any]], report: Im
     problems = Problems(Path(source))
     seen: set[str] = set()
     runs: dict[tuple[str, str], int] = {}
+    new_runs: dict[tuple[str, str], int] = {}  # runs to create at publish -> provisional (negative) id
+    if dry_run or db.conn.in_transaction:
+        # A dry run, or inside a caller's write (the demo): everything in one transaction, which
+        # a dry run then rolls back.
+        with store.write(db):
+            _read_answers(db, records, judge_model, judge_prompt_version, mapping, update, report,
+                          problems, seen, runs, new_runs, None, check_rows)
+            check_store.put_checks(db, check_rows, version=checks.CHECK_VERSION)
+            if dry_run:
+                raise _DryRunDone
+        return
+    # Read and check every record without the write lock, rows staged in connection-private
+    # tables; then short writes move them in (taken back if one fails). Labels are never
+    # blocked for more than one of those writes.
+    staging = answer_store.Staging(db)
+    try:
+        with store.read_snapshot(db):
+            _read_answers(db, records, judge_model, judge_prompt_version, mapping, update, report,
+                          problems, seen, runs, new_runs, staging, check_rows)
+        with store.write(db):
+            real = {provisional: store.run_id(db, model, version, origin="import")
+                    for (model, version), provisional in new_runs.items()}
+        try:
+            staging.publish({p: r for p, r in real.items() if r is not None})
+        except BaseException:
+            with store.write(db):  # the runs this import created would be left empty
+                for r in real.values():
+                    if r is not None:
+                        answer_store.drop_empty_run(db, r)
+            raise
+    finally:
+        staging.drop()
     with store.write(db):
-        writer = answer_store.AnswerWriter(db, report, update=update)
-
-        def run_id(model: str, version: str) -> int:
-            key = (model, version)
-            if key not in runs:
-                found = store.run_id(db, model, version, origin="import", created_at=writer.ts)
-                assert found is not None  # create=True always gives an id
-                runs[key] = found
-                report.runs.add(f"{model}@{version}")
-            return runs[key]
-
-        for line, value in records:
-            if isinstance(value, BadRecord):
-                problems.add(line, value.message)
-                continue
-            if not isinstance(value, dict):
-                problems.add(line, "each record must be a JSON object")
-                continue
-            try:
-                rec = JudgedAnswerIn.model_validate(value)
-            except ValidationError as exc:
-                for msg in field_errors(exc):
-                    problems.add(line, msg)
-                continue
-            if rec.id in seen:
-                problems.add(line, f"id: duplicate id {rec.id!r} in the file")
-                continue
-            seen.add(rec.id)
-            model = rec.judge_model or judge_model
-            version = rec.judge_prompt_version or judge_prompt_version
-            if not model or not version:
-                missing = "judge_model" if not model else "judge_prompt_version"
-                flag = missing.replace("_", "-")
-                problems.add(line, f"{missing}: missing (put it in the file or give --{flag})")
-                continue
-            verdicts: list[str] = []
-            texts: set[str] = set()
-            for i, claim in enumerate(rec.claims):
-                if claim.id is None and claim.text in texts:
-                    problems.add(line, f"claims.{i}.text: repeats an earlier claim of this "
-                                       "answer; give the claims ids or drop the repeat")
-                texts.add(claim.text)
-                try:
-                    verdict, spelling = parse_verdict(claim.verdict, mapping)
-                except ValueError as exc:
-                    problems.add(line, f"claims.{i}.verdict: {exc}")
-                    continue
-                verdicts.append(verdict.value)
-                report.mappings[(spelling, verdict.value)] += 1
-            if problems:
-                continue  # keep validating, but write nothing more
-            before = report.answers_new
-            conflict = writer.add(rec, content_hash(rec), verdicts, run_id(model, version))
-            if conflict:
-                problems.add(line, conflict)
-            elif report.answers_new > before:
-                check_rows.append(_check_row(rec.id, rec.question, rec.answer))
-        if not seen and not problems:
-            problems.add(None, "no judged answers in the file")
-        problems.raise_if_any()
-        writer.flush()
         check_store.put_checks(db, check_rows, version=checks.CHECK_VERSION)
-        if dry_run:
-            raise _DryRunDone
 
 
 _CheckRow = tuple[str, str | None, str | None, bool, int, bool]
@@ -237,6 +206,77 @@ def backfill_checks(db: Database) -> int:
     """Check the answers imported before checks existed; the number checked."""
     with store.write(db):
         return store_checks(db, check_store.answers_without_checks(db))
+
+
+def _read_answers(db: Database, records: Iterable[tuple[int, Any]], judge_model: str | None,
+                  judge_prompt_version: str | None, mapping: dict[str, Verdict] | None, update: bool,
+                  report: ImportReport, problems: Problems, seen: set[str], runs: dict[tuple[str, str], int],
+                  new_runs: dict[tuple[str, str], int], staging: answer_store.Staging | None,
+                  check_rows: list[_CheckRow]) -> None:
+    """Read, check and queue every record (the import's one pass over its file)."""
+    writer = answer_store.AnswerWriter(db, report, update=update, staging=staging)
+    def run_id(model: str, version: str) -> int:
+        key = (model, version)
+        if key not in runs:
+            # Staged: a run new to the database is created only when the file is published.
+            found = store.run_id(db, model, version, origin="import", created_at=writer.ts,
+                                 create=staging is None)
+            if found is None:
+                found = new_runs[key] = -1 - len(new_runs)
+            runs[key] = found
+            report.runs.add(f"{model}@{version}")
+        return runs[key]
+
+    for line, value in records:
+        if isinstance(value, BadRecord):
+            problems.add(line, value.message)
+            continue
+        if not isinstance(value, dict):
+            problems.add(line, "each record must be a JSON object")
+            continue
+        try:
+            rec = JudgedAnswerIn.model_validate(value)
+        except ValidationError as exc:
+            for msg in field_errors(exc):
+                problems.add(line, msg)
+            continue
+        if rec.id in seen:
+            problems.add(line, f"id: duplicate id {rec.id!r} in the file")
+            continue
+        seen.add(rec.id)
+        model = rec.judge_model or judge_model
+        version = rec.judge_prompt_version or judge_prompt_version
+        if not model or not version:
+            missing = "judge_model" if not model else "judge_prompt_version"
+            flag = missing.replace("_", "-")
+            problems.add(line, f"{missing}: missing (put it in the file or give --{flag})")
+            continue
+        verdicts: list[str] = []
+        texts: set[str] = set()
+        for i, claim in enumerate(rec.claims):
+            if claim.id is None and claim.text in texts:
+                problems.add(line, f"claims.{i}.text: repeats an earlier claim of this "
+                                   "answer; give the claims ids or drop the repeat")
+            texts.add(claim.text)
+            try:
+                verdict, spelling = parse_verdict(claim.verdict, mapping)
+            except ValueError as exc:
+                problems.add(line, f"claims.{i}.verdict: {exc}")
+                continue
+            verdicts.append(verdict.value)
+            report.mappings[(spelling, verdict.value)] += 1
+        if problems:
+            continue  # keep validating, but write nothing more
+        before = report.answers_new
+        conflict = writer.add(rec, content_hash(rec), verdicts, run_id(model, version))
+        if conflict:
+            problems.add(line, conflict)
+        elif report.answers_new > before:
+            check_rows.append(_check_row(rec.id, rec.question, rec.answer))
+    if not seen and not problems:
+        problems.add(None, "no judged answers in the file")
+    problems.raise_if_any()
+    writer.flush()
 
 
 # ---------------------------------------------------------------- human labels

@@ -10,6 +10,7 @@ gives a readable error.
 from __future__ import annotations
 
 import codecs
+import functools
 import io
 import json
 import re
@@ -189,7 +190,7 @@ def iter_json_records(path: Path, encoding: str | None = None) -> Iterator[tuple
                     line_no += 1
                 if not line.strip():
                     continue
-                yield line_no, checked(line, lambda text=line: json.loads(text, parse_constant=_no_constant))
+                yield line_no, checked(line, functools.partial(json.loads, line, parse_constant=_no_constant))
         except UnicodeError as exc:
             raise decode_error(path, line_no + 1, exc, encoding) from exc
 
@@ -255,10 +256,10 @@ def _iter_array(fh: TextIO, buf: str, start_line: int) -> Iterator[tuple[int, An
                     f"malformed JSON: {exc.msg} (column {exc.colno})")
                 return
             except (RecursionError, ValueError) as exc:
-                yield line, checked("", lambda e=exc: _raise(e))
+                yield line, checked("", functools.partial(_raise, exc))
                 return
         start = pos
-        yield line, checked(buf[start:end], lambda v=value: v)
+        yield line, checked(buf[start:end], functools.partial(_same, value))
         line += buf.count("\n", pos, end)
         pos = end
         expect_value = False
@@ -266,6 +267,10 @@ def _iter_array(fh: TextIO, buf: str, start_line: int) -> Iterator[tuple[int, An
 
 def _raise(exc: BaseException) -> Any:
     raise exc
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def _after_array(fh: TextIO, rest: str, line: int) -> Iterator[tuple[int, Any]]:

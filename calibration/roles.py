@@ -23,6 +23,7 @@ What a typed name (no OIDC) does and does not protect is said in :data:`TYPED_NA
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -99,6 +100,10 @@ def refusal(found: Mode) -> str:
 # ---------------------------------------------------------------- names
 
 
+def _code(ch: str) -> str:
+    return f"U+{ord(ch):04X} {unicodedata.name(ch, '')}".strip()
+
+
 def canonical_name(name: str, known: Iterable[str]) -> str:
     """The stored spelling of the reviewer `name` is: the first of `known` with the same
     comparison key (an exact spelling wins), else `name` itself."""
@@ -117,7 +122,10 @@ def accept_name(typed: str, known: Sequence[str], *, field: str = "name") -> str
     try:
         name = check_name(typed)
     except InputError as exc:
-        raise InputError(f"{field}: {exc}") from exc
+        # A look-alike letter looks like the letter it imitates: say which character it is.
+        odd = [f"{_code(ch)}" for ch in dict.fromkeys(typed) if not ch.isascii() and ch.isalpha()][:3]
+        hint = f" (non-Latin letters in it: {', '.join(odd)})" if odd and "mixes" in str(exc) else ""
+        raise InputError(f"{field}: {exc}{hint}") from exc
     if len(name) > MAX_NAME:
         raise InputError(f"{field}: the name is longer than {MAX_NAME} characters")
     key = normalise_name(name)

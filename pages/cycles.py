@@ -18,6 +18,8 @@ import ui
 from calibration import cycles, fmt, sampling, store
 from calibration.errors import CalibrationError
 from calibration.fmt import plural
+from calibration.store import cycles as store_cycles
+from calibration.text import visible
 
 # Session state: what the last create / close / holdout change did, for the next run.
 CREATED = "_cycles_create_outcome"
@@ -215,6 +217,39 @@ def _frozen(cycle: cycles.Cycle) -> None:
         st.json(cycle.snapshot, expanded=False)
 
 
+def _reassign(cycle_name: str) -> None:
+    """The reassign button's callback: move the open work, then say what moved."""
+    state = st.session_state
+    try:
+        with store.session(path) as db:
+            done = cycles.reassign(db, cycle_name, str(state.get("reassign_from") or ""),
+                                   str(state.get("reassign_to") or ""), by=ui.current_reviewer())
+    except CalibrationError as exc:
+        state[OUTCOME] = ("error", "Nothing was reassigned.", _problems(exc))
+        return
+    lines = [f"{plural(len(done.moved), 'answer')} moved from {visible(done.from_reviewer)} to "
+             f"{visible(done.to_reviewer)}", *done.warnings]
+    state[OUTCOME] = ("warning" if done.warnings else "success", "Work reassigned.", lines)
+    state["reassign_to"] = ""
+
+
+def _reassign_form(cycle: cycles.Cycle) -> None:
+    """Move a reviewer's open work in this cycle to another reviewer (recorded in the history)."""
+    with st.expander("Reassign open work"):
+        with st.form("reassign", enter_to_submit=False, border=False):
+            left, right = st.columns(2)
+            left.selectbox("From", list(cycle.reviewers), key="reassign_from", format_func=visible)
+            right.text_input("To", key="reassign_to", max_chars=80,
+                             placeholder="a reviewer's name (matched ignoring case and spacing)")
+            st.form_submit_button("Reassign", on_click=_reassign, args=(cycle.name,))
+        with store.session(path) as db:
+            history = store_cycles.reassignments(db, cycle.id)
+        if history:
+            st.dataframe([{"From": visible(h.from_reviewer), "To": visible(h.to_reviewer),
+                           "Answers": len(h.answers), "By": visible(h.reassigned_by or ""),
+                           "When": _local(h.created_at)} for h in history], hide_index=True)
+
+
 def _cycles_section() -> None:
     with store.session(path) as db:
         listed = [(c, cycles.progress(db, c.id)) for c in reversed(cycles.list_cycles(db))]
@@ -233,9 +268,10 @@ def _cycles_section() -> None:
     text = st.column_config.TextColumn
     number = st.column_config.NumberColumn
     st.dataframe(
-        [{"Name": c.name, "Status": c.status, "Claims labeled": f"{p.labeled} / {p.total}",
-          "Done": p.fraction, "Reviewers": ", ".join(c.reviewers) or "open to all",
-          "Created by": c.created_by or "", "Created": _local(c.created_at), "Judge run": c.judge_run,
+        [{"Name": visible(c.name), "Status": c.status, "Claims labeled": f"{p.labeled} / {p.total}",
+          "Done": p.fraction, "Reviewers": ", ".join(map(visible, c.reviewers)) or "open to all",
+          "Created by": visible(c.created_by or ""), "Created": _local(c.created_at),
+          "Judge run": visible(c.judge_run),
           "Strategy": c.strategy, "Answers": c.size, "Seed": c.seed,
           "Labeled outside": p.labeled_elsewhere, "Holdout": c.holdout, "Closed": _local(c.closed_at)}
          for c, p in listed],
@@ -267,17 +303,17 @@ def _cycles_section() -> None:
     )
 
     by_name = {c.name: (c, p) for c, p in listed}
-    chosen = st.selectbox("Cycle", list(by_name), key="cycle_detail")
+    chosen = st.selectbox("Cycle", list(by_name), key="cycle_detail", format_func=visible)
     cycle, prog = by_name[chosen]
 
     # The chosen cycle in full, as literal text: names and reviewers are user text, and
     # the table above may cut long ones.
-    ui.literal(f"{cycle.name} · {cycle.judge_run} · {cycle.strategy}"
+    ui.literal(f"{visible(cycle.name)} · {visible(cycle.judge_run)} · {cycle.strategy}"
                + (f" (failing share {cycle.failing_share:g})" if cycle.failing_share is not None else "")
                + f" · seed {cycle.seed}" + (" · holdout" if cycle.holdout else ""))
-    ui.literal(f"Created {_local_text(cycle.created_at)} by {cycle.created_by or 'unknown'}"
+    ui.literal(f"Created {_local_text(cycle.created_at)} by {visible(cycle.created_by or 'unknown')}"
                + (f" · closed {_local_text(cycle.closed_at)}" if cycle.closed_at else ""))
-    ui.literal("Reviewers: " + (", ".join(cycle.reviewers) or "open to every reviewer"))
+    ui.literal("Reviewers: " + (", ".join(map(visible, cycle.reviewers)) or "open to every reviewer"))
     cols = st.columns(3)
     cols[0].metric("Claims labeled", f"{prog.labeled} / {prog.total}",
                    help="claims every assigned reviewer has labeled; in a cycle open to all, "
@@ -290,7 +326,7 @@ def _cycles_section() -> None:
 
     st.caption("Per reviewer (claims labeled / assigned)")
     if prog.reviewers:
-        st.dataframe([{"Reviewer": r.reviewer, "Labeled": r.labeled, "Claims": r.total,
+        st.dataframe([{"Reviewer": visible(r.reviewer), "Labeled": r.labeled, "Claims": r.total,
                        "Done": r.fraction} for r in prog.reviewers],
                      hide_index=True,
                      column_config={
@@ -303,9 +339,9 @@ def _cycles_section() -> None:
     with st.expander("Answers in cycle order"):
         with store.session(path) as db:
             items = cycles.cycle_answers(db, cycle.id)
-        st.dataframe([{"#": i.position + 1, "Answer": i.answer_id, "Claims": i.claims,
+        st.dataframe([{"#": i.position + 1, "Answer": visible(i.answer_id), "Claims": i.claims,
                        "Inclusion probability": round(i.inclusion_prob, 4),
-                       "Reviewers": ", ".join(i.reviewers) or "anyone"} for i in items],
+                       "Reviewers": ", ".join(map(visible, i.reviewers)) or "anyone"} for i in items],
                      hide_index=True,
                      column_config={"Answer": st.column_config.TextColumn("Answer", width="medium"),
                                     "Reviewers": st.column_config.TextColumn("Reviewers", width="large")})
@@ -322,6 +358,8 @@ def _cycles_section() -> None:
         confirm = st.checkbox(label, key=f"cycle_close_confirm_{cycle.id}")
         st.button("Close cycle", type="primary", disabled=not confirm, on_click=_close,
                   args=(cycle.name, bool(left)), key="cycle_close")
+        if cycle.reviewers:
+            _reassign_form(cycle)
     else:
         _frozen(cycle)
 

@@ -788,3 +788,24 @@ def test_snapshot_leaves_a_claim_marked_unclear_unresolved(
     assert snap is not None
     assert snap["counts"]["reviewers_disagree"] == 1
     assert snap["counts"]["agree"] + snap["counts"]["disagree"] == 0
+
+
+def test_page_reassigns_open_work_and_shows_names_visibly(run_db: Database, db_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    made = create(run_db, name="wk \u202eeman", reviewers=["ann", "bob"], overlap=0.0)
+    anns = cycles.queue(run_db, made.id, "ann")
+    at = page(db_path, monkeypatch)
+    assert not at.exception
+    # A right-to-left override in the name is shown as a marker, never applied.
+    assert list(at.dataframe[0].value["Name"]) == ["wk <U+202E>eman"]
+    assert any(t.startswith("wk <U+202E>eman · judge@v1") for t in texts(at))
+    at.selectbox(key="reassign_from").select("ann")
+    at.text_input(key="reassign_to").input("BOB")
+    at = next(b for b in at.button if b.label == "Reassign").click().run()
+    assert not at.exception
+    assert [s.value for s in at.success] == ["Work reassigned."]
+    assert f"{len(anns)} answers moved from ann to bob" in texts(at)
+    assert cycles.queue(run_db, made.id, "ann") == []
+    history = at.dataframe[-1].value
+    assert list(history["From"]) == ["ann"] and list(history["To"]) == ["bob"]
+    assert list(history["By"]) == ["lead"]

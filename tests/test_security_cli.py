@@ -26,7 +26,8 @@ def run_cli(*args: str | Path, db: Path, expect: int | None = None) -> subproces
     for stream, text in (("stderr", proc.stderr), ("stdout", proc.stdout)):
         assert "Traceback" not in text, f"a traceback reached {stream}:\n{text}"
     if expect is not None:
-        assert proc.returncode == expect, f"exit {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}"
+        assert proc.returncode == expect, (f"exit {proc.returncode}\nstdout: {proc.stdout}\n"
+                                           f"stderr: {proc.stderr}")
     return proc
 
 
@@ -90,7 +91,8 @@ def test_controls_in_ids_are_refused_with_file_line_field(tmp_path: Path, db: Pa
 def test_deep_nesting_is_a_line_error(tmp_path: Path, db: Path) -> None:
     src = tmp_path / "deep.jsonl"
     deep = "[" * 5000 + "]" * 5000
-    src.write_text(json.dumps(answer("a1")) + "\n" + json.dumps(answer("a2"))[:-1] + f', "metadata": {{"x": {deep}}}}}\n'
+    src.write_text(json.dumps(answer("a1")) + "\n"
+                   + json.dumps(answer("a2"))[:-1] + f', "metadata": {{"x": {deep}}}}}\n'
                    + json.dumps(answer("a3", metadata={"x": json.loads("[" * 150 + "]" * 150)})) + "\n",
                    encoding="utf-8")
     proc = run_cli("import", src, db=db, expect=1)
@@ -100,7 +102,8 @@ def test_deep_nesting_is_a_line_error(tmp_path: Path, db: Path) -> None:
 
 def test_deep_nesting_in_an_array_file_is_a_line_error(tmp_path: Path, db: Path) -> None:
     src = tmp_path / "deep.json"
-    src.write_text("[\n" + json.dumps(answer("a1")) + ",\n" + "[" * 5000 + "]" * 5000 + "\n]", encoding="utf-8")
+    src.write_text("[\n" + json.dumps(answer("a1")) + ",\n" + "[" * 5000 + "]" * 5000 + "\n]",
+                   encoding="utf-8")
     proc = run_cli("import", src, db=db, expect=1)
     assert "deep.json:3: nested deeper than 100 levels" in proc.stderr
 
@@ -138,7 +141,8 @@ def test_a_wrong_encoding_is_one_line(tmp_path: Path, db: Path, encoding: str, s
 def test_nan_and_infinity_in_metadata_are_refused(tmp_path: Path, db: Path) -> None:
     src = tmp_path / "nan.jsonl"
     src.write_text(json.dumps(answer("a1"))[:-1] + ', "metadata": {"score": NaN}}\n'
-                   + json.dumps(answer("a2"))[:-1] + ', "metadata": {"score": -Infinity}}\n', encoding="utf-8")
+                   + json.dumps(answer("a2"))[:-1] + ', "metadata": {"score": -Infinity}}\n',
+                   encoding="utf-8")
     proc = run_cli("import", src, db=db, expect=1)
     assert "nan.jsonl:1: NaN is not valid JSON" in proc.stderr
     assert "nan.jsonl:2: -Infinity is not valid JSON" in proc.stderr
@@ -174,7 +178,8 @@ def _labels_db(tmp_path: Path, db: Path) -> None:
     ("answer_id,claim_id,verdict,reviewer\na1,c1,SUPPORTED,\n",
      ":2: reviewer: empty: fill in the reviewer, or give --reviewer"),
     ("answer_id,claim_id,verdict,reviewer\na1,c1\n", ":2: 2 fields, but the header has 4 columns"),
-    ("answer_id,claim_id,verdict,reviewer\na1,c1,SUPPORTED,vera,extra\n", ":2: 5 fields, but the header has 4"),
+    ("answer_id,claim_id,verdict,reviewer\na1,c1,SUPPORTED,vera,extra\n",
+     ":2: 5 fields, but the header has 4"),
     ("answer_id,claim_id,verdict,reviewer\na1,c1,SUPPORTED,\u0430nna\n", "mixes Cyrillic and Latin"),
 ])
 def test_csv_errors_name_the_real_problem(tmp_path: Path, db: Path, csv_text: str, says: str) -> None:

@@ -25,10 +25,10 @@ def test_a_full_disk_is_disk_full_error(db_path: Path) -> None:
     with store.session(db_path) as db:
         pages = db.execute("PRAGMA page_count").fetchone()[0]
         db.execute(f"PRAGMA max_page_count = {pages + 1}")  # the disk is "full" one page on
-        with pytest.raises(DiskFullError, match="^the disk holding the database is full; nothing was written"):
-            with store.write(db):
-                db.execute("CREATE TABLE filler (x TEXT)")
-                db.conn.executemany("INSERT INTO filler VALUES (?)", [("x" * 4000,)] * 50)
+        full = r"^the disk holding the database is full; nothing was written"
+        with pytest.raises(DiskFullError, match=full), store.write(db):
+            db.execute("CREATE TABLE filler (x TEXT)")
+            db.conn.executemany("INSERT INTO filler VALUES (?)", [("x" * 4000,)] * 50)
         assert "filler" not in db.table_names()  # rolled back
 
 
