@@ -737,3 +737,62 @@ def check_slice_rows(rows: Sequence[CheckSliceRow]) -> list[dict[str, Any]]:
              "agreement": _pct(r.agreement), "95% interval": _range(r.ci_low, r.ci_high),
              "grounding (judge)": _pct(r.judge_grounding),
              "grounding (human, corrected)": _pct(r.human_grounding)} for r in rows]
+
+
+# ---------------------------------------------------------------- the pipeline's grounding score
+
+
+def _corrected(g: dict[str, Any]) -> str:
+    s = g["supported_rate"]
+    if s["value"] is None:
+        return fmt.DASH
+    if s["ci_low"] is None or s["ci_high"] is None:
+        return fmt.pct(s["value"])
+    return f"{fmt.pct(s['value'])} ({fmt.ci(s['ci_low'], s['ci_high'])})"
+
+
+def _points(x: float | None) -> str:
+    return fmt.MISSING if x is None else f"{x * 100:+.1f}"
+
+
+def pipeline_text(d: Dashboard) -> list[str]:
+    """The grounding score in sentences: the judge's own rate, the corrected one, the assumption."""
+    p = d.report.pipeline
+    if not p:
+        return ["The grounding score is computed for a whole judge run: choose all labeled claims."]
+    s = p["supported_rate"]
+    lines = [f"The judge calls {fmt.pct(p['judge_supported_rate'])} of the run's "
+             f"{plural(p['n_judged'], 'judged claim')} SUPPORTED; corrected by its errors measured on "
+             f"{plural(p['n_labeled'], 'labeled claim')}, the share people would call SUPPORTED is "
+             f"{_corrected(p)}."]
+    if s.get("reason"):
+        lines.append(f"({s['reason']}.)")
+    lines.append(f"Assumes {p['assumption']}.")
+    for diff in p.get("pipeline_differences", []):
+        if diff.get("value") is None:
+            continue
+        line = (f"Pipeline {diff['a']} against {diff['b']}: {diff['value'] * 100:+.1f} points "
+                f"({fmt.ci(diff.get('ci_low'), diff.get('ci_high'), _points)})")
+        t = diff.get("transfer_test")
+        if t and t.get("p_value") is not None:
+            line += (f"; the judge's error rates differ between the two ({fmt.p_value(t['p_value'])})"
+                     if t["p_value"] < 0.05 else
+                     f"; no sign that the judge errs differently on them ({fmt.p_value(t['p_value'])})")
+        lines.append(line + ".")
+    return lines
+
+
+def pipeline_rows(d: Dashboard) -> list[dict[str, Any]]:
+    """One row per category and per pipeline version: judged and labeled claims, the judge's own
+    SUPPORTED rate and the corrected one with its interval."""
+    p = d.report.pipeline
+    if not p:
+        return []
+    rows = []
+    for kind, key in (("category", "by_category"), ("pipeline version", "by_pipeline_version")):
+        for name, g in p.get(key, {}).items():
+            rows.append({"slice": f"{kind}: {name}", "judged claims": g["n_judged"],
+                         "labeled claims": g["n_labeled"], "judge's own": fmt.pct(g["judge_supported_rate"],
+                                                                                 missing=fmt.DASH),
+                         "corrected": _corrected(g)})
+    return rows

@@ -107,6 +107,15 @@ left_out = dashboard.left_out_text(data)
 if left_out:
     ui.literal(left_out)
 
+# ---------------------------------------------------------------- the pipeline's grounding score
+
+st.subheader("Pipeline grounding score")
+for line in dashboard.pipeline_text(data):
+    ui.literal(line)
+slices = dashboard.pipeline_rows(data)
+if len(slices) > 1:
+    st.dataframe(slices, hide_index=True)
+
 # ---------------------------------------------------------------- unresolved claims
 
 st.subheader("Needs a lead's decision")

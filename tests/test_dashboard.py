@@ -658,3 +658,12 @@ def test_page_export_warns_about_golden_items_without_a_source(cycle_db: Databas
     warnings = [w.value for w in at.warning if "expected_source" in w.value]
     counts = export.golden_counts(cycle_db, judge_run=DEMO_RUN)
     assert counts.no_source and warnings == [counts.warning()]
+
+
+def test_the_pipeline_section_states_the_judges_rate_and_the_corrected_one(wice_db: Database) -> None:
+    d = dashboard.build(wice_db, run="wice-gpt4", bootstrap=0)
+    text = " ".join(dashboard.pipeline_text(d))
+    # WiCE gpt-4: the judge calls 37 of 100 claims SUPPORTED; the annotators 22 (all labeled).
+    assert "37.0% of the run's 100 judged claims SUPPORTED" in text and "22.0%" in text
+    assert "Assumes the judge's error rates" in text
+    assert dashboard.pipeline_rows(d)[0]["judge's own"] == "37.0%"
