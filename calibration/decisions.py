@@ -16,6 +16,11 @@ agreement the report prints when agreement does not depend on how many claims an
 does, the two differ, and the flag then speaks for "a typical answer".  A bet on the claim-level
 ratio (y_i - theta m_i) must survive an answer whose B claims are all wrong, which caps the bet near
 1/(theta B) and, measured, left the rule without power at 200 claims (ok for a 95% judge in 3% of runs).
+
+The guarantee also needs the order labels arrive in to say nothing about their outcome. Reviewers
+work through shuffled cycle queues, so their labels qualify; labels imported from a file come in
+the file's order, and a file sorted by outcome (every disagreement last, say) can make a rule fire
+early. Shuffle such a file before importing it.
 """
 
 from __future__ import annotations
