@@ -239,7 +239,7 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
     categories = _categories(db, data)
     # The disagreement table's first rows and each reason's first rows: the claims a page lists,
     # never a sealed holdout claim (the figures above still count them).
-    sealed = frozenset(splits.sealed_claim_keys(db, judge_run))
+    sealed = scope.sealed  # read once, by the report pipeline
     wanted = dict.fromkeys([k for k in report.disagreeing_claims if k not in sealed][:DETAIL_ROWS])
     for reason in report.flag.reasons:
         wanted.update(dict.fromkeys([k for k in reason.claim_ids if k not in sealed][:DETAIL_ROWS]))

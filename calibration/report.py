@@ -46,6 +46,7 @@ class ScopeReport:
     report: Report
     oversampled: bool  # the cycle's answers had unequal inclusion probabilities
     population: str | None = None  # what the estimates are for ("all 150 answers of the run")
+    sealed: frozenset[str] = frozenset()  # keys of the sealed holdout claims, left out of claim lists
 
     @property
     def n_unlabeled(self) -> int:
@@ -246,11 +247,12 @@ def scope_report(db: Database, run: store.JudgeRun, cycle_id: int | None = None,
     pipeline = pipeline_report(table, facts, strata) if facts is not None else None
     report = replace(report, unresolved_claims=data.unresolved, human_human=human_human(labels, "blind"),
                      human_human_post_reveal=human_human(labels, "post-reveal"), pipeline=pipeline)
-    report = _hide_sealed(report, split.sealed_claim_keys(db, run))
-    return ScopeReport(run, cycle_id, table, data, report, oversampled, text)
+    sealed = frozenset(split.sealed_claim_keys(db, run))
+    report = _hide_sealed(report, sealed)
+    return ScopeReport(run, cycle_id, table, data, report, oversampled, text, sealed)
 
 
-def _hide_sealed(report: Report, sealed: set[str]) -> Report:
+def _hide_sealed(report: Report, sealed: frozenset[str]) -> Report:
     """The flag's and the disagreement list's claim ids without the sealed holdout's claims.
 
     The figures still count every claim: only the ids a lead could read while revising the
