@@ -39,6 +39,7 @@ from .reading import (
 from .store import answers as answer_store
 from .store import checks as check_store
 from .store import cycles as store_cycles
+from .store import imports as import_marks
 from .vocab import LABEL_KINDS, LABEL_STATUSES, LABELS
 
 
@@ -52,9 +53,10 @@ class ImportReport:
     verdicts_existing: int = 0
     runs: set[str] = field(default_factory=set)
     mappings: Counter[tuple[str, str]] = field(default_factory=Counter)
+    recovered: list[str] = field(default_factory=list)  # leftovers of killed imports, removed first
 
     def lines(self) -> list[str]:
-        out = [
+        out = [*self.recovered,
             f"answers: {self.answers_new} new, {self.answers_existing} already present"
             + (f" ({self.answers_updated} with category or metadata updated)"
                if self.answers_updated else ""),
@@ -155,28 +157,32 @@ def _import_records(db: Database, records: Iterable[tuple[int, Any]], report: Im
                 raise _DryRunDone
         return
     # Read and check every record without the write lock, rows staged in connection-private
-    # tables; then short writes move them in (taken back if one fails). Labels are never
-    # blocked for more than one of those writes.
+    # tables; then short writes move them in, hidden from readers by the import's marker until
+    # the last write (taken back if one fails). Labels are never blocked for more than one write.
+    report.recovered += import_marks.recover(db)
     staging = answer_store.Staging(db)
     try:
         with store.read_snapshot(db):
-            _read_answers(db, records, judge_model, judge_prompt_version, mapping, update, report,
-                          problems, seen, runs, new_runs, staging, check_rows)
+            writer = _read_answers(db, records, judge_model, judge_prompt_version, mapping, update, report,
+                                   problems, seen, runs, new_runs, staging, check_rows)
         with store.write(db):
             real = {provisional: store.run_id(db, model, version, origin="import")
                     for (model, version), provisional in new_runs.items()}
+            staging.import_id = import_marks.begin(
+                db, stamp=writer.ts, new_runs=[r for r in real.values() if r is not None],
+                source=Path(source).name)
         try:
             staging.publish({p: r for p, r in real.items() if r is not None})
+            for lo in range(0, len(check_rows), answer_store.PUBLISH_BATCH):
+                with store.write(db):  # hidden with their answers until the marker flips
+                    check_store.put_checks(db, check_rows[lo:lo + answer_store.PUBLISH_BATCH],
+                                           version=checks.CHECK_VERSION)
+            staging.finish()
         except BaseException:
-            with store.write(db):  # the runs this import created would be left empty
-                for r in real.values():
-                    if r is not None:
-                        answer_store.drop_empty_run(db, r)
+            staging.take_back()
             raise
     finally:
         staging.drop()
-    with store.write(db):
-        check_store.put_checks(db, check_rows, version=checks.CHECK_VERSION)
 
 
 _CheckRow = tuple[str, str | None, str | None, bool, int, bool]
@@ -212,8 +218,9 @@ def _read_answers(db: Database, records: Iterable[tuple[int, Any]], judge_model:
                   judge_prompt_version: str | None, mapping: dict[str, Verdict] | None, update: bool,
                   report: ImportReport, problems: Problems, seen: set[str], runs: dict[tuple[str, str], int],
                   new_runs: dict[tuple[str, str], int], staging: answer_store.Staging | None,
-                  check_rows: list[_CheckRow]) -> None:
-    """Read, check and queue every record (the import's one pass over its file)."""
+                  check_rows: list[_CheckRow]) -> answer_store.AnswerWriter:
+    """Read, check and queue every record (the import's one pass over its file); the writer,
+    whose timestamp every new answer carries."""
     writer = answer_store.AnswerWriter(db, report, update=update, staging=staging)
     def run_id(model: str, version: str) -> int:
         key = (model, version)
@@ -277,6 +284,7 @@ def _read_answers(db: Database, records: Iterable[tuple[int, Any]], judge_model:
         problems.add(None, "no judged answers in the file")
     problems.raise_if_any()
     writer.flush()
+    return writer
 
 
 # ---------------------------------------------------------------- human labels
@@ -383,6 +391,11 @@ def import_labels(
                     pk = store.claim_pk(db, rec.answer_id, rec.claim_id)
                 except CalibrationError as exc:
                     problems.add(line, f"claim_id: {exc}")
+                    continue
+                if import_marks.is_hidden_claim(db, pk):
+                    # A label would pin a row that import may still have to take back.
+                    problems.add(line, f"claim_id: answer {rec.answer_id!r} is still being imported; "
+                                       "import these labels when that import has finished")
                     continue
                 bad = answer_store.unknown_chunks(db, rec.answer_id, rec.evidence)
                 if bad:
@@ -493,6 +506,7 @@ def restore_answers(db: Database, path: str | Path, *, encoding: str | None = No
     report = ImportReport()
     problems = Problems(path)
     seen: set[str] = set()
+    report.recovered += import_marks.recover(db)
     with store.write(db):
         runs = _Runs(db, report)
         for line, rec in _export_lines(path, encoding, problems):

@@ -14,11 +14,14 @@ times slower and the bulk import twice as slow.
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlite_utils import Database
 
+from . import imports
 from .connection import now, write
 
 if TYPE_CHECKING:
@@ -182,84 +185,123 @@ class Staging:
     """Connection-private (TEMP) copies of the import tables, filled while the file is read.
 
     Writing them takes no lock on the database, so reviewers' labels go on while a large file
-    is parsed and checked; `publish` then moves every row in with `INSERT ... SELECT` inside the
-    caller's one write transaction, so the file still lands all or nothing. Judge runs new to the
-    database get provisional negative ids until then, and claim keys are shifted if another
-    import took the ones reserved meanwhile.
+    is parsed and checked; `publish` then moves the rows in by short writes and `finish` lands
+    the rest and makes them visible in one small write. Until then the import's marker
+    (`imports`, id `import_id`) hides every row moved in from every reader, and says what to
+    delete should the process die in the middle, so the file lands all or nothing for readers
+    too. Judge runs new to the database get provisional negative ids until publish, and claim
+    keys are shifted if another import took the ones reserved meanwhile.
     """
 
     TABLES = (("answers", _ANSWER_COLS), ("chunks", _CHUNK_COLS), ("claims", _CLAIM_COLS),
               ("judge_verdicts", _VERDICT_COLS))
+    _LATE = (("claims", _CLAIM_COLS), ("judge_verdicts", _VERDICT_COLS))
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, import_id: int | None = None) -> None:
         self.db = db
+        self.import_id = import_id  # set by the caller once the marker is written
         self.first_claim = int(db.execute("SELECT coalesce(max(id), 0) FROM claims").fetchone()[0]) + 1
         for table, cols in self.TABLES:
             db.execute(f"DROP TABLE IF EXISTS temp.s_{table}")
             db.execute(f"CREATE TEMP TABLE s_{table} ({', '.join(cols)})")
+        for table, cols in self._LATE:
+            db.execute(f"DROP TABLE IF EXISTS temp.late_{table}")
+            db.execute(f"CREATE TEMP TABLE late_{table} ({', '.join(cols)})")
         db.execute("DROP TABLE IF EXISTS temp.s_updates")
         db.execute("CREATE TEMP TABLE s_updates (category, metadata, id)")
 
     def publish(self, runs: dict[int, int], *, batch: int = PUBLISH_BATCH) -> None:
-        """Move the staged rows in, `batch` rows per write transaction; `runs`: provisional run
-        id -> real one (created by the caller).
+        """Move the staged rows in, `batch` rows per write transaction, all hidden by the marker;
+        `runs`: provisional run id -> real one (created by the caller, listed in the marker).
 
-        Parents go first (answers, chunks, claims, verdicts), so every committed state is
-        consistent; the write lock is released between batches, so a reviewer's label waits for
-        one batch at most. Should a batch fail (a full disk, or a concurrent import that took
-        the same ids), every row this import already moved in is deleted again and the error
-        raised: the file lands all or nothing. Only a crash in the middle (a killed process)
-        leaves the moved part behind.
+        Only rows the marker can hide move in here: new answers with their chunks, claims and
+        verdicts, and the verdicts of runs this import created. Claims added to answers already
+        stored, and verdicts of an older run on older claims, would be seen at once (a review
+        card reads an answer's claims), so `finish` writes them; they are few in practice, a
+        file adding claims to answers imported before. Parents go first, so every committed
+        state is consistent; the write lock is released between batches, so a reviewer's label
+        waits for one batch at most. On failure the caller takes everything back through the
+        marker (`imports.remove`).
         """
         db = self.db
         with write(db):
             for provisional, real in runs.items():
                 db.execute("UPDATE temp.s_judge_verdicts SET run_id = ? WHERE run_id = ?",
                            [real, provisional])
-            now_first = int(db.execute("SELECT coalesce(max(id), 0) FROM main.claims").fetchone()[0]) + 1
-            shift = max(0, now_first - self.first_claim)
+            # Past every stored claim and every range another unfinished import reserved.
+            shift = max(0, imports.next_claim_pk(db) - self.first_claim)
             if shift:  # another import took the claim keys reserved when reading began
                 db.execute("UPDATE temp.s_claims SET id = id + ?", [shift])
                 db.execute("UPDATE temp.s_judge_verdicts SET claim_pk = claim_pk + ? WHERE claim_pk >= ?",
                            [shift, self.first_claim])
-        done: dict[str, int] = {}  # table -> last staged rowid moved in
-        try:
-            for table, cols in self.TABLES:
-                names = ", ".join(cols)
-                last = int(db.execute(f"SELECT coalesce(max(rowid), 0) FROM temp.s_{table}").fetchone()[0])
-                for lo in range(1, last + 1, batch):
-                    with write(db):
-                        db.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM temp.s_{table} "
-                                   "WHERE rowid BETWEEN ? AND ?", [lo, lo + batch - 1])
-                    done[table] = lo + batch - 1
-                    # Copy the batch into the database file now, outside the write lock; else the
-                    # next small commit (a reviewer's label) would pay for the whole WAL.
-                    db.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            with write(db):
-                db.execute("UPDATE main.answers SET category = u.category, metadata = u.metadata "
-                           "FROM temp.s_updates u WHERE main.answers.id = u.id")
-        except BaseException:
-            self._take_back(done)
-            raise
+            lo, hi = db.execute("SELECT min(id), max(id) FROM temp.s_claims").fetchone()
+            if self.import_id is not None:
+                imports.reserve_claims(db, self.import_id, lo, hi)
+            self._set_late_aside(list(runs.values()))
+        for table, cols in self.TABLES:
+            names = ", ".join(cols)
+            last = int(db.execute(f"SELECT coalesce(max(rowid), 0) FROM temp.s_{table}").fetchone()[0])
+            for lo_row in range(1, last + 1, batch):
+                with write(db):
+                    db.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM temp.s_{table} "
+                               "WHERE rowid BETWEEN ? AND ?", [lo_row, lo_row + batch - 1])
+                # Copy the batch into the database file now, outside the write lock; else the
+                # next small commit (a reviewer's label) would pay for the whole WAL.
+                db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                _pause_between_batches()
 
-    def _take_back(self, done: dict[str, int]) -> None:
-        """Delete the rows of this import already moved in (children first)."""
+    def _set_late_aside(self, new_runs: list[int]) -> None:
+        """Move the rows only `finish` may write (see `publish`) to the late_ tables."""
         db = self.db
-        keys = {"judge_verdicts": "(run_id, claim_pk)", "claims": "id", "chunks": "(answer_id, chunk_id)",
-                "answers": "id"}
-        cols = {"judge_verdicts": "run_id, claim_pk", "claims": "id", "chunks": "answer_id, chunk_id",
-                "answers": "id"}
+        db.execute("""INSERT INTO temp.late_claims SELECT * FROM temp.s_claims
+                      WHERE answer_id NOT IN (SELECT id FROM temp.s_answers)""")
+        db.execute("DELETE FROM temp.s_claims WHERE id IN (SELECT id FROM temp.late_claims)")
+        # A verdict moves in early when its claim does, or when its run is new and its claim old.
+        db.execute("""INSERT INTO temp.late_judge_verdicts SELECT * FROM temp.s_judge_verdicts v
+                      WHERE NOT (v.claim_pk IN (SELECT id FROM temp.s_claims)
+                                 OR (v.run_id IN (SELECT value FROM json_each(:runs))
+                                     AND v.claim_pk NOT IN (SELECT id FROM temp.late_claims)))""",
+                   {"runs": json.dumps(new_runs)})
+        db.execute("""DELETE FROM temp.s_judge_verdicts WHERE rowid IN (
+                          SELECT s.rowid FROM temp.s_judge_verdicts s JOIN temp.late_judge_verdicts l
+                          ON l.run_id = s.run_id AND l.claim_pk = s.claim_pk)""")
+
+    def finish(self) -> None:
+        """The last write: the set-aside rows, the category / metadata updates, and the marker
+        flipped to 'done', in one transaction, so the whole file appears at once."""
+        db = self.db
         with write(db):
-            for table in ("judge_verdicts", "claims", "chunks", "answers"):
-                if table in done:
-                    db.execute(f"DELETE FROM main.{table} WHERE {keys[table]} IN "
-                               f"(SELECT {cols[table]} FROM temp.s_{table} WHERE rowid <= ?)", [done[table]])
+            for table, cols in self._LATE:
+                names = ", ".join(cols)
+                db.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM temp.late_{table}")
+            db.execute("UPDATE main.answers SET category = u.category, metadata = u.metadata "
+                       "FROM temp.s_updates u WHERE main.answers.id = u.id")
+            if self.import_id is not None:
+                imports.finish(db, self.import_id)
+        if self.import_id is not None:
+            imports.forget(self.import_id)
+
+    def take_back(self) -> None:
+        """Delete what this import moved in, and its marker (after a failure in this process)."""
+        if self.import_id is not None:
+            with write(self.db):
+                imports.remove(self.db, self.import_id)
 
     def drop(self) -> None:
         """Remove the staging tables (also when the import failed)."""
         for table, _cols in self.TABLES:
             self.db.execute(f"DROP TABLE IF EXISTS temp.s_{table}")
+        for table, _cols in self._LATE:
+            self.db.execute(f"DROP TABLE IF EXISTS temp.late_{table}")
         self.db.execute("DROP TABLE IF EXISTS temp.s_updates")
+
+
+def _pause_between_batches() -> None:
+    """Sleep CALIBRATION_PUBLISH_PAUSE seconds, if set: lets a test stop or read an import
+    between two of its writes (a reader, or a kill, lands exactly there)."""
+    pause = os.environ.get("CALIBRATION_PUBLISH_PAUSE")
+    if pause:
+        time.sleep(float(pause))
 
 
 def drop_empty_run(db: Database, run_id: int) -> None:
@@ -305,9 +347,9 @@ def find_claim(db: Database, answer_id: str, claim_id: str) -> tuple[int, str] |
 
 
 def insert_claim(db: Database, *, answer_id: str, claim_id: str, position: int, text: str) -> int:
-    """Insert a claim; return its pk."""
-    cur = db.execute("INSERT INTO claims (answer_id, claim_id, position, text) VALUES (?,?,?,?)",
-                     [answer_id, claim_id, position, text])
+    """Insert a claim; return its pk (past the ids an unfinished import has reserved)."""
+    cur = db.execute("INSERT INTO claims (id, answer_id, claim_id, position, text) VALUES (?,?,?,?,?)",
+                     [imports.next_claim_pk(db), answer_id, claim_id, position, text])
     assert cur.lastrowid is not None
     return cur.lastrowid
 

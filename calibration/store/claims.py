@@ -15,6 +15,7 @@ from sqlite_utils import Database
 from ..final_label import UNLABELED_CODE, UNRESOLVED_CODES, resolve
 from ..vocab import CLAIM_STATUSES, LABELS, ClaimStatus
 from .connection import read_snapshot
+from .imports import hide_sql
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +97,7 @@ _CLAIMS_SQL = """
            json_group_array({answer_position}), json_group_array(c.position)
     FROM {source}
     LEFT JOIN adjudications d ON d.claim_pk = v.claim_pk
-    WHERE v.run_id = :run"""
+    WHERE v.run_id = :run{hide}"""
 
 _LABELS_SQL = """
     SELECT json_group_array(h.claim_pk), json_group_array(h.reviewer),
@@ -105,7 +106,7 @@ _LABELS_SQL = """
                WHEN h.reconciled = 'judge_right' THEN 2 END)
     FROM {source}
     JOIN human_labels h ON h.claim_pk = v.claim_pk AND h.status = 'labeled'
-    WHERE v.run_id = :run"""
+    WHERE v.run_id = :run{hide}"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,12 +212,14 @@ def claim_table(db: Database, run_id: int, cycle_id: int | None = None) -> Claim
             " CROSS JOIN judge_verdicts v ON v.run_id = :run AND v.claim_pk = c.id")
         answer_position = "ca.position"
     with read_snapshot(db):  # both reads, and the weights, from one state of the store
+        # Claims an unfinished import is still moving in are not there yet for any reader.
+        hide = hide_sql(db, claim="v.claim_pk", run="v.run_id")
         pk_j, answer_j, key_j, claim_code_j, apos_j, cpos_j = db.execute(_CLAIMS_SQL.format(
             source=claims_source, judge=verdict_code("v.verdict"), adjudicated=verdict_code("d.verdict"),
-            answer_position=answer_position), params).fetchone()
+            answer_position=answer_position, hide=hide), params).fetchone()
         lpk_j, reviewer_j, label_code_j = db.execute(_LABELS_SQL.format(
             source=labels_source, final=verdict_code("h.final_verdict"),
-            blind=verdict_code("h.blind_verdict")), params).fetchone()
+            blind=verdict_code("h.blind_verdict"), hide=hide), params).fetchone()
         # Claims some reviewer marked unclear ("needs discussion"): few, so one plain read.
         unclear_j = db.execute(
             "SELECT json_group_array(claim_pk) FROM human_labels WHERE status = 'unclear'").fetchone()[0]

@@ -8,6 +8,8 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from .imports import hide_sql
+
 
 def cycle_judge_run_id(db: Database, cycle_id: int) -> int:
     """The judge run a cycle was sampled from."""
@@ -32,9 +34,9 @@ def claim_ids_in_scope(db: Database, *, run_id: int | None = None, cycle_id: int
         where.append("EXISTS (SELECT 1 FROM judge_verdicts v WHERE v.claim_pk = c.id "
                      "AND v.run_id = :cycle_run)")
         params |= {"cycle": cycle_id, "cycle_run": cycle_run_id}
-    sql = "SELECT c.id FROM claims c"
+    sql = "SELECT c.id FROM claims c WHERE 1" + hide_sql(db, claim="c.id")  # unfinished imports
     if where:
-        sql += " WHERE " + " AND ".join(where)
+        sql += " AND " + " AND ".join(where)
     return [r[0] for r in db.execute(sql + " ORDER BY c.answer_id, c.position, c.id", params)]
 
 
@@ -103,7 +105,8 @@ def claim_details(db: Database, claim_pks: Sequence[int], *, run_id: int | None 
                   ) -> dict[int, ClaimDetail]:
     """The details of the given claims (one query; pass a batch), keyed by pk. With `run_id`, only
     that run's judge verdicts are included."""
-    run_filter = "AND v.run_id = ?" if run_id is not None else ""
+    # Verdicts of a run an unfinished import created are not there yet (store.imports).
+    run_filter = ("AND v.run_id = ?" if run_id is not None else "") + hide_sql(db, run="v.run_id")
     sql = _DETAIL_SQL.format(run_filter=run_filter, marks=",".join("?" * len(claim_pks)))
     params: list[Any] = ([run_id] if run_id is not None else []) + list(claim_pks)
     return {row[0]: ClaimDetail(*row) for row in db.execute(sql, params)}

@@ -11,6 +11,8 @@ from sqlite_utils import Database
 from ..errors import NotFoundError
 from ..vocab import LABELS
 from .claims import json_ints, verdict_code
+from .connection import read_snapshot
+from .imports import hide_sql
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,10 +33,11 @@ class JudgeRun:
 def judge_runs(db: Database) -> list[JudgeRun]:
     """The judge runs, oldest first. A judge-lab run (origin 'lab') without a single verdict
     yet (every call failed so far) is left out: it has nothing to show or compare."""
+    # A run an unfinished import created is not there yet (store.imports).
     rows = db.execute(
         "SELECT id, judge_model, prompt_version, origin, created_at FROM judge_runs r "
-        "WHERE r.origin != 'lab' OR EXISTS (SELECT 1 FROM judge_verdicts v WHERE v.run_id = r.id) "
-        "ORDER BY id"
+        "WHERE (r.origin != 'lab' OR EXISTS (SELECT 1 FROM judge_verdicts v WHERE v.run_id = r.id))"
+        f"{hide_sql(db, run='r.id')} ORDER BY id"
     ).fetchall()
     return [JudgeRun(*r) for r in rows]
 
@@ -73,9 +76,17 @@ class RunInfo:
 
 def info(db: Database) -> dict[str, Any]:
     """Counts for the overview: totals and, per judge run, answers, claims, verdicts, labels."""
+    with read_snapshot(db):
+        return _info(db)
+
+
+def _info(db: Database) -> dict[str, Any]:
+    hide_answers = hide_sql(db, answer_stamp="imported_at")
+    hide_claims = hide_sql(db, claim="id")
+    hide_verdicts = hide_sql(db, claim="claim_pk")
     totals = {
-        "answers": db.execute("SELECT count(*) FROM answers").fetchone()[0],
-        "claims": db.execute("SELECT count(*) FROM claims").fetchone()[0],
+        "answers": db.execute(f"SELECT count(*) FROM answers WHERE 1{hide_answers}").fetchone()[0],
+        "claims": db.execute(f"SELECT count(*) FROM claims WHERE 1{hide_claims}").fetchone()[0],
         "label_events": db.execute("SELECT count(*) FROM label_events").fetchone()[0],
         "labeled_claims": db.execute(
             "SELECT count(DISTINCT claim_pk) FROM human_labels WHERE status = 'labeled'"
@@ -86,17 +97,17 @@ def info(db: Database) -> dict[str, Any]:
     for run in judge_runs(db):
         counts = dict.fromkeys(LABELS, 0)
         for verdict, n in db.execute(
-            "SELECT verdict, count(*) FROM judge_verdicts WHERE run_id = ? GROUP BY verdict",
+            f"SELECT verdict, count(*) FROM judge_verdicts WHERE run_id = ?{hide_verdicts} GROUP BY verdict",
             [run.id],
         ):
             counts[verdict] = n
         answers, claims, labeled = db.execute(
             # EXISTS, not a join: a claim labeled by several reviewers still counts once.
-            """SELECT count(DISTINCT c.answer_id), count(*),
+            f"""SELECT count(DISTINCT c.answer_id), count(*),
                       coalesce(sum(EXISTS (SELECT 1 FROM human_labels h
                                            WHERE h.claim_pk = c.id AND h.status = 'labeled')), 0)
                FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk
-               WHERE v.run_id = ?""",
+               WHERE v.run_id = ?{hide_sql(db, claim="v.claim_pk")}""",
             [run.id],
         ).fetchone()
         per_run.append(RunInfo(run, answers, claims, counts, labeled))
@@ -111,7 +122,7 @@ def run_verdicts(db: Database, run_id: int) -> tuple[np.ndarray, np.ndarray]:
 
     pk_j, verdict_j = db.execute(
         f"SELECT json_group_array(claim_pk), json_group_array({verdict_code('verdict')}) "
-        "FROM judge_verdicts WHERE run_id = ?", [run_id]).fetchone()
+        f"FROM judge_verdicts WHERE run_id = ?{hide_sql(db, claim='claim_pk')}", [run_id]).fetchone()
     pk = np.array(json.loads(pk_j), dtype=np.int64)
     order = np.argsort(pk, kind="stable")
     return pk[order], json_ints(verdict_j)[order]

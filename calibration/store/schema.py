@@ -354,3 +354,32 @@ def m010_security(db: Database) -> None:
         )""",
         "CREATE INDEX reassignments_cycle ON reassignments(cycle_id)",
     ])
+
+
+# ---------------------------------------------------------------- m011 unfinished imports
+
+
+@migrations()
+def m011_imports(db: Database) -> None:
+    # One row per staged import. While its status is 'publishing' its rows are moving in by short
+    # writes and every reader hides them (calibration.store.imports); a row left 'publishing' by a
+    # process that is gone marks leftovers to delete. What it adds is known without listing rows:
+    # its answers carry imported_at = stamp, its claims have ids claim_lo..claim_hi (reserved
+    # before the first row moves in), and new_runs holds the judge runs it created (JSON ids).
+    _run(db, [
+        """CREATE TABLE imports (
+            id INTEGER PRIMARY KEY,
+            status TEXT NOT NULL CHECK (status IN ('publishing','done')),
+            source TEXT,
+            stamp TEXT NOT NULL UNIQUE,
+            new_runs TEXT NOT NULL DEFAULT '[]',
+            claim_lo INTEGER,
+            claim_hi INTEGER,
+            pid INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            process_start TEXT,
+            started_at TEXT NOT NULL,
+            finished_at TEXT
+        )""",
+        "CREATE INDEX imports_status ON imports(status)",
+    ])

@@ -1,0 +1,217 @@
+"""Unfinished imports: the marker that hides a staged import's rows until it is done, and recovery.
+
+A staged import (`answers.Staging`) moves its rows in by many short writes so that labels are not
+blocked; between those writes the file is half in. Its row in `imports` (status 'publishing')
+says which rows are its own without listing them: answers whose `imported_at` is its stamp, claim
+ids in `claim_lo..claim_hi`, and the judge runs it created. Readers add `hide_sql` to their
+queries, so none of them sees part of a file; the last write flips the status to 'done'.
+
+A process killed in the middle leaves a 'publishing' row behind whose process is gone;
+`recover` (at the start of the next import) deletes those rows again, children first, and
+the marker with them, so the database is as it was before that import began.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass
+
+from sqlite_utils import Database
+
+from .connection import now, write
+
+# Imports this process is publishing right now: a marker with our own pid is a leftover only
+# when it is not one of these (a failure that could not even clean up after itself).
+_ACTIVE: set[int] = set()
+
+
+@dataclass(frozen=True, slots=True)
+class Unfinished:
+    """A 'publishing' import, as its marker row records it."""
+
+    id: int
+    source: str | None
+    stamp: str
+    new_runs: tuple[int, ...]
+    claim_lo: int | None
+    claim_hi: int | None
+    pid: int
+    host: str
+    process_start: str | None
+    started_at: str
+
+
+def _unfinished(db: Database) -> list[Unfinished]:
+    rows = db.execute(
+        "SELECT id, source, stamp, new_runs, claim_lo, claim_hi, pid, host, process_start, started_at "
+        "FROM imports WHERE status = 'publishing' ORDER BY id").fetchall()
+    return [Unfinished(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7], r[8], r[9])
+            for r in rows]
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def hide_sql(db: Database, *, claim: str | None = None, run: str | None = None,
+             answer_stamp: str | None = None) -> str:
+    """SQL to append to a WHERE clause (' AND ...') that leaves out rows of unfinished imports.
+
+    `claim`: a column holding a claim id; `run`: a column holding a judge run id; `answer_stamp`:
+    an answers table's `imported_at` column. Empty when no import is unfinished (nearly always),
+    so a reader pays nothing then; else the ranges are written in as literals, which keeps the
+    predicate uncorrelated. Call it inside the reader's snapshot (`read_snapshot`), so the
+    marker and the rows are read from the same state.
+    """
+    pending = _unfinished(db)
+    if not pending:
+        return ""
+    parts: list[str] = []
+    if claim is not None:
+        parts += [f"NOT ({claim} BETWEEN {int(p.claim_lo)} AND {int(p.claim_hi)})"
+                  for p in pending if p.claim_lo is not None and p.claim_hi is not None]
+    runs = sorted({r for p in pending for r in p.new_runs})
+    if run is not None and runs:
+        parts.append(f"{run} NOT IN ({', '.join(str(int(r)) for r in runs)})")
+    if answer_stamp is not None:
+        parts.append(f"{answer_stamp} NOT IN ({', '.join(_quote(p.stamp) for p in pending)})")
+    return "".join(f" AND {p}" for p in parts)
+
+
+def is_hidden_claim(db: Database, claim_pk: int) -> bool:
+    """Whether claim `claim_pk` belongs to an import that is not finished."""
+    return db.execute("SELECT 1 FROM imports WHERE status = 'publishing' AND ? BETWEEN claim_lo AND claim_hi",
+                      [claim_pk]).fetchone() is not None
+
+
+# ---------------------------------------------------------------- the importing process
+
+
+def _process_start(pid: int) -> str | None:
+    """The kernel's start time of process `pid` (Linux /proc), which tells a reused pid apart."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            fields = fh.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    # Fields after the command name: state is the 1st, starttime the 20th (proc(5) fields 3 and 22).
+    if len(fields) < 20 or fields[0] == "Z":  # a zombie has ended; only its parent has not reaped it
+        return None
+    return fields[19]
+
+
+def _alive(p: Unfinished) -> bool:
+    """Is the process that started import `p` still running? True when this host cannot tell."""
+    if p.host != socket.gethostname() or os.name == "nt":
+        return True  # another machine's process (or no signal 0 here): not ours to judge
+    if p.pid == os.getpid():
+        return p.id in _ACTIVE
+    try:
+        os.kill(p.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # it exists, under another user
+    start = _process_start(p.pid)
+    if p.process_start is not None and os.path.exists(f"/proc/{p.pid}"):
+        return start == p.process_start  # None: a zombie; another value: the pid was reused
+    return True
+
+
+def begin(db: Database, *, stamp: str, new_runs: list[int], source: str | None) -> int:
+    """Record a staged import about to publish (inside the write that creates its new runs)."""
+    pid = os.getpid()
+    cur = db.execute(
+        "INSERT INTO imports (status, source, stamp, new_runs, pid, host, process_start, started_at) "
+        "VALUES ('publishing', ?, ?, ?, ?, ?, ?, ?)",
+        [source, stamp, json.dumps(sorted(new_runs)), pid, socket.gethostname(), _process_start(pid), now()])
+    assert cur.lastrowid is not None
+    _ACTIVE.add(int(cur.lastrowid))
+    return int(cur.lastrowid)
+
+
+def next_claim_pk(db: Database) -> int:
+    """The first claim id free for a new import: past every stored claim and every range an
+    unfinished import reserved (it has not moved all of them in yet)."""
+    return int(db.execute(
+        "SELECT max(coalesce((SELECT max(id) FROM claims), 0), "
+        "coalesce((SELECT max(claim_hi) FROM imports WHERE status = 'publishing'), 0)) + 1").fetchone()[0])
+
+
+def reserve_claims(db: Database, import_id: int, lo: int | None, hi: int | None) -> None:
+    """Record the claim ids import `import_id` adds (before the first of them moves in)."""
+    db.execute("UPDATE imports SET claim_lo = ?, claim_hi = ? WHERE id = ?", [lo, hi, import_id])
+
+
+def finish(db: Database, import_id: int) -> None:
+    """Flip import `import_id` to 'done': its rows become visible (inside its last write)."""
+    db.execute("UPDATE imports SET status = 'done', finished_at = ? WHERE id = ?", [now(), import_id])
+
+
+def forget(import_id: int) -> None:
+    """This process no longer publishes import `import_id` (done, or taken back)."""
+    _ACTIVE.discard(import_id)
+
+
+def remove(db: Database, import_id: int) -> dict[str, int]:
+    """Delete every row import `import_id` moved in, children first, then its marker (inside a
+    write); the rows deleted per table. Verdicts of a run it created on the claims of a later
+    import (which found the run by name meanwhile) are that import's and stay, with the run; only
+    such a later import's verdicts of the run on claims stored before both would go with it."""
+    row = db.execute("SELECT stamp, new_runs, claim_lo, claim_hi FROM imports WHERE id = ?",
+                     [import_id]).fetchone()
+    if row is None:
+        return {}
+    stamp, runs_j, lo, hi = row
+    runs = [int(r) for r in json.loads(runs_j)]
+    lo, hi = (lo, hi) if lo is not None and hi is not None else (0, -1)
+    mine = "SELECT id FROM answers WHERE imported_at = :stamp"
+    params = {"stamp": stamp, "lo": lo, "hi": hi, "runs": json.dumps(runs), "id": import_id}
+    out: dict[str, int] = {}
+    out["judge_verdicts"] = db.execute(
+        """DELETE FROM judge_verdicts WHERE claim_pk BETWEEN :lo AND :hi
+           OR (run_id IN (SELECT value FROM json_each(:runs)) AND NOT EXISTS (
+               SELECT 1 FROM imports o WHERE o.id > :id AND judge_verdicts.claim_pk
+               BETWEEN o.claim_lo AND o.claim_hi))""", params).rowcount
+    out["claims"] = db.execute("DELETE FROM claims WHERE id BETWEEN :lo AND :hi", params).rowcount
+    out["chunks"] = db.execute(f"DELETE FROM chunks WHERE answer_id IN ({mine})", params).rowcount
+    out["answer_checks"] = db.execute(f"DELETE FROM answer_checks WHERE answer_id IN ({mine})",
+                                      params).rowcount
+    out["answers"] = db.execute("DELETE FROM answers WHERE imported_at = :stamp", params).rowcount
+    out["judge_runs"] = db.execute(
+        """DELETE FROM judge_runs WHERE id IN (SELECT value FROM json_each(:runs))
+           AND NOT EXISTS (SELECT 1 FROM judge_verdicts WHERE run_id = judge_runs.id)
+           AND NOT EXISTS (SELECT 1 FROM cycles WHERE judge_run_id = judge_runs.id)
+           AND NOT EXISTS (SELECT 1 FROM judge_lab_runs WHERE run_id = judge_runs.id)""", params).rowcount
+    db.execute("DELETE FROM imports WHERE id = :id", params)
+    forget(import_id)
+    return out
+
+
+def leftovers(db: Database) -> list[Unfinished]:
+    """The unfinished imports whose process is gone (killed in the middle of publishing)."""
+    return [p for p in _unfinished(db) if not _alive(p)]
+
+
+def describe_removal(p: Unfinished, removed: dict[str, int]) -> str:
+    """One line for the user about a leftover import taken out of the database."""
+    what = ", ".join(f"{n} {table.replace('_', ' ')}" for table, n in removed.items() if n) or "no rows"
+    src = f" of {p.source}" if p.source else ""
+    return (f"an import{src} started at {p.started_at} did not finish (its process {p.pid} is gone); "
+            f"what it had moved in was removed ({what}): import that file again")
+
+
+def recover(db: Database) -> list[str]:
+    """Remove the leftovers of every import whose process is gone; one line per import removed."""
+    out: list[str] = []
+    for p in leftovers(db):
+        with write(db):
+            # Another process may have recovered it between the read and this write.
+            if db.execute("SELECT 1 FROM imports WHERE id = ? AND status = 'publishing'",
+                          [p.id]).fetchone() is None:
+                continue
+            removed = remove(db, p.id)
+        out.append(describe_removal(p, removed))
+    return out
