@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlite_utils import Database
 
-from . import imports
 from .connection import now, write
+from .imports import finish, forget, next_claim_pk, remove, reserve_claims
 
 if TYPE_CHECKING:
     from ..models import JudgedAnswerIn
@@ -229,14 +229,14 @@ class Staging:
                 db.execute("UPDATE temp.s_judge_verdicts SET run_id = ? WHERE run_id = ?",
                            [real, provisional])
             # Past every stored claim and every range another unfinished import reserved.
-            shift = max(0, imports.next_claim_pk(db) - self.first_claim)
+            shift = max(0, next_claim_pk(db) - self.first_claim)
             if shift:  # another import took the claim keys reserved when reading began
                 db.execute("UPDATE temp.s_claims SET id = id + ?", [shift])
                 db.execute("UPDATE temp.s_judge_verdicts SET claim_pk = claim_pk + ? WHERE claim_pk >= ?",
                            [shift, self.first_claim])
             lo, hi = db.execute("SELECT min(id), max(id) FROM temp.s_claims").fetchone()
             if self.import_id is not None:
-                imports.reserve_claims(db, self.import_id, lo, hi)
+                reserve_claims(db, self.import_id, lo, hi)
             self._set_late_aside(list(runs.values()))
         for table, cols in self.TABLES:
             names = ", ".join(cols)
@@ -277,15 +277,15 @@ class Staging:
             db.execute("UPDATE main.answers SET category = u.category, metadata = u.metadata "
                        "FROM temp.s_updates u WHERE main.answers.id = u.id")
             if self.import_id is not None:
-                imports.finish(db, self.import_id)
+                finish(db, self.import_id)
         if self.import_id is not None:
-            imports.forget(self.import_id)
+            forget(self.import_id)
 
     def take_back(self) -> None:
         """Delete what this import moved in, and its marker (after a failure in this process)."""
         if self.import_id is not None:
             with write(self.db):
-                imports.remove(self.db, self.import_id)
+                remove(self.db, self.import_id)
 
     def drop(self) -> None:
         """Remove the staging tables (also when the import failed)."""
@@ -349,7 +349,7 @@ def find_claim(db: Database, answer_id: str, claim_id: str) -> tuple[int, str] |
 def insert_claim(db: Database, *, answer_id: str, claim_id: str, position: int, text: str) -> int:
     """Insert a claim; return its pk (past the ids an unfinished import has reserved)."""
     cur = db.execute("INSERT INTO claims (id, answer_id, claim_id, position, text) VALUES (?,?,?,?,?)",
-                     [imports.next_claim_pk(db), answer_id, claim_id, position, text])
+                     [next_claim_pk(db), answer_id, claim_id, position, text])
     assert cur.lastrowid is not None
     return cur.lastrowid
 
