@@ -339,17 +339,21 @@ def test_an_include_labeled_cycle_starts_at_zero(run_db: Database,
                                   f"{40 - ann.total} claims unlabeled")
 
 
-def test_open_cycle_progress_counts_labels_made_for_it(run_db: Database,
-                                                       claims_of: dict[str, list[int]]) -> None:
+def test_open_cycle_progress_counts_its_reviewers_labels_wherever_given(
+        run_db: Database, claims_of: dict[str, list[int]]) -> None:
     cycle = create(run_db, size=15, reviewers=[])
-    first, second, third = cycle.answers[:3]
+    first, second, third, fourth = cycle.answers[:4]
     label_all(run_db, claims_of[first], "ann", cycle.id)
     label_all(run_db, claims_of[second][:1], "bob", cycle.id)
-    label_all(run_db, claims_of[third], "ann")  # given elsewhere: not this cycle's work
+    label_all(run_db, claims_of[third], "ann")  # ann's own, given elsewhere: done, and reused
+    label_all(run_db, claims_of[fourth], "zoe")  # zoe never worked here: labeled outside
     prog = cycles.progress(run_db, cycle.id)
-    assert (prog.labeled, prog.total, prog.labeled_elsewhere) == (3, 30, 2)
-    assert {r.reviewer: (r.labeled, r.total) for r in prog.reviewers} == {"ann": (2, 30), "bob": (1, 30)}
-    assert prog.outstanding() == "27 of 30 claims have no label made for this cycle"
+    assert (prog.labeled, prog.total, prog.reused, prog.labeled_elsewhere) == (5, 30, 2, 2)
+    assert {r.reviewer: (r.labeled, r.total, r.reused) for r in prog.reviewers} == {
+        "ann": (4, 30, 2), "bob": (1, 30, 0)}
+    assert prog.headline() == ("5/30 claims labeled (2 reused from other cycles or imports; "
+                               "already labeled outside this cycle: 2)")
+    assert prog.outstanding() == "25 of 30 claims have no label yet"
 
 
 def test_closing_with_work_outstanding_needs_force(run_db: Database,
@@ -490,8 +494,10 @@ def test_messages_use_the_singular_for_one(run_db: Database) -> None:
     progress = cycles.CycleProgress(0, 1, (cycles.ReviewerProgress("ann", 0, 1),
                                       cycles.ReviewerProgress("bob", 2, 2)))
     assert progress.outstanding() == "1 of 2 reviewers has labels outstanding: 1 claim unlabeled"
-    assert cycles.CycleProgress(0, 1, (), assigned=False).outstanding() == (
-        "1 of 1 claim has no label made for this cycle")
+    assert cycles.CycleProgress(0, 1, (), assigned=False).outstanding() == "1 of 1 claim has no label yet"
+    assert cycles.CycleProgress(1, 1, (cycles.ReviewerProgress("ann", 1, 1, unclear=1),),
+                                unclear=1).outstanding() == (
+        "1 claim marked unclear waits for a lead's decision")
 
 
 # ---------------------------------------------------------------- CLI on the real WiCE data
