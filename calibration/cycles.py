@@ -160,6 +160,15 @@ def count_work(claims: Iterable[tuple[str, str | None, bool]], answers: Iterable
     return WorkCount(done, total, unclear, reused, answers_done, len(listed))
 
 
+def progress_headline(labeled: int, total: int, reused: int = 0, elsewhere: int = 0) -> str:
+    """`9/9 claims labeled (7 reused from other cycles or imports)`: a cycle's progress in one
+    line, with the reused claims and the claims labeled by others outside the cycle when any."""
+    notes = [f"{reused} {REUSED_WORDS}"] if reused else []
+    if elsewhere:
+        notes.append(f"already labeled outside this cycle: {elsewhere}")
+    return f"{labeled}/{total} claims labeled" + (f" ({'; '.join(notes)})" if notes else "")
+
+
 @dataclass(frozen=True, slots=True)
 class ReviewerProgress:
     reviewer: str
@@ -203,13 +212,8 @@ class CycleProgress:
         return self.total - self.labeled
 
     def headline(self) -> str:
-        """`9/9 claims labeled (7 reused from other cycles or imports)`, with the claims labeled
-        by others outside the cycle when there are any."""
-        line = f"{self.labeled}/{self.total} claims labeled"
-        notes = [f"{self.reused} {REUSED_WORDS}"] if self.reused else []
-        if self.labeled_elsewhere:
-            notes.append(f"already labeled outside this cycle: {self.labeled_elsewhere}")
-        return line + (f" ({'; '.join(notes)})" if notes else "")
+        """`9/9 claims labeled (7 reused from other cycles or imports)` (`progress_headline`)."""
+        return progress_headline(self.labeled, self.total, self.reused, self.labeled_elsewhere)
 
     def outstanding(self) -> str | None:
         """What work remains, in a sentence; None when there is none. A claim marked unclear is
