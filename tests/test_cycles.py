@@ -815,3 +815,26 @@ def test_page_reassigns_open_work_and_shows_names_visibly(run_db: Database, db_p
     history = at.dataframe[-1].value
     assert list(history["From"]) == ["ann"] and list(history["To"]) == ["bob"]
     assert list(history["By"]) == ["lead"]
+
+
+def test_page_shows_reused_labels_as_done(run_db: Database, db_path: Path,
+                                          claims_of: dict[str, list[int]],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    earlier = create(run_db, name="earlier", size=15, reviewers=["ann"])
+    for aid in earlier.answers[:7]:
+        label_all(run_db, claims_of[aid], "ann", earlier.id)
+    later = create(run_db, name="later", size=15, reviewers=["ann"], include_labeled=True)
+    reused = 2 * len(set(later.answers) & set(earlier.answers[:7]))
+    assert reused  # seed 1 draws some of the same answers
+    at = page(db_path, monkeypatch)
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["Name"]) == ["later", "earlier"]
+    assert list(table["Claims labeled"]) == [f"{reused} / 30 ({reused} reused)", "14 / 30"]
+    assert list(table["Labeled outside"]) == [0, 0]
+    at.selectbox(key="cycle_detail").set_value("later").run()
+    assert f"Of these, {reused} reused from other cycles or imports: the reviewers' own labels, given " \
+           "before this cycle, count as done" in [c.value for c in at.caption]
+    per = at.dataframe[1].value
+    assert list(per["Labeled"]) == [reused] and list(per["Reused"]) == [reused]
+    assert list(per["Answers committed"]) == ["0 / 15"]  # labeled directly, never committed
