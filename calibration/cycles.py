@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import secrets
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -102,26 +102,103 @@ class CycleAnswer:
     reviewers: tuple[str, ...]
 
 
+# ---------------------------------------------------------------- the one progress rule
+
+# Statuses of a reviewer's current label that settle a claim for them: a verdict, or "unclear"
+# (done for the reviewer, it waits for a lead). A skip, or no label, leaves the claim to do.
+DONE_STATUSES = ("labeled", "unclear")
+REUSED_WORDS = "reused from other cycles or imports"
+
+
+def claim_done(status: str | None) -> bool:
+    """The one rule for "claim done for reviewer R in cycle C": R's current label on the claim
+    has a verdict or is marked unclear, wherever it was given: in C, in an earlier cycle with
+    the same claim, or by `import-labels`. The lead's progress (`progress`) and the reviewer's
+    queue (`review.progress`) both count by it, so they give the same numbers."""
+    return status in DONE_STATUSES
+
+
+def label_reused(status: str | None, settled_here: bool) -> bool:
+    """A done label (`claim_done`) that was not settled in this cycle: the verdict or unclear
+    mark came from another cycle or an import (`store.cycles.SETTLED_IN` says where it was
+    settled). Counted as done, and counted again as reused so nobody mistakes it for new work."""
+    return claim_done(status) and not settled_here
+
+
+@dataclass(frozen=True, slots=True)
+class WorkCount:
+    """One reviewer's work in a cycle, by the one rule (`count_work`)."""
+
+    done: int  # claims done (`claim_done`): a verdict or an unclear mark
+    total: int
+    unclear: int  # of `done`: marked unclear
+    reused: int  # of `done`: settled outside this cycle (`label_reused`)
+    answers_done: int  # committed (the last look) with every claim done
+    answers_total: int
+
+
+def count_work(claims: Iterable[tuple[str, str | None, bool]], answers: Iterable[str],
+               committed: Collection[str]) -> WorkCount:
+    """Count one reviewer's work: `claims` gives (answer id, status of their current label or
+    None, settled in this cycle) for every claim of their answers, `answers` those answers and
+    `committed` the ones they committed. An answer is done when it is committed and each of its
+    claims is done; an answer without claims has nothing to do and is done."""
+    done = unclear = reused = total = 0
+    with_claims: set[str] = set()
+    open_answers: set[str] = set()
+    for answer_id, status, here in claims:
+        total += 1
+        with_claims.add(answer_id)
+        if claim_done(status):
+            done += 1
+            unclear += status == "unclear"
+            reused += label_reused(status, here)
+        else:
+            open_answers.add(answer_id)
+    listed = list(dict.fromkeys(answers))
+    answers_done = sum(a not in with_claims or (a in committed and a not in open_answers) for a in listed)
+    return WorkCount(done, total, unclear, reused, answers_done, len(listed))
+
+
+def progress_headline(labeled: int, total: int, reused: int = 0, elsewhere: int = 0) -> str:
+    """`9/9 claims labeled (7 reused from other cycles or imports)`: a cycle's progress in one
+    line, with the reused claims and the claims labeled by others outside the cycle when any."""
+    notes = [f"{reused} {REUSED_WORDS}"] if reused else []
+    if elsewhere:
+        notes.append(f"already labeled outside this cycle: {elsewhere}")
+    return f"{labeled}/{total} claims labeled" + (f" ({'; '.join(notes)})" if notes else "")
+
+
 @dataclass(frozen=True, slots=True)
 class ReviewerProgress:
     reviewer: str
-    labeled: int
+    labeled: int  # claims done by the one rule (`claim_done`): a verdict or an unclear mark
     total: int
+    unclear: int = 0  # of `labeled`: marked unclear, waiting for a lead
+    reused: int = 0  # of `labeled`: settled outside this cycle (another cycle, an import)
+    answers_done: int = 0  # committed, every claim done
+    answers_total: int = 0
 
     @property
     def fraction(self) -> float:
         return self.labeled / self.total if self.total else 0.0
+
+    def counts(self) -> str:
+        """`9/9 (7 reused)`: the reviewer's claims done, with the reused ones when there are any."""
+        return f"{self.labeled}/{self.total}" + (f" ({self.reused} reused)" if self.reused else "")
 
 
 @dataclass(frozen=True, slots=True)
 class CycleProgress:
     """The work of a cycle: see `progress` for what counts as labeled."""
 
-    labeled: int  # claims done for this cycle
-    total: int  # claims of the cycle (judged by its run)
+    labeled: int  # claims done for this cycle (`progress`)
+    total: int  # claims of the cycle's answers
     reviewers: tuple[ReviewerProgress, ...]
-    labeled_elsewhere: int = 0  # not done here, but with a final human label from outside the cycle
+    labeled_elsewhere: int = 0  # not done here, but with a final human label from someone else
     assigned: bool = True  # False: an open cycle, anyone may label
+    reused: int = 0  # of `labeled`: done on labels settled outside this cycle only
+    unclear: int = 0  # of `labeled`: marked unclear by a reviewer, no lead's decision yet
 
     @property
     def fraction(self) -> float:
@@ -129,37 +206,39 @@ class CycleProgress:
 
     @property
     def missing(self) -> int:
-        """Labels still owed: per assigned reviewer, else claims without a label for this cycle."""
+        """Labels still owed: per assigned reviewer, else claims without a label."""
         if self.assigned:
             return sum(r.total - r.labeled for r in self.reviewers)
         return self.total - self.labeled
 
     def headline(self) -> str:
-        """`3/40 claims labeled`, with the claims labeled outside the cycle when there are any."""
-        line = f"{self.labeled}/{self.total} claims labeled"
-        if self.labeled_elsewhere:
-            line += f" (already labeled outside this cycle: {self.labeled_elsewhere})"
-        return line
+        """`9/9 claims labeled (7 reused from other cycles or imports)` (`progress_headline`)."""
+        return progress_headline(self.labeled, self.total, self.reused, self.labeled_elsewhere)
 
     def outstanding(self) -> str | None:
-        """What work remains, in a sentence; None when there is none."""
+        """What work remains, in a sentence; None when there is none. A claim marked unclear is
+        done for its reviewer but waits for a lead's decision, so it is work outstanding too."""
+        parts: list[str] = []
         if self.assigned:
             behind = [r for r in self.reviewers if r.labeled < r.total]
-            if not behind:
-                return None
-            verb = "has" if len(behind) == 1 else "have"
-            return (f"{len(behind)} of {plural(len(self.reviewers), 'reviewer')} {verb} labels "
-                    f"outstanding: {plural(self.missing, 'claim')} unlabeled")
-        if self.labeled >= self.total:
-            return None
-        verb = "has" if self.missing == 1 else "have"
-        return (f"{self.missing} of {plural(self.total, 'claim')} {verb} no label made for this "
-                "cycle")
+            if behind:
+                verb = "has" if len(behind) == 1 else "have"
+                parts.append(f"{len(behind)} of {plural(len(self.reviewers), 'reviewer')} {verb} labels "
+                             f"outstanding: {plural(self.missing, 'claim')} unlabeled")
+        elif self.labeled < self.total:
+            verb = "has" if self.missing == 1 else "have"
+            parts.append(f"{self.missing} of {plural(self.total, 'claim')} {verb} no label yet")
+        if self.unclear:
+            verb = "waits" if self.unclear == 1 else "wait"
+            parts.append(f"{plural(self.unclear, 'claim')} marked unclear {verb} for a lead's decision")
+        return "; ".join(parts) or None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"labeled": self.labeled, "total": self.total,
-                "labeled_elsewhere": self.labeled_elsewhere,
-                "reviewers": {r.reviewer: {"labeled": r.labeled, "total": r.total}
+        return {"labeled": self.labeled, "total": self.total, "reused": self.reused,
+                "unclear": self.unclear, "labeled_elsewhere": self.labeled_elsewhere,
+                "reviewers": {r.reviewer: {"labeled": r.labeled, "total": r.total, "reused": r.reused,
+                                           "unclear": r.unclear, "answers_done": r.answers_done,
+                                           "answers_total": r.answers_total}
                               for r in self.reviewers}}
 
 
@@ -182,6 +261,7 @@ class FrozenFigures:
     flag: str | None  # 'ok' | 'revise' | 'inconclusive'; None without figures
     flag_reasons: tuple[str, ...]
     note: str | None
+    reused: int | None = None  # of `labeled`: on labels settled outside the cycle (older snapshots: None)
 
 
 # ---------------------------------------------------------------- pure helpers
@@ -365,60 +445,67 @@ def open_cycles_for(db: Database, reviewer: str) -> list[Cycle]:
 
 
 def progress(db: Database, cycle_id: int) -> CycleProgress:
-    """The cycle's own work: claims done / total, overall and per reviewer.
+    """The cycle's work: claims done / total, overall and per reviewer, by the one rule
+    (`claim_done`, counted per reviewer by `count_work`, as the reviewer's queue counts it).
 
-    Only labels of the cycle's reviewers count, so a cycle that includes already-labeled
-    answers starts at 0, not at 100%:
+    The claims are every claim of the cycle's answers (a reviewer settles each before the
+    commit). Only the cycle's reviewers count, so a cycle that includes answers labeled by
+    others starts at 0, not at 100%; a reviewer's own label counts wherever it was given (this
+    cycle, an earlier one, an import), and is counted again as reused when it was not settled
+    in this cycle:
 
-    - assigned cycle: a reviewer has labeled a claim when their current label on it has
-      status 'labeled' (given in whichever cycle: their own label is reused, and the review
-      queue treats it as done); a claim is done when every reviewer assigned its answer has
-      labeled it, so the cycle reaches 100% exactly when no reviewer has work left;
-    - open cycle: a claim is done when some reviewer's current label on it has status
-      'labeled' and was made for this cycle (a label event with this cycle id); the
-      reviewers listed are those who made any label event for the cycle, each over every
-      claim.
+    - assigned cycle: the reviewers are those assigned; a claim is done when every reviewer
+      assigned its answer has it done, so the cycle reaches 100% exactly when no reviewer has
+      labels left to give;
+    - open cycle: the reviewers are those who took part in it (a label event or a commit made
+      in it), each over every claim; a claim is done when one of them has it done. A reviewer
+      who never worked in the cycle is not listed, though their own queue counts their labels.
 
-    `labeled_elsewhere` counts the claims not done and not labeled by any of the cycle's
-    reviewers that nonetheless have a final human label (from another cycle, an import
-    or an adjudication).
+    A done claim is `reused` when no label making it done was settled in this cycle, and
+    `unclear` when one of them is an unclear mark with no lead's decision (adjudication) yet:
+    work for a lead, so `outstanding` names it. `labeled_elsewhere` counts the claims not done
+    and with no label of the cycle's reviewers that still have a final human label from
+    someone else (a verdict or an adjudication).
     """
     cycle = _cycle_by_id(db, cycle_id)
     work = db_cycles.cycle_work(db, cycle_id)
-    claims = work.claims
-    labeled_by: dict[int, dict[str, bool]] = {}  # claim -> {reviewer: label made for this cycle}
-    for pk, reviewer, made_here in work.labeled:
-        labeled_by.setdefault(pk, {})[reviewer] = made_here
-    adjudicated = work.adjudicated
-
-    done = elsewhere = 0
-    per: dict[str, list[int]] = {}  # reviewer -> [labeled, total]
+    label_of: dict[int, dict[str, tuple[str, bool]]] = {}  # claim -> reviewer -> (status, settled here)
+    for pk, reviewer, status, here in work.labels:
+        label_of.setdefault(pk, {})[reviewer] = (status, here)
+    answers = list(cycle.answers)
     if cycle.reviewers:
-        assigned: dict[str, set[str]] = {}
+        who: dict[str, set[str]] = {}
         for aid, rev in db_cycles.assignment_pairs(db, cycle_id):
-            assigned.setdefault(aid, set()).add(rev)
-        per = {r: [0, 0] for r in cycle.reviewers}
-        for aid, pk in claims:
-            need = assigned.get(aid, set())
-            got = need & set(labeled_by.get(pk, {}))
-            for r in need:
-                per[r][1] += 1
-                per[r][0] += r in got
-            done += bool(need) and got == need
-            elsewhere += not got and (pk in labeled_by or pk in adjudicated)
+            who.setdefault(aid, set()).add(rev)
+        team = list(cycle.reviewers)
     else:
-        workers = work.event_reviewers
-        per = {r: [0, len(claims)] for r in workers}
-        for _aid, pk in claims:
-            here = [r for r, made_here in labeled_by.get(pk, {}).items() if made_here]
-            for r in here:
-                if r in per:
-                    per[r][0] += 1
-            done += bool(here)
-            elsewhere += not here and (pk in labeled_by or pk in adjudicated)
-    return CycleProgress(done, len(claims),
-                    tuple(ReviewerProgress(r, n, t) for r, (n, t) in sorted(per.items())),
-                    labeled_elsewhere=elsewhere, assigned=bool(cycle.reviewers))
+        team = work.participants
+        who = {aid: set(team) for aid in answers}
+
+    per: dict[str, ReviewerProgress] = {}
+    for r in team:
+        mine = [aid for aid in answers if r in who.get(aid, ())]
+        items = [(aid, *label_of.get(pk, {}).get(r, (None, False)))
+                 for aid, pk in work.claims if r in who.get(aid, ())]
+        n = count_work(items, mine, {a for a, rev in work.committed if rev == r})
+        per[r] = ReviewerProgress(r, n.done, n.total, n.unclear, n.reused, n.answers_done, n.answers_total)
+
+    done = reused = unclear = elsewhere = 0
+    for aid, pk in work.claims:
+        need = who.get(aid, set())
+        labels = label_of.get(pk, {})
+        by_team = [labels[r] for r in need if r in labels and claim_done(labels[r][0])]
+        complete = len(by_team) == len(need) if cycle.reviewers else bool(by_team)
+        if need and complete:
+            done += 1
+            reused += not any(here for _, here in by_team)
+            unclear += any(status == "unclear" for status, _ in by_team) and pk not in work.adjudicated
+        elif not by_team:
+            others = any(status == "labeled" for r, (status, _) in labels.items() if r not in need)
+            elsewhere += others or pk in work.adjudicated
+    return CycleProgress(done, len(work.claims), tuple(per[r] for r in sorted(per)),
+                         labeled_elsewhere=elsewhere, assigned=bool(cycle.reviewers), reused=reused,
+                         unclear=unclear)
 
 
 # ---------------------------------------------------------------- writes
@@ -731,4 +818,4 @@ def frozen_figures(snapshot: dict[str, Any] | None) -> FrozenFigures | None:
         agreement=agree, agreement_ci=agree_ci, weighted_agreement=weighted, weighted_ci=weighted_ci,
         kappa=kappa, kappa_ci=kappa_ci, flag=flag.get("status"),
         flag_reasons=tuple(r.get("message", "") for r in flag.get("reasons") or ()),
-        note=snapshot.get("note"))
+        note=snapshot.get("note"), reused=prog.get("reused"))

@@ -190,12 +190,16 @@ class Position:
 
 @dataclass(frozen=True, slots=True)
 class QueueProgress:
+    """The reviewer's queue in a cycle, counted by the one rule the lead's table uses
+    (`cycles.claim_done` through `cycles.count_work`), so both show the same numbers."""
+
     claims_labeled: int  # with the reviewer's verdict
     claims_total: int
-    answers_done: int  # committed and revealed
+    answers_done: int  # committed (the last look) with every claim done
     answers_total: int
     claims_unclear: int = 0  # settled without a verdict: waiting for a lead
     claims_skipped: int = 0  # put off (the queue offers them again until settled)
+    claims_reused: int = 0  # of `claims_done`: settled outside this cycle (another cycle, an import)
 
     @property
     def claims_done(self) -> int:
@@ -205,6 +209,11 @@ class QueueProgress:
     @property
     def fraction(self) -> float:
         return self.claims_done / self.claims_total if self.claims_total else 1.0
+
+    def reused_note(self) -> str | None:
+        """`7 reused from other cycles or imports`, the words the lead's table uses; None when
+        no done claim was settled outside this cycle."""
+        return f"{self.claims_reused} {cycles.REUSED_WORDS}" if self.claims_reused else None
 
 
 def _queue_rows(db: Database, ref: CycleRef, answers: Sequence[str], reviewer: str) -> list[QueueRow]:
@@ -238,13 +247,10 @@ def _resume(rows: Sequence[QueueRow]) -> Position | None:
 
 
 def _progress(rows: Sequence[QueueRow], answers: Sequence[str]) -> QueueProgress:
-    done: dict[str, bool] = dict.fromkeys(answers, True)
-    for r in rows:
-        if not r.revealed:
-            done[r.answer_id] = False
-    return QueueProgress(sum(r.status == "labeled" for r in rows), len(rows), sum(done.values()),
-                    len(answers), sum(r.status == "unclear" for r in rows),
-                    sum(r.status == "skipped" for r in rows))
+    n = cycles.count_work(((r.answer_id, None if r.status == "todo" else r.status, r.settled_here)
+                           for r in rows), answers, {r.answer_id for r in rows if r.revealed})
+    return QueueProgress(n.done - n.unclear, n.total, n.answers_done, n.answers_total, n.unclear,
+                         sum(r.status == "skipped" for r in rows), n.reused)
 
 
 def resume(db: Database, cycle_id: int, reviewer: str, *, after: str | None = None) -> Position | None:

@@ -209,7 +209,8 @@ def _frozen(cycle: cycles.Cycle) -> None:
         cols[2].metric("Claims in the figures", fig.n_claims)
         cols[2].caption(f"{plural(fig.n_answers, 'answer')}; labels from outside the cycle count "
                         f"too. Labeled for this cycle at close: {fig.labeled} of "
-                        f"{plural(fig.total or 0, 'claim')}")
+                        f"{plural(fig.total or 0, 'claim')}"
+                        + (f" ({fig.reused} reused)" if fig.reused else ""))
         if fig.weighted_agreement is not None:
             st.caption(f"Re-weighted to the whole run by 1/π: {fmt.pct(fig.weighted_agreement)}, "
                        + _ci(fig.weighted_ci))
@@ -250,6 +251,17 @@ def _reassign_form(cycle: cycles.Cycle) -> None:
                            "When": _local(h.created_at)} for h in history], hide_index=True)
 
 
+# What "Claims labeled" counts: the one rule the reviewer's queue uses too (cycles.claim_done).
+LABELED_HELP = ("claims every assigned reviewer has labeled (a verdict or an unclear mark, given in "
+                "this cycle or reused from another cycle or an import); in a cycle open to all, "
+                "claims labeled by a reviewer who worked in it")
+
+
+def _claims_cell(p: cycles.CycleProgress) -> str:
+    """`9 / 9 (7 reused)`: the table's progress cell."""
+    return f"{p.labeled} / {p.total}" + (f" ({p.reused} reused)" if p.reused else "")
+
+
 def _cycles_section() -> None:
     with store.session(path) as db:
         listed = [(c, cycles.progress(db, c.id)) for c in reversed(cycles.list_cycles(db))]
@@ -268,7 +280,7 @@ def _cycles_section() -> None:
     text = st.column_config.TextColumn
     number = st.column_config.NumberColumn
     st.dataframe(
-        [{"Name": visible(c.name), "Status": c.status, "Claims labeled": f"{p.labeled} / {p.total}",
+        [{"Name": visible(c.name), "Status": c.status, "Claims labeled": _claims_cell(p),
           "Done": p.fraction, "Reviewers": ", ".join(map(visible, c.reviewers)) or "open to all",
           "Created by": visible(c.created_by or ""), "Created": _local(c.created_at),
           "Judge run": visible(c.judge_run),
@@ -282,8 +294,7 @@ def _cycles_section() -> None:
             "Judge run": text("Judge run", width=190),
             "Claims labeled": text(
                 "Claims labeled", width=110,
-                help="claims every assigned reviewer has labeled; in a cycle open to all, "
-                     "claims labeled for this cycle"),
+                help=LABELED_HELP),
             "Done": st.column_config.ProgressColumn("Done", format="percent", min_value=0.0,
                                                     max_value=1.0, width=90),
             "Reviewers": text("Reviewers", width=260),
@@ -294,8 +305,9 @@ def _cycles_section() -> None:
             "Seed": number("Seed", width=110, format="%d"),
             "Labeled outside": number(
                 "Labeled outside", width=120,
-                help="claims not labeled by this cycle's reviewers that already have a final "
-                     "human label from elsewhere (another cycle, an import, an adjudication)"),
+                help="claims none of this cycle's reviewers has labeled that already have a final "
+                     "human label from someone else (another reviewer, an adjudication); the "
+                     "reviewers' own earlier labels count as done instead"),
             "Holdout": st.column_config.CheckboxColumn("Holdout", width=80),
             "Closed": st.column_config.DatetimeColumn("Closed", format=DATE_FORMAT, width=150),
         },
@@ -315,19 +327,25 @@ def _cycles_section() -> None:
                + (f" · closed {_local_text(cycle.closed_at)}" if cycle.closed_at else ""))
     ui.literal("Reviewers: " + (", ".join(map(visible, cycle.reviewers)) or "open to every reviewer"))
     cols = st.columns(3)
-    cols[0].metric("Claims labeled", f"{prog.labeled} / {prog.total}",
-                   help="claims every assigned reviewer has labeled; in a cycle open to all, "
-                        "claims labeled for this cycle")
+    cols[0].metric("Claims labeled", f"{prog.labeled} / {prog.total}", help=LABELED_HELP)
     cols[1].metric("Answers", cycle.size)
     cols[2].metric("Status", cycle.status)
+    if prog.reused:
+        st.caption(f"Of these, {prog.reused} {cycles.REUSED_WORDS}: the reviewers' own labels, given "
+                   "before this cycle, count as done")
+    if prog.unclear:
+        st.caption(f"{plural(prog.unclear, 'claim')} marked unclear, waiting for a lead's decision")
     if prog.labeled_elsewhere:
         st.caption(f"Already labeled outside this cycle: {plural(prog.labeled_elsewhere, 'claim')} "
                    "(not counted above)")
 
-    st.caption("Per reviewer (claims labeled / assigned)")
+    st.caption("Per reviewer (claims labeled / assigned; reused: labeled before this cycle, counted as "
+               "done, as in the reviewer's own queue)")
     if prog.reviewers:
         st.dataframe([{"Reviewer": visible(r.reviewer), "Labeled": r.labeled, "Claims": r.total,
-                       "Done": r.fraction} for r in prog.reviewers],
+                       "Done": r.fraction, "Reused": r.reused, "Unclear": r.unclear,
+                       "Answers committed": f"{r.answers_done} / {r.answers_total}"}
+                      for r in prog.reviewers],
                      hide_index=True,
                      column_config={
                          "Reviewer": st.column_config.TextColumn("Reviewer", width="medium"),

@@ -339,17 +339,21 @@ def test_an_include_labeled_cycle_starts_at_zero(run_db: Database,
                                   f"{40 - ann.total} claims unlabeled")
 
 
-def test_open_cycle_progress_counts_labels_made_for_it(run_db: Database,
-                                                       claims_of: dict[str, list[int]]) -> None:
+def test_open_cycle_progress_counts_its_reviewers_labels_wherever_given(
+        run_db: Database, claims_of: dict[str, list[int]]) -> None:
     cycle = create(run_db, size=15, reviewers=[])
-    first, second, third = cycle.answers[:3]
+    first, second, third, fourth = cycle.answers[:4]
     label_all(run_db, claims_of[first], "ann", cycle.id)
     label_all(run_db, claims_of[second][:1], "bob", cycle.id)
-    label_all(run_db, claims_of[third], "ann")  # given elsewhere: not this cycle's work
+    label_all(run_db, claims_of[third], "ann")  # ann's own, given elsewhere: done, and reused
+    label_all(run_db, claims_of[fourth], "zoe")  # zoe never worked here: labeled outside
     prog = cycles.progress(run_db, cycle.id)
-    assert (prog.labeled, prog.total, prog.labeled_elsewhere) == (3, 30, 2)
-    assert {r.reviewer: (r.labeled, r.total) for r in prog.reviewers} == {"ann": (2, 30), "bob": (1, 30)}
-    assert prog.outstanding() == "27 of 30 claims have no label made for this cycle"
+    assert (prog.labeled, prog.total, prog.reused, prog.labeled_elsewhere) == (5, 30, 2, 2)
+    assert {r.reviewer: (r.labeled, r.total, r.reused) for r in prog.reviewers} == {
+        "ann": (4, 30, 2), "bob": (1, 30, 0)}
+    assert prog.headline() == ("5/30 claims labeled (2 reused from other cycles or imports; "
+                               "already labeled outside this cycle: 2)")
+    assert prog.outstanding() == "25 of 30 claims have no label yet"
 
 
 def test_closing_with_work_outstanding_needs_force(run_db: Database,
@@ -490,8 +494,10 @@ def test_messages_use_the_singular_for_one(run_db: Database) -> None:
     progress = cycles.CycleProgress(0, 1, (cycles.ReviewerProgress("ann", 0, 1),
                                       cycles.ReviewerProgress("bob", 2, 2)))
     assert progress.outstanding() == "1 of 2 reviewers has labels outstanding: 1 claim unlabeled"
-    assert cycles.CycleProgress(0, 1, (), assigned=False).outstanding() == (
-        "1 of 1 claim has no label made for this cycle")
+    assert cycles.CycleProgress(0, 1, (), assigned=False).outstanding() == "1 of 1 claim has no label yet"
+    assert cycles.CycleProgress(1, 1, (cycles.ReviewerProgress("ann", 1, 1, unclear=1),),
+                                unclear=1).outstanding() == (
+        "1 claim marked unclear waits for a lead's decision")
 
 
 # ---------------------------------------------------------------- CLI on the real WiCE data
@@ -809,3 +815,26 @@ def test_page_reassigns_open_work_and_shows_names_visibly(run_db: Database, db_p
     history = at.dataframe[-1].value
     assert list(history["From"]) == ["ann"] and list(history["To"]) == ["bob"]
     assert list(history["By"]) == ["lead"]
+
+
+def test_page_shows_reused_labels_as_done(run_db: Database, db_path: Path,
+                                          claims_of: dict[str, list[int]],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    earlier = create(run_db, name="earlier", size=15, reviewers=["ann"])
+    for aid in earlier.answers[:7]:
+        label_all(run_db, claims_of[aid], "ann", earlier.id)
+    later = create(run_db, name="later", size=15, reviewers=["ann"], include_labeled=True)
+    reused = 2 * len(set(later.answers) & set(earlier.answers[:7]))
+    assert reused  # seed 1 draws some of the same answers
+    at = page(db_path, monkeypatch)
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["Name"]) == ["later", "earlier"]
+    assert list(table["Claims labeled"]) == [f"{reused} / 30 ({reused} reused)", "14 / 30"]
+    assert list(table["Labeled outside"]) == [0, 0]
+    at.selectbox(key="cycle_detail").set_value("later").run()
+    assert f"Of these, {reused} reused from other cycles or imports: the reviewers' own labels, given " \
+           "before this cycle, count as done" in [c.value for c in at.caption]
+    per = at.dataframe[1].value
+    assert list(per["Labeled"]) == [reused] and list(per["Reused"]) == [reused]
+    assert list(per["Answers committed"]) == ["0 / 15"]  # labeled directly, never committed

@@ -141,7 +141,9 @@ def cli_cycle_show(args: argparse.Namespace) -> int:
     print(f"created {cycle.created_at} by {cycle.created_by or 'unknown'}"
           + (f"; closed {cycle.closed_at}" if cycle.closed_at else ""))
     print(f"progress: {prog.headline()}"
-          + "".join(f"; {r.reviewer} {r.labeled}/{r.total}" for r in prog.reviewers))
+          + "".join(f"; {r.reviewer} {r.counts()}" for r in prog.reviewers))
+    if prog.unclear:
+        print(f"unclear: {plural(prog.unclear, 'claim')} marked unclear, waiting for a lead's decision")
     for i in items:
         who = ", ".join(i.reviewers) or "anyone"
         print(f"  {i.position + 1:>3}. {i.answer_id}\tpi {i.inclusion_prob:.3f}\t"
@@ -171,9 +173,9 @@ def cli_cycle_close(args: argparse.Namespace) -> int:
     if fig is None:
         print(f"cycle {cycle.name} closed")
         return 0
-    elsewhere = (f" (already labeled outside this cycle: {fig.labeled_elsewhere})"
-                 if fig.labeled_elsewhere else "")
-    print(f"cycle {cycle.name} closed: {fig.labeled}/{fig.total} claims labeled{elsewhere}")
+    line = cycles.progress_headline(fig.labeled or 0, fig.total or 0, fig.reused or 0,
+                                    fig.labeled_elsewhere or 0)
+    print(f"cycle {cycle.name} closed: {line}")
     if fig.agreement is None:
         print(fig.note or "no figures: no claim had a final human label")
         return 0

@@ -165,11 +165,21 @@ def queue_answers(db: Database, cycle_id: int, reviewer: str) -> list[str]:
 
 # ---------------------------------------------------------------- progress reads
 
+# The store half of the one progress rule (`calibration.cycles.claim_done`): the cycle in which
+# the event that settled a reviewer's current label was made: the verdict, the unclear mark or
+# the import (a reconcile or a skip settles nothing). NULL: an import, or a label without
+# history. `{h}` names the `human_labels` row; `review.queue_rows` reads the same fragment, so
+# the lead's table and the reviewer's queue tell a label made here from a reused one alike.
+SETTLED_IN = """(SELECT e.cycle_id FROM label_events e
+    WHERE e.claim_pk = {h}.claim_pk AND e.reviewer = {h}.reviewer
+      AND e.kind IN ('blind', 'unclear', 'import')
+    ORDER BY e.id DESC LIMIT 1)"""
+
+# Every claim of the cycle's answers: the work a reviewer does (a commit needs each of them
+# settled, judged by the cycle's run or not).
 _CYCLE_CLAIMS = """
-    SELECT ca.answer_id, cl.id AS claim_pk FROM cycle_answers ca
-    JOIN cycles cy ON cy.id = ca.cycle_id
-    JOIN claims cl ON cl.answer_id = ca.answer_id
-    JOIN judge_verdicts v ON v.claim_pk = cl.id AND v.run_id = cy.judge_run_id
+    SELECT ca.answer_id, cl.id AS claim_pk, ca.position AS answer_position, cl.position AS claim_position
+    FROM cycle_answers ca JOIN claims cl ON cl.answer_id = ca.answer_id
     WHERE ca.cycle_id = :cycle"""
 
 
@@ -177,29 +187,33 @@ _CYCLE_CLAIMS = """
 class CycleWork:
     """What the progress of a cycle is computed from."""
 
-    claims: list[tuple[str, int]]  # (answer id, claim pk) the cycle's run judged, cycle order
-    labeled: list[tuple[int, str, bool]]  # (claim pk, reviewer, label made for this cycle), status labeled
+    claims: list[tuple[str, int]]  # (answer id, claim pk) of every claim of its answers, cycle order
+    labels: list[tuple[int, str, str, bool]]  # (claim pk, reviewer, status, settled in this cycle)
     adjudicated: set[int]  # claim pks with an adjudication
-    event_reviewers: list[str]  # reviewers with any label event for the cycle, sorted
+    participants: list[str]  # reviewers with a label event or a commit in this cycle, sorted
+    committed: set[tuple[str, str]]  # (answer id, reviewer) of the answers each reviewer committed
 
 
 def cycle_work(db: Database, cycle_id: int) -> CycleWork:
-    """The claims of the cycle, the 'labeled' labels on them, adjudications and who worked on it."""
+    """The claims of the cycle, every reviewer's current label on them (with whether it was
+    settled in this cycle), the adjudications, who took part in the cycle and the commits."""
     params = {"cycle": cycle_id}
-    claims = [(a, pk) for a, pk in db.execute(f"{_CYCLE_CLAIMS} ORDER BY ca.position, cl.position", params)]
-    labeled = [(pk, reviewer, bool(here)) for pk, reviewer, here in db.execute(
+    claims = [(a, pk) for a, pk, _, _ in db.execute(
+        f"{_CYCLE_CLAIMS} ORDER BY ca.position, cl.position, cl.id", params)]
+    labels = [(pk, reviewer, status, bool(here)) for pk, reviewer, status, here in db.execute(
         f"""WITH cc AS ({_CYCLE_CLAIMS})
-            SELECT h.claim_pk, h.reviewer,
-                   EXISTS (SELECT 1 FROM label_events e WHERE e.claim_pk = h.claim_pk
-                           AND e.reviewer = h.reviewer AND e.cycle_id = :cycle)
-            FROM human_labels h JOIN cc ON cc.claim_pk = h.claim_pk
-            WHERE h.status = 'labeled'""", params)]
+            SELECT h.claim_pk, h.reviewer, h.status, {SETTLED_IN.format(h='h')} IS :cycle
+            FROM human_labels h JOIN cc ON cc.claim_pk = h.claim_pk""", params)]
     adjudicated = {r[0] for r in db.execute(
         f"WITH cc AS ({_CYCLE_CLAIMS}) SELECT d.claim_pk FROM adjudications d "
         "JOIN cc ON cc.claim_pk = d.claim_pk", params)}
-    workers = [r[0] for r in db.execute(
-        "SELECT DISTINCT reviewer FROM label_events WHERE cycle_id = ? ORDER BY reviewer", [cycle_id])]
-    return CycleWork(claims, labeled, adjudicated, workers)
+    participants = [r[0] for r in db.execute(
+        """SELECT reviewer FROM label_events WHERE cycle_id = :cycle
+           UNION SELECT reviewer FROM answer_reveals WHERE cycle_id = :cycle ORDER BY 1""", params)]
+    committed = {(a, r) for a, r in db.execute(
+        """SELECT r.answer_id, r.reviewer FROM cycle_answers ca
+           JOIN answer_reveals r ON r.answer_id = ca.answer_id WHERE ca.cycle_id = :cycle""", params)}
+    return CycleWork(claims, labels, adjudicated, participants, committed)
 
 
 # ---------------------------------------------------------------- writes (inside store.write)

@@ -16,6 +16,7 @@ from sqlite_utils import Database
 
 from ..errors import NotFoundError
 from .connection import now
+from .cycles import SETTLED_IN
 from .labels import LabelState
 
 
@@ -119,6 +120,7 @@ class QueueRow:
     skips: int  # skip events of this reviewer on this claim in this cycle
     revealed: bool = False  # the reviewer committed the answer: the judge is shown to them
     reconciled: bool = False  # revealed, labeled, judge differs, and a reconcile was recorded
+    settled_here: bool = False  # the verdict or unclear mark was given in this cycle (`SETTLED_IN`)
 
 
 def queue_rows(db: Database, cycle_id: int, run_id: int, answers: Sequence[str],
@@ -128,29 +130,31 @@ def queue_rows(db: Database, cycle_id: int, run_id: int, answers: Sequence[str],
     The judge verdict is compared only for revealed answers (committed by the reviewer).
     """
     rows = db.execute(
-        """SELECT q.key, c.answer_id, c.position, c.id, h.status, h.blind_verdict,
+        f"""SELECT q.key, c.answer_id, c.position, c.id, h.status, h.blind_verdict,
                   h.reconciled, CASE WHEN r.answer_id IS NULL THEN NULL ELSE v.verdict END,
                   CASE WHEN h.status = 'skipped' THEN
                       (SELECT count(*) FROM label_events e
                        WHERE e.claim_pk = c.id AND e.reviewer = h.reviewer
                          AND e.kind = 'skip' AND e.cycle_id = ?) ELSE 0 END,
-                  r.answer_id IS NOT NULL
+                  r.answer_id IS NOT NULL,
+                  CASE WHEN h.status IS NULL THEN 0 ELSE {SETTLED_IN.format(h='h')} IS ? END
            FROM json_each(?) q
            JOIN claims c ON c.answer_id = q.value
            LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
            LEFT JOIN answer_reveals r ON r.answer_id = c.answer_id AND r.reviewer = ?
            LEFT JOIN judge_verdicts v ON v.run_id = ? AND v.claim_pk = c.id
            ORDER BY q.key, c.position, c.id""",
-        [cycle_id, json.dumps(list(answers)), reviewer, reviewer, run_id],
+        [cycle_id, cycle_id, json.dumps(list(answers)), reviewer, reviewer, run_id],
     ).fetchall()
     out: list[QueueRow] = []
     index: dict[str, int] = {}
-    for _, answer_id, _, _, status, blind, reconciled, judge, skips, revealed in rows:
+    for _, answer_id, _, _, status, blind, reconciled, judge, skips, revealed, here in rows:
         i = index.get(answer_id, 0)
         index[answer_id] = i + 1
         differs = bool(revealed and status == "labeled" and judge is not None and judge != blind)
         out.append(QueueRow(answer_id, i, status or "todo", differs and reconciled is None,
-                            int(skips or 0), bool(revealed), differs and reconciled is not None))
+                            int(skips or 0), bool(revealed), differs and reconciled is not None,
+                            bool(here)))
     return out
 
 

@@ -383,3 +383,64 @@ def m011_imports(db: Database) -> None:
         )""",
         "CREATE INDEX imports_status ON imports(status)",
     ])
+
+
+# ---------------------------------------------------------------- m012 imported labels are committed
+
+
+# An answer every claim of which carries a reviewer's imported label (`import-labels`, kind
+# 'import': blind and final at once) is committed for that reviewer, as if they had taken the
+# last look: the verdicts were given outside the tool and are final, so the review queue and
+# the lead's progress count such an answer alike, and the reviewer goes on to reconcile, not
+# to re-confirm a spreadsheet. The commit is written by the database when the import completes
+# the answer (a trigger on the current label, whichever importer writes it); answers imported
+# before this migration are backfilled. An answer also holding the reviewer's own blind labels
+# from the review page is left to their explicit commit.
+@migrations()
+def m012_imported_labels_commit(db: Database) -> None:
+    _run(db, [
+        """CREATE TRIGGER human_labels_import_commit_insert AFTER INSERT ON human_labels
+           WHEN NEW.status = 'labeled' AND (SELECT e.kind FROM label_events e
+               WHERE e.claim_pk = NEW.claim_pk AND e.reviewer = NEW.reviewer
+               ORDER BY e.id DESC LIMIT 1) = 'import'
+           BEGIN
+               INSERT OR IGNORE INTO answer_reveals (answer_id, reviewer, cycle_id, revealed_at)
+               SELECT c.answer_id, NEW.reviewer, NULL, NEW.updated_at FROM claims c
+               WHERE c.id = NEW.claim_pk AND NOT EXISTS (
+                   SELECT 1 FROM claims c2
+                   LEFT JOIN human_labels h2 ON h2.claim_pk = c2.id AND h2.reviewer = NEW.reviewer
+                   WHERE c2.answer_id = c.answer_id AND (
+                       h2.claim_pk IS NULL OR h2.status != 'labeled' OR h2.blind_verdict IS NULL
+                       OR (SELECT e.kind FROM label_events e
+                           WHERE e.claim_pk = h2.claim_pk AND e.reviewer = h2.reviewer
+                             AND e.kind IN ('blind', 'unclear', 'import')
+                           ORDER BY e.id DESC LIMIT 1) IS NOT 'import'));
+           END""",
+        """CREATE TRIGGER human_labels_import_commit_update AFTER UPDATE ON human_labels
+           WHEN NEW.status = 'labeled' AND (SELECT e.kind FROM label_events e
+               WHERE e.claim_pk = NEW.claim_pk AND e.reviewer = NEW.reviewer
+               ORDER BY e.id DESC LIMIT 1) = 'import'
+           BEGIN
+               INSERT OR IGNORE INTO answer_reveals (answer_id, reviewer, cycle_id, revealed_at)
+               SELECT c.answer_id, NEW.reviewer, NULL, NEW.updated_at FROM claims c
+               WHERE c.id = NEW.claim_pk AND NOT EXISTS (
+                   SELECT 1 FROM claims c2
+                   LEFT JOIN human_labels h2 ON h2.claim_pk = c2.id AND h2.reviewer = NEW.reviewer
+                   WHERE c2.answer_id = c.answer_id AND (
+                       h2.claim_pk IS NULL OR h2.status != 'labeled' OR h2.blind_verdict IS NULL
+                       OR (SELECT e.kind FROM label_events e
+                           WHERE e.claim_pk = h2.claim_pk AND e.reviewer = h2.reviewer
+                             AND e.kind IN ('blind', 'unclear', 'import')
+                           ORDER BY e.id DESC LIMIT 1) IS NOT 'import'));
+           END""",
+        """INSERT OR IGNORE INTO answer_reveals (answer_id, reviewer, cycle_id, revealed_at)
+           SELECT c.answer_id, h.reviewer, NULL, max(h.updated_at)
+           FROM claims c JOIN human_labels h ON h.claim_pk = c.id
+           WHERE h.status = 'labeled' AND h.blind_verdict IS NOT NULL
+             AND (SELECT e.kind FROM label_events e
+                  WHERE e.claim_pk = h.claim_pk AND e.reviewer = h.reviewer
+                    AND e.kind IN ('blind', 'unclear', 'import')
+                  ORDER BY e.id DESC LIMIT 1) = 'import'
+           GROUP BY c.answer_id, h.reviewer
+           HAVING count(*) = (SELECT count(*) FROM claims c2 WHERE c2.answer_id = c.answer_id)""",
+    ])
