@@ -65,16 +65,32 @@ SHOWN = "review_shown"  # (claim pk, monotonic time) the current claim was first
 CYCLE_KEY = "review_cycle"  # the chosen cycle's id (not a widget key: see the picker)
 
 # Layout for one screen: compact top padding, the answer and chunk areas scroll on their own,
-# verdict colours only on verdict buttons. Constant CSS; no data goes into it.
+# verdict colours only on verdict buttons, and the look of the card's text blocks (drawn as
+# HTML by ui.draw). Constant CSS; no data goes into it.
+_MUTED = "font-size: 0.875rem; opacity: 0.75;"
 _CSS = "<style>\n" + "\n".join([
     ".stMainBlockContainer { padding-top: 2.6rem; padding-bottom: 1rem; }",
-    ".st-key-chunks { max-height: calc(100vh - 12rem); overflow-y: auto; padding-right: 4px; }",
-    ".st-key-answer .cal-answer { max-height: 10em; overflow-y: auto; position: relative; }",
-    ".st-key-question [data-testid='stText'] { font-weight: 600; }",
-    ".st-key-cycle-name [data-testid='stText'] { font-size: 0.85rem; opacity: 0.8; }",
-    ".st-key-guideline-summary [data-testid='stText'] { font-size: 0.85rem; opacity: 0.85; }",
-    "[class*='st-key-v-'] button { padding-left: 6px; padding-right: 6px; }",
     "[data-testid='stMainBlockContainer'] [data-testid='stVerticalBlock'] { gap: 0.6rem; }",
+    ".cal-question { font-weight: 600; white-space: pre-wrap; overflow-wrap: anywhere; }",
+    ".cal-answer { white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.6; margin-top: 0.5rem;"
+    " max-height: 10em; overflow-y: auto; position: relative; padding: 0.5rem 0.75rem;"
+    " border: 1px solid rgba(128, 128, 128, 0.3); border-radius: 0.5rem; }",
+    f".cal-fact, .cal-muted, .cal-progress {{ {_MUTED} white-space: pre-wrap; }}",
+    ".st-key-cycle-name { min-width: 0; }",
+    ".cal-cycle { font-size: 0.9rem; opacity: 0.85; white-space: nowrap; overflow: hidden;"
+    " text-overflow: ellipsis; }",
+    ".cal-bar { height: 6px; border-radius: 3px; background: rgba(128, 128, 128, 0.2); margin: 3px 0; }",
+    ".cal-bar > div { height: 100%; border-radius: 3px; background: #3f5f8a; }",
+    ".cal-chunks { max-height: calc(100vh - 12rem); overflow-y: auto; padding-right: 4px; }",
+    ".cal-chunk { border: 1px solid rgba(128, 128, 128, 0.3); border-radius: 0.5rem;"
+    " padding: 0.5rem 0.75rem; margin-bottom: 0.5rem; }",
+    f".cal-chunk-head {{ {_MUTED} font-weight: 600; overflow-wrap: anywhere; }}",
+    ".cal-chunk-text, .cal-claim, .cal-line, .cal-rationale, .cal-look { white-space: pre-wrap;"
+    " overflow-wrap: anywhere; }",
+    ".cal-claim-title { font-weight: 600; }",
+    ".cal-claim-list .cal-line, .cal-guideline-summary { font-size: 0.875rem; opacity: 0.85; }",
+    ".cal-claim-list { margin-top: 0.25rem; }",
+    "[class*='st-key-v-'] button { padding-left: 6px; padding-right: 6px; }",
     "[class*='st-key-disagreement-'] { border-left: 4px solid #3f5f8a; padding-left: 6px;"
     " border-radius: 4px; }",
     *(f"[class*='st-key-v-{v}-'] button {{ border-left: 6px solid {c}; }}"
@@ -289,6 +305,8 @@ def _answers_dialog(cycle_id: int, reviewer: str, current: str | None) -> None:
 
 def _progress_text(prog: review.QueueProgress, k: int, n: int) -> str:
     parts = [f"{prog.claims_done} of {prog.claims_total} claims labeled"]
+    if (reused := prog.reused_note()) is not None:
+        parts.append(reused)
     if prog.claims_unclear:
         parts.append(f"{prog.claims_unclear} unclear")
     if prog.claims_skipped:
@@ -312,7 +330,7 @@ def _header(choices: list[review.CycleChoice], chosen: review.CycleChoice,
     """The one header line; returns which dialog button was pressed (answers, guidelines, keys)."""
     by_id = {c.cycle.id: c for c in choices}
     cyc = chosen.cycle
-    with st.container(horizontal=True, vertical_alignment="center", key="review-header"):
+    with st.container(horizontal=True, vertical_alignment="center", key="review-header", wrap=False):
         if len(choices) > 1:
             # The browser keeps showing a selected option's old text when only the text
             # changes, so the widget's key names the options' texts and the choice: a change
@@ -323,48 +341,53 @@ def _header(choices: list[review.CycleChoice], chosen: review.CycleChoice,
             pick_key = f"review_cycle_pick_{digest}"
             st.selectbox("Cycle", options=ids, index=ids.index(cyc.id), key=pick_key,
                          format_func=lambda cid: _cycle_option(by_id[cid]), on_change=_on_pick,
-                         args=(pick_key,), label_visibility="collapsed", width=280)
-        st.space("stretch")
+                         args=(pick_key,), label_visibility="collapsed", width=230)
+        with st.container(key="cycle-name", width="stretch"):
+            ui.draw(ui.div("cal-cycle", ui.body(
+                f"Cycle {cyc.name} · judge {cyc.judge_run}"
+                + (" · open to every reviewer" if cyc.open_to_all else ""))))
         answers = st.button("Answers", key="answers-list", shortcut="L", icon=":material/list:")
         guide = st.button("Guidelines", key="guidelines", shortcut="G", icon=":material/menu_book:")
         keys = st.button("Keys", key="keys-help", shortcut="H", icon=":material/keyboard:")
-    with st.container(key="cycle-name"):
-        ui.literal(f"Cycle {cyc.name} · judge {cyc.judge_run}"
-                   + (" · open to every reviewer" if cyc.open_to_all else ""))
-    st.progress(prog.fraction, text=_progress_text(prog, k, n))
+    # Bar and progress as one element (a key press redraws them).
+    ui.draw(_bar(prog.fraction), ui.div("cal-progress", ui.body(_progress_text(prog, k, n))))
     return answers, guide, keys
 
 
+def _bar(fraction: float) -> str:
+    """The progress bar (constant markup and a number)."""
+    pct = max(0.0, min(1.0, fraction)) * 100
+    return (f'<div class="cal-bar" role="progressbar" aria-valuenow="{pct:.0f}" aria-valuemin="0" '
+            f'aria-valuemax="100"><div style="width: {pct:.1f}%"></div></div>')
+
+
 def _question_and_answer(card: review.Card, index: int | None, mode: str) -> None:
-    with st.container(key="question"):
-        ui.literal(card.question)
-    if mode != "claim" and len(card.claims) == 1 and card.answer.strip() == card.claims[0].text.strip():
-        return  # the answer is its one claim, shown in the panel below
-    spans = review.claim_spans(card.answer, [c.text for c in card.claims])
-    span = spans[index] if index is not None else None
-    with st.container(border=True, key="answer"):
-        ui.highlighted(*review.split_highlight(card.answer, span))
-    for fact in review.answer_facts(card):
-        ui.literal(fact)
+    blocks = [ui.div("cal-question", ui.body(card.question))]
+    if mode == "claim" or len(card.claims) != 1 or card.answer.strip() != card.claims[0].text.strip():
+        # (else the answer is its one claim, shown in the panel below)
+        spans = review.claim_spans(card.answer, [c.text for c in card.claims])
+        span = spans[index] if index is not None else None
+        blocks.append(ui.highlighted_html(*review.split_highlight(card.answer, span)))
+        blocks += [ui.div("cal-fact", ui.body(fact)) for fact in review.answer_facts(card)]
+    ui.draw(*blocks)
 
 
 def _chunks(card: review.Card) -> None:
-    with st.container(key="chunks"):
-        if not card.chunks:
-            st.write("This answer has no chunks.")
-        for ch in card.chunks:
-            with st.container(border=True, key=f"chunk-{ch.number}"):
-                head = f"[{ch.number}] {ch.chunk_id}" + (f" · {ch.source}" if ch.source else "")
-                ui.literal(head)
-                ui.literal(ch.text)
+    if not card.chunks:
+        ui.draw(ui.div("cal-chunks", ui.div("cal-muted", "This answer has no chunks.")))
+        return
+    ui.draw(ui.div("cal-chunks", "".join(
+        ui.div("cal-chunk", ui.div("cal-chunk-head", f"[{ch.number}] " + ui.ident(ch.chunk_id)
+                                   + (" · " + ui.ident(ch.source) if ch.source else ""))
+               + ui.div("cal-chunk-text", ui.body(ch.text)))
+        for ch in card.chunks)))
 
 
-def _claim_list(card: review.Card, index: int) -> None:
-    with st.container(key="claim-list"):
-        for i, c in enumerate(card.claims):
-            mark = "▶" if i == index else " "
-            state = c.verdict or STATUS_TEXT[c.status]
-            ui.literal(f"{mark} {c.number}. [{state}] {c.text}")
+def _claim_list(card: review.Card, index: int) -> str:
+    return ui.div("cal-claim-list", "".join(
+        ui.div("cal-line", ("▶ " if i == index else "") + f"{c.number}. "
+               f"[{c.verdict or STATUS_TEXT[c.status]}] " + ui.body(c.text))
+        for i, c in enumerate(card.claims)))
 
 
 def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
@@ -375,29 +398,20 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
     if (st.session_state.get(SHOWN) or (None,))[0] != pk:
         st.session_state[SHOWN] = (pk, time.monotonic())  # time per claim starts here
     with st.container(border=True, key=f"claim-{pk}"):
-        with st.container(horizontal=True, vertical_alignment="center"):
-            st.markdown(f"**Claim {claim.number} of {n}**")
-            st.space("stretch")
-            st.button("Back", key=f"back-{pk}", shortcut="Left", icon=":material/arrow_back:",
-                      disabled=index == 0, on_click=_on_move,
-                      args=(cycle.id, card.answer_id, index, index - 1))
-            st.button("Forward", key=f"fwd-{pk}", shortcut="Right",
-                      icon=":material/arrow_forward:", icon_position="right",
-                      disabled=index >= n - 1, on_click=_on_move,
-                      args=(cycle.id, card.answer_id, index, index + 1))
+        head = [ui.div("cal-claim-title", f"Claim {claim.number} of {n}")]
         # A one-claim answer that is the claim is already shown, marked, just above.
         if n > 1 or card.answer.strip() != claim.text.strip():
-            with st.container(key="claim-text"):
-                ui.literal(claim.text)
-        cols = st.columns(3)
-        for col, verdict in zip(cols, LABELS, strict=True):
-            col.button(
-                verdict, key=f"v-{verdict}-{pk}", shortcut=VERDICT_KEYS[verdict],
-                help=definitions.get(verdict), width="stretch",
-                type="primary" if claim.verdict == verdict else "secondary",
-                on_click=_on_label,
-                args=(cycle.id, card.answer_id, pk, index, "blind", verdict, card.chunk_ids),
-            )
+            head.append(ui.div("cal-claim", ui.body(claim.text)))
+        ui.draw(*head)
+        with st.container(horizontal=True, key="verdicts"):
+            for verdict in LABELS:
+                st.button(
+                    verdict, key=f"v-{verdict}-{pk}", shortcut=VERDICT_KEYS[verdict],
+                    help=definitions.get(verdict), width="stretch",
+                    type="primary" if claim.verdict == verdict else "secondary",
+                    on_click=_on_label,
+                    args=(cycle.id, card.answer_id, pk, index, "blind", verdict, card.chunk_ids),
+                )
         with st.container(horizontal=True, vertical_alignment="center", key="claim-actions"):
             st.button("Skip", key=f"skip-{pk}", shortcut="S",
                       help="Put it off: it comes back at the end of your queue until settled.",
@@ -411,6 +425,14 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
             if claim.label is not None:
                 st.caption(f"Your current label: {claim.verdict or STATUS_TEXT[claim.status]} "
                            "(a new choice is added to the history)")
+            st.space("stretch")
+            st.button("Back", key=f"back-{pk}", shortcut="Left", icon=":material/arrow_back:",
+                      disabled=index == 0, on_click=_on_move,
+                      args=(cycle.id, card.answer_id, index, index - 1))
+            st.button("Forward", key=f"fwd-{pk}", shortcut="Right",
+                      icon=":material/arrow_forward:", icon_position="right",
+                      disabled=index >= n - 1, on_click=_on_move,
+                      args=(cycle.id, card.answer_id, index, index + 1))
 
         ev_key, note_key = f"ev_{pk}", f"note_{pk}"
         by_id = {ch.chunk_id: ch.number for ch in card.chunks}
@@ -420,41 +442,37 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
         if note_key not in st.session_state:
             st.session_state[note_key] = (claim.label.note if claim.label else None) or ""
         # The note comes first: Tab from it reaches the evidence list (a text field).
-        c1, c2 = st.columns([3, 2])
-        c1.text_input("Note (optional)", key=note_key, max_chars=2000,
-                      placeholder="Saved with the verdict")
-        # Options are chunk numbers; the shown name is "[n] id" as plain text.
-        c2.multiselect("Evidence chunks (optional)", options=[ch.number for ch in card.chunks],
-                       format_func=lambda num: f"[{num}] {card.chunks[num - 1].chunk_id}",
-                       key=ev_key, placeholder="Chunks that decide it", select_all=False)
+        with st.container(horizontal=True, key="claim-inputs"):
+            st.text_input("Note (optional)", key=note_key, max_chars=2000,
+                          placeholder="Saved with the verdict", width="stretch")
+            # Options are chunk numbers; the shown name is "[n] id" as plain text.
+            st.multiselect("Evidence chunks (optional)", options=[ch.number for ch in card.chunks],
+                           format_func=lambda num: f"[{num}] {card.chunks[num - 1].chunk_id}",
+                           key=ev_key, placeholder="Chunks that decide it", select_all=False,
+                           width="stretch")
+        tail = []
         if summary:
-            with st.container(key="guideline-summary"):
-                ui.literal("Guidelines (G): " + summary)
-    if n > 1:
-        _claim_list(card, index)
+            tail.append(ui.div("cal-guideline-summary", "Guidelines (G): " + ui.body(summary)))
+        if n > 1:
+            tail.append(_claim_list(card, index))
+        if tail:
+            ui.draw(*tail)
 
 
 def _last_look(cycle: review.CycleRef, card: review.Card) -> None:
     with st.container(border=True, key="last-look"):
-        with st.container(horizontal=True, vertical_alignment="center"):
-            st.markdown("**Last look before the reveal**")
-            st.space("stretch")
+        with st.container(horizontal=True, vertical_alignment="center", wrap=False):
+            ui.draw(ui.div("cal-claim-title", "Last look before the reveal"),
+                    ui.div("cal-muted", "Your verdicts on this answer. Change any of them now; after "
+                                        "the commit the judge is shown and your blind verdicts are final."))
             st.button("Commit and reveal the judge", key="commit", type="primary", shortcut="Enter",
                       icon=":material/visibility:", on_click=_on_commit,
                       args=(cycle.id, card.answer_id))
-        st.caption("Your verdicts on this answer. Change any of them now; after the commit "
-                   "the judge is shown and your blind verdicts are final.")
         for i, c in enumerate(card.claims):
-            with st.container(key=f"look-{c.pk}"):
-                badge, text, change = st.columns([3, 8, 3], vertical_alignment="center")
-            with badge:
-                if c.verdict:
-                    ui.verdict_badge(c.verdict)
-                else:
-                    st.badge("unclear", color="gray")
-            with text:
-                ui.literal(f"{c.number}. {c.text}")
-            with change:
+            with st.container(horizontal=True, vertical_alignment="center", key=f"look-{c.pk}",
+                              wrap=False):
+                mark = ui.badge(c.verdict) if c.verdict else ui.gray_badge("unclear")
+                ui.draw(ui.div("cal-look", mark + " " + ui.body(f"{c.number}. {c.text}")))
                 st.button("Change", key=f"change-{c.pk}", icon=":material/edit:",
                           shortcut="Left" if i == len(card.claims) - 1 else None,
                           on_click=_on_move, args=(cycle.id, card.answer_id, None, i))
@@ -466,57 +484,56 @@ def _reveal_row(cycle: review.CycleRef, card: review.Card, r: review.Revealed, s
     with st.container(border=True, key=f"reveal-{pk}"):
         # The verdicts and (for a disagreement) the K / J choice come before the long texts,
         # so the decision is on screen whatever the claim's length.
-        with st.container(horizontal=True, vertical_alignment="center"):
-            st.markdown(f"**Claim {r.claim.number}**")
-            if r.unclear:
-                st.badge("You: unclear", icon=":material/help:", color="gray")
-            else:
-                ui.verdict_badge(r.blind, prefix="You")
-            if r.unclear and not r.adjudicated:
-                st.badge("Judge: hidden", color="gray")
-            else:
-                ui.verdict_badge(r.judge_verdict, prefix="Judge")
+        you = ui.gray_badge("You: unclear") if r.unclear else ui.badge(r.blind, prefix="You")
+        judge = (ui.gray_badge("Judge: hidden") if r.unclear and not r.adjudicated
+                 else ui.badge(r.judge_verdict, prefix="Judge"))
+        head = [ui.div("cal-reveal-head", f"<b>Claim {r.claim.number}</b> {you} {judge}")]
         if r.disagrees:
             here = pk == selected
             if r.reconciled == "keep":
-                st.caption(f"You kept your verdict: a judge error. Final label {r.final}.")
+                head.append(ui.div("cal-muted", f"You kept your verdict: a judge error. "
+                                                f"Final label {r.final}."))
             elif r.reconciled == "judge_right":
-                st.caption(f"The judge was right: your blind label stays in the history, the final "
-                           f"label is {r.final} (counted as a slip).")
+                head.append(ui.div("cal-muted", f"The judge was right: your blind label stays in "
+                                                f"the history, the final label is {r.final} "
+                                                "(counted as a slip)."))
             if here:
-                st.caption("▶ K and J act on this claim")
-            k_col, j_col = st.columns(2)
-            k_col.button("I keep my verdict", key=f"keep-{pk}", width="stretch",
-                         shortcut="K" if here else None,
-                         type="primary" if r.reconciled == "keep" else "secondary",
-                         help="The judge is wrong on this claim.",
-                         on_click=_on_reconcile, args=(cycle.id, card.answer_id, pk, "keep"))
-            j_col.button("The judge is right", key=f"judge-right-{pk}", width="stretch",
-                         shortcut="J" if here else None,
-                         type="primary" if r.reconciled == "judge_right" else "secondary",
-                         help="My first call was a slip; take the judge's verdict.",
-                         on_click=_on_reconcile,
-                         args=(cycle.id, card.answer_id, pk, "judge_right"))
-        ui.literal(r.claim.text)
+                head.append(ui.div("cal-muted", "▶ K and J act on this claim"))
+        ui.draw(*head)
+        if r.disagrees:
+            with st.container(horizontal=True):
+                st.button("I keep my verdict", key=f"keep-{pk}", width="stretch",
+                          shortcut="K" if here else None,
+                          type="primary" if r.reconciled == "keep" else "secondary",
+                          help="The judge is wrong on this claim.",
+                          on_click=_on_reconcile, args=(cycle.id, card.answer_id, pk, "keep"))
+                st.button("The judge is right", key=f"judge-right-{pk}", width="stretch",
+                          shortcut="J" if here else None,
+                          type="primary" if r.reconciled == "judge_right" else "secondary",
+                          help="My first call was a slip; take the judge's verdict.",
+                          on_click=_on_reconcile,
+                          args=(cycle.id, card.answer_id, pk, "judge_right"))
+        text = [ui.div("cal-claim", ui.body(r.claim.text))]
         if r.unclear:
             if r.adjudicated:
-                with st.container(horizontal=True):
-                    st.caption("A lead decided")
-                    ui.verdict_badge(r.adjudicated)
+                text.append(ui.div("cal-muted", "A lead decided " + ui.badge(r.adjudicated)))
             else:
-                st.caption("You marked this claim unclear: it waits for a lead's decision, and "
-                           "the judge's verdict stays hidden until then.")
+                text.append(ui.div("cal-muted", "You marked this claim unclear: it waits for a lead's "
+                                                "decision, and the judge's verdict stays hidden until then."))
         if r.judge_verdict is not None:
-            with st.container(key=f"rationale-{pk}"):
-                ui.literal("Judge's rationale: " + (r.rationale or "(none given)"))
+            text.append(ui.div("cal-rationale", "Judge's rationale: "
+                               + (ui.body(r.rationale) if r.rationale else "(none given)")))
             if r.judge_evidence:
-                ui.literal("Judge's evidence: " + ", ".join(r.judge_evidence))
+                text.append(ui.div("cal-line", "Judge's evidence: "
+                                   + ", ".join(ui.ident(e) for e in r.judge_evidence)))
         if r.claim.label and r.claim.label.evidence:
-            ui.literal("Your evidence: " + ", ".join(r.claim.label.evidence))
+            text.append(ui.div("cal-line", "Your evidence: "
+                               + ", ".join(ui.ident(e) for e in r.claim.label.evidence)))
         if r.claim.label and r.claim.label.note:
-            ui.literal("Your note: " + r.claim.label.note)
+            text.append(ui.div("cal-line", "Your note: " + ui.body(r.claim.label.note)))
         if not r.disagrees and not r.unclear and r.judge_verdict is None:
-            st.caption("The judge gave no verdict on this claim.")
+            text.append(ui.div("cal-muted", "The judge gave no verdict on this claim."))
+        ui.draw(*text)
 
 
 def _reveal_panel(cycle: review.CycleRef, card: review.Card, rows: list[review.Revealed],
@@ -525,12 +542,17 @@ def _reveal_panel(cycle: review.CycleRef, card: review.Card, rows: list[review.R
     by_pk = {r.claim.pk: r for r in rows}
     why_not = review.why_not_next(view, {r.claim.pk: r.claim.number for r in rows})
     with st.container(key="reveal"):
-        with st.container(horizontal=True, vertical_alignment="center", key="reveal-keys"):
-            summary = (f"The judge agrees with you on {view.agree} of {view.compared} claims you "
-                       "labeled." + (f" {plural(view.unclear, 'claim')} marked unclear: hidden until "
-                                     "a lead decides." if view.unclear else ""))
-            st.markdown(summary)
-            st.space("stretch")
+        with st.container(horizontal=True, vertical_alignment="center", key="reveal-keys",
+                          wrap=False):
+            lines = [ui.div("cal-summary", f"The judge agrees with you on {view.agree} of "
+                                           f"{view.compared} claims you labeled."
+                            + (f" {plural(view.unclear, 'claim')} marked unclear: hidden until a "
+                               "lead decides." if view.unclear else ""))]
+            if selected is not None:
+                lines.append(ui.div("cal-muted", f"K / J act on claim {by_pk[selected].claim.number}"
+                                    + (" · ← → choose another disagreement"
+                                       if view.following is not None else "")))
+            ui.draw(*lines)
             if view.previous is not None and view.following is not None:
                 st.button("Previous", key="sel-prev", shortcut="Left", icon=":material/arrow_back:",
                           help="The previous disagreement", on_click=_on_select,
@@ -542,9 +564,6 @@ def _reveal_panel(cycle: review.CycleRef, card: review.Card, rows: list[review.R
                       icon=":material/arrow_forward:", icon_position="right",
                       help=why_not, on_click=_on_next_answer,
                       args=(cycle.id, card.answer_id, why_not))
-        if selected is not None:
-            st.caption(f"K / J act on claim {by_pk[selected].claim.number}"
-                       + (" · ← → choose another disagreement" if view.following is not None else ""))
         if (msg := st.session_state.pop(NOTICE, None)) is not None and why_not is not None:
             with st.container(key="notice"):
                 st.info(msg, icon=":material/info:")

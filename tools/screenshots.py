@@ -1,0 +1,79 @@
+"""Regenerate the review-page screenshots of the README at 1280×720 (headless Chromium).
+
+Builds a scratch database with the demo data and a WiCE cycle, starts the app on it, and
+saves docs/review.png (a demo claim), docs/review_wice.png (a WiCE claim with its long web
+chunks), docs/review_last_look.png and docs/review_reveal.png (a disagreement to settle).
+
+    .venv/bin/python tools/screenshots.py
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from calibration import cycles, review, store  # noqa: E402
+from calibration.importing import load_demo  # noqa: E402
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, blur, sign_in, start_app, wait_for_card  # noqa: E402
+
+DOCS = ROOT / "docs"
+KEYS = {"SUPPORTED": "1", "CONTRADICTED": "2", "UNSUPPORTED": "3"}
+OTHER = {"SUPPORTED": "2", "CONTRADICTED": "1", "UNSUPPORTED": "1"}
+
+
+def main() -> int:
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory(prefix="screens-") as tmp:
+        db = Path(tmp) / "demo.db"
+        with store.session(db) as conn:
+            list(load_demo(conn))
+            cycles.create_cycle(conn, name="wice", judge_run="gpt-4-0613@wice-gpt4", size=20, seed=1,
+                                strategy="random", reviewers=[], overlap=0.0, include_labeled=True,
+                                force=True, created_by="docs")
+            demo_id = next(c.id for c in cycles.list_cycles(conn) if c.name == "demo")
+            ref = review.cycle(conn, demo_id)
+            first = review.queue(conn, demo_id, "Anna")[0]
+            claims = review.load_card(conn, first, "Anna").claims
+            judged = dict(conn.execute(
+                "SELECT claim_pk, verdict FROM judge_verdicts WHERE run_id = ?", [ref.judge_run_id]
+            ).fetchall())
+        with start_app(db, Path(tmp) / "server.log") as url, sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            sign_in(page, url, "Anna")
+            wait_for_card(page, f".st-key-claim-{claims[0].pk} button")
+            page.wait_for_timeout(500)
+            page.screenshot(path=str(DOCS / "review.png"))
+            for i, c in enumerate(claims):
+                # The first claim is marked against the judge, so the reveal has a disagreement.
+                verdict = judged.get(c.pk) or "SUPPORTED"
+                page.keyboard.press(OTHER[verdict] if i == 0 else KEYS[verdict])
+                nxt = f".st-key-claim-{claims[i + 1].pk} button" if i + 1 < len(claims) else \
+                    ".st-key-last-look button"
+                wait_for_card(page, nxt)
+            page.wait_for_timeout(500)
+            page.screenshot(path=str(DOCS / "review_last_look.png"))
+            page.keyboard.press("Enter")
+            wait_for_card(page, ".st-key-reveal button")
+            page.wait_for_timeout(500)
+            page.screenshot(path=str(DOCS / "review_reveal.png"))
+            page.locator("[data-testid='stSelectbox']").click()
+            page.get_by_role("option").filter(has_text="wice").click()
+            page.locator(".st-key-cycle-name").filter(has_text="Cycle wice").wait_for()
+            blur(page)
+            wait_for_card(page, "[class*='st-key-claim-'] button")
+            page.wait_for_timeout(500)
+            page.screenshot(path=str(DOCS / "review_wice.png"))
+            browser.close()
+    for name in ("review", "review_last_look", "review_reveal", "review_wice"):
+        print(f"wrote docs/{name}.png")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
