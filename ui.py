@@ -282,6 +282,13 @@ def is_lead(reviewer: str) -> bool:
     return roles.is_lead(_identities(reviewer), configured_leads() or frozenset(), names)
 
 
+def open_work(reviewer: str) -> roles.OpenWork:
+    """The signed-in `reviewer`'s blind spots (`calibration.roles.open_work`): answers of open
+    cycles they may still label, whose judge verdicts a lead page must not show them."""
+    with store.session(db_path()) as db:
+        return roles.open_work_of(db, _identities(reviewer))
+
+
 def require_lead() -> str:
     """The signed-in reviewer if they are a lead; otherwise say so and stop the script.
 

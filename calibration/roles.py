@@ -16,7 +16,10 @@ The rules, each a function testable without a browser:
 * **Blind guarantee**: only a lead sees judge verdicts outside the per-answer reveal of the
   Review page, and lead pages check the role on the server at every run (a direct URL runs
   the same check), so in a team a reviewer with open work never sees the judge's verdicts
-  of their cycle before labeling.
+  of their cycle before labeling. A lead who also reviews is held to the same rule
+  (:func:`open_work`): the answers still open to them in an open cycle are their *blind
+  spots*, and a lead page refuses every view that holds one (:func:`hidden_in_scope`)
+  until they commit those answers on the Review page.
 
 What a typed name (no OIDC) does and does not protect is said in :data:`TYPED_NAME_LIMITS`.
 """
@@ -33,6 +36,8 @@ from sqlite_utils import Database
 from . import store
 from .errors import InputError
 from .store import cycles as cycle_store
+from .store import dashboard as dashboard_store
+from .store.dashboard import OpenCycleWork
 from .text import check_name, confusable_with, normalise_name, visible
 
 LEADS_ENV = "CALIBRATION_LEADS"
@@ -190,7 +195,99 @@ def unknown_warning(unknown: Sequence[str]) -> str | None:
             "since work assigned to a misspelt name waits for a reviewer who never comes")
 
 
+# ---------------------------------------------------------------- the blind rule for leads who review
+
+
+@dataclass(frozen=True, slots=True)
+class BlindSpot:
+    """The answers of one open cycle still open to a reviewer: not committed by them yet."""
+
+    cycle: str
+    answers: tuple[str, ...]  # in cycle order
+
+
+@dataclass(frozen=True, slots=True)
+class OpenWork:
+    """A reviewer's blind spots, one per open cycle with work left for them."""
+
+    spots: tuple[BlindSpot, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.spots)
+
+    @property
+    def answers(self) -> frozenset[str]:
+        """Every answer whose judge verdicts the reviewer must not see yet."""
+        return frozenset(a for s in self.spots for a in s.answers)
+
+    @property
+    def cycles(self) -> frozenset[str]:
+        """The open cycles with work left for the reviewer."""
+        return frozenset(s.cycle for s in self.spots)
+
+    def touching(self, answer_ids: Iterable[str]) -> tuple[BlindSpot, ...]:
+        """The blind spots with an answer among `answer_ids`, in cycle order."""
+        ids = set(answer_ids)
+        return tuple(s for s in self.spots if ids.intersection(s.answers))
+
+
+def open_work(cycles: Iterable[OpenCycleWork], identities: Iterable[str]) -> OpenWork:
+    """The answers of open cycles whose judge verdicts the person known by `identities` must
+    not see yet, because they may still label them blind.
+
+    Rule, per open cycle (closed cycles take no labels, so they hold no open work):
+
+    * a cycle with assignments: the answers assigned to the person that they have not
+      committed (no reveal recorded for them, in this or an earlier cycle);
+    * a cycle open to every reviewer (no assignments): once the person has a label event in
+      it (a verdict, skip or unclear mark), every answer of it they have not committed.
+      Before that they have not taken up the cycle's work; a lead who only supervises it
+      keeps the cycle's views.
+
+    An answer committed by the person is revealed to them on the Review page anyway, so it is
+    no blind spot. Names compare by :func:`calibration.text.normalise_name`."""
+    keys = {normalise_name(i) for i in identities} - {""}
+    spots = []
+    for c in cycles:
+        done = {a for a, who in c.revealed if normalise_name(who) in keys}
+        if c.assigned:
+            mine = {a for a, who in c.assigned if normalise_name(who) in keys}
+        elif any(normalise_name(who) in keys for who in c.started):
+            mine = set(c.answers)
+        else:
+            mine = set()
+        left = tuple(a for a in c.answers if a in mine and a not in done)
+        if left:
+            spots.append(BlindSpot(c.name, left))
+    return OpenWork(tuple(spots))
+
+
+def blind_refusal(spots: Sequence[BlindSpot]) -> str:
+    """The one sentence a lead page shows instead of a view that holds the lead's open work."""
+    parts = [f"{visible(s.cycle)!r} ({len(s.answers)} answer{'s' if len(s.answers) != 1 else ''})"
+             for s in spots]
+    where = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    word = "cycle" if len(parts) == 1 else "cycles"
+    return (f"This view holds answers you still have to label in {word} {where}, so it stays hidden "
+            "until you commit them on the Review page: seeing the judge's verdicts first would "
+            "unblind your labels.")
+
+
 # ---------------------------------------------------------------- with the database
+
+
+def open_work_of(db: Database, identities: Iterable[str]) -> OpenWork:
+    """:func:`open_work` over the database's open cycles."""
+    return open_work(dashboard_store.open_cycle_work(db), identities)
+
+
+def hidden_in_scope(db: Database, work: OpenWork, *, run_id: int,
+                    cycle_id: int | None) -> tuple[BlindSpot, ...]:
+    """The blind spots a dashboard scope holds (a cycle of the run, or the whole run when
+    `cycle_id` is None: every answer the run judged); empty when the scope may be shown."""
+    if not work:
+        return ()
+    return work.touching(dashboard_store.answers_in_scope(db, run_id, cycle_id, sorted(work.answers)))
 
 
 def known_reviewers(db: Database) -> list[str]:
@@ -224,16 +321,22 @@ __all__ = [
     "MAX_NAME",
     "SETUP_HINT",
     "TYPED_NAME_LIMITS",
+    "BlindSpot",
     "Mode",
+    "OpenWork",
     "ReviewerList",
     "accept_name",
+    "blind_refusal",
     "canonical_name",
+    "hidden_in_scope",
     "is_lead",
     "known_reviewers",
     "lead_keys",
     "match_reviewers",
     "mode",
     "note_sign_in",
+    "open_work",
+    "open_work_of",
     "refusal",
     "sign_in",
     "signed_in",

@@ -6,6 +6,13 @@ st.dataframe, ui.literal or selectbox options (plain text), never markdown. Sent
 by the domain from numbers are shown through ui.literal too, since some name a judge run.
 Charts carry verdict labels and numbers only: the trend's axis is the cycle's number, and
 the table beside it names the cycles.
+
+The blind rule holds for a lead who also reviews (`calibration.roles.open_work`): a scope that
+holds an answer the lead may still label in an open cycle (a cycle scope, or the whole run,
+which holds every answer the run judged) is refused in one sentence that names the cycle;
+figures, claim lists and the export are drawn only for scopes free of the lead's open work.
+Refusing the scope, rather than drawing it without those answers, keeps every figure on the
+page the one the report computes for that scope.
 """
 
 from __future__ import annotations
@@ -13,16 +20,20 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 import streamlit as st
+from sqlite_utils import Database
 
 import ui
-from calibration import dashboard, export, store
+from calibration import dashboard, export, roles, store
 from calibration.agreement import LABELS
 from calibration.errors import CalibrationError
+from calibration.store import cycles as cycle_store
+from calibration.text import visible
 
 ALL_CLAIMS = "All labeled claims of the run"
 NO_COMPARISON = "No comparison"
 REASON_ROWS = 500  # claims listed under one reason; the disagreement table and export hold the rest
 PENDING_PAGE = 10  # unresolved claims drawn with their adjudication controls at once
+BLIND_NOTE = "This view is hidden from you until you finish your own labels in it."
 
 
 @st.cache_resource(show_spinner="Computing agreement…", max_entries=32)
@@ -32,6 +43,21 @@ def _load(path: str, stamp: tuple, run: str, cycle: str | None, compare: str | N
     del stamp
     with store.session(path) as db:
         return dashboard.build(db, run=run, cycle=cycle, compare_with=compare)
+
+
+def _hidden_scopes(db: Database, work: roles.OpenWork, run: str,
+                   scopes: list[str | None]) -> dict[int, tuple[roles.BlindSpot, ...]]:
+    """Position of each scope that holds the lead's open work -> the blind spots it holds."""
+    if not work:
+        return {}
+    run_id = store.find_judge_run(db, run).id
+    out = {}
+    for i, name in enumerate(scopes):
+        cycle_id = None if name is None else cycle_store.cycle_id(db, name)
+        spots = roles.hidden_in_scope(db, work, run_id=run_id, cycle_id=cycle_id)
+        if spots:
+            out[i] = spots
+    return out
 
 
 def _adjudicate(path: str, claim_pk: int, lead: str) -> None:
@@ -66,18 +92,41 @@ if not runs:
 left, mid, right = st.columns(3)
 run = left.selectbox("Judge run", runs, index=runs.index(default) if default in runs else len(runs) - 1,
                      key="dash_run")
+work = ui.open_work(lead)
 with store.session(path) as db:
     scopes: list[str | None] = [None, *dashboard.cycle_names(db, run)]
     stamp = dashboard.fingerprint(db)
+    hidden = _hidden_scopes(db, work, run, scopes)
 others: list[str | None] = [None, *(r for r in runs if r != run)]
+first_shown = next((i for i in range(len(scopes)) if i not in hidden), 0)
+
+
+def _scope_words(i: int) -> str:
+    words = ALL_CLAIMS if scopes[i] is None else str(scopes[i])
+    return f"{words} (hidden: your open work)" if i in hidden else words
+
+
 # Options are positions, not names: a None option would read as "nothing chosen" and offer a
 # clear button. Keyed by run: another run has other cycles, and a stale choice must not carry over.
-scope_at = mid.selectbox("Scope", range(len(scopes)), key=f"dash_scope_{run}",
-                         format_func=lambda i: ALL_CLAIMS if scopes[i] is None else scopes[i])
+scope_at = mid.selectbox("Scope", range(len(scopes)), index=first_shown, key=f"dash_scope_{run}",
+                         format_func=_scope_words)
 compare_at = right.selectbox("Compare with", range(len(others)), key=f"dash_compare_{run}",
                              format_func=lambda i: NO_COMPARISON if others[i] is None else others[i])
-cycle = scopes[scope_at] if scope_at is not None and scope_at < len(scopes) else None
+scope_at = scope_at if scope_at is not None and scope_at < len(scopes) else 0
+cycle = scopes[scope_at]
 compare = others[compare_at] if compare_at is not None and compare_at < len(others) else None
+
+if scope_at in hidden:
+    # Checked on the server at every run: a stale or crafted choice is refused alike.
+    # The alert is markdown, so it holds constant text; cycle names and ids go through literal.
+    st.info(BLIND_NOTE, icon=":material/visibility_off:")
+    ui.literal(roles.blind_refusal(hidden[scope_at]))
+    todo = [visible(a) for spot in hidden[scope_at] for a in spot.answers]
+    more = f" and {len(todo) - 12} more" if len(todo) > 12 else ""
+    ui.literal("To finish: " + ", ".join(todo[:12]) + more)
+    if len(hidden) < len(scopes):
+        st.caption("Scopes without your open work stay available under Scope.")
+    st.stop()
 
 try:
     data = _load(str(path), stamp, run, cycle, compare)

@@ -12,6 +12,12 @@ are shown through st.code, st.dataframe or ui.literal, never in markdown-capable
 messages. The API key is never typed here: the page names the environment variable holding it,
 and only variables the operator allowed are accepted (calibration.judge.policy).
 
+Blind spots. A lead who also reviews must not read the judge's verdicts on answers they may still
+label (`calibration.roles.open_work`): the cycles holding such answers are not offered as a scope,
+and a stored call is not shown when its answer is one of them or its prompt carried a few-shot
+example (which states a judge's verdict) from one of them. The figures (counts, agreement,
+McNemar) are sums over many claims and name no claim's verdict, so they stay.
+
 State. Streamlit drops the state of a widget that is not drawn in a run, so leaving the page
 would reset the form. The form's values and the template edits are therefore copied to
 session-state keys no widget uses (SAVED, EDITS) and put back before the widgets are drawn.
@@ -31,6 +37,7 @@ from calibration import judge, split, store
 from calibration.errors import CalibrationError, EndpointRejected, EndpointUnreachable, InputError
 from calibration.fmt import plural
 from calibration.store import lab as lab_store
+from calibration.store import review as review_store
 
 SUMMARY = "_judge_lab_summary"  # the last run's summary, kept across reruns
 SAVED = "_judge_lab_saved"  # widget key -> last value: the choices survive a page switch
@@ -64,6 +71,7 @@ st.title("Judge lab")
 reviewer = ui.require_reviewer()
 ui.require_lead()
 path = ui.db_path()
+work = ui.open_work(reviewer)  # the lead's own open answers: never shown with a verdict here
 
 
 def _scope_words(key: str) -> str:
@@ -155,7 +163,8 @@ with store.session(path) as db:
     split_claims = split.claim_counts(db, current_split)
     labeled = judge.plan_run(db, "", "", "labeled")
     overview = lab_store.lab_run_overview(db)
-    cycles = lab_store.cycle_names(db)
+    all_cycles = lab_store.cycle_names(db)
+cycles = [c for c in all_cycles if c not in work.cycles]
 
 st.caption("Revise the judge prompt on the tuning claims; the verdict on it comes from the holdout "
            "claims nobody read while revising.")
@@ -265,6 +274,9 @@ with st.form("lab_run", enter_to_submit=False):
     timeout = right.number_input("Timeout per request (s)", min_value=1.0, max_value=600.0,
                                  step=10.0, key="lab_timeout")
     submitted = st.form_submit_button("Run", type="primary", key="lab_run_submit")
+if len(cycles) < len(all_cycles):
+    st.caption("Cycles where you still have answers to label are not offered as a scope until you "
+               "commit them on the Review page.")
 if revise_default is None and len(revise_names) > 1:
     st.caption("Several runs could be the one this prompt revises; choose one above (never settled "
                "by a tie-break).")
@@ -441,8 +453,16 @@ if overview:
         run = next(r for r in runs if r.name == pick)
         with store.session(path) as db:
             ids = lab_store.call_answer_ids(db, run.id, failed_only=failed_only)
+            # A reply states the judge's verdicts on its answer: none of the lead's open answers.
+            ids = [a for a in ids if a not in work.answers]
             sizes = lab_store.call_sizes(db, run.id, ids)
-        if not ids:
+            examples_blind = bool(work) and any(
+                review_store.claim_answer(db, e.claim_pk) in work.answers
+                for e in lab_store.run_examples(db, run.id))
+        if examples_blind:
+            st.caption("This run's prompts carry a few-shot example, with a judge's verdict, from an "
+                       "answer you still have to label: its calls are shown once you commit it.")
+        elif not ids:
             st.caption("No calls to show.")
         else:
             if st.session_state.get(INSPECT_ANSWER) not in ids:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -11,6 +13,7 @@ from sqlite_utils import Database
 
 from calibration import store
 from calibration.importing import import_answers, import_labels
+from tests.helpers import assert_no_page_exception, assert_no_traceback
 
 ROOT = Path(__file__).resolve().parents[1]
 WICE = ROOT / "data" / "wice"
@@ -27,6 +30,59 @@ settings.load_profile("calibration")
 def _no_default_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # No test may touch the developer's own data/calibration.db.
     monkeypatch.setenv("CALIBRATION_DB", str(tmp_path / "default.db"))
+
+
+# ---------------------------------------------------------------- no traceback reaches a page or the CLI
+
+
+def _uses_cli(item: pytest.Item) -> bool:
+    """The test's module calls the CLI in process (imports `calibration.cli` or its `main`)."""
+    cli = sys.modules.get("calibration.cli")
+    module = getattr(item, "module", None)
+    if cli is None or module is None:
+        return False
+    return any(value is cli or value is getattr(cli, "main", None) for value in vars(module).values())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    # The CLI called in process prints to the captured streams: a traceback there fails the test,
+    # even one the test itself did not look at. (Output a test read through capsys is checked by
+    # its runner, e.g. run_cli in test_cycles.)
+    outcome: Any = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.passed or not _uses_cli(item):
+        return
+    for title, content in report.sections:
+        if title.startswith("Captured std"):
+            try:
+                assert_no_traceback(content, f"the output of {item.name} ({title})")
+            except AssertionError as exc:
+                report.outcome = "failed"
+                report.longrepr = str(exc)
+                return
+
+
+@pytest.fixture(autouse=True)
+def _apptest_runs_show_no_exception(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # Every AppTest run of the test is checked at teardown: no exception element on the page.
+    # Only when the test module loaded AppTest, so other tests never import Streamlit.
+    module = sys.modules.get("streamlit.testing.v1.app_test")
+    if module is None:
+        yield
+        return
+    runs: list[Any] = []
+    original = module.AppTest.run
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, *args, **kwargs)
+        runs.append(result)
+        return result
+
+    monkeypatch.setattr(module.AppTest, "run", run)
+    yield
+    for at in runs:
+        assert_no_page_exception(at, "an AppTest page")
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from calibration import cli, cycles, fmt, store
 from calibration.errors import ConflictError, InputError, NotFoundError
+from tests.helpers import assert_no_traceback
 
 ROOT = Path(__file__).resolve().parents[1]
 WICE = ROOT / "data" / "wice"
@@ -506,6 +507,8 @@ def test_messages_use_the_singular_for_one(run_db: Database) -> None:
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     rc = cli.main(list(argv))
     out, err = capsys.readouterr()
+    assert_no_traceback(out, f"stdout of calibration {' '.join(argv)}")
+    assert_no_traceback(err, f"stderr of calibration {' '.join(argv)}")
     return rc, out, err
 
 

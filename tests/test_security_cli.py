@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from calibration import store
+from tests.helpers import assert_no_traceback
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,7 +25,7 @@ def run_cli(*args: str | Path, db: Path, expect: int | None = None) -> subproces
     proc = subprocess.run([sys.executable, "-m", "calibration", "--db", str(db), *map(str, args)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     for stream, text in (("stderr", proc.stderr), ("stdout", proc.stdout)):
-        assert "Traceback" not in text, f"a traceback reached {stream}:\n{text}"
+        assert_no_traceback(text, f"{stream} of calibration {' '.join(map(str, args))}")
     if expect is not None:
         assert proc.returncode == expect, (f"exit {proc.returncode}\nstdout: {proc.stdout}\n"
                                            f"stderr: {proc.stderr}")

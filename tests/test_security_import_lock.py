@@ -15,6 +15,7 @@ from calibration import store
 from calibration.errors import InputError
 from calibration.importing import import_answers
 from calibration.vocab import Verdict
+from tests.helpers import assert_no_traceback
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSWERS = 30_000
@@ -61,7 +62,7 @@ def test_a_verdict_lands_within_a_second_while_a_large_import_runs(tmp_path: Pat
     out, err = proc.communicate()
     took = time.perf_counter() - started
     assert proc.returncode == 0, err
-    assert "Traceback" not in out + err
+    assert_no_traceback(out + err, "the output of calibration import")
     assert f"answers: {ANSWERS - 1} new, 1 already present" in out
     print(f"import of {size_mb:.0f} MB took {took:.1f} s; {len(times)} labels written meanwhile, "
           f"slowest {max(times) * 1000:.0f} ms")

@@ -169,3 +169,62 @@ def reviewer_counts(db: Database, run_id: int, cycle_id: int | None = None
         {"run": run_id, "cycle": cycle_id}).fetchall()
     return [(reviewer, labeled, reviewed or 0, disagreed or 0, kept or 0, right or 0, slips or 0)
             for reviewer, labeled, reviewed, disagreed, kept, right, slips in rows]
+
+
+# ---------------------------------------------------------------- open work (the blind rule's facts)
+
+
+@dataclass(frozen=True, slots=True)
+class OpenCycleWork:
+    """What an open cycle asks of its reviewers, as `roles.open_work` reads it.
+
+    Reviewer names are as stored (assignments, label events, reveals); the rule compares them
+    by comparison key, so a lead signed in as "ANNA" finds the work of "anna"."""
+
+    name: str
+    answers: tuple[str, ...]  # the cycle's answers that have claims, in cycle order
+    assigned: tuple[tuple[str, str], ...]  # (answer id, reviewer); empty: open to every reviewer
+    started: tuple[str, ...]  # reviewers with a label event (verdict, skip, unclear...) in the cycle
+    revealed: tuple[tuple[str, str], ...]  # (answer id, reviewer) of its answers committed, in any cycle
+
+
+def open_cycle_work(db: Database) -> list[OpenCycleWork]:
+    """Every open cycle with its answers, assignments, who started on it and what is committed.
+
+    Closed cycles take no more labels, so they hold no open work. A handful of index reads per
+    open cycle (cycles hold tens of answers)."""
+    out = []
+    open_cycles = db.execute("SELECT id, name FROM cycles WHERE status = 'open' ORDER BY id").fetchall()
+    for cycle_id, name in open_cycles:
+        answers = tuple(r[0] for r in db.execute(
+            """SELECT ca.answer_id FROM cycle_answers ca WHERE ca.cycle_id = ?
+               AND EXISTS (SELECT 1 FROM claims c WHERE c.answer_id = ca.answer_id)
+               ORDER BY ca.position""", [cycle_id]))
+        assigned = tuple((a, r) for a, r in db.execute(
+            "SELECT answer_id, reviewer FROM assignments WHERE cycle_id = ? ORDER BY answer_id, reviewer",
+            [cycle_id]))
+        started = tuple(r[0] for r in db.execute(
+            "SELECT DISTINCT reviewer FROM label_events WHERE cycle_id = ? ORDER BY reviewer", [cycle_id]))
+        revealed = tuple((a, r) for a, r in db.execute(
+            """SELECT v.answer_id, v.reviewer FROM answer_reveals v
+               JOIN cycle_answers ca ON ca.answer_id = v.answer_id AND ca.cycle_id = ?
+               ORDER BY v.answer_id, v.reviewer""", [cycle_id]))
+        out.append(OpenCycleWork(name, answers, assigned, started, revealed))
+    return out
+
+
+def answers_in_scope(db: Database, run_id: int, cycle_id: int | None, answer_ids: Sequence[str]) -> set[str]:
+    """Those of `answer_ids` a dashboard scope holds: the cycle's answers when a cycle is given,
+    else every answer with a claim the run judged (the run-level views and exports draw on them)."""
+    if not answer_ids:
+        return set()
+    ids = json.dumps(list(answer_ids))
+    if cycle_id is not None:
+        rows = db.execute("SELECT answer_id FROM cycle_answers WHERE cycle_id = ? "
+                          "AND answer_id IN (SELECT value FROM json_each(?))", [cycle_id, ids])
+    else:
+        rows = db.execute(
+            """SELECT DISTINCT c.answer_id FROM claims c
+               JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = ?
+               WHERE c.answer_id IN (SELECT value FROM json_each(?))""", [run_id, ids])
+    return {r[0] for r in rows}

@@ -7,6 +7,11 @@ the reason, and fail when $CI is set: CI must run them.
 One server per test module (`start_app`), against a temporary database filled through the
 calibration package. Tests share the server by working as different reviewers of an open
 cycle: labels are per reviewer, so they cannot disturb each other.
+
+No traceback reaches a page: every browser context a test opens (the `page` fixture, or
+`browser.new_context()` in a test) watches each document it loads, and the test fails at
+teardown if a page ever held the text "Traceback" or a Streamlit exception element
+(`[data-testid="stException"]`), whether or not the test looked at that moment.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import pytest
 
 from calibration import cycles, store
 from calibration.importing import import_answers
+from tests.helpers import assert_no_traceback
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -134,6 +140,76 @@ def server_errors(log_path: Path) -> list[str]:
 # ---------------------------------------------------------------- the browser
 
 
+# Runs in every document of a watched context: reports (once per document) the first time
+# the page holds a traceback or an exception element. textContent, not innerText: no layout
+# per mutation, and text in collapsed expanders counts too. A constant: no data goes into it.
+_WATCH = """(() => {
+  if (window.__calWatch) return;
+  window.__calWatch = true;
+  let reported = false, queued = false;
+  const check = () => {
+    queued = false;
+    if (reported || !document.body) return;
+    const errors = document.querySelectorAll('[data-testid="stException"]').length;
+    const text = document.body.textContent || "";
+    const at = text.indexOf("Traceback");
+    if (errors || at >= 0) {
+      reported = true;
+      window.__calTracebackSeen(location.pathname, errors,
+                                at >= 0 ? text.slice(Math.max(0, at - 200), at + 2000) : text.slice(0, 2000));
+    }
+  };
+  new MutationObserver(() => { if (!queued) { queued = true; setTimeout(check, 50); } })
+    .observe(document, {childList: true, subtree: true, characterData: true});
+})();"""
+
+_SEEN: list[str] = []  # what the watched pages of the running test reported
+
+
+def _watched(ctx: Any) -> Any:
+    def seen(_source: Any, path: str, errors: int, text: str) -> None:
+        _SEEN.append(f"{path}: {errors} exception element(s)\n{text}")
+
+    ctx.expose_binding("__calTracebackSeen", seen)
+    ctx.add_init_script(_WATCH)
+    return ctx
+
+
+class WatchedBrowser:
+    """The Playwright browser, whose new contexts and pages watch for tracebacks (`_WATCH`)."""
+
+    def __init__(self, browser: Any) -> None:
+        self._browser = browser
+
+    def new_context(self, *args: Any, **kwargs: Any) -> Any:
+        return _watched(self._browser.new_context(*args, **kwargs))
+
+    def new_page(self, *args: Any, **kwargs: Any) -> Any:
+        return self.new_context(*args, **kwargs).new_page()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._browser, name)
+
+
+def page_problems(pg: Any) -> list[str]:
+    """What the page shows now that no page may: an exception element, or a traceback's text."""
+    errors = pg.locator('[data-testid="stException"]').count()
+    text = pg.evaluate("() => document.body ? document.body.innerText : ''")
+    out = [f"{pg.url}: {errors} exception element(s)"] if errors else []
+    try:
+        assert_no_traceback(text, pg.url)
+    except AssertionError as exc:
+        out.append(str(exc))
+    return out
+
+
+def seen_problems() -> list[str]:
+    """What the watched pages reported so far in this test (and forget it)."""
+    found = list(_SEEN)
+    _SEEN.clear()
+    return found
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     # Module scope, not session: Playwright's sync API keeps an asyncio loop running in
@@ -142,9 +218,18 @@ def browser() -> Iterator[Any]:
     with sync_api.sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
-            yield b
+            yield WatchedBrowser(b)
         finally:
             b.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_traceback_on_any_page() -> Iterator[None]:
+    _SEEN.clear()
+    yield
+    found = seen_problems()
+    if found:
+        pytest.fail("a traceback or exception reached a page:\n" + "\n\n".join(found), pytrace=False)
 
 
 @pytest.fixture
@@ -154,6 +239,9 @@ def page(browser: Any) -> Iterator[Any]:
     pg.set_default_timeout(15_000)
     try:
         yield pg
+        # The page as the test left it (the watcher covers the pages before).
+        if not pg.is_closed():
+            _SEEN.extend(page_problems(pg))
     finally:
         ctx.close()
 

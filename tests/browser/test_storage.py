@@ -1,0 +1,187 @@
+"""Storage failures on a page, in a real browser: with the app running, the database file is
+deleted, made read-only, or replaced by a file that is not a database. Every page then shows one
+clear sentence (or, where it only reads a readable file, its content), never a traceback or
+exception element (the conftest watcher fails the test on one) and never the server's path; a
+deleted database is not recreated empty.
+
+Read-only: the tests run as root here, and chmod does not stop root, so as root the file and
+its folder get the immutable attribute (`chattr +i`, which stops root too); as any other user
+they are chmod-ed 0o444 / 0o555. Either way the test first checks that the file really cannot be
+opened for writing, and skips with the reason otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import WatchedBrowser, build_db, page_problems, seen_problems, server_errors, start_app
+
+pytestmark = pytest.mark.browser
+
+LEAD = "Lena Lead"
+PAGES = ("", "review", "cycles", "guidelines", "dashboard", "import", "judge_lab")
+
+
+def _answers() -> list[dict[str, Any]]:
+    return [{"id": f"s{i}", "question": f"Question {i}?", "answer": f"Answer {i}.",
+             "chunks": [{"id": "k1", "text": f"Chunk {i}."}],
+             "claims": [{"id": "c1", "claim": f"Answer {i}.", "verdict": "SUPPORTED", "rationale": "r"}]}
+            for i in range(3)]
+
+
+def _files(db: Path) -> list[Path]:
+    return [p for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm")) if p.exists()]
+
+
+def _delete(db: Path) -> Callable[[], None]:
+    for p in _files(db):
+        p.unlink()
+    return lambda: None
+
+
+def _replace(db: Path) -> Callable[[], None]:
+    for p in _files(db):
+        p.unlink()
+    db.write_bytes(b"PK\x03\x04 a zip archive, not SQLite " * 200)
+    return lambda: None
+
+
+def _chattr(flag: str, paths: list[Path]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["chattr", flag, *map(str, paths)], capture_output=True, text=True, check=False)
+
+
+def _read_only(db: Path) -> Callable[[], None]:
+    paths = [*_files(db), db.parent]
+    if os.geteuid() == 0:
+        done = _chattr("+i", paths)
+        if done.returncode != 0:
+            pytest.skip(f"as root a read-only file needs chattr +i, which failed here: {done.stderr.strip()}")
+
+        def undo() -> None:
+            _chattr("-i", paths)
+    else:
+        modes = {p: p.stat().st_mode for p in paths}
+        for p in paths:
+            p.chmod(0o555 if p.is_dir() else 0o444)
+
+        def undo() -> None:
+            for p, mode in modes.items():
+                p.chmod(mode)
+    try:
+        with db.open("r+b"):
+            pass
+    except OSError:
+        return undo
+    undo()
+    pytest.skip("the database file stayed writable (no way to make it read-only here)")
+
+
+BREAKS: dict[str, tuple[Callable[[Path], Callable[[], None]], str]] = {
+    "deleted": (_delete, "the database file has disappeared"),
+    "read-only": (_read_only, "read-only"),
+    "replaced": (_replace, "not a calibration database"),
+}
+
+
+@pytest.fixture
+def running(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
+    db_path = tmp_path / "cal.db"
+    build_db(db_path, _answers(), cycle_name="cycle one", reviewers=[LEAD])
+    log = tmp_path / "server.log"
+    old = os.environ.get("CALIBRATION_LEADS")
+    os.environ["CALIBRATION_LEADS"] = LEAD
+    try:
+        with start_app(db_path, log) as url:
+            yield url, db_path, log
+    finally:
+        if old is None:
+            os.environ.pop("CALIBRATION_LEADS", None)
+        else:
+            os.environ["CALIBRATION_LEADS"] = old
+
+
+def _settle(page: Any) -> None:
+    page.wait_for_function("""() => {
+        const app = document.querySelector('[data-testid="stApp"]');
+        return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
+            && !document.querySelector('[data-stale="true"]'); }""")
+    page.wait_for_timeout(400)
+
+
+def _text(page: Any) -> str:
+    return page.evaluate("() => document.querySelector('[data-testid=\"stApp\"]').textContent")
+
+
+@pytest.mark.parametrize("case", list(BREAKS))
+def test_a_broken_database_is_one_sentence_on_every_page(case: str, running: tuple[str, Path, Path],
+                                                         page: Any) -> None:
+    url, db_path, log = running
+    page.set_default_timeout(20_000)
+    # Healthy first: the server opens (and migrates) the database, and the lead signs in.
+    page.goto(f"{url}/review")
+    field = page.get_by_label("Your name")
+    field.fill(LEAD)
+    field.press("Enter")
+    page.locator(".st-key-cycle-name").wait_for()
+    _settle(page)
+    query = page.url.partition("?")[2]
+    assert "signin=" in query
+    breaker, sentence = BREAKS[case]
+    undo = breaker(db_path)
+    try:
+        for name in PAGES:
+            # A direct URL with the sign-in link: a fresh session that reads the database at once.
+            page.goto(f"{url}/{name}?{query}")
+            _settle(page)
+            text = _text(page)
+            assert str(db_path.parent) not in text and "cal.db" not in text, f"/{name} shows the path"
+            assert not page_problems(page), page_problems(page)
+            assert sentence in text, f"/{name}: {text[:600]}"
+            assert text.count("The database could not do its part") <= 1, f"/{name} says it twice"
+        if case == "read-only":
+            # The sign-in form's own write (a new name) is the same one sentence, in the form.
+            page.goto(f"{url}/review")
+            field = page.get_by_label("Your name")
+            field.fill("newcomer")
+            field.press("Enter")
+            page.get_by_text("cannot be", exact=False).first.wait_for()
+            text = _text(page)
+            assert "read-only" in text, text[:600]
+            assert str(db_path.parent) not in text
+        if case == "deleted":
+            assert not db_path.exists(), "the running app recreated the deleted database"
+    finally:
+        undo()
+    assert not seen_problems()
+    assert not [e for e in server_errors(log) if "Traceback" in e]
+
+
+def test_the_page_watcher_reports_a_traceback(browser: WatchedBrowser) -> None:
+    # The conftest watcher must fail loudly: a page that shows a traceback, or Streamlit's
+    # exception element, is reported (and forgotten here, so this test itself passes).
+    ctx = browser.new_context()
+    try:
+        pg = ctx.new_page()
+        pg.set_content("<body><p>fine</p></body>")
+        pg.wait_for_timeout(300)
+        assert not seen_problems()
+        pg.evaluate("""() => { const p = document.createElement('pre');
+            p.textContent = 'Traceback (most recent call last):\\n  File "/srv/app.py"';
+            document.body.appendChild(p); }""")
+        pg.wait_for_timeout(500)
+        assert page_problems(pg) and "Traceback" in page_problems(pg)[0]
+        other = ctx.new_page()  # a new document: reported again
+        other.set_content('<body><div data-testid="stException">boom</div></body>')
+        other.wait_for_timeout(500)
+        assert page_problems(other) == [f"{other.url}: 1 exception element(s)"]
+        found = seen_problems()
+        assert len(found) == 2 and "Traceback (most recent call last)" in found[0], found
+        assert "1 exception element(s)" in found[1]
+    finally:
+        ctx.close()
