@@ -8,12 +8,12 @@ sessions and one lead session for a fixed time, and prints per N:
 - verdicts: blind verdicts sent during the run, by all reviewers together;
 - verdict -> next claim, median and p95 (ms): from sending the verdict to the arrival of
   what the reviewer needs next: the next claim's card with all its buttons, or, after the
-  last claim of an answer, the judge's reveal with its "Next answer" button (the same end
-  point as bench_review_latency.py). "end" is p95 to the end of that script run;
-- other: p95 of the reconcile and "Next answer" actions, send to end of run;
+  last claim of an answer, the last look with its commit button (the same end points as
+  bench_review_latency.py). "end" is p95 to the end of that script run;
+- other: p95 of the commit, reconcile and "Next answer" actions, send to end of run;
 - lead: median / p95 of the Dashboard's full reruns, each recomputing the figures since
   labels keep arriving;
-- failed: verdicts the page did not acknowledge (no "Recorded ..." toast, an error or a
+- failed: verdicts the page did not acknowledge (no "Saved: ..." toast, an error or a
   traceback on the page, a timeout), plus acknowledged verdicts missing from SQLite when
   the label rows of each reviewer are counted after the run;
 - CPU, in percent of one core over the run: the app server's process, this client's
@@ -148,6 +148,8 @@ def _next_drawn(s: Session, run: Run) -> float:
     cards = s.key_of(r"unclear-\d+")
     if cards:
         t = run.arrived(cards[0])
+    elif "commit" in s.widgets:  # the last look before the reveal
+        t = run.arrived("commit")
     elif "next-answer" in s.widgets:
         t = run.arrived("next-answer")
     else:  # the done screen, or something unexpected: the end of the run
@@ -176,16 +178,28 @@ async def reviewer(s: Session, name: str, judge: dict[int, str], seed: int, unti
                     tally.failures.append(f"{name}: verdict on claim {pk}: no reply in "
                                           f"{ACTION_TIMEOUT:.0f} s")
                     break
-                ok = any(t.startswith(f"Recorded {verdict} ") for t in run.toasts)
+                ok = any(t.startswith(f"Saved: {verdict} ") for t in run.toasts)
                 if _page_problems(run) or not ok:
                     tally.failures.append(f"{name}: verdict on claim {pk}: "
-                                          f"{_page_problems(run) or 'no Recorded toast'}")
+                                          f"{_page_problems(run) or 'no Saved toast'}")
                 else:
                     acked += 1
                     if verdict != truth:
                         disagreed.add(pk)
                 tally.verdict_ms.append((_next_drawn(s, run) - run.sent_at) * 1000)
                 tally.verdict_end_ms.append(run.seconds * 1000)
+                continue
+            if "commit" in s.widgets:  # the last look: commit at once (Enter), the judge is revealed
+                if not await _pause(rng, OTHER_PAUSE, until):
+                    break
+                try:
+                    run = await s.press("commit")
+                except TimeoutError:
+                    tally.failures.append(f"{name}: commit: no reply in {ACTION_TIMEOUT:.0f} s")
+                    break
+                if _page_problems(run) or "next-answer" not in s.widgets:
+                    tally.failures.append(f"{name}: commit: {_page_problems(run) or 'no reveal'}")
+                tally.other_ms.append(run.seconds * 1000)
                 continue
             if "next-answer" in s.widgets:
                 pending = [k for k in s.key_of(r"keep-\d+") if int(k.split("-")[1]) in disagreed]

@@ -21,6 +21,13 @@ from calibration.importing import load_demo  # noqa: E402
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, blur, sign_in, start_app, wait_for_card  # noqa: E402
 
 DOCS = ROOT / "docs"
+NO_TOAST = "() => !document.querySelector('[data-testid=\"stToast\"]')"
+
+
+def settle(page: object) -> None:
+    """Let the toasts of the last action fade (they last a few seconds) before a picture."""
+    page.wait_for_function(NO_TOAST, timeout=15_000)  # type: ignore[attr-defined]
+    page.wait_for_timeout(300)  # type: ignore[attr-defined]
 KEYS = {"SUPPORTED": "1", "CONTRADICTED": "2", "UNSUPPORTED": "3"}
 OTHER = {"SUPPORTED": "2", "CONTRADICTED": "1", "UNSUPPORTED": "1"}
 
@@ -47,7 +54,7 @@ def main() -> int:
             page = browser.new_page(viewport={"width": 1280, "height": 720})
             sign_in(page, url, "Anna")
             wait_for_card(page, f".st-key-claim-{claims[0].pk} button")
-            page.wait_for_timeout(500)
+            settle(page)
             page.screenshot(path=str(DOCS / "review.png"))
             for i, c in enumerate(claims):
                 # The first claim is marked against the judge, so the reveal has a disagreement.
@@ -56,18 +63,18 @@ def main() -> int:
                 nxt = f".st-key-claim-{claims[i + 1].pk} button" if i + 1 < len(claims) else \
                     ".st-key-last-look button"
                 wait_for_card(page, nxt)
-            page.wait_for_timeout(500)
+            settle(page)
             page.screenshot(path=str(DOCS / "review_last_look.png"))
             page.keyboard.press("Enter")
             wait_for_card(page, ".st-key-reveal button")
-            page.wait_for_timeout(500)
+            settle(page)
             page.screenshot(path=str(DOCS / "review_reveal.png"))
             page.locator("[data-testid='stSelectbox']").click()
             page.get_by_role("option").filter(has_text="wice").click()
             page.locator(".st-key-cycle-name").filter(has_text="Cycle wice").wait_for()
             blur(page)
             wait_for_card(page, "[class*='st-key-claim-'] button")
-            page.wait_for_timeout(500)
+            settle(page)
             page.screenshot(path=str(DOCS / "review_wice.png"))
             browser.close()
     for name in ("review", "review_last_look", "review_reveal", "review_wice"):

@@ -17,15 +17,17 @@ from dataclasses import dataclass, field
 from bench.bench_review_latency import CHROMIUM, CHROMIUM_ARGS, KEYS, SETTLED
 
 # t0 at the next keydown; done when a claim card other than `pk` has `buttons` buttons,
-# or the reveal shows one. Claim cards are the blocks whose key class is st-key-claim-<pk>.
+# or the last look or the reveal shows one. Claim cards are the blocks whose key class is st-key-claim-<pk>.
 _ARM = """(pk) => {
     window.__t0 = null; window.__ms = null;
     const onKey = () => { window.__t0 = performance.now();
                           document.removeEventListener('keydown', onKey, true); };
     document.addEventListener('keydown', onKey, true);
     const ready = () => {
-        const rev = document.querySelector('.st-key-reveal');
-        if (rev && rev.querySelectorAll('button').length >= 1) return true;
+        for (const sel of ['.st-key-reveal', '.st-key-last-look']) {
+            const el = document.querySelector(sel);
+            if (el && el.querySelectorAll('button').length >= 1) return true;
+        }
         for (const el of document.querySelectorAll('[class*="st-key-claim-"]')) {
             for (const c of el.classList) {
                 const m = /^st-key-claim-(\\d+)$/.exec(c);
@@ -49,6 +51,7 @@ _CURRENT = """() => {
             if (m && el.querySelectorAll('button').length >= 7) return Number(m[1]);
         }
     }
+    if (document.querySelector('.st-key-last-look button')) return -2;
     return document.querySelector('.st-key-reveal button') ? -1 : null;
 }"""
 
@@ -100,7 +103,8 @@ async def probe(url: str, cycle_name: str, judge: dict[int, str], pr: Probe) -> 
             disagreed: set[int] = set()
             while True:
                 await page.wait_for_function(SETTLED, arg='[class*="st-key-claim-"] button, '
-                                                          '.st-key-reveal button, .st-key-queue-done')
+                                                          '.st-key-reveal button, .st-key-last-look button, '
+                                                          '.st-key-queue-done')
                 pk = await page.evaluate(_CURRENT)
                 if pk is None:
                     break  # the done screen
@@ -121,6 +125,10 @@ async def probe(url: str, cycle_name: str, judge: dict[int, str], pr: Probe) -> 
                     pr.acked += 1
                     if verdict != truth:
                         disagreed.add(pk)
+                    continue
+                if pk == -2:  # the last look: commit at once with Enter
+                    await page.keyboard.press("Enter")
+                    await page.wait_for_function(SETTLED, arg=".st-key-reveal button")
                     continue
                 # The reveal: settle this answer's disagreements with K / J, then N.
                 pending = [p for p in sorted(disagreed)
