@@ -411,6 +411,7 @@ def verdict_badge(verdict: str | None, *, prefix: str = "") -> None:
 # - turns a shortcut key aimed at a closed pick list (its box, "Clear all", a chip) into the
 #   same key on the page, so it acts as everywhere else;
 # - "?" presses the key-overlay button (Streamlit shortcuts take no punctuation);
+# - N presses "Next answer" even before Streamlit has set up the button's shortcut;
 # - keeps the marked claim in view inside the answer's own scrolling box;
 # - before the page unloads with a note typed and not yet recorded, asks the browser to
 #   warn (the note is written with the verdict; a reload would lose it).
@@ -440,6 +441,12 @@ _KEY_GUARD = """<script>
       const b = document.querySelector(".st-key-keys-help button");
       if (b) { e.preventDefault(); b.click(); }
       return;
+    }
+    if ((e.key === "n" || e.key === "N") && !text) {
+      // Pressed the moment the reveal is drawn, before the button's own shortcut is set up,
+      // N used to do nothing; the button is pressed here as soon as it is on the page.
+      const b = document.querySelector(".st-key-next-answer button");
+      if (b && !b.disabled) { e.preventDefault(); e.stopImmediatePropagation(); b.click(); return; }
     }
     const picker = t.closest(PICKERS);
     if (!picker) return;

@@ -96,11 +96,14 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def start_app(db_path: Path, log_path: Path, extra_args: Sequence[str] = (),
-              port: int | None = None) -> Iterator[str]:
-    """Run `streamlit run app.py` on a free port against `db_path`; yield its URL."""
+              port: int | None = None, leads: str | None = None) -> Iterator[str]:
+    """Run `streamlit run app.py` on a free port against `db_path`; yield its URL. `leads`:
+    the server's $CALIBRATION_LEADS (else this process's)."""
     port = port or free_port()
     env = {**os.environ, "CALIBRATION_DB": str(db_path),
            "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    if leads is not None:
+        env["CALIBRATION_LEADS"] = leads
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py",
            "--server.port", str(port), "--server.address", "127.0.0.1",
            "--server.headless", "true", "--browser.gatherUsageStats", "false",
@@ -270,6 +273,12 @@ _SETTLED = """(sel) => {
         && !document.querySelector('[data-stale="true"]')
         && !!document.querySelector(sel);
 }"""
+
+
+def settle(page: Any, pause_ms: int = 300) -> None:
+    """The app's run has ended and nothing on the page is stale; then a pause for drawing."""
+    page.wait_for_function(_SETTLED, arg="body")
+    page.wait_for_timeout(pause_ms)
 
 
 def wait_for_card(page: Any, selector: str) -> None:

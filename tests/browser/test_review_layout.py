@@ -33,7 +33,7 @@ _RECTS = """(pk) => {
                         return [b.left, b.top, b.right, b.bottom]; };
     const buttons = ['SUPPORTED', 'CONTRADICTED', 'UNSUPPORTED'].map(
         (v) => r(document.querySelector(`.st-key-v-${v}-${pk} button`)));
-    const box = document.querySelector('.st-key-answer .cal-answer');
+    const box = document.querySelector('.cal-answer');
     return {buttons, mark: r(box && box.querySelector('mark')), box: r(box)};
 }"""
 

@@ -4,7 +4,6 @@ them on the server; the lead still gets the pages. Home shows the database path 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import pytest
 
 from calibration import cycles, store
 
-from .conftest import SCREENSHOTS, build_db, server_errors, start_app
+from .conftest import SCREENSHOTS, build_db, server_errors, settle, start_app
 
 pytestmark = pytest.mark.browser
 
@@ -41,24 +40,12 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, P
         cycle = cycles.get_cycle(db, "blind one")
         assert cycles.queue(db, cycle.id, REVIEWER), "the reviewer must have open work"
     log = tmp / "server.log"
-    old = os.environ.get("CALIBRATION_LEADS")
-    os.environ["CALIBRATION_LEADS"] = LEAD
-    try:
-        with start_app(db_path, log) as url:
-            yield url, db_path, log
-    finally:
-        if old is None:
-            os.environ.pop("CALIBRATION_LEADS", None)
-        else:
-            os.environ["CALIBRATION_LEADS"] = old
+    with start_app(db_path, log, leads=LEAD) as url:
+        yield url, db_path, log
 
 
 def _settle(page: Any) -> None:
-    page.wait_for_function("""() => {
-        const app = document.querySelector('[data-testid="stApp"]');
-        return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
-            && !document.querySelector('[data-stale="true"]'); }""")
-    page.wait_for_timeout(300)
+    settle(page, 300)
 
 
 def _sign_in_at(page: Any, url: str, name: str) -> None:

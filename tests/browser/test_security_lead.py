@@ -5,7 +5,6 @@ those answers; the Dashboard says so in one sentence and still shows a run witho
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 from calibration import cycles, roles, store
 from calibration.importing import import_answers
 
-from .conftest import SCREENSHOTS, server_errors, start_app, write_answers
+from .conftest import SCREENSHOTS, server_errors, settle, start_app, write_answers
 
 pytestmark = pytest.mark.browser
 
@@ -57,24 +56,12 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
                             reviewers=[LEAD], overlap=0.0, force=True, created_by="tests")
         assert roles.open_work_of(db, [LEAD]).answers == {"x0", "x1", "x2", "x3"}
     log = tmp / "server.log"
-    old = os.environ.get("CALIBRATION_LEADS")
-    os.environ["CALIBRATION_LEADS"] = LEAD
-    try:
-        with start_app(db_path, log) as url:
-            yield url, log
-    finally:
-        if old is None:
-            os.environ.pop("CALIBRATION_LEADS", None)
-        else:
-            os.environ["CALIBRATION_LEADS"] = old
+    with start_app(db_path, log, leads=LEAD) as url:
+        yield url, log
 
 
 def _settle(page: Any) -> None:
-    page.wait_for_function("""() => {
-        const app = document.querySelector('[data-testid="stApp"]');
-        return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
-            && !document.querySelector('[data-stale="true"]'); }""")
-    page.wait_for_timeout(400)
+    settle(page, 400)
 
 
 def _sign_in_at(page: Any, url: str) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import WatchedBrowser, build_db, page_problems, seen_problems, server_errors, start_app
+from .conftest import WatchedBrowser, build_db, page_problems, seen_problems, server_errors, settle, start_app
 
 pytestmark = pytest.mark.browser
 
@@ -94,24 +94,12 @@ def running(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
     db_path = tmp_path / "cal.db"
     build_db(db_path, _answers(), cycle_name="cycle one", reviewers=[LEAD])
     log = tmp_path / "server.log"
-    old = os.environ.get("CALIBRATION_LEADS")
-    os.environ["CALIBRATION_LEADS"] = LEAD
-    try:
-        with start_app(db_path, log) as url:
-            yield url, db_path, log
-    finally:
-        if old is None:
-            os.environ.pop("CALIBRATION_LEADS", None)
-        else:
-            os.environ["CALIBRATION_LEADS"] = old
+    with start_app(db_path, log, leads=LEAD) as url:
+        yield url, db_path, log
 
 
 def _settle(page: Any) -> None:
-    page.wait_for_function("""() => {
-        const app = document.querySelector('[data-testid="stApp"]');
-        return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
-            && !document.querySelector('[data-stale="true"]'); }""")
-    page.wait_for_timeout(400)
+    settle(page, 400)
 
 
 def _text(page: Any) -> str:
