@@ -44,9 +44,6 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, P
         yield url, db_path, log
 
 
-def _settle(page: Any) -> None:
-    settle(page, 300)
-
 
 def _sign_in_at(page: Any, url: str, name: str) -> None:
     page.goto(url)
@@ -55,7 +52,7 @@ def _sign_in_at(page: Any, url: str, name: str) -> None:
     field.fill(name)
     field.press("Enter")
     field.wait_for(state="detached")
-    _settle(page)
+    settle(page)
 
 
 def _text(page: Any) -> str:
@@ -93,7 +90,7 @@ def test_a_reviewer_with_open_work_sees_no_verdict_on_any_lead_page_or_url(app: 
         _sign_in_at(page, f"{url}/review", REVIEWER)
         page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Home").click()
         page.get_by_text("Judge runs").wait_for()
-        _settle(page)
+        settle(page)
         text = _text(page)
         assert "Judge calibration" in text and "Database" not in text and "cal.db" not in text
         for word in VERDICT_WORDS:
@@ -120,7 +117,7 @@ def test_the_lead_gets_the_pages_and_the_path(app: tuple[str, Path, Path], brows
         _shot(page, "cycles-lead")
         page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Home").click()
         page.get_by_text("Judge runs").wait_for()
-        _settle(page)
+        settle(page)
         assert str(db_path) in _text(page)
         _shot(page, "home-lead")
     finally:

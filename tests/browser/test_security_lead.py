@@ -60,9 +60,6 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
         yield url, log
 
 
-def _settle(page: Any) -> None:
-    settle(page, 400)
-
 
 def _sign_in_at(page: Any, url: str) -> None:
     page.goto(url)
@@ -71,7 +68,7 @@ def _sign_in_at(page: Any, url: str) -> None:
     field.fill(LEAD)
     field.press("Enter")
     field.wait_for(state="detached")
-    _settle(page)
+    settle(page, 400)
 
 
 def _all_text(page: Any) -> str:
@@ -88,7 +85,7 @@ def _no_hidden_verdict(text: str, where: str) -> None:
 def _pick(page: Any, box: str, option: str) -> None:
     page.get_by_role("combobox", name=box).click()
     page.get_by_role("option", name=option, exact=False).first.click()
-    _settle(page)
+    settle(page, 400)
 
 
 def test_a_lead_with_open_work_sees_no_verdict_of_it(app: tuple[str, Path], page: Any) -> None:
@@ -96,7 +93,7 @@ def test_a_lead_with_open_work_sees_no_verdict_of_it(app: tuple[str, Path], page
     page.set_default_timeout(20_000)
     _sign_in_at(page, f"{url}/dashboard")
     page.get_by_text("Needs a lead's decision", exact=True).wait_for()
-    _settle(page)
+    settle(page, 400)
     text = _all_text(page)
     # The run without the lead's work is drawn in full: the check below could fail.
     assert "shown-rationale-0" in text and f"Judge ({SHOWN_RUN})" in text
@@ -124,12 +121,12 @@ def test_a_lead_with_open_work_sees_no_verdict_of_it(app: tuple[str, Path], page
     # Home has no sign-in of its own: reached from the navigation, signed in.
     page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Home").click()
     page.get_by_text("Judge runs").wait_for()
-    _settle(page)
+    settle(page, 400)
     _no_hidden_verdict(_all_text(page), "/ (Home)")
     # The Judge lab offers no scope over the lead's open cycle.
     _sign_in_at(page, f"{url}/judge_lab")
     page.get_by_text("Cycles where you still have answers to label").wait_for()
-    _settle(page)
+    settle(page, 400)
     box = page.locator(".st-key-lab_scope input").first
     for _ in range(3):  # a rerun redrawing the box may swallow the first click
         box.click()
@@ -138,7 +135,7 @@ def test_a_lead_with_open_work_sees_no_verdict_of_it(app: tuple[str, Path], page
             break
         except Exception:
             page.keyboard.press("Escape")
-            _settle(page)
+            settle(page, 400)
     options = page.get_by_role("option").all_inner_texts()
     assert options and not any("lead work" in o for o in options), options
     page.keyboard.press("Escape")
@@ -151,7 +148,7 @@ def test_the_dashboard_export_of_the_other_run_holds_none_of_the_open_work(app: 
     page.set_default_timeout(20_000)
     _sign_in_at(page, f"{url}/dashboard")
     page.get_by_text("Needs a lead's decision", exact=True).wait_for()
-    _settle(page)
+    settle(page, 400)
     with page.expect_download() as got:
         page.get_by_test_id("stDownloadButton").get_by_role("button").click()
     path = tmp_path / "export.jsonl"

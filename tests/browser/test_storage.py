@@ -98,9 +98,6 @@ def running(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
         yield url, db_path, log
 
 
-def _settle(page: Any) -> None:
-    settle(page, 400)
-
 
 def _text(page: Any) -> str:
     return page.evaluate("() => document.querySelector('[data-testid=\"stApp\"]').textContent")
@@ -117,7 +114,7 @@ def test_a_broken_database_is_one_sentence_on_every_page(case: str, running: tup
     field.fill(LEAD)
     field.press("Enter")
     page.locator(".st-key-cycle-name").wait_for()
-    _settle(page)
+    settle(page, 400)
     query = page.url.partition("?")[2]
     assert "signin=" in query
     breaker, sentence = BREAKS[case]
@@ -126,7 +123,7 @@ def test_a_broken_database_is_one_sentence_on_every_page(case: str, running: tup
         for name in PAGES:
             # A direct URL with the sign-in link: a fresh session that reads the database at once.
             page.goto(f"{url}/{name}?{query}")
-            _settle(page)
+            settle(page, 400)
             text = _text(page)
             assert str(db_path.parent) not in text and "cal.db" not in text, f"/{name} shows the path"
             assert not page_problems(page), page_problems(page)
