@@ -26,9 +26,9 @@ $CALIBRATION_LEADS or in the secrets. With none configured the app is in single-
 everyone until a lead is configured (`calibration.roles`).
 
 Untrusted text (questions, chunks, answers, claims, rationales, notes, ids) is shown only
-through `literal()` / `highlighted()`: `st.text`, or HTML built here with every
-untrusted piece passed through `html.escape`. Markdown-capable places (labels, help,
-captions, option names) only ever get constant text.
+through `literal()` (`st.text`) or `draw()` (HTML built here, every untrusted piece passed
+through `body()` / `ident()`: neutralised or made visible, then escaped). Markdown-capable
+places (labels, help, captions, option names) only ever get constant text.
 """
 
 from __future__ import annotations
@@ -374,11 +374,6 @@ def highlighted_html(before: str, claim: str, after: str) -> str:
     """The answer with the current claim marked (untrusted pieces, escaped here)."""
     mark = f'<mark style="{_MARK}">{body(claim)}</mark>' if claim else ""
     return div("cal-answer", body(before) + mark + body(after))
-
-
-def highlighted(before: str, claim: str, after: str) -> None:
-    """The answer with the current claim marked, as one element."""
-    draw(highlighted_html(before, claim, after))
 
 
 def badge(verdict: str | None, *, prefix: str = "") -> str:

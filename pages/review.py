@@ -20,7 +20,7 @@ Session state holds only the cursor (cycle, answer, claim, selected disagreement
 chosen cycle, when the current claim was shown, pending messages and the widgets' values;
 the database is the memory. The page body is a fragment, so a key press reruns only it.
 Rules (what comes next, what is shown, what a key may do) are pure functions in
-`calibration.review`. Untrusted text goes through ui.literal / ui.highlighted only;
+`calibration.review`. Untrusted text goes through ui.literal / ui.body / ui.ident only;
 toasts, labels and captions are built from constants and numbers; the lead's guidelines
 are the one markdown shown.
 """

@@ -398,41 +398,27 @@ def m011_imports(db: Database) -> None:
 # from the review page is left to their explicit commit.
 @migrations()
 def m012_imported_labels_commit(db: Database) -> None:
+    # One body for both triggers (after an insert and after an update of the current label).
+    body = """
+           WHEN NEW.status = 'labeled' AND (SELECT e.kind FROM label_events e
+               WHERE e.claim_pk = NEW.claim_pk AND e.reviewer = NEW.reviewer
+               ORDER BY e.id DESC LIMIT 1) = 'import'
+           BEGIN
+               INSERT OR IGNORE INTO answer_reveals (answer_id, reviewer, cycle_id, revealed_at)
+               SELECT c.answer_id, NEW.reviewer, NULL, NEW.updated_at FROM claims c
+               WHERE c.id = NEW.claim_pk AND NOT EXISTS (
+                   SELECT 1 FROM claims c2
+                   LEFT JOIN human_labels h2 ON h2.claim_pk = c2.id AND h2.reviewer = NEW.reviewer
+                   WHERE c2.answer_id = c.answer_id AND (
+                       h2.claim_pk IS NULL OR h2.status != 'labeled' OR h2.blind_verdict IS NULL
+                       OR (SELECT e.kind FROM label_events e
+                           WHERE e.claim_pk = h2.claim_pk AND e.reviewer = h2.reviewer
+                             AND e.kind IN ('blind', 'unclear', 'import')
+                           ORDER BY e.id DESC LIMIT 1) IS NOT 'import'));
+           END"""
     _run(db, [
-        """CREATE TRIGGER human_labels_import_commit_insert AFTER INSERT ON human_labels
-           WHEN NEW.status = 'labeled' AND (SELECT e.kind FROM label_events e
-               WHERE e.claim_pk = NEW.claim_pk AND e.reviewer = NEW.reviewer
-               ORDER BY e.id DESC LIMIT 1) = 'import'
-           BEGIN
-               INSERT OR IGNORE INTO answer_reveals (answer_id, reviewer, cycle_id, revealed_at)
-               SELECT c.answer_id, NEW.reviewer, NULL, NEW.updated_at FROM claims c
-               WHERE c.id = NEW.claim_pk AND NOT EXISTS (
-                   SELECT 1 FROM claims c2
-                   LEFT JOIN human_labels h2 ON h2.claim_pk = c2.id AND h2.reviewer = NEW.reviewer
-                   WHERE c2.answer_id = c.answer_id AND (
-                       h2.claim_pk IS NULL OR h2.status != 'labeled' OR h2.blind_verdict IS NULL
-                       OR (SELECT e.kind FROM label_events e
-                           WHERE e.claim_pk = h2.claim_pk AND e.reviewer = h2.reviewer
-                             AND e.kind IN ('blind', 'unclear', 'import')
-                           ORDER BY e.id DESC LIMIT 1) IS NOT 'import'));
-           END""",
-        """CREATE TRIGGER human_labels_import_commit_update AFTER UPDATE ON human_labels
-           WHEN NEW.status = 'labeled' AND (SELECT e.kind FROM label_events e
-               WHERE e.claim_pk = NEW.claim_pk AND e.reviewer = NEW.reviewer
-               ORDER BY e.id DESC LIMIT 1) = 'import'
-           BEGIN
-               INSERT OR IGNORE INTO answer_reveals (answer_id, reviewer, cycle_id, revealed_at)
-               SELECT c.answer_id, NEW.reviewer, NULL, NEW.updated_at FROM claims c
-               WHERE c.id = NEW.claim_pk AND NOT EXISTS (
-                   SELECT 1 FROM claims c2
-                   LEFT JOIN human_labels h2 ON h2.claim_pk = c2.id AND h2.reviewer = NEW.reviewer
-                   WHERE c2.answer_id = c.answer_id AND (
-                       h2.claim_pk IS NULL OR h2.status != 'labeled' OR h2.blind_verdict IS NULL
-                       OR (SELECT e.kind FROM label_events e
-                           WHERE e.claim_pk = h2.claim_pk AND e.reviewer = h2.reviewer
-                             AND e.kind IN ('blind', 'unclear', 'import')
-                           ORDER BY e.id DESC LIMIT 1) IS NOT 'import'));
-           END""",
+        "CREATE TRIGGER human_labels_import_commit_insert AFTER INSERT ON human_labels" + body,
+        "CREATE TRIGGER human_labels_import_commit_update AFTER UPDATE ON human_labels" + body,
         """INSERT OR IGNORE INTO answer_reveals (answer_id, reviewer, cycle_id, revealed_at)
            SELECT c.answer_id, h.reviewer, NULL, max(h.updated_at)
            FROM claims c JOIN human_labels h ON h.claim_pk = c.id
