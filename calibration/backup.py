@@ -31,6 +31,7 @@ every answer.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import tempfile
 from collections import Counter
@@ -206,6 +207,9 @@ def _cell_problem(row: dict[str, Any], columns: tuple[str, ...]) -> str | None:
     nested = [c for c, v in row.items() if isinstance(v, (dict, list))]
     if nested:
         return f"row.{nested[0]}: a JSON object or array where a column value belongs"
+    infinite = [c for c, v in row.items() if isinstance(v, float) and not math.isfinite(v)]
+    if infinite:
+        return f"row.{infinite[0]}: a number too large for the database"
     return None
 
 
@@ -236,12 +240,11 @@ def _load(scratch: Database, path: Path, encoding: str | None, header: BackupHea
             problems.add(line, problem)
             continue
         try:
-            db_backup.insert_row(scratch, table, row)
-        except sqlite3.IntegrityError as exc:
+            rowid = db_backup.insert_row(scratch, table, row)
+        except (sqlite3.IntegrityError, OverflowError) as exc:  # a constraint, or an integer too big
             problems.add(line, f"{table.name}: {exc}")
             continue
         seen[table.name] += 1
-        rowid = scratch.execute("SELECT last_insert_rowid()").fetchone()[0]
         rowid_line[(table.name, rowid)] = line
     for name in sorted(set(header.tables) | set(seen)):
         if name in by_name and seen[name] != header.tables.get(name, 0):

@@ -102,15 +102,18 @@ def rows(db: Database, table: Table) -> Iterator[tuple[Any, ...]]:
 
 def publishing_imports(db: Database) -> int:
     """How many imports are moving their rows in right now (their rows are half there)."""
+    if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'imports'").fetchone():
+        return 0  # a schema from before staged imports
     return int(db.execute("SELECT count(*) FROM imports WHERE status = 'publishing'").fetchone()[0])
 
 
-def insert_row(db: Database, table: Table, row: Mapping[str, Any]) -> None:
-    """Insert one backed-up row as it was (ids included); the columns must be the table's."""
+def insert_row(db: Database, table: Table, row: Mapping[str, Any]) -> int:
+    """Insert one backed-up row as it was (ids included); its rowid. The columns must be the table's."""
     cols = list(row)
     names = ", ".join(_quoted(c) for c in cols)
-    db.execute(f"INSERT INTO {_quoted(table.name)} ({names}) VALUES ({','.join('?' * len(cols))})",
-               [row[c] for c in cols])
+    cur = db.execute(f"INSERT INTO {_quoted(table.name)} ({names}) VALUES ({','.join('?' * len(cols))})",
+                     [row[c] for c in cols])
+    return int(cur.lastrowid or 0)
 
 
 def foreign_key_problems(db: Database) -> list[tuple[str, int, str]]:
