@@ -179,7 +179,7 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="export calibrated labels: lossless JSONL, golden set or CSV",
                        description="Export claims with their human and judge verdicts. The jsonl "
                        "export restores into another database with `import FILE` then "
-                       "`import-labels FILE`.")
+                       "`import-labels FILE`; a backup of the whole database is `backup`.")
     p.add_argument("--out", required=True, type=Path, help="file to write (replaced atomically)")
     p.add_argument("--format", choices=export.FORMATS, default="jsonl",
                    help="jsonl: lossless, one line per claim; golden: RAG golden set, one line per "
