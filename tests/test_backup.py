@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from calibration import backup, cycles, export, judge, review, roles, split, store
+from calibration import backup, cycles, dashboard, export, judge, review, roles, split, store
 from calibration.cli import main
 from calibration.errors import ConflictError, InputError
 from calibration.importing import backfill_checks, import_answers, import_labels
@@ -60,7 +60,8 @@ def table_rows(path: Path) -> dict[str, list[tuple]]:
 
 
 def figures(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
-    """`stats --json` for every run and every cycle, every judge-lab comparison, the split."""
+    """`stats --json` for every run and every cycle, every judge-lab comparison, the split, the
+    dashboard of every run and cycle, and every cycle's progress."""
     out: dict[str, object] = {}
     with store.session(path) as db:
         runs = store.judge_runs(db)
@@ -69,6 +70,12 @@ def figures(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]
             comp = judge.compare_runs(db, a, b)
             out[f"compare {a.name} {b.name}"] = None if comp is None else comp.to_dict()
         out["split"] = split.current(db).to_dict()
+        # What the Dashboard and Cycles pages draw (repr: reports hold numpy arrays).
+        for r in runs:
+            out[f"dashboard {r.name}"] = repr(dashboard.build(db, run=r.name, bootstrap=0))
+        for c in cycles.list_cycles(db):
+            out[f"progress {c.name}"] = repr(cycles.progress(db, c.id))
+            out[f"dashboard {c.name}"] = repr(dashboard.build(db, run=c.judge_run, cycle=c.name, bootstrap=0))
     capsys.readouterr()
     for args in [["--judge-run", r.name] for r in runs] + [["--cycle", n] for n in names]:
         assert main(["--db", str(path), "stats", *args, "--json"]) == 0
