@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import tempfile
+from array import array
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -213,6 +214,14 @@ def _cell_problem(row: dict[str, Any], columns: tuple[str, ...]) -> str | None:
     return None
 
 
+def _line_of(pairs: array[int] | None, rowid: int) -> int | None:
+    if pairs is not None:
+        for i in range(0, len(pairs), 2):
+            if pairs[i] == rowid:
+                return pairs[i + 1]
+    return None
+
+
 def _load(scratch: Database, path: Path, encoding: str | None, header: BackupHeader,
           problems: Problems) -> None:
     by_name = {t.name: t for t in db_backup.tables(scratch)}
@@ -220,7 +229,8 @@ def _load(scratch: Database, path: Path, encoding: str | None, header: BackupHea
     if unknown:
         problems.add(1, f"header.tables: {', '.join(unknown)} not in the schema the header names")
     seen: Counter[str] = Counter()
-    rowid_line: dict[tuple[str, int], int] = {}
+    # (rowid, line) pairs per table, flat: 16 bytes a row, looked up only to place a problem.
+    placed: dict[str, array[int]] = {}
     records: Iterator[tuple[int, Any]] = iter_json_records(path, encoding)
     next(records)  # the header, read already
     for line, value in records:
@@ -242,16 +252,18 @@ def _load(scratch: Database, path: Path, encoding: str | None, header: BackupHea
         try:
             rowid = db_backup.insert_row(scratch, table, row)
         except (sqlite3.IntegrityError, OverflowError) as exc:  # a constraint, or an integer too big
-            problems.add(line, f"{table.name}: {exc}")
+            why = ("refers to a row that is not in the backup before it" if "FOREIGN KEY" in str(exc)
+                   else str(exc))
+            problems.add(line, f"{table.name}: {why}")
             continue
         seen[table.name] += 1
-        rowid_line[(table.name, rowid)] = line
+        placed.setdefault(table.name, array("q")).extend((rowid, line))
     for name in sorted(set(header.tables) | set(seen)):
         if name in by_name and seen[name] != header.tables.get(name, 0):
             problems.add(None, f"{name}: {seen[name]} rows in the file, the header says "
                                f"{header.tables.get(name, 0)}: the backup is incomplete or was edited")
     for child, rowid, parent in db_backup.foreign_key_problems(scratch):
-        problems.add(rowid_line.get((child, rowid)), f"{child}: refers to a row of {parent} that is not "
+        problems.add(_line_of(placed.get(child), rowid), f"{child}: refers to a row of {parent} that is not "
                                                      "in the backup")
 
 

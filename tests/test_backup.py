@@ -27,6 +27,7 @@ RELEASE_DB = DATA / "release-0.1.0.db"
 # release's lossless file, never regenerated.
 PREVIOUS_EXPORT = DATA / "export-0.2.0.jsonl"
 SECRET = "s3cr3t-signin-key"
+API_KEY = "sk-test-backup-0123456789"
 EXAMPLES_TEMPLATE = (judge.load_template("grounding-v1").text
                      + "\n\nWorked examples from reviewers:\n{examples}\n")
 
@@ -93,6 +94,7 @@ def full_db_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Built once per module (it runs a judge-lab run); tests get a copy (`full_db`)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CALIBRATION_JUDGE_KEY_ENVS", "CALIBRATION_TEST_JUDGE_KEY")
+        mp.setenv("CALIBRATION_TEST_JUDGE_KEY", API_KEY)
         return _fill(tmp_path_factory.mktemp("full"))
 
 
@@ -157,6 +159,8 @@ def _fill(tmp_path: Path) -> Path:
     with StubServer() as stub:
         judge.run_lab(_config(stub), judge.PromptTemplate("fewshot", EXAMPLES_TEMPLATE), db_path=path,
                       scope="cycle:demo", revises="demo-judge@grounding-v1")
+        # The key was sent, so a backup that copied it anywhere would be caught.
+        assert stub.requests and all(API_KEY in r.headers.get("authorization", "") for r in stub.requests)
     return path
 
 
@@ -170,7 +174,8 @@ def test_every_table_round_trips_and_every_figure_is_the_same(
     expected = figures(full_db, capsys)
     out = tmp_path / "backup.jsonl"
     assert main(["--db", str(full_db), "backup", "--out", str(out)]) == 0
-    assert SECRET not in out.read_text(encoding="utf-8")
+    text = out.read_text(encoding="utf-8")
+    assert SECRET not in text and API_KEY not in text and "Bearer" not in text
     target = tmp_path / "restored.db"
     assert main(["--db", str(target), "restore", str(out)]) == 0
     printed = capsys.readouterr().out
@@ -231,6 +236,8 @@ def _break_line(src: Path, dst: Path, replace_with: str) -> int:
     '{"table": "sign_ins", "row": {"name_key": "z", "name": "z", "first_at": 1e400}}',  # not JSON's
     '{"table": "settings", "row": {"key": "k", "value": 123456789012345678901234567890}}',
     '{"table": "guidelines", "row": {"scope": ["project"]}}',
+    '{"table": "claims", "row": {"id": 999999, "answer_id": "NOPE", "claim_id": "z", "position": 0, '
+    '"text": "t"}}',  # refers to no answer
 ])
 def test_a_bad_line_in_the_middle_leaves_the_empty_database_empty(
         full_db: Path, tmp_path: Path, bad: str) -> None:
