@@ -23,8 +23,9 @@ from .test_export import labels_snapshot
 
 DATA = Path(__file__).parent / "data"
 RELEASE_DB = DATA / "release-0.1.0.db"
-# Written by 0.2.0's `export --format jsonl` from release-0.1.0.db upgraded: the previous
-# release's lossless file, never regenerated.
+# Written by 0.2.0's `export --format jsonl` (commit 1ffcc65, before the backup existed) from a
+# copy of release-0.1.0.db, upgraded on opening: the previous release's lossless file, kept as
+# written and never regenerated.
 PREVIOUS_EXPORT = DATA / "export-0.2.0.jsonl"
 SECRET = "s3cr3t-signin-key"
 API_KEY = "sk-test-backup-0123456789"
