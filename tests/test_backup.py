@@ -397,3 +397,13 @@ def test_a_backup_of_an_earlier_schema_is_upgraded_on_restore(tmp_path: Path) ->
     for name in expected:
         if name != "answer_checks":  # the restore computes what the upgrade alone does not
             assert got[name] == expected[name], name
+
+
+def test_no_backup_while_an_import_is_moving_its_rows_in(full_db: Path, tmp_path: Path) -> None:
+    with store.session(full_db) as db, store.write(db):
+        db.execute("INSERT INTO imports (status, source, stamp, pid, host, started_at) "
+                   "VALUES ('publishing', 'big.jsonl', 'stamp-x', 1, 'here', '2026-01-01')")
+    out = tmp_path / "backup.jsonl"
+    with store.session(full_db) as db, pytest.raises(ConflictError, match="an import is moving"):
+        backup.write_backup(db, out)
+    assert not out.exists()
