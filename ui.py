@@ -58,7 +58,7 @@ LEADS_ENV = "CALIBRATION_LEADS"
 TOKEN_PARAM = "signin"  # query parameter holding the sign-in token (`sign_token`)
 TOKEN_TTL_S = 12 * 3600  # a working day: a link shared today signs nobody in tomorrow
 SECRET_ENV = "CALIBRATION_SIGNIN_SECRET"
-SECRET_SETTING = "ui.signin_secret"  # generated once when neither env nor secrets set one
+SECRET_SETTING = store.SIGNIN_SECRET_SETTING  # generated once when neither env nor secrets set one
 
 
 # ---------------------------------------------------------------- sign-in tokens (pure)

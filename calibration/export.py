@@ -39,8 +39,11 @@ Restore. The JSONL export goes back into a database with the ordinary commands:
 judge verdicts; ``python -m calibration import-labels EXPORT.jsonl`` then restores label
 events, the reviewers' current labels and adjudications. Both recognise the export by its
 ``format`` field (`is_export_file`) and hand it to `importing.restore_answers` /
-`importing.restore_labels`. Only an unfiltered export is a full backup: `--judge-run` keeps
-that run's verdicts only, and `--cycle` / `--only-final` keep a subset of the claims.
+`importing.restore_labels`; ``python -m calibration restore EXPORT.jsonl`` does both in one
+transaction into an empty database. `--judge-run` keeps that run's verdicts only, and `--cycle` /
+`--only-final` keep a subset of the claims. The export is not a backup of the database: cycles,
+the tuning/holdout split and its seal, guidelines, reference edits, judge-lab runs and settings
+are not in it; `calibration.backup` writes and restores all of them.
 
 Files are written to a temporary file beside the target and renamed into place, so a reader
 never sees half an export, and rows are streamed in batches rather than loaded at once.

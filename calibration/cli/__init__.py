@@ -19,7 +19,7 @@ from .common import db_path as _db_path
 REGISTRARS = [io.register, labels.register, cycles.register, judge.register, split.register]
 
 # Commands that may start from no database; every other one reads an existing one.
-CREATING_COMMANDS = {"import", "import-labels", "demo"}
+CREATING_COMMANDS = {"import", "import-labels", "demo", "restore"}
 
 EPILOG = ("exit status: 0 success, 1 invalid input or a refused operation (message on stderr), "
           "2 usage error")

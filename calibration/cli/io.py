@@ -1,4 +1,4 @@
-"""`import`, `import-labels`, `demo` and `export`."""
+"""`import`, `import-labels`, `demo`, `export`, `backup` and `restore`."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .. import adapters, export, importing, store
-from ..errors import InputError
+from .. import adapters, backup, export, importing, store
+from ..errors import CalibrationError, InputError
 from ..models import Verdict, parse_mapping
 from .common import db_path
 from .common import encoding as _encoding
@@ -109,6 +109,30 @@ def cli_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cli_backup(args: argparse.Namespace) -> int:
+    with store.session(db_path(args)) as db:
+        rep = backup.write_backup(db, args.out)
+    for line in rep.lines():
+        print(line)
+    return 0
+
+
+def cli_restore(args: argparse.Namespace) -> int:
+    path = db_path(args)
+    new = not path.exists()
+    try:
+        with store.session(path) as db:
+            rep = backup.restore(db, args.file, encoding=args.encoding)
+    except CalibrationError:
+        if new:  # a refused restore leaves no empty database behind to be mistaken for one
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        raise
+    for line in rep.lines():
+        print(line)
+    return 0
+
+
 def _add_import(sub: argparse._SubParsersAction) -> None:
     map_help = "map an extra verdict spelling, e.g. partially_supported=UNSUPPORTED (repeatable)"
     enc_help = "file encoding when not UTF-8 (UTF-8 with or without a BOM is the default)"
@@ -155,7 +179,7 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="export calibrated labels: lossless JSONL, golden set or CSV",
                        description="Export claims with their human and judge verdicts. The jsonl "
                        "export restores into another database with `import FILE` then "
-                       "`import-labels FILE`.")
+                       "`import-labels FILE`; a backup of the whole database is `backup`.")
     p.add_argument("--out", required=True, type=Path, help="file to write (replaced atomically)")
     p.add_argument("--format", choices=export.FORMATS, default="jsonl",
                    help="jsonl: lossless, one line per claim; golden: RAG golden set, one line per "
@@ -165,6 +189,20 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--only-final", action="store_true",
                    help="only claims with a final human verdict (adjudicated or unanimous)")
     p.set_defaults(handler=cli_export)
+
+    p = sub.add_parser("backup", help="back up the whole database to one file (restore it with restore)",
+                       description="Write every table (cycles, splits and their seal, guidelines, "
+                       "judge-lab runs, settings...) to one JSONL file; the sign-in secret is left out.")
+    p.add_argument("--out", required=True, type=Path, help="file to write (replaced atomically)")
+    p.set_defaults(handler=cli_backup)
+
+    p = sub.add_parser("restore", help="restore a backup (or a JSONL export) into an empty database",
+                       description="All or nothing, into an empty database only: a database holding "
+                       "anything is refused (restore never merges; give a new file with --db).")
+    p.add_argument("file", type=Path, help="a file written by backup, or by export --format jsonl")
+    p.add_argument("--encoding", default=None, type=_encoding,
+                   help="file encoding when not UTF-8 (UTF-8 with or without a BOM is the default)")
+    p.set_defaults(handler=cli_restore)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -13,7 +13,8 @@ One module per stored noun, over one connection module:
 - `review`: the review queue, the card, the reveal;
 - `dashboard`: the dashboard's reads beyond the report (trend, categories, details);
 - `lab`: judge-lab runs and their calls;
-- `exports`: the export's reads.
+- `exports`: the export's reads;
+- `backup`: the whole-database backup's reads and the restore's writes.
 
 SQLite is the only backend today. Everything above talks to a `sqlite_utils.Database`
 handed in by the caller, so a PostgreSQL backend (several app servers on one database)
@@ -44,12 +45,20 @@ from .labels import (
 )
 from .runs import JudgeRun, RunInfo, find_judge_run, info, judge_runs, run_id, run_verdicts
 from .schema import migrations
-from .settings import THRESHOLD_SETTINGS, get_setting, load_thresholds, save_thresholds, set_setting
+from .settings import (
+    SIGNIN_SECRET_SETTING,
+    THRESHOLD_SETTINGS,
+    get_setting,
+    load_thresholds,
+    save_thresholds,
+    set_setting,
+)
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
     "DEFAULT_DB",
     "PROJECT_ROOT",
+    "SIGNIN_SECRET_SETTING",
     "THRESHOLD_SETTINGS",
     "ClaimTable",
     "JudgeRun",

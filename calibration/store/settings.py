@@ -14,6 +14,11 @@ if TYPE_CHECKING:
     from ..agreement import Thresholds
 
 
+# The app's sign-in secret (generated when neither the environment nor the secrets set one).
+SIGNIN_SECRET_SETTING = "ui.signin_secret"
+# Settings that are keys, never copied out of the database (a backup leaves them out).
+SECRET_SETTINGS = frozenset({SIGNIN_SECRET_SETTING})
+
 THRESHOLD_SETTINGS: dict[str, str] = {
     "agreement_target": "stats.agreement_target",
     "kappa_floor": "stats.kappa_floor",

@@ -1,0 +1,304 @@
+"""A backup of the whole database, and the restore that puts it back.
+
+Shape (``judge-calibration-backup``, format version 1): a JSONL file whose first line is the
+header and every other line one row of one table::
+
+    {"format": "judge-calibration-backup", "format_version": 1, "tool_version": "0.2.0",
+     "created_at": "...", "migrations": ["m001_create_answers", ...],
+     "tables": {"answers": 105, "claims": 109, ...}, "left_out": ["..."]}
+    {"table": "answers", "row": {"id": "Q1", "question": "...", ...}}
+
+Every table of the schema is in it (the list is read from the database itself, so a table a
+later release adds is in its backups without a change here), each row with all its columns
+under their names and its ids as stored, tables in foreign-key order. ``migrations`` names the
+schema the rows were written under; ``tables`` how many rows of each follow, so a cut-off file
+is refused rather than restored in part. Left out: the sign-in secret (and any setting listed
+in `store.settings.SECRET_SETTINGS`) and the record of migrations itself. An API key is never
+stored in the database, so none can be in a backup.
+
+Restore (`restore`) goes into an empty database only and is all or nothing: the rows are
+loaded and checked in a scratch database first (every problem with its file and line), then
+upgraded there by the migrations this release adds to the backup's schema, and only then
+copied into the target in one transaction. It never merges: a database holding anything is
+refused (combining two databases is the JSONL export's `import` / `import-labels`). Answers
+that have no answer checks (a backup from before checks existed) get them computed.
+
+The per-claim JSONL export of earlier releases (`calibration.export`, ``judge-calibration-export``)
+restores with the same command, into an empty database, in one transaction: its answers,
+claims, judge verdicts, label history and adjudications — all it ever held — and checks for
+every answer.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import tempfile
+from array import array
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from sqlite_utils import Database
+
+from . import importing, store
+from .errors import ConflictError, InputError
+from .export import EXPORT_FORMAT, atomic_write, json_line
+from .fmt import plural
+from .reading import BadRecord, Problems, field_errors, iter_json_records
+from .store import backup as db_backup
+
+BACKUP_FORMAT = "judge-calibration-backup"
+BACKUP_VERSION = 1
+LEFT_OUT = ("the sign-in secret (a new one is made where the backup is restored)",
+            "the record of when each migration ran (the restored database keeps its own)")
+_SCRATCH = "backup_scratch"  # the scratch database's name while attached to the target
+
+
+class BackupHeader(BaseModel):
+    """The first line of a backup: what it holds and what wrote it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    format: str
+    format_version: int
+    tool_version: str
+    created_at: str
+    migrations: list[str]
+    tables: dict[str, int]
+    left_out: list[str] = []
+
+
+@dataclass(frozen=True, slots=True)
+class BackupReport:
+    path: Path
+    tables: dict[str, int]  # rows written per table
+
+    def lines(self) -> list[str]:
+        total = sum(self.tables.values())
+        return [f"{self.path}: backup of {plural(len(self.tables), 'table')}, {plural(total, 'row')}",
+                "left out: " + "; ".join(LEFT_OUT)]
+
+
+@dataclass
+class RestoreSummary:
+    path: Path
+    kind: str  # "backup" or "export" (the per-claim JSONL export)
+    tables: dict[str, int] = field(default_factory=dict)  # rows restored per table
+    upgraded: list[str] = field(default_factory=list)  # migrations applied to the backup's rows
+    checks_added: int = 0  # answers whose checks were missing and were computed
+    detail: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        total = sum(self.tables.values())
+        out = [f"{self.path}: restored ({'backup' if self.kind == 'backup' else 'JSONL export'}), "
+               f"{plural(total, 'row')}"]
+        out += [f"  {name}: {n}" for name, n in self.tables.items() if n]
+        out += [f"  {line}" for line in self.detail]
+        if self.upgraded:
+            out.append(f"  upgraded from an earlier schema: {', '.join(self.upgraded)}")
+        if self.checks_added:
+            out.append(f"  answer checks computed for {plural(self.checks_added, 'answer')} that had none")
+        return out
+
+
+# ---------------------------------------------------------------- backup
+
+
+def _write(db: Database, fh: TextIO, order: list[db_backup.Table], counts: dict[str, int]) -> dict[str, int]:
+    from . import __version__
+
+    header = BackupHeader(format=BACKUP_FORMAT, format_version=BACKUP_VERSION, tool_version=__version__,
+                          created_at=store.now(), migrations=db_backup.applied_migrations(db),
+                          tables=counts, left_out=list(LEFT_OUT))
+    fh.write(json_line(header.model_dump()) + "\n")
+    for t in order:
+        for row in db_backup.rows(db, t):
+            fh.write(json_line({"table": t.name, "row": dict(zip(t.columns, row, strict=True))}) + "\n")
+    return counts
+
+
+def write_backup(db: Database, out: str | Path) -> BackupReport:
+    """Write every table of the database to `out` (atomically), from one read snapshot."""
+    out = Path(out)
+    with store.read_snapshot(db):
+        if db_backup.publishing_imports(db):
+            raise ConflictError("an import is moving its rows in right now; back up when it has "
+                                "finished, so the backup holds whole files only")
+        order = db_backup.tables(db)
+        counts = {t.name: db_backup.row_count(db, t) for t in order}
+        atomic_write(out, lambda fh: _write(db, fh, order, counts))
+    return BackupReport(out, counts)
+
+
+# ---------------------------------------------------------------- restore
+
+
+def _first_record(path: Path, encoding: str | None) -> tuple[int, Any]:
+    for line, value in iter_json_records(path, encoding):
+        if isinstance(value, BadRecord):
+            raise InputError(f"{path}:{line}: {value.message}; nothing was restored")
+        return line, value
+    raise InputError(f"{path}: the file is empty; nothing was restored")
+
+
+def _refuse_unless_empty(db: Database) -> None:
+    held = [(t.name, n) for t in db_backup.tables(db) if (n := db_backup.row_count(db, t))]
+    if held:
+        what = ", ".join(f"{name} {n}" for name, n in held[:4]) + (", ..." if len(held) > 4 else "")
+        raise ConflictError(f"the database is not empty ({what}); a restore goes into an empty "
+                            "database only and never merges: give a new file with --db")
+
+
+def restore(db: Database, path: str | Path, *, encoding: str | None = None) -> RestoreSummary:
+    """Restore a backup (or a per-claim JSONL export) into the empty database `db`, all or nothing."""
+    path = Path(path)
+    line, first = _first_record(path, encoding)
+    kind = first.get("format") if isinstance(first, dict) else None
+    if kind == EXPORT_FORMAT:
+        return _restore_export(db, path, encoding)
+    if kind != BACKUP_FORMAT:
+        raise InputError(f"{path}:{line}: not a {BACKUP_FORMAT} file (its first line is the header) nor "
+                         f"a {EXPORT_FORMAT} file; nothing was restored")
+    try:
+        header = BackupHeader.model_validate(first)
+    except ValidationError as exc:
+        raise InputError([f"{path}:{line}: header: {m}" for m in field_errors(exc)]
+                         + [f"{path}: nothing was restored"]) from None
+    return _restore_backup(db, path, encoding, header)
+
+
+def _restore_export(db: Database, path: Path, encoding: str | None) -> RestoreSummary:
+    summary = RestoreSummary(path, "export")
+    with store.write(db):
+        _refuse_unless_empty(db)
+        answers = importing.restore_answers(db, path, encoding=encoding)
+        labels = importing.restore_labels(db, path, encoding=encoding)
+        summary.checks_added = importing.backfill_checks(db)
+    summary.tables = {"answers": answers.answers_new, "claims": answers.claims_new,
+                      "judge_verdicts": answers.verdicts_new, "label_events": labels.events_new,
+                      "human_labels": labels.new, "adjudications": labels.adjudications_new}
+    summary.detail = ["not in a JSONL export, so not restored: cycles and assignments, the tuning/holdout "
+                      "split and its seal, guidelines, reference answers, reassignments, thresholds, "
+                      "judge-lab runs"]
+    return summary
+
+
+def _schema_problem(header: BackupHeader) -> str | None:
+    known = db_backup.known_migrations()
+    if header.format_version > BACKUP_VERSION:
+        return (f"format_version {header.format_version} was written by a newer release "
+                f"(tool {header.tool_version}); this one reads up to {BACKUP_VERSION}")
+    unknown = [m for m in header.migrations if m not in known]
+    if unknown:
+        return (f"migrations: {', '.join(unknown)} unknown to this release; the backup was written by "
+                f"a newer one (tool {header.tool_version}): restore it with that release")
+    if header.migrations != known[:len(header.migrations)]:
+        return "migrations: not a schema any release made (out of order or with gaps)"
+    return None
+
+
+def _cell_problem(row: dict[str, Any], columns: tuple[str, ...]) -> str | None:
+    stray = [c for c in row if c not in columns]
+    if stray:
+        return f"row: unknown column(s) {', '.join(map(repr, stray))}"
+    nested = [c for c, v in row.items() if isinstance(v, (dict, list))]
+    if nested:
+        return f"row.{nested[0]}: a JSON object or array where a column value belongs"
+    infinite = [c for c, v in row.items() if isinstance(v, float) and not math.isfinite(v)]
+    if infinite:
+        return f"row.{infinite[0]}: a number too large for the database"
+    return None
+
+
+def _line_of(pairs: array[int] | None, rowid: int) -> int | None:
+    if pairs is not None:
+        for i in range(0, len(pairs), 2):
+            if pairs[i] == rowid:
+                return pairs[i + 1]
+    return None
+
+
+def _load(scratch: Database, path: Path, encoding: str | None, header: BackupHeader,
+          problems: Problems) -> None:
+    by_name = {t.name: t for t in db_backup.tables(scratch)}
+    unknown = sorted(set(header.tables) - set(by_name))
+    if unknown:
+        problems.add(1, f"header.tables: {', '.join(unknown)} not in the schema the header names")
+    seen: Counter[str] = Counter()
+    # (rowid, line) pairs per table, flat: 16 bytes a row, looked up only to place a problem.
+    placed: dict[str, array[int]] = {}
+    records: Iterator[tuple[int, Any]] = iter_json_records(path, encoding)
+    next(records)  # the header, read already
+    for line, value in records:
+        if isinstance(value, BadRecord):
+            problems.add(line, value.message)
+            continue
+        if not isinstance(value, dict) or not isinstance(value.get("row"), dict):
+            problems.add(line, 'not a row of a backup: {"table": NAME, "row": {COLUMN: VALUE, ...}}')
+            continue
+        table = by_name.get(value.get("table"))  # type: ignore[arg-type]
+        if table is None:
+            problems.add(line, f"table: {value.get('table')!r} is not a table of the backup's schema")
+            continue
+        row = value["row"]
+        problem = _cell_problem(row, table.columns)
+        if problem:
+            problems.add(line, problem)
+            continue
+        try:
+            rowid = db_backup.insert_row(scratch, table, row)
+        except (sqlite3.IntegrityError, OverflowError) as exc:  # a constraint, or an integer too big
+            why = ("refers to a row that is not in the backup before it" if "FOREIGN KEY" in str(exc)
+                   else str(exc))
+            problems.add(line, f"{table.name}: {why}")
+            continue
+        seen[table.name] += 1
+        placed.setdefault(table.name, array("q")).extend((rowid, line))
+    for name in sorted(set(header.tables) | set(seen)):
+        if name in by_name and seen[name] != header.tables.get(name, 0):
+            problems.add(None, f"{name}: {seen[name]} rows in the file, the header says "
+                               f"{header.tables.get(name, 0)}: the backup is incomplete or was edited")
+    for child, rowid, parent in db_backup.foreign_key_problems(scratch):
+        problems.add(_line_of(placed.get(child), rowid), f"{child}: refers to a row of {parent} that is not "
+                                                     "in the backup")
+
+
+def _restore_backup(db: Database, path: Path, encoding: str | None, header: BackupHeader) -> RestoreSummary:
+    summary = RestoreSummary(path, "backup")
+    problem = _schema_problem(header)
+    if problem:
+        raise InputError(f"{path}:1: {problem}; nothing was restored")
+    with store.read_snapshot(db):
+        _refuse_unless_empty(db)  # before the work of loading; checked again in the write
+    problems = Problems(path)
+    with tempfile.TemporaryDirectory(prefix="calibration-restore-") as tmp:
+        scratch_path = Path(tmp) / "scratch.db"
+        scratch = store.connect(scratch_path, migrate=False)
+        try:
+            with store.write(scratch):
+                db_backup.migrate(scratch, header.migrations)
+            with store.write(scratch), db_backup.triggers_set_aside(scratch):
+                _load(scratch, path, encoding, header, problems)
+                problems.raise_if_any()
+            with store.write(scratch):
+                summary.upgraded = db_backup.migrate(scratch)
+        finally:
+            scratch.conn.close()
+        db_backup.attach(db, str(scratch_path), _SCRATCH)
+        try:
+            with store.write(db):
+                _refuse_unless_empty(db)
+                with db_backup.triggers_set_aside(db):
+                    summary.tables = db_backup.copy_attached(db, _SCRATCH, db_backup.tables(db))
+                summary.checks_added = importing.backfill_checks(db)
+        finally:
+            db_backup.detach(db, _SCRATCH)
+    return summary
+
+
+__all__ = ["BACKUP_FORMAT", "BACKUP_VERSION", "LEFT_OUT", "BackupHeader", "BackupReport", "RestoreSummary",
+           "restore", "write_backup"]

@@ -1,0 +1,169 @@
+"""The reads and writes of a whole-database backup: every table, as the schema lists it.
+
+The table list is read from `sqlite_master`, never written out by hand, so a table a later
+migration adds is in every backup from that release on. Tables come in foreign-key order
+(parents first). A restore writes rows with the triggers set aside (`triggers_set_aside`): a
+trigger that derives rows from others (m012's import commit) would otherwise add rows the
+backup already holds, or rows the source database did not have.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from sqlite_utils import Database
+
+from .schema import migrations
+from .settings import SECRET_SETTINGS
+
+# Kept by sqlite-utils: which migrations ran and when. A backup names its migrations in its
+# header instead; the restored database records its own.
+MIGRATIONS_TABLE = "_sqlite_migrations"
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A table of the schema: its name, its columns in order, the tables it references."""
+
+    name: str
+    columns: tuple[str, ...]
+    parents: frozenset[str]
+
+
+def _quoted(name: str) -> str:
+    if not _NAME.match(name):  # names come from the schema or are checked against it first
+        raise ValueError(f"unexpected table or column name {name!r}")
+    return f'"{name}"'
+
+
+def tables(db: Database, schema: str = "main") -> list[Table]:
+    """Every data table of the schema, parents before the tables that reference them."""
+    names = [r[0] for r in db.execute(
+        f"SELECT name FROM {_quoted(schema)}.sqlite_master WHERE type = 'table' "
+        f"AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name != ? ORDER BY name", [MIGRATIONS_TABLE])]
+    found: dict[str, Table] = {}
+    for name in names:
+        cols = tuple(r[1] for r in db.execute(f"PRAGMA {_quoted(schema)}.table_info({_quoted(name)})"))
+        parents = frozenset(r[2] for r in db.execute(
+            f"PRAGMA {_quoted(schema)}.foreign_key_list({_quoted(name)})") if r[2] != name)
+        found[name] = Table(name, cols, parents)
+    ordered: list[Table] = []
+    done: set[str] = set()
+
+    def visit(t: Table) -> None:
+        if t.name in done:
+            return
+        done.add(t.name)
+        for p in sorted(t.parents):
+            if p in found:
+                visit(found[p])
+        ordered.append(t)
+
+    for t in found.values():
+        visit(t)
+    return ordered
+
+
+def applied_migrations(db: Database) -> list[str]:
+    """The names of the schema's migrations this database has applied, in order."""
+    return [m.name for m in migrations.applied(db)]
+
+
+def known_migrations() -> list[str]:
+    """The names of every migration this release knows, in order."""
+    return [m.name for m in migrations.pending(Database(memory=True))]
+
+
+def _secret_filter(table: str) -> tuple[str, list[Any]]:
+    if table != "settings":
+        return "", []
+    return f" WHERE key NOT IN ({','.join('?' * len(SECRET_SETTINGS))})", sorted(SECRET_SETTINGS)
+
+
+def row_count(db: Database, table: Table) -> int:
+    """Rows of `table` a backup holds (the settings without the secrets)."""
+    where, params = _secret_filter(table.name)
+    return int(db.execute(f"SELECT count(*) FROM {_quoted(table.name)}{where}", params).fetchone()[0])
+
+
+def rows(db: Database, table: Table) -> Iterator[tuple[Any, ...]]:
+    """The rows of `table` a backup holds, in rowid order (the order they were written in)."""
+    where, params = _secret_filter(table.name)
+    cols = ", ".join(_quoted(c) for c in table.columns)
+    yield from db.execute(f"SELECT {cols} FROM {_quoted(table.name)}{where} ORDER BY rowid", params)
+
+
+def publishing_imports(db: Database) -> int:
+    """How many imports are moving their rows in right now (their rows are half there)."""
+    if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'imports'").fetchone():
+        return 0  # a schema from before staged imports
+    return int(db.execute("SELECT count(*) FROM imports WHERE status = 'publishing'").fetchone()[0])
+
+
+def insert_row(db: Database, table: Table, row: Mapping[str, Any]) -> int:
+    """Insert one backed-up row as it was (ids included); its rowid. The columns must be the table's."""
+    cols = list(row)
+    names = ", ".join(_quoted(c) for c in cols)
+    cur = db.execute(f"INSERT INTO {_quoted(table.name)} ({names}) VALUES ({','.join('?' * len(cols))})",
+                     [row[c] for c in cols])
+    return int(cur.lastrowid or 0)
+
+
+def foreign_key_problems(db: Database) -> list[tuple[str, int, str]]:
+    """(table, rowid, referenced table) of every row whose reference points at nothing."""
+    return [(r[0], r[1], r[2]) for r in db.execute("PRAGMA foreign_key_check")]
+
+
+@contextmanager
+def triggers_set_aside(db: Database, schema: str = "main") -> Iterator[None]:
+    """Drop the schema's triggers for the duration, then create them again as they were.
+
+    Inside the caller's transaction, so a failure in between rolls the drop back too."""
+    found = db.execute(f"SELECT name, sql FROM {_quoted(schema)}.sqlite_master "
+                       "WHERE type = 'trigger' ORDER BY name").fetchall()
+    for name, _sql in found:
+        db.execute(f"DROP TRIGGER {_quoted(schema)}.{_quoted(name)}")
+    yield
+    for _name, sql in found:
+        db.execute(sql)
+
+
+def copy_attached(db: Database, schema: str, order: Sequence[Table]) -> dict[str, int]:
+    """Copy every table of the attached database `schema` into main (same tables); rows per table.
+
+    The caller holds the write transaction with the triggers set aside."""
+    counts: dict[str, int] = {}
+    for t in order:
+        cols = ", ".join(_quoted(c) for c in t.columns)
+        cur = db.execute(f"INSERT INTO main.{_quoted(t.name)} ({cols}) "
+                         f"SELECT {cols} FROM {_quoted(schema)}.{_quoted(t.name)} ORDER BY rowid")
+        counts[t.name] = cur.rowcount
+    return counts
+
+
+def attach(db: Database, path: str, schema: str) -> None:
+    db.execute(f"ATTACH DATABASE ? AS {_quoted(schema)}", [path])
+
+
+def detach(db: Database, schema: str) -> None:
+    # Not attached any more: the failure that brought us here is the one to report.
+    with contextlib.suppress(sqlite3.OperationalError):
+        db.execute(f"DETACH DATABASE {_quoted(schema)}")
+
+
+def migrate(db: Database, upto: Sequence[str] | None = None) -> list[str]:
+    """Apply the pending migrations (only the first `upto` names of them when given); those applied."""
+    before = set(applied_migrations(db))
+    stop = None
+    if upto is not None:
+        rest = [m for m in known_migrations() if m not in set(upto)]
+        stop = rest[0] if rest else None
+    migrations.apply(db, stop_before=stop)
+    return [m for m in applied_migrations(db) if m not in before]
