@@ -157,6 +157,8 @@ class StubServer:
         # and stopping the server makes the next one fail to connect (as a crashed server does).
         self.keep_alive = keep_alive
         self.requests: list[StubRequest] = []
+        # (path, Authorization header) of every request, whatever its path: where the key went.
+        self.received: list[tuple[str, str | None]] = []
         self.port = 0  # 0: any free port
         self.count = 0
         self.in_flight = 0
@@ -211,6 +213,8 @@ class StubServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
+                with stub._lock:
+                    stub.received.append((self.path, self.headers.get("Authorization")))
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     self._send(Reply(404, b'{"error": "not found"}'))
                     return

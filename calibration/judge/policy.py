@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -87,19 +88,51 @@ class EndpointPolicy:
         return None
 
     def base_url_problems(self, base_url: str) -> list[str]:
-        """Why `base_url` may not be called; empty when it may."""
+        """Why `base_url` may not be called; empty when it may. The prefixes are checked against
+        the URL that is requested (`chat_url`), not the text typed: joining resolves dot
+        segments, so only the final URL says where the key goes."""
         problems = base_url_shape_problems(base_url)
-        if problems or not self.base_url_prefixes:
+        if problems:
             return problems
-        if not any(url_has_prefix(base_url, p) for p in self.base_url_prefixes):
-            problems.append(f"base URL {base_url!r} is not one the operator allowed ("
-                            + ", ".join(self.base_url_prefixes) + f"; set in {BASE_URLS_VAR})")
-        return problems
+        problem = self.url_problem(chat_url(base_url))
+        return [problem] if problem else []
+
+    def url_problem(self, url: httpx.URL) -> str | None:
+        """Why the request URL `url` may not be called (not under an allowed prefix); None when it may."""
+        if not self.base_url_prefixes or any(url_has_prefix(url, p) for p in self.base_url_prefixes):
+            return None
+        return (f"the request URL {str(url)!r} is not under a base URL the operator allowed ("
+                + ", ".join(self.base_url_prefixes) + f"; set in {BASE_URLS_VAR})")
+
+
+# Escapes that a server may decode into a path separator, a dot segment, a query, a fragment or
+# another escape (%252e -> %2e -> .): the prefix check would pass text that the server then reads
+# as a different path. None of them belongs in the path of an API's base URL.
+_REFUSED_ESCAPES = {"%2e": "'.'", "%2f": "'/'", "%5c": "'\\'", "%3f": "'?'", "%23": "'#'", "%25": "'%'"}
+
+
+def _path_problem(base_url: str, path: str) -> str | None:
+    """Why the typed `path` of a base URL is refused: an encoded dot, slash, backslash, '?', '#'
+    or '%', a backslash, a dot segment ('.', '..', also as '..;x') or an empty segment ('//')."""
+    low = path.lower()
+    for escape, char in _REFUSED_ESCAPES.items():
+        if escape in low:
+            return (f"base URL {base_url!r} has {path[low.index(escape):][:3]!r} (an encoded {char}) in "
+                    "its path; give the path unencoded, without dot segments")
+    if "\\" in path:
+        return f"base URL {base_url!r} has a backslash in its path; use '/'"
+    segments = path.split("/")[1:]
+    if any(seg.split(";", 1)[0] in (".", "..") for seg in segments):
+        return f"base URL {base_url!r} has a '.' or '..' segment in its path; give the path it resolves to"
+    if "" in segments[:-1]:
+        return f"base URL {base_url!r} has an empty segment ('//') in its path"
+    return None
 
 
 def base_url_shape_problems(base_url: str) -> list[str]:
     """A base URL must be http(s), name a host, carry no credentials, and end in a path: a
-    query or fragment (even an empty '?' or '#') would swallow the path appended to it."""
+    query or fragment (even an empty '?' or '#') would swallow the path appended to it. Its
+    path is refused when a server could read it as another path (`_path_problem`)."""
     if "?" in base_url or "#" in base_url:
         return [f"base URL {base_url!r} must end in a path, without '?' (query) or '#' (fragment)"]
     try:
@@ -112,32 +145,43 @@ def base_url_shape_problems(base_url: str) -> list[str]:
         return [f"base URL {base_url!r} names no host"]
     if url.userinfo:
         return [f"base URL {base_url!r} must not carry a user name or password; use the API key variable"]
+    # The path as typed: httpx has already resolved plain dot segments in `url`.
+    problem = _path_problem(base_url, urlsplit(base_url).path)
+    if problem:
+        return [problem]
+    try:
+        chat_url(base_url)
+    except (httpx.InvalidURL, ValueError) as exc:
+        return [f"base URL {base_url!r} is not a URL ({exc})"]
     return []
 
 
-def url_has_prefix(base_url: str, prefix: str) -> bool:
+def url_has_prefix(url: httpx.URL | str, prefix: str) -> bool:
     """Same scheme, host and port, and the path starts with the prefix's path at a '/'
     boundary: 'https://api.x.com/v1' allows '.../v1/' but not 'https://api.x.com.evil/v1'
-    nor '.../v10'."""
+    nor '.../v10'. Paths are compared as sent (percent-encoded), never decoded."""
     try:
-        u, p = httpx.URL(base_url), httpx.URL(prefix)
+        u, p = httpx.URL(url), httpx.URL(prefix)
     except (httpx.InvalidURL, TypeError, ValueError):
         return False
     if (u.scheme, u.host, u.port) != (p.scheme, p.host, p.port):
         return False
-    pp = p.path.rstrip("/")
-    return not pp or u.path == pp or u.path.startswith(pp + "/")
+    path = u.raw_path.split(b"?", 1)[0]
+    pp = p.raw_path.split(b"?", 1)[0].rstrip(b"/")
+    return not pp or path == pp or path.startswith(pp + b"/")
 
 
 def chat_url(base_url: str) -> httpx.URL:
     """The chat-completions URL by URL joining: the base with or without /v1, or the full URL.
 
     The base path is made to end in '/' so that joining the relative reference keeps it
-    (RFC 3986 section 5.2: a relative path replaces the last segment of the base path).
+    (RFC 3986 section 5.2: a relative path replaces the last segment of the base path). The
+    path is handled as typed (percent-encoded): decoding it first would turn '%2e%2e' into a
+    '..' that joining then resolves.
     """
     url = httpx.URL(base_url)
-    path = url.path.rstrip("/")
+    path = url.raw_path.decode("ascii").rstrip("/")
     if path.endswith("/chat/completions"):
-        return url.copy_with(path=path)
-    base = url.copy_with(path=path + "/")
+        return url.copy_with(raw_path=path.encode("ascii"))
+    base = url.copy_with(raw_path=(path + "/").encode("ascii"))
     return base.join("v1/chat/completions" if path == "" else "chat/completions")
