@@ -105,12 +105,13 @@ def test_no_request_leaves_the_allowed_prefix(answers_db: Path, stub: StubServer
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CALIBRATION_JUDGE_BASE_URLS", stub.base_url)
     base = stub.base_url + tail
+    code, stderr = cli(answers_db, base)
+    assert not [path for path, _ in stub.received if "admin" in path]
+    assert stub.received == []  # nothing was sent at all
+    assert code == 1 and "base URL" in stderr
     with pytest.raises(InputError, match="base URL") as err:
         lab_config(base)
     assert len(err.value.problems) == 1 and "\n" not in str(err.value)
-    code, stderr = cli(answers_db, base)
-    assert code == 1 and "base URL" in stderr
-    assert stub.received == []  # nothing was sent at all: /admin least of all
 
 
 @pytest.mark.parametrize(("tail", "words"), [
