@@ -97,7 +97,8 @@ def lab_run(db: Path, base_url: str, **kw: object) -> judge.LabSummary:
 # elsewhere on the host, through httpx's joining or the server's decoding.
 ESCAPING_TAILS = ["/%2e%2e/admin", "/%2E%2E/admin", "/.%2e/admin", "/%2e./admin", "/..%2fadmin",
                   "/..%2Fadmin", "/%2e%2e%2fadmin", "/..\\admin", "\\..\\admin", "/..%5cadmin", "//admin",
-                  "/%2fadmin", "/../admin", "/./../admin", "/..;/admin", "/%252e%252e/admin"]
+                  "/%2fadmin", "/../admin", "/./../admin", "/..;/admin", "/%252e%252e/admin",
+                  "/%u002e%u002e/admin", "/%c0%ae%c0%ae/admin", "/\uff0e\uff0e/admin"]
 
 
 @pytest.mark.parametrize("tail", ESCAPING_TAILS)
@@ -115,11 +116,15 @@ def test_no_request_leaves_the_allowed_prefix(answers_db: Path, stub: StubServer
 
 
 @pytest.mark.parametrize(("tail", "words"), [
-    ("/%2e%2e/admin", "'%2e' (an encoded '.')"),
-    ("/..%2Fadmin", "'%2F' (an encoded '/')"),
-    ("/..%5cadmin", "'%5c' (an encoded '\\')"),
-    ("/%252e%252e/admin", "'%25' (an encoded '%')"),
-    ("/..\\admin", "a backslash"),
+    ("/%2e%2e/admin", "has '%2e' in its path: give the path without percent-encoding"),
+    ("/..%2Fadmin", "has '%2F' in its path"),
+    ("/..%5cadmin", "has '%5c' in its path"),
+    ("/%252e%252e/admin", "has '%25' in its path"),
+    ("/%u002e%u002e/admin", "has '%u0' in its path"),
+    ("/%c0%ae%c0%ae/admin", "has '%c0' in its path"),
+    ("/..\\admin", "has a backslash in its path, which holds only ASCII letters"),
+    ("/\uff0e\uff0e/admin", "has '\uff0e' in its path"),
+    ("/a b", "has ' ' in its path"),
     ("/../admin", "'.' or '..' segment"),
     ("/..;x/admin", "'.' or '..' segment"),
     ("//admin", "empty segment"),
@@ -176,18 +181,29 @@ def run_cli(*args: str, db: Path, env: dict[str, str]) -> subprocess.CompletedPr
     return proc
 
 
-@pytest.mark.parametrize("tail", ["/v1%23", "/v1%3F", "/v1%3f", "/v1%23/x", "/v1%3Fx=1"])
+@pytest.mark.parametrize("tail", ["/v1%23", "/v1%3F", "/v1%3fx=1", "/v1%23/x"])
 @pytest.mark.parametrize("allowlist", [False, True])
-def test_an_encoded_query_or_fragment_is_one_sentence(answers_db: Path, stub: StubServer, tail: str,
-                                                      allowlist: bool) -> None:
-    root = stub.base_url.removesuffix("/v1")
-    env = {"CALIBRATION_JUDGE_BASE_URLS": stub.base_url if allowlist else ""}
-    proc = run_cli("judge", "run", "--base-url", root + tail, "--model", "m", "--prompt-version",
-                   "grounding-v1", "--scope", "all", db=answers_db, env=env)
-    assert proc.returncode == 1
-    [line] = proc.stderr.strip().splitlines()
+def test_an_encoded_query_or_fragment_is_one_sentence(
+        answers_db: Path, stub: StubServer, tail: str, allowlist: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    if allowlist:
+        monkeypatch.setenv("CALIBRATION_JUDGE_BASE_URLS", stub.base_url)
+    code, stderr = cli(answers_db, stub.base_url.removesuffix("/v1") + tail)
+    assert code == 1
+    [line] = stderr.strip().splitlines()
     assert line.startswith("error: base URL") and "in its path" in line
     assert stub.received == []
+
+
+def test_an_encoded_fragment_through_the_cli_process_is_one_sentence(answers_db: Path) -> None:
+    # The case of the attack run as it was: the CLI as a process, no allowlist.
+    proc = run_cli("judge", "run", "--base-url", "http://127.0.0.1:9/v1%23", "--model", "m",
+                   "--prompt-version", "grounding-v1", "--scope", "all", db=answers_db,
+                   env={"CALIBRATION_JUDGE_BASE_URLS": ""})
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        "error: base URL 'http://127.0.0.1:9/v1%23' has '%23' in its path: give the path without "
+        "percent-encoding (an encoded '.', '/' or '\\' could lead the request out of the allowed path)"]
 
 
 # ---------------------------------------------------------------- 3. redirects

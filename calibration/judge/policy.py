@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -105,22 +106,27 @@ class EndpointPolicy:
                 + ", ".join(self.base_url_prefixes) + f"; set in {BASE_URLS_VAR})")
 
 
-# Escapes that a server may decode into a path separator, a dot segment, a query, a fragment or
-# another escape (%252e -> %2e -> .): the prefix check would pass text that the server then reads
-# as a different path. None of them belongs in the path of an API's base URL.
-_REFUSED_ESCAPES = {"%2e": "'.'", "%2f": "'/'", "%5c": "'\\'", "%3f": "'?'", "%23": "'#'", "%25": "'%'"}
+# What RFC 3986 allows unencoded in a path (section 3.3: unreserved, sub-delims, ':' and '@'). No
+# percent-escape at all: a server may decode one into a separator or a dot segment ('%2e%2e',
+# '..%2f', '%5c'), also in forms of its own ('%u002e', overlong UTF-8 '%c0%ae', '%252e' decoded
+# twice); nor a character some servers fold into one (a backslash, a full-width dot). An API's
+# base path never needs either.
+_PATH_CHARS = frozenset(string.ascii_letters + string.digits + "-._~!$&'()*+,;=:@/")
+_PATH_CHARS_TEXT = "ASCII letters, digits and - . _ ~ ! $ & ' ( ) * + , ; = : @ /"
 
 
 def _path_problem(base_url: str, path: str) -> str | None:
-    """Why the typed `path` of a base URL is refused: an encoded dot, slash, backslash, '?', '#'
-    or '%', a backslash, a dot segment ('.', '..', also as '..;x') or an empty segment ('//')."""
-    low = path.lower()
-    for escape, char in _REFUSED_ESCAPES.items():
-        if escape in low:
-            return (f"base URL {base_url!r} has {path[low.index(escape):][:3]!r} (an encoded {char}) in "
-                    "its path; give the path unencoded, without dot segments")
-    if "\\" in path:
-        return f"base URL {base_url!r} has a backslash in its path; use '/'"
+    """Why the typed `path` of a base URL is refused: a percent-escape, a character outside
+    `_PATH_CHARS`, a dot segment ('.', '..', also '..;x') or an empty segment ('//')."""
+    if "%" in path:
+        at = path.index("%")
+        return (f"base URL {base_url!r} has {path[at:at + 3]!r} in its path: give the path without "
+                "percent-encoding (an encoded '.', '/' or '\\' could lead the request out of the "
+                "allowed path)")
+    odd = next((c for c in path if c not in _PATH_CHARS), None)
+    if odd is not None:
+        what = "a backslash" if odd == "\\" else repr(odd)
+        return f"base URL {base_url!r} has {what} in its path, which holds only {_PATH_CHARS_TEXT}"
     segments = path.split("/")[1:]
     if any(seg.split(";", 1)[0] in (".", "..") for seg in segments):
         return f"base URL {base_url!r} has a '.' or '..' segment in its path; give the path it resolves to"
