@@ -220,8 +220,9 @@ class StubServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
-                with stub._lock:
-                    stub.received.append((self.path, self.headers.get("Authorization")))
+                if stub.record:
+                    with stub._lock:
+                        stub.received.append((self.path, self.headers.get("Authorization")))
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     self._send(Reply(404, b'{"error": "not found"}'))
                     return
