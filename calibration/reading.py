@@ -44,6 +44,12 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON (write null, or the number as a string)")
 
 
+def loads(text: str) -> Any:
+    """`json.loads` under the number rule of every read: NaN and Infinity are refused (ValueError).
+    Pass it to `checked` for the depth and surrogate rules."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
 def _depth(value: Any) -> int:
     """The nesting depth of a parsed JSON value, without recursion."""
     deepest, stack = 0, [(value, 1)]
@@ -302,4 +308,4 @@ def field_errors(exc: ValidationError) -> list[str]:
 
 
 __all__ = ["MAX_DEPTH", "MAX_PROBLEMS", "BadRecord", "Problems", "checked",
-           "decode_error", "field_errors", "iter_json_records", "open_text"]
+           "decode_error", "field_errors", "iter_json_records", "loads", "open_text"]

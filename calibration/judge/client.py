@@ -2,14 +2,15 @@
 
 A concurrency bound shared by every caller, a hard per-request deadline, and retries with
 exponential backoff and full jitter (Retry-After honoured, capped). An endpoint that refuses
-every request alike (401 / 403 / 404) or cannot be reached at all stops the run; other
-failures are one answer's problem (CallFailed).
+every request alike (401 / 403 / 404), that answers with a redirect (never followed: the key
+would go along) or that cannot be reached at all stops the run; other failures are one answer's
+problem (CallFailed). A reply body is read under the size limit and parsed under the rules of
+every outside JSON (`reading.checked`: depth, NaN, lone surrogates).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
 import socket
@@ -19,12 +20,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from functools import partial
 from typing import Any
 
 import httpx
 
 from ..errors import CallFailed, EndpointRejected, EndpointUnreachable, InputError
 from ..fmt import plural
+from ..reading import BadRecord, checked, loads
 from .policy import DEFAULT_API_KEY_ENV, EndpointPolicy, chat_url
 
 
@@ -156,6 +159,9 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 
 # Every other 4xx says the request itself is wrong (URL, method, model, key, body): the next
 # answer's request is built the same way, so the run stops instead of repeating it.
 FATAL_STATUS = frozenset(range(400, 500)) - RETRYABLE_STATUS
+# A redirect is not followed (it could send the key to another host), and the next request would
+# get the same one: like a fatal 4xx, it stops the run at once.
+REDIRECT_STATUS = frozenset(range(300, 400))
 ERROR_BODY_BYTES = 64 * 1024  # of an error reply, only this much is read (for its message)
 
 
@@ -253,6 +259,7 @@ class ChatClient:
         self._slots = asyncio.Semaphore(config.concurrency)
         self._paused_until = 0.0
         self._http: httpx.AsyncClient | None = None
+        self._url = httpx.URL(config.url)
         key = os.environ.get(config.api_key_env) if config.api_key_env else None
         self._headers = {"Content-Type": "application/json"}
         if key:
@@ -270,7 +277,18 @@ class ChatClient:
             transport=self._transport,
             # Environment proxies would route a local vLLM/Ollama through a corporate proxy.
             trust_env=False,
+            # A redirect would carry the key to a URL the policy never saw: it stops the run.
+            follow_redirects=False,
         )
+        # The policy is checked once more on the URL of the request as httpx builds it, and that
+        # very URL is the one sent: nothing re-parses the text in between.
+        url = self._http.build_request("POST", self.config.url).url
+        problem = self.config.limits.url_problem(url)
+        if problem:
+            await self._http.aclose()
+            self._http = None
+            raise EndpointRejected(problem)
+        self._url = url
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -320,7 +338,7 @@ class ChatClient:
                     # httpx's timeout is per read; this one bounds the whole request, so a
                     # server trickling bytes cannot hold a slot forever.
                     async with asyncio.timeout(cfg.timeout):
-                        async with self._http.stream("POST", cfg.url, json=body,
+                        async with self._http.stream("POST", self._url, json=body,
                                                      headers=self._headers) as resp:
                             try:
                                 if resp.status_code == 200:
@@ -357,7 +375,9 @@ class ChatClient:
                 entry["status"] = status
                 if status == 200:
                     try:
-                        data = json.loads(raw)
+                        data = checked(text, partial(loads, raw.decode("utf-8")))
+                        if isinstance(data, BadRecord):
+                            raise ValueError(data.message)
                         choice = data["choices"][0]
                         content = choice["message"].get("content")
                         if content is not None and not isinstance(content, str):
@@ -371,6 +391,13 @@ class ChatClient:
                                           Usage.from_response(data), attempt, log)
                 else:
                     entry["error"] = f"HTTP {status}: {snippet(text)}"
+                    if status in REDIRECT_STATUS:
+                        where = headers.get("Location")
+                        raise EndpointRejected(
+                            f"{cfg.url} answered with a redirect (HTTP {status}"
+                            + (f" to {snippet(where, 200)!r}" if where else "")
+                            + "); redirects are not followed, since the API key would go along: "
+                            "give the URL the endpoint really answers on as the base URL")
                     if status in FATAL_STATUS:
                         raise EndpointRejected(
                             f"{cfg.url} refused the request with HTTP {status} "

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import os
 import re
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -87,19 +89,56 @@ class EndpointPolicy:
         return None
 
     def base_url_problems(self, base_url: str) -> list[str]:
-        """Why `base_url` may not be called; empty when it may."""
+        """Why `base_url` may not be called; empty when it may. The prefixes are checked against
+        the URL that is requested (`chat_url`), not the text typed: joining resolves dot
+        segments, so only the final URL says where the key goes."""
         problems = base_url_shape_problems(base_url)
-        if problems or not self.base_url_prefixes:
+        if problems:
             return problems
-        if not any(url_has_prefix(base_url, p) for p in self.base_url_prefixes):
-            problems.append(f"base URL {base_url!r} is not one the operator allowed ("
-                            + ", ".join(self.base_url_prefixes) + f"; set in {BASE_URLS_VAR})")
-        return problems
+        problem = self.url_problem(chat_url(base_url))
+        return [problem] if problem else []
+
+    def url_problem(self, url: httpx.URL) -> str | None:
+        """Why the request URL `url` may not be called (not under an allowed prefix); None when it may."""
+        if not self.base_url_prefixes or any(url_has_prefix(url, p) for p in self.base_url_prefixes):
+            return None
+        return (f"the request URL {str(url)!r} is not under a base URL the operator allowed ("
+                + ", ".join(self.base_url_prefixes) + f"; set in {BASE_URLS_VAR})")
+
+
+# What RFC 3986 allows unencoded in a path (section 3.3: unreserved, sub-delims, ':' and '@'). No
+# percent-escape at all: a server may decode one into a separator or a dot segment ('%2e%2e',
+# '..%2f', '%5c'), also in forms of its own ('%u002e', overlong UTF-8 '%c0%ae', '%252e' decoded
+# twice); nor a character some servers fold into one (a backslash, a full-width dot). An API's
+# base path never needs either.
+_PATH_CHARS = frozenset(string.ascii_letters + string.digits + "-._~!$&'()*+,;=:@/")
+_PATH_CHARS_TEXT = "ASCII letters, digits and - . _ ~ ! $ & ' ( ) * + , ; = : @ /"
+
+
+def _path_problem(base_url: str, path: str) -> str | None:
+    """Why the typed `path` of a base URL is refused: a percent-escape, a character outside
+    `_PATH_CHARS`, a dot segment ('.', '..', also '..;x') or an empty segment ('//')."""
+    if "%" in path:
+        at = path.index("%")
+        return (f"base URL {base_url!r} has {path[at:at + 3]!r} in its path: give the path without "
+                "percent-encoding (an encoded '.', '/' or '\\' could lead the request out of the "
+                "allowed path)")
+    odd = next((c for c in path if c not in _PATH_CHARS), None)
+    if odd is not None:
+        what = "a backslash" if odd == "\\" else repr(odd)
+        return f"base URL {base_url!r} has {what} in its path, which holds only {_PATH_CHARS_TEXT}"
+    segments = path.split("/")[1:]
+    if any(seg.split(";", 1)[0] in (".", "..") for seg in segments):
+        return f"base URL {base_url!r} has a '.' or '..' segment in its path; give the path it resolves to"
+    if "" in segments[:-1]:
+        return f"base URL {base_url!r} has an empty segment ('//') in its path"
+    return None
 
 
 def base_url_shape_problems(base_url: str) -> list[str]:
     """A base URL must be http(s), name a host, carry no credentials, and end in a path: a
-    query or fragment (even an empty '?' or '#') would swallow the path appended to it."""
+    query or fragment (even an empty '?' or '#') would swallow the path appended to it. Its
+    path is refused when a server could read it as another path (`_path_problem`)."""
     if "?" in base_url or "#" in base_url:
         return [f"base URL {base_url!r} must end in a path, without '?' (query) or '#' (fragment)"]
     try:
@@ -112,32 +151,43 @@ def base_url_shape_problems(base_url: str) -> list[str]:
         return [f"base URL {base_url!r} names no host"]
     if url.userinfo:
         return [f"base URL {base_url!r} must not carry a user name or password; use the API key variable"]
+    # The path as typed: httpx has already resolved plain dot segments in `url`.
+    problem = _path_problem(base_url, urlsplit(base_url).path)
+    if problem:
+        return [problem]
+    try:
+        chat_url(base_url)
+    except (httpx.InvalidURL, ValueError) as exc:
+        return [f"base URL {base_url!r} is not a URL ({exc})"]
     return []
 
 
-def url_has_prefix(base_url: str, prefix: str) -> bool:
+def url_has_prefix(url: httpx.URL | str, prefix: str) -> bool:
     """Same scheme, host and port, and the path starts with the prefix's path at a '/'
     boundary: 'https://api.x.com/v1' allows '.../v1/' but not 'https://api.x.com.evil/v1'
-    nor '.../v10'."""
+    nor '.../v10'. Paths are compared as sent (percent-encoded), never decoded."""
     try:
-        u, p = httpx.URL(base_url), httpx.URL(prefix)
+        u, p = httpx.URL(url), httpx.URL(prefix)
     except (httpx.InvalidURL, TypeError, ValueError):
         return False
     if (u.scheme, u.host, u.port) != (p.scheme, p.host, p.port):
         return False
-    pp = p.path.rstrip("/")
-    return not pp or u.path == pp or u.path.startswith(pp + "/")
+    path = u.raw_path.split(b"?", 1)[0]
+    pp = p.raw_path.split(b"?", 1)[0].rstrip(b"/")
+    return not pp or path == pp or path.startswith(pp + b"/")
 
 
 def chat_url(base_url: str) -> httpx.URL:
     """The chat-completions URL by URL joining: the base with or without /v1, or the full URL.
 
     The base path is made to end in '/' so that joining the relative reference keeps it
-    (RFC 3986 section 5.2: a relative path replaces the last segment of the base path).
+    (RFC 3986 section 5.2: a relative path replaces the last segment of the base path). The
+    path is handled as typed (percent-encoded): decoding it first would turn '%2e%2e' into a
+    '..' that joining then resolves.
     """
     url = httpx.URL(base_url)
-    path = url.path.rstrip("/")
+    path = url.raw_path.decode("ascii").rstrip("/")
     if path.endswith("/chat/completions"):
-        return url.copy_with(path=path)
-    base = url.copy_with(path=path + "/")
+        return url.copy_with(raw_path=path.encode("ascii"))
+    base = url.copy_with(raw_path=(path + "/").encode("ascii"))
     return base.join("v1/chat/completions" if path == "" else "chat/completions")

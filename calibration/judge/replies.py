@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from pydantic import (
@@ -25,6 +26,7 @@ from pydantic import (
 
 from ..errors import ReplyError
 from ..models import Verdict, parse_verdict
+from ..reading import BadRecord, checked, loads
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +89,71 @@ class _ReplyItem(BaseModel):
 
 
 _ITEMS = TypeAdapter(list[_ReplyItem])
-_FENCE_RE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\r?\n?(.*?)```", re.DOTALL)
-_THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _LIST_KEYS = ("verdicts", "claims", "results", "items")
+
+# Reply parsing is linear in the reply's length (a reply may be a megabyte, twice per answer):
+# tags and fences are found with str.find, which never rescans, instead of regular expressions
+# whose lazy `.*?` rescans the rest of the text from every unclosed opening (quadratic).
+_OPEN, _CLOSE = "<think>", "</think>"
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_FENCE = "```"
+_FENCE_HEADER = re.compile(r"[A-Za-z0-9_-]*[ \t]*\r?\n?")  # the language tag: anchored, never backtracks
+
+
+def strip_think(text: str) -> str:
+    """`text` without its reasoning blocks: each `<think>` up to its matching `</think>` (tags in
+    any ASCII case; blocks nest, so an inner pair does not end the outer block).
+
+    An opening tag that is never closed starts no block: it and all after it stay as text (it may
+    be a literal tag in a rationale), and so does a closing tag with no opening one."""
+    low = text.translate(_ASCII_LOWER)  # ASCII only, so indices match `text`
+    out: list[str] = []
+    pos = 0  # text before this is decided (kept in `out`, or dropped)
+    # The next tag of each kind at or after the scan point; each find starts past the last tag
+    # found, so no part of the text is searched twice for either tag.
+    next_open, next_close = low.find(_OPEN), low.find(_CLOSE)
+    while next_open >= 0:
+        start = at = next_open
+        if next_close < start:  # a closing tag before the block is only text
+            next_close = low.find(_CLOSE, start)
+        depth = 0
+        while True:
+            if next_close < 0:
+                return "".join(out) + text[pos:]  # the block at `start` is never closed
+            if 0 <= next_open < next_close:
+                depth, at = depth + 1, next_open + len(_OPEN)
+                next_open = low.find(_OPEN, at)
+            else:
+                depth, at = depth - 1, next_close + len(_CLOSE)
+                next_close = low.find(_CLOSE, at)
+                if depth == 0:
+                    break
+        out.append(text[pos:start])
+        pos = at
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def fenced(text: str) -> str | None:
+    """The body of the first ``` code fence (language tag and line break after the opening
+    dropped), or None when no fence is closed."""
+    start = text.find(_FENCE)
+    if start < 0:
+        return None
+    header = _FENCE_HEADER.match(text, start + len(_FENCE))
+    body = header.end() if header else start + len(_FENCE)
+    # A later opening could not close either: its closing would be searched for from further on.
+    end = text.find(_FENCE, body)
+    return None if end < 0 else text[body:end]
+
+
+def _json_value(text: str) -> Any:
+    try:
+        return loads(text)
+    except json.JSONDecodeError as exc:
+        # In a reply of many lines the line matters; raised as a plain ValueError, `checked`
+        # reports this message as it is.
+        raise ValueError(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
 
 
 def _reply_items(data: Any) -> list[Any]:
@@ -128,19 +192,17 @@ def parse_reply(content: str | None, claim_ids: Sequence[str],
     Evidence may name a chunk by its id or by the number it was shown with; anything
     else is an error, as is a missing, repeated or unknown claim id. Nothing is guessed.
     """
-    text = _THINK_RE.sub("", content or "")
-    fence = _FENCE_RE.search(text)
-    if fence:
-        text = fence.group(1)
+    text = strip_think(content or "")
+    fence = fenced(text)
+    if fence is not None:
+        text = fence
     text = text.strip()
     if not text:
         raise ReplyError("the reply is empty")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReplyError(
-            f"the reply is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-        ) from None
+    # The rules of every outside JSON: nesting depth, NaN / Infinity, lone surrogates.
+    data = checked(text, partial(_json_value, text))
+    if isinstance(data, BadRecord):
+        raise ReplyError(f"the reply cannot be read: {data.message}")
     try:
         items = _ITEMS.validate_python(_reply_items(data))
     except ValidationError as exc:
