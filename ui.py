@@ -50,7 +50,7 @@ import streamlit as st
 
 from calibration import cycles, roles, store
 from calibration.errors import CalibrationError, NotALeadError
-from calibration.text import neutralise_body, visible
+from calibration.text import inert_markdown, neutralise_body, visible
 from calibration.vocab import VERDICT_COLOURS
 
 ROOT = Path(__file__).resolve().parent
@@ -167,6 +167,16 @@ def current_reviewer() -> str | None:
         return str(ident) if ident else None
     value = st.session_state.get(REVIEWER_KEY)
     return value if isinstance(value, str) and value else None
+
+
+def restore_sign_in() -> str | None:
+    """The reviewer of this browser session; after a reload, the one the link signs in again
+    (`_sign_in_from_link`). app.py asks this before it builds the navigation, so every page,
+    Home included, and the sidebar's page list know who is signed in from the first run."""
+    reviewer = current_reviewer()
+    if reviewer is None and not auth_configured():
+        reviewer = _sign_in_from_link()
+    return reviewer
 
 
 def normalise_name(raw: str) -> str:
@@ -340,16 +350,21 @@ def require_lead() -> str:
     (`calibration.roles.TYPED_NAME_LIMITS`).
     """
     reviewer = require_reviewer()
-    refused = st.session_state.pop(_REFUSED_KEY, None)
     try:
         check_lead(reviewer)
     except NotALeadError as exc:
-        if refused:
-            st.error(f"Not done: {exc}", icon=":material/lock:")
-        else:
-            st.info(str(exc), icon=":material/lock:")
+        st.info(str(exc), icon=":material/lock:")
         st.stop()
     return reviewer
+
+
+def refused_action() -> None:
+    """Say, in one sentence, that a lead action was refused (`lead_action`). app.py calls this
+    on every run: the refused person's next page is usually not the lead page they pressed a
+    button on, which their navigation no longer holds."""
+    refused = st.session_state.pop(_REFUSED_KEY, None)
+    if refused:
+        st.error(f"Not done: {refused}", icon=":material/lock:")
 
 
 def sidebar_identity() -> None:
@@ -372,6 +387,12 @@ def sidebar_identity() -> None:
                 st.logout()
         else:
             st.button("Sign out", on_click=_sign_out, key="signout")
+
+
+def guidelines(markdown: str) -> None:
+    """A lead's guidelines as markdown that can load nothing (`calibration.text.inert_markdown`:
+    inline formatting only, no images, links, raw HTML or LaTeX)."""
+    st.markdown(inert_markdown(markdown))
 
 
 def literal(text: str | None, **kwargs: object) -> None:

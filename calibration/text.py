@@ -25,6 +25,8 @@ Rules and their sources:
   whatever follows them on screen ("Trojan Source", CVE-2021-42574).  In ids and names every
   invisible or control character is shown as ``<U+XXXX>``; in body text the explicit
   controls and the characters that can hide text are.
+* **Guidelines** (:func:`inert_markdown`): a lead's markdown keeps its text formatting and
+  loses every way to load something (images, links, raw HTML, LaTeX): CommonMark §2.4 escapes.
 * **Imports** (:func:`id_problem`, :func:`text_problem`): the reason a value is refused, for
   the importer to prefix with file, line and field.
 * **CSV** (:func:`neutralise_cell`): OWASP "CSV Injection" (a cell that starts with ``=``,
@@ -461,6 +463,31 @@ def neutralise_body(text: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------
+# Guidelines markdown
+# --------------------------------------------------------------------------------------------
+
+# Backslash-escaped (CommonMark §2.4), each of these is shown as itself: "[" starts links and
+# images (inline, reference, definitions) and Streamlit's coloured text, "<" raw HTML and
+# autolinks, "$" LaTeX; the backslash too, so that a typed "\[" cannot undo the escape.
+_INERT: Final = str.maketrans({"\\": "\\\\", "[": "\\[", "<": "\\<", "$": "\\$"})
+
+
+def inert_markdown(text: str) -> str:
+    r"""A lead's markdown with only text formatting left: nothing in it can load anything.
+
+    Rule: every ``[`` (images ``![..](..)``, links ``[..](..)``, ``[..][ref]``, ``[ref]: url``),
+    ``<`` (raw HTML, ``<url>`` autolinks), ``$`` (LaTeX) and ``\`` is backslash-escaped
+    (CommonMark §2.4), so it is shown as itself.  Emphasis, strong, headings, lists, quotes,
+    tables and code still render, and a bare ``https://...`` is still a link that loads nothing
+    until clicked; ``![logo](https://x/y.png)`` is shown as those characters and no image,
+    iframe or style is fetched.  Everywhere, code included: escapes are not read inside code,
+    so a ``[`` there shows with its backslash, a small price for a rule that has no parsing of
+    its own to get wrong (a code span misjudged by a parser here would leave an image live).
+    """
+    return text.translate(_INERT)
+
+
+# --------------------------------------------------------------------------------------------
 # Import checks
 # --------------------------------------------------------------------------------------------
 
@@ -542,4 +569,5 @@ def neutralise_cell(value: str) -> str:
 
 
 __all__ = ["BIDI_CONTROLS", "BIDI_EXPLICIT", "BIDI_MARKS", "check_name", "confusable_with", "display_name",
-           "id_problem", "neutralise_body", "neutralise_cell", "normalise_name", "text_problem", "visible"]
+           "id_problem", "inert_markdown", "neutralise_body", "neutralise_cell", "normalise_name",
+           "text_problem", "uts39_skeleton", "visible"]
