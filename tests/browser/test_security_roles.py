@@ -10,20 +10,20 @@ keeps the signed-in name and the pages of its role, and a lead's guidelines load
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from sqlite_utils import Database
 
 from calibration import cycles, roles, store
 from calibration.importing import import_answers
 from calibration.store import guidelines as db_guidelines
 
-from .conftest import settle, start_app, write_answers
+from .conftest import request_counter, settle, sign_in_at, start_app, write_answers
 
 pytestmark = pytest.mark.browser
 
@@ -40,75 +40,47 @@ def _answers(n: int) -> list[dict[str, Any]]:
             for i in range(n)]
 
 
-def _import(tmp: Path, db_path: Path) -> None:
+@contextlib.contextmanager
+def _app(tmp: Path, leads: str, fill: Callable[[Database], object]) -> Iterator[tuple[str, Path]]:
+    db_path = tmp / "cal.db"
     with store.session(db_path) as db:
         import_answers(db, write_answers(tmp / "answers.jsonl", _answers(30)))
+        fill(db)
+    with start_app(db_path, tmp / "server.log", leads=leads) as url:
+        yield url, db_path
 
 
 @pytest.fixture(scope="module")
 def single_user_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """An app with no lead configured and nobody signed in yet: single-user mode."""
-    tmp = tmp_path_factory.mktemp("single")
-    db_path = tmp / "cal.db"
-    _import(tmp, db_path)
-    with store.session(db_path) as db:
-        db_guidelines.save_guidelines(db, db_guidelines.PROJECT_SCOPE, "Old rules.", "tests")
-    with start_app(db_path, tmp / "server.log", leads="") as url:
-        yield url, db_path
+    def old_rules(db: Database) -> object:
+        return db_guidelines.save_guidelines(db, db_guidelines.PROJECT_SCOPE, "Old rules.", "tests")
+
+    with _app(tmp_path_factory.mktemp("single"), "", old_rules) as app:
+        yield app
 
 
 @pytest.fixture(scope="module")
 def team_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """An app with a configured lead and one cycle open to every reviewer."""
-    tmp = tmp_path_factory.mktemp("team")
-    db_path = tmp / "cal.db"
-    _import(tmp, db_path)
-    with store.session(db_path) as db:
-        cycles.create_cycle(db, name="open one", judge_run="judge-x@v1", size=20, seed=7,
-                            strategy="random", reviewers=[], overlap=0.0, created_by="tests")
-    with start_app(db_path, tmp / "server.log", leads=LEAD) as url:
-        yield url, db_path
+    def open_cycle(db: Database) -> object:
+        return cycles.create_cycle(db, name="open one", judge_run="judge-x@v1", size=20, seed=7,
+                                   strategy="random", reviewers=[], overlap=0.0, created_by="tests")
+
+    with _app(tmp_path_factory.mktemp("team"), LEAD, open_cycle) as app:
+        yield app
 
 
 @pytest.fixture
 def image_server() -> Iterator[tuple[str, list[str]]]:
-    """A local HTTP server that records the path of every request it gets."""
-    seen: list[str] = []
-
-    class Count(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            seen.append(self.path)
-            self.send_response(404)
-            self.end_headers()
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Count)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with request_counter() as server:
+        yield server
 
 
 def _new_page(browser: Any) -> Any:
     page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     page.set_default_timeout(20_000)
     return page
-
-
-def _sign_in_at(page: Any, url: str, name: str) -> None:
-    page.goto(url)
-    field = page.get_by_label("Your name")
-    field.wait_for()
-    field.fill(name)
-    field.press("Enter")
-    field.wait_for(state="detached")
-    settle(page)
 
 
 def _nav(page: Any) -> list[str]:
@@ -137,15 +109,15 @@ def test_lead_actions_of_an_open_page_are_refused_once_single_user_mode_ends(
     url, db_path = single_user_app
     guide, cyc, other = _new_page(browser), _new_page(browser), _new_page(browser)
     try:
-        _sign_in_at(guide, f"{url}/guidelines", "Solo")
+        sign_in_at(guide, f"{url}/guidelines", "Solo")
         guide.get_by_label("Guidelines (markdown)").wait_for()
-        _sign_in_at(cyc, f"{url}/cycles", "Solo")
+        sign_in_at(cyc, f"{url}/cycles", "Solo")
         cyc.get_by_role("button", name="Create cycle").wait_for()
         with store.session(db_path) as db:
             before = db_guidelines.get_guidelines(db, db_guidelines.PROJECT_SCOPE)
             assert roles.signed_in(db) == ["Solo"]
 
-        _sign_in_at(other, f"{url}/review", "Second")  # single-user mode is over
+        sign_in_at(other, f"{url}/review", "Second")  # single-user mode is over
         with store.session(db_path) as db:
             assert len(roles.signed_in(db)) == 2
 
@@ -176,7 +148,7 @@ def test_a_reload_on_home_keeps_the_reviewer_and_their_pages(team_app: tuple[str
     url, _db_path = team_app
     page = _new_page(browser)
     try:
-        _sign_in_at(page, f"{url}/review", REVIEWER)
+        sign_in_at(page, f"{url}/review", REVIEWER)
         assert "Cycles" not in _nav(page)
         _reload_at(page, url, "")
         assert "Signed in as" in _sidebar(page) and REVIEWER in _sidebar(page)
@@ -193,7 +165,7 @@ def test_a_reload_on_home_keeps_the_lead_and_their_pages(team_app: tuple[str, Pa
     url, db_path = team_app
     page = _new_page(browser)
     try:
-        _sign_in_at(page, f"{url}/cycles", LEAD)
+        sign_in_at(page, f"{url}/cycles", LEAD)
         _reload_at(page, url, "")
         assert LEAD in _sidebar(page)
         assert {"Cycles", "Guidelines", "Dashboard"} <= set(_nav(page))
@@ -216,13 +188,13 @@ def test_guidelines_with_images_and_html_make_no_request(team_app: tuple[str, Pa
         db_guidelines.save_guidelines(db, db_guidelines.PROJECT_SCOPE, markdown, LEAD)
     lead, reviewer = _new_page(browser), _new_page(browser)
     try:
-        _sign_in_at(lead, f"{url}/guidelines", LEAD)
+        sign_in_at(lead, f"{url}/guidelines", LEAD)
         preview = lead.locator(".st-key-guidelines-preview")
         preview.locator("strong", has_text="Bold rule.").wait_for()  # formatting still renders
         assert "![inline]" in preview.inner_text()  # shown as typed
         assert lead.locator(f'img[src^="{where}"]').count() == 0
 
-        _sign_in_at(reviewer, f"{url}/review", REVIEWER)
+        sign_in_at(reviewer, f"{url}/review", REVIEWER)
         reviewer.locator(".st-key-guidelines button").click()
         dialog = reviewer.locator('[role="dialog"]')
         dialog.locator("strong", has_text="Bold rule.").wait_for()
