@@ -191,7 +191,8 @@ def test_guidelines_with_images_and_html_make_no_request(team_app: tuple[str, Pa
         sign_in_at(lead, f"{url}/guidelines", LEAD)
         preview = lead.locator(".st-key-guidelines-preview")
         preview.locator("strong", has_text="Bold rule.").wait_for()  # formatting still renders
-        assert "![inline]" in preview.inner_text()  # shown as typed
+        shown = preview.locator('[data-testid="stMarkdownContainer"]', has=lead.locator("strong"))
+        assert "![inline]" in shown.inner_text() and "<img" in shown.inner_text()  # shown as typed
         assert lead.locator(f'img[src^="{where}"]').count() == 0
 
         sign_in_at(reviewer, f"{url}/review", REVIEWER)
