@@ -73,11 +73,20 @@ def _is_lead_action(decorator: ast.expr) -> bool:
         and isinstance(decorator.value, ast.Name) and decorator.value.id == "ui"
 
 
+def _is_partial_rerun(decorator: ast.expr) -> bool:
+    # @st.fragment and @st.dialog (called or not) rerun their function alone, without the page.
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return isinstance(target, ast.Attribute) and target.attr in ("fragment", "dialog")
+
+
 def unchecked_callbacks(source: str) -> list[str]:
-    """The callbacks (on_click=, on_change=, on_submit=) of a page that skip ui.lead_action."""
+    """The callbacks (on_click=, on_change=, on_submit=) of a page that skip ui.lead_action, and
+    its fragments and dialogs, which rerun without the page's own check, that skip it too."""
     tree = ast.parse(source)
     functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
-    bad = []
+    bad = [f"line {fn.lineno}: {ast.unparse(d)} {fn.name}"
+           for fn in functions.values() for d in fn.decorator_list
+           if _is_partial_rerun(d) and not any(_is_lead_action(e) for e in fn.decorator_list)]
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -108,6 +117,9 @@ def test_every_callback_of_a_lead_page_checks_the_lead(page: Path) -> None:
     ("st.button('x', on_click=lambda: None)", ["line 1: on_click=lambda: None"]),
     ("st.selectbox('x', [], on_change=None)", []),
     ("@other\ndef f(): pass\nst.form_submit_button('x', on_click=f)", ["line 3: on_click=f"]),
+    ("@st.fragment\ndef f(): pass", ["line 2: st.fragment f"]),
+    ("@st.dialog('Title')\ndef f(): pass", ["line 2: st.dialog('Title') f"]),
+    ("@st.fragment(run_every=5)\n@ui.lead_action\ndef f(): pass", []),
 ])
 def test_the_page_reader_finds_unchecked_callbacks(source: str, found: list[str]) -> None:
     assert unchecked_callbacks(source) == found
