@@ -317,7 +317,7 @@ def lead_action(callback: Callable[P, None]) -> Callable[P, None]:
     Streamlit runs a callback before the page's script, so the page's own `require_lead`
     comes too late for it: a Guidelines tab opened in single-user mode would still save after
     a second name signed in. Every on_click / on_change / form callback of a lead page is
-    wrapped in this (tests/test_lead_actions.py reads the pages to make sure)."""
+    wrapped in this (tests/test_lead_check.py reads the pages to make sure)."""
 
     @functools.wraps(callback)
     def checked(*args: P.args, **kwargs: P.kwargs) -> None:
@@ -391,7 +391,7 @@ def sidebar_identity() -> None:
 
 def guidelines(markdown: str) -> None:
     """A lead's guidelines as markdown that can load nothing (`calibration.text.inert_markdown`:
-    inline formatting only, no images, links, raw HTML or LaTeX)."""
+    text formatting only: no images, bracket links, raw HTML or LaTeX)."""
     st.markdown(inert_markdown(markdown))
 
 
