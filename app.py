@@ -2,7 +2,9 @@
 
 One navigation over the screens in pages/. Lead pages are left out of the navigation of a
 signed-in person who is not a lead (each lead page checks again on the server, so a direct
-URL is refused alike). The role mode (`calibration.roles.Mode`) is shown in the sidebar:
+URL is refused alike). A reload signs the same person in again from the link before the
+navigation is built (`ui.restore_sign_in`), so Home and the page list know them too. The
+role mode (`calibration.roles.Mode`) is shown in the sidebar:
 single-user mode (no lead configured, one name so far) is labelled as such, and a team
 without a configured lead is told how to configure one; the first start prints that too. The
 database is $CALIBRATION_DB or data/calibration.db; every page opens its own short-lived
@@ -51,7 +53,7 @@ _announce_roles()
 
 
 def _main() -> None:
-    reviewer = ui.current_reviewer()
+    reviewer = ui.restore_sign_in()  # before the navigation: after a reload it lists the role's pages
     show_lead_pages = reviewer is None or ui.is_lead(reviewer)
     pages = [
         st.Page(path, title=title, icon=icon, default=(i == 0))
@@ -59,6 +61,7 @@ def _main() -> None:
         if show_lead_pages or not lead_only
     ]
     current = st.navigation(pages)
+    ui.refused_action()
     ui.sidebar_identity()
     if reviewer is not None:
         mode = ui.role_mode()

@@ -20,10 +20,11 @@ without a key press. A name alone (or with a bad or expired token) only fills in
 sign-in field. Labels are always written under the session's signed-in name
 (`REVIEWER_KEY`), never read from the URL.
 
-Leads (`require_lead`): the Dashboard, Cycles and Judge lab pages are for leads, listed in
-$CALIBRATION_LEADS or in the secrets. With none configured the app is in single-user mode
-(the one name signed in is the lead) until a second name signs in; then lead pages refuse
-everyone until a lead is configured (`calibration.roles`).
+Leads (`require_lead`): the Cycles, Guidelines, Dashboard, Import and Judge lab pages are
+for leads, listed in $CALIBRATION_LEADS or in the secrets. With none configured the app is in
+single-user mode (the one name signed in is the lead) until a second name signs in; then lead
+pages refuse everyone until a lead is configured (`calibration.roles`). The check runs at
+every run of a lead page and, through `lead_action`, inside every callback of one.
 
 Untrusted text (questions, chunks, answers, claims, rationales, notes, ids) is shown only
 through `literal()` (`st.text`) or `draw()` (HTML built here, every untrusted piece passed
@@ -34,19 +35,22 @@ places (labels, help, captions, option names) only ever get constant text.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import html
 import os
 import secrets
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import ParamSpec
 
 import streamlit as st
 
 from calibration import cycles, roles, store
-from calibration.errors import CalibrationError
-from calibration.text import neutralise_body, visible
+from calibration.errors import CalibrationError, NotALeadError
+from calibration.text import inert_markdown, neutralise_body, visible
 from calibration.vocab import VERDICT_COLOURS
 
 ROOT = Path(__file__).resolve().parent
@@ -59,6 +63,8 @@ TOKEN_PARAM = "signin"  # query parameter holding the sign-in token (`sign_token
 TOKEN_TTL_S = 12 * 3600  # a working day: a link shared today signs nobody in tomorrow
 SECRET_ENV = "CALIBRATION_SIGNIN_SECRET"
 SECRET_SETTING = store.SIGNIN_SECRET_SETTING  # generated once when neither env nor secrets set one
+_REFUSED_KEY = "_calibration_lead_refused"  # a lead action refused in its callback, for the page
+P = ParamSpec("P")
 
 
 # ---------------------------------------------------------------- sign-in tokens (pure)
@@ -161,6 +167,16 @@ def current_reviewer() -> str | None:
         return str(ident) if ident else None
     value = st.session_state.get(REVIEWER_KEY)
     return value if isinstance(value, str) and value else None
+
+
+def restore_sign_in() -> str | None:
+    """The reviewer of this browser session; after a reload, the one the link signs in again
+    (`_sign_in_from_link`). app.py asks this before it builds the navigation, so every page,
+    Home included, and the sidebar's page list know who is signed in from the first run."""
+    reviewer = current_reviewer()
+    if reviewer is None and not auth_configured():
+        reviewer = _sign_in_from_link()
+    return reviewer
 
 
 def normalise_name(raw: str) -> str:
@@ -268,18 +284,51 @@ def role_mode() -> roles.Mode:
     return roles.mode(leads, [*names, *([reviewer] if reviewer else [])])
 
 
-def is_lead(reviewer: str) -> bool:
-    """Whether the signed-in `reviewer` is a lead (`calibration.roles.is_lead`).
+def check_lead(reviewer: str | None) -> None:
+    """NotALeadError (the refusal sentence) unless `reviewer` is a lead right now: the one
+    lead check (`calibration.roles.require_lead`), for lead pages and lead actions alike.
 
     With OIDC the user's email, name or subject may match a configured lead. Without any lead
     configured the first and only name that signs in is the lead (single-user mode); once a
     second name has signed in nobody is, until a lead is configured.
     """
+    if not reviewer:
+        raise NotALeadError(roles.refusal(role_mode()))
     with store.session(db_path()) as db:
         if auth_configured():
             roles.note_sign_in(db, reviewer)  # a typed name is recorded at sign-in; OIDC here
-        names = roles.signed_in(db)
-    return roles.is_lead(_identities(reviewer), configured_leads() or frozenset(), names)
+        roles.require_lead(db, _identities(reviewer), configured_leads() or frozenset())
+
+
+def is_lead(reviewer: str) -> bool:
+    """Whether the signed-in `reviewer` is a lead (`check_lead`)."""
+    try:
+        check_lead(reviewer)
+    except NotALeadError:
+        return False
+    return True
+
+
+def lead_action(callback: Callable[P, None]) -> Callable[P, None]:
+    """A lead page's widget callback that first checks, at the moment it runs, that the
+    signed-in person is still a lead (`check_lead`); if not it does nothing and the page says
+    why in one sentence.
+
+    Streamlit runs a callback before the page's script, so the page's own `require_lead`
+    comes too late for it: a Guidelines tab opened in single-user mode would still save after
+    a second name signed in. Every on_click / on_change / form callback of a lead page is
+    wrapped in this (tests/test_lead_check.py reads the pages to make sure)."""
+
+    @functools.wraps(callback)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            check_lead(current_reviewer())
+        except NotALeadError as exc:
+            st.session_state[_REFUSED_KEY] = str(exc)
+            return
+        callback(*args, **kwargs)
+
+    return checked
 
 
 def open_work(reviewer: str) -> roles.OpenWork:
@@ -301,11 +350,21 @@ def require_lead() -> str:
     (`calibration.roles.TYPED_NAME_LIMITS`).
     """
     reviewer = require_reviewer()
-    if is_lead(reviewer):
-        return reviewer
-    st.info(roles.refusal(role_mode()), icon=":material/lock:")
-    st.stop()
-    raise AssertionError("unreachable")  # st.stop() raises
+    try:
+        check_lead(reviewer)
+    except NotALeadError as exc:
+        st.info(str(exc), icon=":material/lock:")
+        st.stop()
+    return reviewer
+
+
+def refused_action() -> None:
+    """Say, in one sentence, that a lead action was refused (`lead_action`). app.py calls this
+    on every run: the refused person's next page is usually not the lead page they pressed a
+    button on, which their navigation no longer holds."""
+    refused = st.session_state.pop(_REFUSED_KEY, None)
+    if refused:
+        st.error(f"Not done: {refused}", icon=":material/lock:")
 
 
 def sidebar_identity() -> None:
@@ -328,6 +387,12 @@ def sidebar_identity() -> None:
                 st.logout()
         else:
             st.button("Sign out", on_click=_sign_out, key="signout")
+
+
+def guidelines(markdown: str) -> None:
+    """A lead's guidelines as markdown that can load nothing (`calibration.text.inert_markdown`:
+    text formatting only: no images, bracket links, raw HTML or LaTeX)."""
+    st.markdown(inert_markdown(markdown))
 
 
 def literal(text: str | None, **kwargs: object) -> None:

@@ -3,6 +3,7 @@
     CalibrationError
     ├── InputError              a file, option or form value is invalid
     ├── NotFoundError           a named run, cycle, answer or claim does not exist
+    ├── NotALeadError           a lead-only action asked for by someone who is not a lead now
     ├── ConflictError           the request contradicts what the database holds
     │   ├── WorkOutstandingError    a cycle asked to close while labels are still owed
     │   └── NotRevealedError        judge verdicts asked for before the blind labels
@@ -46,6 +47,10 @@ class InputError(CalibrationError):
 
 class NotFoundError(CalibrationError):
     """A named judge run, cycle, answer or claim does not exist."""
+
+
+class NotALeadError(CalibrationError):
+    """A lead-only action was asked for by someone who is not a lead (now); nothing was done."""
 
 
 class ConflictError(CalibrationError):

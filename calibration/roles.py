@@ -6,13 +6,17 @@ The rules, each a function testable without a browser:
   invisible characters removed) and stored in the spelling first used
   (:func:`canonical_name`). A typed name is checked by :func:`calibration.text.check_name`
   (controls and mixed-script words refused) and refused when it looks like a different
-  known reviewer (:func:`calibration.text.confusable_with`): "аnna" with a Cyrillic "а",
-  or "Anna" with a zero-width space, is never a second reviewer that looks like "anna".
+  known reviewer (:func:`calibration.text.confusable_with`, UTS #39 skeletons over Unicode's
+  confusables.txt) or is that name in another alphabet: "аnna" with a Cyrillic "а", "Anna"
+  with a zero-width space, a Cherokee "ᎢᎪᎷᎪᎡᎪ" or a Cyrillic "Тамара" is never a second
+  reviewer beside "anna" or "Tamara".
 * **Leads** are configured by name or email ($CALIBRATION_LEADS, the secrets, or an OIDC
   identity matching one). With no lead configured the app is in *single-user mode* while at
   most one reviewer name has ever signed in: that user is the lead. As soon as a second
   name signs in there is a team and no lead (:data:`Mode.TEAM_WITHOUT_LEADS`): lead pages
-  refuse everyone until a lead is configured (:data:`SETUP_HINT` says how).
+  refuse everyone until a lead is configured (:data:`SETUP_HINT` says how). One check,
+  :func:`require_lead`, decides it at every run of a lead page and again inside every lead
+  action, so a page opened while its user was a lead writes nothing once they are not.
 * **Blind guarantee**: only a lead sees judge verdicts outside the per-answer reveal of the
   Review page, and lead pages check the role on the server at every run (a direct URL runs
   the same check), so in a team a reviewer with open work never sees the judge's verdicts
@@ -34,7 +38,7 @@ from enum import Enum
 from sqlite_utils import Database
 
 from . import store
-from .errors import InputError
+from .errors import InputError, NotALeadError
 from .store import cycles as cycle_store
 from .store import dashboard as dashboard_store
 from .store.dashboard import OpenCycleWork
@@ -51,10 +55,11 @@ TYPED_NAME_LIMITS = (
     "Without OIDC a reviewer types a name and is trusted. The name rule protects against "
     "mistakes and look-alikes: names are compared after Unicode normalisation (NFKC, case "
     "folding, invisible characters removed), so 'ANNA', 'anna' and 'anna' with a zero-width "
-    "space are one reviewer; a name mixing alphabets in a word (a Cyrillic 'а' in 'anna') or "
-    "looking like a different known reviewer is refused. It does not protect against someone "
-    "who types another person's name, a lead's included: that person then is them. Use OIDC "
-    "(st.login) when reviewers must not be able to act as each other.")
+    "space are one reviewer; a name mixing alphabets in a word (a Cyrillic 'а' in 'anna'), "
+    "looking like a different known reviewer (Unicode's confusables: a Cherokee 'ᎢᎪᎷᎪᎡᎪ' beside "
+    "'TAMARA') or being that name in another alphabet ('Тамара' beside 'Tamara') is refused. It "
+    "does not protect against someone who types another person's name, a lead's included: that "
+    "person then is them. Use OIDC (st.login) when reviewers must not be able to act as each other.")
 
 
 class Mode(Enum):
@@ -93,6 +98,21 @@ def is_lead(identities: Iterable[str], leads: frozenset[str], signed_in: Iterabl
     return any(normalise_name(i) in leads for i in idents)
 
 
+def require_lead(db: Database, identities: Sequence[str], leads: frozenset[str]) -> None:
+    """Raise NotALeadError, whose message is the :func:`refusal` sentence, unless the person
+    known by `identities` is a lead at this moment (:func:`is_lead` over the names that ever
+    signed in). With no identity at all nobody is a lead, single-user mode or not.
+
+    The one lead check: a lead page runs it before drawing anything, and every lead action
+    (a button's or form's callback, which Streamlit runs before the page's script) runs it
+    again, so a page opened while its user was a lead (before single-user mode ended, or
+    before a lead was removed from the configuration) writes nothing afterwards."""
+    idents = [i for i in identities if i]
+    names = signed_in(db)
+    if not idents or not is_lead(idents, leads, names):
+        raise NotALeadError(refusal(mode(leads, [*names, *idents[:1]])))
+
+
 def refusal(found: Mode) -> str:
     """The sentence a lead page shows a person who is not a lead."""
     if found is Mode.TEAM_WITHOUT_LEADS:
@@ -123,7 +143,8 @@ def accept_name(typed: str, known: Sequence[str], *, field: str = "name") -> str
     """The reviewer a typed name stands for (an existing spelling when one matches), or InputError.
 
     Refused: what :func:`check_name` refuses, a name longer than MAX_NAME, and a name that
-    looks like a different known reviewer (UTS #39 skeletons, :func:`confusable_with`)."""
+    looks like a different known reviewer (UTS #39 skeletons over Unicode's confusables.txt) or
+    is one in another alphabet (Cyrillic or Greek romanised): :func:`confusable_with`."""
     try:
         name = check_name(typed)
     except InputError as exc:
@@ -139,8 +160,8 @@ def accept_name(typed: str, known: Sequence[str], *, field: str = "name") -> str
     other = confusable_with(name, known)
     if other is not None:
         raise InputError(f"{field}: {visible(name)!r} looks like the existing reviewer {visible(other)!r} "
-                         "but is a different name; type that reviewer's name exactly, or a name "
-                         "that cannot be mistaken for it")
+                         "(or is that name in another alphabet) but is a different name; type that "
+                         "reviewer's name exactly, or a name that cannot be mistaken for it")
     return name
 
 
@@ -338,6 +359,7 @@ __all__ = [
     "open_work",
     "open_work_of",
     "refusal",
+    "require_lead",
     "sign_in",
     "signed_in",
     "unknown_warning",

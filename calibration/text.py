@@ -1,7 +1,8 @@
 """Text safety: one key per reviewer name, visible invisible characters, refusal reasons for imports.
 
 Pure functions over ``str``, standard library only (``re``, ``unicodedata``; the Unicode
-version is the one of the running Python, ``unicodedata.unidata_version``).
+version is the one of the running Python, ``unicodedata.unidata_version``), and one data file:
+Unicode's confusables.txt.
 
 Rules and their sources:
 
@@ -13,15 +14,19 @@ Rules and their sources:
   A word that mixes scripts (a Cyrillic ``а`` among Latin letters) is refused:
   Unicode Technical Standard #39, *Unicode Security Mechanisms*, §5.1 (resolved script set,
   with the augmented sets Jpan / Kore / Hanb) and §5.2 (restriction level "Highly
-  Restrictive").  Whole-script lookalikes (a wholly Cyrillic "Рое" beside a Latin "Poe") pass
-  that test and are caught by :func:`confusable_with`, a small subset of UTS #39 §4
-  confusable detection (skeletons).
+  Restrictive").  Whole-script lookalikes (a wholly Cyrillic "Рое" beside a Latin "Poe", a
+  Cherokee "ᎢᎪᎷᎪᎡᎪ" beside "TAMARA") pass that test and are caught by
+  :func:`confusable_with`: UTS #39 §4 confusable detection (skeletons) over Unicode's
+  confusables.txt (shipped in ``calibration/unicode/``, version 13.0.0), made caseless, plus
+  one name romanised from Cyrillic or Greek ("Тамара" beside "Tamara").
 * **Shown text** (:func:`visible`, :func:`neutralise_body`): the bidirectional formatting
   characters of Unicode Standard Annex #9, *Unicode Bidirectional Algorithm*, §2 (embeddings
   and overrides U+202A–202E, isolates U+2066–2069, marks U+200E, U+200F, U+061C) reorder
   whatever follows them on screen ("Trojan Source", CVE-2021-42574).  In ids and names every
   invisible or control character is shown as ``<U+XXXX>``; in body text the explicit
   controls and the characters that can hide text are.
+* **Guidelines** (:func:`inert_markdown`): a lead's markdown keeps its text formatting and
+  loses every way to load something (images, links, raw HTML, LaTeX): CommonMark §2.4 escapes.
 * **Imports** (:func:`id_problem`, :func:`text_problem`): the reason a value is refused, for
   the importer to prefix with file, line and field.
 * **CSV** (:func:`neutralise_cell`): OWASP "CSV Injection" (a cell that starts with ``=``,
@@ -31,9 +36,11 @@ Rules and their sources:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
+from importlib import resources
 from typing import Final
 
 from .errors import InputError
@@ -287,48 +294,96 @@ def check_name(raw: str) -> str:
     return name
 
 
-# UTS #39 confusables.txt, the subset that matters for names in Latin, Cyrillic and Greek:
-# each look-alike maps to its Latin prototype.  Case-sensitive on purpose: capital Cyrillic В
-# looks like Latin B, small в does not look like b.
-_SKELETON: Final = str.maketrans({
-    # Cyrillic
-    "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C",
-    "Т": "T", "Х": "X", "У": "Y", "Ү": "Y", "Ѕ": "S", "І": "l", "Ӏ": "l", "Ј": "J", "Ԛ": "Q",
-    "Ԝ": "W", "Ԍ": "G",
-    "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "ѕ": "s", "і": "i",
-    "ј": "j", "һ": "h", "ԁ": "d", "ԛ": "q", "ԝ": "w", "ӏ": "l", "ү": "y", "к": "k", "т": "t",
-    "п": "n", "г": "r", "ь": "b",
-    # Greek
-    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "l", "Κ": "K", "Μ": "M", "Ν": "N",
-    "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X", "Ϲ": "C", "Ϳ": "J",
-    "α": "a", "ο": "o", "ρ": "p", "ν": "v", "ι": "i", "κ": "k", "τ": "t", "υ": "u", "σ": "o",
-    "π": "n", "ϲ": "c", "ϳ": "j",
-    # Latin and Common look-alikes of Latin letters
-    "I": "l", "1": "l", "|": "l", "0": "O", "ı": "i", "ɑ": "a", "ɩ": "i", "ɡ": "g",
-    # punctuation
-    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2212": "-",
-    "\u2018": "'", "\u2019": "'", "\u02bc": "'", "`": "'",
+# Unicode's confusables.txt (UTS #39 §4), shipped in calibration/unicode/ with its licence.
+_CONFUSABLES: Final = "unicode/confusables.txt"
+
+
+@functools.cache
+def _prototypes() -> dict[int, str]:
+    """confusables.txt as a ``str.translate`` table: each source character to its prototype."""
+    data = resources.files("calibration").joinpath(_CONFUSABLES).read_text(encoding="utf-8")
+    table: dict[int, str] = {}
+    for line in data.splitlines():
+        if line and not line.startswith("#"):
+            source, _, prototype = line.partition(";")
+            table[int(source, 16)] = "".join(chr(int(c, 16)) for c in prototype.split())
+    return table
+
+
+def uts39_skeleton(text: str) -> str:
+    """The UTS #39 §4 skeleton: NFD, each character replaced by its prototype from
+    confusables.txt, NFD again.  Case-sensitive, as the standard defines it: ``"Ꭲ"`` (Cherokee)
+    and ``"Т"`` (Cyrillic) become ``"T"``, ``"m"`` becomes ``"rn"``, ``"I"`` and ``"1"`` become ``"l"``."""
+    return unicodedata.normalize("NFD", unicodedata.normalize("NFD", text).translate(_prototypes()))
+
+
+def _settled(text: str) -> str:
+    # UTS #39 skeleton and case folding in turn until neither changes the text.
+    text = uts39_skeleton(text)
+    for _ in range(4):  # settles in two rounds for every name tried; the cap keeps it finite
+        again = uts39_skeleton(text.casefold())
+        if again == text:
+            break
+        text = again
+    return text
+
+
+@functools.lru_cache(maxsize=4096)
+def _skeletons(name: str) -> frozenset[str]:
+    """Caseless skeletons: :func:`uts39_skeleton` and case folding in turn until neither changes
+    the text, from the name as typed and from it case-folded, so a look-alike of a capital
+    matches the small letter ("ᎢᎪᎷᎪᎡᎪ", "ꭲꭺꮇꭺꭱꭺ", "ТАМАРА", "TAMARA" and "tamara" share one).
+    Not from capitals too: "LIA" would then meet "ILA" (L folds to l, which I looks like)."""
+    shown = _display_form(name)
+    return frozenset({_settled(shown), _settled(shown.casefold())})
+
+
+# One common romanisation of Cyrillic and Greek (close to BGN/PCGN), letter by letter, for
+# small letters after case folding: "Тамара" and "Tamara" are one name in two alphabets.
+_ROMAN: Final = str.maketrans({
+    "а": "a", "б": "b", "в": "v", "г": "g", "ґ": "g", "д": "d", "е": "e", "ё": "e", "є": "ye",
+    "ж": "zh", "з": "z", "и": "i", "і": "i", "ї": "yi", "й": "y", "к": "k", "л": "l", "м": "m",
+    "н": "n", "о": "o", "п": "p", "р": "r", "с": "s", "т": "t", "у": "u", "ў": "u", "ф": "f",
+    "х": "kh", "ц": "ts", "ч": "ch", "ш": "sh", "щ": "shch", "ъ": "", "ы": "y", "ь": "", "э": "e",
+    "ю": "yu", "я": "ya",
+    "α": "a", "β": "v", "γ": "g", "δ": "d", "ε": "e", "ζ": "z", "η": "i", "θ": "th", "ι": "i",
+    "κ": "k", "λ": "l", "μ": "m", "ν": "n", "ξ": "x", "ο": "o", "π": "p", "ρ": "r", "σ": "s",
+    "ς": "s", "τ": "t", "υ": "y", "φ": "f", "χ": "ch", "ψ": "ps", "ω": "o",
 })
 
 
-def _skeleton(name: str) -> str:
-    """A caseless skeleton: look-alikes mapped before and after case folding, "m" as "rn"."""
-    mapped = _display_form(name).translate(_SKELETON)
-    return mapped.casefold().translate(_SKELETON).replace("m", "rn")
+@functools.lru_cache(maxsize=4096)
+def _romanised(name: str) -> str:
+    """The comparison key with Cyrillic and Greek letters romanised (their accents dropped)."""
+    out: list[str] = []
+    for ch in unicodedata.normalize("NFC", normalise_name(name)):
+        if ord(ch) in _ROMAN:  # precomposed letters first: "й" is "y", not "i" with a breve
+            out.append(ch.translate(_ROMAN))
+            continue
+        base = unicodedata.normalize("NFD", ch)[0]
+        out.append(base.translate(_ROMAN) if ord(base) in _ROMAN else ch)  # "ά" is "a"
+    return "".join(out)
 
 
 def confusable_with(name: str, existing_names: Iterable[str]) -> str | None:
-    """An existing name that looks like `name` but is a different reviewer, or None.
+    """An existing name that can be mistaken for `name` but is a different reviewer, or None.
 
-    Rule (UTS #39 §4, "confusable detection"): two strings are confusable when their
-    skeletons are equal; here the skeleton maps a hand-picked subset of confusables.txt
-    (Cyrillic and Greek letters that look like Latin ones, ``I``/``1``/``|`` as ``l``, ``0`` as
-    ``O``, ``m`` as ``rn``) and is caseless.  Names with the same :func:`normalise_name` key are
-    the same reviewer and are not reported.  The first match in `existing_names` order wins.
+    Rule: two names with different :func:`normalise_name` keys are confusable when
+
+    * their skeletons are equal (UTS #39 §4, "confusable detection", over the whole of
+      Unicode's confusables.txt, made caseless by :func:`_skeletons`): Cherokee
+      ``"ᎢᎪᎷᎪᎡᎪ"``, Cyrillic ``"ТАМАРА"``, full-width ``"ＴＡＭＡＲＡ"``, ``"TAMARA"`` with a
+      Greek ``Α``, ``"lvan"`` beside ``"Ivan"`` and ``"Kirn"`` beside ``"Kim"`` all look alike;
+    * or they are one name in two alphabets: equal once Cyrillic and Greek letters are
+      romanised (:data:`_ROMAN`), so ``"Тамара"`` is refused beside ``"Tamara"`` and ``"Вера"``
+      beside ``"Vera"`` (a reviewer who typed their name on another keyboard layout would
+      otherwise become a second reviewer).
+
+    ``"Ann"`` beside ``"Anna"`` is not confusable.  The first match in `existing_names` order wins.
     """
-    key, skeleton = normalise_name(name), _skeleton(name)
+    key, skeletons, roman = normalise_name(name), _skeletons(name), _romanised(name)
     for other in existing_names:
-        if normalise_name(other) != key and _skeleton(other) == skeleton:
+        if normalise_name(other) != key and (_skeletons(other) & skeletons or _romanised(other) == roman):
             return other
     return None
 
@@ -405,6 +460,31 @@ def neutralise_body(text: str) -> str:
         return _marker(m.group())
 
     return _BODY_SHOWN_RE.sub(shown, text)
+
+
+# --------------------------------------------------------------------------------------------
+# Guidelines markdown
+# --------------------------------------------------------------------------------------------
+
+# Backslash-escaped (CommonMark §2.4), each of these is shown as itself: "[" starts links and
+# images (inline, reference, definitions) and Streamlit's coloured text, "<" raw HTML and
+# autolinks, "$" LaTeX; the backslash too, so that a typed "\[" cannot undo the escape.
+_INERT: Final = str.maketrans({"\\": "\\\\", "[": "\\[", "<": "\\<", "$": "\\$"})
+
+
+def inert_markdown(text: str) -> str:
+    r"""A lead's markdown with only text formatting left: nothing in it can load anything.
+
+    Rule: every ``[`` (images ``![..](..)``, links ``[..](..)``, ``[..][ref]``, ``[ref]: url``),
+    ``<`` (raw HTML, ``<url>`` autolinks), ``$`` (LaTeX) and ``\`` is backslash-escaped
+    (CommonMark §2.4), so it is shown as itself.  Emphasis, strong, headings, lists, quotes,
+    tables and code still render, and a bare ``https://...`` is still a link that loads nothing
+    until clicked; ``![logo](https://x/y.png)`` is shown as those characters and no image,
+    iframe or style is fetched.  Everywhere, code included: escapes are not read inside code,
+    so a ``[`` there shows with its backslash, a small price for a rule that has no parsing of
+    its own to get wrong (a code span misjudged by a parser here would leave an image live).
+    """
+    return text.translate(_INERT)
 
 
 # --------------------------------------------------------------------------------------------
@@ -489,4 +569,5 @@ def neutralise_cell(value: str) -> str:
 
 
 __all__ = ["BIDI_CONTROLS", "BIDI_EXPLICIT", "BIDI_MARKS", "check_name", "confusable_with", "display_name",
-           "id_problem", "neutralise_body", "neutralise_cell", "normalise_name", "text_problem", "visible"]
+           "id_problem", "inert_markdown", "neutralise_body", "neutralise_cell", "normalise_name",
+           "text_problem", "uts39_skeleton", "visible"]

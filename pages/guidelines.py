@@ -3,8 +3,9 @@
 Top to bottom: the scope (every cycle, or one cycle), the markdown editor, a preview, and the
 verdict definitions reviewers see beside them (those of the judge's prompt, not editable
 here). The guidelines are markdown written by a lead, the one place the app renders markdown
-that is not a constant; imported text never reaches it. Saving happens in the button's
-callback, before the rerun.
+that is not a constant (imported text never reaches it), and even that through
+`ui.guidelines`: text formatting only, nothing that loads an image or a page. Saving happens
+in the button's callback, before the rerun, which checks the lead again (`ui.lead_action`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ EDITOR = "guidelines_text"
 SAVED = "guidelines_saved"
 
 
+@ui.lead_action
 def _on_save(scope: str, editor_key: str, lead: str) -> None:
     with store.session(ui.db_path()) as db:
         db_guidelines.save_guidelines(db, scope, str(st.session_state.get(editor_key) or ""), lead)
@@ -57,7 +59,7 @@ with st.container(border=True, key="guidelines-preview"):
     if text.strip():
         ui.literal("Under the buttons: " + review.guideline_summary(text))
         st.divider()
-        st.markdown(text)  # written by a lead: the one non-constant markdown the app renders
+        ui.guidelines(text)  # a lead's markdown, rendered so that it loads nothing
     else:
         st.caption("Nothing written for this scope.")
 

@@ -124,12 +124,14 @@ def _show_template(name: str) -> None:
     st.session_state[EDITING] = name
 
 
+@ui.lead_action
 def _switch_template() -> None:
     # Picking another template keeps the edits of the one left: picking it again brings them back.
     _remember_edit()
     _show_template(st.session_state[PICK])
 
 
+@ui.lead_action
 def _revert_template() -> None:
     name = st.session_state[EDITING]
     st.session_state.get(EDITS, {}).pop(name, None)

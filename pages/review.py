@@ -283,7 +283,7 @@ def _guidelines_dialog(definitions: dict[str, str], guidelines: list[Guidelines]
     for g in guidelines:
         st.divider()
         st.caption("For every cycle" if g.scope == PROJECT_SCOPE else "For this cycle")
-        st.markdown(g.markdown)  # written by a lead: the one markdown the page renders
+        ui.guidelines(g.markdown)  # a lead's markdown, rendered so that it loads nothing
 
 
 @st.dialog("Your answers in this cycle", width="large")

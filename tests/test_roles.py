@@ -44,7 +44,7 @@ def test_single_user_mode_ends_when_a_second_name_signs_in(signed_in: list[str],
     ("ANNA", ["anna"], "anna"),  # the stored spelling is kept
     ("anna\u200b", ["anna"], "anna"),
     ("  Vera   Ivanova ", ["vera ivanova"], "vera ivanova"),
-    ("Вера", ["vera"], "Вера"),  # a whole-script Cyrillic name is a different, allowed name
+    ("Вера", ["anna"], "Вера"),  # a whole-script Cyrillic name is a different, allowed name
     ("new person", ["anna"], "new person"),
 ])
 def test_accept_name_keeps_the_known_spelling(typed: str, known: list[str], expected: str) -> None:
@@ -61,6 +61,46 @@ def test_accept_name_keeps_the_known_spelling(typed: str, known: list[str], expe
 def test_accept_name_refuses_look_alikes_and_controls(typed: str, known: list[str], says: str) -> None:
     with pytest.raises(InputError, match=says):
         roles.accept_name(typed, known)
+
+
+KNOWN = ["TAMARA", "Ivan", "Anna", "Kim", "Vera", "Olga"]
+
+
+@pytest.mark.parametrize(("typed", "refused_as"), [
+    ("ᎢᎪᎷᎪᎡᎪ", "TAMARA"),        # Cherokee capitals: UTS #39 skeleton TAMARA
+    ("ꭲꭺꮇꭺꭱꭺ", "TAMARA"),       # Cherokee small letters, case folded to the capitals
+    ("ТАМАРА", "TAMARA"),        # Cyrillic capitals
+    ("Тамара", "TAMARA"),        # Cyrillic: the same name in another alphabet
+    ("ΤΑΜΑΡΑ", "TAMARA"),        # Greek capitals, romanised
+    ("ΑΝΝΑ", "Anna"),            # Greek look-alike
+    ("Вера", "Vera"),            # Cyrillic, romanised
+    ("ｌｖａｎ", "Ivan"),          # full-width small L beside capital I
+    ("Kirn", "Kim"),             # rn beside m, all Latin
+    ("O1ga", "Olga"),            # digit one for l
+])
+def test_a_name_that_can_be_mistaken_for_a_known_one_is_refused(typed: str, refused_as: str) -> None:
+    with pytest.raises(InputError, match=f"looks like the existing reviewer '{refused_as}'"):
+        roles.accept_name(typed, KNOWN)
+
+
+@pytest.mark.parametrize(("typed", "accepted_as"), [
+    ("ＴＡＭＡＲＡ", "TAMARA"),    # full-width is the same name (NFKC): the same reviewer
+    ("tamara", "TAMARA"),
+    ("Ann", "Ann"),              # different names, however close
+    ("Tamar", "Tamar"),
+    ("Ivana", "Ivana"),
+    ("Вероника", "Вероника"),
+    ("Νίκος", "Νίκος"),
+    ("Lia", "Lia"),
+])
+def test_a_different_name_is_accepted(typed: str, accepted_as: str) -> None:
+    assert roles.accept_name(typed, KNOWN) == accepted_as
+
+
+@pytest.mark.parametrize("typed", ["TΑMARA", "Tаmara", "ＴＡＭＡＲА"])  # a Greek Α, a Cyrillic а
+def test_a_name_mixing_look_alike_letters_in_a_word_is_refused(typed: str) -> None:
+    with pytest.raises(InputError, match="mixes"):
+        roles.accept_name(typed, KNOWN)
 
 
 def test_match_reviewers_warns_on_unknown_and_refuses_twice() -> None:

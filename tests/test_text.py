@@ -14,6 +14,7 @@ from calibration.errors import InputError
 from calibration.text import (
     BIDI_CONTROLS,
     BIDI_EXPLICIT,
+    _prototypes,
     _script_key,
     check_name,
     confusable_with,
@@ -22,6 +23,7 @@ from calibration.text import (
     neutralise_cell,
     normalise_name,
     text_problem,
+    uts39_skeleton,
     visible,
 )
 
@@ -262,6 +264,25 @@ def test_common_and_inherited_characters_have_no_script(ch: str) -> None:
 ])
 def test_confusable_with(name: str, existing: list[str], found: str | None) -> None:
     assert confusable_with(name, existing) == found
+
+
+@pytest.mark.parametrize(("text", "skeleton"), [
+    ("ᎢᎪᎷᎪᎡᎪ", "TAMARA"),         # Cherokee, confusables.txt: 13A2 -> 0054 ...
+    ("ТАМАРА", "TAMAPA"),         # Cyrillic ER looks like P, not R
+    ("ѕсоре", "scope"),           # Cyrillic small letters
+    ("Kim", "Kirn"),              # m -> rn
+    ("I1l", "lll"),
+    ("é", "e\u0301"),             # NFD
+])
+def test_uts39_skeleton_maps_by_confusables_txt(text: str, skeleton: str) -> None:
+    assert uts39_skeleton(text) == skeleton
+
+
+def test_the_confusables_table_is_whole_and_its_prototypes_final() -> None:
+    # UTS #39 §4: a prototype is never itself mapped further, so one pass gives the skeleton.
+    table = _prototypes()
+    assert len(table) == 6311  # the data lines of confusables.txt 13.0.0
+    assert not [f"U+{cp:04X}" for cp, proto in table.items() if any(ord(c) in table for c in proto)]
 
 
 # ---------------------------------------------------------------- visible

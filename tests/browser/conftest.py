@@ -22,9 +22,11 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -259,6 +261,43 @@ def sign_in(page: Any, url: str, name: str) -> None:
     page.locator(".st-key-cycle-name").wait_for()
     # Move the focus off any field so plain-key shortcuts reach the app.
     blur(page)
+
+
+def sign_in_at(page: Any, url: str, name: str, pause_ms: int = 300) -> None:
+    """Open `url` (a fresh session: a page that asks for the name) and sign in there."""
+    page.goto(url)
+    field = page.get_by_label("Your name")
+    field.wait_for()
+    field.fill(name)
+    field.press("Enter")
+    field.wait_for(state="detached")
+    settle(page, pause_ms)
+
+
+@contextlib.contextmanager
+def request_counter() -> Iterator[tuple[str, list[str]]]:
+    """A local HTTP server that records the path of every request; yields (base URL, paths)."""
+    seen: list[str] = []
+
+    class Count(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "image/png")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Count)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 def blur(page: Any) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from calibration import cycles, store
 
-from .conftest import SCREENSHOTS, build_db, server_errors, settle, start_app
+from .conftest import SCREENSHOTS, build_db, server_errors, settle, sign_in_at, start_app
 
 pytestmark = pytest.mark.browser
 
@@ -45,16 +45,6 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, P
 
 
 
-def _sign_in_at(page: Any, url: str, name: str) -> None:
-    page.goto(url)
-    field = page.get_by_label("Your name")
-    field.wait_for()
-    field.fill(name)
-    field.press("Enter")
-    field.wait_for(state="detached")
-    settle(page)
-
-
 def _text(page: Any) -> str:
     return page.locator('[data-testid="stApp"]').inner_text()
 
@@ -74,7 +64,7 @@ def test_a_reviewer_with_open_work_sees_no_verdict_on_any_lead_page_or_url(app: 
     try:
         for name in LEAD_PAGES:
             # A direct URL is a fresh session: sign in on it, then the server refuses the page.
-            _sign_in_at(page, f"{url}/{name}", REVIEWER)
+            sign_in_at(page, f"{url}/{name}", REVIEWER)
             text = _text(page)
             # Refused on the server: the page is not in this reviewer's navigation, so Streamlit
             # runs the default page instead, or the page's own guard refuses.
@@ -87,7 +77,7 @@ def test_a_reviewer_with_open_work_sees_no_verdict_on_any_lead_page_or_url(app: 
             nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
             assert "Dashboard" not in nav and "Cycles" not in nav and "Judge lab" not in nav
         # Home (no sign-in of its own): reached from the navigation, signed in.
-        _sign_in_at(page, f"{url}/review", REVIEWER)
+        sign_in_at(page, f"{url}/review", REVIEWER)
         page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Home").click()
         page.get_by_text("Judge runs").wait_for()
         settle(page)
@@ -107,11 +97,11 @@ def test_the_lead_gets_the_pages_and_the_path(app: tuple[str, Path, Path], brows
     page = ctx.new_page()
     page.set_default_timeout(20_000)
     try:
-        _sign_in_at(page, f"{url}/dashboard", "lena  LEAD")  # any case and spacing
+        sign_in_at(page, f"{url}/dashboard", "lena  LEAD")  # any case and spacing
         text = _text(page)
         assert "This page is for leads" not in text
         _shot(page, "dashboard-lead")
-        _sign_in_at(page, f"{url}/cycles", LEAD)
+        sign_in_at(page, f"{url}/cycles", LEAD)
         text = _text(page)
         assert "This page is for leads" not in text and "blind one" in text
         _shot(page, "cycles-lead")

@@ -14,7 +14,7 @@ import pytest
 from calibration import cycles, roles, store
 from calibration.importing import import_answers
 
-from .conftest import SCREENSHOTS, server_errors, settle, start_app, write_answers
+from .conftest import SCREENSHOTS, server_errors, settle, sign_in_at, start_app, write_answers
 
 pytestmark = pytest.mark.browser
 
@@ -62,13 +62,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
 
 
 def _sign_in_at(page: Any, url: str) -> None:
-    page.goto(url)
-    field = page.get_by_label("Your name")
-    field.wait_for()
-    field.fill(LEAD)
-    field.press("Enter")
-    field.wait_for(state="detached")
-    settle(page, 400)
+    sign_in_at(page, url, LEAD, 400)
 
 
 def _all_text(page: Any) -> str:
