@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from sqlite_utils import Database
@@ -9,7 +11,7 @@ from sqlite_utils import Database
 from calibration import cli, cycles, planning, report, sampling, store
 from calibration.errors import InputError
 from tests.helpers import assert_no_traceback
-from tests.test_cycles import add_answer
+from tests.test_cycles import add_answer, click, page, texts
 
 RUN = "judge@v1"
 # Where people disagree with the judge: every answer with an UNSUPPORTED verdict has its claim
@@ -163,8 +165,7 @@ def test_a_planned_cycles_report_matches_an_independent_design_based_computation
 
 
 def test_closing_a_planned_cycle_says_what_the_plan_expected_and_reached(
-        claims_db: tuple[Database, dict[str, list[int]]], capsys: pytest.CaptureFixture[str],
-        db_path: object) -> None:
+        claims_db: tuple[Database, dict[str, list[int]]]) -> None:
     db, claims = claims_db
     label(db, claims, [f"b{i:02d}" for i in range(0, 96, 3)])
     cycle = cycles.create_cycle(db, name="p1", judge_run=RUN, size=20, seed=2, strategy="planned",
@@ -220,3 +221,27 @@ def test_next_cycle_defaults(agreement_needed: int | None, grounding_needed: int
                                          plan("grounding", grounding_needed),
                                          min_size=15, max_size=30, default_size=20)
     assert got == want
+
+
+def test_cycles_page_shows_the_plan_then_creates_a_planned_cycle(
+        claims_db: tuple[Database, dict[str, list[int]]], db_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    db, claims = claims_db
+    label(db, claims, [f"b{i:02d}" for i in range(0, 96, 3)])
+    at = page(db_path, monkeypatch)
+    at.selectbox(key="cycle_strategy").set_value("planned")
+    at.selectbox(key="cycle_goal").set_value("grounding")
+    click(at, "Show the plan")
+    assert not at.exception
+    assert [s.value for s in at.success] == [
+        "The plan of a planned cycle with these choices (nothing drawn yet):"]
+    shown = texts(at)
+    assert shown[0].startswith("planned for the corrected grounding score: 20 answers over")
+    assert not cycles.list_cycles(db)
+    at.text_input(key="cycle_name").input("planned 1")
+    at.text_input(key="cycle_seed").input("3")
+    click(at, "Create cycle")
+    assert not at.exception
+    made = cycles.get_cycle(db, "planned 1")
+    assert made.strategy == "planned" and made.plan is not None and made.plan["goal"] == "grounding"
+    assert "planned 1: 20 answers of judge@v1, planned, seed 3" in texts(at)
