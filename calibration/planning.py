@@ -8,9 +8,10 @@ reads (`store.cycles.planning_facts`, `store.claim_table`); no I/O of its own.
 Strata. Each answer of the run gets a stratum from what is known of every answer, labeled or not:
 its judge verdict pattern ("all-SUPPORTED", "CONTRADICTED": some claim contradicted, else
 "UNSUPPORTED"), its category, the seed-003 answer-check flag and, for the grounding goal, whether
-the judge's uncertainty signals call it more or less certain than the run's median (`uncertainty`).
-When those strata outnumber half the cycle's slots they are coarsened level by level (`LEVELS`:
-category goes first, then the flag, then the certainty split, down to "all-SUPPORTED"/"not", which
+the judge's uncertainty signals call it more or less certain than the median of its verdict
+pattern (`uncertainty`). When those strata outnumber `MAX_STRATA` (two thirds of the slots of a
+smaller cycle) they are coarsened level by level (`LEVELS`:
+the flag or category goes first, then the certainty split, down to "all-SUPPORTED"/"not", which
 every other design's strata also refine), so the allocation keeps slots to move.
 
 Spreads. For the agreement goal the spread S_h of stratum h is the standard deviation of the
@@ -51,7 +52,7 @@ grounding goal when the half-width reaches `GROUNDING_HALF_WIDTH`. These are pla
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -75,6 +76,9 @@ PRIOR_ERROR: Final[dict[str, float]] = {"SUPPORTED": 0.1, "CONTRADICTED": 0.3, "
 MIN_RATE_CLAIMS: Final = 20
 ASSUMED_AGREEMENT: Final = 0.85
 GROUNDING_HALF_WIDTH: Final = 0.05
+# At most this many strata, so a cycle of 15 (cycles.MIN_SIZE) still has slots to move once
+# every stratum has its floor of one.
+MAX_STRATA: Final = 9
 MAX_CYCLES: Final = 20
 _Z: Final = 1.959963984540054
 _SUPPORTED = LABELS.index("SUPPORTED")
@@ -82,7 +86,7 @@ _CONTRADICTED = LABELS.index("CONTRADICTED")
 
 PATTERN, CATEGORY, FLAG, CERTAINTY, BASE = "pattern", "category", "flag", "certainty", "base"
 LEVELS: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
-    "agreement": ((PATTERN, CATEGORY, FLAG), (PATTERN, FLAG), (PATTERN,), (BASE,)),
+    "agreement": ((PATTERN, CATEGORY, FLAG), (PATTERN, CATEGORY), (PATTERN, FLAG), (PATTERN,), (BASE,)),
     "grounding": ((PATTERN, CERTAINTY, CATEGORY, FLAG), (PATTERN, CERTAINTY, FLAG), (PATTERN, CERTAINTY),
                   (PATTERN,), (BASE,)),
 }
@@ -98,41 +102,46 @@ def verdict_pattern(verdicts: Sequence[str]) -> str:
 def uncertainty(facts: Sequence[PlanningFacts], error_rate: Mapping[str, float] | None = None) -> np.ndarray:
     """u_i = sum_c q_c (1 - q_c) per answer: its predicted residual variance (module docstring)."""
     rate = {**PRIOR_ERROR, **(error_rate or {})}
+    n_claims = np.array([len(f.verdicts) for f in facts], dtype=np.int64)
+    owner = np.repeat(np.arange(len(facts)), n_claims)
     lengths = np.array([max(f.length, 1) for f in facts], dtype=float)
     median = float(np.median(lengths)) if lengths.size else 1.0
-    out = np.zeros(len(facts))
-    for i, f in enumerate(facts):
-        scale = min(2.0, max(0.5, math.sqrt(lengths[i] / median))) * (2.0 if f.flagged else 1.0)
-        q = np.array([(1.0 - f.confidence) if f.confidence is not None and 0 <= f.confidence <= 1
-                      else rate.get(v, PRIOR_ERROR["UNSUPPORTED"]) for v in f.verdicts])
-        q = np.clip(q * scale, 0.005, 0.5)
-        out[i] = float((q * (1 - q)).sum())
-    return out
+    scale = np.clip(np.sqrt(lengths / median), 0.5, 2.0) * np.where([f.flagged for f in facts], 2.0, 1.0)
+    by_verdict = np.array([rate.get(v, PRIOR_ERROR["UNSUPPORTED"]) for f in facts for v in f.verdicts])
+    conf = np.array([f.confidence if f.confidence is not None and 0 <= f.confidence <= 1 else np.nan
+                     for f in facts], dtype=float)[owner]
+    q = np.clip(np.where(np.isnan(conf), by_verdict, 1.0 - conf) * scale[owner], 0.005, 0.5)
+    return np.bincount(owner, weights=q * (1 - q), minlength=len(facts))
 
 
-def _label(f: PlanningFacts, parts: Sequence[str], less_certain: bool) -> str:
-    pattern = verdict_pattern(f.verdicts)
-    out: list[str] = []
-    for p in parts:
-        if p == BASE:
-            out.append("all-SUPPORTED" if pattern == "all-SUPPORTED" else "not")
-        elif p == PATTERN:
-            out.append(pattern)
-        elif p == CATEGORY:
-            out.append(f"category {f.category}" if f.category is not None else "no category")
-        elif p == FLAG:
-            out.append("flagged" if f.flagged else "unflagged")
-        elif p == CERTAINTY:
-            out.append("less certain" if less_certain else "more certain")
-    return " · ".join(out)
+def less_certain(facts: Sequence[PlanningFacts]) -> np.ndarray:
+    """Per answer: is its u_i per claim, under the prior error rates, above the median of its
+    verdict pattern? It reads the judge's signals only, never the labels, so every cycle of the
+    run splits the run alike."""
+    per_claim = uncertainty(facts) / np.maximum(1, [len(f.verdicts) for f in facts])
+    pattern = np.array([verdict_pattern(f.verdicts) for f in facts], dtype=object)
+    less = np.zeros(len(facts), dtype=bool)
+    for p in set(pattern.tolist()):
+        on = pattern == p
+        less[on] = per_claim[on] > np.median(per_claim[on])
+    return less
 
 
-def answer_strata(facts: Sequence[PlanningFacts], parts: Sequence[str], u: np.ndarray) -> dict[str, str]:
-    """The stratum of every answer at one level of detail; the certainty split is at the median
-    of u_i per claim over the answers given."""
-    per_claim = u / np.maximum(1, [len(f.verdicts) for f in facts])
-    cut = float(np.median(per_claim)) if per_claim.size else 0.0
-    return {f.answer_id: _label(f, parts, bool(per_claim[i] > cut)) for i, f in enumerate(facts)}
+def answer_strata(facts: Sequence[PlanningFacts], less: np.ndarray
+                  ) -> Callable[[Sequence[str]], dict[str, str]]:
+    """The strata of every answer, as a function of the level of detail (`less`: `less_certain`)."""
+    pattern = [verdict_pattern(f.verdicts) for f in facts]
+    words = {BASE: ["all-SUPPORTED" if p == "all-SUPPORTED" else "not" for p in pattern], PATTERN: pattern,
+             CATEGORY: [f"category {f.category}" if f.category is not None else "no category" for f in facts],
+             FLAG: ["flagged" if f.flagged else "unflagged" for f in facts],
+             CERTAINTY: ["less certain" if x else "more certain" for x in less.tolist()]}
+    ids = [f.answer_id for f in facts]
+
+    def at(parts: Sequence[str]) -> dict[str, str]:
+        labels = (" · ".join(t) for t in zip(*(words[p] for p in parts), strict=True))
+        return dict(zip(ids, labels, strict=True))
+
+    return at
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +169,7 @@ class Plan:
     size: int
     level: tuple[str, ...]
     strata: tuple[PlannedStratum, ...]
-    answer_strata: dict[str, str] = field(repr=False)  # pool answer -> stratum
+    answer_strata: dict[str, str] = field(repr=False)  # every answer of the run -> its stratum
     current: float | None  # the goal's figure from the labels so far (None: no labels)
     current_half_width: float | None  # its planning half-width now (None: not estimable)
     expected_half_width: float | None  # after this cycle
@@ -287,12 +296,15 @@ def make_plan(facts: Sequence[PlanningFacts], table: ClaimTable, pool: Collectio
     lab = _labeled(table, goal)
     u = uncertainty(facts, lab.error_rate)
     u_of = dict(zip((f.answer_id for f in facts), u.tolist(), strict=True))
-    room = max(1, size // 2)
+    # The level depends on the run and the usual cycle size only, so the cycles of a run cut it
+    # alike and their strata combine into one partition (`run_strata_with_plans`).
+    room = max(1, min(MAX_STRATA, size * 2 // 3))
     levels = LEVELS[goal]
-    level, strata_of = levels[-1], answer_strata(facts, levels[-1], u)
+    strata_at = answer_strata(facts, less_certain(facts))
+    level, strata_of = levels[-1], strata_at(levels[-1])
     for parts in levels:
-        candidate = answer_strata(facts, parts, u)
-        if len({candidate[f.answer_id] for f in in_pool}) <= room:
+        candidate = strata_at(parts)
+        if len(set(candidate.values())) <= room:
             level, strata_of = parts, candidate
             break
 
@@ -356,7 +368,7 @@ def make_plan(facts: Sequence[PlanningFacts], table: ClaimTable, pool: Collectio
         if hw is not None and reached(hw):
             needed = k
             break
-    return Plan(goal, size, tuple(level), strata, {f.answer_id: strata_of[f.answer_id] for f in in_pool},
+    return Plan(goal, size, tuple(level), strata, strata_of,
                 value, now, expected, target if goal == "agreement" else None, needed, assumed)
 
 
@@ -366,8 +378,9 @@ def run_strata_with_plans(base: np.ndarray, answer_ids: Sequence[str],
 
     Each design samples uniformly within its own strata, so within a cell of their product every
     cycle's draw is uniform too, and so is the union of the cycles' labels: the run's figures
-    post-stratify on the cells. An answer outside a planned cycle's pool (labeled before it) is in
-    that cycle's stratum "-".
+    post-stratify on the cells. Each plan gives every answer of the run a stratum (labeled before
+    the cycle or not: the union argument needs the strata of the whole run); an answer a plan does
+    not know (imported after it) is in that plan's stratum "-".
     """
     if not plans:
         return base

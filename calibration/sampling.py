@@ -245,16 +245,20 @@ def neyman_allocate(sizes: Mapping[str, int], spread: Mapping[str, float], n: in
     if sum(lo.values()) > n:
         raise ValueError("the floor takes more slots than the sample has")
 
-    def quotas(c: float) -> dict[str, float]:
-        return {h: min(float(sizes[h]), max(float(lo[h]), c * sizes[h] * spread[h])) for h in keys}
+    big = np.array([sizes[h] for h in keys], dtype=float)
+    least = np.array([lo[h] for h in keys], dtype=float)
+    weight = big * np.array([spread[h] for h in keys], dtype=float)
+
+    def quotas(c: float) -> np.ndarray:
+        return np.minimum(big, np.maximum(least, c * weight))
 
     low, high = 0.0, 1.0
-    while sum(quotas(high).values()) < n and high < 1e18:
+    while quotas(high).sum() < n and high < 1e18:
         high *= 2
-    for _ in range(200):
+    for _ in range(100):
         mid = (low + high) / 2
-        low, high = (mid, high) if sum(quotas(mid).values()) < n else (low, mid)
-    quota = quotas(high)
+        low, high = (mid, high) if quotas(mid).sum() < n else (low, mid)
+    quota = dict(zip(keys, quotas(high).tolist(), strict=True))
     alloc = {h: max(lo[h], min(sizes[h], math.floor(quota[h]))) for h in keys}
     while (short := n - sum(alloc.values())) != 0:
         if short > 0:
