@@ -8,15 +8,15 @@ SUPPORTED with probability 0.8 (else UNSUPPORTED 80%, CONTRADICTED 20%); a perso
 the judge with a probability that depends on the run, shifted per answer by a normal random
 effect on the logit scale (sd 0.6), so the claims of one answer are correlated:
 
-- "concentrated": 98% on SUPPORTED verdicts, 50% on the others, and 80% on every verdict in one
-  category ("legal") and on flagged answers: the disagreement sits in the judge-UNSUPPORTED
-  answers and one category;
+- "concentrated": 99.5% on SUPPORTED verdicts, 50% on the others, and at most 75% on every
+  verdict in one category ("legal") and on flagged answers: the disagreement sits in the
+  judge-UNSUPPORTED answers and one category;
 - "even": 88% on every verdict in every category: nothing to concentrate on.
 
-Each replicate labels n answers in two cycles of n/2 (the second skipping the answers the first
-labeled), the way a lead works: random, stratified (by category), failures-first (share 0.5) in
-both cycles, and planned: the first planned cycle has no labels to go on (so it is the stratified
-allocation over the planned strata), the second plans from the first's labels, for the goal named
+Each replicate labels n answers in cycles of 30 (each skipping the answers labeled before it),
+the way a lead works: random, stratified (by category), failures-first (share 0.5) in every
+cycle, and planned: the first planned cycle has no labels to go on (so it is the stratified
+allocation over the planned strata), each later one plans from the labels so far, for the goal named
 ("planned-agr": the agreement decision; "planned-grd": the corrected grounding score). The
 run-level figures are computed as the report computes them: post-stratified on the design strata
 (all-SUPPORTED or not, crossed with category after a stratified cycle and with the planned cycles'
@@ -53,6 +53,7 @@ from calibration.vocab import LABELS  # noqa: E402
 CATEGORIES = ("finance", "health", "legal")
 DESIGNS = ("random", "stratified", "failures-first", "planned-agr", "planned-grd")
 SIZES = (60, 120)
+CYCLE = 30  # answers per cycle: the largest ordinary cycle (cycles.MAX_SIZE)
 SUP, CON, UNS = LABELS.index("SUPPORTED"), LABELS.index("CONTRADICTED"), LABELS.index("UNSUPPORTED")
 
 
@@ -75,9 +76,9 @@ class Run:
         n = answer.size
         judge = np.where(rng.random(n) < 0.8, SUP, np.where(rng.random(n) < 0.8, UNS, CON))
         if kind == "concentrated":
-            p_agree = np.where(judge == SUP, 0.98, 0.50)
+            p_agree = np.where(judge == SUP, 0.995, 0.50)
             hard = (cat[answer] == CATEGORIES.index("legal")) | flagged[answer]
-            p_agree = np.where(hard, 0.80, p_agree)
+            p_agree = np.where(hard, np.minimum(p_agree, 0.75), p_agree)
         else:
             p_agree = np.full(n, 0.88)
         effect = rng.normal(0, 0.6, size=n_answers)[answer]
@@ -93,10 +94,13 @@ class Run:
         self.pool = [sampling.PoolAnswer(a, c, bool(f)) for a, c, f in
                      zip(self.ids, self.category, self.failing, strict=True)]
         lengths = rng.integers(200, 2000, size=n_answers)
-        self.facts = [PlanningFacts(a, self.category[i], tuple(LABELS[v] for v in judge[self.start[i]:self.start[i + 1]]),
-                                    bool(flagged[i]), int(lengths[i]), None) for i, a in enumerate(self.ids)]
+        verdicts = [tuple(LABELS[v] for v in judge[self.start[i]:self.start[i + 1]])
+                    for i in range(n_answers)]
+        self.facts = [PlanningFacts(a, self.category[i], verdicts[i], bool(flagged[i]), int(lengths[i]), None)
+                      for i, a in enumerate(self.ids)]
         whole = self.tables.sum(axis=0)
-        self.truth = {"agreement": float(np.trace(whole) / whole.sum()), "grounding": float((human == SUP).mean())}
+        self.truth = {"agreement": float(np.trace(whole) / whole.sum()),
+                      "grounding": float((human == SUP).mean())}
         self.f_all = (judge == SUP).astype(float)
         self.base = est.run_strata(~self.failing)
         self.with_category = est.run_strata(~self.failing, self.category)
@@ -115,8 +119,8 @@ class Run:
             human[cl] = self.human[cl]
         n = self.answer.size
         empty = np.zeros(0, dtype=np.int64)
-        labels = ReviewerColumns(claim=empty, claim_pk=empty, reviewers=[], reviewer=empty, final=empty, blind=empty,
-                                 reconciled=empty, slip=empty, judge=empty)
+        labels = ReviewerColumns(claim=empty, claim_pk=empty, reviewers=[], reviewer=empty, final=empty,
+                                 blind=empty, reconciled=empty, slip=empty, judge=empty)
         return ClaimTable(claim_pk=np.arange(n), keys=[""] * n, answer=self.answer, answer_ids=self.ids,
                           judge=self.judge, human=human, status=np.zeros(n, dtype=np.int64), weight=None,
                           labels=labels)
@@ -138,12 +142,11 @@ def _represented(strata: np.ndarray, rows: np.ndarray) -> dict[Hashable, int]:
 
 
 def _cycles(run: Run, design: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Labeled rows after two cycles of the design, the run's post-strata, and whether a stratum
-    of the run ended without a labeled answer."""
-    n1 = n // 2
+    """Labeled rows after cycles of CYCLE answers of the design, the run's post-strata, and
+    whether a stratum of the run ended without a labeled answer."""
     labeled: list[str] = []
     plans: list[dict[str, str]] = []
-    for k, size in enumerate((n1, n - n1)):
+    for k, size in enumerate([CYCLE] * (n // CYCLE)):
         taken = set(labeled)
         pool = [a for a in run.pool if a.answer_id not in taken]
         s_seed = seed * 10 + k
@@ -177,8 +180,9 @@ def cell(args: tuple[str, str, int, int, int]) -> dict[str, Any]:
         a = est.agreement_estimate(run.tables[rows], strata[rows], pop, fpc=False)
         cl = run.claims_of(rows)
         ans = run.answer[cl]
-        g = est.corrected_grounding(run.f_all, run.answer, (run.human[cl] == SUP).astype(float), run.f_all[cl],
-                                    ans, stratum=strata[ans], population=pop).estimate
+        y = (run.human[cl] == SUP).astype(float)
+        g = est.corrected_grounding(run.f_all, run.answer, y, run.f_all[cl], ans, stratum=strata[ans],
+                                    population=pop).estimate
         for key, e, truth in (("a", a, run.truth["agreement"]), ("g", g, run.truth["grounding"])):
             if e.value is not None:
                 out[f"{key}_err"].append(e.value - truth)
@@ -210,7 +214,8 @@ def main() -> None:
         print(f"\nrun {kind}: agreement {run.truth['agreement']:.3f}, grounding {run.truth['grounding']:.3f} "
               f"({args.reps} replicates per row)")
         print("| design | n answers | agreement coverage | agreement |bias| | agreement width "
-              "| grounding coverage | grounding |bias| | grounding width | labels saved vs random (agr / grd) |")
+              "| grounding coverage | grounding |bias| | grounding width "
+              "| labels saved vs random (agr / grd) |")
         print("|---|---|---|---|---|---|---|---|---|")
         for n in SIZES:
             ref = by[(kind, "random", n)]

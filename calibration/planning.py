@@ -11,7 +11,7 @@ its judge verdict pattern ("all-SUPPORTED", "CONTRADICTED": some claim contradic
 the judge's uncertainty signals call it more or less certain than the median of its verdict
 pattern (`uncertainty`). When those strata outnumber `MAX_STRATA` (two thirds of the slots of a
 smaller cycle) they are coarsened level by level (`LEVELS`:
-the flag or category goes first, then the certainty split, down to "all-SUPPORTED"/"not", which
+the flag goes first, then the certainty split, then the category, down to "all-SUPPORTED"/"not", which
 every other design's strata also refine), so the allocation keeps slots to move.
 
 Spreads. For the agreement goal the spread S_h of stratum h is the standard deviation of the
@@ -87,8 +87,8 @@ _CONTRADICTED = LABELS.index("CONTRADICTED")
 PATTERN, CATEGORY, FLAG, CERTAINTY, BASE = "pattern", "category", "flag", "certainty", "base"
 LEVELS: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
     "agreement": ((PATTERN, CATEGORY, FLAG), (PATTERN, CATEGORY), (PATTERN, FLAG), (PATTERN,), (BASE,)),
-    "grounding": ((PATTERN, CERTAINTY, CATEGORY, FLAG), (PATTERN, CERTAINTY, FLAG), (PATTERN, CERTAINTY),
-                  (PATTERN,), (BASE,)),
+    "grounding": ((PATTERN, CERTAINTY, CATEGORY, FLAG), (PATTERN, CERTAINTY, CATEGORY), (PATTERN, CATEGORY),
+                  (PATTERN, CERTAINTY), (PATTERN,), (BASE,)),
 }
 
 
