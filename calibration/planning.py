@@ -42,8 +42,9 @@ does in the paper.
 What the plan expects. With N_h answers of the run in stratum h, n0_h labeled before and n_h drawn,
 the stratified variance of the goal's figure after the cycle is
 V = sum_h N_h^2 (1 - n1_h / N_h) S_h^2 / n1_h / X^2, n1_h = min(N_h, n0_h + n_h), X the run's
-judged claims (Cochran 1977, eq. 5.6 for a ratio with eq. 6.11); the expected 95% half-width is
-1.96 sqrt(V). The cycles the decision should take: the agreement goal is decided when the interval
+judged claims (Cochran 1977, eq. 5.6 for a ratio with eq. 6.11), without the factors
+(1 - n1_h / N_h) for the agreement, whose report interval has none; the expected 95% half-width
+is 1.96 sqrt(V). The cycles the decision should take: the agreement goal is decided when the interval
 excludes the target, so the smallest k with 1.96 sqrt(V_k) < |R - target| for k such cycles; the
 grounding goal when the half-width reaches `GROUNDING_HALF_WIDTH`. These are planning figures
 (normal approximation, spreads as estimated), not the report's intervals.
@@ -263,8 +264,10 @@ def _labeled(table: ClaimTable, goal: str) -> _Labeled:
     return _Labeled(ids, resid, value, rate)
 
 
-def _half_width(strata: Sequence[PlannedStratum], labeled: Mapping[str, int], claims: float) -> float | None:
-    """1.96 sqrt(sum_h N_h^2 (1 - n_h / N_h) S_h^2 / n_h) / X for the given labeled counts."""
+def _half_width(strata: Sequence[PlannedStratum], labeled: Mapping[str, int], claims: float, *,
+                fpc: bool) -> float | None:
+    """1.96 sqrt(sum_h N_h^2 (1 - n_h / N_h) S_h^2 / n_h) / X for the given labeled counts, without
+    the factors (1 - n_h / N_h) when not `fpc`, as the report's agreement interval."""
     if claims <= 0:
         return None
     var = 0.0
@@ -274,7 +277,7 @@ def _half_width(strata: Sequence[PlannedStratum], labeled: Mapping[str, int], cl
             continue
         if n == 0:
             return None
-        var += s.run ** 2 * (1 - n / s.run) * s.spread ** 2 / n
+        var += s.run ** 2 * ((1 - n / s.run) if fpc else 1.0) * s.spread ** 2 / n
     return _Z * math.sqrt(var) / claims
 
 
@@ -351,7 +354,8 @@ def make_plan(facts: Sequence[PlanningFacts], table: ClaimTable, pool: Collectio
     claims = float(sum(len(f.verdicts) for f in facts if strata_of[f.answer_id] in run_count))
 
     def after(k: int) -> float | None:
-        return _half_width(strata, {s.name: s.labeled_before + k * s.sampled for s in strata}, claims)
+        return _half_width(strata, {s.name: s.labeled_before + k * s.sampled for s in strata}, claims,
+                           fpc=goal == "grounding")
 
     now, expected = after(0), after(1)
     value = lab.value
@@ -382,9 +386,10 @@ def run_strata_with_plans(base: np.ndarray, answer_ids: Sequence[str],
     the cycle or not: the union argument needs the strata of the whole run); an answer a plan does
     not know (imported after it) is in that plan's stratum "-".
     """
-    if not plans:
+    distinct = [p for i, p in enumerate(plans) if p not in plans[:i]]  # a repeated cut adds nothing
+    if not distinct:
         return base
-    cells = [str(b) + "".join(f" | {p.get(a, '-')}" for p in plans)
+    cells = [str(b) + "".join(f" | {p.get(a, '-')}" for p in distinct)
              for b, a in zip(base.tolist(), answer_ids, strict=True)]
     return np.array(cells, dtype=object)
 

@@ -245,3 +245,12 @@ def test_cycles_page_shows_the_plan_then_creates_a_planned_cycle(
     made = cycles.get_cycle(db, "planned 1")
     assert made.strategy == "planned" and made.plan is not None and made.plan["goal"] == "grounding"
     assert "planned 1: 20 answers of judge@v1, planned, seed 3" in texts(at)
+
+
+def test_next_cycle_defaults_prefill_a_goal_and_a_size_within_bounds(
+        claims_db: tuple[Database, dict[str, list[int]]]) -> None:
+    db, claims = claims_db
+    label(db, claims, [f"b{i:02d}" for i in range(0, 96, 3)])
+    goal, size = cycles.next_cycle_defaults(db, RUN)
+    assert goal in planning.GOALS
+    assert cycles.MIN_SIZE <= size <= cycles.MAX_SIZE
