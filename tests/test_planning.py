@@ -27,9 +27,9 @@ def build(db: Database) -> dict[str, list[int]]:
                             "VALUES ('judge', 'v1', ?)", [store.now()]).lastrowid
         claims = {}
         for i in range(96):
-            verdicts = ["SUPPORTED", "UNSUPPORTED" if i < UNSUPPORTED else "SUPPORTED"]
-            category = "cat-a" if i < 60 else "cat-b"
-            claims[f"b{i:02d}"] = add_answer(db, run_id, f"b{i:02d}", verdicts, category)
+            aid = f"b{i:02d}"
+            claims[aid] = add_answer(db, run_id, aid, [judged(aid, 0), judged(aid, 1)],
+                                     "cat-a" if i < 60 else "cat-b")
     return claims
 
 
@@ -39,6 +39,16 @@ def truth(answer_id: str, position: int) -> str:
     if position == 1 and i < UNSUPPORTED:
         return "SUPPORTED" if i % 2 == 0 else "UNSUPPORTED"
     return "SUPPORTED"
+
+
+def judged(answer_id: str, position: int) -> str:
+    """The judge's verdict on claim `position` of the answer (see build)."""
+    return "UNSUPPORTED" if position == 1 and int(answer_id[1:]) < UNSUPPORTED else "SUPPORTED"
+
+
+def agreements(answer_id: str) -> int:
+    """Claims of the answer where people agree with the judge."""
+    return sum(truth(answer_id, p) == judged(answer_id, p) for p in range(2))
 
 
 def label(db: Database, claims: dict[str, list[int]], answer_ids: list[str]) -> None:
@@ -114,8 +124,7 @@ def _agreement_by_design(prob: dict[str, float], answers: list[str]) -> tuple[fl
     """Hajek ratio and its stratified linearised se, computed here from the recorded pi alone:
     answers with one pi form a stratum of N_h = n_h / pi_h (Cochran 1977, sec. 5A, 6.11), the
     variance without finite-population factors, as the report's (a superpopulation variance)."""
-    agree = {a: sum(truth(a, p) == v for p, v in enumerate(
-        ["SUPPORTED", "UNSUPPORTED" if int(a[1:]) < UNSUPPORTED else "SUPPORTED"])) for a in answers}
+    agree = {a: agreements(a) for a in answers}
     w = {a: 1 / prob[a] for a in answers}
     x = sum(w[a] * 2 for a in answers)
     r = sum(w[a] * agree[a] for a in answers) / x
@@ -145,14 +154,13 @@ def test_a_planned_cycles_report_matches_an_independent_design_based_computation
     value, se = _agreement_by_design(prob, list(cycle.answers))
     assert figures.estimates.agreement.value == pytest.approx(value)
     assert figures.estimates.agreement.se == pytest.approx(se)
-    # The run's figure post-stratifies on the planned strata (answers labeled before: stratum "-").
+    # The run's figure post-stratifies on the planned strata, which cut every answer of the run,
+    # those labeled before the cycle too.
     labeled = [f"b{i:02d}" for i in range(0, 96, 3)] + list(cycle.answers)
     plan = cycle.plan
     assert plan is not None
-    cell = {f"b{i:02d}": plan["answer_strata"].get(f"b{i:02d}", "-") + ("|fail" if i < UNSUPPORTED else "")
-            for i in range(96)}
-    agree = {a: sum(truth(a, p) == ("UNSUPPORTED" if p == 1 and int(a[1:]) < UNSUPPORTED else "SUPPORTED")
-                    for p in range(2)) for a in labeled}
+    cell = {f"b{i:02d}": plan["answer_strata"][f"b{i:02d}"] for i in range(96)}
+    agree = {a: agreements(a) for a in labeled}
     num = den = 0.0
     for h in set(cell.values()):
         members = [a for a in cell if cell[a] == h]
@@ -254,3 +262,30 @@ def test_next_cycle_defaults_prefill_a_goal_and_a_size_within_bounds(
     goal, size = cycles.next_cycle_defaults(db, RUN)
     assert goal in planning.GOALS
     assert cycles.MIN_SIZE <= size <= cycles.MAX_SIZE
+
+
+def test_cycles_of_several_designs_combine_into_one_post_stratified_run_figure(
+        claims_db: tuple[Database, dict[str, list[int]]]) -> None:
+    db, claims = claims_db
+    first = cycles.create_cycle(db, name="r1", judge_run=RUN, size=20, seed=1, strategy="random")
+    label(db, claims, list(first.answers))
+    second = cycles.create_cycle(db, name="p1", judge_run=RUN, size=20, seed=2, strategy="planned")
+    label(db, claims, list(second.answers))
+    third = cycles.create_cycle(db, name="p2", judge_run=RUN, size=20, seed=3, strategy="planned")
+    label(db, claims, list(third.answers))
+    assert second.plan is not None and third.plan is not None
+    # Every planned cycle of the run cuts it the same way, so they give one partition.
+    assert second.plan["answer_strata"] == third.plan["answer_strata"]
+    labeled = set(first.answers) | set(second.answers) | set(third.answers)
+    assert len(labeled) == 60
+    cut = second.plan["answer_strata"]
+    num = den = 0.0
+    for h in set(cut.values()):
+        members = [a for a in cut if cut[a] == h]
+        got = [a for a in members if a in labeled]
+        num += len(members) * float(np.mean([agreements(a) for a in got]))
+        den += len(members) * 2
+    whole = report.scope_report(db, store.find_judge_run(db, RUN), bootstrap=0).report
+    assert whole.estimates is not None
+    assert whole.estimates.agreement.value == pytest.approx(num / den)
+    assert whole.estimates.population == "all 96 answers of the run"
