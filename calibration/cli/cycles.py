@@ -133,7 +133,7 @@ def cli_cycle_list(args: argparse.Namespace) -> int:
 def cli_cycle_show(args: argparse.Namespace) -> int:
     import json
 
-    from .. import cycles
+    from .. import cycles, planning
     from ..fmt import plural
 
     with store.session(_db_path(args)) as db:
@@ -153,10 +153,15 @@ def cli_cycle_show(args: argparse.Namespace) -> int:
                        "inclusion_prob": i.inclusion_prob, "claims": i.claims,
                        "reviewers": list(i.reviewers)} for i in items],
             "progress": prog.as_dict(), "snapshot": cycle.snapshot,
+            # The plan without every answer's stratum, which the run's figures read, not a lead.
+            "plan": None if cycle.plan is None
+            else {k: v for k, v in cycle.plan.items() if k != "answer_strata"},
         }
         print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
     share = f", failing share {cycle.failing_share:g}" if cycle.failing_share is not None else ""
+    if cycle.plan is not None:
+        share = f", for {planning.GOAL_NAMES[cycle.plan['goal']]}"
     print(f"cycle {cycle.name} ({cycle.status}): {cycle.judge_run}, {cycle.strategy}{share}, "
           f"seed {cycle.seed}, {plural(cycle.size, 'answer')}{', holdout' if cycle.holdout else ''}")
     print(f"created {cycle.created_at} by {cycle.created_by or 'unknown'}"
