@@ -226,7 +226,7 @@ def neyman_allocate(sizes: Mapping[str, int], spread: Mapping[str, float], n: in
     fixed n for n_h = n N_h S_h / sum_k N_k S_k.  Here with bounds lo_h <= n_h <= N_h,
     lo_h = max(1, ceil(floor_share * n * N_h / N)), so pi_h = n_h / N_h >= floor_share * n / N
     and no answer is impossible to draw: the continuous quotas are q_h = clip(c N_h S_h, lo_h, N_h)
-    with c chosen so that sum q_h = n (the capped Neyman allocation, Cochran sec. 5.8), then
+    with c chosen so that sum q_h = n (Neyman allocation capped at N_h, Cochran 1977, ch. 5), then
     rounded by largest remainder within the bounds.  When every S_h is equal (nothing measured
     yet) it is exactly the proportional allocation of the stratified design (`allocate`).
     """
