@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from sqlite_utils import Database
 
-from . import roles, sampling, store
+from . import planning, roles, sampling, store
 from .errors import ConflictError, InputError, NotFoundError, WorkOutstandingError
 from .fmt import plural
 from .store import cycles as db_cycles
@@ -83,6 +83,7 @@ class Cycle:
     reviewers: tuple[str, ...]  # empty: an open cycle, any signed-in reviewer may label
     snapshot: dict[str, Any] | None = None
     failing_share: float | None = None  # failures-first only: the share asked for the failing stratum
+    plan: dict[str, Any] | None = field(default=None, compare=False)  # planned only: `Plan.record`
     # Filled by create_cycle only (not stored): what the design did, and what the lead
     # should be warned about.
     notes: tuple[str, ...] = field(default=(), compare=False)
@@ -262,6 +263,7 @@ class FrozenFigures:
     flag_reasons: tuple[str, ...]
     note: str | None
     reused: int | None = None  # of `labeled`: on labels settled outside the cycle (older snapshots: None)
+    plan: dict[str, Any] | None = None  # planned cycles: `plan_outcome`, what was expected and reached
 
 
 # ---------------------------------------------------------------- pure helpers
@@ -354,6 +356,11 @@ class _PoolRow:
     fully_labeled: bool
 
 
+def _eligible(rows: Iterable[_PoolRow], holdout: bool, include_labeled: bool) -> list[_PoolRow]:
+    """The pool: the rows a cycle with these options may sample (module docstring)."""
+    return [r for r in rows if r.holdout == holdout and (include_labeled or not r.fully_labeled)]
+
+
 def _pool_rows(db: Database, run_id: int) -> list[_PoolRow]:
     """Every answer the run judged, by id, with what eligibility and the designs read.
 
@@ -381,7 +388,8 @@ def _cycle_of(rec: db_cycles.CycleRecord) -> Cycle:
                  strategy=rec.strategy, seed=rec.seed, size=rec.size, overlap=rec.overlap,
                  holdout=rec.holdout, include_labeled=rec.include_labeled, status=rec.status,
                  created_by=rec.created_by, created_at=rec.created_at, closed_at=rec.closed_at,
-                 snapshot=rec.snapshot, answers=rec.answers, reviewers=rec.reviewers, failing_share=share)
+                 snapshot=rec.snapshot, answers=rec.answers, reviewers=rec.reviewers, failing_share=share,
+                 plan=rec.plan)
 
 
 def list_cycles(db: Database) -> list[Cycle]:
@@ -526,6 +534,7 @@ def create_cycle(
     force: bool = False,
     created_by: str | None = None,
     failing_share: float = sampling.DEFAULT_FAILING_SHARE,
+    goal: str = "agreement",
     ui_names: Mapping[str, str] | None = None,
 ) -> Cycle:
     """Sample a new cycle from a judge run (None: the most recently imported run) and assign it.
@@ -536,8 +545,10 @@ def create_cycle(
     `size` must be within 15-30 unless `force`, in which case the returned cycle carries a
     warning about the interval width; a pool smaller than `size` is an error unless
     `force`, which then takes the whole pool. `failing_share` is the least share of slots
-    failures-first gives the failing stratum. The returned cycle's `notes` state what the
-    design did (failures-first: the split of slots and the inclusion probabilities).
+    failures-first gives the failing stratum; `goal` ("agreement" or "grounding") is what the
+    planned design allocates for (`plan_next`). The returned cycle's `notes` state what the
+    design did (failures-first: the split of slots and the inclusion probabilities; planned:
+    the plan, `planning.Plan.lines`).
     """
     name = (name or "").strip()
     problems: list[str] = []
@@ -554,6 +565,8 @@ def create_cycle(
         problems.append(f"overlap: must be between 0 and 1, got {overlap}")
     if not 0 <= failing_share <= 1:
         problems.append(f"failing share: must be between 0 and 1, got {failing_share}")
+    if strategy == "planned" and goal not in planning.GOALS:
+        problems.append(f"goal: unknown {goal!r}; use one of {', '.join(planning.GOALS)}")
     if seed is not None and seed < 0:
         problems.append(f"seed: must be a non-negative integer, got {seed}")
     matched = roles.match_reviewers(reviewers, db_cycles.known_reviewer_names(db))
@@ -576,8 +589,7 @@ def create_cycle(
         if db_cycles.name_taken(db, name):
             raise ConflictError(f"a cycle named {name!r} already exists")
         rows = _pool_rows(db, run.id)
-        pool = [r for r in rows if r.holdout == holdout
-                and (include_labeled or not r.fully_labeled)]
+        pool = _eligible(rows, holdout, include_labeled)
         if not pool:
             raise InputError(_empty_pool_message(run.name, rows, holdout, include_labeled, ui_names))
         n = size
@@ -590,11 +602,16 @@ def create_cycle(
                     + ("" if include_labeled else f" or {_how(ui_names, 'include_labeled')}"))
             n = len(pool)
             warnings.append(f"only {plural(len(pool), 'eligible answer')}: the cycle takes all of them")
+        plan = _plan(db, run.id, [r.answer_id for r in pool], goal, n) if strategy == "planned" else None
+        stratum_of = plan.answer_strata if plan is not None else {}
         sample = sampling.draw(
             strategy,
-            [sampling.PoolAnswer(r.answer_id, r.category, r.failing) for r in pool],
-            n, seed, failing_share)
+            [sampling.PoolAnswer(r.answer_id, r.category, r.failing, stratum_of.get(r.answer_id))
+             for r in pool],
+            n, seed, failing_share, spread=None if plan is None else plan.spread)
         notes, design_warnings = sampling.describe(sample)
+        if plan is not None:
+            notes = plan.lines() + notes
         warnings += design_warnings
         claims_of = {r.answer_id: r.claims for r in pool}
         if not MIN_SIZE <= n <= MAX_SIZE:
@@ -607,8 +624,48 @@ def create_cycle(
             assignments=assign(sample.answer_ids, team, overlap),
             # Part of the design: the seed alone does not redraw a failures-first sample.
             failing_share=failing_share if strategy == "failures-first" else None)
+        if plan is not None:
+            # The plan is part of the design: its strata and spreads, with the seed, redraw the sample.
+            db_cycles.insert_plan(db, cycle_id, plan.goal, plan.record())
         cycle = _cycle_by_id(db, cycle_id)
     return replace(cycle, notes=tuple(notes), warnings=tuple(warnings))
+
+
+def _plan(db: Database, run_id: int, pool: Sequence[str], goal: str, size: int) -> planning.Plan:
+    """The planned design for a cycle of `size` from `pool` on the run (`planning.make_plan`)."""
+    try:
+        return planning.make_plan(db_cycles.planning_facts(db, run_id), store.claim_table(db, run_id), pool,
+                                  goal, size, target=store.load_thresholds(db).agreement_target)
+    except ValueError as exc:  # too many strata for the slots, and the like: a sentence for the lead
+        raise InputError(f"size: {exc}") from exc
+
+
+def plan_next(db: Database, *, judge_run: str | None = None, goal: str = "agreement",
+              size: int = DEFAULT_SIZE, holdout: bool = False,
+              include_labeled: bool = False) -> planning.Plan:
+    """The plan a planned cycle with these options would follow now, before anything is drawn:
+    per stratum how many answers and why, the expected interval and the cycles the decision takes.
+    A pool smaller than `size` is planned whole."""
+    if goal not in planning.GOALS:
+        raise InputError(f"goal: unknown {goal!r}; use one of {', '.join(planning.GOALS)}")
+    if size < 1:
+        raise InputError(f"size: must be at least 1, got {size}")
+    with store.read_snapshot(db):
+        run = store.find_judge_run(db, judge_run)
+        rows = _pool_rows(db, run.id)
+        pool = _eligible(rows, holdout, include_labeled)
+        if not pool:
+            raise InputError(_empty_pool_message(run.name, rows, holdout, include_labeled))
+        return _plan(db, run.id, [r.answer_id for r in pool], goal, min(size, len(pool)))
+
+
+def next_cycle_defaults(db: Database, judge_run: str | None = None) -> tuple[str, int]:
+    """(goal, size) the Dashboard's "plan the next cycle" prefills: the agreement decision while
+    the labels so far do not settle it, else the grounding score; the size that reaches the
+    decision in the fewest cycles within MIN_SIZE-MAX_SIZE."""
+    plans = {g: plan_next(db, judge_run=judge_run, goal=g) for g in planning.GOALS}
+    return planning.default_goal_and_size(plans["agreement"], plans["grounding"], min_size=MIN_SIZE,
+                                          max_size=MAX_SIZE, default_size=DEFAULT_SIZE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -788,7 +845,38 @@ def build_snapshot(db: Database, cycle: Cycle) -> dict[str, Any]:
     }
     if figures is None:
         snap["note"] = "no claim had a final human label when the cycle closed"
+    if cycle.plan is not None:
+        snap["plan"] = plan_outcome(db, run, cycle.plan)
     return snap
+
+
+def plan_outcome(db: Database, run: store.JudgeRun, plan: Mapping[str, Any]) -> dict[str, Any]:
+    """What a planned cycle's plan expected of the run's figure for its goal, and what the run's
+    report reaches now (its 95% interval: the report's own, where the plan used a normal
+    approximation)."""
+    from . import report as reports
+
+    rep = reports.scope_report(db, run, bootstrap=0).report
+    part: Mapping[str, Any] = {}
+    if plan["goal"] == "agreement" and rep.estimates is not None:
+        part = rep.estimates.agreement.to_dict()
+    elif plan["goal"] == "grounding" and rep.pipeline is not None:
+        part = rep.pipeline["supported_rate"]
+    low, high = part.get("ci_low"), part.get("ci_high")
+    return {"goal": plan["goal"], "expected_half_width": plan.get("expected_half_width"),
+            "expected_from": plan.get("current"), "reached_value": part.get("value"),
+            "reached_half_width": None if low is None or high is None else (high - low) / 2}
+
+
+def plan_sentence(outcome: Mapping[str, Any]) -> str:
+    """`plan: expected ±0.041 on the agreement, reached ±0.038 (at 0.871)`."""
+    def hw(x: float | None) -> str:
+        return "no interval" if x is None else f"±{x:.3f}"
+
+    what = "agreement" if outcome.get("goal") == "agreement" else "corrected grounding score"
+    value = outcome.get("reached_value")
+    return (f"plan: expected {hw(outcome.get('expected_half_width'))} on the run's {what}, reached "
+            f"{hw(outcome.get('reached_half_width'))}" + ("" if value is None else f" (at {value:.3f})"))
 
 
 def frozen_figures(snapshot: dict[str, Any] | None) -> FrozenFigures | None:
@@ -818,4 +906,4 @@ def frozen_figures(snapshot: dict[str, Any] | None) -> FrozenFigures | None:
         agreement=agree, agreement_ci=agree_ci, weighted_agreement=weighted, weighted_ci=weighted_ci,
         kappa=kappa, kappa_ci=kappa_ci, flag=flag.get("status"),
         flag_reasons=tuple(r.get("message", "") for r in flag.get("reasons") or ()),
-        note=snapshot.get("note"), reused=prog.get("reused"))
+        note=snapshot.get("note"), reused=prog.get("reused"), plan=snapshot.get("plan"))

@@ -10,6 +10,8 @@ Which population the figures estimate (`scope.population`):
   strata the judge's verdicts define for every answer (all claims SUPPORTED or not), crossed with
   the answer's category when some cycle of the run was stratified on it (`estimation.run_strata`):
   every design the tool draws samples uniformly within these strata, whichever cycles labeled them.
+  A planned cycle samples uniformly within its own strata, which the run's are crossed with
+  (`planning.run_strata_with_plans`).
 * one cycle: the pool the cycle drew from (for a cycle that skipped labeled answers, the answers
   not labeled before it), from the cycle's own inclusion probabilities: answers drawn with the
   same probability pi form a stratum with N_h = n_h / pi_h pool answers.
@@ -24,7 +26,7 @@ from typing import Any
 import numpy as np
 from sqlite_utils import Database
 
-from . import agreement, decisions, estimation, split, store
+from . import agreement, decisions, estimation, planning, split, store
 from .agreement import HumanHumanAgreement, Report, Thresholds
 from .store import scope as store_scope
 
@@ -93,6 +95,8 @@ def _run_design(db: Database, run: store.JudgeRun, table: store.ClaimTable, fact
     """Stratum per answer of the run, N_h per stratum with labels, and the population sentence."""
     stratified = store_scope.run_was_stratified(db, run.id)
     strata = estimation.run_strata(_all_supported(table), facts.category if stratified else None)
+    plans = store.cycles.run_plan_strata(db, run.id)
+    strata = planning.run_strata_with_plans(strata, table.answer_ids, plans)
     population, missing = _represented(strata, labeled_answer)
     n_all = len(table.answer_ids)
     if not missing:

@@ -26,6 +26,9 @@ Designs (N = pool size, n = sample size):
   answers (so pi_i > 0 everywhere and re-weighting to the whole run stays possible),
   and any slot one stratum cannot fill goes to the other. SRS within each;
   pi_i = n_F / N_F or n_P / N_P. The queue order is shuffled (see below).
+- planned: strata given with the pool (`PoolAnswer.stratum`, chosen by `calibration.planning`),
+  each with a spread S_h; Neyman allocation n_h proportional to N_h * S_h with a floor and a
+  cap (`neyman_allocate`), SRS within each stratum, the queue shuffled; pi_i = n_h / N_h.
 """
 
 from __future__ import annotations
@@ -38,9 +41,12 @@ import numpy as np
 
 from .fmt import plural
 
-STRATEGIES: tuple[str, ...] = ("random", "stratified", "failures-first")
+STRATEGIES: tuple[str, ...] = ("random", "stratified", "failures-first", "planned")
 FAILING, PASSING = "failing", "passing"
 DEFAULT_FAILING_SHARE = 0.5
+# The planned design's floor: no answer of the pool is less likely to be drawn than this share
+# of the proportional rate n / N, so design-based estimates stay unbiased with bounded weights.
+PLANNED_FLOOR = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +56,7 @@ class PoolAnswer:
     answer_id: str
     category: str | None = None
     failing: bool = False  # the judge gave at least one non-SUPPORTED verdict
+    stratum: str | None = None  # the planned design's stratum (`calibration.planning`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,9 +217,92 @@ def failures_first_sample(pool: Iterable[PoolAnswer], n: int, seed: int,
                   tuple(probs[i] for i in order), (s_f, s_p))
 
 
+def neyman_allocate(sizes: Mapping[str, int], spread: Mapping[str, float], n: int,
+                    floor_share: float = PLANNED_FLOOR) -> dict[str, int]:
+    """Neyman allocation of n over strata with a floor: n_h proportional to N_h * S_h.
+
+    Neyman (1934), JRSS 97:558; Cochran, Sampling Techniques (3rd ed., 1977), sec. 5.5: for a
+    stratified estimate of a total, V = sum_h N_h^2 (1 - n_h / N_h) S_h^2 / n_h is smallest at
+    fixed n for n_h = n N_h S_h / sum_k N_k S_k.  Here with bounds lo_h <= n_h <= N_h,
+    lo_h = max(1, ceil(floor_share * n * N_h / N)), so pi_h = n_h / N_h >= floor_share * n / N
+    and no answer is impossible to draw: the continuous quotas are q_h = clip(c N_h S_h, lo_h, N_h)
+    with c chosen so that sum q_h = n (Neyman allocation capped at N_h, Cochran 1977, ch. 5), then
+    rounded by largest remainder within the bounds.  When every S_h is equal (nothing measured
+    yet) it is exactly the proportional allocation of the stratified design (`allocate`).
+    """
+    keys = sorted(h for h in sizes if sizes[h] > 0)
+    total = sum(sizes[h] for h in keys)
+    if not 1 <= n <= total:
+        raise ValueError(f"sample size must be between 1 and the pool size {total}, got {n}")
+    if len(keys) > n:
+        raise ValueError(f"{len(keys)} strata for {n} slots: every stratum needs at least one")
+    if any(not math.isfinite(spread[h]) or spread[h] < 0 for h in keys):
+        raise ValueError("spreads must be finite and non-negative")
+    if len({spread[h] for h in keys}) <= 1:
+        out = allocate({h: sizes[h] for h in keys}, n)
+        return {h: out[h] for h in keys}
+    lo = {h: min(sizes[h], max(1, math.ceil(floor_share * n * sizes[h] / total - 1e-9))) for h in keys}
+    if sum(lo.values()) > n:
+        raise ValueError("the floor takes more slots than the sample has")
+
+    big = np.array([sizes[h] for h in keys], dtype=float)
+    least = np.array([lo[h] for h in keys], dtype=float)
+    weight = big * np.array([spread[h] for h in keys], dtype=float)
+
+    def quotas(c: float) -> np.ndarray:
+        return np.minimum(big, np.maximum(least, c * weight))
+
+    low, high = 0.0, 1.0
+    while quotas(high).sum() < n and high < 1e18:
+        high *= 2
+    for _ in range(100):
+        mid = (low + high) / 2
+        low, high = (mid, high) if quotas(mid).sum() < n else (low, mid)
+    quota = dict(zip(keys, quotas(high).tolist(), strict=True))
+    alloc = {h: max(lo[h], min(sizes[h], math.floor(quota[h]))) for h in keys}
+    while (short := n - sum(alloc.values())) != 0:
+        if short > 0:
+            h = max((h for h in keys if alloc[h] < sizes[h]), key=lambda h: quota[h] - alloc[h])
+            alloc[h] += 1
+        else:
+            h = min((h for h in keys if alloc[h] > lo[h]), key=lambda h: quota[h] - alloc[h])
+            alloc[h] -= 1
+    return alloc
+
+
+def planned_sample(pool: Iterable[PoolAnswer], n: int, seed: int, spread: Mapping[str, float] | None = None,
+                   floor_share: float = PLANNED_FLOOR) -> Sample:
+    """The planned design: Neyman allocation over the pool's strata (`neyman_allocate`), SRS in
+    each, the queue shuffled as in the stratified design; pi_i = n_h / N_h.
+
+    An answer without a planned stratum stands in its category's, and `spread` None is one
+    spread for all: then the draw is the stratified design's, answer for answer.
+    """
+    items = _sorted_pool(pool)
+    _check_size(n, len(items))
+    groups: dict[str, list[PoolAnswer]] = {}
+    for a in items:
+        groups.setdefault(a.stratum if a.stratum is not None else a.category or "", []).append(a)
+    if spread is None:
+        spread = dict.fromkeys(groups, 1.0)
+    if missing := sorted(set(groups) - set(spread)):
+        raise ValueError(f"no spread for strata: {', '.join(missing)}")
+    alloc = neyman_allocate({h: len(g) for h, g in groups.items()}, spread, n, floor_share)
+    rng = rng_for(seed)
+    strata = tuple(Stratum(h, len(groups[h]), alloc[h]) for h in sorted(groups))
+    prob_of: dict[str, float] = {}
+    for s in strata:
+        for aid in _srs(rng, groups[str(s.name)], s.sampled):
+            prob_of[aid] = s.prob
+    chosen = list(prob_of)
+    order = rng.permutation(len(chosen))
+    ids = tuple(chosen[i] for i in order)
+    return Sample("planned", seed, ids, tuple(prob_of[a] for a in ids), strata)
+
+
 def draw(strategy: str, pool: Iterable[PoolAnswer], n: int, seed: int,
-         failing_share: float = DEFAULT_FAILING_SHARE) -> Sample:
-    """Run the named strategy (`failing_share` is read by failures-first only)."""
+         failing_share: float = DEFAULT_FAILING_SHARE, spread: Mapping[str, float] | None = None) -> Sample:
+    """Run the named strategy (`failing_share` is read by failures-first only, `spread` by planned)."""
     match strategy:
         case "random":
             return random_sample(pool, n, seed)
@@ -220,6 +310,8 @@ def draw(strategy: str, pool: Iterable[PoolAnswer], n: int, seed: int,
             return stratified_sample(pool, n, seed)
         case "failures-first":
             return failures_first_sample(pool, n, seed, failing_share)
+        case "planned":
+            return planned_sample(pool, n, seed, spread)
     raise ValueError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
 
 

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import streamlit as st
 
 import ui
-from calibration import cycles, fmt, sampling, store
+from calibration import cycles, fmt, planning, sampling, store
 from calibration.errors import CalibrationError
 from calibration.fmt import plural
 from calibration.store import cycles as store_cycles
@@ -25,6 +25,7 @@ from calibration.text import visible
 CREATED = "_cycles_create_outcome"
 OUTCOME = "_cycles_close_outcome"
 HELD = "_cycles_holdout_outcome"
+PLANNED = "_cycles_plan_outcome"
 
 FORCE_LABEL = f"Force a size outside {cycles.MIN_SIZE}–{cycles.MAX_SIZE}"
 INCLUDE_LABEL = "Include already-labeled answers"
@@ -105,7 +106,7 @@ def _create() -> None:
                 size=int(state["cycle_size"]), seed=seed, strategy=state["cycle_strategy"],
                 reviewers=str(state.get("cycle_reviewers") or "").split(","),
                 overlap=float(state["cycle_overlap"]),
-                failing_share=float(state["cycle_failing_share"]),
+                failing_share=float(state["cycle_failing_share"]), goal=state["cycle_goal"],
                 holdout=bool(state.get("cycle_holdout")),
                 include_labeled=bool(state.get("cycle_include_labeled")),
                 force=bool(state.get("cycle_force")), created_by=creator, ui_names=UI_NAMES)
@@ -125,6 +126,21 @@ def _create() -> None:
     state["cycle_name"] = ""
     state["cycle_seed"] = ""
     state["cycle_detail"] = made.name  # show the new cycle's details below
+
+
+def _plan() -> None:
+    """The form's second button: what a planned cycle with these choices would draw, drawing nothing."""
+    state = st.session_state
+    try:
+        with store.session(path) as db:
+            plan = cycles.plan_next(db, judge_run=state.get("cycle_run"), goal=state["cycle_goal"],
+                                    size=int(state["cycle_size"]), holdout=bool(state.get("cycle_holdout")),
+                                    include_labeled=bool(state.get("cycle_include_labeled")))
+    except CalibrationError as exc:
+        state[PLANNED] = ("error", "No plan.", _problems(exc))
+        return
+    state[PLANNED] = ("success", "The plan of a planned cycle with these choices (nothing drawn yet):",
+                      plan.lines())
 
 
 with store.session(path) as db:
@@ -149,7 +165,8 @@ with st.form("new_cycle", enter_to_submit=False):
     left.selectbox(
         "Strategy", sampling.STRATEGIES, key="cycle_strategy",
         help="random: uniform; stratified: proportional by category; failures-first: "
-             "oversample answers the judge did not call SUPPORTED, rest at random")
+             "oversample answers the judge did not call SUPPORTED, rest at random; planned: "
+             "more labels where earlier cycles found people disagreeing with the judge, for the goal")
     right.number_input("Overlap share", min_value=0.0, max_value=1.0, value=cycles.DEFAULT_OVERLAP,
                        step=0.05, key="cycle_overlap", help="share of answers given to two reviewers")
     left.text_input("Reviewers", key="cycle_reviewers",
@@ -158,14 +175,20 @@ with st.form("new_cycle", enter_to_submit=False):
                        value=sampling.DEFAULT_FAILING_SHARE, step=0.05, key="cycle_failing_share",
                        help="the least share of the slots given to answers with a non-SUPPORTED "
                             "verdict; more when they are a larger share of the pool")
+    left.selectbox("Goal (planned)", planning.GOALS, key="cycle_goal", format_func=planning.GOAL_NAMES.get,
+                   help="what a planned cycle spends its labels on; 'Show the plan' says how before drawing")
     st.checkbox(HOLDOUT_LABEL, key="cycle_holdout")
     st.checkbox(INCLUDE_LABEL, key="cycle_include_labeled",
                 help="answers whose claims all have a final human label are left out by default")
     st.checkbox(FORCE_LABEL, key="cycle_force")
-    st.form_submit_button("Create cycle", type="primary", on_click=_create)
+    create_col, plan_col = st.columns(2)
+    create_col.form_submit_button("Create cycle", type="primary", on_click=_create)
+    plan_col.form_submit_button("Show the plan", on_click=_plan)
 
 if created := st.session_state.pop(CREATED, None):
     _show(*created)
+if planned := st.session_state.pop(PLANNED, None):
+    _show(*planned)
 
 
 # ---------------------------------------------------------------- list and progress
@@ -216,6 +239,8 @@ def _frozen(cycle: cycles.Cycle) -> None:
         if fig.weighted_agreement is not None:
             st.caption(f"Re-weighted to the whole run by 1/π: {fmt.pct(fig.weighted_agreement)}, "
                        + _ci(fig.weighted_ci))
+    if fig.plan is not None:
+        st.caption(cycles.plan_sentence(fig.plan))  # numbers and constant words only
     with st.expander("Raw snapshot (JSON)"):
         st.json(cycle.snapshot, expanded=False)
 

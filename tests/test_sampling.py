@@ -172,3 +172,83 @@ def test_plural() -> None:
     assert [sampling.plural(n, "answer") for n in (0, 1, 2)] == ["0 answers", "1 answer", "2 answers"]
     assert sampling.plural(1, "query", "queries") == "1 query"
     assert sampling.plural(3, "query", "queries") == "3 queries"
+
+
+# ---------------------------------------------------------------- the planned design
+
+
+def planned_pool(sizes: dict[str, int]) -> list[PoolAnswer]:
+    """Answers p000, p001, ... in the given planned strata."""
+    out: list[PoolAnswer] = []
+    for stratum, n in sizes.items():
+        out += [PoolAnswer(f"p{len(out) + i:03d}", None, False, stratum) for i in range(n)]
+    return out
+
+
+@pytest.mark.parametrize(("sizes", "spread", "n", "want"), [
+    # Neyman: n_h = n N_h S_h / sum N_k S_k = 20 * 150 / 200 and 20 * 50 / 200.
+    ({"a": 50, "b": 50}, {"a": 3.0, "b": 1.0}, 20, {"a": 15, "b": 5}),
+    # A spread 100 times larger: the floor ceil(0.2 * 20 * 50 / 100) = 2 holds b up.
+    ({"a": 50, "b": 50}, {"a": 100.0, "b": 1.0}, 20, {"a": 18, "b": 2}),
+    # A stratum with no measured spread still gets its floor.
+    ({"a": 90, "b": 10}, {"a": 0.0, "b": 1.0}, 20, {"a": 10, "b": 10}),
+    # The cap: a stratum cannot give more answers than it holds; the rest goes by N_h S_h.
+    ({"a": 4, "b": 60, "c": 36}, {"a": 50.0, "b": 1.0, "c": 2.0}, 20, {"a": 4, "b": 7, "c": 9}),
+])
+def test_neyman_allocation_known_answers(sizes: dict[str, int], spread: dict[str, float], n: int,
+                                         want: dict[str, int]) -> None:
+    assert sampling.neyman_allocate(sizes, spread, n) == want
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_planned_floor_holds_for_any_spreads(seed: int) -> None:
+    rnd = random.Random(seed)
+    sizes = {f"s{i}": rnd.randint(1, 80) for i in range(rnd.randint(1, 6))}
+    spread = {h: rnd.choice([0.0, 1e-6, 0.3, 1.0, 50.0, 1e6]) for h in sizes}
+    total = sum(sizes.values())
+    n = rnd.randint(len(sizes), min(total, 40))
+    alloc = sampling.neyman_allocate(sizes, spread, n)
+    assert sum(alloc.values()) == n
+    for h, n_h in alloc.items():
+        assert 1 <= n_h <= sizes[h]
+        # pi_h = n_h / N_h never below PLANNED_FLOOR times the proportional rate n / N.
+        assert n_h / sizes[h] >= sampling.PLANNED_FLOOR * n / total - 1e-12
+
+
+def test_planned_with_equal_spreads_is_the_stratified_design(pool_of_40: list[PoolAnswer]) -> None:
+    # Nothing measured yet (one spread for all): the stratified draw, answer for answer.
+    stratified = sampling.stratified_sample(pool_of_40, 20, seed=9)
+    planned = sampling.draw("planned", pool_of_40, 20, seed=9)
+    assert planned.answer_ids == stratified.answer_ids
+    assert planned.inclusion_probs == stratified.inclusion_probs
+    as_strata = [PoolAnswer(a.answer_id, None, False, a.category) for a in pool_of_40]
+    same = sampling.planned_sample(as_strata, 20, seed=9, spread={"cat-a": 2.0, "cat-b": 2.0, "cat-c": 2.0})
+    assert same.answer_ids == stratified.answer_ids
+    sizes = {"x": 45, "y": 33, "z": 22}
+    assert sampling.neyman_allocate(sizes, dict.fromkeys(sizes, 0.7), 10) == sampling.allocate(sizes, 10)
+
+
+def test_planned_probabilities_match_the_design() -> None:
+    pool = planned_pool({"judge-UNSUPPORTED": 12, "all-SUPPORTED": 48})
+    spread = {"judge-UNSUPPORTED": 4.0, "all-SUPPORTED": 1.0}
+    first = sampling.planned_sample(pool, 16, seed=0, spread=spread)
+    # N_h S_h = 48 and 48: eight answers each.
+    expected = {s.name: s.prob for s in first.strata}
+    assert expected == pytest.approx({"judge-UNSUPPORTED": 8 / 12, "all-SUPPORTED": 8 / 48})
+    stratum = {a.answer_id: a.stratum for a in pool}
+    for aid, prob in zip(first.answer_ids, first.inclusion_probs, strict=True):
+        assert prob == expected[stratum[aid]]
+    # The recorded pi is what the design does: inclusion frequencies over many seeds.
+    runs = 3000
+    hits: Counter[str] = Counter()
+    for seed in range(runs):
+        hits.update(sampling.planned_sample(pool, 16, seed, spread).answer_ids)
+    for a in pool:
+        assert hits[a.answer_id] / runs == pytest.approx(expected[str(a.stratum)], abs=0.04)
+
+
+def test_planned_refuses_more_strata_than_slots() -> None:
+    with pytest.raises(ValueError, match="3 strata for 2 slots"):
+        sampling.neyman_allocate({"a": 5, "b": 5, "c": 5}, {"a": 1.0, "b": 2.0, "c": 3.0}, 2)
+    with pytest.raises(ValueError, match="no spread for strata: b"):
+        sampling.planned_sample(planned_pool({"a": 5, "b": 5}), 4, seed=0, spread={"a": 1.0})

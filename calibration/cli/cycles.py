@@ -10,7 +10,7 @@ from .common import db_path as _db_path
 
 
 def _add_cycles(sub: argparse._SubParsersAction) -> None:
-    from .. import cycles, sampling
+    from .. import cycles, planning, sampling
 
     p = sub.add_parser("cycle", help="calibration cycles: sample, assign, close")
     csub = p.add_subparsers(dest="cycle_command", required=True, metavar="ACTION")
@@ -24,6 +24,9 @@ def _add_cycles(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--failure-share", type=float, default=sampling.DEFAULT_FAILING_SHARE,
                    help="failures-first: least share of the slots for answers with a "
                         f"non-SUPPORTED verdict (default {sampling.DEFAULT_FAILING_SHARE})")
+    c.add_argument("--goal", choices=planning.GOALS, default="agreement",
+                   help="planned: what to allocate the labels for, the agreement decision (default) "
+                        "or the corrected grounding score")
     c.add_argument("--reviewers", default="",
                    help="comma-separated reviewers (default: open to every reviewer)")
     c.add_argument("--overlap", type=float, default=cycles.DEFAULT_OVERLAP,
@@ -34,6 +37,14 @@ def _add_cycles(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--force", action="store_true", help="allow a size outside the bounds")
     c.add_argument("--created-by", default=_login_name(), help="recorded as the cycle's creator")
     c.set_defaults(handler=cli_cycle_create)
+    c = csub.add_parser("plan", help="show what a planned cycle would draw and buy, drawing nothing")
+    c.add_argument("--judge-run", help="MODEL@VERSION (default: the most recently imported run)")
+    c.add_argument("--goal", choices=planning.GOALS, default="agreement")
+    c.add_argument("--size", type=int, default=cycles.DEFAULT_SIZE)
+    c.add_argument("--holdout", action="store_true", help="plan a holdout cycle")
+    c.add_argument("--include-labeled", action="store_true",
+                   help="also plan over answers whose claims all have a final human label")
+    c.set_defaults(handler=cli_cycle_plan)
     c = csub.add_parser("list", help="every cycle with its progress")
     c.set_defaults(handler=cli_cycle_list)
     c = csub.add_parser("show", help="one cycle: its answers in order, assignments, progress")
@@ -80,7 +91,7 @@ def cli_cycle_create(args: argparse.Namespace) -> int:
             db, name=args.name, judge_run=args.judge_run, size=args.size, seed=args.seed,
             strategy=args.strategy, reviewers=args.reviewers.split(","), overlap=args.overlap,
             holdout=args.holdout, include_labeled=args.include_labeled, force=args.force,
-            created_by=args.created_by, failing_share=args.failure_share)
+            created_by=args.created_by, failing_share=args.failure_share, goal=args.goal)
         load = {r.reviewer: r.total for r in cycles.progress(db, cycle.id).reviewers}
     for warning in cycle.warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -92,6 +103,16 @@ def cli_cycle_create(args: argparse.Namespace) -> int:
         print("assigned claims: " + ", ".join(f"{r} {n}" for r, n in load.items()))
     else:
         print("open to every reviewer")
+    return 0
+
+
+def cli_cycle_plan(args: argparse.Namespace) -> int:
+    from .. import cycles
+
+    with store.session(_db_path(args)) as db:
+        plan = cycles.plan_next(db, judge_run=args.judge_run, goal=args.goal, size=args.size,
+                                holdout=args.holdout, include_labeled=args.include_labeled)
+    print("\n".join(plan.lines()))
     return 0
 
 
@@ -112,7 +133,7 @@ def cli_cycle_list(args: argparse.Namespace) -> int:
 def cli_cycle_show(args: argparse.Namespace) -> int:
     import json
 
-    from .. import cycles
+    from .. import cycles, planning
     from ..fmt import plural
 
     with store.session(_db_path(args)) as db:
@@ -132,10 +153,15 @@ def cli_cycle_show(args: argparse.Namespace) -> int:
                        "inclusion_prob": i.inclusion_prob, "claims": i.claims,
                        "reviewers": list(i.reviewers)} for i in items],
             "progress": prog.as_dict(), "snapshot": cycle.snapshot,
+            # The plan without every answer's stratum, which the run's figures read, not a lead.
+            "plan": None if cycle.plan is None
+            else {k: v for k, v in cycle.plan.items() if k != "answer_strata"},
         }
         print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
     share = f", failing share {cycle.failing_share:g}" if cycle.failing_share is not None else ""
+    if cycle.plan is not None:
+        share = f", for {planning.GOAL_NAMES[cycle.plan['goal']]}"
     print(f"cycle {cycle.name} ({cycle.status}): {cycle.judge_run}, {cycle.strategy}{share}, "
           f"seed {cycle.seed}, {plural(cycle.size, 'answer')}{', holdout' if cycle.holdout else ''}")
     print(f"created {cycle.created_at} by {cycle.created_by or 'unknown'}"
@@ -176,6 +202,8 @@ def cli_cycle_close(args: argparse.Namespace) -> int:
     line = cycles.progress_headline(fig.labeled or 0, fig.total or 0, fig.reused or 0,
                                     fig.labeled_elsewhere or 0)
     print(f"cycle {cycle.name} closed: {line}")
+    if fig.plan is not None:
+        print(cycles.plan_sentence(fig.plan))
     if fig.agreement is None:
         print(fig.note or "no figures: no claim had a final human label")
         return 0

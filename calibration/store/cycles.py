@@ -59,6 +59,7 @@ class CycleRecord:
     answers: tuple[str, ...]
     reviewers: tuple[str, ...]
     failing_share: str | None  # the stored setting, as text; None when none was stored
+    plan: dict[str, Any] | None = None  # a planned cycle's recorded plan
 
 
 _CYCLE_COLS = """c.id, c.name, r.judge_model || '@' || r.prompt_version, c.judge_run_id,
@@ -100,13 +101,15 @@ def cycle_records(db: Database, *, cycle_id: int | None = None,
         reviewers[cid].append(rev)
     shares = dict(db.execute(f"SELECT key, value FROM settings WHERE key IN ({marks})",
                              [SHARE_KEY.format(i) for i in ids]).fetchall())
+    plans = {cid: json.loads(p) for cid, p in db.execute(
+        f"SELECT cycle_id, plan FROM cycle_plans WHERE cycle_id IN ({marks})", ids)}
     return [
         CycleRecord(id=r[0], name=r[1], judge_run=r[2], judge_run_id=r[3], strategy=r[4], seed=r[5],
                     size=r[6], overlap=r[7], holdout=bool(r[8]), include_labeled=bool(r[9]),
                     status=r[10], created_by=r[11], created_at=r[12], closed_at=r[13],
                     snapshot=json.loads(r[14]) if r[14] else None,
                     answers=tuple(answers[r[0]]), reviewers=tuple(reviewers[r[0]]),
-                    failing_share=shares.get(SHARE_KEY.format(r[0])))
+                    failing_share=shares.get(SHARE_KEY.format(r[0])), plan=plans.get(r[0]))
         for r in rows
     ]
 
@@ -214,6 +217,57 @@ def cycle_work(db: Database, cycle_id: int) -> CycleWork:
         """SELECT r.answer_id, r.reviewer FROM cycle_answers ca
            JOIN answer_reveals r ON r.answer_id = ca.answer_id WHERE ca.cycle_id = :cycle""", params)}
     return CycleWork(claims, labels, adjudicated, participants, committed)
+
+
+# ---------------------------------------------------------------- planned cycles
+
+
+@dataclass(frozen=True, slots=True)
+class PlanningFacts:
+    """What the planned design reads of one answer of a run (`planning_facts`)."""
+
+    answer_id: str
+    category: str | None
+    verdicts: tuple[str, ...]  # the run's verdict on each judged claim, claim order
+    flagged: bool  # an answer check (script mismatch, unexpected CJK) flagged it
+    length: int  # characters of the answer text
+    confidence: float | None  # metadata.judge_confidence when the import carried a number
+
+
+def planning_facts(db: Database, run_id: int) -> list[PlanningFacts]:
+    """Every answer the run judged, by id, with its verdicts, check flag, length and confidence."""
+    rows = db.execute(
+        """SELECT a.id, a.category, json_group_array(v.verdict), length(a.answer),
+                  coalesce(k.script_mismatch, 0) + coalesce(k.unexpected_cjk, 0) > 0,
+                  CASE WHEN json_type(a.metadata, '$.judge_confidence') IN ('real', 'integer')
+                       THEN json_extract(a.metadata, '$.judge_confidence') END
+           FROM (SELECT c.answer_id, v.verdict FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk
+                 WHERE v.run_id = ? ORDER BY c.answer_id, c.position) v
+           JOIN answers a ON a.id = v.answer_id
+           LEFT JOIN answer_checks k ON k.answer_id = a.id
+           GROUP BY a.id ORDER BY a.id""", [run_id]).fetchall()
+    return [PlanningFacts(aid, cat, tuple(json.loads(vs)), bool(flag), int(length or 0),
+                          None if conf is None else float(conf))
+            for aid, cat, vs, length, flag, conf in rows]
+
+
+def insert_plan(db: Database, cycle_id: int, goal: str, plan: Mapping[str, Any]) -> None:
+    """Record a planned cycle's plan (inside the caller's write)."""
+    db.execute("INSERT INTO cycle_plans (cycle_id, goal, plan) VALUES (?, ?, ?)",
+               [cycle_id, goal, json.dumps(plan, ensure_ascii=False)])
+
+
+def plan_of(db: Database, cycle_id: int) -> dict[str, Any] | None:
+    """The recorded plan of a planned cycle; None for any other cycle."""
+    row = db.execute("SELECT plan FROM cycle_plans WHERE cycle_id = ?", [cycle_id]).fetchone()
+    return None if row is None else dict(json.loads(row[0]))
+
+
+def run_plan_strata(db: Database, run_id: int) -> list[dict[str, str]]:
+    """Per planned cycle of the run, oldest first: its pool answers' strata (answer id -> stratum)."""
+    return [dict(json.loads(s)) for (s,) in db.execute(
+        """SELECT json_extract(p.plan, '$.answer_strata') FROM cycle_plans p
+           JOIN cycles c ON c.id = p.cycle_id WHERE c.judge_run_id = ? ORDER BY c.id""", [run_id])]
 
 
 # ---------------------------------------------------------------- writes (inside store.write)

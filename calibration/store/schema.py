@@ -430,3 +430,20 @@ def m012_imported_labels_commit(db: Database) -> None:
            GROUP BY c.answer_id, h.reviewer
            HAVING count(*) = (SELECT count(*) FROM claims c2 WHERE c2.answer_id = c.answer_id)""",
     ])
+
+
+# ---------------------------------------------------------------- m013 planned cycles
+
+
+# A planned cycle's plan: the goal it allocated for and, as JSON, every pool answer's stratum,
+# each stratum's spread and allocation, and the interval the plan expected. The answers' strata
+# are kept because the run's figures post-stratify on them later, for answers never drawn too.
+@migrations()
+def m013_cycle_plans(db: Database) -> None:
+    _run(db, [
+        """CREATE TABLE cycle_plans (
+            cycle_id INTEGER PRIMARY KEY REFERENCES cycles(id),
+            goal TEXT NOT NULL CHECK (goal IN ('agreement', 'grounding')),
+            plan TEXT NOT NULL
+        )""",
+    ])
