@@ -128,6 +128,7 @@ def _create() -> None:
     state["cycle_detail"] = made.name  # show the new cycle's details below
 
 
+@ui.lead_action
 def _plan() -> None:
     """The form's second button: what a planned cycle with these choices would draw, drawing nothing."""
     state = st.session_state
