@@ -13,8 +13,9 @@ import codecs
 import functools
 import io
 import json
+import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
@@ -29,8 +30,12 @@ _READ_SIZE = 1 << 16
 # Nesting deeper than this is refused with file and line: no judged answer needs it, and Python's
 # own recursion limit (about 1,000 levels) would otherwise end the import with a traceback.
 MAX_DEPTH = 100
-# A lone surrogate can only come from a JSON escape (strict decoding refuses one in the bytes).
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+# A number written with more digits is refused: no score or count needs it, Python refuses to
+# turn an integer of over 4,300 digits into text (so it could not be stored), and parsing one
+# costs time quadratic in its length.
+MAX_DIGITS = 100
+_BIG = 10 ** MAX_DIGITS
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,66 +45,138 @@ class BadRecord:
     message: str
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON (write null, or the number as a string)")
+class BadValue(ValueError):
+    """A value outside the JSON value model, or outside its limits; the message names the field."""
 
 
-def _depth(value: Any) -> int:
-    """The nesting depth of a parsed JSON value, without recursion."""
-    deepest, stack = 0, [(value, 1)]
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """What the parser left where the text holds something `json_value` refuses, so that the
+    refusal names the field it is in."""
+
+    message: str
+
+
+def _constant(name: str) -> _Refused:
+    return _Refused(f"{name} is not valid JSON (write null, or the number as a string)")
+
+
+def _number(text: str, convert: Callable[[str], Any]) -> Any:
+    digits = sum(c.isdigit() for c in text) if len(text) > MAX_DIGITS else 0
+    if digits > MAX_DIGITS:
+        return _Refused(f"a number of {digits} digits; more than {MAX_DIGITS} are refused "
+                        "(write it as a string)")
+    return convert(text)
+
+
+# The one parser of every JSON text the package reads (JSONL lines, JSON arrays, other tools'
+# files, JSON held in a table cell): what it cannot refuse itself it marks for `json_value`.
+DECODER = json.JSONDecoder(parse_constant=_constant,
+                           parse_int=functools.partial(_number, convert=int),
+                           parse_float=functools.partial(_number, convert=float))
+_BLANK = " \t\r\n"  # JSON's whitespace, and no other
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels; refused"
+
+
+def _join(where: str, key: object) -> str:
+    return f"{where}.{key}" if where else str(key)
+
+
+def _surrogate(where: str) -> BadValue:
+    return BadValue(f"{where}: contains a lone surrogate (half of a \\uD83D\\uDE00-style pair), "
+                    "which is not valid Unicode text")
+
+
+def json_value(value: Any) -> Any:
+    """The input policy: `value` as a plain JSON value, or BadValue naming the field that is not.
+
+    Every value that enters the package goes through it: what the parser (`DECODER`) read from a
+    file, and what a caller of the Python API hands over. A JSON value is a dict with string
+    keys, a list (a tuple becomes one), a string, a finite number, true, false or null. Refused:
+    anything else (a set, bytes, a date...), NaN and infinities (not JSON, and not storable as
+    JSON), a number of more than MAX_DIGITS digits, nesting deeper than MAX_DEPTH, and a lone
+    surrogate (such as the escape \\ud800) in a string or key. A copy is returned, so the
+    caller's own objects are never changed; the walk is iterative, so depth cannot overflow it.
+    """
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any, str, int]] = [(value, root, 0, "", 1)]
     while stack:
-        v, d = stack.pop()
-        if isinstance(v, dict | list):
-            deepest = max(deepest, d)
-            if d <= MAX_DEPTH:
-                stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
-    return deepest
-
-
-def _lone_surrogate(value: Any) -> str | None:
-    """The path of the first string (key or value) holding a lone surrogate, or None."""
-    stack: list[tuple[str, Any]] = [("", value)]
-    while stack:
-        where, v = stack.pop()
+        v, parent, key, where, depth = stack.pop()
         if isinstance(v, str):
-            try:
-                v.encode("utf-8")
-            except UnicodeEncodeError:
-                return where or "the record"
-        elif isinstance(v, dict):
-            for k, x in v.items():
-                key = f"{where}.{k}" if where else str(k)
-                try:
-                    str(k).encode("utf-8")
-                except UnicodeEncodeError:
-                    return f"a key in {where or 'the record'}"
-                stack.append((key, x))
-        elif isinstance(v, list):
-            stack.extend((f"{where}.{i}", x) for i, x in enumerate(v))
-    return None
+            if not v.isascii() and _SURROGATE.search(v):
+                raise _surrogate(where or "the record")
+            parent[key] = str(v)
+        elif v is None or isinstance(v, bool):
+            parent[key] = v
+        elif isinstance(v, int):
+            if not -_BIG < v < _BIG:
+                raise BadValue(f"{where or 'the record'}: a number of more than {MAX_DIGITS} digits; "
+                               "refused (write it as a string)")
+            parent[key] = int(v)
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise BadValue(f"{where or 'the record'}: {v!r} is not a finite number, which JSON "
+                               "cannot hold (write null, or the number as a string)")
+            parent[key] = float(v)
+        elif isinstance(v, _Refused):
+            raise BadValue(f"{where}: {v.message}" if where else v.message)
+        elif isinstance(v, Mapping | list | tuple):
+            if depth > MAX_DEPTH:
+                raise BadValue(_TOO_DEEP)
+            if isinstance(v, Mapping):
+                out: dict[str, Any] = {}
+                for k, x in v.items():
+                    if not isinstance(k, str):
+                        raise BadValue(f"{where or 'the record'}: the key {k!r} is not a string; JSON "
+                                       "object keys are strings")
+                    if not k.isascii() and _SURROGATE.search(k):
+                        raise _surrogate(f"a key in {where or 'the record'}")
+                    out[k] = None  # keeps the order of the keys
+                    stack.append((x, out, k, _join(where, k), depth + 1))
+                parent[key] = out
+            else:
+                items: list[Any] = [None] * len(v)
+                stack.extend((x, items, i, _join(where, i), depth + 1) for i, x in enumerate(v))
+                parent[key] = items
+        else:
+            raise BadValue(f"{where or 'the record'}: a {type(v).__name__} is not a JSON value (give a "
+                           "dict, list, string, number, true, false or null)")
+    return root[0]
 
 
-def checked(text: str, parse: Callable[[], Any]) -> Any:
-    """Parse one record's source `text` with `parse`; a BadRecord for what cannot be stored.
+def decode(text: str, pos: int = 0) -> tuple[Any, int]:
+    """(value, end) of the JSON value at `text[pos:]`, checked by `json_value`.
 
-    Refused: malformed JSON, NaN / Infinity (not JSON, and not storable as JSON), nesting deeper
-    than MAX_DEPTH, and a lone surrogate escape such as \\ud800 in any string."""
+    Raises json.JSONDecodeError for malformed JSON and BadValue for what the policy refuses."""
     try:
-        value = parse()
+        value, end = DECODER.raw_decode(text, pos)
+    except RecursionError:
+        raise BadValue(_TOO_DEEP) from None
+    return json_value(value), end
+
+
+def checked(text: str) -> Any:
+    """The one JSON value `text` holds (blanks around it allowed), or a BadRecord saying why not:
+    malformed JSON, or anything `json_value` refuses."""
+    try:
+        value, end = decode(text, len(text) - len(text.lstrip(_BLANK)))
     except json.JSONDecodeError as exc:
         return BadRecord(f"malformed JSON: {exc.msg} (column {exc.colno})")
-    except RecursionError:
-        return BadRecord(f"nested deeper than {MAX_DEPTH} levels; refused")
-    except ValueError as exc:  # from _no_constant
+    except BadValue as exc:
         return BadRecord(str(exc))
-    if text.count("[") + text.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
-        return BadRecord(f"nested deeper than {MAX_DEPTH} levels; refused")
-    if _SURROGATE_ESCAPE.search(text):
-        where = _lone_surrogate(value)
-        if where is not None:
-            return BadRecord(f"{where}: contains a lone surrogate (half of a \\uD83D\\uDE00-style "
-                             "pair), which is not valid Unicode text")
+    if text[end:].strip(_BLANK):
+        return BadRecord(f"malformed JSON: Extra data (column {end + 1})")
     return value
+
+
+def json_records(values: Iterable[Any]) -> Iterator[tuple[int, Any]]:
+    """(position from 1, value) for Python values, as `iter_json_records` yields a file's records:
+    each value through `json_value`, a BadRecord for one it refuses."""
+    for pos, value in enumerate(values, start=1):
+        try:
+            yield pos, json_value(value)
+        except BadValue as exc:
+            yield pos, BadRecord(str(exc))
 
 
 class Problems:
@@ -160,11 +237,11 @@ def decode_error(path: Path, line: int, exc: UnicodeError, encoding: str | None)
 def iter_json_records(path: Path, encoding: str | None = None) -> Iterator[tuple[int, Any]]:
     """Yield (line number, parsed value) from a JSONL file or a JSON array, streaming.
 
-    A record that cannot be used (malformed JSON, NaN, too deep, a lone surrogate: `checked`)
-    yields (line, BadRecord) so the caller can report it and go on checking the rest of a
-    JSONL file. A file that starts with a JSON array is that one array: anything but
-    whitespace after its closing bracket (another array, JSON lines) is a BadRecord on its line,
-    never silently ignored.
+    A record that cannot be used (malformed JSON, or refused by `json_value`: NaN, too deep, a
+    lone surrogate, a number of too many digits) yields (line, BadRecord) so the caller can
+    report it and go on checking the rest of a JSONL file. A file that starts with a JSON array
+    is that one array: anything but whitespace after its closing bracket (another array, JSON
+    lines) is a BadRecord on its line, never silently ignored.
     """
     with open_text(path, encoding) as fh:
         line_no = 0
@@ -190,7 +267,7 @@ def iter_json_records(path: Path, encoding: str | None = None) -> Iterator[tuple
                     line_no += 1
                 if not line.strip():
                     continue
-                yield line_no, checked(line, functools.partial(json.loads, line, parse_constant=_no_constant))
+                yield line_no, checked(line)
         except UnicodeError as exc:
             raise decode_error(path, line_no + 1, exc, encoding) from exc
 
@@ -201,15 +278,14 @@ def _chain(first: list[str], rest: TextIO) -> Iterator[str]:
 
 
 def _iter_array(fh: TextIO, buf: str, start_line: int) -> Iterator[tuple[int, Any]]:
-    decoder = json.JSONDecoder(parse_constant=_no_constant)
     line = start_line
     pos = buf.index("[") + 1
     eof = False
     expect_value = True
 
-    def fill() -> bool:
+    def fill(at_least: int = _READ_SIZE) -> bool:
         nonlocal buf, pos, eof
-        chunk = fh.read(_READ_SIZE)
+        chunk = fh.read(at_least)
         if not chunk:
             eof = True
             return False
@@ -219,7 +295,7 @@ def _iter_array(fh: TextIO, buf: str, start_line: int) -> Iterator[tuple[int, An
 
     while True:
         while True:
-            while pos < len(buf) and buf[pos] in " \t\r\n":
+            while pos < len(buf) and buf[pos] in _BLANK:
                 if buf[pos] == "\n":
                     line += 1
                 pos += 1
@@ -243,34 +319,32 @@ def _iter_array(fh: TextIO, buf: str, start_line: int) -> Iterator[tuple[int, An
             yield line, BadRecord("malformed JSON: expected ',' or ']' between records")
             return
         while True:
+            # A record cut at the buffer's end is parsed again once more has been read; reading at
+            # least as much again as is pending keeps that linear in the record's size (a
+            # fixed-size read would parse a 40 MB record some 600 times).
+            more = max(_READ_SIZE, len(buf) - pos)
             try:
-                value, end = decoder.raw_decode(buf, pos)
+                value, end = DECODER.raw_decode(buf, pos)
                 # A number or literal cut at the buffer's end would parse short: read on.
-                if end == len(buf) and not eof and fill():
+                if end == len(buf) and not eof and fill(more):
                     continue
                 break
             except json.JSONDecodeError as exc:
-                if not eof and fill():
+                if not eof and fill(more):
                     continue
                 yield line + buf.count("\n", pos, exc.pos), BadRecord(
                     f"malformed JSON: {exc.msg} (column {exc.colno})")
                 return
-            except (RecursionError, ValueError) as exc:
-                yield line, checked("", functools.partial(_raise, exc))
+            except RecursionError:
+                yield line, BadRecord(_TOO_DEEP)
                 return
-        start = pos
-        yield line, checked(buf[start:end], functools.partial(_same, value))
+        try:
+            yield line, json_value(value)
+        except BadValue as exc:
+            yield line, BadRecord(str(exc))
         line += buf.count("\n", pos, end)
         pos = end
         expect_value = False
-
-
-def _raise(exc: BaseException) -> Any:
-    raise exc
-
-
-def _same(value: Any) -> Any:
-    return value
 
 
 def _after_array(fh: TextIO, rest: str, line: int) -> Iterator[tuple[int, Any]]:
@@ -301,5 +375,6 @@ def field_errors(exc: ValidationError) -> list[str]:
     return out
 
 
-__all__ = ["MAX_DEPTH", "MAX_PROBLEMS", "BadRecord", "Problems", "checked",
-           "decode_error", "field_errors", "iter_json_records", "open_text"]
+__all__ = ["DECODER", "MAX_DEPTH", "MAX_DIGITS", "MAX_PROBLEMS", "BadRecord", "BadValue", "Problems",
+           "checked", "decode", "decode_error", "field_errors", "iter_json_records", "json_records",
+           "json_value", "open_text"]
