@@ -36,6 +36,7 @@ from .reading import (
     iter_json_records,
     open_text,
 )
+from .reading import csv_problem as _csv_problem
 from .store import answers as answer_store
 from .store import checks as check_store
 from .store import cycles as store_cycles
@@ -423,20 +424,6 @@ def import_labels(
             raise InputError(f"{path}:{line}: {_csv_problem(exc)}; nothing was imported") from exc
         problems.raise_if_any()
     return report
-
-
-def _csv_problem(exc: csv.Error) -> str:
-    """The csv module's error in the words of the file's author."""
-    text = str(exc)
-    if "unexpected end of data" in text or "EOF inside string" in text:
-        return ('a quoted field is not closed: a \'"\' opens a value that runs to the end of the file; '
-                "close the quote, or double a quote inside a value (\"\")")
-    if "expected after" in text:
-        return (f"{text}: a quote inside a quoted value must be doubled (\"\"), and a closing quote must "
-                "be followed by the delimiter")
-    if "NUL" in text or "null byte" in text:
-        return "the file contains a NUL byte; it is not a text CSV (or give its --encoding)"
-    return text
 
 
 # ---------------------------------------------------------------- restore of an export

@@ -87,8 +87,9 @@ def _surrogate(where: str) -> BadValue:
                     "which is not valid Unicode text")
 
 
-def json_value(value: Any) -> Any:
-    """The input policy: `value` as a plain JSON value, or BadValue naming the field that is not.
+def json_value(value: Any, where: str = "") -> Any:
+    """The input policy: `value` as a plain JSON value, or BadValue naming the field that is not
+    (its path below `where`, the name of `value` itself if it has one).
 
     Every value that enters the package goes through it: what the parser (`DECODER`) read from a
     file, and what a caller of the Python API hands over. A JSON value is a dict with string
@@ -99,7 +100,9 @@ def json_value(value: Any) -> Any:
     caller's own objects are never changed; the walk is iterative, so depth cannot overflow it.
     """
     root: list[Any] = [None]
-    stack: list[tuple[Any, Any, Any, str, int]] = [(value, root, 0, "", 1)]
+    # The path to a too deep value is a hundred keys long: the message names the record instead.
+    too_deep = BadValue(f"{where}: {_TOO_DEEP}" if where else _TOO_DEEP)
+    stack: list[tuple[Any, Any, Any, str, int]] = [(value, root, 0, where, 1)]
     while stack:
         v, parent, key, where, depth = stack.pop()
         if isinstance(v, str):
@@ -122,7 +125,7 @@ def json_value(value: Any) -> Any:
             raise BadValue(f"{where}: {v.message}" if where else v.message)
         elif isinstance(v, Mapping | list | tuple):
             if depth > MAX_DEPTH:
-                raise BadValue(_TOO_DEEP)
+                raise too_deep
             if isinstance(v, Mapping):
                 out: dict[str, Any] = {}
                 for k, x in v.items():
@@ -361,6 +364,37 @@ def _after_array(fh: TextIO, rest: str, line: int) -> Iterator[tuple[int, Any]]:
             return
 
 
+def csv_problem(exc: Exception) -> str:
+    """The csv module's error in the words of the file's author."""
+    text = str(exc)
+    if "unexpected end of data" in text or "EOF inside string" in text:
+        return ('a quoted field is not closed: a \'"\' opens a value that runs to the end of the file; '
+                "close the quote, or double a quote inside a value (\"\")")
+    if "expected after" in text:
+        return (f"{text}: a quote inside a quoted value must be doubled (\"\"), and a closing quote must "
+                "be followed by the delimiter")
+    if "NUL" in text or "null byte" in text:
+        return "the file contains a NUL byte; it is not a text CSV (or give its --encoding)"
+    return text
+
+
+def repeated_columns(header: list[str]) -> str | None:
+    """The problem of a header naming a column twice (which one holds the value is ambiguous)."""
+    twice = sorted({c for c in header if header.count(c) > 1})
+    if not twice:
+        return None
+    return (f"column(s) {', '.join(map(repr, twice))} appear more than once in the header; which one "
+            "holds the value is ambiguous")
+
+
+def row_width_problem(cells: int, columns: int) -> str | None:
+    """The problem of a table row with more or fewer cells than its header has columns: the
+    values would sit under the wrong column, or be cut off silently."""
+    if cells == columns:
+        return None
+    return f"{cells} fields, but the header has {columns} columns"
+
+
 def field_errors(exc: ValidationError) -> list[str]:
     """A pydantic validation error as `FIELD: MESSAGE` lines, in the words of the input file."""
     out = []
@@ -376,5 +410,5 @@ def field_errors(exc: ValidationError) -> list[str]:
 
 
 __all__ = ["DECODER", "MAX_DEPTH", "MAX_DIGITS", "MAX_PROBLEMS", "BadRecord", "BadValue", "Problems",
-           "checked", "decode", "decode_error", "field_errors", "iter_json_records", "json_records",
-           "json_value", "open_text"]
+           "checked", "csv_problem", "decode", "decode_error", "field_errors", "iter_json_records",
+           "json_records", "json_value", "open_text", "repeated_columns", "row_width_problem"]
