@@ -89,19 +89,23 @@ def import_answers(
     mapping: dict[str, Verdict] | None = None,
     encoding: str | None = None,
     update: bool = False,
+    dry_run: bool = False,
 ) -> ImportReport:
     """Import one JSONL / JSON-array file of judged answers, all or nothing.
 
     An answer already stored with the same content but a different category or metadata is
     refused (a problem on its line) unless `update`, which replaces them. A JSONL export of this
-    tool is restored losslessly instead (see `restore_answers`).
+    tool is restored losslessly instead (see `restore_answers`). `dry_run`: as `import_records`.
     """
     path = Path(path)
     if is_export_file(path, encoding):
+        if dry_run:  # a restore has no dry run: saying so beats writing what was to be checked
+            raise InputError(f"{path}: is an export of this tool, which is restored, and a restore has "
+                             "no dry run; restore it into a copy of the database to see what it adds")
         return restore_answers(db, path, encoding=encoding)
     return import_records(db, iter_json_records(path, encoding), source=path,
                           judge_model=judge_model, judge_prompt_version=judge_prompt_version,
-                          mapping=mapping, update=update)
+                          mapping=mapping, update=update, dry_run=dry_run)
 
 
 def import_records(
