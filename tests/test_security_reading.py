@@ -234,13 +234,6 @@ def test_api_values_go_through_the_same_policy(tmp_path: Path, metadata: dict[An
         assert counts(cal.db)["answers"] == 0
 
 
-def test_api_values_are_stored_as_json_values(tmp_path: Path) -> None:
-    with calibration.connect(tmp_path / "c.db") as cal:
-        cal.import_answers([answer("a1", metadata={"pair": (1, 2), "ok": True})])
-        stored = cal.db.execute("SELECT metadata FROM answers").fetchone()[0]
-    assert json.loads(stored) == {"pair": [1, 2], "ok": True}
-
-
 def test_a_failing_generator_leaves_no_rows(tmp_path: Path) -> None:
     def records() -> Iterator[dict[str, Any]]:
         for i in range(1200):  # more than one publish batch

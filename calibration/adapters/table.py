@@ -161,6 +161,8 @@ def _from_parquet(path: Path, cols: dict[str, str], mapping: dict[str, Verdict] 
         except (OSError, ValueError, pa.ArrowException) as exc:
             raise InputError(f"{path}: row {n + 1}: cannot read as Parquet: {exc}; "
                              "nothing was imported") from exc
+        # Arrow's allocator keeps freed pages for reuse: give them back before the import goes on.
+        pa.default_memory_pool().release_unused()
 
     with file:
         yield from _group(path, header, rows(), cols, mapping, result)
