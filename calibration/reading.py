@@ -36,6 +36,7 @@ MAX_DEPTH = 100
 MAX_DIGITS = 100
 _BIG = 10 ** MAX_DIGITS
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +79,13 @@ _BLANK = " \t\r\n"  # JSON's whitespace, and no other
 _TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels; refused"
 
 
-def _join(where: str, key: object) -> str:
-    return f"{where}.{key}" if where else str(key)
+def _path(where: str, at: Any) -> str:
+    """The dotted path of a value from its chain of (parent chain, key) pairs."""
+    keys: list[str] = []
+    while at is not None:
+        at, key = at
+        keys.append(str(key))
+    return ".".join(([where] if where else []) + keys[::-1]) or "the record"
 
 
 def _surrogate(where: str) -> BadValue:
@@ -87,7 +93,21 @@ def _surrogate(where: str) -> BadValue:
                     "which is not valid Unicode text")
 
 
-def json_value(value: Any, where: str = "") -> Any:
+def _plain(x: Any) -> bool:
+    """A value that needs no walk: an ASCII string, null, a boolean, a finite number in range."""
+    t = type(x)
+    return ((t is str and x.isascii()) or x is None or t is bool or (t is int and -_BIG < x < _BIG)
+            or (t is float and math.isfinite(x)))
+
+
+def _plain_parsed(x: Any) -> bool:
+    """`_plain`, for a value parsed from text without a surrogate escape: every string is plain."""
+    t = type(x)
+    return (t is str or x is None or t is bool or (t is int and -_BIG < x < _BIG)
+            or (t is float and math.isfinite(x)))
+
+
+def json_value(value: Any, where: str = "", *, surrogates: bool = True) -> Any:
     """The input policy: `value` as a plain JSON value, or BadValue naming the field that is not
     (its path below `where`, the name of `value` itself if it has one).
 
@@ -98,53 +118,68 @@ def json_value(value: Any, where: str = "") -> Any:
     JSON), a number of more than MAX_DIGITS digits, nesting deeper than MAX_DEPTH, and a lone
     surrogate (such as the escape \\ud800) in a string or key. A copy is returned, so the
     caller's own objects are never changed; the walk is iterative, so depth cannot overflow it.
+    `surrogates=False` for a value parsed from text that holds no \\uD800-\\uDFFF escape, the
+    only way a parsed string can hold a lone surrogate (decoding is strict): strings are not
+    searched then.
     """
+    plain = _plain if surrogates else _plain_parsed
     root: list[Any] = [None]
     # The path to a too deep value is a hundred keys long: the message names the record instead.
     too_deep = BadValue(f"{where}: {_TOO_DEEP}" if where else _TOO_DEEP)
-    stack: list[tuple[Any, Any, Any, str, int]] = [(value, root, 0, where, 1)]
+    # (value, container it goes in, its key there, its path as a (parent path, key) chain, depth);
+    # paths are only spelled out for a message.
+    stack: list[tuple[Any, Any, Any, Any, int]] = [(value, root, 0, None, 1)]
     while stack:
-        v, parent, key, where, depth = stack.pop()
-        if isinstance(v, str):
-            if not v.isascii() and _SURROGATE.search(v):
-                raise _surrogate(where or "the record")
-            parent[key] = str(v)
-        elif v is None or isinstance(v, bool):
-            parent[key] = v
-        elif isinstance(v, int):
-            if not -_BIG < v < _BIG:
-                raise BadValue(f"{where or 'the record'}: a number of more than {MAX_DIGITS} digits; "
-                               "refused (write it as a string)")
-            parent[key] = int(v)
-        elif isinstance(v, float):
-            if not math.isfinite(v):
-                raise BadValue(f"{where or 'the record'}: {v!r} is not a finite number, which JSON "
-                               "cannot hold (write null, or the number as a string)")
-            parent[key] = float(v)
-        elif isinstance(v, _Refused):
-            raise BadValue(f"{where}: {v.message}" if where else v.message)
-        elif isinstance(v, Mapping | list | tuple):
+        v, parent, key, at, depth = stack.pop()
+        t = type(v)
+        if t is dict:
             if depth > MAX_DEPTH:
                 raise too_deep
-            if isinstance(v, Mapping):
-                out: dict[str, Any] = {}
-                for k, x in v.items():
+            out: dict[str, Any] = {}
+            for k, x in v.items():
+                if type(k) is not str:
                     if not isinstance(k, str):
-                        raise BadValue(f"{where or 'the record'}: the key {k!r} is not a string; JSON "
+                        raise BadValue(f"{_path(where, at)}: the key {k!r} is not a string; JSON "
                                        "object keys are strings")
-                    if not k.isascii() and _SURROGATE.search(k):
-                        raise _surrogate(f"a key in {where or 'the record'}")
-                    out[k] = None  # keeps the order of the keys
-                    stack.append((x, out, k, _join(where, k), depth + 1))
-                parent[key] = out
-            else:
-                items: list[Any] = [None] * len(v)
-                stack.extend((x, items, i, _join(where, i), depth + 1) for i, x in enumerate(v))
-                parent[key] = items
-        else:
-            raise BadValue(f"{where or 'the record'}: a {type(v).__name__} is not a JSON value (give a "
-                           "dict, list, string, number, true, false or null)")
+                    k = str(k)
+                if not k.isascii() and _SURROGATE.search(k):
+                    raise _surrogate(f"a key in {_path(where, at)}")
+                out[k] = x  # in place now, so the keys keep their order; checked below if need be
+                if not plain(x):
+                    stack.append((x, out, k, (at, k), depth + 1))
+            parent[key] = out
+        elif t is list:
+            if depth > MAX_DEPTH:
+                raise too_deep
+            items = list(v)
+            stack.extend((x, items, i, (at, i), depth + 1) for i, x in enumerate(v) if not plain(x))
+            parent[key] = items
+        elif t is str:
+            if surrogates and _SURROGATE.search(v):
+                raise _surrogate(_path(where, at))
+            parent[key] = v
+        elif plain(v):
+            parent[key] = v
+        elif t is float:
+            raise BadValue(f"{_path(where, at)}: {v!r} is not a finite number, which JSON cannot hold "
+                           "(write null, or the number as a string)")
+        elif t is int:
+            raise BadValue(f"{_path(where, at)}: a number of more than {MAX_DIGITS} digits; refused "
+                           "(write it as a string)")
+        elif t is _Refused:
+            raise BadValue(f"{_path(where, at)}: {v.message}" if where or at else v.message)
+        else:  # not one of JSON's own types: a subclass becomes its base, a tuple a list; or refused
+            base = next((f for c, f in _BASES if isinstance(v, c)), None)
+            if base is None:
+                raise BadValue(f"{_path(where, at)}: a {t.__name__} is not a JSON value (give a dict, "
+                               "list, string, number, true, false or null)")
+            stack.append((base(v), parent, key, at, depth))
     return root[0]
+
+
+# What stands for a JSON value, and the conversion to it; bool before int, its base class.
+_BASES: tuple[tuple[type, Callable[[Any], Any]], ...] = (
+    (bool, bool), (str, str), (int, int), (float, float), (Mapping, dict), (list, list), (tuple, list))
 
 
 def decode(text: str, pos: int = 0) -> tuple[Any, int]:
@@ -155,7 +190,12 @@ def decode(text: str, pos: int = 0) -> tuple[Any, int]:
         value, end = DECODER.raw_decode(text, pos)
     except RecursionError:
         raise BadValue(_TOO_DEEP) from None
-    return json_value(value), end
+    return parsed_value(value, text, pos, end), end
+
+
+def parsed_value(value: Any, text: str, pos: int, end: int, where: str = "") -> Any:
+    """`json_value` of a value the parser read from `text[pos:end]`."""
+    return json_value(value, where, surrogates=_SURROGATE_ESCAPE.search(text, pos, end) is not None)
 
 
 def checked(text: str) -> Any:
@@ -342,7 +382,7 @@ def _iter_array(fh: TextIO, buf: str, start_line: int) -> Iterator[tuple[int, An
                 yield line, BadRecord(_TOO_DEEP)
                 return
         try:
-            yield line, json_value(value)
+            yield line, parsed_value(value, buf, pos, end)
         except BadValue as exc:
             yield line, BadRecord(str(exc))
         line += buf.count("\n", pos, end)
@@ -411,4 +451,4 @@ def field_errors(exc: ValidationError) -> list[str]:
 
 __all__ = ["DECODER", "MAX_DEPTH", "MAX_DIGITS", "MAX_PROBLEMS", "BadRecord", "BadValue", "Problems",
            "checked", "csv_problem", "decode", "decode_error", "field_errors", "iter_json_records",
-           "json_records", "json_value", "open_text", "repeated_columns", "row_width_problem"]
+           "json_records", "json_value", "open_text", "parsed_value", "repeated_columns", "row_width_problem"]

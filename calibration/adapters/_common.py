@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..models import Verdict, normalise_spelling
-from ..reading import DECODER, MAX_DEPTH, BadRecord, BadValue, checked, json_value
+from ..reading import DECODER, MAX_DEPTH, BadRecord, BadValue, checked, parsed_value
 
 MAX_PROBLEMS = 20
 
@@ -151,7 +151,7 @@ class JsonText:
         checked by the input policy (`reading.json_value`), as what is kept must be."""
         try:
             value, end = DECODER.raw_decode(self.text, pos)
-            return (value if where is None else json_value(value, where)), end
+            return (value if where is None else parsed_value(value, self.text, pos, end, where)), end
         except json.JSONDecodeError as exc:
             raise self.error(exc.pos, f"{exc.msg} (column {exc.colno})") from None
         except RecursionError:
