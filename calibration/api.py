@@ -34,6 +34,7 @@ from .errors import InputError
 from .export import ExportReport
 from .importing import ImportReport, LabelsReport
 from .models import Verdict, parse_mapping
+from .reading import json_records
 
 RECORDS = "<records>"
 ROWS = "<rows>"
@@ -118,10 +119,7 @@ class Calibration:
                 return report
             if options:
                 raise InputError(f"{', '.join(sorted(options))}: adapter options need from_=")
-            if dry_run:
-                return importing.import_records(self.db, importing.iter_json_records(Path(source), encoding),
-                                                source=source, dry_run=True, **common)
-            return importing.import_answers(self.db, source, encoding=encoding, **common)
+            return importing.import_answers(self.db, source, encoding=encoding, dry_run=dry_run, **common)
         if from_ is not None and adapters.canonical(from_) != adapters.table.NAME:
             raise InputError(f"from_={from_!r} reads a file: give its path")
         if _is_frame(source):
@@ -134,7 +132,8 @@ class Calibration:
             raise InputError("import_answers takes a list of records; wrap the one record in a list")
         if options:
             raise InputError(f"{', '.join(sorted(options))}: adapter options need a file and from_=")
-        return importing.import_records(self.db, enumerate(source, start=1), source=RECORDS,
+        # The values go through the input policy as a file's records do (`reading.json_records`).
+        return importing.import_records(self.db, json_records(source), source=RECORDS,
                                         dry_run=dry_run, **common)
 
     def import_labels(

@@ -36,6 +36,7 @@ from .reading import (
     iter_json_records,
     open_text,
 )
+from .reading import csv_problem as _csv_problem
 from .store import answers as answer_store
 from .store import checks as check_store
 from .store import cycles as store_cycles
@@ -88,19 +89,23 @@ def import_answers(
     mapping: dict[str, Verdict] | None = None,
     encoding: str | None = None,
     update: bool = False,
+    dry_run: bool = False,
 ) -> ImportReport:
     """Import one JSONL / JSON-array file of judged answers, all or nothing.
 
     An answer already stored with the same content but a different category or metadata is
     refused (a problem on its line) unless `update`, which replaces them. A JSONL export of this
-    tool is restored losslessly instead (see `restore_answers`).
+    tool is restored losslessly instead (see `restore_answers`). `dry_run`: as `import_records`.
     """
     path = Path(path)
     if is_export_file(path, encoding):
+        if dry_run:  # a restore has no dry run: saying so beats writing what was to be checked
+            raise InputError(f"{path}: is an export of this tool, which is restored, and a restore has "
+                             "no dry run; restore it into a copy of the database to see what it adds")
         return restore_answers(db, path, encoding=encoding)
     return import_records(db, iter_json_records(path, encoding), source=path,
                           judge_model=judge_model, judge_prompt_version=judge_prompt_version,
-                          mapping=mapping, update=update)
+                          mapping=mapping, update=update, dry_run=dry_run)
 
 
 def import_records(
@@ -423,20 +428,6 @@ def import_labels(
             raise InputError(f"{path}:{line}: {_csv_problem(exc)}; nothing was imported") from exc
         problems.raise_if_any()
     return report
-
-
-def _csv_problem(exc: csv.Error) -> str:
-    """The csv module's error in the words of the file's author."""
-    text = str(exc)
-    if "unexpected end of data" in text or "EOF inside string" in text:
-        return ('a quoted field is not closed: a \'"\' opens a value that runs to the end of the file; '
-                "close the quote, or double a quote inside a value (\"\")")
-    if "expected after" in text:
-        return (f"{text}: a quote inside a quoted value must be doubled (\"\"), and a closing quote must "
-                "be followed by the delimiter")
-    if "NUL" in text or "null byte" in text:
-        return "the file contains a NUL byte; it is not a text CSV (or give its --encoding)"
-    return text
 
 
 # ---------------------------------------------------------------- restore of an export

@@ -13,8 +13,9 @@ import codecs
 import functools
 import io
 import json
+import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
@@ -29,7 +30,12 @@ _READ_SIZE = 1 << 16
 # Nesting deeper than this is refused with file and line: no judged answer needs it, and Python's
 # own recursion limit (about 1,000 levels) would otherwise end the import with a traceback.
 MAX_DEPTH = 100
-# A lone surrogate can only come from a JSON escape (strict decoding refuses one in the bytes).
+# A number written with more digits is refused: no score or count needs it, Python refuses to
+# turn an integer of over 4,300 digits into text (so it could not be stored), and parsing one
+# costs time quadratic in its length.
+MAX_DIGITS = 100
+_BIG = 10 ** MAX_DIGITS
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
@@ -40,72 +46,180 @@ class BadRecord:
     message: str
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON (write null, or the number as a string)")
+class BadValue(ValueError):
+    """A value outside the JSON value model, or outside its limits; the message names the field."""
 
 
-def loads(text: str) -> Any:
-    """`json.loads` under the number rule of every read: NaN and Infinity are refused (ValueError).
-    Pass it to `checked` for the depth and surrogate rules."""
-    return json.loads(text, parse_constant=_no_constant)
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """What the parser left where the text holds something `json_value` refuses, so that the
+    refusal names the field it is in."""
+
+    message: str
 
 
-def _depth(value: Any) -> int:
-    """The nesting depth of a parsed JSON value, without recursion."""
-    deepest, stack = 0, [(value, 1)]
+def _constant(name: str) -> _Refused:
+    return _Refused(f"{name} is not valid JSON (write null, or the number as a string)")
+
+
+def _number(text: str, convert: Callable[[str], Any]) -> Any:
+    digits = sum(c.isdigit() for c in text) if len(text) > MAX_DIGITS else 0
+    if digits > MAX_DIGITS:
+        return _Refused(f"a number of {digits} digits; more than {MAX_DIGITS} are refused "
+                        "(write it as a string)")
+    return convert(text)
+
+
+# The one parser of every JSON text the package reads (JSONL lines, JSON arrays, other tools'
+# files, JSON held in a table cell): what it cannot refuse itself it marks for `json_value`.
+DECODER = json.JSONDecoder(parse_constant=_constant,
+                           parse_int=functools.partial(_number, convert=int),
+                           parse_float=functools.partial(_number, convert=float))
+_BLANK = " \t\r\n"  # JSON's whitespace, and no other
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels; refused"
+
+
+def _path(where: str, at: Any) -> str:
+    """The dotted path of a value from its chain of (parent chain, key) pairs."""
+    keys: list[str] = []
+    while at is not None:
+        at, key = at
+        keys.append(str(key))
+    return ".".join(([where] if where else []) + keys[::-1]) or "the record"
+
+
+def _surrogate(where: str) -> BadValue:
+    return BadValue(f"{where}: contains a lone surrogate (half of a \\uD83D\\uDE00-style pair), "
+                    "which is not valid Unicode text")
+
+
+def _plain(x: Any) -> bool:
+    """A value that needs no walk: an ASCII string, null, a boolean, a finite number in range."""
+    t = type(x)
+    return ((t is str and x.isascii()) or x is None or t is bool or (t is int and -_BIG < x < _BIG)
+            or (t is float and math.isfinite(x)))
+
+
+def _plain_parsed(x: Any) -> bool:
+    """`_plain`, for a value parsed from text without a surrogate escape: every string is plain."""
+    t = type(x)
+    return (t is str or x is None or t is bool or (t is int and -_BIG < x < _BIG)
+            or (t is float and math.isfinite(x)))
+
+
+def json_value(value: Any, where: str = "", *, surrogates: bool = True) -> Any:
+    """The input policy: `value` as a plain JSON value, or BadValue naming the field that is not
+    (its path below `where`, the name of `value` itself if it has one).
+
+    Every value that enters the package goes through it: what the parser (`DECODER`) read from a
+    file, and what a caller of the Python API hands over. A JSON value is a dict with string
+    keys, a list (a tuple becomes one), a string, a finite number, true, false or null. Refused:
+    anything else (a set, bytes, a date...), NaN and infinities (not JSON, and not storable as
+    JSON), a number of more than MAX_DIGITS digits, nesting deeper than MAX_DEPTH, and a lone
+    surrogate (such as the escape \\ud800) in a string or key. A copy is returned, so the
+    caller's own objects are never changed; the walk is iterative, so depth cannot overflow it.
+    `surrogates=False` for a value parsed from text that holds no \\uD800-\\uDFFF escape, the
+    only way a parsed string can hold a lone surrogate (decoding is strict): strings are not
+    searched then.
+    """
+    plain = _plain if surrogates else _plain_parsed
+    root: list[Any] = [None]
+    # The path to a too deep value is a hundred keys long: the message names the record instead.
+    too_deep = BadValue(f"{where}: {_TOO_DEEP}" if where else _TOO_DEEP)
+    # (value, container it goes in, its key there, its path as a (parent path, key) chain, depth);
+    # paths are only spelled out for a message.
+    stack: list[tuple[Any, Any, Any, Any, int]] = [(value, root, 0, None, 1)]
     while stack:
-        v, d = stack.pop()
-        if isinstance(v, dict | list):
-            deepest = max(deepest, d)
-            if d <= MAX_DEPTH:
-                stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
-    return deepest
-
-
-def _lone_surrogate(value: Any) -> str | None:
-    """The path of the first string (key or value) holding a lone surrogate, or None."""
-    stack: list[tuple[str, Any]] = [("", value)]
-    while stack:
-        where, v = stack.pop()
-        if isinstance(v, str):
-            try:
-                v.encode("utf-8")
-            except UnicodeEncodeError:
-                return where or "the record"
-        elif isinstance(v, dict):
+        v, parent, key, at, depth = stack.pop()
+        t = type(v)
+        if t is dict:
+            if depth > MAX_DEPTH:
+                raise too_deep
+            out: dict[str, Any] = {}
             for k, x in v.items():
-                key = f"{where}.{k}" if where else str(k)
-                try:
-                    str(k).encode("utf-8")
-                except UnicodeEncodeError:
-                    return f"a key in {where or 'the record'}"
-                stack.append((key, x))
-        elif isinstance(v, list):
-            stack.extend((f"{where}.{i}", x) for i, x in enumerate(v))
-    return None
+                if type(k) is not str:
+                    if not isinstance(k, str):
+                        raise BadValue(f"{_path(where, at)}: the key {k!r} is not a string; JSON "
+                                       "object keys are strings")
+                    k = str(k)
+                if not k.isascii() and _SURROGATE.search(k):
+                    raise _surrogate(f"a key in {_path(where, at)}")
+                out[k] = x  # in place now, so the keys keep their order; checked below if need be
+                if not plain(x):
+                    stack.append((x, out, k, (at, k), depth + 1))
+            parent[key] = out
+        elif t is list:
+            if depth > MAX_DEPTH:
+                raise too_deep
+            items = list(v)
+            stack.extend((x, items, i, (at, i), depth + 1) for i, x in enumerate(v) if not plain(x))
+            parent[key] = items
+        elif t is str:
+            if surrogates and _SURROGATE.search(v):
+                raise _surrogate(_path(where, at))
+            parent[key] = v
+        elif plain(v):
+            parent[key] = v
+        elif t is float:
+            raise BadValue(f"{_path(where, at)}: {v!r} is not a finite number, which JSON cannot hold "
+                           "(write null, or the number as a string)")
+        elif t is int:
+            raise BadValue(f"{_path(where, at)}: a number of more than {MAX_DIGITS} digits; refused "
+                           "(write it as a string)")
+        elif t is _Refused:
+            raise BadValue(f"{_path(where, at)}: {v.message}" if where or at else v.message)
+        else:  # not one of JSON's own types: a subclass becomes its base, a tuple a list; or refused
+            base = next((f for c, f in _BASES if isinstance(v, c)), None)
+            if base is None:
+                raise BadValue(f"{_path(where, at)}: a {t.__name__} is not a JSON value (give a dict, "
+                               "list, string, number, true, false or null)")
+            stack.append((base(v), parent, key, at, depth))
+    return root[0]
 
 
-def checked(text: str, parse: Callable[[], Any]) -> Any:
-    """Parse one record's source `text` with `parse`; a BadRecord for what cannot be stored.
+# What stands for a JSON value, and the conversion to it; bool before int, its base class.
+_BASES: tuple[tuple[type, Callable[[Any], Any]], ...] = (
+    (bool, bool), (str, str), (int, int), (float, float), (Mapping, dict), (list, list), (tuple, list))
 
-    Refused: malformed JSON, NaN / Infinity (not JSON, and not storable as JSON), nesting deeper
-    than MAX_DEPTH, and a lone surrogate escape such as \\ud800 in any string."""
+
+def decode(text: str, pos: int = 0) -> tuple[Any, int]:
+    """(value, end) of the JSON value at `text[pos:]`, checked by `json_value`.
+
+    Raises json.JSONDecodeError for malformed JSON and BadValue for what the policy refuses."""
     try:
-        value = parse()
+        value, end = DECODER.raw_decode(text, pos)
+    except RecursionError:
+        raise BadValue(_TOO_DEEP) from None
+    return parsed_value(value, text, pos, end), end
+
+
+def parsed_value(value: Any, text: str, pos: int, end: int, where: str = "") -> Any:
+    """`json_value` of a value the parser read from `text[pos:end]`."""
+    return json_value(value, where, surrogates=_SURROGATE_ESCAPE.search(text, pos, end) is not None)
+
+
+def checked(text: str) -> Any:
+    """The one JSON value `text` holds (blanks around it allowed), or a BadRecord saying why not:
+    malformed JSON, or anything `json_value` refuses."""
+    try:
+        value, end = decode(text, len(text) - len(text.lstrip(_BLANK)))
     except json.JSONDecodeError as exc:
         return BadRecord(f"malformed JSON: {exc.msg} (column {exc.colno})")
-    except RecursionError:
-        return BadRecord(f"nested deeper than {MAX_DEPTH} levels; refused")
-    except ValueError as exc:  # from _no_constant
+    except BadValue as exc:
         return BadRecord(str(exc))
-    if text.count("[") + text.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
-        return BadRecord(f"nested deeper than {MAX_DEPTH} levels; refused")
-    if _SURROGATE_ESCAPE.search(text):
-        where = _lone_surrogate(value)
-        if where is not None:
-            return BadRecord(f"{where}: contains a lone surrogate (half of a \\uD83D\\uDE00-style "
-                             "pair), which is not valid Unicode text")
+    if text[end:].strip(_BLANK):
+        return BadRecord(f"malformed JSON: Extra data (column {end + 1})")
     return value
+
+
+def json_records(values: Iterable[Any]) -> Iterator[tuple[int, Any]]:
+    """(position from 1, value) for Python values, as `iter_json_records` yields a file's records:
+    each value through `json_value`, a BadRecord for one it refuses."""
+    for pos, value in enumerate(values, start=1):
+        try:
+            yield pos, json_value(value)
+        except BadValue as exc:
+            yield pos, BadRecord(str(exc))
 
 
 class Problems:
@@ -166,11 +280,11 @@ def decode_error(path: Path, line: int, exc: UnicodeError, encoding: str | None)
 def iter_json_records(path: Path, encoding: str | None = None) -> Iterator[tuple[int, Any]]:
     """Yield (line number, parsed value) from a JSONL file or a JSON array, streaming.
 
-    A record that cannot be used (malformed JSON, NaN, too deep, a lone surrogate: `checked`)
-    yields (line, BadRecord) so the caller can report it and go on checking the rest of a
-    JSONL file. A file that starts with a JSON array is that one array: anything but
-    whitespace after its closing bracket (another array, JSON lines) is a BadRecord on its line,
-    never silently ignored.
+    A record that cannot be used (malformed JSON, or refused by `json_value`: NaN, too deep, a
+    lone surrogate, a number of too many digits) yields (line, BadRecord) so the caller can
+    report it and go on checking the rest of a JSONL file. A file that starts with a JSON array
+    is that one array: anything but whitespace after its closing bracket (another array, JSON
+    lines) is a BadRecord on its line, never silently ignored.
     """
     with open_text(path, encoding) as fh:
         line_no = 0
@@ -196,7 +310,7 @@ def iter_json_records(path: Path, encoding: str | None = None) -> Iterator[tuple
                     line_no += 1
                 if not line.strip():
                     continue
-                yield line_no, checked(line, functools.partial(json.loads, line, parse_constant=_no_constant))
+                yield line_no, checked(line)
         except UnicodeError as exc:
             raise decode_error(path, line_no + 1, exc, encoding) from exc
 
@@ -207,15 +321,14 @@ def _chain(first: list[str], rest: TextIO) -> Iterator[str]:
 
 
 def _iter_array(fh: TextIO, buf: str, start_line: int) -> Iterator[tuple[int, Any]]:
-    decoder = json.JSONDecoder(parse_constant=_no_constant)
     line = start_line
     pos = buf.index("[") + 1
     eof = False
     expect_value = True
 
-    def fill() -> bool:
+    def fill(at_least: int = _READ_SIZE) -> bool:
         nonlocal buf, pos, eof
-        chunk = fh.read(_READ_SIZE)
+        chunk = fh.read(at_least)
         if not chunk:
             eof = True
             return False
@@ -225,7 +338,7 @@ def _iter_array(fh: TextIO, buf: str, start_line: int) -> Iterator[tuple[int, An
 
     while True:
         while True:
-            while pos < len(buf) and buf[pos] in " \t\r\n":
+            while pos < len(buf) and buf[pos] in _BLANK:
                 if buf[pos] == "\n":
                     line += 1
                 pos += 1
@@ -249,34 +362,32 @@ def _iter_array(fh: TextIO, buf: str, start_line: int) -> Iterator[tuple[int, An
             yield line, BadRecord("malformed JSON: expected ',' or ']' between records")
             return
         while True:
+            # A record cut at the buffer's end is parsed again once more has been read; reading at
+            # least as much again as is pending keeps that linear in the record's size (a
+            # fixed-size read would parse a 40 MB record some 600 times).
+            more = max(_READ_SIZE, len(buf) - pos)
             try:
-                value, end = decoder.raw_decode(buf, pos)
+                value, end = DECODER.raw_decode(buf, pos)
                 # A number or literal cut at the buffer's end would parse short: read on.
-                if end == len(buf) and not eof and fill():
+                if end == len(buf) and not eof and fill(more):
                     continue
                 break
             except json.JSONDecodeError as exc:
-                if not eof and fill():
+                if not eof and fill(more):
                     continue
                 yield line + buf.count("\n", pos, exc.pos), BadRecord(
                     f"malformed JSON: {exc.msg} (column {exc.colno})")
                 return
-            except (RecursionError, ValueError) as exc:
-                yield line, checked("", functools.partial(_raise, exc))
+            except RecursionError:
+                yield line, BadRecord(_TOO_DEEP)
                 return
-        start = pos
-        yield line, checked(buf[start:end], functools.partial(_same, value))
+        try:
+            yield line, parsed_value(value, buf, pos, end)
+        except BadValue as exc:
+            yield line, BadRecord(str(exc))
         line += buf.count("\n", pos, end)
         pos = end
         expect_value = False
-
-
-def _raise(exc: BaseException) -> Any:
-    raise exc
-
-
-def _same(value: Any) -> Any:
-    return value
 
 
 def _after_array(fh: TextIO, rest: str, line: int) -> Iterator[tuple[int, Any]]:
@@ -293,6 +404,37 @@ def _after_array(fh: TextIO, rest: str, line: int) -> Iterator[tuple[int, Any]]:
             return
 
 
+def csv_problem(exc: Exception) -> str:
+    """The csv module's error in the words of the file's author."""
+    text = str(exc)
+    if "unexpected end of data" in text or "EOF inside string" in text:
+        return ('a quoted field is not closed: a \'"\' opens a value that runs to the end of the file; '
+                "close the quote, or double a quote inside a value (\"\")")
+    if "expected after" in text:
+        return (f"{text}: a quote inside a quoted value must be doubled (\"\"), and a closing quote must "
+                "be followed by the delimiter")
+    if "NUL" in text or "null byte" in text:
+        return "the file contains a NUL byte; it is not a text CSV (or give its --encoding)"
+    return text
+
+
+def repeated_columns(header: list[str]) -> str | None:
+    """The problem of a header naming a column twice (which one holds the value is ambiguous)."""
+    twice = sorted({c for c in header if header.count(c) > 1})
+    if not twice:
+        return None
+    return (f"column(s) {', '.join(map(repr, twice))} appear more than once in the header; which one "
+            "holds the value is ambiguous")
+
+
+def row_width_problem(cells: int, columns: int) -> str | None:
+    """The problem of a table row with more or fewer cells than its header has columns: the
+    values would sit under the wrong column, or be cut off silently."""
+    if cells == columns:
+        return None
+    return f"{cells} fields, but the header has {columns} columns"
+
+
 def field_errors(exc: ValidationError) -> list[str]:
     """A pydantic validation error as `FIELD: MESSAGE` lines, in the words of the input file."""
     out = []
@@ -307,5 +449,6 @@ def field_errors(exc: ValidationError) -> list[str]:
     return out
 
 
-__all__ = ["MAX_DEPTH", "MAX_PROBLEMS", "BadRecord", "Problems", "checked",
-           "decode_error", "field_errors", "iter_json_records", "loads", "open_text"]
+__all__ = ["DECODER", "MAX_DEPTH", "MAX_DIGITS", "MAX_PROBLEMS", "BadRecord", "BadValue", "Problems",
+           "checked", "csv_problem", "decode", "decode_error", "field_errors", "iter_json_records",
+           "json_records", "json_value", "open_text", "parsed_value", "repeated_columns", "row_width_problem"]

@@ -239,8 +239,8 @@ def test_parquet_and_dataframe_read_the_same_as_csv(empty_db: Database, tmp_path
 
 def test_a_parquet_problem_names_its_row(empty_db: Database, tmp_path: Path) -> None:
     path = tmp_path / "bad.parquet"
-    pd.DataFrame({"answer_id": ["a", "b"], "claim": ["x", "y"], "verdict": ["SUPPORTED", "perhaps"]}
-                 ).to_parquet(path)
+    pd.DataFrame({"answer_id": ["a", "b"], "question": ["q", "q"], "answer": ["x", "y"], "claim": ["x", "y"],
+                  "verdict": ["SUPPORTED", "perhaps"]}).to_parquet(path)
     with pytest.raises(InputError) as err:
         run(empty_db, "parquet", path, judge_model="j", judge_prompt_version="v1")
     assert err.value.problems[0].startswith(f"{path}:2: verdict: unknown verdict 'perhaps'")
@@ -368,8 +368,8 @@ def test_unknown_adapter_and_bad_column_mapping_are_input_errors() -> None:
 def test_a_table_answer_whose_chunks_change_between_rows_is_refused(empty_db: Database,
                                                                     tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
-    path.write_text('answer_id,chunks,claim,verdict\na,"[""x""]",One.,SUPPORTED\n'
-                    'a,"[""x""]",Two.,SUPPORTED\na,"[""y""]",Three.,SUPPORTED\n', encoding="utf-8")
+    path.write_text('answer_id,question,answer,chunks,claim,verdict\na,q,A,"[""x""]",One.,SUPPORTED\n'
+                    'a,q,A,"[""x""]",Two.,SUPPORTED\na,q,A,"[""y""]",Three.,SUPPORTED\n', encoding="utf-8")
     with pytest.raises(InputError) as err:
         run(empty_db, "csv", path, judge_model="j", judge_prompt_version="v1")
     assert err.value.problems[0] == f"{path}:4: chunks: differs from line 2 for answer 'a'"

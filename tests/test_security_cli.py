@@ -145,8 +145,8 @@ def test_nan_and_infinity_in_metadata_are_refused(tmp_path: Path, db: Path) -> N
                    + json.dumps(answer("a2"))[:-1] + ', "metadata": {"score": -Infinity}}\n',
                    encoding="utf-8")
     proc = run_cli("import", src, db=db, expect=1)
-    assert "nan.jsonl:1: NaN is not valid JSON" in proc.stderr
-    assert "nan.jsonl:2: -Infinity is not valid JSON" in proc.stderr
+    assert "nan.jsonl:1: metadata.score: NaN is not valid JSON" in proc.stderr
+    assert "nan.jsonl:2: metadata.score: -Infinity is not valid JSON" in proc.stderr
 
 
 def test_a_changed_category_is_refused_unless_update(tmp_path: Path, db: Path) -> None:

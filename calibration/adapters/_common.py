@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..models import Verdict, normalise_spelling
+from ..reading import DECODER, MAX_DEPTH, BadRecord, BadValue, checked, parsed_value
 
 MAX_PROBLEMS = 20
 
@@ -116,7 +117,6 @@ def read_text(path: Path, encoding: str | None) -> str:
                          "nothing was imported") from exc
 
 
-_DECODER = json.JSONDecoder()
 _WS = frozenset(" \t\r\n")
 
 
@@ -146,11 +146,19 @@ class JsonText:
     def error(self, pos: int, message: str) -> InputError:
         return self.problems.fail(self.line_at(min(pos, len(self.text))), "", f"malformed JSON: {message}")
 
-    def decode(self, pos: int) -> tuple[Any, int]:
+    def decode(self, pos: int, where: str | None = None) -> tuple[Any, int]:
+        """The value at `pos` and the offset after it; with `where` (the value's path) it is also
+        checked by the input policy (`reading.json_value`), as what is kept must be."""
         try:
-            return _DECODER.raw_decode(self.text, pos)
+            value, end = DECODER.raw_decode(self.text, pos)
+            return (value if where is None else parsed_value(value, self.text, pos, end, where)), end
         except json.JSONDecodeError as exc:
             raise self.error(exc.pos, f"{exc.msg} (column {exc.colno})") from None
+        except RecursionError:
+            raise self.problems.fail(self.line_at(pos), where or "",
+                                     f"nested deeper than {MAX_DEPTH} levels; refused") from None
+        except BadValue as exc:
+            raise self.problems.fail(self.line_at(pos), "", str(exc)) from None
 
     def first_char(self) -> str:
         pos = self.skip_ws(0)
@@ -185,8 +193,8 @@ class JsonText:
                 return None
             raise self.error(pos, "expected ',' or '}' in an object")
 
-    def elements(self, pos: int) -> Iterator[tuple[int, int, Any]]:
-        """(index, line, value) for each element of the array at `pos`."""
+    def elements(self, pos: int, where: str = "") -> Iterator[tuple[int, int, Any]]:
+        """(index, line, value) for each element of the array at `pos` (whose path is `where`)."""
         text = self.text
         pos = self.skip_ws(pos)
         if pos >= len(text) or text[pos] != "[":
@@ -197,7 +205,7 @@ class JsonText:
         index = 0
         while True:
             line = self.line_at(pos)
-            value, pos = self.decode(pos)
+            value, pos = self.decode(pos, f"{where}.{index}" if where else "")
             yield index, line, value
             index += 1
             pos = self.skip_ws(pos)
@@ -218,11 +226,9 @@ class JsonText:
         for line_no, line in enumerate(self.text.split("\n"), start=1):
             if not line.strip():
                 continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise self.problems.fail(line_no, "", f"malformed JSON: {exc.msg} (column {exc.colno})") \
-                    from None
+            value = checked(line)
+            if isinstance(value, BadRecord):
+                raise self.problems.fail(line_no, "", value.message)
             yield index, line_no, value
             index += 1
 

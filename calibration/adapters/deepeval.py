@@ -47,6 +47,7 @@ from typing import Any
 
 from ..fmt import plural
 from ..models import Verdict, normalise_spelling
+from ..reading import BadValue, decode
 from ._common import AdapterResult, JsonText, Problems, Record, merged_mapping, read_text
 
 NAME = "deepeval"
@@ -79,9 +80,11 @@ def parse_verbose_logs(text: str) -> tuple[list[str], list[Any]]:
     claims = split_pretty_strings(text[start:v].rstrip(" \n"))
     block = text[v + len("Verdicts:\n"):].lstrip()
     try:
-        verdicts, _ = json.JSONDecoder().raw_decode(block)
+        verdicts, _ = decode(block)
     except json.JSONDecodeError as exc:
         raise ValueError(f"the 'Verdicts:' list is not JSON: {exc.msg}") from None
+    except BadValue as exc:
+        raise ValueError(f"the 'Verdicts:' list: {exc}") from None
     if not isinstance(verdicts, list):
         raise ValueError("the 'Verdicts:' section is not a list")
     return claims, verdicts
@@ -142,7 +145,7 @@ def _test_cases(doc: JsonText) -> Iterator[tuple[int, int, Any]]:
                                     "(set DEEPEVAL_RESULTS_FOLDER) or .deepeval/.latest_run_full.json")
         raise doc.problems.fail(1, "testCases", "missing: not a DeepEval test run")
     cases = hit[1]
-    yield from doc.elements(cases)
+    yield from doc.elements(cases, "testCases")
 
 
 def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric: str,

@@ -10,17 +10,16 @@ chunk id; empty cells are skipped.
 
 CSV and TSV are read with the standard library's csv reader (not pandas) so that a problem
 names the file line the row starts on, counting the header as line 1, even when a quoted cell
-spans lines; decoding is strict, as in the JSONL import. Parquet is read through pandas; there
-a problem names the row (1-based, the header not counted). Verdict spellings go through the
+spans lines; reading is strict, as for the label CSV (a quote left open, a row with more or
+fewer cells than the header, a column named twice are refused) and decoding as in the JSONL
+import. Parquet is read with pyarrow a batch of rows at a time; there a problem names the row
+(1-based, the header not counted). Verdict spellings go through the
 project's table (`models.VERDICT_ALIASES`) and `--map`, checked row by row.
 """
 
 from __future__ import annotations
 
-import codecs
 import csv
-import io
-import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -29,12 +28,25 @@ from typing import Any
 
 from ..errors import InputError
 from ..models import Verdict, parse_verdict
+from ..reading import (
+    BadRecord,
+    BadValue,
+    checked,
+    csv_problem,
+    decode_error,
+    json_value,
+    open_text,
+    repeated_columns,
+    row_width_problem,
+)
 from ._common import AdapterResult, Problems, Record
 
 NAME = "csv"
 FIELDS = ("answer_id", "question", "answer", "chunks", "claim", "verdict", "rationale", "claim_id",
           "evidence", "judge_model", "judge_prompt_version", "category")
-REQUIRED = ("answer_id", "claim", "verdict")
+# The answer model needs question and answer as text: a file without their columns is refused
+# by name rather than by the model's type error.
+REQUIRED = ("answer_id", "question", "answer", "claim", "verdict")
 _ANSWER_FIELDS = ("question", "answer", "judge_model", "judge_prompt_version", "category")
 
 
@@ -50,6 +62,9 @@ def parse_columns(spec: str | None) -> dict[str, str]:
             raise InputError(f"--columns {item.strip()!r}: expected FIELD=COLUMN")
         if target not in FIELDS:
             raise InputError(f"--columns {item.strip()!r}: {target!r} is not one of {', '.join(FIELDS)}")
+        if target in out:
+            raise InputError(f"--columns: {target} is mapped twice ({target}={out[target]} and "
+                             f"{target}={source}); which column holds it is ambiguous")
         out[target] = source
     return out
 
@@ -120,39 +135,53 @@ def read_frame(frame: Any, *, source: str = "<DataFrame>", judge_model: str | No
     return result
 
 
+# Rows converted to Python at a time: the Parquet file is decoded batch by batch, so a small
+# file of very compressible text never sits decoded in memory as a whole.
+PARQUET_BATCH = 256
+
+
 def _from_parquet(path: Path, cols: dict[str, str], mapping: dict[str, Verdict] | None,
                   result: AdapterResult) -> Iterator[Record]:
-    import pandas as pd  # late: pandas is only needed for Parquet
+    import pyarrow as pa  # late: pyarrow is only needed for Parquet
+    import pyarrow.parquet as pq
 
     try:
-        frame = pd.read_parquet(path)
-    except (OSError, ValueError) as exc:
+        file = pq.ParquetFile(path)
+        header = [str(c) for c in file.schema_arrow.names]
+    except (OSError, ValueError, pa.ArrowException) as exc:
         raise InputError(f"{path}: cannot read as Parquet: {exc}; nothing was imported") from exc
-    header = [str(c) for c in frame.columns]
-    rows = ((n, values) for n, values in enumerate(frame.itertuples(index=False, name=None), start=1))
-    yield from _group(path, header, rows, cols, mapping, result)
+
+    def rows() -> Iterator[tuple[int, Sequence[Any]]]:
+        n = 0
+        try:
+            for batch in file.iter_batches(batch_size=PARQUET_BATCH):
+                for values in zip(*(c.to_pylist() for c in batch.columns), strict=True):
+                    n += 1
+                    yield n, values
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            raise InputError(f"{path}: row {n + 1}: cannot read as Parquet: {exc}; "
+                             "nothing was imported") from exc
+        # Arrow's allocator keeps freed pages for reuse: give them back before the import goes on.
+        pa.default_memory_pool().release_unused()
+
+    with file:
+        yield from _group(path, header, rows(), cols, mapping, result)
 
 
 def _from_csv(path: Path, encoding: str | None, sep: str, cols: dict[str, str],
               mapping: dict[str, Verdict] | None, result: AdapterResult) -> Iterator[Record]:
-    enc = encoding or "utf-8-sig"
-    try:
-        codecs.lookup(enc)
-    except LookupError as exc:
-        raise InputError(f"unknown encoding {enc!r}") from exc
-    try:
-        raw = path.open("rb")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot open: {exc.strerror}") from exc
-    with io.TextIOWrapper(raw, encoding=enc, errors="strict", newline="") as fh:
-        reader = csv.reader(fh, delimiter=sep)
-        line = 1
+    with open_text(path, encoding) as fh:
+        # strict, as the label CSV: a quote left open is an error where it happens, not a field
+        # that swallows the rows after it.
+        reader = csv.reader(fh, delimiter=sep, strict=True)
+        start = 1  # the line the row being read starts on
         try:
             header = next(reader, None)
             if header is None:
                 raise InputError(f"{path}: the file is empty; nothing was imported")
 
             def rows() -> Iterator[tuple[int, Sequence[Any]]]:
+                nonlocal start
                 start = reader.line_num + 1
                 for row in reader:
                     if any(row):  # csv gives [] for a blank line
@@ -160,13 +189,10 @@ def _from_csv(path: Path, encoding: str | None, sep: str, cols: dict[str, str],
                     start = reader.line_num + 1
 
             yield from _group(path, [h.strip() for h in header], rows(), cols, mapping, result)
-        except UnicodeDecodeError as exc:
-            line = reader.line_num + 1
-            hint = "" if encoding else "; the file is not UTF-8: give its encoding with --encoding"
-            raise InputError(f"{path}:{line}: cannot decode bytes as {encoding or 'UTF-8'}{hint}; "
-                             "nothing was imported") from exc
+        except UnicodeError as exc:
+            raise decode_error(path, reader.line_num + 1, exc, encoding) from exc
         except csv.Error as exc:
-            raise InputError(f"{path}:{reader.line_num}: {exc}; nothing was imported") from exc
+            raise InputError(f"{path}:{start}: {csv_problem(exc)}; nothing was imported") from exc
 
 
 def _chunk_columns(header: list[str], base: str) -> list[tuple[int, str]]:
@@ -180,7 +206,9 @@ def _chunk_columns(header: list[str], base: str) -> list[tuple[int, str]]:
 
 def _parse_chunks(value: Any) -> list[Any]:
     if isinstance(value, str):
-        value = json.loads(value)
+        value = checked(value)
+        if isinstance(value, BadRecord):
+            raise ValueError(value.message)
     elif hasattr(value, "tolist"):  # a list column read from Parquet arrives as an ndarray
         value = value.tolist()
     if not isinstance(value, list):
@@ -192,6 +220,9 @@ def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any
            cols: dict[str, str], mapping: dict[str, Verdict] | None,
            result: AdapterResult) -> Iterator[Record]:
     problems = Problems(path)
+    twice = repeated_columns(header)
+    if twice:
+        raise problems.fail(1, "", twice)
     names = {f: cols.get(f, f) for f in FIELDS}
     index = {h: i for i, h in enumerate(header)}
     missing = [f"{names[f]} (for {f})" if names[f] != f else f for f in REQUIRED if names[f] not in index]
@@ -212,6 +243,11 @@ def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any
     first_line: dict[str, int] = {}
     last_cell: dict[str, Any] = {}
     for line, row in rows:
+        wrong = row_width_problem(len(row), len(header))
+        if wrong:
+            problems.add(line, "", wrong)
+            continue
+
         def get(f: str, row: Sequence[Any] = row) -> Any:
             i = pos[f]
             return _cell(row[i]) if i is not None and i < len(row) else None
@@ -240,9 +276,8 @@ def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any
             if cell is not None:
                 try:
                     chunks = _parse_chunks(cell)
-                except (ValueError, json.JSONDecodeError) as exc:
-                    msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-                    problems.add(line, names["chunks"], f"not a JSON list: {msg}")
+                except ValueError as exc:
+                    problems.add(line, names["chunks"], f"not a JSON list: {exc}")
                     continue
         elif chunk_cols:
             chunks = [{"id": str(k), "text": str(c)} for k, i in chunk_cols
@@ -276,6 +311,13 @@ def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any
         })
     if not answers and not problems:
         problems.add(None, "", "no rows in the file")
+    for aid, rec in answers.items():
+        for f in ("question", "answer"):
+            rec[f] = "" if rec[f] is None else rec[f]  # their columns are there, left empty
+        try:  # a Parquet or DataFrame cell may hold any value; only JSON values go on
+            answers[aid] = json_value(rec)
+        except BadValue as exc:
+            problems.add(first_line[aid], "", str(exc))
     problems.raise_if_any()
     for aid, rec in answers.items():
         yield first_line[aid], rec

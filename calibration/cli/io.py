@@ -41,6 +41,9 @@ def _adapter_options(args: argparse.Namespace, name: str) -> dict[str, Any]:
     return out
 
 
+_DRY_RUN = " (dry run: nothing was written)"
+
+
 def cli_import(args: argparse.Namespace) -> int:
     mapping = _mapping(args)
     if args.source is not None:
@@ -52,8 +55,9 @@ def cli_import(args: argparse.Namespace) -> int:
         for path in args.files:
             rep = importing.import_answers(db, path, judge_model=args.judge_model,
                                            judge_prompt_version=args.judge_prompt_version,
-                                           mapping=mapping, encoding=args.encoding, update=args.update)
-            print(f"{path}:")
+                                           mapping=mapping, encoding=args.encoding, update=args.update,
+                                           dry_run=args.dry_run)
+            print(f"{path}:" + _DRY_RUN * args.dry_run)
             for line in rep.lines():
                 print(f"  {line}")
     return 0
@@ -68,7 +72,7 @@ def _import_from(args: argparse.Namespace, mapping: dict[str, Verdict]) -> int:
                 db, name, path, judge_model=args.judge_model,
                 judge_prompt_version=args.judge_prompt_version, mapping=mapping or None,
                 encoding=args.encoding, dry_run=args.dry_run, **options)
-            print(f"{path}:" + (" (dry run: nothing was written)" if args.dry_run else ""))
+            print(f"{path}:" + _DRY_RUN * args.dry_run)
             for line in rep.lines():
                 if line.startswith("verdict spellings used") or line.startswith("  "):
                     continue  # the adapter's mapping lines below say it with the tool's names
@@ -151,7 +155,7 @@ def _add_import(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--skip-failed", action="store_true",
                    help="--from deepeval/ragas: leave out cases whose metric errored instead of refusing")
     p.add_argument("--dry-run", action="store_true",
-                   help="--from: check and report everything, then write nothing")
+                   help="check and report everything, then write nothing")
     p.add_argument("--judge-model", help="judge model for lines that do not name one")
     p.add_argument("--judge-prompt-version", help="judge prompt version for lines that do not name one")
     p.add_argument("--map", action="append", default=[], metavar="SPELLING=VERDICT", type=_map_item,

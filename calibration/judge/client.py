@@ -20,14 +20,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from functools import partial
 from typing import Any
 
 import httpx
 
 from ..errors import CallFailed, EndpointRejected, EndpointUnreachable, InputError
 from ..fmt import plural
-from ..reading import BadRecord, checked, loads
+from ..reading import BadRecord, checked
 from .policy import DEFAULT_API_KEY_ENV, EndpointPolicy, chat_url
 
 
@@ -375,7 +374,7 @@ class ChatClient:
                 entry["status"] = status
                 if status == 200:
                     try:
-                        data = checked(text, partial(loads, raw.decode("utf-8")))
+                        data = checked(raw.decode("utf-8"))
                         if isinstance(data, BadRecord):
                             raise ValueError(data.message)
                         choice = data["choices"][0]

@@ -11,7 +11,6 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from pydantic import (
@@ -26,7 +25,7 @@ from pydantic import (
 
 from ..errors import ReplyError
 from ..models import Verdict, parse_verdict
-from ..reading import BadRecord, checked, loads
+from ..reading import BadValue, decode
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,12 +147,19 @@ def fenced(text: str) -> str | None:
 
 
 def _json_value(text: str) -> Any:
+    """The JSON value of a reply under the rules of every outside JSON (`reading.decode`: depth,
+    NaN / Infinity, long numbers, lone surrogates), or ReplyError; a syntax error names its line,
+    which matters in a reply of many lines."""
     try:
-        return loads(text)
+        value, end = decode(text)
     except json.JSONDecodeError as exc:
-        # In a reply of many lines the line matters; raised as a plain ValueError, `checked`
-        # reports this message as it is.
-        raise ValueError(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        raise ReplyError(f"the reply cannot be read: not valid JSON ({exc.msg} at line {exc.lineno} "
+                         f"column {exc.colno})") from None
+    except BadValue as exc:
+        raise ReplyError(f"the reply cannot be read: {exc}") from None
+    if text[end:].strip():
+        raise ReplyError("the reply cannot be read: not valid JSON (extra data after the value)")
+    return value
 
 
 def _reply_items(data: Any) -> list[Any]:
@@ -199,10 +205,7 @@ def parse_reply(content: str | None, claim_ids: Sequence[str],
     text = text.strip()
     if not text:
         raise ReplyError("the reply is empty")
-    # The rules of every outside JSON: nesting depth, NaN / Infinity, lone surrogates.
-    data = checked(text, partial(_json_value, text))
-    if isinstance(data, BadRecord):
-        raise ReplyError(f"the reply cannot be read: {data.message}")
+    data = _json_value(text)
     try:
         items = _ITEMS.validate_python(_reply_items(data))
     except ValidationError as exc:
