@@ -34,22 +34,27 @@ places (labels, help, captions, option names) only ever get constant text.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import html
 import os
 import secrets
 import shutil
+import sys
 import tempfile
 import time
 import unicodedata
 import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import ParamSpec
 
 import streamlit as st
 
 from calibration import cycles, roles, store
-from calibration.errors import CalibrationError
+from calibration.errors import CalibrationError, StorageError
 from calibration.text import neutralise_body, visible
 from calibration.vocab import VERDICT_COLOURS
 
@@ -332,6 +337,68 @@ def sidebar_identity() -> None:
                 st.logout()
         else:
             st.button("Sign out", on_click=_sign_out, key="signout")
+
+
+# ---------------------------------------------------------------- storage failures
+#
+# A storage failure (`calibration.errors.StorageError`: a full disk, a read-only, deleted or
+# replaced database file) is one sentence on the page, never Streamlit's generic error. app.py
+# wraps every full run in `storage_failures`; a fragment's rerun does not go through app.py, so
+# a page's fragments are made with `fragment`, which wraps its body the same way; a callback
+# runs before either, so write callbacks are wrapped with `write_callback`, whose failure the
+# next run shows.
+
+P = ParamSpec("P")
+_CALLBACK_FAILURE = "_storage_failure"  # the message of a write callback's StorageError
+
+
+def storage_sentence(exc: StorageError | str) -> str:
+    """The one sentence a page shows for a storage failure (its message has no path)."""
+    return f"The database could not do its part: {exc}."
+
+
+def show_storage_failure(exc: StorageError) -> None:
+    """Log the failure with the database's path (the server log only), and show the sentence."""
+    print(f"calibration: storage failure: {exc!r} (database {db_path()})", file=sys.stderr, flush=True)
+    st.error(storage_sentence(exc), icon=":material/error:")
+
+
+@contextmanager
+def storage_failures() -> Iterator[None]:
+    """Run a page (or a fragment) body: a StorageError it raises, or one a write callback met
+    before it, is shown as the one sentence."""
+    try:
+        yield
+    except StorageError as exc:
+        st.session_state.pop(_CALLBACK_FAILURE, None)
+        show_storage_failure(exc)
+    else:
+        failed = st.session_state.pop(_CALLBACK_FAILURE, None)
+        if isinstance(failed, str):
+            st.error(storage_sentence(failed), icon=":material/error:")
+
+
+def write_callback(callback: Callable[P, None]) -> Callable[P, None]:
+    """`callback` (a widget's on_click / on_change) with a StorageError kept for the next run
+    to show (`storage_failures`) instead of reaching Streamlit as an uncaught exception."""
+    @functools.wraps(callback)
+    def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            callback(*args, **kwargs)
+        except StorageError as exc:
+            print(f"calibration: storage failure in a callback: {exc!r} (database {db_path()})",
+                  file=sys.stderr, flush=True)
+            st.session_state[_CALLBACK_FAILURE] = str(exc)
+    return run
+
+
+def fragment(body: Callable[[], None]) -> Callable[[], None]:
+    """`st.fragment(body)` whose runs show a storage failure as the one sentence."""
+    @functools.wraps(body)
+    def run() -> None:
+        with storage_failures():
+            body()
+    return st.fragment(run)
 
 
 def literal(text: str | None, **kwargs: object) -> None:

@@ -158,6 +158,7 @@ def _elapsed_ms(claim_pk: int) -> int | None:
     return int((time.monotonic() - shown[1]) * 1000)
 
 
+@ui.write_callback
 def _on_label(cycle_id: int, answer_id: str, claim_pk: int, index: int, kind: str,
               verdict: str | None, chunk_ids: tuple[str, ...]) -> None:
     reviewer = ui.current_reviewer()
@@ -192,6 +193,7 @@ def _on_move(cycle_id: int, answer_id: str, index: int | None, to: int) -> None:
         _set_cursor(cycle_id, reviewer, review.Position(answer_id, to))
 
 
+@ui.write_callback
 def _on_commit(cycle_id: int, answer_id: str) -> None:
     reviewer = ui.current_reviewer()
     if not reviewer or not _is_current(cycle_id, answer_id, None):
@@ -212,6 +214,7 @@ def _on_select(cycle_id: int, answer_id: str, claim_pk: int) -> None:
         _set_cursor(cycle_id, reviewer, review.Position(answer_id, None), claim_pk)
 
 
+@ui.write_callback
 def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str) -> None:
     """Record the choice, then select the next disagreement still pending (if any), so K / J
     walk through them; with none left the selection stays, and K / J change the choice."""
@@ -241,6 +244,7 @@ def _on_switch_cycle(cycle_id: int) -> None:
     st.session_state[CYCLE_KEY] = cycle_id
 
 
+@ui.write_callback
 def _on_next_answer(cycle_id: int, answer_id: str, why_not: str | None) -> None:
     reviewer = ui.current_reviewer()
     if not reviewer or not _is_current(cycle_id, answer_id, None):
@@ -595,7 +599,7 @@ def _done(cycle: review.CycleRef, choices: list[review.CycleChoice], prog: revie
                       args=(nxt.cycle.id,))
 
 
-@st.fragment
+@ui.fragment
 def review_fragment() -> None:
     reviewer = ui.current_reviewer()
     if not reviewer:
