@@ -443,11 +443,16 @@ def upload_name(browser_name: str) -> str:
     return (stem.rstrip("._") or "upload") + (f".{ext}" if ext else "")
 
 
+def cut(text: str, limit: int) -> tuple[str, int]:
+    """`text` cut to its first `limit` characters, and how many were left out."""
+    return (text, 0) if len(text) <= limit else (text[:limit], len(text) - limit)
+
+
 def shown_upload_name(browser_name: str) -> str:
     """The browser's name for an upload as it may be shown (through `literal`): every invisible
     character made visible, cut to `MAX_SHOWN_NAME` characters."""
-    name = visible(browser_name)
-    return name if len(name) <= MAX_SHOWN_NAME else name[:MAX_SHOWN_NAME - 1] + "…"
+    shown, left_out = cut(visible(browser_name), MAX_SHOWN_NAME)
+    return shown[:-1] + "…" if left_out else shown
 
 
 def sweep_uploads(now: float, root: Path | None = None, max_age_s: float = UPLOAD_MAX_AGE_S) -> None:

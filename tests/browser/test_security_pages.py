@@ -67,3 +67,49 @@ def test_a_verdict_key_on_a_broken_database_is_the_storage_sentence(
     assert GENERIC not in page.locator('[data-testid="stApp"]').inner_text()
     assert not seen_problems()
     assert not [e for e in server_errors(log) if "Traceback" in e]
+
+
+HUGE = 1024 * 1024  # a one-megabyte retrieved chunk
+
+
+@pytest.fixture
+def huge(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    db_path = tmp_path / "huge.db"
+    words = "evidence text with no end in sight "
+    chunk = (words * (HUGE // len(words) + 1))[:HUGE - 9] + " THE-END."
+    build_db(db_path, _answers(chunk), reviewers=["Hugo Huge"])
+    log = tmp_path / "server.log"
+    with start_app(db_path, log, leads="Lena Lead") as url:
+        yield url, log
+
+
+def test_a_one_megabyte_chunk_is_not_sent_again_with_every_key(huge: tuple[str, Path], page: Any) -> None:
+    url, log = huge
+    received: list[int] = []
+
+    def on_socket(ws: Any) -> None:
+        ws.on("framereceived", lambda payload: received.append(len(payload)))
+
+    page.on("websocket", on_socket)
+    sign_in(page, url, "Hugo Huge")
+    first = page.locator("[class*='st-key-claim-']").first
+    first.locator("button").first.wait_for()
+    settle(page)
+    claim_key = next(c for c in (first.get_attribute("class") or "").split() if c.startswith("st-key-claim-"))
+    received.clear()
+    page.keyboard.press("1")
+    page.locator(f".{claim_key}").wait_for(state="detached")  # the key's label landed: next claim
+    page.get_by_text("Saved: SUPPORTED").first.wait_for()
+    settle(page)
+    sent = sum(received)
+    assert sent < 200_000, f"{sent:,} bytes sent for one verdict key"
+    dom = page.evaluate("() => document.body.textContent.length")
+    assert dom < 200_000, f"{dom:,} characters on the page"
+    assert "THE-END." not in page.locator('[data-testid="stApp"]').inner_text()
+    # The rest is there on request.
+    page.get_by_role("button", name="Show the chunks in full").click()
+    page.get_by_role("button", name="Cut the long chunks again").wait_for()
+    settle(page)
+    assert "THE-END." in page.evaluate("() => document.body.textContent")
+    assert not seen_problems()
+    assert not [e for e in server_errors(log) if "Traceback" in e]
