@@ -83,6 +83,7 @@ def _local_text(ts: str | None) -> str:
 # ---------------------------------------------------------------- create
 
 
+@ui.write_callback
 def _create() -> None:
     """The form's submit: create the cycle; on success clear the name and the seed."""
     state = st.session_state
@@ -170,6 +171,7 @@ if created := st.session_state.pop(CREATED, None):
 # ---------------------------------------------------------------- list and progress
 
 
+@ui.write_callback
 def _close(cycle_name: str, force: bool) -> None:
     try:
         with store.session(path) as db:
@@ -218,6 +220,7 @@ def _frozen(cycle: cycles.Cycle) -> None:
         st.json(cycle.snapshot, expanded=False)
 
 
+@ui.write_callback
 def _reassign(cycle_name: str) -> None:
     """The reassign button's callback: move the open work, then say what moved."""
     state = st.session_state
@@ -388,6 +391,7 @@ _cycles_section()
 # ---------------------------------------------------------------- holdout
 
 
+@ui.write_callback
 def _holdout(flag: bool) -> None:
     """Mark (or clear) the pasted answer ids as holdout; on success clear the box."""
     ids = [line.strip() for line in str(st.session_state.get("holdout_ids") or "").splitlines()]

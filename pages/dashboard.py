@@ -60,6 +60,7 @@ def _hidden_scopes(db: Database, work: roles.OpenWork, run: str,
     return out
 
 
+@ui.write_callback
 def _adjudicate(path: str, claim_pk: int, lead: str) -> None:
     """The button's callback: the write happens here, before the rerun draws the page."""
     verdict = st.session_state.get(f"dash_adj_verdict_{claim_pk}")

@@ -20,6 +20,7 @@ EDITOR = "guidelines_text"
 SAVED = "guidelines_saved"
 
 
+@ui.write_callback
 def _on_save(scope: str, editor_key: str, lead: str) -> None:
     with store.session(ui.db_path()) as db:
         db_guidelines.save_guidelines(db, scope, str(st.session_state.get(editor_key) or ""), lead)

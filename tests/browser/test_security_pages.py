@@ -69,6 +69,25 @@ def test_a_verdict_key_on_a_broken_database_is_the_storage_sentence(
     assert not [e for e in server_errors(log) if "Traceback" in e]
 
 
+
+def test_a_lead_write_on_a_replaced_database_is_the_storage_sentence(
+        running: tuple[str, Path, Path], page: Any) -> None:
+    url, db_path, log = running
+    page.goto(f"{url}/guidelines")
+    field = page.get_by_label("Your name")
+    field.fill("Lena Lead")
+    field.press("Enter")
+    page.get_by_label("Guidelines (markdown)").fill("Call it SUPPORTED only when a chunk says it.")
+    settle(page)
+    _replace(db_path)
+    page.get_by_role("button", name="Save").click()
+    page.get_by_text(SENTENCE).first.wait_for()
+    settle(page)
+    text = page.locator('[data-testid="stApp"]').inner_text()
+    assert GENERIC not in text and text.count(SENTENCE) == 1
+    assert not seen_problems()
+    assert not [e for e in server_errors(log) if "Traceback" in e]
+
 HUGE = 1024 * 1024  # a one-megabyte retrieved chunk
 
 
