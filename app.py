@@ -19,7 +19,6 @@ import streamlit as st
 
 import ui
 from calibration import roles
-from calibration.errors import StorageError
 
 # (file, title, icon, for leads only); the first is the default page.
 PAGES: list[tuple[str, str, str, bool]] = [
@@ -72,10 +71,7 @@ def _main() -> None:
     current.run()
 
 
-try:
+# Disk full, read-only, a vanished or foreign database file, a lock held too long: one
+# sentence without a path (the server log keeps the details), never a traceback.
+with ui.storage_failures():
     _main()
-except StorageError as exc:
-    # Disk full, read-only, a vanished or foreign database file, a lock held too long: one
-    # sentence without a path (the server log keeps the details), never a traceback.
-    print(f"calibration: storage failure: {exc!r} (database {ui.db_path()})", file=sys.stderr, flush=True)
-    st.error(f"The database could not do its part: {exc}.", icon=":material/error:")

@@ -41,15 +41,21 @@ import hmac
 import html
 import os
 import secrets
+import shutil
+import sys
+import tempfile
 import time
-from collections.abc import Callable
+import unicodedata
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import ParamSpec
 
 import streamlit as st
 
 from calibration import cycles, roles, store
-from calibration.errors import CalibrationError, NotALeadError
+from calibration.errors import CalibrationError, NotALeadError, StorageError
 from calibration.text import inert_markdown, neutralise_body, visible
 from calibration.vocab import VERDICT_COLOURS
 
@@ -317,7 +323,9 @@ def lead_action(callback: Callable[P, None]) -> Callable[P, None]:
     Streamlit runs a callback before the page's script, so the page's own `require_lead`
     comes too late for it: a Guidelines tab opened in single-user mode would still save after
     a second name signed in. Every on_click / on_change / form callback of a lead page is
-    wrapped in this (tests/test_lead_check.py reads the pages to make sure)."""
+    wrapped in this (tests/test_lead_check.py reads the pages to make sure). It is also a
+    `write_callback`: a storage failure, the lead check's own read included, is the one
+    sentence of the next run."""
 
     @functools.wraps(callback)
     def checked(*args: P.args, **kwargs: P.kwargs) -> None:
@@ -328,7 +336,7 @@ def lead_action(callback: Callable[P, None]) -> Callable[P, None]:
             return
         callback(*args, **kwargs)
 
-    return checked
+    return write_callback(checked)
 
 
 def open_work(reviewer: str) -> roles.OpenWork:
@@ -395,10 +403,166 @@ def guidelines(markdown: str) -> None:
     st.markdown(inert_markdown(markdown))
 
 
+# ---------------------------------------------------------------- storage failures
+#
+# A storage failure (`calibration.errors.StorageError`: a full disk, a read-only, deleted or
+# replaced database file) is one sentence on the page, never Streamlit's generic error. app.py
+# wraps every full run in `storage_failures`; a fragment's rerun does not go through app.py, so
+# a page's fragments are made with `fragment`, which wraps its body the same way; a callback
+# runs before either, so write callbacks are wrapped with `write_callback`, whose failure the
+# next run shows.
+
+_CALLBACK_FAILURE = "_storage_failure"  # the message of a write callback's StorageError
+
+
+def storage_sentence(exc: StorageError | str) -> str:
+    """The one sentence a page shows for a storage failure (its message has no path)."""
+    return f"The database could not do its part: {exc}."
+
+
+def show_storage_failure(exc: StorageError) -> None:
+    """Log the failure with the database's path (the server log only), and show the sentence."""
+    print(f"calibration: storage failure: {exc!r} (database {db_path()})", file=sys.stderr, flush=True)
+    st.error(storage_sentence(exc), icon=":material/error:")
+
+
+@contextmanager
+def storage_failures() -> Iterator[None]:
+    """Run a page (or a fragment) body: a StorageError it raises, or one a write callback met
+    before it, is shown as the one sentence."""
+    try:
+        yield
+    except StorageError as exc:
+        st.session_state.pop(_CALLBACK_FAILURE, None)
+        show_storage_failure(exc)
+    else:
+        failed = st.session_state.pop(_CALLBACK_FAILURE, None)
+        if isinstance(failed, str):
+            st.error(storage_sentence(failed), icon=":material/error:")
+
+
+def write_callback(callback: Callable[P, None]) -> Callable[P, None]:
+    """`callback` (a widget's on_click / on_change) with a StorageError kept for the next run
+    to show (`storage_failures`) instead of reaching Streamlit as an uncaught exception."""
+    @functools.wraps(callback)
+    def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            callback(*args, **kwargs)
+        except StorageError as exc:
+            print(f"calibration: storage failure in a callback: {exc!r} (database {db_path()})",
+                  file=sys.stderr, flush=True)
+            st.session_state[_CALLBACK_FAILURE] = str(exc)
+    return run
+
+
+def fragment(body: Callable[[], None]) -> Callable[[], None]:
+    """`st.fragment(body)` whose runs show a storage failure as the one sentence."""
+    @functools.wraps(body)
+    def run() -> None:
+        with storage_failures():
+            body()
+    return st.fragment(run)
+
+
 def literal(text: str | None, **kwargs: object) -> None:
     """Show untrusted text exactly as stored: no markdown, HTML, LaTeX or emoji codes; the
     characters that reorder or hide text shown as ``<U+XXXX>`` (`calibration.text.neutralise_body`)."""
     st.text(neutralise_body("" if text is None else text), **kwargs)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- uploads on disk
+#
+# The adapters read paths (and the table reader the extension), so an upload is written to a
+# folder of its own under a name the app makes: the browser's name is untrusted text (it may
+# be "..", hold a NUL or a slash, or be longer than a file name may be) and is only shown,
+# through `literal`, cut to `MAX_SHOWN_NAME`. A folder goes when its upload is replaced,
+# imported or dropped, when the session that made it ends, and otherwise once it is older
+# than `UPLOAD_MAX_AGE_S` (swept on every visit of the Import page).
+
+UPLOAD_PREFIX = "calibration-upload-"
+UPLOAD_MAX_AGE_S = 6 * 3600
+MAX_SHOWN_NAME = 80
+_MAX_STEM_BYTES = 96  # well below any file system's 255-byte name limit, with the extension
+_MAX_EXT = 8  # ".parquet": the longest extension an adapter reads
+
+
+def upload_name(browser_name: str) -> str:
+    """The file name an upload is saved under, made from the name the browser gave.
+
+    The stem keeps letters, digits, "-", "_" and inner dots (every other character becomes
+    "_"), cut to `_MAX_STEM_BYTES` bytes of UTF-8, "upload" when nothing is left; the extension
+    (which picks the table reader) is kept lower-cased when it is up to `_MAX_EXT` ASCII letters
+    and digits, else dropped. The stem stays what it was for an ordinary name, because the
+    Ragas and RefChecker adapters make answer ids from it, as the CLI does from the file's name.
+    """
+    name = unicodedata.normalize("NFC", browser_name).replace("\\", "/").rsplit("/", 1)[-1]
+    stem, dot, ext = name.rpartition(".")
+    if not dot:
+        stem, ext = name, ""
+    ext = ext.lower() if ext.isascii() and ext.isalnum() and len(ext) <= _MAX_EXT else ""
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem).strip("._")
+    while len(stem.encode()) > _MAX_STEM_BYTES:
+        stem = stem[:-1]
+    return (stem.rstrip("._") or "upload") + (f".{ext}" if ext else "")
+
+
+def cut(text: str, limit: int) -> tuple[str, int]:
+    """`text` cut to its first `limit` characters, and how many were left out."""
+    return (text, 0) if len(text) <= limit else (text[:limit], len(text) - limit)
+
+
+def shown_upload_name(browser_name: str) -> str:
+    """The browser's name for an upload as it may be shown (through `literal`): every invisible
+    character made visible, cut to `MAX_SHOWN_NAME` characters."""
+    shown, left_out = cut(visible(browser_name), MAX_SHOWN_NAME)
+    return shown[:-1] + "…" if left_out else shown
+
+
+def sweep_uploads(now: float, root: Path | None = None, max_age_s: float = UPLOAD_MAX_AGE_S) -> None:
+    """Remove upload folders (`UPLOAD_PREFIX`) under `root` (the temp folder) older than `max_age_s`:
+    those of sessions that ended without their finaliser running (a server that was killed)."""
+    for folder in (root or Path(tempfile.gettempdir())).glob(f"{UPLOAD_PREFIX}*"):
+        try:
+            if folder.is_dir() and now - folder.stat().st_mtime > max_age_s:
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:  # removed by another session meanwhile
+            continue
+
+
+class SavedUpload:
+    """An upload written to its own temp folder; the folder is removed with `discard`, or when
+    the object is collected (the session holding it ended)."""
+
+    def __init__(self, data: bytes, browser_name: str, digest: str) -> None:
+        self.digest = digest  # sha256 of `data`
+        self.shown_name = shown_upload_name(browser_name)
+        folder = Path(tempfile.mkdtemp(prefix=UPLOAD_PREFIX))
+        self._finalizer = weakref.finalize(self, shutil.rmtree, folder, True)
+        self.path = folder / upload_name(browser_name)
+        self.path.write_bytes(data)
+
+    def discard(self) -> None:
+        self._finalizer()
+
+
+def saved_upload(key: str, data: bytes, browser_name: str) -> SavedUpload:
+    """The upload `data` on disk, kept in session state under `key`: the same object while the
+    same bytes are uploaded, a new one (the old folder removed) when they change."""
+    saved = st.session_state.get(key)
+    digest = hashlib.sha256(data).hexdigest()
+    if isinstance(saved, SavedUpload) and saved.digest == digest and saved.path.exists():
+        return saved
+    drop_upload(key)
+    saved = SavedUpload(data, browser_name, digest)
+    st.session_state[key] = saved
+    return saved
+
+
+def drop_upload(key: str) -> None:
+    """Remove the saved upload under `key` (session state and folder), if any."""
+    saved = st.session_state.pop(key, None)
+    if isinstance(saved, SavedUpload):
+        saved.discard()
 
 
 # ---------------------------------------------------------------- untrusted text as one element

@@ -10,7 +10,10 @@ the last look (the commit step) the reveal of the judge. The first few keys warm
 up and are not counted. Prints median and p95 for both, over verdicts and commits together
 and for each kind.
 
-    .venv/bin/python bench/bench_review_latency.py [--verdicts 200] [--big 100000]
+    .venv/bin/python bench/bench_review_latency.py [--verdicts 200] [--big 100000] [--huge-chunk 1048576]
+
+A third case gives every answer of the cycle a first chunk of a megabyte (`--huge-chunk`), to
+compare with the small database's figures of the same run: a key must not pay for the chunk.
 
 The per-verdict server work reads by key and index only (one answer, one cycle queue),
 so the two figures should be close; a gap that grows with the database is a bug.
@@ -54,9 +57,10 @@ WORDS = ["delivery", "payment", "invoice", "warehouse", "discount", "approval", 
 # ---------------------------------------------------------------- synthetic data
 
 
-def build_db(path: Path, n_answers: int, seed: int = 1) -> None:
+def build_db(path: Path, n_answers: int, seed: int = 1, chunk_chars: int = 0) -> None:
     """n judged answers of 3 claims and 2 chunks, one judge run; labels of other reviewers
-    on half of the claims (two each) so the label tables are large too."""
+    on half of the claims (two each) so the label tables are large too. `chunk_chars`: the
+    first chunk of every answer is that long (0: a sentence, as the others)."""
     rng = random.Random(seed)
     ts = store.now()
 
@@ -78,7 +82,11 @@ def build_db(path: Path, n_answers: int, seed: int = 1) -> None:
                     h = hashlib.sha256(f"{aid}{question}{answer}".encode()).hexdigest()
                     answers.append((aid, question, answer, None, "{}", h, 0, ts))
                     for p in range(2):
-                        chunks.append((aid, p, f"S{p + 1}", sentence(25), f"kb/{aid}/S{p + 1}"))
+                        text = sentence(25)
+                        if p == 0 and chunk_chars:
+                            text = (text + " ") * (chunk_chars // (len(text) + 1) + 1)
+                            text = text[:chunk_chars]
+                        chunks.append((aid, p, f"S{p + 1}", text, f"kb/{aid}/S{p + 1}"))
                     for p, text in enumerate(texts):
                         pk = i * CLAIMS_PER_ANSWER + p + 1
                         claims.append((pk, aid, f"c{p + 1}", p, text))
@@ -216,15 +224,16 @@ def measure(url: str, plan: dict[str, list[tuple[int, str]]], order: list[str], 
     raise RuntimeError(f"the cycle ran out of claims after {len(times)} verdicts")
 
 
-def run_case(label: str, n_answers: int, verdicts: int, workdir: Path) -> dict[str, float]:
-    db = workdir / f"bench-{n_answers}.db"
+def run_case(label: str, n_answers: int, verdicts: int, workdir: Path, chunk_chars: int = 0
+             ) -> dict[str, float]:
+    db = workdir / f"bench-{n_answers}-{chunk_chars}.db"
     t = time.perf_counter()
-    build_db(db, n_answers)
+    build_db(db, n_answers, chunk_chars=chunk_chars)
     build_s = time.perf_counter() - t
     size = (verdicts + WARMUP) // CLAIMS_PER_ANSWER + 2  # more than enough: commits count too
     _, order = open_cycle(db, size)
     plan = judge_verdicts(db, order)
-    with start_app(db, workdir / f"server-{n_answers}.log") as url:
+    with start_app(db, workdir / f"server-{n_answers}-{chunk_chars}.log") as url:
         times = measure(url, plan, order, verdicts)
     all_ms = sorted(ms for ms, _ in times)
     by_kind = {kind: sorted(ms for ms, k in times if k == kind) for kind in ("claim", "last look", "reveal")}
@@ -251,6 +260,8 @@ def main() -> int:
     ap.add_argument("--verdicts", type=int, default=200)
     ap.add_argument("--small", type=int, default=100)
     ap.add_argument("--big", type=int, default=100_000)
+    ap.add_argument("--huge-chunk", type=int, default=1024 * 1024,
+                    help="characters of the first chunk of every answer in the huge-chunk case (0: skip)")
     ap.add_argument("--json", action="store_true", help="also print the figures as JSON")
     args = ap.parse_args()
     if not Path(CHROMIUM).is_file():
@@ -261,8 +272,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-review-") as tmp:
         small = run_case("small database", args.small, args.verdicts, Path(tmp))
         big = run_case("large database", args.big, args.verdicts, Path(tmp))
+        # Only the cycle's answers carry the huge chunk (the small case above is its baseline):
+        # the cost is in drawing the card, not in the size of the database.
+        huge = None if not args.huge_chunk else run_case(
+            "1 MB chunk", (args.verdicts + WARMUP) // CLAIMS_PER_ANSWER + 4, args.verdicts, Path(tmp),
+            chunk_chars=args.huge_chunk)
     if args.json:
-        print(json.dumps({"small": small, "big": big}))
+        print(json.dumps({"small": small, "big": big, "huge_chunk": huge}))
     return 0
 
 

@@ -1180,6 +1180,12 @@ class Report:
     # the blind one; the pipeline's corrected grounding score (calibration.report).
     human_human_post_reveal: HumanHumanAgreement | None = None
     pipeline: dict[str, Any] | None = None
+    # Unresolved claims of the sealed holdout: counted, their ids withheld (`report._hide_sealed`).
+    sealed_unresolved: int = 0
+
+    @property
+    def n_unresolved(self) -> int:
+        return len(self.unresolved_claims) + self.sealed_unresolved
 
     def _rule(self, name: str) -> decisions.RuleResult | None:
         return None if self.rules is None else next((r for r in self.rules.rules if r.rule == name), None)
@@ -1212,7 +1218,7 @@ class Report:
                       "equal_probability": None if est is None else est.equal_probability},
             "n_claims": self.n_claims,
             "n_answers": self.n_answers,
-            "n_unresolved": len(self.unresolved_claims),
+            "n_unresolved": self.n_unresolved,
             "unresolved_claims": list(self.unresolved_claims),
             "pipeline": self.pipeline,
             "agreement": agreement,
@@ -1302,8 +1308,8 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
     if e is not None and (e.capped_agreement or e.capped_kappa):
         lines.append(f"  capped by the human ceiling: target {_pct(e.agreement_target)}, floor "
                      f"{e.kappa_floor:.2f} ({e.rule})")
-    unresolved = (f"; {len(r.unresolved_claims)} claims left out (reviewers disagree, not adjudicated), "
-                  "which favours the judge: they are the hard ones") if r.unresolved_claims else ""
+    unresolved = (f"; {r.n_unresolved} claims left out (reviewers disagree, not adjudicated), "
+                  "which favours the judge: they are the hard ones") if r.n_unresolved else ""
     lines.append(f"Claims: {r.n_claims} in {r.n_answers} answers{unresolved}")
     if r.estimates is not None and r.estimates.population:
         lines.append(f"Estimates for: {r.estimates.population}")

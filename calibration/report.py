@@ -19,7 +19,7 @@ Which population the figures estimate (`scope.population`):
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,6 +28,7 @@ from sqlite_utils import Database
 
 from . import agreement, decisions, estimation, planning, split, store
 from .agreement import HumanHumanAgreement, Report, Thresholds
+from .store import lab as lab_store
 from .store import scope as store_scope
 
 # Answer-bootstrap resamples at every size: the interval's Monte Carlo error at 2,000 is
@@ -257,14 +258,36 @@ def scope_report(db: Database, run: store.JudgeRun, cycle_id: int | None = None,
 
 
 def _hide_sealed(report: Report, sealed: frozenset[str]) -> Report:
-    """The flag's and the disagreement list's claim ids without the sealed holdout's claims.
+    """The report without a claim id of the sealed holdout: the flag's reasons, the disagreement
+    list, the lenient and strict claims and the unresolved ones (counted, ids withheld).
 
-    The figures still count every claim: only the ids a lead could read while revising the
-    judge prompt are withheld, so the holdout stays a fair test of the revision.
+    The one filter every output of a report goes through (`stats`, `stats --json`, the API's
+    `stats()`, the dashboard, a cycle's snapshot). The figures still count every claim: only
+    the ids a lead could read while revising the judge prompt are withheld, so the holdout
+    stays a fair test of the revision.
     """
     if not sealed:
         return report
-    reasons = tuple(replace(r, claim_ids=tuple(k for k in r.claim_ids if k not in sealed))
-                    for r in report.flag.reasons)
-    return replace(report, flag=replace(report.flag, reasons=reasons),
-                   disagreeing_claims=tuple(k for k in report.disagreeing_claims if k not in sealed))
+
+    def kept(keys: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(k for k in keys if k not in sealed)
+
+    reasons = tuple(replace(r, claim_ids=kept(r.claim_ids)) for r in report.flag.reasons)
+    unresolved = kept(report.unresolved_claims)
+    direction = replace(report.direction, lenient_claims=kept(report.direction.lenient_claims),
+                        strict_claims=kept(report.direction.strict_claims))
+    return replace(report, flag=replace(report.flag, reasons=reasons), direction=direction,
+                   disagreeing_claims=kept(report.disagreeing_claims), unresolved_claims=unresolved,
+                   sealed_unresolved=report.sealed_unresolved + len(report.unresolved_claims)
+                   - len(unresolved))
+
+
+def inspectable_calls(db: Database, run_id: int, *, failed_only: bool = False,
+                      hidden: Collection[str] = ()) -> list[str]:
+    """Answers of lab run `run_id` whose stored call (prompt with the claims, the reply with
+    verdicts) a lead may open: never one of the sealed holdout (`split.sealed_answer_ids`),
+    nor one of `hidden` (the lead's own open work, `roles.open_work`). By id; only the failed
+    calls when `failed_only`."""
+    sealed = split.sealed_answer_ids(db)
+    return [a for a in lab_store.call_answer_ids(db, run_id, failed_only=failed_only)
+            if a not in sealed and a not in hidden]

@@ -1,6 +1,9 @@
 """Import: a lead uploads judged answers, checks the report, then confirms the import.
 
-The app's only uploader (its size limit is `server.maxUploadSize` in .streamlit/config.toml).
+The app's only uploader, drawn for a signed-in lead only (its size limit is `server.maxUploadSize`
+in .streamlit/config.toml; larger files go through the CLI). The upload is written to a temp folder
+of its own under a name the app makes (`ui.saved_upload`); the browser's name is only shown, as
+literal text, cut.
 "Check file" runs the very import the CLI runs (`calibration.adapters.run_import`) with
 `dry_run=True`: everything is validated and counted against this database inside a
 transaction that is then rolled back, so the report shown is exactly what "Import" will do,
@@ -10,10 +13,7 @@ are user text: shown through st.dataframe, st.code or ui.literal, never as markd
 
 from __future__ import annotations
 
-import hashlib
-import shutil
-import tempfile
-from pathlib import Path
+import time
 from typing import Any
 
 import streamlit as st
@@ -23,10 +23,11 @@ from calibration import adapters, store
 from calibration.errors import CalibrationError, InputError
 from calibration.models import parse_mapping
 
-FILE = "_import_file"  # (upload digest, temp path) of the file on disk
+FILE = "_import_file"  # the upload on disk (ui.SavedUpload)
 CHECKED = "_import_checked"  # (inputs key, Outcome) of the last successful dry run
 DONE = "_import_done"  # lines saying what the last confirmed import wrote
 UPLOADS = "_import_uploads"  # bumped after an import, so the uploader starts empty again
+MAX_UPLOAD_MB = int(st.get_option("server.maxUploadSize"))
 
 FORMATS = [adapters.NATIVE, "deepeval", "ragas", "refchecker", "csv"]
 LABELS = {adapters.NATIVE: "This tool's JSONL / JSON", "deepeval": "DeepEval test run",
@@ -59,26 +60,20 @@ if done:
     st.success("Imported.", icon=":material/check_circle:")
     ui.literal("\n".join(done))
 
+ui.sweep_uploads(time.time())
 upload = st.file_uploader("File of judged answers", type=None,
                           key=f"import_upload_{st.session_state.get(UPLOADS, 0)}")
+st.caption(f"Files up to {MAX_UPLOAD_MB} MB. A larger file goes through the command line, which "
+           "streams it: `python -m calibration import FILE`.")
 if upload is None:
+    ui.drop_upload(FILE)  # the lead removed the file: its copy on disk goes too
     st.stop()
 
 data = upload.getvalue()
-digest = hashlib.sha256(data).hexdigest()
-saved = st.session_state.get(FILE)
-if saved is None or saved[0] != digest or not Path(saved[1]).exists():
-    if saved is not None:
-        shutil.rmtree(Path(saved[1]).parent, ignore_errors=True)
-    # The adapters read paths (and the table reader the extension), so the upload is put on
-    # disk under its own name, in a directory of its own.
-    folder = Path(tempfile.mkdtemp(prefix="calibration-upload-"))
-    target = folder / (Path(upload.name).name or "upload")
-    target.write_bytes(data)
-    saved = (digest, str(target))
-    st.session_state[FILE] = saved
-path = Path(saved[1])
-shown_name = path.name
+saved = ui.saved_upload(FILE, data, upload.name)
+digest = saved.digest
+path = saved.path
+shown_name = saved.shown_name
 
 guessed = adapters.guess(path)
 c1, c2 = st.columns(2)
@@ -199,7 +194,6 @@ if checked is not None:
         if outcome is not None:
             st.session_state.pop(CHECKED, None)
             st.session_state[DONE] = [f"{shown_name}: imported by {lead}", *outcome.counts]
-            shutil.rmtree(path.parent, ignore_errors=True)
-            st.session_state.pop(FILE, None)
+            ui.drop_upload(FILE)
             st.session_state[UPLOADS] = st.session_state.get(UPLOADS, 0) + 1
             st.rerun()

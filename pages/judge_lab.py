@@ -15,8 +15,9 @@ and only variables the operator allowed are accepted (calibration.judge.policy).
 Blind spots. A lead who also reviews must not read the judge's verdicts on answers they may still
 label (`calibration.roles.open_work`): the cycles holding such answers are not offered as a scope,
 and a stored call is not shown when its answer is one of them or its prompt carried a few-shot
-example (which states a judge's verdict) from one of them. The figures (counts, agreement,
-McNemar) are sums over many claims and name no claim's verdict, so they stay.
+example (which states a judge's verdict) from one of them. Nor is a call on an answer of the sealed
+holdout (`calibration.report.inspectable_calls`): its prompt states the holdout's claims. The
+figures (counts, agreement, McNemar) are sums over many claims and name no claim's verdict, so they stay.
 
 State. Streamlit drops the state of a widget that is not drawn in a run, so leaving the page
 would reset the form. The form's values and the template edits are therefore copied to
@@ -33,7 +34,7 @@ from typing import Any
 import streamlit as st
 
 import ui
-from calibration import judge, split, store
+from calibration import judge, report, split, store
 from calibration.errors import CalibrationError, EndpointRejected, EndpointUnreachable, InputError
 from calibration.fmt import plural
 from calibration.store import lab as lab_store
@@ -454,9 +455,9 @@ if overview:
         failed_only = st.toggle("Failed answers only", key=INSPECT_FAILED)
         run = next(r for r in runs if r.name == pick)
         with store.session(path) as db:
-            ids = lab_store.call_answer_ids(db, run.id, failed_only=failed_only)
-            # A reply states the judge's verdicts on its answer: none of the lead's open answers.
-            ids = [a for a in ids if a not in work.answers]
+            # A prompt states its claims and a reply the judge's verdicts: no sealed holdout
+            # answer and none of the lead's open answers.
+            ids = report.inspectable_calls(db, run.id, failed_only=failed_only, hidden=work.answers)
             sizes = lab_store.call_sizes(db, run.id, ids)
             examples_blind = bool(work) and any(
                 review_store.claim_answer(db, e.claim_pk) in work.answers

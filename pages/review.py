@@ -63,6 +63,10 @@ NOTICE = "review_notice"  # why a key could not act
 TOAST = "review_toast"  # what the last callback recorded, shown once as a toast
 SHOWN = "review_shown"  # (claim pk, monotonic time) the current claim was first drawn
 CYCLE_KEY = "review_cycle"  # the chosen cycle's id (not a widget key: see the picker)
+FULL_CHUNKS = "review_full_chunks"  # the answer whose chunks are shown in full, not cut
+# Characters of a chunk drawn at first. Every key press redraws the card, chunks included, and
+# a chunk of a megabyte made each key take over a second; the rest is shown on request.
+CHUNK_CHARS = 10_000
 
 # Layout for one screen: compact top padding, the answer and chunk areas scroll on their own,
 # verdict colours only on verdict buttons, and the look of the card's text blocks (drawn as
@@ -158,6 +162,7 @@ def _elapsed_ms(claim_pk: int) -> int | None:
     return int((time.monotonic() - shown[1]) * 1000)
 
 
+@ui.write_callback
 def _on_label(cycle_id: int, answer_id: str, claim_pk: int, index: int, kind: str,
               verdict: str | None, chunk_ids: tuple[str, ...]) -> None:
     reviewer = ui.current_reviewer()
@@ -192,6 +197,7 @@ def _on_move(cycle_id: int, answer_id: str, index: int | None, to: int) -> None:
         _set_cursor(cycle_id, reviewer, review.Position(answer_id, to))
 
 
+@ui.write_callback
 def _on_commit(cycle_id: int, answer_id: str) -> None:
     reviewer = ui.current_reviewer()
     if not reviewer or not _is_current(cycle_id, answer_id, None):
@@ -212,6 +218,7 @@ def _on_select(cycle_id: int, answer_id: str, claim_pk: int) -> None:
         _set_cursor(cycle_id, reviewer, review.Position(answer_id, None), claim_pk)
 
 
+@ui.write_callback
 def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str) -> None:
     """Record the choice, then select the next disagreement still pending (if any), so K / J
     walk through them; with none left the selection stays, and K / J change the choice."""
@@ -241,6 +248,7 @@ def _on_switch_cycle(cycle_id: int) -> None:
     st.session_state[CYCLE_KEY] = cycle_id
 
 
+@ui.write_callback
 def _on_next_answer(cycle_id: int, answer_id: str, why_not: str | None) -> None:
     reviewer = ui.current_reviewer()
     if not reviewer or not _is_current(cycle_id, answer_id, None):
@@ -372,15 +380,36 @@ def _question_and_answer(card: review.Card, index: int | None, mode: str) -> Non
     ui.draw(*blocks)
 
 
+def _on_full_chunks(answer_id: str | None) -> None:
+    st.session_state[FULL_CHUNKS] = answer_id
+
+
+def _chunk_text(text: str, full: bool) -> str:
+    """A chunk's text as HTML: all of it when `full`, else its first `CHUNK_CHARS` characters
+    and a line saying how many more there are."""
+    shown, left_out = (text, 0) if full else ui.cut(text, CHUNK_CHARS)
+    text_html = ui.div("cal-chunk-text", ui.body(shown))
+    if not left_out:
+        return text_html
+    return text_html + ui.div("cal-muted", f"… {left_out:,} more characters (Show the chunks in full)")
+
+
 def _chunks(card: review.Card) -> None:
     if not card.chunks:
         ui.draw(ui.div("cal-chunks", ui.div("cal-muted", "This answer has no chunks.")))
         return
+    full = st.session_state.get(FULL_CHUNKS) == card.answer_id
     ui.draw(ui.div("cal-chunks", "".join(
         ui.div("cal-chunk", ui.div("cal-chunk-head", f"[{ch.number}] " + ui.ident(ch.chunk_id)
                                    + (" · " + ui.ident(ch.source) if ch.source else ""))
-               + ui.div("cal-chunk-text", ui.body(ch.text)))
+               + _chunk_text(ch.text, full))
         for ch in card.chunks)))
+    if any(len(ch.text) > CHUNK_CHARS for ch in card.chunks):
+        st.button("Cut the long chunks again" if full else "Show the chunks in full", key="chunks-full",
+                  icon=":material/unfold_less:" if full else ":material/unfold_more:",
+                  help="Long chunks are cut so that every key stays quick; in full, every key on "
+                       "this answer sends them again.",
+                  on_click=_on_full_chunks, args=(None if full else card.answer_id,))
 
 
 def _claim_list(card: review.Card, index: int) -> str:
@@ -595,7 +624,7 @@ def _done(cycle: review.CycleRef, choices: list[review.CycleChoice], prog: revie
                       args=(nxt.cycle.id,))
 
 
-@st.fragment
+@ui.fragment
 def review_fragment() -> None:
     reviewer = ui.current_reviewer()
     if not reviewer:

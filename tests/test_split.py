@@ -185,6 +185,65 @@ def test_dashboard_lists_no_sealed_claim(wice_db: Database) -> None:
     assert held & {c.answer_id for c in d.disagreements}
 
 
+def _strings(value: object) -> list[str]:
+    """Every string in a JSON value, keys included."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _sealed_in(value: object, held: set[str]) -> list[str]:
+    """The strings of `value` that name a held-out answer or one of its claims ('ANSWER/CLAIM')."""
+    return [s for s in _strings(value) if s in held or s.split("/")[0] in held]
+
+
+def test_stats_json_and_api_name_no_sealed_claim(wice_db: Database, db_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from calibration import api
+    from calibration.cli import main
+
+    run = "gpt-4-0613@wice-gpt4"
+    held = set(split.ensure_split(wice_db, stratify_run=store.find_judge_run(wice_db, run)).holdout)
+    assert main(["--db", str(db_path), "stats", "--json", "--judge-run", run, "--bootstrap", "0"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    from_api = api.connect(db_path).stats(run, bootstrap=0)
+    for out in (printed, from_api):
+        assert not _sealed_in(out, held)
+        assert out["n_claims"] == 100  # the figures still count every labeled claim
+    split.unseal(wice_db, who="lead")
+    named = _sealed_in(api.connect(db_path).stats(run, bootstrap=0), held)
+    assert named  # the same lists name holdout claims once the holdout is unsealed
+
+
+def test_the_lab_call_viewer_offers_no_sealed_answer(wice_db: Database) -> None:
+    from calibration import report
+    from calibration.store import lab as lab_store
+
+    held = set(split.ensure_split(
+        wice_db, stratify_run=store.find_judge_run(wice_db, "gpt-4-0613@wice-gpt4")).holdout)
+    run, _ = lab_store.open_lab_run(wice_db, model="m", version="lab1", template="t", template_sha256="x",
+                                    base_url="http://127.0.0.1:9", params={}, scope="labeled")
+    answers = sorted(split.current(wice_db).tuning + split.current(wice_db).holdout)
+    for aid in answers:
+        lab_store.record_call(wice_db, run.id, lab_store.CallRecord(
+            answer_id=aid, status="failed" if aid in held else "ok", prompt=f"prompt of {aid}",
+            response=None, exchanges=[], attempts=1, error=None, prompt_tokens=None,
+            completion_tokens=None, total_tokens=None, latency_ms=1.0))
+    for failed_only in (False, True):
+        offered = report.inspectable_calls(wice_db, run.id, failed_only=failed_only)
+        assert not held & set(offered)
+    offered = report.inspectable_calls(wice_db, run.id)
+    assert offered == sorted(set(answers) - held)
+    blind = {offered[0]}
+    assert report.inspectable_calls(wice_db, run.id, hidden=blind) == offered[1:]
+    split.unseal(wice_db, who="lead")
+    assert report.inspectable_calls(wice_db, run.id) == answers
+
+
 def test_cli_split_show_json(wice_db: Database, db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from calibration.cli import main
 

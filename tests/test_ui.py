@@ -5,6 +5,7 @@ showing no judge verdicts to reviewers."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -231,3 +232,56 @@ def test_a_lead_writes_guidelines(judged: Path) -> None:
     assert saved is not None and saved.author == "anna" and saved.markdown.startswith("**Be strict.**")
     assert "Under the buttons: **Be strict.** Dates must match." in _texts(at)
     assert "Directly supported by the text of the chunks" in _texts(at)
+
+
+@pytest.mark.parametrize("browser_name, saved_as", [
+    ("ragas_run.jsonl", "ragas_run.jsonl"),  # an ordinary name is kept: adapters take ids from it
+    ("Table.TSV", "Table.tsv"),
+    ("..", "upload"),
+    (".", "upload"),
+    ("", "upload"),
+    ("../../etc/passwd", "passwd"),
+    ("C:\\Users\\x\\run.parquet", "run.parquet"),
+    ("a\x00b.jsonl", "a_b.jsonl"),
+    ("bad\nname\u202e.csv", "bad_name.csv"),
+    ("Ж" * 200 + ".csv", "Ж" * 48 + ".csv"),  # 96 bytes of UTF-8, not 400
+    ("x." + "q" * 30, "x"),  # not an extension an adapter reads
+    (".hidden", "upload.hidden"),
+])
+def test_upload_name(browser_name: str, saved_as: str) -> None:
+    assert ui.upload_name(browser_name) == saved_as
+
+
+def test_upload_name_is_always_one_short_file_name() -> None:
+    for name in ["..", "/", "a/..", "\x00", "ё" * 300, "x" * 300 + "." + "y" * 300, " . ", "~/.ssh/id"]:
+        got = ui.upload_name(name)
+        assert got and "/" not in got and "\x00" not in got and got not in (".", "..")
+        assert not got.startswith(".") and len(got.encode()) <= 105
+
+
+def test_stale_upload_folders_are_swept(tmp_path: Path) -> None:
+    old, new, other = (tmp_path / f"{ui.UPLOAD_PREFIX}old", tmp_path / f"{ui.UPLOAD_PREFIX}new",
+                       tmp_path / "someone-else")
+    for folder in (old, new, other):
+        folder.mkdir()
+        (folder / "f.jsonl").write_text("{}")
+    now = time.time()
+    os.utime(old, (now - ui.UPLOAD_MAX_AGE_S - 60, now - ui.UPLOAD_MAX_AGE_S - 60))
+    os.utime(other, (now - 10 * ui.UPLOAD_MAX_AGE_S,) * 2)
+    ui.sweep_uploads(now, root=tmp_path)
+    assert not old.exists() and new.exists() and other.exists()
+
+
+def test_a_saved_upload_goes_when_discarded_or_collected() -> None:
+    import gc
+
+    one = ui.SavedUpload(b"{}", "../x.jsonl", "d1")
+    folder = one.path.parent
+    assert one.path.read_bytes() == b"{}" and folder.name.startswith(ui.UPLOAD_PREFIX)
+    one.discard()
+    assert not folder.exists()
+    two = ui.SavedUpload(b"{}", "y.jsonl", "d2")
+    folder = two.path.parent
+    del two
+    gc.collect()
+    assert not folder.exists()
