@@ -11,7 +11,14 @@ from sqlite_utils import Database
 
 from ..errors import ConflictError, InputError, NotFoundError
 from ..vocab import LABEL_KINDS, Verdict
+from .answers import _pause_between_batches  # the one test hook of staged imports
 from .connection import now, write
+from .imports import finish, forget, remove
+
+# Labels moved in per write transaction. Each goes through `record_label` (a few indexed reads
+# and writes, the commit trigger), so a batch holds the write lock for a small fraction of a
+# second and a reviewer's verdict waits for one batch at most.
+LABEL_BATCH = 500
 
 
 def claim_pk(db: Database, answer_id: str, claim_id: str) -> int:
@@ -79,6 +86,7 @@ def record_label(
     cycle_id: int | None = None,
     judge_run_id: int | None = None,
     duration_ms: int | None = None,
+    import_id: int | None = None,
 ) -> LabelState:
     """Append one label event and update the reviewer's current label, in one transaction.
 
@@ -88,8 +96,10 @@ def record_label(
     `judge_right` (after the reveal, the reviewer adopts the judge's verdict of
     `judge_run_id`: a reviewer slip, counted), `import` (a label from a file: blind and
     final at once). `duration_ms`: the time from the card shown to this label (review page
-    verdicts), kept on the event and, for a blind verdict, on the current label. Returns the
-    new state.
+    verdicts), kept on the event and, for a blind verdict, on the current label. `import_id`: the
+    staged label import writing this label (`LabelStaging`), which hides it until that import is
+    done; any other write clears it, so a reviewer's own verdict is never hidden or taken back
+    with an import. Returns the new state.
     """
     if kind not in LABEL_KINDS or kind == "adjudicate":
         raise InputError(f"unknown label kind {kind!r}")
@@ -121,8 +131,9 @@ def record_label(
         db.execute(
             """INSERT INTO label_events
                (claim_pk, reviewer, kind, verdict, evidence, note, cycle_id, judge_run_id,
-                created_at, duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?)""",
-            [claim, reviewer, kind, verdict, ev_json, note, cycle_id, judge_run_id, ts, duration_ms],
+                created_at, duration_ms, import_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)""",
+            [claim, reviewer, kind, verdict, ev_json, note, cycle_id, judge_run_id, ts, duration_ms,
+             import_id],
         )
         if kind in ("blind", "import"):
             new = dict(status="labeled", blind_verdict=verdict, final_verdict=verdict,
@@ -141,7 +152,7 @@ def record_label(
         keep_note = state.note if state and kind in ("keep", "judge_right") and note is None else note
         row = {"claim_pk": claim, "reviewer": reviewer, "evidence": json.dumps(
             keep_ev, ensure_ascii=False), "note": keep_note, "cycle_id": cycle_id,
-            "updated_at": ts, **new}
+            "updated_at": ts, "import_id": import_id, **new}
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("claim_pk", "reviewer"))
@@ -173,6 +184,109 @@ def adjudicate(db: Database, *, claim: int, adjudicator: str, verdict: Verdict |
                created_at = excluded.created_at""",
             [claim, verdict, adjudicator, note, ts],
         )
+
+
+def import_unchanged(state: LabelState | None, verdict: str, evidence: Sequence[str],
+                     note: str | None) -> bool:
+    """Whether importing this label over the reviewer's current one would change nothing."""
+    return (state is not None and state.status == "labeled" and state.final_verdict == verdict
+            and (note or None) == state.note and list(evidence) == state.evidence)
+
+
+class LabelStaging:
+    """A label file's rows, staged in a connection-private (TEMP) table while the file is read,
+    then moved in by short writes that readers cannot see until the last one.
+
+    Why the import's marker (`imports`, rows carrying its id in `import_id`) rather than a
+    staging table published by a final transaction: moving 120,000 labels in, even as one
+    INSERT ... SELECT, holds the write lock for seconds (the commit trigger of m012 runs per
+    label), longer the bigger the file, while a reviewer's verdict must wait at most one short
+    write. So `publish` writes `LABEL_BATCH` labels per transaction through `record_label` (the
+    one home of what an imported label is: its event, its current label, the commit the trigger
+    records), each row tagged with the import's id; readers add `hide_sql(label=...)` and see
+    none of them until `finish` flips the marker. Only a label the reviewer has no current label
+    for moves in early: one that replaces a stored label cannot be hidden (the stored one would
+    vanish meanwhile), so it is set aside and written by `finish`, in the flipping transaction;
+    few in practice, since labels that would not change are not staged at all. A process killed
+    in the middle leaves its marker behind, and the next import's `imports.recover` deletes
+    every tagged row. A reviewer's verdict written meanwhile goes through `record_label`
+    without an id: it is visible at once, clears the tag of a row it replaces, and stays.
+    """
+
+    _COLS = ("claim_pk", "reviewer", "verdict", "evidence", "note")
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.import_id: int | None = None  # set by the caller once the marker is written
+        self.rows: list[tuple[int, str, str, str, str | None]] = []
+        self.staged = 0
+        for table in ("s_labels", "late_labels"):
+            db.execute(f"DROP TABLE IF EXISTS temp.{table}")
+            db.execute(f"CREATE TEMP TABLE {table} ({', '.join(self._COLS)})")
+
+    def add(self, claim: int, reviewer: str, verdict: str, evidence: Sequence[str], note: str | None) -> None:
+        """Stage one label (no lock on the database is taken)."""
+        self.rows.append((claim, reviewer, verdict, json.dumps(list(evidence), ensure_ascii=False), note))
+        self.staged += 1
+        if len(self.rows) >= 5000:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the queued rows to the staging table."""
+        self.db.conn.executemany("INSERT INTO temp.s_labels VALUES (?,?,?,?,?)", self.rows)
+        self.rows = []
+
+    def _record(self, row: tuple[int, str, str, str, str | None], import_id: int | None) -> None:
+        claim, reviewer, verdict, evidence, note = row
+        record_label(self.db, claim=claim, reviewer=reviewer, kind="import", verdict=verdict,
+                     evidence=json.loads(evidence), note=note, import_id=import_id)
+
+    def publish(self, *, batch: int = LABEL_BATCH) -> None:
+        """Move the staged labels in, `batch` per write transaction, hidden by the marker."""
+        db = self.db
+        self.flush()
+        last = int(db.execute("SELECT coalesce(max(rowid), 0) FROM temp.s_labels").fetchone()[0])
+        cols = ", ".join(self._COLS)
+        for lo in range(1, last + 1, batch):
+            with write(db):
+                before = int(db.execute("SELECT coalesce(max(rowid), 0) FROM answer_reveals").fetchone()[0])
+                for row in db.execute(f"SELECT {cols} FROM temp.s_labels WHERE rowid BETWEEN ? AND ?",
+                                      [lo, lo + batch - 1]).fetchall():
+                    if label_state(db, row[0], row[1]) is not None:  # given meanwhile, or stored before
+                        db.execute("INSERT INTO temp.late_labels VALUES (?,?,?,?,?)", row)
+                    else:
+                        self._record(row, self.import_id)
+                # The commits the trigger recorded for these labels are this import's too.
+                db.execute("UPDATE answer_reveals SET import_id = ? WHERE rowid > ?",
+                           [self.import_id, before])
+            # As in `answers.Staging.publish`: the next small commit should not pay for the WAL.
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            _pause_between_batches()
+
+    def finish(self) -> None:
+        """The last write: the labels set aside (see the class) and the marker flipped to 'done'."""
+        db = self.db
+        with write(db):
+            for row in db.execute(f"SELECT {', '.join(self._COLS)} FROM temp.late_labels").fetchall():
+                claim, reviewer, verdict, evidence, note = row
+                state = label_state(db, claim, reviewer)
+                if not import_unchanged(state, verdict, json.loads(evidence), note):
+                    self._record(row, None)
+            if self.import_id is not None:
+                finish(db, self.import_id)
+        if self.import_id is not None:
+            forget(self.import_id)
+
+    def take_back(self) -> None:
+        """Delete what this import moved in, and its marker (after a failure in this process)."""
+        if self.import_id is not None:
+            with write(self.db):
+                remove(self.db, self.import_id)
+
+    def drop(self) -> None:
+        """Remove the staging tables (also when the import failed)."""
+        for table in ("s_labels", "late_labels"):
+            self.db.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
 
 def label_history(db: Database, claim: int, reviewer: str | None = None) -> list[dict[str, object]]:

@@ -430,3 +430,24 @@ def m012_imported_labels_commit(db: Database) -> None:
            GROUP BY c.answer_id, h.reviewer
            HAVING count(*) = (SELECT count(*) FROM claims c2 WHERE c2.answer_id = c.answer_id)""",
     ])
+
+
+# ---------------------------------------------------------------- m013 staged label imports
+
+
+@migrations()
+def m013_label_import_marker(db: Database) -> None:
+    # A label import moves its rows in by short writes, like an answer import (m011): the label
+    # events and current labels it adds, and the commits its labels complete, carry its `imports`
+    # id, and readers hide them while that import is 'publishing'. The history stays append-only
+    # except for the rows of an import that never finished, which recovery deletes again.
+    _run(db, [
+        "ALTER TABLE label_events ADD COLUMN import_id INTEGER",
+        "ALTER TABLE human_labels ADD COLUMN import_id INTEGER",
+        "ALTER TABLE answer_reveals ADD COLUMN import_id INTEGER",
+        "DROP TRIGGER label_events_no_delete",
+        """CREATE TRIGGER label_events_no_delete BEFORE DELETE ON label_events
+           WHEN OLD.import_id IS NULL OR NOT EXISTS (
+               SELECT 1 FROM imports WHERE id = OLD.import_id AND status = 'publishing')
+           BEGIN SELECT RAISE(ABORT, 'label_events is append-only'); END""",
+    ])
