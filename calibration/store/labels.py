@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,9 +16,9 @@ from .answers import _pause_between_batches  # the one test hook of staged impor
 from .connection import now, write
 from .imports import finish, forget, remove
 
-# Labels moved in per write transaction. Each goes through `record_label` (a few indexed reads
-# and writes, the commit trigger), so a batch holds the write lock for a small fraction of a
-# second and a reviewer's verdict waits for one batch at most.
+# Labels moved in per write transaction (`record_new_imports`): about 30 ms, the commit trigger
+# of m012 included (a few hundred on a machine busy with other work), so a reviewer's verdict
+# waits for about one batch at most.
 LABEL_BATCH = 500
 
 
@@ -128,42 +129,69 @@ def record_label(
             verdict = None
         ts = now()
         ev_json = json.dumps(list(evidence), ensure_ascii=False)
-        db.execute(
-            """INSERT INTO label_events
-               (claim_pk, reviewer, kind, verdict, evidence, note, cycle_id, judge_run_id,
-                created_at, duration_ms, import_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)""",
-            [claim, reviewer, kind, verdict, ev_json, note, cycle_id, judge_run_id, ts, duration_ms,
-             import_id],
-        )
-        if kind in ("blind", "import"):
-            new = dict(status="labeled", blind_verdict=verdict, final_verdict=verdict,
-                       reconciled=None, slip=0, blind_at=ts, final_at=ts, duration_ms=duration_ms)
-        elif kind in ("skip", "unclear"):
-            new = dict(status="skipped" if kind == "skip" else "unclear", blind_verdict=None,
-                       final_verdict=None, reconciled=None, slip=0, blind_at=ts, final_at=None,
-                       duration_ms=duration_ms)
-        else:
-            assert state is not None
-            new = dict(status="labeled", blind_verdict=state.blind_verdict,
-                       final_verdict=verdict, reconciled=kind,
-                       slip=int(kind == "judge_right" and verdict != state.blind_verdict),
-                       final_at=ts)
-        keep_ev = state.evidence if state and kind in ("keep", "judge_right") else list(evidence)
-        keep_note = state.note if state and kind in ("keep", "judge_right") and note is None else note
-        row = {"claim_pk": claim, "reviewer": reviewer, "evidence": json.dumps(
-            keep_ev, ensure_ascii=False), "note": keep_note, "cycle_id": cycle_id,
-            "updated_at": ts, "import_id": import_id, **new}
-        cols = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
-        updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("claim_pk", "reviewer"))
-        db.execute(
-            f"INSERT INTO human_labels ({cols}) VALUES ({marks}) "
-            f"ON CONFLICT (claim_pk, reviewer) DO UPDATE SET {updates}",
-            list(row.values()),
-        )
+        db.execute(_EVENT_SQL, [claim, reviewer, kind, verdict, ev_json, note, cycle_id, judge_run_id, ts,
+                                duration_ms, import_id])
+        row = _current_label(claim, reviewer, kind, verdict, list(evidence), note, cycle_id, ts, duration_ms,
+                             import_id, state)
+        db.execute(_upsert_sql(row), list(row.values()))
         result = label_state(db, claim, reviewer)
     assert result is not None
     return result
+
+
+_EVENT_SQL = """INSERT INTO label_events
+    (claim_pk, reviewer, kind, verdict, evidence, note, cycle_id, judge_run_id, created_at, duration_ms,
+     import_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)"""
+
+
+def _current_label(claim: int, reviewer: str, kind: str, verdict: str | None, evidence: list[str],
+                   note: str | None, cycle_id: int | None, ts: str, duration_ms: int | None,
+                   import_id: int | None, state: LabelState | None) -> dict[str, object]:
+    """The reviewer's current label after an event of `kind` (`state`: the one before it)."""
+    new: dict[str, object]
+    if kind in ("blind", "import"):
+        new = dict(status="labeled", blind_verdict=verdict, final_verdict=verdict,
+                   reconciled=None, slip=0, blind_at=ts, final_at=ts, duration_ms=duration_ms)
+    elif kind in ("skip", "unclear"):
+        new = dict(status="skipped" if kind == "skip" else "unclear", blind_verdict=None,
+                   final_verdict=None, reconciled=None, slip=0, blind_at=ts, final_at=None,
+                   duration_ms=duration_ms)
+    else:
+        assert state is not None
+        new = dict(status="labeled", blind_verdict=state.blind_verdict,
+                   final_verdict=verdict, reconciled=kind,
+                   slip=int(kind == "judge_right" and verdict != state.blind_verdict),
+                   final_at=ts)
+    keep_ev = state.evidence if state and kind in ("keep", "judge_right") else evidence
+    keep_note = state.note if state and kind in ("keep", "judge_right") and note is None else note
+    return {"claim_pk": claim, "reviewer": reviewer, "evidence": json.dumps(
+        keep_ev, ensure_ascii=False), "note": keep_note, "cycle_id": cycle_id,
+        "updated_at": ts, "import_id": import_id, **new}
+
+
+def _upsert_sql(row: dict[str, object]) -> str:
+    cols = ", ".join(row)
+    marks = ", ".join("?" for _ in row)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("claim_pk", "reviewer"))
+    return (f"INSERT INTO human_labels ({cols}) VALUES ({marks}) "
+            f"ON CONFLICT (claim_pk, reviewer) DO UPDATE SET {updates}")
+
+
+def record_new_imports(db: Database, labels: Sequence[tuple[int, str, str, str, str | None]],
+                       import_id: int | None) -> None:
+    """`record_label(kind="import")` for many (claim pk, reviewer, verdict, evidence JSON, note)
+    at once, none of which the reviewer has a current label for (inside the caller's write).
+
+    The events go first, all of them, so that the commit trigger (m012) finds each label's
+    import event when its current label lands."""
+    ts = now()
+    events = [(claim, reviewer, "import", verdict, evidence, note, None, None, ts, None, import_id)
+              for claim, reviewer, verdict, evidence, note in labels]
+    db.conn.executemany(_EVENT_SQL, events)
+    rows = [_current_label(claim, reviewer, "import", verdict, json.loads(evidence), note, None, ts, None,
+                           import_id, None) for claim, reviewer, verdict, evidence, note in labels]
+    if rows:
+        db.conn.executemany(_upsert_sql(rows[0]), [list(r.values()) for r in rows])
 
 
 def adjudicate(db: Database, *, claim: int, adjudicator: str, verdict: Verdict | str,
@@ -201,9 +229,9 @@ class LabelStaging:
     staging table published by a final transaction: moving 120,000 labels in, even as one
     INSERT ... SELECT, holds the write lock for seconds (the commit trigger of m012 runs per
     label), longer the bigger the file, while a reviewer's verdict must wait at most one short
-    write. So `publish` writes `LABEL_BATCH` labels per transaction through `record_label` (the
-    one home of what an imported label is: its event, its current label, the commit the trigger
-    records), each row tagged with the import's id; readers add `hide_sql(label=...)` and see
+    write. So `publish` writes `LABEL_BATCH` labels per transaction (`record_new_imports`, which
+    builds each event and current label as `record_label` does; the commit trigger records the
+    commits), each row tagged with the import's id; readers add `hide_sql(label=...)` and see
     none of them until `finish` flips the marker. Only a label the reviewer has no current label
     for moves in early: one that replaces a stored label cannot be hidden (the stored one would
     vanish meanwhile), so it is set aside and written by `finish`, in the flipping transaction;
@@ -236,31 +264,35 @@ class LabelStaging:
         self.db.conn.executemany("INSERT INTO temp.s_labels VALUES (?,?,?,?,?)", self.rows)
         self.rows = []
 
-    def _record(self, row: tuple[int, str, str, str, str | None], import_id: int | None) -> None:
-        claim, reviewer, verdict, evidence, note = row
-        record_label(self.db, claim=claim, reviewer=reviewer, kind="import", verdict=verdict,
-                     evidence=json.loads(evidence), note=note, import_id=import_id)
-
     def publish(self, *, batch: int = LABEL_BATCH) -> None:
-        """Move the staged labels in, `batch` per write transaction, hidden by the marker."""
+        """Move the staged labels in, `batch` per write transaction, hidden by the marker.
+
+        After each write the import waits as long as that write took: a reviewer's verdict
+        waiting for the lock polls for it (SQLite's busy handler sleeps between tries), and
+        would miss a lock taken again at once, batch after batch."""
         db = self.db
         self.flush()
         last = int(db.execute("SELECT coalesce(max(rowid), 0) FROM temp.s_labels").fetchone()[0])
-        cols = ", ".join(self._COLS)
         for lo in range(1, last + 1, batch):
+            started = time.monotonic()
             with write(db):
+                rows = db.execute(
+                    """SELECT s.claim_pk, s.reviewer, s.verdict, s.evidence, s.note, h.claim_pk IS NOT NULL
+                       FROM temp.s_labels s LEFT JOIN human_labels h
+                       ON h.claim_pk = s.claim_pk AND h.reviewer = s.reviewer
+                       WHERE s.rowid BETWEEN ? AND ? ORDER BY s.rowid""", [lo, lo + batch - 1]).fetchall()
+                # A label the reviewer has (given meanwhile, or stored before) is set aside.
+                db.conn.executemany("INSERT INTO temp.late_labels VALUES (?,?,?,?,?)",
+                                    [r[:5] for r in rows if r[5]])
                 before = int(db.execute("SELECT coalesce(max(rowid), 0) FROM answer_reveals").fetchone()[0])
-                for row in db.execute(f"SELECT {cols} FROM temp.s_labels WHERE rowid BETWEEN ? AND ?",
-                                      [lo, lo + batch - 1]).fetchall():
-                    if label_state(db, row[0], row[1]) is not None:  # given meanwhile, or stored before
-                        db.execute("INSERT INTO temp.late_labels VALUES (?,?,?,?,?)", row)
-                    else:
-                        self._record(row, self.import_id)
+                record_new_imports(db, [r[:5] for r in rows if not r[5]], self.import_id)
                 # The commits the trigger recorded for these labels are this import's too.
                 db.execute("UPDATE answer_reveals SET import_id = ? WHERE rowid > ?",
                            [self.import_id, before])
+            held = time.monotonic() - started
             # As in `answers.Staging.publish`: the next small commit should not pay for the WAL.
             db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            time.sleep(held)
             _pause_between_batches()
 
     def finish(self) -> None:
@@ -271,7 +303,8 @@ class LabelStaging:
                 claim, reviewer, verdict, evidence, note = row
                 state = label_state(db, claim, reviewer)
                 if not import_unchanged(state, verdict, json.loads(evidence), note):
-                    self._record(row, None)
+                    record_label(db, claim=claim, reviewer=reviewer, kind="import", verdict=verdict,
+                                 evidence=json.loads(evidence), note=note)
             if self.import_id is not None:
                 finish(db, self.import_id)
         if self.import_id is not None:
