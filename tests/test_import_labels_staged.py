@@ -21,6 +21,7 @@ from calibration import cycles, review, store
 from calibration.importing import import_answers, import_labels
 from calibration.store import cycles as cycle_store
 from calibration.store import dashboard as dashboard_store
+from calibration.store import exports as export_store
 from calibration.store import imports as import_marks
 from calibration.store import labels as label_store
 from calibration.vocab import Verdict
@@ -72,7 +73,7 @@ def _dump(db: Database) -> dict[str, list[tuple[Any, ...]]]:
 
 def _seen(db: Database) -> dict[str, Any]:
     """What the readers show: the claim table and the stats, the dashboard's reviewer counts,
-    the overview counts, the lead's cycle progress and a reviewer's progress."""
+    the overview counts, the lead's cycle progress, a reviewer's progress and card, an export."""
     run = store.find_judge_run(db, "m@v1")
     table = store.claim_table(db, run.id)
     cycle_id = store.cycle_id(db, "week1")
@@ -81,7 +82,8 @@ def _seen(db: Database) -> dict[str, Any]:
             "human": table.human.tolist(), "stats": store.stats_columns(db, run.id).human.tolist(),
             "reviewers": dashboard_store.reviewer_counts(db, run.id), "totals": store.info(db)["totals"],
             "cycle": (sorted(work.labels), sorted(work.committed)),
-            "progress": review.progress(db, cycle_id, "nina"), "nina_a1": review.load_card(db, "a1", "nina")}
+            "progress": review.progress(db, cycle_id, "nina"), "nina_a1": review.load_card(db, "a1", "nina"),
+            "export": export_store.claim_details(db, [store.claim_pk(db, "a1", f"c{j}") for j in range(3)])}
 
 
 # ---------------------------------------------------------------- readers between batches
