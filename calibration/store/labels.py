@@ -16,9 +16,9 @@ from .answers import _pause_between_batches  # the one test hook of staged impor
 from .connection import now, write
 from .imports import finish, forget, remove
 
-# Labels moved in per write transaction (`record_new_imports`): about 30 ms, the commit trigger
-# of m012 included (a few hundred on a machine busy with other work), so a reviewer's verdict
-# waits for about one batch at most.
+# Labels moved in per write transaction (`record_new_imports`): tens of milliseconds, the commit
+# trigger of m012 included (a few hundred on a machine busy with other work), so a reviewer's
+# verdict waits for about one batch at most.
 LABEL_BATCH = 500
 
 
