@@ -41,6 +41,7 @@ from .store import answers as answer_store
 from .store import checks as check_store
 from .store import cycles as store_cycles
 from .store import imports as import_marks
+from .store import labels as label_store
 from .vocab import LABEL_KINDS, LABEL_STATUSES, LABELS
 
 
@@ -301,9 +302,10 @@ class LabelsReport:
     unchanged: int = 0
     reviewers: set[str] = field(default_factory=set)
     mappings: Counter[tuple[str, str]] = field(default_factory=Counter)
+    recovered: list[str] = field(default_factory=list)  # leftovers of killed imports, removed first
 
     def lines(self) -> list[str]:
-        out = [f"labels: {self.new} new or changed, {self.unchanged} unchanged",
+        out = [*self.recovered, f"labels: {self.new} new or changed, {self.unchanged} unchanged",
                f"reviewers: {', '.join(sorted(self.reviewers)) or 'none'}"]
         out += [f"  {raw} -> {canon}: {n}" for (raw, canon), n in sorted(self.mappings.items())
                 if raw != canon.casefold()]
@@ -327,8 +329,36 @@ def import_labels(
     if is_export_file(path, encoding):
         return restore_labels(db, path, encoding=encoding)
     report = LabelsReport()
+    # Read and check the whole file without the write lock, staging the labels; then short writes
+    # move them in, hidden from readers by the import's marker until the last one (see
+    # `store.labels.LabelStaging` for why this design), taken back if one fails.
+    report.recovered += import_marks.recover(db)
+    staging = label_store.LabelStaging(db)
+    try:
+        with store.read_snapshot(db):
+            _read_labels(db, path, reviewer=reviewer, mapping=mapping, encoding=encoding, report=report,
+                         staging=staging)
+        if not staging.staged:
+            return report  # nothing new or changed: no marker, no write
+        with store.write(db):
+            staging.import_id = import_marks.begin(db, stamp=store.now(), new_runs=[], source=path.name)
+        try:
+            staging.publish()
+            staging.finish()
+        except BaseException:
+            staging.take_back()
+            raise
+    finally:
+        staging.drop()
+    return report
+
+
+def _read_labels(db: Database, path: Path, *, reviewer: str | None, mapping: dict[str, Verdict] | None,
+                 encoding: str | None, report: LabelsReport, staging: label_store.LabelStaging) -> None:
+    """Read and check every row of a label CSV, counting and staging the labels that would change;
+    InputError, with the first problems, if any row is bad."""
     problems = Problems(path)
-    with store.write(db), open_text(path, encoding) as fh:
+    with open_text(path, encoding) as fh:
         # strict: a quote left open is an error where it happens, not a field that swallows
         # the rest of the file.
         reader = csv.DictReader(fh, strict=True)
@@ -409,14 +439,11 @@ def import_labels(
                 report.mappings[(spelling, verdict.value)] += 1
                 if problems:
                     continue
-                state = store.label_state(db, pk, rec.reviewer)
-                if (state is not None and state.status == "labeled"
-                        and state.final_verdict == verdict.value
-                        and (rec.note or None) == state.note and rec.evidence == state.evidence):
+                if label_store.import_unchanged(store.label_state(db, pk, rec.reviewer), verdict.value,
+                                                rec.evidence, rec.note):
                     report.unchanged += 1
                 else:
-                    store.record_label(db, claim=pk, reviewer=rec.reviewer, kind="import",
-                                       verdict=verdict, evidence=rec.evidence, note=rec.note or None)
+                    staging.add(pk, rec.reviewer, verdict.value, rec.evidence, rec.note or None)
                     report.new += 1
                 report.reviewers.add(rec.reviewer)
         except UnicodeError as exc:
@@ -427,7 +454,6 @@ def import_labels(
             line = reader.line_num + 1 if "end of data" in str(exc) else reader.line_num
             raise InputError(f"{path}:{line}: {_csv_problem(exc)}; nothing was imported") from exc
         problems.raise_if_any()
-    return report
 
 
 # ---------------------------------------------------------------- restore of an export

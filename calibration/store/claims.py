@@ -219,7 +219,8 @@ def claim_table(db: Database, run_id: int, cycle_id: int | None = None) -> Claim
             answer_position=answer_position, hide=hide), params).fetchone()
         lpk_j, reviewer_j, label_code_j = db.execute(_LABELS_SQL.format(
             source=labels_source, final=verdict_code("h.final_verdict"),
-            blind=verdict_code("h.blind_verdict"), hide=hide), params).fetchone()
+            blind=verdict_code("h.blind_verdict"), hide=hide + hide_sql(db, label="h.import_id")),
+            params).fetchone()
         # Claims some reviewer marked unclear ("needs discussion"): few, so one plain read.
         unclear_j = db.execute(
             "SELECT json_group_array(claim_pk) FROM human_labels WHERE status = 'unclear'").fetchone()[0]
@@ -282,7 +283,7 @@ _CLAIM_LABELS_SQL = """
     SELECT c.id, {adjudicated},
            EXISTS (SELECT 1 FROM human_labels u WHERE u.claim_pk = c.id AND u.status = 'unclear'),
            (SELECT json_group_array({final}) FROM human_labels h
-             WHERE h.claim_pk = c.id AND h.status = 'labeled')
+             WHERE h.claim_pk = c.id AND h.status = 'labeled'{hide})
     FROM claims c LEFT JOIN adjudications d ON d.claim_pk = c.id
     WHERE c.id IN ({marks})"""
 
@@ -297,7 +298,7 @@ def final_labels(db: Database, claim_pks: list[int]) -> dict[int, tuple[str | No
         batch = claim_pks[start:start + 500]
         rows = db.execute(_CLAIM_LABELS_SQL.format(
             adjudicated=verdict_code("d.verdict"), final=verdict_code("h.final_verdict"),
-            marks=",".join("?" * len(batch))), batch).fetchall()
+            marks=",".join("?" * len(batch)), hide=hide_sql(db, label="h.import_id")), batch).fetchall()
         pks = [r[0] for r in rows]
         finals = [json_ints(r[3]) for r in rows]
         at = np.concatenate([np.full(f.size, i, dtype=np.int64) for i, f in enumerate(finals)] or

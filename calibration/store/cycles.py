@@ -15,6 +15,7 @@ from sqlite_utils import Database
 
 from ..errors import NotFoundError
 from .connection import now
+from .imports import hide_sql
 from .settings import set_setting
 
 # Where the failures-first share of a cycle is recorded (the cycles table has no column for
@@ -206,7 +207,8 @@ def cycle_work(db: Database, cycle_id: int) -> CycleWork:
     labels = [(pk, reviewer, status, bool(here)) for pk, reviewer, status, here in db.execute(
         f"""WITH cc AS ({_CYCLE_CLAIMS})
             SELECT h.claim_pk, h.reviewer, h.status, {SETTLED_IN.format(h='h')} IS :cycle
-            FROM human_labels h JOIN cc ON cc.claim_pk = h.claim_pk""", params)]
+            FROM human_labels h JOIN cc ON cc.claim_pk = h.claim_pk
+            WHERE 1{hide_sql(db, label="h.import_id")}""", params)]
     adjudicated = {r[0] for r in db.execute(
         f"WITH cc AS ({_CYCLE_CLAIMS}) SELECT d.claim_pk FROM adjudications d "
         "JOIN cc ON cc.claim_pk = d.claim_pk", params)}
@@ -214,8 +216,9 @@ def cycle_work(db: Database, cycle_id: int) -> CycleWork:
         """SELECT reviewer FROM label_events WHERE cycle_id = :cycle
            UNION SELECT reviewer FROM answer_reveals WHERE cycle_id = :cycle ORDER BY 1""", params)]
     committed = {(a, r) for a, r in db.execute(
-        """SELECT r.answer_id, r.reviewer FROM cycle_answers ca
-           JOIN answer_reveals r ON r.answer_id = ca.answer_id WHERE ca.cycle_id = :cycle""", params)}
+        f"""SELECT r.answer_id, r.reviewer FROM cycle_answers ca
+           JOIN answer_reveals r ON r.answer_id = ca.answer_id
+           WHERE ca.cycle_id = :cycle{hide_sql(db, label="r.import_id")}""", params)}
     return CycleWork(claims, labels, adjudicated, participants, committed)
 
 
@@ -364,14 +367,15 @@ def open_assigned_answers(db: Database, cycle_id: int, reviewer: str) -> list[st
     """Answers of the cycle assigned to `reviewer` with a claim (judged by the cycle's run) that
     the reviewer has not labeled, skipped or marked unclear; in cycle order."""
     return [r[0] for r in db.execute(
-        """SELECT ca.answer_id FROM cycle_answers ca
+        f"""SELECT ca.answer_id FROM cycle_answers ca
            JOIN cycles cy ON cy.id = ca.cycle_id
            JOIN assignments s ON s.cycle_id = ca.cycle_id AND s.answer_id = ca.answer_id
            WHERE ca.cycle_id = ? AND s.reviewer = ? AND EXISTS (
                SELECT 1 FROM claims cl JOIN judge_verdicts v
                    ON v.claim_pk = cl.id AND v.run_id = cy.judge_run_id
                WHERE cl.answer_id = ca.answer_id AND NOT EXISTS (
-                   SELECT 1 FROM human_labels h WHERE h.claim_pk = cl.id AND h.reviewer = s.reviewer))
+                   SELECT 1 FROM human_labels h WHERE h.claim_pk = cl.id AND h.reviewer = s.reviewer
+                   {hide_sql(db, label="h.import_id")}))
            ORDER BY ca.position""", [cycle_id, reviewer])]
 
 

@@ -14,13 +14,15 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from .imports import hide_sql
+
 
 def latest_labeled_import(db: Database) -> int | None:
     """The most recently imported run with at least one human-labeled claim; None if none is."""
     row = db.execute(
-        """SELECT r.id FROM judge_runs r WHERE r.origin = 'import' AND EXISTS (
+        f"""SELECT r.id FROM judge_runs r WHERE r.origin = 'import' AND EXISTS (
                SELECT 1 FROM judge_verdicts v JOIN human_labels h ON h.claim_pk = v.claim_pk
-               WHERE v.run_id = r.id AND h.status = 'labeled')
+               WHERE v.run_id = r.id AND h.status = 'labeled'{hide_sql(db, label="h.import_id")})
            ORDER BY r.id DESC LIMIT 1""").fetchone()
     return None if row is None else int(row[0])
 
@@ -35,7 +37,8 @@ def fingerprint(db: Database) -> tuple[Any, ...]:
     """Changes whenever anything the dashboard shows could have changed; cheap (index ends).
 
     Every label write and adjudication appends a label event; imports add claims and
-    verdicts; closing a cycle sets closed_at; thresholds live in settings; a judge-lab call
+    verdicts, and a staged import's rows appear when it finishes; closing a cycle sets
+    closed_at; thresholds live in settings; a judge-lab call
     can rewrite a verdict in place; holdout marks change which answers count.
     """
     return tuple(db.execute(
@@ -46,7 +49,8 @@ def fingerprint(db: Database) -> tuple[Any, ...]:
                   (SELECT max(created_at) FROM adjudications),
                   (SELECT max(created_at) FROM judge_calls),
                   (SELECT count(*) FROM judge_calls WHERE status = 'ok'),
-                  (SELECT count(*) FROM answers WHERE holdout = 1)""").fetchone())
+                  (SELECT count(*) FROM answers WHERE holdout = 1),
+                  (SELECT max(finished_at) FROM imports)""").fetchone())
 
 
 def closed_snapshots(db: Database, run_id: int) -> list[tuple[str, str | None, dict[str, Any]]]:
@@ -95,11 +99,13 @@ def claim_details(db: Database, run_id: int, keys: Sequence[str]) -> list[Detail
     is looked up, an index hit each, so a caller keeps the rows whose key it asked for)."""
     if not keys:
         return []
+    hide = hide_sql(db, label="h.import_id")
     rows = db.execute(
-        """SELECT c.answer_id, c.claim_id, a.category, c.text, v.rationale, v.evidence,
+        f"""SELECT c.answer_id, c.claim_id, a.category, c.text, v.rationale, v.evidence,
                   (SELECT group_concat(h.reviewer || ': ' || h.note, char(10)) FROM human_labels h
-                   WHERE h.claim_pk = c.id AND h.note IS NOT NULL AND h.note != ''),
-                  (SELECT json_group_array(json(h.evidence)) FROM human_labels h WHERE h.claim_pk = c.id),
+                   WHERE h.claim_pk = c.id AND h.note IS NOT NULL AND h.note != ''{hide}),
+                  (SELECT json_group_array(json(h.evidence)) FROM human_labels h
+                   WHERE h.claim_pk = c.id{hide}),
                   (SELECT json_group_array(json_array(ch.position, ch.chunk_id, ch.text))
                    FROM chunks ch WHERE ch.answer_id = c.answer_id)
            FROM claims c
@@ -136,10 +142,10 @@ def pending_rows(db: Database, run_id: int, claim_pks: Sequence[int]) -> list[Pe
     if not claim_pks:
         return []
     rows = db.execute(
-        """SELECT c.id, c.answer_id, c.claim_id, c.text, v.verdict, v.rationale, v.evidence,
+        f"""SELECT c.id, c.answer_id, c.claim_id, c.text, v.verdict, v.rationale, v.evidence,
                   (SELECT json_group_array(json_array(h.reviewer, h.status, h.final_verdict, h.note,
                                                       json(h.evidence)))
-                   FROM human_labels h WHERE h.claim_pk = c.id),
+                   FROM human_labels h WHERE h.claim_pk = c.id{hide_sql(db, label="h.import_id")}),
                   (SELECT json_group_array(json_array(ch.position, ch.chunk_id, ch.text))
                    FROM chunks ch WHERE ch.answer_id = c.answer_id)
            FROM claims c LEFT JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = :run
@@ -164,7 +170,7 @@ def reviewer_counts(db: Database, run_id: int, cycle_id: int | None = None
             FROM human_labels h
             JOIN judge_verdicts v ON v.claim_pk = h.claim_pk AND v.run_id = :run
             {cycle_join}
-            WHERE h.status = 'labeled'
+            WHERE h.status = 'labeled'{hide_sql(db, label="h.import_id")}
             GROUP BY h.reviewer ORDER BY h.reviewer""",
         {"run": run_id, "cycle": cycle_id}).fetchall()
     return [(reviewer, labeled, reviewed or 0, disagreed or 0, kept or 0, right or 0, slips or 0)
@@ -206,8 +212,9 @@ def open_cycle_work(db: Database) -> list[OpenCycleWork]:
         started = tuple(r[0] for r in db.execute(
             "SELECT DISTINCT reviewer FROM label_events WHERE cycle_id = ? ORDER BY reviewer", [cycle_id]))
         revealed = tuple((a, r) for a, r in db.execute(
-            """SELECT v.answer_id, v.reviewer FROM answer_reveals v
+            f"""SELECT v.answer_id, v.reviewer FROM answer_reveals v
                JOIN cycle_answers ca ON ca.answer_id = v.answer_id AND ca.cycle_id = ?
+               WHERE 1{hide_sql(db, label="v.import_id")}
                ORDER BY v.answer_id, v.reviewer""", [cycle_id]))
         out.append(OpenCycleWork(name, answers, assigned, started, revealed))
     return out

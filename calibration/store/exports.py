@@ -50,11 +50,11 @@ SELECT c.id, c.answer_id, c.claim_id, c.position, c.text,
        (SELECT json_group_array(json_array(h.reviewer, h.status, h.blind_verdict, h.blind_at,
                    h.final_verdict, h.final_at, h.reconciled, h.slip, json(h.evidence), h.note,
                    cy.name, h.updated_at))
-          FROM human_labels h LEFT JOIN cycles cy ON cy.id = h.cycle_id WHERE h.claim_pk = c.id),
+          FROM human_labels h LEFT JOIN cycles cy ON cy.id = h.cycle_id WHERE h.claim_pk = c.id{hide_h}),
        (SELECT json_group_array(json_array(e.id, e.reviewer, e.kind, e.verdict, json(e.evidence),
                    e.note, cy.name, r.judge_model, r.prompt_version, e.created_at))
           FROM label_events e LEFT JOIN cycles cy ON cy.id = e.cycle_id
-          LEFT JOIN judge_runs r ON r.id = e.judge_run_id WHERE e.claim_pk = c.id),
+          LEFT JOIN judge_runs r ON r.id = e.judge_run_id WHERE e.claim_pk = c.id{hide_e}),
        (SELECT json_group_array(json_array(r.id, r.judge_model, r.prompt_version, v.verdict,
                    v.raw_verdict, v.rationale, json(v.evidence)))
           FROM judge_verdicts v JOIN judge_runs r ON r.id = v.run_id
@@ -107,6 +107,8 @@ def claim_details(db: Database, claim_pks: Sequence[int], *, run_id: int | None 
     that run's judge verdicts are included."""
     # Verdicts of a run an unfinished import created are not there yet (store.imports).
     run_filter = ("AND v.run_id = ?" if run_id is not None else "") + hide_sql(db, run="v.run_id")
-    sql = _DETAIL_SQL.format(run_filter=run_filter, marks=",".join("?" * len(claim_pks)))
+    sql = _DETAIL_SQL.format(run_filter=run_filter, marks=",".join("?" * len(claim_pks)),
+                             hide_h=hide_sql(db, label="h.import_id"),
+                             hide_e=hide_sql(db, label="e.import_id"))
     params: list[Any] = ([run_id] if run_id is not None else []) + list(claim_pks)
     return {row[0]: ClaimDetail(*row) for row in db.execute(sql, params)}

@@ -1,9 +1,10 @@
 """Unfinished imports: the marker that hides a staged import's rows until it is done, and recovery.
 
-A staged import (`answers.Staging`) moves its rows in by many short writes so that labels are not
-blocked; between those writes the file is half in. Its row in `imports` (status 'publishing')
-says which rows are its own without listing them: answers whose `imported_at` is its stamp, claim
-ids in `claim_lo..claim_hi`, and the judge runs it created. Readers add `hide_sql` to their
+A staged import (`answers.Staging`, `labels.LabelStaging`) moves its rows in by many short writes
+so that labels are not blocked; between those writes the file is half in. Its row in `imports`
+(status 'publishing') says which rows are its own without listing them: answers whose
+`imported_at` is its stamp, claim ids in `claim_lo..claim_hi`, the judge runs it created, and the
+label events, current labels and commits that carry its id in `import_id`. Readers add `hide_sql` to their
 queries, so none of them sees part of a file; the last write flips the status to 'done'.
 
 A process killed in the middle leaves a 'publishing' row behind whose process is gone;
@@ -56,11 +57,12 @@ def _quote(text: str) -> str:
 
 
 def hide_sql(db: Database, *, claim: str | None = None, run: str | None = None,
-             answer_stamp: str | None = None) -> str:
+             answer_stamp: str | None = None, label: str | None = None) -> str:
     """SQL to append to a WHERE clause (' AND ...') that leaves out rows of unfinished imports.
 
     `claim`: a column holding a claim id; `run`: a column holding a judge run id; `answer_stamp`:
-    an answers table's `imported_at` column. Empty when no import is unfinished (nearly always),
+    an answers table's `imported_at` column; `label`: the `import_id` column of a label event,
+    current label or commit (`answer_reveals`) row. Empty when no import is unfinished (nearly always),
     so a reader pays nothing then; else the ranges are written in as literals, which keeps the
     predicate uncorrelated. Call it inside the reader's snapshot (`read_snapshot`), so the
     marker and the rows are read from the same state.
@@ -77,6 +79,8 @@ def hide_sql(db: Database, *, claim: str | None = None, run: str | None = None,
         parts.append(f"{run} NOT IN ({', '.join(str(int(r)) for r in runs)})")
     if answer_stamp is not None:
         parts.append(f"{answer_stamp} NOT IN ({', '.join(_quote(p.stamp) for p in pending)})")
+    if label is not None:
+        parts.append(f"coalesce({label}, 0) NOT IN ({', '.join(str(int(p.id)) for p in pending)})")
     return "".join(f" AND {p}" for p in parts)
 
 
@@ -170,6 +174,9 @@ def remove(db: Database, import_id: int) -> dict[str, int]:
     mine = "SELECT id FROM answers WHERE imported_at = :stamp"
     params = {"stamp": stamp, "lo": lo, "hi": hi, "runs": json.dumps(runs), "id": import_id}
     out: dict[str, int] = {}
+    # A label import's rows (m014); the history's delete trigger lets only these go.
+    for table in ("answer_reveals", "human_labels", "label_events"):
+        out[table] = db.execute(f"DELETE FROM {table} WHERE import_id = :id", params).rowcount
     out["judge_verdicts"] = db.execute(
         """DELETE FROM judge_verdicts WHERE claim_pk BETWEEN :lo AND :hi
            OR (run_id IN (SELECT value FROM json_each(:runs)) AND NOT EXISTS (

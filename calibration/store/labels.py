@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -11,7 +12,14 @@ from sqlite_utils import Database
 
 from ..errors import ConflictError, InputError, NotFoundError
 from ..vocab import LABEL_KINDS, Verdict
+from .answers import _pause_between_batches  # the one test hook of staged imports
 from .connection import now, write
+from .imports import finish, forget, remove
+
+# Labels moved in per write transaction (`record_new_imports`): tens of milliseconds, the commit
+# trigger of m012 included (a few hundred on a machine busy with other work), so a reviewer's
+# verdict waits for about one batch at most.
+LABEL_BATCH = 500
 
 
 def claim_pk(db: Database, answer_id: str, claim_id: str) -> int:
@@ -79,6 +87,7 @@ def record_label(
     cycle_id: int | None = None,
     judge_run_id: int | None = None,
     duration_ms: int | None = None,
+    import_id: int | None = None,
 ) -> LabelState:
     """Append one label event and update the reviewer's current label, in one transaction.
 
@@ -88,8 +97,10 @@ def record_label(
     `judge_right` (after the reveal, the reviewer adopts the judge's verdict of
     `judge_run_id`: a reviewer slip, counted), `import` (a label from a file: blind and
     final at once). `duration_ms`: the time from the card shown to this label (review page
-    verdicts), kept on the event and, for a blind verdict, on the current label. Returns the
-    new state.
+    verdicts), kept on the event and, for a blind verdict, on the current label. `import_id`: the
+    staged label import writing this label (`LabelStaging`), which hides it until that import is
+    done; any other write clears it, so a reviewer's own verdict is never hidden or taken back
+    with an import. Returns the new state.
     """
     if kind not in LABEL_KINDS or kind == "adjudicate":
         raise InputError(f"unknown label kind {kind!r}")
@@ -118,41 +129,69 @@ def record_label(
             verdict = None
         ts = now()
         ev_json = json.dumps(list(evidence), ensure_ascii=False)
-        db.execute(
-            """INSERT INTO label_events
-               (claim_pk, reviewer, kind, verdict, evidence, note, cycle_id, judge_run_id,
-                created_at, duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?)""",
-            [claim, reviewer, kind, verdict, ev_json, note, cycle_id, judge_run_id, ts, duration_ms],
-        )
-        if kind in ("blind", "import"):
-            new = dict(status="labeled", blind_verdict=verdict, final_verdict=verdict,
-                       reconciled=None, slip=0, blind_at=ts, final_at=ts, duration_ms=duration_ms)
-        elif kind in ("skip", "unclear"):
-            new = dict(status="skipped" if kind == "skip" else "unclear", blind_verdict=None,
-                       final_verdict=None, reconciled=None, slip=0, blind_at=ts, final_at=None,
-                       duration_ms=duration_ms)
-        else:
-            assert state is not None
-            new = dict(status="labeled", blind_verdict=state.blind_verdict,
-                       final_verdict=verdict, reconciled=kind,
-                       slip=int(kind == "judge_right" and verdict != state.blind_verdict),
-                       final_at=ts)
-        keep_ev = state.evidence if state and kind in ("keep", "judge_right") else list(evidence)
-        keep_note = state.note if state and kind in ("keep", "judge_right") and note is None else note
-        row = {"claim_pk": claim, "reviewer": reviewer, "evidence": json.dumps(
-            keep_ev, ensure_ascii=False), "note": keep_note, "cycle_id": cycle_id,
-            "updated_at": ts, **new}
-        cols = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
-        updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("claim_pk", "reviewer"))
-        db.execute(
-            f"INSERT INTO human_labels ({cols}) VALUES ({marks}) "
-            f"ON CONFLICT (claim_pk, reviewer) DO UPDATE SET {updates}",
-            list(row.values()),
-        )
+        db.execute(_EVENT_SQL, [claim, reviewer, kind, verdict, ev_json, note, cycle_id, judge_run_id, ts,
+                                duration_ms, import_id])
+        row = _current_label(claim, reviewer, kind, verdict, list(evidence), note, cycle_id, ts, duration_ms,
+                             import_id, state)
+        db.execute(_upsert_sql(row), list(row.values()))
         result = label_state(db, claim, reviewer)
     assert result is not None
     return result
+
+
+_EVENT_SQL = """INSERT INTO label_events
+    (claim_pk, reviewer, kind, verdict, evidence, note, cycle_id, judge_run_id, created_at, duration_ms,
+     import_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)"""
+
+
+def _current_label(claim: int, reviewer: str, kind: str, verdict: str | None, evidence: list[str],
+                   note: str | None, cycle_id: int | None, ts: str, duration_ms: int | None,
+                   import_id: int | None, state: LabelState | None) -> dict[str, object]:
+    """The reviewer's current label after an event of `kind` (`state`: the one before it)."""
+    new: dict[str, object]
+    if kind in ("blind", "import"):
+        new = dict(status="labeled", blind_verdict=verdict, final_verdict=verdict,
+                   reconciled=None, slip=0, blind_at=ts, final_at=ts, duration_ms=duration_ms)
+    elif kind in ("skip", "unclear"):
+        new = dict(status="skipped" if kind == "skip" else "unclear", blind_verdict=None,
+                   final_verdict=None, reconciled=None, slip=0, blind_at=ts, final_at=None,
+                   duration_ms=duration_ms)
+    else:
+        assert state is not None
+        new = dict(status="labeled", blind_verdict=state.blind_verdict,
+                   final_verdict=verdict, reconciled=kind,
+                   slip=int(kind == "judge_right" and verdict != state.blind_verdict),
+                   final_at=ts)
+    keep_ev = state.evidence if state and kind in ("keep", "judge_right") else evidence
+    keep_note = state.note if state and kind in ("keep", "judge_right") and note is None else note
+    return {"claim_pk": claim, "reviewer": reviewer, "evidence": json.dumps(
+        keep_ev, ensure_ascii=False), "note": keep_note, "cycle_id": cycle_id,
+        "updated_at": ts, "import_id": import_id, **new}
+
+
+def _upsert_sql(row: dict[str, object]) -> str:
+    cols = ", ".join(row)
+    marks = ", ".join("?" for _ in row)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("claim_pk", "reviewer"))
+    return (f"INSERT INTO human_labels ({cols}) VALUES ({marks}) "
+            f"ON CONFLICT (claim_pk, reviewer) DO UPDATE SET {updates}")
+
+
+def record_new_imports(db: Database, labels: Sequence[tuple[int, str, str, str, str | None]],
+                       import_id: int | None) -> None:
+    """`record_label(kind="import")` for many (claim pk, reviewer, verdict, evidence JSON, note)
+    at once, none of which the reviewer has a current label for (inside the caller's write).
+
+    The events go first, all of them, so that the commit trigger (m012) finds each label's
+    import event when its current label lands."""
+    ts = now()
+    events = [(claim, reviewer, "import", verdict, evidence, note, None, None, ts, None, import_id)
+              for claim, reviewer, verdict, evidence, note in labels]
+    db.conn.executemany(_EVENT_SQL, events)
+    rows = [_current_label(claim, reviewer, "import", verdict, json.loads(evidence), note, None, ts, None,
+                           import_id, None) for claim, reviewer, verdict, evidence, note in labels]
+    if rows:
+        db.conn.executemany(_upsert_sql(rows[0]), [list(r.values()) for r in rows])
 
 
 def adjudicate(db: Database, *, claim: int, adjudicator: str, verdict: Verdict | str,
@@ -173,6 +212,114 @@ def adjudicate(db: Database, *, claim: int, adjudicator: str, verdict: Verdict |
                created_at = excluded.created_at""",
             [claim, verdict, adjudicator, note, ts],
         )
+
+
+def import_unchanged(state: LabelState | None, verdict: str, evidence: Sequence[str],
+                     note: str | None) -> bool:
+    """Whether importing this label over the reviewer's current one would change nothing."""
+    return (state is not None and state.status == "labeled" and state.final_verdict == verdict
+            and (note or None) == state.note and list(evidence) == state.evidence)
+
+
+class LabelStaging:
+    """A label file's rows, staged in a connection-private (TEMP) table while the file is read,
+    then moved in by short writes that readers cannot see until the last one.
+
+    Why the import's marker (`imports`, rows carrying its id in `import_id`) rather than a
+    staging table published by a final transaction: moving 120,000 labels in, even as one
+    INSERT ... SELECT, holds the write lock for seconds (the commit trigger of m012 runs per
+    label), longer the bigger the file, while a reviewer's verdict must wait at most one short
+    write. So `publish` writes `LABEL_BATCH` labels per transaction (`record_new_imports`, which
+    builds each event and current label as `record_label` does; the commit trigger records the
+    commits), each row tagged with the import's id; readers add `hide_sql(label=...)` and see
+    none of them until `finish` flips the marker. Only a label the reviewer has no current label
+    for moves in early: one that replaces a stored label cannot be hidden (the stored one would
+    vanish meanwhile), so it is set aside and written by `finish`, in the flipping transaction;
+    few in practice, since labels that would not change are not staged at all. A process killed
+    in the middle leaves its marker behind, and the next import's `imports.recover` deletes
+    every tagged row. A reviewer's verdict written meanwhile goes through `record_label`
+    without an id: it is visible at once, clears the tag of a row it replaces, and stays.
+    """
+
+    _COLS = ("claim_pk", "reviewer", "verdict", "evidence", "note")
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.import_id: int | None = None  # set by the caller once the marker is written
+        self.rows: list[tuple[int, str, str, str, str | None]] = []
+        self.staged = 0
+        for table in ("s_labels", "late_labels"):
+            db.execute(f"DROP TABLE IF EXISTS temp.{table}")
+            db.execute(f"CREATE TEMP TABLE {table} ({', '.join(self._COLS)})")
+
+    def add(self, claim: int, reviewer: str, verdict: str, evidence: Sequence[str], note: str | None) -> None:
+        """Stage one label (no lock on the database is taken)."""
+        self.rows.append((claim, reviewer, verdict, json.dumps(list(evidence), ensure_ascii=False), note))
+        self.staged += 1
+        if len(self.rows) >= 5000:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the queued rows to the staging table."""
+        self.db.conn.executemany("INSERT INTO temp.s_labels VALUES (?,?,?,?,?)", self.rows)
+        self.rows = []
+
+    def publish(self, *, batch: int = LABEL_BATCH) -> None:
+        """Move the staged labels in, `batch` per write transaction, hidden by the marker.
+
+        After each write the import waits as long as that write took: a reviewer's verdict
+        waiting for the lock polls for it (SQLite's busy handler sleeps between tries), and
+        would miss a lock taken again at once, batch after batch."""
+        db = self.db
+        self.flush()
+        last = int(db.execute("SELECT coalesce(max(rowid), 0) FROM temp.s_labels").fetchone()[0])
+        for lo in range(1, last + 1, batch):
+            started = time.monotonic()
+            with write(db):
+                rows = db.execute(
+                    """SELECT s.claim_pk, s.reviewer, s.verdict, s.evidence, s.note, h.claim_pk IS NOT NULL
+                       FROM temp.s_labels s LEFT JOIN human_labels h
+                       ON h.claim_pk = s.claim_pk AND h.reviewer = s.reviewer
+                       WHERE s.rowid BETWEEN ? AND ? ORDER BY s.rowid""", [lo, lo + batch - 1]).fetchall()
+                # A label the reviewer has (given meanwhile, or stored before) is set aside.
+                db.conn.executemany("INSERT INTO temp.late_labels VALUES (?,?,?,?,?)",
+                                    [r[:5] for r in rows if r[5]])
+                before = int(db.execute("SELECT coalesce(max(rowid), 0) FROM answer_reveals").fetchone()[0])
+                record_new_imports(db, [r[:5] for r in rows if not r[5]], self.import_id)
+                # The commits the trigger recorded for these labels are this import's too.
+                db.execute("UPDATE answer_reveals SET import_id = ? WHERE rowid > ?",
+                           [self.import_id, before])
+            held = time.monotonic() - started
+            # As in `answers.Staging.publish`: the next small commit should not pay for the WAL.
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            time.sleep(held)
+            _pause_between_batches()
+
+    def finish(self) -> None:
+        """The last write: the labels set aside (see the class) and the marker flipped to 'done'."""
+        db = self.db
+        with write(db):
+            for row in db.execute(f"SELECT {', '.join(self._COLS)} FROM temp.late_labels").fetchall():
+                claim, reviewer, verdict, evidence, note = row
+                state = label_state(db, claim, reviewer)
+                if not import_unchanged(state, verdict, json.loads(evidence), note):
+                    record_label(db, claim=claim, reviewer=reviewer, kind="import", verdict=verdict,
+                                 evidence=json.loads(evidence), note=note)
+            if self.import_id is not None:
+                finish(db, self.import_id)
+        if self.import_id is not None:
+            forget(self.import_id)
+
+    def take_back(self) -> None:
+        """Delete what this import moved in, and its marker (after a failure in this process)."""
+        if self.import_id is not None:
+            with write(self.db):
+                remove(self.db, self.import_id)
+
+    def drop(self) -> None:
+        """Remove the staging tables (also when the import failed)."""
+        for table in ("s_labels", "late_labels"):
+            self.db.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
 
 def label_history(db: Database, claim: int, reviewer: str | None = None) -> list[dict[str, object]]:

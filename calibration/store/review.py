@@ -17,6 +17,7 @@ from sqlite_utils import Database
 from ..errors import NotFoundError
 from .connection import now
 from .cycles import SETTLED_IN
+from .imports import hide_sql
 from .labels import LabelState
 
 
@@ -64,9 +65,10 @@ def card_chunks(db: Database, answer_id: str) -> list[tuple[str, str, str | None
 def card_claims(db: Database, answer_id: str, reviewer: str) -> list[tuple[int, str, str, LabelState | None]]:
     """(claim pk, claim id, text, the reviewer's current label or None) per claim, in order."""
     rows = db.execute(
-        """SELECT c.id, c.claim_id, c.text, h.status, h.blind_verdict, h.final_verdict,
+        f"""SELECT c.id, c.claim_id, c.text, h.status, h.blind_verdict, h.final_verdict,
                   h.reconciled, h.slip, h.evidence, h.note
            FROM claims c LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
+                {hide_sql(db, label="h.import_id")}
            WHERE c.answer_id = ? ORDER BY c.position, c.id""",
         [reviewer, answer_id],
     ).fetchall()
@@ -96,10 +98,10 @@ def answer_settled(db: Database, answer_id: str, reviewer: str) -> bool:
     """Every claim of the answer has the reviewer's verdict or their unclear mark (and it has
     claims): the answer is revealed to them."""
     row = db.execute(
-        """SELECT count(*), count(h.claim_pk) FROM claims c
+        f"""SELECT count(*), count(h.claim_pk) FROM claims c
            LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
                 AND ((h.status = 'labeled' AND h.blind_verdict IS NOT NULL)
-                     OR h.status = 'unclear')
+                     OR h.status = 'unclear'){hide_sql(db, label="h.import_id")}
            WHERE c.answer_id = ?""",
         [reviewer, answer_id],
     ).fetchone()
@@ -140,8 +142,9 @@ def queue_rows(db: Database, cycle_id: int, run_id: int, answers: Sequence[str],
                   CASE WHEN h.status IS NULL THEN 0 ELSE {SETTLED_IN.format(h='h')} IS ? END
            FROM json_each(?) q
            JOIN claims c ON c.answer_id = q.value
-           LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
+           LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?{hide_sql(db, label="h.import_id")}
            LEFT JOIN answer_reveals r ON r.answer_id = c.answer_id AND r.reviewer = ?
+                {hide_sql(db, label="r.import_id")}
            LEFT JOIN judge_verdicts v ON v.run_id = ? AND v.claim_pk = c.id
            ORDER BY q.key, c.position, c.id""",
         [cycle_id, cycle_id, json.dumps(list(answers)), reviewer, reviewer, run_id],
@@ -160,14 +163,19 @@ def queue_rows(db: Database, cycle_id: int, run_id: int, answers: Sequence[str],
 
 def answer_revealed(db: Database, answer_id: str, reviewer: str) -> bool:
     """The reviewer committed the answer's blind verdicts: its judge data is shown to them."""
-    return db.execute("SELECT 1 FROM answer_reveals WHERE answer_id = ? AND reviewer = ?",
-                      [answer_id, reviewer]).fetchone() is not None
+    return db.execute("SELECT 1 FROM answer_reveals WHERE answer_id = ? AND reviewer = ?"
+                      + hide_sql(db, label="import_id"), [answer_id, reviewer]).fetchone() is not None
 
 
 def record_reveal(db: Database, answer_id: str, reviewer: str, cycle_id: int | None) -> None:
-    """Mark the answer revealed to the reviewer (the first commit counts; a repeat is a no-op)."""
-    db.execute("INSERT OR IGNORE INTO answer_reveals (answer_id, reviewer, cycle_id, revealed_at) "
-               "VALUES (?, ?, ?, ?)", [answer_id, reviewer, cycle_id, now()])
+    """Mark the answer revealed to the reviewer (the first commit counts; a repeat is a no-op).
+
+    A commit that an unfinished label import recorded (hidden, and taken back should that import
+    die) becomes the reviewer's own."""
+    db.execute("INSERT INTO answer_reveals (answer_id, reviewer, cycle_id, revealed_at) VALUES (?, ?, ?, ?) "
+               "ON CONFLICT (answer_id, reviewer) DO UPDATE SET cycle_id = excluded.cycle_id, "
+               "revealed_at = excluded.revealed_at, import_id = NULL WHERE answer_reveals.import_id IN "
+               "(SELECT id FROM imports WHERE status = 'publishing')", [answer_id, reviewer, cycle_id, now()])
 
 
 def label_durations(db: Database, run_id: int, cycle_id: int | None = None) -> dict[str, list[int]]:
@@ -220,7 +228,8 @@ def judge_verdict(db: Database, run_id: int, claim_pk: int) -> str | None:
 def reviewer_names(db: Database) -> dict[str, int]:
     """Every known reviewer (with a label, or assigned in a cycle) -> how many labels they have."""
     counts: dict[str, int] = {}
-    for who, n in db.execute("SELECT reviewer, count(*) FROM human_labels GROUP BY reviewer"):
+    for who, n in db.execute("SELECT reviewer, count(*) FROM human_labels WHERE 1"
+                             f"{hide_sql(db, label='import_id')} GROUP BY reviewer"):
         counts[who] = n
     for (who,) in db.execute("SELECT DISTINCT reviewer FROM assignments"):
         counts.setdefault(who, 0)

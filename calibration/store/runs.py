@@ -84,14 +84,16 @@ def _info(db: Database) -> dict[str, Any]:
     hide_answers = hide_sql(db, answer_stamp="imported_at")
     hide_claims = hide_sql(db, claim="id")
     hide_verdicts = hide_sql(db, claim="claim_pk")
+    hide_labels = hide_sql(db, label="import_id")
     totals = {
         "answers": db.execute(f"SELECT count(*) FROM answers WHERE 1{hide_answers}").fetchone()[0],
         "claims": db.execute(f"SELECT count(*) FROM claims WHERE 1{hide_claims}").fetchone()[0],
-        "label_events": db.execute("SELECT count(*) FROM label_events").fetchone()[0],
+        "label_events": db.execute(f"SELECT count(*) FROM label_events WHERE 1{hide_labels}").fetchone()[0],
         "labeled_claims": db.execute(
-            "SELECT count(DISTINCT claim_pk) FROM human_labels WHERE status = 'labeled'"
+            f"SELECT count(DISTINCT claim_pk) FROM human_labels WHERE status = 'labeled'{hide_labels}"
         ).fetchone()[0],
-        "reviewers": db.execute("SELECT count(DISTINCT reviewer) FROM human_labels").fetchone()[0],
+        "reviewers": db.execute(
+            f"SELECT count(DISTINCT reviewer) FROM human_labels WHERE 1{hide_labels}").fetchone()[0],
     }
     per_run: list[RunInfo] = []
     for run in judge_runs(db):
@@ -105,7 +107,8 @@ def _info(db: Database) -> dict[str, Any]:
             # EXISTS, not a join: a claim labeled by several reviewers still counts once.
             f"""SELECT count(DISTINCT c.answer_id), count(*),
                       coalesce(sum(EXISTS (SELECT 1 FROM human_labels h
-                                           WHERE h.claim_pk = c.id AND h.status = 'labeled')), 0)
+                                           WHERE h.claim_pk = c.id AND h.status = 'labeled'
+                                           {hide_sql(db, label="h.import_id")})), 0)
                FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk
                WHERE v.run_id = ?{hide_sql(db, claim="v.claim_pk")}""",
             [run.id],

@@ -447,3 +447,24 @@ def m013_cycle_plans(db: Database) -> None:
             plan TEXT NOT NULL
         )""",
     ])
+
+
+# ---------------------------------------------------------------- m014 staged label imports
+
+
+@migrations()
+def m014_label_import_marker(db: Database) -> None:
+    # A label import moves its rows in by short writes, like an answer import (m011): the label
+    # events and current labels it adds, and the commits its labels complete, carry its `imports`
+    # id, and readers hide them while that import is 'publishing'. The history stays append-only
+    # except for the rows of an import that never finished, which recovery deletes again.
+    _run(db, [
+        "ALTER TABLE label_events ADD COLUMN import_id INTEGER",
+        "ALTER TABLE human_labels ADD COLUMN import_id INTEGER",
+        "ALTER TABLE answer_reveals ADD COLUMN import_id INTEGER",
+        "DROP TRIGGER label_events_no_delete",
+        """CREATE TRIGGER label_events_no_delete BEFORE DELETE ON label_events
+           WHEN OLD.import_id IS NULL OR NOT EXISTS (
+               SELECT 1 FROM imports WHERE id = OLD.import_id AND status = 'publishing')
+           BEGIN SELECT RAISE(ABORT, 'label_events is append-only'); END""",
+    ])

@@ -13,6 +13,7 @@ import numpy as np
 from sqlite_utils import Database
 
 from .claims import json_ints
+from .imports import hide_sql
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +55,10 @@ def label_order(db: Database, run_id: int, claim_pks: np.ndarray) -> np.ndarray:
     """
     pks = np.asarray(claim_pks, dtype=np.int64).reshape(-1)
     row = db.execute(
-        """SELECT json_group_array(h.claim_pk),
+        f"""SELECT json_group_array(h.claim_pk),
                   json_group_array(coalesce(h.final_at, h.blind_at, h.updated_at))
            FROM judge_verdicts v JOIN human_labels h ON h.claim_pk = v.claim_pk AND h.status = 'labeled'
-           WHERE v.run_id = :run""", {"run": run_id}).fetchone()
+           WHERE v.run_id = :run{hide_sql(db, label="h.import_id")}""", {"run": run_id}).fetchone()
     adj = db.execute(
         """SELECT json_group_array(d.claim_pk), json_group_array(d.created_at)
            FROM judge_verdicts v JOIN adjudications d ON d.claim_pk = v.claim_pk
