@@ -132,8 +132,8 @@ def _fill(tmp_path: Path) -> Path:
         import_answers(db, extra)  # staged: leaves its row in imports, and its answer checks
         backfill_checks(db)  # the 0.1.0 answers, imported before checks existed
         cyc = cycles.create_cycle(db, name="round-2", judge_run="gpt-4-0613@wice-gpt4", size=4, seed=2,
-                                  reviewers=["ann", "bob"], overlap=0.0, include_labeled=True, force=True,
-                                  created_by="lead")
+                                  strategy="planned", goal="grounding", reviewers=["ann", "bob"],
+                                  overlap=0.0, include_labeled=True, force=True, created_by="lead")
         first = review.queue(db, cyc.id, "ann")[0]
         for i, pk in enumerate(r[0] for r in db.execute(
                 "SELECT id FROM claims WHERE answer_id = ? ORDER BY position", [first])):

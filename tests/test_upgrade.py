@@ -107,7 +107,11 @@ def test_stats_on_the_release_database_match_that_release(release_db: Path, expe
     assert main(argv) == 0
     old = json.loads((DATA / "release-0.1.0-stats" / expected).read_text(encoding="utf-8"))
     new = json.loads(capsys.readouterr().out)
-    assert _same(old, new) == []
     with store.session(release_db) as db:
         sealed = split.sealed_claim_keys(db, run)
+    # Claim ids of the sealed holdout are withheld from every output since the split existed;
+    # every other figure is as 0.1.0 printed it.
+    for key in ("lenient_claims", "strict_claims"):
+        old["direction"][key] = [k for k in old["direction"][key] if k not in sealed]
+    assert _same(old, new) == []
     assert new["disagreeing_claims"] == [k for k in old["disagreeing_claims"] if k not in sealed]
