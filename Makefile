@@ -1,4 +1,5 @@
 # Two commands: `make run` starts the app with the demo loaded, `make test` runs every check.
+# Installs are pinned by constraints.txt (what CI tested); `make lock` rewrites it from .venv.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -6,19 +7,28 @@ PORT   ?= 8501
 # Loopback only by default; `make run ADDRESS=0.0.0.0` exposes the app (read the README first).
 ADDRESS ?= 127.0.0.1
 
-.PHONY: run test lint demo bench clean browser
+.PHONY: run test test-fast lint lock demo bench clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.runtime: requirements.txt pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements.txt
+$(VENV)/.runtime: requirements.txt pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -c constraints.txt -r requirements.txt
 	touch $@
 
-$(VENV)/.dev: requirements-dev.txt requirements.txt pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements-dev.txt
+$(VENV)/.dev: requirements-dev.txt requirements.txt pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -c constraints.txt -r requirements-dev.txt
 	touch $(VENV)/.runtime $@
+
+# After changing a dependency: install the newest versions pyproject.toml allows, run
+# `make test`, then commit the pins this writes.
+lock: | $(BIN)/python
+	$(BIN)/pip install --quiet --upgrade -r requirements-dev.txt
+	{ echo "# What CI tested: every distribution in the dev venv, pinned (\`make lock\` rewrites this file)."; \
+	  echo "# The Makefile installs with \`-c constraints.txt\`; pyproject.toml keeps the ranges the code needs."; \
+	  $(BIN)/pip freeze --all --exclude-editable --exclude pip; } > constraints.txt
+	touch $(VENV)/.runtime $(VENV)/.dev
 
 # Debian's chromium drives the browser tests; playwright cannot download one here.
 browser:
@@ -31,8 +41,7 @@ demo: $(VENV)/.runtime
 	$(BIN)/python -m calibration demo
 
 run: demo
-	$(BIN)/streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS) --server.headless true \
-	  --browser.gatherUsageStats false
+	$(BIN)/calibration serve --port $(PORT) --address $(ADDRESS)
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .
@@ -41,6 +50,10 @@ lint: $(VENV)/.dev
 # Two workers, whole files each: a file's module-scoped app server stays in one worker.
 test: $(VENV)/.dev browser lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile
+
+# No browser and no slow test: the quick check while working (`make test` stays what CI runs).
+test-fast: $(VENV)/.dev
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not browser and not slow"
 
 bench: $(VENV)/.dev
 	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlite_utils import Database
 
-from . import checks, roles, store
+from . import checks, roles, shipped, store
 from .errors import CalibrationError, ConflictError, InputError, NotFoundError
 from .export import EXPORT_FORMAT, FORMAT_VERSION, is_export_file
 from .models import JudgedAnswerIn, LabelRowIn, Verdict, parse_verdict
@@ -700,12 +700,17 @@ def _restore_claim_labels(db: Database, rec: dict[str, Any], report: RestoreRepo
 
 # ---------------------------------------------------------------- demo
 
-DATA_DIR = store.PROJECT_ROOT / "data"
-DEMO_FILES = (DATA_DIR / "demo" / "demo_rag_v1.jsonl",
-              DATA_DIR / "wice" / "wice_judged_gpt4.jsonl",
-              DATA_DIR / "wice" / "wice_judged_gpt35.jsonl")
-DEMO_LABELS = DATA_DIR / "wice" / "wice_human_labels.csv"
+# Paths in the checkout; an installed wheel carries them too (calibration.shipped).
+DEMO_FILES = ("data/demo/demo_rag_v1.jsonl", "data/wice/wice_judged_gpt4.jsonl",
+              "data/wice/wice_judged_gpt35.jsonl")
+DEMO_LABELS = "data/wice/wice_human_labels.csv"
 DEMO_CYCLE = "demo"
+
+
+def demo_paths() -> tuple[list[Path], Path]:
+    """The demo's judged-answer files and its labels file; NotFoundError, before anything is
+    written, when the installation lacks one."""
+    return [shipped.path(f) for f in DEMO_FILES], shipped.path(DEMO_LABELS)
 
 
 def load_demo(db: Database) -> list[str]:
@@ -714,12 +719,13 @@ def load_demo(db: Database) -> list[str]:
     Returns one line per step for the caller to show."""
     from . import cycles  # cycles is the heavier module; only the demo needs it
 
+    answers, labels = demo_paths()
     out: list[str] = []
-    for path in DEMO_FILES:
+    for path in answers:
         rep = import_answers(db, path)
         out.append(f"{path.name}: {rep.answers_new} new answers, {rep.verdicts_new} new verdicts")
-    rep_l = import_labels(db, DEMO_LABELS)
-    out.append(f"{DEMO_LABELS.name}: {rep_l.new} new labels")
+    rep_l = import_labels(db, labels)
+    out.append(f"{labels.name}: {rep_l.new} new labels")
     if not any(c.name == DEMO_CYCLE for c in cycles.list_cycles(db)):
         cycles.create_cycle(db, name=DEMO_CYCLE, judge_run="demo-judge@grounding-v1",
                             size=5, seed=1, strategy="random", reviewers=[], overlap=0.0,
@@ -729,5 +735,5 @@ def load_demo(db: Database) -> list[str]:
 
 
 __all__ = ["MAX_PROBLEMS", "ConflictError", "ImportReport", "LabelsReport", "RestoreReport", "content_hash",
-           "import_answers", "import_labels", "import_records", "iter_json_records", "load_demo",
-           "restore_answers", "restore_labels"]
+           "demo_paths", "import_answers", "import_labels", "import_records", "iter_json_records",
+           "load_demo", "restore_answers", "restore_labels"]

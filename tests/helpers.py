@@ -8,6 +8,10 @@ the test modules, the AppTest runs (tests/conftest.py) and the browser pages
 
 from __future__ import annotations
 
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 MARK = "Traceback"  # how CPython starts every printed traceback
@@ -31,3 +35,20 @@ def assert_no_page_exception(at: Any, where: str = "the page") -> None:
     if found:
         details = "\n".join(str(getattr(e, "value", e)) for e in found)
         raise AssertionError(f"an exception reached {where} ({len(found)}):\n{details}")
+
+
+def wait_healthy(port: int, server: subprocess.Popen[Any], output: Callable[[], str],
+                 timeout_s: float = 90) -> None:
+    """Return once the Streamlit server on 127.0.0.1:`port` answers its health check; fail the
+    test, with the server's `output()`, when it exits first or stays unhealthy past `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    return
+        except OSError:
+            pass
+        assert server.poll() is None, f"the server exited ({server.returncode}):\n{output()}"
+        assert time.monotonic() < deadline, f"the server was not healthy in {timeout_s:.0f} s:\n{output()}"
+        time.sleep(0.2)  # a poll interval: the health endpoint offers nothing to wait on

@@ -73,11 +73,11 @@ GOOD = [
     ]),
     ("refchecker", "refchecker_output.json", {"judge_model": "claude-3"}, ("claude-3", "v1"), [
         ("q-77", "c1", "Отчёт написал И. Сидоров.", C, "Contradiction"),
-        ("refchecker_output:0", "c1", "(Blue Harbor, sung by, Lindqvist & Sons)", S, "Entailment"),
-        ("refchecker_output:0", "c2", "(Blue Harbor, released in, 1969)", C, "Contradiction"),
-        ("refchecker_output:1", "c1", "(Norvale, capital, Castrel)", S, "Entailment"),
-        ("refchecker_output:1", "c2", "(Castrel, population, two million)", U, "Neutral"),
-        ("refchecker_output:1", "c3", "(Castrel, located on, river Ume)", S, "Entailment"),
+        ("refchecker_output:0", "c1", "Blue Harbor sung by Lindqvist & Sons", S, "Entailment"),
+        ("refchecker_output:0", "c2", "Blue Harbor released in 1969", C, "Contradiction"),
+        ("refchecker_output:1", "c1", "Norvale capital Castrel", S, "Entailment"),
+        ("refchecker_output:1", "c2", "Castrel population two million", U, "Neutral"),
+        ("refchecker_output:1", "c3", "Castrel located on river Ume", S, "Entailment"),
     ]),
     ("csv", "claims_table.csv", {"columns": TABLE_COLUMNS}, ("judge-a", "v1"), [
         ("q1", "c1", "An 8% discount is above 5%.", S, "SUPPORTED"),
@@ -190,6 +190,26 @@ def test_refchecker_evidence_names_the_passages_that_gave_the_label(empty_db: Da
         "JOIN judge_verdicts v ON v.claim_pk = c.id")}
     assert rows[("refchecker_output:1", "c1")] == ["2"]
     assert rows[("refchecker_output:1", "c2")] == []
+
+
+def test_refchecker_keeps_each_triplet_in_the_answer_metadata(empty_db: Database) -> None:
+    run(empty_db, "refchecker", DATA / "refchecker_output.json", judge_model="m", judge_prompt_version="v1")
+    meta = {a: json.loads(m)["refchecker"] for a, m in empty_db.execute("SELECT id, metadata FROM answers")}
+    assert meta["refchecker_output:0"]["triplets"] == {"c1": ["Blue Harbor", "sung by", "Lindqvist & Sons"],
+                                                       "c2": ["Blue Harbor", "released in", "1969"]}
+    assert "triplets" not in meta["q-77"]  # a subsentence claim is its own text
+
+
+@pytest.mark.parametrize(("claim", "text"), [
+    # RCClaim.get_content(): f"{head} {relation} {tail}", nothing stripped or bracketed.
+    (["Acme Cloud", "founded in", "2012"], "Acme Cloud founded in 2012"),
+    (["Acme", "has", " 3 offices"], "Acme has  3 offices"),
+    ("Acme Cloud was founded in 2012.", "Acme Cloud was founded in 2012."),
+    (["too", "short"], None),
+    (["a", "b", 3], None),
+])
+def test_refchecker_claim_text_is_what_its_checker_saw(claim: Any, text: str | None) -> None:
+    assert refchecker.claim_text(claim) == text
 
 
 @pytest.mark.parametrize(("labels", "expected"), [

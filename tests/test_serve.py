@@ -7,11 +7,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,17 +49,7 @@ def test_make_run_listens_on_loopback_only(tmp_path: Path) -> None:
     proc = subprocess.Popen(["make", "--no-print-directory", "run", f"PORT={port}"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            assert proc.poll() is None, proc.stdout.read().decode(errors="replace") if proc.stdout else ""
-            assert time.monotonic() < deadline, "make run did not get healthy in 90 s"
-            time.sleep(0.3)
+        wait_healthy(port, proc, lambda: proc.stdout.read().decode(errors="replace") if proc.stdout else "")
         assert _listening(port) == {"127.0.0.1"}
     finally:
         os.killpg(proc.pid, signal.SIGTERM)

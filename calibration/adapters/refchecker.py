@@ -21,8 +21,12 @@ list when the item had no reference) is reported, not guessed.
 
 Not in the file: the checker model (`--checker_name` is a command-line choice only), so
 `--judge-model` and `--judge-prompt-version` are required; answer ids, unless the items
-carry an `id` field: otherwise "<file stem>:<position>". A triplet is shown as
-"(head, relation, tail)".
+carry an `id` field: otherwise "<file stem>:<position>".
+
+A triplet's text is what RefChecker's checker judged: its parts joined by single spaces, as
+`RCClaim.get_content()` (`refchecker/base.py`) gives it to the checker, so the reviewer reads
+the claim the judge read. The triplet itself is kept in the answer's metadata,
+`metadata.refchecker.triplets`, by claim id.
 """
 
 from __future__ import annotations
@@ -43,12 +47,17 @@ DEFAULT_MAPPING: dict[str, Verdict] = {
 }
 
 
+def is_triplet(claim: Any) -> bool:
+    """True for a `[head, relation, tail]` claim (`--claim_format triplet`)."""
+    return isinstance(claim, list) and len(claim) == 3 and all(isinstance(p, str) for p in claim)
+
+
 def claim_text(claim: Any) -> str | None:
-    """A claim's text: a subsentence as is, a triplet as '(head, relation, tail)'."""
+    """A claim's text as the checker saw it: a subsentence as is, a triplet space-joined."""
     if isinstance(claim, str):
         return claim
-    if isinstance(claim, list) and len(claim) == 3 and all(isinstance(p, str) for p in claim):
-        return "(" + ", ".join(p.strip() for p in claim) + ")"
+    if is_triplet(claim):
+        return " ".join(claim)
     return None
 
 
@@ -116,6 +125,7 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], id_fie
             problems.add(line, f"{at}.reference", "must be a string or a list of strings")
             continue
         out = []
+        triplets: dict[str, list[str]] = {}
         for k, (claim, labels) in enumerate(zip(claims, ys, strict=True)):
             text = claim_text(claim)
             if text is None:
@@ -143,11 +153,15 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], id_fie
                 why = "per reference: " + ", ".join(f"{p + 1}={x}" for p, x in enumerate(labels))
             out.append({"id": f"c{k + 1}", "text": text, "verdict": label, "rationale": why,
                         "evidence": evidence})
+            if is_triplet(claim):
+                triplets[f"c{k + 1}"] = claim
         ident = item.get(id_field)
         if ident is None or ident == "" or isinstance(ident, bool):
             ident = f"{path.stem}:{i}"
             positional += 1
-        meta = {"refchecker": {"Y": item.get("Y")}}
+        meta: dict[str, Any] = {"refchecker": {"Y": item.get("Y")}}
+        if triplets:
+            meta["refchecker"]["triplets"] = triplets
         if problems:
             continue
         yield line, {"id": ident, "question": item.get("question") or "",
@@ -166,4 +180,4 @@ def sniff(head: str) -> bool:
     return '"ys"' in head and '"claims"' in head and '"response"' in head
 
 
-__all__ = ["DEFAULT_MAPPING", "NAME", "claim_text", "combine", "read", "sniff"]
+__all__ = ["DEFAULT_MAPPING", "NAME", "claim_text", "combine", "is_triplet", "read", "sniff"]

@@ -1,4 +1,4 @@
-"""`python -m calibration`: a thin shell over the package.
+"""`calibration` (or `python -m calibration`): a thin shell over the package.
 
 Exit codes: 0 success, 1 invalid input, a refused operation or a storage failure (one line on
 stderr, never a traceback), 2 usage errors (argparse's own convention).
@@ -10,25 +10,37 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from .. import __version__
 from ..errors import CalibrationError, StorageError
-from . import cycles, io, judge, labels, split
+from . import cycles, io, judge, labels, serve, split
 from .common import db_path as _db_path
 
 # The only package that imports argparse or prints: each module registers its commands.
-REGISTRARS = [io.register, labels.register, cycles.register, judge.register, split.register]
+REGISTRARS = [io.register, labels.register, cycles.register, judge.register, split.register,
+              serve.register]
 
 # Commands that may start from no database; every other one reads an existing one.
-CREATING_COMMANDS = {"import", "import-labels", "demo", "restore"}
+CREATING_COMMANDS = {"import", "import-labels", "demo", "restore", "serve"}
+MODULE_PROG = "python -m calibration"
 
 EPILOG = ("exit status: 0 success, 1 invalid input or a refused operation (message on stderr), "
           "2 usage error")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m calibration",
+def invoked_name(argv0: str) -> str:
+    """The name a person typed to start the CLI, for its usage and hints: the console script's
+    name (`calibration`, or however it was installed), or `python -m calibration`."""
+    name = Path(argv0).name
+    return MODULE_PROG if name in ("__main__.py", "-m", "-c", "") else name
+
+
+def build_parser(prog: str = "calibration") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog,
                                      description="Check an LLM judge against human reviewers.",
                                      epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--db", help="SQLite database (default: $CALIBRATION_DB or data/calibration.db)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for register in REGISTRARS:
@@ -36,14 +48,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """Run one command. `argv` defaults to the command line, and `prog` then to how it was
+    invoked; a caller passing `argv` is not a command line, and is `calibration` by default."""
+    if prog is None:
+        prog = invoked_name(sys.argv[0]) if argv is None else "calibration"
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     db = _db_path(args)
     if args.command not in CREATING_COMMANDS and not db.exists():
         # A read must not silently create an empty database and report zeros from it.
         print(f"error: no database at {db}: import judged answers first "
-              "(python -m calibration import FILE, or python -m calibration demo)", file=sys.stderr)
+              f"({prog} import FILE, or {prog} demo)", file=sys.stderr)
         return 1
     if not db.exists():
         # Not silent: a mistyped --db would otherwise fill a new file nobody looks at.

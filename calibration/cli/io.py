@@ -98,6 +98,7 @@ def cli_import_labels(args: argparse.Namespace) -> int:
 
 
 def cli_demo(args: argparse.Namespace) -> int:
+    importing.demo_paths()  # refused before the session: a missing file must not leave an empty database
     with store.session(db_path(args)) as db:
         for line in importing.load_demo(db):
             print(line)
