@@ -44,9 +44,13 @@ BET_TRUNCATION: Final = 0.75
 # 80 reviewer hours, more than a team spends calibrating one judge, and the projection it comes from
 # assumes today's estimate holds, which a sample that far out would itself move.
 PRACTICAL_MORE_CLAIMS: Final = 5_000
-# Alt-test defaults of Calderon, Reichart & Dror (2025): epsilon 0.2 (their default, "expert"
-# annotators), FDR level 0.05, at least 30 instances per annotator for the t-test.
-ALT_EPSILON: Final = 0.2
+# Alt-test defaults from Calderon, Reichart & Dror (2025, App. A, "How do I select the epsilon
+# value?"): epsilon 0.2 for experts, 0.15 for skilled annotators (trained workers), 0.1 for crowd
+# workers, smaller where reviewers agree little.  Reviewers here work to a written guideline after a
+# calibration round, the authors' "skilled" profile, so 0.15; the lead sets it (thresholds
+# --alt-epsilon).  FDR level 0.05, at least 30 instances per annotator for the t-test.
+ALT_EPSILON: Final = 0.15
+ALT_ALIGNMENT: Final = "balanced accuracy"
 ALT_Q: Final = 0.05
 ALT_MIN_INSTANCES: Final = 30
 # 2^-34 of the range: far below any figure shown, at half the cost of 60 steps on 20k answers.
@@ -707,11 +711,12 @@ class AltTest:
     skipped: tuple[int, ...]  # reviewers with too few shared claims
     verdict: str | None
     reason: str | None = None
+    alignment: str = ALT_ALIGNMENT
 
     def to_dict(self) -> dict[str, Any]:
         return {"winning_rate": _f(self.winning_rate), "p_value": _f(self.p_value), "passes": self.passes,
                 "advantage_probability": _f(self.advantage_probability), "epsilon": self.epsilon,
-                "q": self.q, "verdict": self.verdict, "reason": self.reason,
+                "alignment": self.alignment, "q": self.q, "verdict": self.verdict, "reason": self.reason,
                 "n_reviewers_tested": len(self.reviewers), "n_reviewers_skipped": len(self.skipped)}
 
 
@@ -729,26 +734,74 @@ def _per_claim_counts(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarr
     return c, r, v, cnt
 
 
+def _leave_one_out(cnt: np.ndarray, total: np.ndarray, ci: np.ndarray, vi: np.ndarray, jd: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per instance of one reviewer: S_j, S_f (share of the other reviewers agreeing with the reviewer,
+    with the judge) and the others' majority class as fractions over the classes (ties split evenly)."""
+    others = total[ci] - 1
+    s_j = (cnt[ci, vi] - 1) / others
+    jv = jd[ci]
+    s_f = (cnt[ci, jv] - (jv == vi)) / others
+    rest = cnt[ci].astype(float)
+    rest[np.arange(ci.size), vi] -= 1
+    top = rest == rest.max(axis=1, keepdims=True)
+    return s_j, s_f, top / top.sum(axis=1, keepdims=True)
+
+
+def balancing_weights(majority: np.ndarray) -> np.ndarray:
+    """Inverse-probability weights of instances by their leave-one-out majority class.
+
+    pi_y = 1 / (L p_y), p_y the share of the reviewer's instances whose majority vote (of the other
+    reviewers) is y, L the number of classes that occur; an instance's weight is sum_y frac_y pi_y
+    (frac: its majority class, split evenly over ties).  Each class then weighs the same in a weighted
+    mean.  Source: Calderon, Reichart & Dror (2025), App. C.1 "Handling imbalanced labels".
+    """
+    p = majority.mean(axis=0)
+    present = p > 0
+    pi = np.where(present, 1.0 / np.where(present, p * present.sum(), 1.0), 0.0)
+    return majority @ pi
+
+
+def _weighted_t(d: np.ndarray, w: np.ndarray, epsilon: float) -> tuple[float, float]:
+    """One-sided p of H0: mean_w(d) >= epsilon, and mean_w(d); t on the Kish effective size.
+
+    d_bar = sum w d / sum w, n_w = (sum w)^2 / sum w^2, s_w^2 = n_w / (n_w - 1) sum w (d - d_bar)^2 / sum w,
+    t = (d_bar - epsilon) / (s_w / sqrt(n_w)), p = T_{n_w - 1}(t) (Calderon et al. 2025, App. C.1; with
+    equal weights the paper's one-sample t-test).  With s_w = 0 the sign of d_bar - epsilon decides.
+    """
+    sw = float(w.sum())
+    mean = float((w * d).sum() / sw)
+    n_w = sw * sw / float((w * w).sum())
+    var = float((w * (d - mean) ** 2).sum() / sw) * n_w / max(n_w - 1, 1e-12)
+    if var <= 1e-30:
+        return (0.0 if mean < epsilon else 1.0), mean
+    return float(stdtr(max(n_w - 1, 1.0), (mean - epsilon) / math.sqrt(var / n_w))), mean
+
+
 def alt_test(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge: np.ndarray, *,
-             epsilon: float = ALT_EPSILON, q: float = ALT_Q,
-             min_instances: int = ALT_MIN_INSTANCES) -> AltTest:
+             epsilon: float = ALT_EPSILON, q: float = ALT_Q, min_instances: int = ALT_MIN_INSTANCES,
+             alignment: Literal["balanced accuracy", "accuracy"] = ALT_ALIGNMENT) -> AltTest:
     """Can the judge stand in for a reviewer?  Calderon, Reichart & Dror (ACL 2025, arXiv:2501.10970).
 
     For each reviewer j and each claim i that j and at least one other reviewer labeled, with H_i^-j
     the other reviewers' verdicts: S_f = share of H_i^-j equal to the judge's verdict, S_j = share equal
     to j's verdict (the paper's accuracy alignment); W_f = [S_f >= S_j], W_j = [S_j >= S_f] (ties count
-    for both).  d_i = W_j - W_f; one-sided one-sample t-test of H0: mean(d) >= epsilon against
-    mean(d) < epsilon: t = (d_bar - epsilon) / (s_d / sqrt(n_j)), p_j = T_{n_j - 1}(t) (the paper's
-    paired test of rho_f >= rho_j - epsilon).  With s_d = 0 the sign of d_bar - epsilon decides (p 0 or 1).
-    The k p-values are corrected by Benjamini-Yekutieli at level q (the paper's choice); the winning
-    rate omega = share of tested reviewers whose H0 is rejected; the judge passes at omega >= 0.5.
-    Reviewers with fewer than ``min_instances`` shared claims are skipped (the paper's 30, for the
-    t-test's normal approximation), and counted.  ``p_value`` = the ceil(k/2)-th smallest adjusted p,
-    the smallest q at which the judge would pass.  The advantage probability rho = mean over
-    reviewers of mean(W_f).
+    for both).  d_i = W_j - W_f; one-sided t-test of H0: mean(d) >= epsilon against mean(d) < epsilon
+    (the paper's test of rho_f >= rho_j - epsilon).  ``alignment`` "balanced accuracy" (the default)
+    weights each instance by the inverse probability of its leave-one-out majority class
+    (:func:`balancing_weights`, the paper's App. C.1) and tests the weighted mean on the Kish effective
+    size (:func:`_weighted_t`): with 90% of claims SUPPORTED, plain accuracy lets a judge that says
+    SUPPORTED everywhere tie with every reviewer on nine claims in ten; "accuracy" is the paper's
+    unweighted test.  The k p-values are corrected by Benjamini-Yekutieli at level q (the paper's
+    choice); the winning rate omega = share of tested reviewers whose H0 is rejected; the judge passes
+    at omega >= 0.5.  Reviewers with fewer than ``min_instances`` shared claims are skipped (the
+    paper's 30, for the t-test's normal approximation), and counted.  ``p_value`` = the ceil(k/2)-th
+    smallest adjusted p, the smallest q at which the judge would pass.  The advantage probability rho
+    = mean over reviewers of the (weighted) mean of W_f.
 
-    Defaults as the paper's code: epsilon = 0.2, q = 0.05, 30 instances.  The claims of one answer
-    are treated as independent instances, as the paper treats its instances.
+    ``epsilon`` is the lead's margin (:data:`ALT_EPSILON`, the authors' guidance for skilled
+    reviewers).  The claims of one answer are treated as independent instances, as the paper treats
+    its instances.
 
     Verdict: "as good as a typical reviewer" (passes), "worse than every reviewer" (the judge beats
     no reviewer with the margin epsilon: omega = 0), otherwise "as good as some reviewers (j of k)".
@@ -759,6 +812,8 @@ def alt_test(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge
     jd = np.asarray(judge, dtype=np.int64).reshape(-1)
     if not (c.shape == r.shape == v.shape):
         raise ValueError("claim, reviewer and verdict must be of one length")
+    if alignment not in ("balanced accuracy", "accuracy"):
+        raise ValueError(f"unknown alignment {alignment!r}")
     k = len(LABELS)
     c, r, v, cnt = _per_claim_counts(c, r, v, k)
     if c.size and jd.size <= int(c.max()):
@@ -772,32 +827,23 @@ def alt_test(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge
     for j in np.unique(r).tolist():
         mine = r == j
         ci, vi = c[mine], v[mine]
-        others = total[ci] - 1
-        ok = (others >= 1) & (jd[ci] >= 0)
-        ci, vi, others = ci[ok], vi[ok], others[ok]
+        ok = (total[ci] >= 2) & (jd[ci] >= 0)
+        ci, vi = ci[ok], vi[ok]
         if ci.size < min_instances:
             skipped.append(j)
             continue
-        # Others' counts of a verdict = all counts minus j's own vote.
-        s_j = (cnt[ci, vi] - 1) / others
-        jv = jd[ci]
-        s_f = (cnt[ci, jv] - (jv == vi)) / others
+        s_j, s_f, majority = _leave_one_out(cnt, total, ci, vi, jd)
         w_f = (s_f >= s_j).astype(float)
         w_j = (s_j >= s_f).astype(float)
-        d = w_j - w_f
-        n = d.size
-        mean, sd = float(d.mean()), float(d.std(ddof=1))
-        if sd <= 1e-15:
-            p = 0.0 if mean < epsilon else 1.0
-        else:
-            p = float(stdtr(n - 1, (mean - epsilon) / (sd / math.sqrt(n))))
+        w = balancing_weights(majority) if alignment == "balanced accuracy" else np.ones(ci.size)
+        p, _ = _weighted_t(w_j - w_f, w, epsilon)
         tested.append(j)
         pvals.append(p)
-        sizes.append(n)
-        adv.append(float(w_f.mean()))
+        sizes.append(int(ci.size))
+        adv.append(float((w * w_f).sum() / w.sum()))
     if not tested:
         return AltTest(None, None, False, None, epsilon, q, (), (), (), (), tuple(skipped), None,
-                       f"no reviewer shares {min_instances} or more claims with another reviewer")
+                       f"no reviewer shares {min_instances} or more claims with another reviewer", alignment)
     adj = benjamini_yekutieli(np.array(pvals))
     wins = int((adj <= q).sum())
     omega = wins / len(tested)
@@ -810,7 +856,76 @@ def alt_test(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge
     else:
         verdict_s = f"as good as some reviewers ({wins} of {len(tested)}), not a typical one"
     return AltTest(omega, p_pass, passes, float(np.mean(adv)), epsilon, q, tuple(tested), tuple(pvals),
-                   tuple(adj.tolist()), tuple(sizes), tuple(skipped), verdict_s)
+                   tuple(adj.tolist()), tuple(sizes), tuple(skipped), verdict_s, None, alignment)
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewerComparison:
+    """The judge against one reviewer, both read against the other reviewers on that reviewer's claims."""
+
+    reviewer: str
+    judge: float  # share of the other reviewers' verdicts equal to the judge's
+    reviewer_value: float  # share equal to this reviewer's
+    p_value: float | None  # one-sided: the judge agrees less with the others than this reviewer does
+    p_adjusted: float | None
+    n_claims: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"reviewer": self.reviewer, "judge": self.judge, "reviewer_value": self.reviewer_value,
+                "p_value": _f(self.p_value), "p_adjusted": _f(self.p_adjusted), "n_claims": self.n_claims}
+
+
+def reviewer_comparisons(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge: np.ndarray,
+                         names: list[str], *, cluster: np.ndarray | None = None,
+                         min_instances: int = ALT_MIN_INSTANCES) -> tuple[ReviewerComparison, ...]:
+    """Per reviewer j: how often the other reviewers agree with the judge vs with j, on j's shared claims.
+
+    On each claim i that j and another reviewer labeled, S_f,i and S_j,i as in :func:`alt_test`;
+    judge = mean S_f, reviewer_value = mean S_j, and the paired difference D_i = S_j,i - S_f,i is tested
+    one-sided (H1: the judge agrees less) with the answer-clustered variance of its mean,
+    V = A/(A - 1) sum_a (D_a - D_bar m_a)^2 / n^2 over the A answers (D_a, m_a: sums and counts of
+    answer a; Cochran 1977, sec. 6.4, claims of one answer being correlated), and t on A - 1 df.  The
+    p-values are Benjamini-Yekutieli adjusted over the reviewers (as the alt-test's).  Reviewers with
+    fewer than ``min_instances`` such claims are left out.  No margin: this says where the judge stands,
+    the alt-test whether the lead's margin covers it.
+    """
+    c = np.asarray(claim, dtype=np.int64).reshape(-1)
+    r = np.asarray(reviewer, dtype=np.int64).reshape(-1)
+    v = np.asarray(verdict, dtype=np.int64).reshape(-1)
+    jd = np.asarray(judge, dtype=np.int64).reshape(-1)
+    c, r, v, cnt = _per_claim_counts(c, r, v, len(LABELS))
+    total = cnt.sum(axis=1)
+    unit = np.arange(cnt.shape[0]) if cluster is None else \
+        np.unique(np.asarray(cluster).reshape(-1), return_inverse=True)[1].reshape(-1)
+    found: list[tuple[int, float, float, float | None, int]] = []
+    for j in np.unique(r).tolist():
+        mine = r == j
+        ci, vi = c[mine], v[mine]
+        ok = (total[ci] >= 2) & (jd[ci] >= 0)
+        ci, vi = ci[ok], vi[ok]
+        if ci.size < max(min_instances, 2):
+            continue
+        s_j, s_f, _ = _leave_one_out(cnt, total, ci, vi, jd)
+        d = s_j - s_f
+        n = d.size
+        _, a_inv = np.unique(unit[ci], return_inverse=True)
+        d_a = np.bincount(a_inv, weights=d)
+        m_a = np.bincount(a_inv).astype(float)
+        big_a = d_a.size
+        mean = float(d.mean())
+        p: float | None = None
+        if big_a >= 2:
+            var = big_a / (big_a - 1) * float(((d_a - mean * m_a) ** 2).sum()) / n ** 2
+            # No spread between answers: the sign of the mean difference is all the data says.
+            p = float(stdtr(big_a - 1, -mean / math.sqrt(var))) if var > 1e-30 else float(mean <= 0)
+        found.append((j, float(s_f.mean()), float(s_j.mean()), p, n))
+    known = [i for i, f in enumerate(found) if f[3] is not None]
+    adj: dict[int, float] = {}
+    if known:
+        adjusted = benjamini_yekutieli(np.array([found[i][3] for i in known], dtype=float))
+        adj = dict(zip(known, adjusted.tolist(), strict=True))
+    return tuple(ReviewerComparison(names[j] if 0 <= j < len(names) else str(j), jf, jr, p, adj.get(i), n)
+                 for i, (j, jf, jr, p, n) in enumerate(found))
 
 
 @dataclass(frozen=True, slots=True)
@@ -822,11 +937,34 @@ class HumanCeiling:
     reviewer_kappa: Interval
     alt: AltTest
     unit: str
+    comparisons: tuple[ReviewerComparison, ...] = ()
+    q: float = ALT_Q
+
+    @property
+    def below_reviewers(self) -> int:
+        """Reviewers the other reviewers agree with more than with the judge."""
+        return sum(c.judge < c.reviewer_value for c in self.comparisons)
+
+    @property
+    def below_significantly(self) -> int:
+        return sum(c.judge < c.reviewer_value and c.p_adjusted is not None and c.p_adjusted <= self.q
+                   for c in self.comparisons)
+
+    def comparison_sentence(self) -> str:
+        """"below 13 of 13 reviewers, significantly for 9" (empty without comparisons)."""
+        if not self.comparisons:
+            return ""
+        return (f"below {self.below_reviewers} of {len(self.comparisons)} reviewers, significantly for "
+                f"{self.below_significantly}")
 
     def to_dict(self) -> dict[str, Any]:
+        alt = self.alt.to_dict()
+        alt["per_reviewer"] = [c.to_dict() for c in self.comparisons]
+        alt["below_reviewers"] = self.below_reviewers
+        alt["below_reviewers_significantly"] = self.below_significantly
         return {"n_claims": self.n_claims, "judge_vs_reviewers": self.judge_vs_reviewers.to_dict(),
                 "reviewer_vs_reviewer": self.reviewer_vs_reviewer.to_dict(),
-                "reviewer_kappa": self.reviewer_kappa.to_dict(), "alt_test": self.alt.to_dict(),
+                "reviewer_kappa": self.reviewer_kappa.to_dict(), "alt_test": alt,
                 "unit": self.unit}
 
 
@@ -843,7 +981,7 @@ def _pooled_kappa(pair_counts: np.ndarray, agree_pairs: np.ndarray, pairs: np.nd
 def human_ceiling(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge: np.ndarray, *,
                   cluster: np.ndarray | None = None, confidence: float = 0.95, epsilon: float = ALT_EPSILON,
                   q: float = ALT_Q, min_instances: int = ALT_MIN_INSTANCES, resamples: int = 1000,
-                  seed: int = 0) -> HumanCeiling | None:
+                  seed: int = 0, names: list[str] | None = None) -> HumanCeiling | None:
     """The judge beside the reviewers, on the claims two or more reviewers labeled (unresolved included).
 
     Input as :class:`calibration.store.ReviewerColumns` holds it: one entry per (claim, reviewer) with
@@ -861,7 +999,8 @@ def human_ceiling(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, 
       sec. 6.4): pairs and labels of one claim, and claims of one answer, are not independent;
     * reviewer_kappa: kappa of the pooled pairs (:func:`_pooled_kappa`), with a percentile bootstrap
       over units (Davison & Hinkley 1997, sec. 3.8), withheld when fewer than 10 units or no spread;
-    * the alternative annotator test (:func:`alt_test`).
+    * the alternative annotator test (:func:`alt_test`) with the lead's ``epsilon``, and beside it the
+      per-reviewer paired comparison (:func:`reviewer_comparisons`; ``names`` the reviewers' names).
     None when no claim has two reviewers.
     """
     c0 = np.asarray(claim, dtype=np.int64).reshape(-1)
@@ -925,7 +1064,9 @@ def human_ceiling(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, 
         else:
             kap = Interval(_f(kap_value), None, None, "the resamples have no spread")
     alt = alt_test(c0, r0, v0, jd, epsilon=epsilon, q=q, min_instances=min_instances)
-    return HumanCeiling(n_claims, jvr, rvr, tuple(per), kap, alt, unit_name)
+    comparisons = reviewer_comparisons(c0, r0, v0, jd, names or [], cluster=cluster,
+                                       min_instances=min_instances)
+    return HumanCeiling(n_claims, jvr, rvr, tuple(per), kap, alt, unit_name, comparisons, q)
 
 
 @dataclass(frozen=True, slots=True)
@@ -942,8 +1083,8 @@ class CappedThresholds:
                 "rule": self.rule}
 
 
-CAP_RULE: Final = ("effective target = min(target, lower 95% bound of reviewer-vs-reviewer agreement); "
-                   "effective floor = min(floor, lower 95% bound of reviewer-vs-reviewer kappa); "
+CAP_RULE: Final = ("effective target = min(target, reviewer-vs-reviewer agreement); "
+                   "effective floor = min(floor, reviewer-vs-reviewer kappa), both their point estimates; "
                    f"only with {ALT_MIN_INSTANCES} or more claims labeled by several reviewers")
 
 
@@ -951,21 +1092,20 @@ def capped_thresholds(agreement_target: float, kappa_floor: float, ceiling: Huma
                       min_claims: int = ALT_MIN_INSTANCES) -> CappedThresholds:
     """No threshold asks the judge for more than reviewers reach with each other.
 
-    target' = min(target, L_rr), floor' = min(floor, L_kappa_rr), L the lower end of the 95% interval
-    of reviewer-vs-reviewer agreement (kappa): a level reviewers are shown to reach, so a judge at the
-    reviewers' own level is not flagged for falling short of the nominal target.  The lower end (not the
-    point estimate) because the cap must not rise above what people demonstrably reach.  Without a
-    ceiling, or without an interval (withheld), the thresholds stay as given; so they do with fewer than
-    ``min_claims`` (30, the alt-test's minimum) claims with several reviewers: the lower bound of a
-    handful of claims sits near 0 and would cap every threshold into meaninglessness.
+    target' = min(target, A_rr), floor' = min(floor, K_rr), A_rr and K_rr the point estimates of
+    reviewer-vs-reviewer agreement and kappa: a judge at the reviewers' own level is not flagged for
+    falling short of the nominal target.  The point estimate, not a lower confidence bound: a bound
+    falls as human data gets scarcer, so less data would make "ok" easier.  Without a ceiling the
+    thresholds stay as given; so they do with fewer than ``min_claims`` (30, the alt-test's minimum)
+    claims with several reviewers, where the ceiling itself is too uncertain to move a threshold.
     """
     t, f = agreement_target, kappa_floor
     capped_a = capped_k = False
     if ceiling is not None and ceiling.n_claims >= min_claims:
-        lo = ceiling.reviewer_vs_reviewer.ci_low
-        if lo is not None and lo < t:
-            t, capped_a = lo, True
-        klo = ceiling.reviewer_kappa.ci_low
-        if klo is not None and klo < f:
-            f, capped_k = klo, True
+        a = ceiling.reviewer_vs_reviewer.value
+        if a is not None and a < t:
+            t, capped_a = a, True
+        kv = ceiling.reviewer_kappa.value
+        if kv is not None and kv < f:
+            f, capped_k = kv, True
     return CappedThresholds(t, f, capped_a, capped_k, CAP_RULE)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from sqlite_utils import Database
 
-from . import agreement, decisions, estimation, split, store
+from . import agreement, decisions, estimation, final_label, split, store
 from .agreement import HumanHumanAgreement, Report, Thresholds
 from .store import scope as store_scope
 
@@ -222,9 +222,16 @@ def scope_report(db: Database, run: store.JudgeRun, cycle_id: int | None = None,
         thresholds = store.load_thresholds(db)
     table = store.claim_table(db, run.id, cycle_id)
     data = table.resolved(reviewer_labels="none")
-    weight = data.weight
+    rows = _reviewer_rows(table)
+    if rows is None:
+        idx = np.flatnonzero(table.agreed())
+        human, judge, cluster, keys = data.human, data.judge, data.cluster, data.keys
+        weight = data.weight
+    else:
+        idx, _, human = rows
+        judge, cluster, keys = table.judge[idx], table.answer[idx], [table.keys[i] for i in idx.tolist()]
+        weight = None if table.weight is None else table.weight[idx]
     oversampled = weight is not None and np.unique(weight).size > 1
-    idx = np.flatnonzero(table.agreed())
     labeled_answer = np.zeros(len(table.answer_ids), dtype=bool)
     labeled_answer[table.answer[idx]] = True
     facts: store_scope.AnswerFacts | None = None
@@ -235,21 +242,65 @@ def scope_report(db: Database, run: store.JudgeRun, cycle_id: int | None = None,
         strata, population, text = _run_design(db, run, table, facts, labeled_answer)
     else:
         strata, population, text = _cycle_design(db, cycle_id, table, labeled_answer)
-    rank = store_scope.label_order(db, run.id, data.claim_pk)
+    claims_used = np.unique(idx)
+    claim_rank = store_scope.label_order(db, run.id, table.claim_pk[claims_used])
+    rank = claim_rank[np.searchsorted(claims_used, idx)]
     labels = table.labels
     ceiling = decisions.human_ceiling(labels.claim, labels.reviewer, labels.blind, table.judge,
-                                      cluster=table.answer, seed=seed)
+                                      cluster=table.answer, seed=seed, epsilon=thresholds.alt_epsilon,
+                                      names=labels.reviewers)
     report = agreement.agreement_report_arrays(
-        data.human, data.judge, data.cluster, data.keys, thresholds,
+        human, judge, cluster, keys, thresholds,
         weights=weight if oversampled else None, bootstrap=max(0, bootstrap), seed=seed,
         label_rank=rank, stratum=strata[table.answer[idx]], population=population,
-        population_text=text, ceiling=ceiling)
+        population_text=text, ceiling=ceiling, per_reviewer=rows is not None)
+    view = _final_label_view(table, data, strata, population, thresholds, report if rows is None else None)
     pipeline = pipeline_report(table, facts, strata) if facts is not None else None
     report = replace(report, unresolved_claims=data.unresolved, human_human=human_human(labels, "blind"),
-                     human_human_post_reveal=human_human(labels, "post-reveal"), pipeline=pipeline)
+                     human_human_post_reveal=human_human(labels, "post-reveal"), pipeline=pipeline,
+                     final_label_view=view)
     sealed = frozenset(split.sealed_claim_keys(db, run))
     report = _hide_sealed(report, sealed)
     return ScopeReport(run, cycle_id, table, data, report, oversampled, text, sealed)
+
+
+def _reviewer_rows(table: store.ClaimTable) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(claim, reviewer, verdict) per reviewer's verdict (`final_label.per_reviewer`) where some claim in
+    scope has several reviewers; None where none has (the final label is then each claim's one verdict)."""
+    lab = table.labels
+    verdict = np.where(lab.blind >= 0, lab.blind, lab.final)
+    if not final_label.several_reviewers(lab.claim, verdict):
+        return None
+    adjudicated = np.where(table.status == final_label.ADJUDICATED_CODE, table.human, -1)
+    return final_label.per_reviewer(len(table), lab.claim, lab.reviewer, lab.blind, lab.final, adjudicated)
+
+
+def _final_label_view(table: store.ClaimTable, data: store.StatsColumns, strata: np.ndarray,
+                      population: Mapping[Hashable, int], thresholds: Thresholds,
+                      report: Report | None) -> dict[str, Any]:
+    """The unanimous-or-adjudicated view: agreement, kappa and direction on the claims with a final label.
+
+    ``report`` is the headline report when that already is this view (one reviewer per claim).  Else
+    it is computed on the final labels (no bootstrap; the population is that of the headline, its
+    strata without a final-labeled answer left out), a secondary figure that leaves out the disputed
+    claims and so favours the judge.
+    """
+    if report is None:
+        idx = np.flatnonzero(table.agreed())
+        answers = table.answer[idx]
+        have = set(strata[answers].tolist())
+        pop = {h: n for h, n in population.items() if h in have}
+        report = agreement.agreement_report_arrays(
+            data.human, data.judge, data.cluster, data.keys, thresholds, bootstrap=0,
+            stratum=strata[answers] if pop else None, population=pop or None)
+    est = report.estimates
+    return {"basis": "final_label", "n_claims": report.n_claims, "n_left_out": len(data.unresolved),
+            "agreement": report.agreement.to_dict(),
+            "agreement_estimated": None if est is None else est.agreement.to_dict(),
+            "kappa": report.kappa.value,
+            "direction": {"lenient": report.direction.lenient, "strict": report.direction.strict},
+            "note": "claims with a unanimous or adjudicated label only: disputed claims are left out, "
+                    "which favours the judge"}
 
 
 def _hide_sealed(report: Report, sealed: frozenset[str]) -> Report:
