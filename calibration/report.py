@@ -129,7 +129,8 @@ def _cycle_design(db: Database, cycle_id: int, table: store.ClaimTable, labeled_
 
 
 def _grounding(f_all: np.ndarray, answer_all: np.ndarray, labeled: np.ndarray, y_lab: np.ndarray,
-               strata: np.ndarray, mask: np.ndarray | None = None) -> estimation.GroundingEstimate:
+               strata: np.ndarray, mask: np.ndarray | None = None,
+               label: str | None = None) -> estimation.GroundingEstimate:
     """Corrected grounding over the claims in ``mask`` (all if None), post-stratified as the run."""
     if mask is None:
         mask = np.ones(f_all.size, dtype=bool)
@@ -140,9 +141,11 @@ def _grounding(f_all: np.ndarray, answer_all: np.ndarray, labeled: np.ndarray, y
         population = estimation.stratum_counts(strata[answers])
     keep = np.isin(strata[answer_all[lab]], np.array(list(population), dtype=object))
     lab = lab[keep]
+    # No finite-population correction: an answer with labeled claims is no census of its claims,
+    # nor a reviewer's verdict of what reviewers would say (see estimation.grounding_two_phase).
     return estimation.corrected_grounding(
         f_all[mask], answer_all[mask], y_lab[lab], f_all[lab], answer_all[lab],
-        stratum=strata[answer_all[lab]], population=population)
+        stratum=strata[answer_all[lab]], population=population, fpc=False, label=label)
 
 
 def _grounding_dict(g: estimation.GroundingEstimate) -> dict[str, Any]:
@@ -158,16 +161,27 @@ def pipeline_report(table: store.ClaimTable, facts: store_scope.AnswerFacts,
     category and per pipeline version, with the differences between versions and the transfer check."""
     pos = agreement.label_index(agreement.POSITIVE)
     f_all = (table.judge == pos).astype(float)
-    y_all = (table.human == pos).astype(float)
-    labeled = np.flatnonzero(table.agreed())
+    rows = _reviewer_rows(table)
+    label = None
+    if rows is None:
+        y_all = (table.human == pos).astype(float)
+        labeled = np.flatnonzero(table.agreed())
+    else:
+        # Every blind verdict counts: a claim's soft label is the share of its reviewers saying SUPPORTED.
+        claim, _, verdict = rows
+        n_rows = np.bincount(claim, minlength=len(table))
+        said = np.bincount(claim, weights=(verdict == pos).astype(float), minlength=len(table))
+        labeled = np.flatnonzero(n_rows > 0)
+        y_all = np.divide(said, n_rows, out=np.zeros(len(table)), where=n_rows > 0)
+        label = "soft labels (share of each claim's reviewers saying SUPPORTED)"
     answer_all = table.answer
-    overall = _grounding(f_all, answer_all, labeled, y_all, strata)
+    overall = _grounding(f_all, answer_all, labeled, y_all, strata, label=label)
     out = _grounding_dict(overall)
     out["assumption"] = GROUNDING_ASSUMPTION
 
     def split(values: list[str | None]) -> dict[str, estimation.GroundingEstimate]:
         per_claim = np.array(["(none)" if v is None else str(v) for v in values], dtype=object)[answer_all]
-        return {str(v): _grounding(f_all, answer_all, labeled, y_all, strata, per_claim == v)
+        return {str(v): _grounding(f_all, answer_all, labeled, y_all, strata, per_claim == v, label)
                 for v in sorted(set(per_claim.tolist()))}
 
     out["by_category"] = {k: _grounding_dict(g) for k, g in split(facts.category).items()}

@@ -706,3 +706,39 @@ def test_the_pipeline_section_states_the_judges_rate_and_the_corrected_one(wice_
     assert "37.0% of the run's 100 judged claims SUPPORTED" in text and "22.0%" in text
     assert "Assumes the judge's error rates" in text
     assert dashboard.pipeline_rows(d)[0]["judge's own"] == "37.0%"
+
+
+def test_grounding_uses_every_reviewers_verdict_as_a_soft_label(mixed_db: Database) -> None:
+    from calibration import report as report_mod
+
+    run = store.find_judge_run(mixed_db, RUN_A)
+    scoped = report_mod.scope_report(mixed_db, run, bootstrap=0)
+    sr = scoped.report.pipeline["supported_rate"]
+    assert "soft labels" in sr["method"] and sr["n_effective"] > 0
+    # From scratch: soft label = share of the claim's reviewers (blind verdict, else final) saying
+    # SUPPORTED, the lead's verdict on adjudicated claims; two-phase over the judge's verdict classes,
+    # post-stratified on the answers' all-SUPPORTED strata.
+    table = scoped.table
+    lab = table.labels
+    said: dict[int, list[int]] = {}
+    for c, b, f in zip(lab.claim.tolist(), lab.blind.tolist(), lab.final.tolist(), strict=True):
+        if max(b, f) >= 0:
+            said.setdefault(c, []).append(int((b if b >= 0 else f) == 0))
+    statuses = table.statuses()
+    for c, s in enumerate(statuses):
+        if s == "adjudicated":
+            said[c] = [int(table.human[c] == 0)] * max(1, len(said.get(c, [])))
+    answers = range(len(table.answer_ids))
+    all_s = {a: all(table.judge[c] == 0 for c in range(len(table)) if table.answer[c] == a) for a in answers}
+    big_n = Counter(all_s.values())
+    small_n = Counter(all_s[a] for a in {int(table.answer[c]) for c in said})
+    value = 0.0
+    for v in (0, 1):
+        cls = [c for c in range(len(table)) if (table.judge[c] == 0) == bool(v)]
+        stratum = {c: all_s[int(table.answer[c])] for c in cls if c in said}
+        w = {c: big_n[h] / small_n[h] for c, h in stratum.items()}
+        rate = sum(w[c] * np.mean(said[c]) for c in w) / sum(w.values())
+        value += len(cls) / len(table) * rate
+    assert sr["value"] == pytest.approx(value, abs=1e-12)
+    # Not a census: the interval is there even though the labels cover most answers.
+    assert sr["ci_low"] is not None and sr["ci_low"] < value < sr["ci_high"]
