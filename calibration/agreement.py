@@ -1653,10 +1653,12 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
     top = None if wo is None else float(wo.max())
     capped = decisions.capped_thresholds(thresholds.agreement_target, thresholds.kappa_floor, ceiling)
     target = capped.agreement_target
+    # claim_level: the rules test the claim-level figures the report prints (sum y / sum m), each
+    # answer's rate weighted by its claims, not the mean of the answers' rates.
     ar = decisions.agreement_rule(ys, ms, target, alpha=thresholds.alpha, weights=wo, max_weight=top,
-                                  confidence=confidence)
+                                  confidence=confidence, claim_level=True)
     dr = decisions.direction_rule(ds, ms, alpha=thresholds.alpha, weights=wo, max_weight=top,
-                                  confidence=confidence)
+                                  confidence=confidence, claim_level=True)
     ek = estimates.kappa
     kr = decisions.kappa_rule(ek.value, ek.ci_high, capped.kappa_floor)
     rules = decisions.decide(ar, dr, kr)
@@ -1664,8 +1666,10 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
         prob = decisions.prob_at_least_target(n_agree, n, target)
     else:
         prob = decisions.prob_at_least_target_weighted(agree.astype(float), claim_w, target)
-    more_target = decisions.more_claims_to_decide(ys, ms, target, alpha=thresholds.alpha, weights=wo, rule=ar)
-    more_kappa = decisions.more_claims_for_kappa(ek.se, n, half_width=kappa_half_width, confidence=confidence)
+    more_target = decisions.more_claims_to_decide(ys, ms, target, alpha=thresholds.alpha, weights=wo, rule=ar,
+                                                  claim_level=True)
+    more_kappa = decisions.more_claims_for_kappa(ek.se, n, half_width=kappa_half_width, confidence=confidence,
+                                                 withheld=ek.reason if ek.ci_low is None else None)
     size = SampleSize(kappa_half_width, more_kappa.more_claims, more_target.more_claims,
                       more_kappa.sentence, more_target.sentence)
     flag = decide_flag(rules=rules, estimates=estimates, raw_agreement=pct.value, direction=dirn,

@@ -18,9 +18,14 @@ ratio (y_i - theta m_i) must survive an answer whose B claims are all wrong, whi
 1/(theta B) and, measured, left the rule without power at 200 claims (ok for a 95% judge in 3% of runs).
 
 The guarantee also needs the order labels arrive in to say nothing about their outcome. Reviewers
-work through shuffled cycle queues, so their labels qualify; labels imported from a file come in
-the file's order, and a file sorted by outcome (every disagreement last, say) can make a rule fire
-early. Shuffle such a file before importing it.
+work through shuffled cycle queues, so their labels qualify; labels imported from a file share one
+import time, and answers labeled at the same time enter the rules in a seeded random order
+(:func:`answer_sums`), never the file's, which a file sorted by outcome (every disagreement last,
+say) would turn into an early firing.
+
+The rule's estimand is the claim-level agreement the report prints: each answer's rate is weighted
+by its claims (and its design weight), so the betting sequence tests sum y / sum m, not the mean of
+the answers' rates, which differ when agreement depends on an answer's length.
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ ALT_EPSILON: Final = 0.15
 ALT_ALIGNMENT: Final = "balanced accuracy"
 ALT_Q: Final = 0.05
 ALT_MIN_INSTANCES: Final = 30
+# A standard error below this is rounding noise around an exact zero (as agreement._ZERO_VAR).
+_ZERO_SE: Final = 1e-9
 # 2^-34 of the range: far below any figure shown, at half the cost of 60 steps on 20k answers.
 _BISECT_STEPS: Final = 34
 
@@ -82,13 +89,15 @@ def _share(x: float) -> str:
 
 
 def answer_sums(cluster: np.ndarray, values: np.ndarray, *,
-                label_rank: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                label_rank: np.ndarray | None = None, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Per-answer (sum of ``values``, number of claims), answers in the order they were labeled.
 
     ``cluster`` labels each claim's answer (any integers), ``values`` is the per-claim quantity
     (1 where judge and human agree, or lenient - strict in {-1, 0, 1}).  With ``label_rank`` (any
     sortable per-claim time of labeling) an answer counts as observed when its last claim was
-    labeled; without it answers come in order of first appearance.
+    labeled, and answers observed at the same time (an imported file) come in a random order drawn
+    with ``seed``, so a file's own order cannot steer the sequential rules; without ``label_rank``
+    answers come in order of first appearance.
     """
     c = np.asarray(cluster).reshape(-1)
     v = np.asarray(values, dtype=float).reshape(-1)
@@ -108,7 +117,8 @@ def answer_sums(cluster: np.ndarray, values: np.ndarray, *,
             raise ValueError("label_rank must give one rank per claim")
         last = np.full(first.size, -np.inf)
         np.maximum.at(last, inv, r)
-        order = np.lexsort((first, last))
+        tie = np.random.default_rng(seed).permutation(first.size)
+        order = np.lexsort((tie, last))
     return y[order], m[order]
 
 
@@ -193,19 +203,29 @@ class ConfidenceSequence:
 
 
 def _rates(y: np.ndarray, m: np.ndarray, weights: np.ndarray | None,
-           max_weight: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """Per-answer rates y/m and scales w / max w (ones without weights)."""
+           max_weight: float | None, claim_level: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Per-answer rates y/m and scales w / max w (ones without weights).
+
+    ``claim_level``: the weight of an answer is its design weight times its claims m, so the weighted
+    mean of the rates is the claim-level ratio sum w y / sum w m.
+    """
     y = np.asarray(y, dtype=float).reshape(-1)
     m = np.asarray(m, dtype=float).reshape(-1)
     if y.shape != m.shape:
         raise ValueError("y and m must be of one length")
     if (m <= 0).any():
         raise ValueError("every answer needs at least one claim (m > 0)")
-    if weights is None:
+    if (weights is None and not claim_level) or y.size == 0:
         return y / m, np.ones_like(y)
+    if weights is None:
+        weights = np.ones_like(y)
+    elif claim_level and max_weight is not None:
+        max_weight = None  # the claims change the largest weight: the largest observed one is used
     w = np.asarray(weights, dtype=float).reshape(-1)
     if w.shape != y.shape or not (np.isfinite(w) & (w > 0)).all():
         raise ValueError("weights must be positive and finite, one per answer")
+    if claim_level:
+        w = w * m
     top = float(w.max()) if max_weight is None else float(max_weight)
     if w.max() > top * (1 + 1e-12):
         raise ValueError(f"max_weight {top} is below a weight {w.max()}")
@@ -215,7 +235,7 @@ def _rates(y: np.ndarray, m: np.ndarray, weights: np.ndarray | None,
 def confidence_sequence(y: np.ndarray, m: np.ndarray, *, lo: float = 0.0, hi: float = 1.0,
                         alpha: float = 0.05, theta0: float | None = None,
                         weights: np.ndarray | None = None, max_weight: float | None = None,
-                        c: float = BET_TRUNCATION) -> ConfidenceSequence:
+                        c: float = BET_TRUNCATION, claim_level: bool = False) -> ConfidenceSequence:
     """Anytime-valid one-sided bounds on the mean over answers of x_i = y_i / m_i in [lo, hi], in label order.
 
     Each answer is one observation, its rate x_i = y_i / m_i (agreeing claims / labeled claims), so
@@ -235,11 +255,15 @@ def confidence_sequence(y: np.ndarray, m: np.ndarray, *, lo: float = 0.0, hi: fl
     replacement with probabilities proportional to 1/w (then E[w (x - theta)] has the sign of the run
     mean minus theta); an approximation for draws without replacement.
 
+    ``claim_level``: bets scaled by w_i m_i / max(w m) instead, which makes the estimand the claim-level
+    ratio sum w y / sum w m (E[w m (x - theta)] has its sign), the figure the report prints; the price is
+    smaller bets on short answers.
+
     Source: Waudby-Smith & Ramdas (2024), JRSS B 86(1): hedged-capital confidence sequence (Thm. 3)
     with predictable plug-in bets (eq. 26-27); running intersection (sec. 3); Howard, Ramdas,
     McAuliffe & Sekhon (2021), Ann. Statist. 49(2): time-uniform validity via Ville's inequality.
     """
-    x, scale = _rates(y, m, weights, max_weight)
+    x, scale = _rates(y, m, weights, max_weight, claim_level)
     n = x.size
     if n == 0:
         return ConfidenceSequence(None, None, None, 0, alpha, theta0)
@@ -313,7 +337,7 @@ class RuleResult:
 
 def agreement_rule(y: np.ndarray, m: np.ndarray, target: float, *, alpha: float = 0.05,
                    weights: np.ndarray | None = None, max_weight: float | None = None,
-                   confidence: float = 0.95) -> RuleResult:
+                   confidence: float = 0.95, claim_level: bool = False) -> RuleResult:
     """revise / ok / inconclusive for the agreement target, from answers in label order.
 
     ``y`` agreeing claims and ``m`` labeled claims per answer (:func:`answer_sums`).  revise iff the
@@ -325,7 +349,8 @@ def agreement_rule(y: np.ndarray, m: np.ndarray, target: float, *, alpha: float 
     (``confidence``; Wilson 1927, :func:`estimation.wilson_interval`), valid at one pre-planned look only;
     with weights it uses the Kish effective size n_eff and x = p_w n_eff (an approximation).
     """
-    cs = confidence_sequence(y, m, alpha=alpha, theta0=target, weights=weights, max_weight=max_weight)
+    cs = confidence_sequence(y, m, alpha=alpha, theta0=target, weights=weights, max_weight=max_weight,
+                             claim_level=claim_level)
     if cs.estimate is None:
         return RuleResult("agreement", "inconclusive", None, None, None, None, None, target, AGREEMENT_BOUND)
     yy = np.asarray(y, dtype=float).reshape(-1)
@@ -366,7 +391,7 @@ def ratio_interval(y: np.ndarray, m: np.ndarray, *, confidence: float = 0.95,
 
 def direction_rule(diff: np.ndarray, m: np.ndarray, *, alpha: float = 0.05,
                    weights: np.ndarray | None = None, max_weight: float | None = None,
-                   confidence: float = 0.95) -> RuleResult:
+                   confidence: float = 0.95, claim_level: bool = False) -> RuleResult:
     """lenient / strict / none: does the judge say SUPPORTED more or less often than the humans?
 
     Per answer ``diff`` = lenient - strict claims (judge SUPPORTED where the human is not, minus the
@@ -378,7 +403,7 @@ def direction_rule(diff: np.ndarray, m: np.ndarray, *, alpha: float = 0.05,
     fixed-sample claim-level interval of (lenient - strict)/n, clustered by answer (:func:`ratio_interval`).
     """
     cs = confidence_sequence(diff, m, lo=-1.0, hi=1.0, alpha=alpha / 2, theta0=0.0, weights=weights,
-                             max_weight=max_weight)
+                             max_weight=max_weight, claim_level=claim_level)
     if cs.estimate is None:
         return RuleResult("direction", "none", None, None, None, None, None, 0.0, DIRECTION_BOUND)
     yy = np.asarray(diff, dtype=float).reshape(-1)
@@ -576,7 +601,8 @@ def projected_answers_to_decide(mean_step: float, var_step: float, *, alpha: flo
 
 def more_claims_to_decide(y: np.ndarray, m: np.ndarray, target: float, *, alpha: float = 0.05,
                           weights: np.ndarray | None = None, limit: int = PRACTICAL_MORE_CLAIMS,
-                          c: float = BET_TRUNCATION, rule: RuleResult | None = None) -> MoreClaims:
+                          c: float = BET_TRUNCATION, rule: RuleResult | None = None,
+                          claim_level: bool = False) -> MoreClaims:
     """More claims for the anytime agreement rule (:func:`agreement_rule`) to decide the target.
 
     From the unclipped spread of the answers' rates (their sample SD; no interval clipped at 0 or 1
@@ -592,11 +618,11 @@ def more_claims_to_decide(y: np.ndarray, m: np.ndarray, target: float, *, alpha:
     if x.size == 0:
         return MoreClaims("decide_target", None, False, f"no labeled claims yet {goal}")
     if rule is None:  # the caller may pass the agreement rule it already computed on the same data
-        rule = agreement_rule(y, m, target, alpha=alpha, weights=weights)
+        rule = agreement_rule(y, m, target, alpha=alpha, weights=weights, claim_level=claim_level)
     if rule.status in ("ok", "revise"):
         return MoreClaims("decide_target", 0, True, f"the {_share(target)} target is already decided")
     n = x.size
-    mean = float(x.mean()) if weights is None else float(rule.estimate or 0.0)
+    mean = float(x.mean()) if weights is None and not claim_level else float(rule.estimate or 0.0)
     s2 = float(x.var(ddof=1)) if n >= 2 else 0.25
     mbar = float(np.asarray(m, dtype=float).mean())
     deff = 1.0
@@ -619,21 +645,28 @@ def more_claims_to_decide(y: np.ndarray, m: np.ndarray, target: float, *, alpha:
 
 
 def more_claims_for_kappa(se: float | None, n: int, *, half_width: float = 0.10, confidence: float = 0.95,
-                          design_effect: float = 1.0, limit: int = PRACTICAL_MORE_CLAIMS) -> MoreClaims:
+                          design_effect: float = 1.0, limit: int = PRACTICAL_MORE_CLAIMS,
+                          withheld: str | None = None) -> MoreClaims:
     """More claims for a kappa interval of +-half_width, from the unclipped FCE standard error.
 
     N = ceil(deff z^2 n SE^2 / h^2) total claims (the FCE variance is V/n, V = n SE^2; Fleiss, Levin &
     Paik 2003, Statistical Methods for Rates and Proportions, sec. 18.1); more = N - n.  ``design_effect``
     multiplies it (Kish n / n_eff for weights, or an answer-bootstrap variance ratio for clustering).
     The SE is the unclipped one: the interval's clipped upper end (at 1) would understate it.
+    ``withheld``: why the kappa interval is not shown, if it is not; then it is never "already within".
+    An SE below ``_ZERO_SE`` counts as zero.
     """
     goal = f"for a kappa interval of ±{half_width:.2f}"
-    if se is None or not math.isfinite(se) or se <= 0 or n <= 0:
+    # A standard error within rounding of 0 is an exact zero that float sums left a residue on.
+    if se is None or not math.isfinite(se) or se <= _ZERO_SE or n <= 0:
         return MoreClaims("kappa_half_width", None, False,
                           f"no standard error to plan from {goal} (kappa undefined or without spread)")
     z = _z(confidence)
     total = math.ceil(design_effect * z * z * n * se * se / (half_width * half_width) - 1e-9)
     more = max(0, total - n)
+    if more == 0 and withheld is not None:
+        return MoreClaims("kappa_half_width", None, False,
+                          f"kappa's interval is withheld ({withheld}): label more claims before it is shown")
     if more == 0:
         return MoreClaims("kappa_half_width", 0, True,
                           f"kappa's interval is already within ±{half_width:.2f}")

@@ -414,3 +414,31 @@ def test_capped_thresholds_never_exceed_the_reviewers() -> None:
     assert capped.kappa_floor <= 0.60
     same = capped_thresholds(0.85, 0.60, None)
     assert (same.agreement_target, same.kappa_floor) == (0.85, 0.60)
+
+
+@pytest.mark.parametrize("se", [0.0, 1e-17, -0.0])
+def test_more_claims_for_kappa_treats_a_rounding_residue_as_zero(se: float) -> None:
+    more = more_claims_for_kappa(se, 200)
+    assert more.more_claims is None and "no standard error" in more.sentence
+
+
+def test_more_claims_for_kappa_never_says_within_when_the_interval_is_withheld() -> None:
+    # A small SE on many claims would already be within +-0.10, but the interval is not shown.
+    more = more_claims_for_kappa(0.02, 400, withheld="only 12 labeled answers (fewer than 15)")
+    assert more.more_claims is None and not more.decidable
+    assert "withheld" in more.sentence and "already within" not in more.sentence
+    assert more_claims_for_kappa(0.02, 400).sentence.startswith("kappa's interval is already within")
+
+
+def test_answers_labeled_at_one_time_enter_in_a_seeded_order_not_the_files() -> None:
+    # Ten answers imported at once (one label time), the disagreeing ones last in the file.
+    cluster = np.repeat(np.arange(10), 2)
+    agree = np.array([1.0] * 12 + [0.0] * 8)
+    rank = np.zeros(cluster.size)
+    y, _ = answer_sums(cluster, agree, label_rank=rank)
+    flipped = np.arange(cluster.size)[::-1]  # the same labels in the opposite file order
+    y2, _ = answer_sums(cluster[flipped], agree[flipped], label_rank=rank)
+    assert y.tolist() == y2.tolist()
+    assert y.tolist() != sorted(y.tolist(), reverse=True)  # not the file's order
+    y3, _ = answer_sums(cluster, agree, label_rank=rank)
+    assert y3.tolist() == y.tolist()  # seeded: the same order every time
