@@ -1338,11 +1338,21 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
     a, k = r.agreement, r.kappa
     ab, kb = r.agreement_bootstrap, r.kappa_bootstrap
     boot_a = "" if ab.ci_low is None else f"; answer bootstrap {_pct(ab.ci_low)}–{_pct(ab.ci_high)}"
-    lines.append(f"Agreement      {_pct(a.value):>7}   {_ci_pct(a.ci_low, a.ci_high)} (Wilson){boot_a}")
+    # The first interval is the design-based one (answers as clusters), withheld where it is.
+    a_ci = f"{_ci_pct(a.ci_low, a.ci_high)} (Wilson)"
+    ek_ci: str | None = None
+    if r.estimates is not None:
+        ea, ek = r.estimates.agreement, r.estimates.kappa
+        a_ci = (f"{_ci_pct(ea.ci_low, ea.ci_high)} (design-based, answers as clusters)"
+                if ea.ci_low is not None else f"no interval ({ea.reason})")
+        ek_ci = (f"95% CI {ek.ci_low:.2f}–{ek.ci_high:.2f} (design-based)" if ek.ci_low is not None
+                 else f"no interval ({ek.reason})")
+    lines.append(f"Agreement      {_pct(a.value):>7}   {a_ci}{boot_a}")
     if k.value is None:
         lines.append("Cohen's kappa      n/a   undefined (both used one and the same class)")
     else:
         kci = "no interval (SE is 0)" if k.ci_low is None else f"95% CI {k.ci_low:.2f}–{k.ci_high:.2f}"
+        kci = ek_ci or kci
         kboot = "" if kb.ci_low is None else f"; answer bootstrap {kb.ci_low:.2f}–{kb.ci_high:.2f}"
         lines.append(f"Cohen's kappa  {k.value:>7.2f}   {kci}{kboot}; max possible {_num(k.kappa_max)}")
     lines.append(f"Gwet's AC1     {_num(r.ac1):>7}   (beside kappa, not instead of it)")
@@ -1662,10 +1672,10 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
     ek = estimates.kappa
     kr = decisions.kappa_rule(ek.value, ek.ci_high, capped.kappa_floor)
     rules = decisions.decide(ar, dr, kr)
-    if claim_w is None:
-        prob = decisions.prob_at_least_target(n_agree, n, target)
-    else:
-        prob = decisions.prob_at_least_target_weighted(agree.astype(float), claim_w, target)
+    prob = decisions.prob_at_least_target_design(estimates.agreement.value, estimates.agreement.se, target)
+    if prob is None:
+        prob = (decisions.prob_at_least_target(n_agree, n, target) if claim_w is None
+                else decisions.prob_at_least_target_weighted(agree.astype(float), claim_w, target))
     more_target = decisions.more_claims_to_decide(ys, ms, target, alpha=thresholds.alpha, weights=wo, rule=ar,
                                                   claim_level=True)
     more_kappa = decisions.more_claims_for_kappa(ek.se, n, half_width=kappa_half_width, confidence=confidence,

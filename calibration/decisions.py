@@ -539,6 +539,18 @@ def prob_at_least_target_weighted(agree: np.ndarray, weights: np.ndarray, target
     return prob_at_least_target(p * ne, ne, target)
 
 
+def prob_at_least_target_design(value: float | None, se: float | None, target: float) -> float | None:
+    """:func:`prob_at_least_target` at the design's effective sample size n_eff = p (1 - p) / V and
+    x = p n_eff, V the design-based (answer-clustered, stratified) variance of p: the Jeffreys posterior of
+    a binomial sample as informative as the design (Kish 1965, sec. 8.2's design effect; the effective
+    size of the intervals, Korn & Graubard 1998).  An approximation; None where p is 0 or 1 or V is 0 or
+    unknown (the caller falls back to the claim count)."""
+    if value is None or se is None or not 0.0 < value < 1.0 or se <= _ZERO_SE:
+        return None
+    n_eff = value * (1 - value) / se ** 2
+    return prob_at_least_target(value * n_eff, n_eff, target)
+
+
 def prob_sentence(prob: float | None, target: float) -> str:
     """"92% chance the judge meets the 85% target" (rounded; never 0% or 100% from a finite sample)."""
     if prob is None:

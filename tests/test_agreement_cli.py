@@ -30,7 +30,8 @@ def test_wice_gpt4_is_flagged_revise_judge_lenient(wice_db, capsys):
     assert main(["--db", _db_file(wice_db), "stats", "--judge-run", "wice-gpt4"]) == 0
     out = capsys.readouterr().out
     assert "judge run gpt-4-0613@wice-gpt4" in out
-    assert "Agreement        77.0%   95% CI 67.8%–84.2% (Wilson)" in out
+    # The first interval printed is the design-based one, answers as clusters.
+    assert "Agreement        77.0%   95% CI 69.0%–83.4% (design-based, answers as clusters)" in out
     assert "Flag: REVISE" in out
     assert "judge is lenient" in out
     assert "Confusion matrix (rows human, columns judge)" in out
