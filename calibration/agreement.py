@@ -225,12 +225,17 @@ class SampleSize:
     # What each number buys, as the flag and the dashboard say it (decisions.MoreClaims).
     kappa_sentence: str = ""
     target_sentence: str = ""
+    # The stopping time's 10% and 90% points and the run's unlabeled claims (decisions.MoreClaims).
+    target_low: int | None = None
+    target_high: int | None = None
+    available: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "kappa_half_width": self.kappa_half_width,
             "more_claims_for_kappa": self.more_claims_for_kappa,
-            "more_claims_for_target": self.more_claims_for_target,
+            "more_claims_for_target": {"median": self.more_claims_for_target, "low": self.target_low,
+                                       "high": self.target_high, "available": self.available},
             "for_kappa": self.kappa_sentence,
             "for_target": self.target_sentence,
         }
@@ -1500,12 +1505,13 @@ def agreement_report_arrays(human: np.ndarray | Sequence[int], judge: np.ndarray
                             stratum: np.ndarray | Sequence[Any] | None = None,
                             population: Mapping[Any, int] | None = None, population_text: str | None = None,
                             ceiling: decisions.HumanCeiling | None = None,
-                            per_reviewer: bool = False) -> Report:
+                            per_reviewer: bool = False, available: int | None = None) -> Report:
     """:func:`agreement_report` on columns: the same figures without a record per claim.
 
     ``per_reviewer``: each entry is one reviewer's verdict on a claim (`final_label.per_reviewer`),
     so a claim's key repeats once per reviewer; every figure is then over (claim, reviewer) pairs,
-    clustered by answer like claims are, and the claim lists name each claim once.
+    clustered by answer like claims are, and the claim lists name each claim once.  ``available``: the
+    scope's claims without a label, the most "how many more" can ask for.
 
     ``human`` and ``judge`` are indices into ``LABELS``; ``cluster`` labels each claim's answer
     (any integers: they are numbered in order of first appearance, as :func:`agreement_report`
@@ -1558,7 +1564,7 @@ def agreement_report_arrays(human: np.ndarray | Sequence[int], judge: np.ndarray
     return _report(h, j, c, n_answers, keys, w, thresholds, bootstrap=bootstrap, seed=seed,
                    confidence=confidence, kappa_half_width=kappa_half_width, label_rank=rank,
                    stratum=strata, population=population, population_text=population_text,
-                   ceiling=ceiling, per_reviewer=per_reviewer)
+                   ceiling=ceiling, per_reviewer=per_reviewer, available=available)
 
 
 def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers: int, keys: Sequence[str],
@@ -1566,7 +1572,7 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
             confidence: float, kappa_half_width: float, label_rank: np.ndarray | None = None,
             stratum: np.ndarray | None = None, population: Mapping[Any, int] | None = None,
             population_text: str | None = None, ceiling: decisions.HumanCeiling | None = None,
-            per_reviewer: bool = False) -> Report:
+            per_reviewer: bool = False, available: int | None = None) -> Report:
     """The report from validated columns (clusters numbered 0.. in order of first appearance)."""
     n = human.size
     k = len(LABELS)
@@ -1676,12 +1682,14 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
     if prob is None:
         prob = (decisions.prob_at_least_target(n_agree, n, target) if claim_w is None
                 else decisions.prob_at_least_target_weighted(agree.astype(float), claim_w, target))
-    more_target = decisions.more_claims_to_decide(ys, ms, target, alpha=thresholds.alpha, weights=wo, rule=ar,
-                                                  claim_level=True)
+    more_target = decisions.more_claims_to_decide(
+        ys, ms, target, alpha=thresholds.alpha, weights=wo, rule=ar, claim_level=True, available=available,
+        labels_per_claim=n / max(len(set(keys)) if per_reviewer else n, 1), seed=0 if seed is None else seed)
     more_kappa = decisions.more_claims_for_kappa(ek.se, n, half_width=kappa_half_width, confidence=confidence,
                                                  withheld=ek.reason if ek.ci_low is None else None)
     size = SampleSize(kappa_half_width, more_kappa.more_claims, more_target.more_claims,
-                      more_kappa.sentence, more_target.sentence)
+                      more_kappa.sentence, more_target.sentence, more_target.low, more_target.high,
+                      more_target.available)
     flag = decide_flag(rules=rules, estimates=estimates, raw_agreement=pct.value, direction=dirn,
                        thresholds=capped, n_claims=n, more_target=more_target, prob=prob,
                        disagreeing=disagreeing, ceiling=ceiling)

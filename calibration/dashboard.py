@@ -330,7 +330,7 @@ def sample_size_text(report: Report) -> str:
                  f"±{s.kappa_half_width:.2f}")
     goal = f"{100 * t.agreement_target:g}%"
     if s.more_claims_for_target is None:
-        target = f"no sample size decides the {goal} target at this agreement"
+        target = s.target_sentence or f"no sample size decides the {goal} target at this agreement"
     elif s.more_claims_for_target == 0:
         target = f"there are enough claims to decide the {goal} target"
     else:

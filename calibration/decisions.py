@@ -567,93 +567,113 @@ def prob_sentence(prob: float | None, target: float) -> str:
 
 @dataclass(frozen=True, slots=True)
 class MoreClaims:
-    """Claims still to label for one goal, with the sentence saying what they buy."""
+    """Claims still to label for one goal, with the sentence saying what they buy.
+
+    For the target, ``more_claims`` is the median of the simulated stopping time, ``low``/``high`` its
+    10% and 90% points (None: beyond what was simulated), ``available`` the run's unlabeled claims.
+    """
 
     goal: Literal["decide_target", "kappa_half_width"]
-    more_claims: int | None  # None: cannot be said (no spread to plan from) or beyond the practical size
+    more_claims: int | None  # None: cannot be said (no spread to plan from) or beyond what the run gives
     decidable: bool
     sentence: str
+    low: int | None = None
+    high: int | None = None
+    available: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"goal": self.goal, "more_claims": self.more_claims, "decidable": self.decidable,
-                "sentence": self.sentence}
+                "sentence": self.sentence, "median": self.more_claims, "low": self.low, "high": self.high,
+                "available": self.available}
 
 
-def projected_answers_to_decide(mean_step: float, var_step: float, *, alpha: float = 0.05,
-                                cap: float = math.inf,
-                                max_answers: int = 10 ** 6) -> int | None:
-    """Answers after which the betting capital is expected to reach 1/alpha, the drift held fixed.
-
-    With normalised steps x_i of mean mu (= m_bar |R - target| / B) and variance s^2, the plug-in bet
-    lambda_i = min(sqrt(2 log(1/alpha) / (s^2 i log(1 + i))), cap) and log(1 + l x) ~ l x - l^2 x^2 / 2,
-    E log K_N ~ sum_{i<=N} (lambda_i mu - lambda_i^2 (s^2 + mu^2) / 2); N is the first index where this
-    reaches log(1/alpha).  ``cap`` is the truncation c/theta or c/(1 - theta) of
-    :func:`log_capital`.  A projection from Waudby-Smith & Ramdas (2024), sec. 5 (the same bets as
-    :func:`plugin_bets`), not a guarantee: the actual crossing time varies around it.
-    """
-    if mean_step <= 0:
-        return None
-    s2 = max(var_step, 1e-12)
-    goal = math.log(1 / alpha)
-    start = 1
-    total = 0.0
-    chunk = 4096
-    while start <= max_answers:
-        i = np.arange(start, start + chunk, dtype=float)
-        lam = np.minimum(np.sqrt(2 * goal / (s2 * i * np.log1p(i))), cap)
-        step = lam * mean_step - lam * lam * (s2 + mean_step ** 2) / 2
-        cum = total + np.cumsum(step)
-        hit = np.flatnonzero(cum >= goal)
-        if hit.size:
-            return int(start + hit[0])
-        total = float(cum[-1])
-        start += chunk
-    return None
+def _first_crossing(log_k: np.ndarray, start: int, goal: float) -> np.ndarray:
+    """Per row, the first index >= start where the running maximum of log capital reaches goal; -1 if none."""
+    hit = np.maximum.accumulate(log_k, axis=-1)[:, start:] >= goal
+    return np.where(hit.any(axis=1), hit.argmax(axis=1) + start, -1)
 
 
 def more_claims_to_decide(y: np.ndarray, m: np.ndarray, target: float, *, alpha: float = 0.05,
                           weights: np.ndarray | None = None, limit: int = PRACTICAL_MORE_CLAIMS,
                           c: float = BET_TRUNCATION, rule: RuleResult | None = None,
-                          claim_level: bool = False) -> MoreClaims:
-    """More claims for the anytime agreement rule (:func:`agreement_rule`) to decide the target.
+                          claim_level: bool = False, available: int | None = None,
+                          labels_per_claim: float = 1.0, reps: int = 300, seed: int = 0) -> MoreClaims:
+    """More claims for the anytime agreement rule (:func:`agreement_rule`) to decide the target: the
+    rule's own stopping time, simulated under the posterior.
 
-    From the unclipped spread of the answers' rates (their sample SD; no interval clipped at 0 or 1
-    enters) and the drift |mean rate - target|, :func:`projected_answers_to_decide` gives the total
-    answers N the rule is expected to need; more claims = (N - n) m_bar (claims per answer so far),
-    times the Kish design effect n / n_eff of the weights where they apply (Kish 1965, sec. 11.7).
-    0 when the rule has already decided.  Past ``limit`` more claims (5,000 by default, see
-    ``PRACTICAL_MORE_CLAIMS``), or when the estimate equals the target, the target "cannot be decided by
-    more labels": the judge sits on it.  The rule is the anytime one, not a fixed-sample test.
+    Each of ``reps`` runs draws the agreement theta from the posterior Beta(p n_e + 1/2, (1 - p) n_e + 1/2)
+    (Jeffreys prior at the effective size n_e = p (1 - p) / V, V the answer-clustered variance of the
+    rule's estimate p, Cochran 1977 sec. 6.4), then future answers by resampling the labeled ones
+    (their claims, weights and rates, each rate shifted by theta - p and clipped to [0, 1]: a bootstrap
+    of the answers moved to theta, so the spread between answers is the observed one); the capital of
+    :func:`confidence_sequence` runs on, bets and all, until one side reaches 1/alpha.  The stopping
+    time's median is ``more_claims``, its 10% and 90% points ``low`` and ``high`` (in claims:
+    ``labels_per_claim`` verdicts make one claim).  Runs are simulated up to what the run can give,
+    ``available`` unlabeled claims (else ``limit``, 5,000): past it a run counts as undecided, and when
+    half of them are, no number is given, only what the run can and cannot do.  A plan from today's
+    data (Waudby-Smith & Ramdas 2024 for the rule; the posterior predictive simulation of the sample
+    size, e.g. Gelman et al. 2013, Bayesian Data Analysis, 3rd ed., sec. 6.3), not a guarantee.
     """
     goal = f"to decide the {_share(target)} target"
-    x, _ = _rates(y, m, weights, None)
+    x, scale = _rates(y, m, weights, None, claim_level)
     if x.size == 0:
-        return MoreClaims("decide_target", None, False, f"no labeled claims yet {goal}")
+        return MoreClaims("decide_target", None, False, f"no labeled claims yet {goal}", available=available)
     if rule is None:  # the caller may pass the agreement rule it already computed on the same data
         rule = agreement_rule(y, m, target, alpha=alpha, weights=weights, claim_level=claim_level)
     if rule.status in ("ok", "revise"):
-        return MoreClaims("decide_target", 0, True, f"the {_share(target)} target is already decided")
+        return MoreClaims("decide_target", 0, True, f"the {_share(target)} target is already decided",
+                          0, 0, available)
+    mm = np.asarray(m, dtype=float).reshape(-1)
     n = x.size
-    mean = float(x.mean()) if weights is None and not claim_level else float(rule.estimate or 0.0)
-    s2 = float(x.var(ddof=1)) if n >= 2 else 0.25
-    mbar = float(np.asarray(m, dtype=float).mean())
-    deff = 1.0
-    if weights is not None:
-        w = np.asarray(weights, dtype=float).reshape(-1)
-        deff = float(w.size / (kish_n_eff(w) or w.size))
-    cap = c / target if mean > target else c / max(1 - target, 1e-12)
-    reach = n + int(limit / (mbar * deff)) + 2
-    total = projected_answers_to_decide(abs(mean - target), s2, alpha=alpha, cap=cap, max_answers=reach)
-    stuck = (f"the estimate {_pct(mean)} sits on the {_share(target)} target: more labels (even "
-             f"{limit:,} more claims) cannot decide it; treat the judge as at the target")
-    if total is None:
-        return MoreClaims("decide_target", None, False, stuck)
-    more = max(1, math.ceil(max(total - n, 1) * mbar * deff))
-    if more > limit:
-        return MoreClaims("decide_target", None, False, stuck)
-    return MoreClaims("decide_target", more, True,
-                      f"label about {more:,} more claims {goal} (anytime rule, if agreement stays at "
-                      f"{_pct(mean)})")
+    p = float(rule.estimate if rule.estimate is not None else x.mean())
+    # The estimate is sum s x / sum s (s the bets' scale); its linearised variance over answers.
+    v = float(n / (n - 1) * ((scale * (x - p)) ** 2).sum() / scale.sum() ** 2) if n >= 2 else 0.25
+    n_e = p * (1 - p) / v if v > 0 and 0 < p < 1 else float(n)
+    horizon_claims = limit if available is None else min(limit, available)
+    per_answer = float(mm.mean()) / labels_per_claim
+    h = math.ceil(horizon_claims / max(per_answer, 1e-12))
+    bounded = available is not None and available < limit
+    if h <= 0:
+        return MoreClaims("decide_target", None, False,
+                          "the run has no unlabeled claims: import more answers, or read the fixed-sample "
+                          "result", None, None, available)
+    rng = np.random.default_rng(seed)
+    theta = rng.beta(p * n_e + 0.5, (1 - p) * n_e + 0.5, size=reps)
+    pick = rng.integers(0, n, size=(reps, h))
+    fm = mm[pick]
+    fu = np.clip(x[pick] + (theta - p)[:, None], 0.0, 1.0)
+    u = np.concatenate([np.broadcast_to(x, (reps, n)), fu], axis=1)
+    sc = np.concatenate([np.broadcast_to(scale, (reps, n)), scale[pick]], axis=1)
+    bets = plugin_bets(u, alpha=alpha)
+    need = math.log(1 / alpha)
+    t_up = _first_crossing(log_capital(u, target, bets, side="above", scale=sc, c=c), n, need)
+    t_dn = _first_crossing(log_capital(u, target, bets, side="below", scale=sc, c=c), n, need)
+    t = np.where((t_up >= 0) & ((t_dn < 0) | (t_up <= t_dn)), t_up, t_dn)
+    claims_at = np.concatenate([np.zeros((reps, 1)), np.cumsum(fm, axis=1)], axis=1) / labels_per_claim
+    more = np.where(t >= 0, claims_at[np.arange(reps), np.maximum(t - n + 1, 0)], np.inf)
+    decided = float(np.isfinite(more).mean())
+    # Order statistics, no interpolation: runs that never decide are infinite.
+    q10, q50, q90 = (float(np.quantile(more, qq, method="higher")) for qq in (0.1, 0.5, 0.9))
+
+    def count(value: float) -> int | None:
+        return None if not math.isfinite(value) else max(1, math.ceil(value))
+
+    low, med, high = count(q10), count(q50), count(q90)
+    within = f"the run's {available:,} unlabeled claims" if bounded else f"{limit:,} more claims"
+    if med is None:
+        first = (f"the run has {available:,} unlabeled claims: labeling all of them decides" if bounded
+                 else f"even {limit:,} more claims decide")
+        return MoreClaims(
+            "decide_target", None, False,
+            f"{first} the {_share(target)} target in only {100 * decided:.0f}% of runs simulated at today's "
+            f"agreement ({_pct(p)}): import more answers, or read the fixed-sample result",
+            low, None, available)
+    spread = (f"80% of simulated runs between {low:,} and {high:,}" if high is not None
+              else f"at least {low:,} in 9 of 10 simulated runs; {100 * (1 - decided):.0f}% do not decide "
+                   f"within {within}")
+    return MoreClaims("decide_target", med, True,
+                      f"label about {med:,} more claims {goal} (the anytime rule's median stopping time "
+                      f"simulated at today's agreement {_pct(p)}; {spread})", low, high, available)
 
 
 def more_claims_for_kappa(se: float | None, n: int, *, half_width: float = 0.10, confidence: float = 0.95,

@@ -267,7 +267,7 @@ def scope_report(db: Database, run: store.JudgeRun, cycle_id: int | None = None,
         human, judge, cluster, keys, thresholds,
         weights=weight if oversampled else None, bootstrap=max(0, bootstrap), seed=seed,
         label_rank=rank, stratum=strata[table.answer[idx]], population=population,
-        population_text=text, ceiling=ceiling, per_reviewer=rows is not None)
+        population_text=text, ceiling=ceiling, per_reviewer=rows is not None, available=data.unlabeled)
     view = _final_label_view(table, data, strata, population, thresholds, report if rows is None else None)
     pipeline = pipeline_report(table, facts, strata) if facts is not None else None
     report = replace(report, unresolved_claims=data.unresolved, human_human=human_human(labels, "blind"),

@@ -270,7 +270,16 @@ def test_more_claims_to_decide_edges() -> None:
     assert more_claims_to_decide(m, m, 0.85).more_claims == 0
     # Sitting on the target: 85% exactly, in answers of 20 claims (17 agree each) -> undecidable.
     sits = more_claims_to_decide(np.array([17.0, 17.0, 18.0, 16.0] * 10), np.full(40, 20.0), 0.85)
-    assert sits.more_claims is None and not sits.decidable and "sits on" in sits.sentence
+    assert sits.more_claims is None and not sits.decidable
+    assert "read the fixed-sample result" in sits.sentence
+    # Never tells a lead to treat an undecided judge as at the target.
+    assert "treat the judge" not in sits.sentence
+    # Bounded by what the run can give: 75 unlabeled claims.
+    few = more_claims_to_decide(np.array([17.0, 17.0, 18.0, 16.0] * 10), np.full(40, 20.0), 0.85,
+                                available=75)
+    assert few.available == 75 and few.more_claims is None
+    assert few.sentence.startswith("the run has 75 unlabeled claims")
+    assert "import more answers" in few.sentence
     assert more_claims_to_decide(np.zeros(0), np.zeros(0), 0.85).more_claims is None
 
 
@@ -281,16 +290,29 @@ def test_more_claims_to_decide_is_near_the_simulated_crossing() -> None:
     p, n0 = 0.93, 20
     m0 = rng.integers(1, 6, size=n0)
     y0 = rng.binomial(m0, p)
-    est = more_claims_to_decide(y0.astype(float), m0.astype(float), 0.85)
+    est = more_claims_to_decide(y0.astype(float), m0.astype(float), 0.85, reps=600)
     assert est.more_claims is not None and est.more_claims > 0
-    rate = float(np.mean(y0 / m0))
-    reps, t_len = 400, 400
-    m = rng.integers(1, 6, size=(reps, t_len))
-    u = np.concatenate([np.tile(y0 / m0, (reps, 1)), rng.binomial(m, rate) / m], axis=1)
-    hit = log_capital(u, 0.85, plugin_bets(u, alpha=0.05), side="above") >= math.log(20)
-    first = np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, 10 ** 6)
-    median_more_claims = (np.median(first) - n0) * 3.0
-    assert 0.5 * median_more_claims <= est.more_claims <= 2.0 * median_more_claims
+    assert est.low is not None and est.low <= est.more_claims
+    assert est.high is None or est.high >= est.more_claims
+    # From scratch: agreement drawn around the rule's estimate (the mean of the answers' rates) with the
+    # effective size of its variance, future answers resampled from the labeled ones and moved to that
+    # agreement, the capital of either side run on until it reaches 1/alpha.
+    x = y0 / m0
+    xbar, v = x.mean(), x.var(ddof=1) / n0
+    n_e = xbar * (1 - xbar) / v
+    reps, t_len = 600, 1700
+    theta = rng.beta(xbar * n_e + 0.5, (1 - xbar) * n_e + 0.5, size=reps)
+    pick = rng.integers(0, n0, size=(reps, t_len))
+    u = np.concatenate([np.tile(x, (reps, 1)), np.clip(x[pick] + (theta - xbar)[:, None], 0, 1)], axis=1)
+    bets = plugin_bets(u, alpha=0.05)
+    hit = np.zeros(u.shape, dtype=bool)
+    for side in ("above", "below"):
+        hit |= np.maximum.accumulate(log_capital(u, 0.85, bets, side=side), axis=1) >= math.log(20)
+    future = hit[:, n0:]
+    claims = np.array([m0[pick[i, : future[i].argmax() + 1]].sum() if future[i].any() else np.inf
+                       for i in range(reps)])
+    median_more_claims = float(np.median(claims))
+    assert 0.75 * median_more_claims <= est.more_claims <= 1.33 * median_more_claims
 
 
 # ------------------------------------------------------------------ the human ceiling and the alt-test
