@@ -587,12 +587,6 @@ class MoreClaims:
                 "available": self.available}
 
 
-def _first_crossing(log_k: np.ndarray, start: int, goal: float) -> np.ndarray:
-    """Per row, the first index >= start where the running maximum of log capital reaches goal; -1 if none."""
-    hit = np.maximum.accumulate(log_k, axis=-1)[:, start:] >= goal
-    return np.where(hit.any(axis=1), hit.argmax(axis=1) + start, -1)
-
-
 def more_claims_to_decide(y: np.ndarray, m: np.ndarray, target: float, *, alpha: float = 0.05,
                           weights: np.ndarray | None = None, limit: int = PRACTICAL_MORE_CLAIMS,
                           c: float = BET_TRUNCATION, rule: RuleResult | None = None,
@@ -642,15 +636,28 @@ def more_claims_to_decide(y: np.ndarray, m: np.ndarray, target: float, *, alpha:
     pick = rng.integers(0, n, size=(reps, h))
     fm = mm[pick]
     fu = np.clip(x[pick] + (theta - p)[:, None], 0.0, 1.0)
-    u = np.concatenate([np.broadcast_to(x, (reps, n)), fu], axis=1)
-    sc = np.concatenate([np.broadcast_to(scale, (reps, n)), scale[pick]], axis=1)
-    bets = plugin_bets(u, alpha=alpha)
+    # The labeled answers are the same in every simulated run: their capital and the bets' running sums
+    # (plugin_bets' mu, deviations and sigma^2) are computed once, then carried on over each run's
+    # future answers only.
+    t_obs = np.arange(1, n + 1, dtype=float)
+    dev_n = float(((x - (0.5 + np.cumsum(x)) / (t_obs + 1)) ** 2).sum())
+    t_f = np.arange(n + 1, n + h + 1, dtype=float)
+    mu_f = (0.5 + float(x.sum()) + np.cumsum(fu, axis=1)) / (t_f + 1)
+    sigma2_f = (0.25 + dev_n + np.cumsum((fu - mu_f) ** 2, axis=1)) / (t_f + 1)
+    prev = np.concatenate([np.full((reps, 1), (0.25 + dev_n) / (n + 1)), sigma2_f[:, :-1]], axis=1)
+    bets_f = np.sqrt(2 * math.log(1 / alpha) / (prev * t_f * np.log1p(t_f)))
+    bets_obs = plugin_bets(x, alpha=alpha)
     need = math.log(1 / alpha)
-    t_up = _first_crossing(log_capital(u, target, bets, side="above", scale=sc, c=c), n, need)
-    t_dn = _first_crossing(log_capital(u, target, bets, side="below", scale=sc, c=c), n, need)
-    t = np.where((t_up >= 0) & ((t_dn < 0) | (t_up <= t_dn)), t_up, t_dn)
-    claims_at = np.concatenate([np.zeros((reps, 1)), np.cumsum(fm, axis=1)], axis=1) / labels_per_claim
-    more = np.where(t >= 0, claims_at[np.arange(reps), np.maximum(t - n + 1, 0)], np.inf)
+
+    def crossing(side: Literal["above", "below"]) -> np.ndarray:
+        start = float(log_capital(x, target, bets_obs, side=side, scale=scale, c=c)[-1])
+        hit = start + log_capital(fu, target, bets_f, side=side, scale=scale[pick], c=c) >= need
+        return np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
+
+    t_up, t_dn = crossing("above"), crossing("below")
+    t = np.where((t_up >= 0) & ((t_dn < 0) | (t_up <= t_dn)), t_up, t_dn)  # future answers used, minus 1
+    claims_at = np.cumsum(fm, axis=1) / labels_per_claim
+    more = np.where(t >= 0, claims_at[np.arange(reps), np.maximum(t, 0)], np.inf)
     decided = float(np.isfinite(more).mean())
     # Order statistics, no interpolation: runs that never decide are infinite.
     q10, q50, q90 = (float(np.quantile(more, qq, method="higher")) for qq in (0.1, 0.5, 0.9))
