@@ -1050,7 +1050,7 @@ class PopulationEstimates:
 def decide_flag(*, rules: decisions.Decision, estimates: PopulationEstimates, raw_agreement: float | None,
                 direction: Direction, thresholds: decisions.CappedThresholds, n_claims: int,
                 more_target: decisions.MoreClaims, prob: float | None, disagreeing: Sequence[str],
-                ceiling: decisions.HumanCeiling | None = None) -> Flag:
+                ceiling: decisions.HumanCeiling | None = None, unit: str = "claims") -> Flag:
     """``revise`` / ``ok`` / ``inconclusive``, each with reasons that name a figure, its bound and its claims.
 
     The rules are those of :func:`decisions.decide`; none fires on a point estimate alone:
@@ -1066,6 +1066,7 @@ def decide_flag(*, rules: decisions.Decision, estimates: PopulationEstimates, ra
     the one "how many more" of the agreement target (:func:`decisions.more_claims_to_decide`).
     A ``human_ceiling`` reason (information, never a rule) says whether the judge can stand in for
     a reviewer (the alternative annotator test), when several reviewers labeled the same claims.
+    ``unit`` names what the direction counts count ("claims", or one verdict per claim and reviewer).
     """
     dis = tuple(disagreeing)
     t = thresholds
@@ -1116,11 +1117,11 @@ def decide_flag(*, rules: decisions.Decision, estimates: PopulationEstimates, ra
         lenient = dr.status == "lenient"
         mc = direction.mcnemar
         if lenient:
-            side = (f"it called {mc.b} claims {POSITIVE} that humans did not, "
+            side = (f"it called {mc.b} {unit} {POSITIVE} that humans did not, "
                     f"against {mc.c} the other way round")
             bound = f"anytime lower bound of (lenient − strict)/n {dr.bound_low:.3f} > 0"
         else:
-            side = (f"it denied {POSITIVE} to {mc.c} claims humans supported, "
+            side = (f"it denied {POSITIVE} to {mc.c} {unit} humans supported, "
                     f"against {mc.b} the other way round")
             bound = f"anytime upper bound of (lenient − strict)/n {dr.bound_high:.3f} < 0"
         d = estimates.direction
@@ -1692,7 +1693,8 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
                       more_target.available)
     flag = decide_flag(rules=rules, estimates=estimates, raw_agreement=pct.value, direction=dirn,
                        thresholds=capped, n_claims=n, more_target=more_target, prob=prob,
-                       disagreeing=disagreeing, ceiling=ceiling)
+                       disagreeing=disagreeing, ceiling=ceiling,
+                       unit="(claim, reviewer) verdicts" if per_reviewer else "claims")
     return Report(
         n_claims=len(set(keys)) if per_reviewer else n,
         n_answers=n_answers,
