@@ -225,12 +225,17 @@ class SampleSize:
     # What each number buys, as the flag and the dashboard say it (decisions.MoreClaims).
     kappa_sentence: str = ""
     target_sentence: str = ""
+    # The stopping time's 10% and 90% points and the run's unlabeled claims (decisions.MoreClaims).
+    target_low: int | None = None
+    target_high: int | None = None
+    available: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "kappa_half_width": self.kappa_half_width,
             "more_claims_for_kappa": self.more_claims_for_kappa,
-            "more_claims_for_target": self.more_claims_for_target,
+            "more_claims_for_target": {"median": self.more_claims_for_target, "low": self.target_low,
+                                       "high": self.target_high, "available": self.available},
             "for_kappa": self.kappa_sentence,
             "for_target": self.target_sentence,
         }
@@ -263,6 +268,9 @@ class Thresholds:
     agreement_target: float = 0.85
     kappa_floor: float = 0.60
     alpha: float = 0.05
+    # The alternative annotator test's margin: how much worse than a reviewer the lead accepts the
+    # judge to be (decisions.ALT_EPSILON: the authors' value for skilled reviewers).
+    alt_epsilon: float = decisions.ALT_EPSILON
 
     def __post_init__(self) -> None:
         if not 0.0 < self.agreement_target <= 1.0:
@@ -271,12 +279,15 @@ class Thresholds:
             raise ValueError(f"kappa_floor must be in [-1, 1], got {self.kappa_floor}")
         if not 0.0 < self.alpha < 1.0:
             raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
+        if not 0.0 <= self.alt_epsilon < 1.0:
+            raise ValueError(f"alt_epsilon must be in [0, 1), got {self.alt_epsilon}")
 
     def to_dict(self) -> dict[str, float]:
         return {
             "agreement_target": self.agreement_target,
             "kappa_floor": self.kappa_floor,
             "alpha": self.alpha,
+            "alt_epsilon": self.alt_epsilon,
         }
 
 
@@ -1039,7 +1050,7 @@ class PopulationEstimates:
 def decide_flag(*, rules: decisions.Decision, estimates: PopulationEstimates, raw_agreement: float | None,
                 direction: Direction, thresholds: decisions.CappedThresholds, n_claims: int,
                 more_target: decisions.MoreClaims, prob: float | None, disagreeing: Sequence[str],
-                ceiling: decisions.HumanCeiling | None = None) -> Flag:
+                ceiling: decisions.HumanCeiling | None = None, unit: str = "claims") -> Flag:
     """``revise`` / ``ok`` / ``inconclusive``, each with reasons that name a figure, its bound and its claims.
 
     The rules are those of :func:`decisions.decide`; none fires on a point estimate alone:
@@ -1055,6 +1066,7 @@ def decide_flag(*, rules: decisions.Decision, estimates: PopulationEstimates, ra
     the one "how many more" of the agreement target (:func:`decisions.more_claims_to_decide`).
     A ``human_ceiling`` reason (information, never a rule) says whether the judge can stand in for
     a reviewer (the alternative annotator test), when several reviewers labeled the same claims.
+    ``unit`` names what the direction counts count ("claims", or one verdict per claim and reviewer).
     """
     dis = tuple(disagreeing)
     t = thresholds
@@ -1063,8 +1075,9 @@ def decide_flag(*, rules: decisions.Decision, estimates: PopulationEstimates, ra
         a = ceiling.alt
         ceiling_note.append(Reason(
             "human_ceiling",
-            f"human ceiling: the judge is {a.verdict} (alternative annotator test, winning rate "
-            f"{_pct(a.winning_rate)}, {_p(a.p_value)}); it agrees "
+            f"human ceiling: the judge is {a.verdict} (alternative annotator test, epsilon {a.epsilon:g}, "
+            f"{a.alignment}, winning rate {_pct(a.winning_rate)}, {_p(a.p_value)}"
+            f"{'; ' + ceiling.comparison_sentence() if ceiling.comparisons else ''}); it agrees "
             f"{_pct(ceiling.judge_vs_reviewers.value)} with "
             f"each reviewer where reviewers agree {_pct(ceiling.reviewer_vs_reviewer.value)} with each other",
             a.winning_rate, ()))
@@ -1104,11 +1117,11 @@ def decide_flag(*, rules: decisions.Decision, estimates: PopulationEstimates, ra
         lenient = dr.status == "lenient"
         mc = direction.mcnemar
         if lenient:
-            side = (f"it called {mc.b} claims {POSITIVE} that humans did not, "
+            side = (f"it called {mc.b} {unit} {POSITIVE} that humans did not, "
                     f"against {mc.c} the other way round")
             bound = f"anytime lower bound of (lenient − strict)/n {dr.bound_low:.3f} > 0"
         else:
-            side = (f"it denied {POSITIVE} to {mc.c} claims humans supported, "
+            side = (f"it denied {POSITIVE} to {mc.c} {unit} humans supported, "
                     f"against {mc.b} the other way round")
             bound = f"anytime upper bound of (lenient − strict)/n {dr.bound_high:.3f} < 0"
         d = estimates.direction
@@ -1187,6 +1200,14 @@ class Report:
     def n_unresolved(self) -> int:
         return len(self.unresolved_claims) + self.sealed_unresolved
 
+    # What the figures compare the judge with: "per_reviewer" (every reviewer's blind verdict, one
+    # row per (claim, reviewer), where claims have several reviewers) or "final_label" (the
+    # unanimous or adjudicated label per claim); n_labels counts the rows.  With the per-reviewer
+    # basis the caller adds the final-label view beside it (a secondary figure).
+    basis: str = "final_label"
+    n_labels: int | None = None
+    final_label_view: dict[str, Any] | None = None
+
     def _rule(self, name: str) -> decisions.RuleResult | None:
         return None if self.rules is None else next((r for r in self.rules.rules if r.rule == name), None)
 
@@ -1208,6 +1229,7 @@ class Report:
             part["estimated"] = est_dict
             part["bound_used"] = None if rule is None else rule.bound_used
             part["rule"] = None if rule is None else rule.to_dict()
+        agreement["basis"] = self.basis
         agreement["prob_at_least_target"] = _opt(self.prob_at_least_target)
         agreement["prob_sentence"] = decisions.prob_sentence(self.prob_at_least_target, target)
         hh = None if self.human_human is None else self.human_human.to_dict()
@@ -1218,10 +1240,12 @@ class Report:
                       "equal_probability": None if est is None else est.equal_probability},
             "n_claims": self.n_claims,
             "n_answers": self.n_answers,
+            "n_labels": self.n_claims if self.n_labels is None else self.n_labels,
             "n_unresolved": self.n_unresolved,
             "unresolved_claims": list(self.unresolved_claims),
             "pipeline": self.pipeline,
             "agreement": agreement,
+            "agreement_final_label": self.final_label_view,
             "agreement_bootstrap": self.agreement_bootstrap.to_dict(),
             "agreement_weighted": None if self.weighted is None else self.weighted.to_dict(),
             "kappa": kappa,
@@ -1308,9 +1332,15 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
     if e is not None and (e.capped_agreement or e.capped_kappa):
         lines.append(f"  capped by the human ceiling: target {_pct(e.agreement_target)}, floor "
                      f"{e.kappa_floor:.2f} ({e.rule})")
-    unresolved = (f"; {r.n_unresolved} claims left out (reviewers disagree, not adjudicated), "
-                  "which favours the judge: they are the hard ones") if r.n_unresolved else ""
-    lines.append(f"Claims: {r.n_claims} in {r.n_answers} answers{unresolved}")
+    if r.basis == "per_reviewer":
+        unresolved = (f"; {r.n_unresolved} of them unresolved (reviewers disagree), each "
+                      "reviewer's verdict counted") if r.n_unresolved else ""
+        lines.append(f"Claims: {r.n_claims} in {r.n_answers} answers, compared with each reviewer's blind "
+                     f"verdict ({r.n_labels} verdicts){unresolved}")
+    else:
+        unresolved = (f"; {r.n_unresolved} claims left out (reviewers disagree, not adjudicated), "
+                      "which favours the judge: they are the hard ones") if r.n_unresolved else ""
+        lines.append(f"Claims: {r.n_claims} in {r.n_answers} answers{unresolved}")
     if r.estimates is not None and r.estimates.population:
         lines.append(f"Estimates for: {r.estimates.population}")
     lines.append("")
@@ -1321,11 +1351,21 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
     a, k = r.agreement, r.kappa
     ab, kb = r.agreement_bootstrap, r.kappa_bootstrap
     boot_a = "" if ab.ci_low is None else f"; answer bootstrap {_pct(ab.ci_low)}–{_pct(ab.ci_high)}"
-    lines.append(f"Agreement      {_pct(a.value):>7}   {_ci_pct(a.ci_low, a.ci_high)} (Wilson){boot_a}")
+    # The first interval is the design-based one (answers as clusters), withheld where it is.
+    a_ci = f"{_ci_pct(a.ci_low, a.ci_high)} (Wilson)"
+    ek_ci: str | None = None
+    if r.estimates is not None:
+        ea, ek = r.estimates.agreement, r.estimates.kappa
+        a_ci = (f"{_ci_pct(ea.ci_low, ea.ci_high)} (design-based, answers as clusters)"
+                if ea.ci_low is not None else f"no interval ({ea.reason})")
+        ek_ci = (f"95% CI {ek.ci_low:.2f}–{ek.ci_high:.2f} (design-based)" if ek.ci_low is not None
+                 else f"no interval ({ek.reason})")
+    lines.append(f"Agreement      {_pct(a.value):>7}   {a_ci}{boot_a}")
     if k.value is None:
         lines.append("Cohen's kappa      n/a   undefined (both used one and the same class)")
     else:
         kci = "no interval (SE is 0)" if k.ci_low is None else f"95% CI {k.ci_low:.2f}–{k.ci_high:.2f}"
+        kci = ek_ci or kci
         kboot = "" if kb.ci_low is None else f"; answer bootstrap {kb.ci_low:.2f}–{kb.ci_high:.2f}"
         lines.append(f"Cohen's kappa  {k.value:>7.2f}   {kci}{kboot}; max possible {_num(k.kappa_max)}")
     lines.append(f"Gwet's AC1     {_num(r.ac1):>7}   (beside kappa, not instead of it)")
@@ -1344,6 +1384,11 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
         w = r.weighted
         lines.append(f"Weighted agr.  {_pct(w.value):>7}   {_ci_pct(w.ci_low, w.ci_high)} "
                      f"(answer bootstrap); raw {_pct(w.raw)}, effective n {_num(w.n_effective, '.0f')}")
+    fl = r.final_label_view
+    if r.basis == "per_reviewer" and fl is not None:
+        fa = fl["agreement"]
+        lines.append(f"Final label    {_pct(fa['value']):>7}   secondary view: {fl['n_claims']} claims "
+                     f"with a unanimous or adjudicated label only ({fl['n_left_out']} disputed left out)")
     if r.human_human is not None and r.human_human.n_claims:
         hh = r.human_human
         kk = "" if hh.kappa is None or hh.kappa.value is None else f", kappa {hh.kappa.value:.2f}"
@@ -1358,7 +1403,13 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
                      f"({_ci_pct(jv.ci_low, jv.ci_high)}), "
                      f"reviewer vs reviewer {_pct(rv.value)} ({_ci_pct(rv.ci_low, rv.ci_high)}) on "
                      f"{c.n_claims} claims, unresolved included; "
-                     f"{c.alt.verdict or c.alt.reason or 'no alternative annotator test'}")
+                     f"{c.alt.verdict or c.alt.reason or 'no alternative annotator test'} "
+                     f"(epsilon {c.alt.epsilon:g}, {c.alt.alignment})")
+        if c.comparisons:
+            lines.append(f"  the judge is {c.comparison_sentence()} (share of the other reviewers agreeing):")
+            for cmp in c.comparisons:
+                lines.append(f"    {cmp.reviewer}: judge {_pct(cmp.judge)}, reviewer "
+                             f"{_pct(cmp.reviewer_value)}, {_p(cmp.p_value)} on {cmp.n_claims} claims")
     lines.append("")
     lines.append("Confusion matrix (rows human, columns judge)")
     width = max(len(x) for x in r.labels) + 2
@@ -1461,8 +1512,14 @@ def agreement_report_arrays(human: np.ndarray | Sequence[int], judge: np.ndarray
                             kappa_half_width: float = 0.10, label_rank: np.ndarray | None = None,
                             stratum: np.ndarray | Sequence[Any] | None = None,
                             population: Mapping[Any, int] | None = None, population_text: str | None = None,
-                            ceiling: decisions.HumanCeiling | None = None) -> Report:
+                            ceiling: decisions.HumanCeiling | None = None,
+                            per_reviewer: bool = False, available: int | None = None) -> Report:
     """:func:`agreement_report` on columns: the same figures without a record per claim.
+
+    ``per_reviewer``: each entry is one reviewer's verdict on a claim (`final_label.per_reviewer`),
+    so a claim's key repeats once per reviewer; every figure is then over (claim, reviewer) pairs,
+    clustered by answer like claims are, and the claim lists name each claim once.  ``available``: the
+    scope's claims without a label, the most "how many more" can ask for.
 
     ``human`` and ``judge`` are indices into ``LABELS``; ``cluster`` labels each claim's answer
     (any integers: they are numbered in order of first appearance, as :func:`agreement_report`
@@ -1486,7 +1543,7 @@ def agreement_report_arrays(human: np.ndarray | Sequence[int], judge: np.ndarray
     for name, codes in (("human", h), ("judge", j)):
         if n and (codes.min() < 0 or codes.max() >= k):
             raise ValueError(f"{name} verdict indices must lie in 0..{k - 1}")
-    if len(set(keys)) != n:
+    if not per_reviewer and len(set(keys)) != n:
         seen: set[str] = set()
         dup = next(key for key in keys if key in seen or seen.add(key))  # type: ignore[func-returns-value]
         raise ValueError(f"claim {dup!r} appears twice")
@@ -1515,14 +1572,15 @@ def agreement_report_arrays(human: np.ndarray | Sequence[int], judge: np.ndarray
     return _report(h, j, c, n_answers, keys, w, thresholds, bootstrap=bootstrap, seed=seed,
                    confidence=confidence, kappa_half_width=kappa_half_width, label_rank=rank,
                    stratum=strata, population=population, population_text=population_text,
-                   ceiling=ceiling)
+                   ceiling=ceiling, per_reviewer=per_reviewer, available=available)
 
 
 def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers: int, keys: Sequence[str],
             w: np.ndarray | None, thresholds: Thresholds, *, bootstrap: int, seed: int | None,
             confidence: float, kappa_half_width: float, label_rank: np.ndarray | None = None,
             stratum: np.ndarray | None = None, population: Mapping[Any, int] | None = None,
-            population_text: str | None = None, ceiling: decisions.HumanCeiling | None = None) -> Report:
+            population_text: str | None = None, ceiling: decisions.HumanCeiling | None = None,
+            per_reviewer: bool = False, available: int | None = None) -> Report:
     """The report from validated columns (clusters numbered 0.. in order of first appearance)."""
     n = human.size
     k = len(LABELS)
@@ -1532,11 +1590,16 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
     pos = label_index(POSITIVE)
     key_array = np.empty(n, dtype=object)
     key_array[:] = keys
-    disagreeing = tuple(key_array[~agree].tolist())
     is_lenient = (judge == pos) & (human != pos)
     is_strict = (human == pos) & (judge != pos)
-    lenient_claims = tuple(key_array[is_lenient].tolist())
-    strict_claims = tuple(key_array[is_strict].tolist())
+
+    def claims(mask: np.ndarray) -> tuple[str, ...]:
+        picked = key_array[mask].tolist()
+        return tuple(dict.fromkeys(picked)) if per_reviewer else tuple(picked)
+
+    disagreeing = claims(~agree)
+    lenient_claims = claims(is_lenient)
+    strict_claims = claims(is_strict)
 
     pct = percent_agreement(table, confidence=confidence)
     kap = cohens_kappa(table, confidence=confidence)
@@ -1614,26 +1677,33 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
     top = None if wo is None else float(wo.max())
     capped = decisions.capped_thresholds(thresholds.agreement_target, thresholds.kappa_floor, ceiling)
     target = capped.agreement_target
+    # claim_level: the rules test the claim-level figures the report prints (sum y / sum m), each
+    # answer's rate weighted by its claims, not the mean of the answers' rates.
     ar = decisions.agreement_rule(ys, ms, target, alpha=thresholds.alpha, weights=wo, max_weight=top,
-                                  confidence=confidence)
+                                  confidence=confidence, claim_level=True)
     dr = decisions.direction_rule(ds, ms, alpha=thresholds.alpha, weights=wo, max_weight=top,
-                                  confidence=confidence)
+                                  confidence=confidence, claim_level=True)
     ek = estimates.kappa
     kr = decisions.kappa_rule(ek.value, ek.ci_high, capped.kappa_floor)
     rules = decisions.decide(ar, dr, kr)
-    if claim_w is None:
-        prob = decisions.prob_at_least_target(n_agree, n, target)
-    else:
-        prob = decisions.prob_at_least_target_weighted(agree.astype(float), claim_w, target)
-    more_target = decisions.more_claims_to_decide(ys, ms, target, alpha=thresholds.alpha, weights=wo, rule=ar)
-    more_kappa = decisions.more_claims_for_kappa(ek.se, n, half_width=kappa_half_width, confidence=confidence)
+    prob = decisions.prob_at_least_target_design(estimates.agreement.value, estimates.agreement.se, target)
+    if prob is None:
+        prob = (decisions.prob_at_least_target(n_agree, n, target) if claim_w is None
+                else decisions.prob_at_least_target_weighted(agree.astype(float), claim_w, target))
+    more_target = decisions.more_claims_to_decide(
+        ys, ms, target, alpha=thresholds.alpha, weights=wo, rule=ar, claim_level=True, available=available,
+        labels_per_claim=n / max(len(set(keys)) if per_reviewer else n, 1), seed=0 if seed is None else seed)
+    more_kappa = decisions.more_claims_for_kappa(ek.se, n, half_width=kappa_half_width, confidence=confidence,
+                                                 withheld=ek.reason if ek.ci_low is None else None)
     size = SampleSize(kappa_half_width, more_kappa.more_claims, more_target.more_claims,
-                      more_kappa.sentence, more_target.sentence)
+                      more_kappa.sentence, more_target.sentence, more_target.low, more_target.high,
+                      more_target.available)
     flag = decide_flag(rules=rules, estimates=estimates, raw_agreement=pct.value, direction=dirn,
                        thresholds=capped, n_claims=n, more_target=more_target, prob=prob,
-                       disagreeing=disagreeing, ceiling=ceiling)
+                       disagreeing=disagreeing, ceiling=ceiling,
+                       unit="(claim, reviewer) verdicts" if per_reviewer else "claims")
     return Report(
-        n_claims=n,
+        n_claims=len(set(keys)) if per_reviewer else n,
         n_answers=n_answers,
         confusion=table,
         agreement=pct,
@@ -1653,6 +1723,8 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
         prob_at_least_target=prob,
         effective_thresholds=capped,
         human_ceiling=ceiling,
+        basis="per_reviewer" if per_reviewer else "final_label",
+        n_labels=n,
     )
 
 

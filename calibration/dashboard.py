@@ -330,7 +330,7 @@ def sample_size_text(report: Report) -> str:
                  f"±{s.kappa_half_width:.2f}")
     goal = f"{100 * t.agreement_target:g}%"
     if s.more_claims_for_target is None:
-        target = f"no sample size decides the {goal} target at this agreement"
+        target = s.target_sentence or f"no sample size decides the {goal} target at this agreement"
     elif s.more_claims_for_target == 0:
         target = f"there are enough claims to decide the {goal} target"
     else:
@@ -600,9 +600,21 @@ def headline(d: Dashboard) -> list[Figure]:
     boot_k = "" if kb.ci_low is None else (f"; answer bootstrap {_range(kb.ci_low, kb.ci_high, _num)} "
                                            f"({kb.resamples:,} resamples)")
     kmax = "" if k.kappa_max is None else f"; highest possible with these margins {_num(k.kappa_max)}"
+    # The first interval shown is the design-based one (answers as clusters), withheld where the
+    # estimates withhold it; the claims-as-independent Wilson and FCE intervals are not shown first.
+    est = r.estimates
+    a_ci = f"{fmt.ci(a.ci_low, a.ci_high)} (Wilson)"
+    k_ci = fmt.ci(k.ci_low, k.ci_high, fmt.num)
+    if est is not None:
+        ea, ek = est.agreement, est.kappa
+        a_ci = (f"{fmt.ci(ea.ci_low, ea.ci_high)} (design-based, answers as clusters)"
+                if ea.ci_low is not None else f"no interval: {ea.reason}")
+        k_ci = (f"{fmt.ci(ek.ci_low, ek.ci_high, fmt.num)} (design-based)" if ek.ci_low is not None
+                else f"no interval: {ek.reason}")
+    basis = "; each reviewer's blind verdict" if r.basis == "per_reviewer" else ""
     out = [
-        Figure("Agreement", _pct(a.value), f"{fmt.ci(a.ci_low, a.ci_high)} (Wilson){boot_a}"),
-        Figure("Cohen's kappa", _num(k.value), f"{fmt.ci(k.ci_low, k.ci_high, fmt.num)}{boot_k}{kmax}"),
+        Figure("Agreement", _pct(a.value), f"{a_ci}{boot_a}{basis}"),
+        Figure("Cohen's kappa", _num(k.value), f"{k_ci}{boot_k}{kmax}"),
         Figure("Gwet's AC1", _num(r.ac1), "beside kappa, stable when one class dominates"),
         Figure("PABAK", _num(r.direction.prevalence_bias.pabak),
                f"{POSITIVE} vs not, prevalence- and bias-adjusted"),

@@ -18,9 +18,14 @@ ratio (y_i - theta m_i) must survive an answer whose B claims are all wrong, whi
 1/(theta B) and, measured, left the rule without power at 200 claims (ok for a 95% judge in 3% of runs).
 
 The guarantee also needs the order labels arrive in to say nothing about their outcome. Reviewers
-work through shuffled cycle queues, so their labels qualify; labels imported from a file come in
-the file's order, and a file sorted by outcome (every disagreement last, say) can make a rule fire
-early. Shuffle such a file before importing it.
+work through shuffled cycle queues, so their labels qualify; labels imported from a file share one
+import time, and answers labeled at the same time enter the rules in a seeded random order
+(:func:`answer_sums`), never the file's, which a file sorted by outcome (every disagreement last,
+say) would turn into an early firing.
+
+The rule's estimand is the claim-level agreement the report prints: each answer's rate is weighted
+by its claims (and its design weight), so the betting sequence tests sum y / sum m, not the mean of
+the answers' rates, which differ when agreement depends on an answer's length.
 """
 
 from __future__ import annotations
@@ -44,11 +49,17 @@ BET_TRUNCATION: Final = 0.75
 # 80 reviewer hours, more than a team spends calibrating one judge, and the projection it comes from
 # assumes today's estimate holds, which a sample that far out would itself move.
 PRACTICAL_MORE_CLAIMS: Final = 5_000
-# Alt-test defaults of Calderon, Reichart & Dror (2025): epsilon 0.2 (their default, "expert"
-# annotators), FDR level 0.05, at least 30 instances per annotator for the t-test.
-ALT_EPSILON: Final = 0.2
+# Alt-test defaults from Calderon, Reichart & Dror (2025, App. A, "How do I select the epsilon
+# value?"): epsilon 0.2 for experts, 0.15 for skilled annotators (trained workers), 0.1 for crowd
+# workers, smaller where reviewers agree little.  Reviewers here work to a written guideline after a
+# calibration round, the authors' "skilled" profile, so 0.15; the lead sets it (thresholds
+# --alt-epsilon).  FDR level 0.05, at least 30 instances per annotator for the t-test.
+ALT_EPSILON: Final = 0.15
+ALT_ALIGNMENT: Final = "balanced accuracy"
 ALT_Q: Final = 0.05
 ALT_MIN_INSTANCES: Final = 30
+# A standard error below this is rounding noise around an exact zero (as agreement._ZERO_VAR).
+_ZERO_SE: Final = 1e-9
 # 2^-34 of the range: far below any figure shown, at half the cost of 60 steps on 20k answers.
 _BISECT_STEPS: Final = 34
 
@@ -78,13 +89,15 @@ def _share(x: float) -> str:
 
 
 def answer_sums(cluster: np.ndarray, values: np.ndarray, *,
-                label_rank: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                label_rank: np.ndarray | None = None, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Per-answer (sum of ``values``, number of claims), answers in the order they were labeled.
 
     ``cluster`` labels each claim's answer (any integers), ``values`` is the per-claim quantity
     (1 where judge and human agree, or lenient - strict in {-1, 0, 1}).  With ``label_rank`` (any
     sortable per-claim time of labeling) an answer counts as observed when its last claim was
-    labeled; without it answers come in order of first appearance.
+    labeled, and answers observed at the same time (an imported file) come in a random order drawn
+    with ``seed``, so a file's own order cannot steer the sequential rules; without ``label_rank``
+    answers come in order of first appearance.
     """
     c = np.asarray(cluster).reshape(-1)
     v = np.asarray(values, dtype=float).reshape(-1)
@@ -104,7 +117,8 @@ def answer_sums(cluster: np.ndarray, values: np.ndarray, *,
             raise ValueError("label_rank must give one rank per claim")
         last = np.full(first.size, -np.inf)
         np.maximum.at(last, inv, r)
-        order = np.lexsort((first, last))
+        tie = np.random.default_rng(seed).permutation(first.size)
+        order = np.lexsort((tie, last))
     return y[order], m[order]
 
 
@@ -189,19 +203,29 @@ class ConfidenceSequence:
 
 
 def _rates(y: np.ndarray, m: np.ndarray, weights: np.ndarray | None,
-           max_weight: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """Per-answer rates y/m and scales w / max w (ones without weights)."""
+           max_weight: float | None, claim_level: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Per-answer rates y/m and scales w / max w (ones without weights).
+
+    ``claim_level``: the weight of an answer is its design weight times its claims m, so the weighted
+    mean of the rates is the claim-level ratio sum w y / sum w m.
+    """
     y = np.asarray(y, dtype=float).reshape(-1)
     m = np.asarray(m, dtype=float).reshape(-1)
     if y.shape != m.shape:
         raise ValueError("y and m must be of one length")
     if (m <= 0).any():
         raise ValueError("every answer needs at least one claim (m > 0)")
-    if weights is None:
+    if (weights is None and not claim_level) or y.size == 0:
         return y / m, np.ones_like(y)
+    if weights is None:
+        weights = np.ones_like(y)
+    elif claim_level and max_weight is not None:
+        max_weight = None  # the claims change the largest weight: the largest observed one is used
     w = np.asarray(weights, dtype=float).reshape(-1)
     if w.shape != y.shape or not (np.isfinite(w) & (w > 0)).all():
         raise ValueError("weights must be positive and finite, one per answer")
+    if claim_level:
+        w = w * m
     top = float(w.max()) if max_weight is None else float(max_weight)
     if w.max() > top * (1 + 1e-12):
         raise ValueError(f"max_weight {top} is below a weight {w.max()}")
@@ -211,7 +235,7 @@ def _rates(y: np.ndarray, m: np.ndarray, weights: np.ndarray | None,
 def confidence_sequence(y: np.ndarray, m: np.ndarray, *, lo: float = 0.0, hi: float = 1.0,
                         alpha: float = 0.05, theta0: float | None = None,
                         weights: np.ndarray | None = None, max_weight: float | None = None,
-                        c: float = BET_TRUNCATION) -> ConfidenceSequence:
+                        c: float = BET_TRUNCATION, claim_level: bool = False) -> ConfidenceSequence:
     """Anytime-valid one-sided bounds on the mean over answers of x_i = y_i / m_i in [lo, hi], in label order.
 
     Each answer is one observation, its rate x_i = y_i / m_i (agreeing claims / labeled claims), so
@@ -231,11 +255,15 @@ def confidence_sequence(y: np.ndarray, m: np.ndarray, *, lo: float = 0.0, hi: fl
     replacement with probabilities proportional to 1/w (then E[w (x - theta)] has the sign of the run
     mean minus theta); an approximation for draws without replacement.
 
+    ``claim_level``: bets scaled by w_i m_i / max(w m) instead, which makes the estimand the claim-level
+    ratio sum w y / sum w m (E[w m (x - theta)] has its sign), the figure the report prints; the price is
+    smaller bets on short answers.
+
     Source: Waudby-Smith & Ramdas (2024), JRSS B 86(1): hedged-capital confidence sequence (Thm. 3)
     with predictable plug-in bets (eq. 26-27); running intersection (sec. 3); Howard, Ramdas,
     McAuliffe & Sekhon (2021), Ann. Statist. 49(2): time-uniform validity via Ville's inequality.
     """
-    x, scale = _rates(y, m, weights, max_weight)
+    x, scale = _rates(y, m, weights, max_weight, claim_level)
     n = x.size
     if n == 0:
         return ConfidenceSequence(None, None, None, 0, alpha, theta0)
@@ -309,7 +337,7 @@ class RuleResult:
 
 def agreement_rule(y: np.ndarray, m: np.ndarray, target: float, *, alpha: float = 0.05,
                    weights: np.ndarray | None = None, max_weight: float | None = None,
-                   confidence: float = 0.95) -> RuleResult:
+                   confidence: float = 0.95, claim_level: bool = False) -> RuleResult:
     """revise / ok / inconclusive for the agreement target, from answers in label order.
 
     ``y`` agreeing claims and ``m`` labeled claims per answer (:func:`answer_sums`).  revise iff the
@@ -321,7 +349,8 @@ def agreement_rule(y: np.ndarray, m: np.ndarray, target: float, *, alpha: float 
     (``confidence``; Wilson 1927, :func:`estimation.wilson_interval`), valid at one pre-planned look only;
     with weights it uses the Kish effective size n_eff and x = p_w n_eff (an approximation).
     """
-    cs = confidence_sequence(y, m, alpha=alpha, theta0=target, weights=weights, max_weight=max_weight)
+    cs = confidence_sequence(y, m, alpha=alpha, theta0=target, weights=weights, max_weight=max_weight,
+                             claim_level=claim_level)
     if cs.estimate is None:
         return RuleResult("agreement", "inconclusive", None, None, None, None, None, target, AGREEMENT_BOUND)
     yy = np.asarray(y, dtype=float).reshape(-1)
@@ -362,7 +391,7 @@ def ratio_interval(y: np.ndarray, m: np.ndarray, *, confidence: float = 0.95,
 
 def direction_rule(diff: np.ndarray, m: np.ndarray, *, alpha: float = 0.05,
                    weights: np.ndarray | None = None, max_weight: float | None = None,
-                   confidence: float = 0.95) -> RuleResult:
+                   confidence: float = 0.95, claim_level: bool = False) -> RuleResult:
     """lenient / strict / none: does the judge say SUPPORTED more or less often than the humans?
 
     Per answer ``diff`` = lenient - strict claims (judge SUPPORTED where the human is not, minus the
@@ -374,7 +403,7 @@ def direction_rule(diff: np.ndarray, m: np.ndarray, *, alpha: float = 0.05,
     fixed-sample claim-level interval of (lenient - strict)/n, clustered by answer (:func:`ratio_interval`).
     """
     cs = confidence_sequence(diff, m, lo=-1.0, hi=1.0, alpha=alpha / 2, theta0=0.0, weights=weights,
-                             max_weight=max_weight)
+                             max_weight=max_weight, claim_level=claim_level)
     if cs.estimate is None:
         return RuleResult("direction", "none", None, None, None, None, None, 0.0, DIRECTION_BOUND)
     yy = np.asarray(diff, dtype=float).reshape(-1)
@@ -510,6 +539,18 @@ def prob_at_least_target_weighted(agree: np.ndarray, weights: np.ndarray, target
     return prob_at_least_target(p * ne, ne, target)
 
 
+def prob_at_least_target_design(value: float | None, se: float | None, target: float) -> float | None:
+    """:func:`prob_at_least_target` at the design's effective sample size n_eff = p (1 - p) / V and
+    x = p n_eff, V the design-based (answer-clustered, stratified) variance of p: the Jeffreys posterior of
+    a binomial sample as informative as the design (Kish 1965, sec. 8.2's design effect; the effective
+    size of the intervals, Korn & Graubard 1998).  An approximation; None where p is 0 or 1 or V is 0 or
+    unknown (the caller falls back to the claim count)."""
+    if value is None or se is None or not 0.0 < value < 1.0 or se <= _ZERO_SE:
+        return None
+    n_eff = value * (1 - value) / se ** 2
+    return prob_at_least_target(value * n_eff, n_eff, target)
+
+
 def prob_sentence(prob: float | None, target: float) -> str:
     """"92% chance the judge meets the 85% target" (rounded; never 0% or 100% from a finite sample)."""
     if prob is None:
@@ -526,110 +567,145 @@ def prob_sentence(prob: float | None, target: float) -> str:
 
 @dataclass(frozen=True, slots=True)
 class MoreClaims:
-    """Claims still to label for one goal, with the sentence saying what they buy."""
+    """Claims still to label for one goal, with the sentence saying what they buy.
+
+    For the target, ``more_claims`` is the median of the simulated stopping time, ``low``/``high`` its
+    10% and 90% points (None: beyond what was simulated), ``available`` the run's unlabeled claims.
+    """
 
     goal: Literal["decide_target", "kappa_half_width"]
-    more_claims: int | None  # None: cannot be said (no spread to plan from) or beyond the practical size
+    more_claims: int | None  # None: cannot be said (no spread to plan from) or beyond what the run gives
     decidable: bool
     sentence: str
+    low: int | None = None
+    high: int | None = None
+    available: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"goal": self.goal, "more_claims": self.more_claims, "decidable": self.decidable,
-                "sentence": self.sentence}
-
-
-def projected_answers_to_decide(mean_step: float, var_step: float, *, alpha: float = 0.05,
-                                cap: float = math.inf,
-                                max_answers: int = 10 ** 6) -> int | None:
-    """Answers after which the betting capital is expected to reach 1/alpha, the drift held fixed.
-
-    With normalised steps x_i of mean mu (= m_bar |R - target| / B) and variance s^2, the plug-in bet
-    lambda_i = min(sqrt(2 log(1/alpha) / (s^2 i log(1 + i))), cap) and log(1 + l x) ~ l x - l^2 x^2 / 2,
-    E log K_N ~ sum_{i<=N} (lambda_i mu - lambda_i^2 (s^2 + mu^2) / 2); N is the first index where this
-    reaches log(1/alpha).  ``cap`` is the truncation c/theta or c/(1 - theta) of
-    :func:`log_capital`.  A projection from Waudby-Smith & Ramdas (2024), sec. 5 (the same bets as
-    :func:`plugin_bets`), not a guarantee: the actual crossing time varies around it.
-    """
-    if mean_step <= 0:
-        return None
-    s2 = max(var_step, 1e-12)
-    goal = math.log(1 / alpha)
-    start = 1
-    total = 0.0
-    chunk = 4096
-    while start <= max_answers:
-        i = np.arange(start, start + chunk, dtype=float)
-        lam = np.minimum(np.sqrt(2 * goal / (s2 * i * np.log1p(i))), cap)
-        step = lam * mean_step - lam * lam * (s2 + mean_step ** 2) / 2
-        cum = total + np.cumsum(step)
-        hit = np.flatnonzero(cum >= goal)
-        if hit.size:
-            return int(start + hit[0])
-        total = float(cum[-1])
-        start += chunk
-    return None
+                "sentence": self.sentence, "median": self.more_claims, "low": self.low, "high": self.high,
+                "available": self.available}
 
 
 def more_claims_to_decide(y: np.ndarray, m: np.ndarray, target: float, *, alpha: float = 0.05,
                           weights: np.ndarray | None = None, limit: int = PRACTICAL_MORE_CLAIMS,
-                          c: float = BET_TRUNCATION, rule: RuleResult | None = None) -> MoreClaims:
-    """More claims for the anytime agreement rule (:func:`agreement_rule`) to decide the target.
+                          c: float = BET_TRUNCATION, rule: RuleResult | None = None,
+                          claim_level: bool = False, available: int | None = None,
+                          labels_per_claim: float = 1.0, reps: int = 300, seed: int = 0) -> MoreClaims:
+    """More claims for the anytime agreement rule (:func:`agreement_rule`) to decide the target: the
+    rule's own stopping time, simulated under the posterior.
 
-    From the unclipped spread of the answers' rates (their sample SD; no interval clipped at 0 or 1
-    enters) and the drift |mean rate - target|, :func:`projected_answers_to_decide` gives the total
-    answers N the rule is expected to need; more claims = (N - n) m_bar (claims per answer so far),
-    times the Kish design effect n / n_eff of the weights where they apply (Kish 1965, sec. 11.7).
-    0 when the rule has already decided.  Past ``limit`` more claims (5,000 by default, see
-    ``PRACTICAL_MORE_CLAIMS``), or when the estimate equals the target, the target "cannot be decided by
-    more labels": the judge sits on it.  The rule is the anytime one, not a fixed-sample test.
+    Each of ``reps`` runs draws the agreement theta from the posterior Beta(p n_e + 1/2, (1 - p) n_e + 1/2)
+    (Jeffreys prior at the effective size n_e = p (1 - p) / V, V the answer-clustered variance of the
+    rule's estimate p, Cochran 1977 sec. 6.4), then future answers by resampling the labeled ones
+    (their claims, weights and rates, each rate shifted by theta - p and clipped to [0, 1]: a bootstrap
+    of the answers moved to theta, so the spread between answers is the observed one); the capital of
+    :func:`confidence_sequence` runs on, bets and all, until one side reaches 1/alpha.  The stopping
+    time's median is ``more_claims``, its 10% and 90% points ``low`` and ``high`` (in claims:
+    ``labels_per_claim`` verdicts make one claim).  Runs are simulated up to what the run can give,
+    ``available`` unlabeled claims (else ``limit``, 5,000): past it a run counts as undecided, and when
+    half of them are, no number is given, only what the run can and cannot do.  A plan from today's
+    data (Waudby-Smith & Ramdas 2024 for the rule; the posterior predictive simulation of the sample
+    size, e.g. Gelman et al. 2013, Bayesian Data Analysis, 3rd ed., sec. 6.3), not a guarantee.
     """
     goal = f"to decide the {_share(target)} target"
-    x, _ = _rates(y, m, weights, None)
+    x, scale = _rates(y, m, weights, None, claim_level)
     if x.size == 0:
-        return MoreClaims("decide_target", None, False, f"no labeled claims yet {goal}")
+        return MoreClaims("decide_target", None, False, f"no labeled claims yet {goal}", available=available)
     if rule is None:  # the caller may pass the agreement rule it already computed on the same data
-        rule = agreement_rule(y, m, target, alpha=alpha, weights=weights)
+        rule = agreement_rule(y, m, target, alpha=alpha, weights=weights, claim_level=claim_level)
     if rule.status in ("ok", "revise"):
-        return MoreClaims("decide_target", 0, True, f"the {_share(target)} target is already decided")
+        return MoreClaims("decide_target", 0, True, f"the {_share(target)} target is already decided",
+                          0, 0, available)
+    mm = np.asarray(m, dtype=float).reshape(-1)
     n = x.size
-    mean = float(x.mean()) if weights is None else float(rule.estimate or 0.0)
-    s2 = float(x.var(ddof=1)) if n >= 2 else 0.25
-    mbar = float(np.asarray(m, dtype=float).mean())
-    deff = 1.0
-    if weights is not None:
-        w = np.asarray(weights, dtype=float).reshape(-1)
-        deff = float(w.size / (kish_n_eff(w) or w.size))
-    cap = c / target if mean > target else c / max(1 - target, 1e-12)
-    reach = n + int(limit / (mbar * deff)) + 2
-    total = projected_answers_to_decide(abs(mean - target), s2, alpha=alpha, cap=cap, max_answers=reach)
-    stuck = (f"the estimate {_pct(mean)} sits on the {_share(target)} target: more labels (even "
-             f"{limit:,} more claims) cannot decide it; treat the judge as at the target")
-    if total is None:
-        return MoreClaims("decide_target", None, False, stuck)
-    more = max(1, math.ceil(max(total - n, 1) * mbar * deff))
-    if more > limit:
-        return MoreClaims("decide_target", None, False, stuck)
-    return MoreClaims("decide_target", more, True,
-                      f"label about {more:,} more claims {goal} (anytime rule, if agreement stays at "
-                      f"{_pct(mean)})")
+    p = float(rule.estimate if rule.estimate is not None else x.mean())
+    # The estimate is sum s x / sum s (s the bets' scale); its linearised variance over answers.
+    v = float(n / (n - 1) * ((scale * (x - p)) ** 2).sum() / scale.sum() ** 2) if n >= 2 else 0.25
+    n_e = p * (1 - p) / v if v > 0 and 0 < p < 1 else float(n)
+    horizon_claims = limit if available is None else min(limit, available)
+    per_answer = float(mm.mean()) / labels_per_claim
+    h = math.ceil(horizon_claims / max(per_answer, 1e-12))
+    bounded = available is not None and available < limit
+    if h <= 0:
+        return MoreClaims("decide_target", None, False,
+                          "the run has no unlabeled claims: import more answers, or read the fixed-sample "
+                          "result", None, None, available)
+    rng = np.random.default_rng(seed)
+    theta = rng.beta(p * n_e + 0.5, (1 - p) * n_e + 0.5, size=reps)
+    pick = rng.integers(0, n, size=(reps, h))
+    fm = mm[pick]
+    fu = np.clip(x[pick] + (theta - p)[:, None], 0.0, 1.0)
+    # The labeled answers are the same in every simulated run: their capital and the bets' running sums
+    # (plugin_bets' mu, deviations and sigma^2) are computed once, then carried on over each run's
+    # future answers only.
+    t_obs = np.arange(1, n + 1, dtype=float)
+    dev_n = float(((x - (0.5 + np.cumsum(x)) / (t_obs + 1)) ** 2).sum())
+    t_f = np.arange(n + 1, n + h + 1, dtype=float)
+    mu_f = (0.5 + float(x.sum()) + np.cumsum(fu, axis=1)) / (t_f + 1)
+    sigma2_f = (0.25 + dev_n + np.cumsum((fu - mu_f) ** 2, axis=1)) / (t_f + 1)
+    prev = np.concatenate([np.full((reps, 1), (0.25 + dev_n) / (n + 1)), sigma2_f[:, :-1]], axis=1)
+    bets_f = np.sqrt(2 * math.log(1 / alpha) / (prev * t_f * np.log1p(t_f)))
+    bets_obs = plugin_bets(x, alpha=alpha)
+    need = math.log(1 / alpha)
+
+    def crossing(side: Literal["above", "below"]) -> np.ndarray:
+        start = float(log_capital(x, target, bets_obs, side=side, scale=scale, c=c)[-1])
+        hit = start + log_capital(fu, target, bets_f, side=side, scale=scale[pick], c=c) >= need
+        return np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
+
+    t_up, t_dn = crossing("above"), crossing("below")
+    t = np.where((t_up >= 0) & ((t_dn < 0) | (t_up <= t_dn)), t_up, t_dn)  # future answers used, minus 1
+    claims_at = np.cumsum(fm, axis=1) / labels_per_claim
+    more = np.where(t >= 0, claims_at[np.arange(reps), np.maximum(t, 0)], np.inf)
+    decided = float(np.isfinite(more).mean())
+    # Order statistics, no interpolation: runs that never decide are infinite.
+    q10, q50, q90 = (float(np.quantile(more, qq, method="higher")) for qq in (0.1, 0.5, 0.9))
+
+    def count(value: float) -> int | None:
+        return None if not math.isfinite(value) else max(1, math.ceil(value))
+
+    low, med, high = count(q10), count(q50), count(q90)
+    within = f"the run's {available:,} unlabeled claims" if bounded else f"{limit:,} more claims"
+    if med is None:
+        first = (f"the run has {available:,} unlabeled claims: labeling all of them decides" if bounded
+                 else f"even {limit:,} more claims decide")
+        return MoreClaims(
+            "decide_target", None, False,
+            f"{first} the {_share(target)} target in only {100 * decided:.0f}% of runs simulated at today's "
+            f"agreement ({_pct(p)}): import more answers, or read the fixed-sample result",
+            low, None, available)
+    spread = (f"80% of simulated runs between {low:,} and {high:,}" if high is not None
+              else f"at least {low:,} in 9 of 10 simulated runs; {100 * (1 - decided):.0f}% do not decide "
+                   f"within {within}")
+    return MoreClaims("decide_target", med, True,
+                      f"label about {med:,} more claims {goal} (the anytime rule's median stopping time "
+                      f"simulated at today's agreement {_pct(p)}; {spread})", low, high, available)
 
 
 def more_claims_for_kappa(se: float | None, n: int, *, half_width: float = 0.10, confidence: float = 0.95,
-                          design_effect: float = 1.0, limit: int = PRACTICAL_MORE_CLAIMS) -> MoreClaims:
+                          design_effect: float = 1.0, limit: int = PRACTICAL_MORE_CLAIMS,
+                          withheld: str | None = None) -> MoreClaims:
     """More claims for a kappa interval of +-half_width, from the unclipped FCE standard error.
 
     N = ceil(deff z^2 n SE^2 / h^2) total claims (the FCE variance is V/n, V = n SE^2; Fleiss, Levin &
     Paik 2003, Statistical Methods for Rates and Proportions, sec. 18.1); more = N - n.  ``design_effect``
     multiplies it (Kish n / n_eff for weights, or an answer-bootstrap variance ratio for clustering).
     The SE is the unclipped one: the interval's clipped upper end (at 1) would understate it.
+    ``withheld``: why the kappa interval is not shown, if it is not; then it is never "already within".
+    An SE below ``_ZERO_SE`` counts as zero.
     """
     goal = f"for a kappa interval of ±{half_width:.2f}"
-    if se is None or not math.isfinite(se) or se <= 0 or n <= 0:
+    # A standard error within rounding of 0 is an exact zero that float sums left a residue on.
+    if se is None or not math.isfinite(se) or se <= _ZERO_SE or n <= 0:
         return MoreClaims("kappa_half_width", None, False,
                           f"no standard error to plan from {goal} (kappa undefined or without spread)")
     z = _z(confidence)
     total = math.ceil(design_effect * z * z * n * se * se / (half_width * half_width) - 1e-9)
     more = max(0, total - n)
+    if more == 0 and withheld is not None:
+        return MoreClaims("kappa_half_width", None, False,
+                          f"kappa's interval is withheld ({withheld}): label more claims before it is shown")
     if more == 0:
         return MoreClaims("kappa_half_width", 0, True,
                           f"kappa's interval is already within ±{half_width:.2f}")
@@ -707,11 +783,12 @@ class AltTest:
     skipped: tuple[int, ...]  # reviewers with too few shared claims
     verdict: str | None
     reason: str | None = None
+    alignment: str = ALT_ALIGNMENT
 
     def to_dict(self) -> dict[str, Any]:
         return {"winning_rate": _f(self.winning_rate), "p_value": _f(self.p_value), "passes": self.passes,
                 "advantage_probability": _f(self.advantage_probability), "epsilon": self.epsilon,
-                "q": self.q, "verdict": self.verdict, "reason": self.reason,
+                "alignment": self.alignment, "q": self.q, "verdict": self.verdict, "reason": self.reason,
                 "n_reviewers_tested": len(self.reviewers), "n_reviewers_skipped": len(self.skipped)}
 
 
@@ -729,26 +806,74 @@ def _per_claim_counts(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarr
     return c, r, v, cnt
 
 
+def _leave_one_out(cnt: np.ndarray, total: np.ndarray, ci: np.ndarray, vi: np.ndarray, jd: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per instance of one reviewer: S_j, S_f (share of the other reviewers agreeing with the reviewer,
+    with the judge) and the others' majority class as fractions over the classes (ties split evenly)."""
+    others = total[ci] - 1
+    s_j = (cnt[ci, vi] - 1) / others
+    jv = jd[ci]
+    s_f = (cnt[ci, jv] - (jv == vi)) / others
+    rest = cnt[ci].astype(float)
+    rest[np.arange(ci.size), vi] -= 1
+    top = rest == rest.max(axis=1, keepdims=True)
+    return s_j, s_f, top / top.sum(axis=1, keepdims=True)
+
+
+def balancing_weights(majority: np.ndarray) -> np.ndarray:
+    """Inverse-probability weights of instances by their leave-one-out majority class.
+
+    pi_y = 1 / (L p_y), p_y the share of the reviewer's instances whose majority vote (of the other
+    reviewers) is y, L the number of classes that occur; an instance's weight is sum_y frac_y pi_y
+    (frac: its majority class, split evenly over ties).  Each class then weighs the same in a weighted
+    mean.  Source: Calderon, Reichart & Dror (2025), App. C.1 "Handling imbalanced labels".
+    """
+    p = majority.mean(axis=0)
+    present = p > 0
+    pi = np.where(present, 1.0 / np.where(present, p * present.sum(), 1.0), 0.0)
+    return majority @ pi
+
+
+def _weighted_t(d: np.ndarray, w: np.ndarray, epsilon: float) -> tuple[float, float]:
+    """One-sided p of H0: mean_w(d) >= epsilon, and mean_w(d); t on the Kish effective size.
+
+    d_bar = sum w d / sum w, n_w = (sum w)^2 / sum w^2, s_w^2 = n_w / (n_w - 1) sum w (d - d_bar)^2 / sum w,
+    t = (d_bar - epsilon) / (s_w / sqrt(n_w)), p = T_{n_w - 1}(t) (Calderon et al. 2025, App. C.1; with
+    equal weights the paper's one-sample t-test).  With s_w = 0 the sign of d_bar - epsilon decides.
+    """
+    sw = float(w.sum())
+    mean = float((w * d).sum() / sw)
+    n_w = sw * sw / float((w * w).sum())
+    var = float((w * (d - mean) ** 2).sum() / sw) * n_w / max(n_w - 1, 1e-12)
+    if var <= 1e-30:
+        return (0.0 if mean < epsilon else 1.0), mean
+    return float(stdtr(max(n_w - 1, 1.0), (mean - epsilon) / math.sqrt(var / n_w))), mean
+
+
 def alt_test(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge: np.ndarray, *,
-             epsilon: float = ALT_EPSILON, q: float = ALT_Q,
-             min_instances: int = ALT_MIN_INSTANCES) -> AltTest:
+             epsilon: float = ALT_EPSILON, q: float = ALT_Q, min_instances: int = ALT_MIN_INSTANCES,
+             alignment: Literal["balanced accuracy", "accuracy"] = ALT_ALIGNMENT) -> AltTest:
     """Can the judge stand in for a reviewer?  Calderon, Reichart & Dror (ACL 2025, arXiv:2501.10970).
 
     For each reviewer j and each claim i that j and at least one other reviewer labeled, with H_i^-j
     the other reviewers' verdicts: S_f = share of H_i^-j equal to the judge's verdict, S_j = share equal
     to j's verdict (the paper's accuracy alignment); W_f = [S_f >= S_j], W_j = [S_j >= S_f] (ties count
-    for both).  d_i = W_j - W_f; one-sided one-sample t-test of H0: mean(d) >= epsilon against
-    mean(d) < epsilon: t = (d_bar - epsilon) / (s_d / sqrt(n_j)), p_j = T_{n_j - 1}(t) (the paper's
-    paired test of rho_f >= rho_j - epsilon).  With s_d = 0 the sign of d_bar - epsilon decides (p 0 or 1).
-    The k p-values are corrected by Benjamini-Yekutieli at level q (the paper's choice); the winning
-    rate omega = share of tested reviewers whose H0 is rejected; the judge passes at omega >= 0.5.
-    Reviewers with fewer than ``min_instances`` shared claims are skipped (the paper's 30, for the
-    t-test's normal approximation), and counted.  ``p_value`` = the ceil(k/2)-th smallest adjusted p,
-    the smallest q at which the judge would pass.  The advantage probability rho = mean over
-    reviewers of mean(W_f).
+    for both).  d_i = W_j - W_f; one-sided t-test of H0: mean(d) >= epsilon against mean(d) < epsilon
+    (the paper's test of rho_f >= rho_j - epsilon).  ``alignment`` "balanced accuracy" (the default)
+    weights each instance by the inverse probability of its leave-one-out majority class
+    (:func:`balancing_weights`, the paper's App. C.1) and tests the weighted mean on the Kish effective
+    size (:func:`_weighted_t`): with 90% of claims SUPPORTED, plain accuracy lets a judge that says
+    SUPPORTED everywhere tie with every reviewer on nine claims in ten; "accuracy" is the paper's
+    unweighted test.  The k p-values are corrected by Benjamini-Yekutieli at level q (the paper's
+    choice); the winning rate omega = share of tested reviewers whose H0 is rejected; the judge passes
+    at omega >= 0.5.  Reviewers with fewer than ``min_instances`` shared claims are skipped (the
+    paper's 30, for the t-test's normal approximation), and counted.  ``p_value`` = the ceil(k/2)-th
+    smallest adjusted p, the smallest q at which the judge would pass.  The advantage probability rho
+    = mean over reviewers of the (weighted) mean of W_f.
 
-    Defaults as the paper's code: epsilon = 0.2, q = 0.05, 30 instances.  The claims of one answer
-    are treated as independent instances, as the paper treats its instances.
+    ``epsilon`` is the lead's margin (:data:`ALT_EPSILON`, the authors' guidance for skilled
+    reviewers).  The claims of one answer are treated as independent instances, as the paper treats
+    its instances.
 
     Verdict: "as good as a typical reviewer" (passes), "worse than every reviewer" (the judge beats
     no reviewer with the margin epsilon: omega = 0), otherwise "as good as some reviewers (j of k)".
@@ -759,6 +884,8 @@ def alt_test(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge
     jd = np.asarray(judge, dtype=np.int64).reshape(-1)
     if not (c.shape == r.shape == v.shape):
         raise ValueError("claim, reviewer and verdict must be of one length")
+    if alignment not in ("balanced accuracy", "accuracy"):
+        raise ValueError(f"unknown alignment {alignment!r}")
     k = len(LABELS)
     c, r, v, cnt = _per_claim_counts(c, r, v, k)
     if c.size and jd.size <= int(c.max()):
@@ -772,32 +899,23 @@ def alt_test(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge
     for j in np.unique(r).tolist():
         mine = r == j
         ci, vi = c[mine], v[mine]
-        others = total[ci] - 1
-        ok = (others >= 1) & (jd[ci] >= 0)
-        ci, vi, others = ci[ok], vi[ok], others[ok]
+        ok = (total[ci] >= 2) & (jd[ci] >= 0)
+        ci, vi = ci[ok], vi[ok]
         if ci.size < min_instances:
             skipped.append(j)
             continue
-        # Others' counts of a verdict = all counts minus j's own vote.
-        s_j = (cnt[ci, vi] - 1) / others
-        jv = jd[ci]
-        s_f = (cnt[ci, jv] - (jv == vi)) / others
+        s_j, s_f, majority = _leave_one_out(cnt, total, ci, vi, jd)
         w_f = (s_f >= s_j).astype(float)
         w_j = (s_j >= s_f).astype(float)
-        d = w_j - w_f
-        n = d.size
-        mean, sd = float(d.mean()), float(d.std(ddof=1))
-        if sd <= 1e-15:
-            p = 0.0 if mean < epsilon else 1.0
-        else:
-            p = float(stdtr(n - 1, (mean - epsilon) / (sd / math.sqrt(n))))
+        w = balancing_weights(majority) if alignment == "balanced accuracy" else np.ones(ci.size)
+        p, _ = _weighted_t(w_j - w_f, w, epsilon)
         tested.append(j)
         pvals.append(p)
-        sizes.append(n)
-        adv.append(float(w_f.mean()))
+        sizes.append(int(ci.size))
+        adv.append(float((w * w_f).sum() / w.sum()))
     if not tested:
         return AltTest(None, None, False, None, epsilon, q, (), (), (), (), tuple(skipped), None,
-                       f"no reviewer shares {min_instances} or more claims with another reviewer")
+                       f"no reviewer shares {min_instances} or more claims with another reviewer", alignment)
     adj = benjamini_yekutieli(np.array(pvals))
     wins = int((adj <= q).sum())
     omega = wins / len(tested)
@@ -810,7 +928,76 @@ def alt_test(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge
     else:
         verdict_s = f"as good as some reviewers ({wins} of {len(tested)}), not a typical one"
     return AltTest(omega, p_pass, passes, float(np.mean(adv)), epsilon, q, tuple(tested), tuple(pvals),
-                   tuple(adj.tolist()), tuple(sizes), tuple(skipped), verdict_s)
+                   tuple(adj.tolist()), tuple(sizes), tuple(skipped), verdict_s, None, alignment)
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewerComparison:
+    """The judge against one reviewer, both read against the other reviewers on that reviewer's claims."""
+
+    reviewer: str
+    judge: float  # share of the other reviewers' verdicts equal to the judge's
+    reviewer_value: float  # share equal to this reviewer's
+    p_value: float | None  # one-sided: the judge agrees less with the others than this reviewer does
+    p_adjusted: float | None
+    n_claims: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"reviewer": self.reviewer, "judge": self.judge, "reviewer_value": self.reviewer_value,
+                "p_value": _f(self.p_value), "p_adjusted": _f(self.p_adjusted), "n_claims": self.n_claims}
+
+
+def reviewer_comparisons(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge: np.ndarray,
+                         names: list[str], *, cluster: np.ndarray | None = None,
+                         min_instances: int = ALT_MIN_INSTANCES) -> tuple[ReviewerComparison, ...]:
+    """Per reviewer j: how often the other reviewers agree with the judge vs with j, on j's shared claims.
+
+    On each claim i that j and another reviewer labeled, S_f,i and S_j,i as in :func:`alt_test`;
+    judge = mean S_f, reviewer_value = mean S_j, and the paired difference D_i = S_j,i - S_f,i is tested
+    one-sided (H1: the judge agrees less) with the answer-clustered variance of its mean,
+    V = A/(A - 1) sum_a (D_a - D_bar m_a)^2 / n^2 over the A answers (D_a, m_a: sums and counts of
+    answer a; Cochran 1977, sec. 6.4, claims of one answer being correlated), and t on A - 1 df.  The
+    p-values are Benjamini-Yekutieli adjusted over the reviewers (as the alt-test's).  Reviewers with
+    fewer than ``min_instances`` such claims are left out.  No margin: this says where the judge stands,
+    the alt-test whether the lead's margin covers it.
+    """
+    c = np.asarray(claim, dtype=np.int64).reshape(-1)
+    r = np.asarray(reviewer, dtype=np.int64).reshape(-1)
+    v = np.asarray(verdict, dtype=np.int64).reshape(-1)
+    jd = np.asarray(judge, dtype=np.int64).reshape(-1)
+    c, r, v, cnt = _per_claim_counts(c, r, v, len(LABELS))
+    total = cnt.sum(axis=1)
+    unit = np.arange(cnt.shape[0]) if cluster is None else \
+        np.unique(np.asarray(cluster).reshape(-1), return_inverse=True)[1].reshape(-1)
+    found: list[tuple[int, float, float, float | None, int]] = []
+    for j in np.unique(r).tolist():
+        mine = r == j
+        ci, vi = c[mine], v[mine]
+        ok = (total[ci] >= 2) & (jd[ci] >= 0)
+        ci, vi = ci[ok], vi[ok]
+        if ci.size < max(min_instances, 2):
+            continue
+        s_j, s_f, _ = _leave_one_out(cnt, total, ci, vi, jd)
+        d = s_j - s_f
+        n = d.size
+        _, a_inv = np.unique(unit[ci], return_inverse=True)
+        d_a = np.bincount(a_inv, weights=d)
+        m_a = np.bincount(a_inv).astype(float)
+        big_a = d_a.size
+        mean = float(d.mean())
+        p: float | None = None
+        if big_a >= 2:
+            var = big_a / (big_a - 1) * float(((d_a - mean * m_a) ** 2).sum()) / n ** 2
+            # No spread between answers: the sign of the mean difference is all the data says.
+            p = float(stdtr(big_a - 1, -mean / math.sqrt(var))) if var > 1e-30 else float(mean <= 0)
+        found.append((j, float(s_f.mean()), float(s_j.mean()), p, n))
+    known = [i for i, f in enumerate(found) if f[3] is not None]
+    adj: dict[int, float] = {}
+    if known:
+        adjusted = benjamini_yekutieli(np.array([found[i][3] for i in known], dtype=float))
+        adj = dict(zip(known, adjusted.tolist(), strict=True))
+    return tuple(ReviewerComparison(names[j] if 0 <= j < len(names) else str(j), jf, jr, p, adj.get(i), n)
+                 for i, (j, jf, jr, p, n) in enumerate(found))
 
 
 @dataclass(frozen=True, slots=True)
@@ -822,11 +1009,34 @@ class HumanCeiling:
     reviewer_kappa: Interval
     alt: AltTest
     unit: str
+    comparisons: tuple[ReviewerComparison, ...] = ()
+    q: float = ALT_Q
+
+    @property
+    def below_reviewers(self) -> int:
+        """Reviewers the other reviewers agree with more than with the judge."""
+        return sum(c.judge < c.reviewer_value for c in self.comparisons)
+
+    @property
+    def below_significantly(self) -> int:
+        return sum(c.judge < c.reviewer_value and c.p_adjusted is not None and c.p_adjusted <= self.q
+                   for c in self.comparisons)
+
+    def comparison_sentence(self) -> str:
+        """"below 13 of 13 reviewers, significantly for 9" (empty without comparisons)."""
+        if not self.comparisons:
+            return ""
+        return (f"below {self.below_reviewers} of {len(self.comparisons)} reviewers, significantly for "
+                f"{self.below_significantly}")
 
     def to_dict(self) -> dict[str, Any]:
+        alt = self.alt.to_dict()
+        alt["per_reviewer"] = [c.to_dict() for c in self.comparisons]
+        alt["below_reviewers"] = self.below_reviewers
+        alt["below_reviewers_significantly"] = self.below_significantly
         return {"n_claims": self.n_claims, "judge_vs_reviewers": self.judge_vs_reviewers.to_dict(),
                 "reviewer_vs_reviewer": self.reviewer_vs_reviewer.to_dict(),
-                "reviewer_kappa": self.reviewer_kappa.to_dict(), "alt_test": self.alt.to_dict(),
+                "reviewer_kappa": self.reviewer_kappa.to_dict(), "alt_test": alt,
                 "unit": self.unit}
 
 
@@ -843,7 +1053,7 @@ def _pooled_kappa(pair_counts: np.ndarray, agree_pairs: np.ndarray, pairs: np.nd
 def human_ceiling(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge: np.ndarray, *,
                   cluster: np.ndarray | None = None, confidence: float = 0.95, epsilon: float = ALT_EPSILON,
                   q: float = ALT_Q, min_instances: int = ALT_MIN_INSTANCES, resamples: int = 1000,
-                  seed: int = 0) -> HumanCeiling | None:
+                  seed: int = 0, names: list[str] | None = None) -> HumanCeiling | None:
     """The judge beside the reviewers, on the claims two or more reviewers labeled (unresolved included).
 
     Input as :class:`calibration.store.ReviewerColumns` holds it: one entry per (claim, reviewer) with
@@ -861,7 +1071,8 @@ def human_ceiling(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, 
       sec. 6.4): pairs and labels of one claim, and claims of one answer, are not independent;
     * reviewer_kappa: kappa of the pooled pairs (:func:`_pooled_kappa`), with a percentile bootstrap
       over units (Davison & Hinkley 1997, sec. 3.8), withheld when fewer than 10 units or no spread;
-    * the alternative annotator test (:func:`alt_test`).
+    * the alternative annotator test (:func:`alt_test`) with the lead's ``epsilon``, and beside it the
+      per-reviewer paired comparison (:func:`reviewer_comparisons`; ``names`` the reviewers' names).
     None when no claim has two reviewers.
     """
     c0 = np.asarray(claim, dtype=np.int64).reshape(-1)
@@ -925,7 +1136,9 @@ def human_ceiling(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, 
         else:
             kap = Interval(_f(kap_value), None, None, "the resamples have no spread")
     alt = alt_test(c0, r0, v0, jd, epsilon=epsilon, q=q, min_instances=min_instances)
-    return HumanCeiling(n_claims, jvr, rvr, tuple(per), kap, alt, unit_name)
+    comparisons = reviewer_comparisons(c0, r0, v0, jd, names or [], cluster=cluster,
+                                       min_instances=min_instances)
+    return HumanCeiling(n_claims, jvr, rvr, tuple(per), kap, alt, unit_name, comparisons, q)
 
 
 @dataclass(frozen=True, slots=True)
@@ -942,8 +1155,8 @@ class CappedThresholds:
                 "rule": self.rule}
 
 
-CAP_RULE: Final = ("effective target = min(target, lower 95% bound of reviewer-vs-reviewer agreement); "
-                   "effective floor = min(floor, lower 95% bound of reviewer-vs-reviewer kappa); "
+CAP_RULE: Final = ("effective target = min(target, reviewer-vs-reviewer agreement); "
+                   "effective floor = min(floor, reviewer-vs-reviewer kappa), both their point estimates; "
                    f"only with {ALT_MIN_INSTANCES} or more claims labeled by several reviewers")
 
 
@@ -951,21 +1164,20 @@ def capped_thresholds(agreement_target: float, kappa_floor: float, ceiling: Huma
                       min_claims: int = ALT_MIN_INSTANCES) -> CappedThresholds:
     """No threshold asks the judge for more than reviewers reach with each other.
 
-    target' = min(target, L_rr), floor' = min(floor, L_kappa_rr), L the lower end of the 95% interval
-    of reviewer-vs-reviewer agreement (kappa): a level reviewers are shown to reach, so a judge at the
-    reviewers' own level is not flagged for falling short of the nominal target.  The lower end (not the
-    point estimate) because the cap must not rise above what people demonstrably reach.  Without a
-    ceiling, or without an interval (withheld), the thresholds stay as given; so they do with fewer than
-    ``min_claims`` (30, the alt-test's minimum) claims with several reviewers: the lower bound of a
-    handful of claims sits near 0 and would cap every threshold into meaninglessness.
+    target' = min(target, A_rr), floor' = min(floor, K_rr), A_rr and K_rr the point estimates of
+    reviewer-vs-reviewer agreement and kappa: a judge at the reviewers' own level is not flagged for
+    falling short of the nominal target.  The point estimate, not a lower confidence bound: a bound
+    falls as human data gets scarcer, so less data would make "ok" easier.  Without a ceiling the
+    thresholds stay as given; so they do with fewer than ``min_claims`` (30, the alt-test's minimum)
+    claims with several reviewers, where the ceiling itself is too uncertain to move a threshold.
     """
     t, f = agreement_target, kappa_floor
     capped_a = capped_k = False
     if ceiling is not None and ceiling.n_claims >= min_claims:
-        lo = ceiling.reviewer_vs_reviewer.ci_low
-        if lo is not None and lo < t:
-            t, capped_a = lo, True
-        klo = ceiling.reviewer_kappa.ci_low
-        if klo is not None and klo < f:
-            f, capped_k = klo, True
+        a = ceiling.reviewer_vs_reviewer.value
+        if a is not None and a < t:
+            t, capped_a = a, True
+        kv = ceiling.reviewer_kappa.value
+        if kv is not None and kv < f:
+            f, capped_k = kv, True
     return CappedThresholds(t, f, capped_a, capped_k, CAP_RULE)

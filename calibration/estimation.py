@@ -129,9 +129,13 @@ class GroundingEstimate:
 
     def to_dict(self) -> dict[str, Any]:
         e = self.estimate
+        n_eff = None
+        if e.value is not None and e.se and 0 < e.value < 1:
+            n_eff = e.value * (1 - e.value) / e.se ** 2  # claims an independent sample would need
         return {"judge_supported_rate": self.judge_rate,
                 "supported_rate": {"value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high,
-                                   "se": e.se, "method": e.method, "reason": e.reason},
+                                   "se": e.se, "method": e.method, "reason": e.reason,
+                                   "n_effective": n_eff},
                 "n_judged": self.n_judged, "n_labeled": self.n_labeled}
 
 
@@ -201,10 +205,11 @@ def _design(stratum: ArrayLike | None, population: Mapping[Hashable, int] | int 
     * ``weights`` (1/pi per labeled answer): Hajek weighting with the with-replacement variance
       (no finite-population correction, which needs the strata), one variance group.
 
-    Collapse rule for a stratum with one labeled answer and N_h > 1 (its variance is not
-    estimable, Cochran 1977 sec. 5A.12): it is pooled, for the variance only, with the stratum
-    whose inclusion probability n_h/N_h is closest (ties: the one with more labeled answers,
-    then the first label in sorted order); this repeats until no such singleton is left.  The
+    Collapse rule for a stratum with one labeled answer and N_h > 1, or any N_h without the
+    finite-population correction (its variance is not estimable, Cochran 1977 sec. 5A.12): it is
+    pooled, for the variance only, with the stratum whose inclusion probability n_h/N_h is closest
+    (ties: the one with more labeled answers, then the first label in sorted order); this repeats
+    until no such singleton is left.  The
     point estimate keeps every stratum's own weight.  Pooling strata that the design sampled at
     the same rate keeps the collapsed variance's upward bias small, since those are the strata a
     design treats alike (the same judge status under failures-first).  When a single variance
@@ -264,7 +269,9 @@ def _design(stratum: ArrayLike | None, population: Mapping[Hashable, int] | int 
     while True:
         g_n = np.bincount(group_of[used], weights=small_n[used], minlength=len(keys))
         g_big = np.bincount(group_of[used], weights=big_n[used], minlength=len(keys))
-        lonely = [g for g in np.flatnonzero((g_n == 1) & (g_big > 1))]
+        # Without the finite-population correction a one-answer stratum has a variance to estimate
+        # even when it holds the stratum's only answer: pool it too.
+        lonely = [g for g in np.flatnonzero((g_n == 1) & ((g_big > 1) | (not fpc)))]
         live = np.flatnonzero(g_n > 0)
         if not lonely or live.size < 2:
             break
@@ -729,7 +736,8 @@ def _claims_by_answer(answer: ArrayLike, cols: Sequence[np.ndarray]) -> tuple[np
 
 def _labeled_design(answer_lab: np.ndarray, ids: np.ndarray, n_run_answers: int,
                     weights: ArrayLike | None, stratum: ArrayLike | None,
-                    population: Mapping[Hashable, int] | None) -> tuple[_Design | None, str | None]:
+                    population: Mapping[Hashable, int] | None,
+                    fpc: bool = True) -> tuple[_Design | None, str | None]:
     """Design of the labeled answers from claim-level weights / strata (one value per answer)."""
     first = np.unique(answer_lab, return_index=True)[1]
 
@@ -748,8 +756,8 @@ def _labeled_design(answer_lab: np.ndarray, ids: np.ndarray, n_run_answers: int,
     if stratum is not None:
         if population is None:
             raise ValueError("with strata, give the population N_h per stratum")
-        return _design(per_answer(stratum, "stratum"), population, ids.size)
-    return _design(None, n_run_answers, ids.size)
+        return _design(per_answer(stratum, "stratum"), population, ids.size, fpc=fpc)
+    return _design(None, n_run_answers, ids.size, fpc=fpc)
 
 
 def _prepare(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLike, f_lab: ArrayLike,
@@ -763,17 +771,28 @@ def _prepare(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLike, f_lab: A
         raise ValueError("f_all and answer_all differ in length")
     if not (y.size == fl.size == al.size):
         raise ValueError("y_lab, f_lab and answer_lab differ in length")
-    for name, x in (("f_all", fa), ("y_lab", y), ("f_lab", fl)):
+    for name, x in (("f_all", fa), ("f_lab", fl)):
         if x.size and not np.isin(x, (0.0, 1.0)).all():
             raise ValueError(f"{name} must be 0/1 indicators")
+    if y.size and not ((y >= 0) & (y <= 1)).all():
+        raise ValueError("y_lab must lie in [0, 1] (a 0/1 label or a share of reviewers)")
     return fa, aa, y, fl, al
 
 
 def grounding_two_phase(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLike, f_lab: ArrayLike,
                         answer_lab: ArrayLike, *, weights: ArrayLike | None = None,
                         stratum: ArrayLike | None = None, population: Mapping[Hashable, int] | None = None,
-                        confidence: float = 0.95) -> GroundingEstimate:
+                        confidence: float = 0.95, fpc: bool = True,
+                        label: str | None = None) -> GroundingEstimate:
     """Stratified two-phase estimate of the share of the run's judged claims humans call SUPPORTED.
+
+    ``y_lab`` is 0/1 (one final label per claim) or a soft label in [0, 1]: the share of the claim's
+    reviewers whose verdict is SUPPORTED, so that the estimate is the share a random reviewer would
+    call SUPPORTED, every blind verdict counting (the soft-label mean of Uma et al. 2021, JAIR 72,
+    "Learning from disagreement", sec. 3; the formulas below hold for any y in [0, 1]).  ``label``
+    names it in ``method``.  ``fpc=False`` drops the finite-population factors: the variance of the
+    process behind the run, which labeling every answer still leaves (a reviewer's verdict is a
+    draw, and an answer with some claims labeled is no census of its claims).
 
     Phase 1: the judge's verdict f on all N judged claims gives P_N(f = v), v in {0, 1}.
     Phase 2: the labeled claims estimate P(Y = 1 | f = v) within each verdict class by a
@@ -793,7 +812,7 @@ def grounding_two_phase(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLik
     used has no labeled claim.
     """
     fa, aa, y, fl, al = _prepare(f_all, answer_all, y_lab, f_lab, answer_lab)
-    method = "two-phase (stratified on the judge's verdict)"
+    method = "two-phase (stratified on the judge's verdict)" + (f", {label}" if label else "")
     judge_rate = float(fa.mean()) if fa.size else None
     n_run_answers = int(np.unique(aa).size)
     ids, sums = _claims_by_answer(al, [y * (1 - fl), 1 - fl, y * fl, fl])
@@ -801,7 +820,7 @@ def grounding_two_phase(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLik
     if fa.size == 0 or y.size == 0:
         est = Estimate(None, None, None, None, n_ans, int(y.size), method, "no judged or no labeled claims")
         return GroundingEstimate(est, judge_rate, int(fa.size), int(y.size))
-    design, why = _labeled_design(al, ids, n_run_answers, weights, stratum, population)
+    design, why = _labeled_design(al, ids, n_run_answers, weights, stratum, population, fpc=fpc)
     if design is None:
         est = Estimate(None, None, None, None, n_ans, int(y.size), method, why)
         return GroundingEstimate(est, judge_rate, int(fa.size), int(y.size))
@@ -893,8 +912,11 @@ def corrected_grounding(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLik
                         answer_lab: ArrayLike, *, method: Literal["two-phase", "ppi++"] = "two-phase",
                         weights: ArrayLike | None = None, stratum: ArrayLike | None = None,
                         population: Mapping[Hashable, int] | None = None,
-                        confidence: float = 0.95) -> GroundingEstimate:
+                        confidence: float = 0.95, fpc: bool = True,
+                        label: str | None = None) -> GroundingEstimate:
     """The pipeline's grounding score corrected by the judge's measured errors (default: two-phase).
+
+    ``fpc`` and ``label`` (soft labels): see :func:`grounding_two_phase`; PPI++ has no fpc.
 
     Assumption: the judge's error rates measured on the labeled claims, P(Y = 1 | f = v), hold
     for the unlabeled claims of the same run (true by design for a probability sample of the
@@ -910,7 +932,8 @@ def corrected_grounding(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLik
     kwargs: dict[str, Any] = {"weights": weights, "stratum": stratum, "population": population,
                               "confidence": confidence}
     if method == "two-phase":
-        return grounding_two_phase(f_all, answer_all, y_lab, f_lab, answer_lab, **kwargs)
+        return grounding_two_phase(f_all, answer_all, y_lab, f_lab, answer_lab, fpc=fpc, label=label,
+                                   **kwargs)
     if method == "ppi++":
         return grounding_ppi(f_all, answer_all, y_lab, f_lab, answer_lab, **kwargs)
     raise ValueError(f"unknown method {method!r}; use 'two-phase' or 'ppi++'")

@@ -9,10 +9,14 @@ For each claim, in this order:
 4. else it has none: reviewers disagree (disputed) or nobody gave a final verdict
    (unlabeled).
 
-Claims that are disputed or need discussion are *unresolved*: reports leave them out and
-count them, and an answer with one is not "labeled" for sampling. Skipped labels carry no
+Claims that are disputed or need discussion are *unresolved*: the final-label view leaves them
+out and counts them, and an answer with one is not "labeled" for sampling. Skipped labels carry no
 verdict and count for nothing. Pure numpy; `store.claims` feeds it from the database and
 every report, export and sampling pool reads the result from there.
+
+Beside the final label, `per_reviewer` keeps every reviewer's blind verdict (the per-reviewer
+basis of the agreement report): where claims have several reviewers, dropping the disputed ones
+would drop exactly the claims where someone found a hallucination, which favours the judge.
 """
 
 from __future__ import annotations
@@ -54,6 +58,38 @@ def resolve(n_claims: int, label_claim: np.ndarray, label_final: np.ndarray,
     return human.astype(np.int64), status
 
 
+def several_reviewers(label_claim: np.ndarray, verdict: np.ndarray) -> bool:
+    """Does some claim carry verdicts from two or more reviewers (``verdict`` -1: none)?"""
+    given = np.asarray(label_claim)[np.asarray(verdict) >= 0]
+    return bool(given.size) and int(np.bincount(given).max()) >= 2
+
+
+def per_reviewer(n_claims: int, label_claim: np.ndarray, label_reviewer: np.ndarray, blind: np.ndarray,
+                 final: np.ndarray, adjudicated: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One row per reviewer's verdict on a claim: (claim, reviewer, verdict), claim order then reviewer.
+
+    The verdict is the reviewer's blind one (given before the judge was revealed), their final one
+    where no blind verdict was recorded; on a claim a lead adjudicated (``adjudicated[i]`` >= 0,
+    else -1) every row carries the lead's verdict instead, and an adjudicated claim nobody labeled
+    gives one row (reviewer -1).  Labels without a verdict (skipped, unclear) give no row.
+    """
+    c = np.asarray(label_claim, dtype=np.int64).reshape(-1)
+    r = np.asarray(label_reviewer, dtype=np.int64).reshape(-1)
+    v = np.where(np.asarray(blind) >= 0, blind, final).astype(np.int64).reshape(-1)
+    adj = np.asarray(adjudicated, dtype=np.int64).reshape(-1)
+    keep = v >= 0
+    c, r, v = c[keep], r[keep], v[keep]
+    v = np.where(adj[c] >= 0, adj[c], v)
+    alone = np.flatnonzero(adj >= 0)
+    alone = alone[np.bincount(c, minlength=n_claims)[alone] == 0]
+    c = np.concatenate([c, alone])
+    r = np.concatenate([r, np.full(alone.size, -1, dtype=np.int64)])
+    v = np.concatenate([v, adj[alone]])
+    order = np.lexsort((r, c))
+    return c[order], r[order], v[order]
+
+
 AGREED_CODES = np.array([_CODE[ClaimStatus.UNANIMOUS], _CODE[ClaimStatus.ADJUDICATED]])
 UNRESOLVED_CODES = np.array([_CODE[ClaimStatus.DISPUTED], _CODE[ClaimStatus.NEEDS_DISCUSSION]])
 UNLABELED_CODE = _CODE[ClaimStatus.UNLABELED]
+ADJUDICATED_CODE = _CODE[ClaimStatus.ADJUDICATED]

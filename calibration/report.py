@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from sqlite_utils import Database
 
-from . import agreement, decisions, estimation, planning, split, store
+from . import agreement, decisions, estimation, final_label, planning, split, store
 from .agreement import HumanHumanAgreement, Report, Thresholds
 from .store import lab as lab_store
 from .store import scope as store_scope
@@ -134,7 +134,8 @@ def _cycle_design(db: Database, cycle_id: int, table: store.ClaimTable, labeled_
 
 
 def _grounding(f_all: np.ndarray, answer_all: np.ndarray, labeled: np.ndarray, y_lab: np.ndarray,
-               strata: np.ndarray, mask: np.ndarray | None = None) -> estimation.GroundingEstimate:
+               strata: np.ndarray, mask: np.ndarray | None = None,
+               label: str | None = None) -> estimation.GroundingEstimate:
     """Corrected grounding over the claims in ``mask`` (all if None), post-stratified as the run."""
     if mask is None:
         mask = np.ones(f_all.size, dtype=bool)
@@ -145,9 +146,11 @@ def _grounding(f_all: np.ndarray, answer_all: np.ndarray, labeled: np.ndarray, y
         population = estimation.stratum_counts(strata[answers])
     keep = np.isin(strata[answer_all[lab]], np.array(list(population), dtype=object))
     lab = lab[keep]
+    # No finite-population correction: an answer with labeled claims is no census of its claims,
+    # nor a reviewer's verdict of what reviewers would say (see estimation.grounding_two_phase).
     return estimation.corrected_grounding(
         f_all[mask], answer_all[mask], y_lab[lab], f_all[lab], answer_all[lab],
-        stratum=strata[answer_all[lab]], population=population)
+        stratum=strata[answer_all[lab]], population=population, fpc=False, label=label)
 
 
 def _grounding_dict(g: estimation.GroundingEstimate) -> dict[str, Any]:
@@ -163,16 +166,27 @@ def pipeline_report(table: store.ClaimTable, facts: store_scope.AnswerFacts,
     category and per pipeline version, with the differences between versions and the transfer check."""
     pos = agreement.label_index(agreement.POSITIVE)
     f_all = (table.judge == pos).astype(float)
-    y_all = (table.human == pos).astype(float)
-    labeled = np.flatnonzero(table.agreed())
+    rows = _reviewer_rows(table)
+    label = None
+    if rows is None:
+        y_all = (table.human == pos).astype(float)
+        labeled = np.flatnonzero(table.agreed())
+    else:
+        # Every blind verdict counts: a claim's soft label is the share of its reviewers saying SUPPORTED.
+        claim, _, verdict = rows
+        n_rows = np.bincount(claim, minlength=len(table))
+        said = np.bincount(claim, weights=(verdict == pos).astype(float), minlength=len(table))
+        labeled = np.flatnonzero(n_rows > 0)
+        y_all = np.divide(said, n_rows, out=np.zeros(len(table)), where=n_rows > 0)
+        label = "soft labels (share of each claim's reviewers saying SUPPORTED)"
     answer_all = table.answer
-    overall = _grounding(f_all, answer_all, labeled, y_all, strata)
+    overall = _grounding(f_all, answer_all, labeled, y_all, strata, label=label)
     out = _grounding_dict(overall)
     out["assumption"] = GROUNDING_ASSUMPTION
 
     def split(values: list[str | None]) -> dict[str, estimation.GroundingEstimate]:
         per_claim = np.array(["(none)" if v is None else str(v) for v in values], dtype=object)[answer_all]
-        return {str(v): _grounding(f_all, answer_all, labeled, y_all, strata, per_claim == v)
+        return {str(v): _grounding(f_all, answer_all, labeled, y_all, strata, per_claim == v, label)
                 for v in sorted(set(per_claim.tolist()))}
 
     out["by_category"] = {k: _grounding_dict(g) for k, g in split(facts.category).items()}
@@ -227,9 +241,16 @@ def scope_report(db: Database, run: store.JudgeRun, cycle_id: int | None = None,
         thresholds = store.load_thresholds(db)
     table = store.claim_table(db, run.id, cycle_id)
     data = table.resolved(reviewer_labels="none")
-    weight = data.weight
+    rows = _reviewer_rows(table)
+    if rows is None:
+        idx = np.flatnonzero(table.agreed())
+        human, judge, cluster, keys = data.human, data.judge, data.cluster, data.keys
+        weight = data.weight
+    else:
+        idx, _, human = rows
+        judge, cluster, keys = table.judge[idx], table.answer[idx], [table.keys[i] for i in idx.tolist()]
+        weight = None if table.weight is None else table.weight[idx]
     oversampled = weight is not None and np.unique(weight).size > 1
-    idx = np.flatnonzero(table.agreed())
     labeled_answer = np.zeros(len(table.answer_ids), dtype=bool)
     labeled_answer[table.answer[idx]] = True
     facts: store_scope.AnswerFacts | None = None
@@ -240,21 +261,65 @@ def scope_report(db: Database, run: store.JudgeRun, cycle_id: int | None = None,
         strata, population, text = _run_design(db, run, table, facts, labeled_answer)
     else:
         strata, population, text = _cycle_design(db, cycle_id, table, labeled_answer)
-    rank = store_scope.label_order(db, run.id, data.claim_pk)
+    claims_used = np.unique(idx)
+    claim_rank = store_scope.label_order(db, run.id, table.claim_pk[claims_used])
+    rank = claim_rank[np.searchsorted(claims_used, idx)]
     labels = table.labels
     ceiling = decisions.human_ceiling(labels.claim, labels.reviewer, labels.blind, table.judge,
-                                      cluster=table.answer, seed=seed)
+                                      cluster=table.answer, seed=seed, epsilon=thresholds.alt_epsilon,
+                                      names=labels.reviewers)
     report = agreement.agreement_report_arrays(
-        data.human, data.judge, data.cluster, data.keys, thresholds,
+        human, judge, cluster, keys, thresholds,
         weights=weight if oversampled else None, bootstrap=max(0, bootstrap), seed=seed,
         label_rank=rank, stratum=strata[table.answer[idx]], population=population,
-        population_text=text, ceiling=ceiling)
+        population_text=text, ceiling=ceiling, per_reviewer=rows is not None, available=data.unlabeled)
+    view = _final_label_view(table, data, strata, population, thresholds, report if rows is None else None)
     pipeline = pipeline_report(table, facts, strata) if facts is not None else None
     report = replace(report, unresolved_claims=data.unresolved, human_human=human_human(labels, "blind"),
-                     human_human_post_reveal=human_human(labels, "post-reveal"), pipeline=pipeline)
+                     human_human_post_reveal=human_human(labels, "post-reveal"), pipeline=pipeline,
+                     final_label_view=view)
     sealed = frozenset(split.sealed_claim_keys(db, run))
     report = _hide_sealed(report, sealed)
     return ScopeReport(run, cycle_id, table, data, report, oversampled, text, sealed)
+
+
+def _reviewer_rows(table: store.ClaimTable) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(claim, reviewer, verdict) per reviewer's verdict (`final_label.per_reviewer`) where some claim in
+    scope has several reviewers; None where none has (the final label is then each claim's one verdict)."""
+    lab = table.labels
+    verdict = np.where(lab.blind >= 0, lab.blind, lab.final)
+    if not final_label.several_reviewers(lab.claim, verdict):
+        return None
+    adjudicated = np.where(table.status == final_label.ADJUDICATED_CODE, table.human, -1)
+    return final_label.per_reviewer(len(table), lab.claim, lab.reviewer, lab.blind, lab.final, adjudicated)
+
+
+def _final_label_view(table: store.ClaimTable, data: store.StatsColumns, strata: np.ndarray,
+                      population: Mapping[Hashable, int], thresholds: Thresholds,
+                      report: Report | None) -> dict[str, Any]:
+    """The unanimous-or-adjudicated view: agreement, kappa and direction on the claims with a final label.
+
+    ``report`` is the headline report when that already is this view (one reviewer per claim).  Else
+    it is computed on the final labels (no bootstrap; the population is that of the headline, its
+    strata without a final-labeled answer left out), a secondary figure that leaves out the disputed
+    claims and so favours the judge.
+    """
+    if report is None:
+        idx = np.flatnonzero(table.agreed())
+        answers = table.answer[idx]
+        have = set(strata[answers].tolist())
+        pop = {h: n for h, n in population.items() if h in have}
+        report = agreement.agreement_report_arrays(
+            data.human, data.judge, data.cluster, data.keys, thresholds, bootstrap=0,
+            stratum=strata[answers] if pop else None, population=pop or None)
+    est = report.estimates
+    return {"basis": "final_label", "n_claims": report.n_claims, "n_left_out": len(data.unresolved),
+            "agreement": report.agreement.to_dict(),
+            "agreement_estimated": None if est is None else est.agreement.to_dict(),
+            "kappa": report.kappa.value,
+            "direction": {"lenient": report.direction.lenient, "strict": report.direction.strict},
+            "note": "claims with a unanimous or adjudicated label only: disputed claims are left out, "
+                    "which favours the judge"}
 
 
 def _hide_sealed(report: Report, sealed: frozenset[str]) -> Report:

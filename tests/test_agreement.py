@@ -1048,3 +1048,46 @@ def test_the_array_rule_equals_the_per_record_oracle(seed):
             assert got is ClaimStatus.UNANIMOUS
         else:
             assert got is (ClaimStatus.DISPUTED if verdicts else ClaimStatus.UNLABELED)
+
+
+def test_the_flags_rules_test_the_claim_level_figure_the_report_prints() -> None:
+    # Agreement falls with answer length: one-claim answers all agree, eight-claim answers half. The
+    # mean of the answers' rates is 0.75, the claim-level agreement the report prints 100/180.
+    human, judge, cluster = [], [], []
+    for a in range(40):
+        long = a % 2 == 1
+        size = 8 if long else 1
+        for i in range(size):
+            human.append(0)
+            judge.append(0 if (not long or i % 2 == 0) else 2)
+            cluster.append(a)
+    keys = [f"a{c}/{i}" for i, c in enumerate(cluster)]
+    r = agreement_report_arrays(np.array(human), np.array(judge), np.array(cluster), keys, bootstrap=0)
+    claim_level = float(np.mean(np.array(human) == np.array(judge)))
+    assert r.agreement.value == pytest.approx(claim_level)
+    rule = r._rule("agreement")
+    assert rule is not None and rule.estimate == pytest.approx(claim_level)
+    d = r._rule("direction")
+    assert d is not None and d.estimate == pytest.approx(-(1 - claim_level))
+
+
+def test_chance_of_the_target_and_the_first_intervals_use_the_design() -> None:
+    # Strong answer effect: whole answers agree or not. The claim count overstates the information.
+    rng = np.random.default_rng(2)
+    human, judge, cluster = [], [], []
+    for a in range(40):
+        ok = rng.uniform() < 0.88
+        for _ in range(6):
+            human.append(0)
+            judge.append(0 if ok or rng.uniform() < 0.3 else 2)
+            cluster.append(a)
+    keys = [f"a/{i}" for i in range(len(human))]
+    r = agreement_report_arrays(np.array(human), np.array(judge), np.array(cluster), keys, bootstrap=0)
+    ea = r.estimates.agreement
+    n_eff = ea.value * (1 - ea.value) / ea.se ** 2
+    assert n_eff < len(human) / 2  # the design effect is large
+    expected = 1 - stats.beta.cdf(0.85, ea.value * n_eff + 0.5, (1 - ea.value) * n_eff + 0.5)
+    assert r.prob_at_least_target == pytest.approx(expected, abs=1e-9)
+    text = r.to_text()
+    assert f"{100 * ea.ci_low:.1f}%–{100 * ea.ci_high:.1f}% (design-based, answers as clusters)" in text
+    assert "(Wilson)" not in text.split("Cohen's kappa")[0]

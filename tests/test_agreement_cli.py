@@ -30,7 +30,8 @@ def test_wice_gpt4_is_flagged_revise_judge_lenient(wice_db, capsys):
     assert main(["--db", _db_file(wice_db), "stats", "--judge-run", "wice-gpt4"]) == 0
     out = capsys.readouterr().out
     assert "judge run gpt-4-0613@wice-gpt4" in out
-    assert "Agreement        77.0%   95% CI 67.8%–84.2% (Wilson)" in out
+    # The first interval printed is the design-based one, answers as clusters.
+    assert "Agreement        77.0%   95% CI 69.0%–83.4% (design-based, answers as clusters)" in out
     assert "Flag: REVISE" in out
     assert "judge is lenient" in out
     assert "Confusion matrix (rows human, columns judge)" in out
@@ -68,7 +69,8 @@ def test_thresholds_are_stored_and_used(wice_db, capsys):
     capsys.readouterr()
     assert store.load_thresholds(wice_db) == Thresholds(0.5, 0.3, 0.001)
     d = _stats_json(wice_db, capsys, "--judge-run", "wice-gpt4", "--bootstrap", "0")
-    assert d["thresholds"] == {"agreement_target": 0.5, "kappa_floor": 0.3, "alpha": 0.001}
+    assert d["thresholds"] == {"agreement_target": 0.5, "kappa_floor": 0.3, "alpha": 0.001,
+                               "alt_epsilon": 0.15}
     # 77% against a 50% target (anytime lower bound 52% at alpha 0.001), kappa 0.46 over 0.30, and the
     # lenient skew not shown at alpha 0.001.  (A 60% target, as before the anytime rules, is not yet
     # shown on 100 claims at that alpha: the anytime lower bound is 52%.)
@@ -121,14 +123,20 @@ def test_stats_reports_unresolved_and_human_human(wice_db, capsys):
         _label(wice_db, answer, "zoe", human[f"{answer}/{answer}-c1"])
     _label(wice_db, "test00345", "zoe", other[human["test00345/test00345-c1"]])
     d = _stats_json(wice_db, capsys, "--judge-run", "wice-gpt4", "--bootstrap", "0")
-    assert d["n_claims"] == 99
+    # Several reviewers on some claims: every reviewer's verdict counts, the disputed claim included.
+    assert d["agreement"]["basis"] == "per_reviewer"
+    assert d["n_claims"] == 100 and d["n_labels"] == 105
     assert d["unresolved_claims"] == ["test00345/test00345-c1"]
+    # The unanimous view beside it leaves the disputed claim out.
+    assert d["agreement_final_label"]["n_claims"] == 99
+    assert d["agreement_final_label"]["n_left_out"] == 1
     assert d["human_human"]["n_claims"] == 5
     assert d["human_human"]["reviewers"] == ["wice-annotators", "zoe"]
     assert d["human_human"]["agreement"]["value"] == pytest.approx(0.8)
     assert main(["--db", _db_file(wice_db), "stats", "--judge-run", "wice-gpt4", "--bootstrap", "0"]) == 0
     out = capsys.readouterr().out
-    assert "1 claims left out (reviewers disagree, not adjudicated)" in out
+    assert "1 of them unresolved (reviewers disagree), each reviewer's verdict counted" in out
+    assert "Final label" in out and "secondary view" in out
     assert "Human–human" in out
 
 

@@ -270,7 +270,16 @@ def test_more_claims_to_decide_edges() -> None:
     assert more_claims_to_decide(m, m, 0.85).more_claims == 0
     # Sitting on the target: 85% exactly, in answers of 20 claims (17 agree each) -> undecidable.
     sits = more_claims_to_decide(np.array([17.0, 17.0, 18.0, 16.0] * 10), np.full(40, 20.0), 0.85)
-    assert sits.more_claims is None and not sits.decidable and "sits on" in sits.sentence
+    assert sits.more_claims is None and not sits.decidable
+    assert "read the fixed-sample result" in sits.sentence
+    # Never tells a lead to treat an undecided judge as at the target.
+    assert "treat the judge" not in sits.sentence
+    # Bounded by what the run can give: 75 unlabeled claims.
+    few = more_claims_to_decide(np.array([17.0, 17.0, 18.0, 16.0] * 10), np.full(40, 20.0), 0.85,
+                                available=75)
+    assert few.available == 75 and few.more_claims is None
+    assert few.sentence.startswith("the run has 75 unlabeled claims")
+    assert "import more answers" in few.sentence
     assert more_claims_to_decide(np.zeros(0), np.zeros(0), 0.85).more_claims is None
 
 
@@ -281,16 +290,29 @@ def test_more_claims_to_decide_is_near_the_simulated_crossing() -> None:
     p, n0 = 0.93, 20
     m0 = rng.integers(1, 6, size=n0)
     y0 = rng.binomial(m0, p)
-    est = more_claims_to_decide(y0.astype(float), m0.astype(float), 0.85)
+    est = more_claims_to_decide(y0.astype(float), m0.astype(float), 0.85, reps=600)
     assert est.more_claims is not None and est.more_claims > 0
-    rate = float(np.mean(y0 / m0))
-    reps, t_len = 400, 400
-    m = rng.integers(1, 6, size=(reps, t_len))
-    u = np.concatenate([np.tile(y0 / m0, (reps, 1)), rng.binomial(m, rate) / m], axis=1)
-    hit = log_capital(u, 0.85, plugin_bets(u, alpha=0.05), side="above") >= math.log(20)
-    first = np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, 10 ** 6)
-    median_more_claims = (np.median(first) - n0) * 3.0
-    assert 0.5 * median_more_claims <= est.more_claims <= 2.0 * median_more_claims
+    assert est.low is not None and est.low <= est.more_claims
+    assert est.high is None or est.high >= est.more_claims
+    # From scratch: agreement drawn around the rule's estimate (the mean of the answers' rates) with the
+    # effective size of its variance, future answers resampled from the labeled ones and moved to that
+    # agreement, the capital of either side run on until it reaches 1/alpha.
+    x = y0 / m0
+    xbar, v = x.mean(), x.var(ddof=1) / n0
+    n_e = xbar * (1 - xbar) / v
+    reps, t_len = 600, 1700
+    theta = rng.beta(xbar * n_e + 0.5, (1 - xbar) * n_e + 0.5, size=reps)
+    pick = rng.integers(0, n0, size=(reps, t_len))
+    u = np.concatenate([np.tile(x, (reps, 1)), np.clip(x[pick] + (theta - xbar)[:, None], 0, 1)], axis=1)
+    bets = plugin_bets(u, alpha=0.05)
+    hit = np.zeros(u.shape, dtype=bool)
+    for side in ("above", "below"):
+        hit |= np.maximum.accumulate(log_capital(u, 0.85, bets, side=side), axis=1) >= math.log(20)
+    future = hit[:, n0:]
+    claims = np.array([m0[pick[i, : future[i].argmax() + 1]].sum() if future[i].any() else np.inf
+                       for i in range(reps)])
+    median_more_claims = float(np.median(claims))
+    assert 0.75 * median_more_claims <= est.more_claims <= 1.33 * median_more_claims
 
 
 # ------------------------------------------------------------------ the human ceiling and the alt-test
@@ -333,7 +355,7 @@ def test_alt_test_hand_worked_example() -> None:
     # d = (0, 0, 0, -1): mean -1/4, sd 1/2, t = (-1/4 - 0.2) / (1/2 / 2) = -1.8, p = T_3(-1.8).
     c, r, v = _to_columns(labels)
     jd = np.array([0, 0, 2, 0])
-    out = alt_test(c, r, v, jd, epsilon=0.2, q=0.05, min_instances=4)
+    out = alt_test(c, r, v, jd, epsilon=0.2, q=0.05, min_instances=4, alignment="accuracy")
     assert out.p_values[0] == pytest.approx(stats.t.cdf(-1.8, 3), abs=1e-12)
     omega, pvals = _alt_from_scratch(labels, judge, 0.2, 0.05, 4)
     np.testing.assert_allclose(out.p_values, pvals, atol=1e-12)
@@ -355,7 +377,7 @@ def test_alt_test_agrees_with_scratch_on_random_data_and_verdicts() -> None:
                   for name in names}
         jd = noisy(judge_err)
         c, r, v = _to_columns(labels)
-        out = alt_test(c, r, v, jd)
+        out = alt_test(c, r, v, jd, epsilon=0.2, alignment="accuracy")
         omega, pvals = _alt_from_scratch(labels, {i: inv[int(x)] for i, x in enumerate(jd)}, 0.2, 0.05, 30)
         np.testing.assert_allclose(out.p_values, pvals, atol=1e-12)
         assert out.winning_rate == pytest.approx(omega)
@@ -406,10 +428,39 @@ def test_capped_thresholds_never_exceed_the_reviewers() -> None:
         rows += [(i, rv, int(x)) for i, x in enumerate(lab)]
     a = np.array(rows)
     hc = human_ceiling(a[:, 0], a[:, 1], a[:, 2], truth)
-    assert hc is not None and hc.reviewer_vs_reviewer.ci_low is not None
+    assert hc is not None and hc.reviewer_vs_reviewer.value is not None
     capped = capped_thresholds(0.85, 0.60, hc)
-    assert capped.agreement_target == pytest.approx(min(0.85, hc.reviewer_vs_reviewer.ci_low))
+    # The point estimate caps, never a lower bound that would fall with less human data.
+    assert capped.agreement_target == pytest.approx(min(0.85, hc.reviewer_vs_reviewer.value))
     assert capped.capped_agreement and capped.agreement_target < 0.85
     assert capped.kappa_floor <= 0.60
     same = capped_thresholds(0.85, 0.60, None)
     assert (same.agreement_target, same.kappa_floor) == (0.85, 0.60)
+
+
+@pytest.mark.parametrize("se", [0.0, 1e-17, -0.0])
+def test_more_claims_for_kappa_treats_a_rounding_residue_as_zero(se: float) -> None:
+    more = more_claims_for_kappa(se, 200)
+    assert more.more_claims is None and "no standard error" in more.sentence
+
+
+def test_more_claims_for_kappa_never_says_within_when_the_interval_is_withheld() -> None:
+    # A small SE on many claims would already be within +-0.10, but the interval is not shown.
+    more = more_claims_for_kappa(0.02, 400, withheld="only 12 labeled answers (fewer than 15)")
+    assert more.more_claims is None and not more.decidable
+    assert "withheld" in more.sentence and "already within" not in more.sentence
+    assert more_claims_for_kappa(0.02, 400).sentence.startswith("kappa's interval is already within")
+
+
+def test_answers_labeled_at_one_time_enter_in_a_seeded_order_not_the_files() -> None:
+    # Ten answers imported at once (one label time), the disagreeing ones last in the file.
+    cluster = np.repeat(np.arange(10), 2)
+    agree = np.array([1.0] * 12 + [0.0] * 8)
+    rank = np.zeros(cluster.size)
+    y, _ = answer_sums(cluster, agree, label_rank=rank)
+    flipped = np.arange(cluster.size)[::-1]  # the same labels in the opposite file order
+    y2, _ = answer_sums(cluster[flipped], agree[flipped], label_rank=rank)
+    assert y.tolist() == y2.tolist()
+    assert y.tolist() != sorted(y.tolist(), reverse=True)  # not the file's order
+    y3, _ = answer_sums(cluster, agree, label_rank=rank)
+    assert y3.tolist() == y.tolist()  # seeded: the same order every time

@@ -488,3 +488,58 @@ def test_agreement_and_grounding_intervals_cover_under_failures_first():
     # 400 replicates: a 95% interval covers within about +-2.2 points (1 s.e. ~1.1)
     assert 0.91 <= hits_a / reps <= 0.99
     assert 0.91 <= hits_g / reps <= 0.99
+
+
+def test_singleton_census_stratum_is_pooled_without_the_fpc():
+    # Stratum "one" holds the run's only answer of its category, labeled; without the finite-population
+    # correction its variance is unknown, so it is pooled with its neighbour (as documented), not left
+    # to withhold every interval.
+    y = [3, 2, 4, 1, 2, 3]
+    m = [4, 3, 4, 2, 3, 4]
+    strata = ["a", "a", "a", "b", "b", "one"]
+    pop = {"a": 40, "b": 30, "one": 1}
+    got = est.ratio_estimate(y, m, strata, pop, fpc=False)
+    assert got.ci_low is not None and got.reason is None
+    assert "collapsed one -> " in got.method
+    # The collapsed variance by hand: "one" (rate 1/1) joins the stratum whose rate n/N is closest
+    # ("a", 3/40, over "b", 2/30).
+    w = np.array([40 / 3] * 3 + [15.0] * 2 + [1.0])
+    yy, mm = np.array(y, float), np.array(m, float)
+    r = (w * yy).sum() / (w * mm).sum()
+    z = w * (yy - r * mm)
+    var = sum(len(g) / (len(g) - 1) * ((z[g] - z[g].mean()) ** 2).sum() for g in ([0, 1, 2, 5], [3, 4]))
+    assert got.se == pytest.approx(math.sqrt(var) / (w * mm).sum())
+
+
+def test_singleton_category_stratum_keeps_every_design_interval(fresh_db, tmp_path):
+    """A 200-answer run where one category has a single answer, and a 30-answer stratified cycle."""
+    import json
+
+    from calibration import cycles, report, store
+    from calibration.importing import import_answers
+
+    rng = np.random.default_rng(1)
+    src = tmp_path / "run.jsonl"
+    verdicts = ("SUPPORTED", "CONTRADICTED", "UNSUPPORTED")
+    with src.open("w", encoding="utf-8") as fh:
+        for a in range(200):
+            category = "rare" if a == 0 else ("numeric", "refusal")[a % 2]
+            fh.write(json.dumps({
+                "id": f"q{a:03d}", "question": "q", "answer": "a", "category": category,
+                "judge_model": "m", "judge_prompt_version": "v1", "chunks": [{"id": "S1", "text": "t"}],
+                "claims": [{"id": f"c{i}", "claim": "x",
+                            "verdict": verdicts[int(rng.choice(3, p=[.7, .1, .2]))]} for i in range(1, 4)],
+            }) + "\n")
+    import_answers(fresh_db, src)
+    cycle = cycles.create_cycle(fresh_db, name="s", judge_run="m@v1", size=30, seed=4, strategy="stratified")
+    assert "q000" in cycle.answers  # the stratified draw takes the rare category's one answer
+    for a in cycle.answers:
+        for i in range(1, 4):
+            pk = store.claim_pk(fresh_db, a, f"c{i}")
+            verdict = verdicts[int(rng.choice(3, p=[.8, .05, .15]))]
+            store.record_label(fresh_db, claim=pk, reviewer="ann", kind="blind", verdict=verdict)
+    run = store.find_judge_run(fresh_db, "m@v1")
+    r = report.scope_report(fresh_db, run, bootstrap=0).report
+    for e in (r.estimates.agreement, r.estimates.direction.difference):
+        assert e.ci_low is not None, e.reason
+    assert r.pipeline["supported_rate"]["ci_low"] is not None

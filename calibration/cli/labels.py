@@ -73,6 +73,10 @@ def _add_stats(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--agreement-target", type=float, help="agreement the judge must reach (default 0.85)")
     p.add_argument("--kappa-floor", type=float, help="kappa below which to revise (default 0.60)")
     p.add_argument("--alpha", type=float, help="McNemar significance level (default 0.05)")
+    p.add_argument("--alt-epsilon", type=float,
+                   help="alternative annotator test margin: how much worse than a reviewer the judge may be "
+                        "(default 0.15, the test's authors' value for skilled reviewers; 0.2 experts, "
+                        "0.1 crowd workers)")
     p.set_defaults(handler=cli_thresholds)
 
 
@@ -104,7 +108,8 @@ def cli_thresholds(args: argparse.Namespace) -> int:
     with store.session(_db_path(args)) as db:
         current = store.save_thresholds(db, **changes) if changes else store.load_thresholds(db)
     print(f"agreement target {current.agreement_target:g}, kappa floor {current.kappa_floor:g}, "
-          f"alpha {current.alpha:g}" + (" (saved)" if changes else ""))
+          f"alpha {current.alpha:g}, alt-test epsilon {current.alt_epsilon:g}"
+          + (" (saved)" if changes else ""))
     return 0
 
 

@@ -23,6 +23,7 @@ THRESHOLD_SETTINGS: dict[str, str] = {
     "agreement_target": "stats.agreement_target",
     "kappa_floor": "stats.kappa_floor",
     "alpha": "stats.alpha",
+    "alt_epsilon": "stats.alt_epsilon",
 }
 
 
@@ -60,7 +61,7 @@ def load_thresholds(db: Database) -> Thresholds:
 
 
 def save_thresholds(db: Database, **changes: float) -> Thresholds:
-    """Change some thresholds (agreement_target, kappa_floor, alpha); returns all of them."""
+    """Change some thresholds (agreement_target, kappa_floor, alpha, alt_epsilon); returns all of them."""
     unknown = set(changes) - set(THRESHOLD_SETTINGS)
     if unknown:
         raise InputError(f"unknown threshold(s): {', '.join(sorted(unknown))}")
