@@ -244,16 +244,47 @@ def require_reviewer() -> str:
     raise AssertionError("unreachable")  # st.stop() raises
 
 
-def _secret_leads() -> list[str]:
+def _calibration_secret(key: str) -> object:
+    """`key` under `[calibration]` in the secrets, or None."""
     try:
         if not st.secrets.load_if_toml_exists() or "calibration" not in st.secrets:
-            return []
-        leads = st.secrets["calibration"].get("leads")
+            return None
+        return st.secrets["calibration"].get(key)
     except Exception:  # an unreadable secrets file configures nothing, as for auth_configured
-        return []
-    if isinstance(leads, str):
-        return leads.split(",")
-    return [str(x) for x in leads] if isinstance(leads, (list, tuple)) else []
+        return None
+
+
+def _secret_list(key: str) -> list[str]:
+    value = _calibration_secret(key)
+    if isinstance(value, str):
+        return value.split(",")
+    return [str(x) for x in value] if isinstance(value, (list, tuple)) else []
+
+
+def _secret_leads() -> list[str]:
+    return _secret_list("leads")
+
+
+def lead_group_rule() -> tuple[str, frozenset[str]] | None:
+    """With OIDC: the ID-token claim that lists a person's groups or roles (`leads_claim`
+    under `[calibration]`, e.g. "groups") and the values of it that make a lead
+    (`lead_groups`, as comparison keys); None unless OIDC and both are set."""
+    claim = str(_calibration_secret("leads_claim") or "").strip()
+    groups = roles.lead_keys(_secret_list("lead_groups"))
+    if not claim or not groups or not auth_configured():
+        return None
+    return claim, groups
+
+
+def _in_lead_group() -> bool | None:
+    """Whether the logged-in OIDC user's ID token puts them in a lead group; None when no
+    lead group rule is configured (`lead_group_rule`)."""
+    rule = lead_group_rule()
+    if rule is None:
+        return None
+    if not st.user.is_logged_in:
+        return False
+    return roles.in_lead_groups(st.user.to_dict(), *rule)
 
 
 def configured_leads() -> frozenset[str] | None:
@@ -276,7 +307,7 @@ def _identities(reviewer: str) -> list[str]:
 def role_mode() -> roles.Mode:
     """Leads configured, single-user (no lead, at most one name ever signed in), or a team without leads."""
     leads = configured_leads() or frozenset()
-    if leads:
+    if leads or lead_group_rule() is not None:
         return roles.Mode.LEADS_CONFIGURED
     with store.session(db_path()) as db:
         names = roles.signed_in(db)
@@ -288,7 +319,8 @@ def check_lead(reviewer: str | None) -> None:
     """NotALeadError (the refusal sentence) unless `reviewer` is a lead right now: the one
     lead check (`calibration.roles.require_lead`), for lead pages and lead actions alike.
 
-    With OIDC the user's email, name or subject may match a configured lead. Without any lead
+    With OIDC the user's email, name or subject may match a configured lead, or the ID token's
+    groups claim a lead group (`lead_group_rule`). Without any lead
     configured the first and only name that signs in is the lead (single-user mode); once a
     second name has signed in nobody is, until a lead is configured.
     """
@@ -297,7 +329,8 @@ def check_lead(reviewer: str | None) -> None:
     with store.session(db_path()) as db:
         if auth_configured():
             roles.note_sign_in(db, reviewer)  # a typed name is recorded at sign-in; OIDC here
-        roles.require_lead(db, _identities(reviewer), configured_leads() or frozenset())
+        roles.require_lead(db, _identities(reviewer), configured_leads() or frozenset(),
+                           in_group=_in_lead_group())
 
 
 def is_lead(reviewer: str) -> bool:
