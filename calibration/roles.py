@@ -43,8 +43,9 @@ from . import store
 from .errors import InputError, NotALeadError
 from .store import cycles as cycle_store
 from .store import dashboard as dashboard_store
+from .store import roster as roster_store
 from .store.dashboard import OpenCycleWork
-from .text import check_name, confusable_with, normalise_name, visible
+from .text import check_name, confusable_with, near_duplicate_of, normalise_name, visible
 
 LEADS_ENV = "CALIBRATION_LEADS"
 MAX_NAME = 80
@@ -169,8 +170,9 @@ def canonical_name(name: str, known: Iterable[str]) -> str:
 def accept_name(typed: str, known: Sequence[str], *, field: str = "name") -> str:
     """The reviewer a typed name stands for (an existing spelling when one matches), or InputError.
 
-    Refused: what :func:`check_name` refuses, a name longer than MAX_NAME, and a name that
-    looks like a different known reviewer (UTS #39 skeletons over Unicode's confusables.txt) or
+    Refused: what :func:`check_name` refuses, a name longer than MAX_NAME, a near-duplicate of
+    a known reviewer ("Anna." beside "Anna": :func:`calibration.text.near_duplicate_of`), and a
+    name that looks like a different known reviewer (UTS #39 skeletons over Unicode's confusables.txt) or
     is one in another alphabet (Cyrillic or Greek romanised): :func:`confusable_with`."""
     try:
         name = check_name(typed)
@@ -184,6 +186,11 @@ def accept_name(typed: str, known: Sequence[str], *, field: str = "name") -> str
     key = normalise_name(name)
     if any(normalise_name(k) == key for k in known):
         return canonical_name(name, known)  # the same person: their stored spelling
+    close = near_duplicate_of(name, known)
+    if close is not None:
+        raise InputError(f"{field}: {visible(name)!r} differs from the existing reviewer {visible(close)!r} "
+                         "only in punctuation, spacing or accents; type that reviewer's name exactly, "
+                         "or a name that cannot be mistaken for it")
     other = confusable_with(name, known)
     if other is not None:
         raise InputError(f"{field}: {visible(name)!r} looks like the existing reviewer {visible(other)!r} "
@@ -350,8 +357,12 @@ def signed_in(db: Database) -> list[str]:
 
 def sign_in(db: Database, typed: str) -> str:
     """Accept a typed sign-in name (:func:`accept_name` against the known reviewers) and record
-    it; returns the stored spelling. InputError says why a name is refused."""
+    it; returns the stored spelling. InputError says why a name is refused; a reviewer the
+    lead deactivated on the roster (:mod:`calibration.roster`) is refused too."""
     name = accept_name(typed, known_reviewers(db))
+    listed = roster_store.entry(db, normalise_name(name))
+    if listed is not None and not listed.active:
+        raise InputError(f"name: {visible(listed.name)!r} is deactivated on the reviewer roster; ask a lead")
     note_sign_in(db, name)
     return name
 
