@@ -48,7 +48,7 @@ from typing import ParamSpec
 
 import streamlit as st
 
-from calibration import cycles, roles, store
+from calibration import cycles, roles, roster, store
 from calibration.errors import CalibrationError, NotALeadError
 from calibration.text import inert_markdown, neutralise_body, visible
 from calibration.vocab import VERDICT_COLOURS
@@ -63,6 +63,9 @@ TOKEN_PARAM = "signin"  # query parameter holding the sign-in token (`sign_token
 TOKEN_TTL_S = 12 * 3600  # a working day: a link shared today signs nobody in tomorrow
 SECRET_ENV = "CALIBRATION_SIGNIN_SECRET"
 SECRET_SETTING = store.SIGNIN_SECRET_SETTING  # generated once when neither env nor secrets set one
+_ROSTER_PICK = "signin_pick"
+TYPED_NAME_NOTE = ("Typed names are for a single person or a trusted room: anyone can type any "
+                   "name. A team signs in through its identity provider (OIDC, see the README).")
 _REFUSED_KEY = "_calibration_lead_refused"  # a lead action refused in its callback, for the page
 P = ParamSpec("P")
 
@@ -203,6 +206,14 @@ def _sign_in() -> None:
         st.session_state["_signin_error"] = True
 
 
+def _sign_in_picked() -> None:
+    """The roster pick's callback: sign in with the picked name, as if typed."""
+    picked = st.session_state.get(_ROSTER_PICK)
+    if isinstance(picked, str) and picked:
+        st.session_state[_SIGNIN_FIELD] = picked
+        _sign_in()
+
+
 def _sign_out() -> None:
     for key in list(st.session_state):
         del st.session_state[key]
@@ -224,12 +235,18 @@ def require_reviewer() -> str:
     if linked:
         return linked
     st.subheader("Sign in")
+    st.caption(TYPED_NAME_NOTE)
+    with store.session(db_path()) as db:
+        listed = roster.active_names(db)
+    if listed:
+        st.selectbox("Pick your name", listed, index=None, key=_ROSTER_PICK, format_func=visible,
+                     placeholder="the lead's list of reviewers", on_change=_sign_in_picked, width=360)
     remembered = normalise_name(str(st.query_params.get(NAME_PARAM, "")))
     if remembered and _SIGNIN_FIELD not in st.session_state:
         st.session_state[_SIGNIN_FIELD] = remembered  # after a reload: filled in, not signed in
     with st.form("signin", border=False, enter_to_submit=True):
-        st.text_input("Your name", key=_SIGNIN_FIELD, max_chars=MAX_NAME,
-                      placeholder="e.g. Anna", width=360)
+        st.text_input("Your name" if not listed else "Or type your name", key=_SIGNIN_FIELD,
+                      max_chars=MAX_NAME, placeholder="e.g. Anna", width=360)
         # Enter also works from outside the field, so a reload costs one key press.
         st.form_submit_button("Sign in", type="primary", on_click=_sign_in,
                               shortcut="Enter" if remembered else None)

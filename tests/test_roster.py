@@ -13,6 +13,8 @@ from calibration.cli import main
 from calibration.errors import ConflictError, InputError, NotFoundError
 from calibration.fmt import plural
 from calibration.store import cycles as cycle_store
+from tests.test_cycles import build_run, click, texts
+from tests.test_cycles import page as cycles_page
 
 
 @pytest.fixture
@@ -135,3 +137,35 @@ def test_the_cli_keeps_the_roster(labeled_db: Database, db_path: Path,
     listed = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert [(e["name"], e["active"]) for e in listed] == [("bob", True), ("Vera N", True), ("Anna", False)]
     assert _labels(labeled_db, "Vera N") == before
+
+
+@pytest.fixture
+def run_db(fresh_db: Database) -> Database:
+    """A database holding run judge@v1 over 40 answers (tests.test_cycles.build_run)."""
+    build_run(fresh_db)
+    return fresh_db
+
+
+def test_the_cycles_page_keeps_the_roster_and_its_form_picks_from_it(
+        run_db: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = cycles_page(db_path, monkeypatch)
+    assert not at.exception
+    for name in ("Anna", "Borys"):
+        at.text_input(key="roster_add").input(name)
+        click(at, "Add")
+    at.text_input(key="roster_add").input("Anna.")
+    click(at, "Add")
+    assert [e.value for e in at.error] == ["The roster did not change."]
+    assert any("differs from the existing reviewer 'Anna'" in t for t in texts(at))
+    # The cycle form now picks from the roster: no typed names.
+    assert at.multiselect(key="cycle_reviewer_pick").options == ["Anna", "Borys"]
+    at.text_input(key="cycle_name").input("week 1")
+    at.multiselect(key="cycle_reviewer_pick").set_value(["Borys"])
+    click(at, "Create cycle")
+    assert not at.exception and cycles.get_cycle(run_db, "week 1").reviewers == ("Borys",)
+    at.selectbox(key="roster_who").set_value("Borys")
+    at.text_input(key="roster_new").input("Borys K")
+    click(at, "Rename")
+    assert "renamed to Borys K: 0 labels moved along" in texts(at)
+    assert cycles.get_cycle(run_db, "week 1").reviewers == ("Borys K",)
+    assert next((e.kind, e.by) for e in roster.history(run_db)) == ("rename", "lead")
