@@ -17,11 +17,13 @@ session over (`st.context.cookies` is read-only). The name is therefore kept in 
 query string (`?reviewer=`) beside a signed, expiring token (`?signin=`, see
 `sign_token`): a reload with both, the token valid, signs the same reviewer in again
 without a key press. A name alone (or with a bad or expired token) only fills in the
-sign-in field. Labels are always written under the session's signed-in name
+sign-in field. The sign-in offers the lead's roster (`calibration.roster`) to pick from.
+Labels are always written under the session's signed-in name
 (`REVIEWER_KEY`), never read from the URL.
 
 Leads (`require_lead`): the Cycles, Guidelines, Dashboard, Import and Judge lab pages are
-for leads, listed in $CALIBRATION_LEADS or in the secrets. With none configured the app is in
+for leads, listed in $CALIBRATION_LEADS or in the secrets, or (with OIDC) members of a lead
+group of the ID token's groups claim (`lead_group_rule`). With none configured the app is in
 single-user mode (the one name signed in is the lead) until a second name signs in; then lead
 pages refuse everyone until a lead is configured (`calibration.roles`). The check runs at
 every run of a lead page and, through `lead_action`, inside every callback of one.
