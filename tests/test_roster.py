@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,15 @@ def test_the_cycles_page_keeps_the_roster_and_its_form_picks_from_it(
     assert "renamed to Borys K: 0 labels moved along" in texts(at)
     assert cycles.get_cycle(run_db, "week 1").reviewers == ("Borys K",)
     assert next((e.kind, e.by) for e in roster.history(run_db)) == ("rename", "lead")
+
+
+def test_label_history_stays_append_only_but_for_a_recorded_rename(labeled_db: Database) -> None:
+    (event_id,) = labeled_db.execute("SELECT id FROM label_events WHERE reviewer = 'vera' LIMIT 1").fetchone()
+    for sql in ["UPDATE label_events SET note = 'changed' WHERE id = ?",
+                "UPDATE label_events SET reviewer = 'mallory' WHERE id = ?",  # no rename names mallory
+                "DELETE FROM label_events WHERE id = ?"]:
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            labeled_db.execute(sql, [event_id])
+    roster.rename(labeled_db, "vera", "Vera N")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):  # a rename moves names only
+        labeled_db.execute("UPDATE label_events SET note = 'x', reviewer = 'Vera N' WHERE id = ?", [event_id])
