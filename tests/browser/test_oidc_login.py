@@ -108,6 +108,10 @@ def test_a_reviewer_logs_in_is_refused_on_lead_pages_keeps_the_session_and_logs_
     page.reload()
     page.get_by_test_id("stSidebar").get_by_text(REVIEWER).wait_for()
     page.locator(".st-key-cycle-name").wait_for()
+    tab = page.context.new_page()  # a new tab: the same cookie, the same person
+    tab.goto(f"{team_app}/review")
+    tab.get_by_test_id("stSidebar").get_by_text(REVIEWER).wait_for()
+    tab.close()
     page.get_by_role("button", name="Log out").click()
     # Streamlit ends the provider's session too (RP-initiated logout), then returns to the app.
     page.get_by_role("button", name="End session").click()
