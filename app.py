@@ -39,7 +39,7 @@ SINGLE_USER_NOTE = ("Single-user mode: no lead is configured, so the one person 
 @st.cache_resource(show_spinner=False)
 def _announce_roles() -> bool:
     """Once per server process: say in the server log how to configure a lead when none is."""
-    if ui.configured_leads() is None:
+    if ui.configured_leads() is None and ui.lead_group_rule() is None:
         print(f"calibration: {roles.SETUP_HINT} Until then the app runs in single-user mode: "
               "the first name that signs in is the lead, and lead pages refuse everyone once a "
               "second name has signed in.", file=sys.stderr, flush=True)

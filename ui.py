@@ -17,11 +17,13 @@ session over (`st.context.cookies` is read-only). The name is therefore kept in 
 query string (`?reviewer=`) beside a signed, expiring token (`?signin=`, see
 `sign_token`): a reload with both, the token valid, signs the same reviewer in again
 without a key press. A name alone (or with a bad or expired token) only fills in the
-sign-in field. Labels are always written under the session's signed-in name
+sign-in field. The sign-in offers the lead's roster (`calibration.roster`) to pick from.
+Labels are always written under the session's signed-in name
 (`REVIEWER_KEY`), never read from the URL.
 
 Leads (`require_lead`): the Cycles, Guidelines, Dashboard, Import and Judge lab pages are
-for leads, listed in $CALIBRATION_LEADS or in the secrets. With none configured the app is in
+for leads, listed in $CALIBRATION_LEADS or in the secrets, or (with OIDC) members of a lead
+group of the ID token's groups claim (`lead_group_rule`). With none configured the app is in
 single-user mode (the one name signed in is the lead) until a second name signs in; then lead
 pages refuse everyone until a lead is configured (`calibration.roles`). The check runs at
 every run of a lead page and, through `lead_action`, inside every callback of one.
@@ -54,7 +56,7 @@ from typing import ParamSpec
 
 import streamlit as st
 
-from calibration import cycles, roles, store
+from calibration import cycles, roles, roster, store
 from calibration.errors import CalibrationError, NotALeadError, StorageError
 from calibration.text import inert_markdown, neutralise_body, visible
 from calibration.vocab import VERDICT_COLOURS
@@ -69,6 +71,9 @@ TOKEN_PARAM = "signin"  # query parameter holding the sign-in token (`sign_token
 TOKEN_TTL_S = 12 * 3600  # a working day: a link shared today signs nobody in tomorrow
 SECRET_ENV = "CALIBRATION_SIGNIN_SECRET"
 SECRET_SETTING = store.SIGNIN_SECRET_SETTING  # generated once when neither env nor secrets set one
+_ROSTER_PICK = "signin_pick"
+TYPED_NAME_NOTE = ("Typed names are for a single person or a trusted room: anyone can type any "
+                   "name. A team signs in through its identity provider (OIDC, see the README).")
 _REFUSED_KEY = "_calibration_lead_refused"  # a lead action refused in its callback, for the page
 P = ParamSpec("P")
 
@@ -209,6 +214,14 @@ def _sign_in() -> None:
         st.session_state["_signin_error"] = True
 
 
+def _sign_in_picked() -> None:
+    """The roster pick's callback: sign in with the picked name, as if typed."""
+    picked = st.session_state.get(_ROSTER_PICK)
+    if isinstance(picked, str) and picked:
+        st.session_state[_SIGNIN_FIELD] = picked
+        _sign_in()
+
+
 def _sign_out() -> None:
     for key in list(st.session_state):
         del st.session_state[key]
@@ -230,12 +243,18 @@ def require_reviewer() -> str:
     if linked:
         return linked
     st.subheader("Sign in")
+    st.caption(TYPED_NAME_NOTE)
+    with store.session(db_path()) as db:
+        listed = roster.active_names(db)
+    if listed:
+        st.selectbox("Pick your name", listed, index=None, key=_ROSTER_PICK, format_func=visible,
+                     placeholder="the lead's list of reviewers", on_change=_sign_in_picked, width=360)
     remembered = normalise_name(str(st.query_params.get(NAME_PARAM, "")))
     if remembered and _SIGNIN_FIELD not in st.session_state:
         st.session_state[_SIGNIN_FIELD] = remembered  # after a reload: filled in, not signed in
     with st.form("signin", border=False, enter_to_submit=True):
-        st.text_input("Your name", key=_SIGNIN_FIELD, max_chars=MAX_NAME,
-                      placeholder="e.g. Anna", width=360)
+        st.text_input("Your name" if not listed else "Or type your name", key=_SIGNIN_FIELD,
+                      max_chars=MAX_NAME, placeholder="e.g. Anna", width=360)
         # Enter also works from outside the field, so a reload costs one key press.
         st.form_submit_button("Sign in", type="primary", on_click=_sign_in,
                               shortcut="Enter" if remembered else None)
@@ -250,16 +269,47 @@ def require_reviewer() -> str:
     raise AssertionError("unreachable")  # st.stop() raises
 
 
-def _secret_leads() -> list[str]:
+def _calibration_secret(key: str) -> object:
+    """`key` under `[calibration]` in the secrets, or None."""
     try:
         if not st.secrets.load_if_toml_exists() or "calibration" not in st.secrets:
-            return []
-        leads = st.secrets["calibration"].get("leads")
+            return None
+        return st.secrets["calibration"].get(key)
     except Exception:  # an unreadable secrets file configures nothing, as for auth_configured
-        return []
-    if isinstance(leads, str):
-        return leads.split(",")
-    return [str(x) for x in leads] if isinstance(leads, (list, tuple)) else []
+        return None
+
+
+def _secret_list(key: str) -> list[str]:
+    value = _calibration_secret(key)
+    if isinstance(value, str):
+        return value.split(",")
+    return [str(x) for x in value] if isinstance(value, (list, tuple)) else []
+
+
+def _secret_leads() -> list[str]:
+    return _secret_list("leads")
+
+
+def lead_group_rule() -> tuple[str, frozenset[str]] | None:
+    """With OIDC: the ID-token claim that lists a person's groups or roles (`leads_claim`
+    under `[calibration]`, e.g. "groups") and the values of it that make a lead
+    (`lead_groups`, as comparison keys); None unless OIDC and both are set."""
+    claim = str(_calibration_secret("leads_claim") or "").strip()
+    groups = roles.lead_keys(_secret_list("lead_groups"))
+    if not claim or not groups or not auth_configured():
+        return None
+    return claim, groups
+
+
+def _in_lead_group() -> bool | None:
+    """Whether the logged-in OIDC user's ID token puts them in a lead group; None when no
+    lead group rule is configured (`lead_group_rule`)."""
+    rule = lead_group_rule()
+    if rule is None:
+        return None
+    if not st.user.is_logged_in:
+        return False
+    return roles.in_lead_groups(st.user.to_dict(), *rule)
 
 
 def configured_leads() -> frozenset[str] | None:
@@ -282,7 +332,7 @@ def _identities(reviewer: str) -> list[str]:
 def role_mode() -> roles.Mode:
     """Leads configured, single-user (no lead, at most one name ever signed in), or a team without leads."""
     leads = configured_leads() or frozenset()
-    if leads:
+    if leads or lead_group_rule() is not None:
         return roles.Mode.LEADS_CONFIGURED
     with store.session(db_path()) as db:
         names = roles.signed_in(db)
@@ -294,7 +344,8 @@ def check_lead(reviewer: str | None) -> None:
     """NotALeadError (the refusal sentence) unless `reviewer` is a lead right now: the one
     lead check (`calibration.roles.require_lead`), for lead pages and lead actions alike.
 
-    With OIDC the user's email, name or subject may match a configured lead. Without any lead
+    With OIDC the user's email, name or subject may match a configured lead, or the ID token's
+    groups claim a lead group (`lead_group_rule`). Without any lead
     configured the first and only name that signs in is the lead (single-user mode); once a
     second name has signed in nobody is, until a lead is configured.
     """
@@ -303,7 +354,8 @@ def check_lead(reviewer: str | None) -> None:
     with store.session(db_path()) as db:
         if auth_configured():
             roles.note_sign_in(db, reviewer)  # a typed name is recorded at sign-in; OIDC here
-        roles.require_lead(db, _identities(reviewer), configured_leads() or frozenset())
+        roles.require_lead(db, _identities(reviewer), configured_leads() or frozenset(),
+                           in_group=_in_lead_group())
 
 
 def is_lead(reviewer: str) -> bool:

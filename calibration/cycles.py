@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from sqlite_utils import Database
 
-from . import planning, roles, sampling, store
+from . import planning, roles, roster, sampling, store
 from .errors import ConflictError, InputError, NotFoundError, WorkOutstandingError
 from .fmt import plural
 from .store import cycles as db_cycles
@@ -541,7 +541,8 @@ def create_cycle(
 
     `seed` None draws one, which is recorded so the sample can be redrawn. An empty
     `reviewers` list makes an open cycle: every signed-in reviewer's queue is every
-    answer; reviewer names are normalised and duplicates refused (`normalise_reviewers`).
+    answer; reviewer names are normalised and duplicates refused (`normalise_reviewers`), and
+    once the roster holds anyone they must be its active reviewers (`roster.check_on_roster`).
     `size` must be within 15-30 unless `force`, in which case the returned cycle carries a
     warning about the interval width; a pool smaller than `size` is an error unless
     `force`, which then takes the whole pool. `failing_share` is the least share of slots
@@ -571,7 +572,7 @@ def create_cycle(
         problems.append(f"seed: must be a non-negative integer, got {seed}")
     matched = roles.match_reviewers(reviewers, db_cycles.known_reviewer_names(db))
     team = matched.names
-    problems += matched.problems
+    problems += matched.problems + roster.check_on_roster(db, team)
     if problems:
         raise InputError(problems)
     warnings: list[str] = []
@@ -696,6 +697,9 @@ def reassign(db: Database, cycle_name: str, from_reviewer: str, to_reviewer: str
     target = roles.accept_name(to_reviewer, known, field="to")
     if name_key(source) == name_key(target):
         raise InputError(f"to: {source!r} is the reviewer the work comes from; name another reviewer")
+    off_roster = roster.check_on_roster(db, [target], field="to")
+    if off_roster:
+        raise InputError(off_roster)
     with store.write(db):
         cycle = get_cycle(db, cycle_name)
         if cycle.status != "open":

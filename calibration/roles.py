@@ -11,7 +11,9 @@ The rules, each a function testable without a browser:
   with a zero-width space, a Cherokee "ᎢᎪᎷᎪᎡᎪ" or a Cyrillic "Тамара" is never a second
   reviewer beside "anna" or "Tamara".
 * **Leads** are configured by name or email ($CALIBRATION_LEADS, the secrets, or an OIDC
-  identity matching one). With no lead configured the app is in *single-user mode* while at
+  identity matching one), or, with OIDC, by a groups/roles claim of the ID token
+  (:func:`in_lead_groups`: `leads_claim` names the claim, `lead_groups` the values that make a
+  lead). With no lead configured the app is in *single-user mode* while at
   most one reviewer name has ever signed in: that user is the lead. As soon as a second
   name signs in there is a team and no lead (:data:`Mode.TEAM_WITHOUT_LEADS`): lead pages
   refuse everyone until a lead is configured (:data:`SETUP_HINT` says how). One check,
@@ -31,7 +33,7 @@ What a typed name (no OIDC) does and does not protect is said in :data:`TYPED_NA
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -41,8 +43,9 @@ from . import store
 from .errors import InputError, NotALeadError
 from .store import cycles as cycle_store
 from .store import dashboard as dashboard_store
+from .store import roster as roster_store
 from .store.dashboard import OpenCycleWork
-from .text import check_name, confusable_with, normalise_name, visible
+from .text import check_name, confusable_with, near_duplicate_of, normalise_name, visible
 
 LEADS_ENV = "CALIBRATION_LEADS"
 MAX_NAME = 80
@@ -75,22 +78,46 @@ def lead_keys(names: Iterable[str]) -> frozenset[str]:
     return frozenset(k for k in (normalise_name(n) for n in names) if k)
 
 
-def mode(leads: frozenset[str], signed_in: Iterable[str]) -> Mode:
-    """The role mode: leads configured, or else single-user while at most one distinct name
-    (by comparison key) has signed in, else a team without leads."""
-    if leads:
+def group_keys(value: object) -> frozenset[str]:
+    """The comparison keys of a groups/roles claim's value: a list of names, or one string of
+    names separated by commas or spaces (providers send either); anything else holds none."""
+    if isinstance(value, str):
+        items: Iterable[object] = value.replace(",", " ").split()
+    elif isinstance(value, (list, tuple)):
+        items = value
+    else:
+        return frozenset()
+    return frozenset(k for k in (normalise_name(str(i)) for i in items if isinstance(i, str)) if k)
+
+
+def in_lead_groups(claims: Mapping[str, object], claim: str, groups: frozenset[str]) -> bool:
+    """Whether the ID token's `claims` put the person in a lead group: the claim named `claim`
+    holds one of `groups` (comparison keys, :func:`lead_keys`)."""
+    return bool(claim) and bool(groups & group_keys(claims.get(claim)))
+
+
+def mode(leads: frozenset[str], signed_in: Iterable[str], *, groups: bool = False) -> Mode:
+    """The role mode: leads configured (by name, or `groups`: lead groups of a claim), or else
+    single-user while at most one distinct name (by comparison key) has signed in, else a team
+    without leads."""
+    if leads or groups:
         return Mode.LEADS_CONFIGURED
     keys = {normalise_name(n) for n in signed_in} - {""}
     return Mode.SINGLE_USER if len(keys) <= 1 else Mode.TEAM_WITHOUT_LEADS
 
 
-def is_lead(identities: Iterable[str], leads: frozenset[str], signed_in: Iterable[str]) -> bool:
+def is_lead(identities: Iterable[str], leads: frozenset[str], signed_in: Iterable[str], *,
+            in_group: bool | None = None) -> bool:
     """Whether a person known by `identities` (the signed-in name; with OIDC also email, name,
-    subject) is a lead: one of them matches a configured lead, or the app is in single-user mode.
+    subject) is a lead: one of them matches a configured lead, or their ID token puts them in a
+    lead group (`in_group`; None when no lead group is configured), or the app is in
+    single-user mode.
 
     `signed_in` lists the names that ever signed in; the person's own name counts among them."""
     idents = [i for i in identities if i]
-    found = mode(leads, [*signed_in, *idents[:1]])
+    if in_group:
+        return True
+    found = mode(leads, [*signed_in, *idents[:1]], groups=in_group is not None)
     if found is Mode.SINGLE_USER:
         return True
     if found is Mode.TEAM_WITHOUT_LEADS:
@@ -98,7 +125,8 @@ def is_lead(identities: Iterable[str], leads: frozenset[str], signed_in: Iterabl
     return any(normalise_name(i) in leads for i in idents)
 
 
-def require_lead(db: Database, identities: Sequence[str], leads: frozenset[str]) -> None:
+def require_lead(db: Database, identities: Sequence[str], leads: frozenset[str], *,
+                 in_group: bool | None = None) -> None:
     """Raise NotALeadError, whose message is the :func:`refusal` sentence, unless the person
     known by `identities` is a lead at this moment (:func:`is_lead` over the names that ever
     signed in). With no identity at all nobody is a lead, single-user mode or not.
@@ -109,8 +137,8 @@ def require_lead(db: Database, identities: Sequence[str], leads: frozenset[str])
     before a lead was removed from the configuration) writes nothing afterwards."""
     idents = [i for i in identities if i]
     names = signed_in(db)
-    if not idents or not is_lead(idents, leads, names):
-        raise NotALeadError(refusal(mode(leads, [*names, *idents[:1]])))
+    if not idents or not is_lead(idents, leads, names, in_group=in_group):
+        raise NotALeadError(refusal(mode(leads, [*names, *idents[:1]], groups=in_group is not None)))
 
 
 def refusal(found: Mode) -> str:
@@ -142,8 +170,9 @@ def canonical_name(name: str, known: Iterable[str]) -> str:
 def accept_name(typed: str, known: Sequence[str], *, field: str = "name") -> str:
     """The reviewer a typed name stands for (an existing spelling when one matches), or InputError.
 
-    Refused: what :func:`check_name` refuses, a name longer than MAX_NAME, and a name that
-    looks like a different known reviewer (UTS #39 skeletons over Unicode's confusables.txt) or
+    Refused: what :func:`check_name` refuses, a name longer than MAX_NAME, a near-duplicate of
+    a known reviewer ("Anna." beside "Anna": :func:`calibration.text.near_duplicate_of`), and a
+    name that looks like a different known reviewer (UTS #39 skeletons over Unicode's confusables.txt) or
     is one in another alphabet (Cyrillic or Greek romanised): :func:`confusable_with`."""
     try:
         name = check_name(typed)
@@ -157,6 +186,11 @@ def accept_name(typed: str, known: Sequence[str], *, field: str = "name") -> str
     key = normalise_name(name)
     if any(normalise_name(k) == key for k in known):
         return canonical_name(name, known)  # the same person: their stored spelling
+    close = near_duplicate_of(name, known)
+    if close is not None:
+        raise InputError(f"{field}: {visible(name)!r} differs from the existing reviewer {visible(close)!r} "
+                         "only in punctuation, spacing or accents; type that reviewer's name exactly, "
+                         "or a name that cannot be mistaken for it")
     other = confusable_with(name, known)
     if other is not None:
         raise InputError(f"{field}: {visible(name)!r} looks like the existing reviewer {visible(other)!r} "
@@ -323,8 +357,12 @@ def signed_in(db: Database) -> list[str]:
 
 def sign_in(db: Database, typed: str) -> str:
     """Accept a typed sign-in name (:func:`accept_name` against the known reviewers) and record
-    it; returns the stored spelling. InputError says why a name is refused."""
+    it; returns the stored spelling. InputError says why a name is refused; a reviewer the
+    lead deactivated on the roster (:mod:`calibration.roster`) is refused too."""
     name = accept_name(typed, known_reviewers(db))
+    listed = roster_store.entry(db, normalise_name(name))
+    if listed is not None and not listed.active:
+        raise InputError(f"name: {visible(listed.name)!r} is deactivated on the reviewer roster; ask a lead")
     note_sign_in(db, name)
     return name
 
@@ -349,7 +387,9 @@ __all__ = [
     "accept_name",
     "blind_refusal",
     "canonical_name",
+    "group_keys",
     "hidden_in_scope",
+    "in_lead_groups",
     "is_lead",
     "known_reviewers",
     "lead_keys",

@@ -388,6 +388,28 @@ def confusable_with(name: str, existing_names: Iterable[str]) -> str | None:
     return None
 
 
+def loose_key(name: str) -> str:
+    """The key under which two reviewer names are near-duplicates: :func:`normalise_name`,
+    decomposed (NFKD), with combining marks and everything that is not a letter or a digit
+    (punctuation, spaces, symbols) removed. ``"Anna."``, ``"anna"``, ``"A.N.N.A"`` and
+    ``"Änna"`` share one; ``"Ann"`` and ``"Anna"`` do not."""
+    decomposed = unicodedata.normalize("NFKD", normalise_name(name))
+    return "".join(ch for ch in decomposed if ch.isalnum() and not unicodedata.combining(ch))
+
+
+def near_duplicate_of(name: str, existing_names: Iterable[str]) -> str | None:
+    """An existing name that differs from `name` only in punctuation, spacing or accents
+    (the same :func:`loose_key`, a different :func:`normalise_name`), or None; the first in
+    `existing_names` order wins."""
+    key, loose = normalise_name(name), loose_key(name)
+    if not loose:
+        return None
+    for other in existing_names:
+        if normalise_name(other) != key and loose_key(other) == loose:
+            return other
+    return None
+
+
 # --------------------------------------------------------------------------------------------
 # Shown text
 # --------------------------------------------------------------------------------------------
@@ -569,5 +591,6 @@ def neutralise_cell(value: str) -> str:
 
 
 __all__ = ["BIDI_CONTROLS", "BIDI_EXPLICIT", "BIDI_MARKS", "check_name", "confusable_with", "display_name",
-           "id_problem", "inert_markdown", "neutralise_body", "neutralise_cell", "normalise_name",
+           "id_problem", "inert_markdown", "loose_key", "near_duplicate_of", "neutralise_body",
+           "neutralise_cell", "normalise_name",
            "text_problem", "uts39_skeleton", "visible"]

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import streamlit as st
 
 import ui
-from calibration import cycles, fmt, planning, sampling, store
+from calibration import cycles, fmt, planning, roster, sampling, store
 from calibration.errors import CalibrationError
 from calibration.fmt import plural
 from calibration.store import cycles as store_cycles
@@ -26,6 +26,7 @@ CREATED = "_cycles_create_outcome"
 OUTCOME = "_cycles_close_outcome"
 HELD = "_cycles_holdout_outcome"
 PLANNED = "_cycles_plan_outcome"
+ROSTERED = "_cycles_roster_outcome"
 
 FORCE_LABEL = f"Force a size outside {cycles.MIN_SIZE}–{cycles.MAX_SIZE}"
 INCLUDE_LABEL = "Include already-labeled answers"
@@ -84,6 +85,14 @@ def _local_text(ts: str | None) -> str:
 # ---------------------------------------------------------------- create
 
 
+def _form_reviewers() -> list[str]:
+    """The cycle form's reviewers: picked from the roster when it holds anyone, else typed."""
+    picked = st.session_state.get("cycle_reviewer_pick")
+    if picked is not None:
+        return [str(n) for n in picked]
+    return str(st.session_state.get("cycle_reviewers") or "").split(",")
+
+
 @ui.lead_action
 def _create() -> None:
     """The form's submit: create the cycle; on success clear the name and the seed."""
@@ -104,7 +113,7 @@ def _create() -> None:
             made = cycles.create_cycle(
                 db, name=state.get("cycle_name") or "", judge_run=state.get("cycle_run"),
                 size=int(state["cycle_size"]), seed=seed, strategy=state["cycle_strategy"],
-                reviewers=str(state.get("cycle_reviewers") or "").split(","),
+                reviewers=_form_reviewers(),
                 overlap=float(state["cycle_overlap"]),
                 failing_share=float(state["cycle_failing_share"]), goal=state["cycle_goal"],
                 holdout=bool(state.get("cycle_holdout")),
@@ -147,6 +156,7 @@ def _plan() -> None:
 with store.session(path) as db:
     runs = [r.name for r in cycles.sampleable_runs(db)]
     default = cycles.default_run(db)
+    listed = roster.active_names(db)
 if not runs:
     st.info("No judge runs with verdicts yet: import judged answers first "
             "(python -m calibration import FILE).")
@@ -170,8 +180,12 @@ with st.form("new_cycle", enter_to_submit=False):
              "more labels where earlier cycles found people disagreeing with the judge, for the goal")
     right.number_input("Overlap share", min_value=0.0, max_value=1.0, value=cycles.DEFAULT_OVERLAP,
                        step=0.05, key="cycle_overlap", help="share of answers given to two reviewers")
-    left.text_input("Reviewers", key="cycle_reviewers",
-                    placeholder="comma-separated; blank: open to every reviewer")
+    if listed:
+        left.multiselect("Reviewers", listed, key="cycle_reviewer_pick", format_func=visible,
+                         placeholder="from the roster; none: open to every reviewer")
+    else:
+        left.text_input("Reviewers", key="cycle_reviewers",
+                        placeholder="comma-separated; blank: open to every reviewer")
     right.number_input("Failing share (failures-first)", min_value=0.0, max_value=1.0,
                        value=sampling.DEFAULT_FAILING_SHARE, step=0.05, key="cycle_failing_share",
                        help="the least share of the slots given to answers with a non-SUPPORTED "
@@ -456,3 +470,65 @@ if held:
     with st.expander(f"The {plural(len(held), 'holdout answer')}"):
         st.dataframe([{"Answer": a} for a in held], hide_index=True,
                      column_config={"Answer": st.column_config.TextColumn("Answer", width="large")})
+
+
+# ---------------------------------------------------------------- the reviewer roster
+
+
+@ui.lead_action
+def _roster_change(action: str) -> None:
+    """The roster forms' submit: add, rename, deactivate or reactivate (recorded with the lead)."""
+    state = st.session_state
+    by = ui.current_reviewer()
+    try:
+        with store.session(path) as db:
+            if action == "add":
+                done = f"added {roster.add(db, str(state.get('roster_add') or ''), by=by)}"
+                state["roster_add"] = ""
+            elif action == "rename":
+                new, moved = roster.rename(db, str(state.get("roster_who") or ""),
+                                           str(state.get("roster_new") or ""), by=by)
+                done = f"renamed to {new}: {plural(moved, 'label')} moved along"
+                state["roster_new"] = ""
+            else:
+                name = roster.set_active(db, str(state.get("roster_who") or ""), action == "reactivate",
+                                         by=by)
+                done = f"{action}d {name}"
+    except CalibrationError as exc:
+        state[ROSTERED] = ("error", "The roster did not change.", _problems(exc))
+        return
+    state[ROSTERED] = ("success", "Roster updated.", [done])
+
+
+st.subheader("Reviewers")
+st.caption("The roster: the reviewers cycles are assigned to and typed-name sign-in offers. Once it "
+           "holds anyone, cycles take only its active reviewers. A rename carries the reviewer's "
+           "labels along; a deactivated reviewer keeps their labels but cannot sign in.")
+with store.session(path) as db:
+    everyone = roster.entries(db)
+    changes = roster.history(db)
+with st.form("roster_add_form", enter_to_submit=True, border=False):
+    st.text_input("Add a reviewer", key="roster_add", max_chars=80, width=360,
+                  placeholder="a name; near-duplicates of known names are refused")
+    st.form_submit_button("Add", on_click=_roster_change, args=("add",))
+if everyone:
+    with st.form("roster_edit_form", enter_to_submit=False, border=False):
+        left, right = st.columns(2)
+        left.selectbox("Reviewer", [e.name for e in everyone], key="roster_who", format_func=visible)
+        right.text_input("New name", key="roster_new", max_chars=80)
+        rename, off, on = st.columns(3)
+        rename.form_submit_button("Rename", on_click=_roster_change, args=("rename",))
+        off.form_submit_button("Deactivate", on_click=_roster_change, args=("deactivate",))
+        on.form_submit_button("Reactivate", on_click=_roster_change, args=("reactivate",))
+if rostered := st.session_state.pop(ROSTERED, None):
+    _show(*rostered)
+if everyone:
+    st.dataframe([{"Reviewer": visible(e.name), "Active": e.active, "Added": _local(e.added_at)}
+                  for e in everyone], hide_index=True,
+                 column_config={"Added": st.column_config.DatetimeColumn("Added", format=DATE_FORMAT)})
+if changes:
+    with st.expander(f"Roster history ({plural(len(changes), 'change')})"):
+        st.dataframe([{"When": _local(c.at), "Change": c.kind, "Reviewer": visible(c.name),
+                       "New name": visible(c.new_name or ""), "Labels moved": c.labels_moved,
+                       "By": visible(c.by or "")} for c in changes], hide_index=True,
+                     column_config={"When": st.column_config.DatetimeColumn("When", format=DATE_FORMAT)})

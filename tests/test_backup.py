@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from calibration import backup, cycles, dashboard, export, judge, review, roles, split, store
+from calibration import backup, cycles, dashboard, export, judge, review, roles, roster, split, store
 from calibration.cli import main
 from calibration.errors import ConflictError, InputError
 from calibration.importing import backfill_checks, import_answers, import_labels
@@ -148,6 +148,9 @@ def _fill(tmp_path: Path) -> Path:
         guidelines.save_guidelines(db, guidelines.cycle_scope(cyc.id), "Round two: dates matter.", "lead")
         export.set_reference_answer(db, "Q1", "10 рабочих дней после оплаты.", edited_by="lead")
         export.set_reference_answer(db, "Q1", "Десять рабочих дней, считая от оплаты.", edited_by="anna")
+        for name in ("ann", "bob", "cara"):  # the roster, kept after the cycles it would check
+            roster.add(db, name, by="lead")
+        roster.deactivate(db, "bob", by="lead")
         for name in ("ann", "Bob", "lead"):
             roles.note_sign_in(db, name)
         store.save_thresholds(db, alpha=0.1, agreement_target=0.85)

@@ -170,3 +170,22 @@ def test_reassign_refuses_open_and_closed_cycles(assigned_db: Database) -> None:
     cycles.close_cycle(assigned_db, "w1", force=True)
     with pytest.raises(ConflictError, match="closed"):
         cycles.reassign(assigned_db, "w1", "vera", "bob")
+
+
+@pytest.mark.parametrize(("claims", "lead"), [
+    ({"groups": ["reviewers", "Calibration-Leads"]}, True),  # compared after normalisation
+    ({"groups": "reviewers calibration-leads"}, True),  # one string, space separated
+    ({"groups": "reviewers,calibration-leads"}, True),
+    ({"groups": ["reviewers"]}, False),
+    ({"groups": "calibration-leads-2"}, False),
+    ({"roles": ["calibration-leads"]}, False),  # another claim than the configured one
+    ({"groups": {"calibration-leads": True}}, False),  # not a list of names
+    ({}, False),
+])
+def test_a_lead_group_claim_makes_a_lead(claims: dict[str, object], lead: bool) -> None:
+    groups = roles.lead_keys(["calibration-leads"])
+    in_group = roles.in_lead_groups(claims, "groups", groups)
+    assert in_group is lead
+    # A lead group rule configures leads: a reviewer outside it is no lead, even alone.
+    assert roles.is_lead(["rita@example.org"], frozenset(), [], in_group=in_group) is lead
+    assert roles.mode(frozenset(), [], groups=True) is roles.Mode.LEADS_CONFIGURED

@@ -14,12 +14,12 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import CalibrationError, StorageError
-from . import cycles, io, judge, labels, serve, split
+from . import cycles, io, judge, labels, reviewers, serve, split
 from .common import db_path as _db_path
 
 # The only package that imports argparse or prints: each module registers its commands.
-REGISTRARS = [io.register, labels.register, cycles.register, judge.register, split.register,
-              serve.register]
+REGISTRARS = [io.register, labels.register, cycles.register, reviewers.register, judge.register,
+              split.register, serve.register]
 
 # Commands that may start from no database; every other one reads an existing one.
 CREATING_COMMANDS = {"import", "import-labels", "demo", "restore", "serve"}

@@ -357,10 +357,11 @@ def signed_in_names(db: Database) -> list[str]:
 
 
 def known_reviewer_names(db: Database) -> list[str]:
-    """Every reviewer spelling the database knows: with a label, assigned in a cycle, or signed in."""
+    """Every reviewer spelling the database knows: with a label, assigned in a cycle, signed in,
+    or on the roster."""
     return [r[0] for r in db.execute(
         """SELECT reviewer FROM human_labels UNION SELECT reviewer FROM assignments
-           UNION SELECT name FROM sign_ins ORDER BY 1""")]
+           UNION SELECT name FROM sign_ins UNION SELECT name FROM reviewers ORDER BY 1""")]
 
 
 def open_assigned_answers(db: Database, cycle_id: int, reviewer: str) -> list[str]:

@@ -468,3 +468,41 @@ def m014_label_import_marker(db: Database) -> None:
                SELECT 1 FROM imports WHERE id = OLD.import_id AND status = 'publishing')
            BEGIN SELECT RAISE(ABORT, 'label_events is append-only'); END""",
     ])
+
+
+# ---------------------------------------------------------------- m015 the reviewer roster
+# reviewers: the lead's list of reviewers, keyed by the name's comparison key
+# (calibration.text.normalise_name), in the spelling the lead gave; a deactivated reviewer
+# keeps their labels but is offered nowhere and cannot sign in. reviewer_events: every add,
+# rename and deactivation, with who did it and, for a rename, how many labels moved.
+@migrations()
+def m015_reviewer_roster(db: Database) -> None:
+    _run(db, [
+        """CREATE TABLE reviewers (
+            name_key TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            active INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
+            added_at TEXT NOT NULL
+        )""",
+        """CREATE TABLE reviewer_events (
+            id INTEGER PRIMARY KEY,
+            at TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('add', 'rename', 'deactivate', 'reactivate')),
+            name TEXT NOT NULL,
+            new_name TEXT,
+            labels_moved INTEGER,
+            by TEXT
+        )""",
+        # label_events stays append-only, except that a recorded rename carries its reviewer
+        # column along: only `reviewer` may change, and only to a name a rename event names.
+        "DROP TRIGGER label_events_no_update",
+        """CREATE TRIGGER label_events_no_update BEFORE UPDATE ON label_events
+           WHEN NOT (NEW.id = OLD.id AND NEW.claim_pk = OLD.claim_pk AND NEW.kind = OLD.kind
+                     AND NEW.verdict IS OLD.verdict AND NEW.evidence = OLD.evidence
+                     AND NEW.note IS OLD.note AND NEW.cycle_id IS OLD.cycle_id
+                     AND NEW.judge_run_id IS OLD.judge_run_id AND NEW.created_at = OLD.created_at
+                     AND NEW.duration_ms IS OLD.duration_ms AND NEW.import_id IS OLD.import_id
+                     AND EXISTS (SELECT 1 FROM reviewer_events r
+                                 WHERE r.kind = 'rename' AND r.new_name = NEW.reviewer))
+           BEGIN SELECT RAISE(ABORT, 'label_events is append-only'); END""",
+    ])

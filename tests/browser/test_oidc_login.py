@@ -1,0 +1,132 @@
+"""Team sign-in end to end: a real OpenID Connect provider (oidc-provider-mock, serving
+discovery, authorize, token and JWKS on 127.0.0.1) and the app's `st.login`, driven in Chromium.
+
+The reviewer is the provider's identity (the ID token's e-mail). Leads come from the
+configuration (`leads`, an e-mail) or from a groups claim of the ID token (`leads_claim`,
+`lead_groups` under `[calibration]`). A reviewer is refused on every lead page by direct URL,
+a reload keeps the session (Streamlit's identity cookie, not the URL) and logging out ends it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .conftest import build_db, free_port, require_browser, server_errors, settle, start_app
+from .test_review_page import ANSWERS
+
+pytestmark = pytest.mark.browser
+
+REVIEWER = "rita@example.org"
+GROUP_LEAD = "gil@example.org"  # a lead through the groups claim
+CONFIG_LEAD = "cora@example.org"  # a lead listed by e-mail in the configuration
+LEAD_PAGES = {"cycles": "Cycles", "guidelines": "Guidelines", "dashboard": "Dashboard", "import": "Import",
+              "judge_lab": "Judge lab"}  # path: the page's title
+
+
+def auth_secrets(port: int, metadata_url: str) -> str:
+    """The `[auth]` section of secrets.toml for the app on `port` and a provider."""
+    return ("[auth]\n"
+            f'redirect_uri = "http://127.0.0.1:{port}/oauth2callback"\n'
+            f'cookie_secret = "{"c" * 40}"\n'
+            'client_id = "calibration-tests"\n'
+            'client_secret = "not-a-secret"\n'
+            f'server_metadata_url = "{metadata_url}"\n')
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[str]:
+    """A local OpenID Connect provider with three predefined users; yields its base URL."""
+    require_browser()
+    mock = pytest.importorskip("oidc_provider_mock")
+    users = [
+        mock.User(sub=REVIEWER, claims={"email": REVIEWER, "name": "Rita", "groups": ["reviewers"]}),
+        mock.User(sub=GROUP_LEAD, claims={"email": GROUP_LEAD, "groups": ["reviewers", "calibration-leads"]}),
+        mock.User(sub=CONFIG_LEAD, claims={"email": CONFIG_LEAD}),
+    ]
+    with mock.run_server_in_thread(port=free_port(), user_claims=users) as server:
+        yield f"http://localhost:{server.server_port}"
+
+
+@pytest.fixture(scope="module")
+def team_app(provider: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app in team mode against the provider; yields its URL."""
+    tmp = tmp_path_factory.mktemp("oidc")
+    db = tmp / "app.db"
+    build_db(db, ANSWERS[:2])
+    port = free_port()
+    secrets = tmp / "secrets.toml"
+    secrets.write_text(
+        auth_secrets(port, f"{provider}/.well-known/openid-configuration")
+        + "[calibration]\n"
+        f'leads = ["{CONFIG_LEAD}"]\n'
+        'leads_claim = "groups"\n'
+        'lead_groups = ["calibration-leads"]\n',
+        encoding="utf-8",
+    )
+    log = tmp / "server.log"
+    with start_app(db, log, ["--secrets.files", str(secrets)], port=port, leads="") as url:
+        yield url
+    assert server_errors(log) == []
+
+
+def _log_in(page: Any, url: str, who: str) -> None:
+    page.goto(f"{url}/review")
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_role("button", name=who).click()  # the provider's page: a predefined user
+    page.get_by_test_id("stSidebar").get_by_text(who).wait_for()
+    settle(page)
+
+
+def _nav(page: Any) -> list[str]:
+    links = page.locator('[data-testid="stSidebarNav"] a')
+    return [t.strip().splitlines()[-1] for t in links.all_inner_texts()]
+
+
+def _lead_page_shows(page: Any, url: str, path: str) -> bool:
+    """Open a lead page by direct URL (a new run of the app); whether its content is drawn."""
+    page.goto(f"{url}/{path}")
+    page.get_by_test_id("stSidebarNav").wait_for()
+    settle(page)
+    return page.get_by_role("heading", name=LEAD_PAGES[path], exact=True).count() > 0
+
+
+def test_a_reviewer_logs_in_is_refused_on_lead_pages_keeps_the_session_and_logs_out(
+        team_app: str, page: Any) -> None:
+    _log_in(page, team_app, REVIEWER)
+    assert _nav(page) == ["Home", "Review"]
+    page.goto(f"{team_app}/review")
+    page.locator(".st-key-cycle-name").wait_for()
+    assert "signin=" not in page.url  # the session lives in Streamlit's cookie, not the URL
+    for path in LEAD_PAGES:
+        assert not _lead_page_shows(page, team_app, path), path
+        assert _nav(page) == ["Home", "Review"], path
+    page.goto(f"{team_app}/review")
+    page.locator(".st-key-cycle-name").wait_for()
+    page.reload()
+    page.get_by_test_id("stSidebar").get_by_text(REVIEWER).wait_for()
+    page.locator(".st-key-cycle-name").wait_for()
+    tab = page.context.new_page()  # a new tab: the same cookie, the same person
+    tab.goto(f"{team_app}/review")
+    tab.get_by_test_id("stSidebar").get_by_text(REVIEWER).wait_for()
+    tab.close()
+    page.get_by_role("button", name="Log out").click()
+    # Streamlit ends the provider's session too (RP-initiated logout), then returns to the app.
+    page.get_by_role("button", name="End session").click()
+    page.get_by_test_id("stSidebarNav").wait_for()
+    page.goto(f"{team_app}/review")
+    page.get_by_role("button", name="Log in").wait_for()
+    assert page.get_by_test_id("stSidebar").get_by_text(REVIEWER).count() == 0
+
+
+@pytest.mark.parametrize("lead", [GROUP_LEAD, CONFIG_LEAD], ids=["groups claim", "configured e-mail"])
+def test_a_lead_logs_in_and_opens_every_lead_page(team_app: str, page: Any, lead: str) -> None:
+    _log_in(page, team_app, lead)
+    assert {"Cycles", "Guidelines", "Dashboard", "Import", "Judge lab"} <= set(_nav(page))
+    for path in LEAD_PAGES:
+        assert _lead_page_shows(page, team_app, path), path
+    page.reload()
+    page.get_by_test_id("stSidebar").get_by_text(lead).wait_for()
+    assert "Cycles" in _nav(page)
