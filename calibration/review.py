@@ -295,8 +295,30 @@ def cycle_choices(db: Database, reviewer: str) -> list[CycleChoice]:
 
 
 def default_cycle(choices: Sequence[CycleChoice]) -> CycleChoice | None:
-    """The cycle to open by default: the first with work left, else the first."""
-    return next((c for c in choices if c.has_work), choices[0] if choices else None)
+    """The cycle to open by default: the reviewer's own work first. The first cycle assigned
+    to them with work left, else the first open to everyone with work left, else the first
+    assigned, else the first (order of `choices`)."""
+    for pick in (lambda c: c.has_work and not c.cycle.open_to_all, lambda c: c.has_work,
+                 lambda c: not c.cycle.open_to_all, lambda c: True):
+        found = next((c for c in choices if pick(c)), None)
+        if found is not None:
+            return found
+    return None
+
+
+def why_this_cycle(choices: Sequence[CycleChoice], shown: CycleChoice, *, picked: bool) -> str:
+    """Why the review page shows `shown`, in one phrase of constants (the header states it):
+    `picked` when the reviewer chose it in this tab, else the rule of `default_cycle`."""
+    if picked:
+        return "your choice"
+    own = not shown.cycle.open_to_all
+    if shown.has_work:
+        if own:
+            return "assigned to you, with work left"
+        if any(not c.cycle.open_to_all for c in choices):
+            return "open to every reviewer; no cycle assigned to you has work left"
+        return "open to every reviewer, with work left"
+    return "assigned to you; no cycle has work left" if own else "no cycle has work left for you"
 
 
 def next_cycle_with_work(choices: Sequence[CycleChoice], current: int) -> CycleChoice | None:
@@ -388,13 +410,16 @@ def label(
     evidence: Sequence[str] = (),
     note: str | None = None,
     duration_ms: int | None = None,
+    based_on: store.BasedOn | None = None,
 ) -> LabelState:
     """Record a blind verdict, a skip or an "unclear" (a new event every time).
 
     Refused once the answer is committed and revealed (`commit`): from then on only
     `reconcile` changes the reviewer's label, and a lead adjudicates the unclear ones.
     Before the commit any claim may change, also when every claim is settled (the last
-    look). `duration_ms`: the time from the card shown to this label.
+    look). `duration_ms`: the time from the card shown to this label. `based_on`: the label
+    state the card showed; refused (StaleLabelError) when the label changed since, so a tab
+    left open never overwrites what another tab recorded.
     """
     if kind not in BLIND_KINDS:
         raise InputError(f"label kind must be one of {BLIND_KINDS}, not {kind!r}")
@@ -419,7 +444,7 @@ def label(
             db, claim=claim_pk, reviewer=reviewer, kind=kind, verdict=verdict,
             evidence=list(evidence), note=note or None, cycle_id=ref.id,
             judge_run_id=ref.judge_run_id,
-            duration_ms=None if duration_ms is None else max(0, int(duration_ms)))
+            duration_ms=None if duration_ms is None else max(0, int(duration_ms)), based_on=based_on)
 
 
 def commit(db: Database, *, cycle_id: int, reviewer: str, answer_id: str) -> None:
@@ -501,10 +526,12 @@ def reveal(db: Database, *, cycle_id: int, answer_id: str, reviewer: str) -> lis
     return out
 
 
-def reconcile(db: Database, *, cycle_id: int, reviewer: str, claim_pk: int, choice: str) -> LabelState:
+def reconcile(db: Database, *, cycle_id: int, reviewer: str, claim_pk: int, choice: str,
+              based_on: store.BasedOn | None = None) -> LabelState:
     """After the reveal, settle a disagreement: `keep` (judge error) or `judge_right` (slip).
 
-    A change of mind is a new event; repeating the current choice records nothing.
+    A change of mind is a new event; repeating the current choice records nothing. `based_on`:
+    as for `label` (a choice made on a stale view of the label is refused).
     """
     if choice not in RECONCILE_KINDS:
         raise InputError(f"choice must be one of {RECONCILE_KINDS}, not {choice!r}")
@@ -527,7 +554,7 @@ def reconcile(db: Database, *, cycle_id: int, reviewer: str, claim_pk: int, choi
         if state.reconciled == choice:
             return state  # the same choice again (a double key press): nothing changes
         return store.record_label(db, claim=claim_pk, reviewer=reviewer, kind=choice,
-                                  cycle_id=ref.id, judge_run_id=ref.judge_run_id)
+                                  cycle_id=ref.id, judge_run_id=ref.judge_run_id, based_on=based_on)
 
 
 # ---------------------------------------------------------------- the page's rules (pure)
@@ -547,6 +574,15 @@ def position_after_label(card: Card, index: int) -> Position | None:
     if card.complete:
         return Position(card.answer_id, None)
     return None
+
+
+def forward(card: Card, index: int) -> Position | None:
+    """Where → goes from claim `index` before the commit: the next claim; from the last one,
+    the last look once every claim is settled (so a Change there is no dead end); None when
+    there is nowhere to go."""
+    if index + 1 < len(card.claims):
+        return Position(card.answer_id, index + 1)
+    return Position(card.answer_id, None) if card.complete else None
 
 
 def shown_claim(card: Card, wanted: int | None) -> int | None:
@@ -762,6 +798,7 @@ __all__ = [
     "cycle_choices",
     "default_cycle",
     "find_claim",
+    "forward",
     "guideline_summary",
     "guidelines_for",
     "judge_definitions",
@@ -783,6 +820,7 @@ __all__ = [
     "split_highlight",
     "verdict_definitions",
     "why_not_next",
+    "why_this_cycle",
 ]
 
 

@@ -36,7 +36,7 @@ from sqlite_utils import Database
 
 import ui
 from calibration import review, store
-from calibration.errors import CalibrationError
+from calibration.errors import CalibrationError, StaleLabelError
 from calibration.fmt import plural
 from calibration.store.guidelines import PROJECT_SCOPE, Guidelines
 from calibration.vocab import LABELS, VERDICT_COLOURS
@@ -62,7 +62,9 @@ FLASH = "review_flash"  # an error from the last callback: nothing was recorded
 NOTICE = "review_notice"  # why a key could not act
 TOAST = "review_toast"  # what the last callback recorded, shown once as a toast
 SHOWN = "review_shown"  # (claim pk, monotonic time) the current claim was first drawn
-CYCLE_KEY = "review_cycle"  # the chosen cycle's id (not a widget key: see the picker)
+# The cycle shown: {"reviewer", "id", "picked" (chosen in this tab, not by `default_cycle`)}.
+# Not a widget key (see the picker); keyed by the reviewer, so a new sign-in starts afresh.
+CYCLE_KEY = "review_cycle"
 
 # Layout for one screen: compact top padding, the answer and chunk areas scroll on their own,
 # verdict colours only on verdict buttons, and the look of the card's text blocks (drawn as
@@ -158,8 +160,15 @@ def _elapsed_ms(claim_pk: int) -> int | None:
     return int((time.monotonic() - shown[1]) * 1000)
 
 
+def _forget_inputs(claim_pk: int) -> None:
+    """Drop the note and evidence typed for the claim: drawn again from its current label."""
+    for key in (f"ev_{claim_pk}", f"note_{claim_pk}"):
+        st.session_state.pop(key, None)
+
+
 def _on_label(cycle_id: int, answer_id: str, claim_pk: int, index: int, kind: str,
-              verdict: str | None, chunk_ids: tuple[str, ...]) -> None:
+              verdict: str | None, chunk_ids: tuple[str, ...], based_on: int | None) -> None:
+    """`based_on`: the label event the card showed for the claim (`LabelState.event_id`)."""
     reviewer = ui.current_reviewer()
     if not reviewer or not _is_current(cycle_id, answer_id, index):
         return
@@ -170,11 +179,15 @@ def _on_label(cycle_id: int, answer_id: str, claim_pk: int, index: int, kind: st
         with _db() as db:
             review.label(db, cycle_id=cycle_id, reviewer=reviewer, claim_pk=claim_pk,
                          kind=kind, verdict=verdict, evidence=evidence, note=note,
-                         duration_ms=_elapsed_ms(claim_pk))
+                         duration_ms=_elapsed_ms(claim_pk), based_on=store.BasedOn(based_on))
             card = review.load_card(db, answer_id, reviewer)
             pos = review.position_after_label(card, index)
             if pos is None:  # only skipped claims left here: go on with the queue
                 pos = review.resume(db, cycle_id, reviewer, after=answer_id)
+    except StaleLabelError as exc:  # the card stays on the claim, now with its current label
+        _flash(exc)
+        _forget_inputs(claim_pk)
+        return
     except CalibrationError as exc:
         _flash(exc)
         return
@@ -186,7 +199,8 @@ def _on_label(cycle_id: int, answer_id: str, claim_pk: int, index: int, kind: st
     _set_cursor(cycle_id, reviewer, pos)
 
 
-def _on_move(cycle_id: int, answer_id: str, index: int | None, to: int) -> None:
+def _on_move(cycle_id: int, answer_id: str, index: int | None, to: int | None) -> None:
+    """`to`: a claim index, or None for the answer-wide view (the last look)."""
     reviewer = ui.current_reviewer()
     if reviewer and _is_current(cycle_id, answer_id, index):
         _set_cursor(cycle_id, reviewer, review.Position(answer_id, to))
@@ -212,7 +226,8 @@ def _on_select(cycle_id: int, answer_id: str, claim_pk: int) -> None:
         _set_cursor(cycle_id, reviewer, review.Position(answer_id, None), claim_pk)
 
 
-def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str) -> None:
+def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str,
+                  based_on: int | None) -> None:
     """Record the choice, then select the next disagreement still pending (if any), so K / J
     walk through them; with none left the selection stays, and K / J change the choice."""
     reviewer = ui.current_reviewer()
@@ -221,7 +236,7 @@ def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str) -> 
     try:
         with _db() as db:
             state = review.reconcile(db, cycle_id=cycle_id, reviewer=reviewer, claim_pk=claim_pk,
-                                     choice=choice)
+                                     choice=choice, based_on=store.BasedOn(based_on))
             rows = review.reveal(db, cycle_id=cycle_id, answer_id=answer_id, reviewer=reviewer)
     except CalibrationError as exc:
         _flash(exc)
@@ -233,12 +248,17 @@ def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str) -> 
     _set_cursor(cycle_id, reviewer, review.Position(answer_id, None), selected)
 
 
+def _choose_cycle(cycle_id: int, *, picked: bool) -> None:
+    st.session_state[CYCLE_KEY] = {"reviewer": ui.current_reviewer(), "id": cycle_id,
+                                   "picked": picked}
+
+
 def _on_pick(widget_key: str) -> None:
-    st.session_state[CYCLE_KEY] = st.session_state[widget_key]
+    _choose_cycle(st.session_state[widget_key], picked=True)
 
 
 def _on_switch_cycle(cycle_id: int) -> None:
-    st.session_state[CYCLE_KEY] = cycle_id
+    _choose_cycle(cycle_id, picked=True)
 
 
 def _on_next_answer(cycle_id: int, answer_id: str, why_not: str | None) -> None:
@@ -325,11 +345,13 @@ def _cycle_option(choice: review.CycleChoice) -> str:
             + ("" if choice.has_work else " · done"))
 
 
-def _header(choices: list[review.CycleChoice], chosen: review.CycleChoice,
-            prog: review.QueueProgress, k: int, n: int) -> tuple[bool, bool, bool]:
-    """The one header line; returns which dialog button was pressed (answers, guidelines, keys)."""
+def _header(choices: list[review.CycleChoice], chosen: review.CycleChoice, why: str,
+            k: int, n: int) -> tuple[bool, bool, bool]:
+    """The one header line; returns which dialog button was pressed (answers, guidelines, keys).
+    `why`: why this cycle is shown (`review.why_this_cycle`)."""
     by_id = {c.cycle.id: c for c in choices}
     cyc = chosen.cycle
+    prog = chosen.progress
     with st.container(horizontal=True, vertical_alignment="center", key="review-header", wrap=False):
         if len(choices) > 1:
             # The browser keeps showing a selected option's old text when only the text
@@ -343,9 +365,7 @@ def _header(choices: list[review.CycleChoice], chosen: review.CycleChoice,
                          format_func=lambda cid: _cycle_option(by_id[cid]), on_change=_on_pick,
                          args=(pick_key,), label_visibility="collapsed", width=230)
         with st.container(key="cycle-name", width="stretch"):
-            ui.draw(ui.div("cal-cycle", ui.body(
-                f"Cycle {cyc.name} · judge {cyc.judge_run}"
-                + (" · open to every reviewer" if cyc.open_to_all else ""))))
+            ui.draw(ui.div("cal-cycle", ui.body(f"Cycle {cyc.name} · judge {cyc.judge_run} · {why}")))
         answers = st.button("Answers", key="answers-list", shortcut="L", icon=":material/list:")
         guide = st.button("Guidelines", key="guidelines", shortcut="G", icon=":material/menu_book:")
         keys = st.button("Keys", key="keys-help", shortcut="H", icon=":material/keyboard:")
@@ -394,6 +414,7 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
                  definitions: dict[str, str], summary: str) -> None:
     claim = card.claims[index]
     pk = claim.pk
+    base = claim.label.event_id if claim.label else None  # what a write here is based on
     n = len(card.claims)
     if (st.session_state.get(SHOWN) or (None,))[0] != pk:
         st.session_state[SHOWN] = (pk, time.monotonic())  # time per claim starts here
@@ -410,18 +431,19 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
                     help=definitions.get(verdict), width="stretch",
                     type="primary" if claim.verdict == verdict else "secondary",
                     on_click=_on_label,
-                    args=(cycle.id, card.answer_id, pk, index, "blind", verdict, card.chunk_ids),
+                    args=(cycle.id, card.answer_id, pk, index, "blind", verdict, card.chunk_ids, base),
                 )
         with st.container(horizontal=True, vertical_alignment="center", key="claim-actions"):
             st.button("Skip", key=f"skip-{pk}", shortcut="S",
                       help="Put it off: it comes back at the end of your queue until settled.",
                       on_click=_on_label,
-                      args=(cycle.id, card.answer_id, pk, index, "skip", None, card.chunk_ids))
+                      args=(cycle.id, card.answer_id, pk, index, "skip", None, card.chunk_ids, base))
             st.button("Unclear", key=f"unclear-{pk}", shortcut="U",
                       help="Needs discussion: a lead decides this claim, and the judge's verdict "
                            "on it stays hidden from you until then.",
                       on_click=_on_label,
-                      args=(cycle.id, card.answer_id, pk, index, "unclear", None, card.chunk_ids))
+                      args=(cycle.id, card.answer_id, pk, index, "unclear", None, card.chunk_ids,
+                            base))
             if claim.label is not None:
                 st.caption(f"Your current label: {claim.verdict or STATUS_TEXT[claim.status]} "
                            "(a new choice is added to the history)")
@@ -429,10 +451,12 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
             st.button("Back", key=f"back-{pk}", shortcut="Left", icon=":material/arrow_back:",
                       disabled=index == 0, on_click=_on_move,
                       args=(cycle.id, card.answer_id, index, index - 1))
+            ahead = review.forward(card, index)
             st.button("Forward", key=f"fwd-{pk}", shortcut="Right",
                       icon=":material/arrow_forward:", icon_position="right",
-                      disabled=index >= n - 1, on_click=_on_move,
-                      args=(cycle.id, card.answer_id, index, index + 1))
+                      help="Back to the last look" if ahead and ahead.claim_index is None else None,
+                      disabled=ahead is None, on_click=_on_move,
+                      args=(cycle.id, card.answer_id, index, ahead.claim_index if ahead else None))
 
         ev_key, note_key = f"ev_{pk}", f"note_{pk}"
         by_id = {ch.chunk_id: ch.number for ch in card.chunks}
@@ -481,6 +505,7 @@ def _last_look(cycle: review.CycleRef, card: review.Card) -> None:
 def _reveal_row(cycle: review.CycleRef, card: review.Card, r: review.Revealed, selected: int | None
                 ) -> None:
     pk = r.claim.pk
+    base = r.claim.label.event_id if r.claim.label else None
     with st.container(border=True, key=f"reveal-{pk}"):
         # The verdicts and (for a disagreement) the K / J choice come before the long texts,
         # so the decision is on screen whatever the claim's length.
@@ -506,13 +531,13 @@ def _reveal_row(cycle: review.CycleRef, card: review.Card, r: review.Revealed, s
                           shortcut="K" if here else None,
                           type="primary" if r.reconciled == "keep" else "secondary",
                           help="The judge is wrong on this claim.",
-                          on_click=_on_reconcile, args=(cycle.id, card.answer_id, pk, "keep"))
+                          on_click=_on_reconcile, args=(cycle.id, card.answer_id, pk, "keep", base))
                 st.button("The judge is right", key=f"judge-right-{pk}", width="stretch",
                           shortcut="J" if here else None,
                           type="primary" if r.reconciled == "judge_right" else "secondary",
                           help="My first call was a slip; take the judge's verdict.",
                           on_click=_on_reconcile,
-                          args=(cycle.id, card.answer_id, pk, "judge_right"))
+                          args=(cycle.id, card.answer_id, pk, "judge_right", base))
         text = [ui.div("cal-claim", ui.body(r.claim.text))]
         if r.unclear:
             if r.adjudicated:
@@ -607,12 +632,15 @@ def review_fragment() -> None:
                     "(or `python -m calibration cycle create`).", icon=":material/inbox:")
             return
         by_id = {c.cycle.id: c for c in choices}
-        if st.session_state.get(CYCLE_KEY) not in by_id:
-            # First visit, or the cycle was closed: the first cycle with work left.
+        kept = st.session_state.get(CYCLE_KEY) or {}
+        if kept.get("reviewer") != reviewer or kept.get("id") not in by_id:
+            # Sign-in, reload, a new tab, or the cycle was closed: the reviewer's own work first.
             default = review.default_cycle(choices)
             assert default is not None
-            st.session_state[CYCLE_KEY] = default.cycle.id
-        chosen = by_id[st.session_state[CYCLE_KEY]]
+            _choose_cycle(default.cycle.id, picked=False)
+            kept = st.session_state[CYCLE_KEY]
+        chosen = by_id[kept["id"]]
+        why = review.why_this_cycle(choices, chosen, picked=kept["picked"])
         cycle = chosen.cycle
         pos = _cursor(db, cycle.id, reviewer)
         answers = review.queue(db, cycle.id, reviewer)
@@ -631,7 +659,7 @@ def review_fragment() -> None:
                     view.selected if view else None)
 
     k = answers.index(card.answer_id) + 1 if card is not None and card.answer_id in answers else 0
-    open_answers, open_guide, open_keys = _header(choices, chosen, chosen.progress, k, len(answers))
+    open_answers, open_guide, open_keys = _header(choices, chosen, why, k, len(answers))
     if open_answers:
         _answers_dialog(cycle.id, reviewer, card.answer_id if card else None)
     elif open_guide:

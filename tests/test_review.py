@@ -10,7 +10,7 @@ import pytest
 from sqlite_utils import Database
 
 from calibration import cycles, review, store
-from calibration.errors import ConflictError, InputError
+from calibration.errors import ConflictError, InputError, StaleLabelError
 from calibration.importing import import_answers
 from calibration.store.review import QueueRow
 
@@ -231,6 +231,50 @@ def test_reconcile_keep_and_judge_right(fresh_db: Database, cyc: cycles.Cycle) -
         (True, False, "keep"), (True, False, "judge_right")]
 
 
+
+def test_a_write_based_on_a_stale_label_is_refused(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    """Two tabs show claim c1 unlabeled; the first writes; the second, based on what it showed,
+    is refused with nothing written, and a write based on the current state goes through."""
+    pk = _pk(fresh_db, "A2", "c1")
+    first = review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk,
+                         verdict="SUPPORTED", based_on=store.BasedOn(None))
+    assert first.event_id is not None
+    assert review.load_card(fresh_db, "A2", "ann").claims[0].label == first  # what a card shows
+    refused = r"^this claim was labeled in another tab at \d\d:\d\d UTC — showing it now$"
+    for kind, verdict in (("blind", "CONTRADICTED"), ("skip", None), ("unclear", None)):
+        with pytest.raises(StaleLabelError, match=refused):
+            review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, kind=kind,
+                         verdict=verdict, note="from the stale tab", based_on=store.BasedOn(None))
+    assert store.label_state(fresh_db, pk, "ann") == first
+    assert [e["verdict"] for e in store.label_history(fresh_db, pk, "ann")] == ["SUPPORTED"]
+    # another reviewer's label, and a lead's adjudication under ann's own name, are not ann's label
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="bob", claim_pk=pk, verdict="UNSUPPORTED",
+                 based_on=store.BasedOn(None))
+    store.adjudicate(fresh_db, claim=pk, adjudicator="ann", verdict="UNSUPPORTED")
+    second = review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk,
+                          verdict="CONTRADICTED", based_on=store.BasedOn(first.event_id))
+    assert second.blind_verdict == "CONTRADICTED" and second.event_id != first.event_id
+    with pytest.raises(StaleLabelError):  # the first tab's state is stale now
+        review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, verdict="SUPPORTED",
+                     based_on=store.BasedOn(first.event_id))
+
+
+def test_a_reconcile_based_on_a_stale_label_is_refused(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    _label_all(fresh_db, cyc.id, "ann", "A2", ["CONTRADICTED", "UNSUPPORTED"])
+    pk = _pk(fresh_db, "A2", "c1")
+    shown = store.label_state(fresh_db, pk, "ann")
+    assert shown is not None
+    keep = review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, choice="keep",
+                            based_on=store.BasedOn(shown.event_id))
+    # a repeat of the choice now in force records nothing, stale or not (a double key press)
+    assert review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, choice="keep",
+                            based_on=store.BasedOn(shown.event_id)) == keep
+    with pytest.raises(StaleLabelError):
+        review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk,
+                         choice="judge_right", based_on=store.BasedOn(shown.event_id))
+    assert store.label_state(fresh_db, pk, "ann") == keep
+
+
 def test_reconcile_refuses_an_agreement(fresh_db: Database, cyc: cycles.Cycle) -> None:
     _label_all(fresh_db, cyc.id, "ann", "A2", ["SUPPORTED", "UNSUPPORTED"])
     with pytest.raises(ConflictError, match="agree"):
@@ -432,6 +476,45 @@ def test_cycle_choices_default_to_the_first_with_work(fresh_db: Database, tmp_pa
     assert (e.progress.claims_labeled, e.progress.claims_total) == (5, 6)
 
 
+
+def _choice(cid: int, *, assigned: bool, work: bool) -> review.CycleChoice:
+    ref = review.CycleRef(cid, f"c{cid}", 1, "judge@v1", "open", not assigned)
+    return review.CycleChoice(ref, review.QueueProgress(0, 1, 0, 1), work)
+
+
+# (assigned to the reviewer, work left) per cycle in order -> the cycle opened, and why
+@pytest.mark.parametrize("cycles_, expected, why", [
+    # an open-to-all cycle first (the demo) with work: the reviewer's own cycle still wins
+    (((False, True), (True, True)), 2, "assigned to you, with work left"),
+    # the own cycle is done: the open-to-all one with work
+    (((False, True), (True, False)), 1, "open to every reviewer; no cycle assigned to you has work left"),
+    (((False, True), (False, True)), 1, "open to every reviewer, with work left"),
+    # nothing left anywhere: the own cycle, else the first
+    (((False, False), (True, False)), 2, "assigned to you; no cycle has work left"),
+    (((False, False), (False, False)), 1, "no cycle has work left for you"),
+    # among own cycles, the first with work
+    (((True, False), (True, True), (True, True)), 2, "assigned to you, with work left"),
+])
+def test_default_cycle_opens_the_reviewers_own_work_first(
+        cycles_: tuple[tuple[bool, bool], ...], expected: int, why: str) -> None:
+    choices = [_choice(i, assigned=a, work=w) for i, (a, w) in enumerate(cycles_, start=1)]
+    shown = review.default_cycle(choices)
+    assert shown is not None and shown.cycle.id == expected
+    assert review.why_this_cycle(choices, shown, picked=False) == why
+    assert review.why_this_cycle(choices, shown, picked=True) == "your choice"
+    assert review.default_cycle([]) is None
+
+
+def test_default_cycle_from_the_database(fresh_db: Database, tmp_path: Path, cyc: cycles.Cycle) -> None:
+    """The open-to-all cycle `c` comes first; one assigned to ann later opens for her, not for bob."""
+    own = cycles.create_cycle(fresh_db, name="ann's", judge_run=RUN, size=1, seed=1,
+                              strategy="random", reviewers=["ann"], overlap=0.0, force=True,
+                              created_by="t", include_labeled=True)
+    assert [c.cycle.name for c in review.cycle_choices(fresh_db, "ann")] == ["c", "ann's"]
+    assert review.default_cycle(review.cycle_choices(fresh_db, "ann")).cycle.id == own.id
+    assert review.default_cycle(review.cycle_choices(fresh_db, "bob")).cycle.id == cyc.id
+
+
 # ---------------------------------------------------------------- reviewer names
 
 
@@ -514,6 +597,20 @@ def card_of(*statuses: str) -> review.Card:
 def test_position_after_label(statuses: tuple[str, ...], index: int,
                               expected: review.Position | None) -> None:
     assert review.position_after_label(card_of(*statuses), index) == expected
+
+
+
+@pytest.mark.parametrize("statuses, index, expected", [
+    (("labeled", "todo"), 0, review.Position("A", 1)),  # the next claim
+    (("labeled", "todo"), 1, None),  # the last claim, not every one settled: nowhere
+    (("labeled", "skipped"), 1, None),
+    # every claim settled (after a Change in the last look): back to the last look
+    (("labeled", "labeled"), 1, review.Position("A", None)),
+    (("labeled", "unclear", "labeled"), 2, review.Position("A", None)),
+])
+def test_forward_from_the_last_claim_returns_to_the_last_look(
+        statuses: tuple[str, ...], index: int, expected: review.Position | None) -> None:
+    assert review.forward(card_of(*statuses), index) == expected
 
 
 @pytest.mark.parametrize("statuses, revealed, wanted, expected, view", [

@@ -17,7 +17,7 @@ from sqlite_utils import Database
 from ..errors import NotFoundError
 from .connection import now
 from .cycles import SETTLED_IN
-from .labels import LabelState
+from .labels import LATEST_EVENT, LabelState
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,17 +64,20 @@ def card_chunks(db: Database, answer_id: str) -> list[tuple[str, str, str | None
 def card_claims(db: Database, answer_id: str, reviewer: str) -> list[tuple[int, str, str, LabelState | None]]:
     """(claim pk, claim id, text, the reviewer's current label or None) per claim, in order."""
     rows = db.execute(
-        """SELECT c.id, c.claim_id, c.text, h.status, h.blind_verdict, h.final_verdict,
-                  h.reconciled, h.slip, h.evidence, h.note
+        f"""SELECT c.id, c.claim_id, c.text, h.status, h.blind_verdict, h.final_verdict,
+                  h.reconciled, h.slip, h.evidence, h.note,
+                  CASE WHEN h.status IS NULL THEN NULL
+                       ELSE {LATEST_EVENT.format(claim='c.id', reviewer='h.reviewer')} END
            FROM claims c LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
            WHERE c.answer_id = ? ORDER BY c.position, c.id""",
         [reviewer, answer_id],
     ).fetchall()
     out: list[tuple[int, str, str, LabelState | None]] = []
-    for pk, cid, text, status, blind, final, rec, slip, ev, note in rows:
+    for pk, cid, text, status, blind, final, rec, slip, ev, note, event_id in rows:
         label = None
         if status is not None:
-            label = LabelState(pk, reviewer, status, blind, final, rec, bool(slip), json.loads(ev), note)
+            label = LabelState(pk, reviewer, status, blind, final, rec, bool(slip), json.loads(ev), note,
+                               event_id)
         out.append((pk, cid, text, label))
     return out
 
