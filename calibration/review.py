@@ -36,7 +36,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sqlite_utils import Database
@@ -339,6 +339,7 @@ class AnswerStatus:
     number: int  # 1-based, queue order
     status: str  # one of ANSWER_STATUSES
     claims: int
+    question: str = ""  # the answer's question, on one line and cut (`answer_statuses`)
 
 
 # to do: a claim never seen, or every claim settled but not committed; skipped: only skipped
@@ -368,7 +369,12 @@ def answer_statuses(db: Database, cycle_id: int, reviewer: str) -> list[AnswerSt
     """The reviewer's answers in the cycle with their status, for the answer list."""
     ref = db_review.cycle_row(db, cycle_id)
     answers = queue(db, cycle_id, reviewer)
-    return answer_statuses_of(_queue_rows(db, ref, answers, reviewer), answers)
+    questions = db_review.questions(db, answers)
+    return [replace(a, question=cut_words(questions.get(a.answer_id, ""), QUESTION_LIMIT))
+            for a in answer_statuses_of(_queue_rows(db, ref, answers, reviewer), answers)]
+
+
+QUESTION_LIMIT = 90  # characters of a question the answer list shows beside the answer id
 
 
 # ---------------------------------------------------------------- reviewer names
@@ -719,7 +725,13 @@ def guideline_summary(markdown: str, limit: int = 280) -> str:
                 break
             continue
         para.append(line.strip())
-    text = " ".join(para)
+    return cut_words(" ".join(para), limit)
+
+
+def cut_words(text: str, limit: int) -> str:
+    """`text` on one line (runs of whitespace as one space), cut at `limit` characters on a
+    word boundary, with " …" when cut."""
+    text = " ".join(text.split())
     if len(text) <= limit:
         return text
     cut = text[:limit].rsplit(" ", 1)[0]
@@ -794,6 +806,7 @@ __all__ = [
     "card_view",
     "claim_spans",
     "commit",
+    "cut_words",
     "cycle",
     "cycle_choices",
     "default_cycle",

@@ -90,7 +90,8 @@ _CSS = "<style>\n" + "\n".join([
     ".cal-chunk-text, .cal-claim, .cal-line, .cal-rationale, .cal-look { white-space: pre-wrap;"
     " overflow-wrap: anywhere; }",
     ".cal-claim-title { font-weight: 600; }",
-    ".cal-claim-list .cal-line, .cal-guideline-summary { font-size: 0.875rem; opacity: 0.85; }",
+    ".cal-claim-list .cal-line, .st-key-guideline-summary p { font-size: 0.875rem; opacity: 0.85; }",
+    ".st-key-guideline-summary p { margin: 0; overflow-wrap: anywhere; }",
     ".cal-claim-list { margin-top: 0.25rem; }",
     "[class*='st-key-v-'] button { padding-left: 6px; padding-right: 6px; }",
     "[class*='st-key-disagreement-'] { border-left: 4px solid #3f5f8a; padding-left: 6px;"
@@ -313,7 +314,7 @@ def _answers_dialog(cycle_id: int, reviewer: str, current: str | None) -> None:
     for a in statuses:
         with st.container(horizontal=True, vertical_alignment="center", key=f"answer-row-{a.number}"):
             ui.literal(f"{'▶' if a.answer_id == current else ' '} {a.number}. {a.answer_id} · "
-                       f"{plural(a.claims, 'claim')} · {a.status}")
+                       f"{a.question} · {plural(a.claims, 'claim')} · {a.status}")
             st.space("stretch")
             if st.button(f"Open answer {a.number}", key=f"jump-{a.number}", on_click=_on_jump,
                          args=(cycle_id, a.answer_id)):
@@ -467,20 +468,20 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
             st.session_state[note_key] = (claim.label.note if claim.label else None) or ""
         # The note comes first: Tab from it reaches the evidence list (a text field).
         with st.container(horizontal=True, key="claim-inputs"):
-            st.text_input("Note (optional)", key=note_key, max_chars=2000,
-                          placeholder="Saved with the verdict", width="stretch")
+            # Multi-line: Enter starts a new line; the note is read when a verdict key is pressed.
+            st.text_area("Note (optional)", key=note_key, max_chars=2000, height="content",
+                         placeholder="Saved with the verdict", width="stretch")
             # Options are chunk numbers; the shown name is "[n] id" as plain text.
             st.multiselect("Evidence chunks (optional)", options=[ch.number for ch in card.chunks],
                            format_func=lambda num: f"[{num}] {card.chunks[num - 1].chunk_id}",
                            key=ev_key, placeholder="Chunks that decide it", select_all=False,
                            width="stretch")
-        tail = []
         if summary:
-            tail.append(ui.div("cal-guideline-summary", "Guidelines (G): " + ui.body(summary)))
+            # The lead's markdown, inert; after the prefix it is one line, so no block markup.
+            with st.container(key="guideline-summary"):
+                ui.guidelines("Guidelines (G): " + summary)
         if n > 1:
-            tail.append(_claim_list(card, index))
-        if tail:
-            ui.draw(*tail)
+            ui.draw(_claim_list(card, index))
 
 
 def _last_look(cycle: review.CycleRef, card: review.Card) -> None:

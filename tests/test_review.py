@@ -672,6 +672,22 @@ def test_guideline_summary(markdown: str, limit: int, expected: str) -> None:
     assert review.guideline_summary(markdown, limit) == expected
 
 
+@pytest.mark.parametrize("text, limit, expected", [
+    ("When does\n  delivery start?", 90, "When does delivery start?"),
+    ("one two three four", 9, "one two …"),
+    ("", 90, ""),
+])
+def test_cut_words(text: str, limit: int, expected: str) -> None:
+    assert review.cut_words(text, limit) == expected
+
+
+def test_answer_list_gives_each_answers_question(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    asked = {a["id"]: a["question"] for a in ANSWERS}
+    rows = review.answer_statuses(fresh_db, cyc.id, "ann")
+    assert [(r.answer_id, r.question) for r in rows] == [(a, asked[a]) for a in review.queue(
+        fresh_db, cyc.id, "ann")]
+
+
 def revealed(*rows: tuple[str | None, str | None, str | None]) -> list[review.Revealed]:
     """Reveal rows (pks 1, 2, ...) from (blind verdict or None for unclear, judge, reconciled)."""
     out = []

@@ -55,6 +55,12 @@ def card_answer(db: Database, answer_id: str) -> tuple[str, str]:
     return row[0], row[1]
 
 
+def questions(db: Database, answer_ids: Sequence[str]) -> dict[str, str]:
+    """Answer id -> its question, for the given answers (one queue: by primary key)."""
+    return dict(db.execute("SELECT id, question FROM answers WHERE id IN (SELECT value FROM json_each(?))",
+                           [json.dumps(list(answer_ids))]).fetchall())
+
+
 def card_chunks(db: Database, answer_id: str) -> list[tuple[str, str, str | None]]:
     """(chunk id, text, source) of the answer's chunks, in order."""
     return [(c, t, s) for c, t, s in db.execute(
