@@ -630,7 +630,7 @@ def review_fragment() -> None:
         choices = review.cycle_choices(db, reviewer)
         if not choices:
             st.info("No open cycle has answers for you. A lead creates one on the Cycles page "
-                    "(or `python -m calibration cycle create`).", icon=":material/inbox:")
+                    "(or `.venv/bin/calibration cycle create`).", icon=":material/inbox:")
             return
         by_id = {c.cycle.id: c for c in choices}
         kept = st.session_state.get(CYCLE_KEY) or {}
