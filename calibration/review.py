@@ -314,11 +314,11 @@ def why_this_cycle(choices: Sequence[CycleChoice], shown: CycleChoice, *, picked
     own = not shown.cycle.open_to_all
     if shown.has_work:
         if own:
-            return "assigned to you, with work left"
+            return "assigned to you"
         if any(not c.cycle.open_to_all for c in choices):
-            return "open to every reviewer; no cycle assigned to you has work left"
-        return "open to every reviewer, with work left"
-    return "assigned to you; no cycle has work left" if own else "no cycle has work left for you"
+            return "open to all; your assigned cycles are done"
+        return "open to all"
+    return "assigned to you; all done" if own else "open to all; all done"
 
 
 def next_cycle_with_work(choices: Sequence[CycleChoice], current: int) -> CycleChoice | None:

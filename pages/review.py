@@ -366,7 +366,9 @@ def _header(choices: list[review.CycleChoice], chosen: review.CycleChoice, why: 
                          format_func=lambda cid: _cycle_option(by_id[cid]), on_change=_on_pick,
                          args=(pick_key,), label_visibility="collapsed", width=230)
         with st.container(key="cycle-name", width="stretch"):
-            ui.draw(ui.div("cal-cycle", ui.body(f"Cycle {cyc.name} · judge {cyc.judge_run} · {why}")))
+            # One line, cut with an ellipsis when long: the whole text is the tooltip too.
+            line = ui.body(f"Cycle {cyc.name} · {why} · judge {cyc.judge_run}")
+            ui.draw(f'<div class="cal-cycle" title="{line}">{line}</div>')
         answers = st.button("Answers", key="answers-list", shortcut="L", icon=":material/list:")
         guide = st.button("Guidelines", key="guidelines", shortcut="G", icon=":material/menu_book:")
         keys = st.button("Keys", key="keys-help", shortcut="H", icon=":material/keyboard:")

@@ -485,15 +485,15 @@ def _choice(cid: int, *, assigned: bool, work: bool) -> review.CycleChoice:
 # (assigned to the reviewer, work left) per cycle in order -> the cycle opened, and why
 @pytest.mark.parametrize("cycles_, expected, why", [
     # an open-to-all cycle first (the demo) with work: the reviewer's own cycle still wins
-    (((False, True), (True, True)), 2, "assigned to you, with work left"),
+    (((False, True), (True, True)), 2, "assigned to you"),
     # the own cycle is done: the open-to-all one with work
-    (((False, True), (True, False)), 1, "open to every reviewer; no cycle assigned to you has work left"),
-    (((False, True), (False, True)), 1, "open to every reviewer, with work left"),
+    (((False, True), (True, False)), 1, "open to all; your assigned cycles are done"),
+    (((False, True), (False, True)), 1, "open to all"),
     # nothing left anywhere: the own cycle, else the first
-    (((False, False), (True, False)), 2, "assigned to you; no cycle has work left"),
-    (((False, False), (False, False)), 1, "no cycle has work left for you"),
+    (((False, False), (True, False)), 2, "assigned to you; all done"),
+    (((False, False), (False, False)), 1, "open to all; all done"),
     # among own cycles, the first with work
-    (((True, False), (True, True), (True, True)), 2, "assigned to you, with work left"),
+    (((True, False), (True, True), (True, True)), 2, "assigned to you"),
 ])
 def test_default_cycle_opens_the_reviewers_own_work_first(
         cycles_: tuple[tuple[bool, bool], ...], expected: int, why: str) -> None:

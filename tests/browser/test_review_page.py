@@ -631,7 +631,7 @@ def test_review_opens_the_reviewers_own_cycle(app: App, page: Any, browser: Any)
     # Another reviewer, with nothing assigned, opens the cycle open to everyone.
     sign_in(page, app.url, "not-an-owner")
     page.locator(".st-key-cycle-name").filter(has_text="cycle one").wait_for()
-    assert "open to every reviewer" in header.inner_text()
+    assert "open to all" in header.inner_text()
 
 
 def test_a_stale_tab_cannot_overwrite_a_label(app: App, browser: Any) -> None:
