@@ -591,6 +591,18 @@ def forward(card: Card, index: int) -> Position | None:
     return Position(card.answer_id, None) if card.complete else None
 
 
+EVIDENCE_KEYS = 9  # chunks 1-9 can be picked by key (E, then the number); the list has them all
+
+
+def toggle_evidence(picked: Sequence[int], number: int, chunks: int) -> list[int]:
+    """The evidence chunk numbers after the key E then `number`: `number` added, or removed
+    when it was there; a number naming no chunk of the answer changes nothing. In order."""
+    chosen = set(picked)
+    if 0 < number <= chunks:
+        chosen ^= {number}
+    return sorted(n for n in chosen if 0 < n <= chunks)
+
+
 def shown_claim(card: Card, wanted: int | None) -> int | None:
     """The claim the card shows, or None for the answer-wide view (`card_view`).
 
@@ -789,6 +801,7 @@ def split_highlight(answer: str, span: tuple[int, int] | None) -> tuple[str, str
 
 __all__ = [
     "ANSWER_STATUSES",
+    "EVIDENCE_KEYS",
     "AnswerStatus",
     "Card",
     "Chunk",
@@ -831,6 +844,7 @@ __all__ = [
     "selection_after_reconcile",
     "shown_claim",
     "split_highlight",
+    "toggle_evidence",
     "verdict_definitions",
     "why_not_next",
     "why_this_cycle",

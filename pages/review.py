@@ -7,9 +7,10 @@ on the right the retrieved chunks, scrolling in their own area. At 1280×720 the
 buttons and the marked answer are on screen without scrolling.
 
 Per answer: a verdict per claim from the keyboard (1 / 2 / 3, S skip, U unclear, ← →
-move). Every verdict is written to SQLite in the button's callback, before the card is
-drawn again, with the time from card shown to verdict. When every claim is settled the
-reviewer takes a last look at all their verdicts, may change any, and commits with Enter;
+move; E then a chunk's number picks evidence). Every verdict is written to SQLite in the
+button's callback, before the card is drawn again, with the time from card shown to verdict.
+When every claim is settled the reviewer takes a last look at all their verdicts, may change
+any, and commits with Enter;
 only then are the judge's verdicts and rationales read and shown, disagreements first;
 each is settled with K ("I keep my verdict", a judge error) or J ("the judge is right",
 a slip) on the selected disagreement (← → choose another). A claim marked unclear shows
@@ -17,12 +18,12 @@ no judge verdict until a lead settles it. N: the next answer (the page says why 
 a disagreement is still open). A skipped claim comes back until it is settled.
 
 Session state holds only the cursor (cycle, answer, claim, selected disagreement), the
-chosen cycle, when the current claim was shown, pending messages and the widgets' values;
-the database is the memory. The page body is a fragment, so a key press reruns only it.
-Rules (what comes next, what is shown, what a key may do) are pure functions in
-`calibration.review`. Untrusted text goes through ui.literal / ui.body / ui.ident only;
-toasts, labels and captions are built from constants and numbers; the lead's guidelines
-are the one markdown shown.
+chosen cycle, whether the number keys pick evidence (after E), when the current claim was
+shown, pending messages and the widgets' values; the database is the memory. The page body
+is a fragment, so a key press reruns only it. Rules (what comes next, what is shown, what a
+key may do) are pure functions in `calibration.review`. Untrusted text goes through
+ui.literal / ui.body / ui.ident only; toasts, labels and captions are built from constants
+and numbers; the lead's guidelines are the one markdown shown.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ KEYS_HELP = [
     ("1 / 2 / 3", "SUPPORTED / CONTRADICTED / UNSUPPORTED"),
     ("S", "skip: the claim comes back at the end of your queue"),
     ("U", "unclear, needs discussion: a lead decides; the judge stays hidden for it"),
+    ("E, then 1-9", "add that chunk to the claim's evidence, or remove it"),
     ("← →", "previous / next claim (after the reveal: previous / next disagreement)"),
     ("Enter", "commit the answer after the last look: the judge is revealed"),
     ("K / J", "after the reveal: I keep my verdict / the judge is right"),
@@ -65,6 +67,7 @@ SHOWN = "review_shown"  # (claim pk, monotonic time) the current claim was first
 # The cycle shown: {"reviewer", "id", "picked" (chosen in this tab, not by `default_cycle`)}.
 # Not a widget key (see the picker); keyed by the reviewer, so a new sign-in starts afresh.
 CYCLE_KEY = "review_cycle"
+PICKING = "review_evidence_pick"  # the claim (pk) whose evidence the number keys pick, after E
 
 # Layout for one screen: compact top padding, the answer and chunk areas scroll on their own,
 # verdict colours only on verdict buttons, and the look of the card's text blocks (drawn as
@@ -198,6 +201,23 @@ def _on_label(cycle_id: int, answer_id: str, claim_pk: int, index: int, kind: st
     _toast(f"Saved: {what} · claim {index + 1} of {len(card.claims)}{tail}")
     st.session_state.pop(SHOWN, None)
     _set_cursor(cycle_id, reviewer, pos)
+
+
+def _on_evidence_keys(claim_pk: int) -> None:
+    """E: the number keys pick evidence chunks for the claim (again: they give verdicts)."""
+    if st.session_state.get(PICKING) == claim_pk:
+        st.session_state.pop(PICKING, None)
+    else:
+        st.session_state[PICKING] = claim_pk
+
+
+def _on_evidence_key(claim_pk: int, number: int, chunks: int) -> None:
+    """After E, a number: that chunk is added to the evidence (or removed); the number keys
+    give verdicts again."""
+    ev_key = f"ev_{claim_pk}"
+    st.session_state[ev_key] = review.toggle_evidence(st.session_state.get(ev_key) or [], number,
+                                                      chunks)
+    st.session_state.pop(PICKING, None)
 
 
 def _on_move(cycle_id: int, answer_id: str, index: int | None, to: int | None) -> None:
@@ -419,6 +439,7 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
     pk = claim.pk
     base = claim.label.event_id if claim.label else None  # what a write here is based on
     n = len(card.claims)
+    picking = st.session_state.get(PICKING) == pk and bool(card.chunks)  # after E
     if (st.session_state.get(SHOWN) or (None,))[0] != pk:
         st.session_state[SHOWN] = (pk, time.monotonic())  # time per claim starts here
     with st.container(border=True, key=f"claim-{pk}"):
@@ -430,7 +451,7 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
         with st.container(horizontal=True, key="verdicts"):
             for verdict in LABELS:
                 st.button(
-                    verdict, key=f"v-{verdict}-{pk}", shortcut=VERDICT_KEYS[verdict],
+                    verdict, key=f"v-{verdict}-{pk}", shortcut=None if picking else VERDICT_KEYS[verdict],
                     help=definitions.get(verdict), width="stretch",
                     type="primary" if claim.verdict == verdict else "secondary",
                     on_click=_on_label,
@@ -447,6 +468,11 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
                       on_click=_on_label,
                       args=(cycle.id, card.answer_id, pk, index, "unclear", None, card.chunk_ids,
                             base))
+            st.button("Evidence", key=f"evidence-{pk}", shortcut="E",
+                      icon=":material/format_list_numbered:", disabled=not card.chunks,
+                      type="primary" if picking else "secondary",
+                      help="E, then a chunk's number: adds that chunk to the evidence, or removes it.",
+                      on_click=_on_evidence_keys, args=(pk,))
             if claim.label is not None:
                 st.caption(f"Your current label: {claim.verdict or STATUS_TEXT[claim.status]} "
                            "(a new choice is added to the history)")
@@ -461,6 +487,14 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
                       disabled=ahead is None, on_click=_on_move,
                       args=(cycle.id, card.answer_id, index, ahead.claim_index if ahead else None))
 
+        if picking:
+            chosen = st.session_state.get(f"ev_{pk}") or []
+            with st.container(horizontal=True, vertical_alignment="center", key="evidence-keys"):
+                st.caption("Evidence: press a chunk's number (E again: back to verdicts)")
+                for num in range(1, min(len(card.chunks), review.EVIDENCE_KEYS) + 1):
+                    st.button(f"[{num}]", key=f"ev-key-{num}-{pk}", shortcut=str(num),
+                              type="primary" if num in chosen else "secondary",
+                              on_click=_on_evidence_key, args=(pk, num, len(card.chunks)))
         ev_key, note_key = f"ev_{pk}", f"note_{pk}"
         by_id = {ch.chunk_id: ch.number for ch in card.chunks}
         if ev_key not in st.session_state:

@@ -672,6 +672,16 @@ def test_guideline_summary(markdown: str, limit: int, expected: str) -> None:
     assert review.guideline_summary(markdown, limit) == expected
 
 
+@pytest.mark.parametrize("picked, number, chunks, expected", [
+    ([], 2, 3, [2]),  # added
+    ([1, 3], 2, 3, [1, 2, 3]),  # in order
+    ([1, 2], 2, 3, [1]),  # pressed again: removed
+    ([1], 4, 3, [1]),  # no chunk 4: nothing changes
+    ([1], 0, 3, [1]),
+])
+def test_toggle_evidence(picked: list[int], number: int, chunks: int, expected: list[int]) -> None:
+    assert review.toggle_evidence(picked, number, chunks) == expected
+
 @pytest.mark.parametrize("text, limit, expected", [
     ("When does\n  delivery start?", 90, "When does delivery start?"),
     ("one two three four", 9, "one two …"),

@@ -669,5 +669,44 @@ def test_a_stale_tab_cannot_overwrite_a_label(app: App, browser: Any) -> None:
             pg.context.close()
 
 
+def test_evidence_chosen_by_key_and_a_multi_line_note(app: App, page: Any) -> None:
+    """E then a chunk's number picks that chunk (again: drops it); the number keys then give
+    verdicts again. The note takes several lines."""
+    reviewer = "evidence-keys"
+    answer = "A1"  # two chunks
+    pks = app.pks(answer)
+    with store.session(app.db) as db:
+        others = [a for a in review.queue(db, app.cycle_id, reviewer) if a != answer]
+    _label_as_judge(app, reviewer, others)
+    sign_in(page, app.url, reviewer)
+    wait_claim(page, pks[0])
+    claim = page.locator(f".st-key-claim-{pks[0]}")
+    note = claim.locator('textarea[aria-label="Note (optional)"]')
+    note.fill("first line\nsecond line")
+    blur(page)
+    page.keyboard.press("e")
+    page.locator(".st-key-evidence-keys").wait_for()
+    page.keyboard.press("2")
+    page.locator(".st-key-evidence-keys").wait_for(state="detached")
+    picker = claim.locator("[data-testid='stMultiSelect']")
+    assert "[2] S3" in picker.inner_text()
+    page.keyboard.press("e")
+    page.locator(".st-key-evidence-keys").wait_for()
+    page.keyboard.press("1")
+    page.locator(".st-key-evidence-keys").wait_for(state="detached")
+    assert "[1] S1" in picker.inner_text() and "[2] S3" in picker.inner_text()
+    page.keyboard.press("e")
+    page.locator(".st-key-evidence-keys").wait_for()
+    page.keyboard.press("2")  # chosen already: dropped
+    page.locator(".st-key-evidence-keys").wait_for(state="detached")
+    assert "[2] S3" not in picker.inner_text()
+    assert app.state(pks[0], reviewer) is None  # picking evidence records nothing
+    page.keyboard.press("1")  # a verdict again
+    wait_claim(page, pks[1])
+    state = app.state(pks[0], reviewer)
+    assert state is not None and state.blind_verdict == "SUPPORTED"
+    assert state.evidence == ["S1"] and state.note == "first line\nsecond line"
+
+
 def test_server_log_is_clean(app: App) -> None:
     assert server_errors(app.log) == []
