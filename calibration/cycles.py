@@ -83,6 +83,7 @@ class Cycle:
     reviewers: tuple[str, ...]  # empty: an open cycle, any signed-in reviewer may label
     snapshot: dict[str, Any] | None = None
     failing_share: float | None = None  # failures-first only: the share asked for the failing stratum
+    require_evidence: bool = False  # every SUPPORTED verdict in the cycle must name its evidence
     # Filled by create_cycle only (not stored): what the design did, and what the lead
     # should be warned about.
     notes: tuple[str, ...] = field(default=(), compare=False)
@@ -381,7 +382,8 @@ def _cycle_of(rec: db_cycles.CycleRecord) -> Cycle:
                  strategy=rec.strategy, seed=rec.seed, size=rec.size, overlap=rec.overlap,
                  holdout=rec.holdout, include_labeled=rec.include_labeled, status=rec.status,
                  created_by=rec.created_by, created_at=rec.created_at, closed_at=rec.closed_at,
-                 snapshot=rec.snapshot, answers=rec.answers, reviewers=rec.reviewers, failing_share=share)
+                 snapshot=rec.snapshot, answers=rec.answers, reviewers=rec.reviewers, failing_share=share,
+                 require_evidence=rec.require_evidence)
 
 
 def list_cycles(db: Database) -> list[Cycle]:
@@ -527,6 +529,7 @@ def create_cycle(
     created_by: str | None = None,
     failing_share: float = sampling.DEFAULT_FAILING_SHARE,
     ui_names: Mapping[str, str] | None = None,
+    require_evidence: bool = False,
 ) -> Cycle:
     """Sample a new cycle from a judge run (None: the most recently imported run) and assign it.
 
@@ -538,6 +541,8 @@ def create_cycle(
     `force`, which then takes the whole pool. `failing_share` is the least share of slots
     failures-first gives the failing stratum. The returned cycle's `notes` state what the
     design did (failures-first: the split of slots and the inclusion probabilities).
+    `require_evidence`: the lead's choice that every SUPPORTED verdict in the cycle names the
+    chunks that support it (the commit of an answer is refused until it does).
     """
     name = (name or "").strip()
     problems: list[str] = []
@@ -606,7 +611,8 @@ def create_cycle(
             answers=list(zip(sample.answer_ids, sample.inclusion_probs, strict=True)),
             assignments=assign(sample.answer_ids, team, overlap),
             # Part of the design: the seed alone does not redraw a failures-first sample.
-            failing_share=failing_share if strategy == "failures-first" else None)
+            failing_share=failing_share if strategy == "failures-first" else None,
+            require_evidence=require_evidence)
         cycle = _cycle_by_id(db, cycle_id)
     return replace(cycle, notes=tuple(notes), warnings=tuple(warnings))
 

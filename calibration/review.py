@@ -70,7 +70,8 @@ def cycle(db: Database, cycle_id: int) -> CycleRef:
 
 def open_cycles(db: Database, reviewer: str) -> list[CycleRef]:
     """The open cycles this reviewer may label: assigned to them, or open to everyone."""
-    return [CycleRef(c.id, c.name, c.judge_run_id, c.judge_run, c.status, c.is_open_to_all)
+    return [CycleRef(c.id, c.name, c.judge_run_id, c.judge_run, c.status, c.is_open_to_all,
+                     c.require_evidence)
             for c in cycles.open_cycles_for(db, reviewer)]
 
 
@@ -453,16 +454,44 @@ def label(
             duration_ms=None if duration_ms is None else max(0, int(duration_ms)), based_on=based_on)
 
 
+def missing_evidence(card: Card) -> list[int]:
+    """The numbers of the claims the reviewer called SUPPORTED without naming any evidence
+    chunk: what a cycle that requires evidence (`CycleRef.require_evidence`) refuses to commit."""
+    return [c.number for c in card.claims
+            if c.verdict == Verdict.SUPPORTED and c.label is not None and not c.label.evidence]
+
+
+def evidence_needed(numbers: Sequence[int]) -> str:
+    """Why the commit waits, for the claims `missing_evidence` names (constants and numbers)."""
+    many = len(numbers) > 1
+    which = ("claims " if many else "claim ") + ", ".join(map(str, numbers))
+    return (f"This cycle asks for the evidence of every SUPPORTED verdict: {which} "
+            f"{'have' if many else 'has'} none. Change it, pick its chunks (E, then a chunk's "
+            "number) and give the verdict again.")
+
+
+def evidence_gaps(db: Database, cycle_id: int) -> dict[str, int]:
+    """Reviewer -> their labels of the cycle with the final verdict SUPPORTED and no evidence
+    chunk (the lead's table shows it before any export needs the sources)."""
+    return db_review.supported_without_evidence(db, cycle_id)
+
+
 def commit(db: Database, *, cycle_id: int, reviewer: str, answer_id: str) -> None:
     """Commit the answer's blind labels after the last look: from now on the judge is revealed
     to the reviewer and the blind labels are frozen. Refused unless every claim of the answer
-    has the reviewer's verdict or unclear mark; committing again changes nothing."""
+    has the reviewer's verdict or unclear mark, and, in a cycle that requires evidence, unless
+    every SUPPORTED verdict names its evidence (`missing_evidence`); committing again changes
+    nothing."""
     with store.write(db):
         ref = db_review.cycle_row(db, cycle_id)
         _check_in_queue(db, ref, answer_id, reviewer)
         if not db_review.answer_settled(db, answer_id, reviewer):
             raise NotRevealedError("give every claim of the answer a verdict (or mark it unclear) "
                                    "before committing")
+        if ref.require_evidence and not db_review.answer_revealed(db, answer_id, reviewer):
+            missing = missing_evidence(load_card(db, answer_id, reviewer))
+            if missing:
+                raise ConflictError(evidence_needed(missing))
         db_review.record_reveal(db, answer_id, reviewer, ref.id)
 
 
@@ -823,6 +852,8 @@ __all__ = [
     "cycle",
     "cycle_choices",
     "default_cycle",
+    "evidence_gaps",
+    "evidence_needed",
     "find_claim",
     "forward",
     "guideline_summary",
@@ -830,6 +861,7 @@ __all__ = [
     "judge_definitions",
     "label",
     "load_card",
+    "missing_evidence",
     "next_cycle_with_work",
     "normalise_name",
     "open_cycles",

@@ -508,7 +508,8 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
             st.text_area("Note (optional)", key=note_key, max_chars=2000, height="content",
                          placeholder="Saved with the verdict", width="stretch")
             # Options are chunk numbers; the shown name is "[n] id" as plain text.
-            st.multiselect("Evidence chunks (optional)", options=[ch.number for ch in card.chunks],
+            st.multiselect("Evidence chunks (required for SUPPORTED)" if cycle.require_evidence
+                           else "Evidence chunks (optional)", options=[ch.number for ch in card.chunks],
                            format_func=lambda num: f"[{num}] {card.chunks[num - 1].chunk_id}",
                            key=ev_key, placeholder="Chunks that decide it", select_all=False,
                            width="stretch")
@@ -526,9 +527,13 @@ def _last_look(cycle: review.CycleRef, card: review.Card) -> None:
             ui.draw(ui.div("cal-claim-title", "Last look before the reveal"),
                     ui.div("cal-muted", "Your verdicts on this answer. Change any of them now; after "
                                         "the commit the judge is shown and your blind verdicts are final."))
+            missing = review.missing_evidence(card) if cycle.require_evidence else []
             st.button("Commit and reveal the judge", key="commit", type="primary", shortcut="Enter",
-                      icon=":material/visibility:", on_click=_on_commit,
+                      icon=":material/visibility:", on_click=_on_commit, disabled=bool(missing),
                       args=(cycle.id, card.answer_id))
+        if missing:
+            with st.container(key="evidence-needed"):
+                st.warning(review.evidence_needed(missing), icon=":material/format_list_numbered:")
         for i, c in enumerate(card.claims):
             with st.container(horizontal=True, vertical_alignment="center", key=f"look-{c.pk}",
                               wrap=False):

@@ -275,6 +275,38 @@ def test_a_reconcile_based_on_a_stale_label_is_refused(fresh_db: Database, cyc: 
     assert store.label_state(fresh_db, pk, "ann") == keep
 
 
+
+def test_a_cycle_requiring_evidence_commits_once_supported_claims_name_it(
+        fresh_db: Database, tmp_path: Path) -> None:
+    _load(fresh_db, tmp_path)
+    cyc = cycles.create_cycle(fresh_db, name="sourced", judge_run=RUN, size=2, seed=3,
+                              strategy="random", reviewers=[], overlap=0.0, force=True,
+                              created_by="t", include_labeled=True, require_evidence=True)
+    assert cyc.require_evidence and review.cycle(fresh_db, cyc.id).require_evidence
+    pk1, pk2, pk3 = (_pk(fresh_db, "A1", c) for c in ("c1", "c2", "c3"))
+    for pk, verdict in ((pk1, "SUPPORTED"), (pk2, "SUPPORTED"), (pk3, "CONTRADICTED")):
+        review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, verdict=verdict)
+    card = review.load_card(fresh_db, "A1", "ann")
+    assert review.missing_evidence(card) == [1, 2]  # a CONTRADICTED verdict needs none
+    with pytest.raises(ConflictError, match=r"evidence of every SUPPORTED verdict: claims 1, 2 have none"):
+        review.commit(fresh_db, cycle_id=cyc.id, reviewer="ann", answer_id="A1")
+    assert review.evidence_gaps(fresh_db, cyc.id) == {"ann": 2}
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk1, verdict="SUPPORTED",
+                 evidence=["S1"])
+    with pytest.raises(ConflictError, match=r"claim 2 has none"):
+        review.commit(fresh_db, cycle_id=cyc.id, reviewer="ann", answer_id="A1")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk2, verdict="SUPPORTED",
+                 evidence=["S1"])
+    review.commit(fresh_db, cycle_id=cyc.id, reviewer="ann", answer_id="A1")
+    assert review.load_card(fresh_db, "A1", "ann").revealed
+    assert review.evidence_gaps(fresh_db, cyc.id) == {}
+    # A cycle that does not require it commits SUPPORTED verdicts without evidence.
+    plain = next(c for c in cycles.list_cycles(fresh_db) if c.name == "c")
+    assert not plain.require_evidence
+    _label_all(fresh_db, plain.id, "bob", "A2", ["SUPPORTED", "SUPPORTED"])
+    assert review.evidence_gaps(fresh_db, plain.id) == {"bob": 2}
+
+
 def test_reconcile_refuses_an_agreement(fresh_db: Database, cyc: cycles.Cycle) -> None:
     _label_all(fresh_db, cyc.id, "ann", "A2", ["SUPPORTED", "UNSUPPORTED"])
     with pytest.raises(ConflictError, match="agree"):

@@ -28,6 +28,7 @@ class CycleRow:
     judge_run: str  # MODEL@VERSION
     status: str
     open_to_all: bool  # no assignments: every signed-in reviewer may label
+    require_evidence: bool = False  # every SUPPORTED verdict must name its evidence (the commit)
 
 
 def cycle_row(db: Database, cycle_id: int) -> CycleRow:
@@ -35,13 +36,14 @@ def cycle_row(db: Database, cycle_id: int) -> CycleRow:
     row = db.execute(
         """SELECT c.id, c.name, c.judge_run_id, r.judge_model || '@' || r.prompt_version,
                   c.status,
-                  NOT EXISTS (SELECT 1 FROM assignments a WHERE a.cycle_id = c.id)
+                  NOT EXISTS (SELECT 1 FROM assignments a WHERE a.cycle_id = c.id),
+                  c.require_evidence
            FROM cycles c JOIN judge_runs r ON r.id = c.judge_run_id WHERE c.id = ?""",
         [cycle_id],
     ).fetchone()
     if row is None:
         raise NotFoundError(f"no cycle with id {cycle_id}")
-    return CycleRow(row[0], row[1], row[2], row[3], row[4], bool(row[5]))
+    return CycleRow(row[0], row[1], row[2], row[3], row[4], bool(row[5]), bool(row[6]))
 
 
 # ---------------------------------------------------------------- the card (no judge data)
@@ -193,6 +195,16 @@ def label_durations(db: Database, run_id: int, cycle_id: int | None = None) -> d
     for who, ms in db.execute(sql, params):
         out.setdefault(who, []).append(int(ms))
     return out
+
+
+def supported_without_evidence(db: Database, cycle_id: int) -> dict[str, int]:
+    """Reviewer -> how many of their labels given in the cycle have the final verdict SUPPORTED
+    and name no evidence chunk (a golden set's expected sources would lack them), for the
+    reviewers with any (index human_labels_cycle)."""
+    return dict(db.execute(
+        """SELECT reviewer, count(*) FROM human_labels
+           WHERE cycle_id = ? AND status = 'labeled' AND final_verdict = 'SUPPORTED'
+             AND evidence = '[]' GROUP BY reviewer ORDER BY reviewer""", [cycle_id]).fetchall())
 
 
 # ---------------------------------------------------------------- the reveal

@@ -430,3 +430,13 @@ def m012_imported_labels_commit(db: Database) -> None:
            GROUP BY c.answer_id, h.reviewer
            HAVING count(*) = (SELECT count(*) FROM claims c2 WHERE c2.answer_id = c.answer_id)""",
     ])
+
+
+@migrations()
+def m015_cycle_requires_evidence(db: Database) -> None:
+    # The lead's choice at creation: every SUPPORTED verdict in the cycle names its evidence;
+    # the index serves the per-reviewer count of SUPPORTED labels without evidence in a cycle.
+    _run(db, [
+        "ALTER TABLE cycles ADD COLUMN require_evidence INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX human_labels_cycle ON human_labels(cycle_id)",
+    ])

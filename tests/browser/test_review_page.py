@@ -708,5 +708,54 @@ def test_evidence_chosen_by_key_and_a_multi_line_note(app: App, page: Any) -> No
     assert state.evidence == ["S1"] and state.note == "first line\nsecond line"
 
 
+def test_a_cycle_requiring_evidence_blocks_the_commit_until_supported_claims_have_it(
+        app: App, page: Any) -> None:
+    reviewer = "sourced"
+    with store.session(app.db) as db:
+        cyc = cycles.create_cycle(db, name="sourced cycle", judge_run="judge-x@v1", size=3, seed=4,
+                                  reviewers=[reviewer], overlap=0.0, force=True, created_by="t",
+                                  include_labeled=True, require_evidence=True)
+        for answer in review.queue(db, cyc.id, reviewer):
+            card = review.load_card(db, answer, reviewer)
+            for c in card.claims:
+                if answer == "A2":
+                    verdict = "SUPPORTED" if c.claim_id == "c1" else "UNSUPPORTED"
+                    review.label(db, cycle_id=cyc.id, reviewer=reviewer, claim_pk=c.pk, verdict=verdict)
+                else:  # as the judge did (nothing to reconcile), with evidence
+                    review.label(db, cycle_id=cyc.id, reviewer=reviewer, claim_pk=c.pk,
+                                 verdict=JUDGE[(answer, c.claim_id)], evidence=[card.chunk_ids[0]])
+            if answer != "A2":
+                review.commit(db, cycle_id=cyc.id, reviewer=reviewer, answer_id=answer)
+    pks = app.pks("A2")
+    sign_in(page, app.url, reviewer)
+    wait_last_look(page)
+    needed = page.locator(".st-key-evidence-needed")
+    needed.wait_for()
+    assert "claim 1 has none" in needed.inner_text()
+    assert page.locator(".st-key-commit button").is_disabled()
+    page.keyboard.press("Enter")
+    page.wait_for_timeout(500)
+    assert page.locator(".st-key-reveal").count() == 0 and "JUDGE-RATIONALE-A2" not in page.content()
+    shot(page, "evidence-needed")
+    page.locator(f".st-key-change-{pks[0]} button").click()
+    wait_claim(page, pks[0])
+    claim = page.locator(f".st-key-claim-{pks[0]}")
+    claim.locator("[data-testid='stMultiSelect'] input").wait_for()
+    labels = claim.locator("[data-testid='stWidgetLabel']").all_inner_texts()
+    assert "Evidence chunks (required for SUPPORTED)" in labels, labels
+    blur(page)
+    page.keyboard.press("e")
+    page.locator(".st-key-evidence-keys").wait_for()
+    page.keyboard.press("1")
+    page.locator(".st-key-evidence-keys").wait_for(state="detached")
+    page.keyboard.press("1")
+    wait_last_look(page)
+    assert page.locator(".st-key-evidence-needed").count() == 0
+    page.keyboard.press("Enter")
+    wait_reveal(page)
+    state = app.state(pks[0], reviewer)
+    assert state is not None and state.evidence == ["S2"]
+
+
 def test_server_log_is_clean(app: App) -> None:
     assert server_errors(app.log) == []
