@@ -53,8 +53,9 @@ class LabelState:
 
 # The version of a reviewer's label on a claim: their latest event on it (label_events_claim);
 # a lead's adjudication, recorded under the lead's name, is not a label of theirs.
-LATEST_EVENT = ("(SELECT max(e.id) FROM label_events e WHERE e.claim_pk = {claim} "
-                "AND e.reviewer = {reviewer} AND e.kind <> 'adjudicate')")
+# Newest first along the index, so the read stops at the first match however long the history.
+LATEST_EVENT = ("(SELECT e.id FROM label_events e WHERE e.claim_pk = {claim} "
+                "AND e.reviewer = {reviewer} AND e.kind <> 'adjudicate' ORDER BY e.id DESC LIMIT 1)")
 
 
 @dataclass(frozen=True, slots=True)
