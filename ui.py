@@ -699,7 +699,7 @@ _KEY_GUARD = """<script>
   const PICKERS = '[data-testid="stMultiSelect"], [data-testid="stSelectbox"]';
   const SHORTCUTS = new Set(["1", "2", "3", "s", "u", "k", "j", "n", "g", "h", "l",
                              "S", "U", "K", "J", "N", "G", "H", "L"]);
-  const NOTE = 'input[aria-label="Note (optional)"]';
+  const NOTE = '[aria-label="Note (optional)"]';  // the note's text area
   const refocus = () => {
     const a = document.activeElement;
     if (a && a.closest && a.closest(PICKERS)) a.blur();

@@ -84,6 +84,7 @@ class Cycle:
     snapshot: dict[str, Any] | None = None
     failing_share: float | None = None  # failures-first only: the share asked for the failing stratum
     plan: dict[str, Any] | None = field(default=None, compare=False)  # planned only: `Plan.record`
+    require_evidence: bool = False  # every SUPPORTED verdict in the cycle must name its evidence
     # Filled by create_cycle only (not stored): what the design did, and what the lead
     # should be warned about.
     notes: tuple[str, ...] = field(default=(), compare=False)
@@ -389,7 +390,7 @@ def _cycle_of(rec: db_cycles.CycleRecord) -> Cycle:
                  holdout=rec.holdout, include_labeled=rec.include_labeled, status=rec.status,
                  created_by=rec.created_by, created_at=rec.created_at, closed_at=rec.closed_at,
                  snapshot=rec.snapshot, answers=rec.answers, reviewers=rec.reviewers, failing_share=share,
-                 plan=rec.plan)
+                 plan=rec.plan, require_evidence=rec.require_evidence)
 
 
 def list_cycles(db: Database) -> list[Cycle]:
@@ -536,6 +537,7 @@ def create_cycle(
     failing_share: float = sampling.DEFAULT_FAILING_SHARE,
     goal: str = "agreement",
     ui_names: Mapping[str, str] | None = None,
+    require_evidence: bool = False,
 ) -> Cycle:
     """Sample a new cycle from a judge run (None: the most recently imported run) and assign it.
 
@@ -550,6 +552,8 @@ def create_cycle(
     planned design allocates for (`plan_next`). The returned cycle's `notes` state what the
     design did (failures-first: the split of slots and the inclusion probabilities; planned:
     the plan, `planning.Plan.lines`).
+    `require_evidence`: the lead's choice that every SUPPORTED verdict in the cycle names the
+    chunks that support it (the commit of an answer is refused until it does).
     """
     name = (name or "").strip()
     problems: list[str] = []
@@ -624,7 +628,8 @@ def create_cycle(
             answers=list(zip(sample.answer_ids, sample.inclusion_probs, strict=True)),
             assignments=assign(sample.answer_ids, team, overlap),
             # Part of the design: the seed alone does not redraw a failures-first sample.
-            failing_share=failing_share if strategy == "failures-first" else None)
+            failing_share=failing_share if strategy == "failures-first" else None,
+            require_evidence=require_evidence)
         if plan is not None:
             # The plan is part of the design: its strata and spreads, with the seed, redraw the sample.
             db_cycles.insert_plan(db, cycle_id, plan.goal, plan.record())

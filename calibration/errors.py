@@ -6,7 +6,8 @@
     ├── NotALeadError           a lead-only action asked for by someone who is not a lead now
     ├── ConflictError           the request contradicts what the database holds
     │   ├── WorkOutstandingError    a cycle asked to close while labels are still owed
-    │   └── NotRevealedError        judge verdicts asked for before the blind labels
+    │   ├── NotRevealedError        judge verdicts asked for before the blind labels
+    │   └── StaleLabelError         a label write based on a state changed since (another tab)
     ├── StorageError            the database could not do its part
     │   ├── DatabaseBusyError       another writer kept the lock past the busy timeout
     │   ├── DiskFullError           the disk (or the database's size limit) is full
@@ -67,6 +68,10 @@ class WorkOutstandingError(ConflictError):
 
 class NotRevealedError(ConflictError):
     """The judge's verdicts of an answer were asked for before the reviewer labeled every claim."""
+
+
+class StaleLabelError(ConflictError):
+    """A label write was based on a label state that has changed since; nothing was written."""
 
 
 class StorageError(CalibrationError):

@@ -36,7 +36,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sqlite_utils import Database
@@ -70,7 +70,8 @@ def cycle(db: Database, cycle_id: int) -> CycleRef:
 
 def open_cycles(db: Database, reviewer: str) -> list[CycleRef]:
     """The open cycles this reviewer may label: assigned to them, or open to everyone."""
-    return [CycleRef(c.id, c.name, c.judge_run_id, c.judge_run, c.status, c.is_open_to_all)
+    return [CycleRef(c.id, c.name, c.judge_run_id, c.judge_run, c.status, c.is_open_to_all,
+                     c.require_evidence)
             for c in cycles.open_cycles_for(db, reviewer)]
 
 
@@ -295,8 +296,30 @@ def cycle_choices(db: Database, reviewer: str) -> list[CycleChoice]:
 
 
 def default_cycle(choices: Sequence[CycleChoice]) -> CycleChoice | None:
-    """The cycle to open by default: the first with work left, else the first."""
-    return next((c for c in choices if c.has_work), choices[0] if choices else None)
+    """The cycle to open by default: the reviewer's own work first. The first cycle assigned
+    to them with work left, else the first open to everyone with work left, else the first
+    assigned, else the first (order of `choices`)."""
+    for pick in (lambda c: c.has_work and not c.cycle.open_to_all, lambda c: c.has_work,
+                 lambda c: not c.cycle.open_to_all, lambda c: True):
+        found = next((c for c in choices if pick(c)), None)
+        if found is not None:
+            return found
+    return None
+
+
+def why_this_cycle(choices: Sequence[CycleChoice], shown: CycleChoice, *, picked: bool) -> str:
+    """Why the review page shows `shown`, in one phrase of constants (the header states it):
+    `picked` when the reviewer chose it in this tab, else the rule of `default_cycle`."""
+    if picked:
+        return "your choice"
+    own = not shown.cycle.open_to_all
+    if shown.has_work:
+        if own:
+            return "assigned to you"
+        if any(not c.cycle.open_to_all for c in choices):
+            return "open to all; your assigned cycles are done"
+        return "open to all"
+    return "assigned to you; all done" if own else "open to all; all done"
 
 
 def next_cycle_with_work(choices: Sequence[CycleChoice], current: int) -> CycleChoice | None:
@@ -317,6 +340,7 @@ class AnswerStatus:
     number: int  # 1-based, queue order
     status: str  # one of ANSWER_STATUSES
     claims: int
+    question: str = ""  # the answer's question, on one line and cut (`answer_statuses`)
 
 
 # to do: a claim never seen, or every claim settled but not committed; skipped: only skipped
@@ -346,7 +370,12 @@ def answer_statuses(db: Database, cycle_id: int, reviewer: str) -> list[AnswerSt
     """The reviewer's answers in the cycle with their status, for the answer list."""
     ref = db_review.cycle_row(db, cycle_id)
     answers = queue(db, cycle_id, reviewer)
-    return answer_statuses_of(_queue_rows(db, ref, answers, reviewer), answers)
+    questions = db_review.questions(db, answers)
+    return [replace(a, question=cut_words(questions.get(a.answer_id, ""), QUESTION_LIMIT))
+            for a in answer_statuses_of(_queue_rows(db, ref, answers, reviewer), answers)]
+
+
+QUESTION_LIMIT = 90  # characters of a question the answer list shows beside the answer id
 
 
 # ---------------------------------------------------------------- reviewer names
@@ -388,13 +417,16 @@ def label(
     evidence: Sequence[str] = (),
     note: str | None = None,
     duration_ms: int | None = None,
+    based_on: store.BasedOn | None = None,
 ) -> LabelState:
     """Record a blind verdict, a skip or an "unclear" (a new event every time).
 
     Refused once the answer is committed and revealed (`commit`): from then on only
     `reconcile` changes the reviewer's label, and a lead adjudicates the unclear ones.
     Before the commit any claim may change, also when every claim is settled (the last
-    look). `duration_ms`: the time from the card shown to this label.
+    look). `duration_ms`: the time from the card shown to this label. `based_on`: the label
+    state the card showed; refused (StaleLabelError) when the label changed since, so a tab
+    left open never overwrites what another tab recorded.
     """
     if kind not in BLIND_KINDS:
         raise InputError(f"label kind must be one of {BLIND_KINDS}, not {kind!r}")
@@ -419,19 +451,47 @@ def label(
             db, claim=claim_pk, reviewer=reviewer, kind=kind, verdict=verdict,
             evidence=list(evidence), note=note or None, cycle_id=ref.id,
             judge_run_id=ref.judge_run_id,
-            duration_ms=None if duration_ms is None else max(0, int(duration_ms)))
+            duration_ms=None if duration_ms is None else max(0, int(duration_ms)), based_on=based_on)
+
+
+def missing_evidence(card: Card) -> list[int]:
+    """The numbers of the claims the reviewer called SUPPORTED without naming any evidence
+    chunk: what a cycle that requires evidence (`CycleRef.require_evidence`) refuses to commit."""
+    return [c.number for c in card.claims
+            if c.verdict == Verdict.SUPPORTED and c.label is not None and not c.label.evidence]
+
+
+def evidence_needed(numbers: Sequence[int]) -> str:
+    """Why the commit waits, for the claims `missing_evidence` names (constants and numbers)."""
+    many = len(numbers) > 1
+    which = ("claims " if many else "claim ") + ", ".join(map(str, numbers))
+    return (f"This cycle asks for the evidence of every SUPPORTED verdict: {which} "
+            f"{'have' if many else 'has'} none. Change it, pick its chunks (E, then a chunk's "
+            "number) and give the verdict again.")
+
+
+def evidence_gaps(db: Database, cycle_id: int) -> dict[str, int]:
+    """Reviewer -> their labels of the cycle with the final verdict SUPPORTED and no evidence
+    chunk (the lead's table shows it before any export needs the sources)."""
+    return db_review.supported_without_evidence(db, cycle_id)
 
 
 def commit(db: Database, *, cycle_id: int, reviewer: str, answer_id: str) -> None:
     """Commit the answer's blind labels after the last look: from now on the judge is revealed
     to the reviewer and the blind labels are frozen. Refused unless every claim of the answer
-    has the reviewer's verdict or unclear mark; committing again changes nothing."""
+    has the reviewer's verdict or unclear mark, and, in a cycle that requires evidence, unless
+    every SUPPORTED verdict names its evidence (`missing_evidence`); committing again changes
+    nothing."""
     with store.write(db):
         ref = db_review.cycle_row(db, cycle_id)
         _check_in_queue(db, ref, answer_id, reviewer)
         if not db_review.answer_settled(db, answer_id, reviewer):
             raise NotRevealedError("give every claim of the answer a verdict (or mark it unclear) "
                                    "before committing")
+        if ref.require_evidence and not db_review.answer_revealed(db, answer_id, reviewer):
+            missing = missing_evidence(load_card(db, answer_id, reviewer))
+            if missing:
+                raise ConflictError(evidence_needed(missing))
         db_review.record_reveal(db, answer_id, reviewer, ref.id)
 
 
@@ -501,10 +561,12 @@ def reveal(db: Database, *, cycle_id: int, answer_id: str, reviewer: str) -> lis
     return out
 
 
-def reconcile(db: Database, *, cycle_id: int, reviewer: str, claim_pk: int, choice: str) -> LabelState:
+def reconcile(db: Database, *, cycle_id: int, reviewer: str, claim_pk: int, choice: str,
+              based_on: store.BasedOn | None = None) -> LabelState:
     """After the reveal, settle a disagreement: `keep` (judge error) or `judge_right` (slip).
 
-    A change of mind is a new event; repeating the current choice records nothing.
+    A change of mind is a new event; repeating the current choice records nothing. `based_on`:
+    as for `label` (a choice made on a stale view of the label is refused).
     """
     if choice not in RECONCILE_KINDS:
         raise InputError(f"choice must be one of {RECONCILE_KINDS}, not {choice!r}")
@@ -527,7 +589,7 @@ def reconcile(db: Database, *, cycle_id: int, reviewer: str, claim_pk: int, choi
         if state.reconciled == choice:
             return state  # the same choice again (a double key press): nothing changes
         return store.record_label(db, claim=claim_pk, reviewer=reviewer, kind=choice,
-                                  cycle_id=ref.id, judge_run_id=ref.judge_run_id)
+                                  cycle_id=ref.id, judge_run_id=ref.judge_run_id, based_on=based_on)
 
 
 # ---------------------------------------------------------------- the page's rules (pure)
@@ -547,6 +609,27 @@ def position_after_label(card: Card, index: int) -> Position | None:
     if card.complete:
         return Position(card.answer_id, None)
     return None
+
+
+def forward(card: Card, index: int) -> Position | None:
+    """Where → goes from claim `index` before the commit: the next claim; from the last one,
+    the last look once every claim is settled (so a Change there is no dead end); None when
+    there is nowhere to go."""
+    if index + 1 < len(card.claims):
+        return Position(card.answer_id, index + 1)
+    return Position(card.answer_id, None) if card.complete else None
+
+
+EVIDENCE_KEYS = 9  # chunks 1-9 can be picked by key (E, then the number); the list has them all
+
+
+def toggle_evidence(picked: Sequence[int], number: int, chunks: int) -> list[int]:
+    """The evidence chunk numbers after the key E then `number`: `number` added, or removed
+    when it was there; a number naming no chunk of the answer changes nothing. In order."""
+    chosen = set(picked)
+    if 0 < number <= chunks:
+        chosen ^= {number}
+    return sorted(n for n in chosen if 0 < n <= chunks)
 
 
 def shown_claim(card: Card, wanted: int | None) -> int | None:
@@ -683,7 +766,13 @@ def guideline_summary(markdown: str, limit: int = 280) -> str:
                 break
             continue
         para.append(line.strip())
-    text = " ".join(para)
+    return cut_words(" ".join(para), limit)
+
+
+def cut_words(text: str, limit: int) -> str:
+    """`text` on one line (runs of whitespace as one space), cut at `limit` characters on a
+    word boundary, with " …" when cut."""
+    text = " ".join(text.split())
     if len(text) <= limit:
         return text
     cut = text[:limit].rsplit(" ", 1)[0]
@@ -741,6 +830,7 @@ def split_highlight(answer: str, span: tuple[int, int] | None) -> tuple[str, str
 
 __all__ = [
     "ANSWER_STATUSES",
+    "EVIDENCE_KEYS",
     "AnswerStatus",
     "Card",
     "Chunk",
@@ -758,15 +848,20 @@ __all__ = [
     "card_view",
     "claim_spans",
     "commit",
+    "cut_words",
     "cycle",
     "cycle_choices",
     "default_cycle",
+    "evidence_gaps",
+    "evidence_needed",
     "find_claim",
+    "forward",
     "guideline_summary",
     "guidelines_for",
     "judge_definitions",
     "label",
     "load_card",
+    "missing_evidence",
     "next_cycle_with_work",
     "normalise_name",
     "open_cycles",
@@ -781,8 +876,10 @@ __all__ = [
     "selection_after_reconcile",
     "shown_claim",
     "split_highlight",
+    "toggle_evidence",
     "verdict_definitions",
     "why_not_next",
+    "why_this_cycle",
 ]
 
 

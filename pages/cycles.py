@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import streamlit as st
 
 import ui
-from calibration import cycles, fmt, planning, roster, sampling, store
+from calibration import cycles, fmt, planning, review, roster, sampling, store
 from calibration.errors import CalibrationError
 from calibration.fmt import plural
 from calibration.store import cycles as store_cycles
@@ -118,7 +118,8 @@ def _create() -> None:
                 failing_share=float(state["cycle_failing_share"]), goal=state["cycle_goal"],
                 holdout=bool(state.get("cycle_holdout")),
                 include_labeled=bool(state.get("cycle_include_labeled")),
-                force=bool(state.get("cycle_force")), created_by=creator, ui_names=UI_NAMES)
+                force=bool(state.get("cycle_force")), created_by=creator, ui_names=UI_NAMES,
+                require_evidence=bool(state.get("cycle_require_evidence")))
     except CalibrationError as exc:
         state[CREATED] = ("error", "The cycle was not created.", _problems(exc))
         return
@@ -195,6 +196,9 @@ with st.form("new_cycle", enter_to_submit=False):
     st.checkbox(HOLDOUT_LABEL, key="cycle_holdout")
     st.checkbox(INCLUDE_LABEL, key="cycle_include_labeled",
                 help="answers whose claims all have a final human label are left out by default")
+    st.checkbox("Require evidence for SUPPORTED", key="cycle_require_evidence",
+                help="reviewers name the chunks behind every SUPPORTED verdict before an answer's "
+                     "commit, so a golden set exported from the cycle has its expected sources")
     st.checkbox(FORCE_LABEL, key="cycle_force")
     create_col, plan_col = st.columns(2)
     create_col.form_submit_button("Create cycle", type="primary", on_click=_create)
@@ -365,7 +369,8 @@ def _cycles_section() -> None:
     # the table above may cut long ones.
     ui.literal(f"{visible(cycle.name)} · {visible(cycle.judge_run)} · {cycle.strategy}"
                + (f" (failing share {cycle.failing_share:g})" if cycle.failing_share is not None else "")
-               + f" · seed {cycle.seed}" + (" · holdout" if cycle.holdout else ""))
+               + f" · seed {cycle.seed}" + (" · holdout" if cycle.holdout else "")
+               + (" · evidence required for SUPPORTED" if cycle.require_evidence else ""))
     ui.literal(f"Created {_local_text(cycle.created_at)} by {visible(cycle.created_by or 'unknown')}"
                + (f" · closed {_local_text(cycle.closed_at)}" if cycle.closed_at else ""))
     ui.literal("Reviewers: " + (", ".join(map(visible, cycle.reviewers)) or "open to every reviewer"))
@@ -385,9 +390,12 @@ def _cycles_section() -> None:
     st.caption("Per reviewer (claims labeled / assigned; reused: labeled before this cycle, counted as "
                "done, as in the reviewer's own queue)")
     if prog.reviewers:
+        with store.session(path) as db:
+            gaps = review.evidence_gaps(db, cycle.id)
         st.dataframe([{"Reviewer": visible(r.reviewer), "Labeled": r.labeled, "Claims": r.total,
                        "Done": r.fraction, "Reused": r.reused, "Unclear": r.unclear,
-                       "Answers committed": f"{r.answers_done} / {r.answers_total}"}
+                       "Answers committed": f"{r.answers_done} / {r.answers_total}",
+                       "SUPPORTED without evidence": gaps.get(r.reviewer, 0)}
                       for r in prog.reviewers],
                      hide_index=True,
                      column_config={

@@ -7,9 +7,10 @@ on the right the retrieved chunks, scrolling in their own area. At 1280×720 the
 buttons and the marked answer are on screen without scrolling.
 
 Per answer: a verdict per claim from the keyboard (1 / 2 / 3, S skip, U unclear, ← →
-move). Every verdict is written to SQLite in the button's callback, before the card is
-drawn again, with the time from card shown to verdict. When every claim is settled the
-reviewer takes a last look at all their verdicts, may change any, and commits with Enter;
+move; E then a chunk's number picks evidence). Every verdict is written to SQLite in the
+button's callback, before the card is drawn again, with the time from card shown to verdict.
+When every claim is settled the reviewer takes a last look at all their verdicts, may change
+any, and commits with Enter;
 only then are the judge's verdicts and rationales read and shown, disagreements first;
 each is settled with K ("I keep my verdict", a judge error) or J ("the judge is right",
 a slip) on the selected disagreement (← → choose another). A claim marked unclear shows
@@ -17,12 +18,12 @@ no judge verdict until a lead settles it. N: the next answer (the page says why 
 a disagreement is still open). A skipped claim comes back until it is settled.
 
 Session state holds only the cursor (cycle, answer, claim, selected disagreement), the
-chosen cycle, when the current claim was shown, pending messages and the widgets' values;
-the database is the memory. The page body is a fragment, so a key press reruns only it.
-Rules (what comes next, what is shown, what a key may do) are pure functions in
-`calibration.review`. Untrusted text goes through ui.literal / ui.body / ui.ident only;
-toasts, labels and captions are built from constants and numbers; the lead's guidelines
-are the one markdown shown.
+chosen cycle, whether the number keys pick evidence (after E), when the current claim was
+shown, pending messages and the widgets' values; the database is the memory. The page body
+is a fragment, so a key press reruns only it. Rules (what comes next, what is shown, what a
+key may do) are pure functions in `calibration.review`. Untrusted text goes through
+ui.literal / ui.body / ui.ident only; toasts, labels and captions are built from constants
+and numbers; the lead's guidelines are the one markdown shown.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from sqlite_utils import Database
 
 import ui
 from calibration import review, store
-from calibration.errors import CalibrationError
+from calibration.errors import CalibrationError, StaleLabelError
 from calibration.fmt import plural
 from calibration.store.guidelines import PROJECT_SCOPE, Guidelines
 from calibration.vocab import LABELS, VERDICT_COLOURS
@@ -49,6 +50,7 @@ KEYS_HELP = [
     ("1 / 2 / 3", "SUPPORTED / CONTRADICTED / UNSUPPORTED"),
     ("S", "skip: the claim comes back at the end of your queue"),
     ("U", "unclear, needs discussion: a lead decides; the judge stays hidden for it"),
+    ("E, then 1-9", "add that chunk to the claim's evidence, or remove it"),
     ("← →", "previous / next claim (after the reveal: previous / next disagreement)"),
     ("Enter", "commit the answer after the last look: the judge is revealed"),
     ("K / J", "after the reveal: I keep my verdict / the judge is right"),
@@ -62,7 +64,10 @@ FLASH = "review_flash"  # an error from the last callback: nothing was recorded
 NOTICE = "review_notice"  # why a key could not act
 TOAST = "review_toast"  # what the last callback recorded, shown once as a toast
 SHOWN = "review_shown"  # (claim pk, monotonic time) the current claim was first drawn
-CYCLE_KEY = "review_cycle"  # the chosen cycle's id (not a widget key: see the picker)
+# The cycle shown: {"reviewer", "id", "picked" (chosen in this tab, not by `default_cycle`)}.
+# Not a widget key (see the picker); keyed by the reviewer, so a new sign-in starts afresh.
+CYCLE_KEY = "review_cycle"
+PICKING = "review_evidence_pick"  # the claim (pk) whose evidence the number keys pick, after E
 FULL_CHUNKS = "review_full_chunks"  # the answer whose chunks are shown in full, not cut
 # Characters of a chunk drawn at first. Every key press redraws the card, chunks included, and
 # a chunk of a megabyte made each key take over a second; the rest is shown on request.
@@ -92,7 +97,8 @@ _CSS = "<style>\n" + "\n".join([
     ".cal-chunk-text, .cal-claim, .cal-line, .cal-rationale, .cal-look { white-space: pre-wrap;"
     " overflow-wrap: anywhere; }",
     ".cal-claim-title { font-weight: 600; }",
-    ".cal-claim-list .cal-line, .cal-guideline-summary { font-size: 0.875rem; opacity: 0.85; }",
+    ".cal-claim-list .cal-line, .st-key-guideline-summary p { font-size: 0.875rem; opacity: 0.85; }",
+    ".st-key-guideline-summary p { margin: 0; overflow-wrap: anywhere; }",
     ".cal-claim-list { margin-top: 0.25rem; }",
     "[class*='st-key-v-'] button { padding-left: 6px; padding-right: 6px; }",
     "[class*='st-key-disagreement-'] { border-left: 4px solid #3f5f8a; padding-left: 6px;"
@@ -162,9 +168,16 @@ def _elapsed_ms(claim_pk: int) -> int | None:
     return int((time.monotonic() - shown[1]) * 1000)
 
 
+def _forget_inputs(claim_pk: int) -> None:
+    """Drop the note and evidence typed for the claim: drawn again from its current label."""
+    for key in (f"ev_{claim_pk}", f"note_{claim_pk}"):
+        st.session_state.pop(key, None)
+
+
 @ui.write_callback
 def _on_label(cycle_id: int, answer_id: str, claim_pk: int, index: int, kind: str,
-              verdict: str | None, chunk_ids: tuple[str, ...]) -> None:
+              verdict: str | None, chunk_ids: tuple[str, ...], based_on: int | None) -> None:
+    """`based_on`: the label event the card showed for the claim (`LabelState.event_id`)."""
     reviewer = ui.current_reviewer()
     if not reviewer or not _is_current(cycle_id, answer_id, index):
         return
@@ -175,11 +188,15 @@ def _on_label(cycle_id: int, answer_id: str, claim_pk: int, index: int, kind: st
         with _db() as db:
             review.label(db, cycle_id=cycle_id, reviewer=reviewer, claim_pk=claim_pk,
                          kind=kind, verdict=verdict, evidence=evidence, note=note,
-                         duration_ms=_elapsed_ms(claim_pk))
+                         duration_ms=_elapsed_ms(claim_pk), based_on=store.BasedOn(based_on))
             card = review.load_card(db, answer_id, reviewer)
             pos = review.position_after_label(card, index)
             if pos is None:  # only skipped claims left here: go on with the queue
                 pos = review.resume(db, cycle_id, reviewer, after=answer_id)
+    except StaleLabelError as exc:  # the card stays on the claim, now with its current label
+        _flash(exc)
+        _forget_inputs(claim_pk)
+        return
     except CalibrationError as exc:
         _flash(exc)
         return
@@ -191,7 +208,25 @@ def _on_label(cycle_id: int, answer_id: str, claim_pk: int, index: int, kind: st
     _set_cursor(cycle_id, reviewer, pos)
 
 
-def _on_move(cycle_id: int, answer_id: str, index: int | None, to: int) -> None:
+def _on_evidence_keys(claim_pk: int) -> None:
+    """E: the number keys pick evidence chunks for the claim (again: they give verdicts)."""
+    if st.session_state.get(PICKING) == claim_pk:
+        st.session_state.pop(PICKING, None)
+    else:
+        st.session_state[PICKING] = claim_pk
+
+
+def _on_evidence_key(claim_pk: int, number: int, chunks: int) -> None:
+    """After E, a number: that chunk is added to the evidence (or removed); the number keys
+    give verdicts again."""
+    ev_key = f"ev_{claim_pk}"
+    st.session_state[ev_key] = review.toggle_evidence(st.session_state.get(ev_key) or [], number,
+                                                      chunks)
+    st.session_state.pop(PICKING, None)
+
+
+def _on_move(cycle_id: int, answer_id: str, index: int | None, to: int | None) -> None:
+    """`to`: a claim index, or None for the answer-wide view (the last look)."""
     reviewer = ui.current_reviewer()
     if reviewer and _is_current(cycle_id, answer_id, index):
         _set_cursor(cycle_id, reviewer, review.Position(answer_id, to))
@@ -219,7 +254,8 @@ def _on_select(cycle_id: int, answer_id: str, claim_pk: int) -> None:
 
 
 @ui.write_callback
-def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str) -> None:
+def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str,
+                  based_on: int | None) -> None:
     """Record the choice, then select the next disagreement still pending (if any), so K / J
     walk through them; with none left the selection stays, and K / J change the choice."""
     reviewer = ui.current_reviewer()
@@ -228,7 +264,7 @@ def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str) -> 
     try:
         with _db() as db:
             state = review.reconcile(db, cycle_id=cycle_id, reviewer=reviewer, claim_pk=claim_pk,
-                                     choice=choice)
+                                     choice=choice, based_on=store.BasedOn(based_on))
             rows = review.reveal(db, cycle_id=cycle_id, answer_id=answer_id, reviewer=reviewer)
     except CalibrationError as exc:
         _flash(exc)
@@ -240,12 +276,17 @@ def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str) -> 
     _set_cursor(cycle_id, reviewer, review.Position(answer_id, None), selected)
 
 
+def _choose_cycle(cycle_id: int, *, picked: bool) -> None:
+    st.session_state[CYCLE_KEY] = {"reviewer": ui.current_reviewer(), "id": cycle_id,
+                                   "picked": picked}
+
+
 def _on_pick(widget_key: str) -> None:
-    st.session_state[CYCLE_KEY] = st.session_state[widget_key]
+    _choose_cycle(st.session_state[widget_key], picked=True)
 
 
 def _on_switch_cycle(cycle_id: int) -> None:
-    st.session_state[CYCLE_KEY] = cycle_id
+    _choose_cycle(cycle_id, picked=True)
 
 
 @ui.write_callback
@@ -301,7 +342,7 @@ def _answers_dialog(cycle_id: int, reviewer: str, current: str | None) -> None:
     for a in statuses:
         with st.container(horizontal=True, vertical_alignment="center", key=f"answer-row-{a.number}"):
             ui.literal(f"{'▶' if a.answer_id == current else ' '} {a.number}. {a.answer_id} · "
-                       f"{plural(a.claims, 'claim')} · {a.status}")
+                       f"{a.question} · {plural(a.claims, 'claim')} · {a.status}")
             st.space("stretch")
             if st.button(f"Open answer {a.number}", key=f"jump-{a.number}", on_click=_on_jump,
                          args=(cycle_id, a.answer_id)):
@@ -333,11 +374,13 @@ def _cycle_option(choice: review.CycleChoice) -> str:
             + ("" if choice.has_work else " · done"))
 
 
-def _header(choices: list[review.CycleChoice], chosen: review.CycleChoice,
-            prog: review.QueueProgress, k: int, n: int) -> tuple[bool, bool, bool]:
-    """The one header line; returns which dialog button was pressed (answers, guidelines, keys)."""
+def _header(choices: list[review.CycleChoice], chosen: review.CycleChoice, why: str,
+            k: int, n: int) -> tuple[bool, bool, bool]:
+    """The one header line; returns which dialog button was pressed (answers, guidelines, keys).
+    `why`: why this cycle is shown (`review.why_this_cycle`)."""
     by_id = {c.cycle.id: c for c in choices}
     cyc = chosen.cycle
+    prog = chosen.progress
     with st.container(horizontal=True, vertical_alignment="center", key="review-header", wrap=False):
         if len(choices) > 1:
             # The browser keeps showing a selected option's old text when only the text
@@ -351,9 +394,9 @@ def _header(choices: list[review.CycleChoice], chosen: review.CycleChoice,
                          format_func=lambda cid: _cycle_option(by_id[cid]), on_change=_on_pick,
                          args=(pick_key,), label_visibility="collapsed", width=230)
         with st.container(key="cycle-name", width="stretch"):
-            ui.draw(ui.div("cal-cycle", ui.body(
-                f"Cycle {cyc.name} · judge {cyc.judge_run}"
-                + (" · open to every reviewer" if cyc.open_to_all else ""))))
+            # One line, cut with an ellipsis when long: the whole text is the tooltip too.
+            line = ui.body(f"Cycle {cyc.name} · {why} · judge {cyc.judge_run}")
+            ui.draw(f'<div class="cal-cycle" title="{line}">{line}</div>')
         answers = st.button("Answers", key="answers-list", shortcut="L", icon=":material/list:")
         guide = st.button("Guidelines", key="guidelines", shortcut="G", icon=":material/menu_book:")
         keys = st.button("Keys", key="keys-help", shortcut="H", icon=":material/keyboard:")
@@ -423,7 +466,9 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
                  definitions: dict[str, str], summary: str) -> None:
     claim = card.claims[index]
     pk = claim.pk
+    base = claim.label.event_id if claim.label else None  # what a write here is based on
     n = len(card.claims)
+    picking = st.session_state.get(PICKING) == pk and bool(card.chunks)  # after E
     if (st.session_state.get(SHOWN) or (None,))[0] != pk:
         st.session_state[SHOWN] = (pk, time.monotonic())  # time per claim starts here
     with st.container(border=True, key=f"claim-{pk}"):
@@ -435,22 +480,28 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
         with st.container(horizontal=True, key="verdicts"):
             for verdict in LABELS:
                 st.button(
-                    verdict, key=f"v-{verdict}-{pk}", shortcut=VERDICT_KEYS[verdict],
+                    verdict, key=f"v-{verdict}-{pk}", shortcut=None if picking else VERDICT_KEYS[verdict],
                     help=definitions.get(verdict), width="stretch",
                     type="primary" if claim.verdict == verdict else "secondary",
                     on_click=_on_label,
-                    args=(cycle.id, card.answer_id, pk, index, "blind", verdict, card.chunk_ids),
+                    args=(cycle.id, card.answer_id, pk, index, "blind", verdict, card.chunk_ids, base),
                 )
         with st.container(horizontal=True, vertical_alignment="center", key="claim-actions"):
             st.button("Skip", key=f"skip-{pk}", shortcut="S",
                       help="Put it off: it comes back at the end of your queue until settled.",
                       on_click=_on_label,
-                      args=(cycle.id, card.answer_id, pk, index, "skip", None, card.chunk_ids))
+                      args=(cycle.id, card.answer_id, pk, index, "skip", None, card.chunk_ids, base))
             st.button("Unclear", key=f"unclear-{pk}", shortcut="U",
                       help="Needs discussion: a lead decides this claim, and the judge's verdict "
                            "on it stays hidden from you until then.",
                       on_click=_on_label,
-                      args=(cycle.id, card.answer_id, pk, index, "unclear", None, card.chunk_ids))
+                      args=(cycle.id, card.answer_id, pk, index, "unclear", None, card.chunk_ids,
+                            base))
+            st.button("Evidence", key=f"evidence-{pk}", shortcut="E",
+                      icon=":material/format_list_numbered:", disabled=not card.chunks,
+                      type="primary" if picking else "secondary",
+                      help="E, then a chunk's number: adds that chunk to the evidence, or removes it.",
+                      on_click=_on_evidence_keys, args=(pk,))
             if claim.label is not None:
                 st.caption(f"Your current label: {claim.verdict or STATUS_TEXT[claim.status]} "
                            "(a new choice is added to the history)")
@@ -458,11 +509,21 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
             st.button("Back", key=f"back-{pk}", shortcut="Left", icon=":material/arrow_back:",
                       disabled=index == 0, on_click=_on_move,
                       args=(cycle.id, card.answer_id, index, index - 1))
+            ahead = review.forward(card, index)
             st.button("Forward", key=f"fwd-{pk}", shortcut="Right",
                       icon=":material/arrow_forward:", icon_position="right",
-                      disabled=index >= n - 1, on_click=_on_move,
-                      args=(cycle.id, card.answer_id, index, index + 1))
+                      help="Back to the last look" if ahead and ahead.claim_index is None else None,
+                      disabled=ahead is None, on_click=_on_move,
+                      args=(cycle.id, card.answer_id, index, ahead.claim_index if ahead else None))
 
+        if picking:
+            chosen = st.session_state.get(f"ev_{pk}") or []
+            with st.container(horizontal=True, vertical_alignment="center", key="evidence-keys"):
+                st.caption("Evidence: press a chunk's number (E again: back to verdicts)")
+                for num in range(1, min(len(card.chunks), review.EVIDENCE_KEYS) + 1):
+                    st.button(f"[{num}]", key=f"ev-key-{num}-{pk}", shortcut=str(num),
+                              type="primary" if num in chosen else "secondary",
+                              on_click=_on_evidence_key, args=(pk, num, len(card.chunks)))
         ev_key, note_key = f"ev_{pk}", f"note_{pk}"
         by_id = {ch.chunk_id: ch.number for ch in card.chunks}
         if ev_key not in st.session_state:
@@ -472,20 +533,21 @@ def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
             st.session_state[note_key] = (claim.label.note if claim.label else None) or ""
         # The note comes first: Tab from it reaches the evidence list (a text field).
         with st.container(horizontal=True, key="claim-inputs"):
-            st.text_input("Note (optional)", key=note_key, max_chars=2000,
-                          placeholder="Saved with the verdict", width="stretch")
+            # Multi-line: Enter starts a new line; the note is read when a verdict key is pressed.
+            st.text_area("Note (optional)", key=note_key, max_chars=2000, height="content",
+                         placeholder="Saved with the verdict", width="stretch")
             # Options are chunk numbers; the shown name is "[n] id" as plain text.
-            st.multiselect("Evidence chunks (optional)", options=[ch.number for ch in card.chunks],
+            st.multiselect("Evidence chunks (required for SUPPORTED)" if cycle.require_evidence
+                           else "Evidence chunks (optional)", options=[ch.number for ch in card.chunks],
                            format_func=lambda num: f"[{num}] {card.chunks[num - 1].chunk_id}",
                            key=ev_key, placeholder="Chunks that decide it", select_all=False,
                            width="stretch")
-        tail = []
         if summary:
-            tail.append(ui.div("cal-guideline-summary", "Guidelines (G): " + ui.body(summary)))
+            # The lead's markdown, inert; after the prefix it is one line, so no block markup.
+            with st.container(key="guideline-summary"):
+                ui.guidelines("Guidelines (G): " + summary)
         if n > 1:
-            tail.append(_claim_list(card, index))
-        if tail:
-            ui.draw(*tail)
+            ui.draw(_claim_list(card, index))
 
 
 def _last_look(cycle: review.CycleRef, card: review.Card) -> None:
@@ -494,9 +556,13 @@ def _last_look(cycle: review.CycleRef, card: review.Card) -> None:
             ui.draw(ui.div("cal-claim-title", "Last look before the reveal"),
                     ui.div("cal-muted", "Your verdicts on this answer. Change any of them now; after "
                                         "the commit the judge is shown and your blind verdicts are final."))
+            missing = review.missing_evidence(card) if cycle.require_evidence else []
             st.button("Commit and reveal the judge", key="commit", type="primary", shortcut="Enter",
-                      icon=":material/visibility:", on_click=_on_commit,
+                      icon=":material/visibility:", on_click=_on_commit, disabled=bool(missing),
                       args=(cycle.id, card.answer_id))
+        if missing:
+            with st.container(key="evidence-needed"):
+                st.warning(review.evidence_needed(missing), icon=":material/format_list_numbered:")
         for i, c in enumerate(card.claims):
             with st.container(horizontal=True, vertical_alignment="center", key=f"look-{c.pk}",
                               wrap=False):
@@ -510,6 +576,7 @@ def _last_look(cycle: review.CycleRef, card: review.Card) -> None:
 def _reveal_row(cycle: review.CycleRef, card: review.Card, r: review.Revealed, selected: int | None
                 ) -> None:
     pk = r.claim.pk
+    base = r.claim.label.event_id if r.claim.label else None
     with st.container(border=True, key=f"reveal-{pk}"):
         # The verdicts and (for a disagreement) the K / J choice come before the long texts,
         # so the decision is on screen whatever the claim's length.
@@ -535,13 +602,13 @@ def _reveal_row(cycle: review.CycleRef, card: review.Card, r: review.Revealed, s
                           shortcut="K" if here else None,
                           type="primary" if r.reconciled == "keep" else "secondary",
                           help="The judge is wrong on this claim.",
-                          on_click=_on_reconcile, args=(cycle.id, card.answer_id, pk, "keep"))
+                          on_click=_on_reconcile, args=(cycle.id, card.answer_id, pk, "keep", base))
                 st.button("The judge is right", key=f"judge-right-{pk}", width="stretch",
                           shortcut="J" if here else None,
                           type="primary" if r.reconciled == "judge_right" else "secondary",
                           help="My first call was a slip; take the judge's verdict.",
                           on_click=_on_reconcile,
-                          args=(cycle.id, card.answer_id, pk, "judge_right"))
+                          args=(cycle.id, card.answer_id, pk, "judge_right", base))
         text = [ui.div("cal-claim", ui.body(r.claim.text))]
         if r.unclear:
             if r.adjudicated:
@@ -633,15 +700,18 @@ def review_fragment() -> None:
         choices = review.cycle_choices(db, reviewer)
         if not choices:
             st.info("No open cycle has answers for you. A lead creates one on the Cycles page "
-                    "(or `python -m calibration cycle create`).", icon=":material/inbox:")
+                    "(or `.venv/bin/calibration cycle create`).", icon=":material/inbox:")
             return
         by_id = {c.cycle.id: c for c in choices}
-        if st.session_state.get(CYCLE_KEY) not in by_id:
-            # First visit, or the cycle was closed: the first cycle with work left.
+        kept = st.session_state.get(CYCLE_KEY) or {}
+        if kept.get("reviewer") != reviewer or kept.get("id") not in by_id:
+            # Sign-in, reload, a new tab, or the cycle was closed: the reviewer's own work first.
             default = review.default_cycle(choices)
             assert default is not None
-            st.session_state[CYCLE_KEY] = default.cycle.id
-        chosen = by_id[st.session_state[CYCLE_KEY]]
+            _choose_cycle(default.cycle.id, picked=False)
+            kept = st.session_state[CYCLE_KEY]
+        chosen = by_id[kept["id"]]
+        why = review.why_this_cycle(choices, chosen, picked=kept["picked"])
         cycle = chosen.cycle
         pos = _cursor(db, cycle.id, reviewer)
         answers = review.queue(db, cycle.id, reviewer)
@@ -660,7 +730,7 @@ def review_fragment() -> None:
                     view.selected if view else None)
 
     k = answers.index(card.answer_id) + 1 if card is not None and card.answer_id in answers else 0
-    open_answers, open_guide, open_keys = _header(choices, chosen, chosen.progress, k, len(answers))
+    open_answers, open_guide, open_keys = _header(choices, chosen, why, k, len(answers))
     if open_answers:
         _answers_dialog(cycle.id, reviewer, card.answer_id if card else None)
     elif open_guide:

@@ -841,3 +841,23 @@ def test_page_shows_reused_labels_as_done(run_db: Database, db_path: Path,
     per = at.dataframe[1].value
     assert list(per["Labeled"]) == [reused] and list(per["Reused"]) == [reused]
     assert list(per["Answers committed"]) == ["0 / 15"]  # labeled directly, never committed
+
+
+def test_page_creates_a_cycle_requiring_evidence_and_counts_what_lacks_it(
+        run_db: Database, db_path: Path, claims_of: dict[str, list[int]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page(db_path, monkeypatch)
+    at.text_input(key="cycle_name").input("sourced")
+    at.text_input(key="cycle_reviewers").input("ann")
+    at.checkbox(key="cycle_require_evidence").check()
+    click(at, "Create cycle")
+    assert not at.exception
+    made = cycles.get_cycle(run_db, "sourced")
+    assert made.require_evidence
+    first, second = made.answers[:2]
+    label_all(run_db, claims_of[first], "ann", made.id)  # SUPPORTED, no evidence
+    label_all(run_db, claims_of[second], "ann", made.id, verdict="CONTRADICTED")
+    at.run()
+    assert "sourced" in next(t for t in texts(at) if "evidence required for SUPPORTED" in t)
+    per = at.dataframe[1].value
+    assert list(per["SUPPORTED without evidence"]) == [len(claims_of[first])]

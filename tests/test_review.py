@@ -10,7 +10,7 @@ import pytest
 from sqlite_utils import Database
 
 from calibration import cycles, review, store
-from calibration.errors import ConflictError, InputError
+from calibration.errors import ConflictError, InputError, StaleLabelError
 from calibration.importing import import_answers
 from calibration.store.review import QueueRow
 
@@ -231,6 +231,82 @@ def test_reconcile_keep_and_judge_right(fresh_db: Database, cyc: cycles.Cycle) -
         (True, False, "keep"), (True, False, "judge_right")]
 
 
+
+def test_a_write_based_on_a_stale_label_is_refused(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    """Two tabs show claim c1 unlabeled; the first writes; the second, based on what it showed,
+    is refused with nothing written, and a write based on the current state goes through."""
+    pk = _pk(fresh_db, "A2", "c1")
+    first = review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk,
+                         verdict="SUPPORTED", based_on=store.BasedOn(None))
+    assert first.event_id is not None
+    assert review.load_card(fresh_db, "A2", "ann").claims[0].label == first  # what a card shows
+    refused = r"^this claim was labeled in another tab at \d\d:\d\d UTC — showing it now$"
+    for kind, verdict in (("blind", "CONTRADICTED"), ("skip", None), ("unclear", None)):
+        with pytest.raises(StaleLabelError, match=refused):
+            review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, kind=kind,
+                         verdict=verdict, note="from the stale tab", based_on=store.BasedOn(None))
+    assert store.label_state(fresh_db, pk, "ann") == first
+    assert [e["verdict"] for e in store.label_history(fresh_db, pk, "ann")] == ["SUPPORTED"]
+    # another reviewer's label, and a lead's adjudication under ann's own name, are not ann's label
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="bob", claim_pk=pk, verdict="UNSUPPORTED",
+                 based_on=store.BasedOn(None))
+    store.adjudicate(fresh_db, claim=pk, adjudicator="ann", verdict="UNSUPPORTED")
+    second = review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk,
+                          verdict="CONTRADICTED", based_on=store.BasedOn(first.event_id))
+    assert second.blind_verdict == "CONTRADICTED" and second.event_id != first.event_id
+    with pytest.raises(StaleLabelError):  # the first tab's state is stale now
+        review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, verdict="SUPPORTED",
+                     based_on=store.BasedOn(first.event_id))
+
+
+def test_a_reconcile_based_on_a_stale_label_is_refused(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    _label_all(fresh_db, cyc.id, "ann", "A2", ["CONTRADICTED", "UNSUPPORTED"])
+    pk = _pk(fresh_db, "A2", "c1")
+    shown = store.label_state(fresh_db, pk, "ann")
+    assert shown is not None
+    keep = review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, choice="keep",
+                            based_on=store.BasedOn(shown.event_id))
+    # a repeat of the choice now in force records nothing, stale or not (a double key press)
+    assert review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, choice="keep",
+                            based_on=store.BasedOn(shown.event_id)) == keep
+    with pytest.raises(StaleLabelError):
+        review.reconcile(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk,
+                         choice="judge_right", based_on=store.BasedOn(shown.event_id))
+    assert store.label_state(fresh_db, pk, "ann") == keep
+
+
+
+def test_a_cycle_requiring_evidence_commits_once_supported_claims_name_it(
+        fresh_db: Database, tmp_path: Path) -> None:
+    _load(fresh_db, tmp_path)
+    cyc = cycles.create_cycle(fresh_db, name="sourced", judge_run=RUN, size=2, seed=3,
+                              strategy="random", reviewers=[], overlap=0.0, force=True,
+                              created_by="t", include_labeled=True, require_evidence=True)
+    assert cyc.require_evidence and review.cycle(fresh_db, cyc.id).require_evidence
+    pk1, pk2, pk3 = (_pk(fresh_db, "A1", c) for c in ("c1", "c2", "c3"))
+    for pk, verdict in ((pk1, "SUPPORTED"), (pk2, "SUPPORTED"), (pk3, "CONTRADICTED")):
+        review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, verdict=verdict)
+    card = review.load_card(fresh_db, "A1", "ann")
+    assert review.missing_evidence(card) == [1, 2]  # a CONTRADICTED verdict needs none
+    with pytest.raises(ConflictError, match=r"evidence of every SUPPORTED verdict: claims 1, 2 have none"):
+        review.commit(fresh_db, cycle_id=cyc.id, reviewer="ann", answer_id="A1")
+    assert review.evidence_gaps(fresh_db, cyc.id) == {"ann": 2}
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk1, verdict="SUPPORTED",
+                 evidence=["S1"])
+    with pytest.raises(ConflictError, match=r"claim 2 has none"):
+        review.commit(fresh_db, cycle_id=cyc.id, reviewer="ann", answer_id="A1")
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk2, verdict="SUPPORTED",
+                 evidence=["S1"])
+    review.commit(fresh_db, cycle_id=cyc.id, reviewer="ann", answer_id="A1")
+    assert review.load_card(fresh_db, "A1", "ann").revealed
+    assert review.evidence_gaps(fresh_db, cyc.id) == {}
+    # A cycle that does not require it commits SUPPORTED verdicts without evidence.
+    plain = next(c for c in cycles.list_cycles(fresh_db) if c.name == "c")
+    assert not plain.require_evidence
+    _label_all(fresh_db, plain.id, "bob", "A2", ["SUPPORTED", "SUPPORTED"])
+    assert review.evidence_gaps(fresh_db, plain.id) == {"bob": 2}
+
+
 def test_reconcile_refuses_an_agreement(fresh_db: Database, cyc: cycles.Cycle) -> None:
     _label_all(fresh_db, cyc.id, "ann", "A2", ["SUPPORTED", "UNSUPPORTED"])
     with pytest.raises(ConflictError, match="agree"):
@@ -432,6 +508,45 @@ def test_cycle_choices_default_to_the_first_with_work(fresh_db: Database, tmp_pa
     assert (e.progress.claims_labeled, e.progress.claims_total) == (5, 6)
 
 
+
+def _choice(cid: int, *, assigned: bool, work: bool) -> review.CycleChoice:
+    ref = review.CycleRef(cid, f"c{cid}", 1, "judge@v1", "open", not assigned)
+    return review.CycleChoice(ref, review.QueueProgress(0, 1, 0, 1), work)
+
+
+# (assigned to the reviewer, work left) per cycle in order -> the cycle opened, and why
+@pytest.mark.parametrize("cycles_, expected, why", [
+    # an open-to-all cycle first (the demo) with work: the reviewer's own cycle still wins
+    (((False, True), (True, True)), 2, "assigned to you"),
+    # the own cycle is done: the open-to-all one with work
+    (((False, True), (True, False)), 1, "open to all; your assigned cycles are done"),
+    (((False, True), (False, True)), 1, "open to all"),
+    # nothing left anywhere: the own cycle, else the first
+    (((False, False), (True, False)), 2, "assigned to you; all done"),
+    (((False, False), (False, False)), 1, "open to all; all done"),
+    # among own cycles, the first with work
+    (((True, False), (True, True), (True, True)), 2, "assigned to you"),
+])
+def test_default_cycle_opens_the_reviewers_own_work_first(
+        cycles_: tuple[tuple[bool, bool], ...], expected: int, why: str) -> None:
+    choices = [_choice(i, assigned=a, work=w) for i, (a, w) in enumerate(cycles_, start=1)]
+    shown = review.default_cycle(choices)
+    assert shown is not None and shown.cycle.id == expected
+    assert review.why_this_cycle(choices, shown, picked=False) == why
+    assert review.why_this_cycle(choices, shown, picked=True) == "your choice"
+    assert review.default_cycle([]) is None
+
+
+def test_default_cycle_from_the_database(fresh_db: Database, tmp_path: Path, cyc: cycles.Cycle) -> None:
+    """The open-to-all cycle `c` comes first; one assigned to ann later opens for her, not for bob."""
+    own = cycles.create_cycle(fresh_db, name="ann's", judge_run=RUN, size=1, seed=1,
+                              strategy="random", reviewers=["ann"], overlap=0.0, force=True,
+                              created_by="t", include_labeled=True)
+    assert [c.cycle.name for c in review.cycle_choices(fresh_db, "ann")] == ["c", "ann's"]
+    assert review.default_cycle(review.cycle_choices(fresh_db, "ann")).cycle.id == own.id
+    assert review.default_cycle(review.cycle_choices(fresh_db, "bob")).cycle.id == cyc.id
+
+
 # ---------------------------------------------------------------- reviewer names
 
 
@@ -516,6 +631,20 @@ def test_position_after_label(statuses: tuple[str, ...], index: int,
     assert review.position_after_label(card_of(*statuses), index) == expected
 
 
+
+@pytest.mark.parametrize("statuses, index, expected", [
+    (("labeled", "todo"), 0, review.Position("A", 1)),  # the next claim
+    (("labeled", "todo"), 1, None),  # the last claim, not every one settled: nowhere
+    (("labeled", "skipped"), 1, None),
+    # every claim settled (after a Change in the last look): back to the last look
+    (("labeled", "labeled"), 1, review.Position("A", None)),
+    (("labeled", "unclear", "labeled"), 2, review.Position("A", None)),
+])
+def test_forward_from_the_last_claim_returns_to_the_last_look(
+        statuses: tuple[str, ...], index: int, expected: review.Position | None) -> None:
+    assert review.forward(card_of(*statuses), index) == expected
+
+
 @pytest.mark.parametrize("statuses, revealed, wanted, expected, view", [
     (("labeled", "labeled"), True, 0, None, "reveal"),  # committed: the reveal, whatever is asked
     (("labeled", "unclear"), True, None, None, "reveal"),
@@ -573,6 +702,32 @@ def test_verdict_definitions_are_the_judge_prompts() -> None:
 ])
 def test_guideline_summary(markdown: str, limit: int, expected: str) -> None:
     assert review.guideline_summary(markdown, limit) == expected
+
+
+@pytest.mark.parametrize("picked, number, chunks, expected", [
+    ([], 2, 3, [2]),  # added
+    ([1, 3], 2, 3, [1, 2, 3]),  # in order
+    ([1, 2], 2, 3, [1]),  # pressed again: removed
+    ([1], 4, 3, [1]),  # no chunk 4: nothing changes
+    ([1], 0, 3, [1]),
+])
+def test_toggle_evidence(picked: list[int], number: int, chunks: int, expected: list[int]) -> None:
+    assert review.toggle_evidence(picked, number, chunks) == expected
+
+@pytest.mark.parametrize("text, limit, expected", [
+    ("When does\n  delivery start?", 90, "When does delivery start?"),
+    ("one two three four", 9, "one two …"),
+    ("", 90, ""),
+])
+def test_cut_words(text: str, limit: int, expected: str) -> None:
+    assert review.cut_words(text, limit) == expected
+
+
+def test_answer_list_gives_each_answers_question(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    asked = {a["id"]: a["question"] for a in ANSWERS}
+    rows = review.answer_statuses(fresh_db, cyc.id, "ann")
+    assert [(r.answer_id, r.question) for r in rows] == [(a, asked[a]) for a in review.queue(
+        fresh_db, cyc.id, "ann")]
 
 
 def revealed(*rows: tuple[str | None, str | None, str | None]) -> list[review.Revealed]:

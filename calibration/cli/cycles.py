@@ -34,6 +34,8 @@ def _add_cycles(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--holdout", action="store_true", help="sample only holdout answers")
     c.add_argument("--include-labeled", action="store_true",
                    help="also sample answers whose claims all have a final human label")
+    c.add_argument("--require-evidence", action="store_true",
+                   help="every SUPPORTED verdict must name its evidence chunks before the commit")
     c.add_argument("--force", action="store_true", help="allow a size outside the bounds")
     c.add_argument("--created-by", default=_login_name(), help="recorded as the cycle's creator")
     c.set_defaults(handler=cli_cycle_create)
@@ -91,7 +93,8 @@ def cli_cycle_create(args: argparse.Namespace) -> int:
             db, name=args.name, judge_run=args.judge_run, size=args.size, seed=args.seed,
             strategy=args.strategy, reviewers=args.reviewers.split(","), overlap=args.overlap,
             holdout=args.holdout, include_labeled=args.include_labeled, force=args.force,
-            created_by=args.created_by, failing_share=args.failure_share, goal=args.goal)
+            created_by=args.created_by, failing_share=args.failure_share, goal=args.goal,
+            require_evidence=args.require_evidence)
         load = {r.reviewer: r.total for r in cycles.progress(db, cycle.id).reviewers}
     for warning in cycle.warnings:
         print(f"warning: {warning}", file=sys.stderr)

@@ -36,6 +36,7 @@ from .connection import (
 )
 from .cycles import cycle_id
 from .labels import (
+    BasedOn,
     LabelState,
     adjudicate,
     claim_pk,
@@ -60,6 +61,7 @@ __all__ = [
     "PROJECT_ROOT",
     "SIGNIN_SECRET_SETTING",
     "THRESHOLD_SETTINGS",
+    "BasedOn",
     "ClaimTable",
     "JudgeRun",
     "LabelState",

@@ -59,13 +59,14 @@ class CycleRecord:
     snapshot: dict[str, Any] | None
     answers: tuple[str, ...]
     reviewers: tuple[str, ...]
+    require_evidence: bool  # every SUPPORTED verdict in the cycle must name its evidence
     failing_share: str | None  # the stored setting, as text; None when none was stored
     plan: dict[str, Any] | None = None  # a planned cycle's recorded plan
 
 
 _CYCLE_COLS = """c.id, c.name, r.judge_model || '@' || r.prompt_version, c.judge_run_id,
     c.strategy, c.seed, c.size, c.overlap, c.holdout, c.include_labeled, c.status,
-    c.created_by, c.created_at, c.closed_at, c.snapshot"""
+    c.created_by, c.created_at, c.closed_at, c.snapshot, c.require_evidence"""
 
 _OPEN_FOR = """WHERE c.status = 'open' AND (
     NOT EXISTS (SELECT 1 FROM assignments s WHERE s.cycle_id = c.id)
@@ -110,6 +111,7 @@ def cycle_records(db: Database, *, cycle_id: int | None = None,
                     status=r[10], created_by=r[11], created_at=r[12], closed_at=r[13],
                     snapshot=json.loads(r[14]) if r[14] else None,
                     answers=tuple(answers[r[0]]), reviewers=tuple(reviewers[r[0]]),
+                    require_evidence=bool(r[15]),
                     failing_share=shares.get(SHARE_KEY.format(r[0])), plan=plans.get(r[0]))
         for r in rows
     ]
@@ -279,14 +281,15 @@ def run_plan_strata(db: Database, run_id: int) -> list[dict[str, str]]:
 def insert_cycle(db: Database, *, name: str, run_id: int, strategy: str, seed: int, size: int,
                  overlap: float, holdout: bool, include_labeled: bool, created_by: str | None,
                  answers: Sequence[tuple[str, float]], assignments: Mapping[str, Sequence[str]],
-                 failing_share: float | None = None) -> int:
+                 failing_share: float | None = None, require_evidence: bool = False) -> int:
     """Write a new open cycle with its answers (id, inclusion probability; in cycle order) and
     assignments (answer id -> reviewers); `failing_share` recorded when given. Returns its id."""
     cur = db.execute(
         """INSERT INTO cycles (name, judge_run_id, strategy, seed, size, overlap, holdout,
-               include_labeled, created_by, created_at, status)
-           VALUES (?,?,?,?,?,?,?,?,?,?, 'open')""",
-        [name, run_id, strategy, seed, size, overlap, int(holdout), int(include_labeled), created_by, now()])
+               include_labeled, created_by, created_at, status, require_evidence)
+           VALUES (?,?,?,?,?,?,?,?,?,?, 'open', ?)""",
+        [name, run_id, strategy, seed, size, overlap, int(holdout), int(include_labeled), created_by, now(),
+         int(require_evidence)])
     new_id = cur.lastrowid
     assert new_id is not None
     if failing_share is not None:

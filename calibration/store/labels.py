@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from sqlite_utils import Database
 
-from ..errors import ConflictError, InputError, NotFoundError
+from ..errors import ConflictError, InputError, NotFoundError, StaleLabelError
 from ..vocab import LABEL_KINDS, Verdict
 from .answers import _pause_between_batches  # the one test hook of staged imports
 from .connection import now, write
@@ -56,23 +56,52 @@ class LabelState:
     slip: bool
     evidence: list[str]
     note: str | None
+    event_id: int | None = None  # the reviewer's latest label event on the claim: the version
+
+
+# The version of a reviewer's label on a claim: their latest event on it (label_events_claim);
+# a lead's adjudication, recorded under the lead's name, is not a label of theirs.
+# Newest first along the index, so the read stops at the first match however long the history.
+LATEST_EVENT = ("(SELECT e.id FROM label_events e WHERE e.claim_pk = {claim} "
+                "AND e.reviewer = {reviewer} AND e.kind <> 'adjudicate' ORDER BY e.id DESC LIMIT 1)")
+
+
+@dataclass(frozen=True, slots=True)
+class BasedOn:
+    """The label state a write was based on (what the card showed): the reviewer's latest event
+    on the claim then (`LabelState.event_id`), None when they had no label on it."""
+
+    event_id: int | None
 
 
 def _label_state(row: sqlite3.Row | tuple | None, claim: int, reviewer: str) -> LabelState | None:
     if row is None:
         return None
-    status, blind, final, reconciled, slip, evidence, note = row
+    status, blind, final, reconciled, slip, evidence, note, event_id = row
     return LabelState(claim, reviewer, status, blind, final, reconciled, bool(slip),
-                      json.loads(evidence), note)
+                      json.loads(evidence), note, event_id)
 
 
 def label_state(db: Database, claim: int, reviewer: str) -> LabelState | None:
     row = db.execute(
-        """SELECT status, blind_verdict, final_verdict, reconciled, slip, evidence, note
-           FROM human_labels WHERE claim_pk = ? AND reviewer = ?""",
+        f"""SELECT status, blind_verdict, final_verdict, reconciled, slip, evidence, note,
+                  {LATEST_EVENT.format(claim='h.claim_pk', reviewer='h.reviewer')}
+           FROM human_labels h WHERE h.claim_pk = ? AND h.reviewer = ?""",
         [claim, reviewer],
     ).fetchone()
     return _label_state(row, claim, reviewer)
+
+
+def check_based_on(db: Database, claim: int, reviewer: str, based_on: BasedOn) -> None:
+    """Refuse (StaleLabelError) a write based on a state of the reviewer's label on the claim
+    that is no longer the current one: another tab (or client) wrote a label since. Call it
+    inside the write's transaction, so nothing can come between the check and the write."""
+    row = db.execute(
+        f"SELECT id, created_at FROM label_events WHERE id = {LATEST_EVENT.format(claim='?', reviewer='?')}",
+        [claim, reviewer]).fetchone()
+    if (None if row is None else row[0]) != based_on.event_id:
+        at = "an unknown time" if row is None else f"{row[1][11:16]} UTC"
+        raise StaleLabelError(f"this claim was labeled in another tab at {at} — showing it now")
 
 
 def record_label(
@@ -88,6 +117,7 @@ def record_label(
     judge_run_id: int | None = None,
     duration_ms: int | None = None,
     import_id: int | None = None,
+    based_on: BasedOn | None = None,
 ) -> LabelState:
     """Append one label event and update the reviewer's current label, in one transaction.
 
@@ -100,13 +130,16 @@ def record_label(
     verdicts), kept on the event and, for a blind verdict, on the current label. `import_id`: the
     staged label import writing this label (`LabelStaging`), which hides it until that import is
     done; any other write clears it, so a reviewer's own verdict is never hidden or taken back
-    with an import. Returns the new state.
+    with an import. `based_on`: the state the writer saw; the write is refused (StaleLabelError)
+    when the label changed since (`check_based_on`, in this transaction). Returns the new state.
     """
     if kind not in LABEL_KINDS or kind == "adjudicate":
         raise InputError(f"unknown label kind {kind!r}")
     if not reviewer:
         raise InputError("a label needs a reviewer")
     with write(db):
+        if based_on is not None:
+            check_based_on(db, claim, reviewer, based_on)
         state = label_state(db, claim, reviewer)
         if kind in ("blind", "import"):
             if verdict is None:

@@ -18,7 +18,7 @@ from ..errors import NotFoundError
 from .connection import now
 from .cycles import SETTLED_IN
 from .imports import hide_sql
-from .labels import LabelState
+from .labels import LATEST_EVENT, LabelState
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,7 @@ class CycleRow:
     judge_run: str  # MODEL@VERSION
     status: str
     open_to_all: bool  # no assignments: every signed-in reviewer may label
+    require_evidence: bool = False  # every SUPPORTED verdict must name its evidence (the commit)
 
 
 def cycle_row(db: Database, cycle_id: int) -> CycleRow:
@@ -36,13 +37,14 @@ def cycle_row(db: Database, cycle_id: int) -> CycleRow:
     row = db.execute(
         """SELECT c.id, c.name, c.judge_run_id, r.judge_model || '@' || r.prompt_version,
                   c.status,
-                  NOT EXISTS (SELECT 1 FROM assignments a WHERE a.cycle_id = c.id)
+                  NOT EXISTS (SELECT 1 FROM assignments a WHERE a.cycle_id = c.id),
+                  c.require_evidence
            FROM cycles c JOIN judge_runs r ON r.id = c.judge_run_id WHERE c.id = ?""",
         [cycle_id],
     ).fetchone()
     if row is None:
         raise NotFoundError(f"no cycle with id {cycle_id}")
-    return CycleRow(row[0], row[1], row[2], row[3], row[4], bool(row[5]))
+    return CycleRow(row[0], row[1], row[2], row[3], row[4], bool(row[5]), bool(row[6]))
 
 
 # ---------------------------------------------------------------- the card (no judge data)
@@ -56,6 +58,12 @@ def card_answer(db: Database, answer_id: str) -> tuple[str, str]:
     return row[0], row[1]
 
 
+def questions(db: Database, answer_ids: Sequence[str]) -> dict[str, str]:
+    """Answer id -> its question, for the given answers (one queue: by primary key)."""
+    return dict(db.execute("SELECT id, question FROM answers WHERE id IN (SELECT value FROM json_each(?))",
+                           [json.dumps(list(answer_ids))]).fetchall())
+
+
 def card_chunks(db: Database, answer_id: str) -> list[tuple[str, str, str | None]]:
     """(chunk id, text, source) of the answer's chunks, in order."""
     return [(c, t, s) for c, t, s in db.execute(
@@ -66,17 +74,20 @@ def card_claims(db: Database, answer_id: str, reviewer: str) -> list[tuple[int, 
     """(claim pk, claim id, text, the reviewer's current label or None) per claim, in order."""
     rows = db.execute(
         f"""SELECT c.id, c.claim_id, c.text, h.status, h.blind_verdict, h.final_verdict,
-                  h.reconciled, h.slip, h.evidence, h.note
+                  h.reconciled, h.slip, h.evidence, h.note,
+                  CASE WHEN h.status IS NULL THEN NULL
+                       ELSE {LATEST_EVENT.format(claim='c.id', reviewer='h.reviewer')} END
            FROM claims c LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
                 {hide_sql(db, label="h.import_id")}
            WHERE c.answer_id = ? ORDER BY c.position, c.id""",
         [reviewer, answer_id],
     ).fetchall()
     out: list[tuple[int, str, str, LabelState | None]] = []
-    for pk, cid, text, status, blind, final, rec, slip, ev, note in rows:
+    for pk, cid, text, status, blind, final, rec, slip, ev, note, event_id in rows:
         label = None
         if status is not None:
-            label = LabelState(pk, reviewer, status, blind, final, rec, bool(slip), json.loads(ev), note)
+            label = LabelState(pk, reviewer, status, blind, final, rec, bool(slip), json.loads(ev), note,
+                               event_id)
         out.append((pk, cid, text, label))
     return out
 
@@ -192,6 +203,16 @@ def label_durations(db: Database, run_id: int, cycle_id: int | None = None) -> d
     for who, ms in db.execute(sql, params):
         out.setdefault(who, []).append(int(ms))
     return out
+
+
+def supported_without_evidence(db: Database, cycle_id: int) -> dict[str, int]:
+    """Reviewer -> how many of their labels given in the cycle have the final verdict SUPPORTED
+    and name no evidence chunk (a golden set's expected sources would lack them), for the
+    reviewers with any (index human_labels_cycle)."""
+    return dict(db.execute(
+        """SELECT reviewer, count(*) FROM human_labels
+           WHERE cycle_id = ? AND status = 'labeled' AND final_verdict = 'SUPPORTED'
+             AND evidence = '[]' GROUP BY reviewer ORDER BY reviewer""", [cycle_id]).fetchall())
 
 
 # ---------------------------------------------------------------- the reveal

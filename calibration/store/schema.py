@@ -506,3 +506,16 @@ def m015_reviewer_roster(db: Database) -> None:
                                  WHERE r.kind = 'rename' AND r.new_name = NEW.reviewer))
            BEGIN SELECT RAISE(ABORT, 'label_events is append-only'); END""",
     ])
+
+
+# ---------------------------------------------------------------- m016 cycles that require evidence
+
+
+@migrations()
+def m016_cycle_requires_evidence(db: Database) -> None:
+    # The lead's choice at creation: every SUPPORTED verdict in the cycle names its evidence;
+    # the index serves the per-reviewer count of SUPPORTED labels without evidence in a cycle.
+    _run(db, [
+        "ALTER TABLE cycles ADD COLUMN require_evidence INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX human_labels_cycle ON human_labels(cycle_id)",
+    ])

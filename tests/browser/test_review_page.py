@@ -445,6 +445,10 @@ def test_last_look_lets_a_verdict_change_before_the_reveal(app: App, page: Any) 
     shot(page, "last-look")
     page.keyboard.press("ArrowLeft")  # back to the last claim
     wait_claim(page, pks[1])
+    page.keyboard.press("ArrowRight")  # no change after all: → leads back to the last look
+    wait_last_look(page)
+    page.keyboard.press("ArrowLeft")
+    wait_claim(page, pks[1])
     page.keyboard.press("3")
     wait_last_look(page)
     assert "UNSUPPORTED" in page.locator(f".st-key-look-{pks[1]}").inner_text()
@@ -471,8 +475,10 @@ def test_guidelines_beside_the_task(app: App, page: Any) -> None:
     answer = app.queue()[0]
     sign_in(page, app.url, "guided")
     wait_claim(page, app.pks(answer)[0])
-    summary = page.locator(".cal-guideline-summary").inner_text()
-    assert "Dates must match **exactly**." in summary  # the short version, as plain text
+    summary = page.locator(".st-key-guideline-summary")
+    assert "Dates must match exactly." in summary.inner_text()  # the short version, rendered
+    assert "*" not in summary.inner_text()
+    assert summary.locator("strong").filter(has_text="exactly").count() == 1
     page.keyboard.press("G")
     dialog = page.get_by_role("dialog")
     dialog.get_by_text("GUIDE-DETAIL").wait_for()
@@ -493,6 +499,8 @@ def test_the_answer_list_jumps_to_any_answer(app: App, page: Any) -> None:
     texts = rows.all_inner_texts()
     assert len(texts) == len(order) and all("to do" in t for t in texts), texts
     assert [next(a for a in order if f". {a} ·" in t) for t in texts] == order
+    asked = {a["id"]: a["question"] for a in ANSWERS}
+    assert all(f". {a} · {asked[a]} ·" in t for a, t in zip(order, texts, strict=True)), texts
     dialog.get_by_role("button", name=f"Open answer {len(order)}").click()
     wait_claim(page, app.pks(order[-1])[0])
     assert page.get_by_role("dialog").count() == 0
@@ -587,6 +595,166 @@ def test_two_reviewers_label_the_same_claim(app: App, browser: Any) -> None:
     finally:
         for pg in pages:
             pg.context.close()
+
+
+def _tab(browser: Any, app: App, reviewer: str) -> Any:
+    """A new tab of its own (a browser context: no session shared) signed in as `reviewer`."""
+    pg = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    pg.set_default_timeout(15_000)
+    sign_in(pg, app.url, reviewer)
+    return pg
+
+
+def test_review_opens_the_reviewers_own_cycle(app: App, page: Any, browser: Any) -> None:
+    """Cycle one, open to everyone, comes first; the cycle assigned to the reviewer opens on
+    sign-in, after a reload and in a new tab, and the header says why."""
+    reviewer = "owner"
+    with store.session(app.db) as db:
+        own = cycles.create_cycle(db, name="owner's cycle", judge_run="judge-x@v1", size=1, seed=2,
+                                  reviewers=[reviewer], overlap=0.0, force=True, created_by="t",
+                                  include_labeled=True)
+        answer = review.queue(db, own.id, reviewer)[0]
+    pk = app.pks(answer)[0]
+    header = page.locator(".st-key-cycle-name")
+    sign_in(page, app.url, reviewer)
+    wait_claim(page, pk)
+    assert "owner's cycle" in header.inner_text() and "assigned to you" in header.inner_text()
+    page.reload()
+    wait_claim(page, pk)
+    assert "owner's cycle" in header.inner_text() and "assigned to you" in header.inner_text()
+    other = _tab(browser, app, reviewer)
+    try:
+        wait_claim(other, pk)
+        assert "owner's cycle" in other.locator(".st-key-cycle-name").inner_text()
+    finally:
+        other.context.close()
+    # Another reviewer, with nothing assigned, opens the cycle open to everyone.
+    sign_in(page, app.url, "not-an-owner")
+    page.locator(".st-key-cycle-name").filter(has_text="cycle one").wait_for()
+    assert "open to all" in header.inner_text()
+
+
+def test_a_stale_tab_cannot_overwrite_a_label(app: App, browser: Any) -> None:
+    """Two tabs of one reviewer on the same claim: the first labels it; the second tab's key,
+    based on the unlabeled card it showed, is refused in one sentence and shows the label;
+    nothing is lost, and a new key press there then counts."""
+    reviewer = "two-tabs"
+    answer = app.queue()[0]
+    pks = app.pks(answer)
+    first, second = _tab(browser, app, reviewer), _tab(browser, app, reviewer)
+    try:
+        for pg in (first, second):
+            wait_claim(pg, pks[0])
+        first.keyboard.press("1")
+        wait_claim(first, pks[1])
+        assert app.events(pks[0], reviewer) == [("blind", "SUPPORTED")]
+        second.keyboard.press("2")
+        flash = second.locator(".st-key-flash")
+        flash.wait_for()
+        text = flash.inner_text()
+        assert "this claim was labeled in another tab at" in text and "showing it now" in text, text
+        wait_claim(second, pks[0])
+        second.locator(f".st-key-claim-{pks[0]}").get_by_text(
+            "Your current label: SUPPORTED").wait_for()
+        shot(second, "stale-tab")
+        assert app.events(pks[0], reviewer) == [("blind", "SUPPORTED")]
+        state = app.state(pks[0], reviewer)
+        assert state is not None and state.blind_verdict == "SUPPORTED"
+        # Now based on what it shows: the change is recorded, as a new event.
+        second.keyboard.press("2")
+        wait_claim(second, pks[1])
+        assert app.events(pks[0], reviewer) == [("blind", "SUPPORTED"), ("blind", "CONTRADICTED")]
+    finally:
+        for pg in (first, second):
+            pg.context.close()
+
+
+def test_evidence_chosen_by_key_and_a_multi_line_note(app: App, page: Any) -> None:
+    """E then a chunk's number picks that chunk (again: drops it); the number keys then give
+    verdicts again. The note takes several lines."""
+    reviewer = "evidence-keys"
+    answer = "A1"  # two chunks
+    pks = app.pks(answer)
+    with store.session(app.db) as db:
+        others = [a for a in review.queue(db, app.cycle_id, reviewer) if a != answer]
+    _label_as_judge(app, reviewer, others)
+    sign_in(page, app.url, reviewer)
+    wait_claim(page, pks[0])
+    claim = page.locator(f".st-key-claim-{pks[0]}")
+    note = claim.locator('textarea[aria-label="Note (optional)"]')
+    note.fill("first line\nsecond line")
+    blur(page)
+    page.keyboard.press("e")
+    page.locator(".st-key-evidence-keys").wait_for()
+    page.keyboard.press("2")
+    page.locator(".st-key-evidence-keys").wait_for(state="detached")
+    picker = claim.locator("[data-testid='stMultiSelect']")
+    assert "[2] S3" in picker.inner_text()
+    page.keyboard.press("e")
+    page.locator(".st-key-evidence-keys").wait_for()
+    page.keyboard.press("1")
+    page.locator(".st-key-evidence-keys").wait_for(state="detached")
+    assert "[1] S1" in picker.inner_text() and "[2] S3" in picker.inner_text()
+    page.keyboard.press("e")
+    page.locator(".st-key-evidence-keys").wait_for()
+    page.keyboard.press("2")  # chosen already: dropped
+    page.locator(".st-key-evidence-keys").wait_for(state="detached")
+    assert "[2] S3" not in picker.inner_text()
+    assert app.state(pks[0], reviewer) is None  # picking evidence records nothing
+    page.keyboard.press("1")  # a verdict again
+    wait_claim(page, pks[1])
+    state = app.state(pks[0], reviewer)
+    assert state is not None and state.blind_verdict == "SUPPORTED"
+    assert state.evidence == ["S1"] and state.note == "first line\nsecond line"
+
+
+def test_a_cycle_requiring_evidence_blocks_the_commit_until_supported_claims_have_it(
+        app: App, page: Any) -> None:
+    reviewer = "sourced"
+    with store.session(app.db) as db:
+        cyc = cycles.create_cycle(db, name="sourced cycle", judge_run="judge-x@v1", size=3, seed=4,
+                                  reviewers=[reviewer], overlap=0.0, force=True, created_by="t",
+                                  include_labeled=True, require_evidence=True)
+        for answer in review.queue(db, cyc.id, reviewer):
+            card = review.load_card(db, answer, reviewer)
+            for c in card.claims:
+                if answer == "A2":
+                    verdict = "SUPPORTED" if c.claim_id == "c1" else "UNSUPPORTED"
+                    review.label(db, cycle_id=cyc.id, reviewer=reviewer, claim_pk=c.pk, verdict=verdict)
+                else:  # as the judge did (nothing to reconcile), with evidence
+                    review.label(db, cycle_id=cyc.id, reviewer=reviewer, claim_pk=c.pk,
+                                 verdict=JUDGE[(answer, c.claim_id)], evidence=[card.chunk_ids[0]])
+            if answer != "A2":
+                review.commit(db, cycle_id=cyc.id, reviewer=reviewer, answer_id=answer)
+    pks = app.pks("A2")
+    sign_in(page, app.url, reviewer)
+    wait_last_look(page)
+    needed = page.locator(".st-key-evidence-needed")
+    needed.wait_for()
+    assert "claim 1 has none" in needed.inner_text()
+    assert page.locator(".st-key-commit button").is_disabled()
+    page.keyboard.press("Enter")
+    page.wait_for_timeout(500)
+    assert page.locator(".st-key-reveal").count() == 0 and "JUDGE-RATIONALE-A2" not in page.content()
+    shot(page, "evidence-needed")
+    page.locator(f".st-key-change-{pks[0]} button").click()
+    wait_claim(page, pks[0])
+    claim = page.locator(f".st-key-claim-{pks[0]}")
+    claim.locator("[data-testid='stMultiSelect'] input").wait_for()
+    labels = claim.locator("[data-testid='stWidgetLabel']").all_inner_texts()
+    assert "Evidence chunks (required for SUPPORTED)" in labels, labels
+    blur(page)
+    page.keyboard.press("e")
+    page.locator(".st-key-evidence-keys").wait_for()
+    page.keyboard.press("1")
+    page.locator(".st-key-evidence-keys").wait_for(state="detached")
+    page.keyboard.press("1")
+    wait_last_look(page)
+    assert page.locator(".st-key-evidence-needed").count() == 0
+    page.keyboard.press("Enter")
+    wait_reveal(page)
+    state = app.state(pks[0], reviewer)
+    assert state is not None and state.evidence == ["S2"]
 
 
 def test_server_log_is_clean(app: App) -> None:
