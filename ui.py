@@ -55,6 +55,7 @@ from typing import ParamSpec
 import streamlit as st
 
 from calibration import cycles, roles, store
+from calibration.dashboard import Decision
 from calibration.errors import CalibrationError, NotALeadError, StorageError
 from calibration.text import inert_markdown, neutralise_body, visible
 from calibration.vocab import VERDICT_COLOURS
@@ -619,6 +620,24 @@ def gray_badge(text: str, colour: str = "#6b7280") -> str:
             f'padding:1px 8px; border-radius:6px; font-size:0.85rem; font-weight:600; '
             f'color:{colour}; border:1px solid {colour}; '
             f'background:{colour}14">{html.escape(text)}</span>')
+
+
+def decision_header(dec: Decision) -> None:
+    """The decision header (`calibration.dashboard.decision`), drawn alike on the Dashboard and on a
+    closed cycle: the verdict word in its one colour, the one agreement figure with its interval,
+    then the direction, the ceiling and the plain sentence. Every piece is numbers and constant
+    words; the sentences still go through `literal`, as every built sentence does."""
+    with st.container(border=True, key="decision"):
+        word_col, fig_col = st.columns([1, 1])
+        word_col.markdown(f"### :{dec.colour}[{dec.word}]")
+        word_col.caption("verdict")
+        fig_col.metric("Judge agrees with reviewers", dec.figure)
+        fig_col.caption(f"95% interval {dec.interval}")
+        literal(dec.sentence)
+        st.caption("Direction")
+        literal(dec.direction)
+        st.caption("Judge vs people")
+        literal(dec.ceiling)
 
 
 def verdict_badge(verdict: str | None, *, prefix: str = "") -> None:
