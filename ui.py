@@ -628,16 +628,14 @@ def decision_header(dec: Decision) -> None:
     then the direction, the ceiling and the plain sentence. Every piece is numbers and constant
     words; the sentences still go through `literal`, as every built sentence does."""
     with st.container(border=True, key="decision"):
-        word_col, fig_col = st.columns([1, 1])
+        word_col, fig_col, text_col = st.columns([3, 2, 5])
         word_col.markdown(f"### :{dec.colour}[{dec.word}]")
         word_col.caption("verdict")
-        fig_col.metric("Judge agrees with reviewers", dec.figure)
+        fig_col.metric("Agreement", dec.figure, help="the judge agrees with the final human label")
         fig_col.caption(f"95% interval {dec.interval}")
-        literal(dec.sentence)
-        st.caption("Direction")
-        literal(dec.direction)
-        st.caption("Judge vs people")
-        literal(dec.ceiling)
+        with text_col:
+            literal(dec.sentence)
+            st.caption(f"{dec.direction} {dec.ceiling}")
 
 
 def verdict_badge(verdict: str | None, *, prefix: str = "") -> None:

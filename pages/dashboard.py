@@ -98,7 +98,7 @@ def _adjudicate(path: str, claim_pk: int, lead: str) -> None:
     st.session_state[DONE_KEY] = "Adjudication recorded: the figures include it now."
 
 
-st.title("Dashboard")
+st.title("Dashboard", anchor="decision")
 lead = ui.require_lead()
 path = ui.db_path()
 with store.session(path) as db:
@@ -175,7 +175,6 @@ with st.sidebar:
 if done := st.session_state.pop(DONE_KEY, None):
     st.toast(done, icon=":material/check_circle:")  # in view wherever the lead clicked
 
-st.subheader("Decision", anchor="decision")
 dec = data.decision
 if dec is not None:
     ui.decision_header(dec)

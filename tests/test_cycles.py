@@ -8,7 +8,7 @@ import pytest
 from sqlite_utils import Database
 from streamlit.testing.v1 import AppTest
 
-from calibration import cli, cycles, fmt, store
+from calibration import cli, cycles, dashboard, fmt, store
 from calibration.errors import ConflictError, InputError, NotFoundError
 from tests.helpers import assert_no_traceback
 
@@ -609,9 +609,10 @@ def page(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     import ui
 
     monkeypatch.setenv("CALIBRATION_DB", str(db_path))
-    at = AppTest.from_file(str(ROOT / "pages" / "cycles.py"), default_timeout=30)
+    # Through the app's navigation: the page links to the Dashboard.
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
     at.session_state[ui.REVIEWER_KEY] = "lead"
-    return at.run()
+    return at.switch_page("pages/cycles.py").run()
 
 
 def texts(at: AppTest) -> list[str]:
@@ -723,14 +724,18 @@ def test_page_shows_the_frozen_figures(run_db: Database, db_path: Path,
     snap = cycles.get_cycle(run_db, "c1").snapshot
     assert snap is not None and snap["agreement"]["kappa"]["value"] is not None
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Agreement"] == fmt.pct(snap["agreement"]["agreement"]["value"])
+    assert metrics["Raw agreement"] == fmt.pct(snap["agreement"]["agreement"]["value"])
     assert metrics["Cohen's kappa"] == fmt.num(snap["agreement"]["kappa"]["value"])
-    assert f"Flag: {snap['agreement']['flag']['status']}" in \
-        [b.value for b in [*at.error, *at.success, *at.info]]
+    # The decision header the Dashboard draws, from the frozen report.
+    header = dashboard.decision(snap["agreement"])
+    assert metrics["Agreement"] == header.figure
+    assert f"### :{header.colour}[{header.word}]" in [m.value for m in at.markdown]
+    assert header.sentence in texts(at)
     assert metrics["Claims in the figures"] == "30"
     captions = [c.value for c in at.caption]
     assert any(c.startswith("95% CI ") and c.endswith("(Wilson)") for c in captions)
-    assert any(c.startswith("Re-weighted to the whole run by 1/π") for c in captions)
+    assert any(c.startswith("Some answers were drawn more often than others; the figures are re-weighted")
+               for c in captions)
     assert any(c.startswith("Figures frozen at close, ") for c in captions)
     assert [e.label for e in at.expander if e.label.startswith("Raw")] == ["Raw snapshot (JSON)"]
 
