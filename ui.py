@@ -48,11 +48,12 @@ import time
 import unicodedata
 import weakref
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import ParamSpec
+from typing import Any, ParamSpec
 
 import streamlit as st
+from streamlit.errors import StreamlitPageNotFoundError
 
 from calibration import cycles, roles, store
 from calibration.dashboard import Decision
@@ -620,6 +621,13 @@ def gray_badge(text: str, colour: str = "#6b7280") -> str:
             f'padding:1px 8px; border-radius:6px; font-size:0.85rem; font-weight:600; '
             f'color:{colour}; border:1px solid {colour}; '
             f'background:{colour}14">{html.escape(text)}</span>')
+
+
+def page_link(page: str, **kwargs: Any) -> None:
+    """`st.page_link` to another page of the app's navigation. A page script run on its own (no
+    `st.navigation`, as a test of one page does) has no other page to link to: it draws no link."""
+    with suppress(StreamlitPageNotFoundError):
+        st.page_link(page, **kwargs)
 
 
 def decision_header(dec: Decision) -> None:

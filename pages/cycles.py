@@ -387,7 +387,7 @@ def _cycles_section() -> None:
                    "before this cycle, count as done")
     if prog.unclear:
         st.caption(f"{plural(prog.unclear, 'claim')} marked unclear, waiting for a lead's decision")
-        st.page_link("pages/dashboard.py", label="Settle them on the Dashboard", icon=":material/gavel:",
+        ui.page_link("pages/dashboard.py", label="Settle them on the Dashboard", icon=":material/gavel:",
                      query_params={"run": cycle.judge_run, "cycle": cycle.name})
     if prog.labeled_elsewhere:
         st.caption(f"Already labeled outside this cycle: {plural(prog.labeled_elsewhere, 'claim')} "

@@ -182,15 +182,15 @@ if dec is not None:
     for col, step in zip(step_cols, dec.steps, strict=True):
         with col:
             if step.kind == "plan":
-                st.page_link("pages/cycles.py", label=step.label, icon=":material/event_upcoming:",
+                ui.page_link("pages/cycles.py", label=step.label, icon=":material/event_upcoming:",
                              query_params=plan_link)
             elif step.kind == "judge_lab":
-                st.page_link("pages/judge_lab.py", label=step.label, icon=":material/science:",
+                ui.page_link("pages/judge_lab.py", label=step.label, icon=":material/science:",
                              query_params={"run": run})
             elif step.kind == "settle":
                 st.markdown(f"[:material/gavel: {step.label}](#settle)")
             elif step.kind == "close" and cycle is not None:
-                st.page_link("pages/cycles.py", label=step.label, icon=":material/lock:",
+                ui.page_link("pages/cycles.py", label=step.label, icon=":material/lock:",
                              query_params={"cycle": cycle})
 sealed_note = dashboard.sealed_text(report)
 if sealed_note:

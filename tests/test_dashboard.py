@@ -731,3 +731,22 @@ def test_the_dashboard_builds_its_decision_from_the_report(cycle_db: Database) -
     d = dashboard.build(cycle_db, run=DEMO_RUN, cycle=name, bootstrap=0)
     assert d.decision == dashboard.decision(d.report.to_dict(d.run), open_cycle=d.open_cycle)
     assert d.decision is not None and d.decision.status == d.report.flag.status
+
+
+def test_sealed_disagreements_are_counted_and_named(wice_db: Database) -> None:
+    from calibration import split
+
+    run = GPT4
+    assert dashboard.sealed_text(dashboard.build(wice_db, run=run, bootstrap=0).report) == ""
+    s = split.ensure_split(wice_db, stratify_run=store.find_judge_run(wice_db, run))
+    held = set(s.holdout)
+    d = dashboard.build(wice_db, run=run, bootstrap=0)
+    # Independently: every disagreeing claim of the run, from the confusion matrix's off-diagonal.
+    total = int(d.report.confusion.sum() - np.trace(d.report.confusion))
+    counts = dashboard.claim_counts(d.report)
+    hidden = total - len(d.report.disagreeing_claims)
+    assert hidden > 0 and not held & {k.split("/")[0] for k in d.report.disagreeing_claims}
+    assert (counts.disagreeing, counts.listed, counts.sealed) == (total, total - hidden, hidden)
+    assert dashboard.sealed_text(d.report) == (
+        f"{hidden:,} more {'is' if hidden == 1 else 'are'} in the sealed holdout "
+        "(counted in the figures, not listed).")
