@@ -50,13 +50,15 @@ import time
 import unicodedata
 import weakref
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import ParamSpec
+from typing import Any, ParamSpec
 
 import streamlit as st
+from streamlit.errors import StreamlitPageNotFoundError
 
 from calibration import cycles, roles, roster, store
+from calibration.dashboard import Decision
 from calibration.errors import CalibrationError, NotALeadError, StorageError
 from calibration.text import inert_markdown, neutralise_body, visible
 from calibration.vocab import VERDICT_COLOURS
@@ -671,6 +673,29 @@ def gray_badge(text: str, colour: str = "#6b7280") -> str:
             f'padding:1px 8px; border-radius:6px; font-size:0.85rem; font-weight:600; '
             f'color:{colour}; border:1px solid {colour}; '
             f'background:{colour}14">{html.escape(text)}</span>')
+
+
+def page_link(page: str, **kwargs: Any) -> None:
+    """`st.page_link` to another page of the app's navigation. A page script run on its own (no
+    `st.navigation`, as a test of one page does) has no other page to link to: it draws no link."""
+    with suppress(StreamlitPageNotFoundError):
+        st.page_link(page, **kwargs)
+
+
+def decision_header(dec: Decision) -> None:
+    """The decision header (`calibration.dashboard.decision`), drawn alike on the Dashboard and on a
+    closed cycle: the verdict word in its one colour, the one agreement figure with its interval,
+    then the direction, the ceiling and the plain sentence. Every piece is numbers and constant
+    words; the sentences still go through `literal`, as every built sentence does."""
+    with st.container(border=True, key="decision"):
+        word_col, fig_col, text_col = st.columns([3, 2, 5])
+        word_col.markdown(f"### :{dec.colour}[{dec.word}]")
+        word_col.caption("verdict")
+        fig_col.metric("Agreement", dec.figure, help="the judge agrees with the final human label")
+        fig_col.caption(f"95% interval {dec.interval}")
+        with text_col:
+            literal(dec.sentence)
+            st.caption(f"{dec.direction} {dec.ceiling}")
 
 
 def verdict_badge(verdict: str | None, *, prefix: str = "") -> None:

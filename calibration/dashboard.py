@@ -19,7 +19,7 @@ reads is capped, the export has them all. No per-claim Python object is built on
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ from .agreement import (
     RunComparison,
 )
 from .fmt import plural
+from .store import cycles as db_cycles
 from .store import dashboard as db_dashboard
 from .store import review as db_review
 
@@ -177,6 +178,8 @@ class Dashboard:
     pending: tuple[PendingClaim, ...] = ()  # the first PENDING_ROWS unresolved claims
     # Keys of the sealed holdout claims (`split.sealed_claim_keys`): no claim list shows them.
     sealed: frozenset[str] = frozenset()
+    decision: Decision | None = None  # the header; None only for a Dashboard built by hand
+    open_cycle: bool = False  # the scope is a cycle still open
 
     @property
     def disagreements(self) -> list[ClaimDetail]:
@@ -244,6 +247,8 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
     for reason in report.flag.reasons:
         wanted.update(dict.fromkeys([k for k in reason.claim_ids if k not in sealed][:DETAIL_ROWS]))
     details = _details(db, judge_run.id, list(wanted), verdicts)
+    open_cycle = cycle_id is not None and any(
+        r.status == "open" for r in db_cycles.cycle_records(db, cycle_id=cycle_id))
     comparison = None
     if compare_with is not None and compare_with != judge_run.name:
         comparison = compare(db, judge_run.name, compare_with, cycle_id=cycle_id, data_a=data,
@@ -274,6 +279,8 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
         pending=tuple(c for c in pending_claims(db, judge_run.id, data.unresolved_pk[:PENDING_ROWS].tolist())
                       if c.key not in sealed),
         sealed=sealed,
+        decision=decision(report.to_dict(judge_run.name), open_cycle=open_cycle),
+        open_cycle=open_cycle,
     )
 
 
@@ -808,3 +815,144 @@ def pipeline_rows(d: Dashboard) -> list[dict[str, Any]]:
                                                                                  missing=fmt.DASH),
                          "corrected": _corrected(g)})
     return rows
+
+
+# ---------------------------------------------------------------- the decision header
+
+
+# The verdict word per flag status, and its one colour: the Dashboard and a closed cycle on the
+# Cycles page draw a verdict only through these (Streamlit's markdown colour names).
+VERDICT_WORDS: dict[str, str] = {"ok": "ok", "revise": "revise", "inconclusive": "not yet decided"}
+VERDICT_COLOURS: dict[str, str] = {"ok": "green", "revise": "red", "inconclusive": "orange"}
+VERDICT_ADVICE: dict[str, str] = {"ok": "Keep it running.", "revise": "Revise the prompt.",
+                                  "inconclusive": "Label more claims to decide."}
+
+
+@dataclass(frozen=True, slots=True)
+class NextStep:
+    """One button under the verdict: `kind` says where it leads, `label` is constant words and numbers."""
+
+    kind: str  # "plan" | "judge_lab" | "settle" | "close"
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The decision header: every text is numbers and constant words (no user text)."""
+
+    status: str  # the flag's status: ok / revise / inconclusive
+    word: str  # VERDICT_WORDS[status]
+    colour: str  # VERDICT_COLOURS[status]
+    figure: str  # the one agreement figure, "77%"
+    interval: str  # its one interval, "74–79%"
+    direction: str  # the direction in words
+    ceiling: str  # the judge beside the reviewers, one line
+    sentence: str  # the plain sentence a lead reads
+    steps: tuple[NextStep, ...]
+
+
+def headline_agreement(report: Mapping[str, Any]) -> tuple[float | None, float | None, float | None]:
+    """(value, low, high) of THE agreement figure of a report in its JSON form (`Report.to_dict`,
+    as `stats --json` prints it and a closed cycle's snapshot keeps it): the design-based estimate
+    the flag reads, else the raw figure of an older snapshot. The one place that picks it."""
+    part = report.get("agreement") or {}
+    part = part.get("estimated") or part
+    return part.get("value"), part.get("ci_low"), part.get("ci_high")
+
+
+def _ceiling_line(report: Mapping[str, Any]) -> tuple[str, float | None]:
+    """(line, reviewer-vs-reviewer agreement) from the human ceiling, else human-human agreement."""
+    ceiling = report.get("human_ceiling") or {}
+    people = (ceiling.get("reviewer_vs_reviewer") or {}).get("value")
+    if people is None:
+        people = ((report.get("human_human") or {}).get("agreement") or {}).get("value")
+    if people is None:
+        return "No claim was labeled by two reviewers yet: no judge-vs-people ceiling.", None
+    verdict = (ceiling.get("alt_test") or {}).get("verdict")
+    stand_in = f"; the alternative annotator test finds the judge {verdict}" if verdict else ""
+    line = f"Reviewers agree with each other on {_pct(people)}: the most a judge can be asked{stand_in}."
+    return line, people
+
+
+def _direction_words(report: Mapping[str, Any]) -> tuple[str, str]:
+    """(direction line, the sentence's direction clause) from the lenient/strict counts and the rule."""
+    d = report.get("direction") or {}
+    lenient, strict = int(d.get("lenient") or 0), int(d.get("strict") or 0)
+    status = (d.get("rule") or {}).get("status")
+    line = (f"Missed hallucinations (judge {POSITIVE}, reviewers not): {lenient:,}; "
+            f"false alarms (reviewers {POSITIVE}, judge not): {strict:,}.")
+    if status == "lenient":
+        clause = "It misses hallucinations more often than it invents them."
+    elif status == "strict":
+        clause = "It invents hallucinations more often than it misses them."
+    elif lenient or strict:
+        clause = "Its misses and false alarms are within chance of each other."
+    else:
+        clause = ""
+    return line, clause
+
+
+def decision(report: Mapping[str, Any], *, open_cycle: bool = False) -> Decision:
+    """The decision header of a report in its JSON form (`Report.to_dict`): the verdict word, one
+    agreement figure with one interval (`headline_agreement`), the direction, the judge-vs-people
+    ceiling, one plain sentence and the next steps. `open_cycle`: the scope is an open cycle, so
+    closing it is a next step."""
+    flag = report.get("flag") or {}
+    status = str(flag.get("status"))
+    status = status if status in VERDICT_WORDS else "inconclusive"
+    value, low, high = headline_agreement(report)
+    interval = _range(low, high)
+    direction, clause = _direction_words(report)
+    ceiling, people = _ceiling_line(report)
+    n_claims = int(report.get("n_claims") or 0)
+    if n_claims == 0 or value is None:
+        sentence = "No claim has both a judge verdict and a final human label yet. Label claims to decide."
+    else:
+        parts = [f"The judge agrees with reviewers on {_pct(value)} of claims"
+                 + (f" ({interval})" if interval != DASH else "")
+                 + ("" if people is None else f"; reviewers agree with each other on {_pct(people)}") + "."]
+        if clause:
+            parts.append(clause)
+        advice = VERDICT_ADVICE[status]
+        needed = flag.get("claims_needed")
+        if status == "inconclusive" and needed:
+            advice = f"Label about {needed:,} more claims to decide."
+        parts.append(advice)
+        sentence = " ".join(parts)
+    steps = [NextStep("plan", "Plan the next cycle")]
+    if report.get("disagreeing_claims"):
+        steps.append(NextStep("judge_lab", "Open the Judge lab on this run"))
+    unresolved = int(report.get("n_unresolved") or 0)
+    if unresolved:
+        steps.append(NextStep("settle", f"Settle the {plural(unresolved, 'unclear claim')}"))
+    if open_cycle:
+        steps.append(NextStep("close", "Close the cycle"))
+    return Decision(status, VERDICT_WORDS[status], VERDICT_COLOURS[status], _pct(value), interval,
+                    direction, ceiling, sentence, tuple(steps))
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimCounts:
+    """The claim counts a page shows beside the figures, from one report."""
+
+    disagreeing: int  # every claim where the judge and the final human label differ
+    listed: int  # of those, the ones a list may show
+    sealed: int  # of those, the ones in the sealed holdout: counted, never listed
+    unresolved: int  # reviewers disagree or marked it unclear, no lead decided (sealed included)
+
+
+def claim_counts(report: Report) -> ClaimCounts:
+    """Counts from the confusion matrix and the report's lists (`report._hide_sealed` withholds the
+    sealed ids, so the sealed share is the difference)."""
+    total = int(report.confusion.sum() - np.trace(report.confusion))
+    listed = len(report.disagreeing_claims)
+    return ClaimCounts(total, listed, max(0, total - listed), report.n_unresolved)
+
+
+def sealed_text(report: Report) -> str:
+    """Disagreeing claims the lists leave out because they are in the sealed holdout; '' for none."""
+    n = claim_counts(report).sealed
+    if not n:
+        return ""
+    return (f"{n:,} more {'is' if n == 1 else 'are'} in the sealed holdout "
+            "(counted in the figures, not listed).")

@@ -498,3 +498,12 @@ __all__ = ["EXPORT_FORMAT", "FORMATS", "FORMAT_VERSION", "NEEDS_DISCUSSION", "Ex
            "GoldenCounts", "export", "export_bytes", "golden_counts", "golden_item", "golden_items",
            "is_export_file", "iter_records", "json_line", "neutralise_cell", "reference_answers",
            "reference_history", "resolve_scope", "set_reference_answer"]
+
+
+def file_name(fmt: str, *, judge_run: str, cycle: str | None, day: str) -> str:
+    """`calibration-<cycle or run>-<fmt>-<day>.<ext>`: a downloaded export says what it holds and
+    when. Names are user text, so only letters, digits, '.', '_' and '-' of them are kept."""
+    import re
+
+    scope = re.sub(r"[^A-Za-z0-9._-]+", "_", cycle if cycle is not None else judge_run).strip("._-")[:60]
+    return f"calibration-{scope or 'export'}-{fmt}-{day}.{'csv' if fmt == 'csv' else 'jsonl'}"

@@ -345,8 +345,11 @@ def describe(sample: Sample) -> tuple[list[str], list[str]]:
     if sample.strategy != "failures-first":
         return [], []
     fail, ok = sample.strata
-    notes = [f"failing answers: {fail.sampled} of {plural(sample.size, 'slot')} (π {fail.prob:.2f}) "
-             f"vs passing {ok.sampled} (π {ok.prob:.2f})"]
+    # Plain words, not inclusion probabilities: how much likelier a failing answer was drawn.
+    ratio = oversampling_factor(sample)
+    drawn = "" if ratio is None else f"; answers with a failing verdict were drawn {ratio:.1f}× as often"
+    notes = [f"failing answers: {fail.sampled} of {plural(sample.size, 'slot')}, passing {ok.sampled}"
+             f"{drawn}; figures are re-weighted"]
     pool = fail.population + ok.population
     if not fail.population:
         return notes, ["no eligible answer has a non-SUPPORTED verdict: failures-first drew a "

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import streamlit as st
 
 import ui
-from calibration import cycles, fmt, planning, review, roster, sampling, store
+from calibration import cycles, dashboard, fmt, planning, review, roster, sampling, store
 from calibration.errors import CalibrationError
 from calibration.fmt import plural
 from calibration.store import cycles as store_cycles
@@ -163,19 +163,34 @@ if not runs:
             "(python -m calibration import FILE).")
     st.stop()
 
+# The Dashboard's "plan the next cycle" link (`?plan=1&run=&goal=&size=`) prefills the form: the
+# widgets take these as their first values (the link opens a fresh page, no widget state yet).
+asked = st.query_params.to_dict() if st.query_params.get("plan") else {}
+if asked.get("run") in runs:
+    default_name = asked["run"]
+else:
+    default_name = default.name if default and default.name in runs else runs[-1]
+asked_size = int(asked["size"]) if str(asked.get("size", "")).isdigit() else cycles.DEFAULT_SIZE
+asked_goal = asked.get("goal") if asked.get("goal") in planning.GOALS else planning.GOALS[0]
+asked_strategy = "planned" if asked else sampling.STRATEGIES[0]
+
 st.subheader("New cycle")
+if asked:
+    st.caption("Prefilled from the Dashboard: a planned cycle for the goal the labels so far leave "
+               "open; “Show the plan” says what it would draw.")
 with st.form("new_cycle", enter_to_submit=False):
     left, right = st.columns(2)
     left.text_input("Name", max_chars=100, key="cycle_name", placeholder="e.g. prompt v3, week 12")
     right.selectbox("Judge run", runs, key="cycle_run",
-                    index=runs.index(default.name) if default and default.name in runs else len(runs) - 1,
+                    index=runs.index(default_name),
                     help="runs that gave verdicts; the default is the most recently imported run")
-    left.number_input("Answers to sample", min_value=1, max_value=1000, value=cycles.DEFAULT_SIZE,
+    left.number_input("Answers to sample", min_value=1, max_value=1000, value=min(1000, max(1, asked_size)),
                       step=1, key="cycle_size",
                       help=f"{cycles.MIN_SIZE}–{cycles.MAX_SIZE} unless forced")
     right.text_input("Seed", key="cycle_seed", placeholder="blank: draw one and record it")
     left.selectbox(
         "Strategy", sampling.STRATEGIES, key="cycle_strategy",
+        index=sampling.STRATEGIES.index(asked_strategy),
         help="random: uniform; stratified: proportional by category; failures-first: "
              "oversample answers the judge did not call SUPPORTED, rest at random; planned: "
              "more labels where earlier cycles found people disagreeing with the judge, for the goal")
@@ -192,6 +207,7 @@ with st.form("new_cycle", enter_to_submit=False):
                        help="the least share of the slots given to answers with a non-SUPPORTED "
                             "verdict; more when they are a larger share of the pool")
     left.selectbox("Goal (planned)", planning.GOALS, key="cycle_goal", format_func=planning.GOAL_NAMES.get,
+                   index=planning.GOALS.index(asked_goal),
                    help="what a planned cycle spends its labels on; 'Show the plan' says how before drawing")
     st.checkbox(HOLDOUT_LABEL, key="cycle_holdout")
     st.checkbox(INCLUDE_LABEL, key="cycle_include_labeled",
@@ -205,6 +221,8 @@ with st.form("new_cycle", enter_to_submit=False):
     plan_col.form_submit_button("Show the plan", on_click=_plan)
 
 if created := st.session_state.pop(CREATED, None):
+    # The form is tall: the toast keeps the outcome in view, the box below keeps its details.
+    st.toast(created[1], icon=":material/check_circle:" if created[0] == "success" else ":material/error:")
     _show(*created)
 if planned := st.session_state.pop(PLANNED, None):
     _show(*planned)
@@ -240,24 +258,26 @@ def _frozen(cycle: cycles.Cycle) -> None:
         st.info("No claim had a final human label when the cycle closed, so no agreement "
                 "figures were frozen.")
     else:
-        # The flag as the dashboard shows it: a coloured box with constant text.
-        box = {"revise": st.error, "ok": st.success}.get(fig.flag or "", st.info)
-        box(f"Flag: {fig.flag}" if fig.flag in ("ok", "revise", "inconclusive") else "Flag: none")
-        for reason in fig.flag_reasons:
-            ui.literal(f"• {reason}")  # reasons may quote claim ids
-        cols = st.columns(3)
-        cols[0].metric("Agreement", fmt.pct(fig.agreement), help="judge vs final human label")
-        cols[0].caption(_ci(fig.agreement_ci) + " (Wilson)")
-        cols[1].metric("Cohen's kappa", fmt.num(fig.kappa))
-        cols[1].caption(_ci(fig.kappa_ci, fmt.num))
-        cols[2].metric("Claims in the figures", fig.n_claims)
-        cols[2].caption(f"{plural(fig.n_answers, 'answer')}; labels from outside the cycle count "
+        # The decision header as the Dashboard draws it, from the report frozen at close.
+        ui.decision_header(dashboard.decision((cycle.snapshot or {}).get("agreement") or {}))
+        with st.expander("How this is computed: the flag's rules, bounds and raw figures"):
+            for reason in fig.flag_reasons:
+                ui.literal(f"• {reason}")  # reasons may quote claim ids
+            cols = st.columns(2)
+            cols[0].metric("Raw agreement", fmt.pct(fig.agreement), help="judge vs final human label, "
+                           "unweighted: the share of labeled claims where they agree")
+            cols[0].caption(_ci(fig.agreement_ci) + " (Wilson)")
+            cols[1].metric("Cohen's kappa", fmt.num(fig.kappa),
+                           help="agreement beyond what chance alone would give")
+            cols[1].caption(_ci(fig.kappa_ci, fmt.num))
+        st.metric("Claims in the figures", fig.n_claims)
+        st.caption(f"{plural(fig.n_answers, 'answer')}; labels from outside the cycle count "
                         f"too. Labeled for this cycle at close: {fig.labeled} of "
                         f"{plural(fig.total or 0, 'claim')}"
                         + (f" ({fig.reused} reused)" if fig.reused else ""))
         if fig.weighted_agreement is not None:
-            st.caption(f"Re-weighted to the whole run by 1/π: {fmt.pct(fig.weighted_agreement)}, "
-                       + _ci(fig.weighted_ci))
+            st.caption("Some answers were drawn more often than others; the figures are re-weighted to "
+                       f"the whole run: {fmt.pct(fig.weighted_agreement)}, " + _ci(fig.weighted_ci))
     if fig.plan is not None:
         st.caption(cycles.plan_sentence(fig.plan))  # numbers and constant words only
     with st.expander("Raw snapshot (JSON)"):
@@ -362,7 +382,10 @@ def _cycles_section() -> None:
     )
 
     by_name = {c.name: (c, p) for c, p in listed}
-    chosen = st.selectbox("Cycle", list(by_name), key="cycle_detail", format_func=visible)
+    names = list(by_name)
+    asked_cycle = st.query_params.get("cycle")  # the Dashboard's "close the cycle" link
+    chosen = st.selectbox("Cycle", names, key="cycle_detail", format_func=visible,
+                          index=names.index(asked_cycle) if asked_cycle in names else 0)
     cycle, prog = by_name[chosen]
 
     # The chosen cycle in full, as literal text: names and reviewers are user text, and
@@ -383,6 +406,8 @@ def _cycles_section() -> None:
                    "before this cycle, count as done")
     if prog.unclear:
         st.caption(f"{plural(prog.unclear, 'claim')} marked unclear, waiting for a lead's decision")
+        ui.page_link("pages/dashboard.py", label="Settle them on the Dashboard", icon=":material/gavel:",
+                     query_params={"run": cycle.judge_run, "cycle": cycle.name})
     if prog.labeled_elsewhere:
         st.caption(f"Already labeled outside this cycle: {plural(prog.labeled_elsewhere, 'claim')} "
                    "(not counted above)")
@@ -409,7 +434,7 @@ def _cycles_section() -> None:
         with store.session(path) as db:
             items = cycles.cycle_answers(db, cycle.id)
         st.dataframe([{"#": i.position + 1, "Answer": visible(i.answer_id), "Claims": i.claims,
-                       "Inclusion probability": round(i.inclusion_prob, 4),
+                       "Chance of being drawn": fmt.pct(i.inclusion_prob),
                        "Reviewers": ", ".join(map(visible, i.reviewers)) or "anyone"} for i in items],
                      hide_index=True,
                      column_config={"Answer": st.column_config.TextColumn("Answer", width="medium"),

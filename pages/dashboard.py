@@ -17,13 +17,15 @@ page the one the report computes for that scope.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import altair as alt
 import pandas as pd
 import streamlit as st
 from sqlite_utils import Database
 
 import ui
-from calibration import dashboard, export, roles, store
+from calibration import cycles, dashboard, export, roles, store
 from calibration.agreement import LABELS
 from calibration.errors import CalibrationError
 from calibration.store import cycles as cycle_store
@@ -34,6 +36,7 @@ NO_COMPARISON = "No comparison"
 REASON_ROWS = 500  # claims listed under one reason; the disagreement table and export hold the rest
 PENDING_PAGE = 10  # unresolved claims drawn with their adjudication controls at once
 BLIND_NOTE = "This view is hidden from you until you finish your own labels in it."
+DONE_KEY = "dash_done"  # the sentence a callback leaves for the toast of the next run
 
 
 @st.cache_resource(show_spinner="Computing agreement…", max_entries=32)
@@ -43,6 +46,20 @@ def _load(path: str, stamp: tuple, run: str, cycle: str | None, compare: str | N
     del stamp
     with store.session(path) as db:
         return dashboard.build(db, run=run, cycle=cycle, compare_with=compare)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _plan_defaults(path: str, stamp: tuple, run: str) -> dict[str, str]:
+    """What the "plan the next cycle" link prefills on the Cycles page: the run, the planned strategy
+    and `cycles.next_cycle_defaults`' goal and size; without them when the run has nothing left to draw
+    (the Cycles page then says why, at "Show the plan")."""
+    del stamp
+    try:
+        with store.session(path) as db:
+            goal, size = cycles.next_cycle_defaults(db, run)
+    except CalibrationError:
+        return {"plan": "1", "run": run}
+    return {"plan": "1", "run": run, "goal": goal, "size": str(size)}
 
 
 def _hidden_scopes(db: Database, work: roles.OpenWork, run: str,
@@ -78,9 +95,10 @@ def _adjudicate(path: str, claim_pk: int, lead: str) -> None:
     st.session_state.pop("dash_adj_error", None)
     st.session_state.pop("dash_adj_message", None)
     st.session_state["dash_adj_done"] = st.session_state.get("dash_adj_done", 0) + 1
+    st.session_state[DONE_KEY] = "Adjudication recorded: the figures include it now."
 
 
-st.title("Dashboard")
+st.title("Dashboard", anchor="decision")
 lead = ui.require_lead()
 path = ui.db_path()
 with store.session(path) as db:
@@ -90,6 +108,9 @@ if not runs:
     st.info("No judge runs yet: import judged answers first (python -m calibration import FILE).")
     st.stop()
 
+# A link from the Cycles page names the run and cycle to open on (`?run=&cycle=`).
+wanted_run = st.query_params.get("run")
+default = wanted_run if wanted_run in runs else default
 left, mid, right = st.columns(3)
 run = left.selectbox("Judge run", runs, index=runs.index(default) if default in runs else len(runs) - 1,
                      key="dash_run")
@@ -100,6 +121,8 @@ with store.session(path) as db:
     hidden = _hidden_scopes(db, work, run, scopes)
 others: list[str | None] = [None, *(r for r in runs if r != run)]
 first_shown = next((i for i in range(len(scopes)) if i not in hidden), 0)
+if st.query_params.get("cycle") in scopes:
+    first_shown = scopes.index(st.query_params.get("cycle"))
 
 
 def _scope_words(i: int) -> str:
@@ -136,30 +159,67 @@ except CalibrationError as exc:
     ui.literal(str(exc))
     st.stop()
 report = data.report
+plan_link = _plan_defaults(str(path), stamp, run)
 
-# ---------------------------------------------------------------- the flag first
+# ---------------------------------------------------------------- the decision first
 
-flag = report.flag
-box = {"ok": st.success, "revise": st.error, "inconclusive": st.warning}[flag.status]
-box(f"Flag: {flag.status}", icon={"ok": ":material/check_circle:", "revise": ":material/error:",
-                                   "inconclusive": ":material/help:"}[flag.status])
-for reason in data.reasons:
-    ui.literal(f"• {reason.message}")
-for reason in data.reasons:
-    if not reason.claim_keys:
-        continue
-    n = len(reason.claim_keys)
-    with st.expander(f"Claims behind: {reason.title} ({n:,})"):
-        if n > REASON_ROWS:
-            st.caption(f"The first {REASON_ROWS:,} of {n:,}; export for all of them.")
-        st.dataframe(dashboard.claim_rows(data, reason.claim_keys, REASON_ROWS), hide_index=True)
+# The section menu: constant words, links to the subheaders' anchors below.
+SECTIONS = (("Decision", "decision"), ("Settle unclear claims", "settle"), ("Figures", "figures"),
+            ("Confusion and direction", "confusion"), ("Trend", "trend"), ("Breakdowns", "breakdowns"),
+            ("Reviewers", "reviewers"), ("Compare runs", "compare"), ("Disagreements", "disagreements"),
+            ("Export", "export"))
+with st.sidebar:
+    st.caption("On this page")
+    st.markdown("\n".join(f"- [{words}](#{anchor})" for words, anchor in SECTIONS))
+
+if done := st.session_state.pop(DONE_KEY, None):
+    st.toast(done, icon=":material/check_circle:")  # in view wherever the lead clicked
+
+dec = data.decision
+if dec is not None:
+    ui.decision_header(dec)
+    step_cols = st.columns(len(dec.steps))
+    for col, step in zip(step_cols, dec.steps, strict=True):
+        with col:
+            if step.kind == "plan":
+                ui.page_link("pages/cycles.py", label=step.label, icon=":material/event_upcoming:",
+                             query_params=plan_link)
+            elif step.kind == "judge_lab":
+                ui.page_link("pages/judge_lab.py", label=step.label, icon=":material/science:",
+                             query_params={"run": run})
+            elif step.kind == "settle":
+                st.markdown(f"[:material/gavel: {step.label}](#settle)")
+            elif step.kind == "close" and cycle is not None:
+                ui.page_link("pages/cycles.py", label=step.label, icon=":material/lock:",
+                             query_params={"cycle": cycle})
+sealed_note = dashboard.sealed_text(report)
+if sealed_note:
+    ui.literal(sealed_note)
 left_out = dashboard.left_out_text(data)
 if left_out:
     ui.literal(left_out)
 
+with st.expander("How this is computed: the flag's rules, bounds and every coefficient"):
+    flag = report.flag
+    st.caption(f"The flag's rules ({dashboard.VERDICT_WORDS[flag.status]}), each with its bound and claims")
+    for reason in data.reasons:
+        ui.literal(f"• {reason.message}")
+    for reason in data.reasons:
+        if not reason.claim_keys:
+            continue
+        n = len(reason.claim_keys)
+        st.caption(f"Claims behind: {reason.title} ({n:,})")
+        if n > REASON_ROWS:
+            st.caption(f"The first {REASON_ROWS:,} of {n:,}; export for all of them.")
+        st.dataframe(dashboard.claim_rows(data, reason.claim_keys, REASON_ROWS), hide_index=True)
+    st.caption("Every figure, with what it is for")
+    for fig in dashboard.headline(data):
+        ui.literal(f"{fig.label}: {fig.value} — {fig.note}")
+    ui.literal(data.sample_size_text)
+
 # ---------------------------------------------------------------- the pipeline's grounding score
 
-st.subheader("Pipeline grounding score")
+st.subheader("Pipeline grounding score", anchor="figures")
 for line in dashboard.pipeline_text(data):
     ui.literal(line)
 slices = dashboard.pipeline_rows(data)
@@ -168,7 +228,7 @@ if len(slices) > 1:
 
 # ---------------------------------------------------------------- unresolved claims
 
-st.subheader("Needs a lead's decision")
+st.subheader("Needs a lead's decision", anchor="settle")
 if st.session_state.get("dash_adj_done"):
     st.success("Adjudication recorded: the figures include it now.", icon=":material/gavel:")
     st.session_state.pop("dash_adj_done", None)
@@ -214,17 +274,11 @@ else:
 
 # ---------------------------------------------------------------- headline figures
 
-figures = dashboard.headline(data)
-for col, fig in zip(st.columns(len(figures)), figures, strict=True):
-    col.metric(fig.label, fig.value)
-    with col:
-        ui.literal(fig.note)
-ui.literal(data.sample_size_text)
 
 # ---------------------------------------------------------------- confusion and direction
 
-st.subheader("Confusion matrix")
-cm_col, pc_col = st.columns([3, 2])
+st.subheader("Confusion matrix", anchor="confusion")
+cm_col, pc_col = st.columns([1, 1])
 cells = pd.DataFrame(data.confusion)
 peak = max(1, int(cells["count"].max()))
 base = alt.Chart(cells).encode(
@@ -248,7 +302,7 @@ ui.literal(data.direction_text)
 
 # ---------------------------------------------------------------- trend
 
-st.subheader("Trend over closed cycles")
+st.subheader("Trend over closed cycles", anchor="trend")
 if data.trend:
     points = pd.DataFrame([{"cycle #": t.number, "metric": m, "value": v, "low": lo, "high": hi}
                            for t in data.trend
@@ -267,7 +321,7 @@ else:
 
 # ---------------------------------------------------------------- breakdowns
 
-st.subheader("By category")
+st.subheader("By category", anchor="breakdowns")
 st.dataframe(dashboard.category_rows(data), hide_index=True)
 
 # ---- answer checks (seed 003): one section, computed in calibration.dashboard.check_slices
@@ -282,17 +336,23 @@ else:
     st.caption("No labeled claims yet.")
 # ---- end of answer checks
 
-st.subheader("Reviewers")
+st.subheader("Reviewers", anchor="reviewers")
 st.caption("Slips count only labels given on the review page (blind, then reconciled with the judge "
            "revealed); imported labels never saw the judge.")
 with store.session(path) as db:
     times = dashboard.reviewer_times(db, run, cycle)
-st.dataframe(dashboard.reviewer_table(data, times), hide_index=True)
+reviewer_rows = dashboard.reviewer_table(data, times)
+# The columns that fit 1280 px; the reconcile counts behind the slips in the expander.
+st.dataframe(reviewer_rows, hide_index=True, column_order=(
+    "reviewer", "labeled", "reviewed (blind, then reconciled)", "slips", "slip rate", "slip rate 95% CI",
+    "median time per claim"))
+with st.expander("Every reviewer column"):
+    st.dataframe(reviewer_rows, hide_index=True)
 ui.literal(dashboard.human_human_text(data))
 
 # ---------------------------------------------------------------- two runs
 
-st.subheader("Compare two judge runs")
+st.subheader("Compare two judge runs", anchor="compare")
 cmp = data.comparison
 if compare is None:
     st.caption("Pick a run under “Compare with” to see whether it is really better or the difference "
@@ -313,7 +373,7 @@ else:
 
 # ---------------------------------------------------------------- disagreements
 
-st.subheader("Disagreements")
+st.subheader("Disagreements", anchor="disagreements")
 n_dis = len(report.disagreeing_claims)
 rows = dashboard.disagreement_rows(data)
 if not rows:
@@ -322,11 +382,11 @@ else:
     if n_dis > len(rows):
         st.caption(f"The first {len(rows):,} of {n_dis:,} disagreeing claims; export for all of them.")
     st.caption("Select a row to read it in full.")
+    # The columns a lead scans fit 1280 px; rationale, notes and chunks open on select.
     picked = st.dataframe(rows, hide_index=True, on_select="rerun", selection_mode="single-row",
-                          key="dash_disagreements", column_config={
-                              "claim": st.column_config.TextColumn(width="large"),
-                              "judge rationale": st.column_config.TextColumn(width="medium"),
-                              "chunks": st.column_config.TextColumn(width="medium")})
+                          key="dash_disagreements",
+                          column_order=("answer", "claim id", "claim", "human", "judge", "category"),
+                          column_config={"claim": st.column_config.TextColumn(width="large")})
     chosen = picked.selection.rows if picked is not None else []
     if chosen:
         row = rows[chosen[0]]
@@ -337,7 +397,7 @@ else:
 
 # ---------------------------------------------------------------- export
 
-st.subheader("Export")
+st.subheader("Export", anchor="export")
 e1, e2 = st.columns(2)
 fmt = e1.selectbox("Format", export.FORMATS, key="dash_export_format",
                    format_func={"jsonl": "JSONL (lossless, restores with import)",
@@ -387,7 +447,13 @@ def _export_file() -> bytes:
         return export.export_bytes(db, fmt=fmt, judge_run=run, cycle=cycle, only_final=only_final)
 
 
-suffix = "csv" if fmt == "csv" else "jsonl"
-st.download_button("Download", data=_export_file, file_name=f"calibration-{fmt}.{suffix}",
-                   mime="text/csv" if fmt == "csv" else "application/jsonl", icon=":material/download:")
+def _downloaded(name: str) -> None:
+    st.session_state[DONE_KEY] = f"Export downloaded: {name}"
+
+
+download_name = export.file_name(fmt, judge_run=run, cycle=cycle,
+                                 day=datetime.now(UTC).strftime("%Y-%m-%d"))
+st.download_button("Download", data=_export_file, file_name=download_name,
+                   mime="text/csv" if fmt == "csv" else "application/jsonl", icon=":material/download:",
+                   on_click=_downloaded, args=(download_name,))
 st.caption("Large exports are quicker from the command line: python -m calibration export --out FILE.")

@@ -8,7 +8,7 @@ import pytest
 from sqlite_utils import Database
 from streamlit.testing.v1 import AppTest
 
-from calibration import cli, cycles, fmt, store
+from calibration import cli, cycles, dashboard, fmt, store
 from calibration.errors import ConflictError, InputError, NotFoundError
 from tests.helpers import assert_no_traceback
 
@@ -431,10 +431,12 @@ def test_closing_with_no_labels_stores_counts_only(run_db: Database) -> None:
 def test_failures_first_states_its_design_and_records_the_share(run_db: Database) -> None:
     cycle = create(run_db, size=15, strategy="failures-first")
     # 10 failing answers of 40: 8 of 15 slots (ceil(0.5 * 15)), pi 0.8 vs 7/30.
-    assert cycle.notes == ("failing answers: 8 of 15 slots (π 0.80) vs passing 7 (π 0.23)",)
+    assert cycle.notes == (("failing answers: 8 of 15 slots, passing 7; "
+        "answers with a failing verdict were drawn 3.4× as often; figures are re-weighted"),)
     assert cycle.warnings == () and cycle.failing_share == 0.5
     more = create(run_db, name="c2", size=15, strategy="failures-first", failing_share=0.6)
-    assert more.notes == ("failing answers: 9 of 15 slots (π 0.90) vs passing 6 (π 0.20)",)
+    assert more.notes == (("failing answers: 9 of 15 slots, passing 6; "
+        "answers with a failing verdict were drawn 4.5× as often; figures are re-weighted"),)
     assert cycles.get_cycle(run_db, "c2").failing_share == 0.6
     assert create(run_db, name="c3", size=15).failing_share is None  # random: no share
     with pytest.raises(InputError, match="failing share"):
@@ -448,13 +450,15 @@ def test_failures_first_warns_when_failures_are_the_majority(fresh_db: Database)
         for i in range(100):  # 63 failing answers, as in WiCE
             add_answer(fresh_db, run_id, f"w{i:03d}", ["UNSUPPORTED" if i < 63 else "SUPPORTED"])
     cycle = create(fresh_db, size=20, strategy="failures-first")
-    assert cycle.notes == ("failing answers: 13 of 20 slots (π 0.21) vs passing 7 (π 0.19)",)
+    assert cycle.notes == (("failing answers: 13 of 20 slots, passing 7; "
+        "answers with a failing verdict were drawn 1.1× as often; figures are re-weighted"),)
     assert cycle.warnings == (
         "hardly oversampled: failures are already the majority (63 of 100 eligible answers), so a "
         "failing answer is only 1.09× as likely to be drawn as a passing one; raise the failing "
         "share to oversample them",)
     more = create(fresh_db, name="c2", size=20, strategy="failures-first", failing_share=0.8)
-    assert more.notes == ("failing answers: 16 of 20 slots (π 0.25) vs passing 4 (π 0.11)",)
+    assert more.notes == (("failing answers: 16 of 20 slots, passing 4; "
+        "answers with a failing verdict were drawn 2.3× as often; figures are re-weighted"),)
     assert more.warnings == ()
 
 
@@ -545,7 +549,8 @@ def test_cli_failures_first_on_wice_states_the_design(db_path: Path,
                            "--strategy", "failures-first")
     assert rc == 0, err
     # 63 of the 100 WiCE answers hold a non-SUPPORTED verdict.
-    assert "failing answers: 13 of 20 slots (π 0.21) vs passing 7 (π 0.19)" in out
+    assert ("failing answers: 13 of 20 slots, passing 7; "
+        "answers with a failing verdict were drawn 1.1× as often; figures are re-weighted") in out
     assert "warning: hardly oversampled: failures are already the majority" in err
     rc, out, err = run_cli(capsys, "--db", db, "cycle", "create", "--name", "ff2", "--seed", "5",
                            "--strategy", "failures-first", "--failure-share", "0.8")
@@ -609,9 +614,10 @@ def page(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     import ui
 
     monkeypatch.setenv("CALIBRATION_DB", str(db_path))
-    at = AppTest.from_file(str(ROOT / "pages" / "cycles.py"), default_timeout=30)
+    # Through the app's navigation: the page links to the Dashboard.
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
     at.session_state[ui.REVIEWER_KEY] = "lead"
-    return at.run()
+    return at.switch_page("pages/cycles.py").run()
 
 
 def texts(at: AppTest) -> list[str]:
@@ -723,14 +729,18 @@ def test_page_shows_the_frozen_figures(run_db: Database, db_path: Path,
     snap = cycles.get_cycle(run_db, "c1").snapshot
     assert snap is not None and snap["agreement"]["kappa"]["value"] is not None
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Agreement"] == fmt.pct(snap["agreement"]["agreement"]["value"])
+    assert metrics["Raw agreement"] == fmt.pct(snap["agreement"]["agreement"]["value"])
     assert metrics["Cohen's kappa"] == fmt.num(snap["agreement"]["kappa"]["value"])
-    assert f"Flag: {snap['agreement']['flag']['status']}" in \
-        [b.value for b in [*at.error, *at.success, *at.info]]
+    # The decision header the Dashboard draws, from the frozen report.
+    header = dashboard.decision(snap["agreement"])
+    assert metrics["Agreement"] == header.figure
+    assert f"### :{header.colour}[{header.word}]" in [m.value for m in at.markdown]
+    assert header.sentence in texts(at)
     assert metrics["Claims in the figures"] == "30"
     captions = [c.value for c in at.caption]
     assert any(c.startswith("95% CI ") and c.endswith("(Wilson)") for c in captions)
-    assert any(c.startswith("Re-weighted to the whole run by 1/π") for c in captions)
+    assert any(c.startswith("Some answers were drawn more often than others; the figures are re-weighted")
+               for c in captions)
     assert any(c.startswith("Figures frozen at close, ") for c in captions)
     assert [e.label for e in at.expander if e.label.startswith("Raw")] == ["Raw snapshot (JSON)"]
 

@@ -47,10 +47,11 @@ def page_db(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def render(**choices: object) -> AppTest:
     import ui
 
-    at = AppTest.from_file(PAGE, default_timeout=60)
+    # Through the app's navigation: the page links to the Cycles and Judge lab pages.
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     # Signed in, as the app's pages may ask; with no lead list configured any name is a lead.
     at.session_state[ui.REVIEWER_KEY] = "lead"
-    at.run()
+    at.switch_page("pages/dashboard.py").run()
     for key, value in choices.items():
         at.selectbox(key=key).set_value(value).run()
     assert not at.exception, [e.value for e in at.exception]
@@ -96,8 +97,7 @@ def test_page_renders_on_an_empty_database(page_db: Path) -> None:
 
 def test_page_renders_on_one_cycle(cycle_db: Database, page_db: Path) -> None:
     at = render(**{f"dash_scope_{DEMO_RUN}": 1})  # the first cycle of the run
-    alerts = [a.value for a in (*at.error, *at.warning, *at.success)]
-    assert len([a for a in alerts if a.startswith("Flag: ")]) == 1
+    assert len([m for m in at.markdown if m.value.startswith("### :")]) == 1  # one verdict word
     assert any(t.startswith("Left out of the figures: 1 unresolved claim (") for t in texts(at))
     assert not any("1 claims" in t for t in texts(at))
     # Untrusted text (the note) is never handed to a markdown element.
@@ -108,12 +108,11 @@ def test_page_renders_on_one_cycle(cycle_db: Database, page_db: Path) -> None:
 
 def test_page_on_wice_gpt4_says_revise_because_the_judge_is_lenient(wice_db: Database, page_db: Path) -> None:
     at = render(dash_run=GPT4)
-    assert at.error[0].value == "Flag: revise"
+    assert [m.value for m in at.markdown if m.value.startswith("### :")] == ["### :red[revise]"]
     assert any(t.startswith("• judge is lenient") for t in texts(at))
-    labels = [e.label for e in at.expander]
-    assert "Claims behind: judge is lenient (19)" in labels
-    lenient = at.expander[labels.index("Claims behind: judge is lenient (19)")]
-    table = lenient.dataframe[0].value
+    assert "Claims behind: judge is lenient (19)" in [c.value for c in at.caption]
+    how = next(e for e in at.expander if e.label.startswith("How this is computed"))
+    table = next(df.value for df in how.dataframe if len(df.value) == 19)
     assert len(table) == 19 and all(table["claim"]) and set(table["judge"]) == {"SUPPORTED"}
     assert any("19 times" in t and "4 times" in t for t in texts(at))
 
@@ -511,13 +510,14 @@ def test_browser_dashboard_on_wice_gpt4_shows_revise_and_lenient(wice_db: Databa
                 page.goto(f"{url}/dashboard")
                 page.get_by_label("Your name").fill("lead")  # no leads configured: any name is one
                 page.keyboard.press("Enter")
-                page.get_by_text("Flag: ").first.wait_for()  # the newest run (gpt-3.5) is drawn
+                page.locator(".st-key-decision").wait_for()  # the newest run (gpt-3.5) is drawn
                 page.get_by_role("combobox", name="Judge run").click()
                 page.get_by_role("option", name=GPT4).click()
                 page.get_by_text("19 times").first.wait_for()
-                assert page.get_by_text("Flag: revise").is_visible()
+                assert page.locator(".st-key-decision").get_by_text("revise", exact=True).is_visible()
+                page.get_by_text("How this is computed").click()
                 assert page.get_by_text("• judge is lenient").first.is_visible()
-                page.get_by_text("Claims behind: judge is lenient (19)").click()
+                assert page.get_by_text("Claims behind: judge is lenient (19)").is_visible()
                 page.screenshot(path=str(SCREENSHOTS / "dashboard-wice-gpt4.png"), full_page=True)
             finally:
                 browser.close()
@@ -742,3 +742,86 @@ def test_grounding_uses_every_reviewers_verdict_as_a_soft_label(mixed_db: Databa
     assert sr["value"] == pytest.approx(value, abs=1e-12)
     # Not a census: the interval is there even though the labels cover most answers.
     assert sr["ci_low"] is not None and sr["ci_low"] < value < sr["ci_high"]
+
+
+# ---------------------------------------------------------------- the decision header
+
+
+def _report_dict(status: str, value: float | None, low: float | None, high: float | None, *,
+                 lenient: int = 0, strict: int = 0, direction: str = "none", people: float | None = None,
+                 unresolved: int = 0, disagreeing: int = 0, needed: int | None = None,
+                 n_claims: int = 100) -> dict:
+    """A report in its JSON form (`Report.to_dict`) holding what the header reads."""
+    return {"n_claims": n_claims, "n_unresolved": unresolved,
+            "agreement": {"value": 0.5, "ci_low": 0.1, "ci_high": 0.9,  # raw: never the headline
+                          "estimated": {"value": value, "ci_low": low, "ci_high": high}},
+            "direction": {"lenient": lenient, "strict": strict, "rule": {"status": direction}},
+            "human_ceiling": None if people is None else {"reviewer_vs_reviewer": {"value": people},
+                                                          "alt_test": {"verdict": None}},
+            "disagreeing_claims": [f"a/{i}" for i in range(disagreeing)],
+            "flag": {"status": status, "claims_needed": needed}}
+
+
+@pytest.mark.parametrize(("report", "word", "sentence", "steps"), [
+    (_report_dict("revise", 0.77, 0.74, 0.79, lenient=12, strict=3, direction="lenient", people=0.84,
+                  disagreeing=15),
+     "revise",
+     "The judge agrees with reviewers on 77.0% of claims (74.0%–79.0%); reviewers agree with each other "
+     "on 84.0%. It misses hallucinations more often than it invents them. Revise the prompt.",
+     ["plan", "judge_lab"]),
+    (_report_dict("ok", 0.93, 0.90, 0.95, lenient=2, strict=3, unresolved=3, disagreeing=5),
+     "ok",
+     "The judge agrees with reviewers on 93.0% of claims (90.0%–95.0%). Its misses and false alarms are "
+     "within chance of each other. Keep it running.",
+     ["plan", "judge_lab", "settle"]),
+    (_report_dict("inconclusive", 0.8, 0.6, 0.9, strict=4, direction="strict", needed=1450, disagreeing=4),
+     "not yet decided",
+     "The judge agrees with reviewers on 80.0% of claims (60.0%–90.0%). It invents hallucinations more "
+     "often than it misses them. Label about 1,450 more claims to decide.",
+     ["plan", "judge_lab"]),
+    (_report_dict("inconclusive", None, None, None, n_claims=0),
+     "not yet decided",
+     "No claim has both a judge verdict and a final human label yet. Label claims to decide.",
+     ["plan"]),
+])
+def test_decision_header_of_known_reports(report: dict, word: str, sentence: str, steps: list[str]) -> None:
+    d = dashboard.decision(report)
+    assert (d.word, d.sentence, [s.kind for s in d.steps]) == (word, sentence, steps)
+    assert d.colour == dashboard.VERDICT_COLOURS[d.status]
+
+
+def test_decision_reads_the_estimated_agreement_and_offers_closing_an_open_cycle() -> None:
+    report = _report_dict("revise", 0.77, 0.74, 0.79, unresolved=1)
+    d = dashboard.decision(report, open_cycle=True)
+    assert (d.figure, d.interval) == ("77.0%", "74.0%–79.0%")
+    assert [s.label for s in d.steps] == ["Plan the next cycle", "Settle the 1 unclear claim",
+                                          "Close the cycle"]
+    # An older snapshot without the design-based estimate: the raw figure is the headline.
+    del report["agreement"]["estimated"]
+    assert dashboard.headline_agreement(report) == (0.5, 0.1, 0.9)
+
+
+def test_the_dashboard_builds_its_decision_from_the_report(cycle_db: Database) -> None:
+    name = cycles.list_cycles(cycle_db)[0].name
+    d = dashboard.build(cycle_db, run=DEMO_RUN, cycle=name, bootstrap=0)
+    assert d.decision == dashboard.decision(d.report.to_dict(d.run), open_cycle=d.open_cycle)
+    assert d.decision is not None and d.decision.status == d.report.flag.status
+
+
+def test_sealed_disagreements_are_counted_and_named(wice_db: Database) -> None:
+    from calibration import split
+
+    run = GPT4
+    assert dashboard.sealed_text(dashboard.build(wice_db, run=run, bootstrap=0).report) == ""
+    s = split.ensure_split(wice_db, stratify_run=store.find_judge_run(wice_db, run))
+    held = set(s.holdout)
+    d = dashboard.build(wice_db, run=run, bootstrap=0)
+    # Independently: every disagreeing claim of the run, from the confusion matrix's off-diagonal.
+    total = int(d.report.confusion.sum() - np.trace(d.report.confusion))
+    counts = dashboard.claim_counts(d.report)
+    hidden = total - len(d.report.disagreeing_claims)
+    assert hidden > 0 and not held & {k.split("/")[0] for k in d.report.disagreeing_claims}
+    assert (counts.disagreeing, counts.listed, counts.sealed) == (total, total - hidden, hidden)
+    assert dashboard.sealed_text(d.report) == (
+        f"{hidden:,} more {'is' if hidden == 1 else 'are'} in the sealed holdout "
+        "(counted in the figures, not listed).")

@@ -408,3 +408,13 @@ def test_golden_export_warns_about_items_without_a_source(rich_db: Database, db_
     assert export.GoldenCounts(3, 0, 0).warning() is None
     assert export.GoldenCounts(1, 0, 1).warning() == ("1 of 1 golden item has no expected_source: reviewers "
                                                       "chose no evidence chunks")
+
+
+@pytest.mark.parametrize(("fmt", "run", "cycle", "name"), [
+    ("jsonl", "judge-x@v1", None, "calibration-judge-x_v1-jsonl-2026-12-01.jsonl"),
+    ("csv", "judge-x@v1", "week 12 / prompt v3", "calibration-week_12_prompt_v3-csv-2026-12-01.csv"),
+    ("golden", "r", "../../etc", "calibration-etc-golden-2026-12-01.jsonl"),
+    ("csv", "r", "ü日本", "calibration-export-csv-2026-12-01.csv"),
+])
+def test_export_file_names_carry_scope_and_day(fmt: str, run: str, cycle: str | None, name: str) -> None:
+    assert export.file_name(fmt, judge_run=run, cycle=cycle, day="2026-12-01") == name

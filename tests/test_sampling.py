@@ -144,13 +144,15 @@ def test_draw_passes_the_failing_share_to_failures_first() -> None:
 def test_describe_states_the_split_and_warns_when_hardly_oversampled() -> None:
     rare = sampling.failures_first_sample(make_pool({"x": 100}, failing=20), 20, seed=0)
     assert sampling.describe(rare) == (
-        ["failing answers: 10 of 20 slots (π 0.50) vs passing 10 (π 0.12)"], [])
+        [("failing answers: 10 of 20 slots, passing 10; "
+        "answers with a failing verdict were drawn 4.0× as often; figures are re-weighted")], [])
     assert sampling.oversampling_factor(rare) == pytest.approx(0.5 / 0.125)
     # 63% failing (WiCE): the share of 0.5 is below their proportional share, so the
     # design is proportional in all but rounding.
     common = sampling.failures_first_sample(make_pool({"x": 100}, failing=63), 20, seed=0)
     notes, warnings = sampling.describe(common)
-    assert notes == ["failing answers: 13 of 20 slots (π 0.21) vs passing 7 (π 0.19)"]
+    assert notes == [("failing answers: 13 of 20 slots, passing 7; "
+        "answers with a failing verdict were drawn 1.1× as often; figures are re-weighted")]
     assert warnings == ["hardly oversampled: failures are already the majority (63 of 100 eligible "
                         "answers), so a failing answer is only 1.09× as likely to be drawn as a "
                         "passing one; raise the failing share to oversample them"]
