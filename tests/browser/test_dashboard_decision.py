@@ -17,7 +17,7 @@ from calibration import cycles, store
 from calibration.importing import import_answers
 from tests.conftest import DEMO
 
-from .conftest import SCREENSHOTS, settle, sign_in_at, start_app
+from .conftest import settle, sign_in_at, start_app
 
 RUN = "demo-judge@grounding-v1"
 VIEW = {"width": 1280, "height": 720}
@@ -85,14 +85,6 @@ def test_the_decision_header_shows_one_agreement_figure_with_one_interval(app_ur
         r"agree with each other on (\S+%)", text)}
     # The next steps sit right under it.
     assert in_view(small_page.get_by_role("link", name="Plan the next cycle"))
-
-
-def test_screenshot_of_the_dashboard(app_url: str, small_page: Any) -> None:
-    """The picture docs/dashboard.png is taken from (copied there by hand after a look)."""
-    open_dashboard(small_page, app_url)
-    small_page.get_by_role("link", name="Plan the next cycle").wait_for()
-    settle(small_page, 1000)
-    small_page.screenshot(path=str(SCREENSHOTS / "dashboard-decision.png"))
 
 
 def test_an_adjudication_says_so_in_view(app_url: str, small_page: Any) -> None:
