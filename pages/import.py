@@ -224,6 +224,7 @@ def _import() -> None:
 
 
 @st.dialog("The file, checked", width="large", on_dismiss="rerun")
+@ui.lead_action  # a dialog reruns alone, without the page's own lead check
 def _check_in_view() -> None:
     # A dialog, so the report (or the problems) is in view however far down Check was pressed.
     # Its own reruns (the Import button) find the check done and do not run it again.

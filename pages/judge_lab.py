@@ -196,7 +196,8 @@ with st.expander("How the lab works: what is sent, the API key, the cost"):
     )
 if labeled.answers == 0:
     st.info("No human-labeled claims yet: the lab re-judges exactly the claims reviewers have "
-            "labeled. Label some claims first (Review page, or python -m calibration import-labels).")
+            "labeled. Label some claims first on the Review page (once judged answers are imported).")
+    ui.import_link()
     st.stop()
 
 # ---------------------------------------------------------------- the split
@@ -335,6 +336,7 @@ def _confirm_send() -> None:
 
 
 @st.dialog("Send the requests?")
+@ui.lead_action  # a dialog reruns alone, without the page's own lead check
 def _confirm(plan: judge.LabPlan) -> None:
     # A dialog: the cost is read, in view, before anything is sent (Run itself sends nothing).
     ui.literal("Before the run: " + plan.cost_line())

@@ -89,6 +89,21 @@ def upload(page: Any, path: Path) -> None:
     page.get_by_text("Detected from the file").wait_for()
 
 
+def test_empty_home_page_links_to_the_import_page(app: tuple[str, Path, Path], page: Any) -> None:
+    url, db, log = app
+    if counts(db)[0]:
+        pytest.skip("needs the empty database the module starts with")
+    page.goto(url)
+    page.get_by_text("Nothing loaded yet").wait_for()
+    page.get_by_role("link", name="Import judged answers").click()
+    page.wait_for_url(f"{url}/import")
+    field = page.get_by_label("Your name")
+    field.fill("lead ana")
+    field.press("Enter")
+    page.get_by_text("File of judged answers").wait_for()
+    assert not server_errors(log)
+
+
 def test_invalid_file_shows_problems_and_writes_nothing(app: tuple[str, Path, Path], page: Any) -> None:
     url, db, log = app
     open_import(page, url)
