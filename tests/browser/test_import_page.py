@@ -79,9 +79,17 @@ def check(page: Any) -> Any:
 
 
 def pick(page: Any, label: str, option: str) -> None:
-    page.get_by_role("combobox", name=label, exact=True).click()
-    page.get_by_role("option", name=option, exact=True).click()
-    settle(page)
+    for _ in range(3):  # a rerun redrawing the box may swallow the first click
+        settle(page)
+        page.get_by_role("combobox", name=label, exact=True).click()
+        try:
+            page.get_by_role("option", name=option, exact=True).click(timeout=5_000)
+        except Exception:
+            page.keyboard.press("Escape")
+            continue
+        settle(page)
+        return
+    raise AssertionError(f"could not pick {option!r} for {label!r}")
 
 
 def upload(page: Any, path: Path) -> None:
@@ -195,6 +203,8 @@ def test_table_mapped_by_dropdowns_in_its_encoding(app: tuple[str, Path, Path], 
                           ("rationale", "why"),
                           ("judge_model", "model"), ("judge_prompt_version", "prompt")]:
         pick(page, field, column)
+    page.get_by_text("The first rows of the file").scroll_into_view_if_needed()
+    page.screenshot(path=str(SCREENSHOTS / "import-columns.png"))
     dialog = check(page)
     dialog.get_by_text("Checked: nothing has been written yet").wait_for()
     assert in_view(page, dialog.get_by_text("What the import writes"))
