@@ -124,6 +124,16 @@ def in_view(page: Any, locator: Any) -> bool:
             and box["x"] >= 0 and box["x"] + box["width"] <= size["width"])
 
 
+def toast_in_view(page: Any, pattern: str) -> None:
+    """Wait for a toast saying `pattern` (a regex) whose box lies inside the viewport, checked in
+    one go: a progress toast is replaced by the next one at any moment."""
+    page.wait_for_function("""(pattern) => [...document.querySelectorAll('[data-testid="stToast"]')]
+        .some(e => { const r = e.getBoundingClientRect();
+                     return new RegExp(pattern).test(e.innerText) && r.height > 0 && r.top >= 0
+                         && r.bottom <= innerHeight && r.left >= 0 && r.right <= innerWidth; })""",
+                           arg=pattern)
+
+
 def confirm_send(page: Any, requests: int) -> None:
     """The confirm step after Run: a dialog in view with the cost; press its Send button."""
     dialog = page.get_by_role("dialog")
@@ -228,12 +238,8 @@ def test_edit_then_one_run_press_confirms_the_cost_before_any_request(lab: Lab, 
         assert "stub-once@once-v1" not in {r.name for r in lab_store.lab_runs(db)}
     dialog.get_by_role("button", name=re.compile(r"^Send \d+ requests$")).click()
     # The progress, then the holdout verdict, in view while the form is where it was.
-    progress = page.locator('[data-testid="stToast"]', has_text=re.compile(r"\d+ / \d+ answers done"))
-    progress.first.wait_for()
-    assert in_view(page, progress.first)
-    verdict = page.locator('[data-testid="stToast"]', has_text="claims the lead never saw")
-    verdict.first.wait_for()
-    assert in_view(page, verdict.first)
+    toast_in_view(page, r"\d+ / \d+ answers done")
+    toast_in_view(page, "claims the lead never saw")
     assert lab.stub.count > before
     settled(page)
     with store.session(lab.db) as db:
