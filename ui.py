@@ -420,6 +420,14 @@ def require_lead() -> str:
     return reviewer
 
 
+def import_link(label: str = "Import judged answers") -> None:
+    """A link to the Import page, for an empty state, drawn when the navigation lists that page
+    (as app.py decides: for a lead, or before anyone signed in); a reviewer sees no dead link."""
+    reviewer = current_reviewer()
+    if reviewer is None or is_lead(reviewer):
+        st.page_link("pages/import.py", label=label, icon=":material/upload_file:")
+
+
 def refused_action() -> None:
     """Say, in one sentence, that a lead action was refused (`lead_action`). app.py calls this
     on every run: the refused person's next page is usually not the lead page they pressed a

@@ -39,8 +39,12 @@ UI_NAMES = {
     "--judge-model": "the Judge model field",
     "--map": "Extra verdict spellings (More options)",
     "--columns": "Columns (More options)",
-    "--encoding": "the command line's --encoding (the page reads UTF-8)",
+    "--encoding": "the Encoding field",
 }
+# Shown name -> codec; UTF-8 is the readers' default (with or without a BOM).
+ENCODINGS = {"UTF-8": None, "Windows-1251 (Cyrillic)": "cp1251", "Windows-1252 (Western)": "cp1252",
+             "Latin-1 (ISO-8859-1)": "latin-1", "UTF-16": "utf-16"}
+PREVIEW_ROWS = 5
 OPTION_HELP = {
     "columns": "FIELD=COLUMN pairs, e.g. answer_id=qid,claim=statement,verdict=label",
     "delimiter": "field delimiter (default: tab for .tsv, else comma)",
@@ -84,6 +88,9 @@ if guessed is None:
     c1.caption("The format could not be told from the file: pick it.")
 else:
     c1.caption("Detected from the file; change it if that is wrong.")
+encoding = ENCODINGS[c1.selectbox("Encoding", list(ENCODINGS), key="import_encoding",
+                                  help="The text encoding of the file; UTF-8 unless the file "
+                                       "says otherwise (a Windows export may be Windows-1251).")]
 judge_model = c2.text_input("Judge model (for records that do not name one)", key="import_judge_model")
 prompt_version = c2.text_input("Judge prompt version (for records that do not name one)",
                                key="import_prompt_version")
@@ -94,6 +101,8 @@ with st.expander("More options"):
     if fmt is not None and fmt != adapters.NATIVE:
         key = adapters.canonical(fmt)
         for name in adapters.OPTIONS[key]:
+            if name == "columns":  # the mapping form below
+                continue
             if name == "skip_failed":
                 if st.checkbox("Leave out test cases whose metric errored", key=f"import_opt_{key}_{name}"):
                     options[name] = True
@@ -102,15 +111,42 @@ with st.expander("More options"):
                                   key=f"import_opt_{key}_{name}")
             if value.strip():
                 options[name] = value.strip()
-if fmt == "csv" and "columns" not in options:
-    st.caption("A table's columns are matched by name (answer_id, question, answer, chunks, claim, "
-               "verdict, rationale, ...); give other names under More options → Columns.")
 
 if fmt is None:
     st.stop()
 
-inputs = (digest, fmt, judge_model.strip(), prompt_version.strip(), tuple(sorted(options.items())),
-          map_text.strip())
+
+def _column_form() -> dict[str, str] | None:
+    """The file's first rows, and a dropdown per field naming the column that holds it; None
+    when the file cannot be read (the check then says why, with its line)."""
+    try:
+        header, rows = adapters.table.preview(path, encoding=encoding, delimiter=options.get("delimiter"),
+                                              rows=PREVIEW_ROWS)
+    except CalibrationError:
+        return None
+    names = [h or f"(column {i + 1})" for i, h in enumerate(header)]
+    st.caption("The first rows of the file")
+    st.dataframe([dict(zip(names, r, strict=False)) for r in rows], hide_index=True, width="stretch")
+    st.caption("Which column holds each field: preset to the column of the same name. Fields marked * "
+               "are needed.")
+    chosen: dict[str, str] = {}
+    grid = st.columns(4)
+    for i, name in enumerate(adapters.table.FIELDS):
+        label = name + (" *" if name in adapters.table.REQUIRED else "")
+        pick = grid[i % 4].selectbox(label, header, index=header.index(name) if name in header else None,
+                                     placeholder="not in the file", key=f"import_col_{digest[:12]}_{name}")
+        if pick is not None and pick != name:
+            chosen[name] = pick
+    return chosen
+
+
+columns: dict[str, str] = {}
+if fmt == "csv":
+    with st.expander("Columns", expanded=True):
+        columns = _column_form() or {}
+
+inputs = (digest, fmt, encoding, judge_model.strip(), prompt_version.strip(),
+          tuple(sorted(options.items())), tuple(sorted(columns.items())), map_text.strip())
 
 
 def _for_page(text: str) -> str:
@@ -120,12 +156,16 @@ def _for_page(text: str) -> str:
     return text
 
 
+def _lines(lines: list[int]) -> str:
+    if len(lines) <= 3:
+        return ", ".join(map(str, lines))
+    return f"{', '.join(map(str, lines[:3]))} and {len(lines) - 3} more"
+
+
 def _problems_table(exc: InputError) -> list[dict[str, Any]]:
-    rows = []
-    for problem in exc.problems:
-        line, fld, message = adapters.split_problem(problem, path, shown_name)
-        rows.append({"line": line, "field": fld, "problem": _for_page(message)})
-    return rows
+    # One row per problem, however many records share it (one missing judge model is one row).
+    return [{"lines": _lines(lines), "times": max(1, len(lines)), "field": fld, "problem": _for_page(message)}
+            for lines, fld, message in adapters.grouped_problems(exc.problems, path, shown_name)]
 
 
 def _run(dry_run: bool) -> adapters.Outcome | None:
@@ -141,13 +181,13 @@ def _run(dry_run: bool) -> adapters.Outcome | None:
             return adapters.run_import(db, fmt, path, dry_run=dry_run, progress=lambda f: bar.progress(f),
                                        judge_model=judge_model.strip() or None,
                                        judge_prompt_version=prompt_version.strip() or None,
-                                       mapping=mapping or None, **options)
+                                       mapping=mapping or None, encoding=encoding,
+                                       **({"columns": columns} if columns else {}), **options)
     except InputError as exc:
         bar.empty()
         st.error("The file was not imported: nothing was written. The first problems:",
                  icon=":material/error:")
-        st.dataframe(_problems_table(exc), hide_index=True, width="stretch",
-                     column_config={"line": st.column_config.NumberColumn(format="%d")})
+        st.dataframe(_problems_table(exc), hide_index=True, width="stretch")
         return None
     except CalibrationError as exc:
         bar.empty()
@@ -173,27 +213,44 @@ def _show(outcome: adapters.Outcome) -> None:
         ui.literal("\n".join(_for_page(n) for n in outcome.notes))
 
 
+def _import() -> None:
+    outcome = _run(dry_run=False)
+    if outcome is not None:
+        st.session_state.pop(CHECKED, None)
+        st.session_state[DONE] = [f"{shown_name}: imported by {lead}", *outcome.counts]
+        ui.drop_upload(FILE)
+        st.session_state[UPLOADS] = st.session_state.get(UPLOADS, 0) + 1
+        st.rerun()
+
+
+@st.dialog("The file, checked", width="large", on_dismiss="rerun")
+@ui.lead_action  # a dialog reruns alone, without the page's own lead check
+def _check_in_view() -> None:
+    # A dialog, so the report (or the problems) is in view however far down Check was pressed.
+    # Its own reruns (the Import button) find the check done and do not run it again.
+    current = st.session_state.get(CHECKED)
+    if current is None or current[0] != inputs:
+        outcome = _run(dry_run=True)
+        if outcome is None:
+            return
+        current = (inputs, outcome)
+        st.session_state[CHECKED] = current
+    _show(current[1])
+    st.info("Checked: nothing has been written yet.", icon=":material/info:")
+    if st.button("Import", icon=":material/upload:", type="primary", key="import_in_dialog"):
+        _import()
+
+
 checked = st.session_state.get(CHECKED)
 if checked is not None and checked[0] != inputs:
     checked = None
     st.session_state.pop(CHECKED, None)
 
 if st.button("Check file", icon=":material/fact_check:", type="primary" if checked is None else "secondary"):
-    outcome = _run(dry_run=True)
     st.session_state.pop(CHECKED, None)
-    checked = None
-    if outcome is not None:
-        checked = (inputs, outcome)
-        st.session_state[CHECKED] = checked
-
-if checked is not None:
+    _check_in_view()
+elif checked is not None:  # the dialog was closed: the report stays here, under the button
     _show(checked[1])
     st.info("Checked: nothing has been written yet.", icon=":material/info:")
     if st.button("Import", icon=":material/upload:", type="primary"):
-        outcome = _run(dry_run=False)
-        if outcome is not None:
-            st.session_state.pop(CHECKED, None)
-            st.session_state[DONE] = [f"{shown_name}: imported by {lead}", *outcome.counts]
-            ui.drop_upload(FILE)
-            st.session_state[UPLOADS] = st.session_state.get(UPLOADS, 0) + 1
-            st.rerun()
+        _import()

@@ -2,7 +2,8 @@
 holdout claims nobody read while revising.
 
 Top to bottom, as drawn: the split (sizes, seal, unseal), the prompt, the run form (endpoint,
-scope, the run revised), the run with its progress and Stop button, the verdict on the holdout
+scope, the run revised), the confirm step with the cost (a dialog: Run sends nothing), the run with
+its progress (also in a toast, always in view) and Stop button, the verdict on the holdout
 first, the comparison with the baseline and every other run, past runs and one stored call.
 
 All logic lives in calibration.judge and calibration.split (the rules, the statistics, the
@@ -47,6 +48,7 @@ VERSIONS = "_judge_lab_versions"  # template name -> the version name typed for 
 EDITING = "_judge_lab_editing"  # the template whose text is in the text area
 RUNNING = "_judge_lab_running"  # (run name, answers to judge) while a run is under way
 LOADED = "_judge_lab_loaded_call"  # (run id, answer id) of the stored call shown, loaded on demand
+CONFIRMED = "_judge_lab_confirmed"  # set by the confirm step's Send button: the next script run runs
 TEXT = "lab_template_text"
 PICK = "lab_template_pick"
 VERSION = "lab_version"
@@ -181,19 +183,21 @@ with st.expander("How the lab works: what is sent, the API key, the cost"):
         "**What is sent.** For every answer in scope, the stored question, its retrieved chunks, the "
         "answer and its claims are filled into the template below and sent to the chat-completions "
         "endpoint you name: one request per answer, plus one corrective request when a reply cannot be "
-        "used. Nothing is sent until you press Run; a holdout claim's text is never put into another "
-        "answer's prompt.\n\n"
+        "used. Nothing is sent until you press Run and confirm the cost; a holdout claim's text is "
+        "never put into another answer's prompt.\n\n"
         "**API key.** Never typed here: the server process reads it from an environment variable the "
         f"operator allowed (`{judge.DEFAULT_API_KEY_ENV}`, or one listed in `CALIBRATION_JUDGE_KEY_ENVS`). "
         "Leave the field empty for a local server without a key.\n\n"
-        "**Cost.** A hosted endpoint bills every request. The estimated prompt tokens are shown before "
-        "the run starts and the tokens used after it. A run stops by itself when the endpoint refuses "
+        "**Cost.** A hosted endpoint bills every request. Run first shows the requests and the "
+        "estimated prompt tokens and sends nothing until you confirm; the tokens used are shown "
+        "after the run. A run stops by itself when the endpoint refuses "
         "the requests or the first answers' replies cannot be read; answers already judged are never "
         "requested again."
     )
 if labeled.answers == 0:
     st.info("No human-labeled claims yet: the lab re-judges exactly the claims reviewers have "
-            "labeled. Label some claims first (Review page, or python -m calibration import-labels).")
+            "labeled. Label some claims first on the Review page (once judged answers are imported).")
+    ui.import_link()
     st.stop()
 
 # ---------------------------------------------------------------- the split
@@ -230,22 +234,20 @@ elif gen is not None:
 
 st.subheader("Prompt")
 st.selectbox("Start from template", templates, key=PICK, on_change=_switch_template,
-             help="Files in calibration/prompts. Your edits to each template are kept while you "
-                  "switch between them (in this browser session).")
-st.text_area("Template", key=TEXT, height=420,
-             help="Placeholders {question}, {chunks}, {answer} and {claims} are filled in per "
-                  "answer; {examples}, if present, gets few-shot examples from tuning claims the "
-                  "judge got wrong (and a few it got right). Every other brace is left as written.")
-if st.session_state[TEXT] != _shipped_text(st.session_state[EDITING]):
-    left, right = st.columns([4, 1], vertical_alignment="center")
-    left.caption("Edited: this text differs from the shipped template. Your edits stay here when "
-                 "you pick another template and come back. Give the edited prompt its own "
-                 "version name below.")
-    right.button("Revert to the shipped text", on_click=_revert_template, key="lab_revert")
+             help="Files in calibration/prompts. Your edits to each template, as of the last "
+                  "press of Run, are kept while you switch between them (in this browser session).")
+# The text area is in the run form: pressing Run applies an edit and runs it in one go (outside
+# the form, leaving the text area reran the page first and the press was lost). So the text
+# compared here is the one as of the last Run (or switch); the row is drawn either way, so it never moves
+# the form.
+edited = st.session_state[TEXT] != _shipped_text(st.session_state[EDITING])
+left, right = st.columns([4, 1], vertical_alignment="center")
+left.caption("Edited: this text differs from the shipped template. Your edits stay here when "
+             "you pick another template and come back. Give the edited prompt its own "
+             "version name below." if edited else "The shipped text of this template.")
+right.button("Revert to the shipped text", on_click=_revert_template, key="lab_revert",
+             disabled=not edited)
 
-# ---------------------------------------------------------------- the run
-
-st.subheader("Run")
 with store.session(path) as db:
     labeled_runs = judge.revised_run_options(db, "")[0]
 scope_keys = [*SCOPE_WORDS, *(f"run:{r}" for r in labeled_runs), *(f"cycle:{c}" for c in cycles)]
@@ -256,7 +258,14 @@ with store.session(path) as db:
         db, str(st.session_state.get("lab_model") or ""))
 # No preselection on a tie: the lead must choose (index None shows the placeholder).
 revise_index = revise_names.index(revise_default) if revise_default in revise_names else None
+# Said in the box itself, so the note goes as soon as a run is chosen (a form commits on submit only).
+tie = revise_default is None and len(revise_names) > 1
 with st.form("lab_run", enter_to_submit=False):
+    st.text_area("Template", key=TEXT, height=420,
+                 help="Placeholders {question}, {chunks}, {answer} and {claims} are filled in per "
+                      "answer; {examples}, if present, gets few-shot examples from tuning claims the "
+                      "judge got wrong (and a few it got right). Every other brace is left as written.")
+    st.subheader("Run")
     left, right = st.columns(2)
     base_url = left.text_input("Base URL", key="lab_base_url",
                                help="Any OpenAI-compatible server: vLLM, Ollama, llama.cpp or hosted. "
@@ -269,7 +278,10 @@ with st.form("lab_run", enter_to_submit=False):
                                help="Allowed: " + ", ".join(policy.key_envs) + ". Empty: no key.")
     scope = left.selectbox("Claims to judge", scope_keys, key="lab_scope", format_func=_scope_words)
     revises = right.selectbox("This prompt revises the run", revise_names, key="lab_revises",
-                              index=revise_index, placeholder="Choose the run this prompt revises",
+                              index=revise_index,
+                              placeholder=("Several runs could be the one this prompt revises: choose "
+                                           "one (never settled by a tie-break)") if tie
+                              else "Choose the run this prompt revises",
                               help="The default baseline, and where the few-shot examples' judge "
                                    "errors come from.")
     concurrency = left.number_input("Concurrency", min_value=1, max_value=64, step=1,
@@ -280,9 +292,6 @@ with st.form("lab_run", enter_to_submit=False):
 if len(cycles) < len(all_cycles):
     st.caption("Cycles where you still have answers to label are not offered as a scope until you "
                "commit them on the Review page.")
-if revise_default is None and len(revise_names) > 1:
-    st.caption("Several runs could be the one this prompt revises; choose one above (never settled "
-               "by a tie-break).")
 st.caption("Every judged answer is stored at once: Stop, or leaving the page, ends the run after the "
            "calls in flight, and running it again continues where it stopped.")
 
@@ -290,8 +299,9 @@ st.caption("Every judged answer is stored at once: Stop, or leaving the page, en
 saved.update({key: st.session_state[key] for key in FORM_DEFAULTS})
 _remember_edit()
 
+confirmed = st.session_state.pop(CONFIRMED, False)
 running = st.session_state.pop(RUNNING, None)
-if running is not None and not submitted:
+if running is not None and not (submitted or confirmed):
     # The previous script run was interrupted mid-run (Stop, or another click).
     run_name, total = running
     with store.session(path) as db:
@@ -303,23 +313,71 @@ if running is not None and not submitted:
         ui.literal(f"{run_name}: {done.answers_ok} answers judged, {done.answers_failed} failed so far.")
 
 
-def _start(config: judge.JudgeConfig, template: judge.PromptTemplate) -> None:
+def _requested() -> tuple[judge.JudgeConfig, judge.PromptTemplate, judge.LabPlan]:
+    """The run the form asks for, settled (no request sent); raises on a bad field.
+
+    Called when Run is pressed and again when the confirm step's Send is: the form keeps its
+    submitted values between the two, so both settle the same run."""
+    config = judge.JudgeConfig(base_url=base_url.strip(), model=model.strip(),
+                               api_key_env=key_env.strip(), concurrency=int(concurrency),
+                               timeout=float(timeout), policy=policy)
+    template = judge.template_from_text(version.strip(), st.session_state[TEXT])
+    if revises is None and len(revise_names) > 1:
+        raise InputError("choose the run this prompt revises")
     with store.session(path) as db:
         plan = judge.prepare_lab(db, config, template, scope=scope, revises=revises,
                                  created_by=reviewer)
+    return config, template, plan
+
+
+@ui.lead_action
+def _confirm_send() -> None:
+    st.session_state[CONFIRMED] = True
+
+
+@st.dialog("Send the requests?")
+@ui.lead_action  # a dialog reruns alone, without the page's own lead check
+def _confirm(plan: judge.LabPlan) -> None:
+    # A dialog: the cost is read, in view, before anything is sent (Run itself sends nothing).
+    ui.literal("Before the run: " + plan.cost_line())
+    if plan.revises is not None:
+        ui.literal(f"Revises {plan.revises.name} ({plan.revises_reason}).")
+    st.caption("A hosted endpoint bills every request. Nothing has been sent yet.")
+    left, right = st.columns(2)
+    if left.button(f"Send {plural(len(plan.items), 'request')}", type="primary", key="lab_confirm",
+                   on_click=_confirm_send):
+        st.rerun()
+    if right.button("Cancel", key="lab_cancel"):
+        st.rerun()
+
+
+def _verdict_words(run: store.JudgeRun) -> str:
+    """The holdout verdict against the default baseline, for the note shown when a run ends."""
+    with store.session(path) as db:
+        default, _why = judge.baseline_choice(db, run)
+        comp = judge.compare_runs(db, run, default) if default is not None else None
+    if comp is None:
+        return "The run is done; nothing to compare it with yet."
+    return "The run is done. " + comp.headline()
+
+
+def _start(config: judge.JudgeConfig, template: judge.PromptTemplate, plan: judge.LabPlan) -> None:
     ui.literal("Before the run: " + plan.cost_line())
     if plan.revises is not None:
         ui.literal(f"Revises {plan.revises.name} ({plan.revises_reason}).")
     stop_slot = st.empty()  # the Stop button, only while the run is under way
     stop_slot.button("Stop", key="lab_stop", help="Ends the run after the calls in flight; Run continues it.")
     bar = st.progress(0.0, text="Starting…")
+    # The bar is under the form, maybe below the fold: the toast (top right) is always in view.
+    note = st.toast("Starting the run…", icon=":material/hourglass_top:", duration="long")
     st.session_state[RUNNING] = (f"{config.model}@{template.version}", len(plan.items))
 
     def _progress(p: judge.LabProgress) -> None:
-        # Numbers only: the bar's text is markdown.
+        # Numbers only: the bar's and the toast's text is markdown.
         tokens = "tokens not reported" if p.tokens is None else f"{p.tokens:,} tokens"
-        bar.progress(p.fraction, text=f"{p.done} / {plural(p.total, 'answer')} done · {p.failed} failed"
-                                      f" · {tokens}")
+        text = f"{p.done} / {plural(p.total, 'answer')} done · {p.failed} failed · {tokens}"
+        bar.progress(p.fraction, text=text)
+        note.toast(text, icon=":material/hourglass_top:", duration="long")
 
     try:
         summary = judge.run_lab(config, template, db_path=path, progress=_progress, plan=plan)
@@ -328,6 +386,10 @@ def _start(config: judge.JudgeConfig, template: judge.PromptTemplate) -> None:
         st.session_state.pop(RUNNING, None)
         stop_slot.empty()
     bar.empty()
+    # Fixed words and figures only (no run name: user text), as the toast renders markdown.
+    note.toast(_verdict_words(summary.run) if summary.totals.claims_judged else
+               "The run is done, with no verdicts yet: see the failed calls below.",
+               icon=":material/check_circle:", duration="long")
     st.session_state[SUMMARY] = summary
     st.session_state.pop(BASELINE, None)  # show the default baseline of the run just made
     st.session_state[INSPECT_RUN] = summary.run.name
@@ -339,35 +401,34 @@ def _start(config: judge.JudgeConfig, template: judge.PromptTemplate) -> None:
         st.session_state.pop(INSPECT_ANSWER, None)
 
 
-if submitted:
-    st.session_state.pop(SUMMARY, None)  # a failed attempt must not show the previous result
+if submitted or confirmed:
     try:
-        config = judge.JudgeConfig(base_url=base_url.strip(), model=model.strip(),
-                                   api_key_env=key_env.strip(), concurrency=int(concurrency),
-                                   timeout=float(timeout), policy=policy)
-        template = judge.template_from_text(version.strip(), st.session_state[TEXT])
-        if revises is None and len(revise_names) > 1:
-            raise InputError("choose the run this prompt revises")
+        config, template, plan = _requested()
     except CalibrationError as exc:
+        st.session_state.pop(SUMMARY, None)  # a failed attempt must not show the previous result
         st.error("The run cannot start:")
         for line in _problems(exc):
             ui.literal(line)
     else:
-        try:
-            _start(config, template)
-        except (EndpointUnreachable, EndpointRejected) as exc:
-            if exc.answers_stored:
-                st.error("The run stopped: the endpoint cannot be used this way. The answers judged "
-                         "before the stop are stored; running again continues from there.")
-            else:
-                st.error("Nothing was judged and no run was stored: the endpoint cannot be used. "
-                         "Check the base URL, that the server is running, the model name and the key.")
-            ui.literal(str(exc))
-        except CalibrationError as exc:
-            st.error("The run did not go through. Answers judged before the stop, if any, are stored; "
-                     "running again continues from there.")
-            for line in _problems(exc):
-                ui.literal(line)
+        if submitted and plan.items:
+            _confirm(plan)  # the previous result stays until the requests are sent
+        else:  # confirmed, or nothing left to request (nothing billed)
+            st.session_state.pop(SUMMARY, None)
+            try:
+                _start(config, template, plan)
+            except (EndpointUnreachable, EndpointRejected) as exc:
+                if exc.answers_stored:
+                    st.error("The run stopped: the endpoint cannot be used this way. The answers judged "
+                             "before the stop are stored; running again continues from there.")
+                else:
+                    st.error("Nothing was judged and no run was stored: the endpoint cannot be used. "
+                             "Check the base URL, that the server is running, the model name and the key.")
+                ui.literal(str(exc))
+            except CalibrationError as exc:
+                st.error("The run did not go through. Answers judged before the stop, if any, are stored; "
+                         "running again continues from there.")
+                for line in _problems(exc):
+                    ui.literal(line)
     with store.session(path) as db:
         overview = lab_store.lab_run_overview(db)
 

@@ -477,3 +477,36 @@ def test_run_import_progress_and_problem_lines(tmp_path: Path) -> None:
     assert last == (None, "", "nothing was imported")
     assert adapters.guess(DATA / "deepeval_latest_test_run.json") == "deepeval"
     assert adapters.guess(tmp_path / "x.jsonl") == adapters.NATIVE
+
+
+@pytest.mark.parametrize(("problems", "expected"), [
+    (["f.jsonl:1: judge_model: missing", "f.jsonl:2: judge_model: missing", "f.jsonl:4: id: empty",
+      "f.jsonl:7: judge_model: missing", "f.jsonl: nothing was imported"],
+     [([1, 2, 7], "judge_model", "missing"), ([4], "id", "empty"), ([], "", "nothing was imported")]),
+    (["f.jsonl:3: judge_model: missing", "f.jsonl:3: verdict: missing"],
+     [([3], "judge_model", "missing"), ([3], "verdict", "missing")]),
+])
+def test_grouped_problems_say_each_problem_once_with_its_lines(
+        problems: list[str], expected: list[tuple[list[int], str, str]]) -> None:
+    assert adapters.grouped_problems(problems, "f.jsonl", "f.jsonl") == expected
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_table_preview_gives_the_header_and_first_rows(tmp_path: Path, suffix: str) -> None:
+    frame = pd.read_csv(DATA / "claims_table.csv", dtype=str, keep_default_na=False)
+    path = tmp_path / f"t{suffix}"
+    if suffix == ".csv":
+        shutil.copy(DATA / "claims_table.csv", path)
+    else:
+        frame.to_parquet(path)
+    header, rows = adapters.table.preview(path, rows=2)
+    assert header == list(frame.columns)
+    assert rows == [list(r) for r in frame.head(2).itertuples(index=False, name=None)]
+
+
+def test_table_preview_of_a_cp1251_file_needs_its_encoding(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_bytes((DATA / "claims_table.csv").read_text(encoding="utf-8").encode("cp1251"))
+    with pytest.raises(InputError, match="cannot decode"):
+        adapters.table.preview(path)
+    assert "Какой срок гарантии?" in adapters.table.preview(path, encoding="cp1251")[1][2]

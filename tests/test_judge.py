@@ -632,6 +632,13 @@ def lab_app(lab_db: Path, monkeypatch: pytest.MonkeyPatch):
     return at.switch_page("pages/judge_lab.py").run()
 
 
+def press_run(at) -> None:
+    """Press Run, then Send in the confirm step when it asks (it does when requests are due)."""
+    at.button(key="lab_run_submit").click().run()
+    if any(b.key == "lab_confirm" for b in at.button):
+        at.button(key="lab_confirm").click().run()
+
+
 def test_page_runs_an_edited_prompt_and_shows_the_comparison(
         lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = lab_page(lab_db, monkeypatch)
@@ -648,14 +655,14 @@ def test_page_runs_an_edited_prompt_and_shows_the_comparison(
         at.text_area(key="lab_template_text").input(template().text + "\nBe strict. {not a slot}")
         at.text_input(key="lab_base_url").input(stub.base_url)
         at.text_input(key="lab_model").input("page-judge")
-        at.button(key="lab_run_submit").click().run()
+        press_run(at)
         # Edited text under the shipped name is refused before any request.
         assert not at.exception and stub.count == 0
         assert [e.value for e in at.error] == ["The run cannot start:"]
         assert any("shipped template" in t.value for t in at.text)
 
         at.text_input(key="lab_version").input("strict-v2")
-        at.button(key="lab_run_submit").click().run()
+        press_run(at)
         assert not at.exception and not at.error
         assert stub.count == LABELED
         assert "Be strict. {not a slot}" in stub.requests[0].messages[0]["content"]
@@ -699,14 +706,14 @@ def test_page_reports_an_unreachable_endpoint_once(lab_db: Path, monkeypatch: py
     with StubServer() as stub:  # a first, successful run: its result must not linger
         at.text_input(key="lab_base_url").input(stub.base_url)
         at.text_input(key="lab_model").input("page-judge")
-        at.button(key="lab_run_submit").click().run()
+        press_run(at)
     assert "Result" in [h.value for h in at.subheader]
 
     url = closed_port_url()
     at.text_input(key="lab_base_url").input(url)
     at.text_input(key="lab_model").input("other-judge")
     t0 = time.perf_counter()
-    at.button(key="lab_run_submit").click().run()
+    press_run(at)
     assert time.perf_counter() - t0 < 10
     assert not at.exception
     assert len(at.error) == 1 and "no run was stored" in at.error[0].value
@@ -725,7 +732,7 @@ def test_page_shows_no_comparison_for_a_run_without_verdicts(
     with StubServer(default="malformed") as stub:
         at.text_input(key="lab_base_url").input(stub.base_url)
         at.text_input(key="lab_model").input("page-judge")
-        at.button(key="lab_run_submit").click().run()
+        press_run(at)
     assert not at.exception and not at.error
     assert "Comparison with another run" not in [h.value for h in at.subheader]
     assert any("no verdicts yet" in w.value for w in at.warning)
@@ -745,7 +752,7 @@ def test_page_keeps_its_choices_and_edits_across_page_switches(
     at.text_input(key="lab_model").input("m1")
     at.text_input(key="lab_version").input("brief-v1")
     at.number_input(key="lab_concurrency").set_value(8)
-    at.button(key="lab_run_submit").click().run()  # the endpoint is down; the choices stay
+    press_run(at)  # the endpoint is down; the choices stay
     assert not at.exception and len(at.error) == 1
 
     def form() -> tuple[object, ...]:
@@ -766,7 +773,10 @@ def test_page_keeps_template_edits_when_another_template_is_picked(
     at = lab_page(lab_db, monkeypatch)
     shipped = judge.load_template("grounding-v1").text
     assert not any("Edited" in c.value for c in at.caption)
-    at.text_area(key="lab_template_text").input(shipped + "\nBe brief.").run()
+    # The text area is in the run form: an edit counts once Run is pressed (here refused, as the
+    # edited text still carries the shipped name, so nothing is sent).
+    at.text_area(key="lab_template_text").input(shipped + "\nBe brief.")
+    at.button(key="lab_run_submit").click().run()
     assert any(c.value.startswith("Edited: ") for c in at.caption)
     at.selectbox(key="lab_template_pick").select("grounding-v1-ru").run()
     assert at.text_area(key="lab_template_text").value.startswith("Ты — строгий")
@@ -800,12 +810,12 @@ def test_page_inspects_and_compares_the_run_just_made(
         at.text_input(key="lab_version").input("r-old")
         # Resuming r-old as a revision of another run than it was started from is refused...
         at.selectbox(key="lab_revises").select("page-judge@r-new")
-        at.button(key="lab_run_submit").click().run()
+        press_run(at)
         assert [e.value for e in at.error] and any("was started as a revision of old-judge@v0" in t.value
                                                    for t in at.text)
         # ...and accepted with the run it revises.
         at.selectbox(key="lab_revises").select("old-judge@v0")
-        at.button(key="lab_run_submit").click().run()
+        press_run(at)
     assert not at.exception and not at.error
     assert at.selectbox(key="lab_inspect_run").value == "page-judge@r-old"  # the run just made
     at.switch_page("pages/home.py").run()  # Streamlit drops the page's widget state...

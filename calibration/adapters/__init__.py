@@ -17,7 +17,7 @@ so a bad file writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -209,5 +209,18 @@ def split_problem(problem: str, path: str | Path, shown_as: str) -> tuple[int | 
     return None, "", text
 
 
+def grouped_problems(problems: Iterable[str], path: str | Path,
+                     shown_as: str) -> list[tuple[list[int], str, str]]:
+    """The problems with one (field, message) said once: (its lines in file order, field,
+    message), in the order each first occurs. A missing value on every record is one row, not
+    one per record."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for problem in problems:
+        line, fld, message = split_problem(problem, path, shown_as)
+        groups.setdefault((fld, message), []).extend([] if line is None else [line])
+    return [(lines, fld, message) for (fld, message), lines in groups.items()]
+
+
 __all__ = ["ADAPTERS", "ALIASES", "NATIVE", "OPTIONS", "AdapterResult", "Outcome", "canonical", "detect",
-           "get", "guess", "import_file", "names", "read", "run_import", "split_problem"]
+           "get", "grouped_problems", "guess", "import_file", "names", "read", "run_import",
+           "split_problem"]

@@ -122,6 +122,42 @@ def read(
     return result
 
 
+def preview(path: str | Path, *, encoding: str | None = None, delimiter: str | None = None,
+            rows: int = 5) -> tuple[list[str], list[list[Any]]]:
+    """(header, the first `rows` rows) of a table, read as `read` reads it: for a mapping form
+    that names the file's own columns. Raises InputError as `read` does (empty, undecodable)."""
+    import itertools
+
+    path = Path(path)
+    if _format(path) == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            with pq.ParquetFile(path) as file:
+                header = [str(c) for c in file.schema_arrow.names]
+                first: list[list[Any]] = []
+                for batch in file.iter_batches(batch_size=rows):
+                    first = [list(r) for r in zip(*(c.to_pylist() for c in batch.columns), strict=True)]
+                    break
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            raise InputError(f"{path}: cannot read as Parquet: {exc}; nothing was imported") from exc
+        return header, first
+    sep = delimiter or ("\t" if _format(path) == "tsv" else ",")
+    with open_text(path, encoding) as fh:
+        reader = csv.reader(fh, delimiter=sep, strict=True)
+        try:
+            top = next(reader, None)
+            if top is None:
+                raise InputError(f"{path}: the file is empty; nothing was imported")
+            head = list(itertools.islice((r for r in reader if any(r)), rows))
+        except UnicodeError as exc:
+            raise decode_error(path, reader.line_num + 1, exc, encoding) from exc
+        except csv.Error as exc:
+            raise InputError(f"{path}:{reader.line_num}: {csv_problem(exc)}; nothing was imported") from exc
+    return [h.strip() for h in top], [list(r) for r in head]
+
+
 def read_frame(frame: Any, *, source: str = "<DataFrame>", judge_model: str | None = None,
                judge_prompt_version: str | None = None, mapping: dict[str, Verdict] | None = None,
                columns: dict[str, str] | str | None = None) -> AdapterResult:

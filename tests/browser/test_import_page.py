@@ -6,6 +6,7 @@ An invalid file shows its problems with line and field, and writes nothing.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -16,7 +17,8 @@ import pytest
 
 from calibration import store
 
-from .conftest import ROOT, SCREENSHOTS, require_browser, server_errors, start_app
+from ..test_importing import record
+from .conftest import ROOT, SCREENSHOTS, require_browser, server_errors, settle, start_app
 
 pytestmark = pytest.mark.browser
 
@@ -60,9 +62,54 @@ def grid_text(page: Any) -> str:
     return "\n".join(cells.all_text_contents())
 
 
+def in_view(page: Any, locator: Any) -> bool:
+    """The element's box lies inside the viewport."""
+    box = locator.bounding_box()
+    size = page.viewport_size
+    return (box is not None and box["y"] >= 0 and box["y"] + box["height"] <= size["height"]
+            and box["x"] >= 0 and box["x"] + box["width"] <= size["width"])
+
+
+def check(page: Any) -> Any:
+    """Press Check file; the dialog the result is shown in, in view."""
+    page.get_by_role("button", name="Check file").click()
+    dialog = page.get_by_role("dialog")
+    dialog.wait_for()
+    return dialog
+
+
+def pick(page: Any, label: str, option: str) -> None:
+    for _ in range(3):  # a rerun redrawing the box may swallow the first click
+        settle(page)
+        page.get_by_role("combobox", name=label, exact=True).click()
+        try:
+            page.get_by_role("option", name=option, exact=True).click(timeout=5_000)
+        except Exception:
+            page.keyboard.press("Escape")
+            continue
+        settle(page)
+        return
+    raise AssertionError(f"could not pick {option!r} for {label!r}")
+
+
 def upload(page: Any, path: Path) -> None:
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(path))
     page.get_by_text("Detected from the file").wait_for()
+
+
+def test_empty_home_page_links_to_the_import_page(app: tuple[str, Path, Path], page: Any) -> None:
+    url, db, log = app
+    if counts(db)[0]:
+        pytest.skip("needs the empty database the module starts with")
+    page.goto(url)
+    page.get_by_text("Nothing loaded yet").wait_for()
+    page.get_by_role("link", name="Import judged answers").click()
+    page.wait_for_url(f"{url}/import")
+    field = page.get_by_label("Your name")
+    field.fill("lead ana")
+    field.press("Enter")
+    page.get_by_text("File of judged answers").wait_for()
+    assert not server_errors(log)
 
 
 def test_invalid_file_shows_problems_and_writes_nothing(app: tuple[str, Path, Path], page: Any) -> None:
@@ -70,9 +117,10 @@ def test_invalid_file_shows_problems_and_writes_nothing(app: tuple[str, Path, Pa
     open_import(page, url)
     upload(page, BAD)
     page.get_by_label("Judge prompt version (for records that do not name one)").fill("v1")
-    page.get_by_role("button", name="Check file").click()
-    page.get_by_text("The file was not imported: nothing was written").wait_for()
-    page.locator('[data-testid="stDataFrame"]').wait_for()
+    dialog = check(page)
+    dialog.get_by_text("The file was not imported: nothing was written").wait_for()
+    dialog.locator('[data-testid="stDataFrame"]').wait_for()
+    assert in_view(page, dialog)
     text = grid_text(page)
     # the problems, with their line numbers and fields, as the CLI reports them
     assert "42" in text and "testCases.1.metricsData.1.verboseLogs" in text
@@ -92,20 +140,20 @@ def test_deepeval_file_checked_then_imported_and_on_the_dashboard(app: tuple[str
     upload(page, GOOD)
     assert page.get_by_label("Format").input_value() == "DeepEval test run"
     page.get_by_label("Judge prompt version (for records that do not name one)").fill("faith-v1")
-    page.get_by_role("button", name="Check file").click()
-    page.get_by_text("Checked: nothing has been written yet").wait_for()
-    body = page.locator('[data-testid="stMain"]').inner_text()
+    dialog = check(page)
+    dialog.get_by_text("Checked: nothing has been written yet").wait_for()
+    assert in_view(page, dialog.get_by_text("What the import writes"))
+    body = dialog.inner_text()
     assert "answers: 2 new, 0 already present" in body
     assert "deepeval yes → SUPPORTED: 2" in body and "deepeval no → CONTRADICTED: 1" in body
     assert "the prompt version is not in DeepEval's file" in body
     assert counts(db) == (0, 0)  # the check wrote nothing
-    page.get_by_role("button", name="Import", exact=True).scroll_into_view_if_needed()
     page.wait_for_timeout(300)
     # The picture to look at; UPDATE_DOCS_SHOT=1 also replaces the README's docs/import.png.
     page.screenshot(path=str(SCREENSHOTS / "import-report.png"))
     if os.environ.get("UPDATE_DOCS_SHOT"):
         page.screenshot(path=str(DOCS_SHOT))
-    page.get_by_role("button", name="Import", exact=True).click()
+    dialog.get_by_role("button", name="Import", exact=True).click()
     page.get_by_text("Imported.").wait_for()
     assert "answers: 2 new" in page.locator('[data-testid="stMain"]').inner_text()
     assert counts(db) == (2, 4)
@@ -113,6 +161,55 @@ def test_deepeval_file_checked_then_imported_and_on_the_dashboard(app: tuple[str
     run = page.get_by_role("combobox", name="Judge run")
     run.wait_for()
     assert run.input_value() == "gpt-4.1@faith-v1"
+    assert not server_errors(log)
+
+
+def test_a_problem_of_every_record_is_one_row_with_its_count(app: tuple[str, Path, Path], page: Any,
+                                                            tmp_path: Path) -> None:
+    url, _db, log = app
+    src = tmp_path / "no_model.jsonl"
+    src.write_text("".join(json.dumps({k: v for k, v in record(i).items() if k != "judge_model"}) + "\n"
+                           for i in range(1, 6)), encoding="utf-8")
+    open_import(page, url)
+    upload(page, src)
+    dialog = check(page)
+    dialog.get_by_text("The file was not imported: nothing was written").wait_for()
+    dialog.locator('[data-testid="stDataFrame"]').wait_for()
+    grid_text(page)  # drawn
+    cells = [c.strip() for c in
+             dialog.locator('[data-testid="stDataFrame"] [role="gridcell"]').all_text_contents()]
+    assert sum(c == "judge_model" for c in cells) == 1  # said once, not once per record
+    assert "1, 2, 3 and 2 more" in cells and "5" in cells
+    assert "None" not in cells  # a problem without a line has an empty cell
+    assert "fill in the Judge model field" in "\n".join(cells)
+    assert not server_errors(log)
+
+
+def test_table_mapped_by_dropdowns_in_its_encoding(app: tuple[str, Path, Path], page: Any,
+                                                   tmp_path: Path) -> None:
+    url, db, log = app
+    page.set_viewport_size({"width": 1280, "height": 720})
+    src = tmp_path / "claims.csv"  # a Windows export: Cyrillic in Windows-1251, its own column names
+    src.write_bytes((DATA / "claims_table.csv").read_text(encoding="utf-8").encode("cp1251"))
+    before = counts(db)
+    open_import(page, url)
+    upload(page, src)
+    assert page.get_by_label("Format").input_value() == "Claim-per-row table (CSV, TSV, Parquet)"
+    pick(page, "Encoding", "Windows-1251 (Cyrillic)")
+    page.get_by_text("The first rows of the file").wait_for()
+    assert "Какой срок гарантии?" in grid_text(page)  # the preview, decoded
+    for field, column in [("answer_id *", "qid"), ("question *", "q"), ("answer *", "resp"),
+                          ("chunks", "ctx"), ("claim *", "statement"), ("verdict *", "label"),
+                          ("rationale", "why"),
+                          ("judge_model", "model"), ("judge_prompt_version", "prompt")]:
+        pick(page, field, column)
+    page.get_by_text("The first rows of the file").scroll_into_view_if_needed()
+    page.screenshot(path=str(SCREENSHOTS / "import-columns.png"))
+    dialog = check(page)
+    dialog.get_by_text("Checked: nothing has been written yet").wait_for()
+    assert in_view(page, dialog.get_by_text("What the import writes"))
+    assert "answers: 2 new" in dialog.inner_text()
+    assert counts(db) == before
     assert not server_errors(log)
 
 

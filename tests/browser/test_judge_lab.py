@@ -16,6 +16,7 @@ import pytest
 
 from calibration import judge, split, store
 from calibration.importing import import_answers, import_labels
+from calibration.store import lab as lab_store
 
 from ..judge_stub import StubServer
 from .conftest import ROOT, SCREENSHOTS, require_browser, server_errors, start_app
@@ -110,6 +111,37 @@ def body(page: Any) -> str:
     return page.locator("body").inner_text()
 
 
+def main_text(page: Any) -> str:
+    """The page's main block (not a toast still showing the verdict against the default baseline)."""
+    return page.locator('[data-testid="stMain"]').inner_text()
+
+
+def in_view(page: Any, locator: Any) -> bool:
+    """The element's box lies inside the viewport (the main block scrolls, not the window)."""
+    box = locator.bounding_box()
+    size = page.viewport_size
+    return (box is not None and box["y"] >= 0 and box["y"] + box["height"] <= size["height"]
+            and box["x"] >= 0 and box["x"] + box["width"] <= size["width"])
+
+
+def toast_in_view(page: Any, pattern: str) -> None:
+    """Wait for a toast saying `pattern` (a regex) whose box lies inside the viewport, checked in
+    one go: a progress toast is replaced by the next one at any moment."""
+    page.wait_for_function("""(pattern) => [...document.querySelectorAll('[data-testid="stToast"]')]
+        .some(e => { const r = e.getBoundingClientRect();
+                     return new RegExp(pattern).test(e.innerText) && r.height > 0 && r.top >= 0
+                         && r.bottom <= innerHeight && r.left >= 0 && r.right <= innerWidth; })""",
+                           arg=pattern)
+
+
+def confirm_send(page: Any, requests: int) -> None:
+    """The confirm step after Run: a dialog in view with the cost; press its Send button."""
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_text(f"Before the run: about to send {requests} requests").wait_for()
+    assert in_view(page, dialog)
+    dialog.get_by_role("button", name=f"Send {requests} requests").click()
+
+
 def test_revise_run_stop_resume_switch_baseline(lab: Lab, page: Any) -> None:
     # The lead's revision: the shipped template with few-shot examples from the corrections.
     text = judge.load_template("grounding-v1").text + "\n\nExamples corrected by reviewers:\n{examples}\n"
@@ -121,13 +153,18 @@ def test_revise_run_stop_resume_switch_baseline(lab: Lab, page: Any) -> None:
     fill(page, "lab_version", "wice-revised-v2")
     fill(page, "lab_key_env", "")
     page.locator(".st-key-lab_key_env input").blur()
-    # Both WiCE runs have 100 labeled claims: the page asks which one this prompt revises.
-    assert "never settled by a tie-break" in body(page)
+    # Both WiCE runs have 100 labeled claims: the page asks which one this prompt revises, in
+    # the box (its placeholder, drawn only while nothing is chosen), so the note goes with the choice.
+    box = page.locator(".st-key-lab_revises input").first
+    assert "never settled by a tie-break" in (box.get_attribute("placeholder") or "")
     choose(page, "lab_revises", GPT4)
+    settled(page)
+    assert "never settled by a tie-break" not in body(page)
     page.locator(".st-key-lab_concurrency input").fill("1")
 
     # Run, and stop it mid-way.
     page.locator(".st-key-lab_run_submit button").click()
+    confirm_send(page, 100)
     page.get_by_text("Before the run: about to send 100 requests").wait_for()
     page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stProgress"]')]
         .some(e => /^([5-9]|[1-9][0-9]) \\/ 100 answers/.test(e.innerText))""")
@@ -145,6 +182,7 @@ def test_revise_run_stop_resume_switch_baseline(lab: Lab, page: Any) -> None:
     # Resume: only the rest is requested.
     lab.stub.latency = 0.0
     page.locator(".st-key-lab_run_submit button").click()
+    confirm_send(page, 100 - done)
     page.get_by_text("Verdict on the holdout").wait_for()
     settled(page)
     text_now = body(page)
@@ -173,13 +211,46 @@ def test_revise_run_stop_resume_switch_baseline(lab: Lab, page: Any) -> None:
     assert "Default baseline:" not in body(page)  # shown only while the default is picked
     with store.session(lab.db) as db:
         old_base = judge.compare_runs(db, run, store.find_judge_run(db, GPT4))
-    assert old_base.headline() != new_base.headline() and old_base.headline() not in body(page)
+    assert old_base.headline() != new_base.headline() and old_base.headline() not in main_text(page)
+    assert not server_errors(lab.log)
+
+
+def test_edit_then_one_run_press_confirms_the_cost_before_any_request(lab: Lab, page: Any) -> None:
+    fill(page, "lab_base_url", lab.stub.base_url)
+    fill(page, "lab_model", "stub-once")
+    fill(page, "lab_version", "once-v1")
+    fill(page, "lab_key_env", "")
+    choose(page, "lab_revises", GPT4)
+    choose(page, "lab_scope", "Holdout claims only")
+    # The edit is the last thing typed: pressing Run is also what commits it.
+    marker = "Judge the holdout strictly."
+    page.locator(".st-key-lab_template_text textarea").fill(
+        judge.load_template("grounding-v1").text + "\n" + marker + "\n")
+    lab.stub.latency = 0.05
+    before = lab.stub.count
+    page.locator(".st-key-lab_run_submit button").click()  # once
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_text("Before the run: about to send").wait_for()
+    settled(page)
+    assert in_view(page, dialog)
+    assert lab.stub.count == before, "a request was sent before the cost was confirmed"
+    with store.session(lab.db) as db:
+        assert "stub-once@once-v1" not in {r.name for r in lab_store.lab_runs(db)}
+    dialog.get_by_role("button", name=re.compile(r"^Send \d+ requests$")).click()
+    # The progress, then the holdout verdict, in view while the form is where it was.
+    toast_in_view(page, r"\d+ / \d+ answers done")
+    toast_in_view(page, "claims the lead never saw")
+    assert lab.stub.count > before
+    settled(page)
+    with store.session(lab.db) as db:
+        run = store.find_judge_run(db, "stub-once@once-v1")
+        ids = lab_store.ok_answer_ids(db, run.id)
+        call = lab_store.get_call(db, run.id, sorted(ids)[0])
+    assert call is not None and marker in call["prompt"]  # the edit was applied, not swallowed
     assert not server_errors(lab.log)
 
 
 def lab_store_totals(db: Any, run_id: int) -> int:
-    from calibration.store import lab as lab_store
-
     return lab_store.run_totals(db, run_id).answers_ok
 
 

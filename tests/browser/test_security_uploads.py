@@ -72,7 +72,7 @@ def test_a_hostile_upload_name_is_checked_like_any_file(name: str, app: tuple[st
     page.get_by_label("Judge prompt version (for records that do not name one)").fill("faith-v1")
     page.get_by_role("button", name="Check file").click()
     page.get_by_text("Checked: nothing has been written yet").wait_for()
-    assert "answers: 2 new" in page.locator('[data-testid="stMain"]').inner_text()
+    assert "answers: 2 new" in page.get_by_role("dialog").inner_text()  # the check shows in a dialog
     assert "calibration-upload-" not in page.content()
     assert not (temp.parent / "escape.json").exists() and not (temp / "escape.json").exists()
     assert not [e for e in server_errors(log) if "Traceback" in e]
@@ -94,7 +94,7 @@ def test_the_copy_on_disk_goes_when_replaced_or_imported(app: tuple[str, Path, P
     page.get_by_label("Judge prompt version (for records that do not name one)").fill("faith-v1")
     page.get_by_role("button", name="Check file").click()
     page.get_by_text("Checked: nothing has been written yet").wait_for()
-    page.get_by_role("button", name="Import", exact=True).click()
+    page.get_by_role("dialog").get_by_role("button", name="Import", exact=True).click()
     page.get_by_text("Imported.").wait_for()
     assert not set(_folders(temp)) - before  # and the imported one too
     assert not [e for e in server_errors(log) if "Traceback" in e]
