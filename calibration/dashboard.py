@@ -590,12 +590,21 @@ def pending_rows(d: Dashboard) -> list[dict[str, str]]:
 def left_out_text(d: Dashboard) -> str:
     """What the figures leave out, in words; '' when nothing is."""
     parts = []
-    if d.report.unresolved_claims:
-        parts.append(f"{plural(len(d.report.unresolved_claims), 'unresolved claim')} (reviewers disagree or "
+    unresolved = len(d.report.unresolved_claims)
+    # On the per-reviewer basis a disputed claim is in the figures, once per reviewer's verdict.
+    counted = d.report.basis == "per_reviewer"
+    if unresolved and not counted:
+        parts.append(f"{plural(unresolved, 'unresolved claim')} (reviewers disagree or "
                      "marked it unclear, and no lead has decided: see “Needs a lead's decision”)")
     if d.n_unlabeled:
         parts.append(f"{plural(d.n_unlabeled, 'judged claim')} with no human label yet")
-    return ("Left out of the figures: " + "; ".join(parts) + ".") if parts else ""
+    text = ("Left out of the figures: " + "; ".join(parts) + ".") if parts else ""
+    if unresolved and counted:
+        text += (" " if text else "") + (
+            f"{plural(unresolved, 'unresolved claim')} (reviewers disagree or marked it unclear) "
+            "counted with each reviewer's verdict where one was given; a lead's decision settles "
+            "it for the final-label view (see “Needs a lead's decision”).")
+    return text
 
 
 def headline(d: Dashboard) -> list[Figure]:
@@ -868,8 +877,15 @@ def _ceiling_line(report: Mapping[str, Any]) -> tuple[str, float | None]:
         people = ((report.get("human_human") or {}).get("agreement") or {}).get("value")
     if people is None:
         return "No claim was labeled by two reviewers yet: no judge-vs-people ceiling.", None
-    verdict = (ceiling.get("alt_test") or {}).get("verdict")
-    stand_in = f"; the alternative annotator test finds the judge {verdict}" if verdict else ""
+    alt = ceiling.get("alt_test") or {}
+    verdict = alt.get("verdict")
+    stand_in = ""
+    if verdict:
+        stand_in = f"; the alternative annotator test (margin {alt.get('epsilon')}) finds the judge {verdict}"
+    compared = len(alt.get("per_reviewer") or [])
+    if compared:
+        stand_in += (f"; the judge is below {alt.get('below_reviewers', 0)} of {compared} reviewers, "
+                     f"significantly for {alt.get('below_reviewers_significantly', 0)}")
     line = f"Reviewers agree with each other on {_pct(people)}: the most a judge can be asked{stand_in}."
     return line, people
 
