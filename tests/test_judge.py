@@ -1238,6 +1238,7 @@ print(json.dumps({"peak_kb": peak_kb(), "imported_kb": imported_kb, "failures": 
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak RSS from /proc")
 def test_a_50_mb_reply_is_cut_at_the_limit_with_bounded_memory(lab_db: Path) -> None:
     import subprocess
