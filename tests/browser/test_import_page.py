@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from calibration import store
+from calibration import adapters, store
 
-from .conftest import ROOT, SCREENSHOTS, require_browser, server_errors, start_app
+from .conftest import ROOT, SCREENSHOTS, require_browser, server_errors, start_app, wait_for_card
 
 pytestmark = pytest.mark.browser
 
@@ -47,7 +47,9 @@ def counts(db: Path) -> tuple[int, int]:
 def open_import(page: Any, url: str) -> None:
     page.goto(f"{url}/import")
     field = page.get_by_label("Your name")
-    field.wait_for()
+    # The first visit after the server starts runs the app's imports: on a loaded machine that
+    # takes longer than the default 15 s wait.
+    field.wait_for(timeout=60_000)
     field.fill("lead ana")
     field.press("Enter")
     page.get_by_text("File of judged answers").wait_for()
@@ -116,17 +118,26 @@ def test_deepeval_file_checked_then_imported_and_on_the_dashboard(app: tuple[str
     assert not server_errors(log)
 
 
-def test_lead_edits_a_reference_answer_before_the_golden_export(app: tuple[str, Path, Path],
+@pytest.fixture
+def labeled_app(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
+    """A server of its own over the DeepEval file, imported and labeled SUPPORTED: the dashboard
+    opens on the most recently labeled run, which would change what the tests above find."""
+    require_browser()
+    db, log = tmp_path / "labeled.db", tmp_path / "server.log"
+    with store.session(db) as conn:
+        adapters.import_file(conn, "deepeval", GOOD, judge_prompt_version="faith-v1")
+        for (pk,) in conn.execute("SELECT id FROM claims ORDER BY id").fetchall():
+            store.record_label(conn, claim=pk, reviewer="rev", kind="blind", verdict="SUPPORTED")
+    with start_app(db, log) as url:
+        yield url, db, log
+
+
+def test_lead_edits_a_reference_answer_before_the_golden_export(labeled_app: tuple[str, Path, Path],
                                                                 page: Any) -> None:
     from calibration import export
 
-    url, db, log = app
+    url, db, log = labeled_app
     with store.session(db) as conn:
-        if not conn.execute("SELECT count(*) FROM answers").fetchone()[0]:
-            pytest.skip("needs the import of the previous test")
-        pks = [r[0] for r in conn.execute("SELECT id FROM claims ORDER BY id")]
-        for pk in pks:
-            store.record_label(conn, claim=pk, reviewer="rev", kind="blind", verdict="SUPPORTED")
         first = conn.execute("SELECT answer_id FROM claims ORDER BY answer_id LIMIT 1").fetchone()[0]
     # The dashboard computes the whole report (bootstrap included) on every rerun: on a loaded
     # machine a rerun takes longer than the default 15 s wait.
@@ -135,8 +146,11 @@ def test_lead_edits_a_reference_answer_before_the_golden_export(app: tuple[str, 
     page.get_by_role("link", name="Dashboard").click()
     page.get_by_role("combobox", name="Judge run").wait_for()
     page.get_by_text("By answer check").wait_for()
+    # A pick list opened while the page still runs is drawn anew, closed, when the run ends.
+    wait_for_card(page, ".st-key-dash_export_format")
     page.get_by_role("combobox", name="Format").click()
     page.get_by_role("option", name="Golden set JSONL (RAG tests)").click()
+    wait_for_card(page, ".st-key-dash_ref_edit")
     page.get_by_text("Edit reference answers").click()
     box = page.get_by_role("textbox", name="Reference answer")
     box.wait_for()
