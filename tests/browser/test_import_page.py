@@ -16,7 +16,7 @@ import pytest
 
 from calibration import adapters, store
 
-from .conftest import ROOT, SCREENSHOTS, require_browser, server_errors, start_app, wait_for_card
+from .conftest import ROOT, SCREENSHOTS, next_frame, require_browser, server_errors, start_app, wait_for_card
 
 pytestmark = pytest.mark.browser
 
@@ -102,7 +102,7 @@ def test_deepeval_file_checked_then_imported_and_on_the_dashboard(app: tuple[str
     assert "the prompt version is not in DeepEval's file" in body
     assert counts(db) == (0, 0)  # the check wrote nothing
     page.get_by_role("button", name="Import", exact=True).scroll_into_view_if_needed()
-    page.wait_for_timeout(300)
+    next_frame(page)
     # The picture to look at; UPDATE_DOCS_SHOT=1 also replaces the README's docs/import.png.
     page.screenshot(path=str(SCREENSHOTS / "import-report.png"))
     if os.environ.get("UPDATE_DOCS_SHOT"):

@@ -397,7 +397,9 @@ def test_keys_act_after_the_evidence_picker(app: App, page: Any) -> None:
     claim.locator("[data-testid='stMultiSelect'] input").click()
     page.get_by_role("option").first.click()
     wait_claim(page, pks[0])
-    page.wait_for_timeout(200)
+    # The page takes the focus back from the pick list just after the choice (ui.py).
+    page.wait_for_function("() => !(document.activeElement && document.activeElement.closest"
+                           "(\"[data-testid='stMultiSelect']\"))")
     page.keyboard.press("1")  # no blur: the page took the focus back after the choice
     wait_claim(page, pks[1])
     _toast(page, f"Saved: SUPPORTED · claim 1 of {len(pks)}")
