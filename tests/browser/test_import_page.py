@@ -134,6 +134,8 @@ def labeled_app(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
 
 def test_lead_edits_a_reference_answer_before_the_golden_export(labeled_app: tuple[str, Path, Path],
                                                                 page: Any) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout  # here: the module loads without it
+
     from calibration import export
 
     url, db, log = labeled_app
@@ -146,10 +148,20 @@ def test_lead_edits_a_reference_answer_before_the_golden_export(labeled_app: tup
     page.get_by_role("link", name="Dashboard").click()
     page.get_by_role("combobox", name="Judge run").wait_for()
     page.get_by_text("By answer check").wait_for()
-    # A pick list opened while the page still runs is drawn anew, closed, when the run ends.
-    wait_for_card(page, ".st-key-dash_export_format")
-    page.get_by_role("combobox", name="Format").click()
-    page.get_by_role("option", name="Golden set JSONL (RAG tests)").click()
+    # A pick list opened while the page still runs is drawn anew, closed, when the run ends; and
+    # the charts above it draw after the run, so a click can land while the list moves down.
+    # The option is then not there within seconds, however long the wait: open the list again.
+    for _ in range(3):
+        wait_for_card(page, ".st-key-dash_export_format")
+        page.get_by_role("combobox", name="Format").click()
+        option = page.get_by_role("option", name="Golden set JSONL (RAG tests)")
+        try:
+            option.click(timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    else:
+        raise AssertionError("the Format pick list never offered the golden export")
     wait_for_card(page, ".st-key-dash_ref_edit")
     page.get_by_text("Edit reference answers").click()
     box = page.get_by_role("textbox", name="Reference answer")
