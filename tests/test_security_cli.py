@@ -1,7 +1,7 @@
 """The CLI on the files an attack run used: every one is refused with file, line and field, or
 imported whole; none ends in a traceback (`run_cli` fails on one).
 
-The commands run in this process (`calibration.cli.main`, output read through capsys); the
+The commands run in this process (the `run_cli` fixture of tests/conftest.py); the
 few checks that need the real process (the installed command's exit status, a traceback
 that only a real interpreter would print) start one and are marked slow."""
 
@@ -11,49 +11,15 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from calibration import store
-from calibration.cli import main
+from tests.conftest import RunCli
 from tests.helpers import assert_no_traceback
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@dataclass(frozen=True)
-class Run:
-    """What one CLI run left: its exit status and the two streams."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-RunCli = Callable[..., Run]
-
-
-@pytest.fixture
-def run_cli(capsys: pytest.CaptureFixture[str]) -> RunCli:
-    """`run_cli(*args, db=DB, expect=None)`: `calibration --db DB ARGS...` in this process; fails
-    the test if a traceback reaches the output. `expect`, when given, is the exit status the run
-    must have (argparse's usage errors included)."""
-    def run(*args: str | Path, db: Path, expect: int | None = None) -> Run:
-        capsys.readouterr()  # output of the test's own set-up is not this run's
-        try:
-            code = main(["--db", str(db), *map(str, args)])
-        except SystemExit as exc:  # argparse's usage errors and --help
-            code = exc.code if isinstance(exc.code, int) else 1
-        out, err = capsys.readouterr()
-        for stream, text in (("stderr", err), ("stdout", out)):
-            assert_no_traceback(text, f"{stream} of calibration {' '.join(map(str, args))}")
-        if expect is not None:
-            assert code == expect, f"exit {code}\nstdout: {out}\nstderr: {err}"
-        return Run(code, out, err)
-    return run
 
 
 def run_process(*args: str | Path, db: Path) -> subprocess.CompletedProcess[str]:
