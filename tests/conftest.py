@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,46 @@ def _apptest_runs_show_no_exception(monkeypatch: pytest.MonkeyPatch) -> Iterator
     yield
     for at in runs:
         assert_no_page_exception(at, "an AppTest page")
+
+
+# ---------------------------------------------------------------- the CLI in process
+
+
+@dataclass(frozen=True)
+class Run:
+    """What one CLI run left: its exit status and the two streams."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+RunCli = Callable[..., Run]
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]) -> RunCli:
+    """`run_cli(*args, db=DB, expect=None)`: `calibration --db DB ARGS...` in this process; fails
+    the test if a traceback reaches the output. `expect`, when given, is the exit status the run
+    must have (argparse's usage errors included)."""
+    from calibration.cli import main
+
+    def run(*args: str | Path, db: Path, expect: int | None = None) -> Run:
+        capsys.readouterr()  # output of the test's own set-up is not this run's
+        try:
+            code = main(["--db", str(db), *map(str, args)])
+        except SystemExit as exc:  # argparse's usage errors and --help
+            code = exc.code if isinstance(exc.code, int) else 1
+        out, err = capsys.readouterr()
+        for stream, text in (("stderr", err), ("stdout", out)):
+            assert_no_traceback(text, f"{stream} of calibration {' '.join(map(str, args))}")
+        if expect is not None:
+            assert code == expect, f"exit {code}\nstdout: {out}\nstderr: {err}"
+        return Run(code, out, err)
+    return run
+
+
+# ---------------------------------------------------------------- databases
 
 
 @pytest.fixture

@@ -53,6 +53,7 @@ def test_an_apptest_exception_fails() -> None:
         assert_no_page_exception(_FakeRun([_Exc("KeyError: 3")]), "/dashboard")
 
 
+@pytest.mark.slow
 def test_the_cli_hook_fails_a_cli_test_that_prints_a_traceback(tmp_path: Path) -> None:
     # The hook in tests/conftest.py turns a passing test whose captured output holds a traceback
     # into a failure, in a module that uses the CLI; a quiet test of the same module passes.
@@ -69,6 +70,7 @@ def test_the_cli_hook_fails_a_cli_test_that_prints_a_traceback(tmp_path: Path) -
     assert "a traceback reached the output of test_prints_one" in proc.stdout
 
 
+@pytest.mark.slow
 def test_an_apptest_run_with_an_exception_fails_at_teardown(tmp_path: Path) -> None:
     # The autouse fixture in tests/conftest.py checks every AppTest run of a test, even one the
     # test never looked at.

@@ -185,6 +185,7 @@ def _cli(db_path: Path, *args: str, env: dict[str, str] | None = None) -> subpro
                             env={**os.environ, **(env or {})})
 
 
+@pytest.mark.slow
 def test_a_reviewer_writes_while_a_large_label_import_runs(db_path: Path, tmp_path: Path) -> None:
     answers = 17_000  # 51,000 labels
     _database(db_path, tmp_path, answers)
@@ -209,6 +210,7 @@ def test_a_reviewer_writes_while_a_large_label_import_runs(db_path: Path, tmp_pa
     assert any(first < i < last for i in mine), (first, last, mine)
 
 
+@pytest.mark.slow
 def test_a_killed_label_import_is_removed_and_the_next_one_succeeds(db_path: Path, tmp_path: Path) -> None:
     _database(db_path, tmp_path, 1000)
     path = _labels_file(tmp_path / "labels.csv", range(1000))
@@ -238,6 +240,7 @@ def test_a_killed_label_import_is_removed_and_the_next_one_succeeds(db_path: Pat
                           ).fetchone()[0] == 3000
 
 
+@pytest.mark.slow
 def test_recovery_puts_every_content_table_back(db_path: Path, tmp_path: Path) -> None:
     _database(db_path, tmp_path, 1000)
     path = _labels_file(tmp_path / "labels.csv", range(1000))

@@ -328,6 +328,7 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "judge-x@v1: 1 answers, 2 claims" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_module_entry_point_and_env_db(tmp_path: Path) -> None:
     env_db = tmp_path / "env.db"
     proc = subprocess.run(

@@ -1,5 +1,9 @@
-"""The real CLI (a subprocess) on the files an attack run used: every one is refused with file,
-line and field, or imported whole; none ends in a traceback (`run_cli` fails on one)."""
+"""The CLI on the files an attack run used: every one is refused with file, line and field, or
+imported whole; none ends in a traceback (`run_cli` fails on one).
+
+The commands run in this process (the `run_cli` fixture of tests/conftest.py); the
+few checks that need the real process (the installed command's exit status, a traceback
+that only a real interpreter would print) start one and are marked slow."""
 
 from __future__ import annotations
 
@@ -12,23 +16,19 @@ from pathlib import Path
 import pytest
 
 from calibration import store
+from tests.conftest import RunCli
 from tests.helpers import assert_no_traceback
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_cli(*args: str | Path, db: Path, expect: int | None = None) -> subprocess.CompletedProcess[str]:
-    """Run `python -m calibration --db DB ARGS...`; fail the test if a traceback reaches the output.
-
-    `expect`, when given, is the exit status the run must have."""
+def run_process(*args: str | Path, db: Path) -> subprocess.CompletedProcess[str]:
+    """`python -m calibration --db DB ARGS...` as its own process."""
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
     proc = subprocess.run([sys.executable, "-m", "calibration", "--db", str(db), *map(str, args)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     for stream, text in (("stderr", proc.stderr), ("stdout", proc.stdout)):
         assert_no_traceback(text, f"{stream} of calibration {' '.join(map(str, args))}")
-    if expect is not None:
-        assert proc.returncode == expect, (f"exit {proc.returncode}\nstdout: {proc.stdout}\n"
-                                           f"stderr: {proc.stderr}")
     return proc
 
 
@@ -55,8 +55,8 @@ def db(tmp_path: Path) -> Path:
     ("\n" + json.dumps(answer("a3")) + "\n", 2),  # JSON lines after the array
     ("\n\nnot json at all\n", 3),
 ])
-def test_content_after_a_leading_array_is_refused_with_its_line(tmp_path: Path, db: Path, after: str,
-                                                                line: int) -> None:
+def test_content_after_a_leading_array_is_refused_with_its_line(run_cli: RunCli, tmp_path: Path, db: Path,
+                                                                after: str, line: int) -> None:
     src = tmp_path / "mixed.json"
     src.write_text(json.dumps([answer("a1"), answer("a2")]) + after, encoding="utf-8")
     proc = run_cli("import", src, db=db, expect=1)
@@ -65,7 +65,7 @@ def test_content_after_a_leading_array_is_refused_with_its_line(tmp_path: Path, 
     assert answers_in(db) == 0
 
 
-def test_an_array_alone_still_imports(tmp_path: Path, db: Path) -> None:
+def test_an_array_alone_still_imports(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
     src = tmp_path / "arr.json"
     src.write_text(json.dumps([answer("a1"), answer("a2")], indent=1) + "\n\n", encoding="utf-8")
     run_cli("import", src, db=db, expect=0)
@@ -80,8 +80,8 @@ def test_an_array_alone_still_imports(tmp_path: Path, db: Path) -> None:
      "LINE FEED"),
     (answer("a1", question="q\u0000"), "question", "NUL"),
 ])
-def test_controls_in_ids_are_refused_with_file_line_field(tmp_path: Path, db: Path, record: dict,
-                                                         field: str, reason: str) -> None:
+def test_controls_in_ids_are_refused_with_file_line_field(run_cli: RunCli, tmp_path: Path, db: Path,
+                                                         record: dict, field: str, reason: str) -> None:
     src = tmp_path / "bad.jsonl"
     src.write_text(json.dumps(answer("ok")) + "\n" + json.dumps(record) + "\n", encoding="utf-8")
     proc = run_cli("import", src, db=db, expect=1)
@@ -89,7 +89,7 @@ def test_controls_in_ids_are_refused_with_file_line_field(tmp_path: Path, db: Pa
     assert answers_in(db) == 0
 
 
-def test_deep_nesting_is_a_line_error(tmp_path: Path, db: Path) -> None:
+def test_deep_nesting_is_a_line_error(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
     src = tmp_path / "deep.jsonl"
     deep = "[" * 5000 + "]" * 5000
     src.write_text(json.dumps(answer("a1")) + "\n"
@@ -101,7 +101,7 @@ def test_deep_nesting_is_a_line_error(tmp_path: Path, db: Path) -> None:
     assert "deep.jsonl:3: nested deeper than 100 levels" in proc.stderr
 
 
-def test_deep_nesting_in_an_array_file_is_a_line_error(tmp_path: Path, db: Path) -> None:
+def test_deep_nesting_in_an_array_file_is_a_line_error(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
     src = tmp_path / "deep.json"
     src.write_text("[\n" + json.dumps(answer("a1")) + ",\n" + "[" * 5000 + "]" * 5000 + "\n]",
                    encoding="utf-8")
@@ -110,7 +110,7 @@ def test_deep_nesting_in_an_array_file_is_a_line_error(tmp_path: Path, db: Path)
 
 
 @pytest.mark.parametrize("where", ["metadata", "id", "rationale"])
-def test_a_lone_surrogate_is_a_line_error(tmp_path: Path, db: Path, where: str) -> None:
+def test_a_lone_surrogate_is_a_line_error(run_cli: RunCli, tmp_path: Path, db: Path, where: str) -> None:
     rec = answer("a1")
     if where == "metadata":
         rec["metadata"] = {"note": "x\ud800y"}
@@ -131,7 +131,8 @@ def test_a_lone_surrogate_is_a_line_error(tmp_path: Path, db: Path, where: str) 
     ("rot13", "'rot13' is not a text encoding"),
     ("base64", "'base64' is not a text encoding"),
 ])
-def test_a_wrong_encoding_is_one_line(tmp_path: Path, db: Path, encoding: str, says: str) -> None:
+def test_a_wrong_encoding_is_one_line(run_cli: RunCli, tmp_path: Path, db: Path, encoding: str,
+                                      says: str) -> None:
     src = tmp_path / "a.jsonl"
     src.write_text(json.dumps(answer("a1")) + "\n", encoding="utf-8")
     proc = run_cli("import", "--encoding", encoding, src, db=db, expect=1)
@@ -139,7 +140,7 @@ def test_a_wrong_encoding_is_one_line(tmp_path: Path, db: Path, encoding: str, s
     assert len([line for line in proc.stderr.splitlines() if line.startswith("error")]) == 1
 
 
-def test_nan_and_infinity_in_metadata_are_refused(tmp_path: Path, db: Path) -> None:
+def test_nan_and_infinity_in_metadata_are_refused(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
     src = tmp_path / "nan.jsonl"
     src.write_text(json.dumps(answer("a1"))[:-1] + ', "metadata": {"score": NaN}}\n'
                    + json.dumps(answer("a2"))[:-1] + ', "metadata": {"score": -Infinity}}\n',
@@ -149,7 +150,7 @@ def test_nan_and_infinity_in_metadata_are_refused(tmp_path: Path, db: Path) -> N
     assert "nan.jsonl:2: metadata.score: -Infinity is not valid JSON" in proc.stderr
 
 
-def test_a_changed_category_is_refused_unless_update(tmp_path: Path, db: Path) -> None:
+def test_a_changed_category_is_refused_unless_update(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
     first, second = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
     first.write_text(json.dumps(answer("a1", category="finance", metadata={"k": 1})) + "\n", encoding="utf-8")
     second.write_text(json.dumps(answer("a1", category="health", metadata={"k": 1})) + "\n", encoding="utf-8")
@@ -166,7 +167,7 @@ def test_a_changed_category_is_refused_unless_update(tmp_path: Path, db: Path) -
     run_cli("import", second, db=db, expect=0)
 
 
-def _labels_db(tmp_path: Path, db: Path) -> None:
+def _labels_db(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
     src = tmp_path / "answers.jsonl"
     src.write_text(json.dumps(answer("a1")) + "\n", encoding="utf-8")
     run_cli("import", src, db=db, expect=0)
@@ -183,8 +184,9 @@ def _labels_db(tmp_path: Path, db: Path) -> None:
      ":2: 5 fields, but the header has 4"),
     ("answer_id,claim_id,verdict,reviewer\na1,c1,SUPPORTED,\u0430nna\n", "mixes Cyrillic and Latin"),
 ])
-def test_csv_errors_name_the_real_problem(tmp_path: Path, db: Path, csv_text: str, says: str) -> None:
-    _labels_db(tmp_path, db)
+def test_csv_errors_name_the_real_problem(run_cli: RunCli, tmp_path: Path, db: Path, csv_text: str,
+                                          says: str) -> None:
+    _labels_db(run_cli, tmp_path, db)
     src = tmp_path / "labels.csv"
     src.write_text(csv_text, encoding="utf-8")
     proc = run_cli("import-labels", src, db=db, expect=1)
@@ -192,8 +194,9 @@ def test_csv_errors_name_the_real_problem(tmp_path: Path, db: Path, csv_text: st
     assert "Input should be a valid string" not in proc.stderr
 
 
-def test_label_import_matches_a_known_reviewer_by_normalisation(tmp_path: Path, db: Path) -> None:
-    _labels_db(tmp_path, db)
+def test_label_import_matches_a_known_reviewer_by_normalisation(run_cli: RunCli, tmp_path: Path,
+                                                                db: Path) -> None:
+    _labels_db(run_cli, tmp_path, db)
     src = tmp_path / "labels.csv"
     src.write_text("answer_id,claim_id,verdict,reviewer\na1,c1,SUPPORTED,vera\n", encoding="utf-8")
     run_cli("import-labels", src, db=db, expect=0)
@@ -202,7 +205,7 @@ def test_label_import_matches_a_known_reviewer_by_normalisation(tmp_path: Path, 
     assert "0 new or changed, 1 unchanged" in proc.stdout and "reviewers: vera" in proc.stdout
 
 
-def test_a_mistyped_db_is_never_silent(tmp_path: Path) -> None:
+def test_a_mistyped_db_is_never_silent(run_cli: RunCli, tmp_path: Path) -> None:
     src = tmp_path / "a.jsonl"
     src.write_text(json.dumps(answer("a1")) + "\n", encoding="utf-8")
     typo = tmp_path / "calibraton.db"
@@ -212,7 +215,7 @@ def test_a_mistyped_db_is_never_silent(tmp_path: Path) -> None:
     assert f"note: no database at {typo}: creating a new one" in proc.stderr
 
 
-def test_a_file_that_is_not_a_database_is_one_line(tmp_path: Path) -> None:
+def test_a_file_that_is_not_a_database_is_one_line(run_cli: RunCli, tmp_path: Path) -> None:
     fake = tmp_path / "cal.db"
     fake.write_bytes(b"this is a spreadsheet, not a database" * 200)
     proc = run_cli("stats", db=fake, expect=1)
@@ -220,9 +223,32 @@ def test_a_file_that_is_not_a_database_is_one_line(tmp_path: Path) -> None:
                                    "(it was replaced by another file, or is damaged)")
 
 
-def test_an_unwritable_export_target_is_one_line(tmp_path: Path, db: Path) -> None:
-    _labels_db(tmp_path, db)
+def test_an_unwritable_export_target_is_one_line(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
+    _labels_db(run_cli, tmp_path, db)
     target = tmp_path / "a_directory"
     target.mkdir()
     proc = run_cli("export", "--out", target, db=db, expect=1)
     assert proc.stderr.startswith("error:") and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_the_cli_process_refuses_a_wrong_encoding_in_one_line_and_exit_1(tmp_path: Path, db: Path) -> None:
+    # The real interpreter: what reaches the terminal when nothing catches the error (once a
+    # LookupError's traceback).
+    src = tmp_path / "a.jsonl"
+    src.write_text(json.dumps(answer("a1")) + "\n", encoding="utf-8")
+    proc = run_process("import", "--encoding", "rot13", src, db=db)
+    assert proc.returncode == 1
+    [line] = [text for text in proc.stderr.splitlines() if not text.startswith("note: ")]
+    assert line.startswith("error: ") and "'rot13' is not a text encoding" in line
+    assert answers_in(db) == 0
+
+
+@pytest.mark.slow
+def test_the_cli_process_exits_1_on_a_missing_database_and_0_on_an_import(tmp_path: Path) -> None:
+    src = tmp_path / "a.jsonl"
+    src.write_text(json.dumps(answer("a1")) + "\n", encoding="utf-8")
+    typo = tmp_path / "calibraton.db"
+    assert run_process("stats", db=typo).returncode == 1 and not typo.exists()
+    assert run_process("import", src, db=typo).returncode == 0
+    assert answers_in(typo) == 1

@@ -195,6 +195,7 @@ def test_an_encoded_query_or_fragment_is_one_sentence(
     assert stub.received == []
 
 
+@pytest.mark.slow
 def test_an_encoded_fragment_through_the_cli_process_is_one_sentence(answers_db: Path) -> None:
     # The case of the attack run as it was: the CLI as a process, no allowlist.
     proc = run_cli("judge", "run", "--base-url", "http://127.0.0.1:9/v1%23", "--model", "m",

@@ -21,7 +21,8 @@ import calibration
 from calibration import adapters, reading, store
 from calibration.errors import InputError
 from calibration.importing import import_records
-from tests.test_security_cli import answer, answers_in, run_cli
+from tests.conftest import RunCli
+from tests.test_security_cli import answer, answers_in
 
 ADAPTER_DATA = Path(__file__).resolve().parent / "data" / "adapters"
 BAD = "@@BAD@@"
@@ -73,7 +74,7 @@ def table_rows(n: int) -> list[list[str]]:
 # ---------------------------------------------------------------- 1. --dry-run of this tool's JSONL
 
 
-def test_dry_run_of_a_jsonl_file_writes_nothing(tmp_path: Path, db: Path) -> None:
+def test_dry_run_of_a_jsonl_file_writes_nothing(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
     first, second = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
     first.write_text(json.dumps(answer("a1")) + "\n", encoding="utf-8")
     second.write_text(json.dumps(answer("a2")) + "\n" + json.dumps(answer("a3")) + "\n", encoding="utf-8")
@@ -87,7 +88,8 @@ def test_dry_run_of_a_jsonl_file_writes_nothing(tmp_path: Path, db: Path) -> Non
 # ---------------------------------------------------------------- 2. the claim-per-row table is strict
 
 
-def test_an_unterminated_quote_in_a_table_is_refused_where_it_opens(tmp_path: Path, db: Path) -> None:
+def test_an_unterminated_quote_in_a_table_is_refused_where_it_opens(run_cli: RunCli, tmp_path: Path,
+                                                                   db: Path) -> None:
     path = write_csv(tmp_path / "t.csv", TABLE_HEADER, table_rows(50))
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     lines[5] = lines[5].replace("Claim 4.", '"Claim 4.')  # opens a quote on line 6, never closed
@@ -102,8 +104,8 @@ def test_an_unterminated_quote_in_a_table_is_refused_where_it_opens(tmp_path: Pa
     (["a3", "q?", "Answer.", "Claim.", "SUPPORTED", "extra"], "6 fields, but the header has 5 columns"),
     (["a3", "q?", "Answer.", "Claim."], "4 fields, but the header has 5 columns"),
 ])
-def test_a_table_row_of_the_wrong_width_is_refused(tmp_path: Path, db: Path, cells: list[str],
-                                                   says: str) -> None:
+def test_a_table_row_of_the_wrong_width_is_refused(run_cli: RunCli, tmp_path: Path, db: Path,
+                                                   cells: list[str], says: str) -> None:
     rows = table_rows(3)
     rows[2] = cells
     path = write_csv(tmp_path / "t.csv", TABLE_HEADER, rows)
@@ -116,7 +118,7 @@ def test_a_table_row_of_the_wrong_width_is_refused(tmp_path: Path, db: Path, cel
 # ---------------------------------------------------------------- 3. ambiguous columns, missing columns, NaN
 
 
-def test_a_table_with_a_column_twice_is_refused(tmp_path: Path, db: Path) -> None:
+def test_a_table_with_a_column_twice_is_refused(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
     path = write_csv(tmp_path / "t.csv", [*TABLE_HEADER, "verdict"],
                      [[*r, "CONTRADICTED"] for r in table_rows(2)])
     proc = run_cli("import", "--from", "csv", "--judge-model", "j", "--judge-prompt-version", "v1", path,
@@ -125,7 +127,7 @@ def test_a_table_with_a_column_twice_is_refused(tmp_path: Path, db: Path) -> Non
     assert answers_in(db) == 0
 
 
-def test_a_field_mapped_twice_in_columns_is_refused(tmp_path: Path, db: Path) -> None:
+def test_a_field_mapped_twice_in_columns_is_refused(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
     path = write_csv(tmp_path / "t.csv", TABLE_HEADER, table_rows(2))
     proc = run_cli("import", "--from", "csv", "--columns", "claim=claim,claim=answer", "--judge-model", "j",
                    "--judge-prompt-version", "v1", path, db=db, expect=1)
@@ -133,7 +135,7 @@ def test_a_field_mapped_twice_in_columns_is_refused(tmp_path: Path, db: Path) ->
     assert answers_in(db) == 0
 
 
-def test_a_table_without_a_question_column_says_so(tmp_path: Path, db: Path) -> None:
+def test_a_table_without_a_question_column_says_so(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
     header = [h for h in TABLE_HEADER if h != "question"]
     rows = [[c for i, c in enumerate(r) if i != 1] for r in table_rows(2)]
     path = write_csv(tmp_path / "t.csv", header, rows)
@@ -145,7 +147,7 @@ def test_a_table_without_a_question_column_says_so(tmp_path: Path, db: Path) -> 
     assert answers_in(db) == 0
 
 
-def test_a_deepeval_nan_score_is_refused_with_its_field(tmp_path: Path, db: Path) -> None:
+def test_a_deepeval_nan_score_is_refused_with_its_field(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
     text = (ADAPTER_DATA / "deepeval_latest_test_run.json").read_text(encoding="utf-8")
     faithfulness = '"name": "Faithfulness", "threshold": 0.5, "success": true, "score": 0.5,'
     assert text.find(faithfulness) < text.find('"name": "test_case_1"')

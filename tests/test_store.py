@@ -132,6 +132,7 @@ def test_adjudicate_from_the_cli_overrides_and_is_kept_in_history(
     assert "no claim 'c9' in answer 'Q2'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_an_acknowledged_label_survives_the_process_being_killed(demo_db: Database, db_path: Path) -> None:
     """A writer process records a label, says so, and is killed with SIGKILL straight after."""
     import signal

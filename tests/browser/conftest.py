@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -35,6 +36,10 @@ import pytest
 from calibration import cycles, store
 from calibration.importing import import_answers
 from tests.helpers import assert_no_traceback
+
+# Playwright's wait for an element or event. It costs nothing when the page is quick; on a
+# loaded machine a Streamlit rerun can take many seconds, and a shorter wait made tests flaky.
+WAIT_MS = 45_000
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -85,6 +90,14 @@ def build_db(db_path: Path, answers: Sequence[dict[str, Any]], *, cycle_name: st
         return cycles.create_cycle(db, name=cycle_name, judge_run="judge-x@v1", size=len(answers),
                                    seed=7, strategy="random", reviewers=list(reviewers),
                                    overlap=0.0, force=True, created_by="tests")
+
+
+def restore_db(pristine: Path, db_path: Path) -> None:
+    """Put a copy of `pristine` at `db_path`, its -wal and -shm gone: the next test of a module's
+    shared server starts from the whole database, whatever the test before did to the file."""
+    for p in (db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")):
+        p.unlink(missing_ok=True)
+    shutil.copyfile(pristine, db_path)
 
 
 # ---------------------------------------------------------------- the server
@@ -241,7 +254,7 @@ def _no_traceback_on_any_page() -> Iterator[None]:
 def page(browser: Any) -> Iterator[Any]:
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = ctx.new_page()
-    pg.set_default_timeout(15_000)
+    pg.set_default_timeout(WAIT_MS)
     try:
         yield pg
         # The page as the test left it (the watcher covers the pages before).
@@ -320,6 +333,12 @@ def settle(page: Any, pause_ms: int = 300) -> None:
     page.wait_for_timeout(pause_ms)
 
 
+def next_frame(page: Any) -> None:
+    """Return once the browser has drawn the next frame: what a synchronous scroll or resize
+    changed is on screen (for a screenshot, or a bounding box)."""
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+
+
 def wait_for_card(page: Any, selector: str) -> None:
     """Wait until `selector` is drawn and the app has settled, so a key press reaches it."""
     page.locator(selector).first.wait_for()
@@ -344,7 +363,7 @@ def shot(page: Any, name: str) -> Path:
         const m = document.querySelector('[data-testid="stMain"]');
         return m ? m.scrollHeight : document.body.scrollHeight; }""")
     page.set_viewport_size({"width": size["width"], "height": max(size["height"], height)})
-    page.wait_for_timeout(300)
+    next_frame(page)
     page.screenshot(path=str(path))
     page.set_viewport_size(size)
     return path

@@ -17,7 +17,7 @@ from calibration import cycles, store
 from calibration.importing import import_answers
 from tests.conftest import DEMO
 
-from .conftest import settle, sign_in_at, start_app
+from .conftest import WAIT_MS, settle, sign_in_at, start_app
 
 RUN = "demo-judge@grounding-v1"
 VIEW = {"width": 1280, "height": 720}
@@ -49,7 +49,7 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def small_page(browser: Any) -> Iterator[Any]:
     ctx = browser.new_context(viewport=VIEW, accept_downloads=True)
     pg = ctx.new_page()
-    pg.set_default_timeout(30_000)
+    pg.set_default_timeout(WAIT_MS)
     try:
         yield pg
     finally:

@@ -15,10 +15,19 @@ from typing import Any
 
 import pytest
 
-from calibration import store
+from calibration import adapters, store
 
 from ..test_importing import record
-from .conftest import ROOT, SCREENSHOTS, require_browser, server_errors, settle, start_app
+from .conftest import (
+    ROOT,
+    SCREENSHOTS,
+    next_frame,
+    require_browser,
+    server_errors,
+    settle,
+    start_app,
+    wait_for_card,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -49,7 +58,9 @@ def counts(db: Path) -> tuple[int, int]:
 def open_import(page: Any, url: str) -> None:
     page.goto(f"{url}/import")
     field = page.get_by_label("Your name")
-    field.wait_for()
+    # The first visit after the server starts runs the app's imports: on a loaded machine that
+    # takes longer than the default 15 s wait.
+    field.wait_for(timeout=60_000)
     field.fill("lead ana")
     field.press("Enter")
     page.get_by_text("File of judged answers").wait_for()
@@ -148,7 +159,8 @@ def test_deepeval_file_checked_then_imported_and_on_the_dashboard(app: tuple[str
     assert "deepeval yes → SUPPORTED: 2" in body and "deepeval no → CONTRADICTED: 1" in body
     assert "the prompt version is not in DeepEval's file" in body
     assert counts(db) == (0, 0)  # the check wrote nothing
-    page.wait_for_timeout(300)
+    page.get_by_role("button", name="Import", exact=True).scroll_into_view_if_needed()
+    next_frame(page)
     # The picture to look at; UPDATE_DOCS_SHOT=1 also replaces the README's docs/import.png.
     page.screenshot(path=str(SCREENSHOTS / "import-report.png"))
     if os.environ.get("UPDATE_DOCS_SHOT"):
@@ -213,17 +225,28 @@ def test_table_mapped_by_dropdowns_in_its_encoding(app: tuple[str, Path, Path], 
     assert not server_errors(log)
 
 
-def test_lead_edits_a_reference_answer_before_the_golden_export(app: tuple[str, Path, Path],
+@pytest.fixture
+def labeled_app(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
+    """A server of its own over the DeepEval file, imported and labeled SUPPORTED: the dashboard
+    opens on the most recently labeled run, which would change what the tests above find."""
+    require_browser()
+    db, log = tmp_path / "labeled.db", tmp_path / "server.log"
+    with store.session(db) as conn:
+        adapters.import_file(conn, "deepeval", GOOD, judge_prompt_version="faith-v1")
+        for (pk,) in conn.execute("SELECT id FROM claims ORDER BY id").fetchall():
+            store.record_label(conn, claim=pk, reviewer="rev", kind="blind", verdict="SUPPORTED")
+    with start_app(db, log) as url:
+        yield url, db, log
+
+
+def test_lead_edits_a_reference_answer_before_the_golden_export(labeled_app: tuple[str, Path, Path],
                                                                 page: Any) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout  # here: the module loads without it
+
     from calibration import export
 
-    url, db, log = app
+    url, db, log = labeled_app
     with store.session(db) as conn:
-        if not conn.execute("SELECT count(*) FROM answers").fetchone()[0]:
-            pytest.skip("needs the import of the previous test")
-        pks = [r[0] for r in conn.execute("SELECT id FROM claims ORDER BY id")]
-        for pk in pks:
-            store.record_label(conn, claim=pk, reviewer="rev", kind="blind", verdict="SUPPORTED")
         first = conn.execute("SELECT answer_id FROM claims ORDER BY answer_id LIMIT 1").fetchone()[0]
     # The dashboard computes the whole report (bootstrap included) on every rerun: on a loaded
     # machine a rerun takes longer than the default 15 s wait.
@@ -232,8 +255,21 @@ def test_lead_edits_a_reference_answer_before_the_golden_export(app: tuple[str, 
     page.get_by_role("link", name="Dashboard").click()
     page.get_by_role("combobox", name="Judge run").wait_for()
     page.get_by_text("By answer check").wait_for()
-    page.get_by_role("combobox", name="Format").click()
-    page.get_by_role("option", name="Golden set JSONL (RAG tests)").click()
+    # A pick list opened while the page still runs is drawn anew, closed, when the run ends; and
+    # the charts above it draw after the run, so a click can land while the list moves down.
+    # The option is then not there within seconds, however long the wait: open the list again.
+    for _ in range(3):
+        wait_for_card(page, ".st-key-dash_export_format")
+        page.get_by_role("combobox", name="Format").click()
+        option = page.get_by_role("option", name="Golden set JSONL (RAG tests)")
+        try:
+            option.click(timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    else:
+        raise AssertionError("the Format pick list never offered the golden export")
+    wait_for_card(page, ".st-key-dash_ref_edit")
     page.get_by_text("Edit reference answers").click()
     box = page.get_by_role("textbox", name="Reference answer")
     box.wait_for()

@@ -19,7 +19,7 @@ from calibration.importing import import_answers, import_labels
 from calibration.store import lab as lab_store
 
 from ..judge_stub import StubServer
-from .conftest import ROOT, SCREENSHOTS, require_browser, server_errors, start_app
+from .conftest import ROOT, SCREENSHOTS, WAIT_MS, next_frame, require_browser, server_errors, start_app
 
 pytestmark = pytest.mark.browser
 
@@ -63,7 +63,7 @@ def page(lab: Lab) -> Iterator[Any]:
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         pg = b.new_page(viewport={"width": 1280, "height": 720})
-        pg.set_default_timeout(30_000)
+        pg.set_default_timeout(WAIT_MS)
         pg.goto(f"{lab.url}/judge_lab")
         name = pg.get_by_label("Your name")
         name.fill("lead")
@@ -195,7 +195,7 @@ def test_revise_run_stop_resume_switch_baseline(lab: Lab, page: Any) -> None:
     assert "After the run: tokens used:" in text_now
     assert f"Default baseline: the run this prompt revises ({GPT4})." in text_now
     page.get_by_text("Verdict on the holdout").evaluate("e => e.scrollIntoView({block: 'start'})")
-    page.wait_for_timeout(500)
+    next_frame(page)
     path = SCREENSHOTS / "judge_lab.png"
     page.screenshot(path=str(path))
     if os.environ.get("JUDGE_LAB_DOCS_SHOT"):
@@ -262,7 +262,9 @@ def test_dashboard_lists_no_holdout_claim_while_sealed(lab: Lab, page: Any) -> N
     page.get_by_text("Disagreements", exact=True).first.wait_for()
     settled(page)
     page.locator(".st-key-dash_disagreements").scroll_into_view_if_needed()
-    page.wait_for_timeout(800)
+    # The grid draws on a canvas; its accessible table fills in once it is on screen.
+    page.locator(".st-key-dash_disagreements [data-testid='stDataFrame'] table [role='gridcell']"
+                 ).first.wait_for(state="attached")
     cells = grid_cells(page, "dash_disagreements")
     shown = {c for c in cells if c.startswith("test")}
     assert shown, "the disagreement table drew no answer ids"

@@ -17,6 +17,7 @@ from calibration import cycles, review, store
 from calibration.importing import import_answers
 
 from .conftest import (
+    WAIT_MS,
     blur,
     build_db,
     require_browser,
@@ -397,7 +398,9 @@ def test_keys_act_after_the_evidence_picker(app: App, page: Any) -> None:
     claim.locator("[data-testid='stMultiSelect'] input").click()
     page.get_by_role("option").first.click()
     wait_claim(page, pks[0])
-    page.wait_for_timeout(200)
+    # The page takes the focus back from the pick list just after the choice (ui.py).
+    page.wait_for_function("() => !(document.activeElement && document.activeElement.closest"
+                           "(\"[data-testid='stMultiSelect']\"))")
     page.keyboard.press("1")  # no blur: the page took the focus back after the choice
     wait_claim(page, pks[1])
     _toast(page, f"Saved: SUPPORTED · claim 1 of {len(pks)}")
@@ -575,7 +578,7 @@ def test_two_reviewers_label_the_same_claim(app: App, browser: Any) -> None:
     for name in ("duo-a", "duo-b"):
         ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
         pg = ctx.new_page()
-        pg.set_default_timeout(15_000)
+        pg.set_default_timeout(WAIT_MS)
         sign_in(pg, app.url, name)
         wait_claim(pg, pk)
         pages.append(pg)
@@ -600,7 +603,7 @@ def test_two_reviewers_label_the_same_claim(app: App, browser: Any) -> None:
 def _tab(browser: Any, app: App, reviewer: str) -> Any:
     """A new tab of its own (a browser context: no session shared) signed in as `reviewer`."""
     pg = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    pg.set_default_timeout(15_000)
+    pg.set_default_timeout(WAIT_MS)
     sign_in(pg, app.url, reviewer)
     return pg
 

@@ -12,7 +12,7 @@ import pytest
 
 from calibration import cycles, store
 
-from .conftest import SCREENSHOTS, build_db, server_errors, settle, sign_in_at, start_app
+from .conftest import SCREENSHOTS, WAIT_MS, build_db, server_errors, settle, sign_in_at, start_app
 
 pytestmark = pytest.mark.browser
 
@@ -60,7 +60,7 @@ def test_a_reviewer_with_open_work_sees_no_verdict_on_any_lead_page_or_url(app: 
     url, _db, log = app
     ctx = browser.new_context(viewport={"width": 1280, "height": 720})
     page = ctx.new_page()
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(WAIT_MS)
     try:
         for name in LEAD_PAGES:
             # A direct URL is a fresh session: sign in on it, then the server refuses the page.
@@ -95,7 +95,7 @@ def test_the_lead_gets_the_pages_and_the_path(app: tuple[str, Path, Path], brows
     url, db_path, _log = app
     ctx = browser.new_context(viewport={"width": 1280, "height": 720})
     page = ctx.new_page()
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(WAIT_MS)
     try:
         sign_in_at(page, f"{url}/dashboard", "lena  LEAD")  # any case and spacing
         text = _text(page)
@@ -118,7 +118,7 @@ def test_a_look_alike_name_is_refused_at_sign_in(app: tuple[str, Path, Path], br
     url, db_path, _log = app
     ctx = browser.new_context(viewport={"width": 1280, "height": 720})
     page = ctx.new_page()
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(WAIT_MS)
     try:
         page.goto(f"{url}/review")
         field = page.get_by_label("Your name")

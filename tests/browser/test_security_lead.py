@@ -14,7 +14,7 @@ import pytest
 from calibration import cycles, roles, store
 from calibration.importing import import_answers
 
-from .conftest import SCREENSHOTS, server_errors, settle, sign_in_at, start_app, write_answers
+from .conftest import SCREENSHOTS, WAIT_MS, server_errors, settle, sign_in_at, start_app, write_answers
 
 pytestmark = pytest.mark.browser
 
@@ -84,7 +84,7 @@ def _pick(page: Any, box: str, option: str) -> None:
 
 def test_a_lead_with_open_work_sees_no_verdict_of_it(app: tuple[str, Path], page: Any) -> None:
     url, log = app
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(WAIT_MS)
     _sign_in_at(page, f"{url}/dashboard")
     page.get_by_text("Needs a lead's decision", exact=True).wait_for()
     settle(page, 400)
@@ -139,7 +139,7 @@ def test_a_lead_with_open_work_sees_no_verdict_of_it(app: tuple[str, Path], page
 def test_the_dashboard_export_of_the_other_run_holds_none_of_the_open_work(app: tuple[str, Path],
                                                                            page: Any, tmp_path: Path) -> None:
     url, _log = app
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(WAIT_MS)
     _sign_in_at(page, f"{url}/dashboard")
     page.get_by_text("Needs a lead's decision", exact=True).wait_for()
     settle(page, 400)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import build_db, seen_problems, server_errors, settle, sign_in, start_app
+from .conftest import build_db, restore_db, seen_problems, server_errors, settle, sign_in, start_app
 
 pytestmark = pytest.mark.browser
 
@@ -26,13 +26,25 @@ def _answers(chunk: str = "A short chunk.") -> list[dict[str, Any]]:
             for i in range(3)]
 
 
-@pytest.fixture
-def running(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
-    db_path = tmp_path / "cal.db"
-    build_db(db_path, _answers(), reviewers=["Rita Reviewer"])
-    log = tmp_path / "server.log"
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Path, Path]]:
+    """One app for the tests that break its database; yields (url, database, log, pristine copy)."""
+    tmp = tmp_path_factory.mktemp("pages")
+    pristine = tmp / "pristine.db"
+    build_db(pristine, _answers(), reviewers=["Rita Reviewer"])
+    db_path = tmp / "cal.db"
+    restore_db(pristine, db_path)
+    log = tmp / "server.log"
     with start_app(db_path, log, leads="Lena Lead") as url:
-        yield url, db_path, log
+        yield url, db_path, log, pristine
+
+
+@pytest.fixture
+def running(server: tuple[str, Path, Path, Path]) -> tuple[str, Path, Path]:
+    """The module's app on a whole database again (the test before broke it)."""
+    url, db_path, log, pristine = server
+    restore_db(pristine, db_path)
+    return url, db_path, log
 
 
 def _files(db: Path) -> list[Path]:

@@ -23,7 +23,7 @@ from calibration import cycles, roles, store
 from calibration.importing import import_answers
 from calibration.store import guidelines as db_guidelines
 
-from .conftest import request_counter, settle, sign_in_at, start_app, write_answers
+from .conftest import WAIT_MS, request_counter, settle, sign_in_at, start_app, write_answers
 
 pytestmark = pytest.mark.browser
 
@@ -79,7 +79,7 @@ def image_server() -> Iterator[tuple[str, list[str]]]:
 
 def _new_page(browser: Any) -> Any:
     page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(WAIT_MS)
     return page
 
 

@@ -20,7 +20,17 @@ from typing import Any
 
 import pytest
 
-from .conftest import WatchedBrowser, build_db, page_problems, seen_problems, server_errors, settle, start_app
+from .conftest import (
+    WAIT_MS,
+    WatchedBrowser,
+    build_db,
+    page_problems,
+    restore_db,
+    seen_problems,
+    server_errors,
+    settle,
+    start_app,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -89,13 +99,27 @@ BREAKS: dict[str, tuple[Callable[[Path], Callable[[], None]], str]] = {
 }
 
 
-@pytest.fixture
-def running(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
-    db_path = tmp_path / "cal.db"
-    build_db(db_path, _answers(), cycle_name="cycle one", reviewers=[LEAD])
-    log = tmp_path / "server.log"
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Path, Path]]:
+    """One app for the module, on a database in a folder of its own (a read-only case locks
+    the folder); yields (url, database, server log, the pristine copy)."""
+    tmp = tmp_path_factory.mktemp("storage")
+    pristine = tmp / "pristine.db"
+    build_db(pristine, _answers(), cycle_name="cycle one", reviewers=[LEAD])
+    (tmp / "db").mkdir()
+    db_path = tmp / "db" / "cal.db"
+    restore_db(pristine, db_path)
+    log = tmp / "server.log"
     with start_app(db_path, log, leads=LEAD) as url:
-        yield url, db_path, log
+        yield url, db_path, log, pristine
+
+
+@pytest.fixture
+def running(server: tuple[str, Path, Path, Path]) -> tuple[str, Path, Path]:
+    """The module's app on a whole database again (the test before may have broken it)."""
+    url, db_path, log, pristine = server
+    restore_db(pristine, db_path)
+    return url, db_path, log
 
 
 
@@ -107,7 +131,7 @@ def _text(page: Any) -> str:
 def test_a_broken_database_is_one_sentence_on_every_page(case: str, running: tuple[str, Path, Path],
                                                          page: Any) -> None:
     url, db_path, log = running
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(WAIT_MS)
     # Healthy first: the server opens (and migrates) the database, and the lead signs in.
     page.goto(f"{url}/review")
     field = page.get_by_label("Your name")
