@@ -425,7 +425,7 @@ def import_link(label: str = "Import judged answers") -> None:
     (as app.py decides: for a lead, or before anyone signed in); a reviewer sees no dead link."""
     reviewer = current_reviewer()
     if reviewer is None or is_lead(reviewer):
-        st.page_link("pages/import.py", label=label, icon=":material/upload_file:")
+        page_link("pages/import.py", label=label, icon=":material/upload_file:")
 
 
 def refused_action() -> None:
@@ -690,6 +690,10 @@ def page_link(page: str, **kwargs: Any) -> None:
         st.page_link(page, **kwargs)
 
 
+AGREEMENT_HELP = ("the share of human verdicts the judge agrees with: each reviewer's blind verdict "
+                  "where several labeled a claim, else the claim's final label")
+
+
 def decision_header(dec: Decision) -> None:
     """The decision header (`calibration.dashboard.decision`), drawn alike on the Dashboard and on a
     closed cycle: the verdict word in its one colour, the one agreement figure with its interval,
@@ -699,7 +703,7 @@ def decision_header(dec: Decision) -> None:
         word_col, fig_col, text_col = st.columns([3, 2, 5])
         word_col.markdown(f"### :{dec.colour}[{dec.word}]")
         word_col.caption("verdict")
-        fig_col.metric("Agreement", dec.figure, help="the judge agrees with the final human label")
+        fig_col.metric("Agreement", dec.figure, help=AGREEMENT_HELP)
         fig_col.caption(f"95% interval {dec.interval}")
         with text_col:
             literal(dec.sentence)

@@ -447,6 +447,7 @@ def _export_file() -> bytes:
         return export.export_bytes(db, fmt=fmt, judge_run=run, cycle=cycle, only_final=only_final)
 
 
+@ui.lead_action
 def _downloaded(name: str) -> None:
     st.session_state[DONE_KEY] = f"Export downloaded: {name}"
 
