@@ -7,7 +7,7 @@ Synthetic data: answers of about claims/answers claims each, a human class mix o
 and a judge whose error rate varies from answer to answer (so claims of one answer are
 correlated, as the cluster bootstrap assumes).  Two measurements:
 
-1. the pure report (`agreement.agreement_report`) on in-memory claims;
+1. the pure report (`report.agreement_report`) on in-memory columns;
 2. the whole `python -m calibration stats` command, as a new process, on a database holding
    the same claims (imported with the project's own importers, which is not timed here:
    bench_import.py measures that).
@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,12 +34,23 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from calibration.agreement import LABELS, LabeledClaim, agreement_report  # noqa: E402
+from calibration.agreement import LABELS  # noqa: E402
 from calibration.importing import import_answers, import_labels  # noqa: E402
+from calibration.report import agreement_report  # noqa: E402
 from calibration.store import session  # noqa: E402
 
 
-def make_items(n_claims: int, n_answers: int, seed: int = 0) -> list[LabeledClaim]:
+@dataclass(frozen=True)
+class Claims:
+    """The report's input columns: answer, human and judge verdict (LABELS indices), key per claim."""
+
+    answer: np.ndarray
+    human: np.ndarray
+    judge: np.ndarray
+    keys: list[str]
+
+
+def make_claims(n_claims: int, n_answers: int, seed: int = 0) -> Claims:
     rng = np.random.default_rng(seed)
     # Sizes around the requested mean, then trimmed or padded to hit n_claims exactly.
     sizes = np.clip(rng.poisson(n_claims / n_answers, size=n_answers), 1, None)
@@ -54,31 +66,29 @@ def make_items(n_claims: int, n_answers: int, seed: int = 0) -> list[LabeledClai
     # A lenient slant: most wrong calls say SUPPORTED.
     wrong_call = np.where(rng.random(n_claims) < 0.6, 0, rng.integers(0, 3, size=n_claims))
     judge = np.where(wrong, wrong_call, human)
-    return [
-        LabeledClaim(f"ans{a:06d}", f"ans{a:06d}-c{i}", LABELS[h], LABELS[j])
-        for i, (a, h, j) in enumerate(zip(answer.tolist(), human.tolist(), judge.tolist(), strict=True))
-    ]
+    return Claims(answer, human, judge, [f"ans{a:06d}-c{i}" for i, a in enumerate(answer.tolist())])
 
 
-def write_db(items: list[LabeledClaim], db_path: Path, tmp: Path) -> None:
+def write_db(claims: Claims, db_path: Path, tmp: Path) -> None:
     """Store the claims as one judge run plus one reviewer's labels, through the importers."""
-    answers: dict[str, list[LabeledClaim]] = {}
-    for it in items:
-        answers.setdefault(it.answer_id, []).append(it)
+    answers: dict[str, list[tuple[str, str, str]]] = {}
+    for a, key, h, j in zip(claims.answer.tolist(), claims.keys, claims.human.tolist(), claims.judge.tolist(),
+                            strict=True):
+        answers.setdefault(f"ans{a:06d}", []).append((key, LABELS[h], LABELS[j]))
     judged, labels = tmp / "judged.jsonl", tmp / "labels.csv"
     with judged.open("w", encoding="utf-8") as fh:
-        for aid, claims in answers.items():
+        for aid, rows in answers.items():
             fh.write(json.dumps({
                 "id": aid, "question": f"question {aid}", "answer": f"answer {aid}",
                 "chunks": [{"id": "c1", "text": f"chunk of {aid}"}],
-                "claims": [{"id": it.claim_key, "claim": f"claim {it.claim_key}", "verdict": it.judge}
-                           for it in claims],
+                "claims": [{"id": key, "claim": f"claim {key}", "verdict": judge} for key, _, judge in rows],
                 "judge_model": "bench-judge", "judge_prompt_version": "v1",
             }) + "\n")
     with labels.open("w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["answer_id", "claim_id", "verdict", "reviewer"])
-        w.writerows([it.answer_id, it.claim_key, it.human, "bench-reviewer"] for it in items)
+        w.writerows([aid, key, human, "bench-reviewer"] for aid, rows in answers.items()
+                    for key, human, _ in rows)
     with session(db_path) as db:
         import_answers(db, judged)
         import_labels(db, labels)
@@ -109,16 +119,17 @@ def main() -> None:
     args = ap.parse_args()
 
     t0 = time.perf_counter()
-    items = make_items(args.claims, args.answers)
+    claims = make_claims(args.claims, args.answers)
+    columns = (claims.human, claims.judge, claims.answer, claims.keys)
     t_build = time.perf_counter() - t0
 
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        report = agreement_report(items, bootstrap=args.resamples, seed=0)
+        report = agreement_report(*columns, bootstrap=args.resamples, seed=0)
         times.append(time.perf_counter() - t0)
     t0 = time.perf_counter()
-    agreement_report(items, bootstrap=0)
+    agreement_report(*columns, bootstrap=0)
     t_no_boot = time.perf_counter() - t0
     t0 = time.perf_counter()
     text = report.to_text("bench@synthetic")
@@ -129,7 +140,7 @@ def main() -> None:
     d = report.to_dict()
     print(f"claims {report.n_claims:,} in {report.n_answers:,} answers; "
           f"{args.resamples:,} answer-bootstrap resamples; {args.repeat} runs")
-    print(f"  build synthetic items         {t_build:7.3f} s")
+    print(f"  build synthetic claims        {t_build:7.3f} s")
     print(f"  full report, median           {sorted(times)[len(times) // 2]:7.3f} s  "
           f"(min {min(times):.3f}, max {max(times):.3f})")
     print(f"  report without bootstrap      {t_no_boot:7.3f} s")
@@ -146,7 +157,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db_path = Path(tmp) / "bench.db"
         t0 = time.perf_counter()
-        write_db(items, db_path, Path(tmp))
+        write_db(claims, db_path, Path(tmp))
         t_import = time.perf_counter() - t0
         print(f"end to end: python -m calibration stats --json on a {db_path.stat().st_size / 1e6:.0f} MB "
               f"database (import took {t_import:.1f} s, not part of the figure)")

@@ -33,7 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from calibration import agreement, decisions, estimation, final_label  # noqa: E402
+from calibration import decisions, estimation, final_label, report  # noqa: E402
 
 N_RUN, N_LABELED, N_REVIEWERS = 600, 300, 13
 P_HALLUCINATED, P_HARD = 0.15, 1 / 3
@@ -92,7 +92,7 @@ def one_run(rng: np.random.Generator, pipeline_truth: float) -> dict[str, float]
     keys = [f"{a}/{i}" for a, i in zip(cluster.tolist(), rc.tolist(), strict=True)]
     # Label order: answers in the order drawn (a shuffled queue).
     rank = np.argsort(order)[cluster].astype(float)
-    rep = agreement.agreement_report_arrays(rv, judge, cluster, keys, bootstrap=0, label_rank=rank,
+    rep = report.agreement_report(rv, judge, cluster, keys, bootstrap=0, label_rank=rank,
                                             per_reviewer=True)
     ceiling = decisions.human_ceiling(c, r, v, run["judge"], cluster=run["answer"], resamples=0)
     assert ceiling is not None

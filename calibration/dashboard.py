@@ -26,17 +26,17 @@ from typing import Any
 import numpy as np
 from sqlite_utils import Database
 
-from . import agreement, fmt, store
+from . import agreement, flag, fmt, store
 from . import report as reports
 from . import split as splits
 from .agreement import (
     LABELS,
     POSITIVE,
     HumanHumanAgreement,
-    Report,
     RunComparison,
 )
 from .fmt import plural
+from .report import Report
 from .store import cycles as db_cycles
 from .store import dashboard as db_dashboard
 from .store import review as db_review
@@ -158,7 +158,7 @@ class Dashboard:
     run: str
     cycle: str | None  # None: every labeled claim of the run
     report: Report
-    thresholds: agreement.Thresholds
+    thresholds: flag.Thresholds
     n_unlabeled: int
     oversampled: bool  # the cycle drew answers with unequal probabilities: weighted figure shown
     reasons: tuple[ReasonView, ...]
@@ -446,7 +446,7 @@ def _reviewer_row(reviewer: str, labeled: int, reviewed: int, disagreed: int, ke
 
 def compare(db: Database, run_a: str, run_b: str, *, cycle_id: int | None = None,
             data_a: store.StatsColumns | None = None,
-            thresholds: agreement.Thresholds | None = None) -> Comparison | None:
+            thresholds: flag.Thresholds | None = None) -> Comparison | None:
     """Two runs on the claims both judged and humans labeled: agreement each, paired exact McNemar.
 
     `data_a`: run A's stats columns when the caller already read them (the dashboard has). A
@@ -465,8 +465,7 @@ def compare(db: Database, run_a: str, run_b: str, *, cycle_id: int | None = None
         return None
     keep = np.flatnonzero(both)
     keys = data_a.keys if keep.size == len(data_a) else [data_a.keys[i] for i in keep.tolist()]
-    result = agreement.compare_judge_runs_arrays(data_a.human[keep], data_a.judge[keep], b_judge[at[keep]],
-                                                 keys)
+    result = agreement.compare_judge_runs(data_a.human[keep], data_a.judge[keep], b_judge[at[keep]], keys)
     alpha = (thresholds or store.load_thresholds(db)).alpha
     return Comparison(a.name, b.name, result, unresolved, comparison_text(a.name, b.name, result, alpha))
 

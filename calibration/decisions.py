@@ -477,7 +477,7 @@ class Decision:
 def decide(agreement: RuleResult, direction: RuleResult | None = None,
            kappa: RuleResult | None = None) -> Decision:
     """The flag from the three rules: revise if any fires, ok if agreement is shown to meet the target
-    and none fires, else inconclusive.  Codes as in :func:`agreement.decide_flag`."""
+    and none fires, else inconclusive.  Codes as in :func:`flag.decide_flag`."""
     codes: list[str] = []
     if agreement.status == "revise":
         codes.append("agreement_below_target")

@@ -28,6 +28,11 @@ def p_value(p: float | None) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
+def points(x: float | None, missing: str = MISSING, unit: str = " points") -> str:
+    """A difference of two rates in percentage points, signed: 0.031 -> '+3.1 points'."""
+    return missing if x is None else f"{100 * x:+.1f}{unit}"
+
+
 def share(x: float) -> str:
     """A threshold as it was typed: 0.85 -> '85%' rather than '85.0%'."""
     return f"{100 * x:g}%"

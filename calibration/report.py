@@ -1,9 +1,13 @@
-"""The agreement report of one scope (a judge run, optionally one cycle), computed one way.
+"""The agreement report: every figure of the judge against humans, and the flag, computed one way.
 
-CLI `stats`, the dashboard and a cycle's frozen snapshot all call `scope_report`: the claims
-come from the one final-label reader (`store.claim_table`), the figures from
-`agreement.agreement_report_arrays`, human–human agreement and the human ceiling from the
-reviewers' blind labels, the pipeline's corrected grounding score from `estimation`.
+`agreement_report` assembles it from columns (one entry per claim, or per reviewer's verdict):
+the figures of `agreement`, the design-based estimates of `estimation`, the flag's rules of
+`decisions` and the flag of `flag`; pure, no store.  Its text is `reporttext.format_report`.
+
+The report of one scope (a judge run, optionally one cycle) is `scope_report`, which CLI `stats`,
+the dashboard and a cycle's frozen snapshot all call: the claims come from the one final-label
+reader (`store.claim_table`), human–human agreement and the human ceiling from the reviewers'
+blind labels, the pipeline's corrected grounding score from `estimation`.
 
 Which population the figures estimate (`scope.population`):
 * a judge run: all answers of the run.  The labeled answers are post-stratified on the design
@@ -19,17 +23,391 @@ Which population the figures estimate (`scope.population`):
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from sqlite_utils import Database
 
 from . import agreement, decisions, estimation, final_label, planning, split, store
-from .agreement import HumanHumanAgreement, Report, Thresholds
+from .agreement import (
+    LABELS,
+    POSITIVE,
+    BootstrapInterval,
+    ClassMetrics,
+    Direction,
+    Estimate,
+    HumanHumanAgreement,
+    KappaResult,
+    SampleSize,
+    WeightedAgreement,
+    optional_float,
+)
+from .flag import Flag, PopulationEstimates, Thresholds, decide_flag
+from .reporttext import format_report
 from .store import lab as lab_store
 from .store import scope as store_scope
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    n_claims: int
+    n_answers: int
+    confusion: np.ndarray
+    agreement: Estimate
+    agreement_bootstrap: BootstrapInterval
+    kappa: KappaResult
+    kappa_bootstrap: BootstrapInterval
+    per_class: dict[str, ClassMetrics]
+    direction: Direction
+    ac1: float | None
+    sample_size: SampleSize
+    weighted: WeightedAgreement | None
+    thresholds: Thresholds
+    flag: Flag
+    disagreeing_claims: tuple[str, ...]
+    # Filled by the caller, who knows the store: claims left out for lack of a final human
+    # label, and the reviewers' agreement among themselves.
+    unresolved_claims: tuple[str, ...] = ()
+    human_human: HumanHumanAgreement | None = None
+    labels: tuple[str, ...] = field(default=LABELS)
+    # The design-based estimates, the flag's rules with their bounds, P(agreement >= target) and
+    # the thresholds as the rules used them (capped by the human ceiling).
+    estimates: PopulationEstimates | None = None
+    rules: decisions.Decision | None = None
+    prob_at_least_target: float | None = None
+    effective_thresholds: decisions.CappedThresholds | None = None
+    human_ceiling: decisions.HumanCeiling | None = None
+    # Filled by the caller: human-human agreement on the final (post-reveal) verdicts, shown beside
+    # the blind one; the pipeline's corrected grounding score (calibration.report).
+    human_human_post_reveal: HumanHumanAgreement | None = None
+    pipeline: dict[str, Any] | None = None
+    # Unresolved claims of the sealed holdout: counted, their ids withheld (`report._hide_sealed`).
+    sealed_unresolved: int = 0
+
+    @property
+    def n_unresolved(self) -> int:
+        return len(self.unresolved_claims) + self.sealed_unresolved
+
+    # What the figures compare the judge with: "per_reviewer" (every reviewer's blind verdict, one
+    # row per (claim, reviewer), where claims have several reviewers) or "final_label" (the
+    # unanimous or adjudicated label per claim); n_labels counts the rows.  With the per-reviewer
+    # basis the caller adds the final-label view beside it (a secondary figure).
+    basis: str = "final_label"
+    n_labels: int | None = None
+    final_label_view: dict[str, Any] | None = None
+
+    def _rule(self, name: str) -> decisions.RuleResult | None:
+        return None if self.rules is None else next((r for r in self.rules.rules if r.rule == name), None)
+
+    def to_dict(self, judge_run: str | None = None) -> dict[str, Any]:
+        """Every figure as JSON.  The raw (unweighted) figures keep the keys they always had; the
+        design-based estimate of each sits beside it as ``estimated``, the flag's rule as ``rule``
+        with the ``bound_used``."""
+        est = self.estimates
+        agreement: dict[str, Any] = self.agreement.to_dict()
+        kappa: dict[str, Any] = self.kappa.to_dict()
+        dirn: dict[str, Any] = self.direction.to_dict()
+        target = self.thresholds.agreement_target if self.effective_thresholds is None \
+            else self.effective_thresholds.agreement_target
+        for part, name, est_dict in (
+                (agreement, "agreement", None if est is None else est.agreement.to_dict()),
+                (kappa, "kappa", None if est is None else est.kappa.to_dict()),
+                (dirn, "direction", None if est is None else est.direction.to_dict())):
+            rule = self._rule(name)
+            part["estimated"] = est_dict
+            part["bound_used"] = None if rule is None else rule.bound_used
+            part["rule"] = None if rule is None else rule.to_dict()
+        agreement["basis"] = self.basis
+        agreement["prob_at_least_target"] = optional_float(self.prob_at_least_target)
+        agreement["prob_sentence"] = decisions.prob_sentence(self.prob_at_least_target, target)
+        hh = None if self.human_human is None else self.human_human.to_dict()
+        post = self.human_human_post_reveal
+        return {
+            "judge_run": judge_run,
+            "scope": {"population": None if est is None else est.population,
+                      "equal_probability": None if est is None else est.equal_probability},
+            "n_claims": self.n_claims,
+            "n_answers": self.n_answers,
+            "n_labels": self.n_claims if self.n_labels is None else self.n_labels,
+            "n_unresolved": self.n_unresolved,
+            "unresolved_claims": list(self.unresolved_claims),
+            "pipeline": self.pipeline,
+            "agreement": agreement,
+            "agreement_final_label": self.final_label_view,
+            "agreement_bootstrap": self.agreement_bootstrap.to_dict(),
+            "agreement_weighted": None if self.weighted is None else self.weighted.to_dict(),
+            "kappa": kappa,
+            "kappa_bootstrap": self.kappa_bootstrap.to_dict(),
+            "ac1": optional_float(self.ac1),
+            "confusion": {
+                "labels": list(self.labels),
+                "rows": "human",
+                "columns": "judge",
+                "matrix": [[int(x) for x in row] for row in self.confusion],
+            },
+            "per_class": {k: v.to_dict() for k, v in self.per_class.items()},
+            "direction": dirn,
+            "sample_size": self.sample_size.to_dict(),
+            "human_human": hh,
+            "human_human_post_reveal": None if post is None else post.to_dict(),
+            "human_ceiling": None if self.human_ceiling is None else self.human_ceiling.to_dict(),
+            "disagreeing_claims": list(self.disagreeing_claims),
+            "thresholds": self.thresholds.to_dict(),
+            "thresholds_used": (None if self.effective_thresholds is None
+                                else self.effective_thresholds.to_dict()),
+            "flag": {**self.flag.to_dict(), "rules": None if self.rules is None else self.rules.to_dict()},
+        }
+
+    def to_text(self, judge_run: str | None = None, *, notes: Sequence[str] = (), max_ids: int = 12) -> str:
+        """A plain report a lead can paste into a message; ``notes`` go under the title."""
+        return format_report(self, judge_run, notes=notes, max_ids=max_ids)
+
+
+def _first_seen(cluster: np.ndarray) -> tuple[np.ndarray, int]:
+    """Cluster labels renumbered 0, 1, ... in order of first appearance, and their number."""
+    if cluster.size == 0:
+        return cluster, 0
+    top = np.maximum.accumulate(cluster)
+    if cluster[0] == 0 and (np.diff(top) <= 1).all():
+        return cluster, int(top[-1]) + 1  # already so numbered (every label in 0..top used)
+    _, first, inverse = np.unique(cluster, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[inverse.reshape(-1)], int(first.size)
+
+
+def agreement_report(human: np.ndarray | Sequence[int], judge: np.ndarray | Sequence[int],
+                     cluster: np.ndarray | Sequence[int], keys: Sequence[str],
+                     thresholds: Thresholds = DEFAULT_THRESHOLDS, *, weights: np.ndarray | None = None,
+                     bootstrap: int = 2000, seed: int | None = 0, confidence: float = 0.95,
+                     kappa_half_width: float = 0.10, label_rank: np.ndarray | None = None,
+                     stratum: np.ndarray | Sequence[Any] | None = None,
+                     population: Mapping[Any, int] | None = None, population_text: str | None = None,
+                     ceiling: decisions.HumanCeiling | None = None,
+                     per_reviewer: bool = False, available: int | None = None) -> Report:
+    """Every judge-vs-human figure of the labeled claims, the design-based estimates and the flag.
+
+    Answers are the clusters of the bootstrap; ``bootstrap`` = 0 skips the resampling.
+
+    ``per_reviewer``: each entry is one reviewer's verdict on a claim (`final_label.per_reviewer`),
+    so a claim's key repeats once per reviewer; every figure is then over (claim, reviewer) pairs,
+    clustered by answer like claims are, and the claim lists name each claim once.  ``available``: the
+    scope's claims without a label, the most "how many more" can ask for.
+
+    ``human`` and ``judge`` are indices into ``LABELS``; ``cluster`` labels each claim's answer
+    (any integers: they are numbered in order of first appearance, so the same claims in the same
+    order give the same resamples);
+    ``keys`` are the claim keys; ``weights`` (1/pi per claim) or None.
+
+    The design-based estimates (:class:`PopulationEstimates`) use ``stratum`` (per claim, constant
+    within an answer) with ``population`` {stratum: N_h answers} when given, described by
+    ``population_text``; else the ``weights`` (with-replacement variance); else the labeled
+    answers as a simple random sample.  ``label_rank`` (per claim, any sortable time of labeling)
+    orders the answers for the flag's anytime rules; without it, order of first appearance.
+    ``ceiling`` (:func:`decisions.human_ceiling`) caps the thresholds.
+    """
+    h = np.asarray(human, dtype=np.int64)
+    j = np.asarray(judge, dtype=np.int64)
+    c = np.asarray(cluster, dtype=np.int64)
+    n = h.size
+    if h.ndim != 1 or j.shape != h.shape or c.shape != h.shape or len(keys) != n:
+        raise ValueError("human, judge, cluster and keys must be one-dimensional and of one length")
+    k = len(LABELS)
+    for name, codes in (("human", h), ("judge", j)):
+        if n and (codes.min() < 0 or codes.max() >= k):
+            raise ValueError(f"{name} verdict indices must lie in 0..{k - 1}")
+    if not per_reviewer and len(set(keys)) != n:
+        seen: set[str] = set()
+        dup = next(key for key in keys if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        raise ValueError(f"claim {dup!r} appears twice")
+    w = None
+    if weights is not None:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != h.shape:
+            raise ValueError("give a weight for every claim or for none")
+        bad = ~(np.isfinite(w) & (w > 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"claim {keys[i]!r}: weight must be positive and finite, got {w[i]}")
+        if n == 0:
+            w = None
+    rank = None
+    if label_rank is not None:
+        rank = np.asarray(label_rank, dtype=float).reshape(-1)
+        if rank.shape != h.shape:
+            raise ValueError("give a label rank for every claim or for none")
+    strata = None
+    if stratum is not None:
+        strata = np.asarray(stratum, dtype=object).reshape(-1)
+        if strata.shape != h.shape or population is None:
+            raise ValueError("give a stratum for every claim, and the population N_h of each stratum")
+    c, n_answers = _first_seen(c)
+    return _report(h, j, c, n_answers, keys, w, thresholds, bootstrap=bootstrap, seed=seed,
+                   confidence=confidence, kappa_half_width=kappa_half_width, label_rank=rank,
+                   stratum=strata, population=population, population_text=population_text,
+                   ceiling=ceiling, per_reviewer=per_reviewer, available=available)
+
+
+def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers: int, keys: Sequence[str],
+            w: np.ndarray | None, thresholds: Thresholds, *, bootstrap: int, seed: int | None,
+            confidence: float, kappa_half_width: float, label_rank: np.ndarray | None = None,
+            stratum: np.ndarray | None = None, population: Mapping[Any, int] | None = None,
+            population_text: str | None = None, ceiling: decisions.HumanCeiling | None = None,
+            per_reviewer: bool = False, available: int | None = None) -> Report:
+    """The report from validated columns (clusters numbered 0.. in order of first appearance)."""
+    n = human.size
+    k = len(LABELS)
+    per_cluster = agreement.cluster_tables(cluster, human, judge, n_answers, k=k)
+    table = per_cluster.sum(axis=0).reshape(k, k).astype(np.int64)
+    agree = human == judge
+    pos = agreement.label_index(POSITIVE)
+    key_array = np.empty(n, dtype=object)
+    key_array[:] = keys
+    is_lenient = (judge == pos) & (human != pos)
+    is_strict = (human == pos) & (judge != pos)
+
+    def claims(mask: np.ndarray) -> tuple[str, ...]:
+        picked = key_array[mask].tolist()
+        return tuple(dict.fromkeys(picked)) if per_reviewer else tuple(picked)
+
+    disagreeing = claims(~agree)
+    lenient_claims = claims(is_lenient)
+    strict_claims = claims(is_strict)
+
+    pct = agreement.percent_agreement(table, confidence=confidence)
+    kap = agreement.cohens_kappa(table, confidence=confidence)
+    dirn = agreement.direction(table, lenient_claims=lenient_claims, strict_claims=strict_claims)
+
+    # Answer bootstrap: below estimation.MIN_BOOTSTRAP_ANSWERS answers its interval is withheld
+    # (estimation.bootstrap_interval says why), so the resamples are not even drawn.
+    tensors = [per_cluster]
+    if w is not None:
+        tensors.append(agreement.cluster_tables(cluster, human, judge, n_answers, weights=w, k=k))
+    use_boot = bootstrap > 0 and n_answers >= estimation.MIN_BOOTSTRAP_ANSWERS
+    boots = agreement.bootstrap_tables(tensors, resamples=bootstrap, seed=seed) if use_boot else []
+
+    def interval(stat: Callable[[np.ndarray], np.ndarray], idx: int,
+                 why_not: str | None) -> BootstrapInterval:
+        if bootstrap <= 0:
+            return BootstrapInterval(None, None, 0, 0, seed, "no resamples asked for (bootstrap 0)")
+        if why_not is not None:
+            return BootstrapInterval(None, None, 0, 0, seed, why_not)
+        if not use_boot:
+            iv = estimation.bootstrap_interval(np.zeros(0), n_answers, confidence=confidence)
+            return BootstrapInterval(None, None, 0, 0, seed, iv.reason)
+        iv = estimation.bootstrap_interval(stat(boots[idx]), n_answers, confidence=confidence)
+        return BootstrapInterval(iv.ci_low, iv.ci_high, bootstrap, iv.undefined, seed, iv.reason)
+
+    # No resampling interval where the full-sample figure is degenerate: every resample repeats it.
+    n_agree = int(agree.sum())
+    agree_why = ("no claims" if n == 0 else "every claim agrees" if n_agree == n
+                 else "no claim agrees" if n_agree == 0 else None)
+    agree_boot = interval(agreement.agreement_many, 0, agree_why)
+    kappa_boot = interval(estimation.kappa_many, 0, None if kap.ci_low is not None else
+                          "kappa has no analytic interval (undefined, or a standard error of 0)")
+
+    wres = None
+    if w is not None:
+        wi = interval(agreement.agreement_many, 1, agree_why)
+        wres = WeightedAgreement(agreement.weighted_agreement(agree, w), wi.ci_low, wi.ci_high, pct.value,
+                                 agreement.kish_effective_n(w))
+
+    # The design of the labeled answers, one value per answer (the first claim's: constant within).
+    first = np.zeros(n_answers, dtype=np.int64)
+    first[cluster[::-1]] = np.arange(n)[::-1]
+    _, tabs = estimation.answer_tables(cluster, human, judge, k)
+    answer_w: np.ndarray | None = None
+    design: dict[str, Any]
+    if stratum is not None and population is not None:
+        answer_stratum = np.asarray(stratum, dtype=object)[first]
+        design = {"stratum": answer_stratum, "population": population}
+        labels_h, counts_h = np.unique(answer_stratum.astype(str), return_counts=True)
+        n_h = dict(zip(labels_h.tolist(), counts_h.tolist(), strict=True))
+        answer_w = np.array([population[h] / n_h[str(h)] for h in answer_stratum.tolist()], dtype=float)
+    else:
+        answer_w = None if w is None else w[first]
+        design = {"weights": answer_w if answer_w is not None else np.ones(n_answers)}
+    if answer_w is not None and (answer_w.size == 0 or np.ptp(answer_w) == 0):
+        answer_w = None  # equal probabilities: the raw figures are the estimates
+    # No finite-population correction: the flag asks how good the judge is, which labeling every
+    # answer of a run still leaves uncertain (the estimates are those of the run; their variance is
+    # that of the process behind it).
+    estimates = PopulationEstimates(
+        population_text,
+        estimation.agreement_estimate(tabs, confidence=confidence, fpc=False, **design),
+        estimation.kappa_estimate(tabs, confidence=confidence, fpc=False, **design),
+        estimation.direction_estimate(tabs, confidence=confidence, fpc=False, **design),
+        answer_w is None)
+
+    # The flag's rules on the answers in labeling order (decisions.py), weights aligned to that order.
+    ys, ms = decisions.answer_sums(cluster, agree.astype(float), label_rank=label_rank)
+    ds, _ = decisions.answer_sums(cluster, is_lenient.astype(float) - is_strict, label_rank=label_rank)
+    wo = None
+    claim_w = None
+    if answer_w is not None:
+        claim_w = answer_w[cluster]
+        wo = decisions.answer_sums(cluster, claim_w, label_rank=label_rank)[0] / ms
+    top = None if wo is None else float(wo.max())
+    capped = decisions.capped_thresholds(thresholds.agreement_target, thresholds.kappa_floor, ceiling)
+    target = capped.agreement_target
+    # claim_level: the rules test the claim-level figures the report prints (sum y / sum m), each
+    # answer's rate weighted by its claims, not the mean of the answers' rates.
+    ar = decisions.agreement_rule(ys, ms, target, alpha=thresholds.alpha, weights=wo, max_weight=top,
+                                  confidence=confidence, claim_level=True)
+    dr = decisions.direction_rule(ds, ms, alpha=thresholds.alpha, weights=wo, max_weight=top,
+                                  confidence=confidence, claim_level=True)
+    ek = estimates.kappa
+    kr = decisions.kappa_rule(ek.value, ek.ci_high, capped.kappa_floor)
+    rules = decisions.decide(ar, dr, kr)
+    prob = decisions.prob_at_least_target_design(estimates.agreement.value, estimates.agreement.se, target)
+    if prob is None:
+        prob = (decisions.prob_at_least_target(n_agree, n, target) if claim_w is None
+                else decisions.prob_at_least_target_weighted(agree.astype(float), claim_w, target))
+    more_target = decisions.more_claims_to_decide(
+        ys, ms, target, alpha=thresholds.alpha, weights=wo, rule=ar, claim_level=True, available=available,
+        labels_per_claim=n / max(len(set(keys)) if per_reviewer else n, 1), seed=0 if seed is None else seed)
+    more_kappa = decisions.more_claims_for_kappa(ek.se, n, half_width=kappa_half_width, confidence=confidence,
+                                                 withheld=ek.reason if ek.ci_low is None else None)
+    size = SampleSize(kappa_half_width, more_kappa.more_claims, more_target.more_claims,
+                      more_kappa.sentence, more_target.sentence, more_target.low, more_target.high,
+                      more_target.available)
+    flag = decide_flag(rules=rules, estimates=estimates, raw_agreement=pct.value, direction=dirn,
+                       thresholds=capped, n_claims=n, more_target=more_target, prob=prob,
+                       disagreeing=disagreeing, ceiling=ceiling,
+                       unit="(claim, reviewer) verdicts" if per_reviewer else "claims")
+    return Report(
+        n_claims=len(set(keys)) if per_reviewer else n,
+        n_answers=n_answers,
+        confusion=table,
+        agreement=pct,
+        agreement_bootstrap=agree_boot,
+        kappa=kap,
+        kappa_bootstrap=kappa_boot,
+        per_class=agreement.per_class_metrics(table),
+        direction=dirn,
+        ac1=agreement.gwet_ac1(table) if n else None,
+        sample_size=size,
+        weighted=wres,
+        thresholds=thresholds,
+        flag=flag,
+        disagreeing_claims=disagreeing,
+        estimates=estimates,
+        rules=rules,
+        prob_at_least_target=prob,
+        effective_thresholds=capped,
+        human_ceiling=ceiling,
+        basis="per_reviewer" if per_reviewer else "final_label",
+        n_labels=n,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The report of a scope
+# --------------------------------------------------------------------------------------------
 
 # Answer-bootstrap resamples at every size: the interval's Monte Carlo error at 2,000 is
 # about 0.01 on a 95% bound, well below the figures' own uncertainty.
@@ -64,13 +442,13 @@ def human_human(labels: store.ReviewerColumns, basis: str = "blind") -> HumanHum
     """
     verdict = labels.blind if basis == "blind" else labels.final
     # The reviewers' verdicts in claim order, then reviewer: the order of the records
-    # `agreement.human_human_agreement` would read.
+    # `agreement.human_human_agreement` reads.
     given = np.flatnonzero(verdict >= 0)
     claim = labels.claim[given]
     if claim.size == 0 or np.bincount(claim).max() < 2:
         return None
     given = given[np.lexsort((labels.reviewer[given], claim))]
-    hh = agreement.human_human_agreement_arrays(labels.claim[given], labels.reviewer[given],
+    hh = agreement.human_human_agreement(labels.claim[given], labels.reviewer[given],
                                                 verdict[given], labels.reviewers)
     return replace(hh, basis=basis)
 
@@ -268,7 +646,7 @@ def scope_report(db: Database, run: store.JudgeRun, cycle_id: int | None = None,
     ceiling = decisions.human_ceiling(labels.claim, labels.reviewer, labels.blind, table.judge,
                                       cluster=table.answer, seed=seed, epsilon=thresholds.alt_epsilon,
                                       names=labels.reviewers)
-    report = agreement.agreement_report_arrays(
+    report = agreement_report(
         human, judge, cluster, keys, thresholds,
         weights=weight if oversampled else None, bootstrap=max(0, bootstrap), seed=seed,
         label_rank=rank, stratum=strata[table.answer[idx]], population=population,
@@ -309,7 +687,7 @@ def _final_label_view(table: store.ClaimTable, data: store.StatsColumns, strata:
         answers = table.answer[idx]
         have = set(strata[answers].tolist())
         pop = {h: n for h, n in population.items() if h in have}
-        report = agreement.agreement_report_arrays(
+        report = agreement_report(
             data.human, data.judge, data.cluster, data.keys, thresholds, bootstrap=0,
             stratum=strata[answers] if pop else None, population=pop or None)
     est = report.estimates

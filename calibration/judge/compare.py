@@ -1,7 +1,7 @@
 """A lab run against a baseline run on the claims both judged and humans labeled.
 
 The final human label of each claim comes from the one reader, `store.claim_table`, and
-the statistics from `agreement.compare_judge_runs_arrays` (each run's agreement and kappa,
+the statistics from `agreement.compare_judge_runs` (each run's agreement and kappa,
 and the paired exact McNemar test).
 """
 
@@ -175,7 +175,7 @@ def _part(part: str, human: np.ndarray, old: np.ndarray, new: np.ndarray,
 
     if not len(keys):
         return None
-    result = agreement.compare_judge_runs_arrays(human, old, new, keys)
+    result = agreement.compare_judge_runs(human, old, new, keys)
     old_right, new_right = old == human, new == human
     a = int((old_right & new_right).sum())
     b = int((old_right & ~new_right).sum())
@@ -218,7 +218,7 @@ def compare_runs(db: Database, run: store.JudgeRun, baseline: store.JudgeRun,
     ia, ib = ia[order], ib[order]
     keys = [base.keys[i] for i in ia.tolist()]
     human, old, newj = base.human[ia], base.judge[ia], new.judge[ib]
-    result = agreement.compare_judge_runs_arrays(human, old, newj, keys)
+    result = agreement.compare_judge_runs(human, old, newj, keys)
     # Pending answers (labeled after the split was last brought up to date) count as holdout:
     # while sealed nobody could read them, so they are as unseen as the holdout itself.
     held = set(sp.holdout) | set(sp.pending)

@@ -42,7 +42,7 @@ class StatsColumns:
 
     Order: claim id for a whole run; the cycle's answer order, then claim position, within a
     cycle. Verdicts are indices into `agreement.LABELS`; `cluster` numbers the answers in order
-    of first appearance, as `agreement.agreement_report` does, so both give the same resamples.
+    of first appearance, as `report.agreement_report` does, so both give the same resamples.
     """
 
     claim_pk: np.ndarray  # int64
@@ -170,7 +170,7 @@ class ClaimTable:
         idx = np.flatnonzero(self.agreed())
         loose = self.unresolved()
         # Clusters are renumbered over the resolved claims in order of first appearance, as
-        # `agreement.agreement_report` numbers them, so both give the same resamples.
+        # `report.agreement_report` numbers them, so both give the same resamples.
         numbering: dict[int, int] = {}
         cluster = np.fromiter((numbering.setdefault(a, len(numbering)) for a in self.answer[idx].tolist()),
                               dtype=np.int64, count=idx.size)

@@ -11,7 +11,7 @@ from ..errors import ConflictError, InputError
 from .connection import write
 
 if TYPE_CHECKING:
-    from ..agreement import Thresholds
+    from ..flag import Thresholds
 
 
 # The app's sign-in secret (generated when neither the environment nor the secrets set one).
@@ -43,7 +43,7 @@ def set_setting(db: Database, key: str, value: str) -> None:
 
 def load_thresholds(db: Database) -> Thresholds:
     """The flag's thresholds: stored values where set, the defaults elsewhere."""
-    from ..agreement import Thresholds
+    from ..flag import Thresholds
 
     values: dict[str, float] = {}
     for name, key in THRESHOLD_SETTINGS.items():
