@@ -57,10 +57,10 @@ from typing import Any, ParamSpec
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
-from calibration import cycles, roles, roster, store
+from calibration import roles, roster, store
 from calibration.dashboard import Decision
 from calibration.errors import CalibrationError, NotALeadError, StorageError
-from calibration.text import inert_markdown, neutralise_body, visible
+from calibration.text import display_name, inert_markdown, neutralise_body, visible
 from calibration.vocab import VERDICT_COLOURS
 
 ROOT = Path(__file__).resolve().parent
@@ -162,7 +162,7 @@ def _issue_token(name: str) -> None:
 
 def _sign_in_from_link() -> str | None:
     """After a reload: the reviewer named in the URL, if its token is valid; else None."""
-    name = normalise_name(str(st.query_params.get(NAME_PARAM, "")))
+    name = shown_name(str(st.query_params.get(NAME_PARAM, "")))
     token = str(st.query_params.get(TOKEN_PARAM, ""))
     if not name or not token or not check_token(signin_secret(), name, token, time.time()):
         return None
@@ -192,14 +192,15 @@ def restore_sign_in() -> str | None:
     return reviewer
 
 
-def normalise_name(raw: str) -> str:
-    """The one reviewer-name rule (`cycles.normalise_name`), cut to the longest name kept."""
-    return cycles.normalise_name(raw)[:MAX_NAME]
+def shown_name(raw: str) -> str:
+    """A typed reviewer name as stored and shown (`calibration.text.display_name`), cut to the
+    longest name kept."""
+    return display_name(raw)[:MAX_NAME]
 
 
 def _sign_in() -> None:
     typed = str(st.session_state.get(_SIGNIN_FIELD, ""))
-    name = normalise_name(typed)
+    name = shown_name(typed)
     if name:
         # The one name rule (calibration.roles): normalised, look-alikes refused, the
         # stored spelling of a known reviewer kept, the sign-in recorded.
@@ -251,7 +252,7 @@ def require_reviewer() -> str:
     if listed:
         st.selectbox("Pick your name", listed, index=None, key=_ROSTER_PICK, format_func=visible,
                      placeholder="the lead's list of reviewers", on_change=_sign_in_picked, width=360)
-    remembered = normalise_name(str(st.query_params.get(NAME_PARAM, "")))
+    remembered = shown_name(str(st.query_params.get(NAME_PARAM, "")))
     if remembered and _SIGNIN_FIELD not in st.session_state:
         st.session_state[_SIGNIN_FIELD] = remembered  # after a reload: filled in, not signed in
     with st.form("signin", border=False, enter_to_submit=True):

@@ -36,7 +36,6 @@ from . import planning, roles, roster, sampling, store
 from .errors import ConflictError, InputError, NotFoundError, WorkOutstandingError
 from .fmt import plural
 from .store import cycles as db_cycles
-from .text import display_name
 from .text import normalise_name as name_key
 from .vocab import LABELS, ClaimStatus
 
@@ -328,13 +327,6 @@ def assign(answer_ids: Sequence[str], reviewers: Sequence[str], overlap: float
         turn = (reviewers.index(picked[-1]) + 1) % len(reviewers)
         out[aid] = tuple(picked)
     return out
-
-
-def normalise_name(raw: str) -> str:
-    """A reviewer name as stored and shown (`calibration.text.display_name`): invisible characters
-    removed, NFKC, whitespace collapsed. Names are compared by `text.normalise_name`, its
-    case-folded key, everywhere: sign-in, cycle forms, the CLI (`calibration.roles`)."""
-    return display_name(raw)
 
 
 def normalise_reviewers(reviewers: Iterable[str], known: Sequence[str] = ()) -> tuple[list[str], list[str]]:

@@ -19,7 +19,7 @@ reads is capped, the export has them all. No per-claim Python object is built on
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,9 @@ from .agreement import (
     HumanHumanAgreement,
     RunComparison,
 )
+from .fmt import cell_num as _num
+from .fmt import cell_pct as _pct
+from .fmt import cell_range as _range
 from .fmt import plural
 from .report import Report
 from .store import cycles as db_cycles
@@ -411,17 +414,9 @@ def trend(db: Database, run_id: int) -> list[TrendPoint]:
     return out
 
 
-def reviewer_rows(db: Database, run_id: int, cycle_id: int | None = None) -> list[ReviewerRow]:
-    """Per reviewer, on the claims this run judged (within the cycle): labels, reconciles, slips.
-
-    The SQL form, for a caller without the stats columns; `build` counts the same from them
-    (`reviewer_rows_of`, which the tests hold to this).
-    """
-    return [_reviewer_row(*row) for row in db_dashboard.reviewer_counts(db, run_id, cycle_id)]
-
-
 def reviewer_rows_of(labels: store.ReviewerColumns) -> list[ReviewerRow]:
-    """`reviewer_rows` from the labels the stats columns already hold: one bincount per figure."""
+    """Per reviewer, on the claims the run judged (within the cycle): labels, reconciles, slips,
+    from the labels the stats columns already hold: one bincount per figure."""
     r, m = labels.reviewer, len(labels.reviewers)
 
     def count(mask: np.ndarray) -> list[int]:
@@ -496,15 +491,6 @@ class Figure:
 DASH = fmt.DASH  # a figure that is undefined: never "None" or "nan" in a cell
 
 
-# `fmt`'s percent and coefficient formats, with the table's dash for an undefined figure.
-def _pct(x: float | None) -> str:
-    return fmt.pct(x, missing=DASH)
-
-
-def _num(x: float | None) -> str:
-    return fmt.num(x, missing=DASH)
-
-
 def readable_time(ts: str | None) -> str:
     """An ISO timestamp as '29 Nov 2026, 14:02 UTC'; '–' for none, the text itself if unparsable."""
     from datetime import UTC, datetime
@@ -518,11 +504,6 @@ def readable_time(ts: str | None) -> str:
     if t.tzinfo is not None:
         t = t.astimezone(UTC)
     return t.strftime("%-d %b %Y, %H:%M") + (" UTC" if t.tzinfo is not None else "")
-
-
-def _range(lo: float | None, hi: float | None, show: Callable[[float | None], str] = _pct) -> str:
-    """An interval in a table cell (the column names it): `fmt.ci`'s bounds without its words."""
-    return DASH if lo is None or hi is None else f"{show(lo)}–{show(hi)}"
 
 
 def per_class_rows(d: Dashboard) -> list[dict[str, Any]]:

@@ -37,7 +37,9 @@ from typing import Any, Final, Literal
 import numpy as np
 from scipy.special import betainc, ndtri, stdtr
 
+from .agreement import kish_effective_n, optional_float
 from .estimation import wilson_interval
+from .fmt import pct, share
 from .vocab import LABELS
 
 # Bets are truncated at c / (distance to the end of the range), which keeps every factor of the capital
@@ -66,21 +68,6 @@ _BISECT_STEPS: Final = 34
 
 def _z(confidence: float) -> float:
     return float(ndtri(0.5 + confidence / 2))
-
-
-def _f(x: float | None) -> float | None:
-    if x is None:
-        return None
-    x = float(x)
-    return None if math.isnan(x) else x
-
-
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}%"
-
-
-def _share(x: float) -> str:
-    return f"{100 * x:g}%"
 
 
 # --------------------------------------------------------------------------------------------
@@ -198,8 +185,9 @@ class ConfidenceSequence:
     below: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": _f(self.estimate), "ci_low": _f(self.lower), "ci_high": _f(self.upper),
-                "n_answers": self.n_answers, "alpha_each_side": self.alpha}
+        return {"value": optional_float(self.estimate), "ci_low": optional_float(self.lower),
+                "ci_high": optional_float(self.upper), "n_answers": self.n_answers,
+                "alpha_each_side": self.alpha}
 
 
 def _rates(y: np.ndarray, m: np.ndarray, weights: np.ndarray | None,
@@ -329,9 +317,10 @@ class RuleResult:
     n_answers: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "value": _f(self.estimate), "bound_low": _f(self.bound_low),
-                "bound_high": _f(self.bound_high), "fixed_ci_low": _f(self.fixed_low),
-                "fixed_ci_high": _f(self.fixed_high), "threshold": self.threshold,
+        return {"status": self.status, "value": optional_float(self.estimate),
+                "bound_low": optional_float(self.bound_low), "bound_high": optional_float(self.bound_high),
+                "fixed_ci_low": optional_float(self.fixed_low),
+                "fixed_ci_high": optional_float(self.fixed_high), "threshold": self.threshold,
                 "bound_used": self.bound_used, "n_answers": self.n_answers}
 
 
@@ -517,13 +506,6 @@ def prob_at_least_target(successes: float, n: float, target: float) -> float | N
     return float(1.0 - betainc(successes + 0.5, n - successes + 0.5, target))
 
 
-def kish_n_eff(weights: np.ndarray) -> float | None:
-    """Kish (1965, Survey Sampling, sec. 11.7) effective sample size (sum w)^2 / sum w^2."""
-    w = np.asarray(weights, dtype=float)
-    s2 = float((w * w).sum())
-    return None if s2 == 0 else float(w.sum() ** 2 / s2)
-
-
 def prob_at_least_target_weighted(agree: np.ndarray, weights: np.ndarray, target: float) -> float | None:
     """:func:`prob_at_least_target` with design weights, an approximation: n_eff = (sum w)^2 / sum w^2
     (Kish) and x = p_w n_eff, p_w = sum w a / sum w (Hajek).  It treats the weighted sample as n_eff
@@ -532,7 +514,7 @@ def prob_at_least_target_weighted(agree: np.ndarray, weights: np.ndarray, target
     w = np.asarray(weights, dtype=float)
     if a.shape != w.shape:
         raise ValueError("agree and weights differ in length")
-    ne = kish_n_eff(w)
+    ne = kish_effective_n(w)
     if a.size == 0 or ne is None:
         return None
     p = float((w * a).sum() / w.sum())
@@ -554,10 +536,10 @@ def prob_at_least_target_design(value: float | None, se: float | None, target: f
 def prob_sentence(prob: float | None, target: float) -> str:
     """"92% chance the judge meets the 85% target" (rounded; never 0% or 100% from a finite sample)."""
     if prob is None:
-        return f"no labeled claims yet: no chance can be given for the {_share(target)} target"
-    pct = 100 * prob
-    shown = "<1" if pct < 1 else ">99" if pct > 99 else f"{pct:.0f}"
-    return f"{shown}% chance the judge meets the {_share(target)} target"
+        return f"no labeled claims yet: no chance can be given for the {share(target)} target"
+    percent = 100 * prob
+    shown = "<1" if percent < 1 else ">99" if percent > 99 else f"{percent:.0f}"
+    return f"{shown}% chance the judge meets the {share(target)} target"
 
 
 # --------------------------------------------------------------------------------------------
@@ -608,14 +590,14 @@ def more_claims_to_decide(y: np.ndarray, m: np.ndarray, target: float, *, alpha:
     data (Waudby-Smith & Ramdas 2024 for the rule; the posterior predictive simulation of the sample
     size, e.g. Gelman et al. 2013, Bayesian Data Analysis, 3rd ed., sec. 6.3), not a guarantee.
     """
-    goal = f"to decide the {_share(target)} target"
+    goal = f"to decide the {share(target)} target"
     x, scale = _rates(y, m, weights, None, claim_level)
     if x.size == 0:
         return MoreClaims("decide_target", None, False, f"no labeled claims yet {goal}", available=available)
     if rule is None:  # the caller may pass the agreement rule it already computed on the same data
         rule = agreement_rule(y, m, target, alpha=alpha, weights=weights, claim_level=claim_level)
     if rule.status in ("ok", "revise"):
-        return MoreClaims("decide_target", 0, True, f"the {_share(target)} target is already decided",
+        return MoreClaims("decide_target", 0, True, f"the {share(target)} target is already decided",
                           0, 0, available)
     mm = np.asarray(m, dtype=float).reshape(-1)
     n = x.size
@@ -672,15 +654,15 @@ def more_claims_to_decide(y: np.ndarray, m: np.ndarray, target: float, *, alpha:
                  else f"even {limit:,} more claims decide")
         return MoreClaims(
             "decide_target", None, False,
-            f"{first} the {_share(target)} target in only {100 * decided:.0f}% of runs simulated at today's "
-            f"agreement ({_pct(p)}): import more answers, or read the fixed-sample result",
+            f"{first} the {share(target)} target in only {100 * decided:.0f}% of runs simulated at today's "
+            f"agreement ({pct(p)}): import more answers, or read the fixed-sample result",
             low, None, available)
     spread = (f"80% of simulated runs between {low:,} and {high:,}" if high is not None
               else f"at least {low:,} in 9 of 10 simulated runs; {100 * (1 - decided):.0f}% do not decide "
                    f"within {within}")
     return MoreClaims("decide_target", med, True,
                       f"label about {med:,} more claims {goal} (the anytime rule's median stopping time "
-                      f"simulated at today's agreement {_pct(p)}; {spread})", low, high, available)
+                      f"simulated at today's agreement {pct(p)}; {spread})", low, high, available)
 
 
 def more_claims_for_kappa(se: float | None, n: int, *, half_width: float = 0.10, confidence: float = 0.95,
@@ -728,7 +710,8 @@ class Interval:
     reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"value": _f(self.value), "ci_low": _f(self.ci_low), "ci_high": _f(self.ci_high)}
+        d: dict[str, Any] = {"value": optional_float(self.value), "ci_low": optional_float(self.ci_low),
+                             "ci_high": optional_float(self.ci_high)}
         if self.reason:
             d["reason"] = self.reason
         return d
@@ -786,8 +769,9 @@ class AltTest:
     alignment: str = ALT_ALIGNMENT
 
     def to_dict(self) -> dict[str, Any]:
-        return {"winning_rate": _f(self.winning_rate), "p_value": _f(self.p_value), "passes": self.passes,
-                "advantage_probability": _f(self.advantage_probability), "epsilon": self.epsilon,
+        return {"winning_rate": optional_float(self.winning_rate), "p_value": optional_float(self.p_value),
+                "passes": self.passes, "advantage_probability": optional_float(self.advantage_probability),
+                "epsilon": self.epsilon,
                 "alignment": self.alignment, "q": self.q, "verdict": self.verdict, "reason": self.reason,
                 "n_reviewers_tested": len(self.reviewers), "n_reviewers_skipped": len(self.skipped)}
 
@@ -944,7 +928,8 @@ class ReviewerComparison:
 
     def to_dict(self) -> dict[str, Any]:
         return {"reviewer": self.reviewer, "judge": self.judge, "reviewer_value": self.reviewer_value,
-                "p_value": _f(self.p_value), "p_adjusted": _f(self.p_adjusted), "n_claims": self.n_claims}
+                "p_value": optional_float(self.p_value), "p_adjusted": optional_float(self.p_adjusted),
+                "n_claims": self.n_claims}
 
 
 def reviewer_comparisons(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge: np.ndarray,
@@ -1120,7 +1105,7 @@ def human_ceiling(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, 
     np.add.at(uc, unit, wlab)
     uc, ua, up = uc[used], ry[used], rm[used]
     kap_value = float(_pooled_kappa(uc.sum(axis=0), ua.sum(), up.sum()))
-    kap = Interval(_f(kap_value), None, None, "fewer than 10 units")
+    kap = Interval(optional_float(kap_value), None, None, "fewer than 10 units")
     nu = int(used.sum())
     if nu >= 10 and resamples > 0 and math.isfinite(kap_value):
         rng = np.random.default_rng(seed)
@@ -1134,7 +1119,7 @@ def human_ceiling(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, 
             lo, hi = np.quantile(bk, [tail, 1 - tail])
             kap = Interval(kap_value, float(lo), float(hi))
         else:
-            kap = Interval(_f(kap_value), None, None, "the resamples have no spread")
+            kap = Interval(optional_float(kap_value), None, None, "the resamples have no spread")
     alt = alt_test(c0, r0, v0, jd, epsilon=epsilon, q=q, min_instances=min_instances)
     comparisons = reviewer_comparisons(c0, r0, v0, jd, names or [], cluster=cluster,
                                        min_instances=min_instances)

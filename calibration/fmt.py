@@ -43,6 +43,21 @@ def ci(lo: float | None, hi: float | None, fmt: Callable[[float | None], str] = 
     return "no interval" if lo is None or hi is None else f"95% CI {fmt(lo)}–{fmt(hi)}"
 
 
+def cell_pct(x: float | None) -> str:
+    """:func:`pct` in a table cell: the dash for an undefined figure."""
+    return pct(x, missing=DASH)
+
+
+def cell_num(x: float | None) -> str:
+    """:func:`num` in a table cell: the dash for an undefined figure."""
+    return num(x, missing=DASH)
+
+
+def cell_range(lo: float | None, hi: float | None, show: Callable[[float | None], str] = cell_pct) -> str:
+    """An interval in a table cell (the column names it): :func:`ci`'s bounds without its words."""
+    return DASH if lo is None or hi is None else f"{show(lo)}–{show(hi)}"
+
+
 def plural(n: int, noun: str, nouns: str | None = None) -> str:
     """'1 claim', '2 claims', '1,234 claims'; `nouns` for an irregular plural."""
     return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"

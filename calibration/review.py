@@ -42,7 +42,6 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from . import cycles, store
-from .cycles import normalise_name
 from .errors import ConflictError, InputError, NotFoundError, NotRevealedError
 from .fmt import plural
 from .models import Verdict
@@ -50,6 +49,7 @@ from .store import LabelState
 from .store import guidelines as db_guidelines
 from .store import review as db_review
 from .store.review import QueueRow
+from .text import display_name
 
 BLIND_KINDS = ("blind", "skip", "unclear")
 RECONCILE_KINDS = ("keep", "judge_right")
@@ -390,14 +390,14 @@ def canonical_reviewer(db: Database, typed: str) -> str:
     spellings differing in case (from before this rule) the one with the most labels.
     Reads the reviewer indexes once, at sign-in.
     """
-    name = normalise_name(typed)
+    name = display_name(typed)
     if not name:
         return name
     counts = db_review.reviewer_names(db)
     if name in counts:
         return name
     key = name.casefold()
-    matches = [who for who in counts if normalise_name(who).casefold() == key]
+    matches = [who for who in counts if display_name(who).casefold() == key]
     if not matches:
         return name
     return min(matches, key=lambda who: (-counts[who], who))
@@ -863,7 +863,6 @@ __all__ = [
     "load_card",
     "missing_evidence",
     "next_cycle_with_work",
-    "normalise_name",
     "open_cycles",
     "position_after_label",
     "progress",

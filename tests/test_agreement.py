@@ -24,31 +24,19 @@ from calibration.agreement import (
     LABELS,
     Estimate,
     KappaResult,
-    LabeledClaim,
     McNemarExact,
-    PairedClaim,
-    Thresholds,
     agreement_many,
-    agreement_report,
-    agreement_report_arrays,
+    alpha_from_counts,
     bootstrap_tables,
     bowker,
-    claims_for_kappa_half_width,
-    claims_to_decide_target,
-    cluster_bootstrap_kappa,
     cluster_tables,
     cohens_kappa,
     compare_judge_runs,
-    compare_judge_runs_arrays,
-    confusion_matrix,
-    decide_flag,
     gwet_ac1,
     human_human_agreement,
-    human_human_agreement_arrays,
-    kappa_many,
     kappa_max,
     kish_effective_n,
-    krippendorff_alpha_nominal,
+    label_index,
     mcnemar_exact,
     per_class_metrics,
     percent_agreement,
@@ -58,7 +46,11 @@ from calibration.agreement import (
     wilson_interval,
 )
 from calibration.decisions import more_claims_to_decide
+from calibration.estimation import kappa_many
+from calibration.flag import Thresholds, decide_flag
+from calibration.report import agreement_report
 from tests.final_label_oracle import final_human_label, resolve_final_labels
+from tests.records import Claim, hh_of, report_of, table_of
 
 S, C, U = LABELS
 Z = stats.norm.ppf(0.975)
@@ -81,7 +73,7 @@ R_BOWKER = [
 ]
 
 
-def items_from_table(table, claims_per_answer: int = 1, weights=None) -> list[LabeledClaim]:
+def items_from_table(table, claims_per_answer: int = 1, weights=None) -> list[Claim]:
     """Claims laid out cell by cell, ``claims_per_answer`` consecutive claims to an answer."""
     out = []
     i = 0
@@ -89,7 +81,7 @@ def items_from_table(table, claims_per_answer: int = 1, weights=None) -> list[La
         for j, count in enumerate(row):
             for _ in range(int(count)):
                 w = None if weights is None else weights[h][j]
-                out.append(LabeledClaim(f"a{i // claims_per_answer}", f"c{i}", LABELS[h], LABELS[j], w))
+                out.append(Claim(f"a{i // claims_per_answer}", f"c{i}", LABELS[h], LABELS[j], w))
                 i += 1
     return out
 
@@ -176,7 +168,7 @@ def test_kappa_irrcac_abstractors():
     ],
 )
 def test_kappa_sklearn_examples(human, judge, expected):
-    table = confusion_matrix([LABELS[i] for i in human], [LABELS[i] for i in judge])
+    table = table_of(human, judge)
     k = cohens_kappa(table).value
     assert k == pytest.approx(expected, abs=5e-4)
     assert k == pytest.approx(cohen_kappa_score(human, judge), abs=1e-12)
@@ -287,7 +279,7 @@ def test_degenerate_perfect_agreement():
 )
 def test_degenerate_tables_give_no_bootstrap_interval_and_a_valid_report(table):
     items = items_from_table(table, claims_per_answer=2)
-    report = agreement_report(items, Thresholds(), bootstrap=200, seed=1)
+    report = report_of(items, Thresholds(), bootstrap=200, seed=1)
     d = report.to_dict()
     json.dumps(d, allow_nan=False)
     assert d["kappa"]["ci_low"] is None and d["kappa"]["ci_high"] is None
@@ -315,11 +307,15 @@ def test_kappa_many_matches_scalar_kappa():
 
 def test_bootstrap_is_reproducible_with_a_seed_and_varies_without():
     items = items_from_table(ABSTRACTORS, claims_per_answer=3)
-    a = agreement_report(items, bootstrap=500, seed=7).kappa_bootstrap
-    b = agreement_report(items, bootstrap=500, seed=7).kappa_bootstrap
-    c = agreement_report(items, bootstrap=500, seed=8).kappa_bootstrap
+    a = report_of(items, bootstrap=500, seed=7).kappa_bootstrap
+    b = report_of(items, bootstrap=500, seed=7).kappa_bootstrap
+    c = report_of(items, bootstrap=500, seed=8).kappa_bootstrap
     assert (a.ci_low, a.ci_high) == (b.ci_low, b.ci_high)
     assert (a.ci_low, a.ci_high) != (c.ci_low, c.ci_high)
+
+
+def _keys(n: int) -> list[str]:
+    return [f"k{i}" for i in range(n)]
 
 
 def test_bootstrap_resamples_answers_not_claims():
@@ -330,14 +326,14 @@ def test_bootstrap_resamples_answers_not_claims():
     n = 60
     human = rng.integers(0, 3, size=n)
     judge = np.where(rng.random(n) < 0.7, human, rng.integers(0, 3, size=n))
-    one = cluster_tables(np.arange(n), human, judge, n)
-    five = cluster_tables(np.repeat(np.arange(n), 5), np.repeat(human, 5), np.repeat(judge, 5), n)
-    b1 = cluster_bootstrap_kappa(one, resamples=400, seed=11)
-    b5 = cluster_bootstrap_kappa(five, resamples=400, seed=11)
+    b1 = agreement_report(human, judge, np.arange(n), _keys(n), bootstrap=400, seed=11).kappa_bootstrap
+    five = agreement_report(np.repeat(human, 5), np.repeat(judge, 5), np.repeat(np.arange(n), 5),
+                            _keys(5 * n), bootstrap=400, seed=11)
+    b5 = five.kappa_bootstrap
     assert b1.ci_low is not None
     assert b5.ci_low == pytest.approx(b1.ci_low, abs=1e-12)
     assert b5.ci_high == pytest.approx(b1.ci_high, abs=1e-12)
-    analytic_five = cohens_kappa(five.sum(axis=0).reshape(3, 3))
+    analytic_five = cohens_kappa(table_of(np.repeat(human, 5), np.repeat(judge, 5)))
     assert (b5.ci_high - b5.ci_low) > 1.5 * (analytic_five.ci_high - analytic_five.ci_low)
 
 
@@ -353,9 +349,8 @@ def test_bootstrap_close_to_analytic_for_independent_claims():
     n = 3000
     human = rng.choice(3, size=n, p=[0.5, 0.2, 0.3])
     judge = np.where(rng.random(n) < 0.8, human, rng.integers(0, 3, size=n))
-    per = cluster_tables(np.arange(n), human, judge, n)
-    boot = cluster_bootstrap_kappa(per, resamples=2000, seed=0)
-    analytic = cohens_kappa(per.sum(axis=0).reshape(3, 3))
+    boot = agreement_report(human, judge, np.arange(n), _keys(n), bootstrap=2000, seed=0).kappa_bootstrap
+    analytic = cohens_kappa(table_of(human, judge))
     assert boot.ci_low == pytest.approx(analytic.ci_low, abs=0.01)
     assert boot.ci_high == pytest.approx(analytic.ci_high, abs=0.01)
 
@@ -375,9 +370,11 @@ def test_bootstrap_shortcut_for_repeated_cluster_tables_gives_the_same_resamples
     assert np.array_equal(grouped, general)
 
 
-def test_bootstrap_needs_two_answers():
-    per = cluster_tables(np.zeros(10, int), np.arange(10) % 3, np.arange(10) % 2, 1)
-    assert cluster_bootstrap_kappa(per, resamples=100).ci_low is None
+def test_bootstrap_needs_ten_answers():
+    one = agreement_report(np.arange(10) % 3, np.arange(10) % 2, np.zeros(10, int), _keys(10), bootstrap=100)
+    assert one.kappa_bootstrap.ci_low is None and "only 1 labeled answers" in one.kappa_bootstrap.reason
+    nine = agreement_report(np.arange(90) % 3, np.arange(90) % 2, np.arange(90) % 9, _keys(90), bootstrap=100)
+    assert nine.kappa_bootstrap.ci_low is None and "only 9 labeled answers" in nine.kappa_bootstrap.reason
 
 
 def test_agreement_many():
@@ -393,10 +390,11 @@ def test_agreement_many():
 
 
 def test_confusion_matrix_rows_human_columns_judge_empty_classes_kept():
-    m = confusion_matrix([S, S, U, U], [S, U, U, U])
-    assert m.tolist() == [[1, 0, 1], [0, 0, 0], [0, 0, 2]]
+    items = [Claim("a", "k1", S, S), Claim("a", "k2", S, U), Claim("b", "k3", U, U), Claim("b", "k4", U, U)]
+    r = report_of(items, bootstrap=0)
+    assert r.confusion.tolist() == [[1, 0, 1], [0, 0, 0], [0, 0, 2]]
     with pytest.raises(ValueError, match="unknown verdict"):
-        confusion_matrix(["supported"], [S])
+        label_index("supported")
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -406,7 +404,7 @@ def test_per_class_matches_sklearn(seed):
     # Seed 0..2 leave CONTRADICTED out of the judge's answers to exercise zero denominators.
     human = rng.choice(3, size=n, p=[0.5, 0.2, 0.3])
     judge = rng.choice([0, 2], size=n) if seed < 3 else rng.choice(3, size=n)
-    table = confusion_matrix([LABELS[i] for i in human], [LABELS[i] for i in judge])
+    table = table_of(human, judge)
     ours = per_class_metrics(table)
     p, r, f, sup = precision_recall_fscore_support(human, judge, labels=[0, 1, 2], zero_division=np.nan)
     for i, label in enumerate(LABELS):
@@ -450,7 +448,7 @@ def test_mcnemar_without_discordant_pairs():
 def test_direction_counts_and_sides():
     # Rows human, columns judge: 6 claims humans did not support got SUPPORTED from the judge.
     table = [[20, 1, 1], [2, 5, 0], [4, 0, 7]]
-    report = agreement_report(items_from_table(table), bootstrap=0)
+    report = report_of(items_from_table(table), bootstrap=0)
     d = report.direction
     assert (d.lenient, d.strict) == (6, 2)
     assert d.mcnemar.p_two_sided == pytest.approx(stats.binomtest(6, 8, 0.5).pvalue)
@@ -531,43 +529,12 @@ def test_gwet_ac1_high_where_kappa_collapses():
 # ------------------------------------------------------------------------------------------
 
 
-def test_claims_to_decide_target_is_the_smallest_deciding_n():
-    n = claims_to_decide_target(1.0, 0.85)
-    assert n == 22
-    assert wilson_interval(22, 22)[0] >= 0.85
-    assert wilson_interval(21, 21)[0] < 0.85
-
-
-@pytest.mark.parametrize("p_hat", [0.70, 0.78, 0.92, 0.95])
-def test_claims_to_decide_target_boundary(p_hat):
-    n = claims_to_decide_target(p_hat, 0.85)
-    lo, hi = wilson_interval(p_hat * n, n)
-    plo, phi = wilson_interval(p_hat * (n - 1), n - 1)
-    if p_hat > 0.85:
-        assert lo >= 0.85 > plo
-    else:
-        assert hi < 0.85 <= phi
-
-
-def test_claims_to_decide_target_undecidable():
-    assert claims_to_decide_target(0.85, 0.85) is None
-    assert claims_to_decide_target(None, 0.85) is None
-
-
-def test_claims_for_kappa_half_width():
-    k = cohens_kappa(SAS_TABLE)
-    n = claims_for_kappa_half_width(k, 19, half_width=0.10)
-    v = 19 * k.se**2
-    assert Z * math.sqrt(v / n) <= 0.10 < Z * math.sqrt(v / (n - 1))
-    assert claims_for_kappa_half_width(cohens_kappa(np.diag([3, 3, 3])), 9) is None
-
-
 def test_report_sample_size_counts_more_claims():
     # 13 of 19 agree; kappa's interval is far wider than +-0.10.  The kappa figure plans from the
     # design-based (answer-clustered) SE, which for one claim per answer is the FCE SE times
     # sqrt(n / (n - 1)) (estimation.kappa_estimate): an independent computation of it here.
     items = shuffled(items_from_table(SAS_TABLE))
-    r = agreement_report(items, bootstrap=0)
+    r = report_of(items, bootstrap=0)
     assert r.n_claims == 19
     z = float(Z)
     se = r.kappa.se * math.sqrt(19 / 18)
@@ -579,7 +546,7 @@ def test_report_sample_size_counts_more_claims():
     expected = more_claims_to_decide(agree, np.ones(19), 0.85)
     assert r.sample_size.more_claims_for_target == expected.more_claims > 0
     assert r.sample_size.target_sentence == expected.sentence
-    decided = agreement_report(shuffled(items_from_table([[100, 0, 4], [0, 0, 0], [56, 0, 60]])), bootstrap=0)
+    decided = report_of(shuffled(items_from_table([[100, 0, 4], [0, 0, 0], [56, 0, 60]])), bootstrap=0)
     assert decided.sample_size.more_claims_for_target == 0
 
 
@@ -595,24 +562,50 @@ KRIPP_UNITS = [
 ]
 
 
+def value_counts(units) -> np.ndarray:
+    """The units x values table of how often each unit got each value (values in sorted order)."""
+    values = sorted({v for u in units for v in u})
+    return np.array([[u.count(v) for v in values] for u in units], dtype=np.int64).reshape(len(units), -1)
+
+
+def alpha_by_hand(units) -> float | None:
+    """Krippendorff's nominal alpha from the coincidence matrix, written out as in Krippendorff (2011)."""
+    values = sorted({v for u in units for v in u})
+    o = {(c, k): 0.0 for c in values for k in values}
+    for u in units:
+        if len(u) < 2:
+            continue
+        for i, c in enumerate(u):
+            for j, k in enumerate(u):
+                if i != j:
+                    o[c, k] += 1 / (len(u) - 1)
+    n_c = {c: sum(o[c, k] for k in values) for c in values}
+    n = sum(n_c.values())
+    expected = sum(n_c[c] * n_c[k] for c in values for k in values if c != k)
+    if n < 2 or expected == 0:
+        return None
+    return 1 - (n - 1) * sum(o[c, k] for c in values for k in values if c != k) / expected
+
+
 def test_krippendorff_alpha_published_nominal_example():
-    alpha = krippendorff_alpha_nominal([[str(v) for v in u] for u in KRIPP_UNITS])
+    alpha = alpha_from_counts(value_counts(KRIPP_UNITS))
     assert round(alpha, 3) == 0.743
     assert alpha == pytest.approx(0.74342, abs=5e-6)
+    assert alpha == pytest.approx(alpha_by_hand(KRIPP_UNITS), abs=1e-12)
 
 
 def test_krippendorff_alpha_published_binary_example():
     # Same source, sec. A: two observers, binary data, alpha = 0.095.
     a = [0, 1, 0, 0, 0, 0, 0, 0, 1, 0]
     b = [1, 1, 1, 0, 0, 1, 0, 0, 0, 0]
-    units = [[str(x), str(y)] for x, y in zip(a, b, strict=True)]
-    assert round(krippendorff_alpha_nominal(units), 3) == 0.095
+    units = [[x, y] for x, y in zip(a, b, strict=True)]
+    assert round(alpha_from_counts(value_counts(units)), 3) == 0.095
 
 
 def test_krippendorff_alpha_undefined_cases():
-    assert krippendorff_alpha_nominal([[S], [U]]) is None
-    assert krippendorff_alpha_nominal([[S, S], [S, S, S]]) is None
-    assert krippendorff_alpha_nominal([]) is None
+    assert alpha_from_counts(value_counts([[S], [U]])) is None
+    assert alpha_from_counts(value_counts([[S, S], [S, S, S]])) is None
+    assert alpha_from_counts(np.zeros((0, 3), dtype=np.int64)) is None
 
 
 @pytest.mark.parametrize(
@@ -643,7 +636,7 @@ def test_human_human_two_reviewers_gives_cohens_kappa():
     pairs = [(S, S)] * 8 + [(S, U)] * 2 + [(U, U)] * 6 + [(C, U)] + [(C, C)] * 3
     labels = [x for i, (a, b) in enumerate(pairs) for x in ((f"k{i}", "ann", a), (f"k{i}", "bob", b))]
     labels.append(("solo", "ann", S))
-    hh = human_human_agreement(labels)
+    hh = hh_of(labels)
     assert hh.n_claims == len(pairs)
     assert hh.reviewers == ("ann", "bob")
     expected = cohen_kappa_score([a for a, _ in pairs], [b for _, b in pairs])
@@ -655,10 +648,17 @@ def test_human_human_two_reviewers_gives_cohens_kappa():
 def test_human_human_three_reviewers_gives_alpha_not_kappa():
     labels = [("k1", "a", S), ("k1", "b", S), ("k2", "b", U), ("k2", "c", S), ("k3", "a", U), ("k3", "c", U),
               ("k4", "a", S), ("k4", "b", S), ("k4", "c", S)]
-    hh = human_human_agreement(labels)
+    hh = hh_of(labels)
     assert hh.kappa is None
-    assert hh.alpha == pytest.approx(
-        krippendorff_alpha_nominal([[S, S], [U, S], [U, U], [S, S, S]]))
+    assert hh.alpha == pytest.approx(alpha_by_hand([[S, S], [U, S], [U, U], [S, S, S]]), abs=1e-12)
+    assert hh.agreement.value == pytest.approx(5 / 6)  # pairs: k1 1/1, k2 0/1, k3 1/1, k4 3/3
+
+
+def test_human_human_counts_a_reviewers_later_verdict_once():
+    once = hh_of([("k1", "ann", S), ("k1", "bob", U), ("k2", "ann", U), ("k2", "bob", U)])
+    twice = hh_of([("k1", "ann", U), ("k1", "bob", U), ("k2", "ann", U), ("k1", "ann", S), ("k2", "bob", U)])
+    assert twice == once
+    assert (once.n_claims, once.agreement.value) == (2, 0.5)
 
 
 # ------------------------------------------------------------------------------------------
@@ -678,7 +678,7 @@ def test_weighted_agreement_by_hand():
 def test_report_weighted_beside_raw():
     weights = [[4, 4, 4], [1, 4, 4], [1, 1, 4]]
     table = [[30, 2, 3], [4, 10, 1], [5, 1, 20]]
-    r = agreement_report(items_from_table(table, weights=weights), bootstrap=300, seed=0)
+    r = report_of(items_from_table(table, weights=weights), bootstrap=300, seed=0)
     num = sum(table[i][i] * weights[i][i] for i in range(3))
     den = sum(table[i][j] * weights[i][j] for i in range(3) for j in range(3))
     assert r.weighted.value == pytest.approx(num / den)
@@ -688,11 +688,10 @@ def test_report_weighted_beside_raw():
 
 
 def test_weights_all_or_none():
-    items = [LabeledClaim("a", "k1", S, S, 2.0), LabeledClaim("a", "k2", S, U)]
     with pytest.raises(ValueError, match="every claim or for none"):
-        agreement_report(items, bootstrap=0)
+        agreement_report([0, 0], [0, 2], [0, 0], ["k1", "k2"], weights=np.array([2.0]), bootstrap=0)
     with pytest.raises(ValueError, match="positive"):
-        agreement_report([LabeledClaim("a", "k1", S, S, 0.0)], bootstrap=0)
+        report_of([Claim("a", "k1", S, S, 0.0)], bootstrap=0)
 
 
 # ------------------------------------------------------------------------------------------
@@ -705,7 +704,7 @@ def test_flag_revise_when_judge_is_lenient():
     # before the anytime rules, only the direction rule can fire: see the next test.)
     table = [[100, 0, 4], [0, 0, 0], [56, 0, 60]]
     items = shuffled(items_from_table(table))
-    r = agreement_report(items, Thresholds(), bootstrap=0)
+    r = report_of(items, Thresholds(), bootstrap=0)
     assert r.flag.status == "revise"
     codes = {x.code: x for x in r.flag.reasons}
     assert set(codes) == {"agreement_below_target", "kappa_below_floor", "judge_lenient"}
@@ -727,7 +726,7 @@ def test_flag_at_55_claims_fires_only_the_direction_rule():
     # 72.7% agreement on 55 claims: the Wilson upper bound 82.7% is below 85% (the old point rule
     # said revise), but the anytime bound, valid at every look, is not; kappa's upper bound is
     # above the floor.  Only the lenient skew (14 against 1) is shown at any look.
-    r = agreement_report(shuffled(items_from_table([[25, 0, 1], [0, 0, 0], [14, 0, 15]])), bootstrap=0)
+    r = report_of(shuffled(items_from_table([[25, 0, 1], [0, 0, 0], [14, 0, 15]])), bootstrap=0)
     assert r.agreement.ci_high < 0.85
     rules = {x.rule: x for x in r.rules.rules}
     assert rules["agreement"].bound_high >= 0.85 and rules["kappa"].bound_high >= 0.60
@@ -737,7 +736,7 @@ def test_flag_at_55_claims_fires_only_the_direction_rule():
 def test_flag_revise_when_judge_is_strict_only():
     # Agreement 93.8% and kappa high, but every disagreement goes one way: humans said SUPPORTED.
     table = [[100, 3, 8], [0, 20, 0], [0, 0, 45]]
-    r = agreement_report(shuffled(items_from_table(table)), bootstrap=0)
+    r = report_of(shuffled(items_from_table(table)), bootstrap=0)
     assert r.flag.status == "revise"
     assert [x.code for x in r.flag.reasons] == ["judge_strict"]
     assert "judge is strict" in r.flag.reasons[0].message
@@ -749,18 +748,18 @@ def test_flag_revise_on_kappa_alone():
     # test had, [[180, 0, 4], [0, 0, 0], [4, 0, 2]], has kappa 0.31 with an upper bound of 0.64:
     # the kappa rule no longer fires on the point estimate alone.)
     table = [[1800, 0, 40], [0, 0, 0], [40, 0, 20]]
-    r = agreement_report(shuffled(items_from_table(table)), bootstrap=0)
+    r = report_of(shuffled(items_from_table(table)), bootstrap=0)
     assert r.agreement.ci_low >= 0.85
     assert [x.code for x in r.flag.reasons] == ["kappa_below_floor"]
     assert r.flag.reasons[0].value == pytest.approx(r.kappa.value)
-    old = agreement_report(shuffled(items_from_table([[180, 0, 4], [0, 0, 0], [4, 0, 2]])), bootstrap=0)
+    old = report_of(shuffled(items_from_table([[180, 0, 4], [0, 0, 0], [4, 0, 2]])), bootstrap=0)
     assert old.kappa.value < 0.60 <= old.estimates.kappa.ci_high
     assert "kappa_below_floor" not in [x.code for x in old.flag.reasons]
 
 
 def test_flag_ok():
     table = [[60, 0, 2], [0, 10, 0], [2, 0, 26]]
-    r = agreement_report(shuffled(items_from_table(table)), bootstrap=0)
+    r = report_of(shuffled(items_from_table(table)), bootstrap=0)
     assert r.flag.status == "ok"
     assert r.flag.reasons[0].code == "agreement_meets_target"
     assert len(r.flag.reasons[0].claim_ids) == 4
@@ -769,7 +768,7 @@ def test_flag_ok():
 def test_flag_inconclusive_says_how_many_more():
     table = [[15, 0, 1], [0, 3, 0], [1, 0, 8]]  # 26/28 = 92.9%, lower bound below 85%
     items = shuffled(items_from_table(table))
-    r = agreement_report(items, bootstrap=0)
+    r = report_of(items, bootstrap=0)
     assert r.flag.status == "inconclusive"
     # One number for the goal, the anytime rule's (no longer the Wilson interval's).
     agree = np.array([it.human == it.judge for it in items], dtype=float)
@@ -780,7 +779,7 @@ def test_flag_inconclusive_says_how_many_more():
 
 
 def test_flag_empty_is_inconclusive():
-    r = agreement_report([], bootstrap=100)
+    r = report_of([], bootstrap=100)
     assert r.flag.status == "inconclusive"
     d = r.to_dict()
     assert {k: d["agreement"][k] for k in ("value", "ci_low", "ci_high")} == {
@@ -796,7 +795,7 @@ def test_flag_empty_is_inconclusive():
 
 def test_flag_thresholds_are_honoured():
     table = [[15, 0, 1], [0, 3, 0], [1, 0, 8]]
-    lax = agreement_report(shuffled(items_from_table(table)), Thresholds(agreement_target=0.70), bootstrap=0)
+    lax = report_of(shuffled(items_from_table(table)), Thresholds(agreement_target=0.70), bootstrap=0)
     assert lax.flag.status == "ok"
     with pytest.raises(ValueError):
         Thresholds(alpha=0)
@@ -804,7 +803,7 @@ def test_flag_thresholds_are_honoured():
 
 def test_decide_flag_ok_with_undefined_kappa_says_so():
     # 40 answers, every claim SUPPORTED by both: agreement shown at the target, kappa undefined.
-    r = agreement_report(items_from_table([[40, 0, 0], [0, 0, 0], [0, 0, 0]]), bootstrap=0)
+    r = report_of(items_from_table([[40, 0, 0], [0, 0, 0], [0, 0, 0]]), bootstrap=0)
     assert r.kappa.value is None
     assert r.flag.status == "ok"
     assert [x.code for x in r.flag.reasons] == ["agreement_meets_target", "kappa_undefined"]
@@ -818,7 +817,7 @@ def test_decide_flag_ok_with_undefined_kappa_says_so():
 
 def test_report_json_shape():
     items = items_from_table(ABSTRACTORS, claims_per_answer=4)
-    d = agreement_report(items, bootstrap=300, seed=0).to_dict(judge_run="gpt-4@v1")
+    d = report_of(items, bootstrap=300, seed=0).to_dict(judge_run="gpt-4@v1")
     json.dumps(d, allow_nan=False)
     assert d["judge_run"] == "gpt-4@v1"
     assert (d["n_claims"], d["n_answers"]) == (100, 25)
@@ -836,19 +835,12 @@ def test_report_json_shape():
 
 def test_report_text_has_figures_matrix_and_flag():
     table = [[25, 0, 1], [0, 0, 0], [14, 0, 15]]
-    text = agreement_report(items_from_table(table), bootstrap=200).to_text("gpt-4@v1")
+    text = report_of(items_from_table(table), bootstrap=200).to_text("gpt-4@v1")
     assert "gpt-4@v1" in text
     assert "72.7%" in text
     assert "Confusion matrix (rows human, columns judge)" in text
     assert "Flag: REVISE" in text
     assert "judge is lenient" in text
-
-
-def test_report_rejects_bad_input():
-    with pytest.raises(ValueError, match="twice"):
-        agreement_report([LabeledClaim("a", "k", S, S), LabeledClaim("a", "k", S, U)], bootstrap=0)
-    with pytest.raises(ValueError, match="unknown verdict"):
-        agreement_report([LabeledClaim("a", "k", "NOT_ENOUGH_INFO", S)], bootstrap=0)
 
 
 # ------------------------------------------------------------------------------------------
@@ -858,8 +850,8 @@ def test_report_rejects_bad_input():
 
 def test_compare_judge_runs():
     rows = ([(S, S, S)] * 20 + [(S, S, U)] * 9 + [(U, S, U)] * 2 + [(U, U, U)] * 10 + [(C, U, U)] * 3)
-    items = [PairedClaim(f"a{i // 2}", f"k{i}", h, a, b) for i, (h, a, b) in enumerate(rows)]
-    cmp = compare_judge_runs(items)
+    codes = [[label_index(x) for x in row] for row in rows]
+    cmp = compare_judge_runs(*zip(*codes, strict=True), [f"k{i}" for i in range(len(rows))])
     assert cmp.n_claims == 44
     assert len(cmp.only_a_right) == 9 and len(cmp.only_b_right) == 2
     assert cmp.mcnemar.p_two_sided == pytest.approx(stats.binomtest(9, 11, 0.5).pvalue)
@@ -877,7 +869,7 @@ def test_compare_judge_runs():
 # ------------------------------------------------------------------------------------------
 
 
-def _random_items(seed: int, weighted: bool) -> list[LabeledClaim]:
+def _random_items(seed: int, weighted: bool) -> list[Claim]:
     rng = np.random.default_rng(seed)
     items = []
     for i in range(int(rng.integers(1, 400))):
@@ -885,59 +877,110 @@ def _random_items(seed: int, weighted: bool) -> list[LabeledClaim]:
         h = int(rng.choice(3, p=[0.6, 0.1, 0.3]))
         j = h if rng.random() < 0.8 else int(rng.integers(0, 3))
         w = float(rng.choice([1.0, 2.5, 1 / 0.3])) if weighted else None
-        items.append(LabeledClaim(answer, f"{answer}/c{i}", LABELS[h], LABELS[j], w))
+        items.append(Claim(answer, f"{answer}/c{i}", LABELS[h], LABELS[j], w))
     return items
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_report_from_columns_equals_report_from_records(seed):
+def test_report_figures_against_independent_computations(seed):
     items = _random_items(seed, weighted=seed % 2 == 1)
-    weights = np.array([it.weight for it in items]) if items[0].weight is not None else None
     human = [LABELS.index(it.human) for it in items]
     judge = [LABELS.index(it.judge) for it in items]
-    # Answer labels are any distinct integers; the report numbers them by first appearance.
-    cluster = [int(it.answer_id[1:]) * 7919 % 10_007 + 5 for it in items]
-    keys = [it.claim_key for it in items]
-    a = agreement_report(items, bootstrap=300, seed=seed)
-    b = agreement_report_arrays(human, judge, cluster, keys, weights=weights, bootstrap=300, seed=seed)
-    assert a.to_dict() == b.to_dict()
-    assert np.array_equal(a.confusion, b.confusion)
+    r = report_of(items, bootstrap=300, seed=seed)
+    table = table_of(human, judge)
+    assert np.array_equal(r.confusion, table)
+    assert (r.n_claims, r.n_answers) == (len(items), len({it.answer_id for it in items}))
+    assert r.agreement.value == pytest.approx(np.mean(np.array(human) == np.array(judge)), abs=1e-12)
+    if r.kappa.value is not None:
+        assert r.kappa.value == pytest.approx(cohen_kappa_score(human, judge), abs=1e-12)
+    p, rec, _, support = precision_recall_fscore_support(human, judge, labels=[0, 1, 2], zero_division=np.nan)
+    for i, label in enumerate(LABELS):
+        assert r.per_class[label].support == support[i]
+        if not math.isnan(rec[i]):
+            assert r.per_class[label].recall == pytest.approx(rec[i], abs=1e-12)
+        if not math.isnan(p[i]):
+            assert r.per_class[label].precision == pytest.approx(p[i], abs=1e-12)
+    lenient = [it.claim_key for it in items if it.judge == S and it.human != S]
+    strict = [it.claim_key for it in items if it.human == S and it.judge != S]
+    assert (list(r.direction.lenient_claims), list(r.direction.strict_claims)) == (lenient, strict)
+    assert list(r.disagreeing_claims) == [it.claim_key for it in items if it.human != it.judge]
+    if items[0].weight is not None:
+        w = np.array([it.weight for it in items])
+        agree = np.array(human) == np.array(judge)
+        assert r.weighted.value == pytest.approx(float((w * agree).sum() / w.sum()), abs=1e-12)
+    # Answer labels are any distinct integers: numbered by first appearance, they give the same
+    # report, resamples included.
+    relabeled = [int(it.answer_id[1:]) * 7919 % 10_007 + 5 for it in items]
+    weights = None if items[0].weight is None else np.array([it.weight for it in items])
+    again = agreement_report(human, judge, relabeled, [it.claim_key for it in items], weights=weights,
+                             bootstrap=300, seed=seed)
+    assert again.to_dict() == r.to_dict()
 
 
 def test_report_from_columns_checks_its_input():
     with pytest.raises(ValueError, match="twice"):
-        agreement_report_arrays([0, 0], [0, 1], [0, 0], ["k", "k"], bootstrap=0)
+        agreement_report([0, 0], [0, 1], [0, 0], ["k", "k"], bootstrap=0)
     with pytest.raises(ValueError, match="indices"):
-        agreement_report_arrays([0, 3], [0, 1], [0, 0], ["k1", "k2"], bootstrap=0)
+        agreement_report([0, 3], [0, 1], [0, 0], ["k1", "k2"], bootstrap=0)
     with pytest.raises(ValueError, match="positive"):
-        agreement_report_arrays([0], [0], [0], ["k"], weights=np.array([0.0]), bootstrap=0)
+        agreement_report([0], [0], [0], ["k"], weights=np.array([0.0]), bootstrap=0)
     with pytest.raises(ValueError, match="one length"):
-        agreement_report_arrays([0, 1], [0], [0, 0], ["k1", "k2"], bootstrap=0)
+        agreement_report([0, 1], [0], [0, 0], ["k1", "k2"], bootstrap=0)
 
 
-def test_compare_from_columns_equals_compare_from_records():
+def test_compare_judge_runs_against_a_claim_by_claim_count():
     rng = np.random.default_rng(4)
     rows = [tuple(int(x) for x in rng.integers(0, 3, size=3)) for _ in range(300)]
-    items = [PairedClaim(f"a{i // 3}", f"k{i}", LABELS[h], LABELS[a], LABELS[b])
-             for i, (h, a, b) in enumerate(rows)]
-    ours = compare_judge_runs_arrays(*zip(*rows, strict=True), [it.claim_key for it in items])
-    assert ours == compare_judge_runs(items)
+    keys = [f"k{i}" for i in range(len(rows))]
+    ours = compare_judge_runs(*zip(*rows, strict=True), keys)
+    only_a = [k for k, (h, a, b) in zip(keys, rows, strict=True) if a == h != b]
+    only_b = [k for k, (h, a, b) in zip(keys, rows, strict=True) if b == h != a]
+    assert (list(ours.only_a_right), list(ours.only_b_right)) == (only_a, only_b)
+    assert ours.mcnemar.p_two_sided == pytest.approx(
+        mcnemar([[0, len(only_a)], [len(only_b), 0]], exact=True).pvalue, abs=1e-12)
+    for est, kap, col in ((ours.agreement_a, ours.kappa_a, 1), (ours.agreement_b, ours.kappa_b, 2)):
+        assert est.value == pytest.approx(np.mean([r[0] == r[col] for r in rows]), abs=1e-12)
+        assert kap.value == pytest.approx(cohen_kappa_score([r[0] for r in rows], [r[col] for r in rows]),
+                                          abs=1e-12)
+
+
+def human_human_by_hand(rows, names):
+    """(n_claims, reviewers, agreement, kappa, alpha) of (claim, reviewer, verdict) rows, claim by claim."""
+    by_claim: dict[int, dict[str, int]] = {}
+    for c, r, v in rows:
+        by_claim.setdefault(c, {})[names[r]] = v
+    shared = {c: given for c, given in by_claim.items() if len(given) >= 2}
+    pairs = [(a, b) for given in shared.values() for i, a in enumerate(given.values())
+             for b in list(given.values())[i + 1:]]
+    agreement = sum(a == b for a, b in pairs) / len(pairs) if pairs else None
+    seen = tuple(sorted({r for given in shared.values() for r in given}))
+    kappa = None
+    if len(seen) == 2:
+        first, second = ([g[name] for g in shared.values()] for name in seen)
+        kappa = cohen_kappa_score(first, second, labels=[0, 1, 2])
+    return len(shared), seen, agreement, kappa, alpha_by_hand([list(g.values()) for g in shared.values()])
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_human_human_from_columns_equals_records(seed):
-    # Two or three labels a claim take the array branch, four or more the records' branch:
-    # both must give exactly the records' figures, alpha included.
+def test_human_human_agreement_against_a_claim_by_claim_count(seed):
+    # Two to five labels a claim, two to five reviewers, claim ids anything.
     rng = np.random.default_rng(seed)
     names = ["zoe", "ann", "bob", "cy", "dee"][: 2 + seed % 4]
-    most = min(len(names), (2, 3, 4)[seed % 3])
+    most = min(len(names), (2, 3, 5)[seed % 3])
     rows = []
     for claim in rng.permutation(80)[: int(rng.integers(0, 80))]:
         for r in rng.permutation(len(names))[: int(rng.integers(1, most + 1))]:
             rows.append((int(claim) * 13, int(r), int(rng.choice(3, p=[0.7, 0.1, 0.2]))))
     claim, reviewer, verdict = (list(x) for x in zip(*rows, strict=True)) if rows else ([], [], [])
-    ours = human_human_agreement_arrays(claim, reviewer, verdict, names)
-    assert ours == human_human_agreement([(f"k{c}", names[r], LABELS[v]) for c, r, v in rows])
+    ours = human_human_agreement(claim, reviewer, verdict, names)
+    n_claims, seen, agreement, kappa, alpha = human_human_by_hand(rows, names)
+    assert (ours.n_claims, ours.reviewers) == (n_claims, seen)
+    assert ours.agreement.value == pytest.approx(agreement, abs=1e-12)
+    if kappa is None or math.isnan(kappa):
+        assert ours.kappa is None or ours.kappa.value is None
+    else:
+        assert ours.kappa.value == pytest.approx(kappa, abs=1e-12)
+    assert ours.alpha == pytest.approx(alpha, abs=1e-9)
 
 
 # ---------------------------------------------------------------- QA pass
@@ -970,7 +1013,7 @@ def _report_from_table(table, weights=None, **kw):
             human += [i] * n
             judge += [j] * n
     n = len(human)
-    return agreement_report_arrays(human, judge, list(range(n)), [f"k{i}" for i in range(n)],
+    return agreement_report(human, judge, list(range(n)), [f"k{i}" for i in range(n)],
                                    weights=weights, **kw)
 
 
@@ -1062,7 +1105,7 @@ def test_the_flags_rules_test_the_claim_level_figure_the_report_prints() -> None
             judge.append(0 if (not long or i % 2 == 0) else 2)
             cluster.append(a)
     keys = [f"a{c}/{i}" for i, c in enumerate(cluster)]
-    r = agreement_report_arrays(np.array(human), np.array(judge), np.array(cluster), keys, bootstrap=0)
+    r = agreement_report(np.array(human), np.array(judge), np.array(cluster), keys, bootstrap=0)
     claim_level = float(np.mean(np.array(human) == np.array(judge)))
     assert r.agreement.value == pytest.approx(claim_level)
     rule = r._rule("agreement")
@@ -1082,7 +1125,7 @@ def test_chance_of_the_target_and_the_first_intervals_use_the_design() -> None:
             judge.append(0 if ok or rng.uniform() < 0.3 else 2)
             cluster.append(a)
     keys = [f"a/{i}" for i in range(len(human))]
-    r = agreement_report_arrays(np.array(human), np.array(judge), np.array(cluster), keys, bootstrap=0)
+    r = agreement_report(np.array(human), np.array(judge), np.array(cluster), keys, bootstrap=0)
     ea = r.estimates.agreement
     n_eff = ea.value * (1 - ea.value) / ea.se ** 2
     assert n_eff < len(human) / 2  # the design effect is large

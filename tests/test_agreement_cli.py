@@ -11,9 +11,9 @@ from sqlite_utils import Database
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 
 from calibration import cycles, store
-from calibration.agreement import Thresholds
 from calibration.cli import main
 from calibration.errors import InputError
+from calibration.flag import Thresholds
 from tests.records import stats_input
 
 

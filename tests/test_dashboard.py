@@ -18,7 +18,7 @@ from calibration.importing import import_answers
 from calibration.report import BOOTSTRAP
 from calibration.store.claims import json_ints
 from tests.final_label_oracle import FinalLabels, resolve_final_labels
-from tests.records import stats_input
+from tests.records import Claim, PairedClaim, compare_of, hh_of, report_of, stats_input, table_of
 
 from .conftest import DEMO, ROOT
 
@@ -376,13 +376,34 @@ def test_final_labels_from_the_store_equal_resolve_final_labels(mixed_db: Databa
     assert data.reviewer_labels == labels
 
 
+def reviewer_counts_by_sql(db: Database, run_id: int, cycle_id: int | None) -> list[tuple]:
+    """Per reviewer, over labels with a verdict on the claims the run judged (within the cycle):
+    (reviewer, labeled, reconciled, reconciled with blind != judge, keep, judge_right, slips)."""
+    cycle_join = ("JOIN claims c ON c.id = h.claim_pk JOIN cycle_answers ca ON ca.answer_id = c.answer_id "
+                  "AND ca.cycle_id = :cycle" if cycle_id is not None else "")
+    rows = db.execute(
+        f"""SELECT h.reviewer, count(*), sum(h.reconciled IS NOT NULL),
+                   sum(h.reconciled IS NOT NULL AND h.blind_verdict != v.verdict),
+                   sum(h.reconciled = 'keep'), sum(h.reconciled = 'judge_right'), sum(h.slip)
+            FROM human_labels h
+            JOIN judge_verdicts v ON v.claim_pk = h.claim_pk AND v.run_id = :run
+            {cycle_join}
+            WHERE h.status = 'labeled'
+            GROUP BY h.reviewer ORDER BY h.reviewer""",
+        {"run": run_id, "cycle": cycle_id}).fetchall()
+    return [(reviewer, labeled, *(x or 0 for x in rest)) for reviewer, labeled, *rest in rows]
+
+
 @pytest.mark.parametrize("scope", [None, "ff"])
 def test_reviewer_rows_from_the_columns_equal_the_sql(mixed_db: Database, scope: str | None) -> None:
     run = store.find_judge_run(mixed_db, RUN_A).id
     cycle_id = None if scope is None else cycles.get_cycle(mixed_db, scope).id
     cols = store.stats_columns(mixed_db, run, cycle_id)
     rows = dashboard.reviewer_rows_of(cols.labels)
-    assert rows == dashboard.reviewer_rows(mixed_db, run, cycle_id)
+    expected = reviewer_counts_by_sql(mixed_db, run, cycle_id)
+    assert [(r.reviewer, r.labeled, r.reviewed, r.disagreed_blind, r.kept, r.judge_right, r.slips)
+            for r in rows] == expected
+    assert all(r.slip_rate == (r.slips / r.reviewed if r.reviewed else None) for r in rows)
     assert [r.reviewer for r in rows] == ["ann", "bob", "cy", "dee"] and any(r.slips for r in rows)
 
 
@@ -405,9 +426,9 @@ def test_dashboard_figures_equal_the_per_record_statistics(mixed_db: Database, s
     data = stats_input(db, run_a, cycle_id)
     items = data.items
     if not d.oversampled:
-        items = [agreement.LabeledClaim(it.answer_id, it.claim_key, it.human, it.judge) for it in items]
-    final_view = agreement.agreement_report(items, store.load_thresholds(db), bootstrap=0)
-    hh = agreement.human_human_agreement(data.reviewer_labels)
+        items = [Claim(it.answer_id, it.claim_key, it.human, it.judge) for it in items]
+    final_view = report_of(items, store.load_thresholds(db), bootstrap=0)
+    hh = hh_of(data.reviewer_labels)
     ours = d.report.to_dict()
     # Several reviewers: the figures are over every reviewer's blind verdict, one record per (claim,
     # reviewer) in claim then reviewer order, the lead's verdict on adjudicated claims.
@@ -419,11 +440,11 @@ def test_dashboard_figures_equal_the_per_record_statistics(mixed_db: Database, s
     adjudicated = {c for c, s in enumerate(table.statuses()) if s == "adjudicated"}
     # An adjudicated claim nobody labeled is one record, with the lead's verdict.
     rows = sorted(rows + [(c, -1, -1) for c in adjudicated if c not in {c for c, _, _ in rows}])
-    records = [agreement.LabeledClaim(
+    records = [Claim(
         table.answer_ids[table.answer[c]], f"{table.keys[c]}#{'lead' if r < 0 else lab.reviewers[r]}",
         agreement.LABELS[table.human[c] if c in adjudicated else v], agreement.LABELS[table.judge[c]],
         None if not d.oversampled or table.weight is None else float(table.weight[c])) for c, r, v in rows]
-    report = agreement.agreement_report(records, store.load_thresholds(db), bootstrap=300, seed=4)
+    report = report_of(records, store.load_thresholds(db), bootstrap=300, seed=4)
     theirs = {**report.to_dict(), "n_unresolved": len(data.unresolved),
               "unresolved_claims": list(data.unresolved)}
 
@@ -457,15 +478,16 @@ def test_dashboard_figures_equal_the_per_record_statistics(mixed_db: Database, s
     assert d.verdicts == {it.claim_key: (it.human, it.judge) for it in data.items if it.human != it.judge}
     # The paired comparison, as the records give it.
     judge_b = {it.claim_key: it.judge for it in stats_input(db, run_b, cycle_id).items}
-    paired = [agreement.PairedClaim(it.answer_id, it.claim_key, it.human, it.judge, judge_b[it.claim_key])
+    paired = [PairedClaim(it.answer_id, it.claim_key, it.human, it.judge, judge_b[it.claim_key])
               for it in data.items if it.claim_key in judge_b]
-    assert d.comparison is not None and d.comparison.result == agreement.compare_judge_runs(paired)
+    assert d.comparison is not None and d.comparison.result == compare_of(paired)
     assert 0 < d.comparison.result.n_claims < len(data.items) or scope is not None
     # Per category, the statistics of each category's table.
     category = dict(db.execute("SELECT id, category FROM answers").fetchall())
     for row in d.categories:
         mine = [it for it in data.items if category[it.answer_id] == row.category]
-        table = agreement.confusion_matrix([it.human for it in mine], [it.judge for it in mine])
+        table = table_of([agreement.LABELS.index(it.human) for it in mine],
+                         [agreement.LABELS.index(it.judge) for it in mine])
         assert row.n_claims == len(mine)
         assert (row.agreement, row.kappa) == (agreement.percent_agreement(table).value,
                                               agreement.cohens_kappa(table).value)

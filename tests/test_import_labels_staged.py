@@ -17,10 +17,9 @@ from typing import Any
 import pytest
 from sqlite_utils import Database
 
-from calibration import cycles, review, store
+from calibration import cycles, dashboard, review, store
 from calibration.importing import import_answers, import_labels
 from calibration.store import cycles as cycle_store
-from calibration.store import dashboard as dashboard_store
 from calibration.store import exports as export_store
 from calibration.store import imports as import_marks
 from calibration.store import labels as label_store
@@ -80,7 +79,7 @@ def _seen(db: Database) -> dict[str, Any]:
     work = cycle_store.cycle_work(db, cycle_id)
     return {"labels": (table.labels.claim_pk.tolist(), table.labels.final.tolist()),
             "human": table.human.tolist(), "stats": store.stats_columns(db, run.id).human.tolist(),
-            "reviewers": dashboard_store.reviewer_counts(db, run.id), "totals": store.info(db)["totals"],
+            "reviewers": dashboard.reviewer_rows_of(table.labels), "totals": store.info(db)["totals"],
             "cycle": (sorted(work.labels), sorted(work.committed)),
             "progress": review.progress(db, cycle_id, "nina"), "nina_a1": review.load_card(db, "a1", "nina"),
             "export": export_store.claim_details(db, [store.claim_pk(db, "a1", f"c{j}") for j in range(3)])}
@@ -113,7 +112,7 @@ def test_readers_between_batches_see_none_of_the_new_labels(
     with store.session(db_path) as db:
         after = _seen(db)
         assert after["totals"]["labeled_claims"] == 2100
-        assert dict((r[0], r[1]) for r in after["reviewers"]) == {"nina": 2100, "vera": 1}
+        assert {r.reviewer: r.labeled for r in after["reviewers"]} == {"nina": 2100, "vera": 1}
         assert store.label_state(db, store.claim_pk(db, "a0", "c0"), "vera").final_verdict == "CONTRADICTED"
         # Imported labels keep their meaning: one 'import' event each, and every answer whose
         # claims all carry nina's imported labels committed for her (m012), a0 too: the import

@@ -34,6 +34,7 @@ from calibration.judge import client as judge_client
 from calibration.models import Verdict
 from calibration.store import lab as lab_store
 from tests.final_label_oracle import final_human_label
+from tests.records import PairedClaim, compare_of
 
 from .judge_stub import StubServer
 
@@ -955,10 +956,8 @@ def test_no_database_needed_for_the_core() -> None:
 def paired_claims_oracle(db, run_a: store.JudgeRun, run_b: store.JudgeRun,
                          cycle_id: int | None = None) -> tuple[list, int]:
     """The comparison's input as the judge lab read it before the one final-label reader: its
-    own SQL, record by record through `agreement.final_human_label`, in answer-id then claim
+    own SQL, record by record through `final_human_label`, in answer-id then claim
     order. Kept as an independent computation to check `judge.compare_runs` against."""
-    from calibration import agreement
-
     params: list = [run_a.id, run_b.id]
     cycle_join = ""
     if cycle_id is not None:
@@ -980,7 +979,7 @@ def paired_claims_oracle(db, run_a: store.JudgeRun, run_b: store.JudgeRun,
         labels = json.loads(labels_json) if labels_json else []
         final = final_human_label(labels, adjudicated, unclear=bool(unclear))
         if final is not None:
-            items.append(agreement.PairedClaim(aid, f"{aid}/{cid}", final, a, b))
+            items.append(PairedClaim(aid, f"{aid}/{cid}", final, a, b))
         elif labels or unclear:
             unresolved += 1
     return items, unresolved
@@ -988,8 +987,6 @@ def paired_claims_oracle(db, run_a: store.JudgeRun, run_b: store.JudgeRun,
 
 def assert_comparison_matches_oracle(db, run: store.JudgeRun, base: store.JudgeRun,
                                      cycle: str | None = None) -> judge.LabComparison | None:
-    from calibration import agreement
-
     comp = judge.compare_runs(db, run, base, cycle)
     items, unresolved = paired_claims_oracle(db, base, run, store.cycle_id(db, cycle) if cycle else None)
     if not items:
@@ -997,8 +994,8 @@ def assert_comparison_matches_oracle(db, run: store.JudgeRun, base: store.JudgeR
         return None
     assert comp is not None and comp.unresolved == unresolved
     # Everything, the order of the claims only one run got right included.
-    assert comp.result == agreement.compare_judge_runs(items)
-    expected = {**agreement.compare_judge_runs(items).to_dict(base.name, run.name),
+    assert comp.result == compare_of(items)
+    expected = {**compare_of(items).to_dict(base.name, run.name),
                 "unresolved_claims": unresolved, "cycle": cycle}
     assert {k: v for k, v in comp.to_dict().items() if k in expected} == expected
     return comp

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import judge, store
 from ..errors import EndpointRejected, EndpointUnreachable, InputError
-from ..fmt import ci, num, p_value, pct, plural
+from ..fmt import ci, num, p_value, pct, plural, points
 from ..judge.client import snippet
 from .common import db_path
 
@@ -66,10 +66,6 @@ def format_progress(p: judge.LabProgress) -> str:
             f"{p.claims} claims{tokens} · {p.elapsed_s:.0f} s")
 
 
-def _points(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:+.1f}"
-
-
 def summary_lines(s: judge.LabSummary) -> list[str]:
     """The run summary as text lines: what this invocation did, the whole run, the comparison."""
     lines = [
@@ -109,8 +105,8 @@ def summary_lines(s: judge.LabSummary) -> list[str]:
                 continue
             r, d = part.result, part.difference
             diff = "" if d.difference is None else (
-                f"; difference {100 * d.difference:+.1f} points (95% CI {_points(d.ci_low)} to "
-                f"{_points(d.ci_high)})")
+                f"; difference {points(d.difference)} (95% CI {points(d.ci_low, unit='')} to "
+                f"{points(d.ci_high, unit='')})")
             lines.append(f"  {title}: {plural(r.n_claims, 'claim')}; agreement {pct(r.agreement_a.value)} -> "
                          f"{pct(r.agreement_b.value)}, kappa {num(r.kappa_a.value)} -> {num(r.kappa_b.value)}"
                          f"{diff}; new right / old wrong {len(r.only_b_right)}, old right / new wrong "

@@ -14,7 +14,7 @@ import numpy as np
 from sqlite_utils import Database
 
 from .. import store
-from ..fmt import num, p_value, pct, plural
+from ..fmt import num, p_value, pct, plural, points
 from ..store import lab as lab_store
 from .paired import PairedDifference, claims_to_decide, paired_difference
 
@@ -265,10 +265,6 @@ def comparison_table(rows: list[ComparisonRow]) -> list[dict[str, Any]]:
     return out
 
 
-def _points(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:+.1f} points"
-
-
 def part_rows(comp: LabComparison) -> list[dict[str, str]]:
     """The holdout row first, then the tuning row: every figure as text in the one format
     (percent with one decimal, p as in the dashboard), with the plain sentence."""
@@ -282,10 +278,10 @@ def part_rows(comp: LabComparison) -> list[dict[str, str]]:
             continue
         r, d = part.result, part.difference
         interval = "" if d.ci_low is None or d.ci_high is None else (
-            f" ({_points(d.ci_low).replace(' points', '')} to {_points(d.ci_high)})")
+            f" ({points(d.ci_low, unit='')} to {points(d.ci_high)})")
         rows.append({"claims": title, "n": f"{r.n_claims:,}", "agreement old": pct(r.agreement_a.value),
                      "agreement new": pct(r.agreement_b.value),
-                     "difference (95% CI)": _points(d.difference) + interval,
+                     "difference (95% CI)": points(d.difference) + interval,
                      "kappa old → new": f"{num(r.kappa_a.value)} → {num(r.kappa_b.value)}",
                      "new right, old wrong": f"{len(r.only_b_right):,}",
                      "old right, new wrong": f"{len(r.only_a_right):,}",

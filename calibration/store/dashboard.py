@@ -157,26 +157,6 @@ def pending_rows(db: Database, run_id: int, claim_pks: Sequence[int]) -> list[Pe
             for pk, aid, cid, text, judge, rationale, judge_ev, labels_j, chunks_j in rows]
 
 
-def reviewer_counts(db: Database, run_id: int, cycle_id: int | None = None
-                    ) -> list[tuple[str, int, int, int, int, int, int]]:
-    """Per reviewer, on the claims the run judged (within the cycle), over labels with a verdict:
-    (reviewer, labeled, reconciled, reconciled with blind != judge, keep, judge_right, slips)."""
-    cycle_join = ("JOIN claims c ON c.id = h.claim_pk JOIN cycle_answers ca ON ca.answer_id = c.answer_id "
-                  "AND ca.cycle_id = :cycle" if cycle_id is not None else "")
-    rows = db.execute(
-        f"""SELECT h.reviewer, count(*), sum(h.reconciled IS NOT NULL),
-                   sum(h.reconciled IS NOT NULL AND h.blind_verdict != v.verdict),
-                   sum(h.reconciled = 'keep'), sum(h.reconciled = 'judge_right'), sum(h.slip)
-            FROM human_labels h
-            JOIN judge_verdicts v ON v.claim_pk = h.claim_pk AND v.run_id = :run
-            {cycle_join}
-            WHERE h.status = 'labeled'{hide_sql(db, label="h.import_id")}
-            GROUP BY h.reviewer ORDER BY h.reviewer""",
-        {"run": run_id, "cycle": cycle_id}).fetchall()
-    return [(reviewer, labeled, reviewed or 0, disagreed or 0, kept or 0, right or 0, slips or 0)
-            for reviewer, labeled, reviewed, disagreed, kept, right, slips in rows]
-
-
 # ---------------------------------------------------------------- open work (the blind rule's facts)
 
 
