@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -138,17 +139,55 @@ def fresh_db(db_path: Path) -> Iterator[Database]:
         yield db
 
 
+def _fill_wice(db: Database) -> None:
+    import_answers(db, WICE / "wice_judged_gpt4.jsonl")
+    import_answers(db, WICE / "wice_judged_gpt35.jsonl")
+    import_labels(db, WICE / "wice_human_labels.csv")
+
+
+def _fill_demo(db: Database) -> None:
+    import_answers(db, DEMO)
+
+
+Fill = Callable[[Database], None]
+
+
+@pytest.fixture(scope="session")
+def filled_template(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Fill], Path]:
+    """A database filled once per test process by `fill`, for tests to copy.
+
+    Importing the WiCE data takes a few tenths of a second and some 270 tests start from it;
+    a copy made with SQLite's backup API takes a few milliseconds and is the same database.
+    """
+    made: dict[Fill, Path] = {}
+
+    def template(fill: Fill) -> Path:
+        if fill not in made:
+            path = tmp_path_factory.mktemp("template") / "calibration.db"
+            with store.session(path) as db:
+                fill(db)
+            made[fill] = path
+        return made[fill]
+
+    return template
+
+
+def _copied(source: Path, target: Path) -> Iterator[Database]:
+    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
+    src.close()
+    dst.close()
+    with store.session(target) as db:
+        yield db
+
+
 @pytest.fixture
-def wice_db(fresh_db: Database) -> Database:
+def wice_db(db_path: Path, filled_template: Callable[[Fill], Path]) -> Iterator[Database]:
     """The real WiCE data: two judge runs over the same 100 claims, plus the human labels."""
-    import_answers(fresh_db, WICE / "wice_judged_gpt4.jsonl")
-    import_answers(fresh_db, WICE / "wice_judged_gpt35.jsonl")
-    import_labels(fresh_db, WICE / "wice_human_labels.csv")
-    return fresh_db
+    yield from _copied(filled_template(_fill_wice), db_path)
 
 
 @pytest.fixture
-def demo_db(fresh_db: Database) -> Database:
+def demo_db(db_path: Path, filled_template: Callable[[Fill], Path]) -> Iterator[Database]:
     """The DEMO-RAG-v1 worked example, judged but not yet labeled."""
-    import_answers(fresh_db, DEMO)
-    return fresh_db
+    yield from _copied(filled_template(_fill_demo), db_path)

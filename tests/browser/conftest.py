@@ -51,6 +51,15 @@ CHROMIUM_ARGS = [
 SCREENSHOTS = Path(os.environ.get("SCREENSHOT_DIR", "/tmp"))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Every test in this folder drives a browser, whether or not its file says so, so that
+    # `-m "not browser"` (make test-fast) never starts Chromium.
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.path).parents:
+            item.add_marker(pytest.mark.browser)
+
+
 def _missing(reason: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"browser tests cannot run in CI: {reason}", pytrace=False)
