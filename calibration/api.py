@@ -20,7 +20,7 @@ InputError lists the first problems and nothing of that call is written.
 from __future__ import annotations
 
 import csv
-import re
+import dataclasses
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -30,7 +30,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from . import adapters, export, importing, store
-from .errors import InputError
+from .errors import InputError, Problem
 from .export import ExportReport
 from .importing import ImportReport, LabelsReport
 from .models import Verdict, parse_mapping
@@ -225,14 +225,12 @@ def _import_label_rows(db: Database, rows: Iterable[Mapping[str, Any]], *, revie
         try:
             return importing.import_labels(db, path, reviewer=reviewer, mapping=mapping)
         except InputError as exc:
-            pattern = re.compile(rf"^{re.escape(str(path))}(?::(\d+))?")
-
-            def rename(m: re.Match[str]) -> str:
-                if m.group(1) is None:
-                    return ROWS
-                n = int(m.group(1))
-                return f"{ROWS}:{line_of[n]}" if n in line_of else ROWS
-            raise InputError([pattern.sub(rename, p) for p in exc.problems]) from None
+            def renamed(p: Problem) -> Problem:
+                if p.file != str(path):
+                    return p
+                return dataclasses.replace(p, file=ROWS, line=None if p.line is None else line_of.get(p.line))
+            raise InputError([renamed(p) for p in exc.problems], more=exc.more,
+                             closing=None if exc.closing is None else renamed(exc.closing)) from None
 
 
 __all__ = ["Calibration", "connect"]

@@ -45,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlite_utils import Database
 
 from . import importing, store
-from .errors import ConflictError, InputError
+from .errors import ConflictError, InputError, Problem
 from .export import EXPORT_FORMAT, atomic_write, json_line
 from .fmt import plural
 from .reading import BadRecord, Problems, field_errors, iter_json_records
@@ -166,8 +166,9 @@ def restore(db: Database, path: str | Path, *, encoding: str | None = None) -> R
     try:
         header = BackupHeader.model_validate(first)
     except ValidationError as exc:
-        raise InputError([f"{path}:{line}: header: {m}" for m in field_errors(exc)]
-                         + [f"{path}: nothing was restored"]) from None
+        raise InputError([Problem(m, str(path), line, f"header.{f}" if f else "header")
+                          for f, m in field_errors(exc)],
+                         closing=Problem("nothing was restored", str(path))) from None
     return _restore_backup(db, path, encoding, header)
 
 

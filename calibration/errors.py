@@ -1,7 +1,7 @@
 """Every error the calibration package raises on purpose, in one tree.
 
     CalibrationError
-    ├── InputError              a file, option or form value is invalid
+    ├── InputError              a file, option or form value is invalid (a list of Problem)
     ├── NotFoundError           a named run, cycle, answer or claim does not exist
     ├── NotALeadError           a lead-only action asked for by someone who is not a lead now
     ├── ConflictError           the request contradicts what the database holds
@@ -27,10 +27,19 @@ missing and foreign database files become the StorageError subclasses, in one se
 path (`store.connection`); httpx's
 transport errors become JudgeError subclasses). Anything else is a bug and surfaces as itself.
 Callers (CLI, pages) catch CalibrationError and show its message; nothing else is caught.
+
+An InputError carries its problems as objects, `Problem(message, file, line, field, hint)`,
+never as text to be parsed back: each front end renders them (the CLI as `FILE:LINE: field:
+message`, the Import page as table rows). A hint names what the user can set as an `Option`,
+not as a command-line flag or a control; the renderer gives each option its own words (the
+CLI its flag, a page its control), and `str()` uses the neutral `OPTION_WORDS`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 
@@ -38,12 +47,88 @@ class CalibrationError(Exception):
     """Base of every error the package raises on purpose."""
 
 
-class InputError(CalibrationError):
-    """A file or form given by a user is invalid; the message names file, line and field."""
+class Option(StrEnum):
+    """Something a user sets beside the input itself, which a hint may tell them to set."""
 
-    def __init__(self, problems: list[str] | str) -> None:
-        self.problems = [problems] if isinstance(problems, str) else list(problems)
-        super().__init__("\n".join(self.problems))
+    ENCODING = "encoding"
+    JUDGE_MODEL = "judge_model"
+    JUDGE_PROMPT_VERSION = "judge_prompt_version"
+    MAP = "map"
+    COLUMNS = "columns"
+    REVIEWER = "reviewer"
+    UPDATE = "update"
+    SOURCE = "source"  # the tool whose output the file is (the format)
+    SKIP_FAILED = "skip_failed"
+
+
+# The words `str()` uses for an option: the Python API's keyword, as a caller of it writes it.
+OPTION_WORDS: Mapping[Option, str] = {
+    Option.ENCODING: "encoding=", Option.JUDGE_MODEL: "judge_model=",
+    Option.JUDGE_PROMPT_VERSION: "judge_prompt_version=", Option.MAP: "a mapping entry such as",
+    Option.COLUMNS: "columns=", Option.REVIEWER: "reviewer=", Option.UPDATE: "update=True",
+    Option.SOURCE: "the format", Option.SKIP_FAILED: "skip_failed=True",
+}
+
+# Text with the options it names left as `Option`s: a hint, or an adapter's note.
+Hint = tuple[str | Option, ...]
+
+
+def phrase(parts: Hint, words: Mapping[Option, str] = OPTION_WORDS) -> str:
+    """`parts` as text, each option in `words` (a front end passes its own)."""
+    return "".join(words[p] if isinstance(p, Option) else p for p in parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with an input: where (file, line, field), what, and how to fix it.
+
+    `hint` is text with the options it names left as `Option`s, so that each front end can name
+    its own control for them (`hint_text`)."""
+
+    message: str
+    file: str = ""
+    line: int | None = None
+    field: str = ""
+    hint: Hint = ()
+
+    def hint_text(self, words: Mapping[Option, str] = OPTION_WORDS) -> str:
+        return phrase(self.hint, words)
+
+    def text(self, words: Mapping[Option, str] = OPTION_WORDS) -> str:
+        """`FILE:LINE: field: message; hint`, each part only when there is one."""
+        where = f"{self.file}:{self.line}" if self.file and self.line is not None else self.file
+        hint = self.hint_text(words)
+        return ": ".join(x for x in (where, self.field, self.message + (f"; {hint}" if hint else "")) if x)
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+class InputError(CalibrationError):
+    """A file or form given by a user is invalid; its problems name file, line and field."""
+
+    def __init__(self, problems: Problem | str | Iterable[Problem | str], *, more: int = 0,
+                 closing: Problem | None = None) -> None:
+        items = [problems] if isinstance(problems, Problem | str) else list(problems)
+        self.problems = [p if isinstance(p, Problem) else Problem(p) for p in items]
+        self.more = more  # problems found beyond the ones kept
+        self.closing = closing  # what became of the input as a whole ("nothing was imported")
+        super().__init__("\n".join(self.lines()))
+
+    def lines(self, words: Mapping[Option, str] = OPTION_WORDS) -> list[str]:
+        """Every problem as a line (`Problem.text`), then how many more there were, then the closing."""
+        return [*(p.text(words) for p in self.problems),
+                *([f"... and {self.more} more problems"] if self.more else []),
+                *([self.closing.text(words)] if self.closing else [])]
+
+    def grouped(self) -> list[tuple[list[int], Problem]]:
+        """The problems with one (field, message, hint) said once: (its lines in file order, the
+        problem), in the order each first occurs. A value missing on every record is one entry."""
+        groups: dict[Problem, list[int]] = {}
+        for p in self.problems:
+            key = Problem(p.message, p.file, None, p.field, p.hint)
+            groups.setdefault(key, []).extend([] if p.line is None else [p.line])
+        return [(lines, p) for p, lines in groups.items()]
 
 
 class NotFoundError(CalibrationError):

@@ -2,10 +2,10 @@
 
 Every file is read as a stream and written inside one transaction: each record is
 validated as it is read, the first problems are collected with file, line and field
-(`reading.Problems`), and if there is any problem the transaction is rolled back, so a bad
-file never leaves half of itself behind. A JSONL export of this tool (`export.is_export_file`)
-given to `import_answers` / `import_labels` is restored losslessly instead (`restore_answers`,
-`restore_labels`).
+(`reading.Problems`, as `errors.Problem`s), and if there is any problem the transaction is
+rolled back, so a bad file never leaves half of itself behind. A JSONL export of this tool
+(`export.is_export_file`) given to `import_answers` / `import_labels` is restored losslessly
+instead (`restore_answers`, `restore_labels`).
 """
 
 from __future__ import annotations
@@ -24,19 +24,19 @@ from pydantic import ValidationError
 from sqlite_utils import Database
 
 from . import checks, roles, shipped, store
-from .errors import CalibrationError, ConflictError, InputError, NotFoundError
+from .errors import CalibrationError, ConflictError, InputError, NotFoundError, Option
 from .export import EXPORT_FORMAT, FORMAT_VERSION, is_export_file
-from .models import JudgedAnswerIn, LabelRowIn, Verdict, parse_verdict
+from .models import JudgedAnswerIn, LabelRowIn, Verdict, parse_verdict, verdict_hint
 from .reading import (
     MAX_PROBLEMS,
     BadRecord,
     Problems,
-    decode_error,
+    csv_error,
     field_errors,
     iter_json_records,
-    open_text,
+    repeated_columns,
+    text_file,
 )
-from .reading import csv_problem as _csv_problem
 from .store import answers as answer_store
 from .store import checks as check_store
 from .store import cycles as store_cycles
@@ -250,31 +250,30 @@ def _read_answers(db: Database, records: Iterable[tuple[int, Any]], judge_model:
         try:
             rec = JudgedAnswerIn.model_validate(value)
         except ValidationError as exc:
-            for msg in field_errors(exc):
-                problems.add(line, msg)
+            for fld, msg in field_errors(exc):
+                problems.add(line, msg, fld)
             continue
         if rec.id in seen:
-            problems.add(line, f"id: duplicate id {rec.id!r} in the file")
+            problems.add(line, f"duplicate id {rec.id!r} in the file", "id")
             continue
         seen.add(rec.id)
         model = rec.judge_model or judge_model
         version = rec.judge_prompt_version or judge_prompt_version
         if not model or not version:
-            missing = "judge_model" if not model else "judge_prompt_version"
-            flag = missing.replace("_", "-")
-            problems.add(line, f"{missing}: missing (put it in the file or give --{flag})")
+            missing = Option.JUDGE_MODEL if not model else Option.JUDGE_PROMPT_VERSION
+            problems.add(line, "missing", missing.value, ("put it in the file or give it with ", missing))
             continue
         verdicts: list[str] = []
         texts: set[str] = set()
         for i, claim in enumerate(rec.claims):
             if claim.id is None and claim.text in texts:
-                problems.add(line, f"claims.{i}.text: repeats an earlier claim of this "
-                                   "answer; give the claims ids or drop the repeat")
+                problems.add(line, "repeats an earlier claim of this answer; give the claims ids or drop "
+                                   "the repeat", f"claims.{i}.text")
             texts.add(claim.text)
             try:
                 verdict, spelling = parse_verdict(claim.verdict, mapping)
             except ValueError as exc:
-                problems.add(line, f"claims.{i}.verdict: {exc}")
+                problems.add(line, str(exc), f"claims.{i}.verdict", verdict_hint(exc))
                 continue
             verdicts.append(verdict.value)
             report.mappings[(spelling, verdict.value)] += 1
@@ -283,7 +282,7 @@ def _read_answers(db: Database, records: Iterable[tuple[int, Any]], judge_model:
         before = report.answers_new
         conflict = writer.add(rec, content_hash(rec), verdicts, run_id(model, version))
         if conflict:
-            problems.add(line, conflict)
+            problems.add(line, conflict.message, conflict.field, conflict.hint)
         elif report.answers_new > before:
             check_rows.append(_check_row(rec.id, rec.question, rec.answer))
     if not seen and not problems:
@@ -358,26 +357,23 @@ def _read_labels(db: Database, path: Path, *, reviewer: str | None, mapping: dic
     """Read and check every row of a label CSV, counting and staging the labels that would change;
     InputError, with the first problems, if any row is bad."""
     problems = Problems(path)
-    with open_text(path, encoding) as fh:
+    with text_file(path, encoding) as fh:
         # strict: a quote left open is an error where it happens, not a field that swallows
         # the rest of the file.
         reader = csv.DictReader(fh, strict=True)
         try:
             header = list(reader.fieldnames or [])
-        except UnicodeError as exc:
-            raise decode_error(path, 1, exc, encoding) from exc
         except csv.Error as exc:
-            raise InputError(f"{path}:1: {_csv_problem(exc)}; nothing was imported") from exc
-        twice = sorted({c for c in header if header.count(c) > 1})
+            raise csv_error(path, 1, exc) from exc
+        twice = repeated_columns(header)
         if twice:
-            raise InputError(f"{path}:1: column(s) {', '.join(map(repr, twice))} appear more than once in "
-                             "the header; which one holds the value is ambiguous; nothing was imported")
+            raise problems.fail(1, twice)
         missing = [c for c in ("answer_id", "claim_id", "verdict") if c not in header]
-        if "reviewer" not in header and not reviewer:
-            missing.append("reviewer (or give --reviewer)")
-        if missing:
-            raise InputError(f"{path}:1: missing column(s): {', '.join(missing)}; "
-                             "nothing was imported")
+        no_reviewer = "reviewer" not in header and not reviewer
+        if missing or no_reviewer:
+            raise problems.fail(1, f"missing column(s): {', '.join(missing + ['reviewer'] * no_reviewer)}",
+                                hint=("or name the reviewer of every row with ", Option.REVIEWER)
+                                if no_reviewer else ())
         seen: dict[tuple[str, str, str], int] = {}
         try:
             known = store_cycles.known_reviewer_names(db)
@@ -396,45 +392,49 @@ def _read_labels(db: Database, path: Path, *, reviewer: str | None, mapping: dic
                         if k is not None}
                 if not data.get("reviewer"):
                     data["reviewer"] = reviewer
-                if data.get("reviewer"):
-                    typed = str(data["reviewer"])
-                    if typed not in names:
-                        try:  # the one name rule: "Vera" is the known "vera"
-                            names[typed] = roles.accept_name(typed, known, field="reviewer")
-                        except InputError as exc:
-                            problems.add(line, str(exc))
-                            continue
-                    data["reviewer"] = names[typed]
+                if not data.get("reviewer"):
+                    problems.add(line, "empty: fill in the reviewer", "reviewer",
+                                 ("or give one with ", Option.REVIEWER, " for rows without one"))
+                    continue
+                typed = str(data["reviewer"])
+                if typed not in names:
+                    try:  # the one name rule: "Vera" is the known "vera"
+                        names[typed] = roles.accept_name(typed, known, field="reviewer")
+                    except InputError as exc:
+                        for p in exc.problems:
+                            problems.add(line, p.message, p.field, p.hint)
+                        continue
+                data["reviewer"] = names[typed]
                 try:
                     rec = LabelRowIn.model_validate(data)
                 except ValidationError as exc:
-                    for msg in field_errors(exc):
-                        problems.add(line, msg)
+                    for fld, msg in field_errors(exc):
+                        problems.add(line, msg, fld)
                     continue
                 try:
                     verdict, spelling = parse_verdict(rec.verdict, mapping)
                 except ValueError as exc:
-                    problems.add(line, f"verdict: {exc}")
+                    problems.add(line, str(exc), "verdict", verdict_hint(exc))
                     continue
                 key = (rec.answer_id, rec.claim_id, rec.reviewer)
                 if key in seen:
-                    problems.add(line, f"claim_id: {rec.claim_id!r} of {rec.answer_id!r} is "
-                                       f"labeled twice by {rec.reviewer!r} (first on line {seen[key]})")
+                    problems.add(line, f"{rec.claim_id!r} of {rec.answer_id!r} is labeled twice by "
+                                       f"{rec.reviewer!r} (first on line {seen[key]})", "claim_id")
                     continue
                 seen[key] = line
                 try:
                     pk = store.claim_pk(db, rec.answer_id, rec.claim_id)
                 except CalibrationError as exc:
-                    problems.add(line, f"claim_id: {exc}")
+                    problems.add(line, str(exc), "claim_id")
                     continue
                 if import_marks.is_hidden_claim(db, pk):
                     # A label would pin a row that import may still have to take back.
-                    problems.add(line, f"claim_id: answer {rec.answer_id!r} is still being imported; "
-                                       "import these labels when that import has finished")
+                    problems.add(line, f"answer {rec.answer_id!r} is still being imported; import these "
+                                       "labels when that import has finished", "claim_id")
                     continue
                 bad = answer_store.unknown_chunks(db, rec.answer_id, rec.evidence)
                 if bad:
-                    problems.add(line, f"evidence: {', '.join(bad)} names no chunk of this answer")
+                    problems.add(line, f"{', '.join(bad)} names no chunk of this answer", "evidence")
                     continue
                 report.mappings[(spelling, verdict.value)] += 1
                 if problems:
@@ -446,13 +446,11 @@ def _read_labels(db: Database, path: Path, *, reviewer: str | None, mapping: dic
                     staging.add(pk, rec.reviewer, verdict.value, rec.evidence, rec.note or None)
                     report.new += 1
                 report.reviewers.add(rec.reviewer)
-        except UnicodeError as exc:
-            raise decode_error(path, reader.line_num + 1, exc, encoding) from exc
         except csv.Error as exc:
             # An unclosed quote is found at the end of the file; the row it opened starts on the line
             # after the last complete one.
             line = reader.line_num + 1 if "end of data" in str(exc) else reader.line_num
-            raise InputError(f"{path}:{line}: {_csv_problem(exc)}; nothing was imported") from exc
+            raise csv_error(path, line, exc) from exc
         problems.raise_if_any()
 
 
@@ -536,8 +534,8 @@ def restore_answers(db: Database, path: str | Path, *, encoding: str | None = No
             except (KeyError, TypeError) as exc:
                 problems.add(line, f"missing or malformed field {exc}")
             except ValidationError as exc:
-                for msg in field_errors(exc):
-                    problems.add(line, msg)
+                for fld, msg in field_errors(exc):
+                    problems.add(line, msg, fld)
             except ValueError as exc:
                 problems.add(line, str(exc))
         problems.raise_if_any()
@@ -648,7 +646,7 @@ def _restore_claim_labels(db: Database, rec: dict[str, Any], report: RestoreRepo
     found = answer_store.find_claim(db, answer_id, claim_id)
     if found is None:
         raise ValueError(f"claim_id: no claim {claim_id!r} in answer {answer_id!r}; restore the answers "
-                         f"first with `python -m calibration import` on this file")
+                         "first: import this file as judged answers")
     pk = found[0]
     events = rec["events"]
     for i, e in enumerate(events):

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .errors import Hint, Option
 from .text import id_problem, text_problem
 from .vocab import LABELS, Verdict
 
@@ -50,6 +51,24 @@ def normalise_spelling(raw: str) -> str:
     return re.sub(r"[\s_\-]+", "", raw).casefold()
 
 
+def map_hint(spelling: str) -> Hint:
+    """How to make an unknown verdict spelling known: map it."""
+    return ("or map it with ", Option.MAP, f" {spelling.strip()}=UNSUPPORTED")
+
+
+class UnknownVerdict(ValueError):
+    """A verdict spelling neither the table nor the user's mapping knows; `hint` says how to map it."""
+
+    def __init__(self, raw: str) -> None:
+        super().__init__(f"unknown verdict {raw!r}; use SUPPORTED, CONTRADICTED or UNSUPPORTED")
+        self.hint = map_hint(raw)
+
+
+def verdict_hint(exc: ValueError) -> Hint:
+    """The hint of a `parse_verdict` error, if it has one."""
+    return exc.hint if isinstance(exc, UnknownVerdict) else ()
+
+
 def parse_verdict(raw: object, extra: dict[str, Verdict] | None = None) -> tuple[Verdict, str]:
     """Return the canonical verdict and the normalised spelling it came from.
 
@@ -63,10 +82,7 @@ def parse_verdict(raw: object, extra: dict[str, Verdict] | None = None) -> tuple
         return extra[key], key
     if key in VERDICT_ALIASES:
         return VERDICT_ALIASES[key], key
-    raise ValueError(
-        f"unknown verdict {raw!r}; use SUPPORTED, CONTRADICTED or UNSUPPORTED, "
-        f"or map it with --map {raw.strip()}=UNSUPPORTED"
-    )
+    raise UnknownVerdict(raw)
 
 
 def parse_mapping(items: list[str]) -> dict[str, Verdict]:
@@ -75,12 +91,12 @@ def parse_mapping(items: list[str]) -> dict[str, Verdict]:
     for item in items:
         spelling, sep, target = item.partition("=")
         if not sep or not spelling.strip():
-            raise ValueError(f"--map {item!r}: expected SPELLING=VERDICT")
+            raise ValueError(f"{item!r}: expected SPELLING=VERDICT")
         try:
             out[normalise_spelling(spelling)] = Verdict(target.strip().upper())
         except ValueError:
             raise ValueError(
-                f"--map {item!r}: target must be SUPPORTED, CONTRADICTED or UNSUPPORTED"
+                f"{item!r}: target must be SUPPORTED, CONTRADICTED or UNSUPPORTED"
             ) from None
     return out
 
@@ -242,7 +258,7 @@ class LabelRowIn(BaseModel):
     @classmethod
     def _named(cls, v: Any) -> Any:
         if v is None or (isinstance(v, str) and not v.strip()):
-            raise ValueError("empty: fill in the reviewer, or give --reviewer for rows without one")
+            raise ValueError("empty: fill in the reviewer")
         return v
 
     @field_validator("evidence", mode="before")

@@ -1,26 +1,31 @@
 """Reading input files the way every import does: strictly decoded, streamed, problems collected.
 
-Shared by the import of judged answers and labels and by the restore of an export
-(`calibration.importing`), and by export's recognition of its own files. A wrong encoding
-stops the read instead of turning into mojibake; a problem is reported as `FILE:LINE: FIELD:
-MESSAGE`, and at most `MAX_PROBLEMS` of them are kept so a file that is wrong throughout still
-gives a readable error.
+The one reader of every input file: the import of judged answers and labels and the restore
+of an export (`calibration.importing`, `calibration.backup`), every adapter of another tool's
+output (`calibration.adapters`), and export's recognition of its own files. A file is opened
+by `text_file` only (the encoding checked, a BOM dropped, strict decoding, a decoding error
+named by its line); JSON is read by `JsonStream` (a JSON array or another tool's document,
+streamed) or line by line (JSONL), each value through the one input policy (`json_value`:
+depth, digits, surrogates). A wrong encoding stops the read instead of turning into mojibake;
+problems are `errors.Problem`s with file, line and field, and at most `MAX_PROBLEMS` of them
+are kept so a file that is wrong throughout still gives a readable error.
 """
 
 from __future__ import annotations
 
 import codecs
+import contextlib
 import functools
 import io
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
-from .errors import InputError
+from .errors import Hint, InputError, Option, Problem
 
 if TYPE_CHECKING:  # only the type: reading must not load pydantic for callers that never validate
     from pydantic import ValidationError
@@ -223,58 +228,269 @@ def json_records(values: Iterable[Any]) -> Iterator[tuple[int, Any]]:
 
 
 class Problems:
-    """The problems found in one file, each as `FILE:LINE: MESSAGE`; the first MAX_PROBLEMS kept."""
+    """The problems found in one file (`errors.Problem`, with the file's name); the first
+    MAX_PROBLEMS kept, the others counted."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.items: list[str] = []
+        self.items: list[Problem] = []
         self.more = 0
 
-    def add(self, line: int | None, message: str) -> None:
+    def add(self, line: int | None, message: str, field: str = "", hint: Hint = ()) -> None:
         """Record a problem on `line` (None: the file as a whole)."""
         if len(self.items) < MAX_PROBLEMS:
-            where = f"{self.path}:{line}" if line is not None else str(self.path)
-            self.items.append(f"{where}: {message}")
+            self.items.append(Problem(message, str(self.path), line, field, hint))
         else:
             self.more += 1
 
+    def error(self) -> InputError:
+        """The InputError listing the problems, closed by "nothing was imported"."""
+        return InputError(self.items, more=self.more, closing=nothing_imported(self.path))
+
+    def fail(self, line: int | None, message: str, field: str = "", hint: Hint = ()) -> InputError:
+        """A problem that stops reading the file: the error of what was collected, then this one."""
+        self.add(line, message, field, hint)
+        return self.error()
+
     def raise_if_any(self) -> None:
-        """Raise InputError listing the problems, ending with "nothing was imported", if there are any."""
+        """Raise `error()` if there are any problems."""
         if self.items:
-            tail = [f"... and {self.more} more problems"] if self.more else []
-            raise InputError([*self.items, *tail, f"{self.path}: nothing was imported"])
+            raise self.error()
 
     def __bool__(self) -> bool:
         return bool(self.items)
 
 
+def nothing_imported(path: Path) -> Problem:
+    """What is said of a file refused as a whole."""
+    return Problem("nothing was imported", str(path))
+
+
+def text_encoding(name: str) -> str:
+    """`name` if it is a character encoding Python knows; InputError if not, or if it names a
+    bytes or text transform (rot13, base64...), which decoding would refuse."""
+    try:
+        codecs.lookup(name)
+    except LookupError:
+        raise InputError(f"unknown encoding {name!r}") from None
+    try:
+        "".encode(name)
+    except LookupError:
+        raise InputError(f"{name!r} is not a text encoding; give the file's character encoding, "
+                         "e.g. latin-1 or cp1251") from None
+    return name
+
+
 def open_text(path: Path, encoding: str | None) -> TextIO:
-    """Open `path` for strict text reading (default UTF-8, with or without a BOM); InputError if not."""
+    """Open `path` for strict text reading (default UTF-8, with or without a BOM); InputError if not.
+
+    Read it inside `text_file`, which turns a decoding error into its InputError."""
+    enc = text_encoding(encoding or "utf-8-sig")
     try:
         raw: BinaryIO = path.open("rb")
     except OSError as exc:
         raise InputError(f"{path}: cannot open: {exc.strerror}") from exc
-    enc = encoding or "utf-8-sig"
-    try:
-        info = codecs.lookup(enc)
-    except LookupError as exc:
-        raw.close()
-        raise InputError(f"unknown encoding {enc!r}") from exc
-    if not getattr(info, "_is_text_encoding", True):  # rot13, base64...: bytes/str transforms
-        raw.close()
-        raise InputError(f"{enc!r} is not a text encoding; give the file's character encoding, e.g. latin-1")
     # errors="strict": a wrong encoding must stop the import, never become mojibake.
     return io.TextIOWrapper(raw, encoding=enc, errors="strict", newline="")
 
 
-def decode_error(path: Path, line: int, exc: UnicodeError, encoding: str | None) -> InputError:
-    """The InputError for bytes on `line` that do not decode (or a stream the encoding cannot start
-    on, such as UTF-16 without a byte order mark), with a hint about --encoding."""
-    hint = ("; the file is not UTF-8: give its encoding with --encoding" if not encoding
-            else "; is that the file's encoding? Without --encoding UTF-8 is read")
-    return InputError(f"{path}:{line}: cannot decode bytes as {encoding or 'UTF-8'} "
-                      f"({exc.reason if isinstance(exc, UnicodeDecodeError) else exc}){hint}; "
-                      "nothing was imported")
+@contextlib.contextmanager
+def text_file(path: Path, encoding: str | None) -> Iterator[TextIO]:
+    """The one way an input file is read as text: `open_text`, with a decoding error anywhere
+    in the block raised as the InputError naming its line (`decode_error`)."""
+    with open_text(path, encoding) as fh:
+        try:
+            yield fh
+        except UnicodeError as exc:
+            raise decode_error(path, exc, encoding) from exc
+
+
+def head_text(path: Path, size: int = 1 << 16) -> str:
+    """The first `size` bytes of a file as text, undecodable bytes dropped, "" if it cannot be
+    read: for recognising a format, never for importing."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(size).decode("utf-8", errors="ignore")
+    except OSError:
+        return ""
+
+
+def count_lines(path: Path) -> int:
+    """The number of lines of a file (at least 1), counted in its bytes: for a progress bar."""
+    with path.open("rb") as fh:
+        return max(1, sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b"")) + 1)
+
+
+def _bad_line(path: Path, encoding: str) -> int | None:
+    """The line holding the first bytes of `path` that do not decode as `encoding` (None if
+    none do): counted again from the start, since a text stream decodes ahead of its lines."""
+    factory = codecs.getincrementaldecoder(encoding)
+    decoder = factory(errors="strict")
+    line = 1
+    with path.open("rb") as fh:
+        while chunk := fh.read(_READ_SIZE):
+            state = decoder.getstate()
+            try:
+                line += decoder.decode(chunk).count("\n")
+            except UnicodeDecodeError as exc:
+                # exc.start counts from the decoder's pending bytes, then this chunk.
+                good = factory(errors="ignore")
+                good.setstate(state)
+                return line + good.decode(chunk[:max(0, exc.start - len(state[0]))]).count("\n")
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            return line
+    return None
+
+
+def decode_error(path: Path, exc: UnicodeError, encoding: str | None) -> InputError:
+    """The InputError for bytes that do not decode (or a stream the encoding cannot start on,
+    such as UTF-16 without a byte order mark), on the line they are on."""
+    try:
+        line = _bad_line(path, encoding or "utf-8-sig")
+    except (OSError, UnicodeError):
+        line = None
+    hint: Hint = (("the file is not UTF-8: give its encoding with ", Option.ENCODING) if not encoding
+                  else ("is that the file's encoding? Without ", Option.ENCODING, " UTF-8 is read"))
+    reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
+    return InputError(Problem(f"cannot decode bytes as {encoding or 'UTF-8'} ({reason}), so nothing was "
+                              "imported", str(path), line, hint=hint))
+
+
+class BadJson(ValueError):
+    """Malformed JSON on `line`, after which the text cannot be read on."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+_BLANKS = re.compile(f"[{_BLANK}]*")
+
+
+class JsonStream:
+    """A JSON text read from a stream a buffer at a time, knowing the line it has got to.
+
+    The one streaming JSON reader: a file's array of records (`iter_json_records`) and the
+    records inside another tool's document (`adapters`) are read with it, so a file is never
+    held whole, only the value being decoded. (A maintained streaming parser such as ijson
+    does not say on which line a value starts, which every problem must name.)
+    """
+
+    def __init__(self, fh: TextIO, buf: str = "", line: int = 1) -> None:
+        self.fh = fh
+        self.buf = buf
+        self.pos = 0
+        self.line = line  # the line of `pos`
+        self.eof = False
+
+    def _fill(self, at_least: int = _READ_SIZE) -> bool:
+        chunk = self.fh.read(at_least)
+        if not chunk:
+            self.eof = True
+            return False
+        self.buf = self.buf[self.pos:] + chunk
+        self.pos = 0
+        return True
+
+    def peek(self) -> str:
+        """The next character that is not JSON whitespace, stepping to it ("" at the end)."""
+        while True:
+            end = _BLANKS.match(self.buf, self.pos).end()  # type: ignore[union-attr]  # * always matches
+            self.line += self.buf.count("\n", self.pos, end)
+            self.pos = end
+            if end < len(self.buf):
+                return self.buf[end]
+            if self.eof or not self._fill():
+                return ""
+
+    def take(self, ch: str) -> bool:
+        """Step over `ch` if it is the next character that is not whitespace."""
+        if self.peek() == ch:
+            self.pos += 1
+            return True
+        return False
+
+    def value(self, where: str | None = "") -> Any:
+        """The value that starts here, stepped over. Checked by the input policy as the value
+        at path `where` (a BadRecord if refused); `where=None` for a value only stepped over."""
+        self.peek()
+        while True:
+            # A value cut at the buffer's end is parsed again once more has been read; reading at
+            # least as much again as is pending keeps that linear in the value's size (a
+            # fixed-size read would parse a 40 MB record some 600 times).
+            more = max(_READ_SIZE, len(self.buf) - self.pos)
+            try:
+                value, end = DECODER.raw_decode(self.buf, self.pos)
+                # A number or literal cut at the buffer's end would parse short: read on.
+                if end == len(self.buf) and not self.eof and self._fill(more):
+                    continue
+                break
+            except json.JSONDecodeError as exc:
+                if not self.eof and self._fill(more):
+                    continue
+                raise BadJson(self.line + self.buf.count("\n", self.pos, exc.pos),
+                              f"malformed JSON: {exc.msg} (column {exc.colno})") from None
+            except RecursionError:
+                raise BadJson(self.line, _TOO_DEEP) from None
+        buf, pos = self.buf, self.pos
+        self.line += buf.count("\n", pos, end)
+        self.pos = end
+        if where is None:
+            return value
+        try:
+            return parsed_value(value, buf, pos, end, where)
+        except BadValue as exc:
+            return BadRecord(str(exc))
+
+    def elements(self, where: str = "") -> Iterator[tuple[int, int, Any]]:
+        """(index, line, value) of each element of the array that starts here (at path
+        `where`); a value the input policy refuses is a BadRecord. BadJson if malformed."""
+        if not self.take("["):
+            raise BadJson(self.line, "malformed JSON: expected a JSON array")
+        if self.take("]"):
+            return
+        index = 0
+        while True:
+            ch = self.peek()
+            if ch in (",", "]"):
+                raise BadJson(self.line, f"malformed JSON: unexpected {ch!r}")
+            if not ch:
+                raise BadJson(self.line, "malformed JSON: the JSON array is not closed")
+            line = self.line
+            yield index, line, self.value(f"{where}.{index}" if where else "")
+            index += 1
+            if self.take(","):
+                continue
+            if self.take("]"):
+                return
+            if not self.peek():
+                raise BadJson(self.line, "malformed JSON: the JSON array is not closed")
+            raise BadJson(self.line, "malformed JSON: expected ',' or ']' between records")
+
+    def member(self, keys: Collection[str]) -> str | None:
+        """Step into the object that starts here, to the value of its first member named in
+        `keys`: that name, or None when the object has none (or this is not an object).
+
+        Other members are decoded only to step over them, so put the big one in `keys`."""
+        if not self.take("{") or self.take("}"):
+            return None
+        while True:
+            if self.peek() != '"':
+                raise BadJson(self.line, "malformed JSON: expected a key in an object")
+            name = self.value(None)
+            if not self.take(":"):
+                raise BadJson(self.line, "malformed JSON: expected ':' after a key")
+            if name in keys:
+                self.peek()
+                return str(name)
+            self.value(None)
+            if self.take(","):
+                continue
+            if self.take("}"):
+                return None
+            raise BadJson(self.line, "malformed JSON: expected ',' or '}' in an object")
 
 
 def iter_json_records(path: Path, encoding: str | None = None) -> Iterator[tuple[int, Any]]:
@@ -286,136 +502,58 @@ def iter_json_records(path: Path, encoding: str | None = None) -> Iterator[tuple
     is that one array: anything but whitespace after its closing bracket (another array, JSON
     lines) is a BadRecord on its line, never silently ignored.
     """
-    with open_text(path, encoding) as fh:
+    with text_file(path, encoding) as fh:
         line_no = 0
-        try:
-            first = ""
-            pending: list[str] = []
-            # Peek the first non-blank character to tell an array from JSONL.
-            for line in fh:
-                line_no += 1
-                if line.strip():
-                    first = line.lstrip()[0]
-                    pending.append(line)
-                    break
-            if not first:
-                return
-            if first == "[":
-                yield from _iter_array(fh, "".join(pending), line_no)
-                return
-            for line in _chain(pending, fh):
-                if pending:
-                    pending = []
-                else:
-                    line_no += 1
-                if not line.strip():
-                    continue
+        pending = ""
+        # Peek the first non-blank line to tell an array from JSONL.
+        for line in fh:
+            line_no += 1
+            if line.strip():
+                pending = line
+                break
+        if not pending:
+            return
+        if pending.lstrip()[0] == "[":
+            yield from _array_records(JsonStream(fh, pending, line_no))
+            return
+        yield line_no, checked(pending)
+        for line in fh:
+            line_no += 1
+            if line.strip():
                 yield line_no, checked(line)
-        except UnicodeError as exc:
-            raise decode_error(path, line_no + 1, exc, encoding) from exc
 
 
-def _chain(first: list[str], rest: TextIO) -> Iterator[str]:
-    yield from list(first)
-    yield from rest
+def _array_records(stream: JsonStream) -> Iterator[tuple[int, Any]]:
+    try:
+        for _index, line, value in stream.elements():
+            yield line, value
+    except BadJson as exc:
+        yield exc.line, BadRecord(str(exc))
+        return
+    if stream.peek():
+        yield stream.line, BadRecord("more content after the closing ']' of the JSON array; a file is "
+                                     "one JSON array or JSON lines (one object per line), not both")
 
 
-def _iter_array(fh: TextIO, buf: str, start_line: int) -> Iterator[tuple[int, Any]]:
-    line = start_line
-    pos = buf.index("[") + 1
-    eof = False
-    expect_value = True
-
-    def fill(at_least: int = _READ_SIZE) -> bool:
-        nonlocal buf, pos, eof
-        chunk = fh.read(at_least)
-        if not chunk:
-            eof = True
-            return False
-        buf = buf[pos:] + chunk
-        pos = 0
-        return True
-
-    while True:
-        while True:
-            while pos < len(buf) and buf[pos] in _BLANK:
-                if buf[pos] == "\n":
-                    line += 1
-                pos += 1
-            if pos < len(buf) or not fill():
-                break
-        if pos >= len(buf):
-            yield line, BadRecord("malformed JSON: the JSON array is not closed")
-            return
-        ch = buf[pos]
-        if ch == "]":
-            yield from _after_array(fh, buf[pos + 1:], line)
-            return
-        if ch == ",":
-            if expect_value:
-                yield line, BadRecord("malformed JSON: unexpected ','")
-                return
-            pos += 1
-            expect_value = True
-            continue
-        if not expect_value:
-            yield line, BadRecord("malformed JSON: expected ',' or ']' between records")
-            return
-        while True:
-            # A record cut at the buffer's end is parsed again once more has been read; reading at
-            # least as much again as is pending keeps that linear in the record's size (a
-            # fixed-size read would parse a 40 MB record some 600 times).
-            more = max(_READ_SIZE, len(buf) - pos)
-            try:
-                value, end = DECODER.raw_decode(buf, pos)
-                # A number or literal cut at the buffer's end would parse short: read on.
-                if end == len(buf) and not eof and fill(more):
-                    continue
-                break
-            except json.JSONDecodeError as exc:
-                if not eof and fill(more):
-                    continue
-                yield line + buf.count("\n", pos, exc.pos), BadRecord(
-                    f"malformed JSON: {exc.msg} (column {exc.colno})")
-                return
-            except RecursionError:
-                yield line, BadRecord(_TOO_DEEP)
-                return
-        try:
-            yield line, parsed_value(value, buf, pos, end)
-        except BadValue as exc:
-            yield line, BadRecord(str(exc))
-        line += buf.count("\n", pos, end)
-        pos = end
-        expect_value = False
-
-
-def _after_array(fh: TextIO, rest: str, line: int) -> Iterator[tuple[int, Any]]:
-    """After the closing bracket of a file's array only whitespace may follow."""
-    while True:
-        stripped = rest.lstrip(" \t\r\n")
-        line += rest.count("\n", 0, len(rest) - len(stripped))
-        if stripped:
-            yield line, BadRecord("more content after the closing ']' of the JSON array; a file is one "
-                                  "JSON array or JSON lines (one object per line), not both")
-            return
-        rest = fh.read(_READ_SIZE)
-        if not rest:
-            return
-
-
-def csv_problem(exc: Exception) -> str:
-    """The csv module's error in the words of the file's author."""
+def csv_problem(exc: Exception) -> tuple[str, Hint]:
+    """The csv module's error in the words of the file's author: (message, hint)."""
     text = str(exc)
     if "unexpected end of data" in text or "EOF inside string" in text:
-        return ('a quoted field is not closed: a \'"\' opens a value that runs to the end of the file; '
-                "close the quote, or double a quote inside a value (\"\")")
+        return ('a quoted field is not closed: a \'"\' opens a value that runs to the end of the file',
+                ("close the quote, or double a quote inside a value (\"\")",))
     if "expected after" in text:
-        return (f"{text}: a quote inside a quoted value must be doubled (\"\"), and a closing quote must "
-                "be followed by the delimiter")
+        return (text, ("a quote inside a quoted value must be doubled (\"\"), and a closing quote must "
+                       "be followed by the delimiter",))
     if "NUL" in text or "null byte" in text:
-        return "the file contains a NUL byte; it is not a text CSV (or give its --encoding)"
-    return text
+        return "the file contains a NUL byte", ("it is not a text CSV, or give its encoding with ",
+                                                Option.ENCODING)
+    return text, ()
+
+
+def csv_error(path: Path, line: int, exc: Exception) -> InputError:
+    """The InputError for a CSV file the csv module cannot read on `line`."""
+    message, hint = csv_problem(exc)
+    return InputError(Problem(message, str(path), line, hint=hint), closing=nothing_imported(path))
 
 
 def repeated_columns(header: list[str]) -> str | None:
@@ -435,8 +573,8 @@ def row_width_problem(cells: int, columns: int) -> str | None:
     return f"{cells} fields, but the header has {columns} columns"
 
 
-def field_errors(exc: ValidationError) -> list[str]:
-    """A pydantic validation error as `FIELD: MESSAGE` lines, in the words of the input file."""
+def field_errors(exc: ValidationError) -> list[tuple[str, str]]:
+    """A pydantic validation error as (field, message) pairs, in the words of the input file."""
     out = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
@@ -444,11 +582,12 @@ def field_errors(exc: ValidationError) -> list[str]:
         if err["type"] == "missing" and loc.startswith("claims.") and loc.endswith(".text"):
             # The file says `claim` (or `text`); name what the user can actually write.
             loc, msg = loc.removesuffix(".text") + ".claim", "missing: a claim needs 'claim' or 'text'"
-        # Record-level checks already name their field in the message.
-        out.append(f"{loc}: {msg}" if loc else msg)
+        out.append((loc, msg))
     return out
 
 
-__all__ = ["DECODER", "MAX_DEPTH", "MAX_DIGITS", "MAX_PROBLEMS", "BadRecord", "BadValue", "Problems",
-           "checked", "csv_problem", "decode", "decode_error", "field_errors", "iter_json_records",
-           "json_records", "json_value", "open_text", "parsed_value", "repeated_columns", "row_width_problem"]
+__all__ = ["DECODER", "MAX_DEPTH", "MAX_DIGITS", "MAX_PROBLEMS", "BadJson", "BadRecord", "BadValue",
+           "JsonStream", "Problems", "checked", "count_lines", "csv_error", "csv_problem", "decode",
+           "decode_error", "field_errors", "head_text", "iter_json_records", "json_records", "json_value",
+           "nothing_imported", "open_text", "parsed_value", "repeated_columns", "row_width_problem",
+           "text_encoding", "text_file"]

@@ -20,7 +20,7 @@ import streamlit as st
 
 import ui
 from calibration import adapters, store
-from calibration.errors import CalibrationError, InputError
+from calibration.errors import CalibrationError, InputError, phrase
 from calibration.models import parse_mapping
 
 FILE = "_import_file"  # the upload on disk (ui.SavedUpload)
@@ -33,14 +33,6 @@ FORMATS = [adapters.NATIVE, "deepeval", "ragas", "refchecker", "csv"]
 LABELS = {adapters.NATIVE: "This tool's JSONL / JSON", "deepeval": "DeepEval test run",
           "ragas": "Ragas traces", "refchecker": "RefChecker output",
           "csv": "Claim-per-row table (CSV, TSV, Parquet)"}
-# The CLI's flags, as this page's fields: the messages are the CLI's, the controls are these.
-UI_NAMES = {
-    "--judge-prompt-version": "the Judge prompt version field",
-    "--judge-model": "the Judge model field",
-    "--map": "Extra verdict spellings (More options)",
-    "--columns": "Columns (More options)",
-    "--encoding": "the Encoding field",
-}
 # Shown name -> codec; UTF-8 is the readers' default (with or without a BOM).
 ENCODINGS = {"UTF-8": None, "Windows-1251 (Cyrillic)": "cp1251", "Windows-1252 (Western)": "cp1252",
              "Latin-1 (ISO-8859-1)": "latin-1", "UTF-16": "utf-16"}
@@ -149,25 +141,6 @@ inputs = (digest, fmt, encoding, judge_model.strip(), prompt_version.strip(),
           tuple(sorted(options.items())), tuple(sorted(columns.items())), map_text.strip())
 
 
-def _for_page(text: str) -> str:
-    text = text.replace(str(path), shown_name)
-    for flag, name in UI_NAMES.items():
-        text = text.replace(f"give {flag}", f"fill in {name}").replace(flag, name)
-    return text
-
-
-def _lines(lines: list[int]) -> str:
-    if len(lines) <= 3:
-        return ", ".join(map(str, lines))
-    return f"{', '.join(map(str, lines[:3]))} and {len(lines) - 3} more"
-
-
-def _problems_table(exc: InputError) -> list[dict[str, Any]]:
-    # One row per problem, however many records share it (one missing judge model is one row).
-    return [{"lines": _lines(lines), "times": max(1, len(lines)), "field": fld, "problem": _for_page(message)}
-            for lines, fld, message in adapters.grouped_problems(exc.problems, path, shown_name)]
-
-
 def _run(dry_run: bool) -> adapters.Outcome | None:
     try:
         mapping = parse_mapping([x for x in map_text.splitlines() if x.strip()])
@@ -187,12 +160,12 @@ def _run(dry_run: bool) -> adapters.Outcome | None:
         bar.empty()
         st.error("The file was not imported: nothing was written. The first problems:",
                  icon=":material/error:")
-        st.dataframe(_problems_table(exc), hide_index=True, width="stretch")
+        st.dataframe(ui.problem_rows(exc), hide_index=True, width="stretch")
         return None
     except CalibrationError as exc:
         bar.empty()
         st.error("The file was not imported: nothing was written.", icon=":material/error:")
-        ui.literal(_for_page(str(exc)))
+        ui.literal(str(exc))
         return None
     finally:
         bar.empty()
@@ -210,7 +183,7 @@ def _show(outcome: adapters.Outcome) -> None:
             ui.literal("\n".join(outcome.mapping))
     if outcome.notes:
         st.caption("Notes")
-        ui.literal("\n".join(_for_page(n) for n in outcome.notes))
+        ui.literal("\n".join(phrase(n, ui.IMPORT_CONTROLS) for n in outcome.notes))
 
 
 def _import() -> None:

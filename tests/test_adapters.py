@@ -13,7 +13,8 @@ from sqlite_utils import Database
 
 from calibration import adapters, store
 from calibration.adapters import deepeval, refchecker
-from calibration.errors import InputError
+from calibration.cli.common import FLAGS
+from calibration.errors import InputError, Problem, phrase
 from calibration.importing import import_records
 from calibration.models import Verdict
 
@@ -263,7 +264,7 @@ def test_a_parquet_problem_names_its_row(empty_db: Database, tmp_path: Path) -> 
                   "verdict": ["SUPPORTED", "perhaps"]}).to_parquet(path)
     with pytest.raises(InputError) as err:
         run(empty_db, "parquet", path, judge_model="j", judge_prompt_version="v1")
-    assert err.value.problems[0].startswith(f"{path}:2: verdict: unknown verdict 'perhaps'")
+    assert err.value.lines()[0].startswith(f"{path}:2: verdict: unknown verdict 'perhaps'")
     assert counts(empty_db)["answers"] == 0
 
 
@@ -303,7 +304,7 @@ def test_a_malformed_file_names_file_line_and_field_and_writes_nothing(
     shutil.copy(DATA / file, path)
     with pytest.raises(InputError) as err:
         run(empty_db, name, path, judge_prompt_version="v1", **options)
-    problems = err.value.problems
+    problems = err.value.lines()
     assert len(problems) == len(expected) + 1
     for got, want in zip(problems, expected, strict=False):
         assert got.startswith(f"{tmp_path}/{want}"), got
@@ -331,7 +332,7 @@ def test_deepeval_files_without_verdicts_say_why(empty_db: Database, tmp_path: P
     path.write_text(text, encoding="utf-8")
     with pytest.raises(InputError) as err:
         run(empty_db, "deepeval", path, judge_prompt_version="v1")
-    assert message in err.value.problems[0]
+    assert message in err.value.lines()[0]
 
 
 def test_deepeval_without_evaluation_model_needs_the_option(empty_db: Database, tmp_path: Path) -> None:
@@ -345,7 +346,7 @@ def test_deepeval_without_evaluation_model_needs_the_option(empty_db: Database, 
         run(empty_db, "deepeval", path, judge_prompt_version="v1")
     _, result = run(empty_db, "deepeval", path, judge_prompt_version="v1", judge_model="gpt-4")
     assert judge_runs(empty_db) == [("gpt-4", "v1")]
-    assert any("--judge-model" in n for n in result.notes)
+    assert any("--judge-model" in phrase(n, FLAGS) for n in result.notes)
 
 
 def test_deepeval_failed_metric_refuses_unless_skipped(empty_db: Database, tmp_path: Path) -> None:
@@ -357,7 +358,7 @@ def test_deepeval_failed_metric_refuses_unless_skipped(empty_db: Database, tmp_p
         run(empty_db, "deepeval", path, judge_prompt_version="v1")
     _, result = run(empty_db, "deepeval", path, judge_prompt_version="v1", skip_failed=True)
     assert counts(empty_db)["answers"] == 2
-    assert any("left out" in n for n in result.notes)
+    assert any("left out" in phrase(n) for n in result.notes)
 
 
 @pytest.mark.parametrize(("file", "expected"), [
@@ -379,7 +380,7 @@ def test_detect_leaves_native_jsonl_alone() -> None:
 
 
 def test_unknown_adapter_and_bad_column_mapping_are_input_errors() -> None:
-    with pytest.raises(InputError, match="unknown; use one of deepeval, ragas"):
+    with pytest.raises(InputError, match="unknown format 'promptfoo'; use one of deepeval, ragas"):
         adapters.get("promptfoo")
     with pytest.raises(InputError, match="'claims' is not one of"):
         adapters.table.parse_columns("claims=statement")
@@ -392,7 +393,7 @@ def test_a_table_answer_whose_chunks_change_between_rows_is_refused(empty_db: Da
                     'a,q,A,"[""x""]",Two.,SUPPORTED\na,q,A,"[""y""]",Three.,SUPPORTED\n', encoding="utf-8")
     with pytest.raises(InputError) as err:
         run(empty_db, "csv", path, judge_model="j", judge_prompt_version="v1")
-    assert err.value.problems[0] == f"{path}:4: chunks: differs from line 2 for answer 'a'"
+    assert err.value.lines()[0] == f"{path}:4: chunks: differs from line 2 for answer 'a'"
     assert counts(empty_db)["answers"] == 0
 
 
@@ -431,7 +432,7 @@ def test_cli_import_from_csv_with_columns(tmp_path: Path, capsys: pytest.Capture
 @pytest.mark.parametrize(("args", "message"), [
     (["--from", "refchecker", "--columns", "a=b"], "--columns does not apply to --from refchecker"),
     (["--columns", "a=b"], "--columns: only with --from"),
-    (["--from", "nope"], "--from 'nope': unknown"),
+    (["--from", "nope"], "unknown format 'nope'"),
 ])
 def test_cli_import_from_refuses_options_of_another_adapter(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
@@ -471,24 +472,25 @@ def test_run_import_progress_and_problem_lines(tmp_path: Path) -> None:
     assert counts(db)["answers"] == 0
     with pytest.raises(InputError) as err:
         adapters.run_import(db, "deepeval", DATA / "deepeval_bad.json", judge_prompt_version="v1")
-    first = adapters.split_problem(err.value.problems[0], DATA / "deepeval_bad.json", "up.json")
-    assert first == (42, "testCases.1.metricsData.1.verboseLogs", "2 claims but 1 verdict")
-    last = adapters.split_problem(err.value.problems[-1], DATA / "deepeval_bad.json", "up.json")
-    assert last == (None, "", "nothing was imported")
+    first = err.value.problems[0]
+    assert (first.file, first.line, first.field, first.message) == (
+        str(DATA / "deepeval_bad.json"), 42, "testCases.1.metricsData.1.verboseLogs", "2 claims but 1 verdict")
+    assert err.value.closing == Problem("nothing was imported", str(DATA / "deepeval_bad.json"))
     assert adapters.guess(DATA / "deepeval_latest_test_run.json") == "deepeval"
     assert adapters.guess(tmp_path / "x.jsonl") == adapters.NATIVE
 
 
 @pytest.mark.parametrize(("problems", "expected"), [
-    (["f.jsonl:1: judge_model: missing", "f.jsonl:2: judge_model: missing", "f.jsonl:4: id: empty",
-      "f.jsonl:7: judge_model: missing", "f.jsonl: nothing was imported"],
-     [([1, 2, 7], "judge_model", "missing"), ([4], "id", "empty"), ([], "", "nothing was imported")]),
-    (["f.jsonl:3: judge_model: missing", "f.jsonl:3: verdict: missing"],
+    ([(1, "judge_model", "missing"), (2, "judge_model", "missing"), (4, "id", "empty"),
+      (7, "judge_model", "missing"), (None, "", "no judged answers in the file")],
+     [([1, 2, 7], "judge_model", "missing"), ([4], "id", "empty"), ([], "", "no judged answers in the file")]),
+    ([(3, "judge_model", "missing"), (3, "verdict", "missing")],
      [([3], "judge_model", "missing"), ([3], "verdict", "missing")]),
 ])
 def test_grouped_problems_say_each_problem_once_with_its_lines(
-        problems: list[str], expected: list[tuple[list[int], str, str]]) -> None:
-    assert adapters.grouped_problems(problems, "f.jsonl", "f.jsonl") == expected
+        problems: list[tuple[int | None, str, str]], expected: list[tuple[list[int], str, str]]) -> None:
+    err = InputError([Problem(message, "f.jsonl", line, fld) for line, fld, message in problems])
+    assert [(lines, p.field, p.message) for lines, p in err.grouped()] == expected
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])

@@ -76,7 +76,7 @@ def test_bad_records_name_positions_and_write_nothing(tmp_path: Path) -> None:
     no_id = {k: v for k, v in _answer("b2", ["SUPPORTED"]).items() if k != "id"}
     with calibration.connect(tmp_path / "a.db") as cal, pytest.raises(InputError) as err:
         cal.import_answers([good, bad_verdict, no_id], judge_model="m", judge_prompt_version="v")
-    problems = err.value.problems
+    problems = err.value.lines()
     assert problems[0].startswith("<records>:2: claims.0.verdict:")
     assert problems[1].startswith("<records>:3: id:")
     assert problems[-1] == "<records>: nothing was imported"
@@ -124,9 +124,9 @@ def test_label_rows_name_positions_even_after_multiline_notes(tmp_path: Path) ->
                  "evidence": ["S1"]}]
         with pytest.raises(InputError) as err:
             cal.import_labels(rows)
-        assert err.value.problems[0].startswith("<rows>:2: claim_id:")
-        assert err.value.problems[1].startswith("<rows>:3: verdict:")
-        assert err.value.problems[-1] == "<rows>: nothing was imported"
+        assert err.value.lines()[0].startswith("<rows>:2: claim_id:")
+        assert err.value.lines()[1].startswith("<rows>:3: verdict:")
+        assert err.value.lines()[-1] == "<rows>: nothing was imported"
         rep = cal.import_labels([rows[0], {**rows[2], "verdict": "SUPPORTED"}])
         assert rep.new == 2
         with pytest.raises(InputError, match="unknown field"):

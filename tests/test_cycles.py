@@ -230,7 +230,7 @@ def test_one_reviewer_gets_everything_with_a_warning(run_db: Database) -> None:
 def test_reviewer_names_are_normalised_and_duplicates_refused(run_db: Database) -> None:
     with pytest.raises(InputError, match="listed once") as err:
         create(run_db, reviewers=["a", " a", "A", "bob", "Bob "])
-    assert err.value.problems == ["reviewers: each reviewer may be listed once (names are compared "
+    assert err.value.lines() == ["reviewers: each reviewer may be listed once (names are compared "
                                   "ignoring case, spacing and invisible characters), but these are the same: "
                                   "'a', 'a', 'A'; 'bob', 'Bob'"]
     assert cycles.list_cycles(run_db) == []
@@ -280,7 +280,7 @@ def test_clear_errors(run_db: Database, claims_of: dict[str, list[int]]) -> None
         create(run_db, name="dup")
     with pytest.raises(InputError) as err:
         create(run_db, name=" ", strategy="cluster", overlap=1.5, seed=-2)
-    assert len(err.value.problems) == 4
+    assert len(err.value.lines()) == 4
     for pks in claims_of.values():
         for pk in pks:
             store.record_label(run_db, claim=pk, reviewer="ann", kind="blind", verdict="SUPPORTED")
@@ -477,7 +477,7 @@ def test_errors_name_the_callers_controls(run_db: Database, claims_of: dict[str,
     names = {"force": "tick 'Force'", "include_labeled": "tick 'Include'"}
     with pytest.raises(InputError) as err:
         create(run_db, size=10, ui_names=names)
-    assert err.value.problems == ["size: 10 is outside 15-30; tick 'Force' to create the cycle anyway"]
+    assert err.value.lines() == ["size: 10 is outside 15-30; tick 'Force' to create the cycle anyway"]
     for pks in claims_of.values():
         label_all(run_db, pks, "ann")
     with pytest.raises(InputError) as err:

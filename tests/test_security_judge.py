@@ -112,7 +112,7 @@ def test_no_request_leaves_the_allowed_prefix(answers_db: Path, stub: StubServer
     assert code == 1 and "base URL" in stderr
     with pytest.raises(InputError, match="base URL") as err:
         lab_config(base)
-    assert len(err.value.problems) == 1 and "\n" not in str(err.value)
+    assert len(err.value.lines()) == 1 and "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize(("tail", "words"), [

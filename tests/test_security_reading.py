@@ -131,7 +131,8 @@ def test_a_field_mapped_twice_in_columns_is_refused(run_cli: RunCli, tmp_path: P
     path = write_csv(tmp_path / "t.csv", TABLE_HEADER, table_rows(2))
     proc = run_cli("import", "--from", "csv", "--columns", "claim=claim,claim=answer", "--judge-model", "j",
                    "--judge-prompt-version", "v1", path, db=db, expect=1)
-    assert "--columns: claim is mapped twice (claim=claim and claim=answer)" in proc.stderr
+    assert ("claim is mapped twice (claim=claim and claim=answer); which column holds it is ambiguous; "
+            "check --columns") in proc.stderr
     assert answers_in(db) == 0
 
 
@@ -202,9 +203,9 @@ def test_every_adapter_refuses_what_the_jsonl_import_refuses(tmp_path: Path, emp
     path.write_text(bad, encoding="utf-8")
     with pytest.raises(InputError) as err:
         import_with(empty_db, adapter, path)
-    first = err.value.problems[0]
+    first = err.value.lines()[0]
     assert re.match(rf"{re.escape(str(path))}:\d+: ", first) and says in first, first
-    assert err.value.problems[-1] == f"{path}: nothing was imported"
+    assert err.value.lines()[-1] == f"{path}: nothing was imported"
     assert counts(empty_db)["answers"] == 0
 
 
@@ -232,7 +233,7 @@ def test_api_values_go_through_the_same_policy(tmp_path: Path, metadata: dict[An
     with calibration.connect(tmp_path / "c.db") as cal:
         with pytest.raises(InputError) as err:
             cal.import_answers([answer("ok"), answer("bad", metadata=metadata)])
-        assert err.value.problems[0].startswith(says), err.value.problems
+        assert err.value.lines()[0].startswith(says), err.value.lines()
         assert counts(cal.db)["answers"] == 0
 
 
@@ -275,7 +276,7 @@ def test_parquet_is_read_across_batches_with_row_numbers(tmp_path: Path, empty_d
     pd.DataFrame(rows, columns=TABLE_HEADER).to_parquet(path)
     with pytest.raises(InputError) as err:
         import_with(empty_db, "parquet", path)
-    assert err.value.problems[0].startswith(f"{path}:{n}: verdict: unknown verdict 'perhaps'")
+    assert err.value.lines()[0].startswith(f"{path}:{n}: verdict: unknown verdict 'perhaps'")
     rows[-1][4] = "SUPPORTED"
     pd.DataFrame(rows, columns=TABLE_HEADER).to_parquet(path)
     import_with(empty_db, "parquet", path)

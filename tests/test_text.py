@@ -176,7 +176,7 @@ def test_names_refused(raw: str, reason: str) -> None:
 def test_a_refusal_is_one_sentence_without_raw_invisibles() -> None:
     with pytest.raises(InputError) as err:
         check_name("An\x1bna")
-    (message,) = err.value.problems
+    (message,) = err.value.lines()
     assert "\x1b" not in message and message.endswith(".")
 
 

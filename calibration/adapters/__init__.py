@@ -10,19 +10,20 @@ yields, so `importing.import_records` validates and writes them in one transacti
                             judge_prompt_version=result.judge_prompt_version)
     print(*result.mapping_lines(report.mappings), *result.notes, sep="\\n")
 
-Problems in the tool's shape are collected (up to 20) and raised as InputError with
-"FILE:LINE: field: message" lines while `import_records` is still inside its transaction,
-so a bad file writes nothing.
+Problems in the tool's shape are collected (up to 20, `reading.Problems`) and raised as one
+InputError of `errors.Problem`s (file, line, field, message, hint) while `import_records` is
+still inside its transaction, so a bad file writes nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InputError
+from ..errors import Hint, InputError
+from ..reading import count_lines, head_text
 from . import deepeval, ragas, refchecker, table
 from ._common import AdapterResult
 
@@ -54,10 +55,7 @@ def names() -> list[str]:
 
 
 def get(name: str) -> Reader:
-    key = ALIASES.get(name.casefold(), name.casefold())
-    if key not in ADAPTERS:
-        raise InputError(f"--from {name!r}: unknown; use one of {', '.join(names())}")
-    return ADAPTERS[key]
+    return ADAPTERS[canonical(name)]
 
 
 def detect(path: str | Path) -> str | None:
@@ -68,11 +66,7 @@ def detect(path: str | Path) -> str | None:
     path = Path(path)
     if table.sniff_name(path):
         return table.NAME
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(_HEAD).decode("utf-8", errors="ignore")
-    except OSError:
-        return None
+    head = head_text(path, _HEAD)
     hits = [name for name, sniff in _SNIFFERS.items() if sniff(head)]
     return hits[0] if len(hits) == 1 else None
 
@@ -110,7 +104,7 @@ def canonical(name: str) -> str:
     """The adapter's own name for `name` or an alias (tsv, parquet -> csv); InputError if unknown."""
     key = ALIASES.get(name.casefold(), name.casefold())
     if key not in ADAPTERS:
-        raise InputError(f"--from {name!r}: unknown; use one of {', '.join(names())}")
+        raise InputError(f"unknown format {name!r}; use one of {', '.join(names())}")
     return key
 
 
@@ -127,7 +121,7 @@ class Outcome:
     report: ImportReport
     counts: list[str]
     mapping: list[str]
-    notes: list[str] = field(default_factory=list)
+    notes: list[Hint] = field(default_factory=list)
 
 
 def guess(path: str | Path) -> str | None:
@@ -162,10 +156,7 @@ def run_import(db: Database, name: str, path: str | Path, *, dry_run: bool = Fal
     from ..importing import import_records, iter_json_records
 
     path = Path(path)
-    total = 1
-    if progress is not None:
-        with path.open("rb") as fh:
-            total = max(1, sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b"")) + 1)
+    total = count_lines(path) if progress is not None else 1
     if name == NATIVE:
         if options:
             raise InputError(f"{', '.join(sorted(options))}: options of an adapter, not of this tool's JSONL")
@@ -193,34 +184,5 @@ def run_import(db: Database, name: str, path: str | Path, *, dry_run: bool = Fal
     return Outcome(report, lines[:cut], result.mapping_lines(report.mappings), list(result.notes))
 
 
-def split_problem(problem: str, path: str | Path, shown_as: str) -> tuple[int | None, str, str]:
-    """(line, field, message) of one 'FILE:LINE: field: message' problem, the path renamed."""
-    text = problem.replace(str(path), shown_as)
-    prefix = f"{shown_as}:"
-    if text.startswith(prefix):
-        rest = text[len(prefix):]
-        num, sep, tail = rest.partition(": ")
-        if sep and num.isdigit():
-            fld, sep2, message = tail.partition(": ")
-            if sep2 and " " not in fld:
-                return int(num), fld, message
-            return int(num), "", tail
-        return None, "", rest.strip()
-    return None, "", text
-
-
-def grouped_problems(problems: Iterable[str], path: str | Path,
-                     shown_as: str) -> list[tuple[list[int], str, str]]:
-    """The problems with one (field, message) said once: (its lines in file order, field,
-    message), in the order each first occurs. A missing value on every record is one row, not
-    one per record."""
-    groups: dict[tuple[str, str], list[int]] = {}
-    for problem in problems:
-        line, fld, message = split_problem(problem, path, shown_as)
-        groups.setdefault((fld, message), []).extend([] if line is None else [line])
-    return [(lines, fld, message) for (fld, message), lines in groups.items()]
-
-
 __all__ = ["ADAPTERS", "ALIASES", "NATIVE", "OPTIONS", "AdapterResult", "Outcome", "canonical", "detect",
-           "get", "grouped_problems", "guess", "import_file", "names", "read", "run_import",
-           "split_problem"]
+           "get", "guess", "import_file", "names", "read", "run_import"]

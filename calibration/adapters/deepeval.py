@@ -45,10 +45,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..errors import Option
 from ..fmt import plural
-from ..models import Verdict, normalise_spelling
-from ..reading import BadValue, decode
-from ._common import AdapterResult, JsonText, Problems, Record, merged_mapping, read_text
+from ..models import Verdict, map_hint, normalise_spelling
+from ..reading import BadJson, BadRecord, BadValue, JsonStream, Problems, decode, text_file
+from ._common import AdapterResult, Record, merged_mapping
 
 NAME = "deepeval"
 DEFAULT_MAPPING: dict[str, Verdict] = {
@@ -126,44 +127,54 @@ def read(
         tool=NAME, source=path, records=iter(()), mapping=table,
         spellings=tuple(DEFAULT_MAPPING), judge_model=judge_model,
         judge_prompt_version=judge_prompt_version,
-        notes=["the prompt version is not in DeepEval's file: it comes from --judge-prompt-version"],
+        notes=[("the prompt version is not in DeepEval's file: it comes from ", Option.JUDGE_PROMPT_VERSION)],
     )
     result.records = _records(path, encoding, table, metric, id_key, skip_failed, result)
     return result
 
 
-def _test_cases(doc: JsonText) -> Iterator[tuple[int, int, Any]]:
-    if doc.first_char() != "{":
-        raise doc.problems.fail(1, "", "a DeepEval test run is a JSON object with 'testCases'")
-    hit = doc.find(0, {"testRunData", "testCases", "testRunLink"})
-    if hit is not None and hit[0] == "testRunData":
-        hit = doc.find(hit[1], {"testCases"})
-    if hit is None or hit[0] != "testCases":
-        if hit is not None:
-            raise doc.problems.fail(1, "testRunLink", "this run was uploaded to Confident AI and the "
-                                    "file holds only its link; import the results-folder file "
-                                    "(set DEEPEVAL_RESULTS_FOLDER) or .deepeval/.latest_run_full.json")
-        raise doc.problems.fail(1, "testCases", "missing: not a DeepEval test run")
-    cases = hit[1]
-    yield from doc.elements(cases, "testCases")
+def _test_cases(doc: JsonStream, problems: Problems) -> Iterator[tuple[int, int, Any]]:
+    try:
+        if doc.peek() != "{":
+            raise problems.fail(1, "a DeepEval test run is a JSON object with 'testCases'")
+        hit = doc.member({"testRunData", "testCases", "testRunLink"})
+        if hit == "testRunData":
+            hit = doc.member({"testCases"})
+        if hit != "testCases":
+            if hit is not None:
+                raise problems.fail(1, "this run was uploaded to Confident AI and the file holds only its "
+                                    "link; import the results-folder file (set DEEPEVAL_RESULTS_FOLDER) "
+                                    "or .deepeval/.latest_run_full.json", "testRunLink")
+            raise problems.fail(1, "missing: not a DeepEval test run", "testCases")
+        yield from doc.elements("testCases")
+    except BadJson as exc:
+        raise problems.fail(exc.line, str(exc)) from None
 
 
 def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric: str,
              id_key: str | None, skip_failed: bool, result: AdapterResult) -> Iterator[Record]:
+    with text_file(path, encoding) as fh:
+        yield from _cases(path, JsonStream(fh), table, metric, id_key, skip_failed, result)
+
+
+def _cases(path: Path, doc: JsonStream, table: dict[str, Verdict], metric: str, id_key: str | None,
+           skip_failed: bool, result: AdapterResult) -> Iterator[Record]:
     problems = Problems(path)
-    doc = JsonText(read_text(path, encoding), problems)
     wanted = metric.casefold()
     found = skipped = 0
     models: set[str] = set()
-    for i, line, case in _test_cases(doc):
+    for i, line, case in _test_cases(doc, problems):
         at = f"testCases.{i}"
+        if isinstance(case, BadRecord):
+            problems.add(line, case.message)
+            continue
         if not isinstance(case, dict):
-            problems.add(line, at, "a test case must be a JSON object")
+            problems.add(line, "a test case must be a JSON object", at)
             continue
         key = "metricsData" if "metricsData" in case else "metricsMetadata"
         entries = case.get(key) or []
         if not isinstance(entries, list):
-            problems.add(line, f"{at}.{key}", "must be a list")
+            problems.add(line, "must be a list", f"{at}.{key}")
             continue
         hit = [(j, m) for j, m in enumerate(entries) if isinstance(m, dict)
                and str(m.get("name", m.get("metric", ""))).casefold() == wanted]
@@ -176,30 +187,30 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric
             if skip_failed:
                 skipped += 1
                 continue
-            problems.add(line, f"{where}.error", f"the metric failed in DeepEval ({m['error']}); "
-                                                 "no verdicts to import (or skip such cases)")
+            problems.add(line, f"the metric failed in DeepEval ({m['error']}); no verdicts to import",
+                         f"{where}.error", ("or leave such test cases out with ", Option.SKIP_FAILED))
             continue
         logs = m.get("verboseLogs")
         if not isinstance(logs, str):
-            problems.add(line, f"{where}.verboseLogs", "missing: DeepEval writes claims and verdicts "
-                                                       "only there")
+            problems.add(line, "missing: DeepEval writes claims and verdicts only there",
+                         f"{where}.verboseLogs")
             continue
         try:
             claims, verdicts = parse_verbose_logs(logs)
         except ValueError as exc:
-            problems.add(line, f"{where}.verboseLogs", str(exc))
+            problems.add(line, str(exc), f"{where}.verboseLogs")
             continue
         if len(claims) != len(verdicts):
-            problems.add(line, f"{where}.verboseLogs",
-                         f"{plural(len(claims), 'claim')} but {plural(len(verdicts), 'verdict')}")
+            problems.add(line, f"{plural(len(claims), 'claim')} but {plural(len(verdicts), 'verdict')}",
+                         f"{where}.verboseLogs")
             continue
         out_claims = []
         for k, (claim, v) in enumerate(zip(claims, verdicts, strict=True)):
             raw = v.get("verdict") if isinstance(v, dict) else None
             if not isinstance(raw, str) or normalise_spelling(raw) not in table:
-                problems.add(line, f"{where}.verboseLogs.verdicts.{k}",
-                             f"unknown DeepEval verdict {raw!r}; expected yes, no, idk or borderline, "
-                             f"or map it with --map {raw}=UNSUPPORTED")
+                problems.add(line, f"unknown DeepEval verdict {raw!r}; expected yes, no, idk or borderline",
+                             f"{where}.verboseLogs.verdicts.{k}",
+                             map_hint(str(raw)))
                 continue
             reason = v.get("reason")
             out_claims.append({"id": f"c{k + 1}", "text": claim, "verdict": raw.strip(),
@@ -209,7 +220,7 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric
         if id_key is not None:
             ident = meta.get(id_key)
             if not isinstance(ident, str | int) or isinstance(ident, bool) or ident == "":
-                problems.add(line, f"{at}.metadata.{id_key}", "missing: the answer id was to come from here")
+                problems.add(line, "missing: the answer id was to come from here", f"{at}.metadata.{id_key}")
                 continue
         else:
             ident = case.get("name")
@@ -220,7 +231,7 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric
             model = None
         contexts = case.get("retrievalContext") or []
         if not isinstance(contexts, list) or not all(isinstance(t, str) for t in contexts):
-            problems.add(line, f"{at}.retrievalContext", "must be a list of strings")
+            problems.add(line, "must be a list of strings", f"{at}.retrievalContext")
             continue
         meta["deepeval"] = {"test_case": case.get("name"), "score": m.get("score"),
                             "success": m.get("success"), "threshold": m.get("threshold")}
@@ -231,12 +242,13 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric
             "chunks": contexts, "claims": out_claims, "judge_model": model, "metadata": meta,
         }
     if not found and not problems:
-        problems.add(None, "testCases", f"no test case has a {metric!r} metric")
+        problems.add(None, f"no test case has a {metric!r} metric", "testCases")
     problems.raise_if_any()
     if skipped:
-        result.notes.append(f"{skipped} test case(s) whose metric failed in DeepEval were left out")
+        result.notes.append((f"{skipped} test case(s) whose metric failed in DeepEval were left out",))
     if not models:
-        result.notes.append("no evaluationModel in the file: the judge model comes from --judge-model")
+        result.notes.append(("no evaluationModel in the file: the judge model comes from ",
+                             Option.JUDGE_MODEL))
 
 
 def sniff(head: str) -> bool:

@@ -30,8 +30,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..models import Verdict
-from ._common import AdapterResult, JsonText, Problems, Record, merged_mapping, read_text
+from ..errors import Option
+from ..models import Verdict, map_hint
+from ..reading import BadRecord, Problems, iter_json_records
+from ._common import AdapterResult, Record, merged_mapping
 
 NAME = "ragas"
 DEFAULT_MAPPING: dict[str, Verdict] = {"1": Verdict.SUPPORTED, "0": Verdict.UNSUPPORTED}
@@ -54,9 +56,9 @@ def read(
     result = AdapterResult(
         tool=NAME, source=path, records=iter(()), mapping=table, spellings=tuple(DEFAULT_MAPPING),
         judge_model=judge_model, judge_prompt_version=judge_prompt_version,
-        notes=["Ragas records no judge model or prompt version: they come from --judge-model and "
-               "--judge-prompt-version",
-               f"answer ids are '{id_prefix or path.stem}:<row index>' (Ragas rows have no ids)"],
+        notes=[("Ragas records no judge model or prompt version: they come from ", Option.JUDGE_MODEL,
+                " and ", Option.JUDGE_PROMPT_VERSION),
+               (f"answer ids are '{id_prefix or path.stem}:<row index>' (Ragas rows have no ids)",)],
     )
     result.records = _records(path, encoding, table, metric, id_prefix or path.stem, skip_failed, result)
     return result
@@ -84,12 +86,14 @@ def _verdict_output(run: dict[str, Any]) -> list[Any] | None:
 def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric: str, prefix: str,
              skip_failed: bool, result: AdapterResult) -> Iterator[Record]:
     problems = Problems(path)
-    doc = JsonText(read_text(path, encoding), problems)
     runs: dict[str, tuple[int, int, dict[str, Any]]] = {}
     rows: list[tuple[int, int, dict[str, Any]]] = []
-    for i, line, run in doc.iter_records():
+    for i, (line, run) in enumerate(iter_json_records(path, encoding)):
+        if isinstance(run, BadRecord):
+            problems.add(line, run.message)
+            continue
         if not isinstance(run, dict) or not isinstance(run.get("run_id"), str):
-            problems.add(line, f"[{i}]", "not a Ragas trace run (a JSON object with run_id)")
+            problems.add(line, "not a Ragas trace run (a JSON object with run_id)", f"[{i}]")
             continue
         runs[run["run_id"]] = (i, line, run)
         meta = _obj(run.get("metadata"))
@@ -97,7 +101,7 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric
             rows.append((i, line, run))
     problems.raise_if_any()
     if not rows:
-        raise problems.fail(None, "", "no 'row' runs: not a trace of ragas.evaluate()")
+        raise problems.fail(None, "no 'row' runs: not a trace of ragas.evaluate()")
     found = skipped = 0
     for i, line, row in rows:
         at = f"[{i}]"
@@ -123,27 +127,28 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric
             if skip_failed:
                 skipped += 1
                 continue
-            problems.add(metric_run[1], f"[{metric_run[0]}]", f"this {metric} run has no per-statement "
-                         "verdicts (did the metric fail?); nothing to import for it (or skip such rows)")
+            problems.add(metric_run[1], f"this {metric} run has no per-statement verdicts (did the metric "
+                         "fail?); nothing to import for it", f"[{metric_run[0]}]",
+                         ("or leave such rows out with ", Option.SKIP_FAILED))
             continue
         claims: list[dict[str, Any]] = []
         for where, s_line, _k, s in statements:
             text, verdict, reason = s.get("statement"), s.get("verdict"), s.get("reason")
             if not isinstance(text, str) or not text.strip():
-                problems.add(s_line, f"{where}.statement", "missing or empty")
+                problems.add(s_line, "missing or empty", f"{where}.statement")
                 continue
             if isinstance(verdict, bool):
                 verdict = int(verdict)
             if not isinstance(verdict, int | str) or str(verdict).strip() not in table:
-                problems.add(s_line, f"{where}.verdict", f"unknown Ragas verdict {verdict!r}; expected "
-                             f"1 or 0, or map it with --map {verdict}=UNSUPPORTED")
+                problems.add(s_line, f"unknown Ragas verdict {verdict!r}; expected 1 or 0",
+                             f"{where}.verdict", map_hint(str(verdict)))
                 continue
             claims.append({"id": f"c{len(claims) + 1}", "text": text, "verdict": str(verdict).strip(),
                            "rationale": reason if isinstance(reason, str) else None})
         sample = _obj(row.get("inputs"))
         contexts = sample.get("retrieved_contexts") or []
         if not isinstance(contexts, list) or not all(isinstance(c, str) for c in contexts):
-            problems.add(line, f"{at}.inputs.retrieved_contexts", "must be a list of strings")
+            problems.add(line, "must be a list of strings", f"{at}.inputs.retrieved_contexts")
             continue
         ids = sample.get("retrieved_context_ids")
         if isinstance(ids, list) and len(ids) == len(contexts):
@@ -158,10 +163,10 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric
                      "metadata": {"ragas": {"row_index": index,
                                             "score": _obj(metric_run[2].get("outputs")).get("output")}}}
     if not found and not problems:
-        problems.add(None, "", f"no row of the trace has a {metric!r} run")
+        problems.add(None, f"no row of the trace has a {metric!r} run")
     problems.raise_if_any()
     if skipped:
-        result.notes.append(f"{skipped} row(s) without verdicts (metric failed) were left out")
+        result.notes.append((f"{skipped} row(s) without verdicts (metric failed) were left out",))
 
 
 def sniff(head: str) -> bool:

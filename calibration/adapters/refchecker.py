@@ -35,9 +35,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..errors import Option
 from ..fmt import plural
-from ..models import Verdict, normalise_spelling
-from ._common import AdapterResult, JsonText, Problems, Record, merged_mapping, read_text
+from ..models import Verdict, map_hint, normalise_spelling
+from ..reading import BadJson, BadRecord, JsonStream, Problems, text_file
+from ._common import AdapterResult, Record, merged_mapping
 
 NAME = "refchecker"
 DEFAULT_MAPPING: dict[str, Verdict] = {
@@ -89,8 +91,8 @@ def read(
     result = AdapterResult(
         tool=NAME, source=path, records=iter(()), mapping=table, spellings=tuple(DEFAULT_MAPPING),
         judge_model=judge_model, judge_prompt_version=judge_prompt_version,
-        notes=["RefChecker records no checker model or prompt version: they come from --judge-model "
-               "and --judge-prompt-version"],
+        notes=[("RefChecker records no checker model or prompt version: they come from ",
+                Option.JUDGE_MODEL, " and ", Option.JUDGE_PROMPT_VERSION)],
     )
     result.records = _records(path, encoding, table, id_field, result)
     return result
@@ -99,52 +101,63 @@ def read(
 def _records(path: Path, encoding: str | None, table: dict[str, Verdict], id_field: str,
              result: AdapterResult) -> Iterator[Record]:
     problems = Problems(path)
-    doc = JsonText(read_text(path, encoding), problems)
-    if doc.first_char() != "[":
-        raise problems.fail(1, "", "RefChecker writes a JSON array of checked items")
+    with text_file(path, encoding) as fh:
+        doc = JsonStream(fh)
+        if doc.peek() != "[":
+            raise problems.fail(1, "RefChecker writes a JSON array of checked items")
+        try:
+            yield from _items(path, doc.elements(), problems, table, id_field, result)
+        except BadJson as exc:
+            raise problems.fail(exc.line, str(exc)) from None
+
+
+def _items(path: Path, elements: Iterator[tuple[int, int, Any]], problems: Problems,
+           table: dict[str, Verdict], id_field: str, result: AdapterResult) -> Iterator[Record]:
     positional = items = 0
-    for i, line, item in doc.elements(0):
+    for i, line, item in elements:
         at = f"[{i}]"
         items += 1
+        if isinstance(item, BadRecord):
+            problems.add(line, item.message)
+            continue
         if not isinstance(item, dict):
-            problems.add(line, at, "each item must be a JSON object")
+            problems.add(line, "each item must be a JSON object", at)
             continue
         claims, ys = item.get("claims"), item.get("ys")
         if not isinstance(claims, list):
-            problems.add(line, f"{at}.claims", "missing: run `refchecker-cli extract` first")
+            problems.add(line, "missing: run `refchecker-cli extract` first", f"{at}.claims")
             continue
         if not isinstance(ys, list):
-            problems.add(line, f"{at}.ys", "missing: run `refchecker-cli check` on this file")
+            problems.add(line, "missing: run `refchecker-cli check` on this file", f"{at}.ys")
             continue
         if len(ys) != len(claims):
-            problems.add(line, f"{at}.ys", f"{plural(len(ys), 'label')} for {plural(len(claims), 'claim')}")
+            problems.add(line, f"{plural(len(ys), 'label')} for {plural(len(claims), 'claim')}", f"{at}.ys")
             continue
         ref = item.get("reference")
         refs = [ref] if isinstance(ref, str) else ref if isinstance(ref, list) else []
         if not all(isinstance(r, str) for r in refs):
-            problems.add(line, f"{at}.reference", "must be a string or a list of strings")
+            problems.add(line, "must be a string or a list of strings", f"{at}.reference")
             continue
         out = []
         triplets: dict[str, list[str]] = {}
         for k, (claim, labels) in enumerate(zip(claims, ys, strict=True)):
             text = claim_text(claim)
             if text is None:
-                problems.add(line, f"{at}.claims.{k}", "a claim is a string or a [head, relation, tail] list")
+                problems.add(line, "a claim is a string or a [head, relation, tail] list", f"{at}.claims.{k}")
                 continue
             labels = [labels] if isinstance(labels, str) else labels
             if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
-                problems.add(line, f"{at}.ys.{k}", "a label or a list of labels")
+                problems.add(line, "a label or a list of labels", f"{at}.ys.{k}")
                 continue
             unknown = [x for x in labels if normalise_spelling(x) not in table]
             if unknown:
-                problems.add(line, f"{at}.ys.{k}", f"unknown RefChecker label {unknown[0]!r}; expected "
-                             f"Entailment, Neutral or Contradiction, or map it with --map "
-                             f"{unknown[0]}=UNSUPPORTED")
+                problems.add(line, f"unknown RefChecker label {unknown[0]!r}; expected Entailment, Neutral "
+                             "or Contradiction", f"{at}.ys.{k}", map_hint(unknown[0]))
                 continue
             merged = combine(labels)
             if merged is None:
-                problems.add(line, f"{at}.ys.{k}", "no label (RefChecker leaves it empty when the item "
-                                                   "has no reference)")
+                problems.add(line, "no label (RefChecker leaves it empty when the item has no reference)",
+                             f"{at}.ys.{k}")
                 continue
             label, gave = merged
             evidence = [str(p + 1) for p in gave] if len(labels) == len(refs) else []
@@ -168,11 +181,11 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], id_fie
                      "answer": item.get("response") or "", "chunks": refs, "claims": out,
                      "metadata": meta}
     if not problems and not items:
-        problems.add(None, "", "no items in the file")
+        problems.add(None, "no items in the file")
     problems.raise_if_any()
     if positional:
-        result.notes.append(f"{positional} item(s) have no {id_field!r}: their ids are "
-                            f"'{path.stem}:<position>'")
+        result.notes.append((f"{positional} item(s) have no {id_field!r}: their ids are "
+                             f"'{path.stem}:<position>'",))
 
 
 def sniff(head: str) -> bool:

@@ -26,20 +26,21 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..models import Verdict, parse_verdict
+from ..errors import InputError, Option, Problem
+from ..models import Verdict, parse_verdict, verdict_hint
 from ..reading import (
     BadRecord,
     BadValue,
+    Problems,
     checked,
-    csv_problem,
-    decode_error,
+    csv_error,
     json_value,
-    open_text,
+    nothing_imported,
     repeated_columns,
     row_width_problem,
+    text_file,
 )
-from ._common import AdapterResult, Problems, Record
+from ._common import AdapterResult, Record
 
 NAME = "csv"
 FIELDS = ("answer_id", "question", "answer", "chunks", "claim", "verdict", "rationale", "claim_id",
@@ -48,6 +49,9 @@ FIELDS = ("answer_id", "question", "answer", "chunks", "claim", "verdict", "rati
 # by name rather than by the model's type error.
 REQUIRED = ("answer_id", "question", "answer", "claim", "verdict")
 _ANSWER_FIELDS = ("question", "answer", "judge_model", "judge_prompt_version", "category")
+
+
+_COLUMNS = ("check ", Option.COLUMNS)
 
 
 def parse_columns(spec: str | None) -> dict[str, str]:
@@ -59,12 +63,14 @@ def parse_columns(spec: str | None) -> dict[str, str]:
         target, sep, source = item.partition("=")
         target, source = target.strip(), source.strip()
         if not sep or not source:
-            raise InputError(f"--columns {item.strip()!r}: expected FIELD=COLUMN")
+            raise InputError(Problem(f"{item.strip()!r}: expected FIELD=COLUMN", hint=_COLUMNS))
         if target not in FIELDS:
-            raise InputError(f"--columns {item.strip()!r}: {target!r} is not one of {', '.join(FIELDS)}")
+            raise InputError(Problem(f"{item.strip()!r}: {target!r} is not one of {', '.join(FIELDS)}",
+                                     hint=_COLUMNS))
         if target in out:
-            raise InputError(f"--columns: {target} is mapped twice ({target}={out[target]} and "
-                             f"{target}={source}); which column holds it is ambiguous")
+            raise InputError(Problem(f"{target} is mapped twice ({target}={out[target]} and "
+                                     f"{target}={source}); which column holds it is ambiguous",
+                                     hint=_COLUMNS))
         out[target] = source
     return out
 
@@ -141,20 +147,18 @@ def preview(path: str | Path, *, encoding: str | None = None, delimiter: str | N
                     first = [list(r) for r in zip(*(c.to_pylist() for c in batch.columns), strict=True)]
                     break
         except (OSError, ValueError, pa.ArrowException) as exc:
-            raise InputError(f"{path}: cannot read as Parquet: {exc}; nothing was imported") from exc
+            raise _not_parquet(path, None, exc) from exc
         return header, first
     sep = delimiter or ("\t" if _format(path) == "tsv" else ",")
-    with open_text(path, encoding) as fh:
+    with text_file(path, encoding) as fh:
         reader = csv.reader(fh, delimiter=sep, strict=True)
         try:
             top = next(reader, None)
             if top is None:
-                raise InputError(f"{path}: the file is empty; nothing was imported")
+                raise _empty(path)
             head = list(itertools.islice((r for r in reader if any(r)), rows))
-        except UnicodeError as exc:
-            raise decode_error(path, reader.line_num + 1, exc, encoding) from exc
         except csv.Error as exc:
-            raise InputError(f"{path}:{reader.line_num}: {csv_problem(exc)}; nothing was imported") from exc
+            raise csv_error(path, reader.line_num, exc) from exc
     return [h.strip() for h in top], [list(r) for r in head]
 
 
@@ -171,6 +175,16 @@ def read_frame(frame: Any, *, source: str = "<DataFrame>", judge_model: str | No
     return result
 
 
+def _empty(path: Path) -> InputError:
+    return InputError(Problem("the file is empty", str(path)), closing=nothing_imported(path))
+
+
+def _not_parquet(path: Path, row: int | None, exc: Exception) -> InputError:
+    at = f"row {row}: " if row is not None else ""
+    return InputError(Problem(f"{at}cannot read as Parquet: {exc}", str(path)),
+                      closing=nothing_imported(path))
+
+
 # Rows converted to Python at a time: the Parquet file is decoded batch by batch, so a small
 # file of very compressible text never sits decoded in memory as a whole.
 PARQUET_BATCH = 256
@@ -185,7 +199,7 @@ def _from_parquet(path: Path, cols: dict[str, str], mapping: dict[str, Verdict] 
         file = pq.ParquetFile(path)
         header = [str(c) for c in file.schema_arrow.names]
     except (OSError, ValueError, pa.ArrowException) as exc:
-        raise InputError(f"{path}: cannot read as Parquet: {exc}; nothing was imported") from exc
+        raise _not_parquet(path, None, exc) from exc
 
     def rows() -> Iterator[tuple[int, Sequence[Any]]]:
         n = 0
@@ -195,8 +209,7 @@ def _from_parquet(path: Path, cols: dict[str, str], mapping: dict[str, Verdict] 
                     n += 1
                     yield n, values
         except (OSError, ValueError, pa.ArrowException) as exc:
-            raise InputError(f"{path}: row {n + 1}: cannot read as Parquet: {exc}; "
-                             "nothing was imported") from exc
+            raise _not_parquet(path, n + 1, exc) from exc
         # Arrow's allocator keeps freed pages for reuse: give them back before the import goes on.
         pa.default_memory_pool().release_unused()
 
@@ -206,7 +219,7 @@ def _from_parquet(path: Path, cols: dict[str, str], mapping: dict[str, Verdict] 
 
 def _from_csv(path: Path, encoding: str | None, sep: str, cols: dict[str, str],
               mapping: dict[str, Verdict] | None, result: AdapterResult) -> Iterator[Record]:
-    with open_text(path, encoding) as fh:
+    with text_file(path, encoding) as fh:
         # strict, as the label CSV: a quote left open is an error where it happens, not a field
         # that swallows the rows after it.
         reader = csv.reader(fh, delimiter=sep, strict=True)
@@ -214,7 +227,7 @@ def _from_csv(path: Path, encoding: str | None, sep: str, cols: dict[str, str],
         try:
             header = next(reader, None)
             if header is None:
-                raise InputError(f"{path}: the file is empty; nothing was imported")
+                raise _empty(path)
 
             def rows() -> Iterator[tuple[int, Sequence[Any]]]:
                 nonlocal start
@@ -225,10 +238,8 @@ def _from_csv(path: Path, encoding: str | None, sep: str, cols: dict[str, str],
                     start = reader.line_num + 1
 
             yield from _group(path, [h.strip() for h in header], rows(), cols, mapping, result)
-        except UnicodeError as exc:
-            raise decode_error(path, reader.line_num + 1, exc, encoding) from exc
         except csv.Error as exc:
-            raise InputError(f"{path}:{start}: {csv_problem(exc)}; nothing was imported") from exc
+            raise csv_error(path, start, exc) from exc
 
 
 def _chunk_columns(header: list[str], base: str) -> list[tuple[int, str]]:
@@ -258,13 +269,14 @@ def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any
     problems = Problems(path)
     twice = repeated_columns(header)
     if twice:
-        raise problems.fail(1, "", twice)
+        raise problems.fail(1, twice)
     names = {f: cols.get(f, f) for f in FIELDS}
     index = {h: i for i, h in enumerate(header)}
     missing = [f"{names[f]} (for {f})" if names[f] != f else f for f in REQUIRED if names[f] not in index]
     if missing:
-        raise problems.fail(1, "", f"missing column(s): {', '.join(missing)}; "
-                                   f"the file has {', '.join(header) or 'no columns'}")
+        raise problems.fail(1, f"missing column(s): {', '.join(missing)}; the file has "
+                            f"{', '.join(header) or 'no columns'}",
+                            hint=("or say which columns hold them with ", Option.COLUMNS))
     absent = [f"{names[f]} (for {f})" for f in FIELDS if f in cols and names[f] not in index
               and f != "chunks"]
     chunk_json = index.get(names["chunks"])
@@ -273,7 +285,7 @@ def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any
     if "chunks" in cols and chunk_json is None and not chunk_cols:
         absent.append(f"{names['chunks']} or {names['chunks']}_1.. (for chunks)")
     if absent:
-        raise problems.fail(1, "", f"missing column(s): {', '.join(absent)}")
+        raise problems.fail(1, f"missing column(s): {', '.join(absent)}", hint=_COLUMNS)
     pos = {f: index.get(names[f]) for f in FIELDS}
     answers: dict[str, dict[str, Any]] = {}
     first_line: dict[str, int] = {}
@@ -281,7 +293,7 @@ def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any
     for line, row in rows:
         wrong = row_width_problem(len(row), len(header))
         if wrong:
-            problems.add(line, "", wrong)
+            problems.add(line, wrong)
             continue
 
         def get(f: str, row: Sequence[Any] = row) -> Any:
@@ -290,17 +302,17 @@ def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any
 
         aid = _as_id(get("answer_id"))
         if aid is None:
-            problems.add(line, names["answer_id"], "missing: every row names its answer")
+            problems.add(line, "missing: every row names its answer", names["answer_id"])
             continue
         claim = get("claim")
         if not isinstance(claim, str):
-            problems.add(line, names["claim"], "missing: a row is one claim")
+            problems.add(line, "missing: a row is one claim", names["claim"])
             continue
         raw = get("verdict")
         try:
             parse_verdict(raw if isinstance(raw, str) else None, mapping)
         except ValueError as exc:
-            problems.add(line, names["verdict"], str(exc))
+            problems.add(line, str(exc), names["verdict"], verdict_hint(exc))
             continue
         chunks: list[Any] | None = None
         if chunk_json is not None:
@@ -313,7 +325,7 @@ def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any
                 try:
                     chunks = _parse_chunks(cell)
                 except ValueError as exc:
-                    problems.add(line, names["chunks"], f"not a JSON list: {exc}")
+                    problems.add(line, f"not a JSON list: {exc}", names["chunks"])
                     continue
         elif chunk_cols:
             chunks = [{"id": str(k), "text": str(c)} for k, i in chunk_cols
@@ -330,13 +342,13 @@ def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any
             for f in _ANSWER_FIELDS:
                 v = get(f)
                 if v is not None and rec[f] is not None and v != rec[f]:
-                    problems.add(line, names[f], f"differs from line {first_line[aid]} for answer {aid!r}")
+                    problems.add(line, f"differs from line {first_line[aid]} for answer {aid!r}", names[f])
                 elif v is not None:
                     rec[f] = v
             if chunks is not None:
                 if rec["chunks"] and chunks != rec["chunks"]:
-                    problems.add(line, names["chunks"], f"differs from line {first_line[aid]} for "
-                                                        f"answer {aid!r}")
+                    problems.add(line, f"differs from line {first_line[aid]} for answer {aid!r}",
+                                 names["chunks"])
                 else:
                     rec["chunks"] = chunks
         evidence, why = get("evidence"), get("rationale")
@@ -346,14 +358,14 @@ def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any
             "evidence": [e.strip() for e in str(evidence).split(";") if e.strip()] if evidence else [],
         })
     if not answers and not problems:
-        problems.add(None, "", "no rows in the file")
+        problems.add(None, "no rows in the file")
     for aid, rec in answers.items():
         for f in ("question", "answer"):
             rec[f] = "" if rec[f] is None else rec[f]  # their columns are there, left empty
         try:  # a Parquet or DataFrame cell may hold any value; only JSON values go on
             answers[aid] = json_value(rec)
         except BadValue as exc:
-            problems.add(first_line[aid], "", str(exc))
+            problems.add(first_line[aid], str(exc))
     problems.raise_if_any()
     for aid, rec in answers.items():
         yield first_line[aid], rec

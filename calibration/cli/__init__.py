@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import __version__
-from ..errors import CalibrationError, StorageError
+from ..errors import CalibrationError, InputError, StorageError
 from . import cycles, io, judge, labels, reviewers, serve, split
+from .common import FLAGS
 from .common import db_path as _db_path
 
 # The only package that imports argparse or prints: each module registers its commands.
@@ -69,6 +70,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     except StorageError as exc:
         # One sentence, with the path here (pages show the sentence without it).
         print(f"error: {db}: {exc}", file=sys.stderr)
+        return 1
+    except InputError as exc:
+        print("error: " + "\n".join(exc.lines(FLAGS)), file=sys.stderr)
         return 1
     except CalibrationError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import codecs
+from collections.abc import Mapping
 from pathlib import Path
 
 from .. import store
+from ..errors import InputError, Option
 from ..models import parse_mapping
+from ..reading import text_encoding
+
+# The flag that sets each option a problem's hint may name (`errors.Problem.text`).
+FLAGS: Mapping[Option, str] = {
+    Option.ENCODING: "--encoding", Option.JUDGE_MODEL: "--judge-model",
+    Option.JUDGE_PROMPT_VERSION: "--judge-prompt-version", Option.MAP: "--map",
+    Option.COLUMNS: "--columns", Option.REVIEWER: "--reviewer", Option.UPDATE: "--update",
+    Option.SOURCE: "--from", Option.SKIP_FAILED: "--skip-failed",
+}
 
 
 def db_path(args: argparse.Namespace) -> Path:
@@ -20,13 +30,14 @@ def map_item(text: str) -> str:
     try:
         parse_mapping([text])
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--map {text!r}: ")) from None
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{text!r}: ")) from None
     return text
 
 
 def encoding(text: str) -> str:
+    """argparse type for --encoding: the reader's own check, so a name it would refuse (unknown,
+    or rot13 and other transforms) is a usage error before any file is opened."""
     try:
-        codecs.lookup(text)
-    except LookupError:
-        raise argparse.ArgumentTypeError(f"unknown encoding {text!r}") from None
-    return text
+        return text_encoding(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

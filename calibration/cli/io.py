@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import adapters, backup, export, importing, store
-from ..errors import CalibrationError, InputError
+from ..errors import CalibrationError, InputError, phrase
 from ..models import Verdict, parse_mapping
-from .common import db_path
+from .common import FLAGS, db_path
 from .common import encoding as _encoding
 from .common import map_item as _map_item
 
@@ -18,7 +18,7 @@ def _mapping(args: argparse.Namespace) -> dict[str, Verdict]:
     try:
         return parse_mapping(args.map)
     except ValueError as exc:
-        raise InputError(str(exc)) from exc
+        raise InputError(f"--map {exc}") from exc
 
 
 # --from options, by the adapter keyword they set.
@@ -81,7 +81,7 @@ def _import_from(args: argparse.Namespace, mapping: dict[str, Verdict]) -> int:
             for line in result.mapping_lines(rep.mappings):
                 print(f"    {line}")
             for note in result.notes:
-                print(f"  note: {note}")
+                print(f"  note: {phrase(note, FLAGS)}")
     return 0
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlite_utils import Database
 
+from ..errors import Option, Problem
 from .connection import now, write
 from .imports import finish, forget, next_claim_pk, remove, reserve_claims
 
@@ -85,24 +86,25 @@ class AnswerWriter:
         self.verdicts: list[tuple[Any, ...]] = []
         self.ts = now()
 
-    def add(self, rec: JudgedAnswerIn, digest: str, verdicts: Sequence[str], run: int) -> str | None:
+    def add(self, rec: JudgedAnswerIn, digest: str, verdicts: Sequence[str], run: int) -> Problem | None:
         """Queue one answer's rows (its content hash `digest`, one verdict per claim, judged by
-        run `run`); return a conflict message instead of writing on conflict."""
+        run `run`); return the conflict (the caller adds file and line) instead of writing on conflict."""
         db = self.db
         stored_hash = answer_hash(db, rec.id)
         existing_claims: dict[str, tuple[int, str]] = {}
         by_text: dict[str, str] = {}
         if stored_hash is not None:
             if stored_hash != digest:
-                return (f"answer {rec.id!r} is already in the database with different question, "
-                        "answer or chunk text; refused, since its claims may carry human labels "
-                        "(import it under a new id)")
+                return Problem(f"answer {rec.id!r} is already in the database with different question, "
+                               "answer or chunk text; refused, since its claims may carry human labels "
+                               "(import it under a new id)")
             self.counts.answers_existing += 1
             changed = self._described_differently(rec)
             if changed and not self.update:
-                return (f"answer {rec.id!r} is already in the database with a different {changed}; "
-                        "refused, since category drives stratified sampling (give --update to "
-                        "replace the stored category and metadata)")
+                return Problem(f"answer {rec.id!r} is already in the database with a different {changed}; "
+                               "refused, since category drives stratified sampling",
+                               hint=("to replace the stored category and metadata, import with ",
+                                     Option.UPDATE))
             if changed:
                 self.updates.append((rec.category, _json(rec.metadata), rec.id))
                 self.counts.answers_updated += 1
@@ -128,13 +130,13 @@ class AnswerWriter:
             if cid in existing_claims:
                 pk, text = existing_claims[cid]
                 if text != claim.text:
-                    return (f"claims[{i}]: claim {cid!r} of answer {rec.id!r} already has "
-                            "different text; refused")
+                    return Problem(f"claim {cid!r} of answer {rec.id!r} already has different text; "
+                                   "refused", field=f"claims.{i}")
                 old = judge_verdict(db, run, pk)
                 if old is not None:
                     if old != verdict:
-                        return (f"claims[{i}]: this judge run already gave claim {cid!r} the "
-                                f"verdict {old}, not {verdict}; refused")
+                        return Problem(f"this judge run already gave claim {cid!r} the verdict {old}, "
+                                       f"not {verdict}; refused", field=f"claims.{i}")
                     self.counts.verdicts_existing += 1
                     continue
             else:
