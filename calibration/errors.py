@@ -43,10 +43,6 @@ from enum import StrEnum
 from typing import Any
 
 
-class CalibrationError(Exception):
-    """Base of every error the package raises on purpose."""
-
-
 class Option(StrEnum):
     """Something a user sets beside the input itself, which a hint may tell them to set."""
 
@@ -104,6 +100,14 @@ class Problem:
         return self.text()
 
 
+class CalibrationError(Exception):
+    """Base of every error the package raises on purpose."""
+
+    def lines(self, words: Mapping[Option, str] | None = None) -> list[str]:
+        """The message as lines for a front end to show; an InputError words its hints in `words`."""
+        return [str(self)]
+
+
 class InputError(CalibrationError):
     """A file or form given by a user is invalid; its problems name file, line and field."""
 
@@ -115,8 +119,9 @@ class InputError(CalibrationError):
         self.closing = closing  # what became of the input as a whole ("nothing was imported")
         super().__init__("\n".join(self.lines()))
 
-    def lines(self, words: Mapping[Option, str] = OPTION_WORDS) -> list[str]:
+    def lines(self, words: Mapping[Option, str] | None = None) -> list[str]:
         """Every problem as a line (`Problem.text`), then how many more there were, then the closing."""
+        words = OPTION_WORDS if words is None else words
         return [*(p.text(words) for p in self.problems),
                 *([f"... and {self.more} more problems"] if self.more else []),
                 *([self.closing.text(words)] if self.closing else [])]

@@ -646,7 +646,7 @@ def _restore_claim_labels(db: Database, rec: dict[str, Any], report: RestoreRepo
     found = answer_store.find_claim(db, answer_id, claim_id)
     if found is None:
         raise ValueError(f"claim_id: no claim {claim_id!r} in answer {answer_id!r}; restore the answers "
-                         "first: import this file as judged answers")
+                         f"first with `python -m calibration import` on this file")
     pk = found[0]
     events = rec["events"]
     for i, e in enumerate(events):

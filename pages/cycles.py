@@ -55,7 +55,7 @@ def _show(kind: str, head: str, lines: list[str]) -> None:
 
 
 def _problems(exc: CalibrationError) -> list[str]:
-    return list(getattr(exc, "problems", None) or [str(exc)])
+    return exc.lines()
 
 
 def _viewer_tz() -> tzinfo | None:

@@ -99,7 +99,7 @@ policy = judge.EndpointPolicy.from_sources(secrets=_secrets())
 
 
 def _problems(exc: CalibrationError) -> list[str]:
-    return list(getattr(exc, "problems", None) or [str(exc)])
+    return exc.lines()
 
 
 def _shipped_text(name: str) -> str:

@@ -474,7 +474,8 @@ def test_run_import_progress_and_problem_lines(tmp_path: Path) -> None:
         adapters.run_import(db, "deepeval", DATA / "deepeval_bad.json", judge_prompt_version="v1")
     first = err.value.problems[0]
     assert (first.file, first.line, first.field, first.message) == (
-        str(DATA / "deepeval_bad.json"), 42, "testCases.1.metricsData.1.verboseLogs", "2 claims but 1 verdict")
+        str(DATA / "deepeval_bad.json"), 42, "testCases.1.metricsData.1.verboseLogs",
+        "2 claims but 1 verdict")
     assert err.value.closing == Problem("nothing was imported", str(DATA / "deepeval_bad.json"))
     assert adapters.guess(DATA / "deepeval_latest_test_run.json") == "deepeval"
     assert adapters.guess(tmp_path / "x.jsonl") == adapters.NATIVE
@@ -483,7 +484,8 @@ def test_run_import_progress_and_problem_lines(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("problems", "expected"), [
     ([(1, "judge_model", "missing"), (2, "judge_model", "missing"), (4, "id", "empty"),
       (7, "judge_model", "missing"), (None, "", "no judged answers in the file")],
-     [([1, 2, 7], "judge_model", "missing"), ([4], "id", "empty"), ([], "", "no judged answers in the file")]),
+     [([1, 2, 7], "judge_model", "missing"), ([4], "id", "empty"),
+      ([], "", "no judged answers in the file")]),
     ([(3, "judge_model", "missing"), (3, "verdict", "missing")],
      [([3], "judge_model", "missing"), ([3], "verdict", "missing")]),
 ])

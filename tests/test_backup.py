@@ -317,7 +317,7 @@ def test_a_refused_restore_leaves_no_new_database_file(tmp_path: Path,
     ({"format_version": 99}, "written by a newer release"),
     ({"migrations_add": "m099_from_the_future"}, "unknown to this release"),
     ({"migrations_drop": "m002_create_judge_runs"}, "not a schema any release made"),
-    ({"tables": "not a mapping"}, "header: tables"),
+    ({"tables": "not a mapping"}, "header.tables"),
 ])
 def test_a_header_this_release_cannot_read_is_refused(full_db: Path, tmp_path: Path,
                                                       change: dict, message: str) -> None:
