@@ -261,7 +261,7 @@ def _read_answers(db: Database, records: Iterable[tuple[int, Any]], judge_model:
         version = rec.judge_prompt_version or judge_prompt_version
         if not model or not version:
             missing = Option.JUDGE_MODEL if not model else Option.JUDGE_PROMPT_VERSION
-            problems.add(line, "missing", missing.value, ("put it in the file or give it with ", missing))
+            problems.add(line, "missing", missing.value, ("put it in the file or set ", missing))
             continue
         verdicts: list[str] = []
         texts: set[str] = set()

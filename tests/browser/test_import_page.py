@@ -193,7 +193,7 @@ def test_a_problem_of_every_record_is_one_row_with_its_count(app: tuple[str, Pat
     assert sum(c == "judge_model" for c in cells) == 1  # said once, not once per record
     assert "1, 2, 3 and 2 more" in cells and "5" in cells
     assert "None" not in cells  # a problem without a line has an empty cell
-    assert "fill in the Judge model field" in "\n".join(cells)
+    assert "put it in the file or set the Judge model field" in "\n".join(cells)
     assert not server_errors(log)
 
 
