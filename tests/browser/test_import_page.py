@@ -197,6 +197,27 @@ def test_a_problem_of_every_record_is_one_row_with_its_count(app: tuple[str, Pat
     assert not server_errors(log)
 
 
+def test_a_problem_names_the_page_control_where_the_cli_names_its_flag(
+        app: tuple[str, Path, Path], page: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url, _db, log = app
+    src = tmp_path / "windows.jsonl"  # a Windows export, uploaded with the encoding left at UTF-8
+    src.write_bytes((json.dumps(record(1), ensure_ascii=False) + "\n").encode("cp1251"))
+    open_import(page, url)
+    upload(page, src)
+    dialog = check(page)
+    dialog.get_by_text("The file was not imported: nothing was written").wait_for()
+    dialog.locator('[data-testid="stDataFrame"]').wait_for()
+    text = grid_text(page)
+    assert "the file is not UTF-8: give its encoding with the Encoding choice above" in text
+    assert "--encoding" not in text
+    from calibration.cli import main
+
+    capsys.readouterr()
+    assert main(["--db", str(tmp_path / "cli.db"), "import", str(src)]) == 1
+    assert "the file is not UTF-8: give its encoding with --encoding" in capsys.readouterr().err
+    assert not server_errors(log)
+
+
 def test_table_mapped_by_dropdowns_in_its_encoding(app: tuple[str, Path, Path], page: Any,
                                                    tmp_path: Path) -> None:
     url, db, log = app
