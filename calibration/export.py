@@ -67,7 +67,7 @@ from sqlite_utils import Database
 from . import store
 from .errors import InputError, NotFoundError
 from .fmt import plural
-from .reading import open_text
+from .reading import checked, open_text
 from .store import checks as check_store
 from .store.checks import ReferenceEdit
 from .store.exports import ClaimDetail, claim_details, claim_ids_in_scope, cycle_judge_run_id
@@ -488,7 +488,7 @@ def is_export_file(path: str | Path, encoding: str | None = None) -> bool:
                 ch = fh.read(1)
             if ch != "{":
                 return False
-            rec = json.loads(ch + fh.readline())
+            rec = checked(ch + fh.readline())  # the one JSON parser; a BadRecord is no export
     except (InputError, UnicodeError, ValueError, RecursionError):  # the import reports these
         return False
     return isinstance(rec, dict) and rec.get("format") == EXPORT_FORMAT

@@ -8,7 +8,7 @@ yields, so `importing.import_records` validates and writes them in one transacti
     report = import_records(db, result.records, source=result.source, mapping=result.mapping,
                             judge_model=result.judge_model,
                             judge_prompt_version=result.judge_prompt_version)
-    print(*result.mapping_lines(report.mappings), *result.notes, sep="\\n")
+    print(*result.mapping_lines(report.mappings), *map(errors.phrase, result.notes), sep="\\n")
 
 Problems in the tool's shape are collected (up to 20, `reading.Problems`) and raised as one
 InputError of `errors.Problem`s (file, line, field, message, hint) while `import_records` is
