@@ -396,6 +396,9 @@ class JsonStream:
 
     def peek(self) -> str:
         """The next character that is not JSON whitespace, stepping to it ("" at the end)."""
+        buf, pos = self.buf, self.pos
+        if pos < len(buf) and buf[pos] not in _BLANK:  # most often: nothing to step over
+            return buf[pos]
         while True:
             end = _BLANKS.match(self.buf, self.pos).end()  # type: ignore[union-attr]  # * always matches
             self.line += self.buf.count("\n", self.pos, end)
