@@ -273,7 +273,7 @@ class FrozenFigures:
 def size_warning(size: int, claims: int) -> str:
     """The warning shown when a cycle is forced outside the default size bounds."""
     # Imported here: the statistics module pulls in scipy, which only this path needs.
-    from .agreement import wilson_interval
+    from .estimation import wilson_interval
 
     interval = wilson_interval(EXPECTED_AGREEMENT * claims, claims)
     width = "undefined" if interval is None else f"about ±{(interval[1] - interval[0]) * 50:.1f} points"

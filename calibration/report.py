@@ -80,7 +80,7 @@ def _all_supported(table: store.ClaimTable) -> np.ndarray:
     pos = agreement.label_index(agreement.POSITIVE)
     not_supported = np.bincount(table.answer, weights=(table.judge != pos).astype(float),
                                 minlength=len(table.answer_ids))
-    return not_supported == 0
+    return np.asarray(not_supported == 0)
 
 
 def _represented(strata: np.ndarray, labeled: np.ndarray) -> tuple[dict[Hashable, int], list[str]]:
