@@ -36,10 +36,10 @@ from .agreement import (
     RunComparison,
 )
 from .fmt import plural
-from .vocab import LABELS
 from .store import cycles as db_cycles
 from .store import dashboard as db_dashboard
 from .store import review as db_review
+from .vocab import LABELS
 
 # Rows of claim detail (claim text, chunks, rationale, notes) fetched for the tables: a lead
 # reads tens of them; beyond this the export is the tool.
