@@ -337,13 +337,6 @@ def normalise_name(raw: str) -> str:
     return display_name(raw)
 
 
-def normalise_reviewers(reviewers: Iterable[str], known: Sequence[str] = ()) -> tuple[list[str], list[str]]:
-    """(reviewers, problems): each typed name matched to a `known` reviewer's spelling by the one
-    name rule (`roles.match_reviewers`), blanks dropped, duplicates and look-alikes refused."""
-    found = roles.match_reviewers(reviewers, known)
-    return found.names, found.problems
-
-
 # ---------------------------------------------------------------- reads
 
 
@@ -543,7 +536,7 @@ def create_cycle(
 
     `seed` None draws one, which is recorded so the sample can be redrawn. An empty
     `reviewers` list makes an open cycle: every signed-in reviewer's queue is every
-    answer; reviewer names are normalised and duplicates refused (`normalise_reviewers`), and
+    answer; reviewer names are normalised and duplicates refused (`roles.match_reviewers`), and
     once the roster holds anyone they must be its active reviewers (`roster.check_on_roster`).
     `size` must be within 15-30 unless `force`, in which case the returned cycle carries a
     warning about the interval width; a pool smaller than `size` is an error unless

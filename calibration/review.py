@@ -143,11 +143,6 @@ class Card:
     def chunk_ids(self) -> tuple[str, ...]:
         return tuple(c.chunk_id for c in self.chunks)
 
-    def index_of(self, claim_pk: int) -> int | None:
-        for i, c in enumerate(self.claims):
-            if c.pk == claim_pk:
-                return i
-        return None
 
     def next_open(self, after: int = -1, *, fresh_only: bool = False) -> int | None:
         """Index of the next claim still to settle after `after`, wrapping; None if none.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import codecs
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -232,11 +232,3 @@ class JsonText:
             yield index, line_no, value
             index += 1
 
-
-def text_of(value: Any) -> str | None:
-    """A string field, or None when absent; anything else is the caller's problem to report."""
-    return value if isinstance(value, str) else None
-
-
-def path_str(parts: Sequence[str | int]) -> str:
-    return ".".join(str(p) for p in parts)
