@@ -46,6 +46,7 @@ run: demo
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/vulture
 
 # Two workers, whole files each: a file's module-scoped app server stays in one worker.
 test: $(VENV)/.dev browser lint

@@ -1,10 +1,11 @@
 """The Streamlit app: `streamlit run app.py` (or `make run`).
 
-One navigation over the screens in pages/. Lead pages are left out of the navigation of a
-signed-in person who is not a lead (each lead page checks again on the server, so a direct
-URL is refused alike). A reload signs the same person in again from the link before the
-navigation is built (`ui.restore_sign_in`), so Home and the page list know them too. The
-role mode (`calibration.roles.Mode`) is shown in the sidebar:
+One navigation over the screens in pages/ (`ui.PAGES`), drawn as the app's own links at the top
+of the sidebar (Streamlit's automatic menu is off in .streamlit/config.toml). Lead pages are
+left out of the navigation of a signed-in person who is not a lead (each lead page checks
+again on the server, so a direct URL is refused alike). A reload signs the same person in
+again from the link before the navigation is built (`ui.restore_sign_in`), so Home and the
+page list know them too. The role mode (`calibration.roles.Mode`) is shown in the sidebar:
 single-user mode (no lead configured, one name so far) is labelled as such, and a team
 without a configured lead is told how to configure one; the first start prints that too. The
 database is $CALIBRATION_DB or data/calibration.db; every page opens its own short-lived
@@ -19,17 +20,6 @@ import streamlit as st
 
 import ui
 from calibration import roles
-
-# (file, title, icon, for leads only); the first is the default page.
-PAGES: list[tuple[str, str, str, bool]] = [
-    ("pages/home.py", "Home", ":material/home:", False),
-    ("pages/review.py", "Review", ":material/rate_review:", False),
-    ("pages/cycles.py", "Cycles", ":material/autorenew:", True),
-    ("pages/guidelines.py", "Guidelines", ":material/menu_book:", True),
-    ("pages/dashboard.py", "Dashboard", ":material/monitoring:", True),
-    ("pages/import.py", "Import", ":material/upload_file:", True),
-    ("pages/judge_lab.py", "Judge lab", ":material/science:", True),
-]
 
 SINGLE_USER_NOTE = ("Single-user mode: no lead is configured, so the one person signed in is the "
                     "lead and sees the judge's verdicts. As soon as a second name signs in, lead pages "
@@ -54,12 +44,9 @@ _announce_roles()
 def _main() -> None:
     reviewer = ui.restore_sign_in()  # before the navigation: after a reload it lists the role's pages
     show_lead_pages = reviewer is None or ui.is_lead(reviewer)
-    pages = [
-        st.Page(path, title=title, icon=icon, default=(i == 0))
-        for i, (path, title, icon, lead_only) in enumerate(PAGES)
-        if show_lead_pages or not lead_only
-    ]
-    current = st.navigation(pages)
+    pages = ui.app_pages(lead_pages=show_lead_pages)
+    current = st.navigation(pages, position="hidden")
+    ui.navigation_links(pages)
     ui.refused_action()
     ui.sidebar_identity()
     if reviewer is not None:

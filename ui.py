@@ -56,6 +56,7 @@ from typing import Any, ParamSpec
 
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
+from streamlit.navigation.page import StreamlitPage
 
 from calibration import roles, roster, store
 from calibration.dashboard import Decision
@@ -839,25 +840,60 @@ def shortcut_guard() -> None:
     st.html(_KEY_GUARD, unsafe_allow_javascript=True, width=1)
 
 
-def _leave_pages_directory_mode() -> None:
-    """Make sure app.py's st.navigation drives every run, even a deep link on a fresh server.
+# (file, title, icon, for leads only); the first is the default page.
+PAGES: list[tuple[str, str, str, bool]] = [
+    ("pages/home.py", "Home", ":material/home:", False),
+    ("pages/review.py", "Review", ":material/rate_review:", False),
+    ("pages/cycles.py", "Cycles", ":material/autorenew:", True),
+    ("pages/guidelines.py", "Guidelines", ":material/menu_book:", True),
+    ("pages/dashboard.py", "Dashboard", ":material/monitoring:", True),
+    ("pages/import.py", "Import", ":material/upload_file:", True),
+    ("pages/judge_lab.py", "Judge lab", ":material/science:", True),
+]
 
-    Streamlit 1.67 starts a server whose entry script sits beside a `pages/` folder in its
-    legacy multipage mode (`PagesManager.uses_pages_directory`) until some session runs
-    `st.navigation`. A first visit to /review therefore ran pages/review.py alone: no
-    app.py, so no page config, no sign-in box, and the automatic file list as navigation
-    ("app, cycles, home, review"). Every page imports this module, so on such a run we
-    switch the flag off, as st.navigation itself does, and rerun: app.py then runs and
-    resolves the same page (page hashes come from the URL path in both modes).
+
+def app_pages(*, lead_pages: bool) -> list[StreamlitPage]:
+    """The app's pages (`PAGES`) as `st.Page`s, the lead pages only when `lead_pages`."""
+    return [st.Page(path, title=title, icon=icon, default=(i == 0))
+            for i, (path, title, icon, lead_only) in enumerate(PAGES) if lead_pages or not lead_only]
+
+
+def navigation_links(pages: list[StreamlitPage]) -> None:
+    """The app's own page menu at the top of the sidebar. Streamlit's automatic one is off
+    (`client.showSidebarNavigation = false`): on a fresh server it would first list the file
+    names in pages/ (see `_run_through_the_app`)."""
+    with st.sidebar.container(key="nav"):
+        for p in pages:
+            st.page_link(p)
+
+
+@st.cache_resource(show_spinner=False)
+def _routing() -> dict[str, bool]:
+    """Once per server process (it outlives a re-import of this module): whether a run has
+    already switched Streamlit to app.py's navigation."""
+    return {"done": False}
+
+
+def _run_through_the_app() -> None:
+    """Make app.py drive every run, even a deep link on a fresh server.
+
+    Until a session calls `st.navigation`, Streamlit treats an entry script beside a `pages/`
+    folder as a legacy multipage app: the first visit to /review after a start ran
+    pages/review.py alone (no page config, no sign-in, no links). As documented, the first
+    `st.navigation` call in any session makes the app ignore the pages/ folder for all
+    sessions. Every page imports this module, so its first import in a server process makes
+    that call (over every page, so the URL's page is found and kept) and reruns: app.py then
+    runs and resolves the same page, with the same query string. The legacy run draws no menu
+    of file names meanwhile: `client.showSidebarNavigation = false` hides it.
     """
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-    except ImportError:  # a later Streamlit without the legacy mode
+    if not st.runtime.exists():  # imported by a test or a tool, not by a served app
         return
-    if getattr(PagesManager, "uses_pages_directory", None) and get_script_run_ctx() is not None:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
+    routing = _routing()
+    if routing["done"]:
+        return
+    routing["done"] = True
+    st.navigation(app_pages(lead_pages=True), position="hidden")
+    st.rerun()
 
 
-_leave_pages_directory_mode()
+_run_through_the_app()

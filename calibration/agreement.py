@@ -579,8 +579,8 @@ def gwet_ac1(table: np.ndarray | Sequence[Sequence[float]]) -> float | None:
     if n == 0 or q < 2:
         return None
     pi = (t.sum(axis=1) + t.sum(axis=0)) / (2 * n)
-    pe = float((pi * (1 - pi)).sum()) / (q - 1)
-    po = float(np.trace(t)) / n
+    pe = float((pi * (1 - pi)).sum() / (q - 1))
+    po = float(np.trace(t) / n)
     # sum pi(1 - pi) <= 1 - 1/q, so pe <= 1/q < 1: unlike kappa, AC1 is never 0/0.
     return (po - pe) / (1 - pe)
 

@@ -272,7 +272,7 @@ class FrozenFigures:
 def size_warning(size: int, claims: int) -> str:
     """The warning shown when a cycle is forced outside the default size bounds."""
     # Imported here: the statistics module pulls in scipy, which only this path needs.
-    from .agreement import wilson_interval
+    from .estimation import wilson_interval
 
     interval = wilson_interval(EXPECTED_AGREEMENT * claims, claims)
     width = "undefined" if interval is None else f"about ±{(interval[1] - interval[0]) * 50:.1f} points"
@@ -329,11 +329,6 @@ def assign(answer_ids: Sequence[str], reviewers: Sequence[str], overlap: float
     return out
 
 
-def normalise_reviewers(reviewers: Iterable[str], known: Sequence[str] = ()) -> tuple[list[str], list[str]]:
-    """(reviewers, problems): each typed name matched to a `known` reviewer's spelling by the one
-    name rule (`roles.match_reviewers`), blanks dropped, duplicates and look-alikes refused."""
-    found = roles.match_reviewers(reviewers, known)
-    return found.names, found.problems
 
 
 # ---------------------------------------------------------------- reads
@@ -535,7 +530,7 @@ def create_cycle(
 
     `seed` None draws one, which is recorded so the sample can be redrawn. An empty
     `reviewers` list makes an open cycle: every signed-in reviewer's queue is every
-    answer; reviewer names are normalised and duplicates refused (`normalise_reviewers`), and
+    answer; reviewer names are normalised and duplicates refused (`roles.match_reviewers`), and
     once the roster holds anyone they must be its active reviewers (`roster.check_on_roster`).
     `size` must be within 15-30 unless `force`, in which case the returned cycle carries a
     warning about the interval width; a pool smaller than `size` is an error unless

@@ -26,11 +26,10 @@ from typing import Any
 import numpy as np
 from sqlite_utils import Database
 
-from . import agreement, flag, fmt, store
+from . import agreement, estimation, flag, fmt, store
 from . import report as reports
 from . import split as splits
 from .agreement import (
-    LABELS,
     POSITIVE,
     HumanHumanAgreement,
     RunComparison,
@@ -43,6 +42,7 @@ from .report import Report
 from .store import cycles as db_cycles
 from .store import dashboard as db_dashboard
 from .store import review as db_review
+from .vocab import LABELS
 
 # Rows of claim detail (claim text, chunks, rationale, notes) fetched for the tables: a lead
 # reads tens of them; beyond this the export is the tool.
@@ -420,7 +420,7 @@ def reviewer_rows_of(labels: store.ReviewerColumns) -> list[ReviewerRow]:
     r, m = labels.reviewer, len(labels.reviewers)
 
     def count(mask: np.ndarray) -> list[int]:
-        return np.bincount(r[mask], minlength=m).tolist()
+        return [int(v) for v in np.bincount(r[mask], minlength=m)]
 
     every = np.ones(r.size, dtype=bool)
     reviewed = labels.reconciled > 0  # blind, then reconciled on the review page; never an import
@@ -434,7 +434,7 @@ def reviewer_rows_of(labels: store.ReviewerColumns) -> list[ReviewerRow]:
 
 def _reviewer_row(reviewer: str, labeled: int, reviewed: int, disagreed: int, kept: int, right: int,
                   slips: int) -> ReviewerRow:
-    ci = agreement.wilson_interval(slips, reviewed) if reviewed else None
+    ci = estimation.wilson_interval(slips, reviewed) if reviewed else None
     return ReviewerRow(reviewer, labeled, reviewed, disagreed, kept, right, slips,
                        slips / reviewed if reviewed else None, ci[0] if ci else None, ci[1] if ci else None)
 

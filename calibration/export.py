@@ -286,12 +286,6 @@ def write_golden_counts(records: Iterable[dict[str, Any]], fh: TextIO,
     return GoldenCounts(written, skipped, no_source)
 
 
-def write_golden(records: Iterable[dict[str, Any]], fh: TextIO) -> tuple[int, int]:
-    """Write golden-set lines; return (answers written, answers left out for lack of SUPPORTED)."""
-    counts = write_golden_counts(records, fh)
-    return counts.written, counts.skipped
-
-
 def _reviewer_summary(lab: dict[str, Any]) -> str:
     if lab["status"] != "labeled":
         return f"{lab['reviewer']}: {lab['status']}"

@@ -89,7 +89,6 @@ def per_reviewer(n_claims: int, label_claim: np.ndarray, label_reviewer: np.ndar
     return c[order], r[order], v[order]
 
 
-AGREED_CODES = np.array([_CODE[ClaimStatus.UNANIMOUS], _CODE[ClaimStatus.ADJUDICATED]])
 UNRESOLVED_CODES = np.array([_CODE[ClaimStatus.DISPUTED], _CODE[ClaimStatus.NEEDS_DISCUSSION]])
 UNLABELED_CODE = _CODE[ClaimStatus.UNLABELED]
 ADJUDICATED_CODE = _CODE[ClaimStatus.ADJUDICATED]

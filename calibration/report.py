@@ -32,7 +32,6 @@ from sqlite_utils import Database
 
 from . import agreement, decisions, estimation, final_label, planning, split, store
 from .agreement import (
-    LABELS,
     POSITIVE,
     BootstrapInterval,
     ClassMetrics,
@@ -48,6 +47,7 @@ from .flag import Flag, PopulationEstimates, Thresholds, decide_flag
 from .reporttext import format_report
 from .store import lab as lab_store
 from .store import scope as store_scope
+from .vocab import LABELS
 
 DEFAULT_THRESHOLDS = Thresholds()
 
@@ -458,7 +458,7 @@ def _all_supported(table: store.ClaimTable) -> np.ndarray:
     pos = agreement.label_index(agreement.POSITIVE)
     not_supported = np.bincount(table.answer, weights=(table.judge != pos).astype(float),
                                 minlength=len(table.answer_ids))
-    return not_supported == 0
+    return np.asarray(not_supported == 0)
 
 
 def _represented(strata: np.ndarray, labeled: np.ndarray) -> tuple[dict[Hashable, int], list[str]]:

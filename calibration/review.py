@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -143,11 +143,6 @@ class Card:
     def chunk_ids(self) -> tuple[str, ...]:
         return tuple(c.chunk_id for c in self.chunks)
 
-    def index_of(self, claim_pk: int) -> int | None:
-        for i, c in enumerate(self.claims):
-            if c.pk == claim_pk:
-                return i
-        return None
 
     def next_open(self, after: int = -1, *, fresh_only: bool = False) -> int | None:
         """Index of the next claim still to settle after `after`, wrapping; None if none.
@@ -299,8 +294,10 @@ def default_cycle(choices: Sequence[CycleChoice]) -> CycleChoice | None:
     """The cycle to open by default: the reviewer's own work first. The first cycle assigned
     to them with work left, else the first open to everyone with work left, else the first
     assigned, else the first (order of `choices`)."""
-    for pick in (lambda c: c.has_work and not c.cycle.open_to_all, lambda c: c.has_work,
-                 lambda c: not c.cycle.open_to_all, lambda c: True):
+    picks: tuple[Callable[[CycleChoice], bool], ...] = (
+        lambda c: c.has_work and not c.cycle.open_to_all, lambda c: c.has_work,
+        lambda c: not c.cycle.open_to_all, lambda c: True)
+    for pick in picks:
         found = next((c for c in choices if pick(c)), None)
         if found is not None:
             return found

@@ -250,7 +250,7 @@ def neyman_allocate(sizes: Mapping[str, int], spread: Mapping[str, float], n: in
     weight = big * np.array([spread[h] for h in keys], dtype=float)
 
     def quotas(c: float) -> np.ndarray:
-        return np.minimum(big, np.maximum(least, c * weight))
+        return np.asarray(np.minimum(big, np.maximum(least, c * weight)))
 
     low, high = 0.0, 1.0
     while quotas(high).sum() < n and high < 1e18:

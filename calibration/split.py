@@ -235,17 +235,3 @@ def fingerprint(db: Database) -> tuple[object, ...]:
     """Changes when the split or its seal changes (a page's cache key includes it)."""
     return split_store.state_marker(db)
 
-
-def export_split(db: Database) -> dict[str, object]:
-    """The split for an export file: its generations (seed, share, seal record) and every
-    answer's part. Restore with `restore_split`."""
-    return dict(split_store.export_rows(db))
-
-
-def restore_split(db: Database, data: Mapping[str, object], run_ids: Mapping[str, int] | None = None) -> int:
-    """Put an exported split back (into a database without one); returns answers restored.
-    `run_ids` maps exported judge-run ids to the restored ones (optional)."""
-    if split_store.current_split(db) is not None:
-        raise ConflictError("this database already has a split; restore into a fresh database")
-    rows = {k: list(v) for k, v in data.items() if isinstance(v, list)}
-    return split_store.restore_rows(db, rows, dict(run_ids) if run_ids is not None else None)

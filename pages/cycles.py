@@ -206,7 +206,8 @@ with st.form("new_cycle", enter_to_submit=False):
                        value=sampling.DEFAULT_FAILING_SHARE, step=0.05, key="cycle_failing_share",
                        help="the least share of the slots given to answers with a non-SUPPORTED "
                             "verdict; more when they are a larger share of the pool")
-    left.selectbox("Goal (planned)", planning.GOALS, key="cycle_goal", format_func=planning.GOAL_NAMES.get,
+    left.selectbox("Goal (planned)", planning.GOALS, key="cycle_goal",
+                   format_func=planning.GOAL_NAMES.__getitem__,
                    index=planning.GOALS.index(asked_goal),
                    help="what a planned cycle spends its labels on; 'Show the plan' says how before drawing")
     st.checkbox(HOLDOUT_LABEL, key="cycle_holdout")
@@ -244,7 +245,8 @@ def _close(cycle_name: str, force: bool) -> None:
 
 
 def _ci(bounds: tuple[float, float] | None, show: Callable[[float | None], str] = fmt.pct) -> str:
-    return fmt.ci(*(bounds or (None, None)), show)
+    lo, hi = bounds or (None, None)
+    return fmt.ci(lo, hi, show)
 
 
 def _frozen(cycle: cycles.Cycle) -> None:

@@ -26,10 +26,10 @@ from sqlite_utils import Database
 
 import ui
 from calibration import cycles, dashboard, export, roles, store
-from calibration.agreement import LABELS
 from calibration.errors import CalibrationError
 from calibration.store import cycles as cycle_store
 from calibration.text import visible
+from calibration.vocab import LABELS
 
 ALL_CLAIMS = "All labeled claims of the run"
 NO_COMPARISON = "No comparison"
@@ -401,7 +401,7 @@ st.subheader("Export", anchor="export")
 e1, e2 = st.columns(2)
 fmt = e1.selectbox("Format", export.FORMATS, key="dash_export_format",
                    format_func={"jsonl": "JSONL (lossless, restores with import)",
-                                "golden": "Golden set JSONL (RAG tests)", "csv": "CSV (Excel)"}.get)
+                                "golden": "Golden set JSONL (RAG tests)", "csv": "CSV (Excel)"}.__getitem__)
 only_final = e2.checkbox("Only claims with a final human label", key="dash_export_final")
 
 
@@ -419,22 +419,22 @@ if fmt == "golden":
         else:
             at = st.selectbox("Item", range(len(items)), key="dash_ref_item",
                               format_func=lambda i: f"{items[i]['id']}: {items[i]['question'][:90]}")
-            item = items[at if at is not None else 0]
+            golden_item = items[at if at is not None else 0]
             st.caption("Question")
-            ui.literal(item["question"])
+            ui.literal(golden_item["question"])
             st.caption("Key facts (claims humans found SUPPORTED)")
-            ui.literal("\n".join(f"• {f}" for f in item["key_facts"]))
-            text = st.text_area("Reference answer", value=item["reference_answer"],
-                                key=f"dash_ref_text_{item['id']}")
+            ui.literal("\n".join(f"• {f}" for f in golden_item["key_facts"]))
+            text = st.text_area("Reference answer", value=golden_item["reference_answer"],
+                                key=f"dash_ref_text_{golden_item['id']}")
             if st.button("Save reference answer", key="dash_ref_save"):
                 try:
                     with store.session(path) as db:
-                        export.set_reference_answer(db, item["id"], text, edited_by=lead)
+                        export.set_reference_answer(db, golden_item["id"], text, edited_by=lead)
                     st.success("Saved: the golden export uses it from now on.", icon=":material/check:")
                 except CalibrationError as exc:
                     ui.literal(str(exc))
             with store.session(path) as db:
-                history = export.reference_history(db, item["id"])
+                history = export.reference_history(db, golden_item["id"])
             if history:
                 last = history[-1]
                 ui.literal(f"Edited by {last.edited_by} at {dashboard.readable_time(last.edited_at)}"

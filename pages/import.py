@@ -74,7 +74,7 @@ shown_name = saved.shown_name
 guessed = adapters.guess(path)
 c1, c2 = st.columns(2)
 fmt = c1.selectbox("Format", FORMATS, index=FORMATS.index(guessed) if guessed in FORMATS else None,
-                   format_func=LABELS.get, key=f"import_format_{digest[:12]}",
+                   format_func=LABELS.__getitem__, key=f"import_format_{digest[:12]}",
                    placeholder="Pick the format")
 if guessed is None:
     c1.caption("The format could not be told from the file: pick it.")
@@ -106,6 +106,7 @@ with st.expander("More options"):
 
 if fmt is None:
     st.stop()
+chosen_fmt: str = fmt  # the functions below see the narrowed type
 
 
 def _column_form() -> dict[str, str] | None:
@@ -151,7 +152,7 @@ def _run(dry_run: bool) -> adapters.Outcome | None:
     bar = st.progress(0.0, text="Checking the file…" if dry_run else "Importing…")
     try:
         with store.session(ui.db_path()) as db:
-            return adapters.run_import(db, fmt, path, dry_run=dry_run, progress=lambda f: bar.progress(f),
+            return adapters.run_import(db, chosen_fmt, path, dry_run=dry_run, progress=bar.progress,
                                        judge_model=judge_model.strip() or None,
                                        judge_prompt_version=prompt_version.strip() or None,
                                        mapping=mapping or None, encoding=encoding,

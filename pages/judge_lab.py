@@ -488,11 +488,11 @@ if summary is not None:
     else:
         _show_comparison(summary.run)
     st.subheader("The run")
-    cols = st.columns(4)
-    cols[0].metric("Answers ok", f"{summary.totals.answers_ok:,}")
-    cols[1].metric("Answers failed", f"{summary.totals.answers_failed:,}")
-    cols[2].metric("Claims judged", f"{summary.totals.claims_judged:,}")
-    cols[3].metric("Tokens used (run)", "not reported" if summary.totals.total_tokens is None
+    run_cols = st.columns(4)
+    run_cols[0].metric("Answers ok", f"{summary.totals.answers_ok:,}")
+    run_cols[1].metric("Answers failed", f"{summary.totals.answers_failed:,}")
+    run_cols[2].metric("Claims judged", f"{summary.totals.claims_judged:,}")
+    run_cols[3].metric("Tokens used (run)", "not reported" if summary.totals.total_tokens is None
                    else f"{summary.totals.total_tokens:,}")
     ui.literal("After the run: " + summary.cost_line())
     if summary.failures:

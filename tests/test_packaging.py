@@ -1,6 +1,6 @@
 """Packaging facts the code relies on: the console command, the declared dependencies, the
-version's one home, the pinned constraints, the one private Streamlit attribute the app
-touches, and a wheel that, installed into a fresh venv, loads the demo and serves the app."""
+version's one home, the pinned constraints, and a wheel that, installed into a fresh venv,
+loads the demo and serves the app."""
 
 from __future__ import annotations
 
@@ -46,16 +46,6 @@ def test_requirements_install_the_package_itself() -> None:
     # One list of dependencies: pyproject.toml. The requirements files only point at it.
     assert "." in (ROOT / "requirements.txt").read_text().split()
     assert ".[dev]" in (ROOT / "requirements-dev.txt").read_text().split()
-
-
-def test_the_private_streamlit_attribute_ui_switches_off_still_exists() -> None:
-    # ui._leave_pages_directory_mode sets PagesManager.uses_pages_directory = False so a deep
-    # link on a fresh server runs app.py (see its docstring). If a Streamlit release drops or
-    # renames it, deep links break silently: this fails first, and pyproject caps streamlit.
-    from streamlit.runtime.pages_manager import PagesManager
-
-    assert "uses_pages_directory" in vars(PagesManager)
-    assert any(d.startswith("streamlit>=") and "<" in d for d in PYPROJECT["project"]["dependencies"])
 
 
 def test_the_version_has_one_home() -> None:

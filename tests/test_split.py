@@ -147,26 +147,6 @@ def test_unsealing_is_recorded_and_marks_the_holdout_used(small_db: Database, tm
     assert set(s.holdout) <= set(fresh.tuning)
 
 
-def test_the_split_survives_export_and_restore(small_db: Database, tmp_path: Path) -> None:
-    split.ensure_split(small_db)
-    split.unseal(small_db, who="lead")
-    data = json.loads(json.dumps(split.export_split(small_db)))  # through a file's JSON
-    with store.session(tmp_path / "restored.db") as other:
-        src = tmp_path / "again.jsonl"
-        src.write_text("\n".join(json.dumps(_judged(f"L{i}")) for i in range(6)), encoding="utf-8")
-        import_answers(other, src)
-        labels = tmp_path / "again.csv"
-        labels.write_text("answer_id,claim_id,verdict,reviewer\n"
-                          + "".join(f"L{i},L{i}.c1,SUPPORTED,ann\n" for i in range(6)), encoding="utf-8")
-        import_labels(other, labels)
-        assert split.restore_split(other, data) == 6
-        a, b = split.current(small_db), split.current(other)
-        assert (a.tuning, a.holdout, a.sealed) == (b.tuning, b.holdout, b.sealed)
-        assert b.generation is not None and b.generation.unsealed_by == "lead"
-        with pytest.raises(ConflictError):
-            split.restore_split(other, data)
-
-
 def test_dashboard_lists_no_sealed_claim(wice_db: Database) -> None:
     run = "gpt-4-0613@wice-gpt4"
     s = split.ensure_split(wice_db, stratify_run=store.find_judge_run(wice_db, run))

@@ -133,7 +133,7 @@ def guess(path: str | Path) -> str | None:
 
 
 def _with_progress(records: Iterator[tuple[int, Any]], total_lines: int,
-                   progress: Callable[[float], None]) -> Iterator[tuple[int, Any]]:
+                   progress: Callable[[float], object]) -> Iterator[tuple[int, Any]]:
     step = max(1, total_lines // 100)
     last = 0
     for line, value in records:
@@ -145,7 +145,7 @@ def _with_progress(records: Iterator[tuple[int, Any]], total_lines: int,
 
 
 def run_import(db: Database, name: str, path: str | Path, *, dry_run: bool = False,
-               progress: Callable[[float], None] | None = None, judge_model: str | None = None,
+               progress: Callable[[float], object] | None = None, judge_model: str | None = None,
                judge_prompt_version: str | None = None, mapping: dict[str, Any] | None = None,
                encoding: str | None = None, **options: Any) -> Outcome:
     """Import `path` as `name` (an adapter, or "jsonl" for this tool's shape), all or nothing.

@@ -8,7 +8,7 @@ starts on, and problems are collected by `reading.Problems`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,11 +62,3 @@ def merged_mapping(defaults: Mapping[str, Verdict], user: Mapping[str, Verdict] 
     out.update(user or {})
     return out
 
-
-def text_of(value: Any) -> str | None:
-    """A string field, or None when absent; anything else is the caller's problem to report."""
-    return value if isinstance(value, str) else None
-
-
-def path_str(parts: Sequence[str | int]) -> str:
-    return ".".join(str(p) for p in parts)

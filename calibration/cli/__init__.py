@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .. import __version__
@@ -66,7 +66,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         # Not silent: a mistyped --db would otherwise fill a new file nobody looks at.
         print(f"note: no database at {db}: creating a new one", file=sys.stderr)
     try:
-        return args.handler(args)
+        handler: Callable[[argparse.Namespace], int] = args.handler
+        return handler(args)
     except StorageError as exc:
         # One sentence, with the path here (pages show the sentence without it).
         print(f"error: {db}: {exc}", file=sys.stderr)

@@ -9,7 +9,7 @@ from .. import store
 from .common import db_path as _db_path
 
 
-def _add_cycles(sub: argparse._SubParsersAction) -> None:
+def _add_cycles(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from .. import cycles, planning, sampling
 
     p = sub.add_parser("cycle", help="calibration cycles: sample, assign, close")
@@ -247,5 +247,5 @@ def cli_holdout_list(args: argparse.Namespace) -> int:
 
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _add_cycles(sub)

@@ -138,7 +138,7 @@ def cli_restore(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_import(sub: argparse._SubParsersAction) -> None:
+def _add_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     map_help = "map an extra verdict spelling, e.g. partially_supported=UNSUPPORTED (repeatable)"
     enc_help = "file encoding when not UTF-8 (UTF-8 with or without a BOM is the default)"
     p = sub.add_parser("import", help="import judged answers (JSONL or a JSON array, or another tool's "
@@ -180,7 +180,7 @@ def _add_import(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cli_demo)
 
 
-def _add_export(sub: argparse._SubParsersAction) -> None:
+def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("export", help="export calibrated labels: lossless JSONL, golden set or CSV",
                        description="Export claims with their human and judge verdicts. The jsonl "
                        "export restores into another database with `import FILE` then "
@@ -210,6 +210,6 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cli_restore)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _add_import(sub)
     _add_export(sub)

@@ -15,7 +15,7 @@ from ..judge.client import snippet
 from .common import db_path
 
 
-def _add_judge(sub: argparse._SubParsersAction) -> None:
+def _add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("judge", help="judge lab: re-run a judge prompt over stored claims")
     jsub = p.add_subparsers(dest="judge_command", required=True, metavar="ACTION")
     r = jsub.add_parser(
@@ -55,7 +55,7 @@ def _add_judge(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(handler=cli_run)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _add_judge(sub)
 
 

@@ -9,7 +9,7 @@ from ..models import Verdict
 from .common import db_path as _db_path
 
 
-def _add_labels(sub: argparse._SubParsersAction) -> None:
+def _add_labels(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("info", help="counts per judge run")
     p.set_defaults(handler=cli_info)
 
@@ -53,7 +53,7 @@ def cli_adjudicate(args: argparse.Namespace) -> int:
 
 
 
-def _add_stats(sub: argparse._SubParsersAction) -> None:
+def _add_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("stats", help="judge vs human agreement with intervals, and the revise flag",
                        description="Agreement of a judge run with the final human labels: every "
                        "figure with its 95% interval, the confusion matrix (rows human, columns "
@@ -114,6 +114,6 @@ def cli_thresholds(args: argparse.Namespace) -> int:
 
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _add_labels(sub)
     _add_stats(sub)

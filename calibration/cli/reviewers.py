@@ -11,7 +11,7 @@ from ..text import visible
 from .common import db_path
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("reviewer", help="the reviewer roster a lead keeps (cycles pick from it)")
     rsub = p.add_subparsers(dest="reviewer_command", required=True, metavar="ACTION")
     add = rsub.add_parser("add", help="put reviewers on the roster (near-duplicates of known names refused)")

@@ -30,7 +30,7 @@ def cli_serve(args: argparse.Namespace) -> int:
     return subprocess.call(cmd, env=env)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="start the app (Streamlit) on this machine")
     p.add_argument("--port", type=int, default=8501, help="port to listen on (default: 8501)")
     p.add_argument("--address", default="127.0.0.1",

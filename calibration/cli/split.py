@@ -10,7 +10,7 @@ from ..fmt import plural
 from .common import db_path
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("split", help="tuning and holdout claims (a revised prompt is proved on the holdout)")
     ssub = p.add_subparsers(dest="split_command", required=True, metavar="ACTION")
     show = ssub.add_parser("show", help="the split's sizes (made, or brought up to date, first)",

@@ -20,7 +20,6 @@ below are the package's public surface: `from calibration import judge; judge.ru
 
 from ..store.lab import LAB_ORIGIN, RunTotals
 from .client import (
-    DEFAULT_API_KEY_ENV,
     FATAL_STATUS,
     RETRYABLE_STATUS,
     ChatClient,
@@ -44,7 +43,7 @@ from .compare import (
     default_baseline,
 )
 from .examples import LeakGuard, pick_examples
-from .policy import EndpointPolicy, chat_url
+from .policy import DEFAULT_API_KEY_ENV, EndpointPolicy, chat_url
 from .prompts import (
     DEFAULT_TEMPLATE,
     PLACEHOLDERS,

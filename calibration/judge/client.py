@@ -232,7 +232,7 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
 def backoff_delay(attempt: int, base: float, cap: float, rnd: Callable[[], float] = random.random) -> float:
     """Full jitter: uniform in [0, min(cap, base * 2**(attempt-1))], so clients that failed
     together do not retry together."""
-    return rnd() * min(cap, base * 2 ** (attempt - 1))
+    return rnd() * min(cap, base * 2.0 ** (attempt - 1))
 
 
 def snippet(text: str, n: int = 300) -> str:

@@ -306,14 +306,6 @@ def _pause_between_batches() -> None:
         time.sleep(float(pause))
 
 
-def drop_empty_run(db: Database, run_id: int) -> None:
-    """Delete judge run `run_id` if nothing refers to it (an import that failed created it)."""
-    db.execute("""DELETE FROM judge_runs WHERE id = ?
-                  AND NOT EXISTS (SELECT 1 FROM judge_verdicts WHERE run_id = ?)
-                  AND NOT EXISTS (SELECT 1 FROM cycles WHERE judge_run_id = ?)
-                  AND NOT EXISTS (SELECT 1 FROM judge_lab_runs WHERE run_id = ?)""", [run_id] * 4)
-
-
 def judge_verdict(db: Database, run_id: int, claim_pk: int) -> str | None:
     """The verdict run `run_id` gave claim `claim_pk`; None when it gave none."""
     row = db.execute("SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?",

@@ -262,12 +262,6 @@ def insert_plan(db: Database, cycle_id: int, goal: str, plan: Mapping[str, Any])
                [cycle_id, goal, json.dumps(plan, ensure_ascii=False)])
 
 
-def plan_of(db: Database, cycle_id: int) -> dict[str, Any] | None:
-    """The recorded plan of a planned cycle; None for any other cycle."""
-    row = db.execute("SELECT plan FROM cycle_plans WHERE cycle_id = ?", [cycle_id]).fetchone()
-    return None if row is None else dict(json.loads(row[0]))
-
-
 def run_plan_strata(db: Database, run_id: int) -> list[dict[str, str]]:
     """Per planned cycle of the run, oldest first: its pool answers' strata (answer id -> stratum)."""
     return [dict(json.loads(s)) for (s,) in db.execute(

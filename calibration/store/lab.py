@@ -277,12 +277,6 @@ def lab_run_overview(db: Database) -> list[dict[str, Any]]:
     return rows
 
 
-def lab_template(db: Database, run_id: int) -> str | None:
-    """The template text a lab run was made with; None for a run the lab did not make."""
-    row = db.execute("SELECT template FROM judge_lab_runs WHERE run_id = ?", [run_id]).fetchone()
-    return row[0] if row else None
-
-
 def call_answer_ids(db: Database, run_id: int, *, failed_only: bool = False) -> list[str]:
     """Answers the run has a stored call for (only the failed ones, if asked), by id."""
     sql = "SELECT answer_id FROM judge_calls WHERE run_id = ?"

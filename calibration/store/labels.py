@@ -7,6 +7,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlite_utils import Database
 
@@ -30,7 +31,7 @@ def claim_pk(db: Database, answer_id: str, claim_id: str) -> int:
         if db.execute("SELECT 1 FROM answers WHERE id = ?", [answer_id]).fetchone() is None:
             raise NotFoundError(f"no answer {answer_id!r} in the database")
         raise NotFoundError(f"no claim {claim_id!r} in answer {answer_id!r}")
-    return row[0]
+    return int(row[0])
 
 
 
@@ -74,7 +75,7 @@ class BasedOn:
     event_id: int | None
 
 
-def _label_state(row: sqlite3.Row | tuple | None, claim: int, reviewer: str) -> LabelState | None:
+def _label_state(row: sqlite3.Row | tuple[Any, ...] | None, claim: int, reviewer: str) -> LabelState | None:
     if row is None:
         return None
     status, blind, final, reconciled, slip, evidence, note, event_id = row

@@ -102,7 +102,7 @@ def claim_answer(db: Database, claim_pk: int) -> str:
     row = db.execute("SELECT answer_id FROM claims WHERE id = ?", [claim_pk]).fetchone()
     if row is None:
         raise NotFoundError(f"no claim {claim_pk}")
-    return row[0]
+    return str(row[0])
 
 
 def answer_settled(db: Database, answer_id: str, reviewer: str) -> bool:

@@ -49,11 +49,6 @@ def current_split(db: Database) -> SplitRecord | None:
     return None if row is None else SplitRecord(*row)
 
 
-def split_generations(db: Database) -> list[SplitRecord]:
-    """Every generation, oldest first."""
-    return [SplitRecord(*r) for r in db.execute(f"SELECT {_SPLIT_COLS} FROM claim_splits ORDER BY id")]
-
-
 def create_split(db: Database, *, seed: int, holdout_share: float, stratify_run_id: int | None,
                  created_by: str | None) -> int:
     """A new generation; returns its id. The caller assigns answers to it."""
@@ -163,37 +158,3 @@ def state_marker(db: Database) -> tuple[Any, ...]:
 
 # ---------------------------------------------------------------- export / restore
 
-
-def export_rows(db: Database) -> dict[str, list[dict[str, Any]]]:
-    """The whole split as plain rows (generations and assignments), for an export file."""
-    gens = [dict(zip(_SPLIT_COLS.split(", "), r, strict=True)) for r in db.execute(
-        f"SELECT {_SPLIT_COLS} FROM claim_splits ORDER BY id")]
-    answers = [{"answer_id": a, "split_id": s, "part": p, "stratum": st, "assigned_at": at}
-               for a, s, p, st, at in db.execute(
-                   "SELECT answer_id, split_id, part, stratum, assigned_at FROM split_answers "
-                   "ORDER BY answer_id")]
-    return {"generations": gens, "answers": answers}
-
-
-def restore_rows(db: Database, data: dict[str, list[dict[str, Any]]],
-                 run_ids: dict[str, int] | None = None) -> int:
-    """Put an exported split back into a database that has none yet; returns answers restored.
-
-    Generation ids are kept as exported, so the latest is still the current one. The run a
-    generation was stratified by is re-resolved through `run_ids` (exported id -> new id) when
-    given; otherwise it is dropped (it only records how the split was made). Answers unknown to
-    this database are skipped.
-    """
-    with write(db):
-        for g in data.get("generations", []):
-            run = g.get("stratify_run_id")
-            run = None if run is None or run_ids is None else run_ids.get(str(run))
-            db.execute(f"INSERT INTO claim_splits ({_SPLIT_COLS}) VALUES (?,?,?,?,?,?,?,?,?)",
-                       [g["id"], g["seed"], g["holdout_share"], run, g.get("created_by"), g["created_at"],
-                        g.get("unsealed_by"), g.get("unsealed_at"), g.get("unseal_reason")])
-        known = {r[0] for r in db.execute("SELECT id FROM answers")}
-        rows = [(a["answer_id"], a["split_id"], a["part"], a["stratum"], a["assigned_at"])
-                for a in data.get("answers", []) if a["answer_id"] in known]
-        db.conn.executemany("INSERT INTO split_answers (answer_id, split_id, part, stratum, assigned_at) "
-                            "VALUES (?, ?, ?, ?, ?)", rows)
-        return len(rows)

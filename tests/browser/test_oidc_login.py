@@ -81,14 +81,14 @@ def _log_in(page: Any, url: str, who: str) -> None:
 
 
 def _nav(page: Any) -> list[str]:
-    links = page.locator('[data-testid="stSidebarNav"] a')
+    links = page.locator('.st-key-nav a')
     return [t.strip().splitlines()[-1] for t in links.all_inner_texts()]
 
 
 def _lead_page_shows(page: Any, url: str, path: str) -> bool:
     """Open a lead page by direct URL (a new run of the app); whether its content is drawn."""
     page.goto(f"{url}/{path}")
-    page.get_by_test_id("stSidebarNav").wait_for()
+    page.locator(".st-key-nav").wait_for()
     settle(page)
     return page.get_by_role("heading", name=LEAD_PAGES[path], exact=True).count() > 0
 
@@ -115,7 +115,7 @@ def test_a_reviewer_logs_in_is_refused_on_lead_pages_keeps_the_session_and_logs_
     page.get_by_role("button", name="Log out").click()
     # Streamlit ends the provider's session too (RP-initiated logout), then returns to the app.
     page.get_by_role("button", name="End session").click()
-    page.get_by_test_id("stSidebarNav").wait_for()
+    page.locator(".st-key-nav").wait_for()
     page.goto(f"{team_app}/review")
     page.get_by_role("button", name="Log in").wait_for()
     assert page.get_by_test_id("stSidebar").get_by_text(REVIEWER).count() == 0

@@ -42,7 +42,7 @@ def test_reviewers_do_not_see_lead_pages_when_leads_are_configured(tmp_path: Pat
     secrets = tmp_path / "secrets.toml"
     secrets.write_text('[calibration]\nleads = ["boss"]\n', encoding="utf-8")
     log = tmp_path / "server.log"
-    nav = page.get_by_test_id("stSidebarNav")
+    nav = page.locator(".st-key-nav")
     with start_app(db, log, ["--secrets.files", str(secrets)]) as url:
         page.goto(f"{url}/review")
         page.get_by_label("Your name").fill("anna")

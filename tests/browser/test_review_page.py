@@ -159,11 +159,11 @@ def test_sign_in_with_a_name(app: App, page: Any) -> None:
     assert "Ann Lee" in sidebar.inner_text()
     first = app.queue()[0]
     wait_claim(page, app.pks(first)[0])
-    # One navigation only (st.navigation over pages/, no second automatic page list).
-    # A deep link to /review on a fresh server still runs app.py (ui.py leaves Streamlit's
-    # legacy pages/ mode), so the entries are app.py's titles, not the file names.
-    assert page.locator("[data-testid='stSidebarNav']").count() == 1
-    entries = page.locator("[data-testid='stSidebarNav'] a").all_inner_texts()
+    # One navigation only (app.py's links, no automatic page list). A deep link to /review on
+    # a fresh server still runs app.py (ui.py hands the run to app.py's st.navigation), so the
+    # entries are app.py's titles, not the file names.
+    assert page.locator(".st-key-nav").count() == 1
+    entries = page.locator(".st-key-nav a").all_inner_texts()
     assert [e.split()[-1] for e in entries][:2] == ["Home", "Review"]
     assert not any(e.strip().endswith("app") for e in entries)
     assert "reviewer=Ann+Lee" in page.url or "reviewer=Ann%20Lee" in page.url, page.url

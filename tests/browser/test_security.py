@@ -74,11 +74,11 @@ def test_a_reviewer_with_open_work_sees_no_verdict_on_any_lead_page_or_url(app: 
             assert "rationale" not in text
             _shot(page, f"refused-{name}")
             # The navigation offers no lead page to this reviewer.
-            nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+            nav = page.locator('.st-key-nav').inner_text()
             assert "Dashboard" not in nav and "Cycles" not in nav and "Judge lab" not in nav
         # Home (no sign-in of its own): reached from the navigation, signed in.
         sign_in_at(page, f"{url}/review", REVIEWER)
-        page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Home").click()
+        page.locator('.st-key-nav').get_by_role("link", name="Home").click()
         page.get_by_text("Judge runs").wait_for()
         settle(page)
         text = _text(page)
@@ -105,7 +105,7 @@ def test_the_lead_gets_the_pages_and_the_path(app: tuple[str, Path, Path], brows
         text = _text(page)
         assert "This page is for leads" not in text and "blind one" in text
         _shot(page, "cycles-lead")
-        page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Home").click()
+        page.locator('.st-key-nav').get_by_role("link", name="Home").click()
         page.get_by_text("Judge runs").wait_for()
         settle(page)
         assert str(db_path) in _text(page)

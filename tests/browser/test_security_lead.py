@@ -113,7 +113,7 @@ def test_a_lead_with_open_work_sees_no_verdict_of_it(app: tuple[str, Path], page
         assert "This page is for leads" not in text, name
         _no_hidden_verdict(text, f"/{name}")
     # Home has no sign-in of its own: reached from the navigation, signed in.
-    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Home").click()
+    page.locator('.st-key-nav').get_by_role("link", name="Home").click()
     page.get_by_text("Judge runs").wait_for()
     settle(page, 400)
     _no_hidden_verdict(_all_text(page), "/ (Home)")

@@ -84,7 +84,7 @@ def _new_page(browser: Any) -> Any:
 
 
 def _nav(page: Any) -> list[str]:
-    links = page.locator('[data-testid="stSidebarNav"] a')
+    links = page.locator('.st-key-nav a')
     return [t.strip().splitlines()[-1] for t in links.all_inner_texts()]  # after the icon's name
 
 
@@ -97,7 +97,7 @@ def _reload_at(page: Any, url: str, path: str) -> None:
     query = urlsplit(page.url).query
     assert "signin=" in query, page.url
     page.goto(f"{url}/{path}?{query}")
-    page.locator('[data-testid="stSidebarNav"]').wait_for()
+    page.locator('.st-key-nav').wait_for()
     settle(page)
 
 

@@ -1,0 +1,25 @@
+# ruff: noqa
+"""Names `vulture` (run by `make lint`, settings in pyproject.toml) reports as unused that are used.
+
+Vulture reads this file as code that uses them; nothing imports or runs it.
+"""
+
+# Protobuf fields the load client sets: the generated message classes read them.
+_.string_value
+_.page_hashes
+_.locale
+_.timezone_offset
+_.color_scheme
+_.is_embedded
+
+__getattr__  # calibration/__init__.py: a module's lazy attribute hook (PEP 562)
+exc_type  # calibration/api.py: part of the __exit__ signature
+
+# Record fields a reader or a JSON view uses by name, though no code here reads them.
+frozen_at  # cycles.FrozenFigures
+n_instances  # decisions: the per-reviewer test result
+already_ok  # judge.runner's plan of a run
+unseal_reason  # store.split.SplitRecord
+revise_why  # pages/judge_lab.py unpacks judge.revised_run_options whole
+Goal  # planning: the goal's type
+
