@@ -131,7 +131,7 @@ def _label_as_judge(app: App, reviewer: str, answers: list[str], cycle_id: int |
 
 
 def wait_last_look(page: Any) -> None:
-    wait_for_card(page, ".st-key-last-look button")
+    wait_for_card(page, ".rc-last-look button")
 
 
 def _toast(page: Any, text: str) -> None:
