@@ -509,7 +509,7 @@ class CardReport(BaseModel):
     index: int | None = Field(None, ge=0)  # the claim shown; None: the last look
     waiting: bool = False  # only skipped claims are left in the answer: where next is the server's
     claims: dict[int, CardEntry] = Field(default_factory=dict, max_length=500)
-    actions: tuple[CardAction, ...] = Field((), max_length=500)
+    actions: tuple[CardAction, ...] = Field((), max_length=5000)
     retry: int = 0  # pressed "Try again": the same report once more
 
 

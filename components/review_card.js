@@ -187,6 +187,7 @@ function drawClaim(root, index) {
   const s = status(c);
   const box = el("div", "rc-claim");
   box.dataset.pk = String(c.pk);
+  box.dataset.picking = card.picking ? "yes" : "no";
   box.appendChild(el("div", "rc-title", `Claim ${c.number} of ${n}`));
   if (n > 1 || d.answer_text.trim() !== c.text.trim()) box.appendChild(el("div", "rc-text", c.text));
   const verdicts = el("div", "rc-row rc-verdicts");
@@ -357,14 +358,15 @@ function onKey(e) {
 
 function handle(key, d) {
   if (DIALOG_KEYS[key]) { act(DIALOG_KEYS[key]); return true; }
-  if (d.mode === "reveal") {
+  if (d.mode === "reveal" || card.committing) {
+    // Pressed before the reveal is drawn, a key still counts: the server does it after the commit.
     const map = { k: "keep", j: "judge_right", n: "next", ArrowLeft: "previous", ArrowRight: "following" };
-    if (!map[key]) return false;
+    if (!map[key]) return key === "Enter" || !!VERDICT_KEYS[key];
     act(map[key]);
     return true;
   }
   if (d.mode !== "claim" && d.mode !== "last look") return false;
-  if (card.committing || card.waiting) return ["1", "2", "3", "s", "u", "e", "Enter", "ArrowLeft", "ArrowRight"].includes(key);
+  if (card.waiting) return ["1", "2", "3", "s", "u", "e", "Enter", "ArrowLeft", "ArrowRight"].includes(key);
   const n = claims().length;
   if (card.cursor === null) {
     if (key === "Enter") { commit(); return true; }

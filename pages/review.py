@@ -281,8 +281,10 @@ def _card_action(cycle_id: int, reviewer: str, answer_id: str, do: str) -> None:
             return
         view = _selected(db, cycle_id, answer_id, reviewer)
         numbers = {c.pk: c.number for c in card.claims}
+        # The key acts on the label as it is now: the selection it sees is the server's.
+        events = {c.pk: c.label.event_id if c.label else None for c in card.claims}
     if do in ("keep", "judge_right") and view.selected is not None:
-        _on_reconcile(cycle_id, answer_id, view.selected, do, None)
+        _on_reconcile(cycle_id, answer_id, view.selected, do, events.get(view.selected))
     elif do == "previous" and view.previous is not None:
         _on_select(cycle_id, answer_id, view.previous)
     elif do == "following" and view.following is not None:
