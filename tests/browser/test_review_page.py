@@ -331,7 +331,10 @@ def test_skipped_twice_stays_reachable_and_unclear_stays_blind(app: App, page: A
         for pk, key in zip(pks, plan[answer], strict=True):
             wait_claim(page, pk)
             page.keyboard.press(key)
-            wait_saved(page, pk)
+            if (answer, pk) != ("A1", pks[-1]):
+                wait_saved(page, pk)
+            # else only the skipped claim is left in A1: the server moves the queue on, which
+            # the next answer's claim drawn shows
         if answer == "A2":
             # Unclear + a verdict settle the answer: the last look, the commit, the reveal; the
             # unclear claim shows no judge verdict or rationale and has nothing to reconcile.
