@@ -145,15 +145,13 @@ SETTLED = """(sel) => {
         && !document.querySelector('[data-stale="true"]') && !!document.querySelector(sel);
 }"""
 
-# Arms the timers of one key: t0 is the keydown's own time stamp (the card handles the key
-# before a listener added here could run); `__ms` when the animation frame after `sel` holds
-# `buttons` buttons has begun (the frame that paints it); `__ack` when `ack` (a claim's mark)
-# reads "saved": the server wrote the verdict and said so.
+# Arms the timers of one key: t0 is the keydown's own time stamp (`FIRST_LISTENER`);
+# `__ms` when the animation frame after `sel` holds `buttons` buttons has begun (the frame
+# that paints it); `__ack` when `ack` (a claim's mark) reads "saved": the server wrote the
+# verdict and said so.
 ARM = """([sel, buttons, ack]) => {
     window.__t0 = null; window.__ms = null; window.__ack = ack ? null : -1;
-    const onKey = (e) => { window.__t0 = e.timeStamp; window.removeEventListener('keydown', onKey, true);
-                           check(); };
-    window.addEventListener('keydown', onKey, true);
+    window.__onKey = (stamp) => { window.__t0 = stamp; window.__onKey = null; check(); };
     const ready = () => { const el = document.querySelector(sel);
                           return el && el.querySelectorAll('button').length >= buttons; };
     const saved = () => { const el = ack && document.querySelector(ack);
@@ -171,6 +169,10 @@ ARM = """([sel, buttons, ack]) => {
     const obs = new MutationObserver(check);
     obs.observe(document.body, {childList: true, subtree: true, attributes: true, characterData: true});
 }"""
+# Before any script of the page: the first keydown listener, so it sees every key, also those
+# the card takes (it stops them there).
+FIRST_LISTENER = """window.addEventListener('keydown',
+    (e) => { if (window.__onKey) window.__onKey(e.timeStamp); }, true);"""
 
 
 def measure(url: str, plan: dict[str, list[tuple[int, str]]], order: list[str], n: int
@@ -184,6 +186,7 @@ def measure(url: str, plan: dict[str, list[tuple[int, str]]], order: list[str], 
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(30_000)
+        page.add_init_script(FIRST_LISTENER)
         page.goto(f"{url}/review")
         page.get_by_label("Your name").fill(REVIEWER)
         page.get_by_label("Your name").press("Enter")
