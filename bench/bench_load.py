@@ -446,9 +446,17 @@ async def sweep(url: str, lc: data.LoadCycle, db_path: Path, ns: list[int], seco
                 ) -> list[Step]:
     # Warm the server up (first imports, first queries) outside the figures.
     warm = await sign_in(url, "warm-up", lc.name)
-    for _ in range(3):
-        pk = int(warm.key_of(r"v-SUPPORTED-\d+")[0].rsplit("-", 1)[1])
-        await warm.press(f"v-{lc.judge[pk]}-{pk}")
+    card = warm.data_of(CARD) or {}
+    entries: dict[str, Any] = {}
+    index = card.get("index")
+    for seq in range(1, 4):
+        if index is None:
+            break
+        pk = card["claims"][index]["pk"]
+        entries[str(pk)] = {"seq": seq, "kind": "blind", "verdict": lc.judge[pk]}
+        index = _next_todo(card["claims"], entries, index)
+        await warm.set_state(CARD, "report", {"answer": card["answer"], "index": index,
+                                              "claims": entries})
     await warm.close()
     steps: list[Step] = []
     print(HEADER, flush=True)

@@ -312,6 +312,10 @@ function drawMessage(root) {
 function draw() {
   const root = card.root, d = card.data;
   if (!root || !d) return;
+  // A redraw (the server's acknowledgement, say) must not take the note away from the typist.
+  const typing = document.activeElement && document.activeElement.classList
+    && document.activeElement.classList.contains("rc-note") && root.contains(document.activeElement)
+    ? [document.activeElement.selectionStart, document.activeElement.selectionEnd] : null;
   root.replaceChildren();
   root.dataset.mode = d.mode;
   if (d.mode !== "claim" && d.mode !== "last look") return;
@@ -325,6 +329,8 @@ function draw() {
   else drawClaim(view, index);
   drawList(view, index);
   root.appendChild(view);
+  const note = view.querySelector(".rc-note");
+  if (typing && note) { note.focus(); note.setSelectionRange(typing[0], typing[1]); }
   const box = view.querySelector(".rc-answer"), mark = box && box.querySelector("mark");
   if (mark && box.scrollHeight > box.clientHeight) {
     const top = mark.offsetTop - box.offsetTop;
