@@ -556,6 +556,7 @@ def test_cycle_picker_opens_the_first_cycle_with_work(app: App, page: Any) -> No
     wait_claim(page, pk_first)
     page.keyboard.press("1")  # no blur: Escape gave the focus back to the page
     wait_last_look(page)
+    wait_saved(page, pk_first)
     state = app.state(pk_first, reviewer)
     assert state is not None and state.blind_verdict == "SUPPORTED"
     # The picker's count follows the bar at once.
@@ -600,6 +601,7 @@ def test_two_reviewers_label_the_same_claim(app: App, browser: Any) -> None:
         nxt = app.pks(answer)[1]
         for pg in pages:
             wait_claim(pg, nxt)
+            wait_saved(pg, pk)
         a, b = app.state(pk, "duo-a"), app.state(pk, "duo-b")
         assert a is not None and a.blind_verdict == "SUPPORTED"
         assert b is not None and b.blind_verdict == "CONTRADICTED"
@@ -662,6 +664,7 @@ def test_a_stale_tab_cannot_overwrite_a_label(app: App, browser: Any) -> None:
             wait_claim(pg, pks[0])
         first.keyboard.press("1")
         wait_claim(first, pks[1])
+        wait_saved(first, pks[0])
         assert app.events(pks[0], reviewer) == [("blind", "SUPPORTED")]
         second.keyboard.press("2")
         flash = second.locator(".st-key-flash")
@@ -678,6 +681,7 @@ def test_a_stale_tab_cannot_overwrite_a_label(app: App, browser: Any) -> None:
         # Now based on what it shows: the change is recorded, as a new event.
         second.keyboard.press("2")
         wait_claim(second, pks[1])
+        wait_saved(second, pks[0])
         assert app.events(pks[0], reviewer) == [("blind", "SUPPORTED"), ("blind", "CONTRADICTED")]
     finally:
         for pg in (first, second):
