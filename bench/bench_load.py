@@ -6,14 +6,14 @@ the browser suite's `start_app`), then for each N in turn runs N simultaneous re
 sessions and one lead session for a fixed time, and prints per N:
 
 - verdicts: blind verdicts sent during the run, by all reviewers together;
-- verdict -> next claim, median and p95 (ms): from sending the verdict to the arrival of
-  what the reviewer needs next: the next claim's card with all its buttons, or, after the
-  last claim of an answer, the last look with its commit button (the same end points as
-  bench_review_latency.py). "end" is p95 to the end of that script run;
+- verdict -> acknowledged, median and p95 (ms): from sending the review card's report of a
+  verdict (the state value its script sets; the next claim is drawn in the browser at once)
+  to the arrival of the card's new data acknowledging it (bench_review_latency.py measures the
+  same in Chromium). "end" is p95 to the end of that script run;
 - other: p95 of the commit, reconcile and "Next answer" actions, send to end of run;
 - lead: median / p95 of the Dashboard's full reruns, each recomputing the figures since
   labels keep arriving;
-- failed: verdicts the page did not acknowledge (no "Saved: ..." toast, an error or a
+- failed: verdicts the page did not acknowledge (the card's data without it, an error or a
   traceback on the page, a timeout), plus acknowledged verdicts missing from SQLite when
   the label rows of each reviewer are counted after the run;
 - CPU, in percent of one core over the run: the app server's process, this client's
@@ -58,6 +58,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -138,23 +139,23 @@ async def sign_in(url: str, name: str, cycle_name: str, page: str = "review") ->
             if not options:
                 raise ProtocolError(f"{name}: no {cycle_name!r} in the cycle picker")
             await s.choose(picks[0], options[0])
-        if not s.key_of(r"v-SUPPORTED-\d+"):
+        if (s.data_of(CARD) or {}).get("mode") != "claim":
             raise ProtocolError(f"{name}: no claim card after sign-in ({sorted(s.widgets)})")
     return s
 
 
-def _next_drawn(s: Session, run: Run) -> float:
-    """Arrival time of what the reviewer needs next after a verdict (see the docstring)."""
-    cards = s.key_of(r"unclear-\d+")
-    if cards:
-        t = run.arrived(cards[0])
-    elif "commit" in s.widgets:  # the last look before the reveal
-        t = run.arrived("commit")
-    elif "next-answer" in s.widgets:
-        t = run.arrived("next-answer")
-    else:  # the done screen, or something unexpected: the end of the run
-        t = None
-    return t if t is not None else run.finished_at
+CARD = "review_card"  # the review card component's key (pages/review.py)
+
+
+def _next_todo(claims: list[dict[str, Any]], entries: dict[str, Any], index: int) -> int | None:
+    """The card's next claim after a verdict on `index` (components/review_card.js): the next one
+    never seen, wrapping; None (the last look) when there is none."""
+    n = len(claims)
+    for k in range(1, n + 1):
+        c = claims[(index + k) % n]
+        if c["status"] == "todo" and str(c["pk"]) not in entries:
+            return (index + k) % n
+    return None
 
 
 async def reviewer(s: Session, name: str, judge: dict[int, str], seed: int, until: float,
@@ -162,38 +163,56 @@ async def reviewer(s: Session, name: str, judge: dict[int, str], seed: int, unti
     rng = random.Random(seed)
     disagreed: set[int] = set()
     acked = 0
+    seq = 0  # the card's key-press numbers
+    answer: str | None = None
+    index: int | None = None
+    entries: dict[str, Any] = {}
+    actions: list[dict[str, Any]] = []
     try:
         while True:
-            cards = s.key_of(r"v-SUPPORTED-\d+")
-            if cards:
-                pk = int(cards[0].rsplit("-", 1)[1])
+            card = s.data_of(CARD) or {}
+            if card.get("answer") != answer:  # a new answer: the card starts from the server's view
+                answer, index, entries = card.get("answer"), card.get("index"), {}
+            if card.get("mode") == "claim" and index is not None:
+                claim = card["claims"][index]
+                pk = claim["pk"]
                 truth = judge[pk]
                 verdict = truth if rng.random() < AGREE else rng.choice(
                     [v for v in data.VERDICTS if v != truth])
                 if not await _pause(rng, VERDICT_PAUSE, until):
                     break
+                seq += 1
+                entries[str(pk)] = {"seq": seq, "kind": "blind", "verdict": verdict, "evidence": [],
+                                    "note": None, "base": claim["event"], "ms": 2000}
+                index = _next_todo(card["claims"], entries, index)
+                report = {"answer": answer, "index": index, "claims": entries, "actions": actions}
                 try:
-                    run = await s.press(f"v-{verdict}-{pk}")
+                    run = await s.set_state(CARD, "report", report)
                 except TimeoutError:
                     tally.failures.append(f"{name}: verdict on claim {pk}: no reply in "
                                           f"{ACTION_TIMEOUT:.0f} s")
                     break
-                ok = any(t.startswith(f"Saved: {verdict} ") for t in run.toasts)
+                ok = (s.data_of(CARD) or {}).get("ack", {}).get(str(pk)) == seq
                 if _page_problems(run) or not ok:
                     tally.failures.append(f"{name}: verdict on claim {pk}: "
-                                          f"{_page_problems(run) or 'no Saved toast'}")
+                                          f"{_page_problems(run) or 'not acknowledged'}")
                 else:
                     acked += 1
                     if verdict != truth:
                         disagreed.add(pk)
-                tally.verdict_ms.append((_next_drawn(s, run) - run.sent_at) * 1000)
+                # The next claim is drawn by the card in the browser; the server's part is the
+                # acknowledgement, in the card's data.
+                tally.verdict_ms.append(((run.arrived(CARD) or run.finished_at) - run.sent_at) * 1000)
                 tally.verdict_end_ms.append(run.seconds * 1000)
                 continue
-            if "commit" in s.widgets:  # the last look: commit at once (Enter), the judge is revealed
+            if card.get("mode") == "last look":  # commit at once (Enter), the judge is revealed
                 if not await _pause(rng, OTHER_PAUSE, until):
                     break
+                seq += 1
+                actions = [*actions, {"seq": seq, "do": "commit"}]
+                report = {"answer": answer, "index": None, "claims": entries, "actions": actions}
                 try:
-                    run = await s.press("commit")
+                    run = await s.set_state(CARD, "report", report)
                 except TimeoutError:
                     tally.failures.append(f"{name}: commit: no reply in {ACTION_TIMEOUT:.0f} s")
                     break
@@ -427,9 +446,17 @@ async def sweep(url: str, lc: data.LoadCycle, db_path: Path, ns: list[int], seco
                 ) -> list[Step]:
     # Warm the server up (first imports, first queries) outside the figures.
     warm = await sign_in(url, "warm-up", lc.name)
-    for _ in range(3):
-        pk = int(warm.key_of(r"v-SUPPORTED-\d+")[0].rsplit("-", 1)[1])
-        await warm.press(f"v-{lc.judge[pk]}-{pk}")
+    card = warm.data_of(CARD) or {}
+    entries: dict[str, Any] = {}
+    index = card.get("index")
+    for seq in range(1, 4):
+        if index is None:
+            break
+        pk = card["claims"][index]["pk"]
+        entries[str(pk)] = {"seq": seq, "kind": "blind", "verdict": lc.judge[pk]}
+        index = _next_todo(card["claims"], entries, index)
+        await warm.set_state(CARD, "report", {"answer": card["answer"], "index": index,
+                                              "claims": entries})
     await warm.close()
     steps: list[Step] = []
     print(HEADER, flush=True)

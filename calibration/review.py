@@ -38,11 +38,20 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Annotated, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlite_utils import Database
 
 from . import cycles, store
-from .errors import ConflictError, InputError, NotFoundError, NotRevealedError
+from .errors import (
+    CalibrationError,
+    ConflictError,
+    InputError,
+    NotFoundError,
+    NotRevealedError,
+    StorageError,
+)
 from .fmt import plural
 from .models import Verdict
 from .store import LabelState
@@ -52,6 +61,11 @@ from .store.review import QueueRow
 from .text import display_name
 
 BLIND_KINDS = ("blind", "skip", "unclear")
+# The keys the review card passes on to the server: the commit, the reconcile choices, the
+# selection of a disagreement, the next answer, and the dialogs (answers, guidelines, keys).
+CardDo = Literal["commit", "keep", "judge_right", "previous", "following", "next", "answers",
+                 "guidelines", "keys"]
+MAX_CARD_ID = 1000  # characters of an id the card may send back (answer and chunk ids)
 RECONCILE_KINDS = ("keep", "judge_right")
 
 
@@ -143,6 +157,13 @@ class Card:
     def chunk_ids(self) -> tuple[str, ...]:
         return tuple(c.chunk_id for c in self.chunks)
 
+
+    def index_of(self, claim_pk: int) -> int | None:
+        """Index of the claim `claim_pk` on this card; None when it is not on it."""
+        for i, c in enumerate(self.claims):
+            if c.pk == claim_pk:
+                return i
+        return None
 
     def next_open(self, after: int = -1, *, fresh_only: bool = False) -> int | None:
         """Index of the next claim still to settle after `after`, wrapping; None if none.
@@ -449,6 +470,109 @@ def label(
             evidence=list(evidence), note=note or None, cycle_id=ref.id,
             judge_run_id=ref.judge_run_id,
             duration_ms=None if duration_ms is None else max(0, int(duration_ms)), based_on=based_on)
+
+
+# ---------------------------------------------------------------- the review card's reports
+#
+# The page's card draws the next claim in the browser and reports the whole state of the
+# answer (each claim's latest verdict, with the sequence number of the key press that gave it)
+# rather than one event per key: a run of the page that comes after several key presses still
+# sees every one of them. `record_card` writes what is new in a report, once.
+
+
+class CardEntry(BaseModel):
+    """One claim's latest verdict as the card reports it (`CardReport.claims`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seq: int = Field(ge=0)  # the card's number for the key press; a later press has a larger one
+    kind: Literal["blind", "skip", "unclear"]
+    verdict: Verdict | None = None
+    evidence: tuple[Annotated[str, Field(max_length=MAX_CARD_ID)], ...] = Field((), max_length=200)
+    note: str | None = Field(None, max_length=2000)
+    base: int | None = None  # the label event the card showed for the claim (`LabelState.event_id`)
+    ms: int | None = Field(None, ge=0)  # from the claim drawn to the key press
+
+
+class CardAction(BaseModel):
+    """A key the card passes on to the server, in order (`CardReport.actions`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seq: int = Field(ge=0)
+    do: CardDo
+
+
+class CardReport(BaseModel):
+    """What the review card reports: where it stands, every claim's latest verdict, the keys
+    it passes on. Browser input: checked once here (`parse_card_report`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    answer: str = Field(max_length=MAX_CARD_ID)
+    index: int | None = Field(None, ge=0)  # the claim shown; None: the last look
+    waiting: bool = False  # only skipped claims are left in the answer: where next is the server's
+    claims: dict[int, CardEntry] = Field(default_factory=dict, max_length=500)
+    actions: tuple[CardAction, ...] = Field((), max_length=5000)
+    retry: int = 0  # pressed "Try again": the same report once more
+
+
+def parse_card_report(raw: object) -> CardReport | None:
+    """The card's report, checked; None for no report yet. InputError when it is malformed."""
+    if raw is None:
+        return None
+    try:
+        return CardReport.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "report"
+        raise InputError(f"the review card sent a malformed report ({where}: {first['msg']})") from None
+
+
+@dataclass(frozen=True, slots=True)
+class CardWrite:
+    """What `record_card` did with a report."""
+
+    acked: dict[int, int]  # claim pk -> the sequence number now stored (written or already there)
+    written: dict[int, tuple[int, int]]  # claim pk -> (sequence number, label event) written now
+    refused: dict[int, tuple[int, str]]  # claim pk -> (sequence number, why): nothing written
+    failure: str | None = None  # a storage failure stopped the writes; the rest stay unwritten
+
+
+def record_card(db: Database, *, cycle_id: int, reviewer: str, report: CardReport,
+                done: dict[int, tuple[int, int]]) -> CardWrite:
+    """Write the claims' verdicts of a card report that are not written yet, in the order of
+    their key presses; each once, however often the report comes.
+
+    `done`: claim pk -> (sequence number, label event) this card wrote before. An entry whose
+    sequence number is not above the one written is acknowledged without a write. A write is
+    based on the card's own last write to the claim, else on the label the card showed
+    (`CardEntry.base`), so a label another tab wrote in between is never overwritten: that
+    claim is refused (StaleLabelError's sentence), as is one the rules refuse (the answer
+    committed, the cycle closed). A storage failure stops the writes there (`CardWrite.failure`).
+    """
+    acked: dict[int, int] = {}
+    written: dict[int, tuple[int, int]] = {}
+    refused: dict[int, tuple[int, str]] = {}
+    for pk, entry in sorted(report.claims.items(), key=lambda kv: kv[1].seq):
+        before = written.get(pk) or done.get(pk)
+        if before is not None and before[0] >= entry.seq:
+            acked[pk] = before[0]
+            continue
+        try:
+            state = label(db, cycle_id=cycle_id, reviewer=reviewer, claim_pk=pk, kind=entry.kind,
+                          verdict=entry.verdict, evidence=entry.evidence, note=entry.note,
+                          duration_ms=entry.ms,
+                          based_on=store.BasedOn(before[1] if before else entry.base))
+        except StorageError as exc:
+            return CardWrite(acked, written, refused, str(exc))
+        except CalibrationError as exc:
+            refused[pk] = (entry.seq, str(exc))
+            continue
+        assert state.event_id is not None
+        written[pk] = (entry.seq, state.event_id)
+        acked[pk] = entry.seq
+    return CardWrite(acked, written, refused)
 
 
 def missing_evidence(card: Card) -> list[int]:

@@ -2,49 +2,54 @@
 
 The page, top to bottom: one header line (cycle picker, cycle and judge, progress, and the
 Answers / Guidelines / Keys buttons), then the card: on the left the question, the answer
-with the current claim marked and the claim with its verdict buttons, note and evidence;
+with the current claim marked and the claim with its verdict buttons, evidence and note;
 on the right the retrieved chunks, scrolling in their own area. At 1280×720 the claim, its
 buttons and the marked answer are on screen without scrolling.
 
-Per answer: a verdict per claim from the keyboard (1 / 2 / 3, S skip, U unclear, ← →
-move; E then a chunk's number picks evidence). Every verdict is written to SQLite in the
-button's callback, before the card is drawn again, with the time from card shown to verdict.
-When every claim is settled the reviewer takes a last look at all their verdicts, may change
-any, and commits with Enter;
-only then are the judge's verdicts and rationales read and shown, disagreements first;
-each is settled with K ("I keep my verdict", a judge error) or J ("the judge is right",
-a slip) on the selected disagreement (← → choose another). A claim marked unclear shows
-no judge verdict until a lead settles it. N: the next answer (the page says why not, when
-a disagreement is still open). A skipped claim comes back until it is settled.
+The card before the commit (the claims, the last look) is a component (`review_card`,
+components/review_card.js) that holds the answer's claims in the browser and takes every key
+itself: 1 / 2 / 3, S skip, U unclear, ← → move, E then a chunk's number picks evidence; the
+next claim is drawn on the key press. It reports the whole answer's state (each claim's latest
+verdict with a sequence number) and the keys meant for the server (Enter commit, K / J, ← →
+between disagreements, N, L / G / H / ?); `_on_card_report` writes what is new once
+(`review.record_card`) and the card marks each acknowledged claim "saved". A write that fails
+leaves the verdicts on the card with the message. When every claim is settled the reviewer takes
+a last look at all their verdicts, may change any, and commits with Enter; only then are the
+judge's verdicts and rationales read and shown (drawn by the page, never sent to the card),
+disagreements first; each is settled with K ("I keep my verdict", a judge error) or J ("the
+judge is right", a slip) on the selected disagreement (← → choose another). A claim marked
+unclear shows no judge verdict until a lead settles it. N: the next answer (the page says why
+not, when a disagreement is still open). A skipped claim comes back until it is settled.
 
-Session state holds only the cursor (cycle, answer, claim, selected disagreement), the
-chosen cycle, whether the number keys pick evidence (after E), when the current claim was
-shown, pending messages and the widgets' values; the database is the memory. The page body
-is a fragment, so a key press reruns only it. Rules (what comes next, what is shown, what a
+Session state holds only the cursor (cycle, answer, claim, selected disagreement), the chosen
+cycle, what the card's reports have written (sequence numbers and label events, so nothing is
+written twice), pending messages and the dialog asked for; the database is the memory. The page
+body is a fragment, so a report reruns only it. Rules (what comes next, what is shown, what a
 key may do) are pure functions in `calibration.review`. Untrusted text goes through
-ui.literal / ui.body / ui.ident only; toasts, labels and captions are built from constants
-and numbers; the lead's guidelines are the one markdown shown.
+ui.literal / ui.body / ui.ident, or to the card, which puts it in as text only; toasts, labels
+and captions are built from constants and numbers; the lead's guidelines are the one markdown
+shown.
 """
 
 from __future__ import annotations
 
 import hashlib
-import time
 from contextlib import AbstractContextManager
+from typing import Any
 
 import streamlit as st
 from sqlite_utils import Database
 
+import review_card
 import ui
 from calibration import review, store
-from calibration.errors import CalibrationError, StaleLabelError
+from calibration.errors import CalibrationError, StorageError
 from calibration.fmt import plural
 from calibration.store.guidelines import PROJECT_SCOPE, Guidelines
+from calibration.text import neutralise_body as neutral
+from calibration.text import visible
 from calibration.vocab import LABELS, VERDICT_COLOURS
 
-VERDICT_KEYS = {"SUPPORTED": "1", "CONTRADICTED": "2", "UNSUPPORTED": "3"}
-STATUS_TEXT = {"todo": "not labeled yet", "skipped": "skipped", "unclear": "unclear, needs discussion"}
-KIND_TEXT = {"skip": "skipped", "unclear": "unclear"}
 RECONCILE_TEXT = {"keep": "you keep your verdict", "judge_right": "the judge's verdict"}
 KEYS_HELP = [
     ("1 / 2 / 3", "SUPPORTED / CONTRADICTED / UNSUPPORTED"),
@@ -63,23 +68,27 @@ CURSOR = "review_cursor"
 FLASH = "review_flash"  # an error from the last callback: nothing was recorded
 NOTICE = "review_notice"  # why a key could not act
 TOAST = "review_toast"  # what the last callback recorded, shown once as a toast
-SHOWN = "review_shown"  # (claim pk, monotonic time) the current claim was first drawn
 # The cycle shown: {"reviewer", "id", "picked" (chosen in this tab, not by `default_cycle`)}.
 # Not a widget key (see the picker); keyed by the reviewer, so a new sign-in starts afresh.
 CYCLE_KEY = "review_cycle"
-PICKING = "review_evidence_pick"  # the claim (pk) whose evidence the number keys pick, after E
 FULL_CHUNKS = "review_full_chunks"  # the answer whose chunks are shown in full, not cut
-# Characters of a chunk drawn at first. Every key press redraws the card, chunks included, and
-# a chunk of a megabyte made each key take over a second; the rest is shown on request.
+CARD_KEY = "review_card"  # the card component's state: its latest report
+# What the card's reports did: claim pk -> (sequence number, label event) written, the last
+# action's sequence number done, claims refused (pk -> sequence number), a storage failure.
+CARD_DONE = "review_card_done"
+CARD_ACTIONS = "review_card_actions"
+CARD_REFUSED = "review_card_refused"
+CARD_FAILURE = "review_card_failure"
+CARD_MOVED = "review_card_moved"  # counts the cursor moves the server made on the card's behalf
+DIALOG = "review_dialog"  # the dialog a key asked for: "answers", "guidelines" or "keys"
+# Characters of a chunk drawn at first. A chunk of a megabyte made every redraw of the
+# chunks take over a second; the rest is shown on request.
 CHUNK_CHARS = 10_000
 
-# Layout for one screen: compact top padding, the answer and chunk areas scroll on their own,
-# verdict colours only on verdict buttons, and the look of the card's text blocks (drawn as
-# HTML by ui.draw). Constant CSS; no data goes into it.
+# The look of the page's own text blocks (drawn as HTML by ui.draw, classes "cal-"): the
+# answer and chunk areas scroll on their own. Constant CSS; no data goes into it.
 _MUTED = "font-size: 0.875rem; opacity: 0.75;"
 _CSS = "<style>\n" + "\n".join([
-    ".stMainBlockContainer { padding-top: 2.6rem; padding-bottom: 1rem; }",
-    "[data-testid='stMainBlockContainer'] [data-testid='stVerticalBlock'] { gap: 0.6rem; }",
     ".cal-question { font-weight: 600; white-space: pre-wrap; overflow-wrap: anywhere; }",
     ".cal-answer { white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.6; margin-top: 0.5rem;"
     " max-height: 10em; overflow-y: auto; position: relative; padding: 0.5rem 0.75rem;"
@@ -94,19 +103,11 @@ _CSS = "<style>\n" + "\n".join([
     ".cal-chunk { border: 1px solid rgba(128, 128, 128, 0.3); border-radius: 0.5rem;"
     " padding: 0.5rem 0.75rem; margin-bottom: 0.5rem; }",
     f".cal-chunk-head {{ {_MUTED} font-weight: 600; overflow-wrap: anywhere; }}",
-    ".cal-chunk-text, .cal-claim, .cal-line, .cal-rationale, .cal-look { white-space: pre-wrap;"
+    ".cal-chunk-text, .cal-claim, .cal-line, .cal-rationale { white-space: pre-wrap;"
     " overflow-wrap: anywhere; }",
-    ".cal-claim-title { font-weight: 600; }",
-    ".cal-claim-list .cal-line, .st-key-guideline-summary p { font-size: 0.875rem; opacity: 0.85; }",
-    ".st-key-guideline-summary p { margin: 0; overflow-wrap: anywhere; }",
-    ".cal-claim-list { margin-top: 0.25rem; }",
-    "[class*='st-key-v-'] button { padding-left: 6px; padding-right: 6px; }",
+    ".st-key-guideline-summary p { font-size: 0.875rem; opacity: 0.85; margin: 0; overflow-wrap: anywhere; }",
     "[class*='st-key-disagreement-'] { border-left: 4px solid #3f5f8a; padding-left: 6px;"
     " border-radius: 4px; }",
-    *(f"[class*='st-key-v-{v}-'] button {{ border-left: 6px solid {c}; }}"
-      for v, c in VERDICT_COLOURS.items()),
-    *(f"[class*='st-key-v-{v}-'] button[kind='secondary'] p {{ color: {c}; font-weight: 600; }}"
-      for v, c in VERDICT_COLOURS.items()),
 ]) + "\n</style>"
 
 
@@ -161,75 +162,6 @@ def _is_current(cycle_id: int, answer_id: str, index: int | None) -> bool:
     return (cur.get("cycle"), cur.get("answer"), cur.get("claim")) == (cycle_id, answer_id, index)
 
 
-def _elapsed_ms(claim_pk: int) -> int | None:
-    shown = st.session_state.get(SHOWN)
-    if not shown or shown[0] != claim_pk:
-        return None
-    return int((time.monotonic() - shown[1]) * 1000)
-
-
-def _forget_inputs(claim_pk: int) -> None:
-    """Drop the note and evidence typed for the claim: drawn again from its current label."""
-    for key in (f"ev_{claim_pk}", f"note_{claim_pk}"):
-        st.session_state.pop(key, None)
-
-
-@ui.write_callback
-def _on_label(cycle_id: int, answer_id: str, claim_pk: int, index: int, kind: str,
-              verdict: str | None, chunk_ids: tuple[str, ...], based_on: int | None) -> None:
-    """`based_on`: the label event the card showed for the claim (`LabelState.event_id`)."""
-    reviewer = ui.current_reviewer()
-    if not reviewer or not _is_current(cycle_id, answer_id, index):
-        return
-    picked = st.session_state.get(f"ev_{claim_pk}") or []
-    evidence = [chunk_ids[n - 1] for n in picked if 0 < n <= len(chunk_ids)]
-    note = st.session_state.get(f"note_{claim_pk}") or None
-    try:
-        with _db() as db:
-            review.label(db, cycle_id=cycle_id, reviewer=reviewer, claim_pk=claim_pk,
-                         kind=kind, verdict=verdict, evidence=evidence, note=note,
-                         duration_ms=_elapsed_ms(claim_pk), based_on=store.BasedOn(based_on))
-            card = review.load_card(db, answer_id, reviewer)
-            pos = review.position_after_label(card, index)
-            if pos is None:  # only skipped claims left here: go on with the queue
-                pos = review.resume(db, cycle_id, reviewer, after=answer_id)
-    except StaleLabelError as exc:  # the card stays on the claim, now with its current label
-        _flash(exc)
-        _forget_inputs(claim_pk)
-        return
-    except CalibrationError as exc:
-        _flash(exc)
-        return
-    what = verdict if kind == "blind" else KIND_TEXT[kind]
-    tail = " · comes back at the end" if kind == "skip" else ""
-    tail += " · last look before the reveal" if card.complete else ""
-    _toast(f"Saved: {what} · claim {index + 1} of {len(card.claims)}{tail}")
-    st.session_state.pop(SHOWN, None)
-    _set_cursor(cycle_id, reviewer, pos)
-
-
-def _on_evidence_keys(claim_pk: int) -> None:
-    """E: the number keys pick evidence chunks for the claim (again: they give verdicts)."""
-    if st.session_state.get(PICKING) == claim_pk:
-        st.session_state.pop(PICKING, None)
-    else:
-        st.session_state[PICKING] = claim_pk
-
-
-def _on_evidence_key(claim_pk: int, number: int, chunks: int) -> None:
-    """After E, a number: that chunk is added to the evidence (or removed); the number keys
-    give verdicts again."""
-    ev_key = f"ev_{claim_pk}"
-    st.session_state[ev_key] = review.toggle_evidence(st.session_state.get(ev_key) or [], number,
-                                                      chunks)
-    st.session_state.pop(PICKING, None)
-
-
-def _on_move(cycle_id: int, answer_id: str, index: int | None, to: int | None) -> None:
-    """`to`: a claim index, or None for the answer-wide view (the last look)."""
-    reviewer = ui.current_reviewer()
-    if reviewer and _is_current(cycle_id, answer_id, index):
-        _set_cursor(cycle_id, reviewer, review.Position(answer_id, to))
 
 
 @ui.write_callback
@@ -308,6 +240,154 @@ def _on_jump(cycle_id: int, answer_id: str) -> None:
     reviewer = ui.current_reviewer()
     if reviewer:
         _set_cursor(cycle_id, reviewer, review.Position(answer_id, None))
+
+
+# ---------------------------------------------------------------- the card's reports
+
+
+def _card_done() -> dict[int, tuple[int, int]]:
+    done = st.session_state.get(CARD_DONE)
+    if not isinstance(done, dict):
+        done = st.session_state[CARD_DONE] = {}
+    return done
+
+
+def _move_card(cycle_id: int, reviewer: str, pos: review.Position | None) -> None:
+    """The server moves the card's cursor (a refused claim, the queue going on): the card
+    follows it, where it otherwise keeps its own."""
+    _set_cursor(cycle_id, reviewer, pos)
+    st.session_state[CARD_MOVED] = int(st.session_state.get(CARD_MOVED) or 0) + 1
+
+
+def _selected(db: Database, cycle_id: int, answer_id: str, reviewer: str) -> review.RevealView:
+    rows = review.reveal(db, cycle_id=cycle_id, answer_id=answer_id, reviewer=reviewer)
+    return review.reveal_view(rows, (st.session_state.get(CURSOR) or {}).get("selected"))
+
+
+def _card_action(cycle_id: int, reviewer: str, answer_id: str, do: str) -> None:
+    """One key the card passed on, as its button would act (the same callbacks)."""
+    if do in ("answers", "guidelines", "keys"):
+        st.session_state[DIALOG] = do
+        return
+    if do == "commit":
+        _on_commit(cycle_id, answer_id)
+        return
+    cur = st.session_state.get(CURSOR) or {}
+    if cur.get("answer") != answer_id or cur.get("claim") is not None:
+        return  # not in the reveal view: K, J, N and the arrows have nothing to act on
+    with _db() as db:
+        card = review.load_card(db, answer_id, reviewer)
+        if not card.revealed:
+            return
+        view = _selected(db, cycle_id, answer_id, reviewer)
+        numbers = {c.pk: c.number for c in card.claims}
+        # The key acts on the label as it is now: the selection it sees is the server's.
+        events = {c.pk: c.label.event_id if c.label else None for c in card.claims}
+    if do in ("keep", "judge_right") and view.selected is not None:
+        _on_reconcile(cycle_id, answer_id, view.selected, do, events.get(view.selected))
+    elif do == "previous" and view.previous is not None:
+        _on_select(cycle_id, answer_id, view.previous)
+    elif do == "following" and view.following is not None:
+        _on_select(cycle_id, answer_id, view.following)
+    elif do == "next":
+        before = st.session_state.get(CURSOR)
+        _on_next_answer(cycle_id, answer_id, review.why_not_next(view, numbers))
+        if st.session_state.get(CURSOR) != before:
+            st.session_state[CARD_MOVED] = int(st.session_state.get(CARD_MOVED) or 0) + 1
+
+
+def _on_card_report() -> None:
+    """The card reported (a key press, or several): write the claims' new verdicts once, follow
+    its cursor, then do the keys it passed on, in order. A storage failure writes nothing more
+    and does no key: the card keeps the verdicts and says so, and sends them again."""
+    reviewer = ui.current_reviewer()
+    cur = st.session_state.get(CURSOR) or {}
+    state = st.session_state.get(CARD_KEY)
+    raw = state.get("report") if isinstance(state, dict) else None
+    if not reviewer or cur.get("cycle") is None or cur.get("reviewer") != reviewer:
+        return
+    cycle_id = cur["cycle"]
+    try:
+        report = review.parse_card_report(raw)
+    except CalibrationError as exc:
+        _flash(exc)
+        return
+    if report is None:
+        return
+    done = _card_done()
+    try:
+        with _db() as db:
+            out = review.record_card(db, cycle_id=cycle_id, reviewer=reviewer, report=report, done=done)
+    except StorageError as exc:  # the database could not even be opened
+        out = review.CardWrite({}, {}, {}, str(exc))
+    done.update(out.written)
+    st.session_state[CARD_FAILURE] = None if out.failure is None else ui.storage_sentence(out.failure)
+    refused = st.session_state.setdefault(CARD_REFUSED, {})
+    for pk, (seq, why) in out.refused.items():
+        done.pop(pk, None)
+        refused[pk] = seq
+        st.session_state[FLASH] = why
+    if out.failure is not None:
+        return
+    try:
+        if out.refused:
+            with _db() as db:  # back to the refused claim, now showing its current label
+                card = review.load_card(db, report.answer, reviewer)
+            _move_card(cycle_id, reviewer, review.Position(report.answer, card.index_of(min(out.refused))))
+        elif report.answer == cur.get("answer"):
+            if report.waiting:  # only skipped claims are left in the answer: the queue goes on
+                with _db() as db:
+                    _move_card(cycle_id, reviewer, review.resume(db, cycle_id, reviewer, after=report.answer))
+            else:
+                _set_cursor(cycle_id, reviewer, review.Position(report.answer, report.index),
+                            cur.get("selected"))
+        last = int(st.session_state.get(CARD_ACTIONS) or 0)
+        for action in report.actions:
+            if action.seq > last:
+                st.session_state[CARD_ACTIONS] = action.seq
+                now = st.session_state.get(CURSOR) or {}
+                _card_action(cycle_id, reviewer, now.get("answer") or report.answer, action.do)
+    except StorageError as exc:
+        st.session_state[CARD_FAILURE] = ui.storage_sentence(exc)
+
+
+def _card_data(mode: str, cycle: review.CycleRef, card: review.Card | None, index: int | None,
+               definitions: dict[str, str]) -> dict[str, Any]:
+    """What the card is sent: before the commit the answer, its claims with the reviewer's own
+    labels and the chunks' ids; never anything of the judge. After it only the mode: the page
+    draws the reveal."""
+    done = _card_done()
+    data: dict[str, Any] = {
+        "mode": mode, "answer": card.answer_id if card else None, "index": index,
+        "moved": int(st.session_state.get(CARD_MOVED) or 0),
+        "actions_done": int(st.session_state.get(CARD_ACTIONS) or 0),
+        "failure": st.session_state.get(CARD_FAILURE),
+    }
+    if card is None or mode not in ("claim", "last look"):
+        return data
+    pks = {c.pk for c in card.claims}
+    missing = review.missing_evidence(card) if cycle.require_evidence else []
+    data.update({
+        "question": neutral(card.question), "answer_text": neutral(card.answer),
+        "show_answer": len(card.claims) != 1 or card.answer.strip() != card.claims[0].text.strip(),
+        "spans": review.claim_spans(neutral(card.answer), [neutral(c.text) for c in card.claims]),
+        "facts": review.answer_facts(card),
+        "claims": [{"pk": c.pk, "number": c.number, "text": neutral(c.text), "status": c.status,
+                    "verdict": c.verdict, "event": c.label.event_id if c.label else None,
+                    "evidence": list(c.label.evidence) if c.label else [],
+                    "note": (c.label.note or "") if c.label else ""} for c in card.claims],
+        # The id is sent back as evidence, never shown: the card shows `shown`.
+        "chunks": [{"number": ch.number, "id": ch.chunk_id, "shown": visible(ch.chunk_id)}
+                   for ch in card.chunks],
+        "definitions": definitions, "colours": VERDICT_COLOURS,
+        "require_evidence": cycle.require_evidence,
+        "evidence_needed": review.evidence_needed(missing) if missing else None,
+        "ack": {pk: seq for pk, (seq, _event) in done.items() if pk in pks},
+        "refused": {pk: seq for pk, seq in (st.session_state.get(CARD_REFUSED) or {}).items()
+                    if pk in pks},
+    })
+    return data
+
 
 
 # ---------------------------------------------------------------- dialogs
@@ -397,9 +477,10 @@ def _header(choices: list[review.CycleChoice], chosen: review.CycleChoice, why: 
             # One line, cut with an ellipsis when long: the whole text is the tooltip too.
             line = ui.body(f"Cycle {cyc.name} · {why} · judge {cyc.judge_run}")
             ui.draw(f'<div class="cal-cycle" title="{line}">{line}</div>')
-        answers = st.button("Answers", key="answers-list", shortcut="L", icon=":material/list:")
-        guide = st.button("Guidelines", key="guidelines", shortcut="G", icon=":material/menu_book:")
-        keys = st.button("Keys", key="keys-help", shortcut="H", icon=":material/keyboard:")
+        # L, G, H and ? are the card's keys (`_on_card_report`), so that they act whatever the focus.
+        answers = st.button("Answers (L)", key="answers-list", icon=":material/list:")
+        guide = st.button("Guidelines (G)", key="guidelines", icon=":material/menu_book:")
+        keys = st.button("Keys (H)", key="keys-help", icon=":material/keyboard:")
     # Bar and progress as one element (a key press redraws them).
     ui.draw(_bar(prog.fraction), ui.div("cal-progress", ui.body(_progress_text(prog, k, n))))
     return answers, guide, keys
@@ -455,122 +536,6 @@ def _chunks(card: review.Card) -> None:
                   on_click=_on_full_chunks, args=(None if full else card.answer_id,))
 
 
-def _claim_list(card: review.Card, index: int) -> str:
-    return ui.div("cal-claim-list", "".join(
-        ui.div("cal-line", ("▶ " if i == index else "") + f"{c.number}. "
-               f"[{c.verdict or STATUS_TEXT[c.status]}] " + ui.body(c.text))
-        for i, c in enumerate(card.claims)))
-
-
-def _claim_panel(cycle: review.CycleRef, card: review.Card, index: int,
-                 definitions: dict[str, str], summary: str) -> None:
-    claim = card.claims[index]
-    pk = claim.pk
-    base = claim.label.event_id if claim.label else None  # what a write here is based on
-    n = len(card.claims)
-    picking = st.session_state.get(PICKING) == pk and bool(card.chunks)  # after E
-    if (st.session_state.get(SHOWN) or (None,))[0] != pk:
-        st.session_state[SHOWN] = (pk, time.monotonic())  # time per claim starts here
-    with st.container(border=True, key=f"claim-{pk}"):
-        head = [ui.div("cal-claim-title", f"Claim {claim.number} of {n}")]
-        # A one-claim answer that is the claim is already shown, marked, just above.
-        if n > 1 or card.answer.strip() != claim.text.strip():
-            head.append(ui.div("cal-claim", ui.body(claim.text)))
-        ui.draw(*head)
-        with st.container(horizontal=True, key="verdicts"):
-            for verdict in LABELS:
-                st.button(
-                    verdict, key=f"v-{verdict}-{pk}", shortcut=None if picking else VERDICT_KEYS[verdict],
-                    help=definitions.get(verdict), width="stretch",
-                    type="primary" if claim.verdict == verdict else "secondary",
-                    on_click=_on_label,
-                    args=(cycle.id, card.answer_id, pk, index, "blind", verdict, card.chunk_ids, base),
-                )
-        with st.container(horizontal=True, vertical_alignment="center", key="claim-actions"):
-            st.button("Skip", key=f"skip-{pk}", shortcut="S",
-                      help="Put it off: it comes back at the end of your queue until settled.",
-                      on_click=_on_label,
-                      args=(cycle.id, card.answer_id, pk, index, "skip", None, card.chunk_ids, base))
-            st.button("Unclear", key=f"unclear-{pk}", shortcut="U",
-                      help="Needs discussion: a lead decides this claim, and the judge's verdict "
-                           "on it stays hidden from you until then.",
-                      on_click=_on_label,
-                      args=(cycle.id, card.answer_id, pk, index, "unclear", None, card.chunk_ids,
-                            base))
-            st.button("Evidence", key=f"evidence-{pk}", shortcut="E",
-                      icon=":material/format_list_numbered:", disabled=not card.chunks,
-                      type="primary" if picking else "secondary",
-                      help="E, then a chunk's number: adds that chunk to the evidence, or removes it.",
-                      on_click=_on_evidence_keys, args=(pk,))
-            if claim.label is not None:
-                st.caption(f"Your current label: {claim.verdict or STATUS_TEXT[claim.status]} "
-                           "(a new choice is added to the history)")
-            st.space("stretch")
-            st.button("Back", key=f"back-{pk}", shortcut="Left", icon=":material/arrow_back:",
-                      disabled=index == 0, on_click=_on_move,
-                      args=(cycle.id, card.answer_id, index, index - 1))
-            ahead = review.forward(card, index)
-            st.button("Forward", key=f"fwd-{pk}", shortcut="Right",
-                      icon=":material/arrow_forward:", icon_position="right",
-                      help="Back to the last look" if ahead and ahead.claim_index is None else None,
-                      disabled=ahead is None, on_click=_on_move,
-                      args=(cycle.id, card.answer_id, index, ahead.claim_index if ahead else None))
-
-        if picking:
-            chosen = st.session_state.get(f"ev_{pk}") or []
-            with st.container(horizontal=True, vertical_alignment="center", key="evidence-keys"):
-                st.caption("Evidence: press a chunk's number (E again: back to verdicts)")
-                for num in range(1, min(len(card.chunks), review.EVIDENCE_KEYS) + 1):
-                    st.button(f"[{num}]", key=f"ev-key-{num}-{pk}", shortcut=str(num),
-                              type="primary" if num in chosen else "secondary",
-                              on_click=_on_evidence_key, args=(pk, num, len(card.chunks)))
-        ev_key, note_key = f"ev_{pk}", f"note_{pk}"
-        by_id = {ch.chunk_id: ch.number for ch in card.chunks}
-        if ev_key not in st.session_state:
-            st.session_state[ev_key] = [by_id[e] for e in (claim.label.evidence if claim.label else [])
-                                        if e in by_id]
-        if note_key not in st.session_state:
-            st.session_state[note_key] = (claim.label.note if claim.label else None) or ""
-        # The note comes first: Tab from it reaches the evidence list (a text field).
-        with st.container(horizontal=True, key="claim-inputs"):
-            # Multi-line: Enter starts a new line; the note is read when a verdict key is pressed.
-            st.text_area("Note (optional)", key=note_key, max_chars=2000, height="content",
-                         placeholder="Saved with the verdict", width="stretch")
-            # Options are chunk numbers; the shown name is "[n] id" as plain text.
-            st.multiselect("Evidence chunks (required for SUPPORTED)" if cycle.require_evidence
-                           else "Evidence chunks (optional)", options=[ch.number for ch in card.chunks],
-                           format_func=lambda num: f"[{num}] {card.chunks[num - 1].chunk_id}",
-                           key=ev_key, placeholder="Chunks that decide it", select_all=False,
-                           width="stretch")
-        if summary:
-            # The lead's markdown, inert; after the prefix it is one line, so no block markup.
-            with st.container(key="guideline-summary"):
-                ui.guidelines("Guidelines (G): " + summary)
-        if n > 1:
-            ui.draw(_claim_list(card, index))
-
-
-def _last_look(cycle: review.CycleRef, card: review.Card) -> None:
-    with st.container(border=True, key="last-look"):
-        with st.container(horizontal=True, vertical_alignment="center", wrap=False):
-            ui.draw(ui.div("cal-claim-title", "Last look before the reveal"),
-                    ui.div("cal-muted", "Your verdicts on this answer. Change any of them now; after "
-                                        "the commit the judge is shown and your blind verdicts are final."))
-            missing = review.missing_evidence(card) if cycle.require_evidence else []
-            st.button("Commit and reveal the judge", key="commit", type="primary", shortcut="Enter",
-                      icon=":material/visibility:", on_click=_on_commit, disabled=bool(missing),
-                      args=(cycle.id, card.answer_id))
-        if missing:
-            with st.container(key="evidence-needed"):
-                st.warning(review.evidence_needed(missing), icon=":material/format_list_numbered:")
-        for i, c in enumerate(card.claims):
-            with st.container(horizontal=True, vertical_alignment="center", key=f"look-{c.pk}",
-                              wrap=False):
-                mark = ui.badge(c.verdict) if c.verdict else ui.gray_badge("unclear")
-                ui.draw(ui.div("cal-look", mark + " " + ui.body(f"{c.number}. {c.text}")))
-                st.button("Change", key=f"change-{c.pk}", icon=":material/edit:",
-                          shortcut="Left" if i == len(card.claims) - 1 else None,
-                          on_click=_on_move, args=(cycle.id, card.answer_id, None, i))
 
 
 def _reveal_row(cycle: review.CycleRef, card: review.Card, r: review.Revealed, selected: int | None
@@ -599,12 +564,10 @@ def _reveal_row(cycle: review.CycleRef, card: review.Card, r: review.Revealed, s
         if r.disagrees:
             with st.container(horizontal=True):
                 st.button("I keep my verdict", key=f"keep-{pk}", width="stretch",
-                          shortcut="K" if here else None,
                           type="primary" if r.reconciled == "keep" else "secondary",
                           help="The judge is wrong on this claim.",
                           on_click=_on_reconcile, args=(cycle.id, card.answer_id, pk, "keep", base))
                 st.button("The judge is right", key=f"judge-right-{pk}", width="stretch",
-                          shortcut="J" if here else None,
                           type="primary" if r.reconciled == "judge_right" else "secondary",
                           help="My first call was a slip; take the judge's verdict.",
                           on_click=_on_reconcile,
@@ -650,13 +613,13 @@ def _reveal_panel(cycle: review.CycleRef, card: review.Card, rows: list[review.R
                                        if view.following is not None else "")))
             ui.draw(*lines)
             if view.previous is not None and view.following is not None:
-                st.button("Previous", key="sel-prev", shortcut="Left", icon=":material/arrow_back:",
+                st.button("Previous", key="sel-prev", icon=":material/arrow_back:",
                           help="The previous disagreement", on_click=_on_select,
                           args=(cycle.id, card.answer_id, view.previous))
-                st.button("Next", key="sel-next", shortcut="Right", icon=":material/arrow_forward:",
+                st.button("Next", key="sel-next", icon=":material/arrow_forward:",
                           icon_position="right", help="The next disagreement", on_click=_on_select,
                           args=(cycle.id, card.answer_id, view.following))
-            st.button("Next answer", key="next-answer", type="primary", shortcut="N",
+            st.button("Next answer", key="next-answer", type="primary",
                       icon=":material/arrow_forward:", icon_position="right",
                       help=why_not, on_click=_on_next_answer,
                       args=(cycle.id, card.answer_id, why_not))
@@ -689,6 +652,7 @@ def _done(cycle: review.CycleRef, choices: list[review.CycleChoice], prog: revie
             st.button("Go to the next cycle", key="next-cycle", type="primary",
                       icon=":material/arrow_forward:", on_click=_on_switch_cycle,
                       args=(nxt.cycle.id,))
+
 
 
 @ui.fragment
@@ -731,11 +695,12 @@ def review_fragment() -> None:
 
     k = answers.index(card.answer_id) + 1 if card is not None and card.answer_id in answers else 0
     open_answers, open_guide, open_keys = _header(choices, chosen, why, k, len(answers))
-    if open_answers:
+    asked = st.session_state.pop(DIALOG, None)
+    if open_answers or asked == "answers":
         _answers_dialog(cycle.id, reviewer, card.answer_id if card else None)
-    elif open_guide:
+    elif open_guide or asked == "guidelines":
         _guidelines_dialog(definitions, guidelines)
-    elif open_keys:
+    elif open_keys or asked == "keys":
         _keys_dialog()
     if (msg := st.session_state.pop(TOAST, None)) is not None:
         st.toast(msg, icon=":material/check:")
@@ -743,22 +708,25 @@ def review_fragment() -> None:
         with st.container(border=True, key="flash"):
             st.error("Not recorded:", icon=":material/error:")
             ui.literal(msg)
+    data = _card_data(mode, cycle, card, index, definitions)
     if card is None:
+        review_card.mount(key=CARD_KEY, data=data, on_report_change=_on_card_report)
         _done(cycle, choices, chosen.progress)
         return
 
     summary = review.guideline_summary(guidelines[-1].markdown) if guidelines else ""
     left, right = st.columns([5, 3], gap="medium")
     with left:
-        _question_and_answer(card, index, mode)
-        if mode == "claim":
-            assert index is not None
-            _claim_panel(cycle, card, index, definitions, summary)
-        elif mode == "last look":
-            _last_look(cycle, card)
-        else:
+        if mode == "reveal":
+            _question_and_answer(card, None, mode)
+        review_card.mount(key=CARD_KEY, data=data, on_report_change=_on_card_report)
+        if mode == "reveal":
             assert rows is not None and view is not None
             _reveal_panel(cycle, card, rows, view)
+        elif summary:
+            # The lead's markdown, inert; after the prefix it is one line, so no block markup.
+            with st.container(key="guideline-summary"):
+                ui.guidelines("Guidelines (G): " + summary)
     with right:
         _chunks(card)
 
@@ -767,5 +735,4 @@ def review_fragment() -> None:
 
 ui.require_reviewer()
 st.html(_CSS)
-ui.shortcut_guard()
 review_fragment()

@@ -782,3 +782,73 @@ def test_answer_facts_state_script_checks_as_facts(question: str, answer: str, e
     assert len(facts) == len(expected)
     for fact, start in zip(facts, expected, strict=True):
         assert start in fact
+
+
+# ---------------------------------------------------------------- the review card's reports
+
+
+def _report(answer: str, claims: dict[int, dict[str, object]]) -> review.CardReport:
+    parsed = review.parse_card_report({"answer": answer, "index": 0, "claims": claims})
+    assert parsed is not None
+    return parsed
+
+
+def test_a_card_report_is_written_once_in_key_order(fresh_db: Database, cyc: cycles.Cycle) -> None:
+    """Three claims reported at once (a run after three key presses): three events in the order
+    of the presses; the same report again, and an older one, write nothing."""
+    pks = [_pk(fresh_db, "A1", c) for c in ("c1", "c2", "c3")]
+    report = _report("A1", {pks[2]: {"seq": 7, "kind": "blind", "verdict": "CONTRADICTED"},
+                            pks[0]: {"seq": 5, "kind": "blind", "verdict": "SUPPORTED", "ms": 900},
+                            pks[1]: {"seq": 6, "kind": "skip"}})
+    first = review.record_card(fresh_db, cycle_id=cyc.id, reviewer="ann", report=report, done={})
+    assert first.acked == {pks[0]: 5, pks[1]: 6, pks[2]: 7} and not first.refused
+    assert first.failure is None
+    order = fresh_db.execute("SELECT claim_pk, kind FROM label_events WHERE reviewer = 'ann' "
+                             "ORDER BY id").fetchall()
+    assert order == [(pks[0], "blind"), (pks[1], "skip"), (pks[2], "blind")]
+    again = review.record_card(fresh_db, cycle_id=cyc.id, reviewer="ann", report=report,
+                               done=first.written)
+    assert again.acked == first.acked and again.written == {}
+    assert fresh_db.execute("SELECT count(*) FROM label_events WHERE reviewer = 'ann'").fetchone()[0] == 3
+    assert fresh_db.execute("SELECT duration_ms FROM label_events WHERE claim_pk = ? AND reviewer = 'ann'",
+                            [pks[0]]).fetchone()[0] == 900
+
+
+def test_a_card_report_changes_and_skips_again_as_new_events(fresh_db: Database,
+                                                            cyc: cycles.Cycle) -> None:
+    """A later key press on a written claim is a new event based on the card's own write, a skip
+    pressed again included; a label another tab wrote in between is refused, not overwritten."""
+    c1, c2 = _pk(fresh_db, "A1", "c1"), _pk(fresh_db, "A1", "c2")
+    done: dict[int, tuple[int, int]] = {}
+    for seq, (kind, verdict) in enumerate([("skip", None), ("skip", None), ("blind", "SUPPORTED")],
+                                          start=1):
+        entry = {"seq": seq, "kind": kind, "verdict": verdict, "base": None}
+        out = review.record_card(fresh_db, cycle_id=cyc.id, reviewer="ann",
+                                 report=_report("A1", {c1: entry}), done=done)
+        assert out.acked == {c1: seq} and not out.refused
+        done = {**done, **out.written}
+    assert [e["kind"] for e in store.label_history(fresh_db, c1, "ann")] == ["skip", "skip", "blind"]
+    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=c2, verdict="UNSUPPORTED")
+    stale = review.record_card(fresh_db, cycle_id=cyc.id, reviewer="ann",
+                               report=_report("A1", {c2: {"seq": 9, "kind": "blind",
+                                                          "verdict": "SUPPORTED", "base": None}}),
+                               done=done)
+    assert stale.acked == {} and stale.written == {}
+    assert stale.refused[c2][0] == 9 and "labeled in another tab" in stale.refused[c2][1]
+    assert store.label_state(fresh_db, c2, "ann").blind_verdict == "UNSUPPORTED"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("raw, where", [
+    ({"answer": "A1", "claims": {"1": {"seq": 1, "kind": "judge"}}}, "claims.1.kind"),
+    ({"answer": "A1", "claims": {"1": {"seq": -1, "kind": "skip"}}}, "claims.1.seq"),
+    ({"answer": "A1", "claims": {"x": {"seq": 1, "kind": "skip"}}}, "claims.x"),
+    ({"answer": "A1", "actions": [{"seq": 1, "do": "delete"}]}, "actions.0.do"),
+    ({"answer": "A1", "claims": {"1": {"seq": 1, "kind": "blind", "verdict": "MAYBE"}}},
+     "claims.1.verdict"),
+    ({"answer": "A1", "extra": 1}, "extra"),
+    ("not a report", "report"),
+])
+def test_a_malformed_card_report_is_refused_with_its_field(raw: object, where: str) -> None:
+    with pytest.raises(InputError, match="malformed report") as err:
+        review.parse_card_report(raw)
+    assert where in str(err.value)

@@ -20,6 +20,7 @@ frozen_at  # cycles.FrozenFigures
 n_instances  # decisions: the per-reviewer test result
 already_ok  # judge.runner's plan of a run
 unseal_reason  # store.split.SplitRecord
+retry  # review.CardReport: a pressed "Try again" makes the card's report new
 revise_why  # pages/judge_lab.py unpacks judge.revised_run_options whole
 Goal  # planning: the goal's type
 

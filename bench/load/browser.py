@@ -14,44 +14,40 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from bench.bench_review_latency import CHROMIUM, CHROMIUM_ARGS, KEYS, SETTLED
+from bench.bench_review_latency import CHROMIUM, CHROMIUM_ARGS, FIRST_LISTENER, KEYS, SETTLED
 
-# t0 at the next keydown; done when a claim card other than `pk` has `buttons` buttons,
-# or the last look or the reveal shows one. Claim cards are the blocks whose key class is st-key-claim-<pk>.
+# t0 is the next keydown's time stamp (`FIRST_LISTENER`, the review card stops the keys it
+# takes); done in the animation frame after a claim other than `pk` is drawn with its buttons
+# (the review card's claim boxes, `.rc-claim[data-pk]`), or the last look or the reveal shows one.
 _ARM = """(pk) => {
     window.__t0 = null; window.__ms = null;
-    const onKey = () => { window.__t0 = performance.now();
-                          document.removeEventListener('keydown', onKey, true); };
-    document.addEventListener('keydown', onKey, true);
+    let framing = false;
     const ready = () => {
-        for (const sel of ['.st-key-reveal', '.st-key-last-look']) {
+        for (const sel of ['.st-key-reveal', '.rc-last-look']) {
             const el = document.querySelector(sel);
             if (el && el.querySelectorAll('button').length >= 1) return true;
         }
-        for (const el of document.querySelectorAll('[class*="st-key-claim-"]')) {
-            for (const c of el.classList) {
-                const m = /^st-key-claim-(\\d+)$/.exec(c);
-                if (m && Number(m[1]) !== pk && el.querySelectorAll('button').length >= 7
-                    && !el.closest('[data-stale="true"]')) return true;
-            }
+        for (const el of document.querySelectorAll('.rc-claim[data-pk]')) {
+            if (Number(el.dataset.pk) !== pk && el.querySelectorAll('button').length >= 7) return true;
         }
         return false;
     };
-    const obs = new MutationObserver(() => {
-        if (window.__t0 !== null && ready()) {
-            window.__ms = performance.now() - window.__t0; obs.disconnect(); }
-    });
+    const check = () => {
+        if (window.__t0 !== null && !framing && ready()) {
+            framing = true; obs.disconnect();
+            requestAnimationFrame(() => { window.__ms = performance.now() - window.__t0; });
+        }
+    };
+    window.__onKey = (stamp) => { window.__t0 = stamp; window.__onKey = null; check(); };
+    const obs = new MutationObserver(check);
     obs.observe(document.body, {childList: true, subtree: true, attributes: true});
 }"""
 
 _CURRENT = """() => {
-    for (const el of document.querySelectorAll('[class*="st-key-claim-"]')) {
-        for (const c of el.classList) {
-            const m = /^st-key-claim-(\\d+)$/.exec(c);
-            if (m && el.querySelectorAll('button').length >= 7) return Number(m[1]);
-        }
+    for (const el of document.querySelectorAll('.rc-claim[data-pk]')) {
+        if (el.querySelectorAll('button').length >= 7) return Number(el.dataset.pk);
     }
-    if (document.querySelector('.st-key-last-look button')) return -2;
+    if (document.querySelector('.rc-last-look button')) return -2;
     return document.querySelector('.st-key-reveal button') ? -1 : null;
 }"""
 
@@ -84,26 +80,27 @@ async def probe(url: str, cycle_name: str, judge: dict[int, str], pr: Probe) -> 
         try:
             page = await browser.new_page(viewport={"width": 1400, "height": 1000})
             page.set_default_timeout(30_000)
+            await page.add_init_script(FIRST_LISTENER)
             await page.goto(f"{url}/review")
             field = page.get_by_label("Your name")
             await field.fill(name)
             await field.press("Enter")
             await page.locator(".st-key-cycle-name").wait_for()
-            await page.wait_for_function(SETTLED, arg='[class*="st-key-claim-"] button')
+            await page.wait_for_function(SETTLED, arg='.rc-claim button')
             picker = page.locator('[data-testid="stSelectbox"]')
             if await picker.count():
                 await picker.first.click()
                 await page.get_by_role("option").filter(has_text=f"{cycle_name} — ").first.click()
             await page.locator(".st-key-cycle-name").filter(has_text=f"Cycle {cycle_name} ").wait_for()
-            await page.wait_for_function(SETTLED, arg='[class*="st-key-claim-"] button')
+            await page.wait_for_function(SETTLED, arg='.rc-claim button')
             await page.evaluate("() => document.activeElement && document.activeElement.blur()")
             pr.signed_in.set()
             await pr.go.wait()
             until = pr.until
             disagreed: set[int] = set()
             while True:
-                await page.wait_for_function(SETTLED, arg='[class*="st-key-claim-"] button, '
-                                                          '.st-key-reveal button, .st-key-last-look button, '
+                await page.wait_for_function(SETTLED, arg='.rc-claim button, '
+                                                          '.st-key-reveal button, .rc-last-look button, '
                                                           '.st-key-queue-done')
                 pk = await page.evaluate(_CURRENT)
                 if pk is None:

@@ -17,6 +17,7 @@ only the fragment's widgets, and buttons are sent only when pressed.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ class Widget:
     state: WidgetState | None  # what the browser sends back; None for buttons
     disabled: bool = False
     options: tuple[str, ...] = ()  # a selectbox's shown option texts
+    data: Any = None  # a component's data (JSON), as the page sent it
 
 
 @dataclass(slots=True)
@@ -136,6 +138,23 @@ class Session:
             raise ProtocolError(f"no button {key!r} on screen")
         msg = self._rerun(set_values)
         msg.rerun_script.widget_states.widgets.append(WidgetState(id=w.id, trigger_value=True))
+        msg.rerun_script.fragment_id = w.fragment
+        return await self._send(msg, fragment=w.fragment)
+
+    def data_of(self, key: str) -> Any:
+        """The data the page sent the component with user key `key` (None when not on screen)."""
+        w = self.widgets.get(key)
+        return w.data if w is not None and w.kind == "bidi_component" else None
+
+    async def set_state(self, key: str, name: str, value: Any) -> Run:
+        """Set the state value `name` of the component with user key `key`, as its script's
+        `setStateValue` does: the component's whole state is sent, which reruns its fragment."""
+        w = self.widgets.get(key)
+        if w is None or w.kind != "bidi_component":
+            raise ProtocolError(f"no component {key!r} on screen")
+        state = json.loads(w.state.json_value) if w.state is not None and w.state.json_value else {}
+        w.state = WidgetState(id=w.id, json_value=json.dumps({**state, name: value}))
+        msg = self._rerun(None)
         msg.rerun_script.fragment_id = w.fragment
         return await self._send(msg, fragment=w.fragment)
 
@@ -243,9 +262,16 @@ class Session:
             return
         m = _KEYED.match(wid)
         key = m["key"] if m and m["key"] != "None" else wid  # "None": a widget without a key
-        drawn[key] = Widget(wid, el_kind, delta.fragment_id, _widget_state(el_kind, el),
+        state = _widget_state(el_kind, el)
+        data = None
+        if el_kind == "bidi_component":
+            # A component keeps the state its script set (the browser's widget manager does).
+            old = self.widgets.get(key)
+            state = old.state if old is not None else None
+            data = json.loads(el.json) if el.WhichOneof("data") == "json" else None
+        drawn[key] = Widget(wid, el_kind, delta.fragment_id, state,
                             disabled=bool(getattr(el, "disabled", False)),
-                            options=tuple(el.options) if el_kind == "selectbox" else ())
+                            options=tuple(el.options) if el_kind == "selectbox" else (), data=data)
         run.widgets_at[key] = now
 
 

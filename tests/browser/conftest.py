@@ -354,9 +354,20 @@ def wait_for_card(page: Any, selector: str) -> None:
     page.wait_for_function(_SETTLED, arg=selector)
 
 
+def claim_box(claim_pk: int) -> str:
+    """The selector of the review card's claim box (components/review_card.js)."""
+    return f".rc-claim[data-pk='{claim_pk}']"
+
+
 def wait_claim(page: Any, claim_pk: int) -> None:
     """The claim's card with its buttons is on screen, ready for a key."""
-    wait_for_card(page, f".st-key-claim-{claim_pk} button")
+    wait_for_card(page, f"{claim_box(claim_pk)} button")
+
+
+def wait_saved(page: Any, claim_pk: int) -> None:
+    """The review card marks the claim's latest verdict saved: the server acknowledged it."""
+    page.locator(f".rc-line[data-pk='{claim_pk}'] .rc-saved, .rc-look[data-pk='{claim_pk}'] .rc-saved"
+                 ).filter(has_text="saved").filter(has_not_text="not").first.wait_for()
 
 
 def wait_reveal(page: Any) -> None:

@@ -22,7 +22,16 @@ import pytest
 from calibration import cycles, review, store
 from calibration.importing import import_answers, load_demo
 
-from .conftest import ROOT, WAIT_MS, require_browser, server_errors, start_app, wait_for_card, write_answers
+from .conftest import (
+    ROOT,
+    WAIT_MS,
+    claim_box,
+    require_browser,
+    server_errors,
+    start_app,
+    wait_for_card,
+    write_answers,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -35,8 +44,8 @@ _RECTS = """(pk) => {
     const r = (el) => { if (!el) return null; const b = el.getBoundingClientRect();
                         return [b.left, b.top, b.right, b.bottom]; };
     const buttons = ['SUPPORTED', 'CONTRADICTED', 'UNSUPPORTED'].map(
-        (v) => r(document.querySelector(`.st-key-v-${v}-${pk} button`)));
-    const box = document.querySelector('.cal-answer');
+        (v) => r(document.querySelector(`.rc-claim[data-pk="${pk}"] .rc-verdict[data-verdict="${v}"]`)));
+    const box = document.querySelector('.rc-answer');
     return {buttons, mark: r(box && box.querySelector('mark')), box: r(box)};
 }"""
 
@@ -147,9 +156,9 @@ def test_every_card_fits_the_screen(demo: Demo, small_page: Any, cycle_name: str
     cards = reveals = 0
     for n, (answer, claims) in enumerate(plan):
         for i, (pk, judge) in enumerate(claims):
-            wait_for_card(page, f".st-key-claim-{pk} button")
-            # The page scrolls the answer box to its mark when the card is drawn (a mutation
-            # observer, at once): the next frame shows it there.
+            wait_for_card(page, f"{claim_box(pk)} button")
+            # The card scrolls the answer box to its mark when it draws the claim: the next
+            # frame shows it there.
             page.evaluate("() => new Promise((done) => requestAnimationFrame(() => done(null)))")
             rects = page.evaluate(_RECTS, pk)
             for verdict, rect in zip(KEYS, rects["buttons"], strict=True):
@@ -163,7 +172,7 @@ def test_every_card_fits_the_screen(demo: Demo, small_page: Any, cycle_name: str
             # Disagree with the judge on the first claim, agree on the rest.
             verdict = OTHER.get(judge or "", "SUPPORTED") if i == 0 else (judge or "SUPPORTED")
             page.keyboard.press(KEYS[verdict])
-        wait_for_card(page, ".st-key-last-look button")
+        wait_for_card(page, ".rc-last-look button")
         page.keyboard.press("Enter")
         wait_for_card(page, ".st-key-reveal button")
         first = claims[0][0]
@@ -192,7 +201,7 @@ def test_the_page_fits_at_1440_by_900_too(demo: Demo, browser: Any) -> None:
         page.get_by_label("Your name").press("Enter")
         plan = _judge(demo.db, demo.cycles["demo"])
         pk = plan[0][1][0][0]
-        wait_for_card(page, f".st-key-claim-{pk} button")
+        wait_for_card(page, f"{claim_box(pk)} button")
         rects = page.evaluate(_RECTS, pk)
         for rect in [*rects["buttons"], rects["mark"]]:
             assert rect is not None and rect[3] <= 900 and rect[2] <= 1440, rects

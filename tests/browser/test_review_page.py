@@ -20,6 +20,7 @@ from .conftest import (
     WAIT_MS,
     blur,
     build_db,
+    claim_box,
     require_browser,
     server_errors,
     shot,
@@ -28,6 +29,7 @@ from .conftest import (
     wait_claim,
     wait_for_card,
     wait_reveal,
+    wait_saved,
     write_answers,
 )
 
@@ -131,7 +133,7 @@ def _label_as_judge(app: App, reviewer: str, answers: list[str], cycle_id: int |
 
 
 def wait_last_look(page: Any) -> None:
-    wait_for_card(page, ".st-key-last-look button")
+    wait_for_card(page, ".rc-last-look button")
 
 
 def _toast(page: Any, text: str) -> None:
@@ -193,6 +195,7 @@ def test_label_an_answer_by_keyboard_blind_then_reveal(app: App, page: Any) -> N
     # A first call, then back with the arrow key and a changed verdict: a new event.
     page.keyboard.press("3")
     wait_claim(page, pks[1])
+    wait_saved(page, pks[0])
     page.keyboard.press("ArrowLeft")
     wait_claim(page, pks[0])
     for pk, verdict in zip(pks, verdicts, strict=True):
@@ -229,7 +232,7 @@ def test_reconcile_by_keyboard_on_the_selected_disagreement(app: App, page: Any)
         if i + 1 < len(pks):
             wait_claim(page, pks[i + 1])
     wait_last_look(page)
-    _toast(page, "Saved: SUPPORTED · claim 3 of 3 · last look before the reveal")
+    wait_saved(page, pks[2])
     page.keyboard.press("Enter")
     wait_reveal(page)
     _toast(page, "Committed · the judge is revealed")
@@ -290,7 +293,8 @@ def test_reload_mid_answer_resumes_with_nothing_lost(app: App, page: Any) -> Non
     sign_in(page, app.url, reviewer)
     wait_claim(page, pks[0])
     page.keyboard.press("2")
-    wait_claim(page, pks[1])  # acknowledged: the next claim is drawn
+    wait_claim(page, pks[1])  # drawn at once, in the browser
+    wait_saved(page, pks[0])  # and acknowledged by the server
     signed_url = page.url
     page.reload()
     # A reload is a new Streamlit session: the signed token in the URL signs the same
@@ -298,7 +302,7 @@ def test_reload_mid_answer_resumes_with_nothing_lost(app: App, page: Any) -> Non
     page.locator(".st-key-cycle-name").wait_for()
     wait_claim(page, pks[1])
     assert page.get_by_label("Your name").count() == 0
-    assert page.locator(".cal-claim-list").inner_text().count("CONTRADICTED") == 1
+    assert page.locator(".rc-list").inner_text().count("CONTRADICTED") == 1
     state = app.state(pks[0], reviewer)
     assert state is not None and state.blind_verdict == "CONTRADICTED"
     assert app.events(pks[0], reviewer) == [("blind", "CONTRADICTED")]
@@ -327,9 +331,10 @@ def test_skipped_twice_stays_reachable_and_unclear_stays_blind(app: App, page: A
         for pk, key in zip(pks, plan[answer], strict=True):
             wait_claim(page, pk)
             page.keyboard.press(key)
-            what = {"U": "Saved: unclear", "S": "Saved: skipped"}.get(key)
-            if what:
-                _toast(page, what)
+            if (answer, pk) != ("A1", pks[-1]):
+                wait_saved(page, pk)
+            # else only the skipped claim is left in A1: the server moves the queue on, which
+            # the next answer's claim drawn shows
         if answer == "A2":
             # Unclear + a verdict settle the answer: the last look, the commit, the reveal; the
             # unclear claim shows no judge verdict or rationale and has nothing to reconcile.
@@ -383,53 +388,59 @@ def test_skipped_twice_stays_reachable_and_unclear_stays_blind(app: App, page: A
     assert app.state(a1[0], reviewer).status == "unclear"
 
 
-def test_keys_act_after_the_evidence_picker(app: App, page: Any) -> None:
-    """QA: after picking an evidence chunk "1" typed into the picker's search ("No results"),
-    and the first Tab landed on "Clear all", where keys were lost."""
+def _chips(page: Any, pk: int) -> list[str]:
+    """The evidence chunks picked on the claim's card, as their chips read ("[1] S1")."""
+    return page.locator(f"{claim_box(pk)} .rc-chip[aria-pressed='true']").all_inner_texts()
+
+
+def _picking(page: Any, pk: int, yes: bool) -> None:
+    page.locator(f"{claim_box(pk)}[data-picking='{'yes' if yes else 'no'}']").wait_for()
+
+
+def test_keys_act_after_clicks_and_typing(app: App, page: Any) -> None:
+    """QA: after picking an evidence chunk with the mouse "1" typed into the picker's search, and
+    after a note the keys were lost. The card takes its keys whatever was clicked; a typed note
+    keeps its keys until Escape."""
     reviewer = "stray"
     answer = app.queue()[0]
     pks = app.pks(answer)
     sign_in(page, app.url, reviewer)
     wait_claim(page, pks[0])
-    claim = page.locator(f".st-key-claim-{pks[0]}")
-    claim.locator("[data-testid='stMultiSelect'] input").wait_for()  # its code loads lazily
-    labels = claim.locator("[data-testid='stWidgetLabel']").all_inner_texts()
-    assert labels.index("Note (optional)") < labels.index("Evidence chunks (optional)")
-    claim.locator("[data-testid='stMultiSelect'] input").click()
-    page.get_by_role("option").first.click()
-    wait_claim(page, pks[0])
-    # The page takes the focus back from the pick list just after the choice (ui.py).
-    page.wait_for_function("() => !(document.activeElement && document.activeElement.closest"
-                           "(\"[data-testid='stMultiSelect']\"))")
-    page.keyboard.press("1")  # no blur: the page took the focus back after the choice
+    claim = page.locator(claim_box(pks[0]))
+    claim.locator(".rc-chip").first.click()
+    assert len(_chips(page, pks[0])) == 1
+    page.keyboard.press("1")  # the focus is on the chip just clicked
     wait_claim(page, pks[1])
-    _toast(page, f"Saved: SUPPORTED · claim 1 of {len(pks)}")
+    wait_saved(page, pks[0])
     state = app.state(pks[0], reviewer)
     assert state is not None and state.blind_verdict == "SUPPORTED" and state.evidence
-    # Tab onto the picker's own buttons: a key there acts as anywhere else on the page.
-    claim = page.locator(f".st-key-claim-{pks[1]}")
-    claim.locator("[data-testid='stMultiSelect'] input").click()
-    page.get_by_role("option").first.click()
-    wait_claim(page, pks[1])
-    claim.locator("[data-testid='stMultiSelect'] input").focus()
-    page.keyboard.press("Tab")
-    focused = page.evaluate("() => document.activeElement.getAttribute('aria-label')")
-    assert focused == "Clear all", focused
+    note = page.locator(f"{claim_box(pks[1])} textarea[aria-label='Note (optional)']")
+    note.click()
+    page.keyboard.type("2 is what I think")  # typed into the note, not a verdict
+    assert app.state(pks[1], reviewer) is None
+    page.keyboard.press("Escape")  # leaves the note: the keys are the card's again
     page.keyboard.press("2")
     wait_claim(page, pks[2])
+    wait_saved(page, pks[1])
     state = app.state(pks[1], reviewer)
     assert state is not None and state.blind_verdict == "CONTRADICTED"
+    assert state.note == "2 is what I think"
     # A slip is fixed before the commit: back, and a new verdict (a new event).
     page.keyboard.press("ArrowLeft")
     wait_claim(page, pks[1])
     page.keyboard.press("3")
-    _toast(page, f"Saved: UNSUPPORTED · claim 2 of {len(pks)}")
+    wait_saved(page, pks[1])
     assert app.events(pks[1], reviewer) == [("blind", "CONTRADICTED"), ("blind", "UNSUPPORTED")]
-    # "?" opens the list of keys.
+    # "?" opens the list of keys, and after the dialog the keys act again.
     wait_claim(page, pks[2])
     page.keyboard.press("?")
     page.get_by_role("dialog").get_by_text("this list of keys").wait_for()
     shot(page, "keys")
+    page.keyboard.press("Escape")
+    page.get_by_role("dialog").wait_for(state="detached")
+    page.keyboard.press("1")
+    wait_saved(page, pks[2])
+    assert app.state(pks[2], reviewer).blind_verdict == "SUPPORTED"  # type: ignore[union-attr]
 
 
 def test_last_look_lets_a_verdict_change_before_the_reveal(app: App, page: Any) -> None:
@@ -442,7 +453,8 @@ def test_last_look_lets_a_verdict_change_before_the_reveal(app: App, page: Any) 
     wait_claim(page, pks[1])
     page.keyboard.press("1")  # a stray key on the last claim: not revealed yet
     wait_last_look(page)
-    look = page.locator(".st-key-last-look")
+    wait_saved(page, pks[1])
+    look = page.locator(".rc-last-look")
     assert look.inner_text().count("SUPPORTED") == 2
     assert "JUDGE-RATIONALE-A2" not in page.content()
     shot(page, "last-look")
@@ -454,7 +466,7 @@ def test_last_look_lets_a_verdict_change_before_the_reveal(app: App, page: Any) 
     wait_claim(page, pks[1])
     page.keyboard.press("3")
     wait_last_look(page)
-    assert "UNSUPPORTED" in page.locator(f".st-key-look-{pks[1]}").inner_text()
+    assert "UNSUPPORTED" in page.locator(f".rc-look[data-pk='{pks[1]}']").inner_text()
     page.keyboard.press("Enter")
     wait_reveal(page)
     assert app.events(pks[1], reviewer) == [("blind", "SUPPORTED"), ("blind", "UNSUPPORTED")]
@@ -544,6 +556,7 @@ def test_cycle_picker_opens_the_first_cycle_with_work(app: App, page: Any) -> No
     wait_claim(page, pk_first)
     page.keyboard.press("1")  # no blur: Escape gave the focus back to the page
     wait_last_look(page)
+    wait_saved(page, pk_first)
     state = app.state(pk_first, reviewer)
     assert state is not None and state.blind_verdict == "SUPPORTED"
     # The picker's count follows the bar at once.
@@ -588,6 +601,7 @@ def test_two_reviewers_label_the_same_claim(app: App, browser: Any) -> None:
         nxt = app.pks(answer)[1]
         for pg in pages:
             wait_claim(pg, nxt)
+            wait_saved(pg, pk)
         a, b = app.state(pk, "duo-a"), app.state(pk, "duo-b")
         assert a is not None and a.blind_verdict == "SUPPORTED"
         assert b is not None and b.blind_verdict == "CONTRADICTED"
@@ -650,6 +664,7 @@ def test_a_stale_tab_cannot_overwrite_a_label(app: App, browser: Any) -> None:
             wait_claim(pg, pks[0])
         first.keyboard.press("1")
         wait_claim(first, pks[1])
+        wait_saved(first, pks[0])
         assert app.events(pks[0], reviewer) == [("blind", "SUPPORTED")]
         second.keyboard.press("2")
         flash = second.locator(".st-key-flash")
@@ -657,7 +672,7 @@ def test_a_stale_tab_cannot_overwrite_a_label(app: App, browser: Any) -> None:
         text = flash.inner_text()
         assert "this claim was labeled in another tab at" in text and "showing it now" in text, text
         wait_claim(second, pks[0])
-        second.locator(f".st-key-claim-{pks[0]}").get_by_text(
+        second.locator(claim_box(pks[0])).get_by_text(
             "Your current label: SUPPORTED").wait_for()
         shot(second, "stale-tab")
         assert app.events(pks[0], reviewer) == [("blind", "SUPPORTED")]
@@ -666,6 +681,7 @@ def test_a_stale_tab_cannot_overwrite_a_label(app: App, browser: Any) -> None:
         # Now based on what it shows: the change is recorded, as a new event.
         second.keyboard.press("2")
         wait_claim(second, pks[1])
+        wait_saved(second, pks[0])
         assert app.events(pks[0], reviewer) == [("blind", "SUPPORTED"), ("blind", "CONTRADICTED")]
     finally:
         for pg in (first, second):
@@ -683,29 +699,19 @@ def test_evidence_chosen_by_key_and_a_multi_line_note(app: App, page: Any) -> No
     _label_as_judge(app, reviewer, others)
     sign_in(page, app.url, reviewer)
     wait_claim(page, pks[0])
-    claim = page.locator(f".st-key-claim-{pks[0]}")
-    note = claim.locator('textarea[aria-label="Note (optional)"]')
+    note = page.locator(f"{claim_box(pks[0])} textarea[aria-label='Note (optional)']")
     note.fill("first line\nsecond line")
     blur(page)
-    page.keyboard.press("e")
-    page.locator(".st-key-evidence-keys").wait_for()
-    page.keyboard.press("2")
-    page.locator(".st-key-evidence-keys").wait_for(state="detached")
-    picker = claim.locator("[data-testid='stMultiSelect']")
-    assert "[2] S3" in picker.inner_text()
-    page.keyboard.press("e")
-    page.locator(".st-key-evidence-keys").wait_for()
-    page.keyboard.press("1")
-    page.locator(".st-key-evidence-keys").wait_for(state="detached")
-    assert "[1] S1" in picker.inner_text() and "[2] S3" in picker.inner_text()
-    page.keyboard.press("e")
-    page.locator(".st-key-evidence-keys").wait_for()
-    page.keyboard.press("2")  # chosen already: dropped
-    page.locator(".st-key-evidence-keys").wait_for(state="detached")
-    assert "[2] S3" not in picker.inner_text()
+    for number, picked in (("2", ["[2] S3"]), ("1", ["[1] S1", "[2] S3"]), ("2", ["[1] S1"])):
+        page.keyboard.press("e")
+        _picking(page, pks[0], True)
+        page.keyboard.press(number)  # a chunk picked, or dropped when it was
+        _picking(page, pks[0], False)
+        assert _chips(page, pks[0]) == picked
     assert app.state(pks[0], reviewer) is None  # picking evidence records nothing
     page.keyboard.press("1")  # a verdict again
     wait_claim(page, pks[1])
+    wait_saved(page, pks[0])
     state = app.state(pks[0], reviewer)
     assert state is not None and state.blind_verdict == "SUPPORTED"
     assert state.evidence == ["S1"] and state.note == "first line\nsecond line"
@@ -732,28 +738,27 @@ def test_a_cycle_requiring_evidence_blocks_the_commit_until_supported_claims_hav
     pks = app.pks("A2")
     sign_in(page, app.url, reviewer)
     wait_last_look(page)
-    needed = page.locator(".st-key-evidence-needed")
+    needed = page.locator(".rc-evidence-needed")
     needed.wait_for()
     assert "claim 1 has none" in needed.inner_text()
-    assert page.locator(".st-key-commit button").is_disabled()
+    assert page.locator(".rc-commit").is_disabled()
     page.keyboard.press("Enter")
     page.wait_for_timeout(500)
     assert page.locator(".st-key-reveal").count() == 0 and "JUDGE-RATIONALE-A2" not in page.content()
     shot(page, "evidence-needed")
-    page.locator(f".st-key-change-{pks[0]} button").click()
+    page.locator(f".rc-look[data-pk='{pks[0]}'] .rc-change").click()
     wait_claim(page, pks[0])
-    claim = page.locator(f".st-key-claim-{pks[0]}")
-    claim.locator("[data-testid='stMultiSelect'] input").wait_for()
-    labels = claim.locator("[data-testid='stWidgetLabel']").all_inner_texts()
-    assert "Evidence chunks (required for SUPPORTED)" in labels, labels
+    claim = page.locator(claim_box(pks[0]))
+    assert "Evidence chunks (required for SUPPORTED)" in claim.inner_text()
     blur(page)
     page.keyboard.press("e")
-    page.locator(".st-key-evidence-keys").wait_for()
+    _picking(page, pks[0], True)
     page.keyboard.press("1")
-    page.locator(".st-key-evidence-keys").wait_for(state="detached")
+    _picking(page, pks[0], False)
     page.keyboard.press("1")
     wait_last_look(page)
-    assert page.locator(".st-key-evidence-needed").count() == 0
+    wait_saved(page, pks[0])
+    page.locator(".rc-evidence-needed").wait_for(state="detached")
     page.keyboard.press("Enter")
     wait_reveal(page)
     state = app.state(pks[0], reviewer)

@@ -10,7 +10,17 @@ from typing import Any
 
 import pytest
 
-from .conftest import build_db, restore_db, seen_problems, server_errors, settle, sign_in, start_app
+from .conftest import (
+    build_db,
+    claim_box,
+    restore_db,
+    seen_problems,
+    server_errors,
+    settle,
+    sign_in,
+    start_app,
+    wait_saved,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -66,7 +76,7 @@ def test_a_verdict_key_on_a_broken_database_is_the_storage_sentence(
         breaker: Any, running: tuple[str, Path, Path], page: Any) -> None:
     url, db_path, log = running
     sign_in(page, url, "Rita Reviewer")
-    page.locator("[class*='st-key-claim-'] button").first.wait_for()
+    page.locator(".rc-claim button").first.wait_for()
     settle(page)
     breaker(db_path)
     page.keyboard.press("1")
@@ -123,14 +133,14 @@ def test_a_one_megabyte_chunk_is_not_sent_again_with_every_key(huge: tuple[str, 
 
     page.on("websocket", on_socket)
     sign_in(page, url, "Hugo Huge")
-    first = page.locator("[class*='st-key-claim-']").first
+    first = page.locator(".rc-claim").first
     first.locator("button").first.wait_for()
     settle(page)
-    claim_key = next(c for c in (first.get_attribute("class") or "").split() if c.startswith("st-key-claim-"))
+    pk = int(first.get_attribute("data-pk") or 0)
     received.clear()
     page.keyboard.press("1")
-    page.locator(f".{claim_key}").wait_for(state="detached")  # the key's label landed: next claim
-    page.get_by_text("Saved: SUPPORTED").first.wait_for()
+    page.locator(claim_box(pk)).wait_for(state="detached")  # the next claim, drawn at once
+    wait_saved(page, pk)  # the key's label landed
     settle(page)
     sent = sum(received)
     assert sent < 200_000, f"{sent:,} bytes sent for one verdict key"
