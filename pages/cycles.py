@@ -159,8 +159,9 @@ with store.session(path) as db:
     default = cycles.default_run(db)
     listed = roster.active_names(db)
 if not runs:
-    st.info("No judge runs with verdicts yet: import judged answers first "
-            "(python -m calibration import FILE).")
+    st.info("No judge runs with verdicts yet: import judged answers first, on the Import page or "
+            "from the command line (python -m calibration import FILE).")
+    ui.import_link()
     st.stop()
 
 # The Dashboard's "plan the next cycle" link (`?plan=1&run=&goal=&size=`) prefills the form: the

@@ -392,16 +392,17 @@ if rows:
         st.caption(f"The first {len(rows):,} of {tally.listed:,} disagreeing claims; export for all "
                    "of them.")
     st.caption("Select a row to read it in full.")
-    # The columns a lead scans fit 1280 px; rationale, notes and chunks open on select.
+    # The columns a lead scans fit 1280 px; category, rationale, notes and chunks open on select.
     picked = st.dataframe(rows, hide_index=True, on_select="rerun", selection_mode="single-row",
                           key="dash_disagreements",
-                          column_order=("answer", "claim id", "claim", "human", "judge", "category"),
+                          column_order=("answer", "claim id", "claim", "human", "judge"),
                           column_config={"claim": st.column_config.TextColumn(width="large")})
     chosen = picked.selection.rows if picked is not None else []
     if chosen:
         row = rows[chosen[0]]
-        for label, key in (("Claim", "claim"), ("Judge rationale", "judge rationale"),
-                           ("Reviewer notes", "reviewer notes"), ("Chunks", "chunks")):
+        for label, key in (("Claim", "claim"), ("Category", "category"),
+                           ("Judge rationale", "judge rationale"), ("Reviewer notes", "reviewer notes"),
+                           ("Chunks", "chunks")):
             st.caption(label)
             ui.literal(row[key] or "—")
 
