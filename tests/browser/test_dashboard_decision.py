@@ -17,7 +17,7 @@ from calibration import cycles, store
 from calibration.importing import import_answers
 from tests.conftest import DEMO
 
-from .conftest import WAIT_MS, settle, sign_in_at, start_app
+from .conftest import settle, sign_in_at, start_app
 
 RUN = "demo-judge@grounding-v1"
 VIEW = {"width": 1280, "height": 720}
@@ -43,17 +43,6 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         cycles.close_cycle(db, "week 1", force=True)
     with start_app(db_path, tmp / "streamlit.log") as url:
         yield url
-
-
-@pytest.fixture
-def small_page(browser: Any) -> Iterator[Any]:
-    ctx = browser.new_context(viewport=VIEW, accept_downloads=True)
-    pg = ctx.new_page()
-    pg.set_default_timeout(WAIT_MS)
-    try:
-        yield pg
-    finally:
-        ctx.close()
 
 
 def in_view(locator: Any) -> bool:

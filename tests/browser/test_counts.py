@@ -1,0 +1,108 @@
+"""One count, one source: the Dashboard, the Cycles page and the Judge lab give the same claim
+counts for the same data, in real Chromium at 1280×720, with the holdout sealed and unsealed.
+
+The data: both WiCE runs with the reviewers' labels, the lab's split stratified by gpt-4, and a
+closed cycle over every answer of the gpt-4 run. The expected counts are computed here from the
+label file and the judged file, not by the code under test.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from calibration import cycles, split, store
+from calibration.importing import import_answers, import_labels
+
+from .conftest import ROOT, require_browser, settle, sign_in_at, start_app
+
+pytestmark = pytest.mark.browser
+
+WICE = ROOT / "data" / "wice"
+GPT4 = "gpt-4-0613@wice-gpt4"
+VIEW = {"width": 1280, "height": 720}
+COUNTS = re.compile(r"On ([\d,]+) labeled claims?: ([\d,]+) disagreeing"
+                    r"(?: \(([\d,]+) of them in the sealed holdout, not listed\))?")
+
+
+@dataclass(frozen=True)
+class Counted:
+    url: str
+    labeled: int
+    disagreeing: int
+    sealed: int  # disagreeing claims of holdout answers while the holdout is sealed, else 0
+
+
+def _expected(holdout: set[str], sealed: bool) -> tuple[int, int, int]:
+    """(labeled, disagreeing, disagreeing in the sealed holdout) from the files themselves."""
+    with (WICE / "wice_human_labels.csv").open(encoding="utf-8") as fh:
+        human = {(r["answer_id"], r["claim_id"]): r["verdict"] for r in csv.DictReader(fh)}
+    judged = {}
+    with (WICE / "wice_judged_gpt4.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            judged.update({(rec["id"], c["id"]): c["verdict"] for c in rec["claims"]})
+    both = [k for k in human if k in judged]
+    differ = [k for k in both if human[k] != judged[k]]
+    return len(both), len(differ), sum(k[0] in holdout for k in differ) if sealed else 0
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["sealed", "unsealed"])
+def counted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Counted]:
+    require_browser()
+    sealed = bool(request.param)
+    tmp = tmp_path_factory.mktemp("counts")
+    db = tmp / "app.db"
+    with store.session(db) as conn:
+        import_answers(conn, WICE / "wice_judged_gpt4.jsonl")
+        import_answers(conn, WICE / "wice_judged_gpt35.jsonl")
+        import_labels(conn, WICE / "wice_human_labels.csv")
+        s = split.ensure_split(conn, created_by="lead", stratify_run=store.find_judge_run(conn, GPT4))
+        if not sealed:
+            split.unseal(conn, who="lead", reason="the counts test")
+        # Every answer of the run, assigned to a reviewer (the lead has no open work in it), closed.
+        cycles.create_cycle(conn, name="all", judge_run=GPT4, size=100, seed=1, strategy="random",
+                            reviewers=["ann"], overlap=0.0, include_labeled=True, force=True,
+                            created_by="lead")
+        cycles.close_cycle(conn, "all", force=True)
+    labeled, disagreeing, in_holdout = _expected(set(s.holdout), sealed)
+    assert labeled == 100 and disagreeing > 0 and (in_holdout > 0) == sealed  # the data tells cases apart
+    with start_app(db, tmp / "server.log") as url:
+        yield Counted(url, labeled, disagreeing, in_holdout)
+
+
+def counts_on(page: Any, url: str, where: Any = None) -> tuple[int, int, int]:
+    """Open `url` signed in, and read the counts line (in `where`, a locator maker, if given)."""
+    sign_in_at(page, url, "lead")
+    scope = page.locator('[data-testid="stMain"]') if where is None else where(page)
+    scope.get_by_text(COUNTS).first.wait_for()
+    settle(page)
+    found = COUNTS.search(scope.inner_text())
+    assert found is not None
+    return tuple(int((g or "0").replace(",", "")) for g in found.groups())  # type: ignore[return-value]
+
+
+def test_dashboard_cycles_and_judge_lab_give_the_same_counts(counted: Counted, small_page: Any) -> None:
+    want = (counted.labeled, counted.disagreeing, counted.sealed)
+    header = lambda page: page.locator(".st-key-decision")  # noqa: E731
+    assert counts_on(small_page, f"{counted.url}/dashboard?run={GPT4}", header) == want
+    # The Disagreements section lists the rest and names the sealed ones it leaves out.
+    listed = counted.disagreeing - counted.sealed
+    main = small_page.locator('[data-testid="stMain"]')
+    main.get_by_text(f"{listed} disagreeing claims listed.").wait_for()
+    assert (f"{counted.sealed} more are in the sealed holdout" in main.inner_text()) == bool(counted.sealed)
+    # The cycle over every answer, frozen at close, in the same header on the Cycles page.
+    assert counts_on(small_page, f"{counted.url}/cycles?cycle=all", header) == want
+    assert counts_on(small_page, f"{counted.url}/dashboard?run={GPT4}&cycle=all", header) == want
+    # The Judge lab opened by the Dashboard's link: the run's disagreements, the run revised chosen.
+    lab = f"{counted.url}/judge_lab?run={GPT4}&focus=disagreements"
+    assert counts_on(small_page, lab) == want
+    revises = small_page.locator(".st-key-lab_revises input").first
+    assert revises.input_value() == GPT4
+    assert "never settled by a tie-break" not in (revises.get_attribute("placeholder") or "")
