@@ -272,10 +272,12 @@ def _frozen(cycle: cycles.Cycle) -> None:
                            help="agreement beyond what chance alone would give")
             cols[1].caption(_ci(fig.kappa_ci, fmt.num))
         st.metric("Claims in the figures", fig.n_claims)
+        # An older snapshot kept no progress: then the sentence says nothing of it (never "None").
+        progress_at_close = "" if fig.labeled is None else (
+            f" Labeled for this cycle at close: {fig.labeled} of {plural(fig.total or 0, 'claim')}"
+            + (f" ({fig.reused} reused)" if fig.reused else ""))
         st.caption(f"{plural(fig.n_answers, 'answer')}; labels from outside the cycle count "
-                        f"too. Labeled for this cycle at close: {fig.labeled} of "
-                        f"{plural(fig.total or 0, 'claim')}"
-                        + (f" ({fig.reused} reused)" if fig.reused else ""))
+                   f"too.{progress_at_close}")
         if fig.weighted_agreement is not None:
             st.caption("Some answers were drawn more often than others; the figures are re-weighted to "
                        f"the whole run: {fmt.pct(fig.weighted_agreement)}, " + _ci(fig.weighted_ci))

@@ -215,7 +215,8 @@ gen = current_split.generation
 if gen is not None and not gen.sealed:
     st.warning("The holdout was unsealed, so its claims may have been read: it can no longer prove "
                "that a revised prompt generalises. A fresh holdout needs new labels.")
-    ui.literal(f"Unsealed by {gen.unsealed_by} at {gen.unsealed_at}.")
+    ui.literal(f"Unsealed by {gen.unsealed_by or 'an unrecorded person'} at "
+               f"{dashboard.readable_time(gen.unsealed_at)}.")
     if st.button("Start a fresh holdout from answers labeled from now on", key="lab_new_holdout"):
         with store.session(path) as db:
             split.new_holdout(db, created_by=reviewer)

@@ -749,6 +749,24 @@ def test_page_shows_the_frozen_figures(run_db: Database, db_path: Path,
     assert [e.label for e in at.expander if e.label.startswith("Raw")] == ["Raw snapshot (JSON)"]
 
 
+def test_page_draws_an_older_snapshot_without_progress_with_no_none(run_db: Database, db_path: Path,
+                                                                    claims_of: dict[str, list[int]],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    cycle = create(run_db, size=15, reviewers=["ann"])
+    for aid in cycle.answers:
+        label_all(run_db, claims_of[aid], "ann", cycle.id, "SUPPORTED")
+    cycles.close_cycle(run_db, "c1")
+    snap = dict(cycles.get_cycle(run_db, "c1").snapshot or {})
+    del snap["progress"]  # as an older release froze it
+    with store.write(run_db):
+        run_db.execute("UPDATE cycles SET snapshot = ? WHERE id = ?", [json.dumps(snap), cycle.id])
+    at = page(db_path, monkeypatch)
+    assert not at.exception
+    shown = [c.value for c in at.caption] + texts(at)
+    assert any(c.startswith("15 answers; labels from outside the cycle count too.") for c in shown)
+    assert not [c for c in shown if "None" in c]
+
+
 def test_page_counts_only_this_cycles_labels(run_db: Database, db_path: Path,
                                             claims_of: dict[str, list[int]],
                                             monkeypatch: pytest.MonkeyPatch) -> None:

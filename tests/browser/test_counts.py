@@ -106,3 +106,24 @@ def test_dashboard_cycles_and_judge_lab_give_the_same_counts(counted: Counted, s
     revises = small_page.locator(".st-key-lab_revises input").first
     assert revises.input_value() == GPT4
     assert "never settled by a tie-break" not in (revises.get_attribute("placeholder") or "")
+
+
+@pytest.fixture(scope="module")
+def empty_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    require_browser()
+    tmp = tmp_path_factory.mktemp("empty")
+    with store.session(tmp / "app.db"):
+        pass  # migrated, nothing imported
+    with start_app(tmp / "app.db", tmp / "server.log") as url:
+        yield url
+
+
+@pytest.mark.parametrize("page_name", ["dashboard", "cycles"])
+def test_an_empty_page_links_to_the_import_page(empty_url: str, small_page: Any, page_name: str) -> None:
+    sign_in_at(small_page, f"{empty_url}/{page_name}", "lead")
+    main = small_page.locator('[data-testid="stMain"]')
+    main.get_by_text("import judged answers first").wait_for()
+    assert "None" not in main.inner_text()
+    main.get_by_role("link", name="Import judged answers").click()
+    small_page.wait_for_url(f"{empty_url}/import")
+    small_page.get_by_text("File of judged answers").wait_for()
