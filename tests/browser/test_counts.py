@@ -88,10 +88,17 @@ def counts_on(page: Any, url: str, where: Any = None) -> tuple[int, int, int]:
     return tuple(int((g or "0").replace(",", "")) for g in found.groups())  # type: ignore[return-value]
 
 
+# The verdict word of the header and the colour it is drawn in.
+_VERDICT = """() => { const h = document.querySelector('.st-key-decision h3');
+    let e = h; while (e && e.firstElementChild) e = e.firstElementChild;
+    return [h.innerText.trim(), getComputedStyle(e).color]; }"""
+
+
 def test_dashboard_cycles_and_judge_lab_give_the_same_counts(counted: Counted, small_page: Any) -> None:
     want = (counted.labeled, counted.disagreeing, counted.sealed)
     header = lambda page: page.locator(".st-key-decision")  # noqa: E731
     assert counts_on(small_page, f"{counted.url}/dashboard?run={GPT4}", header) == want
+    word = small_page.evaluate(_VERDICT)
     # The Disagreements section lists the rest and names the sealed ones it leaves out.
     listed = counted.disagreeing - counted.sealed
     main = small_page.locator('[data-testid="stMain"]')
@@ -99,7 +106,9 @@ def test_dashboard_cycles_and_judge_lab_give_the_same_counts(counted: Counted, s
     assert (f"{counted.sealed} more are in the sealed holdout" in main.inner_text()) == bool(counted.sealed)
     # The cycle over every answer, frozen at close, in the same header on the Cycles page.
     assert counts_on(small_page, f"{counted.url}/cycles?cycle=all", header) == want
+    assert small_page.evaluate(_VERDICT) == word  # one colour per verdict word
     assert counts_on(small_page, f"{counted.url}/dashboard?run={GPT4}&cycle=all", header) == want
+    assert small_page.evaluate(_VERDICT) == word
     # The Judge lab opened by the Dashboard's link: the run's disagreements, the run revised chosen.
     lab = f"{counted.url}/judge_lab?run={GPT4}&focus=disagreements"
     assert counts_on(small_page, lab) == want
@@ -123,7 +132,9 @@ def test_an_empty_page_links_to_the_import_page(empty_url: str, small_page: Any,
     sign_in_at(small_page, f"{empty_url}/{page_name}", "lead")
     main = small_page.locator('[data-testid="stMain"]')
     main.get_by_text("import judged answers first").wait_for()
+    settle(small_page)  # the sign-in's own rerun (it writes the link's token) is over
     assert "None" not in main.inner_text()
     main.get_by_role("link", name="Import judged answers").click()
-    small_page.wait_for_url(f"{empty_url}/import")
-    small_page.get_by_text("File of judged answers").wait_for()
+    # The first visit of the Import page loads its adapters: slow on a loaded machine.
+    small_page.get_by_text("File of judged answers").wait_for(timeout=90_000)
+    assert small_page.url.split("?")[0] == f"{empty_url}/import"
