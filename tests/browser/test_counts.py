@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,6 +35,7 @@ COUNTS = re.compile(r"On ([\d,]+) labeled claims?: ([\d,]+) disagreeing"
 @dataclass(frozen=True)
 class Counted:
     url: str
+    db: Path
     labeled: int
     disagreeing: int
     sealed: int  # disagreeing claims of holdout answers while the holdout is sealed, else 0
@@ -74,7 +76,7 @@ def counted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     labeled, disagreeing, in_holdout = _expected(set(s.holdout), sealed)
     assert labeled == 100 and disagreeing > 0 and (in_holdout > 0) == sealed  # the data tells cases apart
     with start_app(db, tmp / "server.log") as url:
-        yield Counted(url, labeled, disagreeing, in_holdout)
+        yield Counted(url, db, labeled, disagreeing, in_holdout)
 
 
 def counts_on(page: Any, url: str, where: Any = None) -> tuple[int, int, int]:
@@ -115,6 +117,31 @@ def test_dashboard_cycles_and_judge_lab_give_the_same_counts(counted: Counted, s
     revises = small_page.locator(".st-key-lab_revises input").first
     assert revises.input_value() == GPT4
     assert "never settled by a tie-break" not in (revises.get_attribute("placeholder") or "")
+
+
+def test_the_dashboards_judge_lab_link_opens_the_lab_on_the_run_with_its_disagreements(
+        counted: Counted, small_page: Any) -> None:
+    sign_in_at(small_page, f"{counted.url}/dashboard?run={GPT4}", "lead")
+    line = small_page.locator(".st-key-decision").get_by_text(COUNTS)
+    line.wait_for()
+    settle(small_page)
+    shown = line.inner_text().strip()
+    small_page.get_by_role("link", name="Open the Judge lab on this run").click()
+    small_page.get_by_text("Where the run disagrees with reviewers").wait_for()
+    settle(small_page)
+    assert small_page.locator(".st-key-lab_revises input").first.input_value() == GPT4
+    small_page.get_by_text(f"{GPT4}: {shown}", exact=True).wait_for()
+    # The table lists the disagreeing claims a list may show: none of the sealed holdout.
+    grid = small_page.locator("[data-testid='stDataFrame']").first  # the page's first table
+    grid.scroll_into_view_if_needed()  # its accessible table fills in once it is on screen
+    table = grid.locator("table [role='gridcell']")
+    table.first.wait_for(state="attached")
+    with store.session(counted.db) as db:
+        sealed = split.sealed_answer_ids(db)
+    assert bool(sealed) == bool(counted.sealed)
+    cells = set(table.all_inner_texts())
+    assert any(c.startswith("test") for c in cells), cells  # answer ids were drawn
+    assert not sealed & cells
 
 
 @pytest.fixture(scope="module")

@@ -147,3 +147,4 @@ def test_no_table_on_the_dashboard_is_cut_off_on_the_right(app_url: str, small_p
     # A pixel of rounding at most: the grid scrolls sideways when a column is left over.
     cut = [t for t in tables if t["right"] > VIEW["width"] or t["hidden"] > 1]
     assert not cut, cut
+
