@@ -728,6 +728,11 @@ AGREEMENT_HELP = ("the share of human verdicts the judge agrees with: each revie
                   "where several labeled a claim, else the claim's final label")
 
 
+COUNTS_HELP = ("claims with a judge verdict and a final human label; disagreeing: the two differ; "
+               "unresolved: reviewers disagree or marked it unclear and no lead has decided. Claims of "
+               "the sealed holdout count in the figures but are listed nowhere until it is unsealed.")
+
+
 def decision_header(dec: Decision) -> None:
     """The decision header (`calibration.dashboard.decision`), drawn alike on the Dashboard and on a
     closed cycle: the verdict word in its one colour, the one agreement figure with its interval,
@@ -742,6 +747,9 @@ def decision_header(dec: Decision) -> None:
         with text_col:
             literal(dec.sentence)
             st.caption(f"{dec.direction} {dec.ceiling}")
+            if dec.counts is not None:
+                # The same counts on every page that shows this report (`dashboard.claim_counts`).
+                st.caption(dec.counts.sentence(), help=COUNTS_HELP)
 
 
 def verdict_badge(verdict: str | None, *, prefix: str = "") -> None:

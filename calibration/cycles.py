@@ -224,8 +224,11 @@ class CycleProgress:
             behind = [r for r in self.reviewers if r.labeled < r.total]
             if behind:
                 verb = "has" if len(behind) == 1 else "have"
+                # Labels owed and claims not done are two counts (with overlap a claim owes a label
+                # per reviewer): both said, the claims as the progress cell counts them.
                 parts.append(f"{len(behind)} of {plural(len(self.reviewers), 'reviewer')} {verb} labels "
-                             f"outstanding: {plural(self.missing, 'claim')} unlabeled")
+                             f"outstanding: {plural(self.missing, 'label')} on {self.total - self.labeled:,} "
+                             f"of {plural(self.total, 'claim')}")
         elif self.labeled < self.total:
             verb = "has" if self.missing == 1 else "have"
             parts.append(f"{self.missing} of {plural(self.total, 'claim')} {verb} no label yet")

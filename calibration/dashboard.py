@@ -826,6 +826,62 @@ class NextStep:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimCounts:
+    """The claim counts pages show beside the figures, from one report: the one source the
+    Dashboard, a closed cycle and the Judge lab read them from (`claim_counts`)."""
+
+    labeled: int  # claims in the figures: a judge verdict and a human label to compare it with
+    disagreeing: int  # every claim where the judge and the final human label differ
+    listed: int  # of those, the ones a list may show
+    sealed: int  # of those, the ones in the sealed holdout: counted, never listed
+    unresolved: int  # reviewers disagree or marked it unclear, no lead decided (sealed included)
+    unresolved_listed: int  # of those, the ones a list may show (the rest are sealed)
+
+    @property
+    def unresolved_sealed(self) -> int:
+        return self.unresolved - self.unresolved_listed
+
+    def sentence(self) -> str:
+        """The counts in one line: constant words and numbers."""
+        text = f"On {plural(self.labeled, 'labeled claim')}: {self.disagreeing:,} disagreeing"
+        if self.sealed:
+            text += f" ({self.sealed:,} of them in the sealed holdout, not listed)"
+        if self.unresolved:
+            text += f"; {self.unresolved:,} unresolved"
+            if self.unresolved_sealed:
+                text += f" ({self.unresolved_sealed:,} in the sealed holdout)"
+        return text + "."
+
+
+def claim_counts(report: Report | Mapping[str, Any]) -> ClaimCounts:
+    """The counts of a report, or of its JSON form (`Report.to_dict`, as a closed cycle's snapshot
+    keeps it), so a live report and a frozen one are counted by the same rule. Disagreeing claims
+    are the confusion matrix's off-diagonal; the lists hold the ones not sealed
+    (`report._hide_sealed` withholds the sealed ids, so the sealed share is the difference)."""
+    data = report.to_dict(None) if isinstance(report, Report) else report
+    matrix = np.asarray((data.get("confusion") or {}).get("matrix") or [[0]], dtype=np.int64)
+    total = int(matrix.sum() - np.trace(matrix))
+    listed = len(data.get("disagreeing_claims") or [])
+    unresolved = int(data.get("n_unresolved") or 0)
+    unresolved_ids = data.get("unresolved_claims")
+    unresolved_listed = len(unresolved_ids) if isinstance(unresolved_ids, list) else unresolved
+    return ClaimCounts(int(data.get("n_claims") or 0), total, min(listed, total), max(0, total - listed),
+                       unresolved, min(unresolved_listed, unresolved))
+
+
+def sealed_text(report: Report | Mapping[str, Any], *, unresolved: bool = False) -> str:
+    """Claims a list leaves out because they are in the sealed holdout, in words; '' for none.
+    The disagreeing ones, or with `unresolved` the ones waiting for a lead's decision."""
+    counts = claim_counts(report)
+    n = counts.unresolved_sealed if unresolved else counts.sealed
+    if not n:
+        return ""
+    what = f" unresolved {'claim' if n == 1 else 'claims'}" if unresolved else ""
+    return (f"{n:,} more{what} {'is' if n == 1 else 'are'} in the sealed holdout "
+            "(counted in the figures, not listed).")
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     """The decision header: every text is numbers and constant words (no user text)."""
 
@@ -838,6 +894,7 @@ class Decision:
     ceiling: str  # the judge beside the reviewers, one line
     sentence: str  # the plain sentence a lead reads
     steps: tuple[NextStep, ...]
+    counts: ClaimCounts | None = None  # the claims behind the figures (`claim_counts`)
 
 
 def headline_agreement(report: Mapping[str, Any]) -> tuple[float | None, float | None, float | None]:
@@ -918,37 +975,13 @@ def decision(report: Mapping[str, Any], *, open_cycle: bool = False) -> Decision
     steps = [NextStep("plan", "Plan the next cycle")]
     if report.get("disagreeing_claims"):
         steps.append(NextStep("judge_lab", "Open the Judge lab on this run"))
-    unresolved = int(report.get("n_unresolved") or 0)
+    # The claims the settle link leads to: a sealed holdout claim is counted in the figures but not
+    # listed for a decision, so it is not offered here either.
+    counts = claim_counts(report)
+    unresolved = counts.unresolved_listed
     if unresolved:
         steps.append(NextStep("settle", f"Settle the {plural(unresolved, 'unclear claim')}"))
     if open_cycle:
         steps.append(NextStep("close", "Close the cycle"))
     return Decision(status, VERDICT_WORDS[status], VERDICT_COLOURS[status], _pct(value), interval,
-                    direction, ceiling, sentence, tuple(steps))
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimCounts:
-    """The claim counts a page shows beside the figures, from one report."""
-
-    disagreeing: int  # every claim where the judge and the final human label differ
-    listed: int  # of those, the ones a list may show
-    sealed: int  # of those, the ones in the sealed holdout: counted, never listed
-    unresolved: int  # reviewers disagree or marked it unclear, no lead decided (sealed included)
-
-
-def claim_counts(report: Report) -> ClaimCounts:
-    """Counts from the confusion matrix and the report's lists (`report._hide_sealed` withholds the
-    sealed ids, so the sealed share is the difference)."""
-    total = int(report.confusion.sum() - np.trace(report.confusion))
-    listed = len(report.disagreeing_claims)
-    return ClaimCounts(total, listed, max(0, total - listed), report.n_unresolved)
-
-
-def sealed_text(report: Report) -> str:
-    """Disagreeing claims the lists leave out because they are in the sealed holdout; '' for none."""
-    n = claim_counts(report).sealed
-    if not n:
-        return ""
-    return (f"{n:,} more {'is' if n == 1 else 'are'} in the sealed holdout "
-            "(counted in the figures, not listed).")
+                    direction, ceiling, sentence, tuple(steps), counts)

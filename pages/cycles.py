@@ -159,8 +159,9 @@ with store.session(path) as db:
     default = cycles.default_run(db)
     listed = roster.active_names(db)
 if not runs:
-    st.info("No judge runs with verdicts yet: import judged answers first "
-            "(python -m calibration import FILE).")
+    st.info("No judge runs with verdicts yet: import judged answers first, on the Import page or "
+            "from the command line (python -m calibration import FILE).")
+    ui.import_link()
     st.stop()
 
 # The Dashboard's "plan the next cycle" link (`?plan=1&run=&goal=&size=`) prefills the form: the
@@ -273,10 +274,12 @@ def _frozen(cycle: cycles.Cycle) -> None:
                            help="agreement beyond what chance alone would give")
             cols[1].caption(_ci(fig.kappa_ci, fmt.num))
         st.metric("Claims in the figures", fig.n_claims)
+        # An older snapshot kept no progress: then the sentence says nothing of it (never "None").
+        progress_at_close = "" if fig.labeled is None else (
+            f" Labeled for this cycle at close: {fig.labeled} of {plural(fig.total or 0, 'claim')}"
+            + (f" ({fig.reused} reused)" if fig.reused else ""))
         st.caption(f"{plural(fig.n_answers, 'answer')}; labels from outside the cycle count "
-                        f"too. Labeled for this cycle at close: {fig.labeled} of "
-                        f"{plural(fig.total or 0, 'claim')}"
-                        + (f" ({fig.reused} reused)" if fig.reused else ""))
+                   f"too.{progress_at_close}")
         if fig.weighted_agreement is not None:
             st.caption("Some answers were drawn more often than others; the figures are re-weighted to "
                        f"the whole run: {fmt.pct(fig.weighted_agreement)}, " + _ci(fig.weighted_ci))

@@ -105,7 +105,9 @@ with store.session(path) as db:
     runs = dashboard.run_names(db)
     default = dashboard.default_run(db) if runs else None
 if not runs:
-    st.info("No judge runs yet: import judged answers first (python -m calibration import FILE).")
+    st.info("No judge runs yet: import judged answers first, on the Import page or from the command "
+            "line (python -m calibration import FILE).")
+    ui.import_link()
     st.stop()
 
 # A link from the Cycles page names the run and cycle to open on (`?run=&cycle=`).
@@ -159,6 +161,7 @@ except CalibrationError as exc:
     ui.literal(str(exc))
     st.stop()
 report = data.report
+tally = dashboard.claim_counts(report)  # every count below, as the Cycles and Judge lab pages read them
 plan_link = _plan_defaults(str(path), stamp, run)
 
 # ---------------------------------------------------------------- the decision first
@@ -186,7 +189,7 @@ if dec is not None:
                              query_params=plan_link)
             elif step.kind == "judge_lab":
                 ui.page_link("pages/judge_lab.py", label=step.label, icon=":material/science:",
-                             query_params={"run": run})
+                             query_params={"run": run, "focus": "disagreements"})
             elif step.kind == "settle":
                 st.markdown(f"[:material/gavel: {step.label}](#settle)")
             elif step.kind == "close" and cycle is not None:
@@ -232,9 +235,9 @@ st.subheader("Needs a lead's decision", anchor="settle")
 if st.session_state.get("dash_adj_done"):
     st.success("Adjudication recorded: the figures include it now.", icon=":material/gavel:")
     st.session_state.pop("dash_adj_done", None)
-if not data.pending:
+if not data.pending and not tally.unresolved:
     st.caption("No unresolved claim: every labeled claim has a unanimous or adjudicated verdict.")
-else:
+elif data.pending:
     n_pending = len(report.unresolved_claims)
     if n_pending > len(data.pending):
         st.caption(f"The first {len(data.pending):,} of {n_pending:,} unresolved claims; the rest from the "
@@ -271,6 +274,8 @@ else:
                 st.error("Not recorded." if message else "Choose a verdict first.")
                 if message:
                     ui.literal(message)
+if sealed_unresolved := dashboard.sealed_text(report, unresolved=True):
+    ui.literal(sealed_unresolved)
 
 # ---------------------------------------------------------------- headline figures
 
@@ -374,24 +379,30 @@ else:
 # ---------------------------------------------------------------- disagreements
 
 st.subheader("Disagreements", anchor="disagreements")
-n_dis = len(report.disagreeing_claims)
 rows = dashboard.disagreement_rows(data)
-if not rows:
+if not tally.disagreeing:
     st.caption("No claim where the judge and the final human label differ.")
-else:
-    if n_dis > len(rows):
-        st.caption(f"The first {len(rows):,} of {n_dis:,} disagreeing claims; export for all of them.")
+elif tally.listed:
+    ui.literal(f"{tally.listed:,} disagreeing {'claim' if tally.listed == 1 else 'claims'} listed."
+               + (f" {sealed_note}" if sealed_note else ""))
+elif sealed_note:
+    ui.literal(f"No disagreeing claim outside the sealed holdout: {sealed_note}")
+if rows:
+    if tally.listed > len(rows):
+        st.caption(f"The first {len(rows):,} of {tally.listed:,} disagreeing claims; export for all "
+                   "of them.")
     st.caption("Select a row to read it in full.")
-    # The columns a lead scans fit 1280 px; rationale, notes and chunks open on select.
+    # The columns a lead scans fit 1280 px; category, rationale, notes and chunks open on select.
     picked = st.dataframe(rows, hide_index=True, on_select="rerun", selection_mode="single-row",
                           key="dash_disagreements",
-                          column_order=("answer", "claim id", "claim", "human", "judge", "category"),
+                          column_order=("answer", "claim id", "claim", "human", "judge"),
                           column_config={"claim": st.column_config.TextColumn(width="large")})
     chosen = picked.selection.rows if picked is not None else []
     if chosen:
         row = rows[chosen[0]]
-        for label, key in (("Claim", "claim"), ("Judge rationale", "judge rationale"),
-                           ("Reviewer notes", "reviewer notes"), ("Chunks", "chunks")):
+        for label, key in (("Claim", "claim"), ("Category", "category"),
+                           ("Judge rationale", "judge rationale"), ("Reviewer notes", "reviewer notes"),
+                           ("Chunks", "chunks")):
             st.caption(label)
             ui.literal(row[key] or "—")
 

@@ -35,7 +35,7 @@ from typing import Any
 import streamlit as st
 
 import ui
-from calibration import judge, report, split, store
+from calibration import dashboard, judge, report, split, store
 from calibration.errors import CalibrationError, EndpointRejected, EndpointUnreachable, InputError
 from calibration.fmt import plural
 from calibration.store import lab as lab_store
@@ -215,7 +215,8 @@ gen = current_split.generation
 if gen is not None and not gen.sealed:
     st.warning("The holdout was unsealed, so its claims may have been read: it can no longer prove "
                "that a revised prompt generalises. A fresh holdout needs new labels.")
-    ui.literal(f"Unsealed by {gen.unsealed_by} at {gen.unsealed_at}.")
+    ui.literal(f"Unsealed by {gen.unsealed_by or 'an unrecorded person'} at "
+               f"{dashboard.readable_time(gen.unsealed_at)}.")
     if st.button("Start a fresh holdout from answers labeled from now on", key="lab_new_holdout"):
         with store.session(path) as db:
             split.new_holdout(db, created_by=reviewer)
@@ -229,6 +230,40 @@ elif gen is not None:
             with store.session(path) as db:
                 split.unseal(db, who=reviewer, reason="unsealed on the judge lab page")
             st.rerun()
+
+# ---------------------------------------------------------------- the Dashboard's link
+
+# "Open the Judge lab on this run" names the run (`?run=`), and asks for its disagreements
+# (`focus=disagreements`): the claims a lead reads while revising the prompt.
+with store.session(path) as db:
+    run_names = dashboard.run_names(db)
+linked_run = st.query_params.get("run")
+linked_run = linked_run if linked_run in run_names else None
+
+
+@st.cache_resource(show_spinner="Reading the run's disagreements…", max_entries=8)
+def _disagreements(db_file: str, stamp: tuple, run_name: str) -> dashboard.Dashboard:
+    # The Dashboard's own build over the whole run: the same counts and the same listed claims.
+    del stamp
+    with store.session(db_file) as db:
+        return dashboard.build(db, run=run_name, bootstrap=0)
+
+
+if linked_run is not None and st.query_params.get("focus") == "disagreements":
+    with store.session(path) as db:
+        stamp = dashboard.fingerprint(db)
+    focus = _disagreements(str(path), stamp, linked_run)
+    st.subheader("Where the run disagrees with reviewers")
+    ui.literal(f"{linked_run}: " + dashboard.claim_counts(focus.report).sentence())
+    rows = [r for r in dashboard.disagreement_rows(focus) if r["answer"] not in work.answers]
+    hidden = len(focus.disagreements) - len(rows)
+    if hidden:
+        st.caption(f"{plural(hidden, 'claim')} of answers you still have to label not shown.")
+    if rows:
+        # The Dashboard's columns, which fit 1280 px; the rationale and chunks are there on select.
+        st.dataframe(rows, hide_index=True, key="lab_disagreements", height=260,
+                     column_order=("answer", "claim id", "claim", "human", "judge"),
+                     column_config={"claim": st.column_config.TextColumn(width="large")})
 
 # ---------------------------------------------------------------- the prompt
 
@@ -256,7 +291,10 @@ if st.session_state.get("lab_scope") not in scope_keys:
 with store.session(path) as db:
     revise_names, revise_default, revise_why = judge.revised_run_options(
         db, str(st.session_state.get("lab_model") or ""))
-# No preselection on a tie: the lead must choose (index None shows the placeholder).
+# The run the Dashboard's link names, else the default; no preselection on a tie: the lead must
+# choose (index None shows the placeholder).
+if linked_run in revise_names:
+    revise_default = linked_run
 revise_index = revise_names.index(revise_default) if revise_default in revise_names else None
 # Said in the box itself, so the note goes as soon as a run is chosen (a form commits on submit only).
 tie = revise_default is None and len(revise_names) > 1

@@ -317,7 +317,9 @@ def test_progress_counts_the_assigned_reviewers_own_labels(run_db: Database,
     per = {r.reviewer: (r.labeled, r.total) for r in prog.reviewers}
     assert per == {"ann": (5, n_ann), "bob": (0, 48 - n_ann)}
     assert prog.missing == 48 - 5
-    assert prog.outstanding() == f"2 of 2 reviewers have labels outstanding: {48 - 5} claims unlabeled"
+    # Labels owed (a shared claim owes one per reviewer) beside the claims not done, as the table counts them.
+    assert prog.outstanding() == ("2 of 2 reviewers have labels outstanding: "
+                                  f"{48 - 5} labels on 37 of 40 claims")
 
 
 def test_an_include_labeled_cycle_starts_at_zero(run_db: Database,
@@ -337,7 +339,8 @@ def test_an_include_labeled_cycle_starts_at_zero(run_db: Database,
     ann = next(r for r in prog.reviewers if r.reviewer == "ann")
     assert prog.labeled == ann.total and prog.labeled_elsewhere == 40 - ann.total
     assert prog.outstanding() == ("2 of 3 reviewers have labels outstanding: "
-                                  f"{40 - ann.total} claims unlabeled")
+                                  f"{40 - ann.total} labels on {prog.total - prog.labeled} of "
+                                  f"{prog.total} claims")
 
 
 def test_open_cycle_progress_counts_its_reviewers_labels_wherever_given(
@@ -366,8 +369,8 @@ def test_closing_with_work_outstanding_needs_force(run_db: Database,
     with pytest.raises(cycles.WorkOutstandingError) as err:
         cycles.close_cycle(run_db, "c1")
     assert str(err.value) == (f"cycle 'c1' still has work: 2 of 3 reviewers have labels outstanding: "
-                              f"{owed} claims unlabeled; use --force to close it anyway (its figures "
-                              "are frozen at close)")
+                              f"{owed} labels on {owed} of 40 claims; use --force to close it anyway "
+                              "(its figures are frozen at close)")
     with pytest.raises(cycles.WorkOutstandingError, match="tick 'Close anyway'"):
         cycles.close_cycle(run_db, "c1", ui_names={"force_close": "tick 'Close anyway'"})
     assert cycles.get_cycle(run_db, "c1").status == "open"
@@ -498,7 +501,7 @@ def test_messages_use_the_singular_for_one(run_db: Database) -> None:
     assert any("with 2 claims the 95% Wilson" in w for w in cycle.warnings)
     progress = cycles.CycleProgress(0, 1, (cycles.ReviewerProgress("ann", 0, 1),
                                       cycles.ReviewerProgress("bob", 2, 2)))
-    assert progress.outstanding() == "1 of 2 reviewers has labels outstanding: 1 claim unlabeled"
+    assert progress.outstanding() == "1 of 2 reviewers has labels outstanding: 1 label on 1 of 1 claim"
     assert cycles.CycleProgress(0, 1, (), assigned=False).outstanding() == "1 of 1 claim has no label yet"
     assert cycles.CycleProgress(1, 1, (cycles.ReviewerProgress("ann", 1, 1, unclear=1),),
                                 unclear=1).outstanding() == (
@@ -679,8 +682,9 @@ def test_page_creates_a_cycle_and_lists_it(run_db: Database, db_path: Path,
 
     # Nobody labeled anything: the close control says so and asks to close anyway.
     week2 = cycles.get_cycle(run_db, "week 2")
-    assert "Work remains: 2 of 2 reviewers have labels outstanding: 24 claims unlabeled." in \
-        [w.value for w in at.warning]
+    total = cycles.progress(run_db, week2.id).total
+    assert ("Work remains: 2 of 2 reviewers have labels outstanding: "
+            f"24 labels on {total} of {total} claims.") in [w.value for w in at.warning]
     confirm = at.checkbox(key=f"cycle_close_confirm_{week2.id}")
     assert confirm.label.startswith("Close anyway")
     assert at.button(key="cycle_close").disabled
@@ -743,6 +747,24 @@ def test_page_shows_the_frozen_figures(run_db: Database, db_path: Path,
                for c in captions)
     assert any(c.startswith("Figures frozen at close, ") for c in captions)
     assert [e.label for e in at.expander if e.label.startswith("Raw")] == ["Raw snapshot (JSON)"]
+
+
+def test_page_draws_an_older_snapshot_without_progress_with_no_none(run_db: Database, db_path: Path,
+                                                                    claims_of: dict[str, list[int]],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    cycle = create(run_db, size=15, reviewers=["ann"])
+    for aid in cycle.answers:
+        label_all(run_db, claims_of[aid], "ann", cycle.id, "SUPPORTED")
+    cycles.close_cycle(run_db, "c1")
+    snap = dict(cycles.get_cycle(run_db, "c1").snapshot or {})
+    del snap["progress"]  # as an older release froze it
+    with store.write(run_db):
+        run_db.execute("UPDATE cycles SET snapshot = ? WHERE id = ?", [json.dumps(snap), cycle.id])
+    at = page(db_path, monkeypatch)
+    assert not at.exception
+    shown = [c.value for c in at.caption] + texts(at)
+    assert any(c.startswith("15 answers; labels from outside the cycle count too.") for c in shown)
+    assert not [c for c in shown if "None" in c]
 
 
 def test_page_counts_only_this_cycles_labels(run_db: Database, db_path: Path,

@@ -523,6 +523,32 @@ def test_comparison_with_the_previous_run(lab_db: Path) -> None:
     assert "against old-judge@v0 on 12 human-labeled claims" in text and "McNemar" in text
 
 
+def test_shared_claims_are_the_claims_the_comparison_is_made_on(lab_db: Path, tmp_path: Path) -> None:
+    # A second judge run over the same answers, and claims where "has a human label" and
+    # "has a final human label" part: A1.c2, A2.c2 disputed by a second reviewer (unresolved),
+    # A5.c1 marked unclear by both reviewers and settled by a lead (final, no verdict label).
+    other = tmp_path / "other.jsonl"
+    other.write_text("\n".join(json.dumps({**_answer(i), "judge_model": "new-judge"}, ensure_ascii=False)
+                               for i in range(1, N_ANSWERS + 1)), encoding="utf-8")
+    with store.session(lab_db) as db:
+        import_answers(db, other)
+        for disputed in ("A1", "A2"):
+            store.record_label(db, claim=store.claim_pk(db, disputed, f"{disputed}.c2"), reviewer="bob",
+                               kind="blind", verdict="CONTRADICTED")
+        settled = store.claim_pk(db, "A5", "A5.c1")
+        for who in ("ann", "bob"):
+            store.record_label(db, claim=settled, reviewer=who, kind="unclear")
+        store.adjudicate(db, claim=settled, adjudicator="lead", verdict="SUPPORTED")
+        new, old = store.find_judge_run(db, "new-judge@v0"), store.find_judge_run(db, "old-judge@v0")
+        (option,) = judge.baseline_options(db, new)
+        comp = judge.compare_runs(db, new, old)
+    assert comp is not None
+    # 12 labeled claims, less the two disputed ones, plus the settled one.
+    assert option.shared == comp.result.n_claims == 3 * LABELED - 1
+    assert comp.unresolved == 2
+    assert option.label == f"old-judge@v0 · {3 * LABELED - 1} shared labeled claims"
+
+
 def test_default_baseline_is_the_run_the_prompt_revises(lab_db: Path) -> None:
     add_cycle(lab_db, "c1", ["A6", "A2"])
     with StubServer() as stub:

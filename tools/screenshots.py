@@ -1,10 +1,12 @@
-"""Regenerate the review-page screenshots of the README at 1280×720 (headless Chromium).
+"""Regenerate the README's screenshots at 1280×720 (headless Chromium).
 
 Builds a scratch database with the demo data and a WiCE cycle, starts the app on it, and
 saves docs/review.png (a demo claim), docs/review_wice.png (a WiCE claim with its long web
 chunks), docs/review_last_look.png and docs/review_reveal.png (a disagreement to settle).
+With `dashboard`, saves only docs/dashboard.png instead: the decision header of the WiCE
+gpt-3.5 run over the reviewers' labels.
 
-    .venv/bin/python tools/screenshots.py
+    .venv/bin/python tools/screenshots.py [dashboard]
 """
 
 from __future__ import annotations
@@ -17,8 +19,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from calibration import cycles, review, store  # noqa: E402
-from calibration.importing import load_demo  # noqa: E402
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, blur, sign_in, start_app, wait_for_card  # noqa: E402
+from calibration.importing import import_answers, import_labels, load_demo  # noqa: E402
+from tests.browser.conftest import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    blur,
+    sign_in,
+    sign_in_at,
+    start_app,
+    wait_for_card,
+)
 
 DOCS = ROOT / "docs"
 NO_TOAST = "() => !document.querySelector('[data-testid=\"stToast\"]')"
@@ -82,5 +92,28 @@ def main() -> int:
     return 0
 
 
+def dashboard_shot() -> int:
+    from playwright.sync_api import sync_playwright
+
+    wice = ROOT / "data" / "wice"
+    with tempfile.TemporaryDirectory(prefix="screens-") as tmp:
+        db = Path(tmp) / "wice.db"
+        with store.session(db) as conn:
+            import_answers(conn, wice / "wice_judged_gpt4.jsonl")
+            import_answers(conn, wice / "wice_judged_gpt35.jsonl")
+            import_labels(conn, wice / "wice_human_labels.csv")
+        with start_app(db, Path(tmp) / "server.log") as url, sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.set_default_timeout(60_000)
+            sign_in_at(page, f"{url}/dashboard?run=gpt-3.5-turbo-0613@wice-gpt35", "lead")
+            page.locator(".st-key-decision").wait_for()
+            settle(page)
+            page.screenshot(path=str(DOCS / "dashboard.png"))
+            browser.close()
+    print("wrote docs/dashboard.png")
+    return 0
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(dashboard_shot() if sys.argv[1:] == ["dashboard"] else main())

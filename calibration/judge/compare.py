@@ -27,7 +27,7 @@ class BaselineOption:
     """A run that can serve as the baseline of `run`, and how many claims they share."""
 
     run: store.JudgeRun
-    shared: int  # human-labeled claims judged by both runs (within the cycle, if one is given)
+    shared: int  # claims both runs judged with a final human label: what `compare_runs` compares
 
     @property
     def label(self) -> str:
@@ -44,11 +44,30 @@ def baseline_options(db: Database, run: store.JudgeRun, cycle: str | None = None
     """
     cycle_id = store.cycle_id(db, cycle) if cycle is not None else None
     cycle_run = lab_store.cycle_judge_run_id(db, cycle_id) if cycle_id is not None else None
-    shared = lab_store.shared_labeled_claims(db, run.id, cycle_id)
+    shared = shared_labeled_claims(db, run, cycle_id)
     options = [BaselineOption(r, shared[r.id]) for r in store.judge_runs(db) if shared.get(r.id)]
     options.sort(key=lambda o: (o.shared, o.run.id == cycle_run, o.run.origin == "import", o.run.id),
                  reverse=True)
     return options
+
+
+def shared_labeled_claims(db: Database, run: store.JudgeRun, cycle_id: int | None = None) -> dict[int, int]:
+    """Per other judge run: the claims both it and `run` judged that have a final human label
+    (unanimous or adjudicated; `ClaimTable.agreed`), within the cycle if given. The one count
+    of shared claims: exactly the claims `compare_runs` compares on, so the baseline's label and
+    the comparison's "compared on" never differ. Claims reviewers still dispute are left out
+    here as there (`compare_runs` counts them as unresolved)."""
+    with store.read_snapshot(db):
+        table = store.claim_table(db, run.id, cycle_id)
+        labeled = table.claim_pk[table.agreed()]
+        out = {}
+        for other in store.judge_runs(db):
+            if other.id == run.id or not labeled.size:
+                continue
+            n = int(np.isin(labeled, store.run_verdicts(db, other.id)[0], assume_unique=True).sum())
+            if n:
+                out[other.id] = n
+    return out
 
 
 def default_baseline(db: Database, run: store.JudgeRun, cycle: str | None = None) -> store.JudgeRun | None:

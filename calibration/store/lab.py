@@ -309,24 +309,6 @@ def cycle_judge_run_id(db: Database, cycle_id: int) -> int:
     return int(db.execute("SELECT judge_run_id FROM cycles WHERE id = ?", [cycle_id]).fetchone()[0])
 
 
-def shared_labeled_claims(db: Database, run_id: int, cycle_id: int | None = None) -> dict[int, int]:
-    """Per other judge run: how many claims both it and `run_id` judged that carry a human
-    label (status 'labeled', whether or not reviewers agree), within the cycle if given."""
-    params: dict[str, Any] = {"run": run_id, "cycle": cycle_id}
-    cycle_join = ""
-    if cycle_id is not None:
-        cycle_join = ("JOIN claims c ON c.id = va.claim_pk JOIN cycle_answers ca "
-                      "ON ca.answer_id = c.answer_id AND ca.cycle_id = :cycle")
-    rows = db.execute(
-        f"""SELECT vb.run_id, count(*) FROM judge_verdicts va
-            JOIN judge_verdicts vb ON vb.claim_pk = va.claim_pk AND vb.run_id != va.run_id
-            {cycle_join}
-            WHERE va.run_id = :run AND EXISTS (SELECT 1 FROM human_labels h
-                  WHERE h.claim_pk = va.claim_pk AND h.status = 'labeled')
-            GROUP BY vb.run_id""", params).fetchall()
-    return {int(r): int(n) for r, n in rows}
-
-
 # ---------------------------------------------------------------- revisions and few-shot examples
 
 

@@ -273,6 +273,18 @@ def page(browser: Any) -> Iterator[Any]:
         ctx.close()
 
 
+@pytest.fixture
+def small_page(browser: Any) -> Iterator[Any]:
+    """A page on a laptop's screen, 1280×720: what a result must stay in view of."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 720}, accept_downloads=True)
+    pg = ctx.new_page()
+    pg.set_default_timeout(WAIT_MS)
+    try:
+        yield pg
+    finally:
+        ctx.close()
+
+
 def sign_in(page: Any, url: str, name: str) -> None:
     """Open the review page and sign in with a name."""
     page.goto(f"{url}/review")
