@@ -809,7 +809,10 @@ def _run_through_the_app() -> None:
     if routing["done"]:
         return
     routing["done"] = True
-    st.navigation(app_pages(lead_pages=True), position="hidden")
+    # No icons: this run has no page config, so a page's :material/...: icon would become the
+    # favicon, fetched from Google's font server.
+    plain = [st.Page(path, title=title, default=(i == 0)) for i, (path, title, _, _) in enumerate(PAGES)]
+    st.navigation(plain, position="hidden")
     st.rerun()
 
 
