@@ -190,7 +190,22 @@ def restore_sign_in() -> str | None:
     reviewer = current_reviewer()
     if reviewer is None and not auth_configured():
         reviewer = _sign_in_from_link()
-    return reviewer
+    if reviewer is None:
+        return None
+    with store.session(db_path()) as db:
+        refusal = roles.deactivated(db, reviewer)
+    if refusal is None:
+        return reviewer
+    # Deactivated after signing in: the session ends here, whichever way it began.
+    if auth_configured():
+        st.error("This sign-in belongs to a reviewer a lead has deactivated.", icon=":material/block:")
+        literal(refusal)
+        if st.button("Log out", key="logout-deactivated"):
+            st.logout()
+        st.stop()
+    _sign_out()
+    st.session_state["_signin_error"] = refusal
+    return None
 
 
 def shown_name(raw: str) -> str:

@@ -360,11 +360,21 @@ def sign_in(db: Database, typed: str) -> str:
     it; returns the stored spelling. InputError says why a name is refused; a reviewer the
     lead deactivated on the roster (:mod:`calibration.roster`) is refused too."""
     name = accept_name(typed, known_reviewers(db))
-    listed = roster_store.entry(db, normalise_name(name))
-    if listed is not None and not listed.active:
-        raise InputError(f"name: {visible(listed.name)!r} is deactivated on the reviewer roster; ask a lead")
+    refusal = deactivated(db, name)
+    if refusal is not None:
+        raise InputError(f"name: {refusal}")
     note_sign_in(db, name)
     return name
+
+
+def deactivated(db: Database, name: str) -> str | None:
+    """The sentence refusing `name` when a lead deactivated it on the roster; None otherwise.
+    Asked at sign-in and on every later run of the app, so that a reviewer signed in before
+    the deactivation (by name, by a reload link, or by the identity provider) is stopped too."""
+    listed = roster_store.entry(db, normalise_name(name))
+    if listed is not None and not listed.active:
+        return f"{visible(listed.name)!r} is deactivated on the reviewer roster; ask a lead"
+    return None
 
 
 def note_sign_in(db: Database, name: str) -> None:

@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui
-from calibration import cycles, store
+from calibration import cycles, roster, store
 from calibration.importing import import_answers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -176,6 +176,42 @@ def test_a_name_without_a_token_only_fills_in(judged: Path) -> None:
         secret = store.get_setting(db, ui.SECRET_SETTING)
     assert secret and len(secret) == 64  # generated once, kept in the database
     assert ui.check_token(secret.encode(), "Anna", token, time.time())
+
+
+def _app_sign_in_script() -> None:
+    import streamlit as st
+
+    import ui
+
+    ui.restore_sign_in()  # as app.py does on every run, before the page
+    st.text("REVIEWER=" + ui.require_reviewer())
+
+
+def test_a_reviewer_deactivated_after_signing_in_is_signed_out_on_the_next_run(
+        judged: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ui.SECRET_ENV, "server-secret")
+    at = AppTest.from_function(_app_sign_in_script, default_timeout=30).run()
+    at.text_input(key="signin_name").input("Vera")
+    at.button[0].click().run()
+    assert "REVIEWER=Vera" in _texts(at)
+    token = at.query_params[ui.TOKEN_PARAM]
+    token = token[0] if isinstance(token, list) else token
+    with store.session(judged) as db:
+        roster.add(db, "Vera", by="lead")
+        roster.deactivate(db, "Vera", by="lead")
+    at.run()  # the same session, its next run
+    assert ui.REVIEWER_KEY not in at.session_state
+    assert "REVIEWER=" not in _texts(at)
+    assert [e.value for e in at.error] == ["'Vera' is deactivated on the reviewer roster; ask a lead"]
+    assert ui.TOKEN_PARAM not in at.query_params
+    # Nor does the reload link signed before the deactivation bring the session back.
+    again = AppTest.from_function(_app_sign_in_script, default_timeout=30)
+    again.query_params[ui.NAME_PARAM] = "Vera"
+    again.query_params[ui.TOKEN_PARAM] = token
+    again.run()
+    assert ui.REVIEWER_KEY not in again.session_state
+    assert "REVIEWER=" not in _texts(again)
+    assert "deactivated" in again.error[0].value
 
 
 def _reload(token: str, name: str) -> AppTest:

@@ -10,9 +10,12 @@ a reload keeps the session (Streamlit's identity cookie, not the URL) and loggin
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from calibration import roster, store
 
 from .conftest import build_db, free_port, require_browser, server_errors, settle, start_app
 from .test_review_page import ANSWERS
@@ -22,6 +25,7 @@ pytestmark = pytest.mark.browser
 REVIEWER = "rita@example.org"
 GROUP_LEAD = "gil@example.org"  # a lead through the groups claim
 CONFIG_LEAD = "cora@example.org"  # a lead listed by e-mail in the configuration
+GONE = "gus@example.org"  # a reviewer the lead deactivated on the roster
 LEAD_PAGES = {"cycles": "Cycles", "guidelines": "Guidelines", "dashboard": "Dashboard", "import": "Import",
               "judge_lab": "Judge lab"}  # path: the page's title
 
@@ -45,17 +49,29 @@ def provider() -> Iterator[str]:
         mock.User(sub=REVIEWER, claims={"email": REVIEWER, "name": "Rita", "groups": ["reviewers"]}),
         mock.User(sub=GROUP_LEAD, claims={"email": GROUP_LEAD, "groups": ["reviewers", "calibration-leads"]}),
         mock.User(sub=CONFIG_LEAD, claims={"email": CONFIG_LEAD}),
+        mock.User(sub=GONE, claims={"email": GONE}),
     ]
     with mock.run_server_in_thread(port=free_port(), user_claims=users) as server:
         yield f"http://localhost:{server.server_port}"
 
 
 @pytest.fixture(scope="module")
-def team_app(provider: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def team_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The team app's database: two answers in an open cycle, and a roster where the lead
+    deactivated GONE."""
+    db = tmp_path_factory.mktemp("oidc-db") / "app.db"
+    build_db(db, ANSWERS[:2])
+    with store.session(db) as conn:
+        roster.add(conn, GONE, by=CONFIG_LEAD)
+        roster.deactivate(conn, GONE, by=CONFIG_LEAD)
+    return db
+
+
+@pytest.fixture(scope="module")
+def team_app(provider: str, team_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The app in team mode against the provider; yields its URL."""
     tmp = tmp_path_factory.mktemp("oidc")
-    db = tmp / "app.db"
-    build_db(db, ANSWERS[:2])
+    db = team_db
     port = free_port()
     secrets = tmp / "secrets.toml"
     secrets.write_text(
@@ -130,3 +146,16 @@ def test_a_lead_logs_in_and_opens_every_lead_page(team_app: str, page: Any, lead
     page.reload()
     page.get_by_test_id("stSidebar").get_by_text(lead).wait_for()
     assert "Cycles" in _nav(page)
+
+
+def test_a_reviewer_deactivated_on_the_roster_is_stopped_after_the_provider_signs_them_in(
+        team_app: str, page: Any) -> None:
+    page.goto(f"{team_app}/review")
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_role("button", name=GONE).click()
+    page.get_by_text("a reviewer a lead has deactivated").wait_for()
+    assert page.get_by_text("is deactivated on the reviewer roster").count() == 1
+    assert page.locator(".st-key-cycle-name").count() == 0  # no review work is drawn
+    page.get_by_role("button", name="Log out").click()
+    page.get_by_role("button", name="End session").click()
+    page.locator(".st-key-nav").wait_for()
