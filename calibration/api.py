@@ -27,14 +27,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from sqlite_utils import Database
-
 from . import adapters, export, importing, store
 from .errors import InputError
 from .export import ExportReport
 from .importing import ImportReport, LabelsReport
 from .models import Verdict, parse_mapping
 from .reading import json_records
+from .store import Database
 
 RECORDS = "<records>"
 ROWS = "<rows>"
@@ -77,7 +76,7 @@ class Calibration:
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
-        self.db.conn.close()
+        self.db.close()
 
     # ------------------------------------------------------------ import
 

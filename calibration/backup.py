@@ -32,7 +32,6 @@ every answer.
 from __future__ import annotations
 
 import math
-import sqlite3
 import tempfile
 from array import array
 from collections import Counter
@@ -42,13 +41,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from sqlite_utils import Database
 
 from . import importing, store
 from .errors import ConflictError, InputError
 from .export import EXPORT_FORMAT, atomic_write, json_line
 from .fmt import plural
 from .reading import BadRecord, Problems, field_errors, iter_json_records
+from .store import Database
 from .store import backup as db_backup
 
 BACKUP_FORMAT = "judge-calibration-backup"
@@ -251,7 +250,7 @@ def _load(scratch: Database, path: Path, encoding: str | None, header: BackupHea
             continue
         try:
             rowid = db_backup.insert_row(scratch, table, row)
-        except (sqlite3.IntegrityError, OverflowError) as exc:  # a constraint, or an integer too big
+        except (ConflictError, OverflowError) as exc:  # a constraint, or an integer too big
             why = ("refers to a row that is not in the backup before it" if "FOREIGN KEY" in str(exc)
                    else str(exc))
             problems.add(line, f"{table.name}: {why}")
@@ -287,7 +286,7 @@ def _restore_backup(db: Database, path: Path, encoding: str | None, header: Back
             with store.write(scratch):
                 summary.upgraded = db_backup.migrate(scratch)
         finally:
-            scratch.conn.close()
+            scratch.close()
         db_backup.attach(db, str(scratch_path), _SCRATCH)
         try:
             with store.write(db):

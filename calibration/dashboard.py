@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlite_utils import Database
 
 from . import agreement, fmt, store
 from . import report as reports
@@ -37,6 +36,7 @@ from .agreement import (
     RunComparison,
 )
 from .fmt import plural
+from .store import Database
 from .store import cycles as db_cycles
 from .store import dashboard as db_dashboard
 from .store import review as db_review

@@ -24,10 +24,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from sqlite_utils import Database
 
 from . import agreement, decisions, estimation, final_label, planning, split, store
 from .agreement import HumanHumanAgreement, Report, Thresholds
+from .store import Database
 from .store import lab as lab_store
 from .store import scope as store_scope
 

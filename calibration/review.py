@@ -39,14 +39,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from sqlite_utils import Database
-
 from . import cycles, store
 from .cycles import normalise_name
 from .errors import ConflictError, InputError, NotFoundError, NotRevealedError
 from .fmt import plural
 from .models import Verdict
-from .store import LabelState
+from .store import Database, LabelState
 from .store import guidelines as db_guidelines
 from .store import review as db_review
 from .store.review import QueueRow

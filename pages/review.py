@@ -33,12 +33,12 @@ import time
 from contextlib import AbstractContextManager
 
 import streamlit as st
-from sqlite_utils import Database
 
 import ui
 from calibration import review, store
 from calibration.errors import CalibrationError, StaleLabelError
 from calibration.fmt import plural
+from calibration.store import Database
 from calibration.store.guidelines import PROJECT_SCOPE, Guidelines
 from calibration.vocab import LABELS, VERDICT_COLOURS
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
-from sqlite_utils import Database
 
 from calibration import store
 from calibration.importing import import_answers, import_labels
+from calibration.store import Database
 from tests.helpers import assert_no_page_exception, assert_no_traceback
 
 ROOT = Path(__file__).resolve().parents[1]

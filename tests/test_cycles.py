@@ -5,11 +5,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 from streamlit.testing.v1 import AppTest
 
 from calibration import cli, cycles, dashboard, fmt, store
 from calibration.errors import ConflictError, InputError, NotFoundError
+from calibration.store import Database
 from tests.helpers import assert_no_traceback
 
 ROOT = Path(__file__).resolve().parents[1]

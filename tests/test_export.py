@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from calibration import __version__, cycles, export, store
 from calibration.cli import main
 from calibration.errors import InputError, NotFoundError
 from calibration.export import neutralise_cell
 from calibration.importing import import_answers, import_labels
+from calibration.store import Database
 from calibration.vocab import LABELS, ClaimStatus
 
 from .conftest import DEMO

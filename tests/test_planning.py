@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sqlite_utils import Database
 
 from calibration import cli, cycles, planning, report, sampling, store
 from calibration.errors import InputError
+from calibration.store import Database
 from tests.helpers import assert_no_traceback
 from tests.test_cycles import add_answer, click, page, texts
 

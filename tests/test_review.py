@@ -7,11 +7,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from calibration import cycles, review, store
 from calibration.errors import ConflictError, InputError, StaleLabelError
 from calibration.importing import import_answers
+from calibration.store import Database
 from calibration.store.review import QueueRow
 
 RUN = "judge-x@v1"

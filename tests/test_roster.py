@@ -7,12 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from calibration import cycles, review, roles, roster
 from calibration.cli import main
 from calibration.errors import ConflictError, InputError, NotFoundError
 from calibration.fmt import plural
+from calibration.store import Database
 from calibration.store import cycles as cycle_store
 from tests.test_cycles import build_run, click, texts
 from tests.test_cycles import page as cycles_page

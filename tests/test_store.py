@@ -5,10 +5,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from calibration import store
 from calibration.errors import ConflictError, DatabaseBusyError, NotFoundError
+from calibration.store import Database
 
 
 def test_every_connection_has_wal_foreign_keys_and_busy_timeout(db_path: Path) -> None:

@@ -23,12 +23,12 @@ from typing import Any, Literal
 
 import httpx
 import numpy as np
-from sqlite_utils import Database
 
 from .. import split as splits
 from .. import store
 from ..errors import CallFailed, EndpointRejected, EndpointUnreachable, InputError, JudgeError, ReplyError
 from ..fmt import plural
+from ..store import Database
 from ..store import lab as lab_store
 from ..store import split as split_store
 from ..store.lab import RunTotals
@@ -491,7 +491,7 @@ class _Invocation:
 
     def close(self) -> None:
         if self.writer_db is not None:
-            self.writer_db.conn.close()
+            self.writer_db.close()
 
     def report(self) -> None:
         if self.progress is not None:

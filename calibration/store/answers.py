@@ -19,10 +19,10 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlite_utils import Database
-
 from .connection import now, write
+from .database import Database
 from .imports import finish, forget, next_claim_pk, remove, reserve_claims
+from .reveals import commit_imported
 
 if TYPE_CHECKING:
     from ..models import JudgedAnswerIn
@@ -165,9 +165,9 @@ class AnswerWriter:
         prefix = "temp.s_" if self.staging is not None else ""
         if self.updates:
             if self.staging is not None:
-                self.db.conn.executemany("INSERT INTO temp.s_updates VALUES (?,?,?)", self.updates)
+                self.db.executemany("INSERT INTO temp.s_updates VALUES (?,?,?)", self.updates)
             else:
-                self.db.conn.executemany("UPDATE answers SET category = ?, metadata = ? WHERE id = ?",
+                self.db.executemany("UPDATE answers SET category = ?, metadata = ? WHERE id = ?",
                                          self.updates)
             self.updates = []
         for table, cols, rows in (("answers", _ANSWER_COLS, self.answers),
@@ -175,7 +175,7 @@ class AnswerWriter:
                                   ("claims", _CLAIM_COLS, self.claims),
                                   ("judge_verdicts", _VERDICT_COLS, self.verdicts)):
             if rows:
-                self.db.conn.executemany(
+                self.db.executemany(
                     f"INSERT INTO {prefix}{table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                     rows)
         self.answers, self.chunks, self.claims, self.verdicts = [], [], [], []
@@ -335,7 +335,7 @@ def insert_answer(db: Database, *, answer_id: str, question: str, answer: str, c
     db.execute("INSERT INTO answers (id, question, answer, category, metadata, content_hash, holdout, "
                "imported_at) VALUES (?,?,?,?,?,?,?,?)",
                [answer_id, question, answer, category, _json(metadata), content_hash, int(holdout), now()])
-    db.conn.executemany("INSERT INTO chunks (answer_id, position, chunk_id, text, source) VALUES (?,?,?,?,?)",
+    db.executemany("INSERT INTO chunks (answer_id, position, chunk_id, text, source) VALUES (?,?,?,?,?)",
                         [(answer_id, i, cid, text, source) for i, (cid, text, source) in enumerate(chunks)])
 
 
@@ -399,6 +399,7 @@ def put_label(db: Database, claim_pk: int, reviewer: str, values: dict[str, Any]
     db.execute(f"INSERT INTO human_labels ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
                f"ON CONFLICT (claim_pk, reviewer) DO UPDATE SET {updates}",
                [claim_pk, reviewer, *(values[c] for c in LABEL_COLUMNS)])
+    commit_imported(db, [(claim_pk, reviewer)])
 
 
 def adjudication(db: Database, claim_pk: int) -> tuple[str, str, str | None, str] | None:

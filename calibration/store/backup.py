@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import re
-import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
-
+from ..errors import ConflictError
+from .database import Database
 from .schema import migrations
 from .settings import SECRET_SETTINGS
 
@@ -78,7 +77,7 @@ def applied_migrations(db: Database) -> list[str]:
 
 def known_migrations() -> list[str]:
     """The names of every migration this release knows, in order."""
-    return [m.name for m in migrations.pending(Database(memory=True))]
+    return migrations.names()
 
 
 def _secret_filter(table: str) -> tuple[str, list[Any]]:
@@ -108,11 +107,16 @@ def publishing_imports(db: Database) -> int:
 
 
 def insert_row(db: Database, table: Table, row: Mapping[str, Any]) -> int:
-    """Insert one backed-up row as it was (ids included); its rowid. The columns must be the table's."""
+    """Insert one backed-up row as it was (ids included); its rowid. The columns must be the table's.
+
+    ConflictError (the driver's words) when the row breaks a constraint; the transaction goes on."""
     cols = list(row)
     names = ", ".join(_quoted(c) for c in cols)
-    cur = db.execute(f"INSERT INTO {_quoted(table.name)} ({names}) VALUES ({','.join('?' * len(cols))})",
-                     [row[c] for c in cols])
+    try:
+        cur = db.execute(f"INSERT INTO {_quoted(table.name)} ({names}) VALUES ({','.join('?' * len(cols))})",
+                         [row[c] for c in cols])
+    except db.integrity_errors as exc:
+        raise ConflictError(str(exc)) from exc
     return int(cur.lastrowid or 0)
 
 
@@ -154,7 +158,7 @@ def attach(db: Database, path: str, schema: str) -> None:
 
 def detach(db: Database, schema: str) -> None:
     # Not attached any more: the failure that brought us here is the one to report.
-    with contextlib.suppress(sqlite3.OperationalError):
+    with contextlib.suppress(Exception):
         db.execute(f"DETACH DATABASE {_quoted(schema)}")
 
 

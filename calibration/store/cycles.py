@@ -11,10 +11,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
-
 from ..errors import NotFoundError
 from .connection import now
+from .database import Database
 from .imports import hide_sql
 from .settings import set_setting
 
@@ -294,10 +293,10 @@ def insert_cycle(db: Database, *, name: str, run_id: int, strategy: str, seed: i
     assert new_id is not None
     if failing_share is not None:
         set_setting(db, SHARE_KEY.format(new_id), repr(float(failing_share)))
-    db.conn.executemany(
+    db.executemany(
         "INSERT INTO cycle_answers (cycle_id, answer_id, position, inclusion_prob) VALUES (?,?,?,?)",
         [(new_id, aid, pos, prob) for pos, (aid, prob) in enumerate(answers)])
-    db.conn.executemany(
+    db.executemany(
         "INSERT INTO assignments (cycle_id, answer_id, reviewer) VALUES (?,?,?)",
         [(new_id, aid, r) for aid, rs in assignments.items() for r in rs])
     return int(new_id)
@@ -393,7 +392,7 @@ def move_assignments(db: Database, cycle_id: int, answer_ids: Sequence[str], fro
                      to_reviewer: str, by: str | None) -> None:
     """Move the assignments of `answer_ids` from one reviewer to another and record it in the
     reassignment history (inside the caller's write)."""
-    db.conn.executemany("UPDATE assignments SET reviewer = ? WHERE cycle_id = ? AND answer_id = ? "
+    db.executemany("UPDATE assignments SET reviewer = ? WHERE cycle_id = ? AND answer_id = ? "
                         "AND reviewer = ?", [(to_reviewer, cycle_id, a, from_reviewer) for a in answer_ids])
     db.execute("""INSERT INTO reassignments (cycle_id, from_reviewer, to_reviewer, answers, reassigned_by,
                       created_at) VALUES (?,?,?,?,?,?)""",

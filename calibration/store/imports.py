@@ -19,9 +19,8 @@ import os
 import socket
 from dataclasses import dataclass
 
-from sqlite_utils import Database
-
 from .connection import now, write
+from .database import Database
 
 # Imports this process is publishing right now: a marker with our own pid is a leftover only
 # when it is not one of these (a failure that could not even clean up after itself).

@@ -12,11 +12,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlite_utils import Database
-
 from ..errors import NotFoundError
 from .connection import now
 from .cycles import SETTLED_IN
+from .database import Database
 from .imports import hide_sql
 from .labels import LATEST_EVENT, LabelState
 

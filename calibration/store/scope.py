@@ -10,9 +10,9 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
-from sqlite_utils import Database
 
 from .claims import json_ints
+from .database import Database
 from .imports import hide_sql
 
 

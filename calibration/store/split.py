@@ -13,9 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
-
 from .connection import now, write
+from .database import Database
 
 _BATCH = 500  # below SQLite's bound on host parameters
 
@@ -77,7 +76,7 @@ def assign_answers(db: Database, split_id: int, rows: Iterable[tuple[str, str, s
     keeps its part (another process may have assigned it first). Returns rows written."""
     ts = now()
     with write(db):
-        cur = db.conn.executemany(
+        cur = db.executemany(
             "INSERT INTO split_answers (answer_id, split_id, part, stratum, assigned_at) "
             "VALUES (?, ?, ?, ?, ?) ON CONFLICT (answer_id) DO NOTHING",
             [(a, split_id, part, stratum, ts) for a, part, stratum in rows])
@@ -194,6 +193,6 @@ def restore_rows(db: Database, data: dict[str, list[dict[str, Any]]],
         known = {r[0] for r in db.execute("SELECT id FROM answers")}
         rows = [(a["answer_id"], a["split_id"], a["part"], a["stratum"], a["assigned_at"])
                 for a in data.get("answers", []) if a["answer_id"] in known]
-        db.conn.executemany("INSERT INTO split_answers (answer_id, split_id, part, stratum, assigned_at) "
+        db.executemany("INSERT INTO split_answers (answer_id, split_id, part, stratum, assigned_at) "
                             "VALUES (?, ?, ?, ?, ?)", rows)
         return len(rows)
