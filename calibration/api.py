@@ -61,7 +61,8 @@ class Calibration:
     """
 
     def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None else store.default_db_path()
+        self.path: Path | str = (path if store.is_postgres(path) else Path(path)) if path is not None \
+            else store.default_db_url()
         self.db: Database = store.connect(self.path)
 
     def __enter__(self) -> Calibration:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from calibration import store
 from calibration.importing import import_answers, import_labels
 from calibration.store import Database
 from tests.helpers import assert_no_page_exception, assert_no_traceback
+from tests.pg_server import Cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 WICE = ROOT / "data" / "wice"
@@ -126,15 +128,68 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> RunCli:
 # ---------------------------------------------------------------- databases
 
 
+# Every test that takes a database (`fresh_db` and the fixtures over it, or `db_url`) runs once
+# per backend, but for the suites listed here (and tests marked `sqlite_only`: SQLite's file,
+# pragmas or locking), which run on SQLite alone.
+BACKENDS = ("sqlite", "postgresql")
+SQLITE_ONLY_SUITES = frozenset({
+    "test_adapters", "test_agreement_cli", "test_api", "test_backup", "test_blind", "test_checks",
+    "test_cycles", "test_dashboard",  "test_import_labels_staged", "test_import_unfinished",
+     "test_judge", "test_lead_check", "test_planning", "test_progress", 
+    "test_roles", "test_roster", "test_security_cli", "test_security_import_lock", "test_security_judge",
+    "test_security_reading", "test_security_storage", "test_serve", "test_split", "test_upgrade",
+    "test_layering", "test_packaging", "test_reviewers", "test_ui", "test_inert_markdown",
+})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "sqlite_only: runs on the SQLite backend alone (its file or locks)")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" not in metafunc.fixturenames:
+        return
+    suite = metafunc.module.__name__.rpartition(".")[2]
+    sqlite_only = suite in SQLITE_ONLY_SUITES or metafunc.definition.get_closest_marker("sqlite_only")
+    metafunc.parametrize("backend", ("sqlite",) if sqlite_only else BACKENDS)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """A throwaway PostgreSQL server for the session (tests/pg_server.py)."""
+    try:
+        cluster = Cluster()
+    except Exception as exc:
+        detail = getattr(exc, "stderr", b"") or b""
+        message = f"PostgreSQL cannot start: {exc} {detail.decode(errors='replace')}"
+        if os.environ.get("CI"):
+            pytest.fail(message)  # CI tests both backends: never a silent skip
+        pytest.skip(message)
+    yield cluster
+    cluster.stop()
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "calibration.db"
 
 
 @pytest.fixture
-def fresh_db(db_path: Path) -> Iterator[Database]:
+def db_url(backend: str, db_path: Path, request: pytest.FixtureRequest) -> Iterator[str | Path]:
+    """Where the test's database is: the SQLite file `db_path`, or a fresh PostgreSQL database."""
+    if backend == "sqlite":
+        yield db_path
+        return
+    cluster: Cluster = request.getfixturevalue("pg_cluster")
+    url = cluster.new_database()
+    yield url
+    cluster.drop_database(url)
+
+
+@pytest.fixture
+def fresh_db(db_url: str | Path) -> Iterator[Database]:
     """An empty, migrated database."""
-    with store.session(db_path) as db:
+    with store.session(db_url) as db:
         yield db
 
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .. import __version__
+from .. import __version__, store
 from ..errors import CalibrationError, StorageError
 from . import cycles, io, judge, labels, reviewers, serve, split
 from .common import db_path as _db_path
@@ -41,7 +41,8 @@ def build_parser(prog: str = "calibration") -> argparse.ArgumentParser:
                                      description="Check an LLM judge against human reviewers.",
                                      epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("--db", help="SQLite database (default: $CALIBRATION_DB or data/calibration.db)")
+    parser.add_argument("--db", help="SQLite database file or postgresql:// URL "
+                                     "(default: $CALIBRATION_DB or data/calibration.db)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for register in REGISTRARS:
         register(sub)
@@ -56,19 +57,20 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser = build_parser(prog)
     args = parser.parse_args(argv)
     db = _db_path(args)
-    if args.command not in CREATING_COMMANDS and not db.exists():
+    shown = store.shown(db)
+    if args.command not in CREATING_COMMANDS and not store.exists(db):
         # A read must not silently create an empty database and report zeros from it.
-        print(f"error: no database at {db}: import judged answers first "
+        print(f"error: no database at {shown}: import judged answers first "
               f"({prog} import FILE, or {prog} demo)", file=sys.stderr)
         return 1
-    if not db.exists():
+    if not store.exists(db):
         # Not silent: a mistyped --db would otherwise fill a new file nobody looks at.
-        print(f"note: no database at {db}: creating a new one", file=sys.stderr)
+        print(f"note: no database at {shown}: creating a new one", file=sys.stderr)
     try:
         return args.handler(args)
     except StorageError as exc:
         # One sentence, with the path here (pages show the sentence without it).
-        print(f"error: {db}: {exc}", file=sys.stderr)
+        print(f"error: {shown}: {exc}", file=sys.stderr)
         return 1
     except CalibrationError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -124,12 +124,13 @@ def cli_backup(args: argparse.Namespace) -> int:
 
 def cli_restore(args: argparse.Namespace) -> int:
     path = db_path(args)
-    new = not path.exists()
+    new = not store.exists(path)
     try:
         with store.session(path) as db:
             rep = backup.restore(db, args.file, encoding=args.encoding)
     except CalibrationError:
-        if new:  # a refused restore leaves no empty database behind to be mistaken for one
+        if new and not store.is_postgres(path):
+            # A refused restore leaves no empty database file behind to be mistaken for one.
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
         raise

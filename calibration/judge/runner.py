@@ -456,7 +456,7 @@ class _Invocation:
     `write` and `close` run on that thread only; `on_result` runs on the event loop.
     """
 
-    def __init__(self, db_path: Path, config: JudgeConfig, template: PromptTemplate, plan: LabPlan,
+    def __init__(self, db_path: Path | str, config: JudgeConfig, template: PromptTemplate, plan: LabPlan,
                  progress: Callable[[LabProgress], None] | None, t0: float, stop_after_invalid: int) -> None:
         self.db_path, self.config, self.template, self.plan = db_path, config, template, plan
         self.total = len(plan.items)
@@ -546,7 +546,8 @@ async def arun_lab(config: JudgeConfig, template: PromptTemplate, *, scope: LabS
     when named, else the run this prompt revises (`compare.baseline_choice`).
     """
     t0 = time.perf_counter()
-    db_path = Path(db_path) if db_path is not None else store.default_db_path()
+    db_path = (db_path if store.is_postgres(db_path) else Path(db_path)) if db_path is not None \
+        else store.default_db_url()
     if plan is None:
         with store.session(db_path) as db:
             plan = prepare_lab(db, config, template, scope=scope, revises=revises, baseline=baseline)

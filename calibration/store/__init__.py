@@ -31,10 +31,12 @@ from .connection import (
     connect,
     default_db_path,
     default_db_url,
+    exists,
     is_postgres,
     now,
     read_snapshot,
     session,
+    shown,
     write,
 )
 from .cycles import cycle_id
@@ -83,6 +85,7 @@ __all__ = [
     "dashboard",
     "default_db_path",
     "default_db_url",
+    "exists",
     "exports",
     "final_labels",
     "find_judge_run",
@@ -104,6 +107,7 @@ __all__ = [
     "save_thresholds",
     "session",
     "set_setting",
+    "shown",
     "stats_columns",
     "write",
 ]

@@ -202,13 +202,10 @@ class Staging:
         self.import_id = import_id  # set by the caller once the marker is written
         self.first_claim = int(db.execute("SELECT coalesce(max(id), 0) FROM claims").fetchone()[0]) + 1
         for table, cols in self.TABLES:
-            db.execute(f"DROP TABLE IF EXISTS temp.s_{table}")
-            db.execute(f"CREATE TEMP TABLE s_{table} ({', '.join(cols)})")
+            db.create_staging(f"s_{table}", table, cols)
         for table, cols in self._LATE:
-            db.execute(f"DROP TABLE IF EXISTS temp.late_{table}")
-            db.execute(f"CREATE TEMP TABLE late_{table} ({', '.join(cols)})")
-        db.execute("DROP TABLE IF EXISTS temp.s_updates")
-        db.execute("CREATE TEMP TABLE s_updates (category, metadata, id)")
+            db.create_staging(f"late_{table}", table, cols)
+        db.create_staging("s_updates", "answers", ("category", "metadata", "id"))
 
     def publish(self, runs: dict[int, int], *, batch: int = PUBLISH_BATCH) -> None:
         """Move the staged rows in, `batch` rows per write transaction, all hidden by the marker;
@@ -247,7 +244,7 @@ class Staging:
                                "WHERE rowid BETWEEN ? AND ?", [lo_row, lo_row + batch - 1])
                 # Copy the batch into the database file now, outside the write lock; else the
                 # next small commit (a reviewer's label) would pay for the whole WAL.
-                db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                db.checkpoint()
                 _pause_between_batches()
 
     def _set_late_aside(self, new_runs: list[int]) -> None:
@@ -259,7 +256,7 @@ class Staging:
         # A verdict moves in early when its claim does, or when its run is new and its claim old.
         db.execute("""INSERT INTO temp.late_judge_verdicts SELECT * FROM temp.s_judge_verdicts v
                       WHERE NOT (v.claim_pk IN (SELECT id FROM temp.s_claims)
-                                 OR (v.run_id IN (SELECT value FROM json_each(:runs))
+                                 OR (v.run_id IN (SELECT CAST(value AS INTEGER) FROM json_each(:runs))
                                      AND v.claim_pk NOT IN (SELECT id FROM temp.late_claims)))""",
                    {"runs": json.dumps(new_runs)})
         db.execute("""DELETE FROM temp.s_judge_verdicts WHERE rowid IN (
@@ -348,10 +345,10 @@ def find_claim(db: Database, answer_id: str, claim_id: str) -> tuple[int, str] |
 
 def insert_claim(db: Database, *, answer_id: str, claim_id: str, position: int, text: str) -> int:
     """Insert a claim; return its pk (past the ids an unfinished import has reserved)."""
-    cur = db.execute("INSERT INTO claims (id, answer_id, claim_id, position, text) VALUES (?,?,?,?,?)",
-                     [next_claim_pk(db), answer_id, claim_id, position, text])
-    assert cur.lastrowid is not None
-    return cur.lastrowid
+    pk = next_claim_pk(db)
+    db.execute("INSERT INTO claims (id, answer_id, claim_id, position, text) VALUES (?,?,?,?,?)",
+               [pk, answer_id, claim_id, position, text])
+    return pk
 
 
 def insert_judge_verdict(db: Database, *, run_id: int, claim_pk: int, verdict: str, raw_verdict: str | None,

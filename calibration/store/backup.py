@@ -96,12 +96,13 @@ def rows(db: Database, table: Table) -> Iterator[tuple[Any, ...]]:
     """The rows of `table` a backup holds, in rowid order (the order they were written in)."""
     where, params = _secret_filter(table.name)
     cols = ", ".join(_quoted(c) for c in table.columns)
-    yield from db.execute(f"SELECT {cols} FROM {_quoted(table.name)}{where} ORDER BY rowid", params)
+    yield from db.execute(f"SELECT {cols} FROM {_quoted(table.name)}{where} "
+                          f"ORDER BY {db.row_order(table.name)}", params)
 
 
 def publishing_imports(db: Database) -> int:
     """How many imports are moving their rows in right now (their rows are half there)."""
-    if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'imports'").fetchone():
+    if "imports" not in db.table_names():
         return 0  # a schema from before staged imports
     return int(db.execute("SELECT count(*) FROM imports WHERE status = 'publishing'").fetchone()[0])
 

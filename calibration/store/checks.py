@@ -33,9 +33,11 @@ def put_checks(db: Database, rows: Iterable[tuple[str, str | None, str | None, b
     ts = now()
     values = [(a, q, s, int(m), n, int(u), version, ts) for a, q, s, m, n, u in rows]
     if values:
+        updates = ", ".join(f"{c} = excluded.{c}" for c in _CHECK_COLS if c != "answer_id")
         db.executemany(
-            f"INSERT OR REPLACE INTO answer_checks ({', '.join(_CHECK_COLS)}) "
-            f"VALUES ({', '.join('?' * len(_CHECK_COLS))})", values)
+            f"INSERT INTO answer_checks ({', '.join(_CHECK_COLS)}) "
+            f"VALUES ({', '.join('?' * len(_CHECK_COLS))}) ON CONFLICT (answer_id) DO UPDATE SET {updates}",
+            values)
     return len(values)
 
 

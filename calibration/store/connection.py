@@ -41,8 +41,8 @@ DEFAULT_DB = PROJECT_ROOT / "data" / "calibration.db" if _CHECKOUT else Path("ca
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 SQLITE_SCHEME = "sqlite:///"
 
-__all__ = ["BUSY_TIMEOUT_MS", "NOTHING_WRITTEN", "Database", "connect", "is_postgres", "read_snapshot",
-           "session", "storage_error", "write"]
+__all__ = ["BUSY_TIMEOUT_MS", "NOTHING_WRITTEN", "Database", "connect", "exists", "is_postgres",
+           "read_snapshot", "session", "shown", "storage_error", "write"]
 
 _migrated: dict[str, tuple[int, int]] = {}  # resolved path -> (device, inode) when migrated
 _migrate_lock = threading.Lock()
@@ -71,6 +71,26 @@ def sqlite_path(url: str | Path) -> Path:
     """The file an SQLite URL or path names."""
     text = str(url)
     return Path(text[len(SQLITE_SCHEME):] if text.startswith(SQLITE_SCHEME) else text)
+
+
+def exists(url: str | Path) -> bool:
+    """The store is there to read: an SQLite file that exists, or any PostgreSQL database (the
+    server says when it is not)."""
+    return is_postgres(url) or sqlite_path(url).exists()
+
+
+def shown(url: str | Path) -> str:
+    """The URL or path as a message may show it: a PostgreSQL URL without its password."""
+    if not is_postgres(url):
+        return str(url)
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(str(url))
+    if parts.password is None:
+        return str(url)
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def default_db_path() -> Path:

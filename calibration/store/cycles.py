@@ -240,11 +240,15 @@ class PlanningFacts:
 
 def planning_facts(db: Database, run_id: int) -> list[PlanningFacts]:
     """Every answer the run judged, by id, with its verdicts, check flag, length and confidence."""
+    # A number only: a confidence given as text or anything else counts as none.
+    confidence = ("CASE WHEN json_type(a.metadata, '$.judge_confidence') IN ('real', 'integer') "
+                  "THEN json_extract(a.metadata, '$.judge_confidence') END" if db.dialect == "sqlite" else
+                  "CASE WHEN json_typeof(CAST(a.metadata AS json) -> 'judge_confidence') = 'number' "
+                  "THEN CAST(CAST(a.metadata AS json) ->> 'judge_confidence' AS double precision) END")
     rows = db.execute(
-        """SELECT a.id, a.category, json_group_array(v.verdict), length(a.answer),
+        f"""SELECT a.id, a.category, json_group_array(v.verdict), length(a.answer),
                   coalesce(k.script_mismatch, 0) + coalesce(k.unexpected_cjk, 0) > 0,
-                  CASE WHEN json_type(a.metadata, '$.judge_confidence') IN ('real', 'integer')
-                       THEN json_extract(a.metadata, '$.judge_confidence') END
+                  {confidence}
            FROM (SELECT c.answer_id, v.verdict FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk
                  WHERE v.run_id = ? ORDER BY c.answer_id, c.position) v
            JOIN answers a ON a.id = v.answer_id
@@ -286,11 +290,10 @@ def insert_cycle(db: Database, *, name: str, run_id: int, strategy: str, seed: i
     cur = db.execute(
         """INSERT INTO cycles (name, judge_run_id, strategy, seed, size, overlap, holdout,
                include_labeled, created_by, created_at, status, require_evidence)
-           VALUES (?,?,?,?,?,?,?,?,?,?, 'open', ?)""",
+           VALUES (?,?,?,?,?,?,?,?,?,?, 'open', ?) RETURNING id""",
         [name, run_id, strategy, seed, size, overlap, int(holdout), int(include_labeled), created_by, now(),
          int(require_evidence)])
-    new_id = cur.lastrowid
-    assert new_id is not None
+    new_id = int(cur.fetchone()[0])
     if failing_share is not None:
         set_setting(db, SHARE_KEY.format(new_id), repr(float(failing_share)))
     db.executemany(
@@ -348,7 +351,7 @@ def record_sign_in(db: Database, name_key: str, name: str) -> bool:
     The first spelling is kept. Runs in its own write when the caller holds none."""
     if db.execute("SELECT 1 FROM sign_ins WHERE name_key = ?", [name_key]).fetchone():
         return False
-    db.execute("INSERT OR IGNORE INTO sign_ins (name_key, name, first_at) VALUES (?, ?, ?)",
+    db.execute("INSERT INTO sign_ins (name_key, name, first_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                [name_key, name, now()])
     return True
 

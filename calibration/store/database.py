@@ -87,3 +87,16 @@ class Database(ABC):
     @abstractmethod
     def columns(self, table: str) -> list[str]:
         """A table's columns in order."""
+
+    @abstractmethod
+    def create_staging(self, name: str, like: str, columns: Sequence[str]) -> None:
+        """A connection-private (TEMP) table `name` with `columns` of table `like` (dropped first if
+        there), plus `rowid`, numbering its rows in the order written."""
+
+    @abstractmethod
+    def row_order(self, table: str) -> str:
+        """An ORDER BY expression listing `table`'s rows in a stable order (as written, where known)."""
+
+    @abstractmethod
+    def checkpoint(self) -> None:
+        """After a bulk write: let the engine fold it in now, so the next small commit does not pay."""

@@ -285,8 +285,7 @@ class LabelStaging:
         self.rows: list[tuple[int, str, str, str, str | None]] = []
         self.staged = 0
         for table in ("s_labels", "late_labels"):
-            db.execute(f"DROP TABLE IF EXISTS temp.{table}")
-            db.execute(f"CREATE TEMP TABLE {table} ({', '.join(self._COLS)})")
+            db.create_staging(table, "label_events", self._COLS)
 
     def add(self, claim: int, reviewer: str, verdict: str, evidence: Sequence[str], note: str | None) -> None:
         """Stage one label (no lock on the database is taken)."""
@@ -323,7 +322,7 @@ class LabelStaging:
                 record_new_imports(db, [r[:5] for r in rows if not r[5]], self.import_id)
             held = time.monotonic() - started
             # As in `answers.Staging.publish`: the next small commit should not pay for the WAL.
-            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            db.checkpoint()
             time.sleep(held)
             _pause_between_batches()
 

@@ -58,9 +58,9 @@ def create_split(db: Database, *, seed: int, holdout_share: float, stratify_run_
     """A new generation; returns its id. The caller assigns answers to it."""
     with write(db):
         cur = db.execute("INSERT INTO claim_splits (seed, holdout_share, stratify_run_id, created_by, "
-                         "created_at) VALUES (?, ?, ?, ?, ?)",
+                         "created_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
                          [seed, holdout_share, stratify_run_id, created_by, now()])
-        return int(cur.lastrowid or 0)
+        return int(cur.fetchone()[0])
 
 
 def unseal_split(db: Database, split_id: int, *, who: str, reason: str | None) -> bool:

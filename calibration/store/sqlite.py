@@ -104,6 +104,17 @@ class SQLiteDatabase(Database):
     def columns(self, table: str) -> list[str]:
         return [r[1] for r in self.conn.execute("SELECT * FROM pragma_table_info(?)", [table])]
 
+    def create_staging(self, name: str, like: str, columns: Sequence[str]) -> None:
+        # Untyped columns: the rows keep the types they are given until they move into `like`.
+        self.conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
+        self.conn.execute(f"CREATE TEMP TABLE {name} ({', '.join(columns)})")
+
+    def row_order(self, table: str) -> str:
+        return "rowid"
+
+    def checkpoint(self) -> None:
+        self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
     @contextmanager
     def atomic(self) -> Iterator[None]:
         if not self.conn.in_transaction:
