@@ -133,12 +133,15 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> RunCli:
 # pragmas or locking), which run on SQLite alone.
 BACKENDS = ("sqlite", "postgresql")
 SQLITE_ONLY_SUITES = frozenset({
-    "test_adapters", "test_agreement_cli", "test_api", "test_backup", "test_blind", "test_checks",
-    "test_cycles", "test_dashboard",  "test_import_labels_staged", "test_import_unfinished",
-     "test_judge", "test_lead_check", "test_planning", "test_progress", 
-    "test_roles", "test_roster", "test_security_cli", "test_security_import_lock", "test_security_judge",
-    "test_security_reading", "test_security_storage", "test_serve", "test_split", "test_upgrade",
-    "test_layering", "test_packaging", "test_reviewers", "test_ui", "test_inert_markdown",
+    # SQLite by nature: its file, pragmas, locks, attached scratch databases, packaging.
+    "test_backup", "test_security_storage", "test_upgrade", "test_layering", "test_packaging",
+    "test_import_unfinished", "test_import_labels_staged", "test_security_import_lock",
+    # Not yet run on PostgreSQL (the SQL of cycles, planning, the dashboard and splits still
+    # has SQLite-only spellings the translation does not cover).
+    "test_adapters", "test_agreement_cli", "test_api", "test_blind", "test_cycles", "test_dashboard",
+    "test_judge", "test_lead_check", "test_planning", "test_progress", "test_roles", "test_roster",
+    "test_security_cli", "test_security_judge", "test_security_reading", "test_serve", "test_split",
+    "test_reviewers", "test_ui", "test_inert_markdown",
 })
 
 

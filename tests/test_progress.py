@@ -188,7 +188,9 @@ def test_answers_imported_before_the_migration_are_committed_by_it(db_path: Path
 
 def test_the_import_commit_rule_is_no_trigger(fresh_db: Database) -> None:
     # m017: the rule lives in the store's write path (calibration.store.reveals), on every backend.
-    names = {r[0] for r in fresh_db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    sql = ("SELECT name FROM sqlite_master WHERE type = 'trigger'" if fresh_db.dialect == "sqlite"
+           else "SELECT tgname FROM pg_trigger")
+    names = {r[0] for r in fresh_db.execute(sql)}
     assert names.isdisjoint({"human_labels_import_commit_insert", "human_labels_import_commit_update"})
 
 

@@ -22,7 +22,7 @@ REGISTRARS = [io.register, labels.register, cycles.register, reviewers.register,
               split.register, serve.register]
 
 # Commands that may start from no database; every other one reads an existing one.
-CREATING_COMMANDS = {"import", "import-labels", "demo", "restore", "serve"}
+CREATING_COMMANDS = {"import", "import-labels", "demo", "restore", "serve", "migrate-db"}
 MODULE_PROG = "python -m calibration"
 
 EPILOG = ("exit status: 0 success, 1 invalid input or a refused operation (message on stderr), "

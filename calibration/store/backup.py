@@ -43,16 +43,23 @@ def _quoted(name: str) -> str:
 
 
 def tables(db: Database, schema: str = "main") -> list[Table]:
-    """Every data table of the schema, parents before the tables that reference them."""
-    names = [r[0] for r in db.execute(
-        f"SELECT name FROM {_quoted(schema)}.sqlite_master WHERE type = 'table' "
-        f"AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name != ? ORDER BY name", [MIGRATIONS_TABLE])]
+    """Every data table of the schema, parents before the tables that reference them.
+
+    `schema`: an attached SQLite database's name; "main" is the store itself, on any backend."""
     found: dict[str, Table] = {}
-    for name in names:
-        cols = tuple(r[1] for r in db.execute(f"PRAGMA {_quoted(schema)}.table_info({_quoted(name)})"))
-        parents = frozenset(r[2] for r in db.execute(
-            f"PRAGMA {_quoted(schema)}.foreign_key_list({_quoted(name)})") if r[2] != name)
-        found[name] = Table(name, cols, parents)
+    if schema == "main":
+        for name in sorted(db.table_names()):
+            if not name.startswith("sqlite_") and name != MIGRATIONS_TABLE:
+                found[name] = Table(name, tuple(db.columns(name)), frozenset(db.parents(name)))
+    else:
+        names = [r[0] for r in db.execute(
+            f"SELECT name FROM {_quoted(schema)}.sqlite_master WHERE type = 'table' "
+            f"AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name != ? ORDER BY name", [MIGRATIONS_TABLE])]
+        for name in names:
+            cols = tuple(r[1] for r in db.execute(f"PRAGMA {_quoted(schema)}.table_info({_quoted(name)})"))
+            parents = frozenset(r[2] for r in db.execute(
+                f"PRAGMA {_quoted(schema)}.foreign_key_list({_quoted(name)})") if r[2] != name)
+            found[name] = Table(name, cols, parents)
     ordered: list[Table] = []
     done: set[str] = set()
 
@@ -172,3 +179,22 @@ def migrate(db: Database, upto: Sequence[str] | None = None) -> list[str]:
         stop = rest[0] if rest else None
     migrations.apply(db, stop_before=stop)
     return [m for m in applied_migrations(db) if m not in before]
+
+
+def insert_rows(db: Database, table: Table, rows: Sequence[Sequence[Any]]) -> None:
+    """Insert rows of `table` as they were (ids included), in its column order (inside a write)."""
+    cols = ", ".join(_quoted(c) for c in table.columns)
+    marks = ",".join("?" * len(table.columns))
+    db.executemany(f"INSERT INTO {_quoted(table.name)} ({cols}) VALUES ({marks})", rows)
+
+
+def all_rows(db: Database, table: Table) -> Iterator[tuple[Any, ...]]:
+    """Every row of `table` (the secrets included), in a stable order."""
+    cols = ", ".join(_quoted(c) for c in table.columns)
+    yield from db.execute(f"SELECT {cols} FROM {_quoted(table.name)} ORDER BY {db.row_order(table.name)}")
+
+
+def forget_secrets(db: Database) -> None:
+    """Delete the secret settings (a copy brings the source's own; inside a write)."""
+    db.execute(f"DELETE FROM settings WHERE key IN ({','.join('?' * len(SECRET_SETTINGS))})",
+               sorted(SECRET_SETTINGS))

@@ -253,7 +253,7 @@ def planning_facts(db: Database, run_id: int) -> list[PlanningFacts]:
                  WHERE v.run_id = ? ORDER BY c.answer_id, c.position) v
            JOIN answers a ON a.id = v.answer_id
            LEFT JOIN answer_checks k ON k.answer_id = a.id
-           GROUP BY a.id ORDER BY a.id""", [run_id]).fetchall()
+           GROUP BY a.id, k.script_mismatch, k.unexpected_cjk ORDER BY a.id""", [run_id]).fetchall()
     return [PlanningFacts(aid, cat, tuple(json.loads(vs)), bool(flag), int(length or 0),
                           None if conf is None else float(conf))
             for aid, cat, vs, length, flag, conf in rows]

@@ -89,6 +89,10 @@ class Database(ABC):
         """A table's columns in order."""
 
     @abstractmethod
+    def parents(self, table: str) -> set[str]:
+        """The tables `table`'s foreign keys reference (itself left out)."""
+
+    @abstractmethod
     def create_staging(self, name: str, like: str, columns: Sequence[str]) -> None:
         """A connection-private (TEMP) table `name` with `columns` of table `like` (dropped first if
         there), plus `rowid`, numbering its rows in the order written."""

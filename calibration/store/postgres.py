@@ -211,7 +211,9 @@ def _json_each(args: list[str], rest: str) -> tuple[str, int]:
 
 def _group_concat(args: list[str], rest: str) -> tuple[str, int]:
     sep = args[1] if len(args) > 1 else "','"
-    return f"string_agg(CAST({args[0]} AS text), {sep})", 0
+    value = re.sub(r"^DISTINCT\s+", "", args[0], flags=re.I)
+    distinct = "DISTINCT " if value != args[0] else ""
+    return f"string_agg({distinct}CAST({value} AS text), {sep})", 0
 
 
 def _dml(sql: str) -> str:
@@ -232,6 +234,8 @@ def _dml(sql: str) -> str:
     sql = re.sub(rf"\bIS\s+NOT\s+{keyword}", "IS DISTINCT FROM ", sql, flags=re.I)
     sql = re.sub(rf"\bIS\s+{keyword}", "IS NOT DISTINCT FROM ", sql, flags=re.I)
     sql = re.sub(r"\bWHERE\s+1(?![\d.])", "WHERE true", sql)
+    # SQLite's way to fix the join order; PostgreSQL's planner chooses for itself.
+    sql = re.sub(r"\bCROSS\s+JOIN\b(?=[^,()]*?\bON\b)", "JOIN", sql)
     sql = re.sub(r"\btemp\.", "pg_temp.", sql)
     return re.sub(r"\bmain\.(?=\w)", "", sql)
 
@@ -384,6 +388,11 @@ class PostgresDatabase(Database):
             "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
             "AND table_name = %s ORDER BY ordinal_position", [table])]
 
+    def parents(self, table: str) -> set[str]:
+        return {r[0] for r in self._c.execute(
+            "SELECT DISTINCT confrelid::regclass::text FROM pg_constraint "
+            "WHERE contype = 'f' AND conrelid = CAST(%s AS regclass)", [table])} - {table}
+
     def create_staging(self, name: str, like: str, columns: Sequence[str]) -> None:
         self._c.execute(f"DROP TABLE IF EXISTS pg_temp.{name}")
         self._c.execute(f"CREATE TEMP TABLE {name} AS SELECT {', '.join(columns)} FROM {like} WHERE false")
@@ -472,7 +481,16 @@ def _params(params: Params) -> Sequence[Any] | Mapping[str, Any]:
     return params if isinstance(params, Mapping) else list(params)
 
 
+class _NumberLoader(psycopg.adapt.Loader):
+    """numeric (what sum() of integers gives) as SQLite gives it: an int when whole, else a float."""
+
+    def load(self, data: Any) -> int | float:
+        text = bytes(data).decode()
+        return int(text) if text.lstrip("-").isdigit() else float(text)
+
+
 def _configure(conn: psycopg.Connection[Any]) -> None:
+    conn.adapters.register_loader("numeric", _NumberLoader)
     conn.execute(f"SET lock_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("SET client_min_messages = warning")
 

@@ -104,6 +104,10 @@ class SQLiteDatabase(Database):
     def columns(self, table: str) -> list[str]:
         return [r[1] for r in self.conn.execute("SELECT * FROM pragma_table_info(?)", [table])]
 
+    def parents(self, table: str) -> set[str]:
+        found = {r[2] for r in self.conn.execute("SELECT * FROM pragma_foreign_key_list(?)", [table])}
+        return found - {table}
+
     def create_staging(self, name: str, like: str, columns: Sequence[str]) -> None:
         # Untyped columns: the rows keep the types they are given until they move into `like`.
         self.conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
