@@ -200,7 +200,3 @@ def open_file(path: Path, *, read_only: bool = False) -> SQLiteDatabase:
         raise
     return SQLiteDatabase(conn, path)
 
-
-def memory() -> SQLiteDatabase:
-    """An empty in-memory database (what a migration list is checked against)."""
-    return SQLiteDatabase(sqlite3.connect(":memory:", isolation_level=None))
