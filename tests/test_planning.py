@@ -188,6 +188,7 @@ def test_closing_a_planned_cycle_says_what_the_plan_expected_and_reached(
     assert cycles.plan_sentence(fig.plan).startswith("plan: expected ±")
 
 
+@pytest.mark.sqlite_only  # finds the file through PRAGMA database_list
 def test_cli_shows_the_plan_before_drawing_and_creates_a_planned_cycle(
         claims_db: tuple[Database, dict[str, list[int]]], capsys: pytest.CaptureFixture[str]) -> None:
     db, claims = claims_db

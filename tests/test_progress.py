@@ -69,8 +69,8 @@ def demo_db(fresh_db: Database) -> Database:
 
 
 @pytest.mark.parametrize("assigned", [False, True], ids=["open to all", "assigned"])
-def test_labels_from_an_earlier_cycle_count_on_both_sides(demo_db: Database, db_path: Path, assigned: bool,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_labels_from_an_earlier_cycle_count_on_both_sides(
+        demo_db: Database, db_url: str | Path, assigned: bool, capsys: pytest.CaptureFixture[str]) -> None:
     week1 = new_cycle(demo_db, "week 1", assigned)
     for answer in EARLIER:
         settle(demo_db, week1.id, "ann", answer)
@@ -89,7 +89,7 @@ def test_labels_from_an_earlier_cycle_count_on_both_sides(demo_db: Database, db_
     assert lead_side(demo_db, week1.id, "ann") == reviewer_side(demo_db, week1.id, "ann") == (
         9, 9, 2, 0, 5, 5)
 
-    rc = cli.main(["--db", str(db_path), "cycle", "show", "week 2"])
+    rc = cli.main(["--db", str(db_url), "cycle", "show", "week 2"])
     out = capsys.readouterr().out
     assert rc == 0
     assert ("progress: 9/9 claims labeled (7 reused from other cycles or imports); ann 9/9 (7 reused)"

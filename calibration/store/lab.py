@@ -215,13 +215,11 @@ def record_call(db: Database, run_id: int, call: CallRecord) -> int:
              call.prompt_tokens, call.completion_tokens, call.total_tokens, call.latency_ms, now()])
         # Every call was paid for, a failed one too: its tokens count towards the run.
         db.execute(
+            # A call without a count leaves the total as it was (the sum with NULL is NULL).
             """UPDATE judge_lab_runs SET
-                 prompt_tokens = CASE WHEN ?1 IS NULL THEN prompt_tokens
-                                      ELSE coalesce(prompt_tokens, 0) + ?1 END,
-                 completion_tokens = CASE WHEN ?2 IS NULL THEN completion_tokens
-                                          ELSE coalesce(completion_tokens, 0) + ?2 END,
-                 total_tokens = CASE WHEN ?3 IS NULL THEN total_tokens
-                                     ELSE coalesce(total_tokens, 0) + ?3 END
+                 prompt_tokens = coalesce(coalesce(prompt_tokens, 0) + ?1, prompt_tokens),
+                 completion_tokens = coalesce(coalesce(completion_tokens, 0) + ?2, completion_tokens),
+                 total_tokens = coalesce(coalesce(total_tokens, 0) + ?3, total_tokens)
                WHERE run_id = ?4""",
             [call.prompt_tokens, call.completion_tokens, call.total_tokens, run_id])
         if call.status != "ok" or cur.rowcount == 0:

@@ -71,7 +71,8 @@ def storage_error(exc: BaseException) -> StorageError | None:
 
 # A literal, a quoted name, a placeholder, a percent sign, or `by` (a column of reviewer_events,
 # reserved in PostgreSQL; SQL keywords are upper case here).
-_TOKEN = re.compile(r"'(?:[^']|'')*'|\"[^\"]*\"|\?|(?<![:\w]):[A-Za-z_]\w*|%|\bby\b")
+_TOKEN = re.compile(r"'(?:[^']|'')*'|\"[^\"]*\"|\?\d*|(?<![:\w]):[A-Za-z_]\w*|%|\bby\b")
+_NUMBERED = re.compile(r"\?\d")
 _NEXT_ID_FN = """CREATE OR REPLACE FUNCTION calibration_next_id() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.id IS NULL THEN
@@ -301,6 +302,8 @@ def _placeholders(sql: str) -> str:
         tok = m.group(0)
         if tok == "?":
             return "%s"
+        if tok.startswith("?"):  # SQLite's ?N: the Nth parameter, named so it can repeat
+            return f"%(p{tok[1:]})s"
         if tok == "%":
             return "%%"
         if tok.startswith(":"):
@@ -361,7 +364,7 @@ class PostgresDatabase(Database):
         with self._c.cursor() as cur:
             for stmt in before:
                 cur.execute(stmt)
-            cur.execute(last, _params(params))
+            cur.execute(last, _params(params, numbered=_NUMBERED.search(sql) is not None))
             return _Result(cur, cur.rowcount)
 
     def executemany(self, sql: str, rows: Sequence[Params]) -> Cursor:
@@ -477,8 +480,10 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def _params(params: Params) -> Sequence[Any] | Mapping[str, Any]:
-    return params if isinstance(params, Mapping) else list(params)
+def _params(params: Params, *, numbered: bool = False) -> Sequence[Any] | Mapping[str, Any]:
+    if isinstance(params, Mapping):
+        return params
+    return {f"p{i}": v for i, v in enumerate(params, 1)} if numbered else list(params)
 
 
 class _NumberLoader(psycopg.adapt.Loader):
