@@ -187,3 +187,12 @@ def test_bad_label_arguments_are_input_errors(demo_db: Database) -> None:
         store.record_label(demo_db, claim=claim, reviewer="", kind="blind", verdict="SUPPORTED")
     with pytest.raises(InputError, match="unknown verdict"):
         store.adjudicate(demo_db, claim=claim, adjudicator="lead", verdict="maybe")
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("postgresql://calib:s3cret@db.internal:5433/calibration", "postgresql://calib:***@db.internal:5433/calibration"),
+    ("postgresql://calib@db.internal/calibration", "postgresql://calib@db.internal/calibration"),
+    ("data/calibration.db", "data/calibration.db"),
+])
+def test_a_database_url_is_shown_without_its_password(url: str, shown: str) -> None:
+    assert store.shown(url) == shown
