@@ -30,11 +30,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from sqlite_utils import Database
 
 from . import planning, roles, roster, sampling, store
 from .errors import ConflictError, InputError, NotFoundError, WorkOutstandingError
 from .fmt import plural
+from .store import Database
 from .store import cycles as db_cycles
 from .text import normalise_name as name_key
 from .vocab import LABELS, ClaimStatus

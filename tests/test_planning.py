@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sqlite_utils import Database
 
 from calibration import cli, cycles, planning, report, sampling, store
 from calibration.errors import InputError
+from calibration.store import Database
 from tests.helpers import assert_no_traceback
 from tests.test_cycles import add_answer, click, page, texts
 
@@ -24,7 +24,7 @@ def build(db: Database) -> dict[str, list[int]]:
     (category cat-a), b24..b95 are all SUPPORTED (cat-a up to b59, then cat-b)."""
     with store.write(db):
         run_id = db.execute("INSERT INTO judge_runs (judge_model, prompt_version, created_at) "
-                            "VALUES ('judge', 'v1', ?)", [store.now()]).lastrowid
+                            "VALUES ('judge', 'v1', ?) RETURNING id", [store.now()]).fetchone()[0]
         claims = {}
         for i in range(96):
             aid = f"b{i:02d}"
@@ -188,6 +188,7 @@ def test_closing_a_planned_cycle_says_what_the_plan_expected_and_reached(
     assert cycles.plan_sentence(fig.plan).startswith("plan: expected ±")
 
 
+@pytest.mark.sqlite_only  # finds the file through PRAGMA database_list
 def test_cli_shows_the_plan_before_drawing_and_creates_a_planned_cycle(
         claims_db: tuple[Database, dict[str, list[int]]], capsys: pytest.CaptureFixture[str]) -> None:
     db, claims = claims_db
