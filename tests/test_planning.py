@@ -95,7 +95,8 @@ def test_earlier_labels_move_the_answers_to_where_people_disagree(
     assert plan.expected_half_width < plan.current_half_width
     lines = plan.lines()
     assert lines[0].startswith("planned for the agreement decision")
-    assert any("from 8 labeled answers, shrunk toward the pooled spread" in line for line in lines)
+    assert any("from 8 labeled answers, shrunk toward the judge's uncertainty signals" in line
+               for line in lines)
 
 
 def test_a_planned_cycle_records_the_plans_inclusion_probabilities(
