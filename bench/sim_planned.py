@@ -35,7 +35,7 @@ own mean width reaches random's width at n, interpolated on the design's curve o
 before there are labels to plan from, so between 30 and 60 the interpolation is coarse. Both
 read the intervals; the third, 1 - MSE_design / MSE_random over the replicates' point estimates,
 reads what the estimates do (against the run's own figure), so an interval that understates its
-variance does not count as labels saved; its Monte Carlo s.e. is about 5 points at 1,000
+variance does not count as labels saved; its Monte Carlo s.e. is about 6 points at 1,000
 replicates.
 1,000 replicates put a coverage's Monte Carlo s.e.
 near 0.7 points. Fixed seeds; asserts nothing.
