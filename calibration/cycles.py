@@ -603,7 +603,7 @@ def create_cycle(
             strategy,
             [sampling.PoolAnswer(r.answer_id, r.category, r.failing, stratum_of.get(r.answer_id))
              for r in pool],
-            n, seed, failing_share, spread=None if plan is None else plan.spread)
+            n, seed, failing_share, allocation=None if plan is None else plan.allocation)
         notes, design_warnings = sampling.describe(sample)
         if plan is not None:
             notes = plan.lines() + notes
@@ -621,7 +621,7 @@ def create_cycle(
             failing_share=failing_share if strategy == "failures-first" else None,
             require_evidence=require_evidence)
         if plan is not None:
-            # The plan is part of the design: its strata and spreads, with the seed, redraw the sample.
+            # The plan is part of the design: its strata and allocation, with the seed, redraw the sample.
             db_cycles.insert_plan(db, cycle_id, plan.goal, plan.record())
         cycle = _cycle_by_id(db, cycle_id)
     return replace(cycle, notes=tuple(notes), warnings=tuple(warnings))
