@@ -145,6 +145,7 @@ def test_a_lead_logs_in_and_opens_every_lead_page(team_app: str, page: Any, lead
         assert _lead_page_shows(page, team_app, path), path
     page.reload()
     page.get_by_test_id("stSidebar").get_by_text(lead).wait_for()
+    settle(page)
     assert "Cycles" in _nav(page)
 
 
