@@ -8,7 +8,7 @@ radio options), never in markdown-capable labels or messages.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, tzinfo
 from zoneinfo import ZoneInfo
 
@@ -16,7 +16,7 @@ import streamlit as st
 
 import ui
 from calibration import cycles, dashboard, fmt, planning, review, roster, sampling, store
-from calibration.errors import CalibrationError
+from calibration.errors import CalibrationError, Option
 from calibration.fmt import plural
 from calibration.store import cycles as store_cycles
 from calibration.text import visible
@@ -31,13 +31,13 @@ ROSTERED = "_cycles_roster_outcome"
 FORCE_LABEL = f"Force a size outside {cycles.MIN_SIZE}–{cycles.MAX_SIZE}"
 INCLUDE_LABEL = "Include already-labeled answers"
 HOLDOUT_LABEL = "Holdout cycle: sample only holdout answers"
-# How this page's errors tell the lead to act: its form controls, not the CLI's flags.
-UI_NAMES = {
-    "force": f"tick '{FORCE_LABEL}'",
-    "include_labeled": f"tick '{INCLUDE_LABEL}'",
-    "holdout_cycle": f"tick '{HOLDOUT_LABEL}'",
-    "mark_holdout": "mark answers as holdout first (Holdout answers, at the bottom of this page)",
-    "force_close": "tick 'Close anyway' under the cycle",
+# The options this page's errors name, as its form controls (the CLI names its flags).
+CONTROLS: Mapping[Option, str] = {
+    Option.FORCE: f"the box '{FORCE_LABEL}'",
+    Option.INCLUDE_LABELED: f"the box '{INCLUDE_LABEL}'",
+    Option.HOLDOUT: f"the box '{HOLDOUT_LABEL}'",
+    Option.MARK_HOLDOUT: "Holdout answers, at the bottom of this page",
+    Option.FORCE_CLOSE: "the box 'Close anyway' under the cycle",
 }
 DATE_FORMAT = "D MMM YYYY, HH:mm"  # momentJS, for st.column_config.DatetimeColumn
 
@@ -55,7 +55,7 @@ def _show(kind: str, head: str, lines: list[str]) -> None:
 
 
 def _problems(exc: CalibrationError) -> list[str]:
-    return exc.lines()
+    return exc.lines(CONTROLS)
 
 
 def _viewer_tz() -> tzinfo | None:
@@ -118,7 +118,7 @@ def _create() -> None:
                 failing_share=float(state["cycle_failing_share"]), goal=state["cycle_goal"],
                 holdout=bool(state.get("cycle_holdout")),
                 include_labeled=bool(state.get("cycle_include_labeled")),
-                force=bool(state.get("cycle_force")), created_by=creator, ui_names=UI_NAMES,
+                force=bool(state.get("cycle_force")), created_by=creator,
                 require_evidence=bool(state.get("cycle_require_evidence")))
     except CalibrationError as exc:
         state[CREATED] = ("error", "The cycle was not created.", _problems(exc))
@@ -237,7 +237,7 @@ if planned := st.session_state.pop(PLANNED, None):
 def _close(cycle_name: str, force: bool) -> None:
     try:
         with store.session(path) as db:
-            cycles.close_cycle(db, cycle_name, force=force, ui_names=UI_NAMES)
+            cycles.close_cycle(db, cycle_name, force=force)
     except CalibrationError as exc:
         st.session_state[OUTCOME] = ("error", "The cycle was not closed.", _problems(exc))
     else:
