@@ -7,7 +7,7 @@ PORT   ?= 8501
 # Loopback only by default; `make run ADDRESS=0.0.0.0` exposes the app (read the README first).
 ADDRESS ?= 127.0.0.1
 
-.PHONY: run test test-fast lint lock demo bench clean browser
+.PHONY: run test test-fast lint lock demo bench clean browser postgres
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,13 @@ browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium missing: install Debian's chromium package (browser tests will be skipped)"; fi; }
 
+# Debian's postgresql binaries: the tests start a throwaway server of their own (tests/pg_server.py).
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v pg_config >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	  else echo "postgresql missing: install Debian's postgresql package (the PostgreSQL tests need it)"; fi; }
+
 demo: $(VENV)/.runtime
 	$(BIN)/python -m calibration demo
 
@@ -49,11 +56,11 @@ lint: $(VENV)/.dev
 	$(BIN)/vulture
 
 # Two workers, whole files each: a file's module-scoped app server stays in one worker.
-test: $(VENV)/.dev browser lint
+test: $(VENV)/.dev browser postgres lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 # No browser and no slow test: the quick check while working (`make test` stays what CI runs).
-test-fast: $(VENV)/.dev
+test-fast: $(VENV)/.dev postgres
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not browser and not slow"
 
 bench: $(VENV)/.dev

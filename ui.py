@@ -123,8 +123,9 @@ def token_expiry(token: str) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def db_path() -> Path:
-    return store.default_db_path()
+def db_path() -> Path | str:
+    """The store this server uses: $CALIBRATION_DB (a path or a postgresql:// URL)."""
+    return store.default_db_url()
 
 
 def auth_configured() -> bool:

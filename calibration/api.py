@@ -27,14 +27,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from sqlite_utils import Database
-
 from . import adapters, export, importing, store
 from .errors import InputError, Problem
 from .export import ExportReport
 from .importing import ImportReport, LabelsReport
 from .models import Verdict, parse_mapping
 from .reading import json_records
+from .store import Database
 
 RECORDS = "<records>"
 ROWS = "<rows>"
@@ -62,7 +61,8 @@ class Calibration:
     """
 
     def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None else store.default_db_path()
+        self.path: Path | str = (path if store.is_postgres(path) else Path(path)) if path is not None \
+            else store.default_db_url()
         self.db: Database = store.connect(self.path)
 
     def __enter__(self) -> Calibration:
@@ -77,7 +77,7 @@ class Calibration:
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
-        self.db.conn.close()
+        self.db.close()
 
     # ------------------------------------------------------------ import
 

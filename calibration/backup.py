@@ -32,7 +32,6 @@ every answer.
 from __future__ import annotations
 
 import math
-import sqlite3
 import tempfile
 from array import array
 from collections import Counter
@@ -42,13 +41,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from sqlite_utils import Database
 
 from . import importing, store
 from .errors import ConflictError, InputError, Option, Problem
 from .export import EXPORT_FORMAT, atomic_write, json_line
 from .fmt import plural
 from .reading import BadRecord, Problems, field_errors, iter_json_records
+from .store import Database
 from .store import backup as db_backup
 
 BACKUP_FORMAT = "judge-calibration-backup"
@@ -252,7 +251,7 @@ def _load(scratch: Database, path: Path, encoding: str | None, header: BackupHea
             continue
         try:
             rowid = db_backup.insert_row(scratch, table, row)
-        except (sqlite3.IntegrityError, OverflowError) as exc:  # a constraint, or an integer too big
+        except (ConflictError, OverflowError) as exc:  # a constraint, or an integer too big
             why = ("refers to a row that is not in the backup before it" if "FOREIGN KEY" in str(exc)
                    else str(exc))
             problems.add(line, f"{table.name}: {why}")
@@ -288,7 +287,7 @@ def _restore_backup(db: Database, path: Path, encoding: str | None, header: Back
             with store.write(scratch):
                 summary.upgraded = db_backup.migrate(scratch)
         finally:
-            scratch.conn.close()
+            scratch.close()
         db_backup.attach(db, str(scratch_path), _SCRATCH)
         try:
             with store.write(db):
@@ -303,3 +302,52 @@ def _restore_backup(db: Database, path: Path, encoding: str | None, header: Back
 
 __all__ = ["BACKUP_FORMAT", "BACKUP_VERSION", "LEFT_OUT", "BackupHeader", "BackupReport", "RestoreSummary",
            "restore", "write_backup"]
+
+
+# ---------------------------------------------------------------- one store into another
+
+
+@dataclass
+class CopySummary:
+    """What `copy_store` wrote: rows per table."""
+
+    tables: dict[str, int] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        total = sum(self.tables.values())
+        return [f"copied {plural(total, 'row')} in {plural(len(self.tables), 'table')}",
+                *(f"  {name}: {n}" for name, n in self.tables.items() if n)]
+
+
+COPY_BATCH = 5000
+
+
+def copy_store(src: Database, dst: Database) -> CopySummary:
+    """Copy every row of `src` into the empty store `dst` as it is (ids, history, secrets), in one
+    write transaction on `dst`: SQLite into PostgreSQL or back, losslessly. Both must be at the
+    same migration; `dst` must be empty (ConflictError otherwise), and nothing is written then."""
+    if db_backup.applied_migrations(src) != db_backup.applied_migrations(dst):
+        raise ConflictError("the two databases are at different migrations; open both with this "
+                            "release first (every command migrates the database it opens)")
+    summary = CopySummary()
+    order = db_backup.tables(src)
+    known = {t.name: t for t in db_backup.tables(dst)}
+    missing = [t.name for t in order if t.name not in known or known[t.name].columns != t.columns]
+    if missing:
+        raise ConflictError(f"the target's schema differs from the source's ({', '.join(missing)})")
+    with store.read_snapshot(src), store.write(dst):
+        _refuse_unless_empty(dst)
+        db_backup.forget_secrets(dst)  # the source's own secrets come across instead
+        for table in order:
+            n = 0
+            batch: list[tuple[Any, ...]] = []
+            for row in db_backup.all_rows(src, table):
+                batch.append(row)
+                if len(batch) >= COPY_BATCH:
+                    db_backup.insert_rows(dst, table, batch)
+                    n, batch = n + len(batch), []
+            if batch:
+                db_backup.insert_rows(dst, table, batch)
+                n += len(batch)
+            summary.tables[table.name] = n
+    return summary

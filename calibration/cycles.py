@@ -30,11 +30,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from sqlite_utils import Database
 
 from . import planning, roles, roster, sampling, store
 from .errors import ConflictError, Hint, InputError, NotFoundError, Option, Problem, WorkOutstandingError
 from .fmt import plural
+from .store import Database
 from .store import cycles as db_cycles
 from .text import normalise_name as name_key
 from .vocab import LABELS, ClaimStatus
@@ -587,7 +587,7 @@ def create_cycle(
             strategy,
             [sampling.PoolAnswer(r.answer_id, r.category, r.failing, stratum_of.get(r.answer_id))
              for r in pool],
-            n, seed, failing_share, spread=None if plan is None else plan.spread)
+            n, seed, failing_share, allocation=None if plan is None else plan.allocation)
         notes, design_warnings = sampling.describe(sample)
         if plan is not None:
             notes = plan.lines() + notes
@@ -605,7 +605,7 @@ def create_cycle(
             failing_share=failing_share if strategy == "failures-first" else None,
             require_evidence=require_evidence)
         if plan is not None:
-            # The plan is part of the design: its strata and spreads, with the seed, redraw the sample.
+            # The plan is part of the design: its strata and allocation, with the seed, redraw the sample.
             db_cycles.insert_plan(db, cycle_id, plan.goal, plan.record())
         cycle = _cycle_by_id(db, cycle_id)
     return replace(cycle, notes=tuple(notes), warnings=tuple(warnings))

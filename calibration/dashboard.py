@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlite_utils import Database
 
 from . import agreement, estimation, flag, fmt, store
 from . import report as reports
@@ -39,6 +38,7 @@ from .fmt import cell_pct as _pct
 from .fmt import cell_range as _range
 from .fmt import plural
 from .report import Report
+from .store import Database
 from .store import cycles as db_cycles
 from .store import dashboard as db_dashboard
 from .store import review as db_review

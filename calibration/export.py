@@ -62,12 +62,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from sqlite_utils import Database
-
 from . import store
 from .errors import InputError, NotFoundError, Option, Problem
 from .fmt import plural
 from .reading import checked, open_text
+from .store import Database
 from .store import checks as check_store
 from .store.checks import ReferenceEdit
 from .store.exports import ClaimDetail, claim_details, claim_ids_in_scope, cycle_judge_run_id

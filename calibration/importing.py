@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from sqlite_utils import Database
 
 from . import checks, roles, shipped, store
 from .errors import CalibrationError, ConflictError, InputError, NotFoundError, Option
@@ -37,6 +36,7 @@ from .reading import (
     repeated_columns,
     text_file,
 )
+from .store import Database
 from .store import answers as answer_store
 from .store import checks as check_store
 from .store import cycles as store_cycles
@@ -152,7 +152,7 @@ def _import_records(db: Database, records: Iterable[tuple[int, Any]], report: Im
     seen: set[str] = set()
     runs: dict[tuple[str, str], int] = {}
     new_runs: dict[tuple[str, str], int] = {}  # runs to create at publish -> provisional (negative) id
-    if dry_run or db.conn.in_transaction:
+    if dry_run or db.in_transaction:
         # A dry run, or inside a caller's write (the demo): everything in one transaction, which
         # a dry run then rolls back.
         with store.write(db):

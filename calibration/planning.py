@@ -23,21 +23,28 @@ For the grounding goal the residual is e_i = sum over the answer's resolved clai
 the judge gave verdict f: the two-phase estimate's linearised value (`estimation.grounding_two_phase`).
 A stratum's own variance s_h^2 (from n_h >= 2 labeled answers) is shrunk toward a prior S0_h^2:
 S_h^2 = ((n_h - 1) s_h^2 + K S0_h^2) / (n_h - 1 + K), K = `SHRINK_ANSWERS` pseudo-answers (a
-credibility-weighted mean; Bühlmann 1967, ASTIN Bulletin 4:199). For the agreement goal S0_h is the
-pooled spread, the same in every stratum, so with nothing labeled the plan is the stratified design's
-proportional allocation. For the grounding goal S0_h follows the judge's own uncertainty, in the
-manner of active inference (Zrnic & Candès 2024, "Active Statistical Inference", ICML,
-arXiv:2403.03208: label with known probability, more where the model is less sure): each claim's
-chance q that a person disagrees with the verdict (1 - the judge's confidence where the import
-gave one, else the labeled error rate of that verdict, else `PRIOR_ERROR`; doubled for a flagged
-answer and scaled by the square root of the answer's length against the run's median), and the
-answer's predicted residual variance u_i = sum_c q_c (1 - q_c); S0_h^2 is the mean u_i of the
-stratum (scaled to the labels' pooled variance once there are labels). Unlike Zrnic & Candès's
-per-item probabilities, the probability here is constant within a stratum: the uncertainty enters
-through the certainty split and the spreads. That keeps every design of the tool uniform within
-the strata, so the run's figures post-stratify on them (`run_strata_with_plans`) and the cycles of
-a run combine, while `sampling.PLANNED_FLOOR` bounds every weight as the mix with the uniform rule
-does in the paper.
+credibility-weighted mean; Bühlmann 1967, ASTIN Bulletin 4:199). S0_h follows the judge's own
+uncertainty, in the manner of active inference (Zrnic & Candès 2024, "Active Statistical
+Inference", ICML, arXiv:2403.03208: label with known probability, more where the model is less
+sure): each claim's chance q that a person disagrees with the verdict (1 - the judge's confidence
+where the import gave one, else the labeled error rate of that verdict, else `PRIOR_ERROR`;
+doubled for a flagged answer and scaled by the square root of the answer's length against the
+run's median), and the answer's predicted residual variance u_i = sum_c q_c (1 - q_c); S0_h^2 is
+the mean u_i of the stratum, scaled to the labels' pooled variance once there are labels. Both
+residuals are a count of disagreements less its expectation, so u_i predicts both: the verdicts'
+error rates pool the labels of every stratum, which a stratum's own two or three labels cannot
+match. With nothing labeled the agreement plan is the stratified design's proportional
+allocation (no spread is measured yet); the grounding plan follows the judge's signals. Unlike
+Zrnic & Candès's per-item probabilities, the probability here is constant within a stratum: the
+uncertainty enters through the certainty split and the spreads. That keeps every design of the
+tool uniform within the strata, so the run's figures post-stratify on them
+(`run_strata_with_plans`) and the cycles of a run combine, while a floor (`FLOOR`, at least
+`sampling.PLANNED_FLOOR`) bounds every weight as the mix with the uniform rule does in the paper.
+
+Allocation. A cycle completes the run's labels so far (`sampling.neyman_allocate` with the
+labels before it): the n_h minimise the variance after the cycle, so a stratum that earlier
+cycles (a proportional first one, say) over-served gets only its floor, and the run's labels
+after the cycle are as close to the Neyman allocation of all of them as the bounds allow.
 
 What the plan expects. With N_h answers of the run in stratum h, n0_h labeled before and n_h drawn,
 the stratified variance of the goal's figure after the cycle is
@@ -59,7 +66,7 @@ from typing import Any, Final, Literal
 
 import numpy as np
 
-from . import sampling
+from . import fmt, sampling
 from .fmt import plural
 from .store import ClaimTable
 from .store.cycles import PlanningFacts
@@ -70,6 +77,12 @@ GOALS: Final[tuple[str, ...]] = ("agreement", "grounding")
 GOAL_NAMES: Final[dict[str, str]] = {"agreement": "the agreement decision (revise the judge or not)",
                                      "grounding": "the corrected grounding score"}
 SHRINK_ANSWERS: Final = 5
+# The least share of the proportional rate n / N any answer of the pool gets, per goal
+# (`sampling.neyman_allocate`). The grounding goal's residuals in the all-SUPPORTED strata are
+# rare disagreements, whose stratum variance a few labels mostly miss: at 0.2 its intervals
+# covered 89-92% in bench/sim_planned.py, at 0.5 (each answer at least half as likely to be
+# drawn as in a random cycle) 92-95%, for about the same labels saved.
+FLOOR: Final[dict[str, float]] = {"agreement": sampling.PLANNED_FLOOR, "grounding": 0.5}
 # Chance a person disagrees with a verdict before any label says otherwise: seed 000's "85%+"
 # agreement, with errors likelier on the verdicts that are not SUPPORTED.
 PRIOR_ERROR: Final[dict[str, float]] = {"SUPPORTED": 0.1, "CONTRADICTED": 0.3, "UNSUPPORTED": 0.3}
@@ -182,13 +195,24 @@ class Plan:
     def spread(self) -> dict[str, float]:
         return {s.name: s.spread for s in self.strata}
 
+    @property
+    def allocation(self) -> dict[str, int]:
+        """n_h per stratum: what `sampling.planned_sample` draws."""
+        return {s.name: s.sampled for s in self.strata}
+
     def lines(self) -> list[str]:
         """The plan as the lead reads it before the cycle is drawn."""
         out = [f"planned for {GOAL_NAMES[self.goal]}: {plural(self.size, 'answer')} over "
                f"{plural(len(self.strata), 'stratum', 'strata')} ({' × '.join(self.level)})"]
+        pool = sum(s.pool for s in self.strata)
         for s in self.strata:
-            out.append(f"  {s.name}: {s.sampled} of {s.pool} eligible (π {s.prob:.2f}; "
-                       f"{s.labeled_before} of {s.run} labeled before; spread {s.spread:.2f}, {s.source})")
+            # Plain words: a chance and how it compares with a random cycle's, not a symbol.
+            ratio = s.prob / (self.size / pool) if pool else 0.0
+            out.append(f"  {s.name}: {s.sampled} of {s.pool} eligible (a {fmt.pct(s.prob)} chance of being "
+                       f"drawn, {ratio:.1f}× a random cycle's; {s.labeled_before} of {s.run} labeled before; "
+                       f"spread {s.spread:.2f}, {s.source})")
+        out.append("the run's figures are re-weighted by each answer's chance of being drawn, so they "
+                   "stay unbiased")
         what = "agreement" if self.goal == "agreement" else "corrected grounding score"
         now = "not estimable yet" if self.current_half_width is None else f"±{self.current_half_width:.3f}"
         value = "" if self.current is None else f" at {self.current:.3f}"
@@ -322,10 +346,9 @@ def make_plan(facts: Sequence[PlanningFacts], table: ClaimTable, pool: Collectio
     mean_claims = float(np.mean([len(f.verdicts) for f in facts]))
     pooled = float(np.var(lab.resid, ddof=1)) if lab.resid.size >= 2 else None
     assumed = pooled is None
-    if goal == "agreement":
-        base = pooled if pooled is not None else ASSUMED_AGREEMENT * (1 - ASSUMED_AGREEMENT) * mean_claims
-        prior = dict.fromkeys(names, base)
-        prior_source = "the pooled spread" if pooled is not None else "assumed (no labels: proportional)"
+    if goal == "agreement" and pooled is None:
+        prior = dict.fromkeys(names, ASSUMED_AGREEMENT * (1 - ASSUMED_AGREEMENT) * mean_claims)
+        prior_source = "assumed (no labels: proportional)"
     else:
         u_h = {h: float(np.mean([u_of[f.answer_id] for f in facts if strata_of[f.answer_id] == h]))
                for h in names}
@@ -347,8 +370,13 @@ def make_plan(facts: Sequence[PlanningFacts], table: ClaimTable, pool: Collectio
         else:
             spreads[h] = math.sqrt(prior[h])
             sources[h] = prior_source
-    alloc = sampling.neyman_allocate(pool_count, spreads, size)
     labeled_count = {h: len(before[h]) for h in names}
+    # The cycle completes the labels so far, so the run's labels after it are Neyman-allocated.
+    floor = FLOOR[goal]
+    if sum(sampling.floor_sizes(pool_count, size, floor).values()) > size:
+        floor = sampling.PLANNED_FLOOR  # a small cycle over many strata: the floor that fits
+    alloc = sampling.neyman_allocate(pool_count, spreads, size, floor, labeled=labeled_count,
+                                     population=run_count)
     strata = tuple(PlannedStratum(h, pool_count[h], run_count[h], labeled_count[h], alloc[h],
                                   spreads[h], sources[h]) for h in names)
     claims = float(sum(len(f.verdicts) for f in facts if strata_of[f.answer_id] in run_count))

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from sqlite_utils import Database
 
 from . import agreement, decisions, estimation, final_label, planning, split, store
 from .agreement import (
@@ -45,6 +44,7 @@ from .agreement import (
 )
 from .flag import Flag, PopulationEstimates, Thresholds, decide_flag
 from .reporttext import format_report
+from .store import Database
 from .store import lab as lab_store
 from .store import scope as store_scope
 from .vocab import LABELS

@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from sqlite_utils import Database
 
 from . import cycles, store
 from .errors import (
@@ -54,7 +53,7 @@ from .errors import (
 )
 from .fmt import plural
 from .models import Verdict
-from .store import LabelState
+from .store import Database, LabelState
 from .store import guidelines as db_guidelines
 from .store import review as db_review
 from .store.review import QueueRow

@@ -37,10 +37,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from sqlite_utils import Database
-
 from . import store
 from .errors import InputError, NotALeadError
+from .store import Database
 from .store import cycles as cycle_store
 from .store import dashboard as dashboard_store
 from .store import roster as roster_store

@@ -23,11 +23,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Sequence
 
-from sqlite_utils import Database
-
 from . import store
 from .errors import ConflictError, NotFoundError
 from .roles import accept_name, known_reviewers
+from .store import Database
 from .store import roster as roster_store
 from .store.roster import RosterEntry, RosterEvent
 from .text import loose_key, normalise_name, visible

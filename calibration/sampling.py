@@ -28,7 +28,8 @@ Designs (N = pool size, n = sample size):
   pi_i = n_F / N_F or n_P / N_P. The queue order is shuffled (see below).
 - planned: strata given with the pool (`PoolAnswer.stratum`, chosen by `calibration.planning`),
   each with a spread S_h; Neyman allocation n_h proportional to N_h * S_h with a floor and a
-  cap (`neyman_allocate`), SRS within each stratum, the queue shuffled; pi_i = n_h / N_h.
+  cap, completing the labels of earlier cycles (`neyman_allocate`), SRS within each stratum,
+  the queue shuffled; pi_i = n_h / N_h.
 """
 
 from __future__ import annotations
@@ -217,8 +218,16 @@ def failures_first_sample(pool: Iterable[PoolAnswer], n: int, seed: int,
                   tuple(probs[i] for i in order), (s_f, s_p))
 
 
+def floor_sizes(sizes: Mapping[str, int], n: int, floor_share: float = PLANNED_FLOOR) -> dict[str, int]:
+    """lo_h = min(N_h, max(1, ceil(floor_share * n * N_h / N))): the planned design's least n_h."""
+    total = sum(sizes.values())
+    return {h: min(sizes[h], max(1, math.ceil(floor_share * n * sizes[h] / total - 1e-9)))
+            for h in sorted(h for h in sizes if sizes[h] > 0)}
+
+
 def neyman_allocate(sizes: Mapping[str, int], spread: Mapping[str, float], n: int,
-                    floor_share: float = PLANNED_FLOOR) -> dict[str, int]:
+                    floor_share: float = PLANNED_FLOOR, *, labeled: Mapping[str, int] | None = None,
+                    population: Mapping[str, int] | None = None) -> dict[str, int]:
     """Neyman allocation of n over strata with a floor: n_h proportional to N_h * S_h.
 
     Neyman (1934), JRSS 97:558; Cochran, Sampling Techniques (3rd ed., 1977), sec. 5.5: for a
@@ -229,6 +238,15 @@ def neyman_allocate(sizes: Mapping[str, int], spread: Mapping[str, float], n: in
     with c chosen so that sum q_h = n (Neyman allocation capped at N_h, Cochran 1977, ch. 5), then
     rounded by largest remainder within the bounds.  When every S_h is equal (nothing measured
     yet) it is exactly the proportional allocation of the stratified design (`allocate`).
+
+    A later cycle completes the labels already there: with n0_h answers of stratum h labeled
+    before (`labeled`) and P_h answers of it in the run (`population`; default N_h + n0_h, N_h
+    the pool's), the cycle minimises the variance after it, sum_h P_h^2 S_h^2 / (n0_h + n_h),
+    so the quotas are q_h = clip(c P_h S_h - n0_h, lo_h, N_h): the Lagrange condition
+    S_h^2 P_h^2 / (n0_h + n_h)^2 = const with its box constraints (Gabler, Ganninger & Münnich
+    2012, "Optimal allocation of the sample size to strata under box constraints", Metrika
+    75:151).  Strata the earlier labels over-served get their floor, and the run's labels after
+    the cycle are the Neyman allocation of all of them wherever the bounds allow.
     """
     keys = sorted(h for h in sizes if sizes[h] > 0)
     total = sum(sizes[h] for h in keys)
@@ -238,19 +256,22 @@ def neyman_allocate(sizes: Mapping[str, int], spread: Mapping[str, float], n: in
         raise ValueError(f"{len(keys)} strata for {n} slots: every stratum needs at least one")
     if any(not math.isfinite(spread[h]) or spread[h] < 0 for h in keys):
         raise ValueError("spreads must be finite and non-negative")
-    if len({spread[h] for h in keys}) <= 1:
+    before = {h: (labeled or {}).get(h, 0) for h in keys}
+    if len({spread[h] for h in keys}) <= 1 and not any(before.values()):
         out = allocate({h: sizes[h] for h in keys}, n)
         return {h: out[h] for h in keys}
-    lo = {h: min(sizes[h], max(1, math.ceil(floor_share * n * sizes[h] / total - 1e-9))) for h in keys}
+    lo = floor_sizes(sizes, n, floor_share)
     if sum(lo.values()) > n:
         raise ValueError("the floor takes more slots than the sample has")
 
     big = np.array([sizes[h] for h in keys], dtype=float)
     least = np.array([lo[h] for h in keys], dtype=float)
-    weight = big * np.array([spread[h] for h in keys], dtype=float)
+    whole = np.array([(population or {}).get(h, sizes[h] + before[h]) for h in keys], dtype=float)
+    weight = whole * np.array([spread[h] for h in keys], dtype=float)
+    done = np.array([before[h] for h in keys], dtype=float)
 
     def quotas(c: float) -> np.ndarray:
-        return np.asarray(np.minimum(big, np.maximum(least, c * weight)))
+        return np.asarray(np.minimum(big, np.maximum(least, c * weight - done)))
 
     low, high = 0.0, 1.0
     while quotas(high).sum() < n and high < 1e18:
@@ -271,9 +292,11 @@ def neyman_allocate(sizes: Mapping[str, int], spread: Mapping[str, float], n: in
 
 
 def planned_sample(pool: Iterable[PoolAnswer], n: int, seed: int, spread: Mapping[str, float] | None = None,
-                   floor_share: float = PLANNED_FLOOR) -> Sample:
-    """The planned design: Neyman allocation over the pool's strata (`neyman_allocate`), SRS in
-    each, the queue shuffled as in the stratified design; pi_i = n_h / N_h.
+                   floor_share: float = PLANNED_FLOOR, *,
+                   allocation: Mapping[str, int] | None = None) -> Sample:
+    """The planned design: Neyman allocation over the pool's strata (`neyman_allocate`), or the
+    plan's `allocation` n_h when given (`planning.Plan.allocation`, which also counts the labels
+    before the cycle), SRS in each, the queue shuffled as in the stratified design; pi_i = n_h / N_h.
 
     An answer without a planned stratum stands in its category's, and `spread` None is one
     spread for all: then the draw is the stratified design's, answer for answer.
@@ -287,7 +310,12 @@ def planned_sample(pool: Iterable[PoolAnswer], n: int, seed: int, spread: Mappin
         spread = dict.fromkeys(groups, 1.0)
     if missing := sorted(set(groups) - set(spread)):
         raise ValueError(f"no spread for strata: {', '.join(missing)}")
-    alloc = neyman_allocate({h: len(g) for h, g in groups.items()}, spread, n, floor_share)
+    if allocation is not None:
+        alloc = {h: allocation.get(h, 0) for h in groups}
+        if sum(alloc.values()) != n or any(not 0 <= alloc[h] <= len(groups[h]) for h in groups):
+            raise ValueError(f"the allocation must give each stratum between 0 and its size, {n} in all")
+    else:
+        alloc = neyman_allocate({h: len(g) for h, g in groups.items()}, spread, n, floor_share)
     rng = rng_for(seed)
     strata = tuple(Stratum(h, len(groups[h]), alloc[h]) for h in sorted(groups))
     prob_of: dict[str, float] = {}
@@ -301,8 +329,10 @@ def planned_sample(pool: Iterable[PoolAnswer], n: int, seed: int, spread: Mappin
 
 
 def draw(strategy: str, pool: Iterable[PoolAnswer], n: int, seed: int,
-         failing_share: float = DEFAULT_FAILING_SHARE, spread: Mapping[str, float] | None = None) -> Sample:
-    """Run the named strategy (`failing_share` is read by failures-first only, `spread` by planned)."""
+         failing_share: float = DEFAULT_FAILING_SHARE, spread: Mapping[str, float] | None = None,
+         allocation: Mapping[str, int] | None = None) -> Sample:
+    """Run the named strategy (`failing_share` is read by failures-first only, `spread` and
+    `allocation` by planned)."""
     match strategy:
         case "random":
             return random_sample(pool, n, seed)
@@ -311,7 +341,7 @@ def draw(strategy: str, pool: Iterable[PoolAnswer], n: int, seed: int,
         case "failures-first":
             return failures_first_sample(pool, n, seed, failing_share)
         case "planned":
-            return planned_sample(pool, n, seed, spread)
+            return planned_sample(pool, n, seed, spread, allocation=allocation)
     raise ValueError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
 
 

@@ -21,10 +21,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from sqlite_utils import Database
 
 from . import store
 from .errors import ConflictError, InputError
+from .store import Database
 from .store import split as split_store
 from .store.split import SplitRecord
 

@@ -22,11 +22,11 @@ from datetime import UTC, datetime
 import altair as alt
 import pandas as pd
 import streamlit as st
-from sqlite_utils import Database
 
 import ui
 from calibration import cycles, dashboard, export, roles, store
 from calibration.errors import CalibrationError
+from calibration.store import Database
 from calibration.store import cycles as cycle_store
 from calibration.text import visible
 from calibration.vocab import LABELS

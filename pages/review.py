@@ -38,13 +38,13 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 import streamlit as st
-from sqlite_utils import Database
 
 import review_card
 import ui
 from calibration import review, store
 from calibration.errors import CalibrationError, StorageError
 from calibration.fmt import plural
+from calibration.store import Database
 from calibration.store.guidelines import PROJECT_SCOPE, Guidelines
 from calibration.text import neutralise_body as neutral
 from calibration.text import visible

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import os
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator
@@ -11,11 +13,12 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
-from sqlite_utils import Database
 
 from calibration import store
 from calibration.importing import import_answers, import_labels
+from calibration.store import Database
 from tests.helpers import assert_no_page_exception, assert_no_traceback
+from tests.pg_server import Cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 WICE = ROOT / "data" / "wice"
@@ -127,15 +130,74 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> RunCli:
 # ---------------------------------------------------------------- databases
 
 
+# Every test that takes a database (`fresh_db` and the fixtures over it, or `db_url`) runs once
+# per backend, but for the suites listed here, tests that take `db_path`, and tests marked
+# `sqlite_only` (SQLite's file, pragmas or locking), which run on SQLite alone.
+BACKENDS = ("sqlite", "postgresql")
+SQLITE_ONLY_SUITES = frozenset({
+    # SQLite by nature: its file, pragmas, locks, attached scratch databases, packaging.
+    "test_backup", "test_security_storage", "test_upgrade", "test_layering", "test_packaging",
+    "test_import_unfinished", "test_import_labels_staged", "test_security_import_lock",
+    # Not yet checked on PostgreSQL: the dashboard's reads (its page and figures), the judge lab,
+    # the adapters, the API and the CLI's security and statistics suites.
+    "test_adapters", "test_agreement_cli", "test_api", "test_dashboard", "test_judge",
+    "test_lead_check", "test_security_cli", "test_security_judge", "test_security_reading",
+    "test_serve", "test_reviewers", "test_ui", "test_inert_markdown",
+})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "sqlite_only: runs on the SQLite backend alone (its file or locks)")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" not in metafunc.fixturenames:
+        return
+    suite = metafunc.module.__name__.rpartition(".")[2]
+    # A test that takes `db_path` itself names the SQLite file (for a page, the CLI or a second
+    # connection): it runs there alone.
+    names_the_file = "db_path" in inspect.signature(metafunc.function).parameters
+    sqlite_only = (suite in SQLITE_ONLY_SUITES or names_the_file
+                   or metafunc.definition.get_closest_marker("sqlite_only"))
+    metafunc.parametrize("backend", ("sqlite",) if sqlite_only else BACKENDS)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """A throwaway PostgreSQL server for the session (tests/pg_server.py)."""
+    try:
+        cluster = Cluster()
+    except Exception as exc:
+        detail = getattr(exc, "stderr", b"") or b""
+        message = f"PostgreSQL cannot start: {exc} {detail.decode(errors='replace')}"
+        if os.environ.get("CI"):
+            pytest.fail(message)  # CI tests both backends: never a silent skip
+        pytest.skip(message)
+    yield cluster
+    cluster.stop()
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "calibration.db"
 
 
 @pytest.fixture
-def fresh_db(db_path: Path) -> Iterator[Database]:
+def db_url(backend: str, db_path: Path, request: pytest.FixtureRequest) -> Iterator[str | Path]:
+    """Where the test's database is: the SQLite file `db_path`, or a fresh PostgreSQL database."""
+    if backend == "sqlite":
+        yield db_path
+        return
+    cluster: Cluster = request.getfixturevalue("pg_cluster")
+    url = cluster.new_database()
+    yield url
+    cluster.drop_database(url)
+
+
+@pytest.fixture
+def fresh_db(db_url: str | Path) -> Iterator[Database]:
     """An empty, migrated database."""
-    with store.session(db_path) as db:
+    with store.session(db_url) as db:
         yield db
 
 
@@ -172,22 +234,29 @@ def filled_template(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Fill]
     return template
 
 
-def _copied(source: Path, target: Path) -> Iterator[Database]:
-    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
-        src.backup(dst)
-    src.close()
-    dst.close()
-    with store.session(target) as db:
+def _filled(url: str | Path, fill: Fill, template: Callable[[Fill], Path]) -> Iterator[Database]:
+    """A database at `url` holding what `fill` writes: on SQLite a copy of the one filled
+    template, on PostgreSQL filled in place."""
+    if isinstance(url, Path):
+        with sqlite3.connect(template(fill)) as src, sqlite3.connect(url) as dst:
+            src.backup(dst)
+        src.close()
+        dst.close()
+        with store.session(url) as db:
+            yield db
+        return
+    with store.session(url) as db:
+        fill(db)
         yield db
 
 
 @pytest.fixture
-def wice_db(db_path: Path, filled_template: Callable[[Fill], Path]) -> Iterator[Database]:
+def wice_db(db_url: str | Path, filled_template: Callable[[Fill], Path]) -> Iterator[Database]:
     """The real WiCE data: two judge runs over the same 100 claims, plus the human labels."""
-    yield from _copied(filled_template(_fill_wice), db_path)
+    yield from _filled(db_url, _fill_wice, filled_template)
 
 
 @pytest.fixture
-def demo_db(db_path: Path, filled_template: Callable[[Fill], Path]) -> Iterator[Database]:
+def demo_db(db_url: str | Path, filled_template: Callable[[Fill], Path]) -> Iterator[Database]:
     """The DEMO-RAG-v1 worked example, judged but not yet labeled."""
-    yield from _copied(filled_template(_fill_demo), db_path)
+    yield from _filled(db_url, _fill_demo, filled_template)

@@ -9,7 +9,6 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from sqlite_utils import Database
 
 from calibration import adapters, store
 from calibration.adapters import deepeval, refchecker
@@ -17,6 +16,7 @@ from calibration.cli.common import FLAGS
 from calibration.errors import InputError, Problem, phrase
 from calibration.importing import import_records
 from calibration.models import Verdict
+from calibration.store import Database
 
 DATA = Path(__file__).resolve().parent / "data" / "adapters"
 TABLE_COLUMNS = ("answer_id=qid,question=q,answer=resp,chunks=ctx,claim=statement,verdict=label,"

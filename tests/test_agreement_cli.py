@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sqlite_utils import Database
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 
 from calibration import cycles, store
 from calibration.cli import main
 from calibration.errors import InputError
 from calibration.flag import Thresholds
+from calibration.store import Database
 from tests.records import stats_input
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
 from calibration import cycles, review, roles, store
 from calibration.importing import import_answers
+from calibration.store import Database
 from calibration.store.dashboard import OpenCycleWork
 
 LEAD = "Lena Lead"

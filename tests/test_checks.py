@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlite_utils import Database
 
 from calibration import checks, importing, store
+from calibration.store import Database
 from calibration.store import checks as check_store
 
 

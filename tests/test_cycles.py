@@ -5,12 +5,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 from streamlit.testing.v1 import AppTest
 
 from calibration import cli, cycles, dashboard, fmt, store
 from calibration.cli.common import FLAGS
 from calibration.errors import ConflictError, InputError, NotFoundError, Option
+from calibration.store import Database
 from tests.helpers import assert_no_traceback
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,11 +29,11 @@ def add_answer(db: Database, run_id: int, answer_id: str, verdicts: list[str],
         "VALUES (?, 'q', 'a', ?, ?, ?)", [answer_id, category, answer_id, store.now()])
     pks = []
     for i, verdict in enumerate(verdicts):
-        cur = db.execute("INSERT INTO claims (answer_id, claim_id, position, text) VALUES (?,?,?,?)",
-                         [answer_id, f"c{i + 1}", i, f"claim {i + 1}"])
+        (pk,) = db.execute("INSERT INTO claims (answer_id, claim_id, position, text) VALUES (?,?,?,?) "
+                           "RETURNING id", [answer_id, f"c{i + 1}", i, f"claim {i + 1}"]).fetchone()
         db.execute("INSERT INTO judge_verdicts (run_id, claim_pk, verdict) VALUES (?,?,?)",
-                   [run_id, cur.lastrowid, verdict])
-        pks.append(cur.lastrowid)
+                   [run_id, pk, verdict])
+        pks.append(pk)
     return pks
 
 
@@ -42,7 +42,7 @@ def build_run(db: Database) -> dict[str, list[int]]:
     cat-c (8); a00..a09 hold one UNSUPPORTED verdict (failing), the rest are all SUPPORTED."""
     with store.write(db):
         run_id = db.execute("INSERT INTO judge_runs (judge_model, prompt_version, created_at) "
-                            "VALUES ('judge', 'v1', ?)", [store.now()]).lastrowid
+                            "VALUES ('judge', 'v1', ?) RETURNING id", [store.now()]).fetchone()[0]
         claims = {}
         for i in range(40):
             category = "cat-a" if i < 20 else "cat-b" if i < 32 else "cat-c"
@@ -453,7 +453,7 @@ def test_failures_first_states_its_design_and_records_the_share(run_db: Database
 def test_failures_first_warns_when_failures_are_the_majority(fresh_db: Database) -> None:
     with store.write(fresh_db):
         run_id = fresh_db.execute("INSERT INTO judge_runs (judge_model, prompt_version, created_at) "
-                                  "VALUES ('judge', 'v1', ?)", [store.now()]).lastrowid
+                                  "VALUES ('judge', 'v1', ?) RETURNING id", [store.now()]).fetchone()[0]
         for i in range(100):  # 63 failing answers, as in WiCE
             add_answer(fresh_db, run_id, f"w{i:03d}", ["UNSUPPORTED" if i < 63 else "SUPPORTED"])
     cycle = create(fresh_db, size=20, strategy="failures-first")

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import streamlit as st
 from scipy import stats
-from sqlite_utils import Database
 from streamlit.testing.v1 import AppTest
 
 from calibration import agreement, cycles, dashboard, export, fmt, store
 from calibration.fmt import plural
 from calibration.importing import import_answers
 from calibration.report import BOOTSTRAP
+from calibration.store import Database
 from calibration.store.claims import json_ints
 from tests.final_label_oracle import FinalLabels, resolve_final_labels
 from tests.records import Claim, PairedClaim, compare_of, hh_of, report_of, stats_input, table_of

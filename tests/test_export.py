@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from calibration import __version__, cycles, export, store
 from calibration.cli import main
@@ -14,6 +13,7 @@ from calibration.cli.common import FLAGS
 from calibration.errors import InputError, NotFoundError
 from calibration.export import neutralise_cell
 from calibration.importing import import_answers, import_labels
+from calibration.store import Database
 from calibration.vocab import LABELS, ClaimStatus
 
 from .conftest import DEMO
@@ -96,10 +96,10 @@ def read_jsonl(path: Path) -> list[dict]:
 # ---------------------------------------------------------------- lossless JSONL and round trip
 
 
-def test_round_trip_into_an_empty_database_is_identical(rich_db: Database, db_path: Path,
+def test_round_trip_into_an_empty_database_is_identical(rich_db: Database, db_url: str | Path,
                                                         tmp_path: Path) -> None:
     out = tmp_path / "export.jsonl"
-    assert main(["--db", str(db_path),
+    assert main(["--db", str(db_url),
                  "export", "--out", str(out)]) == 0
     target = tmp_path / "restored.db"
     assert main(["--db", str(target), "import", str(out)]) == 0
@@ -233,10 +233,10 @@ def test_cycle_filter_keeps_the_cycles_claims(rich_db: Database, tmp_path: Path)
         export.export(rich_db, out, cycle="nope")
 
 
-def test_only_final_drops_disputed_and_unlabeled_claims(rich_db: Database, db_path: Path,
+def test_only_final_drops_disputed_and_unlabeled_claims(rich_db: Database, db_url: str | Path,
                                                         tmp_path: Path) -> None:
     out = tmp_path / "f.jsonl"
-    assert main(["--db", str(db_path), "export",
+    assert main(["--db", str(db_url), "export",
                  "--out", str(out), "--cycle", "demo-1", "--only-final"]) == 0
     got = {(r["answer_id"], r["claim_id"]): r["final_status"] for r in read_jsonl(out)}
     assert got == {("Q1", "c1"): "unanimous", ("Q1", "c2"): "unanimous", ("Q2", "c1"): "unanimous",
@@ -391,14 +391,14 @@ def test_an_unclear_mark_makes_the_final_status_needs_discussion(demo_db: Databa
     assert (q1c1["final_status"], q1c1["final_verdict"]) == ("adjudicated", "SUPPORTED")
 
 
-def test_golden_export_warns_about_items_without_a_source(rich_db: Database, db_path: Path, tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_golden_export_warns_about_items_without_a_source(
+        rich_db: Database, db_url: str | Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # Q1 has evidence (S1); Q2's SUPPORTED claim comes through an adjudication with no evidence
     # chosen on that claim, but bob chose S2 on Q2/c1: add an answer whose reviewers chose none.
     store.record_label(rich_db, claim=pk(rich_db, "Q5", "c1"), reviewer="ann", kind="blind",
                        verdict="SUPPORTED")
     out = tmp_path / "golden.jsonl"
-    assert main(["--db", str(db_path), "export", "--out", str(out), "--format", "golden",
+    assert main(["--db", str(db_url), "export", "--out", str(out), "--format", "golden",
                  "--cycle", "demo-1"]) == 0
     printed = capsys.readouterr().out
     items = read_jsonl(out)

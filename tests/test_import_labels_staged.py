@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
 from calibration import cycles, dashboard, review, store
 from calibration.importing import import_answers, import_labels
+from calibration.store import Database
 from calibration.store import cycles as cycle_store
 from calibration.store import exports as export_store
 from calibration.store import imports as import_marks

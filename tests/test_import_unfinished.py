@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
 from calibration import store
 from calibration.cli import main
 from calibration.importing import import_answers
+from calibration.store import Database
 from calibration.store import answers as answer_store
 from calibration.store import exports as export_store
 from calibration.store import imports as import_marks

@@ -6,13 +6,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from calibration import importing, reading, store
 from calibration.cli import main
 from calibration.errors import InputError
 from calibration.importing import import_answers, import_labels
 from calibration.models import Verdict, parse_mapping
+from calibration.store import Database
 
 from .conftest import ROOT, WICE
 

@@ -87,6 +87,46 @@ def test_only_the_data_layer_executes_sql() -> None:
     assert offenders == [], "SQL outside calibration/store:\n" + "\n".join(offenders)
 
 
+# The engine drivers each have one home: the backend module that speaks to them.
+BACKENDS = {"sqlite_utils": "calibration.store.sqlite", "sqlite3": "calibration.store.sqlite",
+            "psycopg": "calibration.store.postgres", "psycopg_pool": "calibration.store.postgres"}
+SHELL = [PACKAGE.parent / "app.py", PACKAGE.parent / "ui.py",
+         *sorted((PACKAGE.parent / "pages").glob("*.py"))]
+
+
+def _app_files() -> dict[str, Path]:
+    """The package's modules and the Streamlit shell over it (app.py, ui.py, pages/)."""
+    return {**modules(), **{str(p.relative_to(PACKAGE.parent)): p for p in SHELL}}
+
+
+def test_only_the_backends_import_a_database_driver() -> None:
+    offenders = []
+    for name, path in _app_files().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                found = [node.module or ""]
+            else:
+                continue
+            for module in found:
+                home = BACKENDS.get(module.partition(".")[0])
+                if home is not None and name != home:
+                    offenders.append(f"{name}:{node.lineno} imports {module}")
+    assert offenders == [], "a database driver outside its backend:\n" + "\n".join(offenders)
+
+
+def test_no_raw_connection_outside_the_store() -> None:
+    offenders = []
+    for name, path in _app_files().items():
+        if name == "calibration.store" or name.startswith("calibration.store."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "conn":
+                offenders.append(f"{name}:{node.lineno} .conn")
+    assert offenders == [], "the driver's connection used outside the store:\n" + "\n".join(offenders)
+
+
 def test_no_domain_module_imports_the_cli_or_argparse() -> None:
     graph = import_graph()
     shell = {n for n in graph if n == "calibration.cli" or n.startswith("calibration.cli.")}

@@ -11,10 +11,10 @@ import ast
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from calibration import roles
 from calibration.errors import CalibrationError, NotALeadError
+from calibration.store import Database
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"
 LEADS = roles.lead_keys(["Anna Lead"])

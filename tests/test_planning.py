@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sqlite_utils import Database
 
 from calibration import cli, cycles, planning, report, sampling, store
 from calibration.errors import InputError
+from calibration.store import Database
 from tests.helpers import assert_no_traceback
 from tests.test_cycles import add_answer, click, page, texts
 
@@ -24,7 +24,7 @@ def build(db: Database) -> dict[str, list[int]]:
     (category cat-a), b24..b95 are all SUPPORTED (cat-a up to b59, then cat-b)."""
     with store.write(db):
         run_id = db.execute("INSERT INTO judge_runs (judge_model, prompt_version, created_at) "
-                            "VALUES ('judge', 'v1', ?)", [store.now()]).lastrowid
+                            "VALUES ('judge', 'v1', ?) RETURNING id", [store.now()]).fetchone()[0]
         claims = {}
         for i in range(96):
             aid = f"b{i:02d}"
@@ -95,7 +95,8 @@ def test_earlier_labels_move_the_answers_to_where_people_disagree(
     assert plan.expected_half_width < plan.current_half_width
     lines = plan.lines()
     assert lines[0].startswith("planned for the agreement decision")
-    assert any("from 8 labeled answers, shrunk toward the pooled spread" in line for line in lines)
+    assert any("from 8 labeled answers, shrunk toward the judge's uncertainty signals" in line
+               for line in lines)
 
 
 def test_a_planned_cycle_records_the_plans_inclusion_probabilities(
@@ -188,6 +189,7 @@ def test_closing_a_planned_cycle_says_what_the_plan_expected_and_reached(
     assert cycles.plan_sentence(fig.plan).startswith("plan: expected ±")
 
 
+@pytest.mark.sqlite_only  # finds the file through PRAGMA database_list
 def test_cli_shows_the_plan_before_drawing_and_creates_a_planned_cycle(
         claims_db: tuple[Database, dict[str, list[int]]], capsys: pytest.CaptureFixture[str]) -> None:
     db, claims = claims_db
@@ -289,3 +291,58 @@ def test_cycles_of_several_designs_combine_into_one_post_stratified_run_figure(
     assert whole.estimates is not None
     assert whole.estimates.agreement.value == pytest.approx(num / den)
     assert whole.estimates.population == "all 96 answers of the run"
+
+
+def test_a_planned_cycle_completes_the_labels_so_far(
+        claims_db: tuple[Database, dict[str, list[int]]]) -> None:
+    db, claims = claims_db
+    # Earlier labels crowd the stratum where people disagree: 16 of its 24 answers, 6 of each other.
+    label(db, claims, [f"b{i:02d}" for i in [*range(0, 16), *range(24, 30), *range(60, 66)]])
+    plan = cycles.plan_next(db, judge_run=RUN, goal="agreement", size=20)
+    pool = {s.name: s.pool for s in plan.strata}
+    before = {s.name: s.labeled_before for s in plan.strata}
+    run = {s.name: s.run for s in plan.strata}
+    assert before == {"UNSUPPORTED · category cat-a · unflagged": 16,
+                      "all-SUPPORTED · category cat-a · unflagged": 6,
+                      "all-SUPPORTED · category cat-b · unflagged": 6}
+
+    def variance_after(alloc: dict[str, int]) -> float:
+        """sum_h N_h^2 S_h^2 / (n0_h + n_h) over the run's strata: what the cycle should minimise."""
+        return sum(run[h] ** 2 * plan.spread[h] ** 2 / (before[h] + alloc[h]) for h in run)
+
+    as_if_unlabeled = sampling.neyman_allocate(pool, plan.spread, 20)
+    assert plan.allocation != as_if_unlabeled
+    assert variance_after(plan.allocation) < variance_after(as_if_unlabeled)
+    # Every allocation of the 20 within the bounds does no better (the integer optimum).
+    lo = sampling.floor_sizes(pool, 20)
+    names = sorted(pool)
+    first, second, third = names
+    best = min(variance_after(dict(zip(names, (a, b, 20 - a - b), strict=True)))
+               for a in range(lo[first], pool[first] + 1) for b in range(lo[second], pool[second] + 1)
+               if lo[third] <= 20 - a - b <= pool[third])
+    assert variance_after(plan.allocation) == pytest.approx(best)
+
+
+def test_the_plan_says_chance_of_being_drawn_in_plain_words(
+        claims_db: tuple[Database, dict[str, list[int]]]) -> None:
+    db, claims = claims_db
+    label(db, claims, [f"b{i:02d}" for i in range(0, 96, 3)])
+    plan = cycles.plan_next(db, judge_run=RUN, goal="agreement", size=20)
+    lines = plan.lines()
+    assert not any("π" in line or "inclusion" in line for line in lines)
+    hard = next(s for s in plan.strata if s.name.startswith("UNSUPPORTED"))
+    ratio = hard.prob / (20 / sum(s.pool for s in plan.strata))
+    assert any(line.startswith(f"  {hard.name}: {hard.sampled} of {hard.pool} eligible (a {hard.prob:.1%} "
+                               f"chance of being drawn, {ratio:.1f}× a random cycle's;") for line in lines)
+    assert "re-weighted by each answer's chance of being drawn" in " ".join(lines)
+
+
+def test_the_grounding_plan_keeps_every_answer_at_half_a_random_cycles_chance(
+        claims_db: tuple[Database, dict[str, list[int]]]) -> None:
+    db, claims = claims_db
+    label(db, claims, [f"b{i:02d}" for i in range(0, 96, 3)])
+    plan = cycles.plan_next(db, judge_run=RUN, goal="grounding", size=20)
+    n_pool = sum(s.pool for s in plan.strata)
+    assert planning.FLOOR["grounding"] == 0.5
+    assert min(s.prob for s in plan.strata) >= 0.5 * 20 / n_pool
+    assert max(s.prob for s in plan.strata) > 20 / n_pool  # the plan still moves answers

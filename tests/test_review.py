@@ -7,11 +7,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from calibration import cycles, review, store
 from calibration.errors import ConflictError, InputError, StaleLabelError
 from calibration.importing import import_answers
+from calibration.store import Database
 from calibration.store.review import QueueRow
 
 RUN = "judge-x@v1"
@@ -82,6 +82,7 @@ def _label_all(db: Database, cycle_id: int, reviewer: str, answer: str, verdicts
 # ---------------------------------------------------------------- the card is blind
 
 
+@pytest.mark.sqlite_only  # reads the statements through SQLite's trace callback
 def test_card_shows_everything_but_the_judge(fresh_db: Database, cyc: cycles.Cycle) -> None:
     sql: list[str] = []
     fresh_db.conn.set_trace_callback(sql.append)

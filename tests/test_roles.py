@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from sqlite_utils import Database
 
 from calibration import cycles, roles
 from calibration.errors import ConflictError, InputError
+from calibration.store import Database
 from calibration.store import cycles as cycle_store
 
 LEADS = roles.lead_keys(["Anna Lead", " bea@example.org ", ""])

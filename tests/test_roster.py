@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from calibration import cycles, review, roles, roster
 from calibration.cli import main
 from calibration.errors import ConflictError, InputError, NotFoundError
 from calibration.fmt import plural
+from calibration.store import Database
 from calibration.store import cycles as cycle_store
 from tests.test_cycles import build_run, click, texts
 from tests.test_cycles import page as cycles_page
@@ -125,16 +124,16 @@ def test_an_empty_roster_leaves_cycle_names_free(demo_db: Database) -> None:
     assert cycle_store.known_reviewer_names(demo_db) == ["someone"]
 
 
-def test_the_cli_keeps_the_roster(labeled_db: Database, db_path: Path,
+def test_the_cli_keeps_the_roster(labeled_db: Database, db_url: str | Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     before = _labels(labeled_db, "vera")
-    assert main(["--db", str(db_path), "reviewer", "add", "Anna", "--by", "lead"]) == 0
-    assert main(["--db", str(db_path), "reviewer", "add", "Anna."]) == 1
+    assert main(["--db", str(db_url), "reviewer", "add", "Anna", "--by", "lead"]) == 0
+    assert main(["--db", str(db_url), "reviewer", "add", "Anna."]) == 1
     assert "'Anna.' differs from the existing reviewer 'Anna'" in capsys.readouterr().err
-    assert main(["--db", str(db_path), "reviewer", "rename", "vera", "Vera N"]) == 0
+    assert main(["--db", str(db_url), "reviewer", "rename", "vera", "Vera N"]) == 0
     assert f"{plural(len(before), 'label')} moved along" in capsys.readouterr().out
-    assert main(["--db", str(db_path), "reviewer", "deactivate", "anna"]) == 0
-    assert main(["--db", str(db_path), "reviewer", "list", "--json"]) == 0
+    assert main(["--db", str(db_url), "reviewer", "deactivate", "anna"]) == 0
+    assert main(["--db", str(db_url), "reviewer", "list", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert [(e["name"], e["active"]) for e in listed] == [("bob", True), ("Vera N", True), ("Anna", False)]
     assert _labels(labeled_db, "Vera N") == before
@@ -147,6 +146,7 @@ def run_db(fresh_db: Database) -> Database:
     return fresh_db
 
 
+@pytest.mark.sqlite_only  # the page opens the file the test names
 def test_the_cycles_page_keeps_the_roster_and_its_form_picks_from_it(
         run_db: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = cycles_page(db_path, monkeypatch)
@@ -177,8 +177,8 @@ def test_label_history_stays_append_only_but_for_a_recorded_rename(labeled_db: D
     for sql in ["UPDATE label_events SET note = 'changed' WHERE id = ?",
                 "UPDATE label_events SET reviewer = 'mallory' WHERE id = ?",  # no rename names mallory
                 "DELETE FROM label_events WHERE id = ?"]:
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        with pytest.raises(labeled_db.integrity_errors, match="append-only"):
             labeled_db.execute(sql, [event_id])
     roster.rename(labeled_db, "vera", "Vera N")
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):  # a rename moves names only
+    with pytest.raises(labeled_db.integrity_errors, match="append-only"):  # a rename moves names only
         labeled_db.execute("UPDATE label_events SET note = 'x', reviewer = 'Vera N' WHERE id = ?", [event_id])

@@ -15,12 +15,12 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from sqlite_utils import Database
 
 import calibration
 from calibration import adapters, reading, store
 from calibration.errors import InputError
 from calibration.importing import import_records
+from calibration.store import Database
 from tests.conftest import RunCli
 from tests.test_security_cli import answer, answers_in
 

@@ -8,7 +8,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from calibration import store
 from calibration.errors import (
@@ -19,6 +18,7 @@ from calibration.errors import (
     StorageError,
 )
 from calibration.store import connection
+from calibration.store.sqlite import SQLiteDatabase
 
 
 def test_a_full_disk_is_disk_full_error(db_path: Path) -> None:
@@ -36,7 +36,7 @@ def test_a_read_only_database_is_read_only_error(db_path: Path) -> None:
     with store.session(db_path):
         pass
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, isolation_level=None)
-    db = Database(conn)
+    db = SQLiteDatabase(conn)
     with pytest.raises(ReadOnlyError, match="read-only; nothing was written"), store.write(db):
         db.execute("INSERT INTO settings (key, value) VALUES ('k', 'v')")
     conn.close()

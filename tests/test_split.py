@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy.stats import binomtest
-from sqlite_utils import Database
 
 from calibration import cycles, dashboard, split, store
 from calibration.errors import ConflictError
 from calibration.importing import import_answers, import_labels
 from calibration.judge.paired import claims_to_decide, mcnemar_exact_p, paired_difference
+from calibration.store import Database
 
 # ---------------------------------------------------------------- the rule
 

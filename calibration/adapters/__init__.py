@@ -28,9 +28,8 @@ from . import deepeval, ragas, refchecker, table
 from ._common import AdapterResult
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from ..importing import ImportReport
+    from ..store import Database
 
 Reader = Callable[..., AdapterResult]
 

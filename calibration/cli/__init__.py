@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .. import __version__
+from .. import __version__, store
 from ..errors import CalibrationError, StorageError
 from . import cycles, io, judge, labels, reviewers, serve, split
 from .common import FLAGS
@@ -23,7 +23,7 @@ REGISTRARS = [io.register, labels.register, cycles.register, reviewers.register,
               split.register, serve.register]
 
 # Commands that may start from no database; every other one reads an existing one.
-CREATING_COMMANDS = {"import", "import-labels", "demo", "restore", "serve"}
+CREATING_COMMANDS = {"import", "import-labels", "demo", "restore", "serve", "migrate-db"}
 MODULE_PROG = "python -m calibration"
 
 EPILOG = ("exit status: 0 success, 1 invalid input or a refused operation (message on stderr), "
@@ -42,7 +42,8 @@ def build_parser(prog: str = "calibration") -> argparse.ArgumentParser:
                                      description="Check an LLM judge against human reviewers.",
                                      epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("--db", help="SQLite database (default: $CALIBRATION_DB or data/calibration.db)")
+    parser.add_argument("--db", help="SQLite database file or postgresql:// URL "
+                                     "(default: $CALIBRATION_DB or data/calibration.db)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for register in REGISTRARS:
         register(sub)
@@ -57,20 +58,21 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser = build_parser(prog)
     args = parser.parse_args(argv)
     db = _db_path(args)
-    if args.command not in CREATING_COMMANDS and not db.exists():
+    shown = store.shown(db)
+    if args.command not in CREATING_COMMANDS and not store.exists(db):
         # A read must not silently create an empty database and report zeros from it.
-        print(f"error: no database at {db}: import judged answers first "
+        print(f"error: no database at {shown}: import judged answers first "
               f"({prog} import FILE, or {prog} demo)", file=sys.stderr)
         return 1
-    if not db.exists():
+    if not store.exists(db):
         # Not silent: a mistyped --db would otherwise fill a new file nobody looks at.
-        print(f"note: no database at {db}: creating a new one", file=sys.stderr)
+        print(f"note: no database at {shown}: creating a new one", file=sys.stderr)
     try:
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
     except StorageError as exc:
         # One sentence, with the path here (pages show the sentence without it).
-        print(f"error: {db}: {exc}", file=sys.stderr)
+        print(f"error: {shown}: {exc}", file=sys.stderr)
         return 1
     except CalibrationError as exc:
         print("error: " + "\n".join(exc.lines(FLAGS)), file=sys.stderr)

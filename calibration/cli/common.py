@@ -26,9 +26,12 @@ FLAGS: Mapping[Option, str] = {
 }
 
 
-def db_path(args: argparse.Namespace) -> Path:
-    """The database a command works on: --db, else $CALIBRATION_DB, else data/calibration.db."""
-    return Path(args.db) if args.db else store.default_db_path()
+def db_path(args: argparse.Namespace) -> Path | str:
+    """The database a command works on: --db (a path or a postgresql:// URL), else
+    $CALIBRATION_DB, else data/calibration.db."""
+    if args.db:
+        return args.db if store.is_postgres(args.db) else Path(args.db)
+    return store.default_db_url()
 
 
 def map_item(text: str) -> str:

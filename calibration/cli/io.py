@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from .. import adapters, backup, export, importing, store
-from ..errors import CalibrationError, InputError, phrase
+from ..errors import CalibrationError, ConflictError, InputError, phrase
 from ..models import Verdict, parse_mapping
 from .common import FLAGS, db_path
 from .common import encoding as _encoding
@@ -122,14 +123,41 @@ def cli_backup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _location(text: str) -> Path | str:
+    return text if store.is_postgres(text) else Path(text)
+
+
+def cli_migrate_db(args: argparse.Namespace) -> int:
+    src, dst = _location(args.src), _location(args.dst)
+    if not store.exists(src):
+        print(f"error: no database at {store.shown(src)}", file=sys.stderr)
+        return 1
+    new = not store.exists(dst)
+    try:
+        with store.session(src) as source, store.session(dst) as target:
+            summary = backup.copy_store(source, target)
+    except CalibrationError as exc:
+        if new and not store.is_postgres(dst):  # no empty file left behind to be mistaken for a copy
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{dst}{suffix}").unlink(missing_ok=True)
+        where = store.shown(dst) if isinstance(exc, ConflictError) else store.shown(src)
+        print(f"error: {where}: {exc}", file=sys.stderr)
+        return 1
+    print(f"{store.shown(src)} -> {store.shown(dst)}")
+    for line in summary.lines():
+        print(line)
+    return 0
+
+
 def cli_restore(args: argparse.Namespace) -> int:
     path = db_path(args)
-    new = not path.exists()
+    new = not store.exists(path)
     try:
         with store.session(path) as db:
             rep = backup.restore(db, args.file, encoding=args.encoding)
     except CalibrationError:
-        if new:  # a refused restore leaves no empty database behind to be mistaken for one
+        if new and not store.is_postgres(path):
+            # A refused restore leaves no empty database file behind to be mistaken for one.
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
         raise
@@ -208,6 +236,14 @@ def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--encoding", default=None, type=_encoding,
                    help="file encoding when not UTF-8 (UTF-8 with or without a BOM is the default)")
     p.set_defaults(handler=cli_restore)
+
+    p = sub.add_parser("migrate-db", help="copy a whole database into an empty one (SQLite <-> PostgreSQL)",
+                       description="Every row, ids and history included, in one transaction on the "
+                       "target, which must be empty; SRC and DST are SQLite files or postgresql:// URLs "
+                       "(--db is not used).")
+    p.add_argument("src", help="the database to copy from")
+    p.add_argument("dst", help="the empty database to copy into (created and migrated when missing)")
+    p.set_defaults(handler=cli_migrate_db)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

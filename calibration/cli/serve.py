@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import shipped
+from .. import shipped, store
 from .common import db_path
 
 
@@ -21,8 +21,9 @@ def streamlit_command(script: Path, port: int, address: str) -> list[str]:
 def cli_serve(args: argparse.Namespace) -> int:
     cmd = streamlit_command(shipped.app_script(), args.port, args.address)
     # Absolute: the server resolves it, and the pages open it, long after this process is gone.
-    env = {**os.environ, "CALIBRATION_DB": str(db_path(args).resolve())}
-    print(f"serving http://{args.address}:{args.port} (database {env['CALIBRATION_DB']})",
+    where = db_path(args)
+    env = {**os.environ, "CALIBRATION_DB": where if isinstance(where, str) else str(where.resolve())}
+    print(f"serving http://{args.address}:{args.port} (database {store.shown(env['CALIBRATION_DB'])})",
           file=sys.stderr, flush=True)
     if os.name == "posix":
         # The server takes this process's place: signals (Ctrl-C, a supervisor's TERM) reach it.

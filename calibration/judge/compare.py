@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlite_utils import Database
 
 from .. import store
 from ..errors import Hint, Option
 from ..fmt import num, p_value, pct, plural, points
+from ..store import Database
 from ..store import lab as lab_store
 from .paired import PairedDifference, claims_to_decide, paired_difference
 

@@ -23,7 +23,6 @@ from typing import Any, Literal
 
 import httpx
 import numpy as np
-from sqlite_utils import Database
 
 from .. import split as splits
 from .. import store
@@ -41,6 +40,7 @@ from ..errors import (
     phrase,
 )
 from ..fmt import plural
+from ..store import Database
 from ..store import lab as lab_store
 from ..store import split as split_store
 from ..store.lab import RunTotals
@@ -468,7 +468,7 @@ class _Invocation:
     `write` and `close` run on that thread only; `on_result` runs on the event loop.
     """
 
-    def __init__(self, db_path: Path, config: JudgeConfig, template: PromptTemplate, plan: LabPlan,
+    def __init__(self, db_path: Path | str, config: JudgeConfig, template: PromptTemplate, plan: LabPlan,
                  progress: Callable[[LabProgress], None] | None, t0: float, stop_after_invalid: int) -> None:
         self.db_path, self.config, self.template, self.plan = db_path, config, template, plan
         self.total = len(plan.items)
@@ -503,7 +503,7 @@ class _Invocation:
 
     def close(self) -> None:
         if self.writer_db is not None:
-            self.writer_db.conn.close()
+            self.writer_db.close()
 
     def report(self) -> None:
         if self.progress is not None:
@@ -558,7 +558,8 @@ async def arun_lab(config: JudgeConfig, template: PromptTemplate, *, scope: LabS
     when named, else the run this prompt revises (`compare.baseline_choice`).
     """
     t0 = time.perf_counter()
-    db_path = Path(db_path) if db_path is not None else store.default_db_path()
+    db_path = (db_path if store.is_postgres(db_path) else Path(db_path)) if db_path is not None \
+        else store.default_db_url()
     if plan is None:
         with store.session(db_path) as db:
             plan = prepare_lab(db, config, template, scope=scope, revises=revises, baseline=baseline)

@@ -2,8 +2,10 @@
 
 One module per stored noun, over one connection module:
 
-- `connection`: connections, transactions (`write`: BEGIN IMMEDIATE), read snapshots;
-- `schema`: the sqlite-utils migrations, applied in order on every open;
+- `database`: the one store type (`Database`) every module outside the backends holds;
+- `sqlite`, `postgres`: the two backends behind it (SQLite is the default);
+- `connection`: opening the store from a path or URL, transactions (`write`), read snapshots;
+- `migrations`, `schema`: the numbered migrations, applied in order on every open;
 - `runs`: judge runs (lookup by name, get-or-create), their verdicts and counts;
 - `labels`: label writes (append-only history + current state) and adjudications;
 - `claims`: the one final-label reader (`claim_table`) every report and export uses;
@@ -16,9 +18,8 @@ One module per stored noun, over one connection module:
 - `exports`: the export's reads;
 - `backup`: the whole-database backup's reads and the restore's writes.
 
-SQLite is the only backend today. Everything above talks to a `sqlite_utils.Database`
-handed in by the caller, so a PostgreSQL backend (several app servers on one database)
-would be a second implementation of these modules behind the same functions.
+Every function above takes the `Database` handed in by the caller and writes its SQL once;
+the backend runs it on its engine.
 """
 
 from . import answers, cycles, dashboard, exports, lab, review
@@ -29,12 +30,17 @@ from .connection import (
     PROJECT_ROOT,
     connect,
     default_db_path,
+    default_db_url,
+    exists,
+    is_postgres,
     now,
     read_snapshot,
     session,
+    shown,
     write,
 )
 from .cycles import cycle_id
+from .database import Database
 from .labels import (
     BasedOn,
     LabelState,
@@ -63,6 +69,7 @@ __all__ = [
     "THRESHOLD_SETTINGS",
     "BasedOn",
     "ClaimTable",
+    "Database",
     "JudgeRun",
     "LabelState",
     "ReviewerColumns",
@@ -77,11 +84,14 @@ __all__ = [
     "cycles",
     "dashboard",
     "default_db_path",
+    "default_db_url",
+    "exists",
     "exports",
     "final_labels",
     "find_judge_run",
     "get_setting",
     "info",
+    "is_postgres",
     "judge_runs",
     "lab",
     "label_history",
@@ -97,6 +107,7 @@ __all__ = [
     "save_thresholds",
     "session",
     "set_setting",
+    "shown",
     "stats_columns",
     "write",
 ]

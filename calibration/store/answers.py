@@ -19,11 +19,11 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlite_utils import Database
-
 from ..errors import Option, Problem
 from .connection import now, write
+from .database import Database
 from .imports import finish, forget, next_claim_pk, remove, reserve_claims
+from .reveals import commit_imported
 
 if TYPE_CHECKING:
     from ..models import JudgedAnswerIn
@@ -167,9 +167,9 @@ class AnswerWriter:
         prefix = "temp.s_" if self.staging is not None else ""
         if self.updates:
             if self.staging is not None:
-                self.db.conn.executemany("INSERT INTO temp.s_updates VALUES (?,?,?)", self.updates)
+                self.db.executemany("INSERT INTO temp.s_updates VALUES (?,?,?)", self.updates)
             else:
-                self.db.conn.executemany("UPDATE answers SET category = ?, metadata = ? WHERE id = ?",
+                self.db.executemany("UPDATE answers SET category = ?, metadata = ? WHERE id = ?",
                                          self.updates)
             self.updates = []
         for table, cols, rows in (("answers", _ANSWER_COLS, self.answers),
@@ -177,7 +177,7 @@ class AnswerWriter:
                                   ("claims", _CLAIM_COLS, self.claims),
                                   ("judge_verdicts", _VERDICT_COLS, self.verdicts)):
             if rows:
-                self.db.conn.executemany(
+                self.db.executemany(
                     f"INSERT INTO {prefix}{table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                     rows)
         self.answers, self.chunks, self.claims, self.verdicts = [], [], [], []
@@ -204,13 +204,10 @@ class Staging:
         self.import_id = import_id  # set by the caller once the marker is written
         self.first_claim = int(db.execute("SELECT coalesce(max(id), 0) FROM claims").fetchone()[0]) + 1
         for table, cols in self.TABLES:
-            db.execute(f"DROP TABLE IF EXISTS temp.s_{table}")
-            db.execute(f"CREATE TEMP TABLE s_{table} ({', '.join(cols)})")
+            db.create_staging(f"s_{table}", table, cols)
         for table, cols in self._LATE:
-            db.execute(f"DROP TABLE IF EXISTS temp.late_{table}")
-            db.execute(f"CREATE TEMP TABLE late_{table} ({', '.join(cols)})")
-        db.execute("DROP TABLE IF EXISTS temp.s_updates")
-        db.execute("CREATE TEMP TABLE s_updates (category, metadata, id)")
+            db.create_staging(f"late_{table}", table, cols)
+        db.create_staging("s_updates", "answers", ("category", "metadata", "id"))
 
     def publish(self, runs: dict[int, int], *, batch: int = PUBLISH_BATCH) -> None:
         """Move the staged rows in, `batch` rows per write transaction, all hidden by the marker;
@@ -249,7 +246,7 @@ class Staging:
                                "WHERE rowid BETWEEN ? AND ?", [lo_row, lo_row + batch - 1])
                 # Copy the batch into the database file now, outside the write lock; else the
                 # next small commit (a reviewer's label) would pay for the whole WAL.
-                db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                db.checkpoint()
                 _pause_between_batches()
 
     def _set_late_aside(self, new_runs: list[int]) -> None:
@@ -261,7 +258,7 @@ class Staging:
         # A verdict moves in early when its claim does, or when its run is new and its claim old.
         db.execute("""INSERT INTO temp.late_judge_verdicts SELECT * FROM temp.s_judge_verdicts v
                       WHERE NOT (v.claim_pk IN (SELECT id FROM temp.s_claims)
-                                 OR (v.run_id IN (SELECT value FROM json_each(:runs))
+                                 OR (v.run_id IN (SELECT CAST(value AS INTEGER) FROM json_each(:runs))
                                      AND v.claim_pk NOT IN (SELECT id FROM temp.late_claims)))""",
                    {"runs": json.dumps(new_runs)})
         db.execute("""DELETE FROM temp.s_judge_verdicts WHERE rowid IN (
@@ -329,7 +326,7 @@ def insert_answer(db: Database, *, answer_id: str, question: str, answer: str, c
     db.execute("INSERT INTO answers (id, question, answer, category, metadata, content_hash, holdout, "
                "imported_at) VALUES (?,?,?,?,?,?,?,?)",
                [answer_id, question, answer, category, _json(metadata), content_hash, int(holdout), now()])
-    db.conn.executemany("INSERT INTO chunks (answer_id, position, chunk_id, text, source) VALUES (?,?,?,?,?)",
+    db.executemany("INSERT INTO chunks (answer_id, position, chunk_id, text, source) VALUES (?,?,?,?,?)",
                         [(answer_id, i, cid, text, source) for i, (cid, text, source) in enumerate(chunks)])
 
 
@@ -342,10 +339,10 @@ def find_claim(db: Database, answer_id: str, claim_id: str) -> tuple[int, str] |
 
 def insert_claim(db: Database, *, answer_id: str, claim_id: str, position: int, text: str) -> int:
     """Insert a claim; return its pk (past the ids an unfinished import has reserved)."""
-    cur = db.execute("INSERT INTO claims (id, answer_id, claim_id, position, text) VALUES (?,?,?,?,?)",
-                     [next_claim_pk(db), answer_id, claim_id, position, text])
-    assert cur.lastrowid is not None
-    return cur.lastrowid
+    pk = next_claim_pk(db)
+    db.execute("INSERT INTO claims (id, answer_id, claim_id, position, text) VALUES (?,?,?,?,?)",
+               [pk, answer_id, claim_id, position, text])
+    return pk
 
 
 def insert_judge_verdict(db: Database, *, run_id: int, claim_pk: int, verdict: str, raw_verdict: str | None,
@@ -393,6 +390,7 @@ def put_label(db: Database, claim_pk: int, reviewer: str, values: dict[str, Any]
     db.execute(f"INSERT INTO human_labels ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
                f"ON CONFLICT (claim_pk, reviewer) DO UPDATE SET {updates}",
                [claim_pk, reviewer, *(values[c] for c in LABEL_COLUMNS)])
+    commit_imported(db, [(claim_pk, reviewer)])
 
 
 def adjudication(db: Database, claim_pk: int) -> tuple[str, str, str | None, str] | None:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import re
-import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
-
+from ..errors import ConflictError
+from .database import Database
 from .schema import migrations
 from .settings import SECRET_SETTINGS
 
@@ -44,16 +43,23 @@ def _quoted(name: str) -> str:
 
 
 def tables(db: Database, schema: str = "main") -> list[Table]:
-    """Every data table of the schema, parents before the tables that reference them."""
-    names = [r[0] for r in db.execute(
-        f"SELECT name FROM {_quoted(schema)}.sqlite_master WHERE type = 'table' "
-        f"AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name != ? ORDER BY name", [MIGRATIONS_TABLE])]
+    """Every data table of the schema, parents before the tables that reference them.
+
+    `schema`: an attached SQLite database's name; "main" is the store itself, on any backend."""
     found: dict[str, Table] = {}
-    for name in names:
-        cols = tuple(r[1] for r in db.execute(f"PRAGMA {_quoted(schema)}.table_info({_quoted(name)})"))
-        parents = frozenset(r[2] for r in db.execute(
-            f"PRAGMA {_quoted(schema)}.foreign_key_list({_quoted(name)})") if r[2] != name)
-        found[name] = Table(name, cols, parents)
+    if schema == "main":
+        for name in sorted(db.table_names()):
+            if not name.startswith("sqlite_") and name != MIGRATIONS_TABLE:
+                found[name] = Table(name, tuple(db.columns(name)), frozenset(db.parents(name)))
+    else:
+        names = [r[0] for r in db.execute(
+            f"SELECT name FROM {_quoted(schema)}.sqlite_master WHERE type = 'table' "
+            f"AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name != ? ORDER BY name", [MIGRATIONS_TABLE])]
+        for name in names:
+            cols = tuple(r[1] for r in db.execute(f"PRAGMA {_quoted(schema)}.table_info({_quoted(name)})"))
+            parents = frozenset(r[2] for r in db.execute(
+                f"PRAGMA {_quoted(schema)}.foreign_key_list({_quoted(name)})") if r[2] != name)
+            found[name] = Table(name, cols, parents)
     ordered: list[Table] = []
     done: set[str] = set()
 
@@ -78,7 +84,7 @@ def applied_migrations(db: Database) -> list[str]:
 
 def known_migrations() -> list[str]:
     """The names of every migration this release knows, in order."""
-    return [m.name for m in migrations.pending(Database(memory=True))]
+    return migrations.names()
 
 
 def _secret_filter(table: str) -> tuple[str, list[Any]]:
@@ -97,22 +103,28 @@ def rows(db: Database, table: Table) -> Iterator[tuple[Any, ...]]:
     """The rows of `table` a backup holds, in rowid order (the order they were written in)."""
     where, params = _secret_filter(table.name)
     cols = ", ".join(_quoted(c) for c in table.columns)
-    yield from db.execute(f"SELECT {cols} FROM {_quoted(table.name)}{where} ORDER BY rowid", params)
+    yield from db.execute(f"SELECT {cols} FROM {_quoted(table.name)}{where} "
+                          f"ORDER BY {db.row_order(table.name)}", params)
 
 
 def publishing_imports(db: Database) -> int:
     """How many imports are moving their rows in right now (their rows are half there)."""
-    if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'imports'").fetchone():
+    if "imports" not in db.table_names():
         return 0  # a schema from before staged imports
     return int(db.execute("SELECT count(*) FROM imports WHERE status = 'publishing'").fetchone()[0])
 
 
 def insert_row(db: Database, table: Table, row: Mapping[str, Any]) -> int:
-    """Insert one backed-up row as it was (ids included); its rowid. The columns must be the table's."""
+    """Insert one backed-up row as it was (ids included); its rowid. The columns must be the table's.
+
+    ConflictError (the driver's words) when the row breaks a constraint; the transaction goes on."""
     cols = list(row)
     names = ", ".join(_quoted(c) for c in cols)
-    cur = db.execute(f"INSERT INTO {_quoted(table.name)} ({names}) VALUES ({','.join('?' * len(cols))})",
-                     [row[c] for c in cols])
+    try:
+        cur = db.execute(f"INSERT INTO {_quoted(table.name)} ({names}) VALUES ({','.join('?' * len(cols))})",
+                         [row[c] for c in cols])
+    except db.integrity_errors as exc:
+        raise ConflictError(str(exc)) from exc
     return int(cur.lastrowid or 0)
 
 
@@ -154,7 +166,7 @@ def attach(db: Database, path: str, schema: str) -> None:
 
 def detach(db: Database, schema: str) -> None:
     # Not attached any more: the failure that brought us here is the one to report.
-    with contextlib.suppress(sqlite3.OperationalError):
+    with contextlib.suppress(Exception):
         db.execute(f"DETACH DATABASE {_quoted(schema)}")
 
 
@@ -167,3 +179,22 @@ def migrate(db: Database, upto: Sequence[str] | None = None) -> list[str]:
         stop = rest[0] if rest else None
     migrations.apply(db, stop_before=stop)
     return [m for m in applied_migrations(db) if m not in before]
+
+
+def insert_rows(db: Database, table: Table, rows: Sequence[Sequence[Any]]) -> None:
+    """Insert rows of `table` as they were (ids included), in its column order (inside a write)."""
+    cols = ", ".join(_quoted(c) for c in table.columns)
+    marks = ",".join("?" * len(table.columns))
+    db.executemany(f"INSERT INTO {_quoted(table.name)} ({cols}) VALUES ({marks})", rows)
+
+
+def all_rows(db: Database, table: Table) -> Iterator[tuple[Any, ...]]:
+    """Every row of `table` (the secrets included), in a stable order."""
+    cols = ", ".join(_quoted(c) for c in table.columns)
+    yield from db.execute(f"SELECT {cols} FROM {_quoted(table.name)} ORDER BY {db.row_order(table.name)}")
+
+
+def forget_secrets(db: Database) -> None:
+    """Delete the secret settings (a copy brings the source's own; inside a write)."""
+    db.execute(f"DELETE FROM settings WHERE key IN ({','.join('?' * len(SECRET_SETTINGS))})",
+               sorted(SECRET_SETTINGS))

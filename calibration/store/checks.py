@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlite_utils import Database
-
 from .connection import now
+from .database import Database
 
 _CHECK_COLS = ("answer_id", "question_script", "answer_script", "script_mismatch", "cjk_chars",
                "unexpected_cjk", "check_version", "checked_at")
@@ -34,9 +33,11 @@ def put_checks(db: Database, rows: Iterable[tuple[str, str | None, str | None, b
     ts = now()
     values = [(a, q, s, int(m), n, int(u), version, ts) for a, q, s, m, n, u in rows]
     if values:
-        db.conn.executemany(
-            f"INSERT OR REPLACE INTO answer_checks ({', '.join(_CHECK_COLS)}) "
-            f"VALUES ({', '.join('?' * len(_CHECK_COLS))})", values)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in _CHECK_COLS if c != "answer_id")
+        db.executemany(
+            f"INSERT INTO answer_checks ({', '.join(_CHECK_COLS)}) "
+            f"VALUES ({', '.join('?' * len(_CHECK_COLS))}) ON CONFLICT (answer_id) DO UPDATE SET {updates}",
+            values)
     return len(values)
 
 
@@ -90,7 +91,7 @@ class ReferenceEdit:
 def add_reference_edit(db: Database, answer_id: str, text: str, edited_by: str) -> ReferenceEdit:
     """Append a reference-answer edit (the newest one is the answer's reference). Call inside a write."""
     ts = now()
-    db.conn.execute("INSERT INTO reference_edits (answer_id, text, edited_by, edited_at) VALUES (?, ?, ?, ?)",
+    db.execute("INSERT INTO reference_edits (answer_id, text, edited_by, edited_at) VALUES (?, ?, ?, ?)",
                     [answer_id, text, edited_by, ts])
     return ReferenceEdit(answer_id, text, edited_by, ts)
 

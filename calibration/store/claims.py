@@ -10,11 +10,11 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
-from sqlite_utils import Database
 
 from ..final_label import UNLABELED_CODE, UNRESOLVED_CODES, resolve
 from ..vocab import CLAIM_STATUSES, LABELS, ClaimStatus
 from .connection import read_snapshot
+from .database import Database
 from .imports import hide_sql
 
 

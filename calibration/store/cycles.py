@@ -11,10 +11,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
-
 from ..errors import NotFoundError
 from .connection import now
+from .database import Database
 from .imports import hide_sql
 from .settings import set_setting
 
@@ -241,16 +240,20 @@ class PlanningFacts:
 
 def planning_facts(db: Database, run_id: int) -> list[PlanningFacts]:
     """Every answer the run judged, by id, with its verdicts, check flag, length and confidence."""
+    # A number only: a confidence given as text or anything else counts as none.
+    confidence = ("CASE WHEN json_type(a.metadata, '$.judge_confidence') IN ('real', 'integer') "
+                  "THEN json_extract(a.metadata, '$.judge_confidence') END" if db.dialect == "sqlite" else
+                  "CASE WHEN json_typeof(CAST(a.metadata AS json) -> 'judge_confidence') = 'number' "
+                  "THEN CAST(CAST(a.metadata AS json) ->> 'judge_confidence' AS double precision) END")
     rows = db.execute(
-        """SELECT a.id, a.category, json_group_array(v.verdict), length(a.answer),
+        f"""SELECT a.id, a.category, json_group_array(v.verdict), length(a.answer),
                   coalesce(k.script_mismatch, 0) + coalesce(k.unexpected_cjk, 0) > 0,
-                  CASE WHEN json_type(a.metadata, '$.judge_confidence') IN ('real', 'integer')
-                       THEN json_extract(a.metadata, '$.judge_confidence') END
+                  {confidence}
            FROM (SELECT c.answer_id, v.verdict FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk
                  WHERE v.run_id = ? ORDER BY c.answer_id, c.position) v
            JOIN answers a ON a.id = v.answer_id
            LEFT JOIN answer_checks k ON k.answer_id = a.id
-           GROUP BY a.id ORDER BY a.id""", [run_id]).fetchall()
+           GROUP BY a.id, k.script_mismatch, k.unexpected_cjk ORDER BY a.id""", [run_id]).fetchall()
     return [PlanningFacts(aid, cat, tuple(json.loads(vs)), bool(flag), int(length or 0),
                           None if conf is None else float(conf))
             for aid, cat, vs, length, flag, conf in rows]
@@ -281,17 +284,16 @@ def insert_cycle(db: Database, *, name: str, run_id: int, strategy: str, seed: i
     cur = db.execute(
         """INSERT INTO cycles (name, judge_run_id, strategy, seed, size, overlap, holdout,
                include_labeled, created_by, created_at, status, require_evidence)
-           VALUES (?,?,?,?,?,?,?,?,?,?, 'open', ?)""",
+           VALUES (?,?,?,?,?,?,?,?,?,?, 'open', ?) RETURNING id""",
         [name, run_id, strategy, seed, size, overlap, int(holdout), int(include_labeled), created_by, now(),
          int(require_evidence)])
-    new_id = cur.lastrowid
-    assert new_id is not None
+    new_id = int(cur.fetchone()[0])
     if failing_share is not None:
         set_setting(db, SHARE_KEY.format(new_id), repr(float(failing_share)))
-    db.conn.executemany(
+    db.executemany(
         "INSERT INTO cycle_answers (cycle_id, answer_id, position, inclusion_prob) VALUES (?,?,?,?)",
         [(new_id, aid, pos, prob) for pos, (aid, prob) in enumerate(answers)])
-    db.conn.executemany(
+    db.executemany(
         "INSERT INTO assignments (cycle_id, answer_id, reviewer) VALUES (?,?,?)",
         [(new_id, aid, r) for aid, rs in assignments.items() for r in rs])
     return int(new_id)
@@ -343,7 +345,7 @@ def record_sign_in(db: Database, name_key: str, name: str) -> bool:
     The first spelling is kept. Runs in its own write when the caller holds none."""
     if db.execute("SELECT 1 FROM sign_ins WHERE name_key = ?", [name_key]).fetchone():
         return False
-    db.execute("INSERT OR IGNORE INTO sign_ins (name_key, name, first_at) VALUES (?, ?, ?)",
+    db.execute("INSERT INTO sign_ins (name_key, name, first_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                [name_key, name, now()])
     return True
 
@@ -387,7 +389,7 @@ def move_assignments(db: Database, cycle_id: int, answer_ids: Sequence[str], fro
                      to_reviewer: str, by: str | None) -> None:
     """Move the assignments of `answer_ids` from one reviewer to another and record it in the
     reassignment history (inside the caller's write)."""
-    db.conn.executemany("UPDATE assignments SET reviewer = ? WHERE cycle_id = ? AND answer_id = ? "
+    db.executemany("UPDATE assignments SET reviewer = ? WHERE cycle_id = ? AND answer_id = ? "
                         "AND reviewer = ?", [(to_reviewer, cycle_id, a, from_reviewer) for a in answer_ids])
     db.execute("""INSERT INTO reassignments (cycle_id, from_reviewer, to_reviewer, answers, reassigned_by,
                       created_at) VALUES (?,?,?,?,?,?)""",

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
-
+from .database import Database
 from .imports import hide_sql
 
 
@@ -41,9 +40,11 @@ def fingerprint(db: Database) -> tuple[Any, ...]:
     closed_at; thresholds live in settings; a judge-lab call
     can rewrite a verdict in place; holdout marks change which answers count.
     """
+    # SQLite's rowid end is free; PostgreSQL has none, and counts (an import's verdicts only add).
+    verdicts = "max(rowid)" if db.dialect == "sqlite" else "count(*)"
     return tuple(db.execute(
-        """SELECT (SELECT max(id) FROM label_events), (SELECT max(id) FROM claims),
-                  (SELECT max(rowid) FROM judge_verdicts), (SELECT count(*) FROM judge_runs),
+        f"""SELECT (SELECT max(id) FROM label_events), (SELECT max(id) FROM claims),
+                  (SELECT {verdicts} FROM judge_verdicts), (SELECT count(*) FROM judge_runs),
                   (SELECT max(id) FROM cycles), (SELECT max(closed_at) FROM cycles),
                   (SELECT group_concat(key || '=' || value) FROM settings WHERE key LIKE 'stats.%'),
                   (SELECT max(created_at) FROM adjudications),
@@ -149,7 +150,7 @@ def pending_rows(db: Database, run_id: int, claim_pks: Sequence[int]) -> list[Pe
                   (SELECT json_group_array(json_array(ch.position, ch.chunk_id, ch.text))
                    FROM chunks ch WHERE ch.answer_id = c.answer_id)
            FROM claims c LEFT JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = :run
-           WHERE c.id IN (SELECT value FROM json_each(:pks))""",
+           WHERE c.id IN (SELECT CAST(value AS INTEGER) FROM json_each(:pks))""",
         {"run": run_id, "pks": json.dumps([int(pk) for pk in claim_pks])}).fetchall()
     return [PendingRow(pk, aid, cid, text, judge, rationale, json.loads(judge_ev or "[]"),
                        sorted(tuple(x) for x in json.loads(labels_j)),

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
-
+from .database import Database
 from .imports import hide_sql
 
 

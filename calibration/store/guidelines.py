@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlite_utils import Database
-
 from .connection import now, write
+from .database import Database
 
 PROJECT_SCOPE = "project"
 

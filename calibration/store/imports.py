@@ -19,9 +19,8 @@ import os
 import socket
 from dataclasses import dataclass
 
-from sqlite_utils import Database
-
 from .connection import now, write
+from .database import Database
 
 # Imports this process is publishing right now: a marker with our own pid is a leftover only
 # when it is not one of these (a failure that could not even clean up after itself).
@@ -129,11 +128,11 @@ def begin(db: Database, *, stamp: str, new_runs: list[int], source: str | None) 
     pid = os.getpid()
     cur = db.execute(
         "INSERT INTO imports (status, source, stamp, new_runs, pid, host, process_start, started_at) "
-        "VALUES ('publishing', ?, ?, ?, ?, ?, ?, ?)",
+        "VALUES ('publishing', ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         [source, stamp, json.dumps(sorted(new_runs)), pid, socket.gethostname(), _process_start(pid), now()])
-    assert cur.lastrowid is not None
-    _ACTIVE.add(int(cur.lastrowid))
-    return int(cur.lastrowid)
+    new_id = int(cur.fetchone()[0])
+    _ACTIVE.add(new_id)
+    return new_id
 
 
 def next_claim_pk(db: Database) -> int:
@@ -179,7 +178,7 @@ def remove(db: Database, import_id: int) -> dict[str, int]:
         out[table] = db.execute(f"DELETE FROM {table} WHERE import_id = :id", params).rowcount
     out["judge_verdicts"] = db.execute(
         """DELETE FROM judge_verdicts WHERE claim_pk BETWEEN :lo AND :hi
-           OR (run_id IN (SELECT value FROM json_each(:runs)) AND NOT EXISTS (
+           OR (run_id IN (SELECT CAST(value AS INTEGER) FROM json_each(:runs)) AND NOT EXISTS (
                SELECT 1 FROM imports o WHERE o.id > :id AND judge_verdicts.claim_pk
                BETWEEN o.claim_lo AND o.claim_hi))""", params).rowcount
     out["claims"] = db.execute("DELETE FROM claims WHERE id BETWEEN :lo AND :hi", params).rowcount
@@ -188,7 +187,7 @@ def remove(db: Database, import_id: int) -> dict[str, int]:
                                       params).rowcount
     out["answers"] = db.execute("DELETE FROM answers WHERE imported_at = :stamp", params).rowcount
     out["judge_runs"] = db.execute(
-        """DELETE FROM judge_runs WHERE id IN (SELECT value FROM json_each(:runs))
+        """DELETE FROM judge_runs WHERE id IN (SELECT CAST(value AS INTEGER) FROM json_each(:runs))
            AND NOT EXISTS (SELECT 1 FROM judge_verdicts WHERE run_id = judge_runs.id)
            AND NOT EXISTS (SELECT 1 FROM cycles WHERE judge_run_id = judge_runs.id)
            AND NOT EXISTS (SELECT 1 FROM judge_lab_runs WHERE run_id = judge_runs.id)""", params).rowcount

@@ -13,10 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlite_utils import Database
-
 from ..errors import ConflictError
 from .connection import now, write
+from .database import Database
 from .runs import JudgeRun, run_id
 
 LAB_ORIGIN = "lab"
@@ -216,18 +215,16 @@ def record_call(db: Database, run_id: int, call: CallRecord) -> int:
              call.prompt_tokens, call.completion_tokens, call.total_tokens, call.latency_ms, now()])
         # Every call was paid for, a failed one too: its tokens count towards the run.
         db.execute(
+            # A call without a count leaves the total as it was (the sum with NULL is NULL).
             """UPDATE judge_lab_runs SET
-                 prompt_tokens = CASE WHEN ?1 IS NULL THEN prompt_tokens
-                                      ELSE coalesce(prompt_tokens, 0) + ?1 END,
-                 completion_tokens = CASE WHEN ?2 IS NULL THEN completion_tokens
-                                          ELSE coalesce(completion_tokens, 0) + ?2 END,
-                 total_tokens = CASE WHEN ?3 IS NULL THEN total_tokens
-                                     ELSE coalesce(total_tokens, 0) + ?3 END
+                 prompt_tokens = coalesce(coalesce(prompt_tokens, 0) + ?1, prompt_tokens),
+                 completion_tokens = coalesce(coalesce(completion_tokens, 0) + ?2, completion_tokens),
+                 total_tokens = coalesce(coalesce(total_tokens, 0) + ?3, total_tokens)
                WHERE run_id = ?4""",
             [call.prompt_tokens, call.completion_tokens, call.total_tokens, run_id])
         if call.status != "ok" or cur.rowcount == 0:
             return 0
-        db.conn.executemany(
+        db.executemany(
             """INSERT INTO judge_verdicts (run_id, claim_pk, verdict, raw_verdict, rationale,
                    evidence) VALUES (?,?,?,?,?,?)
                ON CONFLICT (run_id, claim_pk) DO UPDATE SET verdict = excluded.verdict,
@@ -339,7 +336,7 @@ def record_examples(db: Database, run_id: int, examples: Sequence[ExampleRecord]
     with write(db):
         if db.execute("SELECT 1 FROM judge_lab_examples WHERE run_id = ? LIMIT 1", [run_id]).fetchone():
             return
-        db.conn.executemany("INSERT INTO judge_lab_examples (run_id, position, claim_pk, kind, text) "
+        db.executemany("INSERT INTO judge_lab_examples (run_id, position, claim_pk, kind, text) "
                             "VALUES (?, ?, ?, ?, ?)",
                             [(run_id, i, e.claim_pk, e.kind, e.text) for i, e in enumerate(examples)])
 

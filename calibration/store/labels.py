@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
-
 from ..errors import ConflictError, InputError, NotFoundError, StaleLabelError
 from ..vocab import LABEL_KINDS, Verdict
 from .answers import _pause_between_batches  # the one test hook of staged imports
 from .connection import now, write
+from .database import Database
 from .imports import finish, forget, remove
+from .reveals import commit_imported
 
-# Labels moved in per write transaction (`record_new_imports`): tens of milliseconds, the commit
-# trigger of m012 included (a few hundred on a machine busy with other work), so a reviewer's
+# Labels moved in per write transaction (`record_new_imports`): tens of milliseconds, the commits
+# they complete included (a few hundred on a machine busy with other work), so a reviewer's
 # verdict waits for about one batch at most.
 LABEL_BATCH = 500
 
@@ -75,7 +74,7 @@ class BasedOn:
     event_id: int | None
 
 
-def _label_state(row: sqlite3.Row | tuple[Any, ...] | None, claim: int, reviewer: str) -> LabelState | None:
+def _label_state(row: Sequence[Any] | None, claim: int, reviewer: str) -> LabelState | None:
     if row is None:
         return None
     status, blind, final, reconciled, slip, evidence, note, event_id = row
@@ -168,6 +167,8 @@ def record_label(
         row = _current_label(claim, reviewer, kind, verdict, list(evidence), note, cycle_id, ts, duration_ms,
                              import_id, state)
         db.execute(_upsert_sql(row), list(row.values()))
+        if kind == "import":
+            commit_imported(db, [(claim, reviewer)], import_id)
         result = label_state(db, claim, reviewer)
     assert result is not None
     return result
@@ -216,16 +217,17 @@ def record_new_imports(db: Database, labels: Sequence[tuple[int, str, str, str, 
     """`record_label(kind="import")` for many (claim pk, reviewer, verdict, evidence JSON, note)
     at once, none of which the reviewer has a current label for (inside the caller's write).
 
-    The events go first, all of them, so that the commit trigger (m012) finds each label's
-    import event when its current label lands."""
+    The events and current labels go first, all of them, then the commits they complete
+    (`reveals.commit_imported`), which carry `import_id` like the labels."""
     ts = now()
     events = [(claim, reviewer, "import", verdict, evidence, note, None, None, ts, None, import_id)
               for claim, reviewer, verdict, evidence, note in labels]
-    db.conn.executemany(_EVENT_SQL, events)
+    db.executemany(_EVENT_SQL, events)
     rows = [_current_label(claim, reviewer, "import", verdict, json.loads(evidence), note, None, ts, None,
                            import_id, None) for claim, reviewer, verdict, evidence, note in labels]
     if rows:
-        db.conn.executemany(_upsert_sql(rows[0]), [list(r.values()) for r in rows])
+        db.executemany(_upsert_sql(rows[0]), [list(r.values()) for r in rows])
+        commit_imported(db, [(claim, reviewer) for claim, reviewer, *_ in labels], import_id)
 
 
 def adjudicate(db: Database, *, claim: int, adjudicator: str, verdict: Verdict | str,
@@ -261,11 +263,11 @@ class LabelStaging:
 
     Why the import's marker (`imports`, rows carrying its id in `import_id`) rather than a
     staging table published by a final transaction: moving 120,000 labels in, even as one
-    INSERT ... SELECT, holds the write lock for seconds (the commit trigger of m012 runs per
+    INSERT ... SELECT, holds the write lock for seconds (the import-commit rule runs per
     label), longer the bigger the file, while a reviewer's verdict must wait at most one short
     write. So `publish` writes `LABEL_BATCH` labels per transaction (`record_new_imports`, which
-    builds each event and current label as `record_label` does; the commit trigger records the
-    commits), each row tagged with the import's id; readers add `hide_sql(label=...)` and see
+    builds each event and current label as `record_label` does and records the commits they
+    complete), each row tagged with the import's id; readers add `hide_sql(label=...)` and see
     none of them until `finish` flips the marker. Only a label the reviewer has no current label
     for moves in early: one that replaces a stored label cannot be hidden (the stored one would
     vanish meanwhile), so it is set aside and written by `finish`, in the flipping transaction;
@@ -283,8 +285,7 @@ class LabelStaging:
         self.rows: list[tuple[int, str, str, str, str | None]] = []
         self.staged = 0
         for table in ("s_labels", "late_labels"):
-            db.execute(f"DROP TABLE IF EXISTS temp.{table}")
-            db.execute(f"CREATE TEMP TABLE {table} ({', '.join(self._COLS)})")
+            db.create_staging(table, "label_events", self._COLS)
 
     def add(self, claim: int, reviewer: str, verdict: str, evidence: Sequence[str], note: str | None) -> None:
         """Stage one label (no lock on the database is taken)."""
@@ -295,7 +296,7 @@ class LabelStaging:
 
     def flush(self) -> None:
         """Write the queued rows to the staging table."""
-        self.db.conn.executemany("INSERT INTO temp.s_labels VALUES (?,?,?,?,?)", self.rows)
+        self.db.executemany("INSERT INTO temp.s_labels VALUES (?,?,?,?,?)", self.rows)
         self.rows = []
 
     def publish(self, *, batch: int = LABEL_BATCH) -> None:
@@ -316,16 +317,12 @@ class LabelStaging:
                        ON h.claim_pk = s.claim_pk AND h.reviewer = s.reviewer
                        WHERE s.rowid BETWEEN ? AND ? ORDER BY s.rowid""", [lo, lo + batch - 1]).fetchall()
                 # A label the reviewer has (given meanwhile, or stored before) is set aside.
-                db.conn.executemany("INSERT INTO temp.late_labels VALUES (?,?,?,?,?)",
+                db.executemany("INSERT INTO temp.late_labels VALUES (?,?,?,?,?)",
                                     [r[:5] for r in rows if r[5]])
-                before = int(db.execute("SELECT coalesce(max(rowid), 0) FROM answer_reveals").fetchone()[0])
                 record_new_imports(db, [r[:5] for r in rows if not r[5]], self.import_id)
-                # The commits the trigger recorded for these labels are this import's too.
-                db.execute("UPDATE answer_reveals SET import_id = ? WHERE rowid > ?",
-                           [self.import_id, before])
             held = time.monotonic() - started
             # As in `answers.Staging.publish`: the next small commit should not pay for the WAL.
-            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            db.checkpoint()
             time.sleep(held)
             _pause_between_batches()
 

@@ -12,11 +12,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlite_utils import Database
-
 from ..errors import NotFoundError
 from .connection import now
 from .cycles import SETTLED_IN
+from .database import Database
 from .imports import hide_sql
 from .labels import LATEST_EVENT, LabelState
 
@@ -150,7 +149,7 @@ def queue_rows(db: Database, cycle_id: int, run_id: int, answers: Sequence[str],
                        WHERE e.claim_pk = c.id AND e.reviewer = h.reviewer
                          AND e.kind = 'skip' AND e.cycle_id = ?) ELSE 0 END,
                   r.answer_id IS NOT NULL,
-                  CASE WHEN h.status IS NULL THEN 0 ELSE {SETTLED_IN.format(h='h')} IS ? END
+                  CASE WHEN h.status IS NULL THEN 0 WHEN {SETTLED_IN.format(h='h')} IS ? THEN 1 ELSE 0 END
            FROM json_each(?) q
            JOIN claims c ON c.answer_id = q.value
            LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?{hide_sql(db, label="h.import_id")}

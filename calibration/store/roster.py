@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlite_utils import Database
-
 from .connection import now
+from .database import Database
+from .reveals import commit_imported_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +34,7 @@ class RosterEvent:
     by: str | None
 
 
-# Every column naming a reviewer whose work a rename carries along; answer_reveals first, so
-# the import-commit trigger on human_labels finds the new name's reveals already there.
+# Every column naming a reviewer whose work a rename carries along.
 _REVIEWER_COLUMNS = (("answer_reveals", "reviewer"), ("label_events", "reviewer"),
                      ("human_labels", "reviewer"), ("assignments", "reviewer"),
                      ("reassignments", "from_reviewer"), ("reassignments", "to_reviewer"))
@@ -97,6 +96,8 @@ def rename(db: Database, *, old_key: str, old_names: list[str], new_key: str, ne
             # Plain UPDATE: the caller refused a new name that already holds work, so a
             # conflict here is a bug and rolls the whole rename back.
             db.execute(f"UPDATE {table} SET {column} = ? WHERE {column} = ?", [new_name, old])
+    # Spellings merged under one name may together complete an answer's imported labels.
+    commit_imported_of(db, new_name)
     db.execute("UPDATE sign_ins SET name_key = ?, name = ? WHERE name_key = ?", [new_key, new_name, old_key])
     db.execute("UPDATE reviewers SET name_key = ?, name = ? WHERE name_key = ?", [new_key, new_name, old_key])
     return moved

@@ -6,12 +6,11 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlite_utils import Database
-
 from ..errors import NotFoundError
 from ..vocab import LABELS
 from .claims import json_ints, verdict_code
 from .connection import read_snapshot
+from .database import Database
 from .imports import hide_sql
 
 if TYPE_CHECKING:
@@ -136,15 +135,15 @@ def run_id(db: Database, judge_model: str, prompt_version: str, *, origin: str =
            created_at: str | None = None, create: bool = True) -> int | None:
     """The id of judge run MODEL@VERSION, created (with `origin`) when missing and `create`.
 
-    A get-or-create through sqlite-utils' `lookup`, which matches on the UNIQUE pair; call it
-    inside the caller's write transaction.
+    A get-or-create on the UNIQUE pair; call it inside the caller's write transaction.
     """
     from .connection import now
 
-    table = db.table("judge_runs")
-    key = {"judge_model": judge_model, "prompt_version": prompt_version}
-    if not create:
-        row = db.execute("SELECT id FROM judge_runs WHERE judge_model = ? AND prompt_version = ?",
-                         [judge_model, prompt_version]).fetchone()
+    row = db.execute("SELECT id FROM judge_runs WHERE judge_model = ? AND prompt_version = ?",
+                     [judge_model, prompt_version]).fetchone()
+    if row is not None or not create:
         return None if row is None else int(row[0])
-    return int(table.lookup(key, {"origin": origin, "created_at": created_at or now()}))
+    cur = db.execute("INSERT INTO judge_runs (judge_model, prompt_version, origin, created_at) "
+                     "VALUES (?, ?, ?, ?) RETURNING id",
+                     [judge_model, prompt_version, origin, created_at or now()])
+    return int(cur.fetchone()[0])

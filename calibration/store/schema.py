@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlite_utils import Database
-from sqlite_utils.migrations import Migrations
+from .database import Database
+from .migrations import Migrations
 
 migrations = Migrations("calibration")
 
@@ -518,4 +518,18 @@ def m016_cycle_requires_evidence(db: Database) -> None:
     _run(db, [
         "ALTER TABLE cycles ADD COLUMN require_evidence INTEGER NOT NULL DEFAULT 0",
         "CREATE INDEX human_labels_cycle ON human_labels(cycle_id)",
+    ])
+
+
+# ---------------------------------------------------------------- m017 the import commit in Python
+
+
+@migrations()
+def m017_import_commit_in_python(db: Database) -> None:
+    # m012's rule (an answer whose every claim holds the reviewer's imported label is committed
+    # for them) moves to the store's write path (`calibration.store.reveals`), where every
+    # backend runs it; the triggers that held it go. Commits already recorded stay.
+    _run(db, [
+        "DROP TRIGGER IF EXISTS human_labels_import_commit_insert",
+        "DROP TRIGGER IF EXISTS human_labels_import_commit_update",
     ])

@@ -10,9 +10,9 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
-from sqlite_utils import Database
 
 from .claims import json_ints
+from .database import Database
 from .imports import hide_sql
 
 
@@ -103,7 +103,7 @@ def cycle_design(db: Database, cycle_id: int) -> CycleDesign:
         "SELECT name, strategy, include_labeled, holdout FROM cycles WHERE id = ?", [cycle_id]).fetchone()
     ids_j, prob_j = db.execute(
         "SELECT json_group_array(answer_id), json_group_array(inclusion_prob) FROM "
-        "(SELECT answer_id, inclusion_prob FROM cycle_answers WHERE cycle_id = ? ORDER BY position)",
+        "(SELECT answer_id, inclusion_prob FROM cycle_answers WHERE cycle_id = ? ORDER BY position) AS d",
         [cycle_id]).fetchone()
     return CycleDesign(name, strategy, bool(include_labeled), bool(holdout), json.loads(ids_j),
                        np.array(json.loads(prob_j), dtype=float))

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from sqlite_utils import Database
-
 from ..errors import ConflictError, InputError
 from .connection import write
+from .database import Database
 
 if TYPE_CHECKING:
     from ..flag import Thresholds

@@ -13,9 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
-
 from .connection import now, write
+from .database import Database
 
 _BATCH = 500  # below SQLite's bound on host parameters
 
@@ -54,9 +53,9 @@ def create_split(db: Database, *, seed: int, holdout_share: float, stratify_run_
     """A new generation; returns its id. The caller assigns answers to it."""
     with write(db):
         cur = db.execute("INSERT INTO claim_splits (seed, holdout_share, stratify_run_id, created_by, "
-                         "created_at) VALUES (?, ?, ?, ?, ?)",
+                         "created_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
                          [seed, holdout_share, stratify_run_id, created_by, now()])
-        return int(cur.lastrowid or 0)
+        return int(cur.fetchone()[0])
 
 
 def unseal_split(db: Database, split_id: int, *, who: str, reason: str | None) -> bool:
@@ -72,7 +71,7 @@ def assign_answers(db: Database, split_id: int, rows: Iterable[tuple[str, str, s
     keeps its part (another process may have assigned it first). Returns rows written."""
     ts = now()
     with write(db):
-        cur = db.conn.executemany(
+        cur = db.executemany(
             "INSERT INTO split_answers (answer_id, split_id, part, stratum, assigned_at) "
             "VALUES (?, ?, ?, ?, ?) ON CONFLICT (answer_id) DO NOTHING",
             [(a, split_id, part, stratum, ts) for a, part, stratum in rows])

@@ -119,7 +119,7 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def start_app(db_path: Path, log_path: Path, extra_args: Sequence[str] = (),
+def start_app(db_path: Path | str, log_path: Path, extra_args: Sequence[str] = (),
               port: int | None = None, leads: str | None = None) -> Iterator[str]:
     """Run `streamlit run app.py` on a free port against `db_path`; yield its URL. `leads`:
     the server's $CALIBRATION_LEADS (else this process's)."""

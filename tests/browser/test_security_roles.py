@@ -17,10 +17,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from sqlite_utils import Database
 
 from calibration import cycles, roles, store
 from calibration.importing import import_answers
+from calibration.store import Database
 from calibration.store import guidelines as db_guidelines
 
 from .conftest import WAIT_MS, request_counter, settle, sign_in_at, start_app, write_answers

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from calibration import cycles, review, store
+from calibration import backup, cycles, review, store
 
 from .conftest import (
     blur,
@@ -104,15 +104,16 @@ def answers(port: int) -> list[dict[str, Any]]:
 @dataclass
 class App:
     url: str
-    db: Path
+    db: Path | str
     cycle_id: int
     log: Path
     listener: Listener
     data: dict[str, Any]
 
 
-@pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory, listener: Listener) -> Iterator[App]:
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def app(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+        listener: Listener) -> Iterator[App]:
     require_browser()
     d = tmp_path_factory.mktemp("untrusted")
     db = d / "app.db"
@@ -121,8 +122,18 @@ def app(tmp_path_factory: pytest.TempPathFactory, listener: Listener) -> Iterato
     with store.session(db) as conn:  # a second open cycle, so the page offers a choice
         cycles.create_cycle(conn, name=SECOND_CYCLE, judge_run="judge-x@v1", size=1, seed=1,
                             reviewers=[], overlap=0.0, force=True, created_by="tests")
-    with start_app(db, d / "server.log") as url:
-        yield App(url, db, cyc.id, d / "server.log", listener, data[0])
+    where: Path | str = db
+    if request.param == "postgresql":  # the same data, served from PostgreSQL
+        cluster = request.getfixturevalue("pg_cluster")
+        where = cluster.new_database()
+        with store.session(db) as source, store.session(where) as target:
+            backup.copy_store(source, target)
+    try:
+        with start_app(where, d / "server.log") as url:
+            yield App(url, where, cyc.id, d / "server.log", listener, data[0])
+    finally:
+        if isinstance(where, str):
+            request.getfixturevalue("pg_cluster").drop_database(where)
 
 
 def _assert_literal(page: Any, texts: list[str], port: int) -> None:

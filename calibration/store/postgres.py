@@ -1,0 +1,557 @@
+"""The PostgreSQL backend: the same store on a server, for several app servers on one database.
+
+Install with `pip install -e .[postgres]` (psycopg 3 and its pool) and name the store by URL:
+`CALIBRATION_DB=postgresql://user@host/db` or `--db postgresql://...`.
+
+Guarantees, as on SQLite. Every write transaction takes one transaction-level advisory lock
+before its first statement (`pg_advisory_xact_lock`), so writers queue one at a time exactly as
+SQLite's `BEGIN IMMEDIATE` makes them: a check-then-write (a label based on the state the card
+showed, a get-or-create) cannot interleave with another writer, so a verdict is never lost or
+doubled, and a staged import's short batches let a reviewer's write in between. Readers never
+wait for the lock. A write that waits longer than the busy timeout fails with
+DatabaseBusyError, nothing written.
+
+SQL. Store modules write SQLite's spelling once; `translate` turns it into PostgreSQL's:
+placeholders (`?`, `:name`), SQLite's JSON functions (`json_group_array`, `json_array`,
+`json_each`, `json_extract`, `json`), `group_concat`, `char`, `IS` between values, the
+`temp.`/`main.` schema names, `INSERT OR IGNORE`, and in DDL the types (INTEGER is 64-bit,
+REAL double) and `INTEGER PRIMARY KEY`, whose next id is SQLite's (the largest plus one, by a
+trigger; writers are serialised, so two never take the same). The few SQLite triggers of the
+shipped migrations have PostgreSQL twins here (`_TRIGGERS`), and m012's import-commit
+triggers, whose rule now lives in Python (`reveals`), have none.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from functools import lru_cache
+from itertools import count
+from typing import Any, ClassVar
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool
+
+from ..errors import ConflictError, DatabaseBusyError, DiskFullError, ReadOnlyError, StorageError
+from .database import Cursor, Database, Params
+from .schema import migrations
+from .sqlite import BUSY_TIMEOUT_MS, NOTHING_WRITTEN
+
+POOL_SIZE = 8
+_WRITE_LOCK = 0x63616C69  # the advisory lock key every write transaction takes ("cali")
+_MIGRATE_LOCK = _WRITE_LOCK + 1
+_pools: dict[str, ConnectionPool] = {}
+_migrated: set[str] = set()
+_lock = threading.Lock()
+_savepoints = count()
+
+_UNREACHABLE = ("the database server cannot be reached or refused the connection (check the "
+                f"URL, the server and the credentials); {NOTHING_WRITTEN}")
+_BUSY_TEXT = f"the database is busy (another write held it too long); {NOTHING_WRITTEN}, try again"
+
+
+def storage_error(exc: BaseException) -> StorageError | None:
+    """The StorageError a known PostgreSQL failure means, or None (a bug)."""
+    if isinstance(exc, pg_errors.DiskFull):
+        return DiskFullError(f"the disk holding the database is full; {NOTHING_WRITTEN}")
+    if isinstance(exc, pg_errors.ReadOnlySqlTransaction | pg_errors.InsufficientPrivilege):
+        return ReadOnlyError("the database cannot be written (read-only or not permitted); "
+                             f"{NOTHING_WRITTEN}")
+    if isinstance(exc, pg_errors.LockNotAvailable | pg_errors.DeadlockDetected | pg_errors.QueryCanceled):
+        return DatabaseBusyError(_BUSY_TEXT)
+    if isinstance(exc, psycopg.OperationalError):
+        return StorageError(_UNREACHABLE)
+    return None
+
+
+# ---------------------------------------------------------------- SQL translation
+
+# A literal, a quoted name, a placeholder, a percent sign, or `by` (a column of reviewer_events,
+# reserved in PostgreSQL; SQL keywords are upper case here).
+_TOKEN = re.compile(r"'(?:[^']|'')*'|\"[^\"]*\"|\?\d*|(?<![:\w]):[A-Za-z_]\w*|%|\bby\b")
+_NUMBERED = re.compile(r"\?\d")
+_NEXT_ID_FN = """CREATE OR REPLACE FUNCTION calibration_next_id() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.id IS NULL THEN
+        EXECUTE format('SELECT coalesce(max(id), 0) + 1 FROM %I.%I', TG_TABLE_SCHEMA, TG_TABLE_NAME)
+            INTO NEW.id;
+    END IF;
+    RETURN NEW;
+END $$"""
+
+# What SQLite's SQL relies on and PostgreSQL lacks, defined once per database before the
+# migrations: a comparison counts as 0 or 1 in a sum.
+_BOOTSTRAP = (
+    _NEXT_ID_FN,
+    "CREATE OR REPLACE FUNCTION calibration_count_true(bigint, boolean) RETURNS bigint "
+    "LANGUAGE sql IMMUTABLE AS 'SELECT $1 + CASE WHEN $2 THEN 1 ELSE 0 END'",
+    "CREATE OR REPLACE AGGREGATE sum(boolean) (SFUNC = calibration_count_true, STYPE = bigint, "
+    "INITCOND = '0')",
+)
+
+_APPEND_ONLY = ("RAISE EXCEPTION 'label_events is append-only' "
+                "USING ERRCODE = 'integrity_constraint_violation'")
+# The shipped migrations' SQLite triggers, by name and a phrase of their SQLite text, as
+# PostgreSQL functions (the same rule each time); m012's two are gone with m017.
+_TRIGGERS: dict[tuple[str, str], tuple[str, str, str] | None] = {
+    ("label_events_no_update", "BEFORE UPDATE ON label_events BEGIN"): (
+        "label_events", "BEFORE UPDATE", f"BEGIN {_APPEND_ONLY}; END"),
+    ("label_events_no_delete", "BEFORE DELETE ON label_events BEGIN"): (
+        "label_events", "BEFORE DELETE", f"BEGIN {_APPEND_ONLY}; END"),
+    ("label_events_no_delete", "WHEN OLD.import_id IS NULL"): (
+        "label_events", "BEFORE DELETE",
+        f"""BEGIN
+            IF OLD.import_id IS NULL OR NOT EXISTS (
+                SELECT 1 FROM imports WHERE id = OLD.import_id AND status = 'publishing') THEN
+                {_APPEND_ONLY};
+            END IF;
+            RETURN OLD;
+        END"""),
+    ("label_events_no_update", "WHEN NOT (NEW.id = OLD.id"): (
+        "label_events", "BEFORE UPDATE",
+        f"""BEGIN
+            IF NOT (NEW.id = OLD.id AND NEW.claim_pk = OLD.claim_pk AND NEW.kind = OLD.kind
+                    AND NEW.verdict IS NOT DISTINCT FROM OLD.verdict AND NEW.evidence = OLD.evidence
+                    AND NEW.note IS NOT DISTINCT FROM OLD.note
+                    AND NEW.cycle_id IS NOT DISTINCT FROM OLD.cycle_id
+                    AND NEW.judge_run_id IS NOT DISTINCT FROM OLD.judge_run_id
+                    AND NEW.created_at = OLD.created_at
+                    AND NEW.duration_ms IS NOT DISTINCT FROM OLD.duration_ms
+                    AND NEW.import_id IS NOT DISTINCT FROM OLD.import_id
+                    AND EXISTS (SELECT 1 FROM reviewer_events r
+                                WHERE r.kind = 'rename' AND r.new_name = NEW.reviewer)) THEN
+                {_APPEND_ONLY};
+            END IF;
+            RETURN NEW;
+        END"""),
+    ("human_labels_import_commit_insert", ""): None,
+    ("human_labels_import_commit_update", ""): None,
+}
+_TRIGGER_TABLES = {"label_events_no_update": "label_events", "label_events_no_delete": "label_events",
+                   "human_labels_import_commit_insert": "human_labels",
+                   "human_labels_import_commit_update": "human_labels"}
+
+
+def _call_end(sql: str, start: int) -> int:
+    """The index just past the parenthesis that closes the one opened at sql[start - 1]."""
+    depth = 1
+    i = start
+    while depth:
+        ch = sql[i]
+        if ch == "'":
+            i = sql.index("'", i + 1)
+            while sql.startswith("'", i + 1):
+                i = sql.index("'", i + 2)
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        i += 1
+    return i
+
+
+def _split_args(text: str) -> list[str]:
+    """The top-level comma-separated arguments of a call's inside."""
+    args, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "'":
+            i = text.index("'", i + 1)
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append(text[start:i].strip())
+            start = i + 1
+        i += 1
+    args.append(text[start:].strip())
+    return args
+
+
+def _rewrite_calls(sql: str, name: str, rewrite: Any) -> str:
+    """Replace every call name(...) (outside string literals) by rewrite(list of arguments, rest)."""
+    pattern = re.compile(rf"\b{name}\s*\(", re.I)
+    out: list[str] = []
+    pos = 0
+    while True:
+        m = _outside_literals(pattern, sql, pos)
+        if m is None:
+            return "".join(out) + sql[pos:]
+        end = _call_end(sql, m.end())
+        inner = sql[m.end():end - 1]
+        out.append(sql[pos:m.start()])
+        replaced, consumed = rewrite(_split_args(inner), sql[end:])
+        out.append(replaced)
+        pos = end + consumed
+
+
+def _outside_literals(pattern: re.Pattern[str], sql: str, pos: int) -> re.Match[str] | None:
+    for m in pattern.finditer(sql, pos):
+        if sql.count("'", 0, m.start()) % 2 == 0:
+            return m
+    return None
+
+
+def _json_path(path: str) -> str:
+    """SQLite's '$.a' / '$[0]' as PostgreSQL's path operand ('{a}' / '{0}')."""
+    inner = path.strip("'")
+    parts = re.findall(r"\.(\w+)|\[(\d+)\]", inner[1:])
+    return "'{" + ",".join(a or b for a, b in parts) + "}'"
+
+
+def _json_each(args: list[str], rest: str) -> tuple[str, int]:
+    m = re.match(r"\s+(?:AS\s+)?(?!ON\b|WHERE\b|JOIN\b|LEFT\b|ORDER\b|GROUP\b)([A-Za-z_]\w*)", rest, re.I)
+    alias, consumed = (m.group(1), m.end()) if m else ("json_each", 0)
+    return (f"json_array_elements_text(CAST({args[0]} AS json)) WITH ORDINALITY AS {alias}(value, key)",
+            consumed)
+
+
+def _group_concat(args: list[str], rest: str) -> tuple[str, int]:
+    sep = args[1] if len(args) > 1 else "','"
+    value = re.sub(r"^DISTINCT\s+", "", args[0], flags=re.I)
+    distinct = "DISTINCT " if value != args[0] else ""
+    return f"string_agg({distinct}CAST({value} AS text), {sep})", 0
+
+
+def _dml(sql: str) -> str:
+    sql = _rewrite_calls(sql, "json_group_array", lambda a, r: (
+        f"coalesce(CAST(json_agg({_inner_json(a[0])}) AS text), '[]')", 0))
+    sql = _rewrite_calls(sql, "json_array", lambda a, r: (
+        f"CAST(json_build_array({', '.join(a)}) AS text)", 0))
+    sql = _rewrite_calls(sql, "json_extract", lambda a, r: (
+        f"(CAST({a[0]} AS json) #>> {_json_path(a[1])})", 0))
+    sql = _rewrite_calls(sql, "json_each", _json_each)
+    sql = _rewrite_calls(sql, "group_concat", _group_concat)
+    sql = _rewrite_calls(sql, "char", lambda a, r: (f"chr({a[0]})", 0))
+    sql = _extremes(sql)
+    sql = re.sub(r"\bINSERT\s+OR\s+IGNORE\s+INTO\b(.*)", r"INSERT INTO\1 ON CONFLICT DO NOTHING", sql,
+                 flags=re.S | re.I)
+    # SQLite's IS between two values is PostgreSQL's IS [NOT] DISTINCT FROM.
+    keyword = r"(?!NULL\b|NOT\b|DISTINCT\b|TRUE\b|FALSE\b)"
+    sql = re.sub(rf"\bIS\s+NOT\s+{keyword}", "IS DISTINCT FROM ", sql, flags=re.I)
+    sql = re.sub(rf"\bIS\s+{keyword}", "IS NOT DISTINCT FROM ", sql, flags=re.I)
+    sql = re.sub(r"\bWHERE\s+1(?![\d.])", "WHERE true", sql)
+    # SQLite's way to fix the join order; PostgreSQL's planner chooses for itself.
+    sql = re.sub(r"\bCROSS\s+JOIN\b(?=[^,()]*?\bON\b)", "JOIN", sql)
+    sql = re.sub(r"\btemp\.", "pg_temp.", sql)
+    return re.sub(r"\bmain\.(?=\w)", "", sql)
+
+
+def _extremes(sql: str) -> str:
+    """SQLite's scalar max(a, b, ...) / min(...) as greatest / least (aggregates stay)."""
+    for name, scalar in (("max", "greatest"), ("min", "least")):
+        sql = _rewrite_calls(sql, name, lambda a, r, n=name, s=scalar: (
+            f"{s if len(a) > 1 else n}({', '.join(_extremes(x) for x in a)})", 0))
+    return sql
+
+
+def _inner_json(expr: str) -> str:
+    """An aggregated value: a nested json_array or json(x) stays JSON, not text."""
+    expr = _rewrite_calls(expr, "json_array", lambda a, r: (f"json_build_array({', '.join(a)})", 0))
+    return _rewrite_calls(expr, "json", lambda a, r: (f"CAST({a[0]} AS json)", 0))
+
+
+def _ddl_types(sql: str) -> str:
+    sql = re.sub(r"\bINTEGER\b", "BIGINT", sql)
+    return re.sub(r"\bREAL\b", "DOUBLE PRECISION", sql)
+
+
+def _trigger(sql: str) -> list[str]:
+    name = re.match(r"\s*CREATE\s+TRIGGER\s+(\w+)", sql, re.I)
+    assert name is not None
+    for (trigger, phrase), twin in _TRIGGERS.items():
+        if trigger == name.group(1) and " ".join(phrase.split()) in " ".join(sql.split()):
+            if twin is None:
+                return []
+            table, when, body = twin
+            return [f"CREATE OR REPLACE FUNCTION {trigger}_fn() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                    f"{body} $$",
+                    f"CREATE OR REPLACE TRIGGER {trigger} {when} ON {table} FOR EACH ROW "
+                    f"EXECUTE FUNCTION {trigger}_fn()"]
+    raise ValueError(f"no PostgreSQL twin for trigger {name.group(1)}")
+
+
+@lru_cache(maxsize=2048)
+def translate(sql: str) -> tuple[str, ...]:
+    """SQLite's spelling of one statement as PostgreSQL statements (usually one)."""
+    head = sql.lstrip()[:40].upper()
+    if head.startswith("CREATE TRIGGER"):
+        return tuple(_trigger(sql))
+    if head.startswith("DROP TRIGGER"):
+        m = re.match(r"\s*DROP\s+TRIGGER\s+(IF\s+EXISTS\s+)?(\w+)", sql, re.I)
+        assert m is not None
+        return (f"DROP TRIGGER IF EXISTS {m.group(2)} ON {_TRIGGER_TABLES[m.group(2)]}",)
+    if head.startswith(("CREATE TABLE", "CREATE TEMP", "ALTER TABLE")):
+        stmts = [_ddl_types(_placeholders(sql))]
+        m = re.match(r"\s*CREATE\s+(?:TEMP\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([\w.\"]+)", sql, re.I)
+        if m and re.search(r"\bid\s+INTEGER\s+PRIMARY\s+KEY\b", sql, re.I):
+            table = m.group(1).strip('"')
+            stmts = [_NEXT_ID_FN, *stmts,
+                     f"CREATE OR REPLACE TRIGGER {table.replace('.', '_')}_next_id BEFORE INSERT ON {table} "
+                     "FOR EACH ROW EXECUTE FUNCTION calibration_next_id()"]
+        return tuple(stmts)
+    return (_placeholders(_dml(sql)),)
+
+
+def _placeholders(sql: str) -> str:
+    def sub(m: re.Match[str]) -> str:
+        tok = m.group(0)
+        if tok == "?":
+            return "%s"
+        if tok.startswith("?"):  # SQLite's ?N: the Nth parameter, named so it can repeat
+            return f"%(p{tok[1:]})s"
+        if tok == "%":
+            return "%%"
+        if tok.startswith(":"):
+            return f"%({tok[1:]})s"
+        if tok == "by":
+            return '"by"'
+        return tok.replace("%", "%%") if tok.startswith("'") else tok
+    return _TOKEN.sub(sub, sql)
+
+
+# ---------------------------------------------------------------- the connection
+
+
+class _Result:
+    """A cursor's rows (fetched at once: the statement is done) and counts, as SQLite's cursor has."""
+
+    def __init__(self, cur: psycopg.Cursor[Any], rowcount: int) -> None:
+        self.description = cur.description
+        self._rows: list[Any] = cur.fetchall() if cur.description is not None else []
+        self.rowcount = rowcount
+        self.lastrowid: int | None = None
+        self._at = 0
+
+    def fetchone(self) -> Any:
+        if self._at >= len(self._rows):
+            return None
+        self._at += 1
+        return self._rows[self._at - 1]
+
+    def fetchall(self) -> list[Any]:
+        rows, self._at = self._rows[self._at:], len(self._rows)
+        return rows
+
+    def __iter__(self) -> Iterator[Any]:
+        while (row := self.fetchone()) is not None:
+            yield row
+
+
+class PostgresDatabase(Database):
+    """A pooled connection to one PostgreSQL database (returned to the pool by `close`)."""
+
+    dialect: ClassVar[str] = "postgresql"
+    integrity_errors: ClassVar[tuple[type[Exception], ...]] = (psycopg.IntegrityError,)
+
+    def __init__(self, pool: ConnectionPool, conn: psycopg.Connection[Any], url: str) -> None:
+        self._pool = pool
+        self._conn: psycopg.Connection[Any] | None = conn
+        self.url = url
+
+    @property
+    def _c(self) -> psycopg.Connection[Any]:
+        if self._conn is None:
+            raise StorageError("the database connection was closed")
+        return self._conn
+
+    def execute(self, sql: str, params: Params = ()) -> Cursor:
+        *before, last = translate(sql) or ("SELECT 1 WHERE false",)
+        with self._c.cursor() as cur:
+            for stmt in before:
+                cur.execute(stmt)
+            cur.execute(last, _params(params, numbered=_NUMBERED.search(sql) is not None))
+            return _Result(cur, cur.rowcount)
+
+    def executemany(self, sql: str, rows: Sequence[Params]) -> Cursor:
+        (stmt,) = translate(sql)
+        with self._c.cursor() as cur:
+            cur.executemany(stmt, [_params(r) for r in rows])
+            return _Result(cur, cur.rowcount)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._c.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+    def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            self._pool.putconn(conn)
+
+    def table_names(self) -> list[str]:
+        return [r[0] for r in self._c.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")]
+
+    def columns(self, table: str) -> list[str]:
+        return [r[0] for r in self._c.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = %s ORDER BY ordinal_position", [table])]
+
+    def parents(self, table: str) -> set[str]:
+        return {r[0] for r in self._c.execute(
+            "SELECT DISTINCT confrelid::regclass::text FROM pg_constraint "
+            "WHERE contype = 'f' AND conrelid = CAST(%s AS regclass)", [table])} - {table}
+
+    def create_staging(self, name: str, like: str, columns: Sequence[str]) -> None:
+        self._c.execute(f"DROP TABLE IF EXISTS pg_temp.{name}")
+        self._c.execute(f"CREATE TEMP TABLE {name} AS SELECT {', '.join(columns)} FROM {like} WHERE false")
+        self._c.execute(f"ALTER TABLE pg_temp.{name} ADD COLUMN rowid BIGSERIAL")
+
+    def row_order(self, table: str) -> str:
+        keys = [r[0] for r in self._c.execute(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = CAST(%s AS regclass) AND i.indisprimary "
+            "ORDER BY array_position(i.indkey, a.attnum)", [table])]
+        return ", ".join(f'"{k}"' for k in keys) or ", ".join(f'"{c}"' for c in self.columns(table))
+
+    def checkpoint(self) -> None:
+        pass  # the server checkpoints on its own
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        if not self.in_transaction:
+            with self.write():
+                yield
+            return
+        name = f"s{next(_savepoints)}"
+        self._c.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            if self._c.info.transaction_status != psycopg.pq.TransactionStatus.UNKNOWN:
+                self._c.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                self._c.execute(f"RELEASE SAVEPOINT {name}")
+            raise
+        self._c.execute(f"RELEASE SAVEPOINT {name}")
+
+    @contextmanager
+    def write(self) -> Iterator[Database]:
+        if self.in_transaction:
+            with self.atomic():
+                yield self
+            return
+        try:
+            self._c.execute("BEGIN")
+            self._c.execute("SELECT pg_advisory_xact_lock(%s)", [_WRITE_LOCK])
+        except psycopg.Error as exc:
+            self._rollback()
+            raise storage_error(exc) or exc from exc
+        try:
+            yield self
+        except psycopg.IntegrityError as exc:
+            self._rollback()
+            raise ConflictError(f"the database refused the write ({_first_line(exc)}); "
+                                f"{NOTHING_WRITTEN}") from exc
+        except psycopg.Error as exc:
+            self._rollback()
+            raise storage_error(exc) or exc from exc
+        except BaseException:
+            self._rollback()
+            raise
+        else:
+            try:
+                self._c.execute("COMMIT")
+            except psycopg.Error as exc:
+                self._rollback()
+                raise storage_error(exc) or exc from exc
+
+    def _rollback(self) -> None:
+        if self._conn is not None and self.in_transaction:
+            self._c.execute("ROLLBACK")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        if self.in_transaction:
+            yield
+            return
+        self._c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        try:
+            yield
+        finally:
+            if self._conn is not None and self.in_transaction:
+                self._c.execute("COMMIT")
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _params(params: Params, *, numbered: bool = False) -> Sequence[Any] | Mapping[str, Any]:
+    if isinstance(params, Mapping):
+        return params
+    return {f"p{i}": v for i, v in enumerate(params, 1)} if numbered else list(params)
+
+
+class _NumberLoader(psycopg.adapt.Loader):
+    """numeric (what sum() of integers gives) as SQLite gives it: an int when whole, else a float."""
+
+    def load(self, data: Any) -> int | float:
+        text = bytes(data).decode()
+        return int(text) if text.lstrip("-").isdigit() else float(text)
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    conn.adapters.register_loader("numeric", _NumberLoader)
+    conn.execute(f"SET lock_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("SET client_min_messages = warning")
+
+
+def _reset(conn: psycopg.Connection[Any]) -> None:
+    conn.execute("DISCARD TEMP")  # a pooled connection starts without the last user's staging
+
+
+def pool(url: str) -> ConnectionPool:
+    """The process's connection pool for `url` (opened on first use)."""
+    with _lock:
+        found = _pools.get(url)
+        if found is None:
+            found = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, open=False, configure=_configure,
+                                   reset=_reset, kwargs={"autocommit": True})
+            try:
+                found.open(wait=True, timeout=10)
+            except Exception as exc:
+                found.close()
+                raise StorageError(_UNREACHABLE) from exc
+            _pools[url] = found
+        return found
+
+
+def close_pool(url: str) -> None:
+    """Close the pool of `url` (its connections end), so the database can be dropped."""
+    with _lock:
+        found = _pools.pop(url, None)
+        _migrated.discard(url)
+    if found is not None:
+        found.close()
+
+
+def connect(url: str, *, migrate: bool = True) -> PostgresDatabase:
+    """A pooled connection to `url`; pending migrations applied once per process."""
+    p = pool(url)
+    try:
+        conn = p.getconn(timeout=BUSY_TIMEOUT_MS / 1000)
+    except Exception as exc:
+        raise StorageError(_UNREACHABLE) from exc
+    db = PostgresDatabase(p, conn, url)
+    try:
+        if migrate and url not in _migrated:
+            with _lock:
+                if url not in _migrated:
+                    # Several app servers may start at once: one migrates, the others wait.
+                    conn.execute("SELECT pg_advisory_lock(%s)", [_MIGRATE_LOCK])
+                    try:
+                        with db.write():
+                            for stmt in _BOOTSTRAP:
+                                conn.execute(stmt)
+                            migrations.apply(db)
+                    finally:
+                        conn.execute("SELECT pg_advisory_unlock(%s)", [_MIGRATE_LOCK])
+                    _migrated.add(url)
+    except BaseException:
+        db.close()
+        raise
+    return db

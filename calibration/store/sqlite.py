@@ -1,0 +1,202 @@
+"""The SQLite backend: the default store, one file, one short-lived connection per unit of work.
+
+Each connection gets WAL (readers never block the writer), foreign keys on, and a busy
+timeout, and is opened with `check_same_thread=True` so a connection that strays to another
+thread fails loudly. A write that reads before it writes starts with `BEGIN IMMEDIATE`, taking
+the write lock up front: a deferred transaction that upgrades from read to write can fail at
+once with "database is locked" whatever the busy timeout, an immediate one waits its turn.
+Known SQLite failures become errors of `calibration.errors` (`storage_error`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from itertools import count
+from pathlib import Path
+from typing import ClassVar
+
+from ..errors import (
+    ConflictError,
+    DatabaseBusyError,
+    DiskFullError,
+    NotADatabaseError,
+    ReadOnlyError,
+    StorageError,
+)
+from .database import Cursor, Database, Params
+
+BUSY_TIMEOUT_MS = 30_000
+NOTHING_WRITTEN = "nothing was written"
+_BUSY_TEXT = f"the database is busy (another write held it too long); {NOTHING_WRITTEN}, try again"
+# SQLite primary result codes (https://sqlite.org/rescode.html) and what each means to a user.
+_BY_CODE: dict[int, tuple[type[StorageError], str]] = {
+    5: (DatabaseBusyError, _BUSY_TEXT),  # SQLITE_BUSY
+    6: (DatabaseBusyError, _BUSY_TEXT),  # SQLITE_LOCKED
+    8: (ReadOnlyError, "the database cannot be written: its file, folder or disk is read-only; "
+                       f"{NOTHING_WRITTEN}"),  # SQLITE_READONLY
+    10: (StorageError, "the disk reported an error reading or writing the database; "
+                       f"{NOTHING_WRITTEN}"),  # SQLITE_IOERR
+    11: (NotADatabaseError, "the database file is damaged; restore it from a backup"),  # SQLITE_CORRUPT
+    13: (DiskFullError, f"the disk holding the database is full; {NOTHING_WRITTEN}: free some space "
+                        "and try again"),  # SQLITE_FULL
+    14: (ReadOnlyError, "the database file cannot be opened (its folder is missing, read-only or "
+                        "not accessible)"),  # SQLITE_CANTOPEN
+    26: (NotADatabaseError, "the database file is not a calibration database (it was replaced by "
+                            "another file, or is damaged)"),  # SQLITE_NOTADB
+}
+_savepoints = count()
+
+
+def storage_error(exc: BaseException) -> StorageError | None:
+    """The StorageError a known SQLite failure means (full, read-only, damaged...), or None (a bug)."""
+    if not isinstance(exc, sqlite3.Error):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            code = 5
+        elif "disk is full" in text:
+            code = 13
+        elif "readonly" in text:
+            code = 8
+        elif "not a database" in text:
+            code = 26
+        else:
+            return None
+    found = _BY_CODE.get(int(code) & 0xFF)
+    return None if found is None else found[0](found[1])
+
+
+def _translated(exc: sqlite3.Error) -> BaseException:
+    """The StorageError for a known failure; else the SQLite error itself (a bug)."""
+    return storage_error(exc) or exc
+
+
+class SQLiteDatabase(Database):
+    """A connection to one SQLite file. `conn` is the driver's connection, for SQLite-only code."""
+
+    dialect: ClassVar[str] = "sqlite"
+    integrity_errors: ClassVar[tuple[type[Exception], ...]] = (sqlite3.IntegrityError,)
+
+    def __init__(self, conn: sqlite3.Connection, path: Path | None = None) -> None:
+        self.conn = conn
+        self.path = path
+
+    def execute(self, sql: str, params: Params = ()) -> Cursor:
+        return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Sequence[Params]) -> Cursor:
+        return self.conn.executemany(sql, rows)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.conn.in_transaction
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def table_names(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+
+    def columns(self, table: str) -> list[str]:
+        return [r[1] for r in self.conn.execute("SELECT * FROM pragma_table_info(?)", [table])]
+
+    def parents(self, table: str) -> set[str]:
+        found = {r[2] for r in self.conn.execute("SELECT * FROM pragma_foreign_key_list(?)", [table])}
+        return found - {table}
+
+    def create_staging(self, name: str, like: str, columns: Sequence[str]) -> None:
+        # Untyped columns: the rows keep the types they are given until they move into `like`.
+        self.conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
+        self.conn.execute(f"CREATE TEMP TABLE {name} ({', '.join(columns)})")
+
+    def row_order(self, table: str) -> str:
+        return "rowid"
+
+    def checkpoint(self) -> None:
+        self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        if not self.conn.in_transaction:
+            with self.write():
+                yield
+            return
+        name = f"s{next(_savepoints)}"
+        self.conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute(f"ROLLBACK TO {name}")
+            self.conn.execute(f"RELEASE {name}")
+            raise
+        self.conn.execute(f"RELEASE {name}")
+
+    @contextmanager
+    def write(self) -> Iterator[Database]:
+        if self.conn.in_transaction:
+            with self.atomic():
+                yield self
+            return
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise _translated(exc) from exc
+        try:
+            yield self
+        except sqlite3.IntegrityError as exc:
+            self._rollback()
+            raise ConflictError(f"the database refused the write ({exc}); {NOTHING_WRITTEN}") from exc
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise _translated(exc) from exc
+        except BaseException:
+            self._rollback()
+            raise
+        else:
+            try:
+                self.conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise _translated(exc) from exc
+
+    def _rollback(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if self.conn.in_transaction:
+                self.conn.execute("COMMIT")
+
+
+def open_file(path: Path, *, read_only: bool = False) -> SQLiteDatabase:
+    """A new connection to the file at `path` with the project's pragmas (no migrations)."""
+    # isolation_level=None: Python issues no implicit BEGIN, so every transaction here
+    # is the explicit one we chose (BEGIN IMMEDIATE for writes).
+    target = f"file:{path}?mode=ro" if read_only else str(path)
+    conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                           check_same_thread=True, uri=read_only)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        # FULL: a label the page has acknowledged must survive an OS crash or power cut too;
+        # in WAL mode NORMAL may lose the last commits then. Labels are a few writes a minute.
+        conn.execute("PRAGMA synchronous = FULL")
+        if not read_only and conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+    except BaseException:
+        conn.close()
+        raise
+    return SQLiteDatabase(conn, path)
+

@@ -1,0 +1,102 @@
+"""A throwaway PostgreSQL cluster for the tests: Debian's `postgresql` binaries, a temporary data
+folder, a free 127.0.0.1 port; one migrated template database, copied for each test.
+
+Run as the package's `postgres` user when the suite runs as root (the server refuses root).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from itertools import count
+from pathlib import Path
+
+TEMPLATE = "calibration_template"
+
+
+def bindir() -> Path | None:
+    """Where initdb and pg_ctl are: `pg_config --bindir`, else the newest Debian version's."""
+    if shutil.which("pg_config"):
+        out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True, check=False)
+        found = Path(out.stdout.strip())
+        if (found / "initdb").exists():
+            return found
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+                      key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0)
+    return Path(versions[-1]).parent if versions else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Cluster:
+    """A running cluster; `new_database()` gives the URL of a fresh, migrated database."""
+
+    def __init__(self) -> None:
+        found = bindir()
+        if found is None:
+            raise RuntimeError("no PostgreSQL binaries (install Debian's postgresql package: make test "
+                               "does when run as root)")
+        self.bin = found
+        self.root = Path(tempfile.mkdtemp(prefix="calibration-pg-"))
+        self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if self.as_user:
+            shutil.chown(self.root, "postgres", "postgres")
+        self.data = self.root / "data"
+        self.port = _free_port()
+        self._names = count()
+        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
+                  "--locale=C", "--no-sync")
+        options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c max_connections=400 "
+                   "-c fsync=off -c full_page_writes=off -c synchronous_commit=off")
+        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "server.log"),
+                  "-w", "-t", "60", "start")
+        self.base = f"postgresql://postgres@127.0.0.1:{self.port}"
+        try:
+            self._admin(f"CREATE DATABASE {TEMPLATE}")
+            from calibration import store
+            from calibration.store import postgres
+
+            with store.session(self.url(TEMPLATE)):
+                pass  # migrated once; each test's database is a copy
+            postgres.close_pool(self.url(TEMPLATE))
+        except BaseException:
+            self.stop()
+            raise
+
+    def _run(self, tool: str, *args: str) -> None:
+        subprocess.run([*self.as_user, str(self.bin / tool), *args], check=True, capture_output=True,
+                       cwd=self.root)
+
+    def _admin(self, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+            conn.execute(sql)
+
+    def url(self, name: str) -> str:
+        return f"{self.base}/{name}"
+
+    def new_database(self) -> str:
+        name = f"t{os.getpid()}_{next(self._names)}"
+        self._admin(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+        return self.url(name)
+
+    def drop_database(self, url: str) -> None:
+        from calibration.store import postgres
+
+        postgres.close_pool(url)
+        self._admin(f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]} WITH (FORCE)")
+
+    def stop(self) -> None:
+        try:
+            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
