@@ -43,7 +43,7 @@ from typing import Any, TextIO
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from . import importing, store
-from .errors import ConflictError, InputError, Problem
+from .errors import ConflictError, InputError, Option, Problem
 from .export import EXPORT_FORMAT, atomic_write, json_line
 from .fmt import plural
 from .reading import BadRecord, Problems, field_errors, iter_json_records
@@ -148,8 +148,8 @@ def _refuse_unless_empty(db: Database) -> None:
     held = [(t.name, n) for t in db_backup.tables(db) if (n := db_backup.row_count(db, t))]
     if held:
         what = ", ".join(f"{name} {n}" for name, n in held[:4]) + (", ..." if len(held) > 4 else "")
-        raise ConflictError(f"the database is not empty ({what}); a restore goes into an empty "
-                            "database only and never merges: give a new file with --db")
+        raise ConflictError((f"the database is not empty ({what}); a restore goes into an empty "
+                             "database only and never merges: restore into a new file (", Option.DB, ")"))
 
 
 def restore(db: Database, path: str | Path, *, encoding: str | None = None) -> RestoreSummary:

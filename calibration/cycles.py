@@ -16,8 +16,8 @@ Eligibility of an answer for a cycle on run R (the pool):
   claim reviewers disagree on, or one marked unclear, is unresolved: its answer stays
   eligible, since it needs more eyes or a lead.
 
-Errors that point at an option (force, include labeled answers, ...) name it through
-`ui_names`: the CLI's flags by default (`CLI_NAMES`); the page passes its form controls.
+Errors that point at an option (force, include labeled answers, ...) name it as an
+`errors.Option`: the CLI words it as its flag, the page as its form control.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from . import planning, roles, roster, sampling, store
-from .errors import ConflictError, InputError, NotFoundError, WorkOutstandingError
+from .errors import ConflictError, Hint, InputError, NotFoundError, Option, Problem, WorkOutstandingError
 from .fmt import plural
 from .store import Database
 from .store import cycles as db_cycles
@@ -46,21 +46,6 @@ DEFAULT_OVERLAP = 0.2
 # for an out-of-bounds size is computed there.
 EXPECTED_AGREEMENT = 0.85
 _SUPPORTED = LABELS.index("SUPPORTED")
-
-# How an error message tells the caller to act on an option, keyed by option. The CLI's
-# wording is the default; the page passes its own (`ui_names`) naming its form controls.
-CLI_NAMES: dict[str, str] = {
-    "force": "use --force",
-    "include_labeled": "use --include-labeled",
-    "holdout_cycle": "create a holdout cycle (--holdout)",
-    "mark_holdout": "mark answers as holdout first (holdout add ANSWER_ID ...)",
-    "force_close": "use --force",
-}
-
-
-def _how(ui_names: Mapping[str, str] | None, option: str) -> str:
-    return {**CLI_NAMES, **(ui_names or {})}[option]
-
 
 @dataclass(frozen=True, slots=True)
 class Cycle:
@@ -526,7 +511,6 @@ def create_cycle(
     created_by: str | None = None,
     failing_share: float = sampling.DEFAULT_FAILING_SHARE,
     goal: str = "agreement",
-    ui_names: Mapping[str, str] | None = None,
     require_evidence: bool = False,
 ) -> Cycle:
     """Sample a new cycle from a judge run (None: the most recently imported run) and assign it.
@@ -546,7 +530,7 @@ def create_cycle(
     chunks that support it (the commit of an answer is refused until it does).
     """
     name = (name or "").strip()
-    problems: list[str] = []
+    problems: list[str | Problem] = []
     if not name:
         problems.append("name: a cycle needs a name")
     if strategy not in sampling.STRATEGIES:
@@ -554,8 +538,8 @@ def create_cycle(
     if size < 1:
         problems.append(f"size: must be at least 1, got {size}")
     elif not force and not MIN_SIZE <= size <= MAX_SIZE:
-        problems.append(f"size: {size} is outside {MIN_SIZE}-{MAX_SIZE}; "
-                        f"{_how(ui_names, 'force')} to create the cycle anyway")
+        problems.append(Problem(f"{size} is outside {MIN_SIZE}-{MAX_SIZE}", field="size",
+                                hint=("use ", Option.FORCE, " to create the cycle anyway")))
     if not 0 <= overlap <= 1:
         problems.append(f"overlap: must be between 0 and 1, got {overlap}")
     if not 0 <= failing_share <= 1:
@@ -586,15 +570,15 @@ def create_cycle(
         rows = _pool_rows(db, run.id)
         pool = _eligible(rows, holdout, include_labeled)
         if not pool:
-            raise InputError(_empty_pool_message(run.name, rows, holdout, include_labeled, ui_names))
+            raise InputError(_empty_pool_problem(run.name, rows, holdout, include_labeled))
         n = size
         if len(pool) < size:
             if not force:
-                raise InputError(
-                    f"size: only {plural(len(pool), 'eligible answer')} in run {run.name} for a "
-                    f"cycle of {size}; lower the size (to go below {MIN_SIZE}, "
-                    f"{_how(ui_names, 'force')})"
-                    + ("" if include_labeled else f" or {_how(ui_names, 'include_labeled')}"))
+                raise InputError(Problem(
+                    f"only {plural(len(pool), 'eligible answer')} in run {run.name} for a cycle of "
+                    f"{size}", field="size",
+                    hint=(f"lower the size (to go below {MIN_SIZE}, use ", Option.FORCE, ")",
+                          *(() if include_labeled else (" or use ", Option.INCLUDE_LABELED)))))
             n = len(pool)
             warnings.append(f"only {plural(len(pool), 'eligible answer')}: the cycle takes all of them")
         plan = _plan(db, run.id, [r.answer_id for r in pool], goal, n) if strategy == "planned" else None
@@ -651,7 +635,7 @@ def plan_next(db: Database, *, judge_run: str | None = None, goal: str = "agreem
         rows = _pool_rows(db, run.id)
         pool = _eligible(rows, holdout, include_labeled)
         if not pool:
-            raise InputError(_empty_pool_message(run.name, rows, holdout, include_labeled))
+            raise InputError(_empty_pool_problem(run.name, rows, holdout, include_labeled))
         return _plan(db, run.id, [r.answer_id for r in pool], goal, min(size, len(pool)))
 
 
@@ -723,20 +707,20 @@ def reassign(db: Database, cycle_name: str, from_reviewer: str, to_reviewer: str
     return ReassignResult(cycle.name, source, target, tuple(moved), tuple(kept), tuple(warnings))
 
 
-def _empty_pool_message(run: str, rows: list[_PoolRow], holdout: bool, include_labeled: bool,
-                        ui_names: Mapping[str, str] | None = None) -> str:
+def _empty_pool_problem(run: str, rows: list[_PoolRow], holdout: bool, include_labeled: bool) -> Problem:
     if not rows:
-        return f"run {run} has no judged answers"
+        return Problem(f"run {run} has no judged answers")
     kind = "holdout" if holdout else "non-holdout"
     same = [r for r in rows if r.holdout == holdout]
     if not same:
-        hint = (_how(ui_names, "mark_holdout") if holdout
-                else f"every answer is holdout; {_how(ui_names, 'holdout_cycle')}")
-        return f"no {kind} answers in run {run} ({plural(len(rows), 'answer')} in all): {hint}"
+        hint: Hint = (("mark answers as holdout first (", Option.MARK_HOLDOUT, ")") if holdout
+                      else ("every answer is holdout; create a holdout cycle (", Option.HOLDOUT, ")"))
+        return Problem(f"no {kind} answers in run {run} ({plural(len(rows), 'answer')} in all)", hint=hint)
     every = "the one" if len(same) == 1 else f"all {len(same)}"
     msg = (f"no eligible answers in run {run}: {every} {kind} {'answer' if len(same) == 1 else 'answers'} "
            f"already {'has' if len(same) == 1 else 'have'} a final human label on every claim")
-    return msg if include_labeled else f"{msg}; {_how(ui_names, 'include_labeled')} to sample them anyway"
+    return Problem(msg, hint=() if include_labeled
+                   else ("use ", Option.INCLUDE_LABELED, " to sample them anyway"))
 
 
 def mark_holdout(db: Database, answer_ids: Iterable[str], flag: bool = True) -> int:
@@ -767,7 +751,7 @@ def holdout_answers(db: Database) -> list[str]:
 
 
 def close_cycle(db: Database, name: str, snapshot: dict[str, Any] | None = None, *,
-                force: bool = False, ui_names: Mapping[str, str] | None = None) -> Cycle:
+                force: bool = False) -> Cycle:
     """Close an open cycle and freeze its figures (`snapshot`, or `build_snapshot`).
 
     Refused (`WorkOutstandingError`) while work remains (`CycleProgress.outstanding`) unless
@@ -781,8 +765,8 @@ def close_cycle(db: Database, name: str, snapshot: dict[str, Any] | None = None,
             prog = progress(db, cycle.id)
             if (left := prog.outstanding()) is not None:
                 raise WorkOutstandingError(
-                    f"cycle {name!r} still has work: {left}; {_how(ui_names, 'force_close')} to "
-                    "close it anyway (its figures are frozen at close)", prog)
+                    (f"cycle {name!r} still has work: {left}; use ", Option.FORCE_CLOSE,
+                     " to close it anyway (its figures are frozen at close)"), prog)
         frozen = snapshot if snapshot is not None else build_snapshot(db, cycle)
         db_cycles.mark_closed(db, cycle.id, frozen)
         return _cycle_by_id(db, cycle.id)

@@ -32,7 +32,8 @@ An InputError carries its problems as objects, `Problem(message, file, line, fie
 never as text to be parsed back: each front end renders them (the CLI as `FILE:LINE: field:
 message`, the Import page as table rows). A hint names what the user can set as an `Option`,
 not as a command-line flag or a control; the renderer gives each option its own words (the
-CLI its flag, a page its control), and `str()` uses the neutral `OPTION_WORDS`.
+CLI its flag, a page its control), and `str()` uses the neutral `OPTION_WORDS`. Any other
+error's message may name options the same way (text and `Option`s, worded by `lines`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,19 @@ class Option(StrEnum):
     UPDATE = "update"
     SOURCE = "source"  # the tool whose output the file is (the format)
     SKIP_FAILED = "skip_failed"
+    # Outside the import: cycles, export, restore and the judge.
+    FORCE = "force"  # a cycle of a size outside the bounds, or from a pool that is too small
+    INCLUDE_LABELED = "include_labeled"
+    HOLDOUT = "holdout"  # a holdout cycle
+    MARK_HOLDOUT = "mark_holdout"  # marking answers as holdout
+    FORCE_CLOSE = "force_close"  # closing a cycle with labels still owed
+    DB = "db"  # the database file
+    FORMAT = "format"  # the export format
+    MAX_TOKENS = "max_tokens"
+    JSON_MODE = "json_mode"
+    BASELINE = "baseline"
+    REVISES = "revises"
+    PROMPT_FILE = "prompt_file"
 
 
 # The words `str()` uses for an option: the Python API's keyword, as a caller of it writes it.
@@ -63,6 +77,11 @@ OPTION_WORDS: Mapping[Option, str] = {
     Option.JUDGE_PROMPT_VERSION: "judge_prompt_version=", Option.MAP: "a mapping entry such as",
     Option.COLUMNS: "columns=", Option.REVIEWER: "reviewer=", Option.UPDATE: "update=True",
     Option.SOURCE: "the format", Option.SKIP_FAILED: "skip_failed=True",
+    Option.FORCE: "force=True", Option.INCLUDE_LABELED: "include_labeled=True",
+    Option.HOLDOUT: "holdout=True", Option.MARK_HOLDOUT: "mark_holdout()", Option.FORCE_CLOSE: "force=True",
+    Option.DB: "the database path", Option.FORMAT: "fmt=", Option.MAX_TOKENS: "max_tokens=",
+    Option.JSON_MODE: "json_mode=True", Option.BASELINE: "baseline=", Option.REVISES: "revises=",
+    Option.PROMPT_FILE: "a template path",
 }
 
 # Text with the options it names left as `Option`s: a hint, or an adapter's note.
@@ -70,8 +89,9 @@ Hint = tuple[str | Option, ...]
 
 
 def phrase(parts: Hint, words: Mapping[Option, str] = OPTION_WORDS) -> str:
-    """`parts` as text, each option in `words` (a front end passes its own)."""
-    return "".join(words[p] if isinstance(p, Option) else p for p in parts)
+    """`parts` as text, each option in `words` (a front end passes its own); an option a front
+    end has no word for (one its own messages never name) in `OPTION_WORDS`."""
+    return "".join(words.get(p, OPTION_WORDS[p]) if isinstance(p, Option) else p for p in parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,9 +123,14 @@ class Problem:
 class CalibrationError(Exception):
     """Base of every error the package raises on purpose."""
 
+    def __init__(self, message: str | Hint = "", *args: object) -> None:
+        # A message that names an option keeps it as an `Option`, for each front end to word.
+        self.parts: Hint = (message,) if isinstance(message, str) else tuple(message)
+        super().__init__(phrase(self.parts), *args)
+
     def lines(self, words: Mapping[Option, str] | None = None) -> list[str]:
-        """The message as lines for a front end to show; an InputError words its hints in `words`."""
-        return [str(self)]
+        """The message as lines for a front end to show, each option it names in `words`."""
+        return [phrase(self.parts, OPTION_WORDS if words is None else words)]
 
 
 class InputError(CalibrationError):
@@ -151,7 +176,7 @@ class ConflictError(CalibrationError):
 class WorkOutstandingError(ConflictError):
     """A cycle was asked to close while its reviewers still have claims to label."""
 
-    def __init__(self, message: str, progress: Any) -> None:
+    def __init__(self, message: str | Hint, progress: Any) -> None:
         super().__init__(message)
         self.progress = progress  # cycles.CycleProgress: what is still owed
 

@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import store
-from .errors import InputError, NotFoundError
+from .errors import InputError, NotFoundError, Option, Problem
 from .fmt import plural
 from .reading import checked, open_text
 from .store import Database
@@ -389,7 +389,8 @@ def export(db: Database, out: str | Path, *, fmt: str = "jsonl", judge_run: str 
            cycle: str | None = None, only_final: bool = False) -> ExportReport:
     """Write the claims in scope to `out` in `fmt` (jsonl, golden or csv), atomically."""
     if fmt not in FORMATS:
-        raise InputError(f"--format: unknown {fmt!r}; use one of {', '.join(FORMATS)}")
+        raise InputError(Problem(f"unknown format {fmt!r}",
+                                 hint=(Option.FORMAT, f" takes one of {', '.join(FORMATS)}")))
     out = Path(out)
     scope = resolve_scope(db, judge_run=judge_run, cycle=cycle, only_final=only_final)
     # One read transaction, so a label written meanwhile cannot make the file inconsistent.

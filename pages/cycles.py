@@ -8,7 +8,7 @@ radio options), never in markdown-capable labels or messages.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, tzinfo
 from zoneinfo import ZoneInfo
 
@@ -16,7 +16,7 @@ import streamlit as st
 
 import ui
 from calibration import cycles, dashboard, fmt, planning, review, roster, sampling, store
-from calibration.errors import CalibrationError
+from calibration.errors import CalibrationError, Option
 from calibration.fmt import plural
 from calibration.store import cycles as store_cycles
 from calibration.text import visible
@@ -31,13 +31,13 @@ ROSTERED = "_cycles_roster_outcome"
 FORCE_LABEL = f"Force a size outside {cycles.MIN_SIZE}–{cycles.MAX_SIZE}"
 INCLUDE_LABEL = "Include already-labeled answers"
 HOLDOUT_LABEL = "Holdout cycle: sample only holdout answers"
-# How this page's errors tell the lead to act: its form controls, not the CLI's flags.
-UI_NAMES = {
-    "force": f"tick '{FORCE_LABEL}'",
-    "include_labeled": f"tick '{INCLUDE_LABEL}'",
-    "holdout_cycle": f"tick '{HOLDOUT_LABEL}'",
-    "mark_holdout": "mark answers as holdout first (Holdout answers, at the bottom of this page)",
-    "force_close": "tick 'Close anyway' under the cycle",
+# The options this page's errors name, as its form controls (the CLI names its flags).
+CONTROLS: Mapping[Option, str] = {
+    Option.FORCE: f"the box '{FORCE_LABEL}'",
+    Option.INCLUDE_LABELED: f"the box '{INCLUDE_LABEL}'",
+    Option.HOLDOUT: f"the box '{HOLDOUT_LABEL}'",
+    Option.MARK_HOLDOUT: "Holdout answers, at the bottom of this page",
+    Option.FORCE_CLOSE: "the box 'Close anyway' under the cycle",
 }
 DATE_FORMAT = "D MMM YYYY, HH:mm"  # momentJS, for st.column_config.DatetimeColumn
 
@@ -55,7 +55,7 @@ def _show(kind: str, head: str, lines: list[str]) -> None:
 
 
 def _problems(exc: CalibrationError) -> list[str]:
-    return exc.lines()
+    return exc.lines(CONTROLS)
 
 
 def _viewer_tz() -> tzinfo | None:
@@ -118,7 +118,7 @@ def _create() -> None:
                 failing_share=float(state["cycle_failing_share"]), goal=state["cycle_goal"],
                 holdout=bool(state.get("cycle_holdout")),
                 include_labeled=bool(state.get("cycle_include_labeled")),
-                force=bool(state.get("cycle_force")), created_by=creator, ui_names=UI_NAMES,
+                force=bool(state.get("cycle_force")), created_by=creator,
                 require_evidence=bool(state.get("cycle_require_evidence")))
     except CalibrationError as exc:
         state[CREATED] = ("error", "The cycle was not created.", _problems(exc))
@@ -237,7 +237,7 @@ if planned := st.session_state.pop(PLANNED, None):
 def _close(cycle_name: str, force: bool) -> None:
     try:
         with store.session(path) as db:
-            cycles.close_cycle(db, cycle_name, force=force, ui_names=UI_NAMES)
+            cycles.close_cycle(db, cycle_name, force=force)
     except CalibrationError as exc:
         st.session_state[OUTCOME] = ("error", "The cycle was not closed.", _problems(exc))
     else:
@@ -345,46 +345,36 @@ def _cycles_section() -> None:
         st.info("No cycles yet.")
         return
 
-    # Columns in order of use, with widths in pixels: what a lead scans for (name, status,
-    # progress, who, when) fits a laptop screen; the design details scroll in on the right.
-    # (No pinned column: Streamlit greys pinned text.) The chosen cycle is also shown in
-    # full below the table.
+    # What a lead scans for (name, status, progress, who, when), in widths that sum to less than
+    # the page beside the sidebar at 1280 px, so nothing scrolls sideways; the design (run,
+    # strategy, seed, size, holdout, creator, close) is the chosen cycle's, in full below. (No pinned
+    # column: Streamlit greys pinned text.)
     text = st.column_config.TextColumn
-    number = st.column_config.NumberColumn
     st.dataframe(
         [{"Name": visible(c.name), "Status": c.status, "Claims labeled": _claims_cell(p),
-          "Done": p.fraction, "Reviewers": ", ".join(map(visible, c.reviewers)) or "open to all",
-          "Created by": visible(c.created_by or ""), "Created": _local(c.created_at),
-          "Judge run": visible(c.judge_run),
-          "Strategy": c.strategy, "Answers": c.size, "Seed": c.seed,
-          "Labeled outside": p.labeled_elsewhere, "Holdout": c.holdout, "Closed": _local(c.closed_at)}
+          "Done": p.fraction, "Labeled outside": p.labeled_elsewhere,
+          "Reviewers": ", ".join(map(visible, c.reviewers)) or "open to all",
+          "Created": _local(c.created_at)}
          for c, p in listed],
         hide_index=True,
         column_config={
-            "Name": text("Name", width=220),
-            "Status": text("Status", width=70),
-            "Judge run": text("Judge run", width=190),
-            "Claims labeled": text(
-                "Claims labeled", width=110,
-                help=LABELED_HELP),
+            "Name": text("Name", width=150),
+            "Status": text("Status", width=65),
+            "Claims labeled": text("Claims labeled", width=115, help=LABELED_HELP),
             "Done": st.column_config.ProgressColumn("Done", format="percent", min_value=0.0,
-                                                    max_value=1.0, width=90),
-            "Reviewers": text("Reviewers", width=260),
-            "Created by": text("Created by", width=150),
-            "Created": st.column_config.DatetimeColumn("Created", format=DATE_FORMAT, width=150),
-            "Strategy": text("Strategy", width=115),
-            "Answers": number("Answers", width=80),
-            "Seed": number("Seed", width=110, format="%d"),
-            "Labeled outside": number(
+                                                    max_value=1.0, width=80),
+            "Labeled outside": st.column_config.NumberColumn(
                 "Labeled outside", width=120,
                 help="claims none of this cycle's reviewers has labeled that already have a final "
                      "human label from someone else (another reviewer, an adjudication); the "
                      "reviewers' own earlier labels count as done instead"),
-            "Holdout": st.column_config.CheckboxColumn("Holdout", width=80),
-            "Closed": st.column_config.DatetimeColumn("Closed", format=DATE_FORMAT, width=150),
+            "Reviewers": text("Reviewers", width=135),
+            "Created": st.column_config.DatetimeColumn("Created", format=DATE_FORMAT, width=135),
         },
         key="cycles_table",
     )
+    st.caption("Choose a cycle below for its design: judge run, strategy, seed, size, holdout, who "
+               "created it and when it closed.")
 
     by_name = {c.name: (c, p) for c, p in listed}
     names = list(by_name)
@@ -428,10 +418,21 @@ def _cycles_section() -> None:
                        "SUPPORTED without evidence": gaps.get(r.reviewer, 0)}
                       for r in prog.reviewers],
                      hide_index=True,
+                     # Widths (and short headers, said in full in their help) that fit the page
+                     # beside the sidebar at 1280 px.
                      column_config={
-                         "Reviewer": st.column_config.TextColumn("Reviewer", width="medium"),
+                         "Reviewer": st.column_config.TextColumn("Reviewer", width=150),
+                         "Labeled": st.column_config.NumberColumn("Labeled", width=75),
+                         "Claims": st.column_config.NumberColumn("Claims", width=65),
                          "Done": st.column_config.ProgressColumn(
-                             "Done", format="percent", min_value=0.0, max_value=1.0)})
+                             "Done", format="percent", min_value=0.0, max_value=1.0, width=90),
+                         "Reused": st.column_config.NumberColumn("Reused", width=70),
+                         "Unclear": st.column_config.NumberColumn("Unclear", width=70),
+                         "Answers committed": st.column_config.TextColumn(
+                             "Committed", width=100, help="answers committed / answers assigned"),
+                         "SUPPORTED without evidence": st.column_config.NumberColumn(
+                             "No evidence", width=105,
+                             help="SUPPORTED verdicts that name no supporting chunk")})
     else:
         st.text("Nobody has labeled a claim for this cycle yet.")
 
@@ -442,8 +443,13 @@ def _cycles_section() -> None:
                        "Chance of being drawn": fmt.pct(i.inclusion_prob),
                        "Reviewers": ", ".join(map(visible, i.reviewers)) or "anyone"} for i in items],
                      hide_index=True,
-                     column_config={"Answer": st.column_config.TextColumn("Answer", width="medium"),
-                                    "Reviewers": st.column_config.TextColumn("Reviewers", width="large")})
+                     column_config={  # widths that fit the expander beside the sidebar at 1280 px
+                         "#": st.column_config.NumberColumn("#", width=50),
+                         "Answer": st.column_config.TextColumn("Answer", width=200),
+                         "Claims": st.column_config.NumberColumn("Claims", width=70),
+                         "Chance of being drawn": st.column_config.TextColumn("Chance of being drawn",
+                                                                              width=170),
+                         "Reviewers": st.column_config.TextColumn("Reviewers", width=240)})
 
     if cycle.status == "open":
         left = prog.outstanding()

@@ -30,13 +30,21 @@ finds RUNNING set and says where the run stopped.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import streamlit as st
 
 import ui
 from calibration import dashboard, judge, report, split, store
-from calibration.errors import CalibrationError, EndpointRejected, EndpointUnreachable, InputError
+from calibration.errors import (
+    CalibrationError,
+    EndpointRejected,
+    EndpointUnreachable,
+    InputError,
+    Option,
+    phrase,
+)
 from calibration.fmt import plural
 from calibration.store import lab as lab_store
 from calibration.store import review as review_store
@@ -53,6 +61,15 @@ TEXT = "lab_template_text"
 PICK = "lab_template_pick"
 VERSION = "lab_version"
 BASELINE = "lab_cmp_baseline"
+# The options this page's messages name, as its controls (the CLI names its flags); the lab
+# sends no token limit and no JSON mode, which only the command line sets.
+CONTROLS: Mapping[Option, str] = {
+    Option.BASELINE: "the Baseline choice under the comparison",
+    Option.REVISES: "the choice 'This prompt revises the run'",
+    Option.PROMPT_FILE: "the Template box",
+    Option.MAX_TOKENS: "the token limit (the command line's judge run --max-tokens; the lab sets none)",
+    Option.JSON_MODE: "JSON mode (the command line's judge run --json-mode; the lab leaves it off)",
+}
 INSPECT_RUN = "lab_inspect_run"
 INSPECT_ANSWER = "lab_inspect_answer"
 INSPECT_FAILED = "lab_inspect_failed"
@@ -99,7 +116,7 @@ policy = judge.EndpointPolicy.from_sources(secrets=_secrets())
 
 
 def _problems(exc: CalibrationError) -> list[str]:
-    return exc.lines()
+    return exc.lines(CONTROLS)
 
 
 def _shipped_text(name: str) -> str:
@@ -461,7 +478,8 @@ if submitted or confirmed:
                 else:
                     st.error("Nothing was judged and no run was stored: the endpoint cannot be used. "
                              "Check the base URL, that the server is running, the model name and the key.")
-                ui.literal(str(exc))
+                for line in _problems(exc):
+                    ui.literal(line)
             except CalibrationError as exc:
                 st.error("The run did not go through. Answers judged before the stop, if any, are stored; "
                          "running again continues from there.")
@@ -490,7 +508,7 @@ def _show_comparison(run: store.JudgeRun) -> None:
                         help="The default is the run this prompt revises. The comparison uses only "
                              "the claims both runs judged.")
     if pick == default.name:
-        ui.literal(f"Default baseline: {why}.")
+        ui.literal(f"Default baseline: {phrase(why, CONTROLS)}.")
     base = next(o.run for o in options if o.run.name == pick)
     with store.session(path) as db:
         comp = judge.compare_runs(db, run, base)

@@ -286,10 +286,12 @@ def test_restore_never_merges(full_db: Path, tmp_path: Path, capsys: pytest.Capt
     capsys.readouterr()
     assert main(["--db", str(full_db), "restore", str(out)]) == 1
     err = capsys.readouterr().err
-    assert "is not empty" in err and "never merges" in err and "Traceback" not in err
+    assert "is not empty" in err and "never merges: restore into a new file (--db)" in err
+    assert "Traceback" not in err
     assert table_rows(full_db) == before
-    with store.session(full_db) as db, pytest.raises(ConflictError):
+    with store.session(full_db) as db, pytest.raises(ConflictError) as refused:
         backup.restore(db, PREVIOUS_EXPORT)
+    assert str(refused.value).endswith("restore into a new file (the database path)")  # no flag here
 
 
 def test_a_database_holding_only_its_sign_in_secret_counts_as_empty(full_db: Path, tmp_path: Path) -> None:

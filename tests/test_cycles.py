@@ -8,7 +8,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from calibration import cli, cycles, dashboard, fmt, store
-from calibration.errors import ConflictError, InputError, NotFoundError
+from calibration.cli.common import FLAGS
+from calibration.errors import ConflictError, InputError, NotFoundError, Option
 from calibration.store import Database
 from tests.helpers import assert_no_traceback
 
@@ -284,8 +285,9 @@ def test_clear_errors(run_db: Database, claims_of: dict[str, list[int]]) -> None
     for pks in claims_of.values():
         for pk in pks:
             store.record_label(run_db, claim=pk, reviewer="ann", kind="blind", verdict="SUPPORTED")
-    with pytest.raises(InputError, match="include-labeled"):
+    with pytest.raises(InputError) as err:
         create(run_db, name="empty")
+    assert "--include-labeled" in err.value.lines(FLAGS)[0]
     with pytest.raises(NotFoundError):
         cycles.get_cycle(run_db, "missing")
 
@@ -368,11 +370,13 @@ def test_closing_with_work_outstanding_needs_force(run_db: Database,
     owed = 40 - 2 * len(cycles.queue(run_db, cycle.id, "ann"))
     with pytest.raises(cycles.WorkOutstandingError) as err:
         cycles.close_cycle(run_db, "c1")
-    assert str(err.value) == (f"cycle 'c1' still has work: 2 of 3 reviewers have labels outstanding: "
-                              f"{owed} labels on {owed} of 40 claims; use --force to close it anyway "
-                              "(its figures are frozen at close)")
-    with pytest.raises(cycles.WorkOutstandingError, match="tick 'Close anyway'"):
-        cycles.close_cycle(run_db, "c1", ui_names={"force_close": "tick 'Close anyway'"})
+    assert err.value.lines(FLAGS) == [f"cycle 'c1' still has work: 2 of 3 reviewers have labels outstanding: "
+                                      f"{owed} labels on {owed} of 40 claims; use --force to close it anyway "
+                                      "(its figures are frozen at close)"]
+    with pytest.raises(cycles.WorkOutstandingError) as err:
+        cycles.close_cycle(run_db, "c1")
+    assert err.value.lines({Option.FORCE_CLOSE: "the box 'Close anyway'"})[0].endswith(
+        "; use the box 'Close anyway' to close it anyway (its figures are frozen at close)")
     assert cycles.get_cycle(run_db, "c1").status == "open"
     assert cycles.close_cycle(run_db, "c1", force=True).status == "closed"
     # With every assigned label given, closing needs no force.
@@ -477,17 +481,19 @@ def test_sampleable_runs_and_the_default_run(run_db: Database) -> None:
 
 
 def test_errors_name_the_callers_controls(run_db: Database, claims_of: dict[str, list[int]]) -> None:
-    names = {"force": "tick 'Force'", "include_labeled": "tick 'Include'"}
+    names = {Option.FORCE: "the box 'Force'", Option.INCLUDE_LABELED: "the box 'Include'"}
     with pytest.raises(InputError) as err:
-        create(run_db, size=10, ui_names=names)
-    assert err.value.lines() == ["size: 10 is outside 15-30; tick 'Force' to create the cycle anyway"]
+        create(run_db, size=10)
+    assert err.value.lines(names) == [
+        "size: 10 is outside 15-30; use the box 'Force' to create the cycle anyway"]
+    assert err.value.lines(FLAGS) == ["size: 10 is outside 15-30; use --force to create the cycle anyway"]
     for pks in claims_of.values():
         label_all(run_db, pks, "ann")
     with pytest.raises(InputError) as err:
-        create(run_db, ui_names=names)
-    assert str(err.value) == ("no eligible answers in run judge@v1: all 40 non-holdout answers already "
-                              "have a final human label on every claim; tick 'Include' to sample them "
-                              "anyway")
+        create(run_db)
+    assert err.value.lines(names) == [
+        "no eligible answers in run judge@v1: all 40 non-holdout answers already have a final human "
+        "label on every claim; use the box 'Include' to sample them anyway"]
     assert "--" not in str(err.value)
 
 
@@ -649,7 +655,11 @@ def test_page_creates_a_cycle_and_lists_it(run_db: Database, db_path: Path,
     table = at.dataframe[0].value
     assert list(table["Name"]) == ["week 1"] and list(table["Claims labeled"]) == ["0 / 40"]
     assert list(table["Done"]) == [0.0] and list(table["Labeled outside"]) == [0]
-    assert list(table["Reviewers"]) == ["ann, bob"] and list(table["Created by"]) == ["lead"]
+    assert list(table["Reviewers"]) == ["ann, bob"]
+    # The design is the chosen cycle's, below the table (the table keeps to the page's width).
+    assert "Created by" not in table and "Seed" not in table
+    assert any(t.startswith("Created ") and t.endswith(" by lead") for t in texts(at))
+    assert "week 1 · judge@v1 · random · seed 9" in texts(at)
     # Timestamps are datetimes shown through a date format, not raw ISO text.
     assert str(table["Created"].dtype).startswith("datetime64")
     assert cycles.get_cycle(run_db, "week 1").created_by == "lead"
@@ -663,7 +673,7 @@ def test_page_creates_a_cycle_and_lists_it(run_db: Database, db_path: Path,
     at.number_input(key="cycle_size").set_value(10)
     click(at, "Create cycle")
     assert [e.value for e in at.error] == ["The cycle was not created."]
-    assert "size: 10 is outside 15-30; tick 'Force a size outside 15–30' to create the cycle anyway" \
+    assert "size: 10 is outside 15-30; use the box 'Force a size outside 15–30' to create the cycle anyway" \
         in texts(at)
     assert not any("--" in t for t in texts(at))
     assert len(at.dataframe[0].value) == 1
@@ -710,7 +720,7 @@ def test_page_form_errors_name_the_form_controls(run_db: Database, db_path: Path
     assert any("listed once" in t and "'a', 'a', 'A'" in t for t in texts(at))
     at.text_input(key="cycle_reviewers").input("")
     click(at, "Create cycle")
-    assert any(t.endswith("tick 'Include already-labeled answers' to sample them anyway")
+    assert any(t.endswith("use the box 'Include already-labeled answers' to sample them anyway")
                for t in texts(at))
     assert not any("--" in t for t in texts(at))
 

@@ -9,6 +9,7 @@ import pytest
 
 from calibration import __version__, cycles, export, store
 from calibration.cli import main
+from calibration.cli.common import FLAGS
 from calibration.errors import InputError, NotFoundError
 from calibration.export import neutralise_cell
 from calibration.importing import import_answers, import_labels
@@ -358,9 +359,11 @@ def test_csv_one_row_per_claim_with_a_column_group_per_run(rich_db: Database, tm
     assert q2c1["notes"] == "bob: =SUM(A1:A9)" and q2c1["evidence"] == "S2"
 
 
-def test_unknown_format_is_an_input_error(rich_db: Database, tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="--format"):
+def test_unknown_format_is_an_input_error_naming_the_option(rich_db: Database, tmp_path: Path) -> None:
+    with pytest.raises(InputError) as err:
         export.export(rich_db, tmp_path / "x", fmt="xml")
+    assert err.value.lines(FLAGS) == ["unknown format 'xml'; --format takes one of jsonl, golden, csv"]
+    assert "--" not in str(err.value)
 
 
 def test_in_memory_export_for_the_page_matches_the_file(rich_db: Database, tmp_path: Path) -> None:

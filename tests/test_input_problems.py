@@ -9,7 +9,6 @@ CLI words their hints with its flags, the Import page with its own controls, for
 
 from __future__ import annotations
 
-import ast
 import io
 import json
 import re
@@ -307,28 +306,8 @@ def test_the_cli_line_of_a_problem(problem: Problem, text: str) -> None:
     assert problem.text(FLAGS) == text
 
 
-def test_every_option_has_a_flag_and_a_control() -> None:
-    assert set(FLAGS) == set(Option) == set(ui.IMPORT_CONTROLS)
-
-
-# The modules every import goes through: their messages leave flags to the front ends.
-IMPORT_PATH = [ROOT / "calibration" / f for f in ("reading.py", "importing.py", "errors.py", "models.py",
-                                                   "store/answers.py")]
-IMPORT_PATH += sorted((ROOT / "calibration" / "adapters").glob("*.py"))
-
-
-def _strings(path: Path) -> list[tuple[int, str]]:
-    """String constants of a module that are not docstrings, with their lines."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    docs = {id(node.body[0].value) for node in ast.walk(tree)
-            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-            and node.body and isinstance(node.body[0], ast.Expr)
-            and isinstance(node.body[0].value, ast.Constant)}
-    return [(node.lineno, node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs]
-
-
-@pytest.mark.parametrize("path", IMPORT_PATH, ids=lambda p: p.relative_to(ROOT).as_posix())
-def test_messages_on_the_import_path_name_no_cli_flag(path: Path) -> None:
-    flagged = [(line, s) for line, s in _strings(path) if re.search(r"--[a-z]", s)]
-    assert flagged == []
+def test_every_option_has_a_flag_and_every_import_option_a_control() -> None:
+    assert set(FLAGS) == set(Option)
+    assert set(ui.IMPORT_CONTROLS) == {Option.ENCODING, Option.JUDGE_MODEL, Option.JUDGE_PROMPT_VERSION,
+                                       Option.MAP, Option.COLUMNS, Option.REVIEWER, Option.UPDATE,
+                                       Option.SOURCE, Option.SKIP_FAILED}

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from calibration import judge, store
+from calibration.cli.common import FLAGS
 from calibration.cli.judge import summary_lines
 from calibration.errors import (
     ConflictError,
@@ -27,6 +28,7 @@ from calibration.errors import (
     JudgeError,
     NotFoundError,
     ReplyError,
+    phrase,
 )
 from calibration.fmt import plural
 from calibration.importing import import_answers, import_labels
@@ -559,7 +561,7 @@ def test_default_baseline_is_the_run_the_prompt_revises(lab_db: Path) -> None:
         wide = judge.run_lab(config(stub), template("wide"), db_path=lab_db, revises="old-judge@v0")
     assert narrow.comparison is not None and narrow.comparison.cycle == "c1"
     assert wide.baseline is not None and wide.baseline.name == "old-judge@v0"
-    assert wide.baseline_reason == "the run this prompt revises (old-judge@v0)"
+    assert wide.baseline_reason == ("the run this prompt revises (old-judge@v0)",)
     assert wide.comparison is not None and wide.comparison.result.n_claims == 3 * LABELED
     assert "against old-judge@v0 on 12 human-labeled claims judged by both runs:" in \
         summary_lines(wide)
@@ -581,7 +583,7 @@ def test_default_baseline_is_the_run_the_prompt_revises(lab_db: Path) -> None:
     with store.session(lab_db) as db:
         base, why = judge.baseline_choice(db, wide.run, "c1")
         assert base.name == "old-judge@v0"
-        assert why.startswith("tie: old-judge@v0, lab-judge@narrow each share 3")
+        assert phrase(why).startswith("tie: old-judge@v0, lab-judge@narrow each share 3")
     with StubServer() as stub:
         # Not named: of the labeled runs of the same model, the one with the most labeled claims
         # (lab-judge@wide, 12) is what this version revises, not the import.
@@ -760,6 +762,23 @@ def test_page_reports_an_unreachable_endpoint_once(lab_db: Path, monkeypatch: py
         assert [r.judge_model for r in lab_store.lab_runs(db)] == ["page-judge"]
 
 
+def test_a_refused_request_body_names_the_flags_on_the_cli_and_the_controls_on_the_page(
+        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with StubServer(default="400") as stub, pytest.raises(judge.client.EndpointRejected) as err:
+        judge.run_lab(config(stub), template(), db_path=lab_db)
+    assert "check the model name, --max-tokens and --json-mode" in err.value.lines(FLAGS)[0]
+    assert "--" not in str(err.value)
+    at = lab_page(lab_db, monkeypatch)
+    with StubServer(default="400") as stub:
+        at.text_input(key="lab_base_url").input(stub.base_url)
+        at.text_input(key="lab_model").input("page-judge")
+        press_run(at)
+    assert not at.exception and len(at.error) == 1
+    shown = [t.value for t in at.text if "HTTP 400" in t.value]
+    assert len(shown) == 1 and "the token limit (the command line's judge run --max-tokens; the lab " \
+        "sets none) and JSON mode" in shown[0]
+
+
 def test_page_shows_no_comparison_for_a_run_without_verdicts(
         lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = lab_page(lab_db, monkeypatch)
@@ -878,6 +897,33 @@ def test_render_is_single_pass_and_brace_safe() -> None:
                              "chunks": "{claims}", "claims": "C"})
     assert out == ('Q: {answer} \\g<0> {0}\nA: ans\n{claims}\nC\n'
                    '{"json": {"x": 1}} {other} {{answer} \\g<0> {0}}')
+
+
+def test_a_prompt_file_is_read_by_the_input_reader(tmp_path: Path, lab_db: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from calibration.cli import main
+
+    text = judge.load_template("grounding-v1").text + "\nRésumé: ‘quotes’\n"
+    cp1252 = tmp_path / "p.txt"
+    cp1252.write_bytes(text.encode("cp1252"))
+    with pytest.raises(InputError) as err:
+        judge.load_template("p", cp1252)
+    (problem,) = err.value.problems
+    assert (problem.file, problem.line) == (str(cp1252), text.count("\n"))
+    assert judge.load_template("p", cp1252, encoding="cp1252").text == text
+    bom = tmp_path / "bom.txt"
+    bom.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    assert judge.load_template("p", bom).text == text
+    args = ["--db", str(lab_db), "judge", "run", "--base-url", "http://127.0.0.1:9", "--model", "m",
+            "--prompt-version", "p", "--prompt-file", str(cp1252)]
+    assert main(args) == 1
+    said = capsys.readouterr().err
+    assert f"{cp1252}:{text.count(chr(10))}: cannot decode" in said and "--encoding" in said
+    assert "Traceback" not in said
+    assert main(["--db", str(lab_db), "judge", "run", "--base-url", "http://x", "--model", "m",
+                 "--prompt-version", "nope"]) == 1
+    assert "no template file for prompt version 'nope'; give one with --prompt-file, or use one of: " \
+        in capsys.readouterr().err
 
 
 def test_templates_ship_and_are_checked() -> None:

@@ -232,3 +232,45 @@ def test_check_constraints_match_the_python_vocabulary(tmp_path: Path) -> None:
 def test_sql_finder_sees_a_planted_query(tmp_path: Path, text: str) -> None:
     tree = ast.parse(f"def f(db):\n    return db.execute({text!r})\n")
     assert any(isinstance(n, ast.Call) and getattr(n.func, "attr", "") in SQL_CALLS for n in ast.walk(tree))
+
+
+# The CLI's own modules: the one place a message may spell a command-line flag.
+CLI_SHELL = ("calibration.cli", "calibration.__main__")
+# Strings that must spell a flag outside the CLI, each with why (none so far).
+FLAG_WORDS_ALLOWED: dict[tuple[str, str], str] = {}
+FLAG_WORD = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+
+
+def string_constants(source: str) -> list[tuple[int, str]]:
+    """The string constants of a module that are not docstrings (f-string parts included), by line."""
+    tree = ast.parse(source)
+    docs = {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs]
+
+
+def flag_words(name: str, source: str) -> list[str]:
+    """`name:line: string` for every string of a domain module that spells a command-line flag."""
+    return [f"{name}:{line}: {text!r}" for line, text in string_constants(source)
+            if FLAG_WORD.search(text) and (name, text) not in FLAG_WORDS_ALLOWED]
+
+
+def test_no_domain_message_names_a_cli_flag() -> None:
+    # A message names an option as an errors.Option; the CLI words it as its flag, a page as
+    # its control (errors.phrase), so no page ever tells a lead to pass a flag it cannot set.
+    found = [hit for name, path in modules().items() if not name.startswith(CLI_SHELL)
+             for hit in flag_words(name, path.read_text(encoding="utf-8"))]
+    assert found == []
+
+
+@pytest.mark.parametrize(("source", "hits"), [
+    ('raise ConflictError("give a new file with --db")\n', 1),
+    ('x = f"size {n}; use --force to create it"\n', 1),
+    ('def f():\n    """Like `judge run --json`."""\n    return "a - b -- c, x--y"\n', 0),
+    ('HINT = ("give one with ", Option.PROMPT_FILE)\n', 0),
+])
+def test_flag_finder_sees_a_planted_flag(source: str, hits: int) -> None:
+    assert len(flag_words("m", source)) == hits

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .. import __version__, store
-from ..errors import CalibrationError, InputError, StorageError
+from ..errors import CalibrationError, StorageError
 from . import cycles, io, judge, labels, reviewers, serve, split
 from .common import FLAGS
 from .common import db_path as _db_path
@@ -74,11 +74,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         # One sentence, with the path here (pages show the sentence without it).
         print(f"error: {shown}: {exc}", file=sys.stderr)
         return 1
-    except InputError as exc:
-        print("error: " + "\n".join(exc.lines(FLAGS)), file=sys.stderr)
-        return 1
     except CalibrationError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print("error: " + "\n".join(exc.lines(FLAGS)), file=sys.stderr)
         return 1
     except BrokenPipeError:
         # A reader such as `| head` closed the pipe: nothing went wrong on our side.

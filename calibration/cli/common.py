@@ -11,12 +11,18 @@ from ..errors import InputError, Option
 from ..models import parse_mapping
 from ..reading import text_encoding
 
-# The flag that sets each option a problem's hint may name (`errors.Problem.text`).
+# The flag (or command) that sets each option a message may name (`errors.Problem.text`,
+# `errors.CalibrationError.lines`).
 FLAGS: Mapping[Option, str] = {
     Option.ENCODING: "--encoding", Option.JUDGE_MODEL: "--judge-model",
     Option.JUDGE_PROMPT_VERSION: "--judge-prompt-version", Option.MAP: "--map",
     Option.COLUMNS: "--columns", Option.REVIEWER: "--reviewer", Option.UPDATE: "--update",
     Option.SOURCE: "--from", Option.SKIP_FAILED: "--skip-failed",
+    Option.FORCE: "--force", Option.INCLUDE_LABELED: "--include-labeled", Option.HOLDOUT: "--holdout",
+    Option.MARK_HOLDOUT: "holdout add ANSWER_ID ...", Option.FORCE_CLOSE: "--force",
+    Option.DB: "--db", Option.FORMAT: "--format", Option.MAX_TOKENS: "--max-tokens",
+    Option.JSON_MODE: "--json-mode", Option.BASELINE: "--baseline", Option.REVISES: "--revises RUN",
+    Option.PROMPT_FILE: "--prompt-file",
 }
 
 

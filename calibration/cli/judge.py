@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 from .. import judge, store
-from ..errors import EndpointRejected, EndpointUnreachable, InputError
+from ..errors import EndpointRejected, EndpointUnreachable, InputError, phrase
 from ..fmt import ci, num, p_value, pct, plural, points
 from ..judge.client import snippet
-from .common import db_path
+from .common import FLAGS, db_path, encoding
 
 
 def _add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,6 +32,8 @@ def _add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    f"calibration/prompts ({', '.join(judge.available_templates())})")
     r.add_argument("--prompt-file", type=Path, help="template file with {question} {chunks} "
                    "{answer} {claims}, and optionally {examples} (few-shot examples from tuning claims)")
+    r.add_argument("--encoding", type=encoding,
+                   help="character encoding of --prompt-file (default UTF-8, with or without a BOM)")
     r.add_argument("--scope", default="labeled",
                    help="labeled (default), tuning, holdout, all, cycle:NAME or run:MODEL@VERSION "
                    "(the labeled claims one judge run judged)")
@@ -96,7 +98,7 @@ def summary_lines(s: judge.LabSummary) -> list[str]:
         comp = s.comparison
         c = comp.result
         left_out = f" ({comp.unresolved} unresolved left out)" if comp.unresolved else ""
-        lines.append(f"baseline: {comp.baseline}: {s.baseline_reason}")
+        lines.append(f"baseline: {comp.baseline}: {phrase(s.baseline_reason, FLAGS)}")
         lines.append(f"verdict on the holdout: {comp.headline()}")
         for part, title in ((comp.holdout, "holdout (never seen while revising)"),
                             (comp.tuning, "tuning (seen while revising)")):
@@ -147,7 +149,7 @@ def cli_run(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens, json_mode=args.json_mode)
     if args.api_key_env and not os.environ.get(args.api_key_env):
         raise InputError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
-    template = judge.load_template(args.prompt_version, args.prompt_file)
+    template = judge.load_template(args.prompt_version, args.prompt_file, encoding=args.encoding)
     with store.session(db_path(args)) as db:
         plan = judge.prepare_lab(db, config, template, scope=args.scope, revises=args.revises,
                                  baseline=args.baseline)
@@ -177,7 +179,7 @@ def cli_run(args: argparse.Namespace) -> int:
                   "stop are stored: run the same command again to continue", file=sys.stderr)
         raise  # main prints the error and exits 1
     if args.json:
-        print(json.dumps(summary.to_dict(), ensure_ascii=False, indent=2))
+        print(json.dumps(summary.to_dict(FLAGS), ensure_ascii=False, indent=2))
     else:
         print("\n".join(summary_lines(summary)))
     if summary.answers_failed:

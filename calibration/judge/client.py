@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from ..errors import CallFailed, EndpointRejected, EndpointUnreachable, InputError
+from ..errors import CallFailed, EndpointRejected, EndpointUnreachable, Hint, InputError, Option
 from ..fmt import plural
 from ..reading import BadRecord, checked
 from .policy import DEFAULT_API_KEY_ENV, EndpointPolicy, chat_url
@@ -200,15 +200,16 @@ async def read_head(resp: httpx.Response, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def fatal_hint(status: int, key_env: str) -> str:
+def fatal_hint(status: int, key_env: str) -> Hint:
     """What to fix for a 4xx that stops the run, in words."""
     if status in (401, 403, 407):
-        return f"the API key in ${key_env} is missing, wrong or lacks access"
+        return (f"the API key in ${key_env} is missing, wrong or lacks access",)
     if status in (404, 405, 410):
-        return "the base URL does not point at an OpenAI-compatible /v1 endpoint"
+        return ("the base URL does not point at an OpenAI-compatible /v1 endpoint",)
     if status in (400, 413, 422):
-        return "the server refuses the request body: check the model name, --max-tokens and --json-mode"
-    return "check the base URL, the model and the API key"
+        return ("the server refuses the request body: check the model name, ", Option.MAX_TOKENS, " and ",
+                Option.JSON_MODE)
+    return ("check the base URL, the model and the API key",)
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
@@ -398,9 +399,8 @@ class ChatClient:
                             + "); redirects are not followed, since the API key would go along: "
                             "give the URL the endpoint really answers on as the base URL")
                     if status in FATAL_STATUS:
-                        raise EndpointRejected(
-                            f"{cfg.url} refused the request with HTTP {status} "
-                            f"({fatal_hint(status, cfg.api_key_env)}): {snippet(text)}")
+                        raise EndpointRejected((f"{cfg.url} refused the request with HTTP {status} (",
+                                                *fatal_hint(status, cfg.api_key_env), f"): {snippet(text)}"))
                     retry_after = parse_retry_after(headers.get("Retry-After"))
             if attempt == cfg.max_attempts:
                 break

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import store
+from ..errors import Hint, Option
 from ..fmt import num, p_value, pct, plural, points
 from ..store import Database
 from ..store import lab as lab_store
@@ -78,24 +79,25 @@ def default_baseline(db: Database, run: store.JudgeRun, cycle: str | None = None
 
 
 def baseline_choice(db: Database, run: store.JudgeRun,
-                    cycle: str | None = None) -> tuple[store.JudgeRun | None, str]:
-    """(default baseline, why it was chosen, in words). A tie on shared claims is said
-    aloud, with the runs tied, never settled silently."""
+                    cycle: str | None = None) -> tuple[store.JudgeRun | None, Hint]:
+    """(default baseline, why it was chosen, in words and the option that names another:
+    `errors.phrase`). A tie on shared claims is said aloud, with the runs tied, never
+    settled silently."""
     revised = lab_store.revised_run_id(db, run.id)
     options = baseline_options(db, run, cycle)
     if revised is not None:
         for o in options:
             if o.run.id == revised:
-                return o.run, f"the run this prompt revises ({o.run.name})"
+                return o.run, (f"the run this prompt revises ({o.run.name})",)
     if not options:
-        return None, "no other run shares a human-labeled claim with this one"
+        return None, ("no other run shares a human-labeled claim with this one",)
     best = options[0]
     tied = [o.run.name for o in options[1:] if o.shared == best.shared]
     if tied:
         return best.run, (f"tie: {', '.join([best.run.name, *tied])} each share {best.shared} labeled "
                           f"claims with this run; {best.run.name} taken as the most recent import — "
-                          "choose the baseline explicitly (--baseline, or the page's baseline picker)")
-    return best.run, f"the run sharing the most labeled claims ({best.shared})"
+                          "choose the baseline explicitly with ", Option.BASELINE)
+    return best.run, (f"the run sharing the most labeled claims ({best.shared})",)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, Option, Problem
+from ..reading import text_file
 
 # The shipped templates stay beside the package modules they served before the split.
 PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
@@ -67,22 +68,22 @@ def available_templates(directory: Path = PROMPTS_DIR) -> list[str]:
     return sorted(p.stem for p in directory.glob("*.txt"))
 
 
-def load_template(version: str, path: str | Path | None = None) -> PromptTemplate:
-    """The template named `version`: read from `path`, else from calibration/prompts/VERSION.txt."""
+def load_template(version: str, path: str | Path | None = None, *,
+                  encoding: str | None = None) -> PromptTemplate:
+    """The template named `version`: read from `path` (in `encoding`, default UTF-8) by the one
+    input reader (`reading.text_file`), else from calibration/prompts/VERSION.txt."""
     if not _VERSION_RE.match(version):
         raise InputError(f"prompt version {version!r}: use letters, digits, '.', '_' and '-'")
     if path is None:
         path = PROMPTS_DIR / f"{version}.txt"
         if not path.is_file():
-            raise InputError(
-                f"no template file for prompt version {version!r}; pass --prompt-file, "
-                f"or use one of: {', '.join(available_templates()) or '(none)'}"
-            )
+            raise InputError(Problem(
+                f"no template file for prompt version {version!r}",
+                hint=("give one with ", Option.PROMPT_FILE,
+                      f", or use one of: {', '.join(available_templates()) or '(none)'}")))
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the prompt template ({exc})") from None
+    with text_file(path, encoding) as fh:
+        text = fh.read()
     check_template(text)
     return PromptTemplate(version, text, path)
 

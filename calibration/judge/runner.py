@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +26,19 @@ import numpy as np
 
 from .. import split as splits
 from .. import store
-from ..errors import CallFailed, EndpointRejected, EndpointUnreachable, InputError, JudgeError, ReplyError
+from ..errors import (
+    OPTION_WORDS,
+    CallFailed,
+    EndpointRejected,
+    EndpointUnreachable,
+    Hint,
+    InputError,
+    JudgeError,
+    Option,
+    Problem,
+    ReplyError,
+    phrase,
+)
 from ..fmt import plural
 from ..store import Database
 from ..store import lab as lab_store
@@ -298,7 +310,7 @@ class LabSummary:
     failures: list[tuple[str, str]]  # (answer id, error) of this invocation
     baseline: store.JudgeRun | None = None  # None: the run has no verdicts, or no run shares any
     comparison: LabComparison | None = None  # None: no claim judged by both and labeled
-    baseline_reason: str = ""
+    baseline_reason: Hint = ()  # `errors.phrase` words it
     estimated_prompt_tokens: int | None = None
     examples: int = 0
     revises: str | None = None
@@ -317,8 +329,8 @@ class LabSummary:
             f"; estimated before the run: ~{self.estimated_prompt_tokens:,} prompt tokens")
         return used + est
 
-    def to_dict(self) -> dict[str, Any]:
-        """The summary for scripts (`judge run --json`)."""
+    def to_dict(self, words: Mapping[Option, str] = OPTION_WORDS) -> dict[str, Any]:
+        """The summary for scripts (`judge run --json`), the options it names in `words`."""
         t, u = self.totals, self.usage
         return {"run": self.run.name, "resumed": self.resumed, "scope": self.scope,
                 "answers_in_scope": self.answers_in_scope, "answers_skipped": self.answers_skipped,
@@ -331,7 +343,7 @@ class LabSummary:
                                "claims_judged": t.claims_judged, "total_tokens": t.total_tokens},
                 "failures": [{"error": e, "answers": a} for e, a in failure_groups(self.failures)],
                 "baseline": None if self.baseline is None else self.baseline.name,
-                "baseline_reason": self.baseline_reason,
+                "baseline_reason": phrase(self.baseline_reason, words),
                 "comparison": None if self.comparison is None else self.comparison.to_dict()}
 
 
@@ -377,8 +389,8 @@ def choose_revised_run(db: Database, explicit: str | None, model: str,
     top = [r for r in pool if counts[r.id] == best]
     if len(top) == 1:
         return top[0], f"the run with the most human-labeled claims ({best})"
-    raise InputError(f"which run does this prompt revise? {', '.join(r.name for r in top)} each have "
-                     f"{best} human-labeled claims; name one (--revises RUN, or pick it on the page)")
+    raise InputError(Problem(f"which run does this prompt revise? {', '.join(r.name for r in top)} each have "
+                             f"{best} human-labeled claims", hint=("name one with ", Option.REVISES)))
 
 
 def example_candidates(db: Database, run: store.JudgeRun, tuning_answers: set[str]) -> list[Candidate]:
@@ -512,11 +524,11 @@ class _Invocation:
             self.failures.append((item.answer_id, res.error))
         self.report()
         if self.ok == 0 and self.invalid >= self.stop_after_invalid:
-            raise EndpointRejected(
+            raise EndpointRejected((
                 f"the first {plural(self.invalid, 'answer')} all got replies that cannot be read as "
                 f"verdicts (even after a corrective round), so the run stopped instead of paying for "
                 f"the rest. Last error: {res.error}. Check that the model follows the JSON format in "
-                "the template (try --json-mode, or a stronger model), then run again.")
+                "the template (try ", Option.JSON_MODE, ", or a stronger model), then run again."))
 
     def shutdown(self) -> None:
         # Waits for a write already handed over, so an interrupted run keeps it.
@@ -573,13 +585,13 @@ async def arun_lab(config: JudgeConfig, template: PromptTemplate, *, scope: LabS
     if run is None:  # not reached: a new run has pending answers, and each stores a result
         raise JudgeError("no answer was judged")
     base_run = plan.baseline
-    reason = "named" if base_run is not None else ""
+    reason: Hint = ("named",) if base_run is not None else ()
     with store.session(db_path) as db:
         lab_store.finish_lab_run(db, run.id)
         totals = lab_store.run_totals(db, run.id)
         comparison = None
         if totals.claims_judged == 0:
-            base_run, reason = None, "the run has no verdicts yet"
+            base_run, reason = None, ("the run has no verdicts yet",)
         else:
             cycle = scope.cycle if scope.kind == "cycle" else None
             if base_run is None:

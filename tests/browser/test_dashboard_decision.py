@@ -148,3 +148,17 @@ def test_no_table_on_the_dashboard_is_cut_off_on_the_right(app_url: str, small_p
     cut = [t for t in tables if t["right"] > VIEW["width"] or t["hidden"] > 1]
     assert not cut, cut
 
+
+
+def test_no_table_on_the_cycles_page_is_cut_off_on_the_right(app_url: str, small_page: Any) -> None:
+    sign_in_at(small_page, f"{app_url}/cycles?cycle=week+1", "lead")
+    small_page.locator(".st-key-decision").wait_for()
+    small_page.get_by_text("Answers in cycle order").click()  # its table too
+    small_page.locator('[data-testid="stDataFrame"]').last.scroll_into_view_if_needed()
+    settle(small_page)
+    tables = small_page.evaluate(_TABLES)
+    heads = " | ".join(t["head"] for t in tables)
+    # The cycles list, the per-reviewer table and the answers in cycle order.
+    assert "Labeled outside" in heads and "Unclear" in heads and "Chance of being drawn" in heads, tables
+    cut = [t for t in tables if t["right"] > VIEW["width"] or t["hidden"] > 1]
+    assert not cut, cut
