@@ -60,8 +60,8 @@ test: $(VENV)/.dev browser postgres lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 # No browser and no slow test: the quick check while working (`make test` stays what CI runs).
-test-fast: $(VENV)/.dev postgres
-	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not browser and not slow"
+test-fast: $(VENV)/.dev
+	TEST_BACKENDS=sqlite $(BIN)/python -m pytest -n 2 --dist loadfile -m "not browser and not slow"
 
 bench: $(VENV)/.dev
 	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

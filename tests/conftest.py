@@ -133,7 +133,20 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> RunCli:
 # Every test that takes a database (`fresh_db` and the fixtures over it, or `db_url`) runs once
 # per backend, but for the suites listed here, tests that take `db_path`, and tests marked
 # `sqlite_only` (SQLite's file, pragmas or locking), which run on SQLite alone.
-BACKENDS = ("sqlite", "postgresql")
+ALL_BACKENDS = ("sqlite", "postgresql")
+# `make test-fast` sets TEST_BACKENDS=sqlite for a quick check; `make test` (CI) runs both.
+BACKENDS = tuple(b for b in os.environ.get("TEST_BACKENDS", ",".join(ALL_BACKENDS)).split(",")
+                 if b in ALL_BACKENDS) or ALL_BACKENDS
+
+
+def pytest_report_header() -> str | None:
+    left_out = [b for b in ALL_BACKENDS if b not in BACKENDS]
+    if not left_out:
+        return None
+    return (f"*** TEST_BACKENDS={','.join(BACKENDS)}: the {', '.join(left_out)} backend is NOT "
+            "tested in this run ***")
+
+
 SQLITE_ONLY_SUITES = frozenset({
     # SQLite by nature: its file, pragmas, locks, attached scratch databases, packaging.
     "test_backup", "test_security_storage", "test_upgrade", "test_layering", "test_packaging",
