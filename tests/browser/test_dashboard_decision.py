@@ -17,7 +17,7 @@ from calibration import cycles, store
 from calibration.importing import import_answers
 from tests.conftest import DEMO
 
-from .conftest import settle, sign_in_at, start_app
+from .conftest import WAIT_MS, settle, sign_in_at, start_app
 
 RUN = "demo-judge@grounding-v1"
 VIEW = {"width": 1280, "height": 720}
@@ -156,9 +156,12 @@ def test_no_table_on_the_cycles_page_is_cut_off_on_the_right(app_url: str, small
     small_page.get_by_text("Answers in cycle order").click()  # its table too
     small_page.locator('[data-testid="stDataFrame"]').last.scroll_into_view_if_needed()
     settle(small_page)
+    # The cycles list, the per-reviewer table and the answers in cycle order (the expander's
+    # grid draws its header a moment after the expander opens).
+    small_page.wait_for_function(
+        f"() => {{ const h = ({_TABLES})().map(t => t.head).join(' | ');"
+        " return ['Labeled outside', 'Unclear', 'Chance of being drawn'].every(w => h.includes(w)); }",
+        timeout=WAIT_MS)
     tables = small_page.evaluate(_TABLES)
-    heads = " | ".join(t["head"] for t in tables)
-    # The cycles list, the per-reviewer table and the answers in cycle order.
-    assert "Labeled outside" in heads and "Unclear" in heads and "Chance of being drawn" in heads, tables
     cut = [t for t in tables if t["right"] > VIEW["width"] or t["hidden"] > 1]
     assert not cut, cut
