@@ -51,6 +51,7 @@ run: demo
 	$(BIN)/calibration serve --port $(PORT) --address $(ADDRESS)
 
 lint: $(VENV)/.dev
+	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/vulture

@@ -21,18 +21,24 @@ import streamlit as st
 import ui
 from calibration import roles
 
-SINGLE_USER_NOTE = ("Single-user mode: no lead is configured, so the one person signed in is the "
-                    "lead and sees the judge's verdicts. As soon as a second name signs in, lead pages "
-                    "need a configured lead.")
+SINGLE_USER_NOTE = (
+    "Single-user mode: no lead is configured, so the one person signed in is the "
+    "lead and sees the judge's verdicts. As soon as a second name signs in, lead pages "
+    "need a configured lead."
+)
 
 
 @st.cache_resource(show_spinner=False)
 def _announce_roles() -> bool:
     """Once per server process: say in the server log how to configure a lead when none is."""
     if ui.configured_leads() is None and ui.lead_group_rule() is None:
-        print(f"calibration: {roles.SETUP_HINT} Until then the app runs in single-user mode: "
-              "the first name that signs in is the lead, and lead pages refuse everyone once a "
-              "second name has signed in.", file=sys.stderr, flush=True)
+        print(
+            f"calibration: {roles.SETUP_HINT} Until then the app runs in single-user mode: "
+            "the first name that signs in is the lead, and lead pages refuse everyone once a "
+            "second name has signed in.",
+            file=sys.stderr,
+            flush=True,
+        )
     return True
 
 

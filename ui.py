@@ -75,8 +75,10 @@ TOKEN_TTL_S = 12 * 3600  # a working day: a link shared today signs nobody in to
 SECRET_ENV = "CALIBRATION_SIGNIN_SECRET"
 SECRET_SETTING = store.SIGNIN_SECRET_SETTING  # generated once when neither env nor secrets set one
 _ROSTER_PICK = "signin_pick"
-TYPED_NAME_NOTE = ("Typed names are for a single person or a trusted room: anyone can type any "
-                   "name. A team signs in through its identity provider (OIDC, see the README).")
+TYPED_NAME_NOTE = (
+    "Typed names are for a single person or a trusted room: anyone can type any "
+    "name. A team signs in through its identity provider (OIDC, see the README)."
+)
 _REFUSED_KEY = "_calibration_lead_refused"  # a lead action refused in its callback, for the page
 P = ParamSpec("P")
 
@@ -267,20 +269,35 @@ def require_reviewer() -> str:
     with store.session(db_path()) as db:
         listed = roster.active_names(db)
     if listed:
-        st.selectbox("Pick your name", listed, index=None, key=_ROSTER_PICK, format_func=visible,
-                     placeholder="the lead's list of reviewers", on_change=_sign_in_picked, width=360)
+        st.selectbox(
+            "Pick your name",
+            listed,
+            index=None,
+            key=_ROSTER_PICK,
+            format_func=visible,
+            placeholder="the lead's list of reviewers",
+            on_change=_sign_in_picked,
+            width=360,
+        )
     remembered = shown_name(str(st.query_params.get(NAME_PARAM, "")))
     if remembered and _SIGNIN_FIELD not in st.session_state:
         st.session_state[_SIGNIN_FIELD] = remembered  # after a reload: filled in, not signed in
     with st.form("signin", border=False, enter_to_submit=True):
-        st.text_input("Your name" if not listed else "Or type your name", key=_SIGNIN_FIELD,
-                      max_chars=MAX_NAME, placeholder="e.g. Anna", width=360)
+        st.text_input(
+            "Your name" if not listed else "Or type your name",
+            key=_SIGNIN_FIELD,
+            max_chars=MAX_NAME,
+            placeholder="e.g. Anna",
+            width=360,
+        )
         # Enter also works from outside the field, so a reload costs one key press.
-        st.form_submit_button("Sign in", type="primary", on_click=_sign_in,
-                              shortcut="Enter" if remembered else None)
+        st.form_submit_button(
+            "Sign in", type="primary", on_click=_sign_in, shortcut="Enter" if remembered else None
+        )
     if remembered:
-        st.caption("The name you used before the reload is filled in: press Enter to go on, "
-                   "or type another name.")
+        st.caption(
+            "The name you used before the reload is filled in: press Enter to go on, or type another name."
+        )
     problem = st.session_state.get("_signin_error")
     if problem:
         # Plain text: the message quotes the typed name (made visible by calibration.text).
@@ -374,8 +391,9 @@ def check_lead(reviewer: str | None) -> None:
     with store.session(db_path()) as db:
         if auth_configured():
             roles.note_sign_in(db, reviewer)  # a typed name is recorded at sign-in; OIDC here
-        roles.require_lead(db, _identities(reviewer), configured_leads() or frozenset(),
-                           in_group=_in_lead_group())
+        roles.require_lead(
+            db, _identities(reviewer), configured_leads() or frozenset(), in_group=_in_lead_group()
+        )
 
 
 def is_lead(reviewer: str) -> bool:
@@ -464,8 +482,11 @@ def sidebar_identity() -> None:
         # A page switch drops the query string, and a reload needs it; a token past half its
         # life is renewed, so a reviewer at work all day is not asked again.
         expiry = token_expiry(str(st.query_params.get(TOKEN_PARAM, "")))
-        if (st.query_params.get(NAME_PARAM) != reviewer or expiry is None
-                or expiry - time.time() < TOKEN_TTL_S / 2):
+        if (
+            st.query_params.get(NAME_PARAM) != reviewer
+            or expiry is None
+            or expiry - time.time() < TOKEN_TTL_S / 2
+        ):
             _issue_token(reviewer)
     with st.sidebar:
         st.caption("Signed in as")
@@ -524,23 +545,30 @@ def storage_failures() -> Iterator[None]:
 def write_callback(callback: Callable[P, None]) -> Callable[P, None]:
     """`callback` (a widget's on_click / on_change) with a StorageError kept for the next run
     to show (`storage_failures`) instead of reaching Streamlit as an uncaught exception."""
+
     @functools.wraps(callback)
     def run(*args: P.args, **kwargs: P.kwargs) -> None:
         try:
             callback(*args, **kwargs)
         except StorageError as exc:
-            print(f"calibration: storage failure in a callback: {exc!r} (database {db_path()})",
-                  file=sys.stderr, flush=True)
+            print(
+                f"calibration: storage failure in a callback: {exc!r} (database {db_path()})",
+                file=sys.stderr,
+                flush=True,
+            )
             st.session_state[_CALLBACK_FAILURE] = str(exc)
+
     return run
 
 
 def fragment(body: Callable[[], None]) -> Callable[[], None]:
     """`st.fragment(body)` whose runs show a storage failure as the one sentence."""
+
     @functools.wraps(body)
     def run() -> None:
         with storage_failures():
             body()
+
     return st.fragment(run)
 
 
@@ -568,9 +596,15 @@ def _line_list(lines: list[int]) -> str:
 def problem_rows(exc: InputError, words: Mapping[Option, str] = IMPORT_CONTROLS) -> list[dict[str, Any]]:
     """The table of an input's problems: one row per problem, however many records share it
     (one missing judge model is one row, with its lines and count), hints in `words`."""
-    rows = [{"lines": _line_list(lines), "times": max(1, len(lines)), "field": p.field,
-             "problem": p.message + (f"; {hint}" if (hint := p.hint_text(words)) else "")}
-            for lines, p in exc.grouped()]
+    rows = [
+        {
+            "lines": _line_list(lines),
+            "times": max(1, len(lines)),
+            "field": p.field,
+            "problem": p.message + (f"; {hint}" if (hint := p.hint_text(words)) else ""),
+        }
+        for lines, p in exc.grouped()
+    ]
     if exc.more:
         rows.append({"lines": "", "times": exc.more, "field": "", "problem": "more problems, not listed"})
     return rows
@@ -707,8 +741,10 @@ def draw(*blocks: str) -> None:
     st.html("".join(blocks))
 
 
-_MARK = ("background: rgba(255, 196, 0, 0.35); color: inherit; border-radius: 3px; "
-         "padding: 0 2px; box-shadow: 0 0 0 1px rgba(255, 170, 0, 0.6);")
+_MARK = (
+    "background: rgba(255, 196, 0, 0.35); color: inherit; border-radius: 3px; "
+    "padding: 0 2px; box-shadow: 0 0 0 1px rgba(255, 170, 0, 0.6);"
+)
 
 
 def highlighted_html(before: str, claim: str, after: str) -> str:
@@ -727,10 +763,12 @@ def badge(verdict: str | None, *, prefix: str = "") -> str:
 
 def gray_badge(text: str, colour: str = "#6b7280") -> str:
     """A badge with constant text."""
-    return (f'<span class="cal-verdict" style="display:inline-block; white-space:nowrap; '
-            f'padding:1px 8px; border-radius:6px; font-size:0.85rem; font-weight:600; '
-            f'color:{colour}; border:1px solid {colour}; '
-            f'background:{colour}14">{html.escape(text)}</span>')
+    return (
+        f'<span class="cal-verdict" style="display:inline-block; white-space:nowrap; '
+        f"padding:1px 8px; border-radius:6px; font-size:0.85rem; font-weight:600; "
+        f"color:{colour}; border:1px solid {colour}; "
+        f'background:{colour}14">{html.escape(text)}</span>'
+    )
 
 
 def page_link(page: str, **kwargs: Any) -> None:
@@ -740,13 +778,17 @@ def page_link(page: str, **kwargs: Any) -> None:
         st.page_link(page, **kwargs)
 
 
-AGREEMENT_HELP = ("the share of human verdicts the judge agrees with: each reviewer's blind verdict "
-                  "where several labeled a claim, else the claim's final label")
+AGREEMENT_HELP = (
+    "the share of human verdicts the judge agrees with: each reviewer's blind verdict "
+    "where several labeled a claim, else the claim's final label"
+)
 
 
-COUNTS_HELP = ("claims with a judge verdict and a final human label; disagreeing: the two differ; "
-               "unresolved: reviewers disagree or marked it unclear and no lead has decided. Claims of "
-               "the sealed holdout count in the figures but are listed nowhere until it is unsealed.")
+COUNTS_HELP = (
+    "claims with a judge verdict and a final human label; disagreeing: the two differ; "
+    "unresolved: reviewers disagree or marked it unclear and no lead has decided. Claims of "
+    "the sealed holdout count in the figures but are listed nowhere until it is unsealed."
+)
 
 
 def decision_header(dec: Decision) -> None:
@@ -787,8 +829,11 @@ PAGES: list[tuple[str, str, str, bool]] = [
 
 def app_pages(*, lead_pages: bool) -> list[StreamlitPage]:
     """The app's pages (`PAGES`) as `st.Page`s, the lead pages only when `lead_pages`."""
-    return [st.Page(path, title=title, icon=icon, default=(i == 0))
-            for i, (path, title, icon, lead_only) in enumerate(PAGES) if lead_pages or not lead_only]
+    return [
+        st.Page(path, title=title, icon=icon, default=(i == 0))
+        for i, (path, title, icon, lead_only) in enumerate(PAGES)
+        if lead_pages or not lead_only
+    ]
 
 
 def navigation_links(pages: list[StreamlitPage]) -> None:

@@ -35,8 +35,16 @@ from calibration import cycles, dashboard, export, store  # noqa: E402
 from calibration.importing import import_answers  # noqa: E402
 
 LABELS = ("SUPPORTED", "CONTRADICTED", "UNSUPPORTED")
-CATEGORIES = ("single-fact", "multi-part", "rule-application", "exception", "refusal", "numeric",
-              "comparison", "procedure")
+CATEGORIES = (
+    "single-fact",
+    "multi-part",
+    "rule-application",
+    "exception",
+    "refusal",
+    "numeric",
+    "comparison",
+    "procedure",
+)
 RUN_A, RUN_B = "bench-judge@v1", "bench-judge@v2"
 DONE = "bench.complete"
 
@@ -61,16 +69,34 @@ def build(path: Path, n_claims: int, n_answers: int, seed: int = 0) -> None:
         src = tmp / f"{version}.jsonl"
         with src.open("w", encoding="utf-8") as fh:
             for a, labels in enumerate(humans):
-                fh.write(json.dumps({
-                    "id": f"a{a:06d}", "question": f"Вопрос {a}?", "answer": f"Ответ {a}.",
-                    "category": CATEGORIES[a % len(CATEGORIES)],
-                    "judge_model": model, "judge_prompt_version": version,
-                    "chunks": [{"id": f"S{i}", "text": f"{filler} ({a}/{i})", "source": f"doc{a % 97}/S{i}"}
-                               for i in range(1, 4)],
-                    "claims": [{"id": f"c{i}", "claim": f"Утверждение {i} ответа {a}.",
-                                "verdict": _judge(rng, h, error), "rationale": "S1 says so.",
-                                "evidence": ["S1"]} for i, h in enumerate(labels, start=1)],
-                }, ensure_ascii=False) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "id": f"a{a:06d}",
+                            "question": f"Вопрос {a}?",
+                            "answer": f"Ответ {a}.",
+                            "category": CATEGORIES[a % len(CATEGORIES)],
+                            "judge_model": model,
+                            "judge_prompt_version": version,
+                            "chunks": [
+                                {"id": f"S{i}", "text": f"{filler} ({a}/{i})", "source": f"doc{a % 97}/S{i}"}
+                                for i in range(1, 4)
+                            ],
+                            "claims": [
+                                {
+                                    "id": f"c{i}",
+                                    "claim": f"Утверждение {i} ответа {a}.",
+                                    "verdict": _judge(rng, h, error),
+                                    "rationale": "S1 says so.",
+                                    "evidence": ["S1"],
+                                }
+                                for i, h in enumerate(labels, start=1)
+                            ],
+                        },
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                )
         with store.session(path) as db:
             t0 = time.perf_counter()
             import_answers(db, src)
@@ -98,28 +124,57 @@ def build(path: Path, n_claims: int, n_answers: int, seed: int = 0) -> None:
                 events.append((pk, rev, "blind", blind, '["S1"]', None, None, None, ts))
                 if reconciled:
                     events.append((pk, rev, reconciled, final, '["S1"]', None, None, run_a, ts))
-                labels.append((pk, rev, "labeled", blind, final, reconciled, slip, '["S1"]',
-                               "note" if rng.random() < 0.05 else None, ts, ts, ts))
+                labels.append(
+                    (
+                        pk,
+                        rev,
+                        "labeled",
+                        blind,
+                        final,
+                        reconciled,
+                        slip,
+                        '["S1"]',
+                        "note" if rng.random() < 0.05 else None,
+                        ts,
+                        ts,
+                        ts,
+                    )
+                )
                 if n == 1 and final != truth and rng.random() < 0.5:
                     adjudications.append((pk, truth, "lead", None, ts))
                     events.append((pk, "lead", "adjudicate", truth, "[]", None, None, None, ts))
         with store.write(db):
             db.conn.executemany(
                 "INSERT INTO label_events (claim_pk, reviewer, kind, verdict, evidence, note, cycle_id, "
-                "judge_run_id, created_at) VALUES (?,?,?,?,?,?,?,?,?)", events)
+                "judge_run_id, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                events,
+            )
             db.conn.executemany(
                 "INSERT INTO human_labels (claim_pk, reviewer, status, blind_verdict, final_verdict, "
                 "reconciled, slip, evidence, note, blind_at, final_at, updated_at) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", labels)
-            db.conn.executemany("INSERT INTO adjudications (claim_pk, verdict, adjudicator, note, "
-                                "created_at) VALUES (?,?,?,?,?)", adjudications)
-        print(f"  labels: {len(labels):,} labels, {len(events):,} events, {len(adjudications):,} "
-              f"adjudications in {time.perf_counter() - t0:.1f} s")
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                labels,
+            )
+            db.conn.executemany(
+                "INSERT INTO adjudications (claim_pk, verdict, adjudicator, note, "
+                "created_at) VALUES (?,?,?,?,?)",
+                adjudications,
+            )
+        print(
+            f"  labels: {len(labels):,} labels, {len(events):,} events, {len(adjudications):,} "
+            f"adjudications in {time.perf_counter() - t0:.1f} s"
+        )
         t0 = time.perf_counter()
         for i in range(6):
-            cyc = cycles.create_cycle(db, name=f"week {i + 1}", judge_run=RUN_A, size=30, seed=i,
-                                      strategy="failures-first" if i % 2 else "random",
-                                      include_labeled=True)
+            cyc = cycles.create_cycle(
+                db,
+                name=f"week {i + 1}",
+                judge_run=RUN_A,
+                size=30,
+                seed=i,
+                strategy="failures-first" if i % 2 else "random",
+                include_labeled=True,
+            )
             if i < 5:
                 cycles.close_cycle(db, cyc.name, force=True)
         print(f"  cycles: 6 created, 5 closed in {time.perf_counter() - t0:.1f} s")
@@ -162,17 +217,23 @@ def main() -> None:
         timed("store.stats_columns: the run's claims and labels", lambda: store.stats_columns(db, run_a))
         d = timed("build: every labeled claim of the run", lambda: dashboard.build(db, run=RUN_A))
         timed("build: same, bootstrap skipped", lambda: dashboard.build(db, run=RUN_A, bootstrap=0))
-        timed("build: + paired comparison with the second run",
-              lambda: dashboard.build(db, run=RUN_A, compare_with=RUN_B))
-        c = timed("build: one cycle (failures-first, weighted)",
-                  lambda: dashboard.build(db, run=RUN_A, cycle="week 2", compare_with=RUN_B))
-        print(f"  -> {d.report.agreement_bootstrap.resamples:,} answer-bootstrap resamples over "
-              f"{d.report.n_answers:,} answers; "
-              f"flag {d.report.flag.status} ({', '.join(r.code for r in d.reasons)}); "
-              f"agreement {d.report.agreement.value:.3f}, kappa {d.report.kappa.value:.3f}; "
-              f"{len(d.report.disagreeing_claims):,} disagreeing, {len(d.details)} with detail; "
-              f"{len(d.trend)} closed cycles; cycle scope {c.report.n_claims} claims, "
-              f"oversampled {c.oversampled}")
+        timed(
+            "build: + paired comparison with the second run",
+            lambda: dashboard.build(db, run=RUN_A, compare_with=RUN_B),
+        )
+        c = timed(
+            "build: one cycle (failures-first, weighted)",
+            lambda: dashboard.build(db, run=RUN_A, cycle="week 2", compare_with=RUN_B),
+        )
+        print(
+            f"  -> {d.report.agreement_bootstrap.resamples:,} answer-bootstrap resamples over "
+            f"{d.report.n_answers:,} answers; "
+            f"flag {d.report.flag.status} ({', '.join(r.code for r in d.reasons)}); "
+            f"agreement {d.report.agreement.value:.3f}, kappa {d.report.kappa.value:.3f}; "
+            f"{len(d.report.disagreeing_claims):,} disagreeing, {len(d.details)} with detail; "
+            f"{len(d.trend)} closed cycles; cycle scope {c.report.n_claims} claims, "
+            f"oversampled {c.oversampled}"
+        )
 
     import streamlit as st
     from streamlit.testing.v1 import AppTest

@@ -41,13 +41,23 @@ def make_file(path: Path, n_claims: int) -> None:
                 "id": f"a{a:07d}",
                 "question": f"Какой срок поставки по договору {a}?",
                 "answer": " ".join(f"Утверждение {a}-{c}." for c in range(CLAIMS_PER_ANSWER)),
-                "chunks": [{"id": f"S{k}", "text": f"Фрагмент {k} документа {a}. " * 8,
-                            "source": f"doc{a % 97}.md"} for k in range(3)],
-                "claims": [{"id": f"c{c}", "claim": f"Утверждение {a}-{c}.",
-                            "verdict": VERDICTS[(a + c) % len(VERDICTS)],
-                            "rationale": "См. фрагмент S1.", "evidence": ["S1"]}
-                           for c in range(CLAIMS_PER_ANSWER)],
-                "judge_model": "bench-judge", "judge_prompt_version": "v1", "category": f"k{a % 7}",
+                "chunks": [
+                    {"id": f"S{k}", "text": f"Фрагмент {k} документа {a}. " * 8, "source": f"doc{a % 97}.md"}
+                    for k in range(3)
+                ],
+                "claims": [
+                    {
+                        "id": f"c{c}",
+                        "claim": f"Утверждение {a}-{c}.",
+                        "verdict": VERDICTS[(a + c) % len(VERDICTS)],
+                        "rationale": "См. фрагмент S1.",
+                        "evidence": ["S1"],
+                    }
+                    for c in range(CLAIMS_PER_ANSWER)
+                ],
+                "judge_model": "bench-judge",
+                "judge_prompt_version": "v1",
+                "category": f"k{a % 7}",
             }
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
 
@@ -92,14 +102,26 @@ def worker_baseline(src: Path, db_path: Path) -> dict:
 
     with db.atomic():
         for rec in rows():
-            answers.append({"id": rec["id"], "question": rec["question"], "answer": rec["answer"],
-                            "category": rec["category"]})
+            answers.append(
+                {
+                    "id": rec["id"],
+                    "question": rec["question"],
+                    "answer": rec["answer"],
+                    "category": rec["category"],
+                }
+            )
             chunks += [{"answer_id": rec["id"], **c} for c in rec["chunks"]]
             for c in rec["claims"]:
                 n += 1
                 claims.append({"answer_id": rec["id"], "claim_id": c["id"], "text": c["claim"]})
-                verdicts.append({"answer_id": rec["id"], "claim_id": c["id"], "verdict": c["verdict"],
-                                 "rationale": c["rationale"]})
+                verdicts.append(
+                    {
+                        "answer_id": rec["id"],
+                        "claim_id": c["id"],
+                        "verdict": c["verdict"],
+                        "rationale": c["rationale"],
+                    }
+                )
             if len(claims) >= 5000:
                 flush()
         flush()
@@ -108,10 +130,15 @@ def worker_baseline(src: Path, db_path: Path) -> dict:
 
 
 def make_big_record(jsonl: Path, array: Path, megabytes: int) -> None:
-    rec = {"id": "big", "question": "q?", "answer": "Длинный ответ. " * (megabytes * 2**20 // 28),
-           "chunks": [{"id": "S1", "text": "Фрагмент."}], "judge_model": "bench-judge",
-           "judge_prompt_version": "v1",
-           "claims": [{"id": "c1", "claim": "Длинный ответ.", "verdict": "SUPPORTED"}]}
+    rec = {
+        "id": "big",
+        "question": "q?",
+        "answer": "Длинный ответ. " * (megabytes * 2**20 // 28),
+        "chunks": [{"id": "S1", "text": "Фрагмент."}],
+        "judge_model": "bench-judge",
+        "judge_prompt_version": "v1",
+        "claims": [{"id": "c1", "claim": "Длинный ответ.", "verdict": "SUPPORTED"}],
+    }
     line = json.dumps(rec, ensure_ascii=False)
     jsonl.write_text(line + "\n", encoding="utf-8")
     array.write_text("[\n" + line + "\n]\n", encoding="utf-8")
@@ -127,14 +154,19 @@ def make_parquet(path: Path, text_mb: int) -> None:
     rows = PARQUET_ANSWERS * PARQUET_CLAIMS
     size = max(1, text_mb * 2**20 // rows)
     pattern = "The delivery term is ten days from the signed order. "
-    pd.DataFrame({
-        "answer_id": [f"a{a}" for a in range(PARQUET_ANSWERS) for _ in range(PARQUET_CLAIMS)],
-        "question": ["When is delivery?"] * rows,
-        "answer": [(f"{a} " + pattern * (size // len(pattern) + 1))[:size]
-                   for a in range(PARQUET_ANSWERS) for _ in range(PARQUET_CLAIMS)],
-        "claim": [f"Claim {c} of {a}." for a in range(PARQUET_ANSWERS) for c in range(PARQUET_CLAIMS)],
-        "verdict": ["SUPPORTED"] * rows,
-    }).to_parquet(path, compression="zstd")
+    pd.DataFrame(
+        {
+            "answer_id": [f"a{a}" for a in range(PARQUET_ANSWERS) for _ in range(PARQUET_CLAIMS)],
+            "question": ["When is delivery?"] * rows,
+            "answer": [
+                (f"{a} " + pattern * (size // len(pattern) + 1))[:size]
+                for a in range(PARQUET_ANSWERS)
+                for _ in range(PARQUET_CLAIMS)
+            ],
+            "claim": [f"Claim {c} of {a}." for a in range(PARQUET_ANSWERS) for c in range(PARQUET_CLAIMS)],
+            "verdict": ["SUPPORTED"] * rows,
+        }
+    ).to_parquet(path, compression="zstd")
 
 
 def worker_read(src: Path, db_path: Path) -> dict:
@@ -152,15 +184,20 @@ def worker_parquet(src: Path, db_path: Path) -> dict:
 
     with store.session(db_path) as db:
         t0, c0 = time.perf_counter(), cpu_seconds()
-        rep, _ = adapters.import_file(db, "parquet", src, judge_model="bench-judge",
-                                      judge_prompt_version="v1")
+        rep, _ = adapters.import_file(
+            db, "parquet", src, judge_model="bench-judge", judge_prompt_version="v1"
+        )
         dt, cpu = time.perf_counter() - t0, cpu_seconds() - c0
     return {"seconds": dt, "cpu": cpu, "claims": rep.claims_new}
 
 
 def run_worker(kind: str, src: Path, db_path: Path) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--worker", kind, str(src), str(db_path)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", kind, str(src), str(db_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout)
 
 
@@ -169,8 +206,12 @@ def main() -> None:
     ap.add_argument("--claims", type=int, default=100_000)
     ap.add_argument("--also", type=int, default=0, help="a second, larger size to show memory stays flat")
     ap.add_argument("--big-record-mb", type=int, default=40, help="one record this large (0: skip)")
-    ap.add_argument("--parquet-text-mb", type=int, default=400,
-                    help="decoded text of the compressible Parquet file (0: skip)")
+    ap.add_argument(
+        "--parquet-text-mb",
+        type=int,
+        default=400,
+        help="decoded text of the compressible Parquet file (0: skip)",
+    )
     ap.add_argument("--worker", nargs=3, metavar=("KIND", "SRC", "DB"))
     args = ap.parse_args()
     if args.worker:
@@ -188,11 +229,15 @@ def main() -> None:
             src = Path(tmp) / f"judged_{n}.jsonl"
             make_file(src, n)
             size_mb = src.stat().st_size / 2**20
-            for kind, label in (("baseline", "sqlite-utils insert_all (raw)"),
-                                ("import", "calibration import")):
+            for kind, label in (
+                ("baseline", "sqlite-utils insert_all (raw)"),
+                ("import", "calibration import"),
+            ):
                 r = run_worker(kind, src, Path(tmp) / f"{kind}_{n}.db")
-                print(f"{r['claims']:>9}  {label:<30} {r['seconds']:>8.2f} {r['cpu']:>7.2f} "
-                      f"{r['claims'] / r['seconds']:>10,.0f} {r['peak_rss_mb']:>12.0f}")
+                print(
+                    f"{r['claims']:>9}  {label:<30} {r['seconds']:>8.2f} {r['cpu']:>7.2f} "
+                    f"{r['claims'] / r['seconds']:>10,.0f} {r['peak_rss_mb']:>12.0f}"
+                )
             print(f"{'':>9}  (input file {size_mb:.0f} MB)")
         if args.big_record_mb:
             jsonl, array = Path(tmp) / "big.jsonl", Path(tmp) / "big.json"
@@ -200,8 +245,10 @@ def main() -> None:
             print(f"\none record of {jsonl.stat().st_size / 2**20:.0f} MB, read and checked (no import)")
             for src, label in ((jsonl, "as a JSONL line"), (array, "in a JSON array")):
                 r = run_worker("read", src, Path(tmp) / f"{src.suffix[1:]}_big.db")
-                print(f"{'':>9}  {label:<30} {r['seconds']:>8.2f} {r['cpu']:>7.2f} {'':>10} "
-                      f"{r['peak_rss_mb']:>12.0f}")
+                print(
+                    f"{'':>9}  {label:<30} {r['seconds']:>8.2f} {r['cpu']:>7.2f} {'':>10} "
+                    f"{r['peak_rss_mb']:>12.0f}"
+                )
         if args.parquet_text_mb:
             print(f"\nParquet, {PARQUET_ANSWERS * PARQUET_CLAIMS} claim rows")
             for mb, label in ((1, "little text"), (args.parquet_text_mb, "compressible text")):
@@ -209,8 +256,10 @@ def main() -> None:
                 make_parquet(src, mb)
                 r = run_worker("parquet", src, Path(tmp) / f"parquet_{mb}.db")
                 what = f"{label}: {src.stat().st_size / 2**20:.1f} MB file, {mb} MB text"
-                print(f"{r['claims']:>9}  {what:<30} {r['seconds']:>8.2f} {r['cpu']:>7.2f} "
-                      f"{r['claims'] / r['seconds']:>10,.0f} {r['peak_rss_mb']:>12.0f}")
+                print(
+                    f"{r['claims']:>9}  {what:<30} {r['seconds']:>8.2f} {r['cpu']:>7.2f} "
+                    f"{r['claims'] / r['seconds']:>10,.0f} {r['peak_rss_mb']:>12.0f}"
+                )
 
 
 if __name__ == "__main__":

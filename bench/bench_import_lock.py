@@ -34,12 +34,24 @@ from calibration.importing import import_answers  # noqa: E402
 def write_answers(path: Path, n: int) -> Path:
     with path.open("w", encoding="utf-8") as fh:
         for i in range(n):
-            fh.write(json.dumps({
-                "id": f"big{i}", "question": f"Question {i}? " * 5, "answer": f"Answer {i}. " * 20,
-                "judge_model": "bulk", "judge_prompt_version": "v1", "metadata": {"i": i},
-                "chunks": [{"id": "k1", "text": f"chunk {i} " * 30}],
-                "claims": [{"id": f"c{j}", "claim": f"Claim {j} of {i}.", "verdict": "SUPPORTED"}
-                           for j in range(3)]}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "id": f"big{i}",
+                        "question": f"Question {i}? " * 5,
+                        "answer": f"Answer {i}. " * 20,
+                        "judge_model": "bulk",
+                        "judge_prompt_version": "v1",
+                        "metadata": {"i": i},
+                        "chunks": [{"id": "k1", "text": f"chunk {i} " * 30}],
+                        "claims": [
+                            {"id": f"c{j}", "claim": f"Claim {j} of {i}.", "verdict": "SUPPORTED"}
+                            for j in range(3)
+                        ],
+                    }
+                )
+                + "\n"
+            )
     return path
 
 
@@ -50,22 +62,36 @@ def measure(folder: Path, n_answers: int) -> dict[str, float]:
         claim = store.claim_pk(db, "big0", "c0")
     big = write_answers(folder / "big.jsonl", n_answers)
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "calibration", "--db", str(db_path), "import", str(big)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "calibration", "--db", str(db_path), "import", str(big)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     waits: list[float] = []
     while proc.poll() is None:
         t0 = time.perf_counter()
         with store.session(db_path) as db:
-            store.record_label(db, claim=claim, reviewer="rita", kind="blind",
-                               verdict=("SUPPORTED", "CONTRADICTED")[len(waits) % 2])
+            store.record_label(
+                db,
+                claim=claim,
+                reviewer="rita",
+                kind="blind",
+                verdict=("SUPPORTED", "CONTRADICTED")[len(waits) % 2],
+            )
         waits.append(time.perf_counter() - t0)
         time.sleep(0.05)  # a reviewer's pace, not a wait for anything
     _, err = proc.communicate()
     if proc.returncode != 0:
         raise SystemExit(f"the import failed:\n{err}")
-    return {"size_mb": big.stat().st_size / 1e6, "import_s": time.perf_counter() - started,
-            "verdicts": len(waits), "median_ms": statistics.median(waits) * 1000 if waits else 0.0,
-            "max_ms": max(waits) * 1000 if waits else 0.0}
+    return {
+        "size_mb": big.stat().st_size / 1e6,
+        "import_s": time.perf_counter() - started,
+        "verdicts": len(waits),
+        "median_ms": statistics.median(waits) * 1000 if waits else 0.0,
+        "max_ms": max(waits) * 1000 if waits else 0.0,
+    }
 
 
 def main() -> int:
@@ -75,9 +101,11 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         r = measure(Path(tmp), args.answers)
-    print(f"import of {r['size_mb']:.0f} MB took {r['import_s']:.1f} s; {r['verdicts']:.0f} verdicts "
-          f"written meanwhile, median wait {r['median_ms']:.0f} ms, slowest {r['max_ms']:.0f} ms "
-          f"(budget {args.budget * 1000:.0f} ms)")
+    print(
+        f"import of {r['size_mb']:.0f} MB took {r['import_s']:.1f} s; {r['verdicts']:.0f} verdicts "
+        f"written meanwhile, median wait {r['median_ms']:.0f} ms, slowest {r['max_ms']:.0f} ms "
+        f"(budget {args.budget * 1000:.0f} ms)"
+    )
     return 0 if r["max_ms"] <= args.budget * 1000 else 1
 
 

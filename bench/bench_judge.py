@@ -63,15 +63,23 @@ def make_db(directory: Path, answers: int) -> Path:
     rows = []
     for i in range(answers):
         aid = f"B{i:05d}"
-        rows.append({
-            "id": aid, "question": f"What is the lead time for order {i}?",
-            "answer": "Ten working days, counted after payment. Shipping is free.",
-            "chunks": [{"id": f"S{k}", "text": "Standard delivery is ten working days after payment. " * 8}
-                       for k in range(1, 4)],
-            "claims": [{"id": f"{aid}.c{j}", "claim": f"Claim {j} of {aid}.", "verdict": "SUPPORTED"}
-                       for j in range(1, CLAIMS_PER_ANSWER + 1)],
-            "judge_model": "bench-base", "judge_prompt_version": "v0",
-        })
+        rows.append(
+            {
+                "id": aid,
+                "question": f"What is the lead time for order {i}?",
+                "answer": "Ten working days, counted after payment. Shipping is free.",
+                "chunks": [
+                    {"id": f"S{k}", "text": "Standard delivery is ten working days after payment. " * 8}
+                    for k in range(1, 4)
+                ],
+                "claims": [
+                    {"id": f"{aid}.c{j}", "claim": f"Claim {j} of {aid}.", "verdict": "SUPPORTED"}
+                    for j in range(1, CLAIMS_PER_ANSWER + 1)
+                ],
+                "judge_model": "bench-base",
+                "judge_prompt_version": "v0",
+            }
+        )
     src = directory / "answers.jsonl"
     src.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
     with store.session(path) as db:
@@ -92,8 +100,9 @@ def measure(db: Path, base_url: str, concurrency: int, tag: str, repeats: int) -
     template = judge.load_template(judge.DEFAULT_TEMPLATE)
     best: Figure | None = None
     for rep in range(repeats):
-        config = judge.JudgeConfig(base_url=base_url, model=f"bench-{tag}-{rep}",
-                                   concurrency=concurrency, timeout=10, api_key_env="")
+        config = judge.JudgeConfig(
+            base_url=base_url, model=f"bench-{tag}-{rep}", concurrency=concurrency, timeout=10, api_key_env=""
+        )
         c0, t0 = time.process_time(), time.perf_counter()
         s = judge.run_lab(config, template, scope="all", db_path=db)
         fig = Figure(time.perf_counter() - t0, time.process_time() - c0, s.answers_ok, s.claims_judged)
@@ -114,25 +123,33 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         db = make_db(Path(tmp), args.answers)
-        print(f"{args.answers} answers x {CLAIMS_PER_ANSWER} claims, one call per answer, best of "
-              f"{args.repeats}; stub latency {args.latency_ms:g} ms (stub in a child process)")
+        print(
+            f"{args.answers} answers x {CLAIMS_PER_ANSWER} claims, one call per answer, best of "
+            f"{args.repeats}; stub latency {args.latency_ms:g} ms (stub in a child process)"
+        )
         with ChildStub(latency) as url:
             measure(db, url, 4, "warmup", 1)
             figs = {c: measure(db, url, c, f"c{c}", args.repeats) for c in (1, 8, 32)}
         for c, f in figs.items():
             ceiling = f.claims / (f.calls * latency / c) if latency else float("inf")
-            print(f"  concurrency {c:>2}: {f.claims / f.wall_s:8.1f} claims/s  ({f.calls / f.wall_s:6.1f} "
-                  f"calls/s; latency-bound ceiling {ceiling:,.0f} claims/s; client CPU "
-                  f"{f.cpu_s / f.calls * 1000:.2f} ms/call)")
+            print(
+                f"  concurrency {c:>2}: {f.claims / f.wall_s:8.1f} claims/s  ({f.calls / f.wall_s:6.1f} "
+                f"calls/s; latency-bound ceiling {ceiling:,.0f} claims/s; client CPU "
+                f"{f.cpu_s / f.calls * 1000:.2f} ms/call)"
+            )
         f1 = figs[1]
-        print(f"  client overhead per call, concurrency 1: {(f1.wall_s / f1.calls - latency) * 1000:.2f} ms "
-              "wall (time per call minus stub latency)")
+        print(
+            f"  client overhead per call, concurrency 1: {(f1.wall_s / f1.calls - latency) * 1000:.2f} ms "
+            "wall (time per call minus stub latency)"
+        )
         with ChildStub(0.0) as url:
             measure(db, url, 1, "z-warmup", 1)
             z = measure(db, url, 1, "z1", args.repeats)
-        print(f"  zero-latency stub, concurrency 1: {z.wall_s / z.calls * 1000:.2f} ms wall per call end to "
-              f"end (client + loopback HTTP + stub + SQLite write); client CPU "
-              f"{z.cpu_s / z.calls * 1000:.2f} ms per call")
+        print(
+            f"  zero-latency stub, concurrency 1: {z.wall_s / z.calls * 1000:.2f} ms wall per call end to "
+            f"end (client + loopback HTTP + stub + SQLite write); client CPU "
+            f"{z.cpu_s / z.calls * 1000:.2f} ms per call"
+        )
         wasted(db)
     return 0
 
@@ -160,22 +177,32 @@ def wasted(db: Path) -> None:
     cases = (("405", "an endpoint answering HTTP 405"), ("prose", "a model that never replies in JSON"))
     for kind, what in cases:
         with StubServer(default=kind) as stub:
-            config = judge.JudgeConfig(base_url=stub.base_url, model=f"waste-{kind}", concurrency=4,
-                                       timeout=10, api_key_env="")
+            config = judge.JudgeConfig(
+                base_url=stub.base_url, model=f"waste-{kind}", concurrency=4, timeout=10, api_key_env=""
+            )
             try:
                 judge.run_lab(config, template, scope="all", db_path=db)
                 outcome = "did not stop"
             except EndpointRejected:
                 outcome = "stopped"
-            print(f"  {what}: {outcome} after {stub.count} requests (concurrency 4, "
-                  f"{db_answers(db)} answers in scope)")
+            print(
+                f"  {what}: {outcome} after {stub.count} requests (concurrency 4, "
+                f"{db_answers(db)} answers in scope)"
+            )
     with tempfile.TemporaryDirectory() as tmp:
         small = make_db(Path(tmp), 1)
         with StubServer(default=("huge", 50), record=False) as stub:
-            out = subprocess.run([sys.executable, "-c", PEAK_CHILD, str(small), stub.base_url], cwd=ROOT,
-                                 capture_output=True, text=True, check=True).stdout.split(maxsplit=2)
-        print(f"  a 50 MB reply: peak RSS {out[0]} MB for the whole run (imports included); {out[1]} answer "
-              f"failed: {out[2].strip()}")
+            out = subprocess.run(
+                [sys.executable, "-c", PEAK_CHILD, str(small), stub.base_url],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split(maxsplit=2)
+        print(
+            f"  a 50 MB reply: peak RSS {out[0]} MB for the whole run (imports included); {out[1]} answer "
+            f"failed: {out[2].strip()}"
+        )
 
 
 def db_answers(db: Path) -> int:

@@ -166,8 +166,9 @@ def _next_todo(claims: list[dict[str, Any]], entries: dict[str, Any], index: int
     return None
 
 
-async def reviewer(s: Session, name: str, judge: dict[int, str], seed: int, until: float,
-                   tally: Tally) -> None:
+async def reviewer(
+    s: Session, name: str, judge: dict[int, str], seed: int, until: float, tally: Tally
+) -> None:
     rng = random.Random(seed)
     disagreed: set[int] = set()
     acked = 0
@@ -185,25 +186,35 @@ async def reviewer(s: Session, name: str, judge: dict[int, str], seed: int, unti
                 claim = card["claims"][index]
                 pk = claim["pk"]
                 truth = judge[pk]
-                verdict = truth if rng.random() < AGREE else rng.choice(
-                    [v for v in data.VERDICTS if v != truth])
+                verdict = (
+                    truth if rng.random() < AGREE else rng.choice([v for v in data.VERDICTS if v != truth])
+                )
                 if not await _pause(rng, VERDICT_PAUSE, until):
                     break
                 seq += 1
-                entries[str(pk)] = {"seq": seq, "kind": "blind", "verdict": verdict, "evidence": [],
-                                    "note": None, "base": claim["event"], "ms": 2000}
+                entries[str(pk)] = {
+                    "seq": seq,
+                    "kind": "blind",
+                    "verdict": verdict,
+                    "evidence": [],
+                    "note": None,
+                    "base": claim["event"],
+                    "ms": 2000,
+                }
                 index = _next_todo(card["claims"], entries, index)
                 report = {"answer": answer, "index": index, "claims": entries, "actions": actions}
                 try:
                     run = await s.set_state(CARD, "report", report)
                 except TimeoutError:
-                    tally.failures.append(f"{name}: verdict on claim {pk}: no reply in "
-                                          f"{ACTION_TIMEOUT:.0f} s")
+                    tally.failures.append(
+                        f"{name}: verdict on claim {pk}: no reply in {ACTION_TIMEOUT:.0f} s"
+                    )
                     break
                 ok = (s.data_of(CARD) or {}).get("ack", {}).get(str(pk)) == seq
                 if _page_problems(run) or not ok:
-                    tally.failures.append(f"{name}: verdict on claim {pk}: "
-                                          f"{_page_problems(run) or 'not acknowledged'}")
+                    tally.failures.append(
+                        f"{name}: verdict on claim {pk}: {_page_problems(run) or 'not acknowledged'}"
+                    )
                 else:
                     acked += 1
                     if verdict != truth:
@@ -334,8 +345,11 @@ class CpuMeter:
         busy, total = _machine_ticks()
         cores = os.cpu_count() or 1
         machine = 100 * cores * (busy - self.ticks[0]) / max(1, total - self.ticks[1])
-        return Cpu(machine, 100 * (_proc_seconds(self.pid) - self.server) / wall,
-                   100 * (time.process_time() - self.client) / wall)
+        return Cpu(
+            machine,
+            100 * (_proc_seconds(self.pid) - self.server) / wall,
+            100 * (time.process_time() - self.client) / wall,
+        )
 
 
 # ---------------------------------------------------------------- a step
@@ -365,14 +379,15 @@ class Step:
         return p95(sorted(self.tally.verdict_ms)) if self.tally.verdict_ms else float("nan")
 
 
-async def run_step(urls: list[str], lc: data.LoadCycle, db_path: Path | str, n: int, seconds: float,
-                   seed: int, browser: bool) -> Step:
+async def run_step(
+    urls: list[str], lc: data.LoadCycle, db_path: Path | str, n: int, seconds: float, seed: int, browser: bool
+) -> Step:
     """N reviewers (with `browser`, the last of them in Chromium) and the lead, `seconds` long;
     reviewer i on server i mod len(urls) (sticky), the lead on the first."""
     url = urls[0]
     names = [f"reviewer {n:02d}-{i:02d}" for i in range(n)]
     ws_names = names[:-1] if browser else names
-    pr = (Probe(names[-1], seed * 1000 + n, VERDICT_PAUSE, OTHER_PAUSE, AGREE) if browser else None)
+    pr = Probe(names[-1], seed * 1000 + n, VERDICT_PAUSE, OTHER_PAUSE, AGREE) if browser else None
     probe_task = asyncio.create_task(probe(url, lc.name, lc.judge, pr)) if pr else None
 
     # Arrivals spread over up to 3 s, as a team opening the page, not one burst.
@@ -381,8 +396,8 @@ async def run_step(urls: list[str], lc: data.LoadCycle, db_path: Path | str, n: 
         return await sign_in(urls[i % len(urls)], name, lc.name)
 
     lead_session, *sessions = await asyncio.gather(
-        sign_in(url, LEAD, lc.name, page="dashboard"),
-        *(arrive(i, nm) for i, nm in enumerate(ws_names)))
+        sign_in(url, LEAD, lc.name, page="dashboard"), *(arrive(i, nm) for i, nm in enumerate(ws_names))
+    )
     if pr:
         try:
             await asyncio.wait_for(pr.signed_in.wait(), ACTION_TIMEOUT)
@@ -396,9 +411,12 @@ async def run_step(urls: list[str], lc: data.LoadCycle, db_path: Path | str, n: 
     tallies = [Tally() for _ in range(len(ws_names) + 1)]
     await asyncio.gather(
         lead(lead_session, seed * 1000, until, tallies[-1]),
-        *(reviewer(s, nm, lc.judge, seed * 1000 + i + 1, until, tallies[i])
-          for i, (s, nm) in enumerate(zip(sessions, ws_names, strict=True))),
-        *([probe_task] if probe_task else []))
+        *(
+            reviewer(s, nm, lc.judge, seed * 1000 + i + 1, until, tallies[i])
+            for i, (s, nm) in enumerate(zip(sessions, ws_names, strict=True))
+        ),
+        *([probe_task] if probe_task else []),
+    )
     cpu = meter.read()
     tally = Tally()
     for t in tallies:
@@ -422,9 +440,11 @@ async def run_step(urls: list[str], lc: data.LoadCycle, db_path: Path | str, n: 
 # ---------------------------------------------------------------- report
 
 
-HEADER = (f"{'N':>3} {'verdicts':>8} {'median':>7} {'p95':>7} {'max':>7} {'end p95':>8} "
-          f"{'other p95':>9} {'lead med/p95':>13} {'failed':>6} {'CPU server':>10} "
-          f"{'client':>6} {'rest':>5}{'  chromium med/p95':>18}")
+HEADER = (
+    f"{'N':>3} {'verdicts':>8} {'median':>7} {'p95':>7} {'max':>7} {'end p95':>8} "
+    f"{'other p95':>9} {'lead med/p95':>13} {'failed':>6} {'CPU server':>10} "
+    f"{'client':>6} {'rest':>5}{'  chromium med/p95':>18}"
+)
 
 
 def row(st: Step) -> str:
@@ -436,14 +456,16 @@ def row(st: Step) -> str:
     def f(x: float) -> str:
         return f"{x:7.0f}"
 
-    lead_txt = (f"{statistics.median(lead_ms):.0f}/{p95(lead_ms):.0f}" if lead_ms else "-")
+    lead_txt = f"{statistics.median(lead_ms):.0f}/{p95(lead_ms):.0f}" if lead_ms else "-"
     b = sorted(st.tally.browser_ms)
     browser_txt = f"{statistics.median(b):.0f}/{p95(b):.0f} (n={len(b)})" if b else "-"
-    return (f"{st.n:>3} {len(v):>8} {f(statistics.median(v)) if v else '      -'} "
-            f"{f(p95(v)) if v else '      -'} {f(v[-1]) if v else '      -'} "
-            f"{p95(e) if e else float('nan'):8.0f} {p95(o) if o else float('nan'):9.0f} "
-            f"{lead_txt:>13} {st.failed:>6} {st.cpu.server:9.0f}% {st.cpu.client:5.0f}% "
-            f"{st.cpu.other:4.0f}%  {browser_txt:>16}")
+    return (
+        f"{st.n:>3} {len(v):>8} {f(statistics.median(v)) if v else '      -'} "
+        f"{f(p95(v)) if v else '      -'} {f(v[-1]) if v else '      -'} "
+        f"{p95(e) if e else float('nan'):8.0f} {p95(o) if o else float('nan'):9.0f} "
+        f"{lead_txt:>13} {st.failed:>6} {st.cpu.server:9.0f}% {st.cpu.client:5.0f}% "
+        f"{st.cpu.other:4.0f}%  {browser_txt:>16}"
+    )
 
 
 async def other_cpu(pid: list[int], seconds: float = 2.0) -> float:
@@ -453,10 +475,18 @@ async def other_cpu(pid: list[int], seconds: float = 2.0) -> float:
     return meter.read().other
 
 
-async def sweep(urls: list[str], lc: data.LoadCycle, db_path: Path | str, ns: list[int],
-                seconds: float,
-                budget: float, t0: float, browser: bool, quiet: float, quiet_wait: float
-                ) -> list[Step]:
+async def sweep(
+    urls: list[str],
+    lc: data.LoadCycle,
+    db_path: Path | str,
+    ns: list[int],
+    seconds: float,
+    budget: float,
+    t0: float,
+    browser: bool,
+    quiet: float,
+    quiet_wait: float,
+) -> list[Step]:
     # Warm the servers up (first imports, first queries) outside the figures.
     for k, url in enumerate(urls):
         warm = await sign_in(url, f"warm-up {k}", lc.name)
@@ -469,22 +499,21 @@ async def sweep(urls: list[str], lc: data.LoadCycle, db_path: Path | str, ns: li
             pk = card["claims"][index]["pk"]
             entries[str(pk)] = {"seq": seq, "kind": "blind", "verdict": lc.judge[pk]}
             index = _next_todo(card["claims"], entries, index)
-            await warm.set_state(CARD, "report", {"answer": card["answer"], "index": index,
-                                                  "claims": entries})
+            await warm.set_state(
+                CARD, "report", {"answer": card["answer"], "index": index, "claims": entries}
+            )
         await warm.close()
     steps: list[Step] = []
     print(HEADER, flush=True)
     pid = _server_pid()
     for k, n in enumerate(ns):
         if time.perf_counter() - t0 + seconds + 5 + 0.1 * n > budget:
-            print(f"(stopped before N={n}: the time budget of {budget:.0f} s would be exceeded)",
-                  flush=True)
+            print(f"(stopped before N={n}: the time budget of {budget:.0f} s would be exceeded)", flush=True)
             break
         # The cores are shared with whatever else runs here: wait (bounded) for them to be
         # free, and report what the other processes took during the step ("rest").
         rest, waited = await other_cpu(pid), 0.0
-        while rest > quiet and waited < quiet_wait and \
-                time.perf_counter() - t0 + seconds + 10 < budget:
+        while rest > quiet and waited < quiet_wait and time.perf_counter() - t0 + seconds + 10 < budget:
             rest = await other_cpu(pid)
             waited += 2.0
         try:
@@ -504,8 +533,11 @@ def summary(steps: list[Step], seconds: float, quiet: float) -> list[str]:
     out = []
     fast = next((s for s in steps if s.p95_ms > TARGET[1]), None)
     largest = steps[-1].n if steps else 0
-    out.append(f"p95 passes {TARGET[1]:.0f} ms at N={fast.n} (p95 {fast.p95_ms:.0f} ms)" if fast else
-               f"p95 stayed within {TARGET[1]:.0f} ms up to N={largest}, the largest N run")
+    out.append(
+        f"p95 passes {TARGET[1]:.0f} ms at N={fast.n} (p95 {fast.p95_ms:.0f} ms)"
+        if fast
+        else f"p95 stayed within {TARGET[1]:.0f} ms up to N={largest}, the largest N run"
+    )
     over = next((s for s in steps if s.p95_ms > LIMIT_MS), None)
     under = [s for s in steps if s.p95_ms <= LIMIT_MS]
     if over is not None:
@@ -517,19 +549,28 @@ def summary(steps: list[Step], seconds: float, quiet: float) -> list[str]:
     at = next((s for s in steps if s.n == n_t), None)
     if at is not None:
         ok = at.p95_ms <= ms_t and at.failed == 0
-        out.append(f"target {n_t} reviewers with p95 <= {ms_t:.0f} ms and no failed write: "
-                   f"{'met' if ok else 'NOT met'} (p95 {at.p95_ms:.0f} ms, {at.failed} failed)")
+        out.append(
+            f"target {n_t} reviewers with p95 <= {ms_t:.0f} ms and no failed write: "
+            f"{'met' if ok else 'NOT met'} (p95 {at.p95_ms:.0f} ms, {at.failed} failed)"
+        )
     busy = [s for s in steps if s.cpu.other > quiet]
     if busy:
-        out.append("other processes took more than " + f"{quiet:.0f}% of a core during N="
-                   + ", ".join(f"{s.n} ({s.cpu.other:.0f}%)" for s in busy)
-                   + ": the server shared the cores, so those rows understate what it can carry")
-    out.append("server CPU per action (verdicts, reconciles, Next, lead reruns), ms: "
-               + ", ".join(f"N={s.n}: {s.server_ms_per_action:.0f}" for s in steps))
+        out.append(
+            "other processes took more than "
+            + f"{quiet:.0f}% of a core during N="
+            + ", ".join(f"{s.n} ({s.cpu.other:.0f}%)" for s in busy)
+            + ": the server shared the cores, so those rows understate what it can carry"
+        )
+    out.append(
+        "server CPU per action (verdicts, reconciles, Next, lead reruns), ms: "
+        + ", ".join(f"N={s.n}: {s.server_ms_per_action:.0f}" for s in steps)
+    )
     for s in steps:
         if s.tally.out_of_work:
-            out.append(f"N={s.n}: {s.tally.out_of_work} reviewers ran out of claims before "
-                       f"{seconds:.0f} s (make the cycle larger)")
+            out.append(
+                f"N={s.n}: {s.tally.out_of_work} reviewers ran out of claims before "
+                f"{seconds:.0f} s (make the cycle larger)"
+            )
         if s.db_extra:
             out.append(f"N={s.n}: {s.db_extra} label rows written without an acknowledgement")
         for f in s.tally.failures[:5]:
@@ -539,23 +580,46 @@ def summary(steps: list[Step], seconds: float, quiet: float) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reviewers", default="1,5,10,25,40,60",
-                    help="comma-separated N, run in this order (default 1,5,10,25,40,60)")
+    ap.add_argument(
+        "--reviewers",
+        default="1,5,10,25,40,60",
+        help="comma-separated N, run in this order (default 1,5,10,25,40,60)",
+    )
     ap.add_argument("--seconds", type=float, default=60.0, help="labeling time per N")
-    ap.add_argument("--budget", type=float, default=480.0,
-                    help="seconds for the whole run; a step that would pass it is not started")
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=480.0,
+        help="seconds for the whole run; a step that would pass it is not started",
+    )
     ap.add_argument("--keep", type=Path, help="keep the database and server log in this folder")
-    ap.add_argument("--browser", action="store_true",
-                    help="make one of the N reviewers a real headless Chromium page (its figure "
-                         "includes the browser's drawing)")
-    ap.add_argument("--quiet", type=float, default=30.0,
-                    help="before a step, wait until other processes use less than this %% of a core")
-    ap.add_argument("--quiet-wait", type=float, default=30.0,
-                    help="seconds to wait for that at most, per step")
-    ap.add_argument("--engine", choices=("sqlite", "postgresql"), default="sqlite",
-                    help="the store: one SQLite file, or a throwaway local PostgreSQL server")
-    ap.add_argument("--servers", type=int, default=1,
-                    help="app-server processes on the one database (PostgreSQL only; 1-3)")
+    ap.add_argument(
+        "--browser",
+        action="store_true",
+        help="make one of the N reviewers a real headless Chromium page (its figure "
+        "includes the browser's drawing)",
+    )
+    ap.add_argument(
+        "--quiet",
+        type=float,
+        default=30.0,
+        help="before a step, wait until other processes use less than this %% of a core",
+    )
+    ap.add_argument(
+        "--quiet-wait", type=float, default=30.0, help="seconds to wait for that at most, per step"
+    )
+    ap.add_argument(
+        "--engine",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="the store: one SQLite file, or a throwaway local PostgreSQL server",
+    )
+    ap.add_argument(
+        "--servers",
+        type=int,
+        default=1,
+        help="app-server processes on the one database (PostgreSQL only; 1-3)",
+    )
     args = ap.parse_args()
     if args.servers < 1 or (args.engine == "sqlite" and args.servers != 1):
         ap.error("--servers: 1 with SQLite (one server owns the file), 1 or more with PostgreSQL")
@@ -581,18 +645,35 @@ def main() -> int:
             db_path = cluster.new_database()
             with store.session(sqlite_db) as source, store.session(db_path) as target:
                 backup.copy_store(source, target)
-        print(f"{len(ns)} steps of {args.seconds:.0f} s, {args.engine} with {args.servers} app "
-              "server(s) on 127.0.0.1, "
-              f"{os.cpu_count()} cores; cycle {lc.name!r}: {lc.answers} answers, {lc.claims} claims; "
-              f"a verdict every {VERDICT_PAUSE[0]:.0f}-{VERDICT_PAUSE[1]:.0f} s per reviewer, "
-              f"one lead rerunning the Dashboard every {LEAD_PAUSE[0]:.0f}-{LEAD_PAUSE[1]:.0f} s; "
-              "times in ms", flush=True)
+        print(
+            f"{len(ns)} steps of {args.seconds:.0f} s, {args.engine} with {args.servers} app "
+            "server(s) on 127.0.0.1, "
+            f"{os.cpu_count()} cores; cycle {lc.name!r}: {lc.answers} answers, {lc.claims} claims; "
+            f"a verdict every {VERDICT_PAUSE[0]:.0f}-{VERDICT_PAUSE[1]:.0f} s per reviewer, "
+            f"one lead rerunning the Dashboard every {LEAD_PAUSE[0]:.0f}-{LEAD_PAUSE[1]:.0f} s; "
+            "times in ms",
+            flush=True,
+        )
         try:
             with contextlib.ExitStack() as servers:
-                urls = [servers.enter_context(start_app(db_path, work / f"server{k}.log"))
-                        for k in range(args.servers)]
-                steps = asyncio.run(sweep(urls, lc, db_path, ns, args.seconds, args.budget, t0,
-                                          args.browser, args.quiet, args.quiet_wait))
+                urls = [
+                    servers.enter_context(start_app(db_path, work / f"server{k}.log"))
+                    for k in range(args.servers)
+                ]
+                steps = asyncio.run(
+                    sweep(
+                        urls,
+                        lc,
+                        db_path,
+                        ns,
+                        args.seconds,
+                        args.budget,
+                        t0,
+                        args.browser,
+                        args.quiet,
+                        args.quiet_wait,
+                    )
+                )
         finally:
             if cluster is not None:
                 cluster.stop()

@@ -61,12 +61,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     normal = "<think>The first claim is in chunk S1; the rest is not.</think>\n```json\n" + GOOD + "\n```"
-    print(f"normal reply ({len(normal):,} characters): "
-          f"{median_seconds(normal, args.repeat) * 1e3:.3f} ms")
+    print(f"normal reply ({len(normal):,} characters): {median_seconds(normal, args.repeat) * 1e3:.3f} ms")
     for size in (196_000, 1_000_000):
         for name, content in hostile(size).items():
-            print(f"{len(content):>9,} characters, {name}: "
-                  f"{median_seconds(content, args.repeat) * 1e3:.1f} ms")
+            print(
+                f"{len(content):>9,} characters, {name}: {median_seconds(content, args.repeat) * 1e3:.1f} ms"
+            )
 
 
 if __name__ == "__main__":

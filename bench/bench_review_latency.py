@@ -44,16 +44,39 @@ from calibration import cycles, review, store  # noqa: E402
 from tests.browser.conftest import start_app  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 KEYS = {"SUPPORTED": "1", "CONTRADICTED": "2", "UNSUPPORTED": "3"}
 CLAIMS_PER_ANSWER = 3
 WARMUP = 5
 REVIEWER = "bench"
 
-WORDS = ["delivery", "payment", "invoice", "warehouse", "discount", "approval", "order",
-         "contract", "customer", "specification", "pickup", "schedule", "price", "manager",
-         "director", "period", "working", "days"]
+WORDS = [
+    "delivery",
+    "payment",
+    "invoice",
+    "warehouse",
+    "discount",
+    "approval",
+    "order",
+    "contract",
+    "customer",
+    "specification",
+    "pickup",
+    "schedule",
+    "price",
+    "manager",
+    "director",
+    "period",
+    "working",
+    "days",
+]
 
 
 # ---------------------------------------------------------------- synthetic data
@@ -71,8 +94,11 @@ def build_db(path: Path, n_answers: int, seed: int = 1, chunk_chars: int = 0) ->
 
     with store.session(path) as db:
         with store.write(db):
-            run = db.execute("INSERT INTO judge_runs (judge_model, prompt_version, origin, created_at) "
-                             "VALUES ('bench-judge', 'v1', 'import', ?)", [ts]).lastrowid
+            run = db.execute(
+                "INSERT INTO judge_runs (judge_model, prompt_version, origin, created_at) "
+                "VALUES ('bench-judge', 'v1', 'import', ?)",
+                [ts],
+            ).lastrowid
             batch = 20_000
             for start in range(0, n_answers, batch):
                 answers, chunks, claims, verdicts, labels, events = [], [], [], [], [], []
@@ -99,28 +125,52 @@ def build_db(path: Path, n_answers: int, seed: int = 1, chunk_chars: int = 0) ->
                                 hv = rng.choice(list(KEYS))
                                 labels.append((pk, who, "labeled", hv, hv, "[]", ts, ts, ts))
                                 events.append((pk, who, "import", hv, "[]", ts))
-                db.conn.executemany("INSERT INTO answers (id, question, answer, category, metadata, "
-                                    "content_hash, holdout, imported_at) VALUES (?,?,?,?,?,?,?,?)",
-                                    answers)
-                db.conn.executemany("INSERT INTO chunks (answer_id, position, chunk_id, text, source) "
-                                    "VALUES (?,?,?,?,?)", chunks)
-                db.conn.executemany("INSERT INTO claims (id, answer_id, claim_id, position, text) "
-                                    "VALUES (?,?,?,?,?)", claims)
-                db.conn.executemany("INSERT INTO judge_verdicts (run_id, claim_pk, verdict, raw_verdict, "
-                                    "rationale, evidence) VALUES (?,?,?,?,?,?)", verdicts)
-                db.conn.executemany("INSERT INTO human_labels (claim_pk, reviewer, status, blind_verdict, "
-                                    "final_verdict, evidence, blind_at, final_at, updated_at) "
-                                    "VALUES (?,?,?,?,?,?,?,?,?)", labels)
-                db.conn.executemany("INSERT INTO label_events (claim_pk, reviewer, kind, verdict, "
-                                    "evidence, created_at) VALUES (?,?,?,?,?,?)", events)
+                db.conn.executemany(
+                    "INSERT INTO answers (id, question, answer, category, metadata, "
+                    "content_hash, holdout, imported_at) VALUES (?,?,?,?,?,?,?,?)",
+                    answers,
+                )
+                db.conn.executemany(
+                    "INSERT INTO chunks (answer_id, position, chunk_id, text, source) VALUES (?,?,?,?,?)",
+                    chunks,
+                )
+                db.conn.executemany(
+                    "INSERT INTO claims (id, answer_id, claim_id, position, text) VALUES (?,?,?,?,?)", claims
+                )
+                db.conn.executemany(
+                    "INSERT INTO judge_verdicts (run_id, claim_pk, verdict, raw_verdict, "
+                    "rationale, evidence) VALUES (?,?,?,?,?,?)",
+                    verdicts,
+                )
+                db.conn.executemany(
+                    "INSERT INTO human_labels (claim_pk, reviewer, status, blind_verdict, "
+                    "final_verdict, evidence, blind_at, final_at, updated_at) "
+                    "VALUES (?,?,?,?,?,?,?,?,?)",
+                    labels,
+                )
+                db.conn.executemany(
+                    "INSERT INTO label_events (claim_pk, reviewer, kind, verdict, "
+                    "evidence, created_at) VALUES (?,?,?,?,?,?)",
+                    events,
+                )
         db.execute("ANALYZE")
 
 
 def open_cycle(path: Path, size: int) -> tuple[int, list[str]]:
     with store.session(path) as db:
-        c = cycles.create_cycle(db, name="bench", judge_run="bench-judge@v1", size=size, seed=5,
-                                strategy="random", reviewers=[], overlap=0.0, include_labeled=True,
-                                force=True, created_by="bench")
+        c = cycles.create_cycle(
+            db,
+            name="bench",
+            judge_run="bench-judge@v1",
+            size=size,
+            seed=5,
+            strategy="random",
+            reviewers=[],
+            overlap=0.0,
+            include_labeled=True,
+            force=True,
+            created_by="bench",
+        )
         return c.id, review.queue(db, c.id, REVIEWER)
 
 
@@ -130,9 +180,14 @@ def judge_verdicts(path: Path, answers: list[str]) -> dict[str, list[tuple[int, 
     out: dict[str, list[tuple[int, str]]] = {}
     with store.session(path) as db:
         for aid in answers:
-            out[aid] = [tuple(r) for r in db.execute(
-                "SELECT c.id, v.verdict FROM claims c JOIN judge_verdicts v ON v.claim_pk = c.id "
-                "WHERE c.answer_id = ? ORDER BY c.position", [aid])]
+            out[aid] = [
+                tuple(r)
+                for r in db.execute(
+                    "SELECT c.id, v.verdict FROM claims c JOIN judge_verdicts v ON v.claim_pk = c.id "
+                    "WHERE c.answer_id = ? ORDER BY c.position",
+                    [aid],
+                )
+            ]
     return out
 
 
@@ -175,8 +230,9 @@ FIRST_LISTENER = """window.addEventListener('keydown',
     (e) => { if (window.__onKey) window.__onKey(e.timeStamp); }, true);"""
 
 
-def measure(url: str, plan: dict[str, list[tuple[int, str]]], order: list[str], n: int
-            ) -> list[tuple[float, float | None, str]]:
+def measure(
+    url: str, plan: dict[str, list[tuple[int, str]]], order: list[str], n: int
+) -> list[tuple[float, float | None, str]]:
     """(milliseconds to the view drawn, milliseconds to the verdict acknowledged or None, what
     was drawn: 'claim', 'last look' or 'reveal') per counted key."""
     from playwright.sync_api import sync_playwright
@@ -212,11 +268,21 @@ def measure(url: str, plan: dict[str, list[tuple[int, str]]], order: list[str], 
             page.wait_for_function(SETTLED, arg=f".rc-claim[data-pk='{claims[0][0]}'] button")
             for i, (pk, verdict) in enumerate(claims):
                 if i == len(claims) - 1:
-                    enough = timed(KEYS[verdict], ".rc-last-look", 1 + len(claims), "last look",
-                                   f".rc-look[data-pk='{pk}'] .rc-saved")
+                    enough = timed(
+                        KEYS[verdict],
+                        ".rc-last-look",
+                        1 + len(claims),
+                        "last look",
+                        f".rc-look[data-pk='{pk}'] .rc-saved",
+                    )
                 else:
-                    enough = timed(KEYS[verdict], f".rc-claim[data-pk='{claims[i + 1][0]}']", 7, "claim",
-                                   f".rc-line[data-pk='{pk}'] .rc-saved")
+                    enough = timed(
+                        KEYS[verdict],
+                        f".rc-claim[data-pk='{claims[i + 1][0]}']",
+                        7,
+                        "claim",
+                        f".rc-line[data-pk='{pk}'] .rc-saved",
+                    )
                 if enough:
                     browser.close()
                     return times
@@ -230,8 +296,9 @@ def measure(url: str, plan: dict[str, list[tuple[int, str]]], order: list[str], 
     raise RuntimeError(f"the cycle ran out of claims after {len(times)} verdicts")
 
 
-def run_case(label: str, n_answers: int, verdicts: int, workdir: Path, chunk_chars: int = 0
-             ) -> dict[str, float]:
+def run_case(
+    label: str, n_answers: int, verdicts: int, workdir: Path, chunk_chars: int = 0
+) -> dict[str, float]:
     db = workdir / f"bench-{n_answers}-{chunk_chars}.db"
     t = time.perf_counter()
     build_db(db, n_answers, chunk_chars=chunk_chars)
@@ -241,21 +308,35 @@ def run_case(label: str, n_answers: int, verdicts: int, workdir: Path, chunk_cha
     plan = judge_verdicts(db, order)
     with start_app(db, workdir / f"server-{n_answers}-{chunk_chars}.log") as url:
         times = measure(url, plan, order, verdicts)
-    by_kind = {kind: sorted(ms for ms, _, k in times if k == kind)
-               for kind in ("claim", "last look", "reveal")}
+    by_kind = {
+        kind: sorted(ms for ms, _, k in times if k == kind) for kind in ("claim", "last look", "reveal")
+    }
     drawn = sorted(ms for ms, _, k in times if k != "reveal")
     acked = sorted(a for _, a, _ in times if a is not None)
     mb = db.stat().st_size / 1e6
-    parts = "; ".join(f"{kind}: median {statistics.median(ms):.1f} ms, p95 {p95(ms):.1f} ms, n={len(ms)}"
-                      for kind, ms in by_kind.items() if ms)
-    print(f"{label:>16}: {n_answers:>7} answers ({mb:.0f} MB, built in {build_s:.1f}s)  "
-          f"verdict -> next claim drawn: median {statistics.median(drawn):6.1f} ms  p95 {p95(drawn):6.1f} ms"
-          f"   verdict -> acknowledged: median {statistics.median(acked):6.1f} ms  p95 {p95(acked):6.1f} ms"
-          f"   (n={len(drawn)}; {parts})", flush=True)
-    return {"answers": n_answers, "drawn_median_ms": statistics.median(drawn), "drawn_p95_ms": p95(drawn),
-            "ack_median_ms": statistics.median(acked), "ack_p95_ms": p95(acked), "n": len(drawn),
-            **{f"{kind.replace(' ', '_')}_median_ms": statistics.median(ms)
-               for kind, ms in by_kind.items() if ms}}
+    parts = "; ".join(
+        f"{kind}: median {statistics.median(ms):.1f} ms, p95 {p95(ms):.1f} ms, n={len(ms)}"
+        for kind, ms in by_kind.items()
+        if ms
+    )
+    print(
+        f"{label:>16}: {n_answers:>7} answers ({mb:.0f} MB, built in {build_s:.1f}s)  "
+        f"verdict -> next claim drawn: median {statistics.median(drawn):6.1f} ms  p95 {p95(drawn):6.1f} ms"
+        f"   verdict -> acknowledged: median {statistics.median(acked):6.1f} ms  p95 {p95(acked):6.1f} ms"
+        f"   (n={len(drawn)}; {parts})",
+        flush=True,
+    )
+    return {
+        "answers": n_answers,
+        "drawn_median_ms": statistics.median(drawn),
+        "drawn_p95_ms": p95(drawn),
+        "ack_median_ms": statistics.median(acked),
+        "ack_p95_ms": p95(acked),
+        "n": len(drawn),
+        **{
+            f"{kind.replace(' ', '_')}_median_ms": statistics.median(ms) for kind, ms in by_kind.items() if ms
+        },
+    }
 
 
 def p95(sorted_ms: list[float]) -> float:
@@ -268,23 +349,37 @@ def main() -> int:
     ap.add_argument("--verdicts", type=int, default=200)
     ap.add_argument("--small", type=int, default=100)
     ap.add_argument("--big", type=int, default=100_000)
-    ap.add_argument("--huge-chunk", type=int, default=1024 * 1024,
-                    help="characters of the first chunk of every answer in the huge-chunk case (0: skip)")
+    ap.add_argument(
+        "--huge-chunk",
+        type=int,
+        default=1024 * 1024,
+        help="characters of the first chunk of every answer in the huge-chunk case (0: skip)",
+    )
     ap.add_argument("--json", action="store_true", help="also print the figures as JSON")
     args = ap.parse_args()
     if not Path(CHROMIUM).is_file():
         print(f"no Chromium at {CHROMIUM}: set $CHROMIUM", file=sys.stderr)
         return 1
-    print(f"keypress -> next view drawn (verdict -> next claim or last look; Enter -> reveal), "
-          f"{args.verdicts} keys each ({WARMUP} warm-up keys not counted), headless Chromium")
+    print(
+        f"keypress -> next view drawn (verdict -> next claim or last look; Enter -> reveal), "
+        f"{args.verdicts} keys each ({WARMUP} warm-up keys not counted), headless Chromium"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-review-") as tmp:
         small = run_case("small database", args.small, args.verdicts, Path(tmp))
         big = run_case("large database", args.big, args.verdicts, Path(tmp))
         # Only the cycle's answers carry the huge chunk (the small case above is its baseline):
         # the cost is in drawing the card, not in the size of the database.
-        huge = None if not args.huge_chunk else run_case(
-            "1 MB chunk", (args.verdicts + WARMUP) // CLAIMS_PER_ANSWER + 4, args.verdicts, Path(tmp),
-            chunk_chars=args.huge_chunk)
+        huge = (
+            None
+            if not args.huge_chunk
+            else run_case(
+                "1 MB chunk",
+                (args.verdicts + WARMUP) // CLAIMS_PER_ANSWER + 4,
+                args.verdicts,
+                Path(tmp),
+                chunk_chars=args.huge_chunk,
+            )
+        )
     if args.json:
         print(json.dumps({"small": small, "big": big, "huge_chunk": huge}))
     return 0

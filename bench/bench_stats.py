@@ -72,40 +72,69 @@ def make_claims(n_claims: int, n_answers: int, seed: int = 0) -> Claims:
 def write_db(claims: Claims, db_path: Path, tmp: Path) -> None:
     """Store the claims as one judge run plus one reviewer's labels, through the importers."""
     answers: dict[str, list[tuple[str, str, str]]] = {}
-    for a, key, h, j in zip(claims.answer.tolist(), claims.keys, claims.human.tolist(), claims.judge.tolist(),
-                            strict=True):
+    for a, key, h, j in zip(
+        claims.answer.tolist(), claims.keys, claims.human.tolist(), claims.judge.tolist(), strict=True
+    ):
         answers.setdefault(f"ans{a:06d}", []).append((key, LABELS[h], LABELS[j]))
     judged, labels = tmp / "judged.jsonl", tmp / "labels.csv"
     with judged.open("w", encoding="utf-8") as fh:
         for aid, rows in answers.items():
-            fh.write(json.dumps({
-                "id": aid, "question": f"question {aid}", "answer": f"answer {aid}",
-                "chunks": [{"id": "c1", "text": f"chunk of {aid}"}],
-                "claims": [{"id": key, "claim": f"claim {key}", "verdict": judge} for key, _, judge in rows],
-                "judge_model": "bench-judge", "judge_prompt_version": "v1",
-            }) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "id": aid,
+                        "question": f"question {aid}",
+                        "answer": f"answer {aid}",
+                        "chunks": [{"id": "c1", "text": f"chunk of {aid}"}],
+                        "claims": [
+                            {"id": key, "claim": f"claim {key}", "verdict": judge} for key, _, judge in rows
+                        ],
+                        "judge_model": "bench-judge",
+                        "judge_prompt_version": "v1",
+                    }
+                )
+                + "\n"
+            )
     with labels.open("w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["answer_id", "claim_id", "verdict", "reviewer"])
-        w.writerows([aid, key, human, "bench-reviewer"] for aid, rows in answers.items()
-                    for key, human, _ in rows)
+        w.writerows(
+            [aid, key, human, "bench-reviewer"] for aid, rows in answers.items() for key, human, _ in rows
+        )
     with session(db_path) as db:
         import_answers(db, judged)
         import_labels(db, labels)
 
 
 def time_cli(db_path: Path, resamples: int, repeat: int) -> list[float]:
-    cmd = [sys.executable, "-m", "calibration", "--db", str(db_path), "stats", "--json",
-           "--bootstrap", str(resamples)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "calibration",
+        "--db",
+        str(db_path),
+        "stats",
+        "--json",
+        "--bootstrap",
+        str(resamples),
+    ]
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+        out = subprocess.run(
+            cmd,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         times.append(time.perf_counter() - t0)
     d = json.loads(out.stdout)
-    print(f"  stats --json: n_claims {d['n_claims']:,}, n_answers {d['n_answers']:,}, "
-          f"flag {d['flag']['status']}")
+    print(
+        f"  stats --json: n_claims {d['n_claims']:,}, n_answers {d['n_answers']:,}, "
+        f"flag {d['flag']['status']}"
+    )
     return times
 
 
@@ -138,18 +167,24 @@ def main() -> None:
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     d = report.to_dict()
-    print(f"claims {report.n_claims:,} in {report.n_answers:,} answers; "
-          f"{args.resamples:,} answer-bootstrap resamples; {args.repeat} runs")
+    print(
+        f"claims {report.n_claims:,} in {report.n_answers:,} answers; "
+        f"{args.resamples:,} answer-bootstrap resamples; {args.repeat} runs"
+    )
     print(f"  build synthetic claims        {t_build:7.3f} s")
-    print(f"  full report, median           {sorted(times)[len(times) // 2]:7.3f} s  "
-          f"(min {min(times):.3f}, max {max(times):.3f})")
+    print(
+        f"  full report, median           {sorted(times)[len(times) // 2]:7.3f} s  "
+        f"(min {min(times):.3f}, max {max(times):.3f})"
+    )
     print(f"  report without bootstrap      {t_no_boot:7.3f} s")
     print(f"  text + JSON rendering         {t_render:7.3f} s")
     print(f"  peak RSS of this process      {peak_mb:7.0f} MB")
-    print(f"  agreement {d['agreement']['value']:.4f}, kappa {d['kappa']['value']:.4f} "
-          f"(analytic {d['kappa']['ci_low']:.4f}–{d['kappa']['ci_high']:.4f}, "
-          f"bootstrap {d['kappa_bootstrap']['ci_low']:.4f}–{d['kappa_bootstrap']['ci_high']:.4f}), "
-          f"flag {d['flag']['status']}")
+    print(
+        f"  agreement {d['agreement']['value']:.4f}, kappa {d['kappa']['value']:.4f} "
+        f"(analytic {d['kappa']['ci_low']:.4f}–{d['kappa']['ci_high']:.4f}, "
+        f"bootstrap {d['kappa_bootstrap']['ci_low']:.4f}–{d['kappa_bootstrap']['ci_high']:.4f}), "
+        f"flag {d['flag']['status']}"
+    )
     print(f"  text report: {len(text.splitlines())} lines")
 
     if args.no_db:
@@ -159,11 +194,15 @@ def main() -> None:
         t0 = time.perf_counter()
         write_db(claims, db_path, Path(tmp))
         t_import = time.perf_counter() - t0
-        print(f"end to end: python -m calibration stats --json on a {db_path.stat().st_size / 1e6:.0f} MB "
-              f"database (import took {t_import:.1f} s, not part of the figure)")
+        print(
+            f"end to end: python -m calibration stats --json on a {db_path.stat().st_size / 1e6:.0f} MB "
+            f"database (import took {t_import:.1f} s, not part of the figure)"
+        )
         cli = time_cli(db_path, args.resamples, args.repeat)
-        print(f"  whole command, median         {sorted(cli)[len(cli) // 2]:7.3f} s  "
-              f"(min {min(cli):.3f}, max {max(cli):.3f}; includes interpreter start and imports)")
+        print(
+            f"  whole command, median         {sorted(cli)[len(cli) // 2]:7.3f} s  "
+            f"(min {min(cli):.3f}, max {max(cli):.3f}; includes interpreter start and imports)"
+        )
 
 
 if __name__ == "__main__":

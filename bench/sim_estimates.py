@@ -66,18 +66,23 @@ class Run:
         human = np.where(human_sup, 0, np.where(rng.random(n) < 0.3, 1, 2))
         judge = human.copy()
         u = rng.random(n)
-        judge[human_sup & (u >= 0.95)] = 2                     # strict slips
+        judge[human_sup & (u >= 0.95)] = 2  # strict slips
         lenient = ~human_sup & (u < 0.35)
         judge[lenient] = 0
         other = ~human_sup & ~lenient & (rng.random(n) < 0.15)
-        judge[other] = 3 - human[other]                        # CONTRADICTED <-> UNSUPPORTED
+        judge[other] = 3 - human[other]  # CONTRADICTED <-> UNSUPPORTED
         self.answer, self.human, self.judge = answer, human, judge
         k = 3
-        self.tables = np.bincount(answer * 9 + human * k + judge, minlength=n_answers * 9
-                                  ).reshape(n_answers, 3, 3).astype(float)
+        self.tables = (
+            np.bincount(answer * 9 + human * k + judge, minlength=n_answers * 9)
+            .reshape(n_answers, 3, 3)
+            .astype(float)
+        )
         self.failing = self.tables[:, :, 1:].sum(axis=(1, 2)) > 0
-        self.pool = [sampling.PoolAnswer(a, c, bool(f)) for a, c, f in
-                     zip(self.ids, self.category, self.failing, strict=True)]
+        self.pool = [
+            sampling.PoolAnswer(a, c, bool(f))
+            for a, c, f in zip(self.ids, self.category, self.failing, strict=True)
+        ]
         self.index = {a: i for i, a in enumerate(self.ids)}
         whole = self.tables.sum(axis=0)
         c = est.answer_counts(self.tables)
@@ -144,8 +149,9 @@ def coverage_cell(args: tuple[str, str, int, int, int]) -> dict[str, Any]:
         else:
             hits["kappa"].append(k_def.ci_low <= truth["kappa"] <= k_def.ci_high)
         k_lin = est.kappa_estimate(t, st, pop, min_minority=0, min_answers=0)
-        k_boot = est.kappa_estimate(t, st, pop, min_minority=0, min_answers=0, interval="bootstrap",
-                                    resamples=500, seed=r)
+        k_boot = est.kappa_estimate(
+            t, st, pop, min_minority=0, min_answers=0, interval="bootstrap", resamples=500, seed=r
+        )
         cov_lin = None if k_lin.ci_low is None else bool(k_lin.ci_low <= truth["kappa"] <= k_lin.ci_high)
         cov_boot = None if k_boot.ci_low is None else bool(k_boot.ci_low <= truth["kappa"] <= k_boot.ci_high)
         kappa_rows.append((est.minority_claims(t), 0.0, cov_lin, cov_boot))
@@ -154,8 +160,9 @@ def coverage_cell(args: tuple[str, str, int, int, int]) -> dict[str, Any]:
         f = run.f_all[cl]
         ans = run.answer[cl]
         g = est.corrected_grounding(run.f_all, run.answer, y, f, ans, stratum=labels[ans], population=pop)
-        p = est.corrected_grounding(run.f_all, run.answer, y, f, ans, method="ppi++",
-                                    weights=_claim_weights(s, rows, ans))
+        p = est.corrected_grounding(
+            run.f_all, run.answer, y, f, ans, method="ppi++", weights=_claim_weights(s, rows, ans)
+        )
         lab = est.ratio_estimate(*_ground_counts(run, rows), labels[rows], pop)
         if g.estimate.ci_low is None:
             withheld["ground"] += 1
@@ -169,9 +176,18 @@ def coverage_cell(args: tuple[str, str, int, int, int]) -> dict[str, Any]:
         if lab.ci_low is not None:
             widths["labels_only"].append(lab.ci_high - lab.ci_low)
         hits["judge"].append(abs(float(run.f_all.mean()) - truth["grounding"]) < 1e-12)
-    return {"run": name, "design": design, "n": n_claims, "n_answers": n_ans, "reps": reps,
-            "claims": float(np.mean(claims_seen)), "hits": hits, "kappa": kappa_rows, "widths": widths,
-            "withheld": withheld}
+    return {
+        "run": name,
+        "design": design,
+        "n": n_claims,
+        "n_answers": n_ans,
+        "reps": reps,
+        "claims": float(np.mean(claims_seen)),
+        "hits": hits,
+        "kappa": kappa_rows,
+        "widths": widths,
+        "withheld": withheld,
+    }
 
 
 def _claim_weights(s: sampling.Sample, rows: np.ndarray, ans: np.ndarray) -> np.ndarray:
@@ -239,10 +255,19 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     a = ap.parse_args()
     t0 = time.perf_counter()
-    cov_jobs = [(name, design, n, a.reps, 1 + i) for i, (name, design, n) in enumerate(
-        (nm, d, n) for nm in ("typical", "imbalanced") for d in ("random", "failures-first") for n in SIZES)]
-    bias_jobs = [("typical", d, 150, a.bias_reps, 50 + i)
-                 for i, d in enumerate(("random", "stratified", "failures-first", "two cycles"))]
+    cov_jobs = [
+        (name, design, n, a.reps, 1 + i)
+        for i, (name, design, n) in enumerate(
+            (nm, d, n)
+            for nm in ("typical", "imbalanced")
+            for d in ("random", "failures-first")
+            for n in SIZES
+        )
+    ]
+    bias_jobs = [
+        ("typical", d, 150, a.bias_reps, 50 + i)
+        for i, d in enumerate(("random", "stratified", "failures-first", "two cycles"))
+    ]
     with ProcessPoolExecutor(a.workers) as pool:
         cov_f = [pool.submit(coverage_cell, j) for j in cov_jobs]
         bias_f = [pool.submit(bias_cell, j) for j in bias_jobs]
@@ -250,28 +275,41 @@ def main() -> None:
         bias = [f.result() for f in bias_f]
     for name in ("typical", "imbalanced"):
         tr = _run(name).truth
-        print(f"run {name}: " + ", ".join(f"{k} {v:.4f}" for k, v in tr.items())
-              + f"; judge's own SUPPORTED rate {_run(name).f_all.mean():.4f}")
+        print(
+            f"run {name}: "
+            + ", ".join(f"{k} {v:.4f}" for k, v in tr.items())
+            + f"; judge's own SUPPORTED rate {_run(name).f_all.mean():.4f}"
+        )
     print()
-    print(f"Coverage of 95% intervals ({a.reps} samples per row; kappa: linearised t interval, "
-          f"withheld below {est.MIN_KAPPA_ANSWERS} answers or {est.MIN_MINORITY_CLAIMS} minority claims,"
-          " k-wh = withheld share)")
-    print(f"{'run':<11}{'design':<15}{'n':>4}{'ans':>5}{'claims':>7}{'agree':>8}{'kappa':>8}{'k-wh':>7}"
-          f"{'ground':>8}{'ppi++':>8}{'w-grd':>7}{'w-ppi':>7}{'w-lab':>7}{'judge':>7}")
+    print(
+        f"Coverage of 95% intervals ({a.reps} samples per row; kappa: linearised t interval, "
+        f"withheld below {est.MIN_KAPPA_ANSWERS} answers or {est.MIN_MINORITY_CLAIMS} minority claims,"
+        " k-wh = withheld share)"
+    )
+    print(
+        f"{'run':<11}{'design':<15}{'n':>4}{'ans':>5}{'claims':>7}{'agree':>8}{'kappa':>8}{'k-wh':>7}"
+        f"{'ground':>8}{'ppi++':>8}{'w-grd':>7}{'w-ppi':>7}{'w-lab':>7}{'judge':>7}"
+    )
     for c in cov:
         shown = c["hits"]["kappa"]
         wh = c["withheld"]["kappa"] / c["reps"]
         w = c["widths"]
-        print(f"{c['run']:<11}{c['design']:<15}{c['n']:>4}{c['n_answers']:>5}{c['claims']:>7.1f}"
-              f"{_pct(c['hits']['agree']):>8}{_pct(shown):>8}{100 * wh:6.1f}%"
-              f"{_pct(c['hits']['ground']):>8}{_pct(c['hits']['ppi']):>8}"
-              f"{np.mean(w['ground']):7.3f}{np.mean(w['ppi']):7.3f}{np.mean(w['labels_only']):7.3f}"
-              f"{_pct(c['hits']['judge']):>7}")
-    print("  (w-grd / w-ppi / w-lab: mean interval width of two-phase, PPI++ and human labels alone;"
-          " judge: share of samples where the judge's own rate, a point, hits the truth)")
+        print(
+            f"{c['run']:<11}{c['design']:<15}{c['n']:>4}{c['n_answers']:>5}{c['claims']:>7.1f}"
+            f"{_pct(c['hits']['agree']):>8}{_pct(shown):>8}{100 * wh:6.1f}%"
+            f"{_pct(c['hits']['ground']):>8}{_pct(c['hits']['ppi']):>8}"
+            f"{np.mean(w['ground']):7.3f}{np.mean(w['ppi']):7.3f}{np.mean(w['labels_only']):7.3f}"
+            f"{_pct(c['hits']['judge']):>7}"
+        )
+    print(
+        "  (w-grd / w-ppi / w-lab: mean interval width of two-phase, PPI++ and human labels alone;"
+        " judge: share of samples where the judge's own rate, a point, hits the truth)"
+    )
     print()
-    print("Kappa coverage by minority-claims threshold, no answer minimum "
-          "(linearised t / stratified rescaling bootstrap; withheld share)")
+    print(
+        "Kappa coverage by minority-claims threshold, no answer minimum "
+        "(linearised t / stratified rescaling bootstrap; withheld share)"
+    )
     thresholds = (0, 3, 5, 8)
     print(f"{'run':<11}{'design':<15}{'n':>4}" + "".join(f"{'k>=' + str(k):>22}" for k in thresholds))
     for c in cov:
@@ -283,8 +321,10 @@ def main() -> None:
             cells.append(f"{_pct(lin)}/{_pct(boot)} {100 * (1 - len(keep) / len(c['kappa'])):4.0f}%")
         print(f"{c['run']:<11}{c['design']:<15}{c['n']:>4}" + "".join(f"{x:>22}" for x in cells))
     print()
-    print(f"Bias of run-level estimates, n = 150 claims ({a.bias_reps} samples per row): "
-          "estimate - truth (Monte Carlo s.e.) [raw unweighted - truth]")
+    print(
+        f"Bias of run-level estimates, n = 150 claims ({a.bias_reps} samples per row): "
+        "estimate - truth (Monte Carlo s.e.) [raw unweighted - truth]"
+    )
     print(f"{'design':<16}" + "".join(f"{k:>28}" for k in ("agreement", "kappa", "lenient", "strict")))
     for b in bias:
         cells = [f"{m:+.4f} ({s:.4f}) [{r:+.4f}]" for m, s, r in b["bias"].values()]

@@ -93,10 +93,14 @@ def simulate(p: float, skew: bool, reps: int, rng: np.random.Generator) -> dict[
     wilson_rev = centre + half < TARGET
 
     return {
-        "revise@200": revise[:, -1].mean(), "ok@200": ok[:, -1].mean(),
-        "revise any": revise.any(axis=1).mean(), "ok any": ok.any(axis=1).mean(),
-        "agr revise any": revise_a.any(axis=1).mean(), "kappa revise any": kappa_rev.any(axis=1).mean(),
-        "direction any": direction.any(axis=1).mean(), "wilson revise any": wilson_rev.any(axis=1).mean(),
+        "revise@200": revise[:, -1].mean(),
+        "ok@200": ok[:, -1].mean(),
+        "revise any": revise.any(axis=1).mean(),
+        "ok any": ok.any(axis=1).mean(),
+        "agr revise any": revise_a.any(axis=1).mean(),
+        "kappa revise any": kappa_rev.any(axis=1).mean(),
+        "direction any": direction.any(axis=1).mean(),
+        "wilson revise any": wilson_rev.any(axis=1).mean(),
     }
 
 
@@ -109,18 +113,30 @@ def main() -> None:
     global C
     C = args.c
     start = time.perf_counter()
-    cols = ["revise@200", "ok@200", "revise any", "ok any", "agr revise any", "kappa revise any",
-            "direction any", "wilson revise any"]
-    print(f"Flag error rates, {args.reps:,} runs per row, seed {args.seed}; looks every {STEP} claims "
-          f"up to {MAX_CLAIMS}; bet truncation c = {C}; target {TARGET:.0%}, kappa floor {FLOOR}, "
-          f"alpha {ALPHA}")
+    cols = [
+        "revise@200",
+        "ok@200",
+        "revise any",
+        "ok any",
+        "agr revise any",
+        "kappa revise any",
+        "direction any",
+        "wilson revise any",
+    ]
+    print(
+        f"Flag error rates, {args.reps:,} runs per row, seed {args.seed}; looks every {STEP} claims "
+        f"up to {MAX_CLAIMS}; bet truncation c = {C}; target {TARGET:.0%}, kappa floor {FLOOR}, "
+        f"alpha {ALPHA}"
+    )
     print(f"{'true agr':>8} {'skew':>8} " + " ".join(f"{c:>17}" for c in cols))
     for i, (p, skew) in enumerate((p, s) for s in (False, True) for p in (0.80, 0.85, 0.90, 0.95)):
         rng = np.random.default_rng([args.seed, i])
         res = simulate(p, skew, args.reps, rng)
         print(f"{p:>8.2f} {'lenient' if skew else 'none':>8} " + " ".join(f"{res[c]:>17.4f}" for c in cols))
-    print("targets: true 0.90 no skew 'revise any' <= 0.05; true 0.80 'ok any' <= 0.05; "
-          "true 0.95 no skew 'ok@200' >= 0.80; 'direction any' with no skew = its false alarm rate")
+    print(
+        "targets: true 0.90 no skew 'revise any' <= 0.05; true 0.80 'ok any' <= 0.05; "
+        "true 0.95 no skew 'ok@200' >= 0.80; 'direction any' with no skew = its false alarm rate"
+    )
     print(f"elapsed {time.perf_counter() - start:.1f} s")
 
 

@@ -98,24 +98,37 @@ class Run:
             p_agree = np.full(n, 0.88)
         effect = rng.normal(0, 0.6, size=n_answers)[answer]
         agree = rng.random(n) < 1 / (1 + np.exp(-(_logit(p_agree) + effect)))
-        other = np.where(judge == SUP, np.where(rng.random(n) < 0.8, UNS, CON),
-                         np.where(rng.random(n) < 0.8, SUP, CON + UNS - judge))
+        other = np.where(
+            judge == SUP,
+            np.where(rng.random(n) < 0.8, UNS, CON),
+            np.where(rng.random(n) < 0.8, SUP, CON + UNS - judge),
+        )
         human = np.where(agree, judge, other)
         self.answer, self.judge, self.human = answer, judge, human
         self.start = np.concatenate([[0], np.cumsum(sizes)])
-        self.tables = np.bincount(answer * 9 + human * 3 + judge, minlength=n_answers * 9
-                                  ).reshape(n_answers, 3, 3).astype(float)
+        self.tables = (
+            np.bincount(answer * 9 + human * 3 + judge, minlength=n_answers * 9)
+            .reshape(n_answers, 3, 3)
+            .astype(float)
+        )
         self.failing = np.bincount(answer, weights=(judge != SUP).astype(float), minlength=n_answers) > 0
-        self.pool = [sampling.PoolAnswer(a, c, bool(f)) for a, c, f in
-                     zip(self.ids, self.category, self.failing, strict=True)]
+        self.pool = [
+            sampling.PoolAnswer(a, c, bool(f))
+            for a, c, f in zip(self.ids, self.category, self.failing, strict=True)
+        ]
         lengths = rng.integers(200, 2000, size=n_answers)
-        verdicts = [tuple(LABELS[v] for v in judge[self.start[i]:self.start[i + 1]])
-                    for i in range(n_answers)]
-        self.facts = [PlanningFacts(a, self.category[i], verdicts[i], bool(flagged[i]), int(lengths[i]), None)
-                      for i, a in enumerate(self.ids)]
+        verdicts = [
+            tuple(LABELS[v] for v in judge[self.start[i] : self.start[i + 1]]) for i in range(n_answers)
+        ]
+        self.facts = [
+            PlanningFacts(a, self.category[i], verdicts[i], bool(flagged[i]), int(lengths[i]), None)
+            for i, a in enumerate(self.ids)
+        ]
         whole = self.tables.sum(axis=0)
-        self.truth = {"agreement": float(np.trace(whole) / whole.sum()),
-                      "grounding": float((human == SUP).mean())}
+        self.truth = {
+            "agreement": float(np.trace(whole) / whole.sum()),
+            "grounding": float((human == SUP).mean()),
+        }
         self.f_all = (judge == SUP).astype(float)
         self.base = est.run_strata(~self.failing)
         self.with_category = est.run_strata(~self.failing, self.category)
@@ -134,11 +147,28 @@ class Run:
             human[cl] = self.human[cl]
         n = self.answer.size
         empty = np.zeros(0, dtype=np.int64)
-        labels = ReviewerColumns(claim=empty, claim_pk=empty, reviewers=[], reviewer=empty, final=empty,
-                                 blind=empty, reconciled=empty, slip=empty, judge=empty)
-        return ClaimTable(claim_pk=np.arange(n), keys=[""] * n, answer=self.answer, answer_ids=self.ids,
-                          judge=self.judge, human=human, status=np.zeros(n, dtype=np.int64), weight=None,
-                          labels=labels)
+        labels = ReviewerColumns(
+            claim=empty,
+            claim_pk=empty,
+            reviewers=[],
+            reviewer=empty,
+            final=empty,
+            blind=empty,
+            reconciled=empty,
+            slip=empty,
+            judge=empty,
+        )
+        return ClaimTable(
+            claim_pk=np.arange(n),
+            keys=[""] * n,
+            answer=self.answer,
+            answer_ids=self.ids,
+            judge=self.judge,
+            human=human,
+            status=np.zeros(n, dtype=np.int64),
+            weight=None,
+            labels=labels,
+        )
 
 
 RUNS: dict[str, Run] = {}
@@ -164,15 +194,16 @@ def _figures(run: Run, rows: np.ndarray, strata: np.ndarray) -> list[tuple[float
     cl = run.claims_of(rows)
     ans = run.answer[cl]
     y = (run.human[cl] == SUP).astype(float)
-    g = est.corrected_grounding(run.f_all, run.answer, y, run.f_all[cl], ans, stratum=strata[ans],
-                                population=pop).estimate
+    g = est.corrected_grounding(
+        run.f_all, run.answer, y, run.f_all[cl], ans, stratum=strata[ans], population=pop
+    ).estimate
     out = []
     for e, truth in ((a, run.truth["agreement"]), (g, run.truth["grounding"])):
         err = np.nan if e.value is None else e.value - truth
         if e.ci_low is None or e.ci_high is None or e.se is None:
             out.append((err, np.nan, np.nan, np.nan))
         else:
-            out.append((err, float(e.ci_low <= truth <= e.ci_high), e.ci_high - e.ci_low, e.se ** 2))
+            out.append((err, float(e.ci_low <= truth <= e.ci_high), e.ci_high - e.ci_low, e.se**2))
     return out
 
 
@@ -189,10 +220,18 @@ def trajectory(run: Run, design: str, seed: int) -> dict[int, list[tuple[float, 
         s_seed = seed * 10 + k
         if design.startswith("planned"):
             goal = "agreement" if design == "planned-agr" else "grounding"
-            plan = planning.make_plan(run.facts, run.table(run.rows_of(labeled)), [a.answer_id for a in pool],
-                                      goal, CYCLE, target=0.85)
-            pool = [sampling.PoolAnswer(a.answer_id, a.category, a.failing, plan.answer_strata[a.answer_id])
-                    for a in pool]
+            plan = planning.make_plan(
+                run.facts,
+                run.table(run.rows_of(labeled)),
+                [a.answer_id for a in pool],
+                goal,
+                CYCLE,
+                target=0.85,
+            )
+            pool = [
+                sampling.PoolAnswer(a.answer_id, a.category, a.failing, plan.answer_strata[a.answer_id])
+                for a in pool
+            ]
             sample = sampling.planned_sample(pool, CYCLE, s_seed, allocation=plan.allocation)
             plans.append(plan.answer_strata)
         else:
@@ -231,20 +270,26 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     t0, c0 = time.perf_counter(), time.process_time()
-    jobs = [(kind, d, args.reps, 1 + i) for i, (kind, d) in enumerate(
-        (k, d) for k in ("concentrated", "even") for d in DESIGNS)]
+    jobs = [
+        (kind, d, args.reps, 1 + i)
+        for i, (kind, d) in enumerate((k, d) for k in ("concentrated", "even") for d in DESIGNS)
+    ]
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         by = {(kind, d): res for kind, d, res in pool.map(cell, jobs)}
     mc = 100 * math.sqrt(0.95 * 0.05 / args.reps)
     for kind in ("concentrated", "even"):
         run = _run(kind)
-        print(f"\nrun {kind}: agreement {run.truth['agreement']:.3f}, grounding {run.truth['grounding']:.3f} "
-              f"({args.reps} replicates per row; a coverage near 95% has a Monte Carlo s.e. of "
-              f"{mc:.1f} points)")
-        print("| design | n answers | agreement coverage | agreement |bias| | agreement width "
-              "| grounding coverage | grounding |bias| | grounding width "
-              "| labels saved vs random, width formula (agr / grd) | labels saved, measured (agr / grd) "
-              "| labels saved, squared error (agr / grd) |")
+        print(
+            f"\nrun {kind}: agreement {run.truth['agreement']:.3f}, grounding {run.truth['grounding']:.3f} "
+            f"({args.reps} replicates per row; a coverage near 95% has a Monte Carlo s.e. of "
+            f"{mc:.1f} points)"
+        )
+        print(
+            "| design | n answers | agreement coverage | agreement |bias| | agreement width "
+            "| grounding coverage | grounding |bias| | grounding width "
+            "| labels saved vs random, width formula (agr / grd) | labels saved, measured (agr / grd) "
+            "| labels saved, squared error (agr / grd) |"
+        )
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         for n in SIZES:
             ref = by[(kind, "random")][n]
@@ -253,18 +298,26 @@ def main() -> None:
                 formula = measured = by_error = ""
                 if d != "random":
                     ratio = [np.nanmean(r[:, j, 2]) / np.nanmean(ref[:, j, 2]) for j in (0, 1)]
-                    formula = " / ".join(f"{1 - q ** 2:+.0%}" for q in ratio)
+                    formula = " / ".join(f"{1 - q**2:+.0%}" for q in ratio)
                     curve = by[(kind, d)]
-                    needed = [labels_needed({m: float(np.nanmean(v[:, j, 2])) for m, v in curve.items()},
-                                            float(np.nanmean(ref[:, j, 2]))) for j in (0, 1)]
+                    needed = [
+                        labels_needed(
+                            {m: float(np.nanmean(v[:, j, 2])) for m, v in curve.items()},
+                            float(np.nanmean(ref[:, j, 2])),
+                        )
+                        for j in (0, 1)
+                    ]
                     measured = " / ".join(f"{1 - m / n:+.0%}" for m in needed)
                     # What the estimates do rather than what their intervals say: 1 - MSE / MSE_random.
                     mse = [np.nanmean(r[:, j, 0] ** 2) / np.nanmean(ref[:, j, 0] ** 2) for j in (0, 1)]
                     by_error = " / ".join(f"{1 - q:+.0%}" for q in mse)
                 cols = []
                 for j in (0, 1):
-                    cols += [f"{np.nanmean(r[:, j, 1]):.1%}", f"{abs(np.nanmean(r[:, j, 0])):.4f}",
-                             f"{np.nanmean(r[:, j, 2]):.4f}"]
+                    cols += [
+                        f"{np.nanmean(r[:, j, 1]):.1%}",
+                        f"{abs(np.nanmean(r[:, j, 0])):.4f}",
+                        f"{np.nanmean(r[:, j, 2]):.4f}",
+                    ]
                 print(f"| {d} | {n} | " + " | ".join(cols) + f" | {formula} | {measured} | {by_error} |")
                 withheld = int(np.isnan(r[:, :, 2]).sum())
                 if withheld:

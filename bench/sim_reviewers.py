@@ -58,14 +58,20 @@ def make_run(rng: np.random.Generator, n_answers: int) -> dict[str, np.ndarray]:
     hallucinated = rng.uniform(size=answer.size) < risk
     hard = hallucinated & (rng.uniform(size=answer.size) < P_HARD)
     miss = np.where(hard, JUDGE_MISS[1], JUDGE_MISS[0])
-    judge_s = np.where(hallucinated, rng.uniform(size=answer.size) < miss,
-                       rng.uniform(size=answer.size) >= JUDGE_FALSE)
-    return {"answer": answer, "hallucinated": hallucinated, "hard": hard,
-            "judge": np.where(judge_s, S, U).astype(np.int64)}
+    judge_s = np.where(
+        hallucinated, rng.uniform(size=answer.size) < miss, rng.uniform(size=answer.size) >= JUDGE_FALSE
+    )
+    return {
+        "answer": answer,
+        "hallucinated": hallucinated,
+        "hard": hard,
+        "judge": np.where(judge_s, S, U).astype(np.int64),
+    }
 
 
-def label(rng: np.random.Generator, run: dict[str, np.ndarray], answers: np.ndarray
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def label(
+    rng: np.random.Generator, run: dict[str, np.ndarray], answers: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(claim, reviewer, verdict) rows: 2-3 of the 13 reviewers label every claim of each answer."""
     rows_c, rows_r = [], []
     claims_of = {a: np.flatnonzero(run["answer"] == a) for a in answers.tolist()}
@@ -92,8 +98,7 @@ def one_run(rng: np.random.Generator, pipeline_truth: float) -> dict[str, float]
     keys = [f"{a}/{i}" for a, i in zip(cluster.tolist(), rc.tolist(), strict=True)]
     # Label order: answers in the order drawn (a shuffled queue).
     rank = np.argsort(order)[cluster].astype(float)
-    rep = report.agreement_report(rv, judge, cluster, keys, bootstrap=0, label_rank=rank,
-                                            per_reviewer=True)
+    rep = report.agreement_report(rv, judge, cluster, keys, bootstrap=0, label_rank=rank, per_reviewer=True)
     ceiling = decisions.human_ceiling(c, r, v, run["judge"], cluster=run["answer"], resamples=0)
     assert ceiling is not None
     # Grounding from soft labels, post-stratified on the all-SUPPORTED strata, as the report does.
@@ -105,19 +110,35 @@ def one_run(rng: np.random.Generator, pipeline_truth: float) -> dict[str, float]
     not_s = np.bincount(run["answer"], weights=1 - f_all, minlength=N_RUN)
     strata = estimation.run_strata(not_s == 0)
     pop = estimation.stratum_counts(strata)
-    g = estimation.corrected_grounding(f_all, run["answer"], y, f_all[lab], run["answer"][lab],
-                                       stratum=strata[run["answer"][lab]], population=pop, fpc=False)
+    g = estimation.corrected_grounding(
+        f_all,
+        run["answer"],
+        y,
+        f_all[lab],
+        run["answer"][lab],
+        stratum=strata[run["answer"][lab]],
+        population=pop,
+        fpc=False,
+    )
     truth = float(reviewer_says_supported(run["hallucinated"], run["hard"]).mean())
     e = g.estimate
     covered = e.ci_low is not None and e.ci_low <= truth <= e.ci_high
     covers_pipeline = e.ci_low is not None and e.ci_low <= pipeline_truth <= e.ci_high
     d = rep.estimates.direction
-    return {"alt_fails": float(not ceiling.alt.passes), "direction": rep._rule("direction").status,
-            "sign": float(np.sign(d.difference.value or 0.0)), "p_lenient": d.p_lenient,
-            "p_strict": d.p_strict, "covered": float(covered), "covers_pipeline": float(covers_pipeline),
-            "grounding_error": float(e.value - truth),
-            "below": ceiling.below_reviewers, "tested": len(ceiling.comparisons),
-            "agreement": float(rep.agreement.value), "rr": float(ceiling.reviewer_vs_reviewer.value)}
+    return {
+        "alt_fails": float(not ceiling.alt.passes),
+        "direction": rep._rule("direction").status,
+        "sign": float(np.sign(d.difference.value or 0.0)),
+        "p_lenient": d.p_lenient,
+        "p_strict": d.p_strict,
+        "covered": float(covered),
+        "covers_pipeline": float(covers_pipeline),
+        "grounding_error": float(e.value - truth),
+        "below": ceiling.below_reviewers,
+        "tested": len(ceiling.comparisons),
+        "agreement": float(rep.agreement.value),
+        "rr": float(ceiling.reviewer_vs_reviewer.value),
+    }
 
 
 def process_truth(rng: np.random.Generator) -> tuple[float, float]:
@@ -144,8 +165,9 @@ def plan_check(rng: np.random.Generator, reps: int, target: float) -> tuple[list
         rule = decisions.agreement_rule(ys[:n0], ms[:n0], target, claim_level=True)
         if rule.status != "inconclusive":
             continue
-        plan = decisions.more_claims_to_decide(ys[:n0], ms[:n0], target, claim_level=True, rule=rule,
-                                               labels_per_claim=per_claim)
+        plan = decisions.more_claims_to_decide(
+            ys[:n0], ms[:n0], target, claim_level=True, rule=rule, labels_per_claim=per_claim
+        )
         if plan.more_claims is None:
             continue
         # Realised: the first look after which the rule decides, on the run's further answers.
@@ -160,7 +182,7 @@ def plan_check(rng: np.random.Generator, reps: int, target: float) -> tuple[list
                 t = int(hit[0])
         if t is None:
             continue
-        more = float(ms[n0:n0 + t + 1].sum() / per_claim)
+        more = float(ms[n0 : n0 + t + 1].sum() / per_claim)
         predicted.append(plan.more_claims)
         realised.append(more)
         inside += (plan.low or 0) <= more <= (plan.high or math.inf)
@@ -182,39 +204,53 @@ def main() -> int:
     calls = [o["direction"] for o in out]
     cover = np.mean([o["covered"] for o in out])
     gap = np.mean([o["rr"] - o["agreement"] for o in out])
-    print(f"{args.reps} runs of {N_RUN} answers, {N_LABELED} labeled by 2-3 of {N_REVIEWERS} reviewers; "
-          f"judge {100 * gap:.1f} points below reviewer-vs-reviewer agreement")
+    print(
+        f"{args.reps} runs of {N_RUN} answers, {N_LABELED} labeled by 2-3 of {N_REVIEWERS} reviewers; "
+        f"judge {100 * gap:.1f} points below reviewer-vs-reviewer agreement"
+    )
     print("| check | result | required |")
     print("|---|---|---|")
-    print(f"| alt-test fails (epsilon {decisions.ALT_EPSILON}, {decisions.ALT_ALIGNMENT}) | "
-          f"{100 * alt:.1f}% of runs | >= 95% |")
+    print(
+        f"| alt-test fails (epsilon {decisions.ALT_EPSILON}, {decisions.ALT_ALIGNMENT}) | "
+        f"{100 * alt:.1f}% of runs | >= 95% |"
+    )
     below = np.mean([o["below"] == o["tested"] for o in out])
     print(f"| judge below every reviewer in the paired comparison | {100 * below:.1f}% of runs | |")
     right = calls.count(want) / len(calls)
     wrong = calls.count("strict" if want == "lenient" else "lenient") / len(calls)
-    print(f"| direction call (per-reviewer truth: {want}, (lenient - strict)/n = {truth_dir:+.3f}) | "
-          f"{want} in {100 * right:.1f}%, the other way in {100 * wrong:.1f}% | matches the truth |")
+    print(
+        f"| direction call (per-reviewer truth: {want}, (lenient - strict)/n = {truth_dir:+.3f}) | "
+        f"{want} in {100 * right:.1f}%, the other way in {100 * wrong:.1f}% | matches the truth |"
+    )
     sign = np.mean([o["sign"] == (1.0 if want == "lenient" else -1.0) for o in out])
     p_key = "p_lenient" if want == "lenient" else "p_strict"
     p_other = "p_strict" if want == "lenient" else "p_lenient"
     fixed_right = np.mean([(o[p_key] or 1.0) < 0.05 for o in out])
     fixed_wrong = np.mean([(o[p_other] or 1.0) < 0.05 for o in out])
-    print(f"| direction, design-based estimate (fixed-sample, one look) | sign {want} in {100 * sign:.1f}%; "
-          f"significant {want} in {100 * fixed_right:.1f}%, the other way in {100 * fixed_wrong:.1f}% | "
-          "matches the truth |")
+    print(
+        f"| direction, design-based estimate (fixed-sample, one look) | sign {want} in {100 * sign:.1f}%; "
+        f"significant {want} in {100 * fixed_right:.1f}%, the other way in {100 * fixed_wrong:.1f}% | "
+        "matches the truth |"
+    )
     err = np.array([o["grounding_error"] for o in out])
     cover_p = np.mean([o["covers_pipeline"] for o in out])
-    print(f"| grounding 95% interval covers the per-reviewer truth of the pipeline "
-          f"({100 * truth_supported:.1f}%) | {100 * cover_p:.1f}% | 93-97% |")
-    print(f"| ... and of the run itself (half its answers labeled: conservative without the fpc) | "
-          f"{100 * cover:.1f}% (mean error {100 * err.mean():+.2f} points) | |")
+    print(
+        f"| grounding 95% interval covers the per-reviewer truth of the pipeline "
+        f"({100 * truth_supported:.1f}%) | {100 * cover_p:.1f}% | 93-97% |"
+    )
+    print(
+        f"| ... and of the run itself (half its answers labeled: conservative without the fpc) | "
+        f"{100 * cover:.1f}% (mean error {100 * err.mean():+.2f} points) | |"
+    )
     pred, real, inside = plan_check(rng, args.plan_reps, 0.80)
     if pred:
         ratio = float(np.median(pred)) / float(np.median(real))
-        print(f"| 'how many more' median vs realised stopping time (target 80%, look at 60 answers, "
-              f"{len(pred)} undecided runs) | median predicted {np.median(pred):.0f}, realised "
-              f"{np.median(real):.0f} claims (ratio {ratio:.2f}); realised inside the 80% range in "
-              f"{100 * inside:.0f}% | within ±30% |")
+        print(
+            f"| 'how many more' median vs realised stopping time (target 80%, look at 60 answers, "
+            f"{len(pred)} undecided runs) | median predicted {np.median(pred):.0f}, realised "
+            f"{np.median(real):.0f} claims (ratio {ratio:.2f}); realised inside the 80% range in "
+            f"{100 * inside:.0f}% | within ±30% |"
+        )
     print(f"({time.perf_counter() - start:.0f} s)")
     return 0
 

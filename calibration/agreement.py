@@ -72,8 +72,11 @@ class Estimate:
     ci_high: float | None = None
 
     def to_dict(self) -> dict[str, float | None]:
-        return {"value": optional_float(self.value), "ci_low": optional_float(self.ci_low),
-                "ci_high": optional_float(self.ci_high)}
+        return {
+            "value": optional_float(self.value),
+            "ci_low": optional_float(self.ci_low),
+            "ci_high": optional_float(self.ci_high),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,8 +212,12 @@ class SampleSize:
         return {
             "kappa_half_width": self.kappa_half_width,
             "more_claims_for_kappa": self.more_claims_for_kappa,
-            "more_claims_for_target": {"median": self.more_claims_for_target, "low": self.target_low,
-                                       "high": self.target_high, "available": self.available},
+            "more_claims_for_target": {
+                "median": self.more_claims_for_target,
+                "low": self.target_low,
+                "high": self.target_high,
+                "available": self.available,
+            },
             "for_kappa": self.kappa_sentence,
             "for_target": self.target_sentence,
         }
@@ -355,8 +362,14 @@ def agreement_many(tables: np.ndarray) -> np.ndarray:
         return np.where(n > 0, np.trace(t, axis1=-2, axis2=-1) / n, np.nan)
 
 
-def cluster_tables(cluster_index: np.ndarray, human: np.ndarray, judge: np.ndarray,
-                   n_clusters: int, weights: np.ndarray | None = None, k: int = len(LABELS)) -> np.ndarray:
+def cluster_tables(
+    cluster_index: np.ndarray,
+    human: np.ndarray,
+    judge: np.ndarray,
+    n_clusters: int,
+    weights: np.ndarray | None = None,
+    k: int = len(LABELS),
+) -> np.ndarray:
     """Per-cluster k x k tables as an (n_clusters, k*k) array, optionally summing weights.
 
     The bootstrap works on these: a resample's table is a weighted sum of cluster rows.
@@ -366,8 +379,9 @@ def cluster_tables(cluster_index: np.ndarray, human: np.ndarray, judge: np.ndarr
     return counts.reshape(n_clusters, k * k).astype(float)
 
 
-def bootstrap_tables(per_cluster: Sequence[np.ndarray], *, resamples: int = 2000,
-                     seed: int | None = 0) -> list[np.ndarray]:
+def bootstrap_tables(
+    per_cluster: Sequence[np.ndarray], *, resamples: int = 2000, seed: int | None = 0
+) -> list[np.ndarray]:
     """Cluster-bootstrap resamples of one or more per-cluster tensors, sharing the same draws.
 
     Each resample draws the n clusters (answers) with replacement; cluster j drawn m_j times
@@ -408,13 +422,13 @@ def bootstrap_tables(per_cluster: Sequence[np.ndarray], *, resamples: int = 2000
             drawn = which[draws]
             drawn += (np.arange(m, dtype=drawn.dtype) * p)[:, None]
             times = np.bincount(drawn.ravel(), minlength=m * p).reshape(m, p).astype(float)
-            outs[0][start:start + m] = times @ tables
+            outs[0][start : start + m] = times @ tables
             continue
         # Offsetting each row by row*n lets a single bincount count draws per (row, cluster).
         draws += (np.arange(m, dtype=draws.dtype) * n)[:, None]
         multiplicity = np.bincount(draws.ravel(), minlength=m * n).reshape(m, n).astype(float)
         for out, c in zip(outs, per_cluster, strict=True):
-            out[start:start + m] = multiplicity @ c
+            out[start : start + m] = multiplicity @ c
     return [o.reshape(-1, k, k) for o in outs]
 
 
@@ -425,11 +439,11 @@ def _count_patterns(c: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     must stay exact for both branches of :func:`bootstrap_tables` to agree), when a row key
     would not fit in 63 bits, or when distinct rows are more than half of all.
     """
-    if c.size == 0 or not (c >= 0).all() or not (c == np.floor(c)).all() or c.max() >= 2.0 ** 53:
+    if c.size == 0 or not (c >= 0).all() or not (c == np.floor(c)).all() or c.max() >= 2.0**53:
         return None
     ints = c.astype(np.int64)
     base = [int(x) + 1 for x in ints.max(axis=0)]
-    if math.prod(base) >= 2 ** 62:
+    if math.prod(base) >= 2**62:
         return None
     place = np.array([math.prod(base[:i]) for i in range(len(base))], dtype=np.int64)
     _, first, which = np.unique(ints @ place, return_index=True, return_inverse=True)
@@ -443,8 +457,9 @@ def _count_patterns(c: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
 # --------------------------------------------------------------------------------------------
 
 
-def per_class_metrics(table: np.ndarray | Sequence[Sequence[float]],
-                      labels: Sequence[str] = LABELS) -> dict[str, ClassMetrics]:
+def per_class_metrics(
+    table: np.ndarray | Sequence[Sequence[float]], labels: Sequence[str] = LABELS
+) -> dict[str, ClassMetrics]:
     """Precision, recall, F1 and support of the judge per class, humans as gold.
 
     precision_k = T_kk / T_.k, recall_k = T_kk / T_k., F1_k = 2 T_kk / (T_.k + T_k.),
@@ -462,8 +477,9 @@ def per_class_metrics(table: np.ndarray | Sequence[Sequence[float]],
         precision = tp[i] / cols[i] if cols[i] > 0 else None
         recall = tp[i] / rows[i] if rows[i] > 0 else None
         f1 = 2 * tp[i] / (cols[i] + rows[i]) if cols[i] + rows[i] > 0 else None
-        out[label] = ClassMetrics(optional_float(precision), optional_float(recall), optional_float(f1),
-                                  int(rows[i]))
+        out[label] = ClassMetrics(
+            optional_float(precision), optional_float(recall), optional_float(f1), int(rows[i])
+        )
     return out
 
 
@@ -479,10 +495,12 @@ def binary_collapse(table: np.ndarray | Sequence[Sequence[float]], positive: int
     """
     t = _square(table)
     neg = [i for i in range(t.shape[0]) if i != positive]
-    return np.array([
-        [t[positive, positive], t[positive, neg].sum()],
-        [t[neg, positive].sum(), t[np.ix_(neg, neg)].sum()],
-    ])
+    return np.array(
+        [
+            [t[positive, positive], t[positive, neg].sum()],
+            [t[neg, positive].sum(), t[np.ix_(neg, neg)].sum()],
+        ]
+    )
 
 
 def mcnemar_exact(b: int, c: int) -> McNemarExact:
@@ -585,8 +603,13 @@ def gwet_ac1(table: np.ndarray | Sequence[Sequence[float]]) -> float | None:
     return (po - pe) / (1 - pe)
 
 
-def direction(table: np.ndarray | Sequence[Sequence[float]], *, positive: str = POSITIVE,
-              lenient_claims: Sequence[str] = (), strict_claims: Sequence[str] = ()) -> Direction:
+def direction(
+    table: np.ndarray | Sequence[Sequence[float]],
+    *,
+    positive: str = POSITIVE,
+    lenient_claims: Sequence[str] = (),
+    strict_claims: Sequence[str] = (),
+) -> Direction:
     """Which way the judge errs: collapse to positive vs rest and test the discordant pairs.
 
     lenient = judge positive, human not; strict = human positive, judge not.  The exact McNemar
@@ -662,9 +685,12 @@ class HumanHumanAgreement:
         }
 
 
-def human_human_agreement(claim: np.ndarray | Sequence[int], reviewer: np.ndarray | Sequence[int],
-                          verdict: np.ndarray | Sequence[int],
-                          reviewers: Sequence[str]) -> HumanHumanAgreement:
+def human_human_agreement(
+    claim: np.ndarray | Sequence[int],
+    reviewer: np.ndarray | Sequence[int],
+    verdict: np.ndarray | Sequence[int],
+    reviewers: Sequence[str],
+) -> HumanHumanAgreement:
     """Agreement among reviewers on the claims that more than one of them labelled.
 
     One entry per (claim, reviewer) label: ``claim`` identifies the claim (any integers),
@@ -725,8 +751,9 @@ def human_human_agreement(claim: np.ndarray | Sequence[int], reviewer: np.ndarra
 # --------------------------------------------------------------------------------------------
 
 
-def weighted_agreement(agree: Sequence[bool] | np.ndarray,
-                       weights: Sequence[float] | np.ndarray) -> float | None:
+def weighted_agreement(
+    agree: Sequence[bool] | np.ndarray, weights: Sequence[float] | np.ndarray
+) -> float | None:
     """Hajek estimate of population agreement: sum_i w_i a_i / sum_i w_i, w_i = 1/pi_i.
 
     Source: Horvitz & Thompson (1952), JASA 47:663-685 (w = 1/pi); Hajek (1971) ratio form,
@@ -785,9 +812,14 @@ class RunComparison:
         }
 
 
-def compare_judge_runs(human: np.ndarray | Sequence[int], judge_a: np.ndarray | Sequence[int],
-                       judge_b: np.ndarray | Sequence[int], keys: Sequence[str], *,
-                       confidence: float = 0.95) -> RunComparison:
+def compare_judge_runs(
+    human: np.ndarray | Sequence[int],
+    judge_a: np.ndarray | Sequence[int],
+    judge_b: np.ndarray | Sequence[int],
+    keys: Sequence[str],
+    *,
+    confidence: float = 0.95,
+) -> RunComparison:
     """Two judge runs on the same claims: each run's agreement and kappa, and a paired exact McNemar.
 
     Columns of ``LABELS`` indices, one entry per claim, with the claims' ``keys``.  The paired test
@@ -821,4 +853,3 @@ def compare_judge_runs(human: np.ndarray | Sequence[int], judge_a: np.ndarray | 
         only_a_right=only_a,
         only_b_right=only_b,
     )
-

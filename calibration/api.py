@@ -61,15 +61,17 @@ class Calibration:
     """
 
     def __init__(self, path: str | Path | None = None) -> None:
-        self.path: Path | str = (path if store.is_postgres(path) else Path(path)) if path is not None \
-            else store.default_db_url()
+        self.path: Path | str = (
+            (path if store.is_postgres(path) else Path(path)) if path is not None else store.default_db_url()
+        )
         self.db: Database = store.connect(self.path)
 
     def __enter__(self) -> Calibration:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -105,17 +107,23 @@ class Calibration:
         validates and counts against this database, then writes nothing.
         """
         table = _mapping(mapping)
-        common: dict[str, Any] = {"judge_model": judge_model, "judge_prompt_version": judge_prompt_version,
-                                  "mapping": table}
+        common: dict[str, Any] = {
+            "judge_model": judge_model,
+            "judge_prompt_version": judge_prompt_version,
+            "mapping": table,
+        }
         if isinstance(source, str | Path):
             if from_ is not None:
                 name = adapters.canonical(from_)
                 bad = sorted(set(options) - set(adapters.OPTIONS[name]))
                 if bad:
-                    raise InputError(f"{', '.join(bad)}: not an option of the {name} adapter "
-                                     f"(it takes {', '.join(adapters.OPTIONS[name])})")
-                report, _ = adapters.import_file(self.db, name, source, encoding=encoding, dry_run=dry_run,
-                                                 **common, **options)
+                    raise InputError(
+                        f"{', '.join(bad)}: not an option of the {name} adapter "
+                        f"(it takes {', '.join(adapters.OPTIONS[name])})"
+                    )
+                report, _ = adapters.import_file(
+                    self.db, name, source, encoding=encoding, dry_run=dry_run, **common, **options
+                )
                 return report
             if options:
                 raise InputError(f"{', '.join(sorted(options))}: adapter options need from_=")
@@ -126,15 +134,17 @@ class Calibration:
             result = adapters.table.read_frame(source, columns=options.pop("columns", None), **common)
             if options:
                 raise InputError(f"{', '.join(sorted(options))}: not an option for a DataFrame")
-            return importing.import_records(self.db, result.records, source=result.source,
-                                            dry_run=dry_run, **common)
+            return importing.import_records(
+                self.db, result.records, source=result.source, dry_run=dry_run, **common
+            )
         if isinstance(source, Mapping):
             raise InputError("import_answers takes a list of records; wrap the one record in a list")
         if options:
             raise InputError(f"{', '.join(sorted(options))}: adapter options need a file and from_=")
         # The values go through the input policy as a file's records do (`reading.json_records`).
-        return importing.import_records(self.db, json_records(source), source=RECORDS,
-                                        dry_run=dry_run, **common)
+        return importing.import_records(
+            self.db, json_records(source), source=RECORDS, dry_run=dry_run, **common
+        )
 
     def import_labels(
         self,
@@ -153,14 +163,16 @@ class Calibration:
         """
         table = _mapping(mapping)
         if isinstance(source, str | Path):
-            return importing.import_labels(self.db, source, reviewer=reviewer, mapping=table,
-                                           encoding=encoding)
+            return importing.import_labels(
+                self.db, source, reviewer=reviewer, mapping=table, encoding=encoding
+            )
         return _import_label_rows(self.db, source, reviewer=reviewer, mapping=table)
 
     # ------------------------------------------------------------ read
 
-    def stats(self, judge_run: str | None = None, cycle: str | None = None, *, bootstrap: int = 2000,
-              seed: int = 0) -> dict[str, Any]:
+    def stats(
+        self, judge_run: str | None = None, cycle: str | None = None, *, bootstrap: int = 2000, seed: int = 0
+    ) -> dict[str, Any]:
         """The agreement report as a dict: exactly what `stats --json` prints.
 
         `judge_run` is MODEL@VERSION (or VERSION when unique; default: the most recently
@@ -170,18 +182,27 @@ class Calibration:
 
         found = cycles.get_cycle(self.db, cycle) if cycle else None
         run = store.find_judge_run(self.db, judge_run or (found.judge_run if found else None))
-        scoped = report.scope_report(self.db, run, None if found is None else found.id,
-                                     bootstrap=bootstrap, seed=seed)
+        scoped = report.scope_report(
+            self.db, run, None if found is None else found.id, bootstrap=bootstrap, seed=seed
+        )
         out: dict[str, Any] = scoped.report.to_dict(run.name)
         out["cycle"] = None if found is None else found.name
         out["n_unlabeled"] = scoped.n_unlabeled
         return out
 
-    def export(self, path: str | Path, format: str = "jsonl", *, judge_run: str | None = None,
-               cycle: str | None = None, only_final: bool = False) -> ExportReport:
+    def export(
+        self,
+        path: str | Path,
+        format: str = "jsonl",
+        *,
+        judge_run: str | None = None,
+        cycle: str | None = None,
+        only_final: bool = False,
+    ) -> ExportReport:
         """Write an export (format "jsonl", "golden" or "csv") atomically, as `export --out PATH`."""
-        return export.export(self.db, path, fmt=format, judge_run=judge_run, cycle=cycle,
-                             only_final=only_final)
+        return export.export(
+            self.db, path, fmt=format, judge_run=judge_run, cycle=cycle, only_final=only_final
+        )
 
 
 def connect(path: str | Path | None = None) -> Calibration:
@@ -197,8 +218,13 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _import_label_rows(db: Database, rows: Iterable[Mapping[str, Any]], *, reviewer: str | None,
-                       mapping: dict[str, Verdict] | None) -> LabelsReport:
+def _import_label_rows(
+    db: Database,
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    reviewer: str | None,
+    mapping: dict[str, Verdict] | None,
+) -> LabelsReport:
     """Label rows through the CSV import itself, so validation cannot drift from the CLI's.
 
     The rows are written to a temporary CSV; problem lines are then renamed from the CSV's
@@ -216,8 +242,10 @@ def _import_label_rows(db: Database, rows: Iterable[Mapping[str, Any]], *, revie
                     raise InputError(f"{ROWS}:{pos}: each row must be a dict")
                 unknown = sorted(set(row) - set(_LABEL_COLUMNS))
                 if unknown:
-                    raise InputError(f"{ROWS}:{pos}: {', '.join(unknown)}: unknown field; use "
-                                     f"{', '.join(_LABEL_COLUMNS)}; nothing was imported")
+                    raise InputError(
+                        f"{ROWS}:{pos}: {', '.join(unknown)}: unknown field; use "
+                        f"{', '.join(_LABEL_COLUMNS)}; nothing was imported"
+                    )
                 cells = [_cell(row.get(c)) for c in _LABEL_COLUMNS]
                 line_of[line] = pos
                 writer.writerow(cells)
@@ -225,12 +253,17 @@ def _import_label_rows(db: Database, rows: Iterable[Mapping[str, Any]], *, revie
         try:
             return importing.import_labels(db, path, reviewer=reviewer, mapping=mapping)
         except InputError as exc:
+
             def renamed(p: Problem) -> Problem:
                 if p.file != str(path):
                     return p
                 return dataclasses.replace(p, file=ROWS, line=None if p.line is None else line_of.get(p.line))
-            raise InputError([renamed(p) for p in exc.problems], more=exc.more,
-                             closing=None if exc.closing is None else renamed(exc.closing)) from None
+
+            raise InputError(
+                [renamed(p) for p in exc.problems],
+                more=exc.more,
+                closing=None if exc.closing is None else renamed(exc.closing),
+            ) from None
 
 
 __all__ = ["Calibration", "connect"]

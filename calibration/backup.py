@@ -52,8 +52,10 @@ from .store import backup as db_backup
 
 BACKUP_FORMAT = "judge-calibration-backup"
 BACKUP_VERSION = 1
-LEFT_OUT = ("the sign-in secret (a new one is made where the backup is restored)",
-            "the record of when each migration ran (the restored database keeps its own)")
+LEFT_OUT = (
+    "the sign-in secret (a new one is made where the backup is restored)",
+    "the record of when each migration ran (the restored database keeps its own)",
+)
 _SCRATCH = "backup_scratch"  # the scratch database's name while attached to the target
 
 
@@ -78,8 +80,10 @@ class BackupReport:
 
     def lines(self) -> list[str]:
         total = sum(self.tables.values())
-        return [f"{self.path}: backup of {plural(len(self.tables), 'table')}, {plural(total, 'row')}",
-                "left out: " + "; ".join(LEFT_OUT)]
+        return [
+            f"{self.path}: backup of {plural(len(self.tables), 'table')}, {plural(total, 'row')}",
+            "left out: " + "; ".join(LEFT_OUT),
+        ]
 
 
 @dataclass
@@ -93,8 +97,10 @@ class RestoreSummary:
 
     def lines(self) -> list[str]:
         total = sum(self.tables.values())
-        out = [f"{self.path}: restored ({'backup' if self.kind == 'backup' else 'JSONL export'}), "
-               f"{plural(total, 'row')}"]
+        out = [
+            f"{self.path}: restored ({'backup' if self.kind == 'backup' else 'JSONL export'}), "
+            f"{plural(total, 'row')}"
+        ]
         out += [f"  {name}: {n}" for name, n in self.tables.items() if n]
         out += [f"  {line}" for line in self.detail]
         if self.upgraded:
@@ -110,9 +116,15 @@ class RestoreSummary:
 def _write(db: Database, fh: TextIO, order: list[db_backup.Table], counts: dict[str, int]) -> dict[str, int]:
     from . import __version__
 
-    header = BackupHeader(format=BACKUP_FORMAT, format_version=BACKUP_VERSION, tool_version=__version__,
-                          created_at=store.now(), migrations=db_backup.applied_migrations(db),
-                          tables=counts, left_out=list(LEFT_OUT))
+    header = BackupHeader(
+        format=BACKUP_FORMAT,
+        format_version=BACKUP_VERSION,
+        tool_version=__version__,
+        created_at=store.now(),
+        migrations=db_backup.applied_migrations(db),
+        tables=counts,
+        left_out=list(LEFT_OUT),
+    )
     fh.write(json_line(header.model_dump()) + "\n")
     for t in order:
         for row in db_backup.rows(db, t):
@@ -125,8 +137,10 @@ def write_backup(db: Database, out: str | Path) -> BackupReport:
     out = Path(out)
     with store.read_snapshot(db):
         if db_backup.publishing_imports(db):
-            raise ConflictError("an import is moving its rows in right now; back up when it has "
-                                "finished, so the backup holds whole files only")
+            raise ConflictError(
+                "an import is moving its rows in right now; back up when it has "
+                "finished, so the backup holds whole files only"
+            )
         order = db_backup.tables(db)
         counts = {t.name: db_backup.row_count(db, t) for t in order}
         atomic_write(out, lambda fh: _write(db, fh, order, counts))
@@ -148,8 +162,14 @@ def _refuse_unless_empty(db: Database) -> None:
     held = [(t.name, n) for t in db_backup.tables(db) if (n := db_backup.row_count(db, t))]
     if held:
         what = ", ".join(f"{name} {n}" for name, n in held[:4]) + (", ..." if len(held) > 4 else "")
-        raise ConflictError((f"the database is not empty ({what}); a restore goes into an empty "
-                             "database only and never merges: restore into a new file (", Option.DB, ")"))
+        raise ConflictError(
+            (
+                f"the database is not empty ({what}); a restore goes into an empty "
+                "database only and never merges: restore into a new file (",
+                Option.DB,
+                ")",
+            )
+        )
 
 
 def restore(db: Database, path: str | Path, *, encoding: str | None = None) -> RestoreSummary:
@@ -160,14 +180,17 @@ def restore(db: Database, path: str | Path, *, encoding: str | None = None) -> R
     if kind == EXPORT_FORMAT:
         return _restore_export(db, path, encoding)
     if kind != BACKUP_FORMAT:
-        raise InputError(f"{path}:{line}: not a {BACKUP_FORMAT} file (its first line is the header) nor "
-                         f"a {EXPORT_FORMAT} file; nothing was restored")
+        raise InputError(
+            f"{path}:{line}: not a {BACKUP_FORMAT} file (its first line is the header) nor "
+            f"a {EXPORT_FORMAT} file; nothing was restored"
+        )
     try:
         header = BackupHeader.model_validate(first)
     except ValidationError as exc:
-        raise InputError([Problem(m, str(path), line, f"header.{f}" if f else "header")
-                          for f, m in field_errors(exc)],
-                         closing=Problem("nothing was restored", str(path))) from None
+        raise InputError(
+            [Problem(m, str(path), line, f"header.{f}" if f else "header") for f, m in field_errors(exc)],
+            closing=Problem("nothing was restored", str(path)),
+        ) from None
     return _restore_backup(db, path, encoding, header)
 
 
@@ -178,25 +201,36 @@ def _restore_export(db: Database, path: Path, encoding: str | None) -> RestoreSu
         answers = importing.restore_answers(db, path, encoding=encoding)
         labels = importing.restore_labels(db, path, encoding=encoding)
         summary.checks_added = importing.backfill_checks(db)
-    summary.tables = {"answers": answers.answers_new, "claims": answers.claims_new,
-                      "judge_verdicts": answers.verdicts_new, "label_events": labels.events_new,
-                      "human_labels": labels.new, "adjudications": labels.adjudications_new}
-    summary.detail = ["not in a JSONL export, so not restored: cycles and assignments, the tuning/holdout "
-                      "split and its seal, guidelines, reference answers, reassignments, thresholds, "
-                      "judge-lab runs"]
+    summary.tables = {
+        "answers": answers.answers_new,
+        "claims": answers.claims_new,
+        "judge_verdicts": answers.verdicts_new,
+        "label_events": labels.events_new,
+        "human_labels": labels.new,
+        "adjudications": labels.adjudications_new,
+    }
+    summary.detail = [
+        "not in a JSONL export, so not restored: cycles and assignments, the tuning/holdout "
+        "split and its seal, guidelines, reference answers, reassignments, thresholds, "
+        "judge-lab runs"
+    ]
     return summary
 
 
 def _schema_problem(header: BackupHeader) -> str | None:
     known = db_backup.known_migrations()
     if header.format_version > BACKUP_VERSION:
-        return (f"format_version {header.format_version} was written by a newer release "
-                f"(tool {header.tool_version}); this one reads up to {BACKUP_VERSION}")
+        return (
+            f"format_version {header.format_version} was written by a newer release "
+            f"(tool {header.tool_version}); this one reads up to {BACKUP_VERSION}"
+        )
     unknown = [m for m in header.migrations if m not in known]
     if unknown:
-        return (f"migrations: {', '.join(unknown)} unknown to this release; the backup was written by "
-                f"a newer one (tool {header.tool_version}): restore it with that release")
-    if header.migrations != known[:len(header.migrations)]:
+        return (
+            f"migrations: {', '.join(unknown)} unknown to this release; the backup was written by "
+            f"a newer one (tool {header.tool_version}): restore it with that release"
+        )
+    if header.migrations != known[: len(header.migrations)]:
         return "migrations: not a schema any release made (out of order or with gaps)"
     return None
 
@@ -222,8 +256,9 @@ def _line_of(pairs: array[int] | None, rowid: int) -> int | None:
     return None
 
 
-def _load(scratch: Database, path: Path, encoding: str | None, header: BackupHeader,
-          problems: Problems) -> None:
+def _load(
+    scratch: Database, path: Path, encoding: str | None, header: BackupHeader, problems: Problems
+) -> None:
     by_name = {t.name: t for t in db_backup.tables(scratch)}
     unknown = sorted(set(header.tables) - set(by_name))
     if unknown:
@@ -252,19 +287,27 @@ def _load(scratch: Database, path: Path, encoding: str | None, header: BackupHea
         try:
             rowid = db_backup.insert_row(scratch, table, row)
         except (ConflictError, OverflowError) as exc:  # a constraint, or an integer too big
-            why = ("refers to a row that is not in the backup before it" if "FOREIGN KEY" in str(exc)
-                   else str(exc))
+            why = (
+                "refers to a row that is not in the backup before it"
+                if "FOREIGN KEY" in str(exc)
+                else str(exc)
+            )
             problems.add(line, f"{table.name}: {why}")
             continue
         seen[table.name] += 1
         placed.setdefault(table.name, array("q")).extend((rowid, line))
     for name in sorted(set(header.tables) | set(seen)):
         if name in by_name and seen[name] != header.tables.get(name, 0):
-            problems.add(None, f"{name}: {seen[name]} rows in the file, the header says "
-                               f"{header.tables.get(name, 0)}: the backup is incomplete or was edited")
+            problems.add(
+                None,
+                f"{name}: {seen[name]} rows in the file, the header says "
+                f"{header.tables.get(name, 0)}: the backup is incomplete or was edited",
+            )
     for child, rowid, parent in db_backup.foreign_key_problems(scratch):
-        problems.add(_line_of(placed.get(child), rowid), f"{child}: refers to a row of {parent} that is not "
-                                                     "in the backup")
+        problems.add(
+            _line_of(placed.get(child), rowid),
+            f"{child}: refers to a row of {parent} that is not in the backup",
+        )
 
 
 def _restore_backup(db: Database, path: Path, encoding: str | None, header: BackupHeader) -> RestoreSummary:
@@ -300,8 +343,16 @@ def _restore_backup(db: Database, path: Path, encoding: str | None, header: Back
     return summary
 
 
-__all__ = ["BACKUP_FORMAT", "BACKUP_VERSION", "LEFT_OUT", "BackupHeader", "BackupReport", "RestoreSummary",
-           "restore", "write_backup"]
+__all__ = [
+    "BACKUP_FORMAT",
+    "BACKUP_VERSION",
+    "LEFT_OUT",
+    "BackupHeader",
+    "BackupReport",
+    "RestoreSummary",
+    "restore",
+    "write_backup",
+]
 
 
 # ---------------------------------------------------------------- one store into another
@@ -315,8 +366,10 @@ class CopySummary:
 
     def lines(self) -> list[str]:
         total = sum(self.tables.values())
-        return [f"copied {plural(total, 'row')} in {plural(len(self.tables), 'table')}",
-                *(f"  {name}: {n}" for name, n in self.tables.items() if n)]
+        return [
+            f"copied {plural(total, 'row')} in {plural(len(self.tables), 'table')}",
+            *(f"  {name}: {n}" for name, n in self.tables.items() if n),
+        ]
 
 
 COPY_BATCH = 5000
@@ -327,8 +380,10 @@ def copy_store(src: Database, dst: Database) -> CopySummary:
     write transaction on `dst`: SQLite into PostgreSQL or back, losslessly. Both must be at the
     same migration; `dst` must be empty (ConflictError otherwise), and nothing is written then."""
     if db_backup.applied_migrations(src) != db_backup.applied_migrations(dst):
-        raise ConflictError("the two databases are at different migrations; open both with this "
-                            "release first (every command migrates the database it opens)")
+        raise ConflictError(
+            "the two databases are at different migrations; open both with this "
+            "release first (every command migrates the database it opens)"
+        )
     summary = CopySummary()
     order = db_backup.tables(src)
     known = {t.name: t for t in db_backup.tables(dst)}

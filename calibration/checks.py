@@ -32,14 +32,20 @@ CHECK_VERSION = 1
 # (first code point, last code point, script), sorted and non-overlapping. Han, kana and
 # Hangul are one script here: the check asks whether CJK characters appear at all.
 _RANGES: tuple[tuple[int, int, str], ...] = (
-    (0x0041, 0x005A, "Latin"), (0x0061, 0x007A, "Latin"), (0x00AA, 0x00AA, "Latin"),
-    (0x00BA, 0x00BA, "Latin"), (0x00C0, 0x00D6, "Latin"), (0x00D8, 0x00F6, "Latin"),
-    (0x00F8, 0x024F, "Latin"), (0x0250, 0x02AF, "Latin"),
+    (0x0041, 0x005A, "Latin"),
+    (0x0061, 0x007A, "Latin"),
+    (0x00AA, 0x00AA, "Latin"),
+    (0x00BA, 0x00BA, "Latin"),
+    (0x00C0, 0x00D6, "Latin"),
+    (0x00D8, 0x00F6, "Latin"),
+    (0x00F8, 0x024F, "Latin"),
+    (0x0250, 0x02AF, "Latin"),
     (0x0370, 0x03FF, "Greek"),
     (0x0400, 0x052F, "Cyrillic"),
     (0x0531, 0x058F, "Armenian"),
     (0x0590, 0x05FF, "Hebrew"),
-    (0x0600, 0x06FF, "Arabic"), (0x0750, 0x077F, "Arabic"),
+    (0x0600, 0x06FF, "Arabic"),
+    (0x0750, 0x077F, "Arabic"),
     (0x0900, 0x097F, "Devanagari"),
     (0x0980, 0x09FF, "Bengali"),
     (0x0E00, 0x0E7F, "Thai"),
@@ -65,7 +71,8 @@ _RANGES: tuple[tuple[int, int, str], ...] = (
     (0xAC00, 0xD7AF, CJK),  # Hangul syllables
     (0xD7B0, 0xD7FF, CJK),  # Hangul Jamo extended B
     (0xF900, 0xFAFF, CJK),  # compatibility ideographs
-    (0xFF21, 0xFF3A, "Latin"), (0xFF41, 0xFF5A, "Latin"),  # fullwidth Latin
+    (0xFF21, 0xFF3A, "Latin"),
+    (0xFF41, 0xFF5A, "Latin"),  # fullwidth Latin
     (0xFF66, 0xFF9F, CJK),  # halfwidth Katakana
     (0xFFA0, 0xFFDC, CJK),  # halfwidth Hangul
     (0x20000, 0x323AF, CJK),  # Han extensions B to H, compatibility supplement
@@ -128,8 +135,11 @@ class AnswerCheck:
     @property
     def script_mismatch(self) -> bool:
         """The answer is written in another script than the question (both long enough to say)."""
-        return (self.question_script is not None and self.answer_script is not None
-                and self.question_script != self.answer_script)
+        return (
+            self.question_script is not None
+            and self.answer_script is not None
+            and self.question_script != self.answer_script
+        )
 
     @property
     def unexpected_cjk(self) -> bool:
@@ -142,21 +152,32 @@ class AnswerCheck:
 
     def facts(self) -> list[str]:
         """One plain sentence per raised flag, for a review card; empty when nothing is flagged."""
-        return facts(question_script=self.question_script, answer_script=self.answer_script,
-                     script_mismatch=self.script_mismatch, cjk_chars=self.cjk_chars,
-                     unexpected_cjk=self.unexpected_cjk)
+        return facts(
+            question_script=self.question_script,
+            answer_script=self.answer_script,
+            script_mismatch=self.script_mismatch,
+            cjk_chars=self.cjk_chars,
+            unexpected_cjk=self.unexpected_cjk,
+        )
 
 
-def facts(*, question_script: str | None, answer_script: str | None, script_mismatch: bool, cjk_chars: int,
-          unexpected_cjk: bool) -> list[str]:
+def facts(
+    *,
+    question_script: str | None,
+    answer_script: str | None,
+    script_mismatch: bool,
+    cjk_chars: int,
+    unexpected_cjk: bool,
+) -> list[str]:
     """The sentences a review card shows for a check (stored or fresh): facts, never verdicts."""
     out: list[str] = []
     if script_mismatch:
         out.append(f"The answer is written in {answer_script} script; the question in {question_script}.")
     if unexpected_cjk:
         n = cjk_chars
-        out.append(f"The answer contains {n} CJK character{'s' if n != 1 else ''}; the question "
-                   "contains none.")
+        out.append(
+            f"The answer contains {n} CJK character{'s' if n != 1 else ''}; the question contains none."
+        )
     return out
 
 
@@ -164,9 +185,22 @@ def check_answer(question: str, answer: str) -> AnswerCheck:
     """Both checks of an answer against its question (pure; see the module docstring)."""
     q = script_counts(question)
     a = script_counts(answer)
-    return AnswerCheck(question_script=dominant_script(q), answer_script=dominant_script(a),
-                       cjk_chars=a[CJK], question_cjk=q[CJK])
+    return AnswerCheck(
+        question_script=dominant_script(q),
+        answer_script=dominant_script(a),
+        cjk_chars=a[CJK],
+        question_cjk=q[CJK],
+    )
 
 
-__all__ = ["CHECK_VERSION", "CJK", "MIN_LETTERS", "AnswerCheck", "check_answer", "dominant_script", "facts",
-           "script_counts", "script_of"]
+__all__ = [
+    "CHECK_VERSION",
+    "CJK",
+    "MIN_LETTERS",
+    "AnswerCheck",
+    "check_answer",
+    "dominant_script",
+    "facts",
+    "script_counts",
+    "script_of",
+]

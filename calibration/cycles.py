@@ -47,6 +47,7 @@ DEFAULT_OVERLAP = 0.2
 EXPECTED_AGREEMENT = 0.85
 _SUPPORTED = LABELS.index("SUPPORTED")
 
+
 @dataclass(frozen=True, slots=True)
 class Cycle:
     id: int
@@ -123,8 +124,9 @@ class WorkCount:
     answers_total: int
 
 
-def count_work(claims: Iterable[tuple[str, str | None, bool]], answers: Iterable[str],
-               committed: Collection[str]) -> WorkCount:
+def count_work(
+    claims: Iterable[tuple[str, str | None, bool]], answers: Iterable[str], committed: Collection[str]
+) -> WorkCount:
     """Count one reviewer's work: `claims` gives (answer id, status of their current label or
     None, settled in this cycle) for every claim of their answers, `answers` those answers and
     `committed` the ones they committed. An answer is done when it is committed and each of its
@@ -211,9 +213,11 @@ class CycleProgress:
                 verb = "has" if len(behind) == 1 else "have"
                 # Labels owed and claims not done are two counts (with overlap a claim owes a label
                 # per reviewer): both said, the claims as the progress cell counts them.
-                parts.append(f"{len(behind)} of {plural(len(self.reviewers), 'reviewer')} {verb} labels "
-                             f"outstanding: {plural(self.missing, 'label')} on {self.total - self.labeled:,} "
-                             f"of {plural(self.total, 'claim')}")
+                parts.append(
+                    f"{len(behind)} of {plural(len(self.reviewers), 'reviewer')} {verb} labels "
+                    f"outstanding: {plural(self.missing, 'label')} on {self.total - self.labeled:,} "
+                    f"of {plural(self.total, 'claim')}"
+                )
         elif self.labeled < self.total:
             verb = "has" if self.missing == 1 else "have"
             parts.append(f"{self.missing} of {plural(self.total, 'claim')} {verb} no label yet")
@@ -223,12 +227,24 @@ class CycleProgress:
         return "; ".join(parts) or None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"labeled": self.labeled, "total": self.total, "reused": self.reused,
-                "unclear": self.unclear, "labeled_elsewhere": self.labeled_elsewhere,
-                "reviewers": {r.reviewer: {"labeled": r.labeled, "total": r.total, "reused": r.reused,
-                                           "unclear": r.unclear, "answers_done": r.answers_done,
-                                           "answers_total": r.answers_total}
-                              for r in self.reviewers}}
+        return {
+            "labeled": self.labeled,
+            "total": self.total,
+            "reused": self.reused,
+            "unclear": self.unclear,
+            "labeled_elsewhere": self.labeled_elsewhere,
+            "reviewers": {
+                r.reviewer: {
+                    "labeled": r.labeled,
+                    "total": r.total,
+                    "reused": r.reused,
+                    "unclear": r.unclear,
+                    "answers_done": r.answers_done,
+                    "answers_total": r.answers_total,
+                }
+                for r in self.reviewers
+            },
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,9 +280,11 @@ def size_warning(size: int, claims: int) -> str:
 
     interval = wilson_interval(EXPECTED_AGREEMENT * claims, claims)
     width = "undefined" if interval is None else f"about ±{(interval[1] - interval[0]) * 50:.1f} points"
-    return (f"size {size} is outside {MIN_SIZE}-{MAX_SIZE}: with {plural(claims, 'claim')} the 95% Wilson "
-            f"interval around an agreement of {EXPECTED_AGREEMENT:.0%} is {width} (claims of "
-            "one answer are correlated, so the real interval is wider)")
+    return (
+        f"size {size} is outside {MIN_SIZE}-{MAX_SIZE}: with {plural(claims, 'claim')} the 95% Wilson "
+        f"interval around an agreement of {EXPECTED_AGREEMENT:.0%} is {width} (claims of "
+        "one answer are correlated, so the real interval is wider)"
+    )
 
 
 def overlap_positions(n: int, overlap: float) -> set[int]:
@@ -279,8 +297,7 @@ def overlap_positions(n: int, overlap: float) -> set[int]:
     return {math.floor(i * n / k) for i in range(k)} if k else set()
 
 
-def assign(answer_ids: Sequence[str], reviewers: Sequence[str], overlap: float
-           ) -> dict[str, tuple[str, ...]]:
+def assign(answer_ids: Sequence[str], reviewers: Sequence[str], overlap: float) -> dict[str, tuple[str, ...]]:
     """Assign each answer to one reviewer, an `overlap` share to two distinct reviewers.
 
     Round-robin, balanced: every slot goes to the least-loaded reviewer, ties broken by
@@ -317,8 +334,6 @@ def assign(answer_ids: Sequence[str], reviewers: Sequence[str], overlap: float
     return out
 
 
-
-
 # ---------------------------------------------------------------- reads
 
 
@@ -350,8 +365,10 @@ def _pool_rows(db: Database, run_id: int) -> list[_PoolRow]:
     failing = np.bincount(table.answer[table.judge != _SUPPORTED], minlength=n_answers)
     agreed = table.answer_fully_agreed()
     facts = db_cycles.answer_facts(db, table.answer_ids)
-    rows = [_PoolRow(aid, facts[aid][0], facts[aid][1], int(claims[i]), bool(failing[i]), agreed[aid])
-            for i, aid in enumerate(table.answer_ids)]
+    rows = [
+        _PoolRow(aid, facts[aid][0], facts[aid][1], int(claims[i]), bool(failing[i]), agreed[aid])
+        for i, aid in enumerate(table.answer_ids)
+    ]
     return sorted(rows, key=lambda r: r.answer_id)
 
 
@@ -360,12 +377,28 @@ def _cycle_of(rec: db_cycles.CycleRecord) -> Cycle:
     if rec.strategy == "failures-first":
         # Cycles made before the share was configurable used the default.
         share = float(rec.failing_share) if rec.failing_share is not None else sampling.DEFAULT_FAILING_SHARE
-    return Cycle(id=rec.id, name=rec.name, judge_run=rec.judge_run, judge_run_id=rec.judge_run_id,
-                 strategy=rec.strategy, seed=rec.seed, size=rec.size, overlap=rec.overlap,
-                 holdout=rec.holdout, include_labeled=rec.include_labeled, status=rec.status,
-                 created_by=rec.created_by, created_at=rec.created_at, closed_at=rec.closed_at,
-                 snapshot=rec.snapshot, answers=rec.answers, reviewers=rec.reviewers, failing_share=share,
-                 plan=rec.plan, require_evidence=rec.require_evidence)
+    return Cycle(
+        id=rec.id,
+        name=rec.name,
+        judge_run=rec.judge_run,
+        judge_run_id=rec.judge_run_id,
+        strategy=rec.strategy,
+        seed=rec.seed,
+        size=rec.size,
+        overlap=rec.overlap,
+        holdout=rec.holdout,
+        include_labeled=rec.include_labeled,
+        status=rec.status,
+        created_by=rec.created_by,
+        created_at=rec.created_at,
+        closed_at=rec.closed_at,
+        snapshot=rec.snapshot,
+        answers=rec.answers,
+        reviewers=rec.reviewers,
+        failing_share=share,
+        plan=rec.plan,
+        require_evidence=rec.require_evidence,
+    )
 
 
 def list_cycles(db: Database) -> list[Cycle]:
@@ -410,8 +443,10 @@ def cycle_answers(db: Database, cycle_id: int) -> list[CycleAnswer]:
     who: dict[str, list[str]] = {}
     for aid, rev in db_cycles.assignment_pairs(db, cycle_id):
         who.setdefault(aid, []).append(rev)
-    return [CycleAnswer(pos, aid, prob, n, tuple(who.get(aid, ())))
-            for pos, aid, prob, n in db_cycles.cycle_answer_rows(db, cycle_id, cycle.judge_run_id)]
+    return [
+        CycleAnswer(pos, aid, prob, n, tuple(who.get(aid, ())))
+        for pos, aid, prob, n in db_cycles.cycle_answer_rows(db, cycle_id, cycle.judge_run_id)
+    ]
 
 
 def queue(db: Database, cycle_id: int, reviewer: str) -> list[str]:
@@ -469,8 +504,11 @@ def progress(db: Database, cycle_id: int) -> CycleProgress:
     per: dict[str, ReviewerProgress] = {}
     for r in team:
         mine = [aid for aid in answers if r in who.get(aid, ())]
-        items = [(aid, *label_of.get(pk, {}).get(r, (None, False)))
-                 for aid, pk in work.claims if r in who.get(aid, ())]
+        items = [
+            (aid, *label_of.get(pk, {}).get(r, (None, False)))
+            for aid, pk in work.claims
+            if r in who.get(aid, ())
+        ]
         n = count_work(items, mine, {a for a, rev in work.committed if rev == r})
         per[r] = ReviewerProgress(r, n.done, n.total, n.unclear, n.reused, n.answers_done, n.answers_total)
 
@@ -487,9 +525,15 @@ def progress(db: Database, cycle_id: int) -> CycleProgress:
         elif not by_team:
             others = any(status == "labeled" for r, (status, _) in labels.items() if r not in need)
             elsewhere += others or pk in work.adjudicated
-    return CycleProgress(done, len(work.claims), tuple(per[r] for r in sorted(per)),
-                         labeled_elsewhere=elsewhere, assigned=bool(cycle.reviewers), reused=reused,
-                         unclear=unclear)
+    return CycleProgress(
+        done,
+        len(work.claims),
+        tuple(per[r] for r in sorted(per)),
+        labeled_elsewhere=elsewhere,
+        assigned=bool(cycle.reviewers),
+        reused=reused,
+        unclear=unclear,
+    )
 
 
 # ---------------------------------------------------------------- writes
@@ -538,8 +582,13 @@ def create_cycle(
     if size < 1:
         problems.append(f"size: must be at least 1, got {size}")
     elif not force and not MIN_SIZE <= size <= MAX_SIZE:
-        problems.append(Problem(f"{size} is outside {MIN_SIZE}-{MAX_SIZE}", field="size",
-                                hint=("use ", Option.FORCE, " to create the cycle anyway")))
+        problems.append(
+            Problem(
+                f"{size} is outside {MIN_SIZE}-{MAX_SIZE}",
+                field="size",
+                hint=("use ", Option.FORCE, " to create the cycle anyway"),
+            )
+        )
     if not 0 <= overlap <= 1:
         problems.append(f"overlap: must be between 0 and 1, got {overlap}")
     if not 0 <= failing_share <= 1:
@@ -558,8 +607,10 @@ def create_cycle(
     if unknown:
         warnings.append(f"reviewers: {unknown}")
     if len(team) == 1 and overlap > 0:
-        warnings.append("overlap needs at least two reviewers: every answer goes to the one "
-                        "reviewer, so no human-human agreement can be measured")
+        warnings.append(
+            "overlap needs at least two reviewers: every answer goes to the one "
+            "reviewer, so no human-human agreement can be measured"
+        )
     if seed is None:
         seed = secrets.randbelow(2**31)
 
@@ -574,20 +625,34 @@ def create_cycle(
         n = size
         if len(pool) < size:
             if not force:
-                raise InputError(Problem(
-                    f"only {plural(len(pool), 'eligible answer')} in run {run.name} for a cycle of "
-                    f"{size}", field="size",
-                    hint=(f"lower the size (to go below {MIN_SIZE}, use ", Option.FORCE, ")",
-                          *(() if include_labeled else (" or use ", Option.INCLUDE_LABELED)))))
+                raise InputError(
+                    Problem(
+                        f"only {plural(len(pool), 'eligible answer')} in run {run.name} for a cycle of "
+                        f"{size}",
+                        field="size",
+                        hint=(
+                            f"lower the size (to go below {MIN_SIZE}, use ",
+                            Option.FORCE,
+                            ")",
+                            *(() if include_labeled else (" or use ", Option.INCLUDE_LABELED)),
+                        ),
+                    )
+                )
             n = len(pool)
             warnings.append(f"only {plural(len(pool), 'eligible answer')}: the cycle takes all of them")
         plan = _plan(db, run.id, [r.answer_id for r in pool], goal, n) if strategy == "planned" else None
         stratum_of = plan.answer_strata if plan is not None else {}
         sample = sampling.draw(
             strategy,
-            [sampling.PoolAnswer(r.answer_id, r.category, r.failing, stratum_of.get(r.answer_id))
-             for r in pool],
-            n, seed, failing_share, allocation=None if plan is None else plan.allocation)
+            [
+                sampling.PoolAnswer(r.answer_id, r.category, r.failing, stratum_of.get(r.answer_id))
+                for r in pool
+            ],
+            n,
+            seed,
+            failing_share,
+            allocation=None if plan is None else plan.allocation,
+        )
         notes, design_warnings = sampling.describe(sample)
         if plan is not None:
             notes = plan.lines() + notes
@@ -597,13 +662,22 @@ def create_cycle(
             warnings.append(size_warning(n, sum(claims_of[a] for a in sample.answer_ids)))
         stored_overlap = overlap if len(team) > 1 else 0.0
         cycle_id = db_cycles.insert_cycle(
-            db, name=name, run_id=run.id, strategy=strategy, seed=seed, size=n, overlap=stored_overlap,
-            holdout=holdout, include_labeled=include_labeled, created_by=created_by,
+            db,
+            name=name,
+            run_id=run.id,
+            strategy=strategy,
+            seed=seed,
+            size=n,
+            overlap=stored_overlap,
+            holdout=holdout,
+            include_labeled=include_labeled,
+            created_by=created_by,
             answers=list(zip(sample.answer_ids, sample.inclusion_probs, strict=True)),
             assignments=assign(sample.answer_ids, team, overlap),
             # Part of the design: the seed alone does not redraw a failures-first sample.
             failing_share=failing_share if strategy == "failures-first" else None,
-            require_evidence=require_evidence)
+            require_evidence=require_evidence,
+        )
         if plan is not None:
             # The plan is part of the design: its strata and allocation, with the seed, redraw the sample.
             db_cycles.insert_plan(db, cycle_id, plan.goal, plan.record())
@@ -614,15 +688,27 @@ def create_cycle(
 def _plan(db: Database, run_id: int, pool: Sequence[str], goal: str, size: int) -> planning.Plan:
     """The planned design for a cycle of `size` from `pool` on the run (`planning.make_plan`)."""
     try:
-        return planning.make_plan(db_cycles.planning_facts(db, run_id), store.claim_table(db, run_id), pool,
-                                  goal, size, target=store.load_thresholds(db).agreement_target)
+        return planning.make_plan(
+            db_cycles.planning_facts(db, run_id),
+            store.claim_table(db, run_id),
+            pool,
+            goal,
+            size,
+            target=store.load_thresholds(db).agreement_target,
+        )
     except ValueError as exc:  # too many strata for the slots, and the like: a sentence for the lead
         raise InputError(f"size: {exc}") from exc
 
 
-def plan_next(db: Database, *, judge_run: str | None = None, goal: str = "agreement",
-              size: int = DEFAULT_SIZE, holdout: bool = False,
-              include_labeled: bool = False) -> planning.Plan:
+def plan_next(
+    db: Database,
+    *,
+    judge_run: str | None = None,
+    goal: str = "agreement",
+    size: int = DEFAULT_SIZE,
+    holdout: bool = False,
+    include_labeled: bool = False,
+) -> planning.Plan:
     """The plan a planned cycle with these options would follow now, before anything is drawn:
     per stratum how many answers and why, the expected interval and the cycles the decision takes.
     A pool smaller than `size` is planned whole."""
@@ -644,8 +730,13 @@ def next_cycle_defaults(db: Database, judge_run: str | None = None) -> tuple[str
     the labels so far do not settle it, else the grounding score; the size that reaches the
     decision in the fewest cycles within MIN_SIZE-MAX_SIZE."""
     plans = {g: plan_next(db, judge_run=judge_run, goal=g) for g in planning.GOALS}
-    return planning.default_goal_and_size(plans["agreement"], plans["grounding"], min_size=MIN_SIZE,
-                                          max_size=MAX_SIZE, default_size=DEFAULT_SIZE)
+    return planning.default_goal_and_size(
+        plans["agreement"],
+        plans["grounding"],
+        min_size=MIN_SIZE,
+        max_size=MAX_SIZE,
+        default_size=DEFAULT_SIZE,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -660,8 +751,9 @@ class ReassignResult:
     warnings: tuple[str, ...] = ()
 
 
-def reassign(db: Database, cycle_name: str, from_reviewer: str, to_reviewer: str, *,
-             by: str | None = None) -> ReassignResult:
+def reassign(
+    db: Database, cycle_name: str, from_reviewer: str, to_reviewer: str, *, by: str | None = None
+) -> ReassignResult:
     """Move a reviewer's open work in a cycle to another reviewer, recorded in the history.
 
     Names follow the one name rule (`roles.accept_name`: "Vera" is the known "vera"). Open work
@@ -684,8 +776,7 @@ def reassign(db: Database, cycle_name: str, from_reviewer: str, to_reviewer: str
         if cycle.status != "open":
             raise ConflictError(f"cycle {cycle.name!r} is closed; its work cannot be reassigned")
         if cycle.is_open_to_all:
-            raise InputError(f"cycle {cycle.name!r} is open to every reviewer: nobody holds work to "
-                             "reassign")
+            raise InputError(f"cycle {cycle.name!r} is open to every reviewer: nobody holds work to reassign")
         open_work = db_cycles.open_assigned_answers(db, cycle.id, source)
         if not open_work:
             held = db_cycles.assigned_to(db, cycle.id, source)
@@ -697,13 +788,14 @@ def reassign(db: Database, cycle_name: str, from_reviewer: str, to_reviewer: str
         if moved:
             db_cycles.move_assignments(db, cycle.id, moved, source, target, by)
     warnings: list[str] = []
-    unknown = roles.unknown_warning([target] if name_key(target) not in
-                                    {name_key(k) for k in known} else [])
+    unknown = roles.unknown_warning([target] if name_key(target) not in {name_key(k) for k in known} else [])
     if unknown:
         warnings.append(f"to: {unknown}")
     if kept:
-        warnings.append(f"{plural(len(kept), 'answer')} stay with {source!r}: {target!r} is already "
-                        "assigned them (an overlap answer)")
+        warnings.append(
+            f"{plural(len(kept), 'answer')} stay with {source!r}: {target!r} is already "
+            "assigned them (an overlap answer)"
+        )
     return ReassignResult(cycle.name, source, target, tuple(moved), tuple(kept), tuple(warnings))
 
 
@@ -713,14 +805,20 @@ def _empty_pool_problem(run: str, rows: list[_PoolRow], holdout: bool, include_l
     kind = "holdout" if holdout else "non-holdout"
     same = [r for r in rows if r.holdout == holdout]
     if not same:
-        hint: Hint = (("mark answers as holdout first (", Option.MARK_HOLDOUT, ")") if holdout
-                      else ("every answer is holdout; create a holdout cycle (", Option.HOLDOUT, ")"))
+        hint: Hint = (
+            ("mark answers as holdout first (", Option.MARK_HOLDOUT, ")")
+            if holdout
+            else ("every answer is holdout; create a holdout cycle (", Option.HOLDOUT, ")")
+        )
         return Problem(f"no {kind} answers in run {run} ({plural(len(rows), 'answer')} in all)", hint=hint)
     every = "the one" if len(same) == 1 else f"all {len(same)}"
-    msg = (f"no eligible answers in run {run}: {every} {kind} {'answer' if len(same) == 1 else 'answers'} "
-           f"already {'has' if len(same) == 1 else 'have'} a final human label on every claim")
-    return Problem(msg, hint=() if include_labeled
-                   else ("use ", Option.INCLUDE_LABELED, " to sample them anyway"))
+    msg = (
+        f"no eligible answers in run {run}: {every} {kind} {'answer' if len(same) == 1 else 'answers'} "
+        f"already {'has' if len(same) == 1 else 'have'} a final human label on every claim"
+    )
+    return Problem(
+        msg, hint=() if include_labeled else ("use ", Option.INCLUDE_LABELED, " to sample them anyway")
+    )
 
 
 def mark_holdout(db: Database, answer_ids: Iterable[str], flag: bool = True) -> int:
@@ -740,8 +838,10 @@ def mark_holdout(db: Database, answer_ids: Iterable[str], flag: bool = True) -> 
             used = db_cycles.ordinary_cycles_of(db, ids)
             if used:
                 listed = "; ".join(f"{a} (in {cs})" for a, cs in used)
-                raise ConflictError("these answers were already sampled for a non-holdout "
-                                    f"cycle and cannot become holdout: {listed}")
+                raise ConflictError(
+                    "these answers were already sampled for a non-holdout "
+                    f"cycle and cannot become holdout: {listed}"
+                )
         return db_cycles.set_holdout(db, ids, flag)
 
 
@@ -750,8 +850,9 @@ def holdout_answers(db: Database) -> list[str]:
     return db_cycles.holdout_answer_ids(db)
 
 
-def close_cycle(db: Database, name: str, snapshot: dict[str, Any] | None = None, *,
-                force: bool = False) -> Cycle:
+def close_cycle(
+    db: Database, name: str, snapshot: dict[str, Any] | None = None, *, force: bool = False
+) -> Cycle:
     """Close an open cycle and freeze its figures (`snapshot`, or `build_snapshot`).
 
     Refused (`WorkOutstandingError`) while work remains (`CycleProgress.outstanding`) unless
@@ -765,8 +866,13 @@ def close_cycle(db: Database, name: str, snapshot: dict[str, Any] | None = None,
             prog = progress(db, cycle.id)
             if (left := prog.outstanding()) is not None:
                 raise WorkOutstandingError(
-                    (f"cycle {name!r} still has work: {left}; use ", Option.FORCE_CLOSE,
-                     " to close it anyway (its figures are frozen at close)"), prog)
+                    (
+                        f"cycle {name!r} still has work: {left}; use ",
+                        Option.FORCE_CLOSE,
+                        " to close it anyway (its figures are frozen at close)",
+                    ),
+                    prog,
+                )
         frozen = snapshot if snapshot is not None else build_snapshot(db, cycle)
         db_cycles.mark_closed(db, cycle.id, frozen)
         return _cycle_by_id(db, cycle.id)
@@ -809,10 +915,17 @@ def build_snapshot(db: Database, cycle: Cycle) -> dict[str, Any]:
             counts["reviewers_disagree"] += 1
         else:
             counts["unlabeled"] += 1
-        claims.append({"answer_id": aid, "claim_id": table.keys[i][len(aid) + 1:],
-                       "inclusion_prob": probs[aid], "judge": judge, "labels": per_claim[i],
-                       "adjudication": final if status is ClaimStatus.ADJUDICATED else None,
-                       "final": final})
+        claims.append(
+            {
+                "answer_id": aid,
+                "claim_id": table.keys[i][len(aid) + 1 :],
+                "inclusion_prob": probs[aid],
+                "judge": judge,
+                "labels": per_claim[i],
+                "adjudication": final if status is ClaimStatus.ADJUDICATED else None,
+                "final": final,
+            }
+        )
     figures = scope.report if scope.report.n_claims else None
     snap: dict[str, Any] = {
         "version": 1,
@@ -846,20 +959,27 @@ def plan_outcome(db: Database, run: store.JudgeRun, plan: Mapping[str, Any]) -> 
     elif plan["goal"] == "grounding" and rep.pipeline is not None:
         part = rep.pipeline["supported_rate"]
     low, high = part.get("ci_low"), part.get("ci_high")
-    return {"goal": plan["goal"], "expected_half_width": plan.get("expected_half_width"),
-            "expected_from": plan.get("current"), "reached_value": part.get("value"),
-            "reached_half_width": None if low is None or high is None else (high - low) / 2}
+    return {
+        "goal": plan["goal"],
+        "expected_half_width": plan.get("expected_half_width"),
+        "expected_from": plan.get("current"),
+        "reached_value": part.get("value"),
+        "reached_half_width": None if low is None or high is None else (high - low) / 2,
+    }
 
 
 def plan_sentence(outcome: Mapping[str, Any]) -> str:
     """`plan: expected ±0.041 on the agreement, reached ±0.038 (at 0.871)`."""
+
     def hw(x: float | None) -> str:
         return "no interval" if x is None else f"±{x:.3f}"
 
     what = "agreement" if outcome.get("goal") == "agreement" else "corrected grounding score"
     value = outcome.get("reached_value")
-    return (f"plan: expected {hw(outcome.get('expected_half_width'))} on the run's {what}, reached "
-            f"{hw(outcome.get('reached_half_width'))}" + ("" if value is None else f" (at {value:.3f})"))
+    return (
+        f"plan: expected {hw(outcome.get('expected_half_width'))} on the run's {what}, reached "
+        f"{hw(outcome.get('reached_half_width'))}" + ("" if value is None else f" (at {value:.3f})")
+    )
 
 
 def frozen_figures(snapshot: dict[str, Any] | None) -> FrozenFigures | None:
@@ -883,10 +1003,21 @@ def frozen_figures(snapshot: dict[str, Any] | None) -> FrozenFigures | None:
     kappa, kappa_ci = figure("kappa")
     flag = report.get("flag") or {}
     return FrozenFigures(
-        frozen_at=snapshot.get("frozen_at"), labeled=prog.get("labeled"), total=prog.get("total"),
+        frozen_at=snapshot.get("frozen_at"),
+        labeled=prog.get("labeled"),
+        total=prog.get("total"),
         labeled_elsewhere=prog.get("labeled_elsewhere"),
-        n_claims=report.get("n_claims") or 0, n_answers=report.get("n_answers") or 0,
-        agreement=agree, agreement_ci=agree_ci, weighted_agreement=weighted, weighted_ci=weighted_ci,
-        kappa=kappa, kappa_ci=kappa_ci, flag=flag.get("status"),
+        n_claims=report.get("n_claims") or 0,
+        n_answers=report.get("n_answers") or 0,
+        agreement=agree,
+        agreement_ci=agree_ci,
+        weighted_agreement=weighted,
+        weighted_ci=weighted_ci,
+        kappa=kappa,
+        kappa_ci=kappa_ci,
+        flag=flag.get("status"),
         flag_reasons=tuple(r.get("message", "") for r in flag.get("reasons") or ()),
-        note=snapshot.get("note"), reused=prog.get("reused"), plan=snapshot.get("plan"))
+        note=snapshot.get("note"),
+        reused=prog.get("reused"),
+        plan=snapshot.get("plan"),
+    )

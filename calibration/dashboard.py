@@ -222,8 +222,15 @@ def fingerprint(db: Database) -> tuple[Any, ...]:
 # ---------------------------------------------------------------- build
 
 
-def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str | None = None,
-          bootstrap: int | None = None, seed: int = 0) -> Dashboard:
+def build(
+    db: Database,
+    *,
+    run: str,
+    cycle: str | None = None,
+    compare_with: str | None = None,
+    bootstrap: int | None = None,
+    seed: int = 0,
+) -> Dashboard:
     """Everything the dashboard shows for `run` within `cycle` (None: every labeled claim).
 
     `bootstrap` None draws `report.BOOTSTRAP` resamples; 0 skips the bootstrap.
@@ -233,15 +240,23 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
     thresholds = store.load_thresholds(db)
     # The one pipeline for a scope's report (CLI stats and cycle close use it too); the rest of
     # the page is read from the same claim table.
-    scope = reports.scope_report(db, judge_run, cycle_id, thresholds=thresholds,
-                                 bootstrap=reports.BOOTSTRAP if bootstrap is None else bootstrap, seed=seed)
+    scope = reports.scope_report(
+        db,
+        judge_run,
+        cycle_id,
+        thresholds=thresholds,
+        bootstrap=reports.BOOTSTRAP if bootstrap is None else bootstrap,
+        seed=seed,
+    )
     data, report, oversampled = scope.data, scope.report, scope.oversampled
     hh = report.human_human
 
     # Verdicts of the claims a table can list: every reason's claims are disagreeing ones.
     dis = np.flatnonzero(data.human != data.judge)
-    verdicts = {data.keys[i]: (LABELS[h], LABELS[j]) for i, h, j in
-                zip(dis.tolist(), data.human[dis].tolist(), data.judge[dis].tolist(), strict=True)}
+    verdicts = {
+        data.keys[i]: (LABELS[h], LABELS[j])
+        for i, h, j in zip(dis.tolist(), data.human[dis].tolist(), data.judge[dis].tolist(), strict=True)
+    }
     categories = _categories(db, data)
     # The disagreement table's first rows and each reason's first rows: the claims a page lists,
     # never a sealed holdout claim (the figures above still count them).
@@ -251,11 +266,13 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
         wanted.update(dict.fromkeys([k for k in reason.claim_ids if k not in sealed][:DETAIL_ROWS]))
     details = _details(db, judge_run.id, list(wanted), verdicts)
     open_cycle = cycle_id is not None and any(
-        r.status == "open" for r in db_cycles.cycle_records(db, cycle_id=cycle_id))
+        r.status == "open" for r in db_cycles.cycle_records(db, cycle_id=cycle_id)
+    )
     comparison = None
     if compare_with is not None and compare_with != judge_run.name:
-        comparison = compare(db, judge_run.name, compare_with, cycle_id=cycle_id, data_a=data,
-                             thresholds=thresholds)
+        comparison = compare(
+            db, judge_run.name, compare_with, cycle_id=cycle_id, data_a=data, thresholds=thresholds
+        )
     return Dashboard(
         run=judge_run.name,
         cycle=cycle,
@@ -263,15 +280,26 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
         thresholds=thresholds,
         n_unlabeled=data.unlabeled,
         oversampled=oversampled,
-        reasons=tuple(ReasonView(r.code, REASON_TITLES.get(r.code, r.code.replace("_", " ")), r.message,
-                                 tuple(k for k in r.claim_ids if k not in sealed))
-                      for r in report.flag.reasons),
+        reasons=tuple(
+            ReasonView(
+                r.code,
+                REASON_TITLES.get(r.code, r.code.replace("_", " ")),
+                r.message,
+                tuple(k for k in r.claim_ids if k not in sealed),
+            )
+            for r in report.flag.reasons
+        ),
         direction_text=direction_text(report),
         sample_size_text=sample_size_text(report),
-        confusion=tuple({"human": h, "judge": j, "count": int(report.confusion[i][k])}
-                        for i, h in enumerate(LABELS) for k, j in enumerate(LABELS)),
-        per_class=tuple({"class": label, "precision": m.precision, "recall": m.recall, "f1": m.f1,
-                         "support": m.support} for label, m in report.per_class.items()),
+        confusion=tuple(
+            {"human": h, "judge": j, "count": int(report.confusion[i][k])}
+            for i, h in enumerate(LABELS)
+            for k, j in enumerate(LABELS)
+        ),
+        per_class=tuple(
+            {"class": label, "precision": m.precision, "recall": m.recall, "f1": m.f1, "support": m.support}
+            for label, m in report.per_class.items()
+        ),
         trend=tuple(trend(db, judge_run.id)),
         categories=tuple(categories),
         reviewers=tuple(reviewer_rows_of(data.labels)),
@@ -279,8 +307,11 @@ def build(db: Database, *, run: str, cycle: str | None = None, compare_with: str
         verdicts={k: v for k, v in verdicts.items() if k not in sealed},
         details=details,
         comparison=comparison,
-        pending=tuple(c for c in pending_claims(db, judge_run.id, data.unresolved_pk[:PENDING_ROWS].tolist())
-                      if c.key not in sealed),
+        pending=tuple(
+            c
+            for c in pending_claims(db, judge_run.id, data.unresolved_pk[:PENDING_ROWS].tolist())
+            if c.key not in sealed
+        ),
         sealed=sealed,
         decision=decision(report.to_dict(judge_run.name), open_cycle=open_cycle),
         open_cycle=open_cycle,
@@ -298,9 +329,17 @@ def pending_claims(db: Database, run_id: int, claim_pks: Sequence[int]) -> list[
             cited.update(evidence or [])
             verdict = final if status == "labeled" and final else UNCLEAR if status == "unclear" else status
             reviewers.append({"reviewer": reviewer, "verdict": verdict, "note": note or ""})
-        by_pk[row.claim_pk] = PendingClaim(row.claim_pk, f"{row.answer_id}/{row.claim_id}", row.answer_id,
-                                           row.claim_id, row.text, _chunk_text(row.chunks, cited),
-                                           row.judge or "", row.rationale or "", tuple(reviewers))
+        by_pk[row.claim_pk] = PendingClaim(
+            row.claim_pk,
+            f"{row.answer_id}/{row.claim_id}",
+            row.answer_id,
+            row.claim_id,
+            row.text,
+            _chunk_text(row.chunks, cited),
+            row.judge or "",
+            row.rationale or "",
+            tuple(reviewers),
+        )
     return [by_pk[pk] for pk in claim_pks if pk in by_pk]
 
 
@@ -315,14 +354,19 @@ def direction_text(report: Report) -> str:
     """Lenient vs strict counts with the exact McNemar p, in words."""
     d = report.direction
     p = d.mcnemar.p_two_sided
-    text = (f"The judge calls {POSITIVE} where reviewers did not: {_times(d.lenient)}; "
-            f"the reverse (reviewers {POSITIVE}, judge not): {_times(d.strict)} "
-            f"(exact McNemar {fmt.p_value(p)}).")
+    text = (
+        f"The judge calls {POSITIVE} where reviewers did not: {_times(d.lenient)}; "
+        f"the reverse (reviewers {POSITIVE}, judge not): {_times(d.strict)} "
+        f"(exact McNemar {fmt.p_value(p)})."
+    )
     if report.n_claims == 0:
         return "No claim has both a judge verdict and a final human label yet."
     if p is not None and p < report.thresholds.alpha and d.lenient != d.strict:
-        return text + (" The judge leans lenient: more than chance." if d.lenient > d.strict
-                       else " The judge leans strict: more than chance.")
+        return text + (
+            " The judge leans lenient: more than chance."
+            if d.lenient > d.strict
+            else " The judge leans strict: more than chance."
+        )
     return text + " The imbalance is within chance."
 
 
@@ -336,8 +380,10 @@ def sample_size_text(report: Report) -> str:
     elif s.more_claims_for_kappa == 0:
         kappa = f"the kappa interval is already within ±{s.kappa_half_width:.2f}"
     else:
-        kappa = (f"label about {plural(s.more_claims_for_kappa, 'more claim')} for a kappa interval of "
-                 f"±{s.kappa_half_width:.2f}")
+        kappa = (
+            f"label about {plural(s.more_claims_for_kappa, 'more claim')} for a kappa interval of "
+            f"±{s.kappa_half_width:.2f}"
+        )
     goal = f"{100 * t.agreement_target:g}%"
     if s.more_claims_for_target is None:
         target = s.target_sentence or f"no sample size decides the {goal} target at this agreement"
@@ -345,8 +391,7 @@ def sample_size_text(report: Report) -> str:
         target = f"there are enough claims to decide the {goal} target"
     else:
         target = f"about {s.more_claims_for_target:,} more to decide the {goal} target at this agreement"
-    return (f"{plural(report.n_claims, 'claim')} in {plural(report.n_answers, 'answer')}: "
-            f"{kappa}; {target}.")
+    return f"{plural(report.n_claims, 'claim')} in {plural(report.n_answers, 'answer')}: {kappa}; {target}."
 
 
 # ---------------------------------------------------------------- pieces
@@ -369,8 +414,18 @@ def _categories(db: Database, data: store.StatsColumns) -> list[CategoryRow]:
         pct = agreement.percent_agreement(table)
         kap = agreement.cohens_kappa(table)
         two = agreement.binary_collapse(table, pos)
-        out.append(CategoryRow(name, int(table.sum()), _f(pct.value), _f(pct.ci_low), _f(pct.ci_high),
-                               _f(kap.value), lenient=int(two[1, 0]), strict=int(two[0, 1])))
+        out.append(
+            CategoryRow(
+                name,
+                int(table.sum()),
+                _f(pct.value),
+                _f(pct.ci_low),
+                _f(pct.ci_high),
+                _f(kap.value),
+                lenient=int(two[1, 0]),
+                strict=int(two[0, 1]),
+            )
+        )
     return [row for row in out if row.n_claims]
 
 
@@ -378,8 +433,9 @@ def _f(x: float | None) -> float | None:
     return None if x is None else float(x)
 
 
-def _details(db: Database, run_id: int, keys: Sequence[str],
-             verdicts: dict[str, tuple[str, str]]) -> dict[str, ClaimDetail]:
+def _details(
+    db: Database, run_id: int, keys: Sequence[str], verdicts: dict[str, tuple[str, str]]
+) -> dict[str, ClaimDetail]:
     out: dict[str, ClaimDetail] = {}
     # Keys are "ANSWER/CLAIM" and ids may hold "/" themselves: the store looks up every split;
     # only claims whose key is in the report are kept.
@@ -391,13 +447,23 @@ def _details(db: Database, run_id: int, keys: Sequence[str],
         for ev in row.reviewer_evidence:
             cited.update(ev)
         human, judge = verdicts[key]
-        out[key] = ClaimDetail(key, row.answer_id, row.claim_id, row.category, row.text, human, judge,
-                               row.rationale or "", row.notes or "", _chunk_text(row.chunks, cited))
+        out[key] = ClaimDetail(
+            key,
+            row.answer_id,
+            row.claim_id,
+            row.category,
+            row.text,
+            human,
+            judge,
+            row.rationale or "",
+            row.notes or "",
+            _chunk_text(row.chunks, cited),
+        )
     return out
 
 
 def _chunk_text(chunks: Sequence[tuple[int, str, str]], cited: set[str]) -> str:
-    """"[id] text" blocks: the cited chunks, or every chunk when none was cited."""
+    """ "[id] text" blocks: the cited chunks, or every chunk when none was cited."""
     shown = [c for c in chunks if c[1] in cited] or chunks
     return "\n\n".join(f"[{c[1]}] {c[2]}" for c in shown)
 
@@ -409,8 +475,20 @@ def trend(db: Database, run_id: int) -> list[TrendPoint]:
         fig = snap.get("agreement") or {}
         a = fig.get("agreement") or {}
         k = fig.get("kappa") or {}
-        out.append(TrendPoint(i, name, closed_at, fig.get("n_claims"), a.get("value"), a.get("ci_low"),
-                              a.get("ci_high"), k.get("value"), k.get("ci_low"), k.get("ci_high")))
+        out.append(
+            TrendPoint(
+                i,
+                name,
+                closed_at,
+                fig.get("n_claims"),
+                a.get("value"),
+                a.get("ci_low"),
+                a.get("ci_high"),
+                k.get("value"),
+                k.get("ci_low"),
+                k.get("ci_high"),
+            )
+        )
     return out
 
 
@@ -427,21 +505,44 @@ def reviewer_rows_of(labels: store.ReviewerColumns) -> list[ReviewerRow]:
     slips = np.zeros(m, dtype=np.int64)
     np.add.at(slips, r, labels.slip)
     changed = reviewed & (labels.blind >= 0) & (labels.blind != labels.judge)
-    columns = (count(every), count(reviewed), count(changed),
-               count(labels.reconciled == 1), count(labels.reconciled == 2), slips.tolist())
+    columns = (
+        count(every),
+        count(reviewed),
+        count(changed),
+        count(labels.reconciled == 1),
+        count(labels.reconciled == 2),
+        slips.tolist(),
+    )
     return [_reviewer_row(name, *figures) for name, *figures in zip(labels.reviewers, *columns, strict=True)]
 
 
-def _reviewer_row(reviewer: str, labeled: int, reviewed: int, disagreed: int, kept: int, right: int,
-                  slips: int) -> ReviewerRow:
+def _reviewer_row(
+    reviewer: str, labeled: int, reviewed: int, disagreed: int, kept: int, right: int, slips: int
+) -> ReviewerRow:
     ci = estimation.wilson_interval(slips, reviewed) if reviewed else None
-    return ReviewerRow(reviewer, labeled, reviewed, disagreed, kept, right, slips,
-                       slips / reviewed if reviewed else None, ci[0] if ci else None, ci[1] if ci else None)
+    return ReviewerRow(
+        reviewer,
+        labeled,
+        reviewed,
+        disagreed,
+        kept,
+        right,
+        slips,
+        slips / reviewed if reviewed else None,
+        ci[0] if ci else None,
+        ci[1] if ci else None,
+    )
 
 
-def compare(db: Database, run_a: str, run_b: str, *, cycle_id: int | None = None,
-            data_a: store.StatsColumns | None = None,
-            thresholds: flag.Thresholds | None = None) -> Comparison | None:
+def compare(
+    db: Database,
+    run_a: str,
+    run_b: str,
+    *,
+    cycle_id: int | None = None,
+    data_a: store.StatsColumns | None = None,
+    thresholds: flag.Thresholds | None = None,
+) -> Comparison | None:
     """Two runs on the claims both judged and humans labeled: agreement each, paired exact McNemar.
 
     `data_a`: run A's stats columns when the caller already read them (the dashboard has). A
@@ -468,8 +569,10 @@ def compare(db: Database, run_a: str, run_b: str, *, cycle_id: int | None = None
 def comparison_text(run_a: str, run_b: str, r: RunComparison, alpha: float) -> str:
     only_a, only_b = len(r.only_a_right), len(r.only_b_right)
     p = r.mcnemar.p_two_sided
-    text = (f"On {plural(r.n_claims, 'claim')} both runs judged and humans labeled: {run_a} alone was right "
-            f"{_times(only_a)}, {run_b} alone {_times(only_b)} (exact McNemar {fmt.p_value(p)}).")
+    text = (
+        f"On {plural(r.n_claims, 'claim')} both runs judged and humans labeled: {run_a} alone was right "
+        f"{_times(only_a)}, {run_b} alone {_times(only_b)} (exact McNemar {fmt.p_value(p)})."
+    )
     if p is not None and p < alpha and only_a != only_b:
         better = run_a if only_a > only_b else run_b
         return text + f" {better} is better beyond chance."
@@ -507,21 +610,47 @@ def readable_time(ts: str | None) -> str:
 
 
 def per_class_rows(d: Dashboard) -> list[dict[str, Any]]:
-    return [{"class": c["class"], "precision": _pct(c["precision"]), "recall": _pct(c["recall"]),
-             "F1": _pct(c["f1"]), "support": c["support"]} for c in d.per_class]
+    return [
+        {
+            "class": c["class"],
+            "precision": _pct(c["precision"]),
+            "recall": _pct(c["recall"]),
+            "F1": _pct(c["f1"]),
+            "support": c["support"],
+        }
+        for c in d.per_class
+    ]
 
 
 def trend_rows(d: Dashboard) -> list[dict[str, Any]]:
-    return [{"cycle #": t.number, "cycle": t.cycle, "closed": readable_time(t.closed_at),
-             "claims": DASH if t.n_claims is None else f"{t.n_claims:,}", "agreement": _pct(t.agreement),
-             "agreement 95% CI": _range(t.agreement_low, t.agreement_high), "kappa": _num(t.kappa),
-             "kappa 95% CI": _range(t.kappa_low, t.kappa_high, _num)} for t in d.trend]
+    return [
+        {
+            "cycle #": t.number,
+            "cycle": t.cycle,
+            "closed": readable_time(t.closed_at),
+            "claims": DASH if t.n_claims is None else f"{t.n_claims:,}",
+            "agreement": _pct(t.agreement),
+            "agreement 95% CI": _range(t.agreement_low, t.agreement_high),
+            "kappa": _num(t.kappa),
+            "kappa 95% CI": _range(t.kappa_low, t.kappa_high, _num),
+        }
+        for t in d.trend
+    ]
 
 
 def category_rows(d: Dashboard) -> list[dict[str, Any]]:
-    return [{"category": c.category or "(none)", "claims": c.n_claims, "agreement": _pct(c.agreement),
-             "agreement 95% CI": _range(c.agreement_low, c.agreement_high), "kappa": _num(c.kappa),
-             "judge lenient": c.lenient, "judge strict": c.strict} for c in d.categories]
+    return [
+        {
+            "category": c.category or "(none)",
+            "claims": c.n_claims,
+            "agreement": _pct(c.agreement),
+            "agreement 95% CI": _range(c.agreement_low, c.agreement_high),
+            "kappa": _num(c.kappa),
+            "judge lenient": c.lenient,
+            "judge strict": c.strict,
+        }
+        for c in d.categories
+    ]
 
 
 NO_REVIEWED = "no reviewed labels yet"
@@ -541,30 +670,47 @@ def reviewer_table(d: Dashboard, times: dict[str, float] | None = None) -> list[
     out = []
     for r in d.reviewers:
         none = r.reviewed == 0
-        extra = {} if times is None else {
-            "median time per claim": f"{times[r.reviewer]:.1f} s" if r.reviewer in times else DASH}
-        out.append({"reviewer": r.reviewer, "labeled": r.labeled,
-                    "reviewed (blind, then reconciled)": r.reviewed,
-                    "blind ≠ judge": DASH if none else f"{r.disagreed_blind:,}",
-                    "kept (judge error)": DASH if none else f"{r.kept:,}",
-                    "adopted judge": DASH if none else f"{r.judge_right:,}",
-                    "slips": DASH if none else f"{r.slips:,}",
-                    "slip rate": NO_REVIEWED if none else _pct(r.slip_rate),
-                    "slip rate 95% CI": DASH if none else _range(r.slip_low, r.slip_high),
-                    **extra})
+        extra = (
+            {}
+            if times is None
+            else {"median time per claim": f"{times[r.reviewer]:.1f} s" if r.reviewer in times else DASH}
+        )
+        out.append(
+            {
+                "reviewer": r.reviewer,
+                "labeled": r.labeled,
+                "reviewed (blind, then reconciled)": r.reviewed,
+                "blind ≠ judge": DASH if none else f"{r.disagreed_blind:,}",
+                "kept (judge error)": DASH if none else f"{r.kept:,}",
+                "adopted judge": DASH if none else f"{r.judge_right:,}",
+                "slips": DASH if none else f"{r.slips:,}",
+                "slip rate": NO_REVIEWED if none else _pct(r.slip_rate),
+                "slip rate 95% CI": DASH if none else _range(r.slip_low, r.slip_high),
+                **extra,
+            }
+        )
     return out
 
 
 def comparison_rows(agr: agreement.Estimate, kap: agreement.KappaResult) -> list[dict[str, str]]:
-    return [{"figure": "agreement", "value": _pct(agr.value), "95% CI": _range(agr.ci_low, agr.ci_high)},
-            {"figure": "kappa", "value": _num(kap.value), "95% CI": _range(kap.ci_low, kap.ci_high, _num)}]
+    return [
+        {"figure": "agreement", "value": _pct(agr.value), "95% CI": _range(agr.ci_low, agr.ci_high)},
+        {"figure": "kappa", "value": _num(kap.value), "95% CI": _range(kap.ci_low, kap.ci_high, _num)},
+    ]
 
 
 def pending_rows(d: Dashboard) -> list[dict[str, str]]:
     """The unresolved claims as one table: ids, claim, each reviewer's verdict, the judge's."""
-    return [{"answer": p.answer_id, "claim id": p.claim_id, "claim": p.claim,
-             "reviewers": "; ".join(f"{r['reviewer']}: {r['verdict']}" for r in p.reviewers),
-             "judge": p.judge or DASH} for p in d.pending]
+    return [
+        {
+            "answer": p.answer_id,
+            "claim id": p.claim_id,
+            "claim": p.claim,
+            "reviewers": "; ".join(f"{r['reviewer']}: {r['verdict']}" for r in p.reviewers),
+            "judge": p.judge or DASH,
+        }
+        for p in d.pending
+    ]
 
 
 def left_out_text(d: Dashboard) -> str:
@@ -574,8 +720,10 @@ def left_out_text(d: Dashboard) -> str:
     # On the per-reviewer basis a disputed claim is in the figures, once per reviewer's verdict.
     counted = d.report.basis == "per_reviewer"
     if unresolved and not counted:
-        parts.append(f"{plural(unresolved, 'unresolved claim')} (reviewers disagree or "
-                     "marked it unclear, and no lead has decided: see “Needs a lead's decision”)")
+        parts.append(
+            f"{plural(unresolved, 'unresolved claim')} (reviewers disagree or "
+            "marked it unclear, and no lead has decided: see “Needs a lead's decision”)"
+        )
     if d.n_unlabeled:
         parts.append(f"{plural(d.n_unlabeled, 'judged claim')} with no human label yet")
     text = ("Left out of the figures: " + "; ".join(parts) + ".") if parts else ""
@@ -583,7 +731,8 @@ def left_out_text(d: Dashboard) -> str:
         text += (" " if text else "") + (
             f"{plural(unresolved, 'unresolved claim')} (reviewers disagree or marked it unclear) "
             "counted with each reviewer's verdict where one was given; a lead's decision settles "
-            "it for the final-label view (see “Needs a lead's decision”).")
+            "it for the final-label view (see “Needs a lead's decision”)."
+        )
     return text
 
 
@@ -591,10 +740,16 @@ def headline(d: Dashboard) -> list[Figure]:
     """Agreement and kappa with intervals, AC1, PABAK and, for an oversampled cycle, the weighted figure."""
     r = d.report
     a, k, ab, kb = r.agreement, r.kappa, r.agreement_bootstrap, r.kappa_bootstrap
-    boot_a = "" if ab.ci_low is None else (f"; answer bootstrap {_range(ab.ci_low, ab.ci_high)} "
-                                           f"({ab.resamples:,} resamples)")
-    boot_k = "" if kb.ci_low is None else (f"; answer bootstrap {_range(kb.ci_low, kb.ci_high, _num)} "
-                                           f"({kb.resamples:,} resamples)")
+    boot_a = (
+        ""
+        if ab.ci_low is None
+        else (f"; answer bootstrap {_range(ab.ci_low, ab.ci_high)} ({ab.resamples:,} resamples)")
+    )
+    boot_k = (
+        ""
+        if kb.ci_low is None
+        else (f"; answer bootstrap {_range(kb.ci_low, kb.ci_high, _num)} ({kb.resamples:,} resamples)")
+    )
     kmax = "" if k.kappa_max is None else f"; highest possible with these margins {_num(k.kappa_max)}"
     # The first interval shown is the design-based one (answers as clusters), withheld where the
     # estimates withhold it; the claims-as-independent Wilson and FCE intervals are not shown first.
@@ -603,24 +758,38 @@ def headline(d: Dashboard) -> list[Figure]:
     k_ci = fmt.ci(k.ci_low, k.ci_high, fmt.num)
     if est is not None:
         ea, ek = est.agreement, est.kappa
-        a_ci = (f"{fmt.ci(ea.ci_low, ea.ci_high)} (design-based, answers as clusters)"
-                if ea.ci_low is not None else f"no interval: {ea.reason}")
-        k_ci = (f"{fmt.ci(ek.ci_low, ek.ci_high, fmt.num)} (design-based)" if ek.ci_low is not None
-                else f"no interval: {ek.reason}")
+        a_ci = (
+            f"{fmt.ci(ea.ci_low, ea.ci_high)} (design-based, answers as clusters)"
+            if ea.ci_low is not None
+            else f"no interval: {ea.reason}"
+        )
+        k_ci = (
+            f"{fmt.ci(ek.ci_low, ek.ci_high, fmt.num)} (design-based)"
+            if ek.ci_low is not None
+            else f"no interval: {ek.reason}"
+        )
     basis = "; each reviewer's blind verdict" if r.basis == "per_reviewer" else ""
     out = [
         Figure("Agreement", _pct(a.value), f"{a_ci}{boot_a}{basis}"),
         Figure("Cohen's kappa", _num(k.value), f"{k_ci}{boot_k}{kmax}"),
         Figure("Gwet's AC1", _num(r.ac1), "beside kappa, stable when one class dominates"),
-        Figure("PABAK", _num(r.direction.prevalence_bias.pabak),
-               f"{POSITIVE} vs not, prevalence- and bias-adjusted"),
+        Figure(
+            "PABAK",
+            _num(r.direction.prevalence_bias.pabak),
+            f"{POSITIVE} vs not, prevalence- and bias-adjusted",
+        ),
     ]
     if d.oversampled and r.weighted is not None:
         w = r.weighted
         n_eff = "" if w.n_effective is None else f"; effective n {w.n_effective:.0f}"
-        out.append(Figure("Re-weighted agreement", _pct(w.value),
-                          f"{fmt.ci(w.ci_low, w.ci_high)} (answer bootstrap); raw {_pct(w.raw)}{n_eff}; "
-                          "the flag reads this figure, re-weighted to the run"))
+        out.append(
+            Figure(
+                "Re-weighted agreement",
+                _pct(w.value),
+                f"{fmt.ci(w.ci_low, w.ci_high)} (answer bootstrap); raw {_pct(w.raw)}{n_eff}; "
+                "the flag reads this figure, re-weighted to the run",
+            )
+        )
     return out
 
 
@@ -630,10 +799,12 @@ def human_human_text(d: Dashboard) -> str:
         return "No claim in this scope was labeled by more than one reviewer."
     kappa = "" if hh.kappa is None or hh.kappa.value is None else f", Cohen's kappa {hh.kappa.value:.2f}"
     ci = fmt.ci(hh.agreement.ci_low, hh.agreement.ci_high)
-    return (f"On {plural(hh.n_claims, 'claim')} labeled by several reviewers "
-            f"({len(hh.reviewers)} reviewers): "
-            f"pairwise agreement {_pct(hh.agreement.value)} ({ci}){kappa}, "
-            f"Krippendorff's alpha {_num(hh.alpha)}.")
+    return (
+        f"On {plural(hh.n_claims, 'claim')} labeled by several reviewers "
+        f"({len(hh.reviewers)} reviewers): "
+        f"pairwise agreement {_pct(hh.agreement.value)} ({ci}){kappa}, "
+        f"Krippendorff's alpha {_num(hh.alpha)}."
+    )
 
 
 def claim_rows(d: Dashboard, keys: Sequence[str], limit: int = DETAIL_ROWS) -> list[dict[str, Any]]:
@@ -642,16 +813,33 @@ def claim_rows(d: Dashboard, keys: Sequence[str], limit: int = DETAIL_ROWS) -> l
     for key in keys[:limit]:
         human, judge = d.verdicts.get(key, ("", ""))
         det = d.details.get(key)
-        out.append({"answer": det.answer_id if det else key.split("/", 1)[0],
-                    "claim id": det.claim_id if det else key.split("/", 1)[-1],
-                    "claim": det.claim if det else "", "human": human, "judge": judge})
+        out.append(
+            {
+                "answer": det.answer_id if det else key.split("/", 1)[0],
+                "claim id": det.claim_id if det else key.split("/", 1)[-1],
+                "claim": det.claim if det else "",
+                "human": human,
+                "judge": judge,
+            }
+        )
     return out
 
 
 def disagreement_rows(d: Dashboard) -> list[dict[str, Any]]:
-    return [{"answer": c.answer_id, "claim id": c.claim_id, "claim": c.claim, "human": c.human,
-             "judge": c.judge, "judge rationale": c.rationale, "reviewer notes": c.notes, "chunks": c.chunks,
-             "category": c.category or ""} for c in d.disagreements]
+    return [
+        {
+            "answer": c.answer_id,
+            "claim id": c.claim_id,
+            "claim": c.claim,
+            "human": c.human,
+            "judge": c.judge,
+            "judge rationale": c.rationale,
+            "reviewer notes": c.notes,
+            "chunks": c.chunks,
+            "category": c.category or "",
+        }
+        for c in d.disagreements
+    ]
 
 
 # ---------------------------------------------------------------- summary for tests and the CLI
@@ -673,8 +861,9 @@ def summary(d: Dashboard) -> dict[str, Any]:
         "unresolved": len(r.unresolved_claims),
         "unlabeled": d.n_unlabeled,
         "categories": Counter({c.category: c.n_claims for c in d.categories}),
-        "comparison": None if d.comparison is None else d.comparison.result.to_dict(d.comparison.run_a,
-                                                                                     d.comparison.run_b),
+        "comparison": None
+        if d.comparison is None
+        else d.comparison.result.to_dict(d.comparison.run_a, d.comparison.run_b),
     }
 
 
@@ -698,8 +887,14 @@ class CheckSliceRow:
     human_grounding: float | None  # the same share by the final human labels: the corrected score
 
 
-def check_slices(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, answer_ids: Sequence[str],
-                 flagged: set[str], checked: set[str]) -> list[CheckSliceRow]:
+def check_slices(
+    human: np.ndarray,
+    judge: np.ndarray,
+    cluster: np.ndarray,
+    answer_ids: Sequence[str],
+    flagged: set[str],
+    checked: set[str],
+) -> list[CheckSliceRow]:
     """Agreement and grounding score per answer-check group (pure; numpy only).
 
     `human`, `judge`: verdict indices into LABELS, one per labeled claim; `cluster`: the claim's
@@ -711,8 +906,9 @@ def check_slices(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, answ
     """
     k = len(LABELS)
     pos = agreement.label_index(POSITIVE)
-    group_of_answer = np.array([0 if a in flagged else (1 if a in checked else 2) for a in answer_ids],
-                               dtype=np.int64)
+    group_of_answer = np.array(
+        [0 if a in flagged else (1 if a in checked else 2) for a in answer_ids], dtype=np.int64
+    )
     group = group_of_answer[cluster] if len(cluster) else np.zeros(0, dtype=np.int64)
     out: list[CheckSliceRow] = []
     for g, name in enumerate(CHECK_GROUPS):
@@ -722,9 +918,18 @@ def check_slices(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, answ
             continue
         table = np.bincount(human[mask] * k + judge[mask], minlength=k * k).reshape(k, k)
         pct = agreement.percent_agreement(table)
-        out.append(CheckSliceRow(name, int(np.unique(cluster[mask]).size), n, _f(pct.value), _f(pct.ci_low),
-                                 _f(pct.ci_high), float(np.mean(judge[mask] == pos)),
-                                 float(np.mean(human[mask] == pos))))
+        out.append(
+            CheckSliceRow(
+                name,
+                int(np.unique(cluster[mask]).size),
+                n,
+                _f(pct.value),
+                _f(pct.ci_low),
+                _f(pct.ci_high),
+                float(np.mean(judge[mask] == pos)),
+                float(np.mean(human[mask] == pos)),
+            )
+        )
     return out
 
 
@@ -735,16 +940,30 @@ def answer_check_slices(db: Database, *, run: str, cycle: str | None = None) -> 
     judge_run = store.find_judge_run(db, run)
     cycle_id = None if cycle is None else store.cycle_id(db, cycle)
     data = store.claim_table(db, judge_run.id, cycle_id).resolved(reviewer_labels="none")
-    return check_slices(data.human, data.judge, data.cluster, data.answer_ids,
-                        check_store.flagged_answers(db), check_store.checked_answers(db))
+    return check_slices(
+        data.human,
+        data.judge,
+        data.cluster,
+        data.answer_ids,
+        check_store.flagged_answers(db),
+        check_store.checked_answers(db),
+    )
 
 
 def check_slice_rows(rows: Sequence[CheckSliceRow]) -> list[dict[str, Any]]:
     """The slice as table rows for the page."""
-    return [{"answers": r.group, "answers n": r.n_answers, "labeled claims": r.n_claims,
-             "agreement": _pct(r.agreement), "95% interval": _range(r.ci_low, r.ci_high),
-             "grounding (judge)": _pct(r.judge_grounding),
-             "grounding (human, corrected)": _pct(r.human_grounding)} for r in rows]
+    return [
+        {
+            "answers": r.group,
+            "answers n": r.n_answers,
+            "labeled claims": r.n_claims,
+            "agreement": _pct(r.agreement),
+            "95% interval": _range(r.ci_low, r.ci_high),
+            "grounding (judge)": _pct(r.judge_grounding),
+            "grounding (human, corrected)": _pct(r.human_grounding),
+        }
+        for r in rows
+    ]
 
 
 # ---------------------------------------------------------------- the pipeline's grounding score
@@ -769,23 +988,29 @@ def pipeline_text(d: Dashboard) -> list[str]:
     if not p:
         return ["The grounding score is computed for a whole judge run: choose all labeled claims."]
     s = p["supported_rate"]
-    lines = [f"The judge calls {fmt.pct(p['judge_supported_rate'])} of the run's "
-             f"{plural(p['n_judged'], 'judged claim')} SUPPORTED; corrected by its errors measured on "
-             f"{plural(p['n_labeled'], 'labeled claim')}, the share people would call SUPPORTED is "
-             f"{_corrected(p)}."]
+    lines = [
+        f"The judge calls {fmt.pct(p['judge_supported_rate'])} of the run's "
+        f"{plural(p['n_judged'], 'judged claim')} SUPPORTED; corrected by its errors measured on "
+        f"{plural(p['n_labeled'], 'labeled claim')}, the share people would call SUPPORTED is "
+        f"{_corrected(p)}."
+    ]
     if s.get("reason"):
         lines.append(f"({s['reason']}.)")
     lines.append(f"Assumes {p['assumption']}.")
     for diff in p.get("pipeline_differences", []):
         if diff.get("value") is None:
             continue
-        line = (f"Pipeline {diff['a']} against {diff['b']}: {diff['value'] * 100:+.1f} points "
-                f"({fmt.ci(diff.get('ci_low'), diff.get('ci_high'), _points)})")
+        line = (
+            f"Pipeline {diff['a']} against {diff['b']}: {diff['value'] * 100:+.1f} points "
+            f"({fmt.ci(diff.get('ci_low'), diff.get('ci_high'), _points)})"
+        )
         t = diff.get("transfer_test")
         if t and t.get("p_value") is not None:
-            line += (f"; the judge's error rates differ between the two ({fmt.p_value(t['p_value'])})"
-                     if t["p_value"] < 0.05 else
-                     f"; no sign that the judge errs differently on them ({fmt.p_value(t['p_value'])})")
+            line += (
+                f"; the judge's error rates differ between the two ({fmt.p_value(t['p_value'])})"
+                if t["p_value"] < 0.05
+                else f"; no sign that the judge errs differently on them ({fmt.p_value(t['p_value'])})"
+            )
         lines.append(line + ".")
     return lines
 
@@ -799,10 +1024,15 @@ def pipeline_rows(d: Dashboard) -> list[dict[str, Any]]:
     rows = []
     for kind, key in (("category", "by_category"), ("pipeline version", "by_pipeline_version")):
         for name, g in p.get(key, {}).items():
-            rows.append({"slice": f"{kind}: {name}", "judged claims": g["n_judged"],
-                         "labeled claims": g["n_labeled"], "judge's own": fmt.pct(g["judge_supported_rate"],
-                                                                                 missing=fmt.DASH),
-                         "corrected": _corrected(g)})
+            rows.append(
+                {
+                    "slice": f"{kind}: {name}",
+                    "judged claims": g["n_judged"],
+                    "labeled claims": g["n_labeled"],
+                    "judge's own": fmt.pct(g["judge_supported_rate"], missing=fmt.DASH),
+                    "corrected": _corrected(g),
+                }
+            )
     return rows
 
 
@@ -813,8 +1043,11 @@ def pipeline_rows(d: Dashboard) -> list[dict[str, Any]]:
 # Cycles page draw a verdict only through these (Streamlit's markdown colour names).
 VERDICT_WORDS: dict[str, str] = {"ok": "ok", "revise": "revise", "inconclusive": "not yet decided"}
 VERDICT_COLOURS: dict[str, str] = {"ok": "green", "revise": "red", "inconclusive": "orange"}
-VERDICT_ADVICE: dict[str, str] = {"ok": "Keep it running.", "revise": "Revise the prompt.",
-                                  "inconclusive": "Label more claims to decide."}
+VERDICT_ADVICE: dict[str, str] = {
+    "ok": "Keep it running.",
+    "revise": "Revise the prompt.",
+    "inconclusive": "Label more claims to decide.",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -865,8 +1098,14 @@ def claim_counts(report: Report | Mapping[str, Any]) -> ClaimCounts:
     unresolved = int(data.get("n_unresolved") or 0)
     unresolved_ids = data.get("unresolved_claims")
     unresolved_listed = len(unresolved_ids) if isinstance(unresolved_ids, list) else unresolved
-    return ClaimCounts(int(data.get("n_claims") or 0), total, min(listed, total), max(0, total - listed),
-                       unresolved, min(unresolved_listed, unresolved))
+    return ClaimCounts(
+        int(data.get("n_claims") or 0),
+        total,
+        min(listed, total),
+        max(0, total - listed),
+        unresolved,
+        min(unresolved_listed, unresolved),
+    )
 
 
 def sealed_text(report: Report | Mapping[str, Any], *, unresolved: bool = False) -> str:
@@ -877,8 +1116,10 @@ def sealed_text(report: Report | Mapping[str, Any], *, unresolved: bool = False)
     if not n:
         return ""
     what = f" unresolved {'claim' if n == 1 else 'claims'}" if unresolved else ""
-    return (f"{n:,} more{what} {'is' if n == 1 else 'are'} in the sealed holdout "
-            "(counted in the figures, not listed).")
+    return (
+        f"{n:,} more{what} {'is' if n == 1 else 'are'} in the sealed holdout "
+        "(counted in the figures, not listed)."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -921,8 +1162,10 @@ def _ceiling_line(report: Mapping[str, Any]) -> tuple[str, float | None]:
         stand_in = f"; the alternative annotator test (margin {alt.get('epsilon')}) finds the judge {verdict}"
     compared = len(alt.get("per_reviewer") or [])
     if compared:
-        stand_in += (f"; the judge is below {alt.get('below_reviewers', 0)} of {compared} reviewers, "
-                     f"significantly for {alt.get('below_reviewers_significantly', 0)}")
+        stand_in += (
+            f"; the judge is below {alt.get('below_reviewers', 0)} of {compared} reviewers, "
+            f"significantly for {alt.get('below_reviewers_significantly', 0)}"
+        )
     line = f"Reviewers agree with each other on {_pct(people)}: the most a judge can be asked{stand_in}."
     return line, people
 
@@ -932,8 +1175,10 @@ def _direction_words(report: Mapping[str, Any]) -> tuple[str, str]:
     d = report.get("direction") or {}
     lenient, strict = int(d.get("lenient") or 0), int(d.get("strict") or 0)
     status = (d.get("rule") or {}).get("status")
-    line = (f"Missed hallucinations (judge {POSITIVE}, reviewers not): {lenient:,}; "
-            f"false alarms (reviewers {POSITIVE}, judge not): {strict:,}.")
+    line = (
+        f"Missed hallucinations (judge {POSITIVE}, reviewers not): {lenient:,}; "
+        f"false alarms (reviewers {POSITIVE}, judge not): {strict:,}."
+    )
     if status == "lenient":
         clause = "It misses hallucinations more often than it invents them."
     elif status == "strict":
@@ -961,9 +1206,12 @@ def decision(report: Mapping[str, Any], *, open_cycle: bool = False) -> Decision
     if n_claims == 0 or value is None:
         sentence = "No claim has both a judge verdict and a final human label yet. Label claims to decide."
     else:
-        parts = [f"The judge agrees with reviewers on {_pct(value)} of claims"
-                 + (f" ({interval})" if interval != DASH else "")
-                 + ("" if people is None else f"; reviewers agree with each other on {_pct(people)}") + "."]
+        parts = [
+            f"The judge agrees with reviewers on {_pct(value)} of claims"
+            + (f" ({interval})" if interval != DASH else "")
+            + ("" if people is None else f"; reviewers agree with each other on {_pct(people)}")
+            + "."
+        ]
         if clause:
             parts.append(clause)
         advice = VERDICT_ADVICE[status]
@@ -983,5 +1231,15 @@ def decision(report: Mapping[str, Any], *, open_cycle: bool = False) -> Decision
         steps.append(NextStep("settle", f"Settle the {plural(unresolved, 'unclear claim')}"))
     if open_cycle:
         steps.append(NextStep("close", "Close the cycle"))
-    return Decision(status, VERDICT_WORDS[status], VERDICT_COLOURS[status], _pct(value), interval,
-                    direction, ceiling, sentence, tuple(steps), counts)
+    return Decision(
+        status,
+        VERDICT_WORDS[status],
+        VERDICT_COLOURS[status],
+        _pct(value),
+        interval,
+        direction,
+        ceiling,
+        sentence,
+        tuple(steps),
+        counts,
+    )

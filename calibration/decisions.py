@@ -75,8 +75,9 @@ def _z(confidence: float) -> float:
 # --------------------------------------------------------------------------------------------
 
 
-def answer_sums(cluster: np.ndarray, values: np.ndarray, *,
-                label_rank: np.ndarray | None = None, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def answer_sums(
+    cluster: np.ndarray, values: np.ndarray, *, label_rank: np.ndarray | None = None, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-answer (sum of ``values``, number of claims), answers in the order they were labeled.
 
     ``cluster`` labels each claim's answer (any integers), ``values`` is the per-claim quantity
@@ -134,9 +135,15 @@ def plugin_bets(u: np.ndarray, *, alpha: float) -> np.ndarray:
     return np.sqrt(2 * math.log(1 / alpha) / (prev * t * np.log1p(t)))
 
 
-def log_capital(u: np.ndarray, theta: float | np.ndarray, bets: np.ndarray, *,
-                side: Literal["above", "below"], scale: np.ndarray | float = 1.0,
-                c: float = BET_TRUNCATION) -> np.ndarray:
+def log_capital(
+    u: np.ndarray,
+    theta: float | np.ndarray,
+    bets: np.ndarray,
+    *,
+    side: Literal["above", "below"],
+    scale: np.ndarray | float = 1.0,
+    c: float = BET_TRUNCATION,
+) -> np.ndarray:
     """Cumulative log capital of the hedged bet against mean(u) = theta, u in [0, 1], time last.
 
     above (evidence that the mean > theta): K_t = prod_{i<=t} (1 + l_i s_i (u_i - theta)),
@@ -185,13 +192,22 @@ class ConfidenceSequence:
     below: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": optional_float(self.estimate), "ci_low": optional_float(self.lower),
-                "ci_high": optional_float(self.upper), "n_answers": self.n_answers,
-                "alpha_each_side": self.alpha}
+        return {
+            "value": optional_float(self.estimate),
+            "ci_low": optional_float(self.lower),
+            "ci_high": optional_float(self.upper),
+            "n_answers": self.n_answers,
+            "alpha_each_side": self.alpha,
+        }
 
 
-def _rates(y: np.ndarray, m: np.ndarray, weights: np.ndarray | None,
-           max_weight: float | None, claim_level: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def _rates(
+    y: np.ndarray,
+    m: np.ndarray,
+    weights: np.ndarray | None,
+    max_weight: float | None,
+    claim_level: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-answer rates y/m and scales w / max w (ones without weights).
 
     ``claim_level``: the weight of an answer is its design weight times its claims m, so the weighted
@@ -220,10 +236,19 @@ def _rates(y: np.ndarray, m: np.ndarray, weights: np.ndarray | None,
     return y / m, w / top
 
 
-def confidence_sequence(y: np.ndarray, m: np.ndarray, *, lo: float = 0.0, hi: float = 1.0,
-                        alpha: float = 0.05, theta0: float | None = None,
-                        weights: np.ndarray | None = None, max_weight: float | None = None,
-                        c: float = BET_TRUNCATION, claim_level: bool = False) -> ConfidenceSequence:
+def confidence_sequence(
+    y: np.ndarray,
+    m: np.ndarray,
+    *,
+    lo: float = 0.0,
+    hi: float = 1.0,
+    alpha: float = 0.05,
+    theta0: float | None = None,
+    weights: np.ndarray | None = None,
+    max_weight: float | None = None,
+    c: float = BET_TRUNCATION,
+    claim_level: bool = False,
+) -> ConfidenceSequence:
     """Anytime-valid one-sided bounds on the mean over answers of x_i = y_i / m_i in [lo, hi], in label order.
 
     Each answer is one observation, its rate x_i = y_i / m_i (agreeing claims / labeled claims), so
@@ -291,12 +316,16 @@ def confidence_sequence(y: np.ndarray, m: np.ndarray, *, lo: float = 0.0, hi: fl
 # The three rules and the flag
 # --------------------------------------------------------------------------------------------
 
-AGREEMENT_BOUND: Final = ("anytime-valid betting confidence sequence over answers in label order "
-                          "(Waudby-Smith & Ramdas 2024): revise if its one-sided upper bound < target, "
-                          "ok if its one-sided lower bound >= target, each at alpha")
-DIRECTION_BOUND: Final = ("anytime-valid betting test on (lenient - strict) per claim over answers in "
-                          "label order: lenient if its lower bound > 0, strict if its upper bound < 0, "
-                          "alpha/2 each")
+AGREEMENT_BOUND: Final = (
+    "anytime-valid betting confidence sequence over answers in label order "
+    "(Waudby-Smith & Ramdas 2024): revise if its one-sided upper bound < target, "
+    "ok if its one-sided lower bound >= target, each at alpha"
+)
+DIRECTION_BOUND: Final = (
+    "anytime-valid betting test on (lenient - strict) per claim over answers in "
+    "label order: lenient if its lower bound > 0, strict if its upper bound < 0, "
+    "alpha/2 each"
+)
 KAPPA_BOUND: Final = "fixed-sample upper bound of kappa's 95% interval < floor"
 
 
@@ -317,16 +346,30 @@ class RuleResult:
     n_answers: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "value": optional_float(self.estimate),
-                "bound_low": optional_float(self.bound_low), "bound_high": optional_float(self.bound_high),
-                "fixed_ci_low": optional_float(self.fixed_low),
-                "fixed_ci_high": optional_float(self.fixed_high), "threshold": self.threshold,
-                "bound_used": self.bound_used, "n_answers": self.n_answers}
+        return {
+            "status": self.status,
+            "value": optional_float(self.estimate),
+            "bound_low": optional_float(self.bound_low),
+            "bound_high": optional_float(self.bound_high),
+            "fixed_ci_low": optional_float(self.fixed_low),
+            "fixed_ci_high": optional_float(self.fixed_high),
+            "threshold": self.threshold,
+            "bound_used": self.bound_used,
+            "n_answers": self.n_answers,
+        }
 
 
-def agreement_rule(y: np.ndarray, m: np.ndarray, target: float, *, alpha: float = 0.05,
-                   weights: np.ndarray | None = None, max_weight: float | None = None,
-                   confidence: float = 0.95, claim_level: bool = False) -> RuleResult:
+def agreement_rule(
+    y: np.ndarray,
+    m: np.ndarray,
+    target: float,
+    *,
+    alpha: float = 0.05,
+    weights: np.ndarray | None = None,
+    max_weight: float | None = None,
+    confidence: float = 0.95,
+    claim_level: bool = False,
+) -> RuleResult:
     """revise / ok / inconclusive for the agreement target, from answers in label order.
 
     ``y`` agreeing claims and ``m`` labeled claims per answer (:func:`answer_sums`).  revise iff the
@@ -338,8 +381,9 @@ def agreement_rule(y: np.ndarray, m: np.ndarray, target: float, *, alpha: float 
     (``confidence``; Wilson 1927, :func:`estimation.wilson_interval`), valid at one pre-planned look only;
     with weights it uses the Kish effective size n_eff and x = p_w n_eff (an approximation).
     """
-    cs = confidence_sequence(y, m, alpha=alpha, theta0=target, weights=weights, max_weight=max_weight,
-                             claim_level=claim_level)
+    cs = confidence_sequence(
+        y, m, alpha=alpha, theta0=target, weights=weights, max_weight=max_weight, claim_level=claim_level
+    )
     if cs.estimate is None:
         return RuleResult("agreement", "inconclusive", None, None, None, None, None, target, AGREEMENT_BOUND)
     yy = np.asarray(y, dtype=float).reshape(-1)
@@ -353,13 +397,23 @@ def agreement_rule(y: np.ndarray, m: np.ndarray, target: float, *, alpha: float 
         p_claims = float((w * yy).sum() / (w * mm).sum())
     wil = wilson_interval(p_claims * n_fixed, n_fixed, confidence=confidence)
     status = "revise" if cs.below else "ok" if cs.above else "inconclusive"
-    return RuleResult("agreement", status, cs.estimate, cs.lower, cs.upper,
-                      None if wil is None else wil[0], None if wil is None else wil[1], target,
-                      AGREEMENT_BOUND, cs.n_answers)
+    return RuleResult(
+        "agreement",
+        status,
+        cs.estimate,
+        cs.lower,
+        cs.upper,
+        None if wil is None else wil[0],
+        None if wil is None else wil[1],
+        target,
+        AGREEMENT_BOUND,
+        cs.n_answers,
+    )
 
 
-def ratio_interval(y: np.ndarray, m: np.ndarray, *, confidence: float = 0.95,
-                   clip: tuple[float, float] = (-1.0, 1.0)) -> tuple[float, float] | None:
+def ratio_interval(
+    y: np.ndarray, m: np.ndarray, *, confidence: float = 0.95, clip: tuple[float, float] = (-1.0, 1.0)
+) -> tuple[float, float] | None:
     """Fixed-sample normal interval of R = sum y / sum m with the answer-clustered (linearised) variance.
 
     V(R) = n/(n-1) sum_i (y_i - R m_i)^2 / (sum m)^2.  Source: Cochran (1977), Sampling Techniques,
@@ -378,9 +432,16 @@ def ratio_interval(y: np.ndarray, m: np.ndarray, *, confidence: float = 0.95,
     return max(clip[0], r - h), min(clip[1], r + h)
 
 
-def direction_rule(diff: np.ndarray, m: np.ndarray, *, alpha: float = 0.05,
-                   weights: np.ndarray | None = None, max_weight: float | None = None,
-                   confidence: float = 0.95, claim_level: bool = False) -> RuleResult:
+def direction_rule(
+    diff: np.ndarray,
+    m: np.ndarray,
+    *,
+    alpha: float = 0.05,
+    weights: np.ndarray | None = None,
+    max_weight: float | None = None,
+    confidence: float = 0.95,
+    claim_level: bool = False,
+) -> RuleResult:
     """lenient / strict / none: does the judge say SUPPORTED more or less often than the humans?
 
     Per answer ``diff`` = lenient - strict claims (judge SUPPORTED where the human is not, minus the
@@ -391,8 +452,17 @@ def direction_rule(diff: np.ndarray, m: np.ndarray, *, alpha: float = 0.05,
     probability <= alpha at any look, the two-sided level the exact McNemar rule had.  Beside it the
     fixed-sample claim-level interval of (lenient - strict)/n, clustered by answer (:func:`ratio_interval`).
     """
-    cs = confidence_sequence(diff, m, lo=-1.0, hi=1.0, alpha=alpha / 2, theta0=0.0, weights=weights,
-                             max_weight=max_weight, claim_level=claim_level)
+    cs = confidence_sequence(
+        diff,
+        m,
+        lo=-1.0,
+        hi=1.0,
+        alpha=alpha / 2,
+        theta0=0.0,
+        weights=weights,
+        max_weight=max_weight,
+        claim_level=claim_level,
+    )
     if cs.estimate is None:
         return RuleResult("direction", "none", None, None, None, None, None, 0.0, DIRECTION_BOUND)
     yy = np.asarray(diff, dtype=float).reshape(-1)
@@ -402,13 +472,23 @@ def direction_rule(diff: np.ndarray, m: np.ndarray, *, alpha: float = 0.05,
         yy, mm = yy * w, mm * w
     fixed = ratio_interval(yy, mm, confidence=confidence)
     status = "lenient" if cs.above else "strict" if cs.below else "none"
-    return RuleResult("direction", status, cs.estimate, cs.lower, cs.upper,
-                      None if fixed is None else fixed[0], None if fixed is None else fixed[1], 0.0,
-                      DIRECTION_BOUND, cs.n_answers)
+    return RuleResult(
+        "direction",
+        status,
+        cs.estimate,
+        cs.lower,
+        cs.upper,
+        None if fixed is None else fixed[0],
+        None if fixed is None else fixed[1],
+        0.0,
+        DIRECTION_BOUND,
+        cs.n_answers,
+    )
 
 
-def kappa_se_many(tables: np.ndarray, *,
-                  confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def kappa_se_many(
+    tables: np.ndarray, *, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cohen's kappa, its Fleiss-Cohen-Everitt SE and the upper end of its normal interval, per table.
 
     The formula of :func:`agreement.cohens_kappa` (Fleiss, Cohen & Everitt 1969), vectorised over
@@ -459,12 +539,12 @@ class Decision:
     rules: tuple[RuleResult, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "codes": list(self.codes),
-                **{r.rule: r.to_dict() for r in self.rules}}
+        return {"status": self.status, "codes": list(self.codes), **{r.rule: r.to_dict() for r in self.rules}}
 
 
-def decide(agreement: RuleResult, direction: RuleResult | None = None,
-           kappa: RuleResult | None = None) -> Decision:
+def decide(
+    agreement: RuleResult, direction: RuleResult | None = None, kappa: RuleResult | None = None
+) -> Decision:
     """The flag from the three rules: revise if any fires, ok if agreement is shown to meet the target
     and none fires, else inconclusive.  Codes as in :func:`flag.decide_flag`."""
     codes: list[str] = []
@@ -529,12 +609,12 @@ def prob_at_least_target_design(value: float | None, se: float | None, target: f
     unknown (the caller falls back to the claim count)."""
     if value is None or se is None or not 0.0 < value < 1.0 or se <= _ZERO_SE:
         return None
-    n_eff = value * (1 - value) / se ** 2
+    n_eff = value * (1 - value) / se**2
     return prob_at_least_target(value * n_eff, n_eff, target)
 
 
 def prob_sentence(prob: float | None, target: float) -> str:
-    """"92% chance the judge meets the 85% target" (rounded; never 0% or 100% from a finite sample)."""
+    """ "92% chance the judge meets the 85% target" (rounded; never 0% or 100% from a finite sample)."""
     if prob is None:
         return f"no labeled claims yet: no chance can be given for the {share(target)} target"
     percent = 100 * prob
@@ -564,16 +644,34 @@ class MoreClaims:
     available: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"goal": self.goal, "more_claims": self.more_claims, "decidable": self.decidable,
-                "sentence": self.sentence, "median": self.more_claims, "low": self.low, "high": self.high,
-                "available": self.available}
+        return {
+            "goal": self.goal,
+            "more_claims": self.more_claims,
+            "decidable": self.decidable,
+            "sentence": self.sentence,
+            "median": self.more_claims,
+            "low": self.low,
+            "high": self.high,
+            "available": self.available,
+        }
 
 
-def more_claims_to_decide(y: np.ndarray, m: np.ndarray, target: float, *, alpha: float = 0.05,
-                          weights: np.ndarray | None = None, limit: int = PRACTICAL_MORE_CLAIMS,
-                          c: float = BET_TRUNCATION, rule: RuleResult | None = None,
-                          claim_level: bool = False, available: int | None = None,
-                          labels_per_claim: float = 1.0, reps: int = 300, seed: int = 0) -> MoreClaims:
+def more_claims_to_decide(
+    y: np.ndarray,
+    m: np.ndarray,
+    target: float,
+    *,
+    alpha: float = 0.05,
+    weights: np.ndarray | None = None,
+    limit: int = PRACTICAL_MORE_CLAIMS,
+    c: float = BET_TRUNCATION,
+    rule: RuleResult | None = None,
+    claim_level: bool = False,
+    available: int | None = None,
+    labels_per_claim: float = 1.0,
+    reps: int = 300,
+    seed: int = 0,
+) -> MoreClaims:
     """More claims for the anytime agreement rule (:func:`agreement_rule`) to decide the target: the
     rule's own stopping time, simulated under the posterior.
 
@@ -597,8 +695,9 @@ def more_claims_to_decide(y: np.ndarray, m: np.ndarray, target: float, *, alpha:
     if rule is None:  # the caller may pass the agreement rule it already computed on the same data
         rule = agreement_rule(y, m, target, alpha=alpha, weights=weights, claim_level=claim_level)
     if rule.status in ("ok", "revise"):
-        return MoreClaims("decide_target", 0, True, f"the {share(target)} target is already decided",
-                          0, 0, available)
+        return MoreClaims(
+            "decide_target", 0, True, f"the {share(target)} target is already decided", 0, 0, available
+        )
     mm = np.asarray(m, dtype=float).reshape(-1)
     n = x.size
     p = float(rule.estimate if rule.estimate is not None else x.mean())
@@ -610,9 +709,15 @@ def more_claims_to_decide(y: np.ndarray, m: np.ndarray, target: float, *, alpha:
     h = math.ceil(horizon_claims / max(per_answer, 1e-12))
     bounded = available is not None and available < limit
     if h <= 0:
-        return MoreClaims("decide_target", None, False,
-                          "the run has no unlabeled claims: import more answers, or read the fixed-sample "
-                          "result", None, None, available)
+        return MoreClaims(
+            "decide_target",
+            None,
+            False,
+            "the run has no unlabeled claims: import more answers, or read the fixed-sample result",
+            None,
+            None,
+            available,
+        )
     rng = np.random.default_rng(seed)
     theta = rng.beta(p * n_e + 0.5, (1 - p) * n_e + 0.5, size=reps)
     pick = rng.integers(0, n, size=(reps, h))
@@ -650,24 +755,49 @@ def more_claims_to_decide(y: np.ndarray, m: np.ndarray, target: float, *, alpha:
     low, med, high = count(q10), count(q50), count(q90)
     within = f"the run's {available:,} unlabeled claims" if bounded else f"{limit:,} more claims"
     if med is None:
-        first = (f"the run has {available:,} unlabeled claims: labeling all of them decides" if bounded
-                 else f"even {limit:,} more claims decide")
+        first = (
+            f"the run has {available:,} unlabeled claims: labeling all of them decides"
+            if bounded
+            else f"even {limit:,} more claims decide"
+        )
         return MoreClaims(
-            "decide_target", None, False,
+            "decide_target",
+            None,
+            False,
             f"{first} the {share(target)} target in only {100 * decided:.0f}% of runs simulated at today's "
             f"agreement ({pct(p)}): import more answers, or read the fixed-sample result",
-            low, None, available)
-    spread = (f"80% of simulated runs between {low:,} and {high:,}" if high is not None
-              else f"at least {low:,} in 9 of 10 simulated runs; {100 * (1 - decided):.0f}% do not decide "
-                   f"within {within}")
-    return MoreClaims("decide_target", med, True,
-                      f"label about {med:,} more claims {goal} (the anytime rule's median stopping time "
-                      f"simulated at today's agreement {pct(p)}; {spread})", low, high, available)
+            low,
+            None,
+            available,
+        )
+    spread = (
+        f"80% of simulated runs between {low:,} and {high:,}"
+        if high is not None
+        else f"at least {low:,} in 9 of 10 simulated runs; {100 * (1 - decided):.0f}% do not decide "
+        f"within {within}"
+    )
+    return MoreClaims(
+        "decide_target",
+        med,
+        True,
+        f"label about {med:,} more claims {goal} (the anytime rule's median stopping time "
+        f"simulated at today's agreement {pct(p)}; {spread})",
+        low,
+        high,
+        available,
+    )
 
 
-def more_claims_for_kappa(se: float | None, n: int, *, half_width: float = 0.10, confidence: float = 0.95,
-                          design_effect: float = 1.0, limit: int = PRACTICAL_MORE_CLAIMS,
-                          withheld: str | None = None) -> MoreClaims:
+def more_claims_for_kappa(
+    se: float | None,
+    n: int,
+    *,
+    half_width: float = 0.10,
+    confidence: float = 0.95,
+    design_effect: float = 1.0,
+    limit: int = PRACTICAL_MORE_CLAIMS,
+    withheld: str | None = None,
+) -> MoreClaims:
     """More claims for a kappa interval of +-half_width, from the unclipped FCE standard error.
 
     N = ceil(deff z^2 n SE^2 / h^2) total claims (the FCE variance is V/n, V = n SE^2; Fleiss, Levin &
@@ -680,20 +810,33 @@ def more_claims_for_kappa(se: float | None, n: int, *, half_width: float = 0.10,
     goal = f"for a kappa interval of ±{half_width:.2f}"
     # A standard error within rounding of 0 is an exact zero that float sums left a residue on.
     if se is None or not math.isfinite(se) or se <= _ZERO_SE or n <= 0:
-        return MoreClaims("kappa_half_width", None, False,
-                          f"no standard error to plan from {goal} (kappa undefined or without spread)")
+        return MoreClaims(
+            "kappa_half_width",
+            None,
+            False,
+            f"no standard error to plan from {goal} (kappa undefined or without spread)",
+        )
     z = _z(confidence)
     total = math.ceil(design_effect * z * z * n * se * se / (half_width * half_width) - 1e-9)
     more = max(0, total - n)
     if more == 0 and withheld is not None:
-        return MoreClaims("kappa_half_width", None, False,
-                          f"kappa's interval is withheld ({withheld}): label more claims before it is shown")
+        return MoreClaims(
+            "kappa_half_width",
+            None,
+            False,
+            f"kappa's interval is withheld ({withheld}): label more claims before it is shown",
+        )
     if more == 0:
-        return MoreClaims("kappa_half_width", 0, True,
-                          f"kappa's interval is already within ±{half_width:.2f}")
+        return MoreClaims(
+            "kappa_half_width", 0, True, f"kappa's interval is already within ±{half_width:.2f}"
+        )
     if more > limit:
-        return MoreClaims("kappa_half_width", None, False,
-                          f"more than {limit:,} more claims {goal}: beyond a practical labeling effort")
+        return MoreClaims(
+            "kappa_half_width",
+            None,
+            False,
+            f"more than {limit:,} more claims {goal}: beyond a practical labeling effort",
+        )
     return MoreClaims("kappa_half_width", more, True, f"label {more:,} more claims {goal}")
 
 
@@ -710,8 +853,11 @@ class Interval:
     reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"value": optional_float(self.value), "ci_low": optional_float(self.ci_low),
-                             "ci_high": optional_float(self.ci_high)}
+        d: dict[str, Any] = {
+            "value": optional_float(self.value),
+            "ci_low": optional_float(self.ci_low),
+            "ci_high": optional_float(self.ci_high),
+        }
         if self.reason:
             d["reason"] = self.reason
         return d
@@ -769,15 +915,24 @@ class AltTest:
     alignment: str = ALT_ALIGNMENT
 
     def to_dict(self) -> dict[str, Any]:
-        return {"winning_rate": optional_float(self.winning_rate), "p_value": optional_float(self.p_value),
-                "passes": self.passes, "advantage_probability": optional_float(self.advantage_probability),
-                "epsilon": self.epsilon,
-                "alignment": self.alignment, "q": self.q, "verdict": self.verdict, "reason": self.reason,
-                "n_reviewers_tested": len(self.reviewers), "n_reviewers_skipped": len(self.skipped)}
+        return {
+            "winning_rate": optional_float(self.winning_rate),
+            "p_value": optional_float(self.p_value),
+            "passes": self.passes,
+            "advantage_probability": optional_float(self.advantage_probability),
+            "epsilon": self.epsilon,
+            "alignment": self.alignment,
+            "q": self.q,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "n_reviewers_tested": len(self.reviewers),
+            "n_reviewers_skipped": len(self.skipped),
+        }
 
 
-def _per_claim_counts(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray,
-                      k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _per_claim_counts(
+    claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Valid labels (verdict >= 0), deduplicated per (claim, reviewer), with per-claim verdict counts."""
     keep = verdict >= 0
     c, r, v = claim[keep], reviewer[keep], verdict[keep]
@@ -790,8 +945,9 @@ def _per_claim_counts(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarr
     return c, r, v, cnt
 
 
-def _leave_one_out(cnt: np.ndarray, total: np.ndarray, ci: np.ndarray, vi: np.ndarray, jd: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _leave_one_out(
+    cnt: np.ndarray, total: np.ndarray, ci: np.ndarray, vi: np.ndarray, jd: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per instance of one reviewer: S_j, S_f (share of the other reviewers agreeing with the reviewer,
     with the judge) and the others' majority class as fractions over the classes (ties split evenly)."""
     others = total[ci] - 1
@@ -834,9 +990,17 @@ def _weighted_t(d: np.ndarray, w: np.ndarray, epsilon: float) -> tuple[float, fl
     return float(stdtr(max(n_w - 1, 1.0), (mean - epsilon) / math.sqrt(var / n_w))), mean
 
 
-def alt_test(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge: np.ndarray, *,
-             epsilon: float = ALT_EPSILON, q: float = ALT_Q, min_instances: int = ALT_MIN_INSTANCES,
-             alignment: Literal["balanced accuracy", "accuracy"] = ALT_ALIGNMENT) -> AltTest:
+def alt_test(
+    claim: np.ndarray,
+    reviewer: np.ndarray,
+    verdict: np.ndarray,
+    judge: np.ndarray,
+    *,
+    epsilon: float = ALT_EPSILON,
+    q: float = ALT_Q,
+    min_instances: int = ALT_MIN_INSTANCES,
+    alignment: Literal["balanced accuracy", "accuracy"] = ALT_ALIGNMENT,
+) -> AltTest:
     """Can the judge stand in for a reviewer?  Calderon, Reichart & Dror (ACL 2025, arXiv:2501.10970).
 
     For each reviewer j and each claim i that j and at least one other reviewer labeled, with H_i^-j
@@ -898,8 +1062,22 @@ def alt_test(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge
         sizes.append(int(ci.size))
         adv.append(float((w * w_f).sum() / w.sum()))
     if not tested:
-        return AltTest(None, None, False, None, epsilon, q, (), (), (), (), tuple(skipped), None,
-                       f"no reviewer shares {min_instances} or more claims with another reviewer", alignment)
+        return AltTest(
+            None,
+            None,
+            False,
+            None,
+            epsilon,
+            q,
+            (),
+            (),
+            (),
+            (),
+            tuple(skipped),
+            None,
+            f"no reviewer shares {min_instances} or more claims with another reviewer",
+            alignment,
+        )
     adj = benjamini_yekutieli(np.array(pvals))
     wins = int((adj <= q).sum())
     omega = wins / len(tested)
@@ -911,8 +1089,22 @@ def alt_test(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge
         verdict_s = "worse than every reviewer"
     else:
         verdict_s = f"as good as some reviewers ({wins} of {len(tested)}), not a typical one"
-    return AltTest(omega, p_pass, passes, float(np.mean(adv)), epsilon, q, tuple(tested), tuple(pvals),
-                   tuple(adj.tolist()), tuple(sizes), tuple(skipped), verdict_s, None, alignment)
+    return AltTest(
+        omega,
+        p_pass,
+        passes,
+        float(np.mean(adv)),
+        epsilon,
+        q,
+        tuple(tested),
+        tuple(pvals),
+        tuple(adj.tolist()),
+        tuple(sizes),
+        tuple(skipped),
+        verdict_s,
+        None,
+        alignment,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -927,14 +1119,26 @@ class ReviewerComparison:
     n_claims: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"reviewer": self.reviewer, "judge": self.judge, "reviewer_value": self.reviewer_value,
-                "p_value": optional_float(self.p_value), "p_adjusted": optional_float(self.p_adjusted),
-                "n_claims": self.n_claims}
+        return {
+            "reviewer": self.reviewer,
+            "judge": self.judge,
+            "reviewer_value": self.reviewer_value,
+            "p_value": optional_float(self.p_value),
+            "p_adjusted": optional_float(self.p_adjusted),
+            "n_claims": self.n_claims,
+        }
 
 
-def reviewer_comparisons(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge: np.ndarray,
-                         names: list[str], *, cluster: np.ndarray | None = None,
-                         min_instances: int = ALT_MIN_INSTANCES) -> tuple[ReviewerComparison, ...]:
+def reviewer_comparisons(
+    claim: np.ndarray,
+    reviewer: np.ndarray,
+    verdict: np.ndarray,
+    judge: np.ndarray,
+    names: list[str],
+    *,
+    cluster: np.ndarray | None = None,
+    min_instances: int = ALT_MIN_INSTANCES,
+) -> tuple[ReviewerComparison, ...]:
     """Per reviewer j: how often the other reviewers agree with the judge vs with j, on j's shared claims.
 
     On each claim i that j and another reviewer labeled, S_f,i and S_j,i as in :func:`alt_test`;
@@ -952,8 +1156,11 @@ def reviewer_comparisons(claim: np.ndarray, reviewer: np.ndarray, verdict: np.nd
     jd = np.asarray(judge, dtype=np.int64).reshape(-1)
     c, r, v, cnt = _per_claim_counts(c, r, v, len(LABELS))
     total = cnt.sum(axis=1)
-    unit = np.arange(cnt.shape[0]) if cluster is None else \
-        np.unique(np.asarray(cluster).reshape(-1), return_inverse=True)[1].reshape(-1)
+    unit = (
+        np.arange(cnt.shape[0])
+        if cluster is None
+        else np.unique(np.asarray(cluster).reshape(-1), return_inverse=True)[1].reshape(-1)
+    )
     found: list[tuple[int, float, float, float | None, int]] = []
     for j in np.unique(r).tolist():
         mine = r == j
@@ -972,7 +1179,7 @@ def reviewer_comparisons(claim: np.ndarray, reviewer: np.ndarray, verdict: np.nd
         mean = float(d.mean())
         p: float | None = None
         if big_a >= 2:
-            var = big_a / (big_a - 1) * float(((d_a - mean * m_a) ** 2).sum()) / n ** 2
+            var = big_a / (big_a - 1) * float(((d_a - mean * m_a) ** 2).sum()) / n**2
             # No spread between answers: the sign of the mean difference is all the data says.
             p = float(stdtr(big_a - 1, -mean / math.sqrt(var))) if var > 1e-30 else float(mean <= 0)
         found.append((j, float(s_f.mean()), float(s_j.mean()), p, n))
@@ -981,8 +1188,10 @@ def reviewer_comparisons(claim: np.ndarray, reviewer: np.ndarray, verdict: np.nd
     if known:
         adjusted = benjamini_yekutieli(np.array([found[i][3] for i in known], dtype=float))
         adj = dict(zip(known, adjusted.tolist(), strict=True))
-    return tuple(ReviewerComparison(names[j] if 0 <= j < len(names) else str(j), jf, jr, p, adj.get(i), n)
-                 for i, (j, jf, jr, p, n) in enumerate(found))
+    return tuple(
+        ReviewerComparison(names[j] if 0 <= j < len(names) else str(j), jf, jr, p, adj.get(i), n)
+        for i, (j, jf, jr, p, n) in enumerate(found)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -1004,25 +1213,33 @@ class HumanCeiling:
 
     @property
     def below_significantly(self) -> int:
-        return sum(c.judge < c.reviewer_value and c.p_adjusted is not None and c.p_adjusted <= self.q
-                   for c in self.comparisons)
+        return sum(
+            c.judge < c.reviewer_value and c.p_adjusted is not None and c.p_adjusted <= self.q
+            for c in self.comparisons
+        )
 
     def comparison_sentence(self) -> str:
-        """"below 13 of 13 reviewers, significantly for 9" (empty without comparisons)."""
+        """ "below 13 of 13 reviewers, significantly for 9" (empty without comparisons)."""
         if not self.comparisons:
             return ""
-        return (f"below {self.below_reviewers} of {len(self.comparisons)} reviewers, significantly for "
-                f"{self.below_significantly}")
+        return (
+            f"below {self.below_reviewers} of {len(self.comparisons)} reviewers, significantly for "
+            f"{self.below_significantly}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         alt = self.alt.to_dict()
         alt["per_reviewer"] = [c.to_dict() for c in self.comparisons]
         alt["below_reviewers"] = self.below_reviewers
         alt["below_reviewers_significantly"] = self.below_significantly
-        return {"n_claims": self.n_claims, "judge_vs_reviewers": self.judge_vs_reviewers.to_dict(),
-                "reviewer_vs_reviewer": self.reviewer_vs_reviewer.to_dict(),
-                "reviewer_kappa": self.reviewer_kappa.to_dict(), "alt_test": alt,
-                "unit": self.unit}
+        return {
+            "n_claims": self.n_claims,
+            "judge_vs_reviewers": self.judge_vs_reviewers.to_dict(),
+            "reviewer_vs_reviewer": self.reviewer_vs_reviewer.to_dict(),
+            "reviewer_kappa": self.reviewer_kappa.to_dict(),
+            "alt_test": alt,
+            "unit": self.unit,
+        }
 
 
 def _pooled_kappa(pair_counts: np.ndarray, agree_pairs: np.ndarray, pairs: np.ndarray) -> np.ndarray:
@@ -1035,10 +1252,21 @@ def _pooled_kappa(pair_counts: np.ndarray, agree_pairs: np.ndarray, pairs: np.nd
         return np.where(1 - pe > 1e-12, (po - pe) / (1 - pe), np.nan)
 
 
-def human_ceiling(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, judge: np.ndarray, *,
-                  cluster: np.ndarray | None = None, confidence: float = 0.95, epsilon: float = ALT_EPSILON,
-                  q: float = ALT_Q, min_instances: int = ALT_MIN_INSTANCES, resamples: int = 1000,
-                  seed: int = 0, names: list[str] | None = None) -> HumanCeiling | None:
+def human_ceiling(
+    claim: np.ndarray,
+    reviewer: np.ndarray,
+    verdict: np.ndarray,
+    judge: np.ndarray,
+    *,
+    cluster: np.ndarray | None = None,
+    confidence: float = 0.95,
+    epsilon: float = ALT_EPSILON,
+    q: float = ALT_Q,
+    min_instances: int = ALT_MIN_INSTANCES,
+    resamples: int = 1000,
+    seed: int = 0,
+    names: list[str] | None = None,
+) -> HumanCeiling | None:
     """The judge beside the reviewers, on the claims two or more reviewers labeled (unresolved included).
 
     Input as :class:`calibration.store.ReviewerColumns` holds it: one entry per (claim, reviewer) with
@@ -1121,8 +1349,9 @@ def human_ceiling(claim: np.ndarray, reviewer: np.ndarray, verdict: np.ndarray, 
         else:
             kap = Interval(optional_float(kap_value), None, None, "the resamples have no spread")
     alt = alt_test(c0, r0, v0, jd, epsilon=epsilon, q=q, min_instances=min_instances)
-    comparisons = reviewer_comparisons(c0, r0, v0, jd, names or [], cluster=cluster,
-                                       min_instances=min_instances)
+    comparisons = reviewer_comparisons(
+        c0, r0, v0, jd, names or [], cluster=cluster, min_instances=min_instances
+    )
     return HumanCeiling(n_claims, jvr, rvr, tuple(per), kap, alt, unit_name, comparisons, q)
 
 
@@ -1135,18 +1364,29 @@ class CappedThresholds:
     rule: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"agreement_target": self.agreement_target, "kappa_floor": self.kappa_floor,
-                "capped_agreement": self.capped_agreement, "capped_kappa": self.capped_kappa,
-                "rule": self.rule}
+        return {
+            "agreement_target": self.agreement_target,
+            "kappa_floor": self.kappa_floor,
+            "capped_agreement": self.capped_agreement,
+            "capped_kappa": self.capped_kappa,
+            "rule": self.rule,
+        }
 
 
-CAP_RULE: Final = ("effective target = min(target, reviewer-vs-reviewer agreement); "
-                   "effective floor = min(floor, reviewer-vs-reviewer kappa), both their point estimates; "
-                   f"only with {ALT_MIN_INSTANCES} or more claims labeled by several reviewers")
+CAP_RULE: Final = (
+    "effective target = min(target, reviewer-vs-reviewer agreement); "
+    "effective floor = min(floor, reviewer-vs-reviewer kappa), both their point estimates; "
+    f"only with {ALT_MIN_INSTANCES} or more claims labeled by several reviewers"
+)
 
 
-def capped_thresholds(agreement_target: float, kappa_floor: float, ceiling: HumanCeiling | None, *,
-                      min_claims: int = ALT_MIN_INSTANCES) -> CappedThresholds:
+def capped_thresholds(
+    agreement_target: float,
+    kappa_floor: float,
+    ceiling: HumanCeiling | None,
+    *,
+    min_claims: int = ALT_MIN_INSTANCES,
+) -> CappedThresholds:
     """No threshold asks the judge for more than reviewers reach with each other.
 
     target' = min(target, A_rr), floor' = min(floor, K_rr), A_rr and K_rr the point estimates of

@@ -73,14 +73,26 @@ class Option(StrEnum):
 
 # The words `str()` uses for an option: the Python API's keyword, as a caller of it writes it.
 OPTION_WORDS: Mapping[Option, str] = {
-    Option.ENCODING: "encoding=", Option.JUDGE_MODEL: "judge_model=",
-    Option.JUDGE_PROMPT_VERSION: "judge_prompt_version=", Option.MAP: "a mapping entry such as",
-    Option.COLUMNS: "columns=", Option.REVIEWER: "reviewer=", Option.UPDATE: "update=True",
-    Option.SOURCE: "the format", Option.SKIP_FAILED: "skip_failed=True",
-    Option.FORCE: "force=True", Option.INCLUDE_LABELED: "include_labeled=True",
-    Option.HOLDOUT: "holdout=True", Option.MARK_HOLDOUT: "mark_holdout()", Option.FORCE_CLOSE: "force=True",
-    Option.DB: "the database path", Option.FORMAT: "fmt=", Option.MAX_TOKENS: "max_tokens=",
-    Option.JSON_MODE: "json_mode=True", Option.BASELINE: "baseline=", Option.REVISES: "revises=",
+    Option.ENCODING: "encoding=",
+    Option.JUDGE_MODEL: "judge_model=",
+    Option.JUDGE_PROMPT_VERSION: "judge_prompt_version=",
+    Option.MAP: "a mapping entry such as",
+    Option.COLUMNS: "columns=",
+    Option.REVIEWER: "reviewer=",
+    Option.UPDATE: "update=True",
+    Option.SOURCE: "the format",
+    Option.SKIP_FAILED: "skip_failed=True",
+    Option.FORCE: "force=True",
+    Option.INCLUDE_LABELED: "include_labeled=True",
+    Option.HOLDOUT: "holdout=True",
+    Option.MARK_HOLDOUT: "mark_holdout()",
+    Option.FORCE_CLOSE: "force=True",
+    Option.DB: "the database path",
+    Option.FORMAT: "fmt=",
+    Option.MAX_TOKENS: "max_tokens=",
+    Option.JSON_MODE: "json_mode=True",
+    Option.BASELINE: "baseline=",
+    Option.REVISES: "revises=",
     Option.PROMPT_FILE: "a template path",
 }
 
@@ -136,8 +148,13 @@ class CalibrationError(Exception):
 class InputError(CalibrationError):
     """A file or form given by a user is invalid; its problems name file, line and field."""
 
-    def __init__(self, problems: Problem | str | Iterable[Problem | str], *, more: int = 0,
-                 closing: Problem | None = None) -> None:
+    def __init__(
+        self,
+        problems: Problem | str | Iterable[Problem | str],
+        *,
+        more: int = 0,
+        closing: Problem | None = None,
+    ) -> None:
         items = [problems] if isinstance(problems, Problem | str) else list(problems)
         self.problems = [p if isinstance(p, Problem) else Problem(p) for p in items]
         self.more = more  # problems found beyond the ones kept
@@ -147,9 +164,11 @@ class InputError(CalibrationError):
     def lines(self, words: Mapping[Option, str] | None = None) -> list[str]:
         """Every problem as a line (`Problem.text`), then how many more there were, then the closing."""
         words = OPTION_WORDS if words is None else words
-        return [*(p.text(words) for p in self.problems),
-                *([f"... and {self.more} more problems"] if self.more else []),
-                *([self.closing.text(words)] if self.closing else [])]
+        return [
+            *(p.text(words) for p in self.problems),
+            *([f"... and {self.more} more problems"] if self.more else []),
+            *([self.closing.text(words)] if self.closing else []),
+        ]
 
     def grouped(self) -> list[tuple[list[int], Problem]]:
         """The problems with one (field, message, hint) said once: (its lines in file order, the

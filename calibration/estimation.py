@@ -81,9 +81,16 @@ class Estimate:
     reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "se": self.se, "ci_low": self.ci_low, "ci_high": self.ci_high,
-                "n_answers": self.n_answers, "n_claims": self.n_claims, "method": self.method,
-                "reason": self.reason}
+        return {
+            "value": self.value,
+            "se": self.se,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "n_answers": self.n_answers,
+            "n_claims": self.n_claims,
+            "method": self.method,
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +108,13 @@ class DirectionEstimate:
     p_strict: float | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"lenient_share": self.lenient.to_dict(), "strict_share": self.strict.to_dict(),
-                "difference": self.difference.to_dict(), "p_lenient": self.p_lenient,
-                "p_strict": self.p_strict}
+        return {
+            "lenient_share": self.lenient.to_dict(),
+            "strict_share": self.strict.to_dict(),
+            "difference": self.difference.to_dict(),
+            "p_lenient": self.p_lenient,
+            "p_strict": self.p_strict,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,12 +142,21 @@ class GroundingEstimate:
         e = self.estimate
         n_eff = None
         if e.value is not None and e.se and 0 < e.value < 1:
-            n_eff = e.value * (1 - e.value) / e.se ** 2  # claims an independent sample would need
-        return {"judge_supported_rate": self.judge_rate,
-                "supported_rate": {"value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high,
-                                   "se": e.se, "method": e.method, "reason": e.reason,
-                                   "n_effective": n_eff},
-                "n_judged": self.n_judged, "n_labeled": self.n_labeled}
+            n_eff = e.value * (1 - e.value) / e.se**2  # claims an independent sample would need
+        return {
+            "judge_supported_rate": self.judge_rate,
+            "supported_rate": {
+                "value": e.value,
+                "ci_low": e.ci_low,
+                "ci_high": e.ci_high,
+                "se": e.se,
+                "method": e.method,
+                "reason": e.reason,
+                "n_effective": n_eff,
+            },
+            "n_judged": self.n_judged,
+            "n_labeled": self.n_labeled,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,11 +201,11 @@ def stratum_counts(labels: ArrayLike) -> dict[Hashable, int]:
 
 @dataclass(frozen=True, slots=True)
 class _Design:
-    weight: np.ndarray      # N_h / n_h per labeled answer (1.0 everywhere when all weights are equal)
-    group: np.ndarray       # variance group of each labeled answer (strata after collapsing)
-    fpc: np.ndarray         # 1 - n_g / N_g per group (0 where the group is a census; 1 with no fpc)
+    weight: np.ndarray  # N_h / n_h per labeled answer (1.0 everywhere when all weights are equal)
+    group: np.ndarray  # variance group of each labeled answer (strata after collapsing)
+    fpc: np.ndarray  # 1 - n_g / N_g per group (0 where the group is a census; 1 with no fpc)
     n_groups: int
-    reason: str | None      # why no variance can be estimated, if so
+    reason: str | None  # why no variance can be estimated, if so
     collapsed: tuple[str, ...]
 
     @property
@@ -193,9 +213,14 @@ class _Design:
         return int(self.weight.size - self.n_groups)
 
 
-def _design(stratum: ArrayLike | None, population: Mapping[Hashable, int] | int | None,
-            n_answers: int, *, weights: ArrayLike | None = None,
-            fpc: bool = True) -> tuple[_Design | None, str | None]:
+def _design(
+    stratum: ArrayLike | None,
+    population: Mapping[Hashable, int] | int | None,
+    n_answers: int,
+    *,
+    weights: ArrayLike | None = None,
+    fpc: bool = True,
+) -> tuple[_Design | None, str | None]:
     """The labeled answers' design, or (None, reason) when the population cannot be estimated.
 
     Three ways to describe it:
@@ -258,8 +283,10 @@ def _design(stratum: ArrayLike | None, population: Mapping[Hashable, int] | int 
     if n_answers == 0:
         return None, "no labeled answers"
     if empty:
-        return None, (f"no labeled answer in stratum {', '.join(empty)}: the labels do not represent "
-                      "those answers of the population")
+        return None, (
+            f"no labeled answer in stratum {', '.join(empty)}: the labels do not represent "
+            "those answers of the population"
+        )
     used = small_n > 0
     w_h = np.where(used, big_n / np.where(used, small_n, 1), 0.0)
     if np.ptp(w_h[used]) == 0:
@@ -374,11 +401,18 @@ def wilson_interval(successes: float, n: float, *, confidence: float = 0.95) -> 
 # --------------------------------------------------------------------------------------------
 
 
-def ratio_estimate(y: ArrayLike, m: ArrayLike, stratum: ArrayLike | None = None,
-                   population: Mapping[Hashable, int] | int | None = None, *,
-                   weights: ArrayLike | None = None, confidence: float = 0.95,
-                   bounds: tuple[float, float] = (0.0, 1.0), method: str = "stratified ratio",
-                   fpc: bool = True) -> Estimate:
+def ratio_estimate(
+    y: ArrayLike,
+    m: ArrayLike,
+    stratum: ArrayLike | None = None,
+    population: Mapping[Hashable, int] | int | None = None,
+    *,
+    weights: ArrayLike | None = None,
+    confidence: float = 0.95,
+    bounds: tuple[float, float] = (0.0, 1.0),
+    method: str = "stratified ratio",
+    fpc: bool = True,
+) -> Estimate:
     """Combined (post-)stratified ratio estimate of a claim-level rate R = sum y / sum M over the population.
 
     Per labeled answer i: y_i (e.g. claims where judge and human agree) and M_i (its resolved
@@ -416,13 +450,24 @@ def ratio_estimate(y: ArrayLike, m: ArrayLike, stratum: ArrayLike | None = None,
     r_hat = float(_dot(design.weight, yy)) / x_hat
     if design.reason is not None:
         return Estimate(r_hat, None, None, None, n, n_claims, method, design.reason)
-    v = float(_total_var(design, design.weight * (yy - r_hat * mm))) / x_hat ** 2
-    return _with_interval(r_hat, v, design, n, n_claims, method, confidence, bounds,
-                          proportion=bounds == (0.0, 1.0))
+    v = float(_total_var(design, design.weight * (yy - r_hat * mm))) / x_hat**2
+    return _with_interval(
+        r_hat, v, design, n, n_claims, method, confidence, bounds, proportion=bounds == (0.0, 1.0)
+    )
 
 
-def _with_interval(value: float, var: float, design: _Design, n: int, n_claims: int, method: str,
-                   confidence: float, bounds: tuple[float, float], *, proportion: bool = False) -> Estimate:
+def _with_interval(
+    value: float,
+    var: float,
+    design: _Design,
+    n: int,
+    n_claims: int,
+    method: str,
+    confidence: float,
+    bounds: tuple[float, float],
+    *,
+    proportion: bool = False,
+) -> Estimate:
     """The estimate with its interval: Wilson on the effective sample size for a proportion, else t.
 
     For a proportion p with design variance V: n_eff = p (1 - p) / V, scaled by (z / t_df)^2 for
@@ -434,11 +479,20 @@ def _with_interval(value: float, var: float, design: _Design, n: int, n_claims: 
     at 11 answers (about 40 claims), p +- t se covered 88-93% and this form 95-97% for agreement.
     Otherwise value +- t se (:func:`_quantile`), clipped to ``bounds``.
     """
-    if not var > _ZERO ** 2:
+    if not var > _ZERO**2:
         census = bool((design.fpc <= _ZERO).all())
-        return Estimate(value, 0.0, None, None, n, n_claims, method,
-                        "every answer of the population is labeled: the figure is exact for it" if census
-                        else "zero estimated variance: every labeled answer gives the same rate")
+        return Estimate(
+            value,
+            0.0,
+            None,
+            None,
+            n,
+            n_claims,
+            method,
+            "every answer of the population is labeled: the figure is exact for it"
+            if census
+            else "zero estimated variance: every labeled answer gives the same rate",
+        )
     se = math.sqrt(var)
     q = _quantile(confidence, design.df)
     note = method if not design.collapsed else f"{method}; collapsed {', '.join(design.collapsed)}"
@@ -448,14 +502,23 @@ def _with_interval(value: float, var: float, design: _Design, n: int, n_claims: 
         z2n = z * z / n_eff
         centre = (value + z2n / 2) / (1 + z2n)
         half = z / (1 + z2n) * math.sqrt(value * (1 - value) / n_eff + z2n / (4 * n_eff))
-        return Estimate(value, se, _clip(centre - half, 0, 1), _clip(centre + half, 0, 1), n, n_claims,
-                        f"{note}; Wilson at the effective sample size")
-    return Estimate(value, se, _clip(value - q * se, *bounds), _clip(value + q * se, *bounds), n, n_claims,
-                    note)
+        return Estimate(
+            value,
+            se,
+            _clip(centre - half, 0, 1),
+            _clip(centre + half, 0, 1),
+            n,
+            n_claims,
+            f"{note}; Wilson at the effective sample size",
+        )
+    return Estimate(
+        value, se, _clip(value - q * se, *bounds), _clip(value + q * se, *bounds), n, n_claims, note
+    )
 
 
-def answer_tables(answer: ArrayLike, human: ArrayLike, judge: ArrayLike, k: int = 3
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def answer_tables(
+    answer: ArrayLike, human: ArrayLike, judge: ArrayLike, k: int = 3
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-answer k x k tables (rows human, columns judge) from claim columns.
 
     ``answer`` labels each claim's answer (any hashable values), ``human``/``judge`` are label
@@ -491,22 +554,40 @@ def answer_counts(tables: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
-def agreement_estimate(tables: np.ndarray, stratum: ArrayLike | None = None,
-                       population: Mapping[Hashable, int] | int | None = None, *,
-                       weights: ArrayLike | None = None, confidence: float = 0.95,
-                       fpc: bool = True) -> Estimate:
+def agreement_estimate(
+    tables: np.ndarray,
+    stratum: ArrayLike | None = None,
+    population: Mapping[Hashable, int] | int | None = None,
+    *,
+    weights: ArrayLike | None = None,
+    confidence: float = 0.95,
+    fpc: bool = True,
+) -> Estimate:
     """Share of the population's resolved claims where judge and human agree: :func:`ratio_estimate`.
 
     ``weights`` (1/pi per labeled answer) instead of strata: see :func:`_design`."""
     c = answer_counts(tables)
-    return ratio_estimate(c["agree"], c["resolved"], stratum, population, weights=weights,
-                          confidence=confidence, method="stratified ratio, linearised", fpc=fpc)
+    return ratio_estimate(
+        c["agree"],
+        c["resolved"],
+        stratum,
+        population,
+        weights=weights,
+        confidence=confidence,
+        method="stratified ratio, linearised",
+        fpc=fpc,
+    )
 
 
-def direction_estimate(tables: np.ndarray, stratum: ArrayLike | None = None,
-                       population: Mapping[Hashable, int] | int | None = None, *,
-                       weights: ArrayLike | None = None, confidence: float = 0.95,
-                       fpc: bool = True) -> DirectionEstimate:
+def direction_estimate(
+    tables: np.ndarray,
+    stratum: ArrayLike | None = None,
+    population: Mapping[Hashable, int] | int | None = None,
+    *,
+    weights: ArrayLike | None = None,
+    confidence: float = 0.95,
+    fpc: bool = True,
+) -> DirectionEstimate:
     """Lenient share, strict share and lenient - strict, each a :func:`ratio_estimate` over resolved claims.
 
     The difference D = (sum lenient - sum strict) / sum M is a ratio estimate with
@@ -521,13 +602,37 @@ def direction_estimate(tables: np.ndarray, stratum: ArrayLike | None = None,
     """
     c = answer_counts(tables)
     m = c["resolved"]
-    lenient = ratio_estimate(c["lenient"], m, stratum, population, weights=weights, confidence=confidence,
-                             method="stratified ratio, linearised", fpc=fpc)
-    strict = ratio_estimate(c["strict"], m, stratum, population, weights=weights, confidence=confidence,
-                            method="stratified ratio, linearised", fpc=fpc)
-    diff = ratio_estimate(c["lenient"] - c["strict"], m, stratum, population, weights=weights,
-                          confidence=confidence, bounds=(-1.0, 1.0), method="stratified ratio, linearised",
-                          fpc=fpc)
+    lenient = ratio_estimate(
+        c["lenient"],
+        m,
+        stratum,
+        population,
+        weights=weights,
+        confidence=confidence,
+        method="stratified ratio, linearised",
+        fpc=fpc,
+    )
+    strict = ratio_estimate(
+        c["strict"],
+        m,
+        stratum,
+        population,
+        weights=weights,
+        confidence=confidence,
+        method="stratified ratio, linearised",
+        fpc=fpc,
+    )
+    diff = ratio_estimate(
+        c["lenient"] - c["strict"],
+        m,
+        stratum,
+        population,
+        weights=weights,
+        confidence=confidence,
+        bounds=(-1.0, 1.0),
+        method="stratified ratio, linearised",
+        fpc=fpc,
+    )
     p_len: float | None = None
     p_str: float | None = None
     if diff.value is not None and c["lenient"].sum() + c["strict"].sum() == 0:
@@ -540,8 +645,12 @@ def direction_estimate(tables: np.ndarray, stratum: ArrayLike | None = None,
     return DirectionEstimate(lenient, strict, diff, p_len, p_str)
 
 
-def _n_groups(stratum: ArrayLike | None, population: Mapping[Hashable, int] | int | None, n: int,
-              weights: ArrayLike | None = None) -> int:
+def _n_groups(
+    stratum: ArrayLike | None,
+    population: Mapping[Hashable, int] | int | None,
+    n: int,
+    weights: ArrayLike | None = None,
+) -> int:
     design, _ = _design(stratum, population, n, weights=weights)
     return 1 if design is None else design.n_groups
 
@@ -581,13 +690,20 @@ def minority_claims(tables: np.ndarray) -> int:
     return int(min(rows.sum() - rows.max(), cols.sum() - cols.max()))
 
 
-def kappa_estimate(tables: np.ndarray, stratum: ArrayLike | None = None,
-                   population: Mapping[Hashable, int] | int | None = None, *,
-                   weights: ArrayLike | None = None, confidence: float = 0.95, fpc: bool = True,
-                   interval: Literal["linearised", "bootstrap"] = "linearised",
-                   min_minority: int = MIN_MINORITY_CLAIMS, min_answers: int = MIN_KAPPA_ANSWERS,
-                   resamples: int = 2000,
-                   seed: int | None = 0) -> Estimate:
+def kappa_estimate(
+    tables: np.ndarray,
+    stratum: ArrayLike | None = None,
+    population: Mapping[Hashable, int] | int | None = None,
+    *,
+    weights: ArrayLike | None = None,
+    confidence: float = 0.95,
+    fpc: bool = True,
+    interval: Literal["linearised", "bootstrap"] = "linearised",
+    min_minority: int = MIN_MINORITY_CLAIMS,
+    min_answers: int = MIN_KAPPA_ANSWERS,
+    resamples: int = 2000,
+    seed: int | None = 0,
+) -> Estimate:
     """Design-weighted Cohen's kappa: kappa of the estimated population confusion table.
 
     T_hat = sum_h (N_h/n_h) sum_{i in s_h} T_i (T_i = answer i's k x k table), p = T_hat / X_hat,
@@ -629,8 +745,16 @@ def kappa_estimate(tables: np.ndarray, stratum: ArrayLike | None = None,
     p = (_dot(design.weight, flat)).reshape(k, k) / x_hat
     kappa, pe, r, c = _kappa_of(p)
     if kappa is None:
-        return Estimate(None, None, None, None, n, n_claims, method,
-                        "kappa is undefined: both raters used one and the same class")
+        return Estimate(
+            None,
+            None,
+            None,
+            None,
+            n,
+            n_claims,
+            method,
+            "kappa is undefined: both raters used one and the same class",
+        )
     if design.reason is not None:
         return Estimate(kappa, None, None, None, n, n_claims, method, design.reason)
     g = (np.eye(k) - (c[:, None] + r[None, :]) * (1 - kappa)) / (1 - pe)
@@ -639,13 +763,28 @@ def kappa_estimate(tables: np.ndarray, stratum: ArrayLike | None = None,
     se = math.sqrt(var) if var > 0 else 0.0
     few = minority_claims(t)
     if n < min_answers:
-        return Estimate(kappa, se, None, None, n, n_claims, method,
-                        f"only {n} labeled answers (fewer than {min_answers}): a kappa interval would not "
-                        "hold its level")
+        return Estimate(
+            kappa,
+            se,
+            None,
+            None,
+            n,
+            n_claims,
+            method,
+            f"only {n} labeled answers (fewer than {min_answers}): a kappa interval would not hold its level",
+        )
     if few < min_minority:
-        return Estimate(kappa, se, None, None, n, n_claims, method,
-                        f"only {few} labeled claims outside the majority class (fewer than {min_minority}): "
-                        "a kappa interval would not hold its level")
+        return Estimate(
+            kappa,
+            se,
+            None,
+            None,
+            n,
+            n_claims,
+            method,
+            f"only {few} labeled claims outside the majority class (fewer than {min_minority}): "
+            "a kappa interval would not hold its level",
+        )
     if interval == "linearised":
         return _with_interval(kappa, var, design, n, n_claims, method, confidence, (-1.0, 1.0))
     boots = stratified_bootstrap_tables(t, stratum, population, resamples=resamples, seed=seed)
@@ -653,9 +792,14 @@ def kappa_estimate(tables: np.ndarray, stratum: ArrayLike | None = None,
     return Estimate(kappa, se, iv.ci_low, iv.ci_high, n, n_claims, method, iv.reason)
 
 
-def stratified_bootstrap_tables(tables: np.ndarray, stratum: ArrayLike | None = None,
-                                population: Mapping[Hashable, int] | int | None = None, *,
-                                resamples: int = 2000, seed: int | None = 0) -> np.ndarray:
+def stratified_bootstrap_tables(
+    tables: np.ndarray,
+    stratum: ArrayLike | None = None,
+    population: Mapping[Hashable, int] | int | None = None,
+    *,
+    resamples: int = 2000,
+    seed: int | None = 0,
+) -> np.ndarray:
     """Estimated population tables under the rescaling bootstrap, shape (resamples, k, k).
 
     Within each variance group g (strata after collapsing, see :func:`_design`) draw
@@ -686,8 +830,9 @@ def stratified_bootstrap_tables(tables: np.ndarray, stratum: ArrayLike | None = 
     return np.asarray(w_star @ t.reshape(n, k * k)).reshape(resamples, k, k)
 
 
-def bootstrap_interval(values: ArrayLike, n_answers: int, *, confidence: float = 0.95,
-                       min_answers: int = MIN_BOOTSTRAP_ANSWERS) -> Interval:
+def bootstrap_interval(
+    values: ArrayLike, n_answers: int, *, confidence: float = 0.95, min_answers: int = MIN_BOOTSTRAP_ANSWERS
+) -> Interval:
     """Percentile interval of bootstrap resamples, or None with a reason: no invented intervals.
 
     Percentile interval: the (1-c)/2 and (1+c)/2 quantiles of the defined (non-NaN) resample
@@ -706,13 +851,19 @@ def bootstrap_interval(values: ArrayLike, n_answers: int, *, confidence: float =
     undefined = int(v.size - ok.size)
     tail = (1 - confidence) / 2
     if n_answers < min_answers:
-        return Interval(None, None, f"only {n_answers} labeled answers (a bootstrap interval needs "
-                        f"at least {min_answers})", int(v.size), undefined)
+        return Interval(
+            None,
+            None,
+            f"only {n_answers} labeled answers (a bootstrap interval needs at least {min_answers})",
+            int(v.size),
+            undefined,
+        )
     if ok.size == 0:
         return Interval(None, None, "every resample is undefined", int(v.size), undefined)
     if undefined > tail * v.size:
-        return Interval(None, None, f"{undefined} of {v.size} resamples are undefined",
-                        int(v.size), undefined)
+        return Interval(
+            None, None, f"{undefined} of {v.size} resamples are undefined", int(v.size), undefined
+        )
     lo, hi = (float(x) for x in np.quantile(ok, [tail, 1 - tail]))
     if np.ptp(ok) == 0 or hi - lo <= _ZERO:
         return Interval(None, None, "the resamples show no spread", int(v.size), undefined)
@@ -729,15 +880,23 @@ def _claims_by_answer(answer: ArrayLike, cols: Sequence[np.ndarray]) -> tuple[np
     a = np.asarray(answer).reshape(-1)
     ids, inv = np.unique(a, return_inverse=True)
     inv = inv.reshape(-1)
-    sums = np.column_stack([np.bincount(inv, weights=c, minlength=ids.size) for c in cols]) \
-        if cols else np.zeros((ids.size, 0))
+    sums = (
+        np.column_stack([np.bincount(inv, weights=c, minlength=ids.size) for c in cols])
+        if cols
+        else np.zeros((ids.size, 0))
+    )
     return ids, sums
 
 
-def _labeled_design(answer_lab: np.ndarray, ids: np.ndarray, n_run_answers: int,
-                    weights: ArrayLike | None, stratum: ArrayLike | None,
-                    population: Mapping[Hashable, int] | None,
-                    fpc: bool = True) -> tuple[_Design | None, str | None]:
+def _labeled_design(
+    answer_lab: np.ndarray,
+    ids: np.ndarray,
+    n_run_answers: int,
+    weights: ArrayLike | None,
+    stratum: ArrayLike | None,
+    population: Mapping[Hashable, int] | None,
+    fpc: bool = True,
+) -> tuple[_Design | None, str | None]:
     """Design of the labeled answers from claim-level weights / strata (one value per answer)."""
     first = np.unique(answer_lab, return_index=True)[1]
 
@@ -760,8 +919,9 @@ def _labeled_design(answer_lab: np.ndarray, ids: np.ndarray, n_run_answers: int,
     return _design(None, n_run_answers, ids.size, fpc=fpc)
 
 
-def _prepare(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLike, f_lab: ArrayLike,
-             answer_lab: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _prepare(
+    f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLike, f_lab: ArrayLike, answer_lab: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     fa = np.asarray(f_all, dtype=float).reshape(-1)
     aa = np.asarray(answer_all).reshape(-1)
     y = np.asarray(y_lab, dtype=float).reshape(-1)
@@ -779,11 +939,20 @@ def _prepare(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLike, f_lab: A
     return fa, aa, y, fl, al
 
 
-def grounding_two_phase(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLike, f_lab: ArrayLike,
-                        answer_lab: ArrayLike, *, weights: ArrayLike | None = None,
-                        stratum: ArrayLike | None = None, population: Mapping[Hashable, int] | None = None,
-                        confidence: float = 0.95, fpc: bool = True,
-                        label: str | None = None) -> GroundingEstimate:
+def grounding_two_phase(
+    f_all: ArrayLike,
+    answer_all: ArrayLike,
+    y_lab: ArrayLike,
+    f_lab: ArrayLike,
+    answer_lab: ArrayLike,
+    *,
+    weights: ArrayLike | None = None,
+    stratum: ArrayLike | None = None,
+    population: Mapping[Hashable, int] | None = None,
+    confidence: float = 0.95,
+    fpc: bool = True,
+    label: str | None = None,
+) -> GroundingEstimate:
     """Stratified two-phase estimate of the share of the run's judged claims humans call SUPPORTED.
 
     ``y_lab`` is 0/1 (one final label per claim) or a soft label in [0, 1]: the share of the claim's
@@ -834,8 +1003,16 @@ def grounding_two_phase(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLik
         x_v = float(_dot(design.weight, mv))
         if x_v == 0:
             label = "SUPPORTED" if v else "not SUPPORTED"
-            est = Estimate(None, None, None, None, n_ans, int(y.size), method,
-                           f"no labeled claim the judge called {label}")
+            est = Estimate(
+                None,
+                None,
+                None,
+                None,
+                n_ans,
+                int(y.size),
+                method,
+                f"no labeled claim the judge called {label}",
+            )
             return GroundingEstimate(est, judge_rate, int(fa.size), int(y.size))
         r_v = float(_dot(design.weight, yv)) / x_v
         value += share[v] * r_v
@@ -843,15 +1020,33 @@ def grounding_two_phase(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLik
     if design.reason is not None:
         est = Estimate(value, None, None, None, n_ans, int(y.size), method, design.reason)
     else:
-        est = _with_interval(value, float(_total_var(design, design.weight * u)), design, n_ans, int(y.size),
-                             method, confidence, (0.0, 1.0), proportion=True)
+        est = _with_interval(
+            value,
+            float(_total_var(design, design.weight * u)),
+            design,
+            n_ans,
+            int(y.size),
+            method,
+            confidence,
+            (0.0, 1.0),
+            proportion=True,
+        )
     return GroundingEstimate(est, judge_rate, int(fa.size), int(y.size))
 
 
-def grounding_ppi(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLike, f_lab: ArrayLike,
-                  answer_lab: ArrayLike, *, weights: ArrayLike | None = None,
-                  stratum: ArrayLike | None = None, population: Mapping[Hashable, int] | None = None,
-                  lam: float | None = None, confidence: float = 0.95) -> GroundingEstimate:
+def grounding_ppi(
+    f_all: ArrayLike,
+    answer_all: ArrayLike,
+    y_lab: ArrayLike,
+    f_lab: ArrayLike,
+    answer_lab: ArrayLike,
+    *,
+    weights: ArrayLike | None = None,
+    stratum: ArrayLike | None = None,
+    population: Mapping[Hashable, int] | None = None,
+    lam: float | None = None,
+    confidence: float = 0.95,
+) -> GroundingEstimate:
     """PPI++ estimate of P(Y = 1) with the power-tuned lambda and answer-clustered variances.
 
     theta_hat_lambda = Ybar_n + lambda (fbar_N - fbar_n), with Ybar_n, fbar_n the (design-weighted,
@@ -883,8 +1078,14 @@ def grounding_ppi(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLike, f_l
     if design is None:
         est = Estimate(None, None, None, None, n_ans, int(y.size), method, why)
         return GroundingEstimate(est, judge_rate, int(fa.size), int(y.size))
-    no_fpc = _Design(design.weight, design.group, np.ones(design.n_groups), design.n_groups,
-                     design.reason, design.collapsed)
+    no_fpc = _Design(
+        design.weight,
+        design.group,
+        np.ones(design.n_groups),
+        design.n_groups,
+        design.reason,
+        design.collapsed,
+    )
     w = design.weight
     ya, fla, ma = sums[:, 0], sums[:, 1], sums[:, 2]
     x_hat = float(_dot(w, ma))
@@ -894,8 +1095,11 @@ def grounding_ppi(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLike, f_l
     _, run_sums = _claims_by_answer(aa, [fa, np.ones_like(fa)])
     big_a, big_n = run_sums.shape[0], fa.size
     f_run = float(fa.mean())
-    v_big = (big_a / (big_a - 1) * float(((run_sums[:, 0] - f_run * run_sums[:, 1]) ** 2).sum()) / big_n ** 2
-             if big_a > 1 else 0.0)
+    v_big = (
+        big_a / (big_a - 1) * float(((run_sums[:, 0] - f_run * run_sums[:, 1]) ** 2).sum()) / big_n**2
+        if big_a > 1
+        else 0.0
+    )
     if lam is None:
         denom = float(cov[1, 1]) + v_big
         lam = float(cov[0, 1]) / denom if denom > 0 else 0.0
@@ -908,12 +1112,21 @@ def grounding_ppi(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLike, f_l
     return GroundingEstimate(est, judge_rate, int(fa.size), int(y.size), lam)
 
 
-def corrected_grounding(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLike, f_lab: ArrayLike,
-                        answer_lab: ArrayLike, *, method: Literal["two-phase", "ppi++"] = "two-phase",
-                        weights: ArrayLike | None = None, stratum: ArrayLike | None = None,
-                        population: Mapping[Hashable, int] | None = None,
-                        confidence: float = 0.95, fpc: bool = True,
-                        label: str | None = None) -> GroundingEstimate:
+def corrected_grounding(
+    f_all: ArrayLike,
+    answer_all: ArrayLike,
+    y_lab: ArrayLike,
+    f_lab: ArrayLike,
+    answer_lab: ArrayLike,
+    *,
+    method: Literal["two-phase", "ppi++"] = "two-phase",
+    weights: ArrayLike | None = None,
+    stratum: ArrayLike | None = None,
+    population: Mapping[Hashable, int] | None = None,
+    confidence: float = 0.95,
+    fpc: bool = True,
+    label: str | None = None,
+) -> GroundingEstimate:
     """The pipeline's grounding score corrected by the judge's measured errors (default: two-phase).
 
     ``fpc`` and ``label`` (soft labels): see :func:`grounding_two_phase`; PPI++ has no fpc.
@@ -929,11 +1142,16 @@ def corrected_grounding(f_all: ArrayLike, answer_all: ArrayLike, y_lab: ArrayLik
     (failures-first) through its weights with the design's own variance, and estimates the run,
     as every other run-level figure does.  ``bench/sim_estimates.py`` measures both.
     """
-    kwargs: dict[str, Any] = {"weights": weights, "stratum": stratum, "population": population,
-                              "confidence": confidence}
+    kwargs: dict[str, Any] = {
+        "weights": weights,
+        "stratum": stratum,
+        "population": population,
+        "confidence": confidence,
+    }
     if method == "two-phase":
-        return grounding_two_phase(f_all, answer_all, y_lab, f_lab, answer_lab, fpc=fpc, label=label,
-                                   **kwargs)
+        return grounding_two_phase(
+            f_all, answer_all, y_lab, f_lab, answer_lab, fpc=fpc, label=label, **kwargs
+        )
     if method == "ppi++":
         return grounding_ppi(f_all, answer_all, y_lab, f_lab, answer_lab, **kwargs)
     raise ValueError(f"unknown method {method!r}; use 'two-phase' or 'ppi++'")
@@ -953,17 +1171,30 @@ def grounding_difference(a: GroundingEstimate, b: GroundingEstimate, *, confiden
         return Estimate(None, None, None, None, n_ans, n_cl, method, ea.reason or eb.reason)
     d = ea.value - eb.value
     if ea.se is None or eb.se is None or ea.ci_low is None or eb.ci_low is None:
-        return Estimate(d, None, None, None, n_ans, n_cl, method,
-                        "one of the two versions has no interval: " + str(ea.reason or eb.reason))
-    se = math.sqrt(ea.se ** 2 + eb.se ** 2)
+        return Estimate(
+            d,
+            None,
+            None,
+            None,
+            n_ans,
+            n_cl,
+            method,
+            "one of the two versions has no interval: " + str(ea.reason or eb.reason),
+        )
+    se = math.sqrt(ea.se**2 + eb.se**2)
     z = float(ndtri(0.5 + confidence / 2))
     return Estimate(d, se, _clip(d - z * se, -1, 1), _clip(d + z * se, -1, 1), n_ans, n_cl, method)
 
 
-def _conditional_rates(y: np.ndarray, fl: np.ndarray, al: np.ndarray, n_run_answers: int,
-                       weights: ArrayLike | None, stratum: ArrayLike | None,
-                       population: Mapping[Hashable, int] | None
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _conditional_rates(
+    y: np.ndarray,
+    fl: np.ndarray,
+    al: np.ndarray,
+    n_run_answers: int,
+    weights: ArrayLike | None,
+    stratum: ArrayLike | None,
+    population: Mapping[Hashable, int] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(R_hat_v for v = 0, 1 (NaN where no label), their 2x2 covariance, labeled claims per class)."""
     ids, sums = _claims_by_answer(al, [y * (1 - fl), 1 - fl, y * fl, fl])
     design, why = _labeled_design(al, ids, n_run_answers, weights, stratum, population)
@@ -999,8 +1230,11 @@ def transfer_test(version_a: Mapping[str, Any], version_b: Mapping[str, Any]) ->
         y = np.asarray(v["y"], dtype=float).reshape(-1)
         f = np.asarray(v["f"], dtype=float).reshape(-1)
         a = np.asarray(v["answer"]).reshape(-1)
-        parts.append(_conditional_rates(y, f, a, int(v["n_run_answers"]), v.get("weights"), v.get("stratum"),
-                                        v.get("population")))
+        parts.append(
+            _conditional_rates(
+                y, f, a, int(v["n_run_answers"]), v.get("weights"), v.get("stratum"), v.get("population")
+            )
+        )
     (ra, ca, _), (rb, cb, _) = parts
     d = ra - rb
     diffs = (None if np.isnan(d[0]) else float(d[0]), None if np.isnan(d[1]) else float(d[1]))
@@ -1013,8 +1247,13 @@ def transfer_test(version_a: Mapping[str, Any], version_b: Mapping[str, Any]) ->
     df = int(np.linalg.matrix_rank(sigma, tol=1e-12))
     if df == 0:
         same = bool(np.allclose(d[keep], 0))
-        return TransferTest(None, 0, 1.0 if same else None, diffs,
-                            "zero variance in both versions" + ("" if same else " but the rates differ"))
+        return TransferTest(
+            None,
+            0,
+            1.0 if same else None,
+            diffs,
+            "zero variance in both versions" + ("" if same else " but the rates differ"),
+        )
     dk = d[keep]
     stat = float(dk @ np.linalg.pinv(sigma) @ dk)
     return TransferTest(stat, df, float(chdtrc(df, stat)), diffs)

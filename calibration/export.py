@@ -100,8 +100,9 @@ class ExportScope:
     only_final: bool = False
 
 
-def resolve_scope(db: Database, *, judge_run: str | None = None, cycle: str | None = None,
-                  only_final: bool = False) -> ExportScope:
+def resolve_scope(
+    db: Database, *, judge_run: str | None = None, cycle: str | None = None, only_final: bool = False
+) -> ExportScope:
     """Resolve names to ids; unknown names raise NotFoundError with the known ones."""
     run_id = run_name = None
     if judge_run:
@@ -137,23 +138,50 @@ def _record(row: ClaimDetail, final: str | None, status: ClaimStatus, version: s
         "claim": row.text,
         "final_verdict": final,
         "final_status": status.value,
-        "adjudication": None if adjudication is None else dict(zip(
-            ("verdict", "adjudicator", "note", "created_at"), adjudication, strict=True)),
+        "adjudication": None
+        if adjudication is None
+        else dict(zip(("verdict", "adjudicator", "note", "created_at"), adjudication, strict=True)),
         "reviewers": [
-            {"reviewer": rev, "status": st, "blind_verdict": bv, "blind_at": ba, "final_verdict": fv,
-             "final_at": fa, "reconciled": rec, "slip": bool(slip), "evidence": ev, "note": note,
-             "cycle": cyc, "updated_at": upd}
+            {
+                "reviewer": rev,
+                "status": st,
+                "blind_verdict": bv,
+                "blind_at": ba,
+                "final_verdict": fv,
+                "final_at": fa,
+                "reconciled": rec,
+                "slip": bool(slip),
+                "evidence": ev,
+                "note": note,
+                "cycle": cyc,
+                "updated_at": upd,
+            }
             for rev, st, bv, ba, fv, fa, rec, slip, ev, note, cyc, upd in labels
         ],
         "events": [
-            {"reviewer": rev, "kind": kind, "verdict": v, "evidence": ev, "note": note, "cycle": cyc,
-             "judge_run": f"{model}@{ver}" if model is not None else None, "created_at": ts}
+            {
+                "reviewer": rev,
+                "kind": kind,
+                "verdict": v,
+                "evidence": ev,
+                "note": note,
+                "cycle": cyc,
+                "judge_run": f"{model}@{ver}" if model is not None else None,
+                "created_at": ts,
+            }
             for _id, rev, kind, v, ev, note, cyc, model, ver, ts in events
         ],
         "judge": [
-            {"run": f"{model}@{ver}", "judge_model": model, "prompt_version": ver, "verdict": v,
-             "raw_verdict": raw, "rationale": rationale, "evidence": ev,
-             "agrees": None if final is None else v == final}
+            {
+                "run": f"{model}@{ver}",
+                "judge_model": model,
+                "prompt_version": ver,
+                "verdict": v,
+                "raw_verdict": raw,
+                "rationale": rationale,
+                "evidence": ev,
+                "agrees": None if final is None else v == final,
+            }
             for _rid, model, ver, v, raw, rationale, ev in verdicts
         ],
         "cycles": cycles,
@@ -164,10 +192,11 @@ def iter_records(db: Database, scope: ExportScope = ExportScope()) -> Iterator[d
     """The export records of every claim in scope, ordered by answer id and claim position."""
     from . import __version__
 
-    ids = claim_ids_in_scope(db, run_id=scope.run_id, cycle_id=scope.cycle_id,
-                             cycle_run_id=scope.cycle_run_id)
+    ids = claim_ids_in_scope(
+        db, run_id=scope.run_id, cycle_id=scope.cycle_id, cycle_run_id=scope.cycle_run_id
+    )
     for start in range(0, len(ids), BATCH):
-        batch = ids[start:start + BATCH]
+        batch = ids[start : start + BATCH]
         rows = claim_details(db, batch, run_id=scope.run_id)
         finals = store.final_labels(db, batch)
         for pk in batch:
@@ -175,6 +204,7 @@ def iter_records(db: Database, scope: ExportScope = ExportScope()) -> Iterator[d
             if scope.only_final and final is None:
                 continue
             yield _record(rows[pk], final, status, __version__)
+
 
 # ---------------------------------------------------------------- writers
 
@@ -262,12 +292,15 @@ class GoldenCounts:
         if not self.no_source:
             return None
         have = "has" if self.written == 1 else "have"
-        return (f"{self.no_source:,} of {plural(self.written, 'golden item')} {have} no expected_source: "
-                "reviewers chose no evidence chunks")
+        return (
+            f"{self.no_source:,} of {plural(self.written, 'golden item')} {have} no expected_source: "
+            "reviewers chose no evidence chunks"
+        )
 
 
-def write_golden_counts(records: Iterable[dict[str, Any]], fh: TextIO,
-                        references: Mapping[str, str] | None = None) -> GoldenCounts:
+def write_golden_counts(
+    records: Iterable[dict[str, Any]], fh: TextIO, references: Mapping[str, str] | None = None
+) -> GoldenCounts:
     """Write golden-set lines; count them, the answers left out and the items without a source.
 
     `references`: answer id -> a lead's reference answer (`reference_answers`).
@@ -294,8 +327,20 @@ def _reviewer_summary(lab: dict[str, Any]) -> str:
     return text
 
 
-CSV_BASE_COLUMNS = ("answer_id", "claim_id", "category", "question", "answer", "claim",
-                    "final_verdict", "final_status", "reviewer_labels", "evidence", "notes", "cycles")
+CSV_BASE_COLUMNS = (
+    "answer_id",
+    "claim_id",
+    "category",
+    "question",
+    "answer",
+    "claim",
+    "final_verdict",
+    "final_status",
+    "reviewer_labels",
+    "evidence",
+    "notes",
+    "cycles",
+)
 
 
 def csv_columns(runs: Sequence[str]) -> list[str]:
@@ -315,10 +360,20 @@ def csv_row(rec: dict[str, Any], runs: Sequence[str]) -> list[str]:
     notes = [f"{lab['reviewer']}: {lab['note']}" for lab in rec["reviewers"] if lab["note"]]
     if rec["adjudication"] and rec["adjudication"]["note"]:
         notes.append(f"{rec['adjudication']['adjudicator']} (adjudication): {rec['adjudication']['note']}")
-    cells = [rec["answer_id"], rec["claim_id"], rec["category"] or "", rec["question"], rec["answer"],
-             rec["claim"], rec["final_verdict"] or "", rec["final_status"],
-             "; ".join(_reviewer_summary(lab) for lab in rec["reviewers"]),
-             ";".join(evidence), "\n".join(notes), "; ".join(rec["cycles"])]
+    cells = [
+        rec["answer_id"],
+        rec["claim_id"],
+        rec["category"] or "",
+        rec["question"],
+        rec["answer"],
+        rec["claim"],
+        rec["final_verdict"] or "",
+        rec["final_status"],
+        "; ".join(_reviewer_summary(lab) for lab in rec["reviewers"]),
+        ";".join(evidence),
+        "\n".join(notes),
+        "; ".join(rec["cycles"]),
+    ]
     by_run = {j["run"]: j for j in rec["judge"]}
     for run in runs:
         j = by_run.get(run)
@@ -378,19 +433,26 @@ def atomic_write(path: Path, write: Callable[[TextIO], Any], *, encoding: str = 
     return result
 
 
-
 def _runs_in_scope(db: Database, scope: ExportScope) -> list[str]:
     if scope.run_name is not None:
         return [scope.run_name]
     return [r.name for r in store.judge_runs(db)]
 
 
-def export(db: Database, out: str | Path, *, fmt: str = "jsonl", judge_run: str | None = None,
-           cycle: str | None = None, only_final: bool = False) -> ExportReport:
+def export(
+    db: Database,
+    out: str | Path,
+    *,
+    fmt: str = "jsonl",
+    judge_run: str | None = None,
+    cycle: str | None = None,
+    only_final: bool = False,
+) -> ExportReport:
     """Write the claims in scope to `out` in `fmt` (jsonl, golden or csv), atomically."""
     if fmt not in FORMATS:
-        raise InputError(Problem(f"unknown format {fmt!r}",
-                                 hint=(Option.FORMAT, f" takes one of {', '.join(FORMATS)}")))
+        raise InputError(
+            Problem(f"unknown format {fmt!r}", hint=(Option.FORMAT, f" takes one of {', '.join(FORMATS)}"))
+        )
     out = Path(out)
     scope = resolve_scope(db, judge_run=judge_run, cycle=cycle, only_final=only_final)
     # One read transaction, so a label written meanwhile cannot make the file inconsistent.
@@ -403,19 +465,27 @@ def export(db: Database, out: str | Path, *, fmt: str = "jsonl", judge_run: str 
             counts = atomic_write(out, lambda fh: write_golden_counts(records, fh, refs))
             return ExportReport(out, fmt, counts.written, counts.skipped, counts.no_source)
         runs = _runs_in_scope(db, scope)
-        return ExportReport(out, fmt, atomic_write(out, lambda fh: write_csv(records, fh, runs),
-                                                   encoding="utf-8-sig"))
+        return ExportReport(
+            out, fmt, atomic_write(out, lambda fh: write_csv(records, fh, runs), encoding="utf-8-sig")
+        )
 
 
-def golden_counts(db: Database, *, judge_run: str | None = None, cycle: str | None = None,
-                  only_final: bool = False) -> GoldenCounts:
+def golden_counts(
+    db: Database, *, judge_run: str | None = None, cycle: str | None = None, only_final: bool = False
+) -> GoldenCounts:
     """What a golden-set export of the scope would hold, without keeping the file (for a page's warning)."""
     scope = resolve_scope(db, judge_run=judge_run, cycle=cycle, only_final=only_final)
     return write_golden_counts(iter_records(db, scope), io.StringIO(), reference_answers(db))
 
 
-def export_bytes(db: Database, *, fmt: str = "jsonl", judge_run: str | None = None,
-                 cycle: str | None = None, only_final: bool = False) -> bytes:
+def export_bytes(
+    db: Database,
+    *,
+    fmt: str = "jsonl",
+    judge_run: str | None = None,
+    cycle: str | None = None,
+    only_final: bool = False,
+) -> bytes:
     """The same export in memory, for a page's download button (scopes there are cycle-sized)."""
     scope = resolve_scope(db, judge_run=judge_run, cycle=cycle, only_final=only_final)
     buf = io.StringIO()
@@ -458,8 +528,9 @@ def reference_history(db: Database, answer_id: str) -> list[ReferenceEdit]:
     return check_store.reference_history(db, answer_id)
 
 
-def golden_items(db: Database, *, judge_run: str | None = None, cycle: str | None = None,
-                 only_final: bool = False) -> list[dict[str, Any]]:
+def golden_items(
+    db: Database, *, judge_run: str | None = None, cycle: str | None = None, only_final: bool = False
+) -> list[dict[str, Any]]:
     """The golden set's items as the export would write them (for a page that edits references)."""
     scope = resolve_scope(db, judge_run=judge_run, cycle=cycle, only_final=only_final)
     refs = reference_answers(db)
@@ -488,10 +559,28 @@ def is_export_file(path: str | Path, encoding: str | None = None) -> bool:
     return isinstance(rec, dict) and rec.get("format") == EXPORT_FORMAT
 
 
-__all__ = ["EXPORT_FORMAT", "FORMATS", "FORMAT_VERSION", "NEEDS_DISCUSSION", "ExportReport", "ExportScope",
-           "GoldenCounts", "export", "export_bytes", "golden_counts", "golden_item", "golden_items",
-           "is_export_file", "iter_records", "json_line", "neutralise_cell", "reference_answers",
-           "reference_history", "resolve_scope", "set_reference_answer"]
+__all__ = [
+    "EXPORT_FORMAT",
+    "FORMATS",
+    "FORMAT_VERSION",
+    "NEEDS_DISCUSSION",
+    "ExportReport",
+    "ExportScope",
+    "GoldenCounts",
+    "export",
+    "export_bytes",
+    "golden_counts",
+    "golden_item",
+    "golden_items",
+    "is_export_file",
+    "iter_records",
+    "json_line",
+    "neutralise_cell",
+    "reference_answers",
+    "reference_history",
+    "resolve_scope",
+    "set_reference_answer",
+]
 
 
 def file_name(fmt: str, *, judge_run: str, cycle: str | None, day: str) -> str:

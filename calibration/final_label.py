@@ -29,8 +29,13 @@ NO_LABEL = -1
 _CODE = {s: i for i, s in enumerate(CLAIM_STATUSES)}
 
 
-def resolve(n_claims: int, label_claim: np.ndarray, label_final: np.ndarray,
-            adjudicated: np.ndarray, unclear: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def resolve(
+    n_claims: int,
+    label_claim: np.ndarray,
+    label_final: np.ndarray,
+    adjudicated: np.ndarray,
+    unclear: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """Final label and status of claims 0..n_claims-1.
 
     `label_claim[j]` is the claim of reviewer label j and `label_final[j]` its final verdict
@@ -64,8 +69,14 @@ def several_reviewers(label_claim: np.ndarray, verdict: np.ndarray) -> bool:
     return bool(given.size) and int(np.bincount(given).max()) >= 2
 
 
-def per_reviewer(n_claims: int, label_claim: np.ndarray, label_reviewer: np.ndarray, blind: np.ndarray,
-                 final: np.ndarray, adjudicated: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def per_reviewer(
+    n_claims: int,
+    label_claim: np.ndarray,
+    label_reviewer: np.ndarray,
+    blind: np.ndarray,
+    final: np.ndarray,
+    adjudicated: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One row per reviewer's verdict on a claim: (claim, reviewer, verdict), claim order then reviewer.
 
     The verdict is the reviewer's blind one (given before the judge was revealed), their final one

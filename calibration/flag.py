@@ -47,7 +47,6 @@ class Thresholds:
         }
 
 
-
 FlagStatus = Literal["ok", "revise", "inconclusive"]
 
 
@@ -98,10 +97,20 @@ class PopulationEstimates:
     equal_probability: bool
 
 
-def decide_flag(*, rules: decisions.Decision, estimates: PopulationEstimates, raw_agreement: float | None,
-                direction: Direction, thresholds: decisions.CappedThresholds, n_claims: int,
-                more_target: decisions.MoreClaims, prob: float | None, disagreeing: Sequence[str],
-                ceiling: decisions.HumanCeiling | None = None, unit: str = "claims") -> Flag:
+def decide_flag(
+    *,
+    rules: decisions.Decision,
+    estimates: PopulationEstimates,
+    raw_agreement: float | None,
+    direction: Direction,
+    thresholds: decisions.CappedThresholds,
+    n_claims: int,
+    more_target: decisions.MoreClaims,
+    prob: float | None,
+    disagreeing: Sequence[str],
+    ceiling: decisions.HumanCeiling | None = None,
+    unit: str = "claims",
+) -> Flag:
     """``revise`` / ``ok`` / ``inconclusive``, each with reasons that name a figure, its bound and its claims.
 
     The rules are those of :func:`decisions.decide`; none fires on a point estimate alone:
@@ -124,14 +133,20 @@ def decide_flag(*, rules: decisions.Decision, estimates: PopulationEstimates, ra
     ceiling_note: list[Reason] = []
     if ceiling is not None and ceiling.alt.verdict is not None:
         a = ceiling.alt
-        ceiling_note.append(Reason(
-            "human_ceiling",
-            f"human ceiling: the judge is {a.verdict} (alternative annotator test, epsilon {a.epsilon:g}, "
-            f"{a.alignment}, winning rate {pct(a.winning_rate)}, {p_value(a.p_value)}"
-            f"{'; ' + ceiling.comparison_sentence() if ceiling.comparisons else ''}); it agrees "
-            f"{pct(ceiling.judge_vs_reviewers.value)} with "
-            f"each reviewer where reviewers agree {pct(ceiling.reviewer_vs_reviewer.value)} with each other",
-            a.winning_rate, ()))
+        ceiling_note.append(
+            Reason(
+                "human_ceiling",
+                f"human ceiling: the judge is {a.verdict} (alternative annotator test, epsilon "
+                f"{a.epsilon:g}, "
+                f"{a.alignment}, winning rate {pct(a.winning_rate)}, {p_value(a.p_value)}"
+                f"{'; ' + ceiling.comparison_sentence() if ceiling.comparisons else ''}); it agrees "
+                f"{pct(ceiling.judge_vs_reviewers.value)} with "
+                f"each reviewer where reviewers agree {pct(ceiling.reviewer_vs_reviewer.value)} with each "
+                "other",
+                a.winning_rate,
+                (),
+            )
+        )
     capped = ""
     if t.capped_agreement or t.capped_kappa:
         capped = " (capped at what reviewers reach with each other)"
@@ -141,67 +156,104 @@ def decide_flag(*, rules: decisions.Decision, estimates: PopulationEstimates, ra
         return Flag("inconclusive", (empty,), None)
     what = "agreement"
     if not estimates.equal_probability:
-        what = (f"agreement estimated for {estimates.population or 'the population'} "
-                f"(raw {pct(raw_agreement)})")
+        what = (
+            f"agreement estimated for {estimates.population or 'the population'} (raw {pct(raw_agreement)})"
+        )
     by_rule = {r.rule: r for r in rules.rules}
     ag = by_rule["agreement"]
     fixed = ci(estimates.agreement.ci_low, estimates.agreement.ci_high)
     chance = decisions.prob_sentence(prob, t.agreement_target)
     reasons: list[Reason] = []
     if ag.status == "revise":
-        reasons.append(Reason(
-            "agreement_below_target",
-            f"{what} {pct(est)} is below the {share(t.agreement_target)} target{capped} at any look: "
-            f"its anytime upper bound is {pct(ag.bound_high)} (fixed-sample {fixed}); {chance}; "
-            f"{plural(len(dis), 'disagreeing claim')}",
-            est, dis))
+        reasons.append(
+            Reason(
+                "agreement_below_target",
+                f"{what} {pct(est)} is below the {share(t.agreement_target)} target{capped} at any look: "
+                f"its anytime upper bound is {pct(ag.bound_high)} (fixed-sample {fixed}); {chance}; "
+                f"{plural(len(dis), 'disagreeing claim')}",
+                est,
+                dis,
+            )
+        )
     kr = by_rule.get("kappa")
     kap = estimates.kappa
     if kr is not None and kr.status == "revise" and kap.value is not None:
-        reasons.append(Reason(
-            "kappa_below_floor",
-            f"kappa {num(kap.value)} ({ci(kap.ci_low, kap.ci_high, num)}) is below the floor "
-            f"{num(t.kappa_floor)}{capped} even at its upper bound; {plural(len(dis), 'disagreeing claim')}",
-            kap.value, dis))
+        reasons.append(
+            Reason(
+                "kappa_below_floor",
+                f"kappa {num(kap.value)} ({ci(kap.ci_low, kap.ci_high, num)}) is below the floor "
+                f"{num(t.kappa_floor)}{capped} even at its upper bound; "
+                f"{plural(len(dis), 'disagreeing claim')}",
+                kap.value,
+                dis,
+            )
+        )
     dr = by_rule.get("direction")
     if dr is not None and dr.status in ("lenient", "strict"):
         lenient = dr.status == "lenient"
         mc = direction.mcnemar
         if lenient:
-            side = (f"it called {mc.b} {unit} {POSITIVE} that humans did not, "
-                    f"against {mc.c} the other way round")
+            side = (
+                f"it called {mc.b} {unit} {POSITIVE} that humans did not, against {mc.c} the other way round"
+            )
             bound = f"anytime lower bound of (lenient − strict)/n {num(dr.bound_low, 3)} > 0"
         else:
-            side = (f"it denied {POSITIVE} to {mc.c} {unit} humans supported, "
-                    f"against {mc.b} the other way round")
+            side = (
+                f"it denied {POSITIVE} to {mc.c} {unit} humans supported, against {mc.b} the other way round"
+            )
             bound = f"anytime upper bound of (lenient − strict)/n {num(dr.bound_high, 3)} < 0"
         d = estimates.direction
         pop = ""
         if not estimates.equal_probability and d.lenient.value is not None and d.strict.value is not None:
-            pop = (f"; estimated for {estimates.population or 'the population'}: lenient "
-                   f"{pct(d.lenient.value)}, strict {pct(d.strict.value)} of claims")
-        reasons.append(Reason(
-            f"judge_{dr.status}",
-            f"judge is {dr.status}: {side} ({bound}; exact McNemar {p_value(mc.p_two_sided)} beside it){pop}",
-            d.difference.value, tuple(direction.lenient_claims if lenient else direction.strict_claims)))
+            pop = (
+                f"; estimated for {estimates.population or 'the population'}: lenient "
+                f"{pct(d.lenient.value)}, strict {pct(d.strict.value)} of claims"
+            )
+        reasons.append(
+            Reason(
+                f"judge_{dr.status}",
+                f"judge is {dr.status}: {side} ({bound}; exact McNemar {p_value(mc.p_two_sided)} beside "
+                f"it){pop}",
+                d.difference.value,
+                tuple(direction.lenient_claims if lenient else direction.strict_claims),
+            )
+        )
     if reasons:
         return Flag("revise", tuple(reasons + ceiling_note), None)
     if ag.status == "ok":
-        notes = [Reason(
-            "agreement_meets_target",
-            f"{what} {pct(est)} reaches the {share(t.agreement_target)} target{capped} at any look: "
-            f"its anytime lower bound is {pct(ag.bound_low)} (fixed-sample {fixed}); {chance}; "
-            f"{plural(len(dis), 'disagreeing claim')}",
-            est, dis)]
+        notes = [
+            Reason(
+                "agreement_meets_target",
+                f"{what} {pct(est)} reaches the {share(t.agreement_target)} target{capped} at any look: "
+                f"its anytime lower bound is {pct(ag.bound_low)} (fixed-sample {fixed}); {chance}; "
+                f"{plural(len(dis), 'disagreeing claim')}",
+                est,
+                dis,
+            )
+        ]
         if kap.value is None:
-            notes.append(Reason("kappa_undefined",
-                                "kappa is undefined: humans and judge used one and the same class only",
-                                None, ()))
+            notes.append(
+                Reason(
+                    "kappa_undefined",
+                    "kappa is undefined: humans and judge used one and the same class only",
+                    None,
+                    (),
+                )
+            )
         return Flag("ok", tuple(notes + ceiling_note), None)
-    return Flag("inconclusive", (Reason(
-        "agreement_undecided",
-        f"{what} {pct(est)} is not yet shown above or below the {share(t.agreement_target)} target{capped} "
-        f"(anytime bounds {pct(ag.bound_low)}–{pct(ag.bound_high)}; fixed-sample {fixed}); {chance}; "
-        f"{more_target.sentence}; {plural(len(dis), 'disagreeing claim')}",
-        est, dis), *ceiling_note), more_target.more_claims)
-
+    return Flag(
+        "inconclusive",
+        (
+            Reason(
+                "agreement_undecided",
+                f"{what} {pct(est)} is not yet shown above or below the {share(t.agreement_target)} "
+                f"target{capped} "
+                f"(anytime bounds {pct(ag.bound_low)}–{pct(ag.bound_high)}; fixed-sample {fixed}); {chance}; "
+                f"{more_target.sentence}; {plural(len(dis), 'disagreeing claim')}",
+                est,
+                dis,
+            ),
+            *ceiling_note,
+        ),
+        more_target.more_claims,
+    )

@@ -58,10 +58,12 @@ class ImportReport:
     recovered: list[str] = field(default_factory=list)  # leftovers of killed imports, removed first
 
     def lines(self) -> list[str]:
-        out = [*self.recovered,
+        out = [
+            *self.recovered,
             f"answers: {self.answers_new} new, {self.answers_existing} already present"
-            + (f" ({self.answers_updated} with category or metadata updated)"
-               if self.answers_updated else ""),
+            + (
+                f" ({self.answers_updated} with category or metadata updated)" if self.answers_updated else ""
+            ),
             f"claims: {self.claims_new} new",
             f"judge verdicts: {self.verdicts_new} new, {self.verdicts_existing} already present",
             f"judge runs: {', '.join(sorted(self.runs)) or 'none'}",
@@ -101,12 +103,21 @@ def import_answers(
     path = Path(path)
     if is_export_file(path, encoding):
         if dry_run:  # a restore has no dry run: saying so beats writing what was to be checked
-            raise InputError(f"{path}: is an export of this tool, which is restored, and a restore has "
-                             "no dry run; restore it into a copy of the database to see what it adds")
+            raise InputError(
+                f"{path}: is an export of this tool, which is restored, and a restore has "
+                "no dry run; restore it into a copy of the database to see what it adds"
+            )
         return restore_answers(db, path, encoding=encoding)
-    return import_records(db, iter_json_records(path, encoding), source=path,
-                          judge_model=judge_model, judge_prompt_version=judge_prompt_version,
-                          mapping=mapping, update=update, dry_run=dry_run)
+    return import_records(
+        db,
+        iter_json_records(path, encoding),
+        source=path,
+        judge_model=judge_model,
+        judge_prompt_version=judge_prompt_version,
+        mapping=mapping,
+        update=update,
+        dry_run=dry_run,
+    )
 
 
 def import_records(
@@ -130,12 +141,19 @@ def import_records(
     """
     report = ImportReport()
     with contextlib.suppress(_DryRunDone):  # a dry run ends by raising it, to roll back
-        _import_records(db, records, report, source=source, judge_model=judge_model,
-                        judge_prompt_version=judge_prompt_version, mapping=mapping, update=update,
-                        dry_run=dry_run)
+        _import_records(
+            db,
+            records,
+            report,
+            source=source,
+            judge_model=judge_model,
+            judge_prompt_version=judge_prompt_version,
+            mapping=mapping,
+            update=update,
+            dry_run=dry_run,
+        )
     # Spellings equal to the canonical name are not worth reporting as mappings.
-    report.mappings = Counter({k: n for k, n in report.mappings.items()
-                               if k[0] != k[1].casefold()})
+    report.mappings = Counter({k: n for k, n in report.mappings.items() if k[0] != k[1].casefold()})
     return report
 
 
@@ -143,9 +161,18 @@ class _DryRunDone(Exception):
     """Raised at the end of a dry run so that `store.write` rolls the transaction back."""
 
 
-def _import_records(db: Database, records: Iterable[tuple[int, Any]], report: ImportReport, *,
-                    source: str | Path, judge_model: str | None, judge_prompt_version: str | None,
-                    mapping: dict[str, Verdict] | None, update: bool, dry_run: bool) -> None:
+def _import_records(
+    db: Database,
+    records: Iterable[tuple[int, Any]],
+    report: ImportReport,
+    *,
+    source: str | Path,
+    judge_model: str | None,
+    judge_prompt_version: str | None,
+    mapping: dict[str, Verdict] | None,
+    update: bool,
+    dry_run: bool,
+) -> None:
     # Checks are computed as answers arrive and only their small rows are kept, not the texts.
     check_rows: list[_CheckRow] = []
     problems = Problems(Path(source))
@@ -156,8 +183,21 @@ def _import_records(db: Database, records: Iterable[tuple[int, Any]], report: Im
         # A dry run, or inside a caller's write (the demo): everything in one transaction, which
         # a dry run then rolls back.
         with store.write(db):
-            _read_answers(db, records, judge_model, judge_prompt_version, mapping, update, report,
-                          problems, seen, runs, new_runs, None, check_rows)
+            _read_answers(
+                db,
+                records,
+                judge_model,
+                judge_prompt_version,
+                mapping,
+                update,
+                report,
+                problems,
+                seen,
+                runs,
+                new_runs,
+                None,
+                check_rows,
+            )
             check_store.put_checks(db, check_rows, version=checks.CHECK_VERSION)
             if dry_run:
                 raise _DryRunDone
@@ -169,20 +209,39 @@ def _import_records(db: Database, records: Iterable[tuple[int, Any]], report: Im
     staging = answer_store.Staging(db)
     try:
         with store.read_snapshot(db):
-            writer = _read_answers(db, records, judge_model, judge_prompt_version, mapping, update, report,
-                                   problems, seen, runs, new_runs, staging, check_rows)
+            writer = _read_answers(
+                db,
+                records,
+                judge_model,
+                judge_prompt_version,
+                mapping,
+                update,
+                report,
+                problems,
+                seen,
+                runs,
+                new_runs,
+                staging,
+                check_rows,
+            )
         with store.write(db):
-            real = {provisional: store.run_id(db, model, version, origin="import")
-                    for (model, version), provisional in new_runs.items()}
+            real = {
+                provisional: store.run_id(db, model, version, origin="import")
+                for (model, version), provisional in new_runs.items()
+            }
             staging.import_id = import_marks.begin(
-                db, stamp=writer.ts, new_runs=[r for r in real.values() if r is not None],
-                source=Path(source).name)
+                db,
+                stamp=writer.ts,
+                new_runs=[r for r in real.values() if r is not None],
+                source=Path(source).name,
+            )
         try:
             staging.publish({p: r for p, r in real.items() if r is not None})
             for lo in range(0, len(check_rows), answer_store.PUBLISH_BATCH):
                 with store.write(db):  # hidden with their answers until the marker flips
-                    check_store.put_checks(db, check_rows[lo:lo + answer_store.PUBLISH_BATCH],
-                                           version=checks.CHECK_VERSION)
+                    check_store.put_checks(
+                        db, check_rows[lo : lo + answer_store.PUBLISH_BATCH], version=checks.CHECK_VERSION
+                    )
             staging.finish()
         except BaseException:
             staging.take_back()
@@ -209,9 +268,13 @@ def answer_facts(db: Database, answer_id: str) -> list[str]:
     c = check_store.answer_check(db, answer_id)
     if c is None:
         return []
-    return checks.facts(question_script=c.question_script, answer_script=c.answer_script,
-                        script_mismatch=c.script_mismatch, cjk_chars=c.cjk_chars,
-                        unexpected_cjk=c.unexpected_cjk)
+    return checks.facts(
+        question_script=c.question_script,
+        answer_script=c.answer_script,
+        script_mismatch=c.script_mismatch,
+        cjk_chars=c.cjk_chars,
+        unexpected_cjk=c.unexpected_cjk,
+    )
 
 
 def backfill_checks(db: Database) -> int:
@@ -220,20 +283,32 @@ def backfill_checks(db: Database) -> int:
         return store_checks(db, check_store.answers_without_checks(db))
 
 
-def _read_answers(db: Database, records: Iterable[tuple[int, Any]], judge_model: str | None,
-                  judge_prompt_version: str | None, mapping: dict[str, Verdict] | None, update: bool,
-                  report: ImportReport, problems: Problems, seen: set[str], runs: dict[tuple[str, str], int],
-                  new_runs: dict[tuple[str, str], int], staging: answer_store.Staging | None,
-                  check_rows: list[_CheckRow]) -> answer_store.AnswerWriter:
+def _read_answers(
+    db: Database,
+    records: Iterable[tuple[int, Any]],
+    judge_model: str | None,
+    judge_prompt_version: str | None,
+    mapping: dict[str, Verdict] | None,
+    update: bool,
+    report: ImportReport,
+    problems: Problems,
+    seen: set[str],
+    runs: dict[tuple[str, str], int],
+    new_runs: dict[tuple[str, str], int],
+    staging: answer_store.Staging | None,
+    check_rows: list[_CheckRow],
+) -> answer_store.AnswerWriter:
     """Read, check and queue every record (the import's one pass over its file); the writer,
     whose timestamp every new answer carries."""
     writer = answer_store.AnswerWriter(db, report, update=update, staging=staging)
+
     def run_id(model: str, version: str) -> int:
         key = (model, version)
         if key not in runs:
             # Staged: a run new to the database is created only when the file is published.
-            found = store.run_id(db, model, version, origin="import", created_at=writer.ts,
-                                 create=staging is None)
+            found = store.run_id(
+                db, model, version, origin="import", created_at=writer.ts, create=staging is None
+            )
             if found is None:
                 found = new_runs[key] = -1 - len(new_runs)
             runs[key] = found
@@ -267,8 +342,11 @@ def _read_answers(db: Database, records: Iterable[tuple[int, Any]], judge_model:
         texts: set[str] = set()
         for i, claim in enumerate(rec.claims):
             if claim.id is None and claim.text in texts:
-                problems.add(line, "repeats an earlier claim of this answer; give the claims ids or drop "
-                                   "the repeat", f"claims.{i}.text")
+                problems.add(
+                    line,
+                    "repeats an earlier claim of this answer; give the claims ids or drop the repeat",
+                    f"claims.{i}.text",
+                )
             texts.add(claim.text)
             try:
                 verdict, spelling = parse_verdict(claim.verdict, mapping)
@@ -304,10 +382,16 @@ class LabelsReport:
     recovered: list[str] = field(default_factory=list)  # leftovers of killed imports, removed first
 
     def lines(self) -> list[str]:
-        out = [*self.recovered, f"labels: {self.new} new or changed, {self.unchanged} unchanged",
-               f"reviewers: {', '.join(sorted(self.reviewers)) or 'none'}"]
-        out += [f"  {raw} -> {canon}: {n}" for (raw, canon), n in sorted(self.mappings.items())
-                if raw != canon.casefold()]
+        out = [
+            *self.recovered,
+            f"labels: {self.new} new or changed, {self.unchanged} unchanged",
+            f"reviewers: {', '.join(sorted(self.reviewers)) or 'none'}",
+        ]
+        out += [
+            f"  {raw} -> {canon}: {n}"
+            for (raw, canon), n in sorted(self.mappings.items())
+            if raw != canon.casefold()
+        ]
         return out
 
 
@@ -335,8 +419,15 @@ def import_labels(
     staging = label_store.LabelStaging(db)
     try:
         with store.read_snapshot(db):
-            _read_labels(db, path, reviewer=reviewer, mapping=mapping, encoding=encoding, report=report,
-                         staging=staging)
+            _read_labels(
+                db,
+                path,
+                reviewer=reviewer,
+                mapping=mapping,
+                encoding=encoding,
+                report=report,
+                staging=staging,
+            )
         if not staging.staged:
             return report  # nothing new or changed: no marker, no write
         with store.write(db):
@@ -352,8 +443,16 @@ def import_labels(
     return report
 
 
-def _read_labels(db: Database, path: Path, *, reviewer: str | None, mapping: dict[str, Verdict] | None,
-                 encoding: str | None, report: LabelsReport, staging: label_store.LabelStaging) -> None:
+def _read_labels(
+    db: Database,
+    path: Path,
+    *,
+    reviewer: str | None,
+    mapping: dict[str, Verdict] | None,
+    encoding: str | None,
+    report: LabelsReport,
+    staging: label_store.LabelStaging,
+) -> None:
     """Read and check every row of a label CSV, counting and staging the labels that would change;
     InputError, with the first problems, if any row is bad."""
     problems = Problems(path)
@@ -371,9 +470,11 @@ def _read_labels(db: Database, path: Path, *, reviewer: str | None, mapping: dic
         missing = [c for c in ("answer_id", "claim_id", "verdict") if c not in header]
         no_reviewer = "reviewer" not in header and not reviewer
         if missing or no_reviewer:
-            raise problems.fail(1, f"missing column(s): {', '.join(missing + ['reviewer'] * no_reviewer)}",
-                                hint=("or name the reviewer of every row with ", Option.REVIEWER)
-                                if no_reviewer else ())
+            raise problems.fail(
+                1,
+                f"missing column(s): {', '.join(missing + ['reviewer'] * no_reviewer)}",
+                hint=("or name the reviewer of every row with ", Option.REVIEWER) if no_reviewer else (),
+            )
         seen: dict[tuple[str, str, str], int] = {}
         try:
             known = store_cycles.known_reviewer_names(db)
@@ -381,20 +482,28 @@ def _read_labels(db: Database, path: Path, *, reviewer: str | None, mapping: dic
             for row in reader:
                 line = reader.line_num
                 if None in row:
-                    problems.add(line, f"{len(header) + len(row[None])} fields, but the header has "
-                                       f"{len(header)} columns")
+                    problems.add(
+                        line,
+                        f"{len(header) + len(row[None])} fields, but the header has {len(header)} columns",
+                    )
                     continue
                 if any(v is None for v in row.values()):
-                    problems.add(line, f"{sum(v is not None for v in row.values())} fields, but the "
-                                       f"header has {len(header)} columns")
+                    problems.add(
+                        line,
+                        f"{sum(v is not None for v in row.values())} fields, but the "
+                        f"header has {len(header)} columns",
+                    )
                     continue
-                data = {k: (v.strip() if isinstance(v, str) else v) for k, v in row.items()
-                        if k is not None}
+                data = {k: (v.strip() if isinstance(v, str) else v) for k, v in row.items() if k is not None}
                 if not data.get("reviewer"):
                     data["reviewer"] = reviewer
                 if not data.get("reviewer"):
-                    problems.add(line, "empty: fill in the reviewer", "reviewer",
-                                 ("or give one with ", Option.REVIEWER, " for rows without one"))
+                    problems.add(
+                        line,
+                        "empty: fill in the reviewer",
+                        "reviewer",
+                        ("or give one with ", Option.REVIEWER, " for rows without one"),
+                    )
                     continue
                 typed = str(data["reviewer"])
                 if typed not in names:
@@ -418,8 +527,12 @@ def _read_labels(db: Database, path: Path, *, reviewer: str | None, mapping: dic
                     continue
                 key = (rec.answer_id, rec.claim_id, rec.reviewer)
                 if key in seen:
-                    problems.add(line, f"{rec.claim_id!r} of {rec.answer_id!r} is labeled twice by "
-                                       f"{rec.reviewer!r} (first on line {seen[key]})", "claim_id")
+                    problems.add(
+                        line,
+                        f"{rec.claim_id!r} of {rec.answer_id!r} is labeled twice by "
+                        f"{rec.reviewer!r} (first on line {seen[key]})",
+                        "claim_id",
+                    )
                     continue
                 seen[key] = line
                 try:
@@ -429,8 +542,12 @@ def _read_labels(db: Database, path: Path, *, reviewer: str | None, mapping: dic
                     continue
                 if import_marks.is_hidden_claim(db, pk):
                     # A label would pin a row that import may still have to take back.
-                    problems.add(line, f"answer {rec.answer_id!r} is still being imported; import these "
-                                       "labels when that import has finished", "claim_id")
+                    problems.add(
+                        line,
+                        f"answer {rec.answer_id!r} is still being imported; import these "
+                        "labels when that import has finished",
+                        "claim_id",
+                    )
                     continue
                 bad = answer_store.unknown_chunks(db, rec.answer_id, rec.evidence)
                 if bad:
@@ -439,8 +556,9 @@ def _read_labels(db: Database, path: Path, *, reviewer: str | None, mapping: dic
                 report.mappings[(spelling, verdict.value)] += 1
                 if problems:
                     continue
-                if label_store.import_unchanged(store.label_state(db, pk, rec.reviewer), verdict.value,
-                                                rec.evidence, rec.note):
+                if label_store.import_unchanged(
+                    store.label_state(db, pk, rec.reviewer), verdict.value, rec.evidence, rec.note
+                ):
                     report.unchanged += 1
                 else:
                     staging.add(pk, rec.reviewer, verdict.value, rec.evidence, rec.note or None)
@@ -465,16 +583,20 @@ def _read_labels(db: Database, path: Path, *, reviewer: str | None, mapping: dic
 # history that differs from the one already stored is refused.
 
 
-def _export_lines(path: Path, encoding: str | None, problems: Problems
-                  ) -> Iterator[tuple[int, dict[str, Any]]]:
+def _export_lines(
+    path: Path, encoding: str | None, problems: Problems
+) -> Iterator[tuple[int, dict[str, Any]]]:
     for line, value in iter_json_records(path, encoding):
         if isinstance(value, BadRecord):
             problems.add(line, value.message)
         elif not isinstance(value, dict) or value.get("format") != EXPORT_FORMAT:
             problems.add(line, f"not a line of a {EXPORT_FORMAT} file")
         elif value.get("format_version") != FORMAT_VERSION:
-            problems.add(line, f"format_version {value.get('format_version')!r} is not supported "
-                               f"(this tool reads version {FORMAT_VERSION})")
+            problems.add(
+                line,
+                f"format_version {value.get('format_version')!r} is not supported "
+                f"(this tool reads version {FORMAT_VERSION})",
+            )
         else:
             yield line, value
 
@@ -543,21 +665,37 @@ def restore_answers(db: Database, path: str | Path, *, encoding: str | None = No
 
 
 def _restore_answer(db: Database, rec: dict[str, Any], report: ImportReport) -> None:
-    ans = JudgedAnswerIn.model_validate({
-        "id": rec["answer_id"], "question": rec["question"], "answer": rec["answer"],
-        "chunks": rec["chunks"], "category": rec["category"], "metadata": rec["metadata"]})
+    ans = JudgedAnswerIn.model_validate(
+        {
+            "id": rec["answer_id"],
+            "question": rec["question"],
+            "answer": rec["answer"],
+            "chunks": rec["chunks"],
+            "category": rec["category"],
+            "metadata": rec["metadata"],
+        }
+    )
     digest = content_hash(ans)
     stored = answer_store.answer_hash(db, ans.id)
     if stored is not None:
         if stored != digest:
-            raise ValueError(f"answer {ans.id!r} is already in the database with different question, "
-                             "answer or chunk text; refused")
+            raise ValueError(
+                f"answer {ans.id!r} is already in the database with different question, "
+                "answer or chunk text; refused"
+            )
         report.answers_existing += 1
         return
-    answer_store.insert_answer(db, answer_id=ans.id, question=ans.question, answer=ans.answer,
-                               category=ans.category, metadata=ans.metadata, content_hash=digest,
-                               holdout=bool(rec.get("holdout")),
-                               chunks=[(c.id, c.text, c.source) for c in ans.chunks])
+    answer_store.insert_answer(
+        db,
+        answer_id=ans.id,
+        question=ans.question,
+        answer=ans.answer,
+        category=ans.category,
+        metadata=ans.metadata,
+        content_hash=digest,
+        holdout=bool(rec.get("holdout")),
+        chunks=[(c.id, c.text, c.source) for c in ans.chunks],
+    )
     report.answers_new += 1
 
 
@@ -567,14 +705,16 @@ def _restore_claim(db: Database, rec: dict[str, Any], runs: _Runs, report: Impor
         raise ValueError("claim: claim has no text")
     found = answer_store.find_claim(db, answer_id, claim_id)
     if found is None:
-        pk = answer_store.insert_claim(db, answer_id=answer_id, claim_id=claim_id,
-                                       position=int(rec["claim_position"]), text=text)
+        pk = answer_store.insert_claim(
+            db, answer_id=answer_id, claim_id=claim_id, position=int(rec["claim_position"]), text=text
+        )
         report.claims_new += 1
     else:
         pk, old = found
         if old != text:
-            raise ValueError(f"claim: {claim_id!r} of answer {answer_id!r} already has different text; "
-                             "refused")
+            raise ValueError(
+                f"claim: {claim_id!r} of answer {answer_id!r} already has different text; refused"
+            )
     for i, j in enumerate(rec["judge"]):
         verdict = _check_verdict(j["verdict"], f"judge.{i}.verdict")
         assert verdict is not None  # not optional: _check_verdict raised otherwise
@@ -583,13 +723,21 @@ def _restore_claim(db: Database, rec: dict[str, Any], runs: _Runs, report: Impor
         old_v = answer_store.judge_verdict(db, run, pk)
         if old_v is not None:
             if old_v != verdict:
-                raise ValueError(f"judge.{i}: run {j['run']} already gave claim {claim_id!r} the verdict "
-                                 f"{old_v}, not {verdict}; refused")
+                raise ValueError(
+                    f"judge.{i}: run {j['run']} already gave claim {claim_id!r} the verdict "
+                    f"{old_v}, not {verdict}; refused"
+                )
             report.verdicts_existing += 1
             continue
-        answer_store.insert_judge_verdict(db, run_id=run, claim_pk=pk, verdict=verdict,
-                                          raw_verdict=j["raw_verdict"], rationale=j["rationale"],
-                                          evidence=list(j["evidence"]))
+        answer_store.insert_judge_verdict(
+            db,
+            run_id=run,
+            claim_pk=pk,
+            verdict=verdict,
+            raw_verdict=j["raw_verdict"],
+            rationale=j["rationale"],
+            evidence=list(j["evidence"]),
+        )
         report.verdicts_new += 1
 
 
@@ -600,9 +748,11 @@ class RestoreReport(LabelsReport):
     adjudications_new: int = 0
 
     def lines(self) -> list[str]:
-        return [*super().lines(),
-                f"label events: {self.events_new} restored, {self.events_existing} already present",
-                f"adjudications: {self.adjudications_new} restored or changed"]
+        return [
+            *super().lines(),
+            f"label events: {self.events_new} restored, {self.events_existing} already present",
+            f"adjudications: {self.adjudications_new} restored or changed",
+        ]
 
 
 def restore_labels(db: Database, path: str | Path, *, encoding: str | None = None) -> RestoreReport:
@@ -640,13 +790,20 @@ def restore_labels(db: Database, path: str | Path, *, encoding: str | None = Non
     return report
 
 
-def _restore_claim_labels(db: Database, rec: dict[str, Any], report: RestoreReport, runs: _Runs,
-                          cycle_id: Callable[[str | None], int | None]) -> None:
+def _restore_claim_labels(
+    db: Database,
+    rec: dict[str, Any],
+    report: RestoreReport,
+    runs: _Runs,
+    cycle_id: Callable[[str | None], int | None],
+) -> None:
     answer_id, claim_id = rec["answer_id"], str(rec["claim_id"])
     found = answer_store.find_claim(db, answer_id, claim_id)
     if found is None:
-        raise ValueError(f"claim_id: no claim {claim_id!r} in answer {answer_id!r}; restore the answers "
-                         f"first with `python -m calibration import` on this file")
+        raise ValueError(
+            f"claim_id: no claim {claim_id!r} in answer {answer_id!r}; restore the answers "
+            f"first with `python -m calibration import` on this file"
+        )
     pk = found[0]
     events = rec["events"]
     for i, e in enumerate(events):
@@ -656,29 +813,51 @@ def _restore_claim_labels(db: Database, rec: dict[str, Any], report: RestoreRepo
         if not e["reviewer"] or not e["created_at"]:
             raise ValueError(f"events.{i}: reviewer and created_at are required")
     stored = answer_store.event_keys(db, pk)
-    wanted = [{k: (json.dumps(list(e[k]), ensure_ascii=False) if k == "evidence" else e[k])
-               for k in answer_store.EVENT_KEY} for e in events]
-    if stored != wanted[:len(stored)]:
-        raise ValueError(f"claim {claim_id!r} of answer {answer_id!r} already has a different label "
-                         "history in this database; restore into an empty database")
+    wanted = [
+        {
+            k: (json.dumps(list(e[k]), ensure_ascii=False) if k == "evidence" else e[k])
+            for k in answer_store.EVENT_KEY
+        }
+        for e in events
+    ]
+    if stored != wanted[: len(stored)]:
+        raise ValueError(
+            f"claim {claim_id!r} of answer {answer_id!r} already has a different label "
+            "history in this database; restore into an empty database"
+        )
     report.events_existing += len(stored)
-    for e in events[len(stored):]:
-        answer_store.append_event(db, claim_pk=pk, reviewer=e["reviewer"], kind=e["kind"],
-                                  verdict=e["verdict"], evidence=list(e["evidence"]), note=e["note"],
-                                  cycle_id=cycle_id(e["cycle"]), judge_run_id=runs.by_name(e["judge_run"]),
-                                  created_at=e["created_at"])
+    for e in events[len(stored) :]:
+        answer_store.append_event(
+            db,
+            claim_pk=pk,
+            reviewer=e["reviewer"],
+            kind=e["kind"],
+            verdict=e["verdict"],
+            evidence=list(e["evidence"]),
+            note=e["note"],
+            cycle_id=cycle_id(e["cycle"]),
+            judge_run_id=runs.by_name(e["judge_run"]),
+            created_at=e["created_at"],
+        )
         report.events_new += 1
     for i, lab in enumerate(rec["reviewers"]):
         if lab["status"] not in LABEL_STATUSES:
             raise ValueError(f"reviewers.{i}.status: unknown {lab['status']!r}")
         _check_verdict(lab["blind_verdict"], f"reviewers.{i}.blind_verdict", optional=True)
         _check_verdict(lab["final_verdict"], f"reviewers.{i}.final_verdict", optional=True)
-        values = {"status": lab["status"], "blind_verdict": lab["blind_verdict"],
-                  "final_verdict": lab["final_verdict"], "reconciled": lab["reconciled"],
-                  "slip": int(bool(lab["slip"])),
-                  "evidence": json.dumps(list(lab["evidence"]), ensure_ascii=False), "note": lab["note"],
-                  "cycle_id": cycle_id(lab["cycle"]), "blind_at": lab["blind_at"],
-                  "final_at": lab["final_at"], "updated_at": lab["updated_at"]}
+        values = {
+            "status": lab["status"],
+            "blind_verdict": lab["blind_verdict"],
+            "final_verdict": lab["final_verdict"],
+            "reconciled": lab["reconciled"],
+            "slip": int(bool(lab["slip"])),
+            "evidence": json.dumps(list(lab["evidence"]), ensure_ascii=False),
+            "note": lab["note"],
+            "cycle_id": cycle_id(lab["cycle"]),
+            "blind_at": lab["blind_at"],
+            "final_at": lab["final_at"],
+            "updated_at": lab["updated_at"],
+        }
         old = answer_store.current_label(db, pk, lab["reviewer"])
         report.reviewers.add(lab["reviewer"])
         if old is not None and old == tuple(values[c] for c in answer_store.LABEL_COLUMNS):
@@ -691,16 +870,25 @@ def _restore_claim_labels(db: Database, rec: dict[str, Any], report: RestoreRepo
         verdict = _check_verdict(adj["verdict"], "adjudication.verdict")
         assert verdict is not None  # not optional: _check_verdict raised otherwise
         if answer_store.adjudication(db, pk) != (verdict, adj["adjudicator"], adj["note"], adj["created_at"]):
-            answer_store.put_adjudication(db, pk, verdict=verdict, adjudicator=adj["adjudicator"],
-                                          note=adj["note"], created_at=adj["created_at"])
+            answer_store.put_adjudication(
+                db,
+                pk,
+                verdict=verdict,
+                adjudicator=adj["adjudicator"],
+                note=adj["note"],
+                created_at=adj["created_at"],
+            )
             report.adjudications_new += 1
 
 
 # ---------------------------------------------------------------- demo
 
 # Paths in the checkout; an installed wheel carries them too (calibration.shipped).
-DEMO_FILES = ("data/demo/demo_rag_v1.jsonl", "data/wice/wice_judged_gpt4.jsonl",
-              "data/wice/wice_judged_gpt35.jsonl")
+DEMO_FILES = (
+    "data/demo/demo_rag_v1.jsonl",
+    "data/wice/wice_judged_gpt4.jsonl",
+    "data/wice/wice_judged_gpt35.jsonl",
+)
 DEMO_LABELS = "data/wice/wice_human_labels.csv"
 DEMO_CYCLE = "demo"
 
@@ -725,13 +913,35 @@ def load_demo(db: Database) -> list[str]:
     rep_l = import_labels(db, labels)
     out.append(f"{labels.name}: {rep_l.new} new labels")
     if not any(c.name == DEMO_CYCLE for c in cycles.list_cycles(db)):
-        cycles.create_cycle(db, name=DEMO_CYCLE, judge_run="demo-judge@grounding-v1",
-                            size=5, seed=1, strategy="random", reviewers=[], overlap=0.0,
-                            force=True, created_by="demo")
+        cycles.create_cycle(
+            db,
+            name=DEMO_CYCLE,
+            judge_run="demo-judge@grounding-v1",
+            size=5,
+            seed=1,
+            strategy="random",
+            reviewers=[],
+            overlap=0.0,
+            force=True,
+            created_by="demo",
+        )
         out.append(f"cycle {DEMO_CYCLE!r}: open to every reviewer")
     return out
 
 
-__all__ = ["MAX_PROBLEMS", "ConflictError", "ImportReport", "LabelsReport", "RestoreReport", "content_hash",
-           "demo_paths", "import_answers", "import_labels", "import_records", "iter_json_records",
-           "load_demo", "restore_answers", "restore_labels"]
+__all__ = [
+    "MAX_PROBLEMS",
+    "ConflictError",
+    "ImportReport",
+    "LabelsReport",
+    "RestoreReport",
+    "content_hash",
+    "demo_paths",
+    "import_answers",
+    "import_labels",
+    "import_records",
+    "iter_json_records",
+    "load_demo",
+    "restore_answers",
+    "restore_labels",
+]

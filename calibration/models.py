@@ -18,7 +18,6 @@ from .vocab import LABELS, Verdict
 __all__ = ["LABELS", "Verdict"]  # re-exported: the edge models speak of them
 
 
-
 # One explicit table: a spelling not in it is an error unless the user maps it.
 # Keys are normalised by `normalise_spelling` (case folded, spaces, '_' and '-' removed).
 VERDICT_ALIASES: dict[str, Verdict] = {
@@ -95,9 +94,7 @@ def parse_mapping(items: list[str]) -> dict[str, Verdict]:
         try:
             out[normalise_spelling(spelling)] = Verdict(target.strip().upper())
         except ValueError:
-            raise ValueError(
-                f"{item!r}: target must be SUPPORTED, CONTRADICTED or UNSUPPORTED"
-            ) from None
+            raise ValueError(f"{item!r}: target must be SUPPORTED, CONTRADICTED or UNSUPPORTED") from None
     return out
 
 
@@ -193,22 +190,37 @@ class JudgedAnswerIn(BaseModel):
     def _safe_text(self) -> JudgedAnswerIn:
         # Ids are shown, joined and compared: a NUL (cut short by SQLite's JSON functions), a line
         # break or a bidi control makes one id look like, or turn into, another (calibration.text).
-        ids: list[tuple[str, str | None]] = [("id", self.id), ("judge_model", self.judge_model),
-                                             ("judge_prompt_version", self.judge_prompt_version)]
+        ids: list[tuple[str, str | None]] = [
+            ("id", self.id),
+            ("judge_model", self.judge_model),
+            ("judge_prompt_version", self.judge_prompt_version),
+        ]
         ids += [(f"chunks.{i}.id", c.id) for i, c in enumerate(self.chunks)]
         ids += [(f"claims.{i}.id", c.id) for i, c in enumerate(self.claims)]
-        ids += [(f"claims.{i}.evidence.{j}", e) for i, c in enumerate(self.claims)
-                for j, e in enumerate(c.evidence)]
+        ids += [
+            (f"claims.{i}.evidence.{j}", e)
+            for i, c in enumerate(self.claims)
+            for j, e in enumerate(c.evidence)
+        ]
         for where, value in ids:
             reason = id_problem(value) if value is not None else None
             if reason:
                 raise ValueError(f"{where}: {reason}")
-        texts: list[tuple[str, str | None]] = [("question", self.question), ("answer", self.answer),
-                                               ("category", self.category)]
-        texts += [(f"chunks.{i}.{k}", v) for i, c in enumerate(self.chunks)
-                  for k, v in (("text", c.text), ("source", c.source))]
-        texts += [(f"claims.{i}.{k}", v) for i, c in enumerate(self.claims)
-                  for k, v in (("claim", c.text), ("rationale", c.rationale))]
+        texts: list[tuple[str, str | None]] = [
+            ("question", self.question),
+            ("answer", self.answer),
+            ("category", self.category),
+        ]
+        texts += [
+            (f"chunks.{i}.{k}", v)
+            for i, c in enumerate(self.chunks)
+            for k, v in (("text", c.text), ("source", c.source))
+        ]
+        texts += [
+            (f"claims.{i}.{k}", v)
+            for i, c in enumerate(self.claims)
+            for k, v in (("claim", c.text), ("rationale", c.rationale))
+        ]
         for where, value in texts:
             reason = text_problem(value) if value is not None else None
             if reason:

@@ -74,8 +74,10 @@ from .vocab import LABELS
 
 Goal = Literal["agreement", "grounding"]
 GOALS: Final[tuple[str, ...]] = ("agreement", "grounding")
-GOAL_NAMES: Final[dict[str, str]] = {"agreement": "the agreement decision (revise the judge or not)",
-                                     "grounding": "the corrected grounding score"}
+GOAL_NAMES: Final[dict[str, str]] = {
+    "agreement": "the agreement decision (revise the judge or not)",
+    "grounding": "the corrected grounding score",
+}
 SHRINK_ANSWERS: Final = 5
 # The least share of the proportional rate n / N any answer of the pool gets, per goal
 # (`sampling.neyman_allocate`). The grounding goal's residuals in the all-SUPPORTED strata are
@@ -101,13 +103,19 @@ _CONTRADICTED = LABELS.index("CONTRADICTED")
 PATTERN, CATEGORY, FLAG, CERTAINTY, BASE = "pattern", "category", "flag", "certainty", "base"
 LEVELS: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
     "agreement": ((PATTERN, CATEGORY, FLAG), (PATTERN, CATEGORY), (PATTERN, FLAG), (PATTERN,), (BASE,)),
-    "grounding": ((PATTERN, CERTAINTY, CATEGORY, FLAG), (PATTERN, CERTAINTY, CATEGORY), (PATTERN, CATEGORY),
-                  (PATTERN, CERTAINTY), (PATTERN,), (BASE,)),
+    "grounding": (
+        (PATTERN, CERTAINTY, CATEGORY, FLAG),
+        (PATTERN, CERTAINTY, CATEGORY),
+        (PATTERN, CATEGORY),
+        (PATTERN, CERTAINTY),
+        (PATTERN,),
+        (BASE,),
+    ),
 }
 
 
 def verdict_pattern(verdicts: Sequence[str]) -> str:
-    """"all-SUPPORTED", "CONTRADICTED" (some claim contradicted) or "UNSUPPORTED" (the rest)."""
+    """ "all-SUPPORTED", "CONTRADICTED" (some claim contradicted) or "UNSUPPORTED" (the rest)."""
     if all(v == "SUPPORTED" for v in verdicts):
         return "all-SUPPORTED"
     return "CONTRADICTED" if "CONTRADICTED" in verdicts else "UNSUPPORTED"
@@ -122,8 +130,10 @@ def uncertainty(facts: Sequence[PlanningFacts], error_rate: Mapping[str, float] 
     median = float(np.median(lengths)) if lengths.size else 1.0
     scale = np.clip(np.sqrt(lengths / median), 0.5, 2.0) * np.where([f.flagged for f in facts], 2.0, 1.0)
     by_verdict = np.array([rate.get(v, PRIOR_ERROR["UNSUPPORTED"]) for f in facts for v in f.verdicts])
-    conf = np.array([f.confidence if f.confidence is not None and 0 <= f.confidence <= 1 else np.nan
-                     for f in facts], dtype=float)[owner]
+    conf = np.array(
+        [f.confidence if f.confidence is not None and 0 <= f.confidence <= 1 else np.nan for f in facts],
+        dtype=float,
+    )[owner]
     q = np.clip(np.where(np.isnan(conf), by_verdict, 1.0 - conf) * scale[owner], 0.005, 0.5)
     return np.bincount(owner, weights=q * (1 - q), minlength=len(facts))
 
@@ -141,14 +151,18 @@ def less_certain(facts: Sequence[PlanningFacts]) -> np.ndarray:
     return less
 
 
-def answer_strata(facts: Sequence[PlanningFacts], less: np.ndarray
-                  ) -> Callable[[Sequence[str]], dict[str, str]]:
+def answer_strata(
+    facts: Sequence[PlanningFacts], less: np.ndarray
+) -> Callable[[Sequence[str]], dict[str, str]]:
     """The strata of every answer, as a function of the level of detail (`less`: `less_certain`)."""
     pattern = [verdict_pattern(f.verdicts) for f in facts]
-    words = {BASE: ["all-SUPPORTED" if p == "all-SUPPORTED" else "not" for p in pattern], PATTERN: pattern,
-             CATEGORY: [f"category {f.category}" if f.category is not None else "no category" for f in facts],
-             FLAG: ["flagged" if f.flagged else "unflagged" for f in facts],
-             CERTAINTY: ["less certain" if x else "more certain" for x in less.tolist()]}
+    words = {
+        BASE: ["all-SUPPORTED" if p == "all-SUPPORTED" else "not" for p in pattern],
+        PATTERN: pattern,
+        CATEGORY: [f"category {f.category}" if f.category is not None else "no category" for f in facts],
+        FLAG: ["flagged" if f.flagged else "unflagged" for f in facts],
+        CERTAINTY: ["less certain" if x else "more certain" for x in less.tolist()],
+    }
     ids = [f.answer_id for f in facts]
 
     def at(parts: Sequence[str]) -> dict[str, str]:
@@ -202,23 +216,30 @@ class Plan:
 
     def lines(self) -> list[str]:
         """The plan as the lead reads it before the cycle is drawn."""
-        out = [f"planned for {GOAL_NAMES[self.goal]}: {plural(self.size, 'answer')} over "
-               f"{plural(len(self.strata), 'stratum', 'strata')} ({' × '.join(self.level)})"]
+        out = [
+            f"planned for {GOAL_NAMES[self.goal]}: {plural(self.size, 'answer')} over "
+            f"{plural(len(self.strata), 'stratum', 'strata')} ({' × '.join(self.level)})"
+        ]
         pool = sum(s.pool for s in self.strata)
         for s in self.strata:
             # Plain words: a chance and how it compares with a random cycle's, not a symbol.
             ratio = s.prob / (self.size / pool) if pool else 0.0
-            out.append(f"  {s.name}: {s.sampled} of {s.pool} eligible (a {fmt.pct(s.prob)} chance of being "
-                       f"drawn, {ratio:.1f}× a random cycle's; {s.labeled_before} of {s.run} labeled before; "
-                       f"spread {s.spread:.2f}, {s.source})")
-        out.append("the run's figures are re-weighted by each answer's chance of being drawn, so they "
-                   "stay unbiased")
+            out.append(
+                f"  {s.name}: {s.sampled} of {s.pool} eligible (a {fmt.pct(s.prob)} chance of being "
+                f"drawn, {ratio:.1f}× a random cycle's; {s.labeled_before} of {s.run} labeled before; "
+                f"spread {s.spread:.2f}, {s.source})"
+            )
+        out.append(
+            "the run's figures are re-weighted by each answer's chance of being drawn, so they stay unbiased"
+        )
         what = "agreement" if self.goal == "agreement" else "corrected grounding score"
         now = "not estimable yet" if self.current_half_width is None else f"±{self.current_half_width:.3f}"
         value = "" if self.current is None else f" at {self.current:.3f}"
         after = "unknown" if self.expected_half_width is None else f"±{self.expected_half_width:.3f}"
-        out.append(f"expected 95% interval of the run's {what}{value}: {now} now, {after} after this cycle"
-                   + (" (assumed spreads: nothing is labeled yet)" if self.assumed else ""))
+        out.append(
+            f"expected 95% interval of the run's {what}{value}: {now} now, {after} after this cycle"
+            + (" (assumed spreads: nothing is labeled yet)" if self.assumed else "")
+        )
         out.append(self.cycles_sentence())
         return out
 
@@ -235,14 +256,31 @@ class Plan:
 
     def record(self) -> dict[str, Any]:
         """The plan as stored with the cycle (`store.cycles.insert_plan`)."""
-        return {"goal": self.goal, "size": self.size, "level": list(self.level),
-                "strata": [{"name": s.name, "pool": s.pool, "run": s.run, "labeled_before": s.labeled_before,
-                            "sampled": s.sampled, "prob": s.prob, "spread": s.spread, "source": s.source}
-                           for s in self.strata],
-                "answer_strata": self.answer_strata, "current": self.current,
-                "current_half_width": self.current_half_width,
-                "expected_half_width": self.expected_half_width, "target": self.target,
-                "cycles_needed": self.cycles_needed, "assumed": self.assumed}
+        return {
+            "goal": self.goal,
+            "size": self.size,
+            "level": list(self.level),
+            "strata": [
+                {
+                    "name": s.name,
+                    "pool": s.pool,
+                    "run": s.run,
+                    "labeled_before": s.labeled_before,
+                    "sampled": s.sampled,
+                    "prob": s.prob,
+                    "spread": s.spread,
+                    "source": s.source,
+                }
+                for s in self.strata
+            ],
+            "answer_strata": self.answer_strata,
+            "current": self.current,
+            "current_half_width": self.current_half_width,
+            "expected_half_width": self.expected_half_width,
+            "target": self.target,
+            "cycles_needed": self.cycles_needed,
+            "assumed": self.assumed,
+        }
 
 
 # ---------------------------------------------------------------- residuals of the labels
@@ -288,8 +326,9 @@ def _labeled(table: ClaimTable, goal: str) -> _Labeled:
     return _Labeled(ids, resid, value, rate)
 
 
-def _half_width(strata: Sequence[PlannedStratum], labeled: Mapping[str, int], claims: float, *,
-                fpc: bool) -> float | None:
+def _half_width(
+    strata: Sequence[PlannedStratum], labeled: Mapping[str, int], claims: float, *, fpc: bool
+) -> float | None:
     """1.96 sqrt(sum_h N_h^2 (1 - n_h / N_h) S_h^2 / n_h) / X for the given labeled counts, without
     the factors (1 - n_h / N_h) when not `fpc`, as the report's agreement interval."""
     if claims <= 0:
@@ -301,15 +340,22 @@ def _half_width(strata: Sequence[PlannedStratum], labeled: Mapping[str, int], cl
             continue
         if n == 0:
             return None
-        var += s.run ** 2 * ((1 - n / s.run) if fpc else 1.0) * s.spread ** 2 / n
+        var += s.run**2 * ((1 - n / s.run) if fpc else 1.0) * s.spread**2 / n
     return _Z * math.sqrt(var) / claims
 
 
 # ---------------------------------------------------------------- the plan
 
 
-def make_plan(facts: Sequence[PlanningFacts], table: ClaimTable, pool: Collection[str], goal: str,
-              size: int, *, target: float | None = None) -> Plan:
+def make_plan(
+    facts: Sequence[PlanningFacts],
+    table: ClaimTable,
+    pool: Collection[str],
+    goal: str,
+    size: int,
+    *,
+    target: float | None = None,
+) -> Plan:
     """Plan a cycle of `size` answers drawn from `pool` (eligible answer ids) of the run whose
     answers `facts` lists and whose judged claims and labels `table` holds (module docstring)."""
     if goal not in GOALS:
@@ -350,8 +396,10 @@ def make_plan(facts: Sequence[PlanningFacts], table: ClaimTable, pool: Collectio
         prior = dict.fromkeys(names, ASSUMED_AGREEMENT * (1 - ASSUMED_AGREEMENT) * mean_claims)
         prior_source = "assumed (no labels: proportional)"
     else:
-        u_h = {h: float(np.mean([u_of[f.answer_id] for f in facts if strata_of[f.answer_id] == h]))
-               for h in names}
+        u_h = {
+            h: float(np.mean([u_of[f.answer_id] for f in facts if strata_of[f.answer_id] == h]))
+            for h in names
+        }
         scale = 1.0
         if pooled is not None:
             u_lab = float(np.mean([u_of[a] for a in lab.ids]))
@@ -364,8 +412,9 @@ def make_plan(facts: Sequence[PlanningFacts], table: ClaimTable, pool: Collectio
         own = before[h]
         if len(own) >= 2:
             df = len(own) - 1
-            spreads[h] = math.sqrt((df * float(np.var(own, ddof=1)) + SHRINK_ANSWERS * prior[h])
-                                   / (df + SHRINK_ANSWERS))
+            spreads[h] = math.sqrt(
+                (df * float(np.var(own, ddof=1)) + SHRINK_ANSWERS * prior[h]) / (df + SHRINK_ANSWERS)
+            )
             sources[h] = f"from {plural(len(own), 'labeled answer')}, shrunk toward {prior_source}"
         else:
             spreads[h] = math.sqrt(prior[h])
@@ -375,15 +424,22 @@ def make_plan(facts: Sequence[PlanningFacts], table: ClaimTable, pool: Collectio
     floor = FLOOR[goal]
     if sum(sampling.floor_sizes(pool_count, size, floor).values()) > size:
         floor = sampling.PLANNED_FLOOR  # a small cycle over many strata: the floor that fits
-    alloc = sampling.neyman_allocate(pool_count, spreads, size, floor, labeled=labeled_count,
-                                     population=run_count)
-    strata = tuple(PlannedStratum(h, pool_count[h], run_count[h], labeled_count[h], alloc[h],
-                                  spreads[h], sources[h]) for h in names)
+    alloc = sampling.neyman_allocate(
+        pool_count, spreads, size, floor, labeled=labeled_count, population=run_count
+    )
+    strata = tuple(
+        PlannedStratum(h, pool_count[h], run_count[h], labeled_count[h], alloc[h], spreads[h], sources[h])
+        for h in names
+    )
     claims = float(sum(len(f.verdicts) for f in facts if strata_of[f.answer_id] in run_count))
 
     def after(k: int) -> float | None:
-        return _half_width(strata, {s.name: s.labeled_before + k * s.sampled for s in strata}, claims,
-                           fpc=goal == "grounding")
+        return _half_width(
+            strata,
+            {s.name: s.labeled_before + k * s.sampled for s in strata},
+            claims,
+            fpc=goal == "grounding",
+        )
 
     now, expected = after(0), after(1)
     value = lab.value
@@ -400,12 +456,24 @@ def make_plan(facts: Sequence[PlanningFacts], table: ClaimTable, pool: Collectio
         if hw is not None and reached(hw):
             needed = k
             break
-    return Plan(goal, size, tuple(level), strata, strata_of,
-                value, now, expected, target if goal == "agreement" else None, needed, assumed)
+    return Plan(
+        goal,
+        size,
+        tuple(level),
+        strata,
+        strata_of,
+        value,
+        now,
+        expected,
+        target if goal == "agreement" else None,
+        needed,
+        assumed,
+    )
 
 
-def run_strata_with_plans(base: np.ndarray, answer_ids: Sequence[str],
-                          plans: Sequence[Mapping[str, str]]) -> np.ndarray:
+def run_strata_with_plans(
+    base: np.ndarray, answer_ids: Sequence[str], plans: Sequence[Mapping[str, str]]
+) -> np.ndarray:
     """The run's design strata crossed with every planned cycle's strata.
 
     Each design samples uniformly within its own strata, so within a cell of their product every
@@ -417,13 +485,21 @@ def run_strata_with_plans(base: np.ndarray, answer_ids: Sequence[str],
     distinct = [p for i, p in enumerate(plans) if p not in plans[:i]]  # a repeated cut adds nothing
     if not distinct:
         return base
-    cells = [str(b) + "".join(f" | {p.get(a, '-')}" for p in distinct)
-             for b, a in zip(base.tolist(), answer_ids, strict=True)]
+    cells = [
+        str(b) + "".join(f" | {p.get(a, '-')}" for p in distinct)
+        for b, a in zip(base.tolist(), answer_ids, strict=True)
+    ]
     return np.array(cells, dtype=object)
 
 
-def default_goal_and_size(plan_agreement: Plan | None, plan_grounding: Plan | None, *,
-                          min_size: int, max_size: int, default_size: int) -> tuple[str, int]:
+def default_goal_and_size(
+    plan_agreement: Plan | None,
+    plan_grounding: Plan | None,
+    *,
+    min_size: int,
+    max_size: int,
+    default_size: int,
+) -> tuple[str, int]:
     """What the Dashboard's "plan the next cycle" prefills: the agreement decision while it is
     open, else the grounding score; the size within the cycle bounds that reaches it in the
     fewest cycles of about equal labeling work."""

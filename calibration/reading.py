@@ -39,7 +39,7 @@ MAX_DEPTH = 100
 # turn an integer of over 4,300 digits into text (so it could not be stored), and parsing one
 # costs time quadratic in its length.
 MAX_DIGITS = 100
-_BIG = 10 ** MAX_DIGITS
+_BIG = 10**MAX_DIGITS
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
@@ -70,16 +70,19 @@ def _constant(name: str) -> _Refused:
 def _number(text: str, convert: Callable[[str], Any]) -> Any:
     digits = sum(c.isdigit() for c in text) if len(text) > MAX_DIGITS else 0
     if digits > MAX_DIGITS:
-        return _Refused(f"a number of {digits} digits; more than {MAX_DIGITS} are refused "
-                        "(write it as a string)")
+        return _Refused(
+            f"a number of {digits} digits; more than {MAX_DIGITS} are refused (write it as a string)"
+        )
     return convert(text)
 
 
 # The one parser of every JSON text the package reads (JSONL lines, JSON arrays, other tools'
 # files, JSON held in a table cell): what it cannot refuse itself it marks for `json_value`.
-DECODER = json.JSONDecoder(parse_constant=_constant,
-                           parse_int=functools.partial(_number, convert=int),
-                           parse_float=functools.partial(_number, convert=float))
+DECODER = json.JSONDecoder(
+    parse_constant=_constant,
+    parse_int=functools.partial(_number, convert=int),
+    parse_float=functools.partial(_number, convert=float),
+)
 _BLANK = " \t\r\n"  # JSON's whitespace, and no other
 _TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels; refused"
 
@@ -94,22 +97,34 @@ def _path(where: str, at: Any) -> str:
 
 
 def _surrogate(where: str) -> BadValue:
-    return BadValue(f"{where}: contains a lone surrogate (half of a \\uD83D\\uDE00-style pair), "
-                    "which is not valid Unicode text")
+    return BadValue(
+        f"{where}: contains a lone surrogate (half of a \\uD83D\\uDE00-style pair), "
+        "which is not valid Unicode text"
+    )
 
 
 def _plain(x: Any) -> bool:
     """A value that needs no walk: an ASCII string, null, a boolean, a finite number in range."""
     t = type(x)
-    return ((t is str and x.isascii()) or x is None or t is bool or (t is int and -_BIG < x < _BIG)
-            or (t is float and math.isfinite(x)))
+    return (
+        (t is str and x.isascii())
+        or x is None
+        or t is bool
+        or (t is int and -_BIG < x < _BIG)
+        or (t is float and math.isfinite(x))
+    )
 
 
 def _plain_parsed(x: Any) -> bool:
     """`_plain`, for a value parsed from text without a surrogate escape: every string is plain."""
     t = type(x)
-    return (t is str or x is None or t is bool or (t is int and -_BIG < x < _BIG)
-            or (t is float and math.isfinite(x)))
+    return (
+        t is str
+        or x is None
+        or t is bool
+        or (t is int and -_BIG < x < _BIG)
+        or (t is float and math.isfinite(x))
+    )
 
 
 def json_value(value: Any, where: str = "", *, surrogates: bool = True) -> Any:
@@ -144,8 +159,9 @@ def json_value(value: Any, where: str = "", *, surrogates: bool = True) -> Any:
             for k, x in v.items():
                 if type(k) is not str:
                     if not isinstance(k, str):
-                        raise BadValue(f"{_path(where, at)}: the key {k!r} is not a string; JSON "
-                                       "object keys are strings")
+                        raise BadValue(
+                            f"{_path(where, at)}: the key {k!r} is not a string; JSON object keys are strings"
+                        )
                     k = str(k)
                 if not k.isascii() and _SURROGATE.search(k):
                     raise _surrogate(f"a key in {_path(where, at)}")
@@ -166,25 +182,38 @@ def json_value(value: Any, where: str = "", *, surrogates: bool = True) -> Any:
         elif plain(v):
             parent[key] = v
         elif t is float:
-            raise BadValue(f"{_path(where, at)}: {v!r} is not a finite number, which JSON cannot hold "
-                           "(write null, or the number as a string)")
+            raise BadValue(
+                f"{_path(where, at)}: {v!r} is not a finite number, which JSON cannot hold "
+                "(write null, or the number as a string)"
+            )
         elif t is int:
-            raise BadValue(f"{_path(where, at)}: a number of more than {MAX_DIGITS} digits; refused "
-                           "(write it as a string)")
+            raise BadValue(
+                f"{_path(where, at)}: a number of more than {MAX_DIGITS} digits; refused "
+                "(write it as a string)"
+            )
         elif t is _Refused:
             raise BadValue(f"{_path(where, at)}: {v.message}" if where or at else v.message)
         else:  # not one of JSON's own types: a subclass becomes its base, a tuple a list; or refused
             base = next((f for c, f in _BASES if isinstance(v, c)), None)
             if base is None:
-                raise BadValue(f"{_path(where, at)}: a {t.__name__} is not a JSON value (give a dict, "
-                               "list, string, number, true, false or null)")
+                raise BadValue(
+                    f"{_path(where, at)}: a {t.__name__} is not a JSON value (give a dict, "
+                    "list, string, number, true, false or null)"
+                )
             stack.append((base(v), parent, key, at, depth))
     return root[0]
 
 
 # What stands for a JSON value, and the conversion to it; bool before int, its base class.
 _BASES: tuple[tuple[type, Callable[[Any], Any]], ...] = (
-    (bool, bool), (str, str), (int, int), (float, float), (Mapping, dict), (list, list), (tuple, list))
+    (bool, bool),
+    (str, str),
+    (int, int),
+    (float, float),
+    (Mapping, dict),
+    (list, list),
+    (tuple, list),
+)
 
 
 def decode(text: str, pos: int = 0) -> tuple[Any, int]:
@@ -276,8 +305,9 @@ def text_encoding(name: str) -> str:
     try:
         "".encode(name)
     except LookupError:
-        raise InputError(f"{name!r} is not a text encoding; give the file's character encoding, "
-                         "e.g. latin-1 or cp1251") from None
+        raise InputError(
+            f"{name!r} is not a text encoding; give the file's character encoding, e.g. latin-1 or cp1251"
+        ) from None
     return name
 
 
@@ -336,7 +366,7 @@ def _bad_line(path: Path, encoding: str) -> int | None:
                 # exc.start counts from the decoder's pending bytes, then this chunk.
                 good = factory(errors="ignore")
                 good.setstate(state)
-                return line + good.decode(chunk[:max(0, exc.start - len(state[0]))]).count("\n")
+                return line + good.decode(chunk[: max(0, exc.start - len(state[0]))]).count("\n")
         try:
             decoder.decode(b"", final=True)
         except UnicodeDecodeError:
@@ -351,11 +381,20 @@ def decode_error(path: Path, exc: UnicodeError, encoding: str | None) -> InputEr
         line = _bad_line(path, encoding or "utf-8-sig")
     except (OSError, UnicodeError):
         line = None
-    hint: Hint = (("the file is not UTF-8: give its encoding with ", Option.ENCODING) if not encoding
-                  else ("is that the file's encoding? Without ", Option.ENCODING, " UTF-8 is read"))
+    hint: Hint = (
+        ("the file is not UTF-8: give its encoding with ", Option.ENCODING)
+        if not encoding
+        else ("is that the file's encoding? Without ", Option.ENCODING, " UTF-8 is read")
+    )
     reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
-    return InputError(Problem(f"cannot decode bytes as {encoding or 'UTF-8'} ({reason}), so nothing was "
-                              "imported", str(path), line, hint=hint))
+    return InputError(
+        Problem(
+            f"cannot decode bytes as {encoding or 'UTF-8'} ({reason}), so nothing was imported",
+            str(path),
+            line,
+            hint=hint,
+        )
+    )
 
 
 class BadJson(ValueError):
@@ -390,7 +429,7 @@ class JsonStream:
         if not chunk:
             self.eof = True
             return False
-        self.buf = self.buf[self.pos:] + chunk
+        self.buf = self.buf[self.pos :] + chunk
         self.pos = 0
         return True
 
@@ -433,8 +472,10 @@ class JsonStream:
             except json.JSONDecodeError as exc:
                 if not self.eof and self._fill(more):
                     continue
-                raise BadJson(self.line + self.buf.count("\n", self.pos, exc.pos),
-                              f"malformed JSON: {exc.msg} (column {exc.colno})") from None
+                raise BadJson(
+                    self.line + self.buf.count("\n", self.pos, exc.pos),
+                    f"malformed JSON: {exc.msg} (column {exc.colno})",
+                ) from None
             except RecursionError:
                 raise BadJson(self.line, _TOO_DEEP) from None
         buf, pos = self.buf, self.pos
@@ -534,22 +575,36 @@ def _array_records(stream: JsonStream) -> Iterator[tuple[int, Any]]:
         yield exc.line, BadRecord(str(exc))
         return
     if stream.peek():
-        yield stream.line, BadRecord("more content after the closing ']' of the JSON array; a file is "
-                                     "one JSON array or JSON lines (one object per line), not both")
+        yield (
+            stream.line,
+            BadRecord(
+                "more content after the closing ']' of the JSON array; a file is "
+                "one JSON array or JSON lines (one object per line), not both"
+            ),
+        )
 
 
 def csv_problem(exc: Exception) -> tuple[str, Hint]:
     """The csv module's error in the words of the file's author: (message, hint)."""
     text = str(exc)
     if "unexpected end of data" in text or "EOF inside string" in text:
-        return ('a quoted field is not closed: a \'"\' opens a value that runs to the end of the file',
-                ("close the quote, or double a quote inside a value (\"\")",))
+        return (
+            "a quoted field is not closed: a '\"' opens a value that runs to the end of the file",
+            ('close the quote, or double a quote inside a value ("")',),
+        )
     if "expected after" in text:
-        return (text, ("a quote inside a quoted value must be doubled (\"\"), and a closing quote must "
-                       "be followed by the delimiter",))
+        return (
+            text,
+            (
+                'a quote inside a quoted value must be doubled (""), and a closing quote must '
+                "be followed by the delimiter",
+            ),
+        )
     if "NUL" in text or "null byte" in text:
-        return "the file contains a NUL byte", ("it is not a text CSV, or give its encoding with ",
-                                                Option.ENCODING)
+        return "the file contains a NUL byte", (
+            "it is not a text CSV, or give its encoding with ",
+            Option.ENCODING,
+        )
     return text, ()
 
 
@@ -564,8 +619,10 @@ def repeated_columns(header: list[str]) -> str | None:
     twice = sorted({c for c in header if header.count(c) > 1})
     if not twice:
         return None
-    return (f"column(s) {', '.join(map(repr, twice))} appear more than once in the header; which one "
-            "holds the value is ambiguous")
+    return (
+        f"column(s) {', '.join(map(repr, twice))} appear more than once in the header; which one "
+        "holds the value is ambiguous"
+    )
 
 
 def row_width_problem(cells: int, columns: int) -> str | None:
@@ -589,8 +646,32 @@ def field_errors(exc: ValidationError) -> list[tuple[str, str]]:
     return out
 
 
-__all__ = ["DECODER", "MAX_DEPTH", "MAX_DIGITS", "MAX_PROBLEMS", "BadJson", "BadRecord", "BadValue",
-           "JsonStream", "Problems", "checked", "count_lines", "csv_error", "csv_problem", "decode",
-           "decode_error", "field_errors", "head_text", "iter_json_records", "json_records", "json_value",
-           "nothing_imported", "open_text", "parsed_value", "repeated_columns", "row_width_problem",
-           "text_encoding", "text_file"]
+__all__ = [
+    "DECODER",
+    "MAX_DEPTH",
+    "MAX_DIGITS",
+    "MAX_PROBLEMS",
+    "BadJson",
+    "BadRecord",
+    "BadValue",
+    "JsonStream",
+    "Problems",
+    "checked",
+    "count_lines",
+    "csv_error",
+    "csv_problem",
+    "decode",
+    "decode_error",
+    "field_errors",
+    "head_text",
+    "iter_json_records",
+    "json_records",
+    "json_value",
+    "nothing_imported",
+    "open_text",
+    "parsed_value",
+    "repeated_columns",
+    "row_width_problem",
+    "text_encoding",
+    "text_file",
+]

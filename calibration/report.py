@@ -111,12 +111,16 @@ class Report:
         agreement: dict[str, Any] = self.agreement.to_dict()
         kappa: dict[str, Any] = self.kappa.to_dict()
         dirn: dict[str, Any] = self.direction.to_dict()
-        target = self.thresholds.agreement_target if self.effective_thresholds is None \
+        target = (
+            self.thresholds.agreement_target
+            if self.effective_thresholds is None
             else self.effective_thresholds.agreement_target
+        )
         for part, name, est_dict in (
-                (agreement, "agreement", None if est is None else est.agreement.to_dict()),
-                (kappa, "kappa", None if est is None else est.kappa.to_dict()),
-                (dirn, "direction", None if est is None else est.direction.to_dict())):
+            (agreement, "agreement", None if est is None else est.agreement.to_dict()),
+            (kappa, "kappa", None if est is None else est.kappa.to_dict()),
+            (dirn, "direction", None if est is None else est.direction.to_dict()),
+        ):
             rule = self._rule(name)
             part["estimated"] = est_dict
             part["bound_used"] = None if rule is None else rule.bound_used
@@ -128,8 +132,10 @@ class Report:
         post = self.human_human_post_reveal
         return {
             "judge_run": judge_run,
-            "scope": {"population": None if est is None else est.population,
-                      "equal_probability": None if est is None else est.equal_probability},
+            "scope": {
+                "population": None if est is None else est.population,
+                "equal_probability": None if est is None else est.equal_probability,
+            },
             "n_claims": self.n_claims,
             "n_answers": self.n_answers,
             "n_labels": self.n_claims if self.n_labels is None else self.n_labels,
@@ -157,8 +163,9 @@ class Report:
             "human_ceiling": None if self.human_ceiling is None else self.human_ceiling.to_dict(),
             "disagreeing_claims": list(self.disagreeing_claims),
             "thresholds": self.thresholds.to_dict(),
-            "thresholds_used": (None if self.effective_thresholds is None
-                                else self.effective_thresholds.to_dict()),
+            "thresholds_used": (
+                None if self.effective_thresholds is None else self.effective_thresholds.to_dict()
+            ),
             "flag": {**self.flag.to_dict(), "rules": None if self.rules is None else self.rules.to_dict()},
         }
 
@@ -180,15 +187,26 @@ def _first_seen(cluster: np.ndarray) -> tuple[np.ndarray, int]:
     return rank[inverse.reshape(-1)], int(first.size)
 
 
-def agreement_report(human: np.ndarray | Sequence[int], judge: np.ndarray | Sequence[int],
-                     cluster: np.ndarray | Sequence[int], keys: Sequence[str],
-                     thresholds: Thresholds = DEFAULT_THRESHOLDS, *, weights: np.ndarray | None = None,
-                     bootstrap: int = 2000, seed: int | None = 0, confidence: float = 0.95,
-                     kappa_half_width: float = 0.10, label_rank: np.ndarray | None = None,
-                     stratum: np.ndarray | Sequence[Any] | None = None,
-                     population: Mapping[Any, int] | None = None, population_text: str | None = None,
-                     ceiling: decisions.HumanCeiling | None = None,
-                     per_reviewer: bool = False, available: int | None = None) -> Report:
+def agreement_report(
+    human: np.ndarray | Sequence[int],
+    judge: np.ndarray | Sequence[int],
+    cluster: np.ndarray | Sequence[int],
+    keys: Sequence[str],
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    *,
+    weights: np.ndarray | None = None,
+    bootstrap: int = 2000,
+    seed: int | None = 0,
+    confidence: float = 0.95,
+    kappa_half_width: float = 0.10,
+    label_rank: np.ndarray | None = None,
+    stratum: np.ndarray | Sequence[Any] | None = None,
+    population: Mapping[Any, int] | None = None,
+    population_text: str | None = None,
+    ceiling: decisions.HumanCeiling | None = None,
+    per_reviewer: bool = False,
+    available: int | None = None,
+) -> Report:
     """Every judge-vs-human figure of the labeled claims, the design-based estimates and the flag.
 
     Answers are the clusters of the bootstrap; ``bootstrap`` = 0 skips the resampling.
@@ -246,18 +264,49 @@ def agreement_report(human: np.ndarray | Sequence[int], judge: np.ndarray | Sequ
         if strata.shape != h.shape or population is None:
             raise ValueError("give a stratum for every claim, and the population N_h of each stratum")
     c, n_answers = _first_seen(c)
-    return _report(h, j, c, n_answers, keys, w, thresholds, bootstrap=bootstrap, seed=seed,
-                   confidence=confidence, kappa_half_width=kappa_half_width, label_rank=rank,
-                   stratum=strata, population=population, population_text=population_text,
-                   ceiling=ceiling, per_reviewer=per_reviewer, available=available)
+    return _report(
+        h,
+        j,
+        c,
+        n_answers,
+        keys,
+        w,
+        thresholds,
+        bootstrap=bootstrap,
+        seed=seed,
+        confidence=confidence,
+        kappa_half_width=kappa_half_width,
+        label_rank=rank,
+        stratum=strata,
+        population=population,
+        population_text=population_text,
+        ceiling=ceiling,
+        per_reviewer=per_reviewer,
+        available=available,
+    )
 
 
-def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers: int, keys: Sequence[str],
-            w: np.ndarray | None, thresholds: Thresholds, *, bootstrap: int, seed: int | None,
-            confidence: float, kappa_half_width: float, label_rank: np.ndarray | None = None,
-            stratum: np.ndarray | None = None, population: Mapping[Any, int] | None = None,
-            population_text: str | None = None, ceiling: decisions.HumanCeiling | None = None,
-            per_reviewer: bool = False, available: int | None = None) -> Report:
+def _report(
+    human: np.ndarray,
+    judge: np.ndarray,
+    cluster: np.ndarray,
+    n_answers: int,
+    keys: Sequence[str],
+    w: np.ndarray | None,
+    thresholds: Thresholds,
+    *,
+    bootstrap: int,
+    seed: int | None,
+    confidence: float,
+    kappa_half_width: float,
+    label_rank: np.ndarray | None = None,
+    stratum: np.ndarray | None = None,
+    population: Mapping[Any, int] | None = None,
+    population_text: str | None = None,
+    ceiling: decisions.HumanCeiling | None = None,
+    per_reviewer: bool = False,
+    available: int | None = None,
+) -> Report:
     """The report from validated columns (clusters numbered 0.. in order of first appearance)."""
     n = human.size
     k = len(LABELS)
@@ -290,8 +339,9 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
     use_boot = bootstrap > 0 and n_answers >= estimation.MIN_BOOTSTRAP_ANSWERS
     boots = agreement.bootstrap_tables(tensors, resamples=bootstrap, seed=seed) if use_boot else []
 
-    def interval(stat: Callable[[np.ndarray], np.ndarray], idx: int,
-                 why_not: str | None) -> BootstrapInterval:
+    def interval(
+        stat: Callable[[np.ndarray], np.ndarray], idx: int, why_not: str | None
+    ) -> BootstrapInterval:
         if bootstrap <= 0:
             return BootstrapInterval(None, None, 0, 0, seed, "no resamples asked for (bootstrap 0)")
         if why_not is not None:
@@ -304,17 +354,34 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
 
     # No resampling interval where the full-sample figure is degenerate: every resample repeats it.
     n_agree = int(agree.sum())
-    agree_why = ("no claims" if n == 0 else "every claim agrees" if n_agree == n
-                 else "no claim agrees" if n_agree == 0 else None)
+    agree_why = (
+        "no claims"
+        if n == 0
+        else "every claim agrees"
+        if n_agree == n
+        else "no claim agrees"
+        if n_agree == 0
+        else None
+    )
     agree_boot = interval(agreement.agreement_many, 0, agree_why)
-    kappa_boot = interval(estimation.kappa_many, 0, None if kap.ci_low is not None else
-                          "kappa has no analytic interval (undefined, or a standard error of 0)")
+    kappa_boot = interval(
+        estimation.kappa_many,
+        0,
+        None
+        if kap.ci_low is not None
+        else "kappa has no analytic interval (undefined, or a standard error of 0)",
+    )
 
     wres = None
     if w is not None:
         wi = interval(agreement.agreement_many, 1, agree_why)
-        wres = WeightedAgreement(agreement.weighted_agreement(agree, w), wi.ci_low, wi.ci_high, pct.value,
-                                 agreement.kish_effective_n(w))
+        wres = WeightedAgreement(
+            agreement.weighted_agreement(agree, w),
+            wi.ci_low,
+            wi.ci_high,
+            pct.value,
+            agreement.kish_effective_n(w),
+        )
 
     # The design of the labeled answers, one value per answer (the first claim's: constant within).
     first = np.zeros(n_answers, dtype=np.int64)
@@ -341,7 +408,8 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
         estimation.agreement_estimate(tabs, confidence=confidence, fpc=False, **design),
         estimation.kappa_estimate(tabs, confidence=confidence, fpc=False, **design),
         estimation.direction_estimate(tabs, confidence=confidence, fpc=False, **design),
-        answer_w is None)
+        answer_w is None,
+    )
 
     # The flag's rules on the answers in labeling order (decisions.py), weights aligned to that order.
     ys, ms = decisions.answer_sums(cluster, agree.astype(float), label_rank=label_rank)
@@ -356,29 +424,71 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
     target = capped.agreement_target
     # claim_level: the rules test the claim-level figures the report prints (sum y / sum m), each
     # answer's rate weighted by its claims, not the mean of the answers' rates.
-    ar = decisions.agreement_rule(ys, ms, target, alpha=thresholds.alpha, weights=wo, max_weight=top,
-                                  confidence=confidence, claim_level=True)
-    dr = decisions.direction_rule(ds, ms, alpha=thresholds.alpha, weights=wo, max_weight=top,
-                                  confidence=confidence, claim_level=True)
+    ar = decisions.agreement_rule(
+        ys,
+        ms,
+        target,
+        alpha=thresholds.alpha,
+        weights=wo,
+        max_weight=top,
+        confidence=confidence,
+        claim_level=True,
+    )
+    dr = decisions.direction_rule(
+        ds, ms, alpha=thresholds.alpha, weights=wo, max_weight=top, confidence=confidence, claim_level=True
+    )
     ek = estimates.kappa
     kr = decisions.kappa_rule(ek.value, ek.ci_high, capped.kappa_floor)
     rules = decisions.decide(ar, dr, kr)
     prob = decisions.prob_at_least_target_design(estimates.agreement.value, estimates.agreement.se, target)
     if prob is None:
-        prob = (decisions.prob_at_least_target(n_agree, n, target) if claim_w is None
-                else decisions.prob_at_least_target_weighted(agree.astype(float), claim_w, target))
+        prob = (
+            decisions.prob_at_least_target(n_agree, n, target)
+            if claim_w is None
+            else decisions.prob_at_least_target_weighted(agree.astype(float), claim_w, target)
+        )
     more_target = decisions.more_claims_to_decide(
-        ys, ms, target, alpha=thresholds.alpha, weights=wo, rule=ar, claim_level=True, available=available,
-        labels_per_claim=n / max(len(set(keys)) if per_reviewer else n, 1), seed=0 if seed is None else seed)
-    more_kappa = decisions.more_claims_for_kappa(ek.se, n, half_width=kappa_half_width, confidence=confidence,
-                                                 withheld=ek.reason if ek.ci_low is None else None)
-    size = SampleSize(kappa_half_width, more_kappa.more_claims, more_target.more_claims,
-                      more_kappa.sentence, more_target.sentence, more_target.low, more_target.high,
-                      more_target.available)
-    flag = decide_flag(rules=rules, estimates=estimates, raw_agreement=pct.value, direction=dirn,
-                       thresholds=capped, n_claims=n, more_target=more_target, prob=prob,
-                       disagreeing=disagreeing, ceiling=ceiling,
-                       unit="(claim, reviewer) verdicts" if per_reviewer else "claims")
+        ys,
+        ms,
+        target,
+        alpha=thresholds.alpha,
+        weights=wo,
+        rule=ar,
+        claim_level=True,
+        available=available,
+        labels_per_claim=n / max(len(set(keys)) if per_reviewer else n, 1),
+        seed=0 if seed is None else seed,
+    )
+    more_kappa = decisions.more_claims_for_kappa(
+        ek.se,
+        n,
+        half_width=kappa_half_width,
+        confidence=confidence,
+        withheld=ek.reason if ek.ci_low is None else None,
+    )
+    size = SampleSize(
+        kappa_half_width,
+        more_kappa.more_claims,
+        more_target.more_claims,
+        more_kappa.sentence,
+        more_target.sentence,
+        more_target.low,
+        more_target.high,
+        more_target.available,
+    )
+    flag = decide_flag(
+        rules=rules,
+        estimates=estimates,
+        raw_agreement=pct.value,
+        direction=dirn,
+        thresholds=capped,
+        n_claims=n,
+        more_target=more_target,
+        prob=prob,
+        disagreeing=disagreeing,
+        ceiling=ceiling,
+        unit="(claim, reviewer) verdicts" if per_reviewer else "claims",
+    )
     return Report(
         n_claims=len(set(keys)) if per_reviewer else n,
         n_answers=n_answers,
@@ -413,9 +523,11 @@ def _report(human: np.ndarray, judge: np.ndarray, cluster: np.ndarray, n_answers
 # about 0.01 on a 95% bound, well below the figures' own uncertainty.
 BOOTSTRAP = 2000
 
-GROUNDING_ASSUMPTION = ("the judge's error rates measured on the labeled claims hold for the unlabeled "
-                        "claims of the same run (true by design for answers sampled from the run; "
-                        "checked between pipeline versions that both have labels)")
+GROUNDING_ASSUMPTION = (
+    "the judge's error rates measured on the labeled claims hold for the unlabeled "
+    "claims of the same run (true by design for answers sampled from the run; "
+    "checked between pipeline versions that both have labels)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,16 +560,18 @@ def human_human(labels: store.ReviewerColumns, basis: str = "blind") -> HumanHum
     if claim.size == 0 or np.bincount(claim).max() < 2:
         return None
     given = given[np.lexsort((labels.reviewer[given], claim))]
-    hh = agreement.human_human_agreement(labels.claim[given], labels.reviewer[given],
-                                                verdict[given], labels.reviewers)
+    hh = agreement.human_human_agreement(
+        labels.claim[given], labels.reviewer[given], verdict[given], labels.reviewers
+    )
     return replace(hh, basis=basis)
 
 
 def _all_supported(table: store.ClaimTable) -> np.ndarray:
     """Per answer of the table: did the judge call every one of its claims SUPPORTED?"""
     pos = agreement.label_index(agreement.POSITIVE)
-    not_supported = np.bincount(table.answer, weights=(table.judge != pos).astype(float),
-                                minlength=len(table.answer_ids))
+    not_supported = np.bincount(
+        table.answer, weights=(table.judge != pos).astype(float), minlength=len(table.answer_ids)
+    )
     return np.asarray(not_supported == 0)
 
 
@@ -469,8 +583,13 @@ def _represented(strata: np.ndarray, labeled: np.ndarray) -> tuple[dict[Hashable
     return {h: n for h, n in population.items() if h in have}, missing
 
 
-def _run_design(db: Database, run: store.JudgeRun, table: store.ClaimTable, facts: store_scope.AnswerFacts,
-                labeled_answer: np.ndarray) -> tuple[np.ndarray, dict[Hashable, int], str]:
+def _run_design(
+    db: Database,
+    run: store.JudgeRun,
+    table: store.ClaimTable,
+    facts: store_scope.AnswerFacts,
+    labeled_answer: np.ndarray,
+) -> tuple[np.ndarray, dict[Hashable, int], str]:
     """Stratum per answer of the run, N_h per stratum with labels, and the population sentence."""
     stratified = store_scope.run_was_stratified(db, run.id)
     strata = estimation.run_strata(_all_supported(table), facts.category if stratified else None)
@@ -482,13 +601,16 @@ def _run_design(db: Database, run: store.JudgeRun, table: store.ClaimTable, fact
         text = f"all {n_all:,} answers of the run"
     else:
         # A stratum without a labeled answer cannot be estimated; the figures speak for the rest.
-        text = (f"the {sum(population.values()):,} of the run's {n_all:,} answers in strata with labeled "
-                f"answers (none labeled in: {', '.join(missing)})")
+        text = (
+            f"the {sum(population.values()):,} of the run's {n_all:,} answers in strata with labeled "
+            f"answers (none labeled in: {', '.join(missing)})"
+        )
     return strata, population, text
 
 
-def _cycle_design(db: Database, cycle_id: int, table: store.ClaimTable, labeled_answer: np.ndarray
-                  ) -> tuple[np.ndarray, dict[Hashable, int], str]:
+def _cycle_design(
+    db: Database, cycle_id: int, table: store.ClaimTable, labeled_answer: np.ndarray
+) -> tuple[np.ndarray, dict[Hashable, int], str]:
     """Stratum per answer of the cycle (its inclusion probability), N_h = n_h / pi_h, and the sentence."""
     cd = store_scope.cycle_design(db, cycle_id)
     prob = dict(zip(cd.answer_ids, cd.inclusion_prob.tolist(), strict=True))
@@ -506,14 +628,22 @@ def _cycle_design(db: Database, cycle_id: int, table: store.ClaimTable, labeled_
     if cd.holdout:
         text += " (holdout answers)"
     if missing:
-        text += (f"; only its {sum(population[h] for h in represented):,} answers in strata with labeled "
-                 f"answers are represented (none labeled in: {', '.join(missing)})")
+        text += (
+            f"; only its {sum(population[h] for h in represented):,} answers in strata with labeled "
+            f"answers are represented (none labeled in: {', '.join(missing)})"
+        )
     return strata, {h: population[h] for h in represented}, text
 
 
-def _grounding(f_all: np.ndarray, answer_all: np.ndarray, labeled: np.ndarray, y_lab: np.ndarray,
-               strata: np.ndarray, mask: np.ndarray | None = None,
-               label: str | None = None) -> estimation.GroundingEstimate:
+def _grounding(
+    f_all: np.ndarray,
+    answer_all: np.ndarray,
+    labeled: np.ndarray,
+    y_lab: np.ndarray,
+    strata: np.ndarray,
+    mask: np.ndarray | None = None,
+    label: str | None = None,
+) -> estimation.GroundingEstimate:
     """Corrected grounding over the claims in ``mask`` (all if None), post-stratified as the run."""
     if mask is None:
         mask = np.ones(f_all.size, dtype=bool)
@@ -527,8 +657,16 @@ def _grounding(f_all: np.ndarray, answer_all: np.ndarray, labeled: np.ndarray, y
     # No finite-population correction: an answer with labeled claims is no census of its claims,
     # nor a reviewer's verdict of what reviewers would say (see estimation.grounding_two_phase).
     return estimation.corrected_grounding(
-        f_all[mask], answer_all[mask], y_lab[lab], f_all[lab], answer_all[lab],
-        stratum=strata[answer_all[lab]], population=population, fpc=False, label=label)
+        f_all[mask],
+        answer_all[mask],
+        y_lab[lab],
+        f_all[lab],
+        answer_all[lab],
+        stratum=strata[answer_all[lab]],
+        population=population,
+        fpc=False,
+        label=label,
+    )
 
 
 def _grounding_dict(g: estimation.GroundingEstimate) -> dict[str, Any]:
@@ -537,8 +675,9 @@ def _grounding_dict(g: estimation.GroundingEstimate) -> dict[str, Any]:
     return out
 
 
-def pipeline_report(table: store.ClaimTable, facts: store_scope.AnswerFacts,
-                    strata: np.ndarray) -> dict[str, Any]:
+def pipeline_report(
+    table: store.ClaimTable, facts: store_scope.AnswerFacts, strata: np.ndarray
+) -> dict[str, Any]:
     """The pipeline's grounding score: the judge's own SUPPORTED rate over all its judged claims and the
     share humans would call SUPPORTED (two-phase, `estimation.corrected_grounding`), overall, per
     category and per pipeline version, with the differences between versions and the transfer check."""
@@ -564,8 +703,10 @@ def pipeline_report(table: store.ClaimTable, facts: store_scope.AnswerFacts,
 
     def split(values: list[str | None]) -> dict[str, estimation.GroundingEstimate]:
         per_claim = np.array(["(none)" if v is None else str(v) for v in values], dtype=object)[answer_all]
-        return {str(v): _grounding(f_all, answer_all, labeled, y_all, strata, per_claim == v, label)
-                for v in sorted(set(per_claim.tolist()))}
+        return {
+            str(v): _grounding(f_all, answer_all, labeled, y_all, strata, per_claim == v, label)
+            for v in sorted(set(per_claim.tolist()))
+        }
 
     out["by_category"] = {k: _grounding_dict(g) for k, g in split(facts.category).items()}
     versions: dict[str, estimation.GroundingEstimate] = {}
@@ -583,8 +724,9 @@ def pipeline_report(table: store.ClaimTable, facts: store_scope.AnswerFacts,
     return out
 
 
-def _transfer(table: store.ClaimTable, versions: list[str | None], a: str, b: str,
-              strata: np.ndarray) -> dict[str, Any] | None:
+def _transfer(
+    table: store.ClaimTable, versions: list[str | None], a: str, b: str, strata: np.ndarray
+) -> dict[str, Any] | None:
     """Do the judge's error rates measured on version a hold on version b? (`estimation.transfer_test`)."""
     pos = agreement.label_index(agreement.POSITIVE)
     per_claim = np.array([None if v is None else str(v) for v in versions], dtype=object)[table.answer]
@@ -595,19 +737,35 @@ def _transfer(table: store.ClaimTable, versions: list[str | None], a: str, b: st
             return None
         answers = np.unique(table.answer[per_claim == v])
         population, _ = _represented(strata[answers], np.isin(answers, table.answer[lab]))
-        sides.append({"y": (table.human[lab] == pos).astype(float),
-                      "f": (table.judge[lab] == pos).astype(float),
-                      "answer": table.answer[lab], "n_run_answers": int(answers.size),
-                      "stratum": strata[table.answer[lab]], "population": population})
+        sides.append(
+            {
+                "y": (table.human[lab] == pos).astype(float),
+                "f": (table.judge[lab] == pos).astype(float),
+                "answer": table.answer[lab],
+                "n_run_answers": int(answers.size),
+                "stratum": strata[table.answer[lab]],
+                "population": population,
+            }
+        )
     t = estimation.transfer_test(sides[0], sides[1])
-    return {"statistic": t.statistic, "df": t.df, "p_value": t.p_value,
-            "differences": {"judge_not_supported": t.differences[0], "judge_supported": t.differences[1]},
-            "reason": t.reason}
+    return {
+        "statistic": t.statistic,
+        "df": t.df,
+        "p_value": t.p_value,
+        "differences": {"judge_not_supported": t.differences[0], "judge_supported": t.differences[1]},
+        "reason": t.reason,
+    }
 
 
-def scope_report(db: Database, run: store.JudgeRun, cycle_id: int | None = None, *,
-                 thresholds: Thresholds | None = None, bootstrap: int = BOOTSTRAP,
-                 seed: int = 0) -> ScopeReport:
+def scope_report(
+    db: Database,
+    run: store.JudgeRun,
+    cycle_id: int | None = None,
+    *,
+    thresholds: Thresholds | None = None,
+    bootstrap: int = BOOTSTRAP,
+    seed: int = 0,
+) -> ScopeReport:
     """The agreement report of `run` over every labeled claim, or within one cycle.
 
     The raw figures are those of the labeled claims; beside them every figure the flag uses is
@@ -643,19 +801,43 @@ def scope_report(db: Database, run: store.JudgeRun, cycle_id: int | None = None,
     claim_rank = store_scope.label_order(db, run.id, table.claim_pk[claims_used])
     rank = claim_rank[np.searchsorted(claims_used, idx)]
     labels = table.labels
-    ceiling = decisions.human_ceiling(labels.claim, labels.reviewer, labels.blind, table.judge,
-                                      cluster=table.answer, seed=seed, epsilon=thresholds.alt_epsilon,
-                                      names=labels.reviewers)
+    ceiling = decisions.human_ceiling(
+        labels.claim,
+        labels.reviewer,
+        labels.blind,
+        table.judge,
+        cluster=table.answer,
+        seed=seed,
+        epsilon=thresholds.alt_epsilon,
+        names=labels.reviewers,
+    )
     report = agreement_report(
-        human, judge, cluster, keys, thresholds,
-        weights=weight if oversampled else None, bootstrap=max(0, bootstrap), seed=seed,
-        label_rank=rank, stratum=strata[table.answer[idx]], population=population,
-        population_text=text, ceiling=ceiling, per_reviewer=rows is not None, available=data.unlabeled)
+        human,
+        judge,
+        cluster,
+        keys,
+        thresholds,
+        weights=weight if oversampled else None,
+        bootstrap=max(0, bootstrap),
+        seed=seed,
+        label_rank=rank,
+        stratum=strata[table.answer[idx]],
+        population=population,
+        population_text=text,
+        ceiling=ceiling,
+        per_reviewer=rows is not None,
+        available=data.unlabeled,
+    )
     view = _final_label_view(table, data, strata, population, thresholds, report if rows is None else None)
     pipeline = pipeline_report(table, facts, strata) if facts is not None else None
-    report = replace(report, unresolved_claims=data.unresolved, human_human=human_human(labels, "blind"),
-                     human_human_post_reveal=human_human(labels, "post-reveal"), pipeline=pipeline,
-                     final_label_view=view)
+    report = replace(
+        report,
+        unresolved_claims=data.unresolved,
+        human_human=human_human(labels, "blind"),
+        human_human_post_reveal=human_human(labels, "post-reveal"),
+        pipeline=pipeline,
+        final_label_view=view,
+    )
     sealed = frozenset(split.sealed_claim_keys(db, run))
     report = _hide_sealed(report, sealed)
     return ScopeReport(run, cycle_id, table, data, report, oversampled, text, sealed)
@@ -672,9 +854,14 @@ def _reviewer_rows(table: store.ClaimTable) -> tuple[np.ndarray, np.ndarray, np.
     return final_label.per_reviewer(len(table), lab.claim, lab.reviewer, lab.blind, lab.final, adjudicated)
 
 
-def _final_label_view(table: store.ClaimTable, data: store.StatsColumns, strata: np.ndarray,
-                      population: Mapping[Hashable, int], thresholds: Thresholds,
-                      report: Report | None) -> dict[str, Any]:
+def _final_label_view(
+    table: store.ClaimTable,
+    data: store.StatsColumns,
+    strata: np.ndarray,
+    population: Mapping[Hashable, int],
+    thresholds: Thresholds,
+    report: Report | None,
+) -> dict[str, Any]:
     """The unanimous-or-adjudicated view: agreement, kappa and direction on the claims with a final label.
 
     ``report`` is the headline report when that already is this view (one reviewer per claim).  Else
@@ -688,16 +875,27 @@ def _final_label_view(table: store.ClaimTable, data: store.StatsColumns, strata:
         have = set(strata[answers].tolist())
         pop = {h: n for h, n in population.items() if h in have}
         report = agreement_report(
-            data.human, data.judge, data.cluster, data.keys, thresholds, bootstrap=0,
-            stratum=strata[answers] if pop else None, population=pop or None)
+            data.human,
+            data.judge,
+            data.cluster,
+            data.keys,
+            thresholds,
+            bootstrap=0,
+            stratum=strata[answers] if pop else None,
+            population=pop or None,
+        )
     est = report.estimates
-    return {"basis": "final_label", "n_claims": report.n_claims, "n_left_out": len(data.unresolved),
-            "agreement": report.agreement.to_dict(),
-            "agreement_estimated": None if est is None else est.agreement.to_dict(),
-            "kappa": report.kappa.value,
-            "direction": {"lenient": report.direction.lenient, "strict": report.direction.strict},
-            "note": "claims with a unanimous or adjudicated label only: disputed claims are left out, "
-                    "which favours the judge"}
+    return {
+        "basis": "final_label",
+        "n_claims": report.n_claims,
+        "n_left_out": len(data.unresolved),
+        "agreement": report.agreement.to_dict(),
+        "agreement_estimated": None if est is None else est.agreement.to_dict(),
+        "kappa": report.kappa.value,
+        "direction": {"lenient": report.direction.lenient, "strict": report.direction.strict},
+        "note": "claims with a unanimous or adjudicated label only: disputed claims are left out, "
+        "which favours the judge",
+    }
 
 
 def _hide_sealed(report: Report, sealed: frozenset[str]) -> Report:
@@ -717,20 +915,31 @@ def _hide_sealed(report: Report, sealed: frozenset[str]) -> Report:
 
     reasons = tuple(replace(r, claim_ids=kept(r.claim_ids)) for r in report.flag.reasons)
     unresolved = kept(report.unresolved_claims)
-    direction = replace(report.direction, lenient_claims=kept(report.direction.lenient_claims),
-                        strict_claims=kept(report.direction.strict_claims))
-    return replace(report, flag=replace(report.flag, reasons=reasons), direction=direction,
-                   disagreeing_claims=kept(report.disagreeing_claims), unresolved_claims=unresolved,
-                   sealed_unresolved=report.sealed_unresolved + len(report.unresolved_claims)
-                   - len(unresolved))
+    direction = replace(
+        report.direction,
+        lenient_claims=kept(report.direction.lenient_claims),
+        strict_claims=kept(report.direction.strict_claims),
+    )
+    return replace(
+        report,
+        flag=replace(report.flag, reasons=reasons),
+        direction=direction,
+        disagreeing_claims=kept(report.disagreeing_claims),
+        unresolved_claims=unresolved,
+        sealed_unresolved=report.sealed_unresolved + len(report.unresolved_claims) - len(unresolved),
+    )
 
 
-def inspectable_calls(db: Database, run_id: int, *, failed_only: bool = False,
-                      hidden: Collection[str] = ()) -> list[str]:
+def inspectable_calls(
+    db: Database, run_id: int, *, failed_only: bool = False, hidden: Collection[str] = ()
+) -> list[str]:
     """Answers of lab run `run_id` whose stored call (prompt with the claims, the reply with
     verdicts) a lead may open: never one of the sealed holdout (`split.sealed_answer_ids`),
     nor one of `hidden` (the lead's own open work, `roles.open_work`). By id; only the failed
     calls when `failed_only`."""
     sealed = split.sealed_answer_ids(db)
-    return [a for a in lab_store.call_answer_ids(db, run_id, failed_only=failed_only)
-            if a not in sealed and a not in hidden]
+    return [
+        a
+        for a in lab_store.call_answer_ids(db, run_id, failed_only=failed_only)
+        if a not in sealed and a not in hidden
+    ]

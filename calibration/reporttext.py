@@ -20,9 +20,11 @@ def _pipeline_lines(p: Mapping[str, Any]) -> list[str]:
     """The pipeline's grounding score first: the judge's own rate, then the corrected one."""
     sr = p["supported_rate"]
     sci = ci(sr["ci_low"], sr["ci_high"]) if sr["ci_low"] is not None else (sr["reason"] or "no interval")
-    lines = [f"Grounding score (share of claims SUPPORTED): judge's own {pct(p['judge_supported_rate'])} "
-             f"on {p['n_judged']:,} judged claims; corrected {pct(sr['value'])} ({sci}; {sr['method']}, "
-             f"{p['n_labeled']:,} labeled claims)"]
+    lines = [
+        f"Grounding score (share of claims SUPPORTED): judge's own {pct(p['judge_supported_rate'])} "
+        f"on {p['n_judged']:,} judged claims; corrected {pct(sr['value'])} ({sci}; {sr['method']}, "
+        f"{p['n_labeled']:,} labeled claims)"
+    ]
     for title, key in (("category", "by_category"), ("pipeline version", "by_pipeline_version")):
         parts = p.get(key) or {}
         if len(parts) < 2:
@@ -30,8 +32,10 @@ def _pipeline_lines(p: Mapping[str, Any]) -> list[str]:
         for name, g in parts.items():
             s = g["supported_rate"]
             gci = ci(s["ci_low"], s["ci_high"]) if s["ci_low"] is not None else "no interval"
-            lines.append(f"  {title} {name}: judge's own {pct(g['judge_supported_rate'])}, corrected "
-                         f"{pct(s['value'])} ({gci})")
+            lines.append(
+                f"  {title} {name}: judge's own {pct(g['judge_supported_rate'])}, corrected "
+                f"{pct(s['value'])} ({gci})"
+            )
     for d in p.get("pipeline_differences") or ():
         dci = ci(d["ci_low"], d["ci_high"], lambda x: points(x, unit=""))
         lines.append(f"  {d['a']} − {d['b']}: {points(d['value'])} ({dci})")
@@ -51,8 +55,9 @@ def _chi2(test: ChiSquareTest | None) -> str:
     return "n/a" if test is None else f"X2 = {num(test.statistic)}, df {test.df}, {p_value(test.p_value)}"
 
 
-def format_report(report: Report, judge_run: str | None = None, *, notes: Sequence[str] = (),
-                  max_ids: int = 12) -> str:
+def format_report(
+    report: Report, judge_run: str | None = None, *, notes: Sequence[str] = (), max_ids: int = 12
+) -> str:
     """Plain-text rendering of a :class:`Report` (figures with intervals, confusion matrix, flag)."""
     r = report
     lines: list[str] = []
@@ -61,20 +66,35 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
     if r.pipeline is not None:
         lines += _pipeline_lines(r.pipeline)
     t = r.thresholds
-    lines.append(f"Thresholds: agreement target {share(t.agreement_target)}, kappa floor "
-                 f"{num(t.kappa_floor)}, alpha {t.alpha:g}")
+    lines.append(
+        f"Thresholds: agreement target {share(t.agreement_target)}, kappa floor "
+        f"{num(t.kappa_floor)}, alpha {t.alpha:g}"
+    )
     e = r.effective_thresholds
     if e is not None and (e.capped_agreement or e.capped_kappa):
-        lines.append(f"  capped by the human ceiling: target {pct(e.agreement_target)}, floor "
-                     f"{num(e.kappa_floor)} ({e.rule})")
+        lines.append(
+            f"  capped by the human ceiling: target {pct(e.agreement_target)}, floor "
+            f"{num(e.kappa_floor)} ({e.rule})"
+        )
     if r.basis == "per_reviewer":
-        unresolved = (f"; {r.n_unresolved} of them unresolved (reviewers disagree), each "
-                      "reviewer's verdict counted") if r.n_unresolved else ""
-        lines.append(f"Claims: {r.n_claims} in {r.n_answers} answers, compared with each reviewer's blind "
-                     f"verdict ({r.n_labels} verdicts){unresolved}")
+        unresolved = (
+            (f"; {r.n_unresolved} of them unresolved (reviewers disagree), each reviewer's verdict counted")
+            if r.n_unresolved
+            else ""
+        )
+        lines.append(
+            f"Claims: {r.n_claims} in {r.n_answers} answers, compared with each reviewer's blind "
+            f"verdict ({r.n_labels} verdicts){unresolved}"
+        )
     else:
-        unresolved = (f"; {r.n_unresolved} claims left out (reviewers disagree, not adjudicated), "
-                      "which favours the judge: they are the hard ones") if r.n_unresolved else ""
+        unresolved = (
+            (
+                f"; {r.n_unresolved} claims left out (reviewers disagree, not adjudicated), "
+                "which favours the judge: they are the hard ones"
+            )
+            if r.n_unresolved
+            else ""
+        )
         lines.append(f"Claims: {r.n_claims} in {r.n_answers} answers{unresolved}")
     if r.estimates is not None and r.estimates.population:
         lines.append(f"Estimates for: {r.estimates.population}")
@@ -91,10 +111,16 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
     ek_ci: str | None = None
     if r.estimates is not None:
         ea, ek = r.estimates.agreement, r.estimates.kappa
-        a_ci = (f"{ci(ea.ci_low, ea.ci_high)} (design-based, answers as clusters)"
-                if ea.ci_low is not None else f"no interval ({ea.reason})")
-        ek_ci = (f"{ci(ek.ci_low, ek.ci_high, num)} (design-based)" if ek.ci_low is not None
-                 else f"no interval ({ek.reason})")
+        a_ci = (
+            f"{ci(ea.ci_low, ea.ci_high)} (design-based, answers as clusters)"
+            if ea.ci_low is not None
+            else f"no interval ({ea.reason})"
+        )
+        ek_ci = (
+            f"{ci(ek.ci_low, ek.ci_high, num)} (design-based)"
+            if ek.ci_low is not None
+            else f"no interval ({ek.reason})"
+        )
     lines.append(f"Agreement      {pct(a.value):>7}   {a_ci}{boot_a}")
     if k.value is None:
         lines.append("Cohen's kappa      n/a   undefined (both used one and the same class)")
@@ -108,43 +134,54 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
     if ag_rule is not None:
         chance = decisions.prob_sentence(r.prob_at_least_target, ag_rule.threshold)
         bounds = f"{pct(ag_rule.bound_low)}–{pct(ag_rule.bound_high)}"
-        lines.append(f"  anytime bounds on agreement {bounds} "
-                     f"(what the flag reads); {chance}")
+        lines.append(f"  anytime bounds on agreement {bounds} (what the flag reads); {chance}")
     if r.estimates is not None and not r.estimates.equal_probability:
         ea, ek = r.estimates.agreement, r.estimates.kappa
         ekci = ci(ek.ci_low, ek.ci_high, num)
-        lines.append(f"Estimated agr. {pct(ea.value):>7}   {ci(ea.ci_low, ea.ci_high)} (design-based); "
-                     f"kappa {num(ek.value)} ({ekci})")
+        lines.append(
+            f"Estimated agr. {pct(ea.value):>7}   {ci(ea.ci_low, ea.ci_high)} (design-based); "
+            f"kappa {num(ek.value)} ({ekci})"
+        )
     if r.weighted is not None:
         w = r.weighted
-        lines.append(f"Weighted agr.  {pct(w.value):>7}   {ci(w.ci_low, w.ci_high)} "
-                     f"(answer bootstrap); raw {pct(w.raw)}, effective n {num(w.n_effective, 0)}")
+        lines.append(
+            f"Weighted agr.  {pct(w.value):>7}   {ci(w.ci_low, w.ci_high)} "
+            f"(answer bootstrap); raw {pct(w.raw)}, effective n {num(w.n_effective, 0)}"
+        )
     fl = r.final_label_view
     if r.basis == "per_reviewer" and fl is not None:
         fa = fl["agreement"]
-        lines.append(f"Final label    {pct(fa['value']):>7}   secondary view: {fl['n_claims']} claims "
-                     f"with a unanimous or adjudicated label only ({fl['n_left_out']} disputed left out)")
+        lines.append(
+            f"Final label    {pct(fa['value']):>7}   secondary view: {fl['n_claims']} claims "
+            f"with a unanimous or adjudicated label only ({fl['n_left_out']} disputed left out)"
+        )
     if r.human_human is not None and r.human_human.n_claims:
         hh = r.human_human
         kk = "" if hh.kappa is None or hh.kappa.value is None else f", kappa {num(hh.kappa.value)}"
         post = r.human_human_post_reveal
         beside = "" if post is None else f"; after the reveal {pct(post.agreement.value)}"
-        lines.append(f"Human–human    {pct(hh.agreement.value):>7}   on {hh.n_claims} claims with "
-                     f"several reviewers, blind verdicts{kk}, Krippendorff's alpha {num(hh.alpha)}{beside}")
+        lines.append(
+            f"Human–human    {pct(hh.agreement.value):>7}   on {hh.n_claims} claims with "
+            f"several reviewers, blind verdicts{kk}, Krippendorff's alpha {num(hh.alpha)}{beside}"
+        )
     if r.human_ceiling is not None:
         c = r.human_ceiling
         jv, rv = c.judge_vs_reviewers, c.reviewer_vs_reviewer
-        lines.append(f"Human ceiling  judge vs each reviewer {pct(jv.value)} "
-                     f"({ci(jv.ci_low, jv.ci_high)}), "
-                     f"reviewer vs reviewer {pct(rv.value)} ({ci(rv.ci_low, rv.ci_high)}) on "
-                     f"{c.n_claims} claims, unresolved included; "
-                     f"{c.alt.verdict or c.alt.reason or 'no alternative annotator test'} "
-                     f"(epsilon {c.alt.epsilon:g}, {c.alt.alignment})")
+        lines.append(
+            f"Human ceiling  judge vs each reviewer {pct(jv.value)} "
+            f"({ci(jv.ci_low, jv.ci_high)}), "
+            f"reviewer vs reviewer {pct(rv.value)} ({ci(rv.ci_low, rv.ci_high)}) on "
+            f"{c.n_claims} claims, unresolved included; "
+            f"{c.alt.verdict or c.alt.reason or 'no alternative annotator test'} "
+            f"(epsilon {c.alt.epsilon:g}, {c.alt.alignment})"
+        )
         if c.comparisons:
             lines.append(f"  the judge is {c.comparison_sentence()} (share of the other reviewers agreeing):")
             for cmp in c.comparisons:
-                lines.append(f"    {cmp.reviewer}: judge {pct(cmp.judge)}, reviewer "
-                             f"{pct(cmp.reviewer_value)}, {p_value(cmp.p_value)} on {cmp.n_claims} claims")
+                lines.append(
+                    f"    {cmp.reviewer}: judge {pct(cmp.judge)}, reviewer "
+                    f"{pct(cmp.reviewer_value)}, {p_value(cmp.p_value)} on {cmp.n_claims} claims"
+                )
     lines.append("")
     lines.append("Confusion matrix (rows human, columns judge)")
     width = max(len(x) for x in r.labels) + 2
@@ -157,14 +194,19 @@ def format_report(report: Report, judge_run: str | None = None, *, notes: Sequen
         lines.append(f"{label:<{width}}{num(m.precision):>11}{num(m.recall):>9}{num(m.f1):>7}{m.support:>9}")
     lines.append("")
     d = r.direction
-    lines.append(f"Direction ({POSITIVE} vs not): lenient {d.lenient} (judge {POSITIVE}, human not), "
-                 f"strict {d.strict}")
+    lines.append(
+        f"Direction ({POSITIVE} vs not): lenient {d.lenient} (judge {POSITIVE}, human not), strict {d.strict}"
+    )
     mc = d.mcnemar
-    lines.append(f"  exact McNemar {p_value(mc.p_two_sided)} (one-sided: lenient {p_value(mc.p_b_greater)}, "
-                 f"strict {p_value(mc.p_c_greater)})")
+    lines.append(
+        f"  exact McNemar {p_value(mc.p_two_sided)} (one-sided: lenient {p_value(mc.p_b_greater)}, "
+        f"strict {p_value(mc.p_c_greater)})"
+    )
     pb = d.prevalence_bias
-    lines.append(f"  prevalence index {num(pb.prevalence_index)}, bias index {num(pb.bias_index)}, "
-                 f"PABAK {num(pb.pabak)}")
+    lines.append(
+        f"  prevalence index {num(pb.prevalence_index)}, bias index {num(pb.bias_index)}, "
+        f"PABAK {num(pb.pabak)}"
+    )
     lines.append(f"  Stuart–Maxwell (marginal homogeneity): {_chi2(d.stuart_maxwell)}")
     lines.append(f"  Bowker (symmetry): {_chi2(d.bowker)}")
     lines.append("")

@@ -62,8 +62,9 @@ from .text import display_name
 BLIND_KINDS = ("blind", "skip", "unclear")
 # The keys the review card passes on to the server: the commit, the reconcile choices, the
 # selection of a disagreement, the next answer, and the dialogs (answers, guidelines, keys).
-CardDo = Literal["commit", "keep", "judge_right", "previous", "following", "next", "answers",
-                 "guidelines", "keys"]
+CardDo = Literal[
+    "commit", "keep", "judge_right", "previous", "following", "next", "answers", "guidelines", "keys"
+]
 MAX_CARD_ID = 1000  # characters of an id the card may send back (answer and chunk ids)
 RECONCILE_KINDS = ("keep", "judge_right")
 
@@ -83,9 +84,10 @@ def cycle(db: Database, cycle_id: int) -> CycleRef:
 
 def open_cycles(db: Database, reviewer: str) -> list[CycleRef]:
     """The open cycles this reviewer may label: assigned to them, or open to everyone."""
-    return [CycleRef(c.id, c.name, c.judge_run_id, c.judge_run, c.status, c.is_open_to_all,
-                     c.require_evidence)
-            for c in cycles.open_cycles_for(db, reviewer)]
+    return [
+        CycleRef(c.id, c.name, c.judge_run_id, c.judge_run, c.status, c.is_open_to_all, c.require_evidence)
+        for c in cycles.open_cycles_for(db, reviewer)
+    ]
 
 
 def queue(db: Database, cycle_id: int, reviewer: str) -> list[str]:
@@ -156,7 +158,6 @@ class Card:
     def chunk_ids(self) -> tuple[str, ...]:
         return tuple(c.chunk_id for c in self.chunks)
 
-
     def index_of(self, claim_pk: int) -> int | None:
         """Index of the claim `claim_pk` on this card; None when it is not on it."""
         for i, c in enumerate(self.claims):
@@ -185,12 +186,22 @@ class Card:
 def load_card(db: Database, answer_id: str, reviewer: str) -> Card:
     """The answer as the reviewer sees it before the reveal: no judge data at all."""
     question, answer = db_review.card_answer(db, answer_id)
-    chunks = tuple(Chunk(i, cid, text, source)
-                   for i, (cid, text, source) in enumerate(db_review.card_chunks(db, answer_id), start=1))
-    claims = tuple(Claim(pk, cid, i, text, label) for i, (pk, cid, text, label)
-                   in enumerate(db_review.card_claims(db, answer_id, reviewer), start=1))
-    return Card(answer_id, question, answer, chunks, claims,
-                revealed=db_review.answer_revealed(db, answer_id, reviewer))
+    chunks = tuple(
+        Chunk(i, cid, text, source)
+        for i, (cid, text, source) in enumerate(db_review.card_chunks(db, answer_id), start=1)
+    )
+    claims = tuple(
+        Claim(pk, cid, i, text, label)
+        for i, (pk, cid, text, label) in enumerate(db_review.card_claims(db, answer_id, reviewer), start=1)
+    )
+    return Card(
+        answer_id,
+        question,
+        answer,
+        chunks,
+        claims,
+        revealed=db_review.answer_revealed(db, answer_id, reviewer),
+    )
 
 
 # ---------------------------------------------------------------- queue position and progress
@@ -263,10 +274,20 @@ def _resume(rows: Sequence[QueueRow]) -> Position | None:
 
 
 def _progress(rows: Sequence[QueueRow], answers: Sequence[str]) -> QueueProgress:
-    n = cycles.count_work(((r.answer_id, None if r.status == "todo" else r.status, r.settled_here)
-                           for r in rows), answers, {r.answer_id for r in rows if r.revealed})
-    return QueueProgress(n.done - n.unclear, n.total, n.answers_done, n.answers_total, n.unclear,
-                         sum(r.status == "skipped" for r in rows), n.reused)
+    n = cycles.count_work(
+        ((r.answer_id, None if r.status == "todo" else r.status, r.settled_here) for r in rows),
+        answers,
+        {r.answer_id for r in rows if r.revealed},
+    )
+    return QueueProgress(
+        n.done - n.unclear,
+        n.total,
+        n.answers_done,
+        n.answers_total,
+        n.unclear,
+        sum(r.status == "skipped" for r in rows),
+        n.reused,
+    )
 
 
 def resume(db: Database, cycle_id: int, reviewer: str, *, after: str | None = None) -> Position | None:
@@ -315,8 +336,11 @@ def default_cycle(choices: Sequence[CycleChoice]) -> CycleChoice | None:
     to them with work left, else the first open to everyone with work left, else the first
     assigned, else the first (order of `choices`)."""
     picks: tuple[Callable[[CycleChoice], bool], ...] = (
-        lambda c: c.has_work and not c.cycle.open_to_all, lambda c: c.has_work,
-        lambda c: not c.cycle.open_to_all, lambda c: True)
+        lambda c: c.has_work and not c.cycle.open_to_all,
+        lambda c: c.has_work,
+        lambda c: not c.cycle.open_to_all,
+        lambda c: True,
+    )
     for pick in picks:
         found = next((c for c in choices if pick(c)), None)
         if found is not None:
@@ -388,8 +412,10 @@ def answer_statuses(db: Database, cycle_id: int, reviewer: str) -> list[AnswerSt
     ref = db_review.cycle_row(db, cycle_id)
     answers = queue(db, cycle_id, reviewer)
     questions = db_review.questions(db, answers)
-    return [replace(a, question=cut_words(questions.get(a.answer_id, ""), QUESTION_LIMIT))
-            for a in answer_statuses_of(_queue_rows(db, ref, answers, reviewer), answers)]
+    return [
+        replace(a, question=cut_words(questions.get(a.answer_id, ""), QUESTION_LIMIT))
+        for a in answer_statuses_of(_queue_rows(db, ref, answers, reviewer), answers)
+    ]
 
 
 QUESTION_LIMIT = 90  # characters of a question the answer list shows beside the answer id
@@ -458,17 +484,25 @@ def label(
         _check_in_queue(db, ref, answer_id, reviewer)
         if db_review.answer_revealed(db, answer_id, reviewer):
             raise ConflictError(
-                "this answer is committed and the judge is revealed; record a change with "
-                "reconcile")
+                "this answer is committed and the judge is revealed; record a change with reconcile"
+            )
         known = db_review.chunk_ids(db, answer_id)
         unknown = [e for e in evidence if e not in known]
         if unknown:
             raise InputError(f"evidence names no chunk of answer {answer_id!r}: {unknown}")
         return store.record_label(
-            db, claim=claim_pk, reviewer=reviewer, kind=kind, verdict=verdict,
-            evidence=list(evidence), note=note or None, cycle_id=ref.id,
+            db,
+            claim=claim_pk,
+            reviewer=reviewer,
+            kind=kind,
+            verdict=verdict,
+            evidence=list(evidence),
+            note=note or None,
+            cycle_id=ref.id,
             judge_run_id=ref.judge_run_id,
-            duration_ms=None if duration_ms is None else max(0, int(duration_ms)), based_on=based_on)
+            duration_ms=None if duration_ms is None else max(0, int(duration_ms)),
+            based_on=based_on,
+        )
 
 
 # ---------------------------------------------------------------- the review card's reports
@@ -538,8 +572,9 @@ class CardWrite:
     failure: str | None = None  # a storage failure stopped the writes; the rest stay unwritten
 
 
-def record_card(db: Database, *, cycle_id: int, reviewer: str, report: CardReport,
-                done: dict[int, tuple[int, int]]) -> CardWrite:
+def record_card(
+    db: Database, *, cycle_id: int, reviewer: str, report: CardReport, done: dict[int, tuple[int, int]]
+) -> CardWrite:
     """Write the claims' verdicts of a card report that are not written yet, in the order of
     their key presses; each once, however often the report comes.
 
@@ -559,10 +594,18 @@ def record_card(db: Database, *, cycle_id: int, reviewer: str, report: CardRepor
             acked[pk] = before[0]
             continue
         try:
-            state = label(db, cycle_id=cycle_id, reviewer=reviewer, claim_pk=pk, kind=entry.kind,
-                          verdict=entry.verdict, evidence=entry.evidence, note=entry.note,
-                          duration_ms=entry.ms,
-                          based_on=store.BasedOn(before[1] if before else entry.base))
+            state = label(
+                db,
+                cycle_id=cycle_id,
+                reviewer=reviewer,
+                claim_pk=pk,
+                kind=entry.kind,
+                verdict=entry.verdict,
+                evidence=entry.evidence,
+                note=entry.note,
+                duration_ms=entry.ms,
+                based_on=store.BasedOn(before[1] if before else entry.base),
+            )
         except StorageError as exc:
             return CardWrite(acked, written, refused, str(exc))
         except CalibrationError as exc:
@@ -577,17 +620,22 @@ def record_card(db: Database, *, cycle_id: int, reviewer: str, report: CardRepor
 def missing_evidence(card: Card) -> list[int]:
     """The numbers of the claims the reviewer called SUPPORTED without naming any evidence
     chunk: what a cycle that requires evidence (`CycleRef.require_evidence`) refuses to commit."""
-    return [c.number for c in card.claims
-            if c.verdict == Verdict.SUPPORTED and c.label is not None and not c.label.evidence]
+    return [
+        c.number
+        for c in card.claims
+        if c.verdict == Verdict.SUPPORTED and c.label is not None and not c.label.evidence
+    ]
 
 
 def evidence_needed(numbers: Sequence[int]) -> str:
     """Why the commit waits, for the claims `missing_evidence` names (constants and numbers)."""
     many = len(numbers) > 1
     which = ("claims " if many else "claim ") + ", ".join(map(str, numbers))
-    return (f"This cycle asks for the evidence of every SUPPORTED verdict: {which} "
-            f"{'have' if many else 'has'} none. Change it, pick its chunks (E, then a chunk's "
-            "number) and give the verdict again.")
+    return (
+        f"This cycle asks for the evidence of every SUPPORTED verdict: {which} "
+        f"{'have' if many else 'has'} none. Change it, pick its chunks (E, then a chunk's "
+        "number) and give the verdict again."
+    )
 
 
 def evidence_gaps(db: Database, cycle_id: int) -> dict[str, int]:
@@ -606,8 +654,9 @@ def commit(db: Database, *, cycle_id: int, reviewer: str, answer_id: str) -> Non
         ref = db_review.cycle_row(db, cycle_id)
         _check_in_queue(db, ref, answer_id, reviewer)
         if not db_review.answer_settled(db, answer_id, reviewer):
-            raise NotRevealedError("give every claim of the answer a verdict (or mark it unclear) "
-                                   "before committing")
+            raise NotRevealedError(
+                "give every claim of the answer a verdict (or mark it unclear) before committing"
+            )
         if ref.require_evidence and not db_review.answer_revealed(db, answer_id, reviewer):
             missing = missing_evidence(load_card(db, answer_id, reviewer))
             if missing:
@@ -647,8 +696,7 @@ class Revealed:
     def disagrees(self) -> bool:
         """The blind verdict differs from the judge's (whatever was reconciled since).
         Never for an unclear claim: it has no blind verdict."""
-        return (self.blind is not None and self.judge_verdict is not None
-                and self.judge_verdict != self.blind)
+        return self.blind is not None and self.judge_verdict is not None and self.judge_verdict != self.blind
 
     @property
     def pending(self) -> bool:
@@ -668,7 +716,8 @@ def reveal(db: Database, *, cycle_id: int, answer_id: str, reviewer: str) -> lis
     if not card.revealed:
         missing = sum(not c.settled for c in card.claims)
         raise NotRevealedError(
-            f"commit answer {answer_id!r} first ({plural(missing, 'claim')} without a verdict)")
+            f"commit answer {answer_id!r} first ({plural(missing, 'claim')} without a verdict)"
+        )
     judged = db_review.reveal_verdicts(db, ref.judge_run_id, answer_id)
     adjudicated = db_review.reveal_adjudications(db, answer_id)
     out = []
@@ -681,8 +730,15 @@ def reveal(db: Database, *, cycle_id: int, answer_id: str, reviewer: str) -> lis
     return out
 
 
-def reconcile(db: Database, *, cycle_id: int, reviewer: str, claim_pk: int, choice: str,
-              based_on: store.BasedOn | None = None) -> LabelState:
+def reconcile(
+    db: Database,
+    *,
+    cycle_id: int,
+    reviewer: str,
+    claim_pk: int,
+    choice: str,
+    based_on: store.BasedOn | None = None,
+) -> LabelState:
     """After the reveal, settle a disagreement: `keep` (judge error) or `judge_right` (slip).
 
     A change of mind is a new event; repeating the current choice records nothing. `based_on`:
@@ -702,14 +758,22 @@ def reconcile(db: Database, *, cycle_id: int, reviewer: str, claim_pk: int, choi
             raise NotFoundError("the judge gave no verdict on this claim")
         assert state is not None
         if state.status != "labeled" or state.blind_verdict is None:
-            raise ConflictError("this claim is marked unclear: it waits for a lead's decision, "
-                                "there is nothing to reconcile")
+            raise ConflictError(
+                "this claim is marked unclear: it waits for a lead's decision, there is nothing to reconcile"
+            )
         if judge == state.blind_verdict:
             raise ConflictError("you and the judge agree on this claim: nothing to reconcile")
         if state.reconciled == choice:
             return state  # the same choice again (a double key press): nothing changes
-        return store.record_label(db, claim=claim_pk, reviewer=reviewer, kind=choice,
-                                  cycle_id=ref.id, judge_run_id=ref.judge_run_id, based_on=based_on)
+        return store.record_label(
+            db,
+            claim=claim_pk,
+            reviewer=reviewer,
+            kind=choice,
+            cycle_id=ref.id,
+            judge_run_id=ref.judge_run_id,
+            based_on=based_on,
+        )
 
 
 # ---------------------------------------------------------------- the page's rules (pure)
@@ -791,7 +855,7 @@ def selection_after_reconcile(rows: Sequence[Revealed], claim_pk: int) -> int:
     `claim_pk` itself, so K / J change the choice just made."""
     pks = [r.claim.pk for r in rows]
     at = pks.index(claim_pk) if claim_pk in pks else 0
-    after = [*rows[at + 1:], *rows[:at]]
+    after = [*rows[at + 1 :], *rows[:at]]
     return next((r.claim.pk for r in after if r.pending), claim_pk)
 
 
@@ -820,8 +884,10 @@ def why_not_next(view: RevealView, numbers: dict[int, int]) -> str | None:
     if view.can_move_on:
         return None
     first = view.selected if view.selected is not None else view.disagreements[0]
-    return (f"Claim {numbers.get(first, 1)} still needs your decision: K keeps your verdict, "
-            "J takes the judge's. Then N goes to the next answer.")
+    return (
+        f"Claim {numbers.get(first, 1)} still needs your decision: K keeps your verdict, "
+        "J takes the judge's. Then N goes to the next answer."
+    )
 
 
 def reveal_view(rows: Sequence[Revealed], wanted: int | None) -> RevealView:
@@ -835,9 +901,16 @@ def reveal_view(rows: Sequence[Revealed], wanted: int | None) -> RevealView:
         previous = disagreements[k - 1]
         following = disagreements[(k + 1) % len(disagreements)]
     compared = [r for r in rows if r.blind is not None and r.judge_verdict is not None]
-    return RevealView(selected, disagreements, previous, following,
-                      agree=sum(not r.disagrees for r in compared), compared=len(compared),
-                      unclear=sum(r.unclear for r in rows), pending=sum(r.pending for r in rows))
+    return RevealView(
+        selected,
+        disagreements,
+        previous,
+        following,
+        agree=sum(not r.disagrees for r in compared),
+        compared=len(compared),
+        unclear=sum(r.unclear for r in rows),
+        pending=sum(r.pending for r in rows),
+    )
 
 
 # ---------------------------------------------------------------- definitions and guidelines
@@ -871,8 +944,10 @@ def judge_definitions(db: Database, run_id: int) -> dict[str, str]:
 
 def guidelines_for(db: Database, cycle_id: int) -> list[db_guidelines.Guidelines]:
     """The lead's guidelines that apply in a cycle: the project's, then the cycle's own."""
-    found = (db_guidelines.get_guidelines(db, db_guidelines.PROJECT_SCOPE),
-             db_guidelines.get_guidelines(db, db_guidelines.cycle_scope(cycle_id)))
+    found = (
+        db_guidelines.get_guidelines(db, db_guidelines.PROJECT_SCOPE),
+        db_guidelines.get_guidelines(db, db_guidelines.cycle_scope(cycle_id)),
+    )
     return [g for g in found if g is not None]
 
 

@@ -49,9 +49,11 @@ from .text import check_name, confusable_with, near_duplicate_of, normalise_name
 LEADS_ENV = "CALIBRATION_LEADS"
 MAX_NAME = 80
 
-SETUP_HINT = ("No lead is configured. Name the leads when starting the app, e.g. "
-              f"`{LEADS_ENV}='Anna Lead,bea@example.org' make run`, or list them as "
-              "`leads = [\"Anna Lead\"]` under `[calibration]` in .streamlit/secrets.toml.")
+SETUP_HINT = (
+    "No lead is configured. Name the leads when starting the app, e.g. "
+    f"`{LEADS_ENV}='Anna Lead,bea@example.org' make run`, or list them as "
+    '`leads = ["Anna Lead"]` under `[calibration]` in .streamlit/secrets.toml.'
+)
 
 TYPED_NAME_LIMITS = (
     "Without OIDC a reviewer types a name and is trusted. The name rule protects against "
@@ -61,7 +63,8 @@ TYPED_NAME_LIMITS = (
     "looking like a different known reviewer (Unicode's confusables: a Cherokee 'ᎢᎪᎷᎪᎡᎪ' beside "
     "'TAMARA') or being that name in another alphabet ('Тамара' beside 'Tamara') is refused. It "
     "does not protect against someone who types another person's name, a lead's included: that "
-    "person then is them. Use OIDC (st.login) when reviewers must not be able to act as each other.")
+    "person then is them. Use OIDC (st.login) when reviewers must not be able to act as each other."
+)
 
 
 class Mode(Enum):
@@ -105,8 +108,13 @@ def mode(leads: frozenset[str], signed_in: Iterable[str], *, groups: bool = Fals
     return Mode.SINGLE_USER if len(keys) <= 1 else Mode.TEAM_WITHOUT_LEADS
 
 
-def is_lead(identities: Iterable[str], leads: frozenset[str], signed_in: Iterable[str], *,
-            in_group: bool | None = None) -> bool:
+def is_lead(
+    identities: Iterable[str],
+    leads: frozenset[str],
+    signed_in: Iterable[str],
+    *,
+    in_group: bool | None = None,
+) -> bool:
     """Whether a person known by `identities` (the signed-in name; with OIDC also email, name,
     subject) is a lead: one of them matches a configured lead, or their ID token puts them in a
     lead group (`in_group`; None when no lead group is configured), or the app is in
@@ -124,8 +132,9 @@ def is_lead(identities: Iterable[str], leads: frozenset[str], signed_in: Iterabl
     return any(normalise_name(i) in leads for i in idents)
 
 
-def require_lead(db: Database, identities: Sequence[str], leads: frozenset[str], *,
-                 in_group: bool | None = None) -> None:
+def require_lead(
+    db: Database, identities: Sequence[str], leads: frozenset[str], *, in_group: bool | None = None
+) -> None:
     """Raise NotALeadError, whose message is the :func:`refusal` sentence, unless the person
     known by `identities` is a lead at this moment (:func:`is_lead` over the names that ever
     signed in). With no identity at all nobody is a lead, single-user mode or not.
@@ -143,10 +152,14 @@ def require_lead(db: Database, identities: Sequence[str], leads: frozenset[str],
 def refusal(found: Mode) -> str:
     """The sentence a lead page shows a person who is not a lead."""
     if found is Mode.TEAM_WITHOUT_LEADS:
-        return ("This page is for leads, and more than one reviewer has signed in, so single-user "
-                "mode is over. " + SETUP_HINT)
-    return ("This page is for leads. Reviewers label claims on the Review page; a lead is listed in "
-            f"{LEADS_ENV} or under leads in the calibration section of the secrets.")
+        return (
+            "This page is for leads, and more than one reviewer has signed in, so single-user "
+            "mode is over. " + SETUP_HINT
+        )
+    return (
+        "This page is for leads. Reviewers label claims on the Review page; a lead is listed in "
+        f"{LEADS_ENV} or under leads in the calibration section of the secrets."
+    )
 
 
 # ---------------------------------------------------------------- names
@@ -187,14 +200,18 @@ def accept_name(typed: str, known: Sequence[str], *, field: str = "name") -> str
         return canonical_name(name, known)  # the same person: their stored spelling
     close = near_duplicate_of(name, known)
     if close is not None:
-        raise InputError(f"{field}: {visible(name)!r} differs from the existing reviewer {visible(close)!r} "
-                         "only in punctuation, spacing or accents; type that reviewer's name exactly, "
-                         "or a name that cannot be mistaken for it")
+        raise InputError(
+            f"{field}: {visible(name)!r} differs from the existing reviewer {visible(close)!r} "
+            "only in punctuation, spacing or accents; type that reviewer's name exactly, "
+            "or a name that cannot be mistaken for it"
+        )
     other = confusable_with(name, known)
     if other is not None:
-        raise InputError(f"{field}: {visible(name)!r} looks like the existing reviewer {visible(other)!r} "
-                         "(or is that name in another alphabet) but is a different name; type that "
-                         "reviewer's name exactly, or a name that cannot be mistaken for it")
+        raise InputError(
+            f"{field}: {visible(name)!r} looks like the existing reviewer {visible(other)!r} "
+            "(or is that name in another alphabet) but is a different name; type that "
+            "reviewer's name exactly, or a name that cannot be mistaken for it"
+        )
     return name
 
 
@@ -235,8 +252,10 @@ def match_reviewers(typed: Iterable[str], known: Sequence[str]) -> ReviewerList:
     dupes = [spellings for spellings in typed_as.values() if len(spellings) > 1]
     if dupes:
         listed = "; ".join(", ".join(repr(visible(n)) for n in s) for s in dupes)
-        problems.append("reviewers: each reviewer may be listed once (names are compared ignoring "
-                        f"case, spacing and invisible characters), but these are the same: {listed}")
+        problems.append(
+            "reviewers: each reviewer may be listed once (names are compared ignoring "
+            f"case, spacing and invisible characters), but these are the same: {listed}"
+        )
     return ReviewerList(names, unknown, problems)
 
 
@@ -245,8 +264,10 @@ def unknown_warning(unknown: Sequence[str]) -> str | None:
     if not unknown:
         return None
     listed = ", ".join(repr(visible(n)) for n in unknown)
-    return (f"not yet known here (no sign-in, label or assignment): {listed}; check the spelling, "
-            "since work assigned to a misspelt name waits for a reviewer who never comes")
+    return (
+        f"not yet known here (no sign-in, label or assignment): {listed}; check the spelling, "
+        "since work assigned to a misspelt name waits for a reviewer who never comes"
+    )
 
 
 # ---------------------------------------------------------------- the blind rule for leads who review
@@ -318,13 +339,16 @@ def open_work(cycles: Iterable[OpenCycleWork], identities: Iterable[str]) -> Ope
 
 def blind_refusal(spots: Sequence[BlindSpot]) -> str:
     """The one sentence a lead page shows instead of a view that holds the lead's open work."""
-    parts = [f"{visible(s.cycle)!r} ({len(s.answers)} answer{'s' if len(s.answers) != 1 else ''})"
-             for s in spots]
+    parts = [
+        f"{visible(s.cycle)!r} ({len(s.answers)} answer{'s' if len(s.answers) != 1 else ''})" for s in spots
+    ]
     where = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     word = "cycle" if len(parts) == 1 else "cycles"
-    return (f"This view holds answers you still have to label in {word} {where}, so it stays hidden "
-            "until you commit them on the Review page: seeing the judge's verdicts first would "
-            "unblind your labels.")
+    return (
+        f"This view holds answers you still have to label in {word} {where}, so it stays hidden "
+        "until you commit them on the Review page: seeing the judge's verdicts first would "
+        "unblind your labels."
+    )
 
 
 # ---------------------------------------------------------------- with the database
@@ -335,8 +359,9 @@ def open_work_of(db: Database, identities: Iterable[str]) -> OpenWork:
     return open_work(dashboard_store.open_cycle_work(db), identities)
 
 
-def hidden_in_scope(db: Database, work: OpenWork, *, run_id: int,
-                    cycle_id: int | None) -> tuple[BlindSpot, ...]:
+def hidden_in_scope(
+    db: Database, work: OpenWork, *, run_id: int, cycle_id: int | None
+) -> tuple[BlindSpot, ...]:
     """The blind spots a dashboard scope holds (a cycle of the run, or the whole run when
     `cycle_id` is None: every answer the run judged); empty when the scope may be shown."""
     if not work:

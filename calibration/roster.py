@@ -107,13 +107,21 @@ def rename(db: Database, old: str, typed_new: str, *, by: str | None = None) -> 
         new_name = accept_name(typed_new, others, field="new name")
         new_key = normalise_name(new_name)
         if new_key != old_key and any(normalise_name(k) == new_key for k in others):
-            raise ConflictError(f"new name: {visible(new_name)!r} is already a reviewer here; "
-                                "renaming onto them would merge two people's labels")
+            raise ConflictError(
+                f"new name: {visible(new_name)!r} is already a reviewer here; "
+                "renaming onto them would merge two people's labels"
+            )
         if new_name == found.name:
             return new_name, 0
         spellings = [k for k in known if normalise_name(k) == old_key]
-        moved = roster_store.rename(db, old_key=old_key, old_names=spellings or [found.name],
-                                    new_key=new_key, new_name=new_name, by=by)
+        moved = roster_store.rename(
+            db,
+            old_key=old_key,
+            old_names=spellings or [found.name],
+            new_key=new_key,
+            new_name=new_name,
+            by=by,
+        )
     return new_name, moved
 
 
@@ -133,9 +141,11 @@ def check_on_roster(db: Database, names: Sequence[str], *, field: str = "reviewe
         if key in inactive:
             problems.append(f"{field}: {visible(inactive[key])!r} is deactivated on the roster")
         else:
-            problems.append(f"{field}: {visible(name)!r} is not on the reviewer roster"
-                            f"{_closest_hint(name, db)} (a lead adds reviewers on the Cycles page "
-                            "or with `calibration reviewer add`)")
+            problems.append(
+                f"{field}: {visible(name)!r} is not on the reviewer roster"
+                f"{_closest_hint(name, db)} (a lead adds reviewers on the Cycles page "
+                "or with `calibration reviewer add`)"
+            )
     return problems
 
 

@@ -121,8 +121,7 @@ def random_sample(pool: Iterable[PoolAnswer], n: int, seed: int) -> Sample:
     return Sample("random", seed, tuple(chosen), (stratum.prob,) * n, (stratum,))
 
 
-def allocate(sizes: Mapping[str | None, int], n: int, *, at_least_one: bool = True
-             ) -> dict[str | None, int]:
+def allocate(sizes: Mapping[str | None, int], n: int, *, at_least_one: bool = True) -> dict[str | None, int]:
     """Proportional allocation of n over strata of the given sizes, largest remainder.
 
     Quotas q_h = n * N_h / N. Each stratum starts at floor(q_h), raised to 1 when
@@ -137,8 +136,7 @@ def allocate(sizes: Mapping[str | None, int], n: int, *, at_least_one: bool = Tr
     keys = sorted(sizes, key=_stratum_key)
     quota = {h: n * sizes[h] / total for h in keys}
     floor_one = at_least_one and n >= sum(1 for h in keys if sizes[h])
-    alloc = {h: min(sizes[h], max(math.floor(quota[h]), int(floor_one and sizes[h] > 0)))
-             for h in keys}
+    alloc = {h: min(sizes[h], max(math.floor(quota[h]), int(floor_one and sizes[h] > 0))) for h in keys}
     while (short := n - sum(alloc.values())) != 0:
         if short > 0:
             open_ = [h for h in keys if alloc[h] < sizes[h]]
@@ -181,8 +179,9 @@ def stratified_sample(pool: Iterable[PoolAnswer], n: int, seed: int) -> Sample:
     return Sample("stratified", seed, ids, tuple(prob_of[a] for a in ids), strata)
 
 
-def failures_first_allocation(n_failing: int, n_passing: int, n: int,
-                              share: float = DEFAULT_FAILING_SHARE) -> tuple[int, int]:
+def failures_first_allocation(
+    n_failing: int, n_passing: int, n: int, share: float = DEFAULT_FAILING_SHARE
+) -> tuple[int, int]:
     """(n_F, n_P) for the failures-first design; see the module docstring."""
     total = n_failing + n_passing
     if not 1 <= n <= total:
@@ -197,8 +196,9 @@ def failures_first_allocation(n_failing: int, n_passing: int, n: int,
     return n_f, n - n_f
 
 
-def failures_first_sample(pool: Iterable[PoolAnswer], n: int, seed: int,
-                          share: float = DEFAULT_FAILING_SHARE) -> Sample:
+def failures_first_sample(
+    pool: Iterable[PoolAnswer], n: int, seed: int, share: float = DEFAULT_FAILING_SHARE
+) -> Sample:
     """Oversample failing answers, fill the rest at random: pi = n_F / N_F or n_P / N_P."""
     items = _sorted_pool(pool)
     _check_size(n, len(items))
@@ -214,20 +214,29 @@ def failures_first_sample(pool: Iterable[PoolAnswer], n: int, seed: int,
     # an order unrelated to their outcome: failing answers first would feed them every judge
     # error at once. So the queue is shuffled, as in the other designs.
     order = rng.permutation(len(chosen)).tolist()
-    return Sample("failures-first", seed, tuple(chosen[i] for i in order),
-                  tuple(probs[i] for i in order), (s_f, s_p))
+    return Sample(
+        "failures-first", seed, tuple(chosen[i] for i in order), tuple(probs[i] for i in order), (s_f, s_p)
+    )
 
 
 def floor_sizes(sizes: Mapping[str, int], n: int, floor_share: float = PLANNED_FLOOR) -> dict[str, int]:
     """lo_h = min(N_h, max(1, ceil(floor_share * n * N_h / N))): the planned design's least n_h."""
     total = sum(sizes.values())
-    return {h: min(sizes[h], max(1, math.ceil(floor_share * n * sizes[h] / total - 1e-9)))
-            for h in sorted(h for h in sizes if sizes[h] > 0)}
+    return {
+        h: min(sizes[h], max(1, math.ceil(floor_share * n * sizes[h] / total - 1e-9)))
+        for h in sorted(h for h in sizes if sizes[h] > 0)
+    }
 
 
-def neyman_allocate(sizes: Mapping[str, int], spread: Mapping[str, float], n: int,
-                    floor_share: float = PLANNED_FLOOR, *, labeled: Mapping[str, int] | None = None,
-                    population: Mapping[str, int] | None = None) -> dict[str, int]:
+def neyman_allocate(
+    sizes: Mapping[str, int],
+    spread: Mapping[str, float],
+    n: int,
+    floor_share: float = PLANNED_FLOOR,
+    *,
+    labeled: Mapping[str, int] | None = None,
+    population: Mapping[str, int] | None = None,
+) -> dict[str, int]:
     """Neyman allocation of n over strata with a floor: n_h proportional to N_h * S_h.
 
     Neyman (1934), JRSS 97:558; Cochran, Sampling Techniques (3rd ed., 1977), sec. 5.5: for a
@@ -291,9 +300,15 @@ def neyman_allocate(sizes: Mapping[str, int], spread: Mapping[str, float], n: in
     return alloc
 
 
-def planned_sample(pool: Iterable[PoolAnswer], n: int, seed: int, spread: Mapping[str, float] | None = None,
-                   floor_share: float = PLANNED_FLOOR, *,
-                   allocation: Mapping[str, int] | None = None) -> Sample:
+def planned_sample(
+    pool: Iterable[PoolAnswer],
+    n: int,
+    seed: int,
+    spread: Mapping[str, float] | None = None,
+    floor_share: float = PLANNED_FLOOR,
+    *,
+    allocation: Mapping[str, int] | None = None,
+) -> Sample:
     """The planned design: Neyman allocation over the pool's strata (`neyman_allocate`), or the
     plan's `allocation` n_h when given (`planning.Plan.allocation`, which also counts the labels
     before the cycle), SRS in each, the queue shuffled as in the stratified design; pi_i = n_h / N_h.
@@ -328,9 +343,15 @@ def planned_sample(pool: Iterable[PoolAnswer], n: int, seed: int, spread: Mappin
     return Sample("planned", seed, ids, tuple(prob_of[a] for a in ids), strata)
 
 
-def draw(strategy: str, pool: Iterable[PoolAnswer], n: int, seed: int,
-         failing_share: float = DEFAULT_FAILING_SHARE, spread: Mapping[str, float] | None = None,
-         allocation: Mapping[str, int] | None = None) -> Sample:
+def draw(
+    strategy: str,
+    pool: Iterable[PoolAnswer],
+    n: int,
+    seed: int,
+    failing_share: float = DEFAULT_FAILING_SHARE,
+    spread: Mapping[str, float] | None = None,
+    allocation: Mapping[str, int] | None = None,
+) -> Sample:
     """Run the named strategy (`failing_share` is read by failures-first only, `spread` and
     `allocation` by planned)."""
     match strategy:
@@ -378,12 +399,15 @@ def describe(sample: Sample) -> tuple[list[str], list[str]]:
     # Plain words, not inclusion probabilities: how much likelier a failing answer was drawn.
     ratio = oversampling_factor(sample)
     drawn = "" if ratio is None else f"; answers with a failing verdict were drawn {ratio:.1f}× as often"
-    notes = [f"failing answers: {fail.sampled} of {plural(sample.size, 'slot')}, passing {ok.sampled}"
-             f"{drawn}; figures are re-weighted"]
+    notes = [
+        f"failing answers: {fail.sampled} of {plural(sample.size, 'slot')}, passing {ok.sampled}"
+        f"{drawn}; figures are re-weighted"
+    ]
     pool = fail.population + ok.population
     if not fail.population:
-        return notes, ["no eligible answer has a non-SUPPORTED verdict: failures-first drew a "
-                       "plain random sample"]
+        return notes, [
+            "no eligible answer has a non-SUPPORTED verdict: failures-first drew a plain random sample"
+        ]
     if not ok.population:
         return notes, ["every eligible answer is failing: there is nothing to oversample them against"]
     factor = oversampling_factor(sample)
@@ -392,7 +416,11 @@ def describe(sample: Sample) -> tuple[list[str], list[str]]:
     if 2 * fail.population > pool:
         why = f"failures are already the majority ({fail.population} of {pool} eligible answers)"
     else:
-        why = (f"failures already make up {fail.population / pool:.0%} of the eligible answers "
-               f"({fail.population} of {pool})")
-    return notes, [f"hardly oversampled: {why}, so a failing answer is only {factor:.2f}× as likely "
-                   "to be drawn as a passing one; raise the failing share to oversample them"]
+        why = (
+            f"failures already make up {fail.population / pool:.0%} of the eligible answers "
+            f"({fail.population} of {pool})"
+        )
+    return notes, [
+        f"hardly oversampled: {why}, so a failing answer is only {factor:.2f}× as likely "
+        "to be drawn as a passing one; raise the failing share to oversample them"
+    ]

@@ -28,8 +28,10 @@ def path(relative: str) -> Path:
     """A shipped file by its path in the checkout (`data/wice/...`); NotFoundError when absent."""
     found = root() / relative
     if not found.is_file():
-        raise NotFoundError(f"{relative} is not installed (looked in {found.parent}): reinstall the "
-                            "package, or run from a source checkout")
+        raise NotFoundError(
+            f"{relative} is not installed (looked in {found.parent}): reinstall the "
+            "package, or run from a source checkout"
+        )
     return found
 
 

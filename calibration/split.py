@@ -45,8 +45,9 @@ def answer_stratum(verdicts: Iterable[str]) -> str:
     return "unjudged"
 
 
-def assign_parts(strata: Mapping[str, str], *, seed: int, holdout_share: float,
-                 forced_holdout: Iterable[str] = ()) -> dict[str, str]:
+def assign_parts(
+    strata: Mapping[str, str], *, seed: int, holdout_share: float, forced_holdout: Iterable[str] = ()
+) -> dict[str, str]:
     """answer id -> 'tuning' | 'holdout': stratified random allocation.
 
     Strata are taken in `STRATA` order (others after, by name). The holdout quota is
@@ -74,7 +75,7 @@ def assign_parts(strata: Mapping[str, str], *, seed: int, holdout_share: float,
         perm = [ids[i] for i in rng.permutation(len(ids)).tolist()]
         first = [a for a in perm if a in forced]
         rest = [a for a in perm if a not in forced]
-        chosen = first + rest[:max(0, quota - len(first))]
+        chosen = first + rest[: max(0, quota - len(first))]
         for a in ids:
             out[a] = "tuning"
         for a in chosen:
@@ -104,11 +105,16 @@ class Split:
         return self.generation is not None and not self.generation.sealed
 
     def to_dict(self) -> dict[str, object]:
-        return {"tuning": self.tuning, "holdout": self.holdout, "sealed": self.sealed,
-                "pending": self.pending, "used": self.used,
-                "generation": None if self.generation is None else self.generation.id,
-                "unsealed_by": None if self.generation is None else self.generation.unsealed_by,
-                "unsealed_at": None if self.generation is None else self.generation.unsealed_at}
+        return {
+            "tuning": self.tuning,
+            "holdout": self.holdout,
+            "sealed": self.sealed,
+            "pending": self.pending,
+            "used": self.used,
+            "generation": None if self.generation is None else self.generation.id,
+            "unsealed_by": None if self.generation is None else self.generation.unsealed_by,
+            "unsealed_at": None if self.generation is None else self.generation.unsealed_at,
+        }
 
 
 def current(db: Database, run: store.JudgeRun | None = None) -> Split:
@@ -134,9 +140,11 @@ def current(db: Database, run: store.JudgeRun | None = None) -> Split:
 
 def claim_counts(db: Database, s: Split) -> dict[str, int]:
     """Claims per part (all claims of the part's answers): the sizes a page shows."""
-    return {"tuning": len(split_store.claim_keys(db, s.tuning)),
-            "holdout": len(split_store.claim_keys(db, s.holdout)),
-            "pending": len(split_store.claim_keys(db, s.pending))}
+    return {
+        "tuning": len(split_store.claim_keys(db, s.tuning)),
+        "holdout": len(split_store.claim_keys(db, s.holdout)),
+        "pending": len(split_store.claim_keys(db, s.pending)),
+    }
 
 
 def _assign_pending(db: Database, gen: SplitRecord, stratify_run_id: int | None) -> int:
@@ -149,13 +157,23 @@ def _assign_pending(db: Database, gen: SplitRecord, stratify_run_id: int | None)
     # A later batch gets its own stream (seed, generation, batch size), so re-running the
     # same state gives the same parts while batches do not all draw the first numbers.
     seed = int(np.random.SeedSequence([gen.seed, gen.id, len(assigned)]).generate_state(1)[0])
-    parts = assign_parts(strata, seed=seed, holdout_share=gen.holdout_share,
-                         forced_holdout=split_store.cycle_holdout_answer_ids(db))
+    parts = assign_parts(
+        strata,
+        seed=seed,
+        holdout_share=gen.holdout_share,
+        forced_holdout=split_store.cycle_holdout_answer_ids(db),
+    )
     return split_store.assign_answers(db, gen.id, [(a, parts[a], strata[a]) for a in todo])
 
 
-def ensure_split(db: Database, *, stratify_run: store.JudgeRun | None = None, created_by: str | None = None,
-                 seed: int = DEFAULT_SEED, holdout_share: float = DEFAULT_HOLDOUT_SHARE) -> Split:
+def ensure_split(
+    db: Database,
+    *,
+    stratify_run: store.JudgeRun | None = None,
+    created_by: str | None = None,
+    seed: int = DEFAULT_SEED,
+    holdout_share: float = DEFAULT_HOLDOUT_SHARE,
+) -> Split:
     """Make the split if there is none, and assign labeled answers not assigned yet.
 
     The first split is stratified by `stratify_run`'s verdicts (default: the most recently
@@ -168,8 +186,13 @@ def ensure_split(db: Database, *, stratify_run: store.JudgeRun | None = None, cr
         run = stratify_run
         if run is None and store.judge_runs(db):
             run = store.find_judge_run(db, None)
-        split_store.create_split(db, seed=seed, holdout_share=holdout_share,
-                                 stratify_run_id=None if run is None else run.id, created_by=created_by)
+        split_store.create_split(
+            db,
+            seed=seed,
+            holdout_share=holdout_share,
+            stratify_run_id=None if run is None else run.id,
+            created_by=created_by,
+        )
         gen = split_store.current_split(db)
         assert gen is not None
     if gen.sealed:
@@ -193,16 +216,22 @@ def unseal(db: Database, *, who: str, reason: str | None = None) -> SplitRecord:
     return out
 
 
-def new_holdout(db: Database, *, created_by: str | None = None, seed: int = DEFAULT_SEED,
-                holdout_share: float = DEFAULT_HOLDOUT_SHARE) -> Split:
+def new_holdout(
+    db: Database,
+    *,
+    created_by: str | None = None,
+    seed: int = DEFAULT_SEED,
+    holdout_share: float = DEFAULT_HOLDOUT_SHARE,
+) -> Split:
     """Start a fresh holdout once the current one is used: the answers labeled since then are
     split; the used holdout's answers become tuning answers."""
     gen = split_store.current_split(db)
     if gen is not None and gen.sealed:
         raise ConflictError("the current holdout is still sealed; a new one is made only after it was used")
     stratify = None if gen is None else gen.stratify_run_id
-    split_store.create_split(db, seed=seed, holdout_share=holdout_share, stratify_run_id=stratify,
-                             created_by=created_by)
+    split_store.create_split(
+        db, seed=seed, holdout_share=holdout_share, stratify_run_id=stratify, created_by=created_by
+    )
     new = split_store.current_split(db)
     assert new is not None
     _assign_pending(db, new, stratify)
@@ -234,4 +263,3 @@ def sealed_claim_keys(db: Database, run: store.JudgeRun | str | None = None) -> 
 def fingerprint(db: Database) -> tuple[object, ...]:
     """Changes when the split or its seal changes (a page's cache key includes it)."""
     return split_store.state_marker(db)
-

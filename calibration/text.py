@@ -58,14 +58,26 @@ BIDI_CONTROLS: Final = BIDI_EXPLICIT | BIDI_MARKS
 # Default_Ignorable_Code_Point (DerivedCoreProperties.txt), as code point ranges.  Renderers
 # show none of these, which is what makes "anna" + U+200B look like "anna".
 _DEFAULT_IGNORABLE: Final[tuple[tuple[int, int], ...]] = (
-    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
-    (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
-    (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8),
-    (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x061C, 0x061C),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
 )
 _IGNORABLE_CLASS: Final = "".join(
-    re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
-    for a, b in _DEFAULT_IGNORABLE
+    re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in _DEFAULT_IGNORABLE
 )
 # Invisible in a name: every default ignorable, and every other format character (Cf), e.g. the
 # Arabic number signs U+0600-0605 and interlinear annotation marks, which a name never needs.
@@ -94,8 +106,14 @@ _BODY_SHOWN_RE: Final = re.compile(
 # An emoji tag sequence (subdivision flags such as England's): U+1F3F4, tag letters, CANCEL TAG.
 _EMOJI_TAG_SEQ_RE: Final = re.compile("\U0001f3f4[\U000e0020-\U000e007e]+\U000e007f")
 
-_CONTROL_NAMES: Final = {0: "NUL", 0x09: "TAB", 0x0A: "LINE FEED", 0x0D: "CARRIAGE RETURN",
-                         0x1B: "ESCAPE", 0x7F: "DELETE"}
+_CONTROL_NAMES: Final = {
+    0: "NUL",
+    0x09: "TAB",
+    0x0A: "LINE FEED",
+    0x0D: "CARRIAGE RETURN",
+    0x1B: "ESCAPE",
+    0x7F: "DELETE",
+}
 
 
 def _u(ch: str) -> str:
@@ -179,13 +197,22 @@ _AUGMENTED: Final[dict[str, frozenset[str]]] = {
 }
 # First words of character names that are not the script name.
 _NAME_ALIASES: Final = {
-    "CJK": "HAN", "HANGZHOU": "HAN", "VIETNAMESE": "HAN", "ARABIC-INDIC": "ARABIC",
-    "EXTENDED": "ARABIC", "ROMAN": "LATIN", "SMALL": "LATIN", "TURNED": "LATIN",
-    "HENTAIGANA": "HIRAGANA", "KATAKANA-HIRAGANA": "KANA", "OLD CHINESE": "HAN",
+    "CJK": "HAN",
+    "HANGZHOU": "HAN",
+    "VIETNAMESE": "HAN",
+    "ARABIC-INDIC": "ARABIC",
+    "EXTENDED": "ARABIC",
+    "ROMAN": "LATIN",
+    "SMALL": "LATIN",
+    "TURNED": "LATIN",
+    "HENTAIGANA": "HIRAGANA",
+    "KATAKANA-HIRAGANA": "KANA",
+    "OLD CHINESE": "HAN",
 }
 # First words naming no script: letters and marks of the Common / Inherited scripts.
-_NO_SCRIPT: Final = frozenset({"MODIFIER", "DIGIT", "CARON", "MASU", "COMBINING", "VARIATION",
-                               "MUSICAL", "VEDIC", "PHAISTOS"})
+_NO_SCRIPT: Final = frozenset(
+    {"MODIFIER", "DIGIT", "CARON", "MASU", "COMBINING", "VARIATION", "MUSICAL", "VEDIC", "PHAISTOS"}
+)
 # First words shared by several scripts: the second word tells them apart.
 _TWO_WORD: Final = frozenset({"OLD", "TAI", "LINEAR", "INSCRIPTIONAL", "MEROITIC"})
 
@@ -290,7 +317,8 @@ def check_name(raw: str) -> str:
             raise InputError(
                 f"The name {name!r} mixes {mixed} letters in the word {word!r}; letters from "
                 "different alphabets can look the same and make one person two reviewers. "
-                "Type each word in one alphabet.")
+                "Type each word in one alphabet."
+            )
     return name
 
 
@@ -340,16 +368,73 @@ def _skeletons(name: str) -> frozenset[str]:
 
 # One common romanisation of Cyrillic and Greek (close to BGN/PCGN), letter by letter, for
 # small letters after case folding: "Тамара" and "Tamara" are one name in two alphabets.
-_ROMAN: Final = str.maketrans({
-    "а": "a", "б": "b", "в": "v", "г": "g", "ґ": "g", "д": "d", "е": "e", "ё": "e", "є": "ye",
-    "ж": "zh", "з": "z", "и": "i", "і": "i", "ї": "yi", "й": "y", "к": "k", "л": "l", "м": "m",
-    "н": "n", "о": "o", "п": "p", "р": "r", "с": "s", "т": "t", "у": "u", "ў": "u", "ф": "f",
-    "х": "kh", "ц": "ts", "ч": "ch", "ш": "sh", "щ": "shch", "ъ": "", "ы": "y", "ь": "", "э": "e",
-    "ю": "yu", "я": "ya",
-    "α": "a", "β": "v", "γ": "g", "δ": "d", "ε": "e", "ζ": "z", "η": "i", "θ": "th", "ι": "i",
-    "κ": "k", "λ": "l", "μ": "m", "ν": "n", "ξ": "x", "ο": "o", "π": "p", "ρ": "r", "σ": "s",
-    "ς": "s", "τ": "t", "υ": "y", "φ": "f", "χ": "ch", "ψ": "ps", "ω": "o",
-})
+_ROMAN: Final = str.maketrans(
+    {
+        "а": "a",
+        "б": "b",
+        "в": "v",
+        "г": "g",
+        "ґ": "g",
+        "д": "d",
+        "е": "e",
+        "ё": "e",
+        "є": "ye",
+        "ж": "zh",
+        "з": "z",
+        "и": "i",
+        "і": "i",
+        "ї": "yi",
+        "й": "y",
+        "к": "k",
+        "л": "l",
+        "м": "m",
+        "н": "n",
+        "о": "o",
+        "п": "p",
+        "р": "r",
+        "с": "s",
+        "т": "t",
+        "у": "u",
+        "ў": "u",
+        "ф": "f",
+        "х": "kh",
+        "ц": "ts",
+        "ч": "ch",
+        "ш": "sh",
+        "щ": "shch",
+        "ъ": "",
+        "ы": "y",
+        "ь": "",
+        "э": "e",
+        "ю": "yu",
+        "я": "ya",
+        "α": "a",
+        "β": "v",
+        "γ": "g",
+        "δ": "d",
+        "ε": "e",
+        "ζ": "z",
+        "η": "i",
+        "θ": "th",
+        "ι": "i",
+        "κ": "k",
+        "λ": "l",
+        "μ": "m",
+        "ν": "n",
+        "ξ": "x",
+        "ο": "o",
+        "π": "p",
+        "ρ": "r",
+        "σ": "s",
+        "ς": "s",
+        "τ": "t",
+        "υ": "y",
+        "φ": "f",
+        "χ": "ch",
+        "ψ": "ps",
+        "ω": "o",
+    }
+)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -519,11 +604,15 @@ def _reason(ch: str, pos: int) -> str:
     if ch == "\x00":
         return f"contains a NUL character (U+0000) {at}"
     if "\ud800" <= ch <= "\udfff":
-        return (f"contains a lone surrogate {_u(ch)} {at}, which is not valid Unicode text "
-                "(usually half of a \\uD83D\\uDE00-style pair in JSON)")
+        return (
+            f"contains a lone surrogate {_u(ch)} {at}, which is not valid Unicode text "
+            "(usually half of a \\uD83D\\uDE00-style pair in JSON)"
+        )
     if ch in BIDI_CONTROLS:
-        return (f"contains the bidirectional control {_describe(ch)} {at}, "
-                "which changes the order in which the text is shown")
+        return (
+            f"contains the bidirectional control {_describe(ch)} {at}, "
+            "which changes the order in which the text is shown"
+        )
     return f"contains the control character {_describe(ch)} {at}"
 
 
@@ -590,7 +679,21 @@ def neutralise_cell(value: str) -> str:
     return value
 
 
-__all__ = ["BIDI_CONTROLS", "BIDI_EXPLICIT", "BIDI_MARKS", "check_name", "confusable_with", "display_name",
-           "id_problem", "inert_markdown", "loose_key", "near_duplicate_of", "neutralise_body",
-           "neutralise_cell", "normalise_name",
-           "text_problem", "uts39_skeleton", "visible"]
+__all__ = [
+    "BIDI_CONTROLS",
+    "BIDI_EXPLICIT",
+    "BIDI_MARKS",
+    "check_name",
+    "confusable_with",
+    "display_name",
+    "id_problem",
+    "inert_markdown",
+    "loose_key",
+    "near_duplicate_of",
+    "neutralise_body",
+    "neutralise_cell",
+    "normalise_name",
+    "text_problem",
+    "uts39_skeleton",
+    "visible",
+]

@@ -18,8 +18,11 @@ class Verdict(StrEnum):
 
 
 # The order is part of the data model: statistics index verdicts by position in it.
-LABELS: Final[tuple[str, str, str]] = (Verdict.SUPPORTED.value, Verdict.CONTRADICTED.value,
-                                      Verdict.UNSUPPORTED.value)
+LABELS: Final[tuple[str, str, str]] = (
+    Verdict.SUPPORTED.value,
+    Verdict.CONTRADICTED.value,
+    Verdict.UNSUPPORTED.value,
+)
 
 # Verdict colours, the same wherever a verdict is drawn (review, reveal, dashboard): green
 # SUPPORTED, red CONTRADICTED, amber UNSUPPORTED. Only verdicts take them; "selected" and
@@ -33,8 +36,15 @@ VERDICT_COLOURS: Final[dict[str, str]] = {
 # label_events.kind: blind (before the reveal), skip / unclear (no verdict), keep /
 # judge_right (reconcile after the reveal), import (a file's label, blind and final at once),
 # adjudicate (a lead settles a claim).
-LABEL_KINDS: Final[tuple[str, ...]] = ("blind", "skip", "unclear", "keep", "judge_right", "import",
-                                       "adjudicate")
+LABEL_KINDS: Final[tuple[str, ...]] = (
+    "blind",
+    "skip",
+    "unclear",
+    "keep",
+    "judge_right",
+    "import",
+    "adjudicate",
+)
 # human_labels.status, a reviewer's current state on a claim.
 LABEL_STATUSES: Final[tuple[str, ...]] = ("labeled", "skipped", "unclear")
 # human_labels.reconciled

@@ -105,30 +105,41 @@ def _create() -> None:
     try:
         seed = int(seed_text) if seed_text else None
     except ValueError:
-        state[CREATED] = ("error", "The cycle was not created.",
-                          ["seed: must be a whole number, or blank to draw one"])
+        state[CREATED] = (
+            "error",
+            "The cycle was not created.",
+            ["seed: must be a whole number, or blank to draw one"],
+        )
         return
     try:
         with store.session(path) as db:
             made = cycles.create_cycle(
-                db, name=state.get("cycle_name") or "", judge_run=state.get("cycle_run"),
-                size=int(state["cycle_size"]), seed=seed, strategy=state["cycle_strategy"],
+                db,
+                name=state.get("cycle_name") or "",
+                judge_run=state.get("cycle_run"),
+                size=int(state["cycle_size"]),
+                seed=seed,
+                strategy=state["cycle_strategy"],
                 reviewers=_form_reviewers(),
                 overlap=float(state["cycle_overlap"]),
-                failing_share=float(state["cycle_failing_share"]), goal=state["cycle_goal"],
+                failing_share=float(state["cycle_failing_share"]),
+                goal=state["cycle_goal"],
                 holdout=bool(state.get("cycle_holdout")),
                 include_labeled=bool(state.get("cycle_include_labeled")),
-                force=bool(state.get("cycle_force")), created_by=creator,
-                require_evidence=bool(state.get("cycle_require_evidence")))
+                force=bool(state.get("cycle_force")),
+                created_by=creator,
+                require_evidence=bool(state.get("cycle_require_evidence")),
+            )
     except CalibrationError as exc:
         state[CREATED] = ("error", "The cycle was not created.", _problems(exc))
         return
     drawn = " (drawn: enter it as the seed to draw this sample again)" if seed is None else ""
-    summary = (f"{made.name}: {plural(made.size, 'answer')} of {made.judge_run}, "
-               f"{made.strategy}, seed {made.seed}{drawn}")
+    summary = (
+        f"{made.name}: {plural(made.size, 'answer')} of {made.judge_run}, "
+        f"{made.strategy}, seed {made.seed}{drawn}"
+    )
     if made.warnings:
-        state[CREATED] = ("warning", "Cycle created, with warnings.",
-                          [summary, *made.notes, *made.warnings])
+        state[CREATED] = ("warning", "Cycle created, with warnings.", [summary, *made.notes, *made.warnings])
     else:
         state[CREATED] = ("success", "Cycle created.", [summary, *made.notes])
     # A fresh form for the next cycle: a kept name would clash, a kept seed would be
@@ -144,14 +155,22 @@ def _plan() -> None:
     state = st.session_state
     try:
         with store.session(path) as db:
-            plan = cycles.plan_next(db, judge_run=state.get("cycle_run"), goal=state["cycle_goal"],
-                                    size=int(state["cycle_size"]), holdout=bool(state.get("cycle_holdout")),
-                                    include_labeled=bool(state.get("cycle_include_labeled")))
+            plan = cycles.plan_next(
+                db,
+                judge_run=state.get("cycle_run"),
+                goal=state["cycle_goal"],
+                size=int(state["cycle_size"]),
+                holdout=bool(state.get("cycle_holdout")),
+                include_labeled=bool(state.get("cycle_include_labeled")),
+            )
     except CalibrationError as exc:
         state[PLANNED] = ("error", "No plan.", _problems(exc))
         return
-    state[PLANNED] = ("success", "The plan of a planned cycle with these choices (nothing drawn yet):",
-                      plan.lines())
+    state[PLANNED] = (
+        "success",
+        "The plan of a planned cycle with these choices (nothing drawn yet):",
+        plan.lines(),
+    )
 
 
 with store.session(path) as db:
@@ -159,8 +178,10 @@ with store.session(path) as db:
     default = cycles.default_run(db)
     listed = roster.active_names(db)
 if not runs:
-    st.info("No judge runs with verdicts yet: import judged answers first, on the Import page or "
-            "from the command line (python -m calibration import FILE).")
+    st.info(
+        "No judge runs with verdicts yet: import judged answers first, on the Import page or "
+        "from the command line (python -m calibration import FILE)."
+    )
     ui.import_link()
     st.stop()
 
@@ -177,46 +198,90 @@ asked_strategy = "planned" if asked else sampling.STRATEGIES[0]
 
 st.subheader("New cycle")
 if asked:
-    st.caption("Prefilled from the Dashboard: a planned cycle for the goal the labels so far leave "
-               "open; “Show the plan” says what it would draw.")
+    st.caption(
+        "Prefilled from the Dashboard: a planned cycle for the goal the labels so far leave "
+        "open; “Show the plan” says what it would draw."
+    )
 with st.form("new_cycle", enter_to_submit=False):
     left, right = st.columns(2)
     left.text_input("Name", max_chars=100, key="cycle_name", placeholder="e.g. prompt v3, week 12")
-    right.selectbox("Judge run", runs, key="cycle_run",
-                    index=runs.index(default_name),
-                    help="runs that gave verdicts; the default is the most recently imported run")
-    left.number_input("Answers to sample", min_value=1, max_value=1000, value=min(1000, max(1, asked_size)),
-                      step=1, key="cycle_size",
-                      help=f"{cycles.MIN_SIZE}–{cycles.MAX_SIZE} unless forced")
+    right.selectbox(
+        "Judge run",
+        runs,
+        key="cycle_run",
+        index=runs.index(default_name),
+        help="runs that gave verdicts; the default is the most recently imported run",
+    )
+    left.number_input(
+        "Answers to sample",
+        min_value=1,
+        max_value=1000,
+        value=min(1000, max(1, asked_size)),
+        step=1,
+        key="cycle_size",
+        help=f"{cycles.MIN_SIZE}–{cycles.MAX_SIZE} unless forced",
+    )
     right.text_input("Seed", key="cycle_seed", placeholder="blank: draw one and record it")
     left.selectbox(
-        "Strategy", sampling.STRATEGIES, key="cycle_strategy",
+        "Strategy",
+        sampling.STRATEGIES,
+        key="cycle_strategy",
         index=sampling.STRATEGIES.index(asked_strategy),
         help="random: uniform; stratified: proportional by category; failures-first: "
-             "oversample answers the judge did not call SUPPORTED, rest at random; planned: "
-             "more labels where earlier cycles found people disagreeing with the judge, for the goal")
-    right.number_input("Overlap share", min_value=0.0, max_value=1.0, value=cycles.DEFAULT_OVERLAP,
-                       step=0.05, key="cycle_overlap", help="share of answers given to two reviewers")
+        "oversample answers the judge did not call SUPPORTED, rest at random; planned: "
+        "more labels where earlier cycles found people disagreeing with the judge, for the goal",
+    )
+    right.number_input(
+        "Overlap share",
+        min_value=0.0,
+        max_value=1.0,
+        value=cycles.DEFAULT_OVERLAP,
+        step=0.05,
+        key="cycle_overlap",
+        help="share of answers given to two reviewers",
+    )
     if listed:
-        left.multiselect("Reviewers", listed, key="cycle_reviewer_pick", format_func=visible,
-                         placeholder="from the roster; none: open to every reviewer")
+        left.multiselect(
+            "Reviewers",
+            listed,
+            key="cycle_reviewer_pick",
+            format_func=visible,
+            placeholder="from the roster; none: open to every reviewer",
+        )
     else:
-        left.text_input("Reviewers", key="cycle_reviewers",
-                        placeholder="comma-separated; blank: open to every reviewer")
-    right.number_input("Failing share (failures-first)", min_value=0.0, max_value=1.0,
-                       value=sampling.DEFAULT_FAILING_SHARE, step=0.05, key="cycle_failing_share",
-                       help="the least share of the slots given to answers with a non-SUPPORTED "
-                            "verdict; more when they are a larger share of the pool")
-    left.selectbox("Goal (planned)", planning.GOALS, key="cycle_goal",
-                   format_func=planning.GOAL_NAMES.__getitem__,
-                   index=planning.GOALS.index(asked_goal),
-                   help="what a planned cycle spends its labels on; 'Show the plan' says how before drawing")
+        left.text_input(
+            "Reviewers", key="cycle_reviewers", placeholder="comma-separated; blank: open to every reviewer"
+        )
+    right.number_input(
+        "Failing share (failures-first)",
+        min_value=0.0,
+        max_value=1.0,
+        value=sampling.DEFAULT_FAILING_SHARE,
+        step=0.05,
+        key="cycle_failing_share",
+        help="the least share of the slots given to answers with a non-SUPPORTED "
+        "verdict; more when they are a larger share of the pool",
+    )
+    left.selectbox(
+        "Goal (planned)",
+        planning.GOALS,
+        key="cycle_goal",
+        format_func=planning.GOAL_NAMES.__getitem__,
+        index=planning.GOALS.index(asked_goal),
+        help="what a planned cycle spends its labels on; 'Show the plan' says how before drawing",
+    )
     st.checkbox(HOLDOUT_LABEL, key="cycle_holdout")
-    st.checkbox(INCLUDE_LABEL, key="cycle_include_labeled",
-                help="answers whose claims all have a final human label are left out by default")
-    st.checkbox("Require evidence for SUPPORTED", key="cycle_require_evidence",
-                help="reviewers name the chunks behind every SUPPORTED verdict before an answer's "
-                     "commit, so a golden set exported from the cycle has its expected sources")
+    st.checkbox(
+        INCLUDE_LABEL,
+        key="cycle_include_labeled",
+        help="answers whose claims all have a final human label are left out by default",
+    )
+    st.checkbox(
+        "Require evidence for SUPPORTED",
+        key="cycle_require_evidence",
+        help="reviewers name the chunks behind every SUPPORTED verdict before an answer's "
+        "commit, so a golden set exported from the cycle has its expected sources",
+    )
     st.checkbox(FORCE_LABEL, key="cycle_force")
     create_col, plan_col = st.columns(2)
     create_col.form_submit_button("Create cycle", type="primary", on_click=_create)
@@ -241,8 +306,7 @@ def _close(cycle_name: str, force: bool) -> None:
     except CalibrationError as exc:
         st.session_state[OUTCOME] = ("error", "The cycle was not closed.", _problems(exc))
     else:
-        st.session_state[OUTCOME] = ("success", "Cycle closed; its figures are frozen.",
-                                     [cycle_name])
+        st.session_state[OUTCOME] = ("success", "Cycle closed; its figures are frozen.", [cycle_name])
 
 
 def _ci(bounds: tuple[float, float] | None, show: Callable[[float | None], str] = fmt.pct) -> str:
@@ -258,8 +322,9 @@ def _frozen(cycle: cycles.Cycle) -> None:
         st.info("This cycle was closed without a snapshot.")
         return
     if fig.agreement is None:
-        st.info("No claim had a final human label when the cycle closed, so no agreement "
-                "figures were frozen.")
+        st.info(
+            "No claim had a final human label when the cycle closed, so no agreement figures were frozen."
+        )
     else:
         # The decision header as the Dashboard draws it, from the report frozen at close.
         ui.decision_header(dashboard.decision((cycle.snapshot or {}).get("agreement") or {}))
@@ -267,22 +332,34 @@ def _frozen(cycle: cycles.Cycle) -> None:
             for reason in fig.flag_reasons:
                 ui.literal(f"• {reason}")  # reasons may quote claim ids
             cols = st.columns(2)
-            cols[0].metric("Raw agreement", fmt.pct(fig.agreement), help="judge vs final human label, "
-                           "unweighted: the share of labeled claims where they agree")
+            cols[0].metric(
+                "Raw agreement",
+                fmt.pct(fig.agreement),
+                help="judge vs final human label, unweighted: the share of labeled claims where they agree",
+            )
             cols[0].caption(_ci(fig.agreement_ci) + " (Wilson)")
-            cols[1].metric("Cohen's kappa", fmt.num(fig.kappa),
-                           help="agreement beyond what chance alone would give")
+            cols[1].metric(
+                "Cohen's kappa", fmt.num(fig.kappa), help="agreement beyond what chance alone would give"
+            )
             cols[1].caption(_ci(fig.kappa_ci, fmt.num))
         st.metric("Claims in the figures", fig.n_claims)
         # An older snapshot kept no progress: then the sentence says nothing of it (never "None").
-        progress_at_close = "" if fig.labeled is None else (
-            f" Labeled for this cycle at close: {fig.labeled} of {plural(fig.total or 0, 'claim')}"
-            + (f" ({fig.reused} reused)" if fig.reused else ""))
-        st.caption(f"{plural(fig.n_answers, 'answer')}; labels from outside the cycle count "
-                   f"too.{progress_at_close}")
+        progress_at_close = (
+            ""
+            if fig.labeled is None
+            else (
+                f" Labeled for this cycle at close: {fig.labeled} of {plural(fig.total or 0, 'claim')}"
+                + (f" ({fig.reused} reused)" if fig.reused else "")
+            )
+        )
+        st.caption(
+            f"{plural(fig.n_answers, 'answer')}; labels from outside the cycle count too.{progress_at_close}"
+        )
         if fig.weighted_agreement is not None:
-            st.caption("Some answers were drawn more often than others; the figures are re-weighted to "
-                       f"the whole run: {fmt.pct(fig.weighted_agreement)}, " + _ci(fig.weighted_ci))
+            st.caption(
+                "Some answers were drawn more often than others; the figures are re-weighted to "
+                f"the whole run: {fmt.pct(fig.weighted_agreement)}, " + _ci(fig.weighted_ci)
+            )
     if fig.plan is not None:
         st.caption(cycles.plan_sentence(fig.plan))  # numbers and constant words only
     with st.expander("Raw snapshot (JSON)"):
@@ -295,13 +372,21 @@ def _reassign(cycle_name: str) -> None:
     state = st.session_state
     try:
         with store.session(path) as db:
-            done = cycles.reassign(db, cycle_name, str(state.get("reassign_from") or ""),
-                                   str(state.get("reassign_to") or ""), by=ui.current_reviewer())
+            done = cycles.reassign(
+                db,
+                cycle_name,
+                str(state.get("reassign_from") or ""),
+                str(state.get("reassign_to") or ""),
+                by=ui.current_reviewer(),
+            )
     except CalibrationError as exc:
         state[OUTCOME] = ("error", "Nothing was reassigned.", _problems(exc))
         return
-    lines = [f"{plural(len(done.moved), 'answer')} moved from {visible(done.from_reviewer)} to "
-             f"{visible(done.to_reviewer)}", *done.warnings]
+    lines = [
+        f"{plural(len(done.moved), 'answer')} moved from {visible(done.from_reviewer)} to "
+        f"{visible(done.to_reviewer)}",
+        *done.warnings,
+    ]
     state[OUTCOME] = ("warning" if done.warnings else "success", "Work reassigned.", lines)
     state["reassign_to"] = ""
 
@@ -312,21 +397,37 @@ def _reassign_form(cycle: cycles.Cycle) -> None:
         with st.form("reassign", enter_to_submit=False, border=False):
             left, right = st.columns(2)
             left.selectbox("From", list(cycle.reviewers), key="reassign_from", format_func=visible)
-            right.text_input("To", key="reassign_to", max_chars=80,
-                             placeholder="a reviewer's name (matched ignoring case and spacing)")
+            right.text_input(
+                "To",
+                key="reassign_to",
+                max_chars=80,
+                placeholder="a reviewer's name (matched ignoring case and spacing)",
+            )
             st.form_submit_button("Reassign", on_click=_reassign, args=(cycle.name,))
         with store.session(path) as db:
             history = store_cycles.reassignments(db, cycle.id)
         if history:
-            st.dataframe([{"From": visible(h.from_reviewer), "To": visible(h.to_reviewer),
-                           "Answers": len(h.answers), "By": visible(h.reassigned_by or ""),
-                           "When": _local(h.created_at)} for h in history], hide_index=True)
+            st.dataframe(
+                [
+                    {
+                        "From": visible(h.from_reviewer),
+                        "To": visible(h.to_reviewer),
+                        "Answers": len(h.answers),
+                        "By": visible(h.reassigned_by or ""),
+                        "When": _local(h.created_at),
+                    }
+                    for h in history
+                ],
+                hide_index=True,
+            )
 
 
 # What "Claims labeled" counts: the one rule the reviewer's queue uses too (cycles.claim_done).
-LABELED_HELP = ("claims every assigned reviewer has labeled (a verdict or an unclear mark, given in "
-                "this cycle or reused from another cycle or an import); in a cycle open to all, "
-                "claims labeled by a reviewer who worked in it")
+LABELED_HELP = (
+    "claims every assigned reviewer has labeled (a verdict or an unclear mark, given in "
+    "this cycle or reused from another cycle or an import); in a cycle open to all, "
+    "claims labeled by a reviewer who worked in it"
+)
 
 
 def _claims_cell(p: cycles.CycleProgress) -> str:
@@ -351,118 +452,180 @@ def _cycles_section() -> None:
     # column: Streamlit greys pinned text.)
     text = st.column_config.TextColumn
     st.dataframe(
-        [{"Name": visible(c.name), "Status": c.status, "Claims labeled": _claims_cell(p),
-          "Done": p.fraction, "Labeled outside": p.labeled_elsewhere,
-          "Reviewers": ", ".join(map(visible, c.reviewers)) or "open to all",
-          "Created": _local(c.created_at)}
-         for c, p in listed],
+        [
+            {
+                "Name": visible(c.name),
+                "Status": c.status,
+                "Claims labeled": _claims_cell(p),
+                "Done": p.fraction,
+                "Labeled outside": p.labeled_elsewhere,
+                "Reviewers": ", ".join(map(visible, c.reviewers)) or "open to all",
+                "Created": _local(c.created_at),
+            }
+            for c, p in listed
+        ],
         hide_index=True,
         column_config={
             "Name": text("Name", width=150),
             "Status": text("Status", width=65),
             "Claims labeled": text("Claims labeled", width=115, help=LABELED_HELP),
-            "Done": st.column_config.ProgressColumn("Done", format="percent", min_value=0.0,
-                                                    max_value=1.0, width=80),
+            "Done": st.column_config.ProgressColumn(
+                "Done", format="percent", min_value=0.0, max_value=1.0, width=80
+            ),
             "Labeled outside": st.column_config.NumberColumn(
-                "Labeled outside", width=120,
+                "Labeled outside",
+                width=120,
                 help="claims none of this cycle's reviewers has labeled that already have a final "
-                     "human label from someone else (another reviewer, an adjudication); the "
-                     "reviewers' own earlier labels count as done instead"),
+                "human label from someone else (another reviewer, an adjudication); the "
+                "reviewers' own earlier labels count as done instead",
+            ),
             "Reviewers": text("Reviewers", width=135),
             "Created": st.column_config.DatetimeColumn("Created", format=DATE_FORMAT, width=135),
         },
         key="cycles_table",
     )
-    st.caption("Choose a cycle below for its design: judge run, strategy, seed, size, holdout, who "
-               "created it and when it closed.")
+    st.caption(
+        "Choose a cycle below for its design: judge run, strategy, seed, size, holdout, who "
+        "created it and when it closed."
+    )
 
     by_name = {c.name: (c, p) for c, p in listed}
     names = list(by_name)
     asked_cycle = st.query_params.get("cycle")  # the Dashboard's "close the cycle" link
-    chosen = st.selectbox("Cycle", names, key="cycle_detail", format_func=visible,
-                          index=names.index(asked_cycle) if asked_cycle in names else 0)
+    chosen = st.selectbox(
+        "Cycle",
+        names,
+        key="cycle_detail",
+        format_func=visible,
+        index=names.index(asked_cycle) if asked_cycle in names else 0,
+    )
     cycle, prog = by_name[chosen]
 
     # The chosen cycle in full, as literal text: names and reviewers are user text, and
     # the table above may cut long ones.
-    ui.literal(f"{visible(cycle.name)} · {visible(cycle.judge_run)} · {cycle.strategy}"
-               + (f" (failing share {cycle.failing_share:g})" if cycle.failing_share is not None else "")
-               + f" · seed {cycle.seed}" + (" · holdout" if cycle.holdout else "")
-               + (" · evidence required for SUPPORTED" if cycle.require_evidence else ""))
-    ui.literal(f"Created {_local_text(cycle.created_at)} by {visible(cycle.created_by or 'unknown')}"
-               + (f" · closed {_local_text(cycle.closed_at)}" if cycle.closed_at else ""))
+    ui.literal(
+        f"{visible(cycle.name)} · {visible(cycle.judge_run)} · {cycle.strategy}"
+        + (f" (failing share {cycle.failing_share:g})" if cycle.failing_share is not None else "")
+        + f" · seed {cycle.seed}"
+        + (" · holdout" if cycle.holdout else "")
+        + (" · evidence required for SUPPORTED" if cycle.require_evidence else "")
+    )
+    ui.literal(
+        f"Created {_local_text(cycle.created_at)} by {visible(cycle.created_by or 'unknown')}"
+        + (f" · closed {_local_text(cycle.closed_at)}" if cycle.closed_at else "")
+    )
     ui.literal("Reviewers: " + (", ".join(map(visible, cycle.reviewers)) or "open to every reviewer"))
     cols = st.columns(3)
     cols[0].metric("Claims labeled", f"{prog.labeled} / {prog.total}", help=LABELED_HELP)
     cols[1].metric("Answers", cycle.size)
     cols[2].metric("Status", cycle.status)
     if prog.reused:
-        st.caption(f"Of these, {prog.reused} {cycles.REUSED_WORDS}: the reviewers' own labels, given "
-                   "before this cycle, count as done")
+        st.caption(
+            f"Of these, {prog.reused} {cycles.REUSED_WORDS}: the reviewers' own labels, given "
+            "before this cycle, count as done"
+        )
     if prog.unclear:
         st.caption(f"{plural(prog.unclear, 'claim')} marked unclear, waiting for a lead's decision")
-        ui.page_link("pages/dashboard.py", label="Settle them on the Dashboard", icon=":material/gavel:",
-                     query_params={"run": cycle.judge_run, "cycle": cycle.name})
+        ui.page_link(
+            "pages/dashboard.py",
+            label="Settle them on the Dashboard",
+            icon=":material/gavel:",
+            query_params={"run": cycle.judge_run, "cycle": cycle.name},
+        )
     if prog.labeled_elsewhere:
-        st.caption(f"Already labeled outside this cycle: {plural(prog.labeled_elsewhere, 'claim')} "
-                   "(not counted above)")
+        st.caption(
+            f"Already labeled outside this cycle: {plural(prog.labeled_elsewhere, 'claim')} "
+            "(not counted above)"
+        )
 
-    st.caption("Per reviewer (claims labeled / assigned; reused: labeled before this cycle, counted as "
-               "done, as in the reviewer's own queue)")
+    st.caption(
+        "Per reviewer (claims labeled / assigned; reused: labeled before this cycle, counted as "
+        "done, as in the reviewer's own queue)"
+    )
     if prog.reviewers:
         with store.session(path) as db:
             gaps = review.evidence_gaps(db, cycle.id)
-        st.dataframe([{"Reviewer": visible(r.reviewer), "Labeled": r.labeled, "Claims": r.total,
-                       "Done": r.fraction, "Reused": r.reused, "Unclear": r.unclear,
-                       "Answers committed": f"{r.answers_done} / {r.answers_total}",
-                       "SUPPORTED without evidence": gaps.get(r.reviewer, 0)}
-                      for r in prog.reviewers],
-                     hide_index=True,
-                     # Widths (and short headers, said in full in their help) that fit the page
-                     # beside the sidebar at 1280 px.
-                     column_config={
-                         "Reviewer": st.column_config.TextColumn("Reviewer", width=150),
-                         "Labeled": st.column_config.NumberColumn("Labeled", width=75),
-                         "Claims": st.column_config.NumberColumn("Claims", width=65),
-                         "Done": st.column_config.ProgressColumn(
-                             "Done", format="percent", min_value=0.0, max_value=1.0, width=90),
-                         "Reused": st.column_config.NumberColumn("Reused", width=70),
-                         "Unclear": st.column_config.NumberColumn("Unclear", width=70),
-                         "Answers committed": st.column_config.TextColumn(
-                             "Committed", width=100, help="answers committed / answers assigned"),
-                         "SUPPORTED without evidence": st.column_config.NumberColumn(
-                             "No evidence", width=105,
-                             help="SUPPORTED verdicts that name no supporting chunk")})
+        st.dataframe(
+            [
+                {
+                    "Reviewer": visible(r.reviewer),
+                    "Labeled": r.labeled,
+                    "Claims": r.total,
+                    "Done": r.fraction,
+                    "Reused": r.reused,
+                    "Unclear": r.unclear,
+                    "Answers committed": f"{r.answers_done} / {r.answers_total}",
+                    "SUPPORTED without evidence": gaps.get(r.reviewer, 0),
+                }
+                for r in prog.reviewers
+            ],
+            hide_index=True,
+            # Widths (and short headers, said in full in their help) that fit the page
+            # beside the sidebar at 1280 px.
+            column_config={
+                "Reviewer": st.column_config.TextColumn("Reviewer", width=150),
+                "Labeled": st.column_config.NumberColumn("Labeled", width=75),
+                "Claims": st.column_config.NumberColumn("Claims", width=65),
+                "Done": st.column_config.ProgressColumn(
+                    "Done", format="percent", min_value=0.0, max_value=1.0, width=90
+                ),
+                "Reused": st.column_config.NumberColumn("Reused", width=70),
+                "Unclear": st.column_config.NumberColumn("Unclear", width=70),
+                "Answers committed": st.column_config.TextColumn(
+                    "Committed", width=100, help="answers committed / answers assigned"
+                ),
+                "SUPPORTED without evidence": st.column_config.NumberColumn(
+                    "No evidence", width=105, help="SUPPORTED verdicts that name no supporting chunk"
+                ),
+            },
+        )
     else:
         st.text("Nobody has labeled a claim for this cycle yet.")
 
     with st.expander("Answers in cycle order"):
         with store.session(path) as db:
             items = cycles.cycle_answers(db, cycle.id)
-        st.dataframe([{"#": i.position + 1, "Answer": visible(i.answer_id), "Claims": i.claims,
-                       "Chance of being drawn": fmt.pct(i.inclusion_prob),
-                       "Reviewers": ", ".join(map(visible, i.reviewers)) or "anyone"} for i in items],
-                     hide_index=True,
-                     column_config={  # widths that fit the expander beside the sidebar at 1280 px
-                         "#": st.column_config.NumberColumn("#", width=50),
-                         "Answer": st.column_config.TextColumn("Answer", width=200),
-                         "Claims": st.column_config.NumberColumn("Claims", width=70),
-                         "Chance of being drawn": st.column_config.TextColumn("Chance of being drawn",
-                                                                              width=170),
-                         "Reviewers": st.column_config.TextColumn("Reviewers", width=240)})
+        st.dataframe(
+            [
+                {
+                    "#": i.position + 1,
+                    "Answer": visible(i.answer_id),
+                    "Claims": i.claims,
+                    "Chance of being drawn": fmt.pct(i.inclusion_prob),
+                    "Reviewers": ", ".join(map(visible, i.reviewers)) or "anyone",
+                }
+                for i in items
+            ],
+            hide_index=True,
+            column_config={  # widths that fit the expander beside the sidebar at 1280 px
+                "#": st.column_config.NumberColumn("#", width=50),
+                "Answer": st.column_config.TextColumn("Answer", width=200),
+                "Claims": st.column_config.NumberColumn("Claims", width=70),
+                "Chance of being drawn": st.column_config.TextColumn("Chance of being drawn", width=170),
+                "Reviewers": st.column_config.TextColumn("Reviewers", width=240),
+            },
+        )
 
     if cycle.status == "open":
         left = prog.outstanding()
         if left:
             st.warning(f"Work remains: {left}.")  # numbers and constant words only
-            label = ("Close anyway: the outstanding labels will be missing from the frozen figures, "
-                     "and labels given later do not change them.")
+            label = (
+                "Close anyway: the outstanding labels will be missing from the frozen figures, "
+                "and labels given later do not change them."
+            )
         else:
             label = "Closing freezes this cycle's figures; labels given later do not change them."
         # Keyed by cycle: a confirmation ticked for one cycle never closes another.
         confirm = st.checkbox(label, key=f"cycle_close_confirm_{cycle.id}")
-        st.button("Close cycle", type="primary", disabled=not confirm, on_click=_close,
-                  args=(cycle.name, bool(left)), key="cycle_close")
+        st.button(
+            "Close cycle",
+            type="primary",
+            disabled=not confirm,
+            on_click=_close,
+            args=(cycle.name, bool(left)),
+            key="cycle_close",
+        )
         if cycle.reviewers:
             _reassign_form(cycle)
     else:
@@ -497,9 +660,11 @@ def _holdout(flag: bool) -> None:
 
 
 st.subheader("Holdout answers")
-st.caption("Holdout answers are never sampled by an ordinary cycle (one that tunes the judge); only "
-           "a holdout cycle samples them, so they stay an independent check. An answer already "
-           "sampled by an ordinary cycle cannot become holdout.")
+st.caption(
+    "Holdout answers are never sampled by an ordinary cycle (one that tunes the judge); only "
+    "a holdout cycle samples them, so they stay an independent check. An answer already "
+    "sampled by an ordinary cycle cannot become holdout."
+)
 with store.session(path) as db:
     held = cycles.holdout_answers(db)
 st.metric("Holdout answers", len(held))
@@ -512,8 +677,11 @@ if held_outcome := st.session_state.pop(HELD, None):
     _show(*held_outcome)
 if held:
     with st.expander(f"The {plural(len(held), 'holdout answer')}"):
-        st.dataframe([{"Answer": a} for a in held], hide_index=True,
-                     column_config={"Answer": st.column_config.TextColumn("Answer", width="large")})
+        st.dataframe(
+            [{"Answer": a} for a in held],
+            hide_index=True,
+            column_config={"Answer": st.column_config.TextColumn("Answer", width="large")},
+        )
 
 
 # ---------------------------------------------------------------- the reviewer roster
@@ -530,13 +698,15 @@ def _roster_change(action: str) -> None:
                 done = f"added {roster.add(db, str(state.get('roster_add') or ''), by=by)}"
                 state["roster_add"] = ""
             elif action == "rename":
-                new, moved = roster.rename(db, str(state.get("roster_who") or ""),
-                                           str(state.get("roster_new") or ""), by=by)
+                new, moved = roster.rename(
+                    db, str(state.get("roster_who") or ""), str(state.get("roster_new") or ""), by=by
+                )
                 done = f"renamed to {new}: {plural(moved, 'label')} moved along"
                 state["roster_new"] = ""
             else:
-                name = roster.set_active(db, str(state.get("roster_who") or ""), action == "reactivate",
-                                         by=by)
+                name = roster.set_active(
+                    db, str(state.get("roster_who") or ""), action == "reactivate", by=by
+                )
                 done = f"{action}d {name}"
     except CalibrationError as exc:
         state[ROSTERED] = ("error", "The roster did not change.", _problems(exc))
@@ -545,15 +715,22 @@ def _roster_change(action: str) -> None:
 
 
 st.subheader("Reviewers")
-st.caption("The roster: the reviewers cycles are assigned to and typed-name sign-in offers. Once it "
-           "holds anyone, cycles take only its active reviewers. A rename carries the reviewer's "
-           "labels along; a deactivated reviewer keeps their labels but cannot sign in.")
+st.caption(
+    "The roster: the reviewers cycles are assigned to and typed-name sign-in offers. Once it "
+    "holds anyone, cycles take only its active reviewers. A rename carries the reviewer's "
+    "labels along; a deactivated reviewer keeps their labels but cannot sign in."
+)
 with store.session(path) as db:
     everyone = roster.entries(db)
     changes = roster.history(db)
 with st.form("roster_add_form", enter_to_submit=True, border=False):
-    st.text_input("Add a reviewer", key="roster_add", max_chars=80, width=360,
-                  placeholder="a name; near-duplicates of known names are refused")
+    st.text_input(
+        "Add a reviewer",
+        key="roster_add",
+        max_chars=80,
+        width=360,
+        placeholder="a name; near-duplicates of known names are refused",
+    )
     st.form_submit_button("Add", on_click=_roster_change, args=("add",))
 if everyone:
     with st.form("roster_edit_form", enter_to_submit=False, border=False):
@@ -567,12 +744,25 @@ if everyone:
 if rostered := st.session_state.pop(ROSTERED, None):
     _show(*rostered)
 if everyone:
-    st.dataframe([{"Reviewer": visible(e.name), "Active": e.active, "Added": _local(e.added_at)}
-                  for e in everyone], hide_index=True,
-                 column_config={"Added": st.column_config.DatetimeColumn("Added", format=DATE_FORMAT)})
+    st.dataframe(
+        [{"Reviewer": visible(e.name), "Active": e.active, "Added": _local(e.added_at)} for e in everyone],
+        hide_index=True,
+        column_config={"Added": st.column_config.DatetimeColumn("Added", format=DATE_FORMAT)},
+    )
 if changes:
     with st.expander(f"Roster history ({plural(len(changes), 'change')})"):
-        st.dataframe([{"When": _local(c.at), "Change": c.kind, "Reviewer": visible(c.name),
-                       "New name": visible(c.new_name or ""), "Labels moved": c.labels_moved,
-                       "By": visible(c.by or "")} for c in changes], hide_index=True,
-                     column_config={"When": st.column_config.DatetimeColumn("When", format=DATE_FORMAT)})
+        st.dataframe(
+            [
+                {
+                    "When": _local(c.at),
+                    "Change": c.kind,
+                    "Reviewer": visible(c.name),
+                    "New name": visible(c.new_name or ""),
+                    "Labels moved": c.labels_moved,
+                    "By": visible(c.by or ""),
+                }
+                for c in changes
+            ],
+            hide_index=True,
+            column_config={"When": st.column_config.DatetimeColumn("When", format=DATE_FORMAT)},
+        )

@@ -62,8 +62,9 @@ def _plan_defaults(path: str, stamp: tuple, run: str) -> dict[str, str]:
     return {"plan": "1", "run": run, "goal": goal, "size": str(size)}
 
 
-def _hidden_scopes(db: Database, work: roles.OpenWork, run: str,
-                   scopes: list[str | None]) -> dict[int, tuple[roles.BlindSpot, ...]]:
+def _hidden_scopes(
+    db: Database, work: roles.OpenWork, run: str, scopes: list[str | None]
+) -> dict[int, tuple[roles.BlindSpot, ...]]:
     """Position of each scope that holds the lead's open work -> the blind spots it holds."""
     if not work:
         return {}
@@ -105,8 +106,10 @@ with store.session(path) as db:
     runs = dashboard.run_names(db)
     default = dashboard.default_run(db) if runs else None
 if not runs:
-    st.info("No judge runs yet: import judged answers first, on the Import page or from the command "
-            "line (python -m calibration import FILE).")
+    st.info(
+        "No judge runs yet: import judged answers first, on the Import page or from the command "
+        "line (python -m calibration import FILE)."
+    )
     ui.import_link()
     st.stop()
 
@@ -114,8 +117,9 @@ if not runs:
 wanted_run = st.query_params.get("run")
 default = wanted_run if wanted_run in runs else default
 left, mid, right = st.columns(3)
-run = left.selectbox("Judge run", runs, index=runs.index(default) if default in runs else len(runs) - 1,
-                     key="dash_run")
+run = left.selectbox(
+    "Judge run", runs, index=runs.index(default) if default in runs else len(runs) - 1, key="dash_run"
+)
 work = ui.open_work(lead)
 with store.session(path) as db:
     scopes: list[str | None] = [None, *dashboard.cycle_names(db, run)]
@@ -134,10 +138,15 @@ def _scope_words(i: int) -> str:
 
 # Options are positions, not names: a None option would read as "nothing chosen" and offer a
 # clear button. Keyed by run: another run has other cycles, and a stale choice must not carry over.
-scope_at = mid.selectbox("Scope", range(len(scopes)), index=first_shown, key=f"dash_scope_{run}",
-                         format_func=_scope_words)
-compare_at = right.selectbox("Compare with", range(len(others)), key=f"dash_compare_{run}",
-                             format_func=lambda i: NO_COMPARISON if others[i] is None else others[i])
+scope_at = mid.selectbox(
+    "Scope", range(len(scopes)), index=first_shown, key=f"dash_scope_{run}", format_func=_scope_words
+)
+compare_at = right.selectbox(
+    "Compare with",
+    range(len(others)),
+    key=f"dash_compare_{run}",
+    format_func=lambda i: NO_COMPARISON if others[i] is None else others[i],
+)
 scope_at = scope_at if scope_at is not None and scope_at < len(scopes) else 0
 cycle = scopes[scope_at]
 compare = others[compare_at] if compare_at is not None and compare_at < len(others) else None
@@ -167,10 +176,18 @@ plan_link = _plan_defaults(str(path), stamp, run)
 # ---------------------------------------------------------------- the decision first
 
 # The section menu: constant words, links to the subheaders' anchors below.
-SECTIONS = (("Decision", "decision"), ("Settle unclear claims", "settle"), ("Figures", "figures"),
-            ("Confusion and direction", "confusion"), ("Trend", "trend"), ("Breakdowns", "breakdowns"),
-            ("Reviewers", "reviewers"), ("Compare runs", "compare"), ("Disagreements", "disagreements"),
-            ("Export", "export"))
+SECTIONS = (
+    ("Decision", "decision"),
+    ("Settle unclear claims", "settle"),
+    ("Figures", "figures"),
+    ("Confusion and direction", "confusion"),
+    ("Trend", "trend"),
+    ("Breakdowns", "breakdowns"),
+    ("Reviewers", "reviewers"),
+    ("Compare runs", "compare"),
+    ("Disagreements", "disagreements"),
+    ("Export", "export"),
+)
 with st.sidebar:
     st.caption("On this page")
     st.markdown("\n".join(f"- [{words}](#{anchor})" for words, anchor in SECTIONS))
@@ -185,16 +202,25 @@ if dec is not None:
     for col, step in zip(step_cols, dec.steps, strict=True):
         with col:
             if step.kind == "plan":
-                ui.page_link("pages/cycles.py", label=step.label, icon=":material/event_upcoming:",
-                             query_params=plan_link)
+                ui.page_link(
+                    "pages/cycles.py",
+                    label=step.label,
+                    icon=":material/event_upcoming:",
+                    query_params=plan_link,
+                )
             elif step.kind == "judge_lab":
-                ui.page_link("pages/judge_lab.py", label=step.label, icon=":material/science:",
-                             query_params={"run": run, "focus": "disagreements"})
+                ui.page_link(
+                    "pages/judge_lab.py",
+                    label=step.label,
+                    icon=":material/science:",
+                    query_params={"run": run, "focus": "disagreements"},
+                )
             elif step.kind == "settle":
                 st.markdown(f"[:material/gavel: {step.label}](#settle)")
             elif step.kind == "close" and cycle is not None:
-                ui.page_link("pages/cycles.py", label=step.label, icon=":material/lock:",
-                             query_params={"cycle": cycle})
+                ui.page_link(
+                    "pages/cycles.py", label=step.label, icon=":material/lock:", query_params={"cycle": cycle}
+                )
 sealed_note = dashboard.sealed_text(report)
 if sealed_note:
     ui.literal(sealed_note)
@@ -240,35 +266,58 @@ if not data.pending and not tally.unresolved:
 elif data.pending:
     n_pending = len(report.unresolved_claims)
     if n_pending > len(data.pending):
-        st.caption(f"The first {len(data.pending):,} of {n_pending:,} unresolved claims; the rest from the "
-                   "command line: python -m calibration adjudicate ANSWER_ID CLAIM_ID VERDICT --by NAME.")
+        st.caption(
+            f"The first {len(data.pending):,} of {n_pending:,} unresolved claims; the rest from the "
+            "command line: python -m calibration adjudicate ANSWER_ID CLAIM_ID VERDICT --by NAME."
+        )
     # One table for every listed claim; the controls a page at a time (the page stays fast).
-    st.dataframe(dashboard.pending_rows(data), hide_index=True, column_config={
-        "claim": st.column_config.TextColumn(width="large"),
-        "reviewers": st.column_config.TextColumn(width="medium")})
+    st.dataframe(
+        dashboard.pending_rows(data),
+        hide_index=True,
+        column_config={
+            "claim": st.column_config.TextColumn(width="large"),
+            "reviewers": st.column_config.TextColumn(width="medium"),
+        },
+    )
     n_pages = -(-len(data.pending) // PENDING_PAGE)
     page = 0
     if n_pages > 1:
-        page = st.selectbox("Decide on", range(n_pages), key=f"dash_adj_page_{run}",
-                            format_func=lambda i: f"claims {i * PENDING_PAGE + 1}–"
-                                                  f"{min((i + 1) * PENDING_PAGE, len(data.pending))}") or 0
-    for item in data.pending[page * PENDING_PAGE:(page + 1) * PENDING_PAGE]:
+        page = (
+            st.selectbox(
+                "Decide on",
+                range(n_pages),
+                key=f"dash_adj_page_{run}",
+                format_func=lambda i: (
+                    f"claims {i * PENDING_PAGE + 1}–{min((i + 1) * PENDING_PAGE, len(data.pending))}"
+                ),
+            )
+            or 0
+        )
+    for item in data.pending[page * PENDING_PAGE : (page + 1) * PENDING_PAGE]:
         with st.container(border=True):
             ui.literal(f"{item.answer_id} / {item.claim_id}")
             ui.literal(item.claim)
-            st.dataframe(list(item.reviewers), hide_index=True, column_config={
-                "note": st.column_config.TextColumn(width="large")})
+            st.dataframe(
+                list(item.reviewers),
+                hide_index=True,
+                column_config={"note": st.column_config.TextColumn(width="large")},
+            )
             ui.literal(f"Judge ({data.run}): {item.judge or '–'}")
             with st.expander("Chunks and judge rationale"):
                 ui.literal(item.chunks or "–")
                 st.caption("Judge rationale")
                 ui.literal(item.rationale or "–")
             v_col, n_col, b_col = st.columns([2, 4, 1], vertical_alignment="bottom")
-            v_col.selectbox("Verdict", LABELS, index=None, placeholder="Choose…",
-                            key=f"dash_adj_verdict_{item.claim_pk}")
+            v_col.selectbox(
+                "Verdict", LABELS, index=None, placeholder="Choose…", key=f"dash_adj_verdict_{item.claim_pk}"
+            )
             n_col.text_input("Note", key=f"dash_adj_note_{item.claim_pk}", max_chars=2000)
-            b_col.button("Adjudicate", key=f"dash_adj_button_{item.claim_pk}", on_click=_adjudicate,
-                         args=(str(path), item.claim_pk, lead))
+            b_col.button(
+                "Adjudicate",
+                key=f"dash_adj_button_{item.claim_pk}",
+                on_click=_adjudicate,
+                args=(str(path), item.claim_pk, lead),
+            )
             if st.session_state.get("dash_adj_error") == item.claim_pk:
                 message = st.session_state.get("dash_adj_message")
                 st.error("Not recorded." if message else "Choose a verdict first.")
@@ -309,16 +358,32 @@ ui.literal(data.direction_text)
 
 st.subheader("Trend over closed cycles", anchor="trend")
 if data.trend:
-    points = pd.DataFrame([{"cycle #": t.number, "metric": m, "value": v, "low": lo, "high": hi}
-                           for t in data.trend
-                           for m, v, lo, hi in (("agreement", t.agreement, t.agreement_low, t.agreement_high),
-                                                ("kappa", t.kappa, t.kappa_low, t.kappa_high))])
-    enc = alt.Chart(points).encode(x=alt.X("cycle #:O", title="closed cycle", axis=alt.Axis(labelAngle=0)),
-                                   xOffset=alt.XOffset("metric:N"), color=alt.Color("metric:N", title=None))
+    points = pd.DataFrame(
+        [
+            {"cycle #": t.number, "metric": m, "value": v, "low": lo, "high": hi}
+            for t in data.trend
+            for m, v, lo, hi in (
+                ("agreement", t.agreement, t.agreement_low, t.agreement_high),
+                ("kappa", t.kappa, t.kappa_low, t.kappa_high),
+            )
+        ]
+    )
+    enc = alt.Chart(points).encode(
+        x=alt.X("cycle #:O", title="closed cycle", axis=alt.Axis(labelAngle=0)),
+        xOffset=alt.XOffset("metric:N"),
+        color=alt.Color("metric:N", title=None),
+    )
     bars = enc.mark_rule(strokeWidth=2).encode(y=alt.Y("low:Q", title="value with 95% interval"), y2="high:Q")
     dots = enc.mark_point(filled=True, size=70).encode(
-        y="value:Q", tooltip=["cycle #:O", "metric:N", alt.Tooltip("value:Q", format=".3f"),
-                              alt.Tooltip("low:Q", format=".3f"), alt.Tooltip("high:Q", format=".3f")])
+        y="value:Q",
+        tooltip=[
+            "cycle #:O",
+            "metric:N",
+            alt.Tooltip("value:Q", format=".3f"),
+            alt.Tooltip("low:Q", format=".3f"),
+            alt.Tooltip("high:Q", format=".3f"),
+        ],
+    )
     st.altair_chart((bars + dots).properties(height=260), width="stretch")
     st.dataframe(dashboard.trend_rows(data), hide_index=True)
 else:
@@ -331,8 +396,10 @@ st.dataframe(dashboard.category_rows(data), hide_index=True)
 
 # ---- answer checks (seed 003): one section, computed in calibration.dashboard.check_slices
 st.subheader("By answer check")
-st.caption("Answers written in another script than their question, or holding CJK characters the "
-           "question lacks, flagged at import; grounding is the share of SUPPORTED claims.")
+st.caption(
+    "Answers written in another script than their question, or holding CJK characters the "
+    "question lacks, flagged at import; grounding is the share of SUPPORTED claims."
+)
 with store.session(path) as db:
     check_rows = dashboard.check_slice_rows(dashboard.answer_check_slices(db, run=run, cycle=cycle))
 if check_rows:
@@ -342,15 +409,27 @@ else:
 # ---- end of answer checks
 
 st.subheader("Reviewers", anchor="reviewers")
-st.caption("Slips count only labels given on the review page (blind, then reconciled with the judge "
-           "revealed); imported labels never saw the judge.")
+st.caption(
+    "Slips count only labels given on the review page (blind, then reconciled with the judge "
+    "revealed); imported labels never saw the judge."
+)
 with store.session(path) as db:
     times = dashboard.reviewer_times(db, run, cycle)
 reviewer_rows = dashboard.reviewer_table(data, times)
 # The columns that fit 1280 px; the reconcile counts behind the slips in the expander.
-st.dataframe(reviewer_rows, hide_index=True, column_order=(
-    "reviewer", "labeled", "reviewed (blind, then reconciled)", "slips", "slip rate", "slip rate 95% CI",
-    "median time per claim"))
+st.dataframe(
+    reviewer_rows,
+    hide_index=True,
+    column_order=(
+        "reviewer",
+        "labeled",
+        "reviewed (blind, then reconciled)",
+        "slips",
+        "slip rate",
+        "slip rate 95% CI",
+        "median time per claim",
+    ),
+)
 with st.expander("Every reviewer column"):
     st.dataframe(reviewer_rows, hide_index=True)
 ui.literal(dashboard.human_human_text(data))
@@ -360,15 +439,18 @@ ui.literal(dashboard.human_human_text(data))
 st.subheader("Compare two judge runs", anchor="compare")
 cmp = data.comparison
 if compare is None:
-    st.caption("Pick a run under “Compare with” to see whether it is really better or the difference "
-               "is noise.")
+    st.caption(
+        "Pick a run under “Compare with” to see whether it is really better or the difference is noise."
+    )
 elif cmp is None:
     st.caption("No claim was judged by both runs and has a final human label.")
 else:
     res = cmp.result
     a_col, b_col = st.columns(2)
-    for col, name, agr, kap in ((a_col, cmp.run_a, res.agreement_a, res.kappa_a),
-                                (b_col, cmp.run_b, res.agreement_b, res.kappa_b)):
+    for col, name, agr, kap in (
+        (a_col, cmp.run_a, res.agreement_a, res.kappa_a),
+        (b_col, cmp.run_b, res.agreement_b, res.kappa_b),
+    ):
         with col:
             ui.literal(name)
             st.dataframe(dashboard.comparison_rows(agr, kap), hide_index=True)
@@ -383,26 +465,36 @@ rows = dashboard.disagreement_rows(data)
 if not tally.disagreeing:
     st.caption("No claim where the judge and the final human label differ.")
 elif tally.listed:
-    ui.literal(f"{tally.listed:,} disagreeing {'claim' if tally.listed == 1 else 'claims'} listed."
-               + (f" {sealed_note}" if sealed_note else ""))
+    ui.literal(
+        f"{tally.listed:,} disagreeing {'claim' if tally.listed == 1 else 'claims'} listed."
+        + (f" {sealed_note}" if sealed_note else "")
+    )
 elif sealed_note:
     ui.literal(f"No disagreeing claim outside the sealed holdout: {sealed_note}")
 if rows:
     if tally.listed > len(rows):
-        st.caption(f"The first {len(rows):,} of {tally.listed:,} disagreeing claims; export for all "
-                   "of them.")
+        st.caption(f"The first {len(rows):,} of {tally.listed:,} disagreeing claims; export for all of them.")
     st.caption("Select a row to read it in full.")
     # The columns a lead scans fit 1280 px; category, rationale, notes and chunks open on select.
-    picked = st.dataframe(rows, hide_index=True, on_select="rerun", selection_mode="single-row",
-                          key="dash_disagreements",
-                          column_order=("answer", "claim id", "claim", "human", "judge"),
-                          column_config={"claim": st.column_config.TextColumn(width="large")})
+    picked = st.dataframe(
+        rows,
+        hide_index=True,
+        on_select="rerun",
+        selection_mode="single-row",
+        key="dash_disagreements",
+        column_order=("answer", "claim id", "claim", "human", "judge"),
+        column_config={"claim": st.column_config.TextColumn(width="large")},
+    )
     chosen = picked.selection.rows if picked is not None else []
     if chosen:
         row = rows[chosen[0]]
-        for label, key in (("Claim", "claim"), ("Category", "category"),
-                           ("Judge rationale", "judge rationale"), ("Reviewer notes", "reviewer notes"),
-                           ("Chunks", "chunks")):
+        for label, key in (
+            ("Claim", "claim"),
+            ("Category", "category"),
+            ("Judge rationale", "judge rationale"),
+            ("Reviewer notes", "reviewer notes"),
+            ("Chunks", "chunks"),
+        ):
             st.caption(label)
             ui.literal(row[key] or "—")
 
@@ -410,9 +502,16 @@ if rows:
 
 st.subheader("Export", anchor="export")
 e1, e2 = st.columns(2)
-fmt = e1.selectbox("Format", export.FORMATS, key="dash_export_format",
-                   format_func={"jsonl": "JSONL (lossless, restores with import)",
-                                "golden": "Golden set JSONL (RAG tests)", "csv": "CSV (Excel)"}.__getitem__)
+fmt = e1.selectbox(
+    "Format",
+    export.FORMATS,
+    key="dash_export_format",
+    format_func={
+        "jsonl": "JSONL (lossless, restores with import)",
+        "golden": "Golden set JSONL (RAG tests)",
+        "csv": "CSV (Excel)",
+    }.__getitem__,
+)
 only_final = e2.checkbox("Only claims with a final human label", key="dash_export_final")
 
 
@@ -428,15 +527,22 @@ if fmt == "golden":
         if not items:
             st.caption("No golden items in this scope: no claim has a final human SUPPORTED label.")
         else:
-            at = st.selectbox("Item", range(len(items)), key="dash_ref_item",
-                              format_func=lambda i: f"{items[i]['id']}: {items[i]['question'][:90]}")
+            at = st.selectbox(
+                "Item",
+                range(len(items)),
+                key="dash_ref_item",
+                format_func=lambda i: f"{items[i]['id']}: {items[i]['question'][:90]}",
+            )
             golden_item = items[at if at is not None else 0]
             st.caption("Question")
             ui.literal(golden_item["question"])
             st.caption("Key facts (claims humans found SUPPORTED)")
             ui.literal("\n".join(f"• {f}" for f in golden_item["key_facts"]))
-            text = st.text_area("Reference answer", value=golden_item["reference_answer"],
-                                key=f"dash_ref_text_{golden_item['id']}")
+            text = st.text_area(
+                "Reference answer",
+                value=golden_item["reference_answer"],
+                key=f"dash_ref_text_{golden_item['id']}",
+            )
             if st.button("Save reference answer", key="dash_ref_save"):
                 try:
                     with store.session(path) as db:
@@ -448,8 +554,10 @@ if fmt == "golden":
                 history = export.reference_history(db, golden_item["id"])
             if history:
                 last = history[-1]
-                ui.literal(f"Edited by {last.edited_by} at {dashboard.readable_time(last.edited_at)}"
-                           f" ({len(history)} edit{'s' if len(history) != 1 else ''})")
+                ui.literal(
+                    f"Edited by {last.edited_by} at {dashboard.readable_time(last.edited_at)}"
+                    f" ({len(history)} edit{'s' if len(history) != 1 else ''})"
+                )
     # ---- end of reference answers
 
 
@@ -463,9 +571,14 @@ def _downloaded(name: str) -> None:
     st.session_state[DONE_KEY] = f"Export downloaded: {name}"
 
 
-download_name = export.file_name(fmt, judge_run=run, cycle=cycle,
-                                 day=datetime.now(UTC).strftime("%Y-%m-%d"))
-st.download_button("Download", data=_export_file, file_name=download_name,
-                   mime="text/csv" if fmt == "csv" else "application/jsonl", icon=":material/download:",
-                   on_click=_downloaded, args=(download_name,))
+download_name = export.file_name(fmt, judge_run=run, cycle=cycle, day=datetime.now(UTC).strftime("%Y-%m-%d"))
+st.download_button(
+    "Download",
+    data=_export_file,
+    file_name=download_name,
+    mime="text/csv" if fmt == "csv" else "application/jsonl",
+    icon=":material/download:",
+    on_click=_downloaded,
+    args=(download_name,),
+)
 st.caption("Large exports are quicker from the command line: python -m calibration export --out FILE.")

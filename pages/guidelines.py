@@ -34,18 +34,22 @@ path = ui.db_path()
 with store.session(path) as db:
     all_cycles = cycles.list_cycles(db)
 scopes = [db_guidelines.PROJECT_SCOPE, *(db_guidelines.cycle_scope(c.id) for c in all_cycles)]
-names = {db_guidelines.PROJECT_SCOPE: "Every cycle (project)",
-         **{db_guidelines.cycle_scope(c.id): f"Cycle {c.name} (shown after the project's)"
-            for c in all_cycles}}
+names = {
+    db_guidelines.PROJECT_SCOPE: "Every cycle (project)",
+    **{db_guidelines.cycle_scope(c.id): f"Cycle {c.name} (shown after the project's)" for c in all_cycles},
+}
 scope = st.selectbox("For", scopes, format_func=lambda s: names[s], key="guidelines_scope")
 with store.session(path) as db:
     current = db_guidelines.get_guidelines(db, scope)
 editor_key = f"{EDITOR}_{scope}"
 if editor_key not in st.session_state:
     st.session_state[editor_key] = current.markdown if current else ""
-st.text_area("Guidelines (markdown)", key=editor_key, height=260,
-             placeholder="The first paragraph is shown under the verdict buttons; the whole text "
-                         "opens with G.")
+st.text_area(
+    "Guidelines (markdown)",
+    key=editor_key,
+    height=260,
+    placeholder="The first paragraph is shown under the verdict buttons; the whole text opens with G.",
+)
 st.button("Save", type="primary", on_click=_on_save, args=(scope, editor_key, lead))
 if st.session_state.pop(SAVED, False):
     st.success("Saved. Reviewers see it on their next key press.", icon=":material/check:")

@@ -45,8 +45,10 @@ cols[3].metric("Reviewers", f"{totals['reviewers']:,}")
 
 st.subheader("Judge runs")
 if not runs:
-    st.info("Nothing loaded yet. Import judged answers on the Import page (a lead's), load the demo "
-            "with `python -m calibration demo`, or import with `python -m calibration import FILE.jsonl`.")
+    st.info(
+        "Nothing loaded yet. Import judged answers on the Import page (a lead's), load the demo "
+        "with `python -m calibration demo`, or import with `python -m calibration import FILE.jsonl`."
+    )
     ui.import_link()
 else:
     # st.dataframe draws cell text literally (no markdown), so run names are safe here.

@@ -30,12 +30,21 @@ UPLOADS = "_import_uploads"  # bumped after an import, so the uploader starts em
 MAX_UPLOAD_MB = int(st.get_option("server.maxUploadSize"))
 
 FORMATS = [adapters.NATIVE, "deepeval", "ragas", "refchecker", "csv"]
-LABELS = {adapters.NATIVE: "This tool's JSONL / JSON", "deepeval": "DeepEval test run",
-          "ragas": "Ragas traces", "refchecker": "RefChecker output",
-          "csv": "Claim-per-row table (CSV, TSV, Parquet)"}
+LABELS = {
+    adapters.NATIVE: "This tool's JSONL / JSON",
+    "deepeval": "DeepEval test run",
+    "ragas": "Ragas traces",
+    "refchecker": "RefChecker output",
+    "csv": "Claim-per-row table (CSV, TSV, Parquet)",
+}
 # Shown name -> codec; UTF-8 is the readers' default (with or without a BOM).
-ENCODINGS = {"UTF-8": None, "Windows-1251 (Cyrillic)": "cp1251", "Windows-1252 (Western)": "cp1252",
-             "Latin-1 (ISO-8859-1)": "latin-1", "UTF-16": "utf-16"}
+ENCODINGS = {
+    "UTF-8": None,
+    "Windows-1251 (Cyrillic)": "cp1251",
+    "Windows-1252 (Western)": "cp1252",
+    "Latin-1 (ISO-8859-1)": "latin-1",
+    "UTF-16": "utf-16",
+}
 PREVIEW_ROWS = 5
 OPTION_HELP = {
     "columns": "FIELD=COLUMN pairs, e.g. answer_id=qid,claim=statement,verdict=label",
@@ -48,8 +57,10 @@ OPTION_HELP = {
 
 lead = ui.require_lead()
 st.title("Import")
-st.caption("Upload judged answers from this tool's JSONL or from DeepEval, Ragas, RefChecker or a "
-           "claim-per-row table. Nothing is written until you confirm the checked file.")
+st.caption(
+    "Upload judged answers from this tool's JSONL or from DeepEval, Ragas, RefChecker or a "
+    "claim-per-row table. Nothing is written until you confirm the checked file."
+)
 
 done = st.session_state.pop(DONE, None)
 if done:
@@ -57,10 +68,13 @@ if done:
     ui.literal("\n".join(done))
 
 ui.sweep_uploads(time.time())
-upload = st.file_uploader("File of judged answers", type=None,
-                          key=f"import_upload_{st.session_state.get(UPLOADS, 0)}")
-st.caption(f"Files up to {MAX_UPLOAD_MB} MB. A larger file goes through the command line, which "
-           "streams it: `python -m calibration import FILE`.")
+upload = st.file_uploader(
+    "File of judged answers", type=None, key=f"import_upload_{st.session_state.get(UPLOADS, 0)}"
+)
+st.caption(
+    f"Files up to {MAX_UPLOAD_MB} MB. A larger file goes through the command line, which "
+    "streams it: `python -m calibration import FILE`."
+)
 if upload is None:
     ui.drop_upload(FILE)  # the lead removed the file: its copy on disk goes too
     st.stop()
@@ -73,23 +87,36 @@ shown_name = saved.shown_name
 
 guessed = adapters.guess(path)
 c1, c2 = st.columns(2)
-fmt = c1.selectbox("Format", FORMATS, index=FORMATS.index(guessed) if guessed in FORMATS else None,
-                   format_func=LABELS.__getitem__, key=f"import_format_{digest[:12]}",
-                   placeholder="Pick the format")
+fmt = c1.selectbox(
+    "Format",
+    FORMATS,
+    index=FORMATS.index(guessed) if guessed in FORMATS else None,
+    format_func=LABELS.__getitem__,
+    key=f"import_format_{digest[:12]}",
+    placeholder="Pick the format",
+)
 if guessed is None:
     c1.caption("The format could not be told from the file: pick it.")
 else:
     c1.caption("Detected from the file; change it if that is wrong.")
-encoding = ENCODINGS[c1.selectbox("Encoding", list(ENCODINGS), key="import_encoding",
-                                  help="The text encoding of the file; UTF-8 unless the file "
-                                       "says otherwise (a Windows export may be Windows-1251).")]
+encoding = ENCODINGS[
+    c1.selectbox(
+        "Encoding",
+        list(ENCODINGS),
+        key="import_encoding",
+        help="The text encoding of the file; UTF-8 unless the file "
+        "says otherwise (a Windows export may be Windows-1251).",
+    )
+]
 judge_model = c2.text_input("Judge model (for records that do not name one)", key="import_judge_model")
-prompt_version = c2.text_input("Judge prompt version (for records that do not name one)",
-                               key="import_prompt_version")
+prompt_version = c2.text_input(
+    "Judge prompt version (for records that do not name one)", key="import_prompt_version"
+)
 options: dict[str, Any] = {}
 with st.expander("More options"):
-    map_text = st.text_area("Extra verdict spellings (one SPELLING=VERDICT a line)", key="import_map",
-                            height=80)
+    map_text = st.text_area(
+        "Extra verdict spellings (one SPELLING=VERDICT a line)", key="import_map", height=80
+    )
     if fmt is not None and fmt != adapters.NATIVE:
         key = adapters.canonical(fmt)
         for name in adapters.OPTIONS[key]:
@@ -99,8 +126,11 @@ with st.expander("More options"):
                 if st.checkbox("Leave out test cases whose metric errored", key=f"import_opt_{key}_{name}"):
                     options[name] = True
                 continue
-            value = st.text_input(name.replace("_", " ").capitalize(), help=OPTION_HELP.get(name),
-                                  key=f"import_opt_{key}_{name}")
+            value = st.text_input(
+                name.replace("_", " ").capitalize(),
+                help=OPTION_HELP.get(name),
+                key=f"import_opt_{key}_{name}",
+            )
             if value.strip():
                 options[name] = value.strip()
 
@@ -113,21 +143,28 @@ def _column_form() -> dict[str, str] | None:
     """The file's first rows, and a dropdown per field naming the column that holds it; None
     when the file cannot be read (the check then says why, with its line)."""
     try:
-        header, rows = adapters.table.preview(path, encoding=encoding, delimiter=options.get("delimiter"),
-                                              rows=PREVIEW_ROWS)
+        header, rows = adapters.table.preview(
+            path, encoding=encoding, delimiter=options.get("delimiter"), rows=PREVIEW_ROWS
+        )
     except CalibrationError:
         return None
     names = [h or f"(column {i + 1})" for i, h in enumerate(header)]
     st.caption("The first rows of the file")
     st.dataframe([dict(zip(names, r, strict=False)) for r in rows], hide_index=True, width="stretch")
-    st.caption("Which column holds each field: preset to the column of the same name. Fields marked * "
-               "are needed.")
+    st.caption(
+        "Which column holds each field: preset to the column of the same name. Fields marked * are needed."
+    )
     chosen: dict[str, str] = {}
     grid = st.columns(4)
     for i, name in enumerate(adapters.table.FIELDS):
         label = name + (" *" if name in adapters.table.REQUIRED else "")
-        pick = grid[i % 4].selectbox(label, header, index=header.index(name) if name in header else None,
-                                     placeholder="not in the file", key=f"import_col_{digest[:12]}_{name}")
+        pick = grid[i % 4].selectbox(
+            label,
+            header,
+            index=header.index(name) if name in header else None,
+            placeholder="not in the file",
+            key=f"import_col_{digest[:12]}_{name}",
+        )
         if pick is not None and pick != name:
             chosen[name] = pick
     return chosen
@@ -138,8 +175,16 @@ if fmt == "csv":
     with st.expander("Columns", expanded=True):
         columns = _column_form() or {}
 
-inputs = (digest, fmt, encoding, judge_model.strip(), prompt_version.strip(),
-          tuple(sorted(options.items())), tuple(sorted(columns.items())), map_text.strip())
+inputs = (
+    digest,
+    fmt,
+    encoding,
+    judge_model.strip(),
+    prompt_version.strip(),
+    tuple(sorted(options.items())),
+    tuple(sorted(columns.items())),
+    map_text.strip(),
+)
 
 
 def _run(dry_run: bool) -> adapters.Outcome | None:
@@ -152,15 +197,24 @@ def _run(dry_run: bool) -> adapters.Outcome | None:
     bar = st.progress(0.0, text="Checking the file…" if dry_run else "Importing…")
     try:
         with store.session(ui.db_path()) as db:
-            return adapters.run_import(db, chosen_fmt, path, dry_run=dry_run, progress=bar.progress,
-                                       judge_model=judge_model.strip() or None,
-                                       judge_prompt_version=prompt_version.strip() or None,
-                                       mapping=mapping or None, encoding=encoding,
-                                       **({"columns": columns} if columns else {}), **options)
+            return adapters.run_import(
+                db,
+                chosen_fmt,
+                path,
+                dry_run=dry_run,
+                progress=bar.progress,
+                judge_model=judge_model.strip() or None,
+                judge_prompt_version=prompt_version.strip() or None,
+                mapping=mapping or None,
+                encoding=encoding,
+                **({"columns": columns} if columns else {}),
+                **options,
+            )
     except InputError as exc:
         bar.empty()
-        st.error("The file was not imported: nothing was written. The first problems:",
-                 icon=":material/error:")
+        st.error(
+            "The file was not imported: nothing was written. The first problems:", icon=":material/error:"
+        )
         st.dataframe(ui.problem_rows(exc), hide_index=True, width="stretch")
         return None
     except CalibrationError as exc:

@@ -83,9 +83,11 @@ FORM_DEFAULTS: dict[str, object] = {
     "lab_timeout": 120.0,
     "lab_scope": "labeled",
 }
-SCOPE_WORDS = {"labeled": "All human-labeled claims (tuning and holdout)",
-               "tuning": "Tuning claims only (seen while revising)",
-               "holdout": "Holdout claims only"}
+SCOPE_WORDS = {
+    "labeled": "All human-labeled claims (tuning and holdout)",
+    "tuning": "Tuning claims only (seen while revising)",
+    "holdout": "Holdout claims only",
+}
 
 st.title("Judge lab")
 reviewer = ui.require_reviewer()
@@ -178,7 +180,8 @@ if TEXT not in st.session_state:
     _show_template(st.session_state[EDITING])
 elif VERSION not in st.session_state:
     st.session_state[VERSION] = st.session_state.get(VERSIONS, {}).get(
-        st.session_state[EDITING], st.session_state[EDITING])
+        st.session_state[EDITING], st.session_state[EDITING]
+    )
 
 with store.session(path) as db:
     current_split = split.ensure_split(db, created_by=reviewer)
@@ -188,8 +191,10 @@ with store.session(path) as db:
     all_cycles = lab_store.cycle_names(db)
 cycles = [c for c in all_cycles if c not in work.cycles]
 
-st.caption("Revise the judge prompt on the tuning claims; the verdict on it comes from the holdout "
-           "claims nobody read while revising.")
+st.caption(
+    "Revise the judge prompt on the tuning claims; the verdict on it comes from the holdout "
+    "claims nobody read while revising."
+)
 with st.expander("How the lab works: what is sent, the API key, the cost"):
     st.markdown(
         "Revise the judge prompt while reading the **tuning** claims, then re-run it over the labeled "
@@ -212,8 +217,10 @@ with st.expander("How the lab works: what is sent, the API key, the cost"):
         "requested again."
     )
 if labeled.answers == 0:
-    st.info("No human-labeled claims yet: the lab re-judges exactly the claims reviewers have "
-            "labeled. Label some claims first on the Review page (once judged answers are imported).")
+    st.info(
+        "No human-labeled claims yet: the lab re-judges exactly the claims reviewers have "
+        "labeled. Label some claims first on the Review page (once judged answers are imported)."
+    )
     ui.import_link()
     st.stop()
 
@@ -221,27 +228,39 @@ if labeled.answers == 0:
 
 st.subheader("Tuning and holdout claims")
 cols = st.columns(3)
-cols[0].metric("Tuning claims (you may read them)", f"{split_claims['tuning']:,}",
-               help=f"{plural(len(current_split.tuning), 'answer')}")
-cols[1].metric("Holdout claims", f"{split_claims['holdout']:,}",
-               help=f"{plural(len(current_split.holdout), 'answer')}")
+cols[0].metric(
+    "Tuning claims (you may read them)",
+    f"{split_claims['tuning']:,}",
+    help=f"{plural(len(current_split.tuning), 'answer')}",
+)
+cols[1].metric(
+    "Holdout claims", f"{split_claims['holdout']:,}", help=f"{plural(len(current_split.holdout), 'answer')}"
+)
 cols[2].metric("Holdout", "sealed" if current_split.sealed else "unsealed: used")
-st.caption("The split is made per answer (all claims of an answer in one part), seeded and stratified "
-           "by the judge's verdict, and stored. Answers in a cycle holdout are in the holdout.")
+st.caption(
+    "The split is made per answer (all claims of an answer in one part), seeded and stratified "
+    "by the judge's verdict, and stored. Answers in a cycle holdout are in the holdout."
+)
 gen = current_split.generation
 if gen is not None and not gen.sealed:
-    st.warning("The holdout was unsealed, so its claims may have been read: it can no longer prove "
-               "that a revised prompt generalises. A fresh holdout needs new labels.")
-    ui.literal(f"Unsealed by {gen.unsealed_by or 'an unrecorded person'} at "
-               f"{dashboard.readable_time(gen.unsealed_at)}.")
+    st.warning(
+        "The holdout was unsealed, so its claims may have been read: it can no longer prove "
+        "that a revised prompt generalises. A fresh holdout needs new labels."
+    )
+    ui.literal(
+        f"Unsealed by {gen.unsealed_by or 'an unrecorded person'} at "
+        f"{dashboard.readable_time(gen.unsealed_at)}."
+    )
     if st.button("Start a fresh holdout from answers labeled from now on", key="lab_new_holdout"):
         with store.session(path) as db:
             split.new_holdout(db, created_by=reviewer)
         st.rerun()
 elif gen is not None:
     with st.expander("Unseal the holdout"):
-        st.caption("Unsealing shows the holdout claims everywhere. It is recorded with your name and "
-                   "the time, and the holdout is marked used from then on.")
+        st.caption(
+            "Unsealing shows the holdout claims everywhere. It is recorded with your name and "
+            "the time, and the holdout is marked used from then on."
+        )
         sure = st.checkbox("I understand the holdout will no longer count as unseen", key="lab_unseal_sure")
         if st.button("Unseal the holdout", key="lab_unseal", disabled=not sure):
             with store.session(path) as db:
@@ -278,27 +297,40 @@ if linked_run is not None and st.query_params.get("focus") == "disagreements":
         st.caption(f"{plural(hidden, 'claim')} of answers you still have to label not shown.")
     if rows:
         # The Dashboard's columns, which fit 1280 px; the rationale and chunks are there on select.
-        st.dataframe(rows, hide_index=True, key="lab_disagreements", height=260,
-                     column_order=("answer", "claim id", "claim", "human", "judge"),
-                     column_config={"claim": st.column_config.TextColumn(width="large")})
+        st.dataframe(
+            rows,
+            hide_index=True,
+            key="lab_disagreements",
+            height=260,
+            column_order=("answer", "claim id", "claim", "human", "judge"),
+            column_config={"claim": st.column_config.TextColumn(width="large")},
+        )
 
 # ---------------------------------------------------------------- the prompt
 
 st.subheader("Prompt")
-st.selectbox("Start from template", templates, key=PICK, on_change=_switch_template,
-             help="Files in calibration/prompts. Your edits to each template, as of the last "
-                  "press of Run, are kept while you switch between them (in this browser session).")
+st.selectbox(
+    "Start from template",
+    templates,
+    key=PICK,
+    on_change=_switch_template,
+    help="Files in calibration/prompts. Your edits to each template, as of the last "
+    "press of Run, are kept while you switch between them (in this browser session).",
+)
 # The text area is in the run form: pressing Run applies an edit and runs it in one go (outside
 # the form, leaving the text area reran the page first and the press was lost). So the text
 # compared here is the one as of the last Run (or switch); the row is drawn either way, so it never moves
 # the form.
 edited = st.session_state[TEXT] != _shipped_text(st.session_state[EDITING])
 left, right = st.columns([4, 1], vertical_alignment="center")
-left.caption("Edited: this text differs from the shipped template. Your edits stay here when "
-             "you pick another template and come back. Give the edited prompt its own "
-             "version name below." if edited else "The shipped text of this template.")
-right.button("Revert to the shipped text", on_click=_revert_template, key="lab_revert",
-             disabled=not edited)
+left.caption(
+    "Edited: this text differs from the shipped template. Your edits stay here when "
+    "you pick another template and come back. Give the edited prompt its own "
+    "version name below."
+    if edited
+    else "The shipped text of this template."
+)
+right.button("Revert to the shipped text", on_click=_revert_template, key="lab_revert", disabled=not edited)
 
 with store.session(path) as db:
     labeled_runs = judge.revised_run_options(db, "")[0]
@@ -307,7 +339,8 @@ if st.session_state.get("lab_scope") not in scope_keys:
     st.session_state["lab_scope"] = "labeled"
 with store.session(path) as db:
     revise_names, revise_default, revise_why = judge.revised_run_options(
-        db, str(st.session_state.get("lab_model") or ""))
+        db, str(st.session_state.get("lab_model") or "")
+    )
 # The run the Dashboard's link names, else the default; no preselection on a tie: the lead must
 # choose (index None shows the placeholder).
 if linked_run in revise_names:
@@ -316,39 +349,69 @@ revise_index = revise_names.index(revise_default) if revise_default in revise_na
 # Said in the box itself, so the note goes as soon as a run is chosen (a form commits on submit only).
 tie = revise_default is None and len(revise_names) > 1
 with st.form("lab_run", enter_to_submit=False):
-    st.text_area("Template", key=TEXT, height=420,
-                 help="Placeholders {question}, {chunks}, {answer} and {claims} are filled in per "
-                      "answer; {examples}, if present, gets few-shot examples from tuning claims the "
-                      "judge got wrong (and a few it got right). Every other brace is left as written.")
+    st.text_area(
+        "Template",
+        key=TEXT,
+        height=420,
+        help="Placeholders {question}, {chunks}, {answer} and {claims} are filled in per "
+        "answer; {examples}, if present, gets few-shot examples from tuning claims the "
+        "judge got wrong (and a few it got right). Every other brace is left as written.",
+    )
     st.subheader("Run")
     left, right = st.columns(2)
-    base_url = left.text_input("Base URL", key="lab_base_url",
-                               help="Any OpenAI-compatible server: vLLM, Ollama, llama.cpp or hosted. "
-                                    "It must end in a path (no ? or #).")
+    base_url = left.text_input(
+        "Base URL",
+        key="lab_base_url",
+        help="Any OpenAI-compatible server: vLLM, Ollama, llama.cpp or hosted. "
+        "It must end in a path (no ? or #).",
+    )
     model = right.text_input("Model", key="lab_model", max_chars=200)
-    version = left.text_input("Prompt version", key=VERSION, max_chars=100,
-                              help="Names this prompt text. An edited prompt needs a new name; "
-                                   "the same model and version resumes an interrupted run.")
-    key_env = right.text_input("API key environment variable", key="lab_key_env",
-                               help="Allowed: " + ", ".join(policy.key_envs) + ". Empty: no key.")
+    version = left.text_input(
+        "Prompt version",
+        key=VERSION,
+        max_chars=100,
+        help="Names this prompt text. An edited prompt needs a new name; "
+        "the same model and version resumes an interrupted run.",
+    )
+    key_env = right.text_input(
+        "API key environment variable",
+        key="lab_key_env",
+        help="Allowed: " + ", ".join(policy.key_envs) + ". Empty: no key.",
+    )
     scope = left.selectbox("Claims to judge", scope_keys, key="lab_scope", format_func=_scope_words)
-    revises = right.selectbox("This prompt revises the run", revise_names, key="lab_revises",
-                              index=revise_index,
-                              placeholder=("Several runs could be the one this prompt revises: choose "
-                                           "one (never settled by a tie-break)") if tie
-                              else "Choose the run this prompt revises",
-                              help="The default baseline, and where the few-shot examples' judge "
-                                   "errors come from.")
-    concurrency = left.number_input("Concurrency", min_value=1, max_value=64, step=1,
-                                    key="lab_concurrency", help="Requests in flight at once.")
-    timeout = right.number_input("Timeout per request (s)", min_value=1.0, max_value=600.0,
-                                 step=10.0, key="lab_timeout")
+    revises = right.selectbox(
+        "This prompt revises the run",
+        revise_names,
+        key="lab_revises",
+        index=revise_index,
+        placeholder=(
+            "Several runs could be the one this prompt revises: choose one (never settled by a tie-break)"
+        )
+        if tie
+        else "Choose the run this prompt revises",
+        help="The default baseline, and where the few-shot examples' judge errors come from.",
+    )
+    concurrency = left.number_input(
+        "Concurrency",
+        min_value=1,
+        max_value=64,
+        step=1,
+        key="lab_concurrency",
+        help="Requests in flight at once.",
+    )
+    timeout = right.number_input(
+        "Timeout per request (s)", min_value=1.0, max_value=600.0, step=10.0, key="lab_timeout"
+    )
     submitted = st.form_submit_button("Run", type="primary", key="lab_run_submit")
 if len(cycles) < len(all_cycles):
-    st.caption("Cycles where you still have answers to label are not offered as a scope until you "
-               "commit them on the Review page.")
-st.caption("Every judged answer is stored at once: Stop, or leaving the page, ends the run after the "
-           "calls in flight, and running it again continues where it stopped.")
+    st.caption(
+        "Cycles where you still have answers to label are not offered as a scope until you "
+        "commit them on the Review page."
+    )
+st.caption(
+    "Every judged answer is stored at once: Stop, or leaving the page, ends the run after the "
+    "calls in flight, and running it again continues where it stopped."
+)
 
 # What survives a page switch: the form and the template being edited.
 saved.update({key: st.session_state[key] for key in FORM_DEFAULTS})
@@ -362,8 +425,10 @@ if running is not None and not (submitted or confirmed):
     with store.session(path) as db:
         found = next((r for r in lab_store.lab_runs(db) if r.name == run_name), None)
         done = lab_store.run_totals(db, found.id) if found is not None else None
-    st.warning("The run was stopped. Every answer judged before the stop is stored; press Run again "
-               "with the same model and version to continue from there.")
+    st.warning(
+        "The run was stopped. Every answer judged before the stop is stored; press Run again "
+        "with the same model and version to continue from there."
+    )
     if done is not None:
         ui.literal(f"{run_name}: {done.answers_ok} answers judged, {done.answers_failed} failed so far.")
 
@@ -373,15 +438,19 @@ def _requested() -> tuple[judge.JudgeConfig, judge.PromptTemplate, judge.LabPlan
 
     Called when Run is pressed and again when the confirm step's Send is: the form keeps its
     submitted values between the two, so both settle the same run."""
-    config = judge.JudgeConfig(base_url=base_url.strip(), model=model.strip(),
-                               api_key_env=key_env.strip(), concurrency=int(concurrency),
-                               timeout=float(timeout), policy=policy)
+    config = judge.JudgeConfig(
+        base_url=base_url.strip(),
+        model=model.strip(),
+        api_key_env=key_env.strip(),
+        concurrency=int(concurrency),
+        timeout=float(timeout),
+        policy=policy,
+    )
     template = judge.template_from_text(version.strip(), st.session_state[TEXT])
     if revises is None and len(revise_names) > 1:
         raise InputError("choose the run this prompt revises")
     with store.session(path) as db:
-        plan = judge.prepare_lab(db, config, template, scope=scope, revises=revises,
-                                 created_by=reviewer)
+        plan = judge.prepare_lab(db, config, template, scope=scope, revises=revises, created_by=reviewer)
     return config, template, plan
 
 
@@ -399,8 +468,12 @@ def _confirm(plan: judge.LabPlan) -> None:
         ui.literal(f"Revises {plan.revises.name} ({plan.revises_reason}).")
     st.caption("A hosted endpoint bills every request. Nothing has been sent yet.")
     left, right = st.columns(2)
-    if left.button(f"Send {plural(len(plan.items), 'request')}", type="primary", key="lab_confirm",
-                   on_click=_confirm_send):
+    if left.button(
+        f"Send {plural(len(plan.items), 'request')}",
+        type="primary",
+        key="lab_confirm",
+        on_click=_confirm_send,
+    ):
         st.rerun()
     if right.button("Cancel", key="lab_cancel"):
         st.rerun()
@@ -442,9 +515,13 @@ def _start(config: judge.JudgeConfig, template: judge.PromptTemplate, plan: judg
         stop_slot.empty()
     bar.empty()
     # Fixed words and figures only (no run name: user text), as the toast renders markdown.
-    note.toast(_verdict_words(summary.run) if summary.totals.claims_judged else
-               "The run is done, with no verdicts yet: see the failed calls below.",
-               icon=":material/check_circle:", duration="long")
+    note.toast(
+        _verdict_words(summary.run)
+        if summary.totals.claims_judged
+        else "The run is done, with no verdicts yet: see the failed calls below.",
+        icon=":material/check_circle:",
+        duration="long",
+    )
     st.session_state[SUMMARY] = summary
     st.session_state.pop(BASELINE, None)  # show the default baseline of the run just made
     st.session_state[INSPECT_RUN] = summary.run.name
@@ -473,16 +550,22 @@ if submitted or confirmed:
                 _start(config, template, plan)
             except (EndpointUnreachable, EndpointRejected) as exc:
                 if exc.answers_stored:
-                    st.error("The run stopped: the endpoint cannot be used this way. The answers judged "
-                             "before the stop are stored; running again continues from there.")
+                    st.error(
+                        "The run stopped: the endpoint cannot be used this way. The answers judged "
+                        "before the stop are stored; running again continues from there."
+                    )
                 else:
-                    st.error("Nothing was judged and no run was stored: the endpoint cannot be used. "
-                             "Check the base URL, that the server is running, the model name and the key.")
+                    st.error(
+                        "Nothing was judged and no run was stored: the endpoint cannot be used. "
+                        "Check the base URL, that the server is running, the model name and the key."
+                    )
                 for line in _problems(exc):
                     ui.literal(line)
             except CalibrationError as exc:
-                st.error("The run did not go through. Answers judged before the stop, if any, are stored; "
-                         "running again continues from there.")
+                st.error(
+                    "The run did not go through. Answers judged before the stop, if any, are stored; "
+                    "running again continues from there."
+                )
                 for line in _problems(exc):
                     ui.literal(line)
     with store.session(path) as db:
@@ -496,51 +579,68 @@ def _show_comparison(run: store.JudgeRun) -> None:
         options = judge.baseline_options(db, run)
         default, why = judge.baseline_choice(db, run)
     if not options or default is None:
-        st.info("No other judge run shares a human-labeled claim with this run, so there is nothing "
-                "to compare.")
+        st.info(
+            "No other judge run shares a human-labeled claim with this run, so there is nothing to compare."
+        )
         return
     st.subheader("Verdict on the holdout")
     names = [o.run.name for o in options]
     labels = {o.run.name: o.label for o in options}
     if st.session_state.get(BASELINE) not in names:
         st.session_state[BASELINE] = default.name
-    pick = st.selectbox("Baseline", names, format_func=labels.__getitem__, key=BASELINE,
-                        help="The default is the run this prompt revises. The comparison uses only "
-                             "the claims both runs judged.")
+    pick = st.selectbox(
+        "Baseline",
+        names,
+        format_func=labels.__getitem__,
+        key=BASELINE,
+        help="The default is the run this prompt revises. The comparison uses only "
+        "the claims both runs judged.",
+    )
     if pick == default.name:
         ui.literal(f"Default baseline: {phrase(why, CONTROLS)}.")
     base = next(o.run for o in options if o.run.name == pick)
     with store.session(path) as db:
         comp = judge.compare_runs(db, run, base)
     if comp is None:
-        st.info("None of the shared claims has a final human label yet (reviewers disagree and "
-                "nobody adjudicated).")
+        st.info(
+            "None of the shared claims has a final human label yet (reviewers disagree and "
+            "nobody adjudicated)."
+        )
         return
     ui.literal(comp.headline())
     st.dataframe(judge.compare.part_rows(comp), hide_index=True)
-    st.caption("Agreement: share of claims where the run gives the human verdict. Difference: new minus "
-               "old, with a paired 95% interval (Newcombe). Paired test: exact McNemar on the claims "
-               "where exactly one run is right. Tuning claims were seen while revising, so a gain there "
-               "alone is no evidence.")
-    ui.literal(f"Compared on {comp.scope_text}"
-               + (f"; {plural(comp.unresolved, 'unresolved labeled claim')} left out." if comp.unresolved
-                  else "."))
+    st.caption(
+        "Agreement: share of claims where the run gives the human verdict. Difference: new minus "
+        "old, with a paired 95% interval (Newcombe). Paired test: exact McNemar on the claims "
+        "where exactly one run is right. Tuning claims were seen while revising, so a gain there "
+        "alone is no evidence."
+    )
+    ui.literal(
+        f"Compared on {comp.scope_text}"
+        + (f"; {plural(comp.unresolved, 'unresolved labeled claim')} left out." if comp.unresolved else ".")
+    )
     st.subheader("Against every run sharing labeled claims")
     with store.session(path) as db:
         rows = judge.comparison_table(judge.compare_with_all(db, run))
     st.dataframe(rows, hide_index=True)
-    st.caption("One row per run: the new run's counts right where that run was wrong / wrong where it "
-               "was right, and the exact McNemar p, on the holdout and on the tuning claims.")
+    st.caption(
+        "One row per run: the new run's counts right where that run was wrong / wrong where it "
+        "was right, and the exact McNemar p, on the holdout and on the tuning claims."
+    )
 
 
 summary: judge.LabSummary | None = st.session_state.get(SUMMARY)
 if summary is not None:
     st.subheader("Result")
-    ui.literal(f"Run {summary.run.name} ({'resumed' if summary.resumed else 'new'}), scope {summary.scope}"
-               + (f", {plural(summary.examples, 'few-shot example')}" if summary.examples else ""))
+    ui.literal(
+        f"Run {summary.run.name} ({'resumed' if summary.resumed else 'new'}), scope {summary.scope}"
+        + (f", {plural(summary.examples, 'few-shot example')}" if summary.examples else "")
+    )
     if summary.totals.claims_judged == 0:
-        st.warning("This run has no verdicts yet, so there is nothing to compare. See the failed "
-                   "calls below; running again retries them.")
+        st.warning(
+            "This run has no verdicts yet, so there is nothing to compare. See the failed "
+            "calls below; running again retries them."
+        )
     else:
         _show_comparison(summary.run)
     st.subheader("The run")
@@ -548,13 +648,20 @@ if summary is not None:
     run_cols[0].metric("Answers ok", f"{summary.totals.answers_ok:,}")
     run_cols[1].metric("Answers failed", f"{summary.totals.answers_failed:,}")
     run_cols[2].metric("Claims judged", f"{summary.totals.claims_judged:,}")
-    run_cols[3].metric("Tokens used (run)", "not reported" if summary.totals.total_tokens is None
-                   else f"{summary.totals.total_tokens:,}")
+    run_cols[3].metric(
+        "Tokens used (run)",
+        "not reported" if summary.totals.total_tokens is None else f"{summary.totals.total_tokens:,}",
+    )
     ui.literal("After the run: " + summary.cost_line())
     if summary.failures:
         st.warning("Some answers failed and have no verdicts; running again retries only them.")
-        st.dataframe([{"answers": len(aids), "answer ids": ", ".join(aids), "error": err}
-                      for err, aids in judge.failure_groups(summary.failures)], hide_index=True)
+        st.dataframe(
+            [
+                {"answers": len(aids), "answer ids": ", ".join(aids), "error": err}
+                for err, aids in judge.failure_groups(summary.failures)
+            ],
+            hide_index=True,
+        )
 
 # ---------------------------------------------------------------- past runs and their calls
 
@@ -578,18 +685,26 @@ if overview:
             sizes = lab_store.call_sizes(db, run.id, ids)
             examples_blind = bool(work) and any(
                 review_store.claim_answer(db, e.claim_pk) in work.answers
-                for e in lab_store.run_examples(db, run.id))
+                for e in lab_store.run_examples(db, run.id)
+            )
         if examples_blind:
-            st.caption("This run's prompts carry a few-shot example, with a judge's verdict, from an "
-                       "answer you still have to label: its calls are shown once you commit it.")
+            st.caption(
+                "This run's prompts carry a few-shot example, with a judge's verdict, from an "
+                "answer you still have to label: its calls are shown once you commit it."
+            )
         elif not ids:
             st.caption("No calls to show.")
         else:
             if st.session_state.get(INSPECT_ANSWER) not in ids:
                 st.session_state[INSPECT_ANSWER] = ids[0]
-            aid = st.selectbox("Answer", ids, key=INSPECT_ANSWER,
-                               format_func=lambda a: f"{a} · {sizes[a][0]} · prompt {sizes[a][1]:,} chars"
-                                                     f" · reply {sizes[a][2]:,} chars")
+            aid = st.selectbox(
+                "Answer",
+                ids,
+                key=INSPECT_ANSWER,
+                format_func=lambda a: (
+                    f"{a} · {sizes[a][0]} · prompt {sizes[a][1]:,} chars · reply {sizes[a][2]:,} chars"
+                ),
+            )
             # Loaded only on request: a page visit never ships every stored prompt and reply.
             if st.button("Show this call", key="lab_load_call"):
                 st.session_state[LOADED] = (run.id, aid)
@@ -598,8 +713,10 @@ if overview:
                     call = lab_store.get_call(db, run.id, aid)
                 if call is not None:
                     tokens = "not reported" if call["total_tokens"] is None else f"{call['total_tokens']:,}"
-                    ui.literal(f"status {call['status']} · {plural(call['attempts'], 'HTTP attempt')} · "
-                               f"{call['latency_ms']:,.0f} ms · tokens {tokens}")
+                    ui.literal(
+                        f"status {call['status']} · {plural(call['attempts'], 'HTTP attempt')} · "
+                        f"{call['latency_ms']:,.0f} ms · tokens {tokens}"
+                    )
                     if call["error"]:
                         ui.literal(call["error"])
                     st.caption("Prompt as sent")

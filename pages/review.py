@@ -88,27 +88,36 @@ CHUNK_CHARS = 10_000
 # The look of the page's own text blocks (drawn as HTML by ui.draw, classes "cal-"): the
 # answer and chunk areas scroll on their own. Constant CSS; no data goes into it.
 _MUTED = "font-size: 0.875rem; opacity: 0.75;"
-_CSS = "<style>\n" + "\n".join([
-    ".cal-question { font-weight: 600; white-space: pre-wrap; overflow-wrap: anywhere; }",
-    ".cal-answer { white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.6; margin-top: 0.5rem;"
-    " max-height: 10em; overflow-y: auto; position: relative; padding: 0.5rem 0.75rem;"
-    " border: 1px solid rgba(128, 128, 128, 0.3); border-radius: 0.5rem; }",
-    f".cal-fact, .cal-muted, .cal-progress {{ {_MUTED} white-space: pre-wrap; }}",
-    ".st-key-cycle-name { min-width: 0; }",
-    ".cal-cycle { font-size: 0.9rem; opacity: 0.85; white-space: nowrap; overflow: hidden;"
-    " text-overflow: ellipsis; }",
-    ".cal-bar { height: 6px; border-radius: 3px; background: rgba(128, 128, 128, 0.2); margin: 3px 0; }",
-    ".cal-bar > div { height: 100%; border-radius: 3px; background: #3f5f8a; }",
-    ".cal-chunks { max-height: calc(100vh - 12rem); overflow-y: auto; padding-right: 4px; }",
-    ".cal-chunk { border: 1px solid rgba(128, 128, 128, 0.3); border-radius: 0.5rem;"
-    " padding: 0.5rem 0.75rem; margin-bottom: 0.5rem; }",
-    f".cal-chunk-head {{ {_MUTED} font-weight: 600; overflow-wrap: anywhere; }}",
-    ".cal-chunk-text, .cal-claim, .cal-line, .cal-rationale { white-space: pre-wrap;"
-    " overflow-wrap: anywhere; }",
-    ".st-key-guideline-summary p { font-size: 0.875rem; opacity: 0.85; margin: 0; overflow-wrap: anywhere; }",
-    "[class*='st-key-disagreement-'] { border-left: 4px solid #3f5f8a; padding-left: 6px;"
-    " border-radius: 4px; }",
-]) + "\n</style>"
+_CSS = (
+    "<style>\n"
+    + "\n".join(
+        [
+            ".cal-question { font-weight: 600; white-space: pre-wrap; overflow-wrap: anywhere; }",
+            ".cal-answer { white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.6; margin-top: "
+            "0.5rem;"
+            " max-height: 10em; overflow-y: auto; position: relative; padding: 0.5rem 0.75rem;"
+            " border: 1px solid rgba(128, 128, 128, 0.3); border-radius: 0.5rem; }",
+            f".cal-fact, .cal-muted, .cal-progress {{ {_MUTED} white-space: pre-wrap; }}",
+            ".st-key-cycle-name { min-width: 0; }",
+            ".cal-cycle { font-size: 0.9rem; opacity: 0.85; white-space: nowrap; overflow: hidden;"
+            " text-overflow: ellipsis; }",
+            ".cal-bar { height: 6px; border-radius: 3px; background: rgba(128, 128, 128, 0.2); margin: 3px "
+            "0; }",
+            ".cal-bar > div { height: 100%; border-radius: 3px; background: #3f5f8a; }",
+            ".cal-chunks { max-height: calc(100vh - 12rem); overflow-y: auto; padding-right: 4px; }",
+            ".cal-chunk { border: 1px solid rgba(128, 128, 128, 0.3); border-radius: 0.5rem;"
+            " padding: 0.5rem 0.75rem; margin-bottom: 0.5rem; }",
+            f".cal-chunk-head {{ {_MUTED} font-weight: 600; overflow-wrap: anywhere; }}",
+            ".cal-chunk-text, .cal-claim, .cal-line, .cal-rationale { white-space: pre-wrap;"
+            " overflow-wrap: anywhere; }",
+            ".st-key-guideline-summary p { font-size: 0.875rem; opacity: 0.85; margin: 0; overflow-wrap: "
+            "anywhere; }",
+            "[class*='st-key-disagreement-'] { border-left: 4px solid #3f5f8a; padding-left: 6px;"
+            " border-radius: 4px; }",
+        ]
+    )
+    + "\n</style>"
+)
 
 
 def _db() -> AbstractContextManager[Database]:
@@ -118,8 +127,9 @@ def _db() -> AbstractContextManager[Database]:
 # ---------------------------------------------------------------- cursor
 
 
-def _set_cursor(cycle_id: int, reviewer: str, pos: review.Position | None,
-                selected: int | None = None) -> None:
+def _set_cursor(
+    cycle_id: int, reviewer: str, pos: review.Position | None, selected: int | None = None
+) -> None:
     """`selected`: in the reveal view, the claim (pk) the K / J keys act on."""
     st.session_state[CURSOR] = {
         "cycle": cycle_id,
@@ -132,8 +142,7 @@ def _set_cursor(cycle_id: int, reviewer: str, pos: review.Position | None,
 
 def _cursor(db: Database, cycle_id: int, reviewer: str) -> review.Position | None:
     cur = st.session_state.get(CURSOR)
-    if (not cur or cur["cycle"] != cycle_id or cur["reviewer"] != reviewer
-            or cur["answer"] is None):
+    if not cur or cur["cycle"] != cycle_id or cur["reviewer"] != reviewer or cur["answer"] is None:
         pos = review.resume(db, cycle_id, reviewer)
         _set_cursor(cycle_id, reviewer, pos)
         return pos
@@ -162,8 +171,6 @@ def _is_current(cycle_id: int, answer_id: str, index: int | None) -> bool:
     return (cur.get("cycle"), cur.get("answer"), cur.get("claim")) == (cycle_id, answer_id, index)
 
 
-
-
 @ui.write_callback
 def _on_commit(cycle_id: int, answer_id: str) -> None:
     reviewer = ui.current_reviewer()
@@ -186,8 +193,7 @@ def _on_select(cycle_id: int, answer_id: str, claim_pk: int) -> None:
 
 
 @ui.write_callback
-def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str,
-                  based_on: int | None) -> None:
+def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str, based_on: int | None) -> None:
     """Record the choice, then select the next disagreement still pending (if any), so K / J
     walk through them; with none left the selection stays, and K / J change the choice."""
     reviewer = ui.current_reviewer()
@@ -195,22 +201,28 @@ def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str,
         return
     try:
         with _db() as db:
-            state = review.reconcile(db, cycle_id=cycle_id, reviewer=reviewer, claim_pk=claim_pk,
-                                     choice=choice, based_on=store.BasedOn(based_on))
+            state = review.reconcile(
+                db,
+                cycle_id=cycle_id,
+                reviewer=reviewer,
+                claim_pk=claim_pk,
+                choice=choice,
+                based_on=store.BasedOn(based_on),
+            )
             rows = review.reveal(db, cycle_id=cycle_id, answer_id=answer_id, reviewer=reviewer)
     except CalibrationError as exc:
         _flash(exc)
         return
     selected = review.selection_after_reconcile(rows, claim_pk)
     number = next((r.claim.number for r in rows if r.claim.pk == claim_pk), 1)
-    _toast(f"Saved: {RECONCILE_TEXT[choice]} · claim {number} of {len(rows)} · "
-           f"final label {state.final_verdict}")
+    _toast(
+        f"Saved: {RECONCILE_TEXT[choice]} · claim {number} of {len(rows)} · final label {state.final_verdict}"
+    )
     _set_cursor(cycle_id, reviewer, review.Position(answer_id, None), selected)
 
 
 def _choose_cycle(cycle_id: int, *, picked: bool) -> None:
-    st.session_state[CYCLE_KEY] = {"reviewer": ui.current_reviewer(), "id": cycle_id,
-                                   "picked": picked}
+    st.session_state[CYCLE_KEY] = {"reviewer": ui.current_reviewer(), "id": cycle_id, "picked": picked}
 
 
 def _on_pick(widget_key: str) -> None:
@@ -339,8 +351,9 @@ def _on_card_report() -> None:
                 with _db() as db:
                     _move_card(cycle_id, reviewer, review.resume(db, cycle_id, reviewer, after=report.answer))
             else:
-                _set_cursor(cycle_id, reviewer, review.Position(report.answer, report.index),
-                            cur.get("selected"))
+                _set_cursor(
+                    cycle_id, reviewer, review.Position(report.answer, report.index), cur.get("selected")
+                )
         last = int(st.session_state.get(CARD_ACTIONS) or 0)
         for action in report.actions:
             if action.seq > last:
@@ -351,14 +364,21 @@ def _on_card_report() -> None:
         st.session_state[CARD_FAILURE] = ui.storage_sentence(exc)
 
 
-def _card_data(mode: str, cycle: review.CycleRef, card: review.Card | None, index: int | None,
-               definitions: dict[str, str]) -> dict[str, Any]:
+def _card_data(
+    mode: str,
+    cycle: review.CycleRef,
+    card: review.Card | None,
+    index: int | None,
+    definitions: dict[str, str],
+) -> dict[str, Any]:
     """What the card is sent: before the commit the answer, its claims with the reviewer's own
     labels and the chunks' ids; never anything of the judge. After it only the mode: the page
     draws the reveal."""
     done = _card_done()
     data: dict[str, Any] = {
-        "mode": mode, "answer": card.answer_id if card else None, "index": index,
+        "mode": mode,
+        "answer": card.answer_id if card else None,
+        "index": index,
         "moved": int(st.session_state.get(CARD_MOVED) or 0),
         "actions_done": int(st.session_state.get(CARD_ACTIONS) or 0),
         "failure": st.session_state.get(CARD_FAILURE),
@@ -367,27 +387,41 @@ def _card_data(mode: str, cycle: review.CycleRef, card: review.Card | None, inde
         return data
     pks = {c.pk for c in card.claims}
     missing = review.missing_evidence(card) if cycle.require_evidence else []
-    data.update({
-        "question": neutral(card.question), "answer_text": neutral(card.answer),
-        "show_answer": len(card.claims) != 1 or card.answer.strip() != card.claims[0].text.strip(),
-        "spans": review.claim_spans(neutral(card.answer), [neutral(c.text) for c in card.claims]),
-        "facts": review.answer_facts(card),
-        "claims": [{"pk": c.pk, "number": c.number, "text": neutral(c.text), "status": c.status,
-                    "verdict": c.verdict, "event": c.label.event_id if c.label else None,
+    data.update(
+        {
+            "question": neutral(card.question),
+            "answer_text": neutral(card.answer),
+            "show_answer": len(card.claims) != 1 or card.answer.strip() != card.claims[0].text.strip(),
+            "spans": review.claim_spans(neutral(card.answer), [neutral(c.text) for c in card.claims]),
+            "facts": review.answer_facts(card),
+            "claims": [
+                {
+                    "pk": c.pk,
+                    "number": c.number,
+                    "text": neutral(c.text),
+                    "status": c.status,
+                    "verdict": c.verdict,
+                    "event": c.label.event_id if c.label else None,
                     "evidence": list(c.label.evidence) if c.label else [],
-                    "note": (c.label.note or "") if c.label else ""} for c in card.claims],
-        # The id is sent back as evidence, never shown: the card shows `shown`.
-        "chunks": [{"number": ch.number, "id": ch.chunk_id, "shown": visible(ch.chunk_id)}
-                   for ch in card.chunks],
-        "definitions": definitions, "colours": VERDICT_COLOURS,
-        "require_evidence": cycle.require_evidence,
-        "evidence_needed": review.evidence_needed(missing) if missing else None,
-        "ack": {pk: seq for pk, (seq, _event) in done.items() if pk in pks},
-        "refused": {pk: seq for pk, seq in (st.session_state.get(CARD_REFUSED) or {}).items()
-                    if pk in pks},
-    })
+                    "note": (c.label.note or "") if c.label else "",
+                }
+                for c in card.claims
+            ],
+            # The id is sent back as evidence, never shown: the card shows `shown`.
+            "chunks": [
+                {"number": ch.number, "id": ch.chunk_id, "shown": visible(ch.chunk_id)} for ch in card.chunks
+            ],
+            "definitions": definitions,
+            "colours": VERDICT_COLOURS,
+            "require_evidence": cycle.require_evidence,
+            "evidence_needed": review.evidence_needed(missing) if missing else None,
+            "ack": {pk: seq for pk, (seq, _event) in done.items() if pk in pks},
+            "refused": {
+                pk: seq for pk, seq in (st.session_state.get(CARD_REFUSED) or {}).items() if pk in pks
+            },
+        }
+    )
     return data
-
 
 
 # ---------------------------------------------------------------- dialogs
@@ -421,11 +455,17 @@ def _answers_dialog(cycle_id: int, reviewer: str, current: str | None) -> None:
         statuses = review.answer_statuses(db, cycle_id, reviewer)
     for a in statuses:
         with st.container(horizontal=True, vertical_alignment="center", key=f"answer-row-{a.number}"):
-            ui.literal(f"{'▶' if a.answer_id == current else ' '} {a.number}. {a.answer_id} · "
-                       f"{a.question} · {plural(a.claims, 'claim')} · {a.status}")
+            ui.literal(
+                f"{'▶' if a.answer_id == current else ' '} {a.number}. {a.answer_id} · "
+                f"{a.question} · {plural(a.claims, 'claim')} · {a.status}"
+            )
             st.space("stretch")
-            if st.button(f"Open answer {a.number}", key=f"jump-{a.number}", on_click=_on_jump,
-                         args=(cycle_id, a.answer_id)):
+            if st.button(
+                f"Open answer {a.number}",
+                key=f"jump-{a.number}",
+                on_click=_on_jump,
+                args=(cycle_id, a.answer_id),
+            ):
                 st.rerun()
 
 
@@ -450,12 +490,14 @@ def _cycle_option(choice: review.CycleChoice) -> str:
     """A cycle as plain text (selectbox options and ui.literal never render markdown); the
     count is the progress bar's (claims with a verdict or unclear)."""
     p = choice.progress
-    return (f"{choice.cycle.name} — {p.claims_done}/{p.claims_total} labeled"
-            + ("" if choice.has_work else " · done"))
+    return f"{choice.cycle.name} — {p.claims_done}/{p.claims_total} labeled" + (
+        "" if choice.has_work else " · done"
+    )
 
 
-def _header(choices: list[review.CycleChoice], chosen: review.CycleChoice, why: str,
-            k: int, n: int) -> tuple[bool, bool, bool]:
+def _header(
+    choices: list[review.CycleChoice], chosen: review.CycleChoice, why: str, k: int, n: int
+) -> tuple[bool, bool, bool]:
     """The one header line; returns which dialog button was pressed (answers, guidelines, keys).
     `why`: why this cycle is shown (`review.why_this_cycle`)."""
     by_id = {c.cycle.id: c for c in choices}
@@ -470,9 +512,17 @@ def _header(choices: list[review.CycleChoice], chosen: review.CycleChoice, why: 
             texts = [_cycle_option(by_id[cid]) for cid in ids]
             digest = hashlib.sha256("\n".join([str(cyc.id), *texts]).encode()).hexdigest()[:16]
             pick_key = f"review_cycle_pick_{digest}"
-            st.selectbox("Cycle", options=ids, index=ids.index(cyc.id), key=pick_key,
-                         format_func=lambda cid: _cycle_option(by_id[cid]), on_change=_on_pick,
-                         args=(pick_key,), label_visibility="collapsed", width=230)
+            st.selectbox(
+                "Cycle",
+                options=ids,
+                index=ids.index(cyc.id),
+                key=pick_key,
+                format_func=lambda cid: _cycle_option(by_id[cid]),
+                on_change=_on_pick,
+                args=(pick_key,),
+                label_visibility="collapsed",
+                width=230,
+            )
         with st.container(key="cycle-name", width="stretch"):
             # One line, cut with an ellipsis when long: the whole text is the tooltip too.
             line = ui.body(f"Cycle {cyc.name} · {why} · judge {cyc.judge_run}")
@@ -489,8 +539,10 @@ def _header(choices: list[review.CycleChoice], chosen: review.CycleChoice, why: 
 def _bar(fraction: float) -> str:
     """The progress bar (constant markup and a number)."""
     pct = max(0.0, min(1.0, fraction)) * 100
-    return (f'<div class="cal-bar" role="progressbar" aria-valuenow="{pct:.0f}" aria-valuemin="0" '
-            f'aria-valuemax="100"><div style="width: {pct:.1f}%"></div></div>')
+    return (
+        f'<div class="cal-bar" role="progressbar" aria-valuenow="{pct:.0f}" aria-valuemin="0" '
+        f'aria-valuemax="100"><div style="width: {pct:.1f}%"></div></div>'
+    )
 
 
 def _question_and_answer(card: review.Card, index: int | None, mode: str) -> None:
@@ -523,71 +575,116 @@ def _chunks(card: review.Card) -> None:
         ui.draw(ui.div("cal-chunks", ui.div("cal-muted", "This answer has no chunks.")))
         return
     full = st.session_state.get(FULL_CHUNKS) == card.answer_id
-    ui.draw(ui.div("cal-chunks", "".join(
-        ui.div("cal-chunk", ui.div("cal-chunk-head", f"[{ch.number}] " + ui.ident(ch.chunk_id)
-                                   + (" · " + ui.ident(ch.source) if ch.source else ""))
-               + _chunk_text(ch.text, full))
-        for ch in card.chunks)))
+    ui.draw(
+        ui.div(
+            "cal-chunks",
+            "".join(
+                ui.div(
+                    "cal-chunk",
+                    ui.div(
+                        "cal-chunk-head",
+                        f"[{ch.number}] "
+                        + ui.ident(ch.chunk_id)
+                        + (" · " + ui.ident(ch.source) if ch.source else ""),
+                    )
+                    + _chunk_text(ch.text, full),
+                )
+                for ch in card.chunks
+            ),
+        )
+    )
     if any(len(ch.text) > CHUNK_CHARS for ch in card.chunks):
-        st.button("Cut the long chunks again" if full else "Show the chunks in full", key="chunks-full",
-                  icon=":material/unfold_less:" if full else ":material/unfold_more:",
-                  help="Long chunks are cut so that every key stays quick; in full, every key on "
-                       "this answer sends them again.",
-                  on_click=_on_full_chunks, args=(None if full else card.answer_id,))
+        st.button(
+            "Cut the long chunks again" if full else "Show the chunks in full",
+            key="chunks-full",
+            icon=":material/unfold_less:" if full else ":material/unfold_more:",
+            help="Long chunks are cut so that every key stays quick; in full, every key on "
+            "this answer sends them again.",
+            on_click=_on_full_chunks,
+            args=(None if full else card.answer_id,),
+        )
 
 
-
-
-def _reveal_row(cycle: review.CycleRef, card: review.Card, r: review.Revealed, selected: int | None
-                ) -> None:
+def _reveal_row(cycle: review.CycleRef, card: review.Card, r: review.Revealed, selected: int | None) -> None:
     pk = r.claim.pk
     base = r.claim.label.event_id if r.claim.label else None
     with st.container(border=True, key=f"reveal-{pk}"):
         # The verdicts and (for a disagreement) the K / J choice come before the long texts,
         # so the decision is on screen whatever the claim's length.
         you = ui.gray_badge("You: unclear") if r.unclear else ui.badge(r.blind, prefix="You")
-        judge = (ui.gray_badge("Judge: hidden") if r.unclear and not r.adjudicated
-                 else ui.badge(r.judge_verdict, prefix="Judge"))
+        judge = (
+            ui.gray_badge("Judge: hidden")
+            if r.unclear and not r.adjudicated
+            else ui.badge(r.judge_verdict, prefix="Judge")
+        )
         head = [ui.div("cal-reveal-head", f"<b>Claim {r.claim.number}</b> {you} {judge}")]
         if r.disagrees:
             here = pk == selected
             if r.reconciled == "keep":
-                head.append(ui.div("cal-muted", f"You kept your verdict: a judge error. "
-                                                f"Final label {r.final}."))
+                head.append(
+                    ui.div("cal-muted", f"You kept your verdict: a judge error. Final label {r.final}.")
+                )
             elif r.reconciled == "judge_right":
-                head.append(ui.div("cal-muted", f"The judge was right: your blind label stays in "
-                                                f"the history, the final label is {r.final} "
-                                                "(counted as a slip)."))
+                head.append(
+                    ui.div(
+                        "cal-muted",
+                        f"The judge was right: your blind label stays in "
+                        f"the history, the final label is {r.final} "
+                        "(counted as a slip).",
+                    )
+                )
             if here:
                 head.append(ui.div("cal-muted", "▶ K and J act on this claim"))
         ui.draw(*head)
         if r.disagrees:
             with st.container(horizontal=True):
-                st.button("I keep my verdict", key=f"keep-{pk}", width="stretch",
-                          type="primary" if r.reconciled == "keep" else "secondary",
-                          help="The judge is wrong on this claim.",
-                          on_click=_on_reconcile, args=(cycle.id, card.answer_id, pk, "keep", base))
-                st.button("The judge is right", key=f"judge-right-{pk}", width="stretch",
-                          type="primary" if r.reconciled == "judge_right" else "secondary",
-                          help="My first call was a slip; take the judge's verdict.",
-                          on_click=_on_reconcile,
-                          args=(cycle.id, card.answer_id, pk, "judge_right", base))
+                st.button(
+                    "I keep my verdict",
+                    key=f"keep-{pk}",
+                    width="stretch",
+                    type="primary" if r.reconciled == "keep" else "secondary",
+                    help="The judge is wrong on this claim.",
+                    on_click=_on_reconcile,
+                    args=(cycle.id, card.answer_id, pk, "keep", base),
+                )
+                st.button(
+                    "The judge is right",
+                    key=f"judge-right-{pk}",
+                    width="stretch",
+                    type="primary" if r.reconciled == "judge_right" else "secondary",
+                    help="My first call was a slip; take the judge's verdict.",
+                    on_click=_on_reconcile,
+                    args=(cycle.id, card.answer_id, pk, "judge_right", base),
+                )
         text = [ui.div("cal-claim", ui.body(r.claim.text))]
         if r.unclear:
             if r.adjudicated:
                 text.append(ui.div("cal-muted", "A lead decided " + ui.badge(r.adjudicated)))
             else:
-                text.append(ui.div("cal-muted", "You marked this claim unclear: it waits for a lead's "
-                                                "decision, and the judge's verdict stays hidden until then."))
+                text.append(
+                    ui.div(
+                        "cal-muted",
+                        "You marked this claim unclear: it waits for a lead's "
+                        "decision, and the judge's verdict stays hidden until then.",
+                    )
+                )
         if r.judge_verdict is not None:
-            text.append(ui.div("cal-rationale", "Judge's rationale: "
-                               + (ui.body(r.rationale) if r.rationale else "(none given)")))
+            text.append(
+                ui.div(
+                    "cal-rationale",
+                    "Judge's rationale: " + (ui.body(r.rationale) if r.rationale else "(none given)"),
+                )
+            )
             if r.judge_evidence:
-                text.append(ui.div("cal-line", "Judge's evidence: "
-                                   + ", ".join(ui.ident(e) for e in r.judge_evidence)))
+                text.append(
+                    ui.div(
+                        "cal-line", "Judge's evidence: " + ", ".join(ui.ident(e) for e in r.judge_evidence)
+                    )
+                )
         if r.claim.label and r.claim.label.evidence:
-            text.append(ui.div("cal-line", "Your evidence: "
-                               + ", ".join(ui.ident(e) for e in r.claim.label.evidence)))
+            text.append(
+                ui.div("cal-line", "Your evidence: " + ", ".join(ui.ident(e) for e in r.claim.label.evidence))
+            )
         if r.claim.label and r.claim.label.note:
             text.append(ui.div("cal-line", "Your note: " + ui.body(r.claim.label.note)))
         if not r.disagrees and not r.unclear and r.judge_verdict is None:
@@ -595,34 +692,63 @@ def _reveal_row(cycle: review.CycleRef, card: review.Card, r: review.Revealed, s
         ui.draw(*text)
 
 
-def _reveal_panel(cycle: review.CycleRef, card: review.Card, rows: list[review.Revealed],
-                  view: review.RevealView) -> None:
+def _reveal_panel(
+    cycle: review.CycleRef, card: review.Card, rows: list[review.Revealed], view: review.RevealView
+) -> None:
     selected = view.selected
     by_pk = {r.claim.pk: r for r in rows}
     why_not = review.why_not_next(view, {r.claim.pk: r.claim.number for r in rows})
     with st.container(key="reveal"):
-        with st.container(horizontal=True, vertical_alignment="center", key="reveal-keys",
-                          wrap=False):
-            lines = [ui.div("cal-summary", f"The judge agrees with you on {view.agree} of "
-                                           f"{view.compared} claims you labeled."
-                            + (f" {plural(view.unclear, 'claim')} marked unclear: hidden until a "
-                               "lead decides." if view.unclear else ""))]
+        with st.container(horizontal=True, vertical_alignment="center", key="reveal-keys", wrap=False):
+            lines = [
+                ui.div(
+                    "cal-summary",
+                    f"The judge agrees with you on {view.agree} of "
+                    f"{view.compared} claims you labeled."
+                    + (
+                        f" {plural(view.unclear, 'claim')} marked unclear: hidden until a lead decides."
+                        if view.unclear
+                        else ""
+                    ),
+                )
+            ]
             if selected is not None:
-                lines.append(ui.div("cal-muted", f"K / J act on claim {by_pk[selected].claim.number}"
-                                    + (" · ← → choose another disagreement"
-                                       if view.following is not None else "")))
+                lines.append(
+                    ui.div(
+                        "cal-muted",
+                        f"K / J act on claim {by_pk[selected].claim.number}"
+                        + (" · ← → choose another disagreement" if view.following is not None else ""),
+                    )
+                )
             ui.draw(*lines)
             if view.previous is not None and view.following is not None:
-                st.button("Previous", key="sel-prev", icon=":material/arrow_back:",
-                          help="The previous disagreement", on_click=_on_select,
-                          args=(cycle.id, card.answer_id, view.previous))
-                st.button("Next", key="sel-next", icon=":material/arrow_forward:",
-                          icon_position="right", help="The next disagreement", on_click=_on_select,
-                          args=(cycle.id, card.answer_id, view.following))
-            st.button("Next answer", key="next-answer", type="primary",
-                      icon=":material/arrow_forward:", icon_position="right",
-                      help=why_not, on_click=_on_next_answer,
-                      args=(cycle.id, card.answer_id, why_not))
+                st.button(
+                    "Previous",
+                    key="sel-prev",
+                    icon=":material/arrow_back:",
+                    help="The previous disagreement",
+                    on_click=_on_select,
+                    args=(cycle.id, card.answer_id, view.previous),
+                )
+                st.button(
+                    "Next",
+                    key="sel-next",
+                    icon=":material/arrow_forward:",
+                    icon_position="right",
+                    help="The next disagreement",
+                    on_click=_on_select,
+                    args=(cycle.id, card.answer_id, view.following),
+                )
+            st.button(
+                "Next answer",
+                key="next-answer",
+                type="primary",
+                icon=":material/arrow_forward:",
+                icon_position="right",
+                help=why_not,
+                on_click=_on_next_answer,
+                args=(cycle.id, card.answer_id, why_not),
+            )
         if (msg := st.session_state.pop(NOTICE, None)) is not None and why_not is not None:
             with st.container(key="notice"):
                 st.info(msg, icon=":material/info:")
@@ -638,21 +764,29 @@ def _reveal_panel(cycle: review.CycleRef, card: review.Card, rows: list[review.R
 
 def _done(cycle: review.CycleRef, choices: list[review.CycleChoice], prog: review.QueueProgress) -> None:
     with st.container(key="queue-done"):
-        st.success("Your queue in this cycle is done: every claim is settled, every answer "
-                   "committed and every disagreement reconciled. Thank you!",
-                   icon=":material/task_alt:")
+        st.success(
+            "Your queue in this cycle is done: every claim is settled, every answer "
+            "committed and every disagreement reconciled. Thank you!",
+            icon=":material/task_alt:",
+        )
         if prog.claims_unclear:
             awaits = "awaits" if prog.claims_unclear == 1 else "await"
-            st.info(f"{plural(prog.claims_unclear, 'claim')} marked unclear {awaits} a lead's "
-                    "decision.", icon=":material/forum:")
+            st.info(
+                f"{plural(prog.claims_unclear, 'claim')} marked unclear {awaits} a lead's decision.",
+                icon=":material/forum:",
+            )
         nxt = review.next_cycle_with_work(choices, cycle.id)
         if nxt is not None:
             st.caption("Next cycle with work for you")
             ui.literal(_cycle_option(nxt))
-            st.button("Go to the next cycle", key="next-cycle", type="primary",
-                      icon=":material/arrow_forward:", on_click=_on_switch_cycle,
-                      args=(nxt.cycle.id,))
-
+            st.button(
+                "Go to the next cycle",
+                key="next-cycle",
+                type="primary",
+                icon=":material/arrow_forward:",
+                on_click=_on_switch_cycle,
+                args=(nxt.cycle.id,),
+            )
 
 
 @ui.fragment
@@ -663,8 +797,11 @@ def review_fragment() -> None:
     with _db() as db:
         choices = review.cycle_choices(db, reviewer)
         if not choices:
-            st.info("No open cycle has answers for you. A lead creates one on the Cycles page "
-                    "(or `.venv/bin/calibration cycle create`).", icon=":material/inbox:")
+            st.info(
+                "No open cycle has answers for you. A lead creates one on the Cycles page "
+                "(or `.venv/bin/calibration cycle create`).",
+                icon=":material/inbox:",
+            )
             return
         by_id = {c.cycle.id: c for c in choices}
         kept = st.session_state.get(CYCLE_KEY) or {}
@@ -683,15 +820,19 @@ def review_fragment() -> None:
         index = review.shown_claim(card, pos.claim_index) if card is not None and pos else None
         mode = review.card_view(card, index) if card is not None else "done"
         # The judge's data is read here and nowhere else, only once the answer is committed.
-        rows = review.reveal(db, cycle_id=cycle.id, answer_id=card.answer_id,
-                             reviewer=reviewer) if card is not None and mode == "reveal" else None
+        rows = (
+            review.reveal(db, cycle_id=cycle.id, answer_id=card.answer_id, reviewer=reviewer)
+            if card is not None and mode == "reveal"
+            else None
+        )
         definitions = review.judge_definitions(db, cycle.judge_run_id)
         guidelines = review.guidelines_for(db, cycle.id)
     wanted = (st.session_state.get(CURSOR) or {}).get("selected")
     view = None if rows is None else review.reveal_view(rows, wanted)
     if card is not None:  # the cursor always names the card drawn below
-        _set_cursor(cycle.id, reviewer, review.Position(card.answer_id, index),
-                    view.selected if view else None)
+        _set_cursor(
+            cycle.id, reviewer, review.Position(card.answer_id, index), view.selected if view else None
+        )
 
     k = answers.index(card.answer_id) + 1 if card is not None and card.answer_id in answers else 0
     open_answers, open_guide, open_keys = _header(choices, chosen, why, k, len(answers))

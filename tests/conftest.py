@@ -124,6 +124,7 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> RunCli:
         if expect is not None:
             assert code == expect, f"exit {code}\nstdout: {out}\nstderr: {err}"
         return Run(code, out, err)
+
     return run
 
 
@@ -135,28 +136,50 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> RunCli:
 # `sqlite_only` (SQLite's file, pragmas or locking), which run on SQLite alone.
 ALL_BACKENDS = ("sqlite", "postgresql")
 # `make test-fast` sets TEST_BACKENDS=sqlite for a quick check; `make test` (CI) runs both.
-BACKENDS = tuple(b for b in os.environ.get("TEST_BACKENDS", ",".join(ALL_BACKENDS)).split(",")
-                 if b in ALL_BACKENDS) or ALL_BACKENDS
+BACKENDS = (
+    tuple(b for b in os.environ.get("TEST_BACKENDS", ",".join(ALL_BACKENDS)).split(",") if b in ALL_BACKENDS)
+    or ALL_BACKENDS
+)
 
 
 def pytest_report_header() -> str | None:
     left_out = [b for b in ALL_BACKENDS if b not in BACKENDS]
     if not left_out:
         return None
-    return (f"*** TEST_BACKENDS={','.join(BACKENDS)}: the {', '.join(left_out)} backend is NOT "
-            "tested in this run ***")
+    return (
+        f"*** TEST_BACKENDS={','.join(BACKENDS)}: the {', '.join(left_out)} backend is NOT "
+        "tested in this run ***"
+    )
 
 
-SQLITE_ONLY_SUITES = frozenset({
-    # SQLite by nature: its file, pragmas, locks, attached scratch databases, packaging.
-    "test_backup", "test_security_storage", "test_upgrade", "test_layering", "test_packaging",
-    "test_import_unfinished", "test_import_labels_staged", "test_security_import_lock",
-    # Not yet checked on PostgreSQL: the dashboard's reads (its page and figures), the judge lab,
-    # the adapters, the API and the CLI's security and statistics suites.
-    "test_adapters", "test_agreement_cli", "test_api", "test_dashboard", "test_judge",
-    "test_lead_check", "test_security_cli", "test_security_judge", "test_security_reading",
-    "test_serve", "test_reviewers", "test_ui", "test_inert_markdown",
-})
+SQLITE_ONLY_SUITES = frozenset(
+    {
+        # SQLite by nature: its file, pragmas, locks, attached scratch databases, packaging.
+        "test_backup",
+        "test_security_storage",
+        "test_upgrade",
+        "test_layering",
+        "test_packaging",
+        "test_import_unfinished",
+        "test_import_labels_staged",
+        "test_security_import_lock",
+        # Not yet checked on PostgreSQL: the dashboard's reads (its page and figures), the judge lab,
+        # the adapters, the API and the CLI's security and statistics suites.
+        "test_adapters",
+        "test_agreement_cli",
+        "test_api",
+        "test_dashboard",
+        "test_judge",
+        "test_lead_check",
+        "test_security_cli",
+        "test_security_judge",
+        "test_security_reading",
+        "test_serve",
+        "test_reviewers",
+        "test_ui",
+        "test_inert_markdown",
+    }
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -170,8 +193,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # A test that takes `db_path` itself names the SQLite file (for a page, the CLI or a second
     # connection): it runs there alone.
     names_the_file = "db_path" in inspect.signature(metafunc.function).parameters
-    sqlite_only = (suite in SQLITE_ONLY_SUITES or names_the_file
-                   or metafunc.definition.get_closest_marker("sqlite_only"))
+    sqlite_only = (
+        suite in SQLITE_ONLY_SUITES or names_the_file or metafunc.definition.get_closest_marker("sqlite_only")
+    )
     metafunc.parametrize("backend", ("sqlite",) if sqlite_only else BACKENDS)
 
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from calibration.agreement import label_index
 
 
-def final_human_label(verdicts: Sequence[str], adjudicated: str | None = None, *,
-                      unclear: bool = False) -> str | None:
+def final_human_label(
+    verdicts: Sequence[str], adjudicated: str | None = None, *, unclear: bool = False
+) -> str | None:
     """The label a claim counts with.
 
     The adjudicated label if any; else, when any reviewer marked the claim unclear ("needs
@@ -37,9 +38,11 @@ class FinalLabels:
     unresolved: tuple[str, ...]
 
 
-def resolve_final_labels(labels: Iterable[tuple[str, str, str]],
-                         adjudicated: Mapping[str, str] | None = None,
-                         unclear: Iterable[str] = ()) -> FinalLabels:
+def resolve_final_labels(
+    labels: Iterable[tuple[str, str, str]],
+    adjudicated: Mapping[str, str] | None = None,
+    unclear: Iterable[str] = (),
+) -> FinalLabels:
     """Apply :func:`final_human_label` to every claim.
 
     ``labels`` holds (claim_key, reviewer, verdict), one current verdict per reviewer and claim.
@@ -66,5 +69,3 @@ def resolve_final_labels(labels: Iterable[tuple[str, str, str]],
         else:
             final[claim] = label
     return FinalLabels(final, tuple(unresolved))
-
-

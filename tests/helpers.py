@@ -26,7 +26,7 @@ def assert_no_traceback(text: str | bytes | None, where: str) -> None:
         text = text.decode("utf-8", errors="replace")
     at = text.find(MARK)
     if at >= 0:
-        raise AssertionError(f"a traceback reached {where}:\n{text[max(0, at - 200):at + 3000]}")
+        raise AssertionError(f"a traceback reached {where}:\n{text[max(0, at - 200) : at + 3000]}")
 
 
 def assert_no_page_exception(at: Any, where: str = "the page") -> None:
@@ -37,8 +37,9 @@ def assert_no_page_exception(at: Any, where: str = "the page") -> None:
         raise AssertionError(f"an exception reached {where} ({len(found)}):\n{details}")
 
 
-def wait_healthy(port: int, server: subprocess.Popen[Any], output: Callable[[], str],
-                 timeout_s: float = 90) -> None:
+def wait_healthy(
+    port: int, server: subprocess.Popen[Any], output: Callable[[], str], timeout_s: float = 90
+) -> None:
     """Return once the Streamlit server on 127.0.0.1:`port` answers its health check; fail the
     test, with the server's `output()`, when it exits first or stays unhealthy past `timeout_s`."""
     deadline = time.monotonic() + timeout_s

@@ -68,8 +68,9 @@ def completion(content: str | None, *, usage: bool = True, finish_reason: str = 
         "id": "chatcmpl-stub",
         "object": "chat.completion",
         "model": "stub",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                     "finish_reason": finish_reason}],
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}
+        ],
     }
     if usage:
         body["usage"] = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
@@ -85,12 +86,18 @@ def huge_completion(megabytes: int) -> Iterable[bytes]:
     yield b'"}, "finish_reason": "stop"}]}'
 
 
-def verdicts_json(claim_ids: Iterable[str], verdicts: Mapping[str, str] | None = None,
-                  default: str = "SUPPORTED") -> str:
+def verdicts_json(
+    claim_ids: Iterable[str], verdicts: Mapping[str, str] | None = None, default: str = "SUPPORTED"
+) -> str:
     verdicts = verdicts or {}
-    return json.dumps({"verdicts": [
-        {"id": c, "rationale": "stub", "verdict": verdicts.get(c, default), "evidence": []}
-        for c in claim_ids]})
+    return json.dumps(
+        {
+            "verdicts": [
+                {"id": c, "rationale": "stub", "verdict": verdicts.get(c, default), "evidence": []}
+                for c in claim_ids
+            ]
+        }
+    )
 
 
 def reply_for(kind: Kind, req: StubRequest, verdicts: Mapping[str, str]) -> Reply:
@@ -149,11 +156,17 @@ class _Server(ThreadingHTTPServer):
 class StubServer:
     """Run with `with StubServer(...) as stub:`; `stub.base_url` is the /v1 base URL."""
 
-    def __init__(self, script: Mapping[str, Iterable[Kind]] | None = None, *,
-                 default: Kind = "ok", verdicts: Mapping[str, str] | None = None,
-                 latency: float = 0.0,
-                 handler: Callable[[StubRequest], Reply] | None = None,
-                 record: bool = True, keep_alive: bool = True) -> None:
+    def __init__(
+        self,
+        script: Mapping[str, Iterable[Kind]] | None = None,
+        *,
+        default: Kind = "ok",
+        verdicts: Mapping[str, str] | None = None,
+        latency: float = 0.0,
+        handler: Callable[[StubRequest], Reply] | None = None,
+        record: bool = True,
+        keep_alive: bool = True,
+    ) -> None:
         self.script = {k: list(v) for k, v in (script or {}).items()}
         self.default = default
         self.verdicts = dict(verdicts or {})
@@ -283,8 +296,9 @@ class StubServer:
         self._server = server
         host, port = server.server_address[:2]
         self._base_url = f"http://{host}:{port}/v1"
-        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -299,7 +313,6 @@ class StubServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -25,8 +25,10 @@ def bindir() -> Path | None:
         found = Path(out.stdout.strip())
         if (found / "initdb").exists():
             return found
-    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
-                      key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0)
+    versions = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0,
+    )
     return Path(versions[-1]).parent if versions else None
 
 
@@ -42,8 +44,10 @@ class Cluster:
     def __init__(self) -> None:
         found = bindir()
         if found is None:
-            raise RuntimeError("no PostgreSQL binaries (install Debian's postgresql package: make test "
-                               "does when run as root)")
+            raise RuntimeError(
+                "no PostgreSQL binaries (install Debian's postgresql package: make test "
+                "does when run as root)"
+            )
         self.bin = found
         self.root = Path(tempfile.mkdtemp(prefix="calibration-pg-"))
         self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
@@ -52,12 +56,35 @@ class Cluster:
         self.data = self.root / "data"
         self.port = _free_port()
         self._names = count()
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
-                  "--locale=C", "--no-sync")
-        options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c max_connections=400 "
-                   "-c fsync=off -c full_page_writes=off -c synchronous_commit=off")
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "server.log"),
-                  "-w", "-t", "60", "start")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        )
+        options = (
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c max_connections=400 "
+            "-c fsync=off -c full_page_writes=off -c synchronous_commit=off"
+        )
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.root / "server.log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
         self.base = f"postgresql://postgres@127.0.0.1:{self.port}"
         try:
             self._admin(f"CREATE DATABASE {TEMPLATE}")
@@ -72,8 +99,9 @@ class Cluster:
             raise
 
     def _run(self, tool: str, *args: str) -> None:
-        subprocess.run([*self.as_user, str(self.bin / tool), *args], check=True, capture_output=True,
-                       cwd=self.root)
+        subprocess.run(
+            [*self.as_user, str(self.bin / tool), *args], check=True, capture_output=True, cwd=self.root
+        )
 
     def _admin(self, sql: str) -> None:
         import psycopg

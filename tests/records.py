@@ -48,8 +48,15 @@ def report_of(items: list[Claim], thresholds: Thresholds = DEFAULTS, **kw: Any) 
     answers: dict[str, int] = {}
     cluster = [answers.setdefault(it.answer_id, len(answers)) for it in items]
     weights = None if not items or items[0].weight is None else np.array([it.weight for it in items])
-    return agreement_report([label_index(it.human) for it in items], [label_index(it.judge) for it in items],
-                            cluster, [it.claim_key for it in items], thresholds, weights=weights, **kw)
+    return agreement_report(
+        [label_index(it.human) for it in items],
+        [label_index(it.judge) for it in items],
+        cluster,
+        [it.claim_key for it in items],
+        thresholds,
+        weights=weights,
+        **kw,
+    )
 
 
 def compare_of(items: list[PairedClaim]) -> RunComparison:
@@ -66,9 +73,12 @@ def hh_of(labels: list[tuple[str, str, str]]) -> HumanHumanAgreement:
     """`human_human_agreement` on (claim_key, reviewer, verdict) records, turned into its columns."""
     claims: dict[str, int] = {}
     names = sorted({r for _, r, _ in labels})
-    return human_human_agreement([claims.setdefault(c, len(claims)) for c, _, _ in labels],
-                                 [names.index(r) for _, r, _ in labels],
-                                 [label_index(v) for _, _, v in labels], names)
+    return human_human_agreement(
+        [claims.setdefault(c, len(claims)) for c, _, _ in labels],
+        [names.index(r) for _, r, _ in labels],
+        [label_index(v) for _, _, v in labels],
+        names,
+    )
 
 
 def table_of(human: Any, judge: Any, k: int = len(LABELS)) -> np.ndarray:
@@ -92,6 +102,10 @@ def stats_input(db, run_id: int, cycle_id: int | None = None) -> StatsInput:
     cols = store.claim_table(db, run_id, cycle_id).resolved(reviewer_labels="all")
     answers = [cols.answer_ids[i] for i in cols.cluster.tolist()]
     weights = [None] * len(cols) if cols.weight is None else cols.weight.tolist()
-    items = [Claim(a, k, LABELS[h], LABELS[j], w) for a, k, h, j, w in zip(
-        answers, cols.keys, cols.human.tolist(), cols.judge.tolist(), weights, strict=True)]
+    items = [
+        Claim(a, k, LABELS[h], LABELS[j], w)
+        for a, k, h, j, w in zip(
+            answers, cols.keys, cols.human.tolist(), cols.judge.tolist(), weights, strict=True
+        )
+    ]
     return StatsInput(items, cols.reviewer_labels, cols.unresolved, cols.unlabeled)

@@ -327,8 +327,14 @@ def test_bootstrap_resamples_answers_not_claims():
     human = rng.integers(0, 3, size=n)
     judge = np.where(rng.random(n) < 0.7, human, rng.integers(0, 3, size=n))
     b1 = agreement_report(human, judge, np.arange(n), _keys(n), bootstrap=400, seed=11).kappa_bootstrap
-    five = agreement_report(np.repeat(human, 5), np.repeat(judge, 5), np.repeat(np.arange(n), 5),
-                            _keys(5 * n), bootstrap=400, seed=11)
+    five = agreement_report(
+        np.repeat(human, 5),
+        np.repeat(judge, 5),
+        np.repeat(np.arange(n), 5),
+        _keys(5 * n),
+        bootstrap=400,
+        seed=11,
+    )
     b5 = five.kappa_bootstrap
     assert b1.ci_low is not None
     assert b5.ci_low == pytest.approx(b1.ci_low, abs=1e-12)
@@ -539,8 +545,10 @@ def test_report_sample_size_counts_more_claims():
     z = float(Z)
     se = r.kappa.se * math.sqrt(19 / 18)
     assert r.sample_size.more_claims_for_kappa == math.ceil(z * z * 19 * se * se / 0.01) - 19 > 100
-    assert r.sample_size.kappa_sentence == f"label {r.sample_size.more_claims_for_kappa} more claims for a " \
+    assert (
+        r.sample_size.kappa_sentence == f"label {r.sample_size.more_claims_for_kappa} more claims for a "
         "kappa interval of ±0.10"
+    )
     # The target's number is the anytime rule's (decisions.more_claims_to_decide), one per goal.
     agree = np.array([it.human == it.judge for it in items], dtype=float)
     expected = more_claims_to_decide(agree, np.ones(19), 0.85)
@@ -557,8 +565,18 @@ def test_report_sample_size_counts_more_claims():
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", sec. C: 4 observers, 12
 # units, missing values; nominal alpha = 0.743 (irrCAC krippen.alpha.raw(cac.raw4raters): 0.74342).
 KRIPP_UNITS = [
-    [1, 1, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4],
-    [4, 4, 4, 4], [1, 1, 2, 1], [2, 2, 2, 2], [5, 5, 5], [1, 1], [3],
+    [1, 1, 1],
+    [2, 2, 3, 2],
+    [3, 3, 3, 3],
+    [3, 3, 3, 3],
+    [2, 2, 2, 2],
+    [1, 2, 3, 4],
+    [4, 4, 4, 4],
+    [1, 1, 2, 1],
+    [2, 2, 2, 2],
+    [5, 5, 5],
+    [1, 1],
+    [3],
 ]
 
 
@@ -625,8 +643,15 @@ def test_final_human_label_rule(verdicts, adjudicated, expected):
 
 
 def test_resolve_final_labels_counts_unresolved():
-    labels = [("k1", "ann", S), ("k1", "bob", S), ("k2", "ann", S), ("k2", "bob", U),
-              ("k3", "ann", C), ("k3", "bob", U), ("k4", "bob", U)]
+    labels = [
+        ("k1", "ann", S),
+        ("k1", "bob", S),
+        ("k2", "ann", S),
+        ("k2", "bob", U),
+        ("k3", "ann", C),
+        ("k3", "bob", U),
+        ("k4", "bob", U),
+    ]
     res = resolve_final_labels(labels, {"k3": C, "k5": S})
     assert res.labels == {"k1": S, "k3": C, "k4": U, "k5": S}
     assert res.unresolved == ("k2",)
@@ -646,8 +671,17 @@ def test_human_human_two_reviewers_gives_cohens_kappa():
 
 
 def test_human_human_three_reviewers_gives_alpha_not_kappa():
-    labels = [("k1", "a", S), ("k1", "b", S), ("k2", "b", U), ("k2", "c", S), ("k3", "a", U), ("k3", "c", U),
-              ("k4", "a", S), ("k4", "b", S), ("k4", "c", S)]
+    labels = [
+        ("k1", "a", S),
+        ("k1", "b", S),
+        ("k2", "b", U),
+        ("k2", "c", S),
+        ("k3", "a", U),
+        ("k3", "c", U),
+        ("k4", "a", S),
+        ("k4", "b", S),
+        ("k4", "c", S),
+    ]
     hh = hh_of(labels)
     assert hh.kappa is None
     assert hh.alpha == pytest.approx(alpha_by_hand([[S, S], [U, S], [U, U], [S, S, S]]), abs=1e-12)
@@ -714,7 +748,8 @@ def test_flag_revise_when_judge_is_lenient():
     assert codes["judge_lenient"].value == pytest.approx(r.direction.prevalence_bias.bias_index)
     assert len(codes["judge_lenient"].claim_ids) == 56
     assert set(codes["agreement_below_target"].claim_ids) == {
-        it.claim_key for it in items if it.human != it.judge}
+        it.claim_key for it in items if it.human != it.judge
+    }
     assert codes["agreement_below_target"].value == pytest.approx(160 / 220)
     assert "72.7%" in codes["agreement_below_target"].message
     rules = {x.rule: x for x in r.rules.rules}
@@ -783,7 +818,10 @@ def test_flag_empty_is_inconclusive():
     assert r.flag.status == "inconclusive"
     d = r.to_dict()
     assert {k: d["agreement"][k] for k in ("value", "ci_low", "ci_high")} == {
-        "value": None, "ci_low": None, "ci_high": None}
+        "value": None,
+        "ci_low": None,
+        "ci_high": None,
+    }
     assert d["agreement"]["prob_at_least_target"] is None
     assert d["agreement_bootstrap"]["ci_low"] is None and d["agreement_bootstrap"]["reason"]
     assert d["direction"]["mcnemar_exact_p"] is None
@@ -808,10 +846,17 @@ def test_decide_flag_ok_with_undefined_kappa_says_so():
     assert r.flag.status == "ok"
     assert [x.code for x in r.flag.reasons] == ["agreement_meets_target", "kappa_undefined"]
     # decide_flag itself, from the rules' results.
-    flag = decide_flag(rules=r.rules, estimates=r.estimates, raw_agreement=1.0, direction=r.direction,
-                       thresholds=r.effective_thresholds, n_claims=40,
-                       more_target=more_claims_to_decide(np.ones(40), np.ones(40), 0.85), prob=1.0,
-                       disagreeing=())
+    flag = decide_flag(
+        rules=r.rules,
+        estimates=r.estimates,
+        raw_agreement=1.0,
+        direction=r.direction,
+        thresholds=r.effective_thresholds,
+        n_claims=40,
+        more_target=more_claims_to_decide(np.ones(40), np.ones(40), 0.85),
+        prob=1.0,
+        disagreeing=(),
+    )
     assert flag == r.flag
 
 
@@ -824,8 +869,12 @@ def test_report_json_shape():
     for key in ("agreement", "kappa"):
         assert set(d[key]) >= {"value", "ci_low", "ci_high"}
     assert set(d["kappa_bootstrap"]) >= {"ci_low", "ci_high"}
-    assert d["confusion"] == {"labels": list(LABELS), "rows": "human", "columns": "judge",
-                              "matrix": ABSTRACTORS}
+    assert d["confusion"] == {
+        "labels": list(LABELS),
+        "rows": "human",
+        "columns": "judge",
+        "matrix": ABSTRACTORS,
+    }
     assert set(d["per_class"]) == set(LABELS)
     assert set(d["direction"]) >= {"lenient", "strict", "mcnemar_exact_p", "stuart_maxwell_p", "bowker_p"}
     assert d["ac1"] == pytest.approx(0.8493305, abs=1e-7)
@@ -849,7 +898,7 @@ def test_report_text_has_figures_matrix_and_flag():
 
 
 def test_compare_judge_runs():
-    rows = ([(S, S, S)] * 20 + [(S, S, U)] * 9 + [(U, S, U)] * 2 + [(U, U, U)] * 10 + [(C, U, U)] * 3)
+    rows = [(S, S, S)] * 20 + [(S, S, U)] * 9 + [(U, S, U)] * 2 + [(U, U, U)] * 10 + [(C, U, U)] * 3
     codes = [[label_index(x) for x in row] for row in rows]
     cmp = compare_judge_runs(*zip(*codes, strict=True), [f"k{i}" for i in range(len(rows))])
     assert cmp.n_claims == 44
@@ -858,7 +907,8 @@ def test_compare_judge_runs():
     assert cmp.agreement_a.value == pytest.approx(39 / 44)
     assert cmp.agreement_b.value == pytest.approx(32 / 44)
     assert cmp.kappa_a.value == pytest.approx(
-        cohen_kappa_score([h for h, _, _ in rows], [a for _, a, _ in rows]), abs=1e-12)
+        cohen_kappa_score([h for h, _, _ in rows], [a for _, a, _ in rows]), abs=1e-12
+    )
     d = cmp.to_dict("m@1", "m@2")
     json.dumps(d, allow_nan=False)
     assert d["only_a_right"] == 9
@@ -912,8 +962,9 @@ def test_report_figures_against_independent_computations(seed):
     # report, resamples included.
     relabeled = [int(it.answer_id[1:]) * 7919 % 10_007 + 5 for it in items]
     weights = None if items[0].weight is None else np.array([it.weight for it in items])
-    again = agreement_report(human, judge, relabeled, [it.claim_key for it in items], weights=weights,
-                             bootstrap=300, seed=seed)
+    again = agreement_report(
+        human, judge, relabeled, [it.claim_key for it in items], weights=weights, bootstrap=300, seed=seed
+    )
     assert again.to_dict() == r.to_dict()
 
 
@@ -937,11 +988,13 @@ def test_compare_judge_runs_against_a_claim_by_claim_count():
     only_b = [k for k, (h, a, b) in zip(keys, rows, strict=True) if b == h != a]
     assert (list(ours.only_a_right), list(ours.only_b_right)) == (only_a, only_b)
     assert ours.mcnemar.p_two_sided == pytest.approx(
-        mcnemar([[0, len(only_a)], [len(only_b), 0]], exact=True).pvalue, abs=1e-12)
+        mcnemar([[0, len(only_a)], [len(only_b), 0]], exact=True).pvalue, abs=1e-12
+    )
     for est, kap, col in ((ours.agreement_a, ours.kappa_a, 1), (ours.agreement_b, ours.kappa_b, 2)):
         assert est.value == pytest.approx(np.mean([r[0] == r[col] for r in rows]), abs=1e-12)
-        assert kap.value == pytest.approx(cohen_kappa_score([r[0] for r in rows], [r[col] for r in rows]),
-                                          abs=1e-12)
+        assert kap.value == pytest.approx(
+            cohen_kappa_score([r[0] for r in rows], [r[col] for r in rows]), abs=1e-12
+        )
 
 
 def human_human_by_hand(rows, names):
@@ -950,8 +1003,12 @@ def human_human_by_hand(rows, names):
     for c, r, v in rows:
         by_claim.setdefault(c, {})[names[r]] = v
     shared = {c: given for c, given in by_claim.items() if len(given) >= 2}
-    pairs = [(a, b) for given in shared.values() for i, a in enumerate(given.values())
-             for b in list(given.values())[i + 1:]]
+    pairs = [
+        (a, b)
+        for given in shared.values()
+        for i, a in enumerate(given.values())
+        for b in list(given.values())[i + 1 :]
+    ]
     agreement = sum(a == b for a, b in pairs) / len(pairs) if pairs else None
     seen = tuple(sorted({r for given in shared.values() for r in given}))
     kappa = None
@@ -1013,8 +1070,7 @@ def _report_from_table(table, weights=None, **kw):
             human += [i] * n
             judge += [j] * n
     n = len(human)
-    return agreement_report(human, judge, list(range(n)), [f"k{i}" for i in range(n)],
-                                   weights=weights, **kw)
+    return agreement_report(human, judge, list(range(n)), [f"k{i}" for i in range(n)], weights=weights, **kw)
 
 
 def test_kappa_below_the_floor_with_its_interval_above_it_does_not_fire():
@@ -1043,8 +1099,9 @@ def test_the_flag_reads_reweighted_agreement_only_for_unequal_weights():
     # 320 agreeing claims drawn with p = 0.1, 80 judge failures with p = 1, symmetric disagreements.
     table = [[107, 20, 0], [20, 106, 20], [0, 20, 107]]
     n = sum(map(sum, table))
-    weights = np.array([10.0 if h == j else 1.0 for i, row in enumerate(table) for j, c in enumerate(row)
-                        for h in [i] * c])
+    weights = np.array(
+        [10.0 if h == j else 1.0 for i, row in enumerate(table) for j, c in enumerate(row) for h in [i] * c]
+    )
     # A random labeling order (cell by cell every agreement would come first).
     rank = np.empty(n)
     rank[np.random.default_rng(0).permutation(n)] = np.arange(n)
@@ -1075,8 +1132,9 @@ def test_the_array_rule_equals_the_per_record_oracle(seed):
             final.append(int(rng.choice(3, p=[0.7, 0.2, 0.1])))
     adjudicated = np.where(rng.random(n) < 0.1, rng.integers(0, 3, n), -1)
     unclear = rng.random(n) < 0.1
-    human, status = resolve(n, np.array(at, dtype=np.int64), np.array(final, dtype=np.int64),
-                            adjudicated, unclear)
+    human, status = resolve(
+        n, np.array(at, dtype=np.int64), np.array(final, dtype=np.int64), adjudicated, unclear
+    )
     for claim in range(n):
         verdicts = [LABELS[v] for c, v in zip(at, final, strict=True) if c == claim]
         adj = LABELS[adjudicated[claim]] if adjudicated[claim] >= 0 else None
@@ -1127,7 +1185,7 @@ def test_chance_of_the_target_and_the_first_intervals_use_the_design() -> None:
     keys = [f"a/{i}" for i in range(len(human))]
     r = agreement_report(np.array(human), np.array(judge), np.array(cluster), keys, bootstrap=0)
     ea = r.estimates.agreement
-    n_eff = ea.value * (1 - ea.value) / ea.se ** 2
+    n_eff = ea.value * (1 - ea.value) / ea.se**2
     assert n_eff < len(human) / 2  # the design effect is large
     expected = 1 - stats.beta.cdf(0.85, ea.value * n_eff + 0.5, (1 - ea.value) * n_eff + 0.5)
     assert r.prob_at_least_target == pytest.approx(expected, abs=1e-9)

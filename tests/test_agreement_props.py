@@ -112,16 +112,24 @@ def test_symmetry_tests_invariant_under_transpose_and_ac1_bounded(t):
         assert -1 - EPS <= ac1 <= 1 + EPS
 
 
-claims = st.lists(st.tuples(st.integers(0, 6), st.integers(0, len(LABELS) - 1),
-                            st.integers(0, len(LABELS) - 1)), max_size=40)
+claims = st.lists(
+    st.tuples(st.integers(0, 6), st.integers(0, len(LABELS) - 1), st.integers(0, len(LABELS) - 1)),
+    max_size=40,
+)
 
 
 @settings(max_examples=60, deadline=None)
 @given(claims, st.integers(0, 2**32 - 1))
 def test_report_never_crashes_and_serialises(rows, seed):
     keys = [f"k{i}" for i in range(len(rows))]
-    r = agreement_report([h for _, h, _ in rows], [j for _, _, j in rows], [a for a, _, _ in rows], keys,
-                         bootstrap=50, seed=seed)
+    r = agreement_report(
+        [h for _, h, _ in rows],
+        [j for _, _, j in rows],
+        [a for a, _, _ in rows],
+        keys,
+        bootstrap=50,
+        seed=seed,
+    )
     d = r.to_dict()
     json.dumps(d, allow_nan=False)
     assert d["n_claims"] == len(rows)

@@ -24,9 +24,13 @@ WICE = ROOT / "data" / "wice"
 
 
 def _answer(aid: str, verdicts: list[str]) -> dict[str, Any]:
-    return {"id": aid, "question": f"Question {aid}?", "answer": f"Answer {aid}.",
-            "chunks": [{"id": "S1", "text": "Some context."}],
-            "claims": [{"text": f"Claim {i} of {aid}.", "verdict": v} for i, v in enumerate(verdicts, 1)]}
+    return {
+        "id": aid,
+        "question": f"Question {aid}?",
+        "answer": f"Answer {aid}.",
+        "chunks": [{"id": "S1", "text": "Some context."}],
+        "claims": [{"text": f"Claim {i} of {aid}.", "verdict": v} for i, v in enumerate(verdicts, 1)],
+    }
 
 
 def _count(path: Path, table: str) -> int:
@@ -46,9 +50,11 @@ def test_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     # The module docstring carries the same five lines, indented as a literal block.
     assert "\n".join("    " + line for line in code) in (api.__doc__ or "")
     answers = [_answer("q1", ["SUPPORTED", "CONTRADICTED"]), _answer("q2", ["UNSUPPORTED"])]
-    labels = [{"answer_id": "q1", "claim_id": "c1", "verdict": "SUPPORTED", "reviewer": "ana"},
-              {"answer_id": "q1", "claim_id": "c2", "verdict": "SUPPORTED", "reviewer": "ana"},
-              {"answer_id": "q2", "claim_id": "c1", "verdict": "UNSUPPORTED", "reviewer": "ana"}]
+    labels = [
+        {"answer_id": "q1", "claim_id": "c1", "verdict": "SUPPORTED", "reviewer": "ana"},
+        {"answer_id": "q1", "claim_id": "c2", "verdict": "SUPPORTED", "reviewer": "ana"},
+        {"answer_id": "q2", "claim_id": "c1", "verdict": "UNSUPPORTED", "reviewer": "ana"},
+    ]
     monkeypatch.chdir(tmp_path)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -91,8 +97,13 @@ def test_missing_judge_model_is_reported_like_the_cli(tmp_path: Path) -> None:
 
 def test_dry_run_reports_and_writes_nothing(tmp_path: Path) -> None:
     with calibration.connect(tmp_path / "a.db") as cal:
-        rep = cal.import_answers([_answer("q", ["SUPPORTED", "yes"])], judge_model="m",
-                                 judge_prompt_version="v", dry_run=True, mapping={"yes": "SUPPORTED"})
+        rep = cal.import_answers(
+            [_answer("q", ["SUPPORTED", "yes"])],
+            judge_model="m",
+            judge_prompt_version="v",
+            dry_run=True,
+            mapping={"yes": "SUPPORTED"},
+        )
         assert (rep.answers_new, rep.claims_new, rep.verdicts_new) == (1, 2, 2)
         assert dict(rep.mappings) == {("yes", "SUPPORTED"): 1}
     assert _count(tmp_path / "a.db", "answers") == 0
@@ -100,13 +111,25 @@ def test_dry_run_reports_and_writes_nothing(tmp_path: Path) -> None:
 
 def test_import_from_adapter_file_and_dataframe(tmp_path: Path) -> None:
     with calibration.connect(tmp_path / "a.db") as cal:
-        rep = cal.import_answers(ADAPTERS / "deepeval_latest_test_run.json", from_="deepeval",
-                                 judge_prompt_version="v1")
+        rep = cal.import_answers(
+            ADAPTERS / "deepeval_latest_test_run.json", from_="deepeval", judge_prompt_version="v1"
+        )
         assert rep.verdicts_new == 4
-        frame = pd.DataFrame({"qid": ["x", "x"], "q": ["Q?", None], "resp": ["A.", None],
-                              "statement": ["one", "two"], "label": ["SUPPORTED", "UNSUPPORTED"]})
-        rep = cal.import_answers(frame, columns="answer_id=qid,question=q,answer=resp,claim=statement,"
-                                 "verdict=label", judge_model="j", judge_prompt_version="v1")
+        frame = pd.DataFrame(
+            {
+                "qid": ["x", "x"],
+                "q": ["Q?", None],
+                "resp": ["A.", None],
+                "statement": ["one", "two"],
+                "label": ["SUPPORTED", "UNSUPPORTED"],
+            }
+        )
+        rep = cal.import_answers(
+            frame,
+            columns="answer_id=qid,question=q,answer=resp,claim=statement,verdict=label",
+            judge_model="j",
+            judge_prompt_version="v1",
+        )
         assert (rep.answers_new, rep.claims_new) == (1, 2)
         with pytest.raises(InputError, match="id_key"):
             cal.import_answers(ADAPTERS / "ragas_traces.json", from_="ragas", id_key="x")
@@ -115,13 +138,20 @@ def test_import_from_adapter_file_and_dataframe(tmp_path: Path) -> None:
 
 def test_label_rows_name_positions_even_after_multiline_notes(tmp_path: Path) -> None:
     with calibration.connect(tmp_path / "a.db") as cal:
-        cal.import_answers([_answer("q", ["SUPPORTED", "SUPPORTED"])], judge_model="m",
-                           judge_prompt_version="v")
-        rows = [{"answer_id": "q", "claim_id": "c1", "verdict": "SUPPORTED", "reviewer": "ana",
-                 "note": "line one\nline two\nline three"},
-                {"answer_id": "q", "claim_id": "c9", "verdict": "SUPPORTED", "reviewer": "ana"},
-                {"answer_id": "q", "claim_id": "c2", "verdict": "PERHAPS", "reviewer": "ana",
-                 "evidence": ["S1"]}]
+        cal.import_answers(
+            [_answer("q", ["SUPPORTED", "SUPPORTED"])], judge_model="m", judge_prompt_version="v"
+        )
+        rows = [
+            {
+                "answer_id": "q",
+                "claim_id": "c1",
+                "verdict": "SUPPORTED",
+                "reviewer": "ana",
+                "note": "line one\nline two\nline three",
+            },
+            {"answer_id": "q", "claim_id": "c9", "verdict": "SUPPORTED", "reviewer": "ana"},
+            {"answer_id": "q", "claim_id": "c2", "verdict": "PERHAPS", "reviewer": "ana", "evidence": ["S1"]},
+        ]
         with pytest.raises(InputError) as err:
             cal.import_labels(rows)
         assert err.value.lines()[0].startswith("<rows>:2: claim_id:")
@@ -154,10 +184,15 @@ def test_golden_key_facts_and_a_leads_reference_answer(tmp_path: Path) -> None:
     from calibration.errors import NotFoundError
 
     with calibration.connect(tmp_path / "a.db") as cal:
-        cal.import_answers([_answer("q", ["SUPPORTED", "SUPPORTED", "SUPPORTED"])], judge_model="m",
-                           judge_prompt_version="v")
-        cal.import_labels([{"answer_id": "q", "claim_id": c, "verdict": v, "reviewer": "ana"}
-                           for c, v in (("c1", "SUPPORTED"), ("c2", "CONTRADICTED"), ("c3", "SUPPORTED"))])
+        cal.import_answers(
+            [_answer("q", ["SUPPORTED", "SUPPORTED", "SUPPORTED"])], judge_model="m", judge_prompt_version="v"
+        )
+        cal.import_labels(
+            [
+                {"answer_id": "q", "claim_id": c, "verdict": v, "reviewer": "ana"}
+                for c, v in (("c1", "SUPPORTED"), ("c2", "CONTRADICTED"), ("c3", "SUPPORTED"))
+            ]
+        )
         (item,) = export.golden_items(cal.db)
         assert item["key_facts"] == ["Claim 1 of q.", "Claim 3 of q."]
         assert item["reference_answer"] == "Claim 1 of q. Claim 3 of q."
@@ -165,8 +200,10 @@ def test_golden_key_facts_and_a_leads_reference_answer(tmp_path: Path) -> None:
         edit = export.set_reference_answer(cal.db, "q", "The finance director approves it.", edited_by="boss")
         assert (edit.edited_by, edit.text) == ("boss", "The finance director approves it.")
         history = export.reference_history(cal.db, "q")
-        assert [(e.text, e.edited_by) for e in history] == [("First version.", "lead"),
-                                                            ("The finance director approves it.", "boss")]
+        assert [(e.text, e.edited_by) for e in history] == [
+            ("First version.", "lead"),
+            ("The finance director approves it.", "boss"),
+        ]
         assert history[0].edited_at <= history[1].edited_at
         cal.export(tmp_path / "g.jsonl", format="golden")
         with pytest.raises(InputError, match="empty"):
@@ -182,11 +219,23 @@ def test_golden_key_facts_and_a_leads_reference_answer(tmp_path: Path) -> None:
 def test_golden_file_reads_with_seed_000_recall_at_k_as_documented(tmp_path: Path) -> None:
     # The recall@k loop of seed 000, with the one change export.py's docstring describes.
     with calibration.connect(tmp_path / "a.db") as cal:
-        cal.import_answers([_answer("q1", ["SUPPORTED"]), _answer("q2", ["SUPPORTED"])], judge_model="m",
-                           judge_prompt_version="v")
-        cal.import_labels([{"answer_id": "q1", "claim_id": "c1", "verdict": "SUPPORTED", "reviewer": "a",
-                            "evidence": ["S1"]},
-                           {"answer_id": "q2", "claim_id": "c1", "verdict": "SUPPORTED", "reviewer": "a"}])
+        cal.import_answers(
+            [_answer("q1", ["SUPPORTED"]), _answer("q2", ["SUPPORTED"])],
+            judge_model="m",
+            judge_prompt_version="v",
+        )
+        cal.import_labels(
+            [
+                {
+                    "answer_id": "q1",
+                    "claim_id": "c1",
+                    "verdict": "SUPPORTED",
+                    "reviewer": "a",
+                    "evidence": ["S1"],
+                },
+                {"answer_id": "q2", "claim_id": "c1", "verdict": "SUPPORTED", "reviewer": "a"},
+            ]
+        )
         cal.export(tmp_path / "golden.jsonl", format="golden")
 
     def search(question: str, top_k: int) -> list[str]:

@@ -29,16 +29,22 @@ RELEASE_DB = DATA / "release-0.1.0.db"
 PREVIOUS_EXPORT = DATA / "export-0.2.0.jsonl"
 SECRET = "s3cr3t-signin-key"
 API_KEY = "sk-test-backup-0123456789"
-EXAMPLES_TEMPLATE = (judge.load_template("grounding-v1").text
-                     + "\n\nWorked examples from reviewers:\n{examples}\n")
+EXAMPLES_TEMPLATE = (
+    judge.load_template("grounding-v1").text + "\n\nWorked examples from reviewers:\n{examples}\n"
+)
 
 
 def table_names(path: Path) -> list[str]:
     """Every table of the schema, from the database itself: a table added later is here too."""
     conn = sqlite3.connect(path)
     try:
-        return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                           "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        return [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' "
+                "AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
     finally:
         conn.close()
 
@@ -86,8 +92,15 @@ def figures(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]
 
 
 def _config(stub: StubServer) -> judge.JudgeConfig:
-    return judge.JudgeConfig(base_url=stub.base_url, model="lab-judge", timeout=2, backoff_base=0.01,
-                             backoff_max=0.05, concurrency=2, api_key_env="CALIBRATION_TEST_JUDGE_KEY")
+    return judge.JudgeConfig(
+        base_url=stub.base_url,
+        model="lab-judge",
+        timeout=2,
+        backoff_base=0.01,
+        backoff_max=0.05,
+        concurrency=2,
+        api_key_env="CALIBRATION_TEST_JUDGE_KEY",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -117,28 +130,68 @@ def _fill(tmp_path: Path) -> Path:
     path = tmp_path / "full.db"
     shutil.copyfile(RELEASE_DB, path)
     extra = tmp_path / "extra.jsonl"
-    extra.write_text("".join(json.dumps({
-        "id": f"X{i}", "question": "Сколько дней?", "answer": "Десять дней. Считая от оплаты.",
-        "chunks": [{"id": "K1", "text": "Десять рабочих дней после оплаты."}],
-        "claims": [{"id": "x1", "text": "Десять дней.", "verdict": "SUPPORTED"},
-                   {"id": "x2", "text": "Считая от оплаты.",
-                    "verdict": "UNSUPPORTED" if i % 2 else "SUPPORTED"}],
-        "judge_model": "gpt-4-0613", "judge_prompt_version": "wice-gpt4"}, ensure_ascii=False) + "\n"
-        for i in range(1, 9)), encoding="utf-8")
+    extra.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"X{i}",
+                    "question": "Сколько дней?",
+                    "answer": "Десять дней. Считая от оплаты.",
+                    "chunks": [{"id": "K1", "text": "Десять рабочих дней после оплаты."}],
+                    "claims": [
+                        {"id": "x1", "text": "Десять дней.", "verdict": "SUPPORTED"},
+                        {
+                            "id": "x2",
+                            "text": "Считая от оплаты.",
+                            "verdict": "UNSUPPORTED" if i % 2 else "SUPPORTED",
+                        },
+                    ],
+                    "judge_model": "gpt-4-0613",
+                    "judge_prompt_version": "wice-gpt4",
+                },
+                ensure_ascii=False,
+            )
+            + "\n"
+            for i in range(1, 9)
+        ),
+        encoding="utf-8",
+    )
     later = tmp_path / "later.csv"  # labels given after the first holdout was unsealed
-    later.write_text("answer_id,claim_id,verdict,reviewer\n" + "".join(
-        f"X{i},x1,SUPPORTED,dan\nX{i},x2,UNSUPPORTED,dan\n" for i in range(2, 9)), encoding="utf-8")
+    later.write_text(
+        "answer_id,claim_id,verdict,reviewer\n"
+        + "".join(f"X{i},x1,SUPPORTED,dan\nX{i},x2,UNSUPPORTED,dan\n" for i in range(2, 9)),
+        encoding="utf-8",
+    )
     with store.session(path) as db:
         import_answers(db, extra)  # staged: leaves its row in imports, and its answer checks
         backfill_checks(db)  # the 0.1.0 answers, imported before checks existed
-        cyc = cycles.create_cycle(db, name="round-2", judge_run="gpt-4-0613@wice-gpt4", size=4, seed=2,
-                                  strategy="planned", goal="grounding", reviewers=["ann", "bob"],
-                                  overlap=0.0, include_labeled=True, force=True, created_by="lead")
+        cyc = cycles.create_cycle(
+            db,
+            name="round-2",
+            judge_run="gpt-4-0613@wice-gpt4",
+            size=4,
+            seed=2,
+            strategy="planned",
+            goal="grounding",
+            reviewers=["ann", "bob"],
+            overlap=0.0,
+            include_labeled=True,
+            force=True,
+            created_by="lead",
+        )
         first = review.queue(db, cyc.id, "ann")[0]
-        for i, pk in enumerate(r[0] for r in db.execute(
-                "SELECT id FROM claims WHERE answer_id = ? ORDER BY position", [first])):
-            review.label(db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, verdict="CONTRADICTED",
-                         note="по тексту" if i == 0 else None, duration_ms=1500 + i)
+        for i, pk in enumerate(
+            r[0] for r in db.execute("SELECT id FROM claims WHERE answer_id = ? ORDER BY position", [first])
+        ):
+            review.label(
+                db,
+                cycle_id=cyc.id,
+                reviewer="ann",
+                claim_pk=pk,
+                verdict="CONTRADICTED",
+                note="по тексту" if i == 0 else None,
+                duration_ms=1500 + i,
+            )
         review.commit(db, cycle_id=cyc.id, reviewer="ann", answer_id=first)
         for row in review.reveal(db, cycle_id=cyc.id, answer_id=first, reviewer="ann"):
             if row.disagrees:
@@ -161,15 +214,21 @@ def _fill(tmp_path: Path) -> Path:
         import_labels(db, later)
         split.ensure_split(db, created_by="lead")
     with StubServer() as stub:
-        judge.run_lab(_config(stub), judge.PromptTemplate("fewshot", EXAMPLES_TEMPLATE), db_path=path,
-                      scope="cycle:demo", revises="demo-judge@grounding-v1")
+        judge.run_lab(
+            _config(stub),
+            judge.PromptTemplate("fewshot", EXAMPLES_TEMPLATE),
+            db_path=path,
+            scope="cycle:demo",
+            revises="demo-judge@grounding-v1",
+        )
         # The key was sent, so a backup that copied it anywhere would be caught.
         assert stub.requests and all(API_KEY in r.headers.get("authorization", "") for r in stub.requests)
     return path
 
 
 def test_every_table_round_trips_and_every_figure_is_the_same(
-        full_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    full_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = table_rows(full_db)
     # The fill must reach every table the schema has, so that each one is really compared: a
     # table a later release adds fails here until this fixture (and the backup) covers it.
@@ -230,21 +289,25 @@ def _break_line(src: Path, dst: Path, replace_with: str) -> int:
     return middle + 1
 
 
-@pytest.mark.parametrize("bad", [
-    '{"table": "answers", "row": {"id": "Q1"',  # cut off: not JSON
-    '{"table": "no_such_table", "row": {}}',
-    '{"table": "label_events", "row": {"id": 999999, "claim_pk": 1, "reviewer": "x", "kind": "nope", '
-    '"created_at": "2026-01-01"}}',  # a CHECK constraint the schema holds
-    '{"table": "claims", "row": {"id": "abc", "answer_id": "Q1", "claim_id": "zz", "position": 9, '
-    '"text": "t"}}',  # not an integer id
-    '{"table": "sign_ins", "row": {"name_key": "z", "name": "z", "first_at": 1e400}}',  # not JSON's
-    '{"table": "settings", "row": {"key": "k", "value": 123456789012345678901234567890}}',
-    '{"table": "guidelines", "row": {"scope": ["project"]}}',
-    '{"table": "claims", "row": {"id": 999999, "answer_id": "NOPE", "claim_id": "z", "position": 0, '
-    '"text": "t"}}',  # refers to no answer
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        '{"table": "answers", "row": {"id": "Q1"',  # cut off: not JSON
+        '{"table": "no_such_table", "row": {}}',
+        '{"table": "label_events", "row": {"id": 999999, "claim_pk": 1, "reviewer": "x", "kind": "nope", '
+        '"created_at": "2026-01-01"}}',  # a CHECK constraint the schema holds
+        '{"table": "claims", "row": {"id": "abc", "answer_id": "Q1", "claim_id": "zz", "position": 9, '
+        '"text": "t"}}',  # not an integer id
+        '{"table": "sign_ins", "row": {"name_key": "z", "name": "z", "first_at": 1e400}}',  # not JSON's
+        '{"table": "settings", "row": {"key": "k", "value": 123456789012345678901234567890}}',
+        '{"table": "guidelines", "row": {"scope": ["project"]}}',
+        '{"table": "claims", "row": {"id": 999999, "answer_id": "NOPE", "claim_id": "z", "position": 0, '
+        '"text": "t"}}',  # refers to no answer
+    ],
+)
 def test_a_bad_line_in_the_middle_leaves_the_empty_database_empty(
-        full_db: Path, tmp_path: Path, bad: str) -> None:
+    full_db: Path, tmp_path: Path, bad: str
+) -> None:
     good = tmp_path / "backup.jsonl"
     with store.session(full_db) as db:
         backup.write_backup(db, good)
@@ -305,8 +368,9 @@ def test_a_database_holding_only_its_sign_in_secret_counts_as_empty(full_db: Pat
         assert store.get_setting(db, store.SIGNIN_SECRET_SETTING) == "the new machine's own"
 
 
-def test_a_refused_restore_leaves_no_new_database_file(tmp_path: Path,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_refused_restore_leaves_no_new_database_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"format": "something else"}\n', encoding="utf-8")
     target = tmp_path / "new.db"
@@ -315,14 +379,18 @@ def test_a_refused_restore_leaves_no_new_database_file(tmp_path: Path,
     assert not target.exists()
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"format_version": 99}, "written by a newer release"),
-    ({"migrations_add": "m099_from_the_future"}, "unknown to this release"),
-    ({"migrations_drop": "m002_create_judge_runs"}, "not a schema any release made"),
-    ({"tables": "not a mapping"}, "header.tables"),
-])
-def test_a_header_this_release_cannot_read_is_refused(full_db: Path, tmp_path: Path,
-                                                      change: dict, message: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"format_version": 99}, "written by a newer release"),
+        ({"migrations_add": "m099_from_the_future"}, "unknown to this release"),
+        ({"migrations_drop": "m002_create_judge_runs"}, "not a schema any release made"),
+        ({"tables": "not a mapping"}, "header.tables"),
+    ],
+)
+def test_a_header_this_release_cannot_read_is_refused(
+    full_db: Path, tmp_path: Path, change: dict, message: str
+) -> None:
     out = tmp_path / "backup.jsonl"
     with store.session(full_db) as db:
         backup.write_backup(db, out)
@@ -345,17 +413,24 @@ def test_a_header_this_release_cannot_read_is_refused(full_db: Path, tmp_path: P
 
 
 def test_the_previous_release_export_restores_with_its_checks(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     source = tmp_path / "upgraded.db"  # what 0.2.0 exported the fixture from
     shutil.copyfile(RELEASE_DB, source)
     target = tmp_path / "restored.db"
     assert main(["--db", str(target), "restore", str(PREVIOUS_EXPORT)]) == 0
     out = capsys.readouterr().out
     assert "restored (JSONL export)" in out and "answer checks computed for 105 answers" in out
+
     def without_cycles(snapshot: dict[str, list[tuple]]) -> dict[str, list[tuple]]:
         # The export names each label's cycle, but holds no cycles to link it to.
-        return {t: [tuple(None if isinstance(v, str) and v in ("demo", "wice-1") else v for v in row)
-                    for row in rows] for t, rows in snapshot.items()}
+        return {
+            t: [
+                tuple(None if isinstance(v, str) and v in ("demo", "wice-1") else v for v in row)
+                for row in rows
+            ]
+            for t, rows in snapshot.items()
+        }
 
     with store.session(source) as old, store.session(target) as new:
         assert without_cycles(labels_snapshot(new)) == without_cycles(labels_snapshot(old))
@@ -364,8 +439,17 @@ def test_the_previous_release_export_restores_with_its_checks(
         assert sorted(r.name for r in store.judge_runs(new)) == runs
     for run in runs:
         # The export holds no cycles, splits or thresholds: the figures that need none agree.
-        pick = {"n_claims": ..., "n_answers": ..., "n_unresolved": ..., "ac1": ..., "confusion": ...,
-                "per_class": ..., "human_human": ..., "agreement": "value", "kappa": "value"}
+        pick = {
+            "n_claims": ...,
+            "n_answers": ...,
+            "n_unresolved": ...,
+            "ac1": ...,
+            "confusion": ...,
+            "per_class": ...,
+            "human_human": ...,
+            "agreement": "value",
+            "kappa": "value",
+        }
         assert main(["--db", str(source), "stats", "--judge-run", run, "--json"]) == 0
         old_stats = json.loads(capsys.readouterr().out)
         assert main(["--db", str(target), "stats", "--judge-run", run, "--json"]) == 0
@@ -406,8 +490,10 @@ def test_a_backup_of_an_earlier_schema_is_upgraded_on_restore(tmp_path: Path) ->
 
 def test_no_backup_while_an_import_is_moving_its_rows_in(full_db: Path, tmp_path: Path) -> None:
     with store.session(full_db) as db, store.write(db):
-        db.execute("INSERT INTO imports (status, source, stamp, pid, host, started_at) "
-                   "VALUES ('publishing', 'big.jsonl', 'stamp-x', 1, 'here', '2026-01-01')")
+        db.execute(
+            "INSERT INTO imports (status, source, stamp, pid, host, started_at) "
+            "VALUES ('publishing', 'big.jsonl', 'stamp-x', 1, 'here', '2026-01-01')"
+        )
     out = tmp_path / "backup.jsonl"
     with store.session(full_db) as db, pytest.raises(ConflictError, match="an import is moving"):
         backup.write_backup(db, out)

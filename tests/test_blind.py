@@ -17,39 +17,48 @@ from calibration.store.dashboard import OpenCycleWork
 LEAD = "Lena Lead"
 
 
-def work(name: str = "c", answers: tuple[str, ...] = ("a1", "a2", "a3"), *,
-         assigned: tuple[tuple[str, str], ...] = (), started: tuple[str, ...] = (),
-         revealed: tuple[tuple[str, str], ...] = ()) -> OpenCycleWork:
+def work(
+    name: str = "c",
+    answers: tuple[str, ...] = ("a1", "a2", "a3"),
+    *,
+    assigned: tuple[tuple[str, str], ...] = (),
+    started: tuple[str, ...] = (),
+    revealed: tuple[tuple[str, str], ...] = (),
+) -> OpenCycleWork:
     return OpenCycleWork(name, answers, assigned, started, revealed)
 
 
 ASSIGNED = (("a1", "Lena Lead"), ("a2", "Lena Lead"), ("a3", "sam"))
 
 
-@pytest.mark.parametrize(("cycle", "identities", "expected"), [
-    # Assigned work not committed is open; someone else's is not.
-    (work(assigned=ASSIGNED), ["Lena Lead"], {"c": ("a1", "a2")}),
-    (work(assigned=ASSIGNED), ["sam"], {"c": ("a3",)}),
-    (work(assigned=ASSIGNED), ["rita"], {}),
-    # A committed answer is revealed to its reviewer anyway, whichever cycle committed it.
-    (work(assigned=ASSIGNED, revealed=(("a1", "Lena Lead"),)), ["Lena Lead"], {"c": ("a2",)}),
-    (work(assigned=ASSIGNED, revealed=(("a1", "Lena Lead"), ("a2", "Lena Lead"))), ["Lena Lead"], {}),
-    # Another reviewer's commit does not unblind this one.
-    (work(assigned=ASSIGNED, revealed=(("a1", "sam"),)), ["Lena Lead"], {"c": ("a1", "a2")}),
-    # Names compare by the one name rule: case, spacing, a zero-width space.
-    (work(assigned=ASSIGNED), ["LENA  lead\u200b"], {"c": ("a1", "a2")}),
-    # With OIDC any identity of the person counts (the assignment may name the email).
-    (work(assigned=(("a2", "lena@example.org"),)), ["Lena Lead", "lena@example.org"], {"c": ("a2",)}),
-    # Open to every reviewer: the work is the person's once they started on it.
-    (work(), ["Lena Lead"], {}),
-    (work(started=("sam",)), ["Lena Lead"], {}),
-    (work(started=("lena lead",)), ["Lena Lead"], {"c": ("a1", "a2", "a3")}),
-    (work(started=("Lena Lead",), revealed=(("a3", "Lena Lead"),)), ["Lena Lead"], {"c": ("a1", "a2")}),
-    # Blank identities match nobody, not a blank reviewer.
-    (work(assigned=(("a1", ""),), started=("",)), ["", "  "], {}),
-])
-def test_open_work_rule(cycle: OpenCycleWork, identities: list[str],
-                        expected: dict[str, tuple[str, ...]]) -> None:
+@pytest.mark.parametrize(
+    ("cycle", "identities", "expected"),
+    [
+        # Assigned work not committed is open; someone else's is not.
+        (work(assigned=ASSIGNED), ["Lena Lead"], {"c": ("a1", "a2")}),
+        (work(assigned=ASSIGNED), ["sam"], {"c": ("a3",)}),
+        (work(assigned=ASSIGNED), ["rita"], {}),
+        # A committed answer is revealed to its reviewer anyway, whichever cycle committed it.
+        (work(assigned=ASSIGNED, revealed=(("a1", "Lena Lead"),)), ["Lena Lead"], {"c": ("a2",)}),
+        (work(assigned=ASSIGNED, revealed=(("a1", "Lena Lead"), ("a2", "Lena Lead"))), ["Lena Lead"], {}),
+        # Another reviewer's commit does not unblind this one.
+        (work(assigned=ASSIGNED, revealed=(("a1", "sam"),)), ["Lena Lead"], {"c": ("a1", "a2")}),
+        # Names compare by the one name rule: case, spacing, a zero-width space.
+        (work(assigned=ASSIGNED), ["LENA  lead\u200b"], {"c": ("a1", "a2")}),
+        # With OIDC any identity of the person counts (the assignment may name the email).
+        (work(assigned=(("a2", "lena@example.org"),)), ["Lena Lead", "lena@example.org"], {"c": ("a2",)}),
+        # Open to every reviewer: the work is the person's once they started on it.
+        (work(), ["Lena Lead"], {}),
+        (work(started=("sam",)), ["Lena Lead"], {}),
+        (work(started=("lena lead",)), ["Lena Lead"], {"c": ("a1", "a2", "a3")}),
+        (work(started=("Lena Lead",), revealed=(("a3", "Lena Lead"),)), ["Lena Lead"], {"c": ("a1", "a2")}),
+        # Blank identities match nobody, not a blank reviewer.
+        (work(assigned=(("a1", ""),), started=("",)), ["", "  "], {}),
+    ],
+)
+def test_open_work_rule(
+    cycle: OpenCycleWork, identities: list[str], expected: dict[str, tuple[str, ...]]
+) -> None:
     found = roles.open_work([cycle], identities)
     assert {s.cycle: s.answers for s in found.spots} == expected
     assert bool(found) == bool(expected)
@@ -57,8 +66,10 @@ def test_open_work_rule(cycle: OpenCycleWork, identities: list[str],
 
 
 def test_open_work_keeps_cycle_order_and_touching_picks_the_spots_of_a_scope() -> None:
-    found = roles.open_work([work("one", ("b", "a"), assigned=(("a", "x"), ("b", "x"))),
-                             work("two", ("z",), started=("x",))], ["x"])
+    found = roles.open_work(
+        [work("one", ("b", "a"), assigned=(("a", "x"), ("b", "x"))), work("two", ("z",), started=("x",))],
+        ["x"],
+    )
     assert [s.answers for s in found.spots] == [("b", "a"), ("z",)]
     assert found.cycles == {"one", "two"}
     assert [s.cycle for s in found.touching(["a", "q"])] == ["one"]
@@ -77,15 +88,25 @@ def test_the_refusal_names_the_cycles_and_counts() -> None:
 
 
 def _answers(prefix: str, n: int) -> list[dict[str, Any]]:
-    return [{"id": f"{prefix}{i}", "question": f"Q {i}?", "answer": f"Answer {i}.",
-             "chunks": [{"id": "k1", "text": "Chunk."}],
-             "claims": [{"id": "c1", "claim": f"Answer {i}.", "verdict": "SUPPORTED", "rationale": "r"}]}
-            for i in range(n)]
+    return [
+        {
+            "id": f"{prefix}{i}",
+            "question": f"Q {i}?",
+            "answer": f"Answer {i}.",
+            "chunks": [{"id": "k1", "text": "Chunk."}],
+            "claims": [{"id": "c1", "claim": f"Answer {i}.", "verdict": "SUPPORTED", "rationale": "r"}],
+        }
+        for i in range(n)
+    ]
 
 
 def _import(db: Database, path: Path, answers: list[dict[str, Any]], model: str) -> None:
-    path.write_text("".join(json.dumps({"judge_model": model, "judge_prompt_version": "v1", **a}) + "\n"
-                            for a in answers), encoding="utf-8")
+    path.write_text(
+        "".join(
+            json.dumps({"judge_model": model, "judge_prompt_version": "v1", **a}) + "\n" for a in answers
+        ),
+        encoding="utf-8",
+    )
     import_answers(db, path)
 
 
@@ -95,8 +116,16 @@ def team_db(fresh_db: Database, tmp_path: Path) -> Database:
     run m-b@v1 over b0..b1 only, with an open-to-all cycle."""
     _import(fresh_db, tmp_path / "a.jsonl", _answers("a", 4), "m-a")
     _import(fresh_db, tmp_path / "b.jsonl", _answers("b", 2), "m-b")
-    cycles.create_cycle(fresh_db, name="team", judge_run="m-a@v1", size=4, seed=1, reviewers=[LEAD, "sam"],
-                        overlap=0.0, force=True)
+    cycles.create_cycle(
+        fresh_db,
+        name="team",
+        judge_run="m-a@v1",
+        size=4,
+        seed=1,
+        reviewers=[LEAD, "sam"],
+        overlap=0.0,
+        force=True,
+    )
     cycles.create_cycle(fresh_db, name="open", judge_run="m-b@v1", size=2, seed=1, force=True)
     return fresh_db
 
@@ -131,8 +160,10 @@ def test_open_work_of_the_database_follows_labels_commits_and_closing(team_db: D
     review.label(db, cycle_id=open_id, reviewer=LEAD, claim_pk=store.claim_pk(db, "b0", "c1"), kind="skip")
     spot = roles.open_work_of(db, [LEAD]).touching(["b0"])
     assert [s.cycle for s in spot] == ["open"] and set(spot[0].answers) == {"b0", "b1"}
-    assert [s.cycle for s in roles.hidden_in_scope(db, roles.open_work_of(db, [LEAD]), run_id=run_b,
-                                                   cycle_id=None)] == ["open"]
+    assert [
+        s.cycle
+        for s in roles.hidden_in_scope(db, roles.open_work_of(db, [LEAD]), run_id=run_b, cycle_id=None)
+    ] == ["open"]
     # A closed cycle takes no labels: no open work in it.
     cycles.close_cycle(db, "team", force=True)
     assert roles.open_work_of(db, [LEAD]).cycles == {"open"}

@@ -21,18 +21,24 @@ RUN = "judge@v1"
 # ---------------------------------------------------------------- small data made here
 
 
-def add_answer(db: Database, run_id: int, answer_id: str, verdicts: list[str],
-               category: str | None = None) -> list[int]:
+def add_answer(
+    db: Database, run_id: int, answer_id: str, verdicts: list[str], category: str | None = None
+) -> list[int]:
     """One judged answer with one claim per verdict; returns the claim keys."""
     db.execute(
         "INSERT INTO answers (id, question, answer, category, content_hash, imported_at) "
-        "VALUES (?, 'q', 'a', ?, ?, ?)", [answer_id, category, answer_id, store.now()])
+        "VALUES (?, 'q', 'a', ?, ?, ?)",
+        [answer_id, category, answer_id, store.now()],
+    )
     pks = []
     for i, verdict in enumerate(verdicts):
-        (pk,) = db.execute("INSERT INTO claims (answer_id, claim_id, position, text) VALUES (?,?,?,?) "
-                           "RETURNING id", [answer_id, f"c{i + 1}", i, f"claim {i + 1}"]).fetchone()
-        db.execute("INSERT INTO judge_verdicts (run_id, claim_pk, verdict) VALUES (?,?,?)",
-                   [run_id, pk, verdict])
+        (pk,) = db.execute(
+            "INSERT INTO claims (answer_id, claim_id, position, text) VALUES (?,?,?,?) RETURNING id",
+            [answer_id, f"c{i + 1}", i, f"claim {i + 1}"],
+        ).fetchone()
+        db.execute(
+            "INSERT INTO judge_verdicts (run_id, claim_pk, verdict) VALUES (?,?,?)", [run_id, pk, verdict]
+        )
         pks.append(pk)
     return pks
 
@@ -41,8 +47,11 @@ def build_run(db: Database) -> dict[str, list[int]]:
     """Run judge@v1 over 40 two-claim answers a00..a39 in categories cat-a (20), cat-b (12),
     cat-c (8); a00..a09 hold one UNSUPPORTED verdict (failing), the rest are all SUPPORTED."""
     with store.write(db):
-        run_id = db.execute("INSERT INTO judge_runs (judge_model, prompt_version, created_at) "
-                            "VALUES ('judge', 'v1', ?) RETURNING id", [store.now()]).fetchone()[0]
+        run_id = db.execute(
+            "INSERT INTO judge_runs (judge_model, prompt_version, created_at) "
+            "VALUES ('judge', 'v1', ?) RETURNING id",
+            [store.now()],
+        ).fetchone()[0]
         claims = {}
         for i in range(40):
             category = "cat-a" if i < 20 else "cat-b" if i < 32 else "cat-c"
@@ -76,10 +85,16 @@ def create(db: Database, name: str = "c1", **kw: object) -> cycles.Cycle:
 
 
 def test_a_cycle_records_its_design_and_answers_in_order(run_db: Database) -> None:
-    cycle = create(run_db, size=20, seed=7, strategy="random", reviewers=["ann", "bob"],
-                   created_by="lead")
-    assert (cycle.name, cycle.judge_run, cycle.strategy, cycle.seed, cycle.size, cycle.status,
-            cycle.created_by) == ("c1", RUN, "random", 7, 20, "open", "lead")
+    cycle = create(run_db, size=20, seed=7, strategy="random", reviewers=["ann", "bob"], created_by="lead")
+    assert (
+        cycle.name,
+        cycle.judge_run,
+        cycle.strategy,
+        cycle.seed,
+        cycle.size,
+        cycle.status,
+        cycle.created_by,
+    ) == ("c1", RUN, "random", 7, 20, "open", "lead")
     assert cycles.get_cycle(run_db, "c1") == cycle
     items = cycles.cycle_answers(run_db, cycle.id)
     assert [i.answer_id for i in items] == list(cycle.answers)
@@ -129,15 +144,17 @@ def test_failures_first_cycle_takes_every_failing_answer(run_db: Database) -> No
 # ---------------------------------------------------------------- eligibility
 
 
-def test_answers_with_every_claim_labeled_are_excluded(run_db: Database,
-                                                       claims_of: dict[str, list[int]]) -> None:
+def test_answers_with_every_claim_labeled_are_excluded(
+    run_db: Database, claims_of: dict[str, list[int]]
+) -> None:
     for i in range(8):  # a00..a07 fully labeled by a reviewer
         for pk in claims_of[f"a{i:02d}"]:
             store.record_label(run_db, claim=pk, reviewer="ann", kind="blind", verdict="SUPPORTED")
     for pk in claims_of["a08"]:  # a08 fully adjudicated
         store.adjudicate(run_db, claim=pk, adjudicator="lead", verdict="SUPPORTED")
-    store.record_label(run_db, claim=claims_of["a09"][0], reviewer="ann", kind="blind",
-                       verdict="SUPPORTED")  # a09 half labeled: still needs work
+    store.record_label(
+        run_db, claim=claims_of["a09"][0], reviewer="ann", kind="blind", verdict="SUPPORTED"
+    )  # a09 half labeled: still needs work
     for pk in claims_of["a10"]:  # a10 only skipped: no final label
         store.record_label(run_db, claim=pk, reviewer="ann", kind="skip")
     done = {f"a{i:02d}" for i in range(9)}
@@ -151,7 +168,8 @@ def test_answers_with_every_claim_labeled_are_excluded(run_db: Database,
 
 
 def test_an_answer_with_a_disputed_or_unclear_claim_is_not_labeled(
-        run_db: Database, claims_of: dict[str, list[int]]) -> None:
+    run_db: Database, claims_of: dict[str, list[int]]
+) -> None:
     # Every claim of a00..a02 has some reviewer's verdict. On a00 two reviewers agree (done);
     # on a01 they disagree on one claim and nobody adjudicated; on a02 a second reviewer marked
     # a claim unclear. Only a00 has a final human label on every claim.
@@ -159,11 +177,14 @@ def test_an_answer_with_a_disputed_or_unclear_claim_is_not_labeled(
         for pk in claims_of[aid]:
             store.record_label(run_db, claim=pk, reviewer="ann", kind="blind", verdict="SUPPORTED")
     store.record_label(run_db, claim=claims_of["a00"][0], reviewer="bob", kind="blind", verdict="SUPPORTED")
-    store.record_label(run_db, claim=claims_of["a01"][1], reviewer="bob", kind="blind",
-                       verdict="CONTRADICTED")
+    store.record_label(
+        run_db, claim=claims_of["a01"][1], reviewer="bob", kind="blind", verdict="CONTRADICTED"
+    )
     store.record_label(run_db, claim=claims_of["a02"][0], reviewer="bob", kind="unclear")
-    pool = {r.answer_id: r.fully_labeled for r in cycles._pool_rows(run_db, run_db.execute(
-        "SELECT id FROM judge_runs").fetchone()[0])}
+    pool = {
+        r.answer_id: r.fully_labeled
+        for r in cycles._pool_rows(run_db, run_db.execute("SELECT id FROM judge_runs").fetchone()[0])
+    }
     assert (pool["a00"], pool["a01"], pool["a02"]) == (True, False, False)
     every = create(run_db, size=39, force=True)  # the whole pool: 40 answers less a00
     assert "a00" not in every.answers and {"a01", "a02"} <= set(every.answers)
@@ -199,8 +220,9 @@ def test_holdout_cycle_without_holdout_answers_is_an_error(run_db: Database) -> 
 
 
 @pytest.mark.parametrize(("overlap", "doubled"), [(0.2, 4), (0.5, 10), (0.0, 0)])
-def test_overlap_share_and_no_answer_twice_to_one_reviewer(run_db: Database, overlap: float,
-                                                           doubled: int) -> None:
+def test_overlap_share_and_no_answer_twice_to_one_reviewer(
+    run_db: Database, overlap: float, doubled: int
+) -> None:
     cycle = create(run_db, size=20, reviewers=["ann", "bob", "cid"], overlap=overlap)
     items = cycles.cycle_answers(run_db, cycle.id)
     assert sum(len(i.reviewers) == 2 for i in items) == doubled
@@ -231,9 +253,11 @@ def test_one_reviewer_gets_everything_with_a_warning(run_db: Database) -> None:
 def test_reviewer_names_are_normalised_and_duplicates_refused(run_db: Database) -> None:
     with pytest.raises(InputError, match="listed once") as err:
         create(run_db, reviewers=["a", " a", "A", "bob", "Bob "])
-    assert err.value.lines() == ["reviewers: each reviewer may be listed once (names are compared "
-                                  "ignoring case, spacing and invisible characters), but these are the same: "
-                                  "'a', 'a', 'A'; 'bob', 'Bob'"]
+    assert err.value.lines() == [
+        "reviewers: each reviewer may be listed once (names are compared "
+        "ignoring case, spacing and invisible characters), but these are the same: "
+        "'a', 'a', 'A'; 'bob', 'Bob'"
+    ]
     assert cycles.list_cycles(run_db) == []
     cycle = create(run_db, reviewers=["ann\t lee", " bob  ", ""])
     assert cycle.reviewers == ("ann lee", "bob")
@@ -295,15 +319,16 @@ def test_clear_errors(run_db: Database, claims_of: dict[str, list[int]]) -> None
 # ---------------------------------------------------------------- progress and closing
 
 
-def label_all(db: Database, pks: list[int], reviewer: str, cycle_id: int | None = None,
-              verdict: str = "SUPPORTED") -> None:
+def label_all(
+    db: Database, pks: list[int], reviewer: str, cycle_id: int | None = None, verdict: str = "SUPPORTED"
+) -> None:
     for pk in pks:
-        store.record_label(db, claim=pk, reviewer=reviewer, kind="blind", verdict=verdict,
-                           cycle_id=cycle_id)
+        store.record_label(db, claim=pk, reviewer=reviewer, kind="blind", verdict=verdict, cycle_id=cycle_id)
 
 
-def test_progress_counts_the_assigned_reviewers_own_labels(run_db: Database,
-                                                           claims_of: dict[str, list[int]]) -> None:
+def test_progress_counts_the_assigned_reviewers_own_labels(
+    run_db: Database, claims_of: dict[str, list[int]]
+) -> None:
     cycle = create(run_db, size=20, reviewers=["ann", "bob"], overlap=0.2)
     items = cycles.cycle_answers(run_db, cycle.id)
     solo = [i.answer_id for i in items if i.reviewers == ("ann",)]
@@ -320,17 +345,16 @@ def test_progress_counts_the_assigned_reviewers_own_labels(run_db: Database,
     assert per == {"ann": (5, n_ann), "bob": (0, 48 - n_ann)}
     assert prog.missing == 48 - 5
     # Labels owed (a shared claim owes one per reviewer) beside the claims not done, as the table counts them.
-    assert prog.outstanding() == ("2 of 2 reviewers have labels outstanding: "
-                                  f"{48 - 5} labels on 37 of 40 claims")
+    assert prog.outstanding() == (
+        f"2 of 2 reviewers have labels outstanding: {48 - 5} labels on 37 of 40 claims"
+    )
 
 
-def test_an_include_labeled_cycle_starts_at_zero(run_db: Database,
-                                                 claims_of: dict[str, list[int]]) -> None:
+def test_an_include_labeled_cycle_starts_at_zero(run_db: Database, claims_of: dict[str, list[int]]) -> None:
     for pks in claims_of.values():  # every claim labeled before the cycle, by an import
         for pk in pks:
             store.record_label(run_db, claim=pk, reviewer="imported", kind="import", verdict="SUPPORTED")
-    cycle = create(run_db, size=20, reviewers=["ann", "bob", "cid"], overlap=0.0,
-                   include_labeled=True)
+    cycle = create(run_db, size=20, reviewers=["ann", "bob", "cid"], overlap=0.0, include_labeled=True)
     prog = cycles.progress(run_db, cycle.id)
     assert (prog.labeled, prog.total, prog.labeled_elsewhere) == (0, 40, 40)
     assert prog.fraction == 0 and {r.labeled for r in prog.reviewers} == {0}
@@ -340,13 +364,16 @@ def test_an_include_labeled_cycle_starts_at_zero(run_db: Database,
     prog = cycles.progress(run_db, cycle.id)
     ann = next(r for r in prog.reviewers if r.reviewer == "ann")
     assert prog.labeled == ann.total and prog.labeled_elsewhere == 40 - ann.total
-    assert prog.outstanding() == ("2 of 3 reviewers have labels outstanding: "
-                                  f"{40 - ann.total} labels on {prog.total - prog.labeled} of "
-                                  f"{prog.total} claims")
+    assert prog.outstanding() == (
+        "2 of 3 reviewers have labels outstanding: "
+        f"{40 - ann.total} labels on {prog.total - prog.labeled} of "
+        f"{prog.total} claims"
+    )
 
 
 def test_open_cycle_progress_counts_its_reviewers_labels_wherever_given(
-        run_db: Database, claims_of: dict[str, list[int]]) -> None:
+    run_db: Database, claims_of: dict[str, list[int]]
+) -> None:
     cycle = create(run_db, size=15, reviewers=[])
     first, second, third, fourth = cycle.answers[:4]
     label_all(run_db, claims_of[first], "ann", cycle.id)
@@ -356,27 +383,32 @@ def test_open_cycle_progress_counts_its_reviewers_labels_wherever_given(
     prog = cycles.progress(run_db, cycle.id)
     assert (prog.labeled, prog.total, prog.reused, prog.labeled_elsewhere) == (5, 30, 2, 2)
     assert {r.reviewer: (r.labeled, r.total, r.reused) for r in prog.reviewers} == {
-        "ann": (4, 30, 2), "bob": (1, 30, 0)}
-    assert prog.headline() == ("5/30 claims labeled (2 reused from other cycles or imports; "
-                               "already labeled outside this cycle: 2)")
+        "ann": (4, 30, 2),
+        "bob": (1, 30, 0),
+    }
+    assert prog.headline() == (
+        "5/30 claims labeled (2 reused from other cycles or imports; already labeled outside this cycle: 2)"
+    )
     assert prog.outstanding() == "25 of 30 claims have no label yet"
 
 
-def test_closing_with_work_outstanding_needs_force(run_db: Database,
-                                                   claims_of: dict[str, list[int]]) -> None:
+def test_closing_with_work_outstanding_needs_force(run_db: Database, claims_of: dict[str, list[int]]) -> None:
     cycle = create(run_db, size=20, reviewers=["ann", "bob", "cid"], overlap=0.0)
     for aid in cycles.queue(run_db, cycle.id, "ann"):
         label_all(run_db, claims_of[aid], "ann", cycle.id)
     owed = 40 - 2 * len(cycles.queue(run_db, cycle.id, "ann"))
     with pytest.raises(cycles.WorkOutstandingError) as err:
         cycles.close_cycle(run_db, "c1")
-    assert err.value.lines(FLAGS) == [f"cycle 'c1' still has work: 2 of 3 reviewers have labels outstanding: "
-                                      f"{owed} labels on {owed} of 40 claims; use --force to close it anyway "
-                                      "(its figures are frozen at close)"]
+    assert err.value.lines(FLAGS) == [
+        f"cycle 'c1' still has work: 2 of 3 reviewers have labels outstanding: "
+        f"{owed} labels on {owed} of 40 claims; use --force to close it anyway "
+        "(its figures are frozen at close)"
+    ]
     with pytest.raises(cycles.WorkOutstandingError) as err:
         cycles.close_cycle(run_db, "c1")
     assert err.value.lines({Option.FORCE_CLOSE: "the box 'Close anyway'"})[0].endswith(
-        "; use the box 'Close anyway' to close it anyway (its figures are frozen at close)")
+        "; use the box 'Close anyway' to close it anyway (its figures are frozen at close)"
+    )
     assert cycles.get_cycle(run_db, "c1").status == "open"
     assert cycles.close_cycle(run_db, "c1", force=True).status == "closed"
     # With every assigned label given, closing needs no force.
@@ -413,8 +445,9 @@ def test_closing_freezes_a_snapshot(run_db: Database, claims_of: dict[str, list[
     assert fig.agreement == pytest.approx(0.9) and fig.agreement_ci is not None
     assert fig.kappa == report["kappa"]["value"] and fig.flag == report["flag"]["status"]
     # Later labels change nothing frozen; a cycle closes once.
-    store.record_label(run_db, claim=claims_of[cycle.answers[9]][0], reviewer="bob", kind="blind",
-                       verdict="CONTRADICTED")
+    store.record_label(
+        run_db, claim=claims_of[cycle.answers[9]][0], reviewer="bob", kind="blind", verdict="CONTRADICTED"
+    )
     assert cycles.get_cycle(run_db, "c1").snapshot == snap
     with pytest.raises(ConflictError, match="already closed"):
         cycles.close_cycle(run_db, "c1")
@@ -422,7 +455,8 @@ def test_closing_freezes_a_snapshot(run_db: Database, claims_of: dict[str, list[
     assert cycles.close_cycle(run_db, "c2", {"note": "given"}, force=True).snapshot == {"note": "given"}
     assert given.status == "open"
     assert cycles.frozen_figures({"note": "given"}) == cycles.FrozenFigures(
-        None, None, None, None, 0, 0, None, None, None, None, None, None, None, (), "given")
+        None, None, None, None, 0, 0, None, None, None, None, None, None, None, (), "given"
+    )
     assert cycles.frozen_figures(None) is None
 
 
@@ -438,12 +472,20 @@ def test_closing_with_no_labels_stores_counts_only(run_db: Database) -> None:
 def test_failures_first_states_its_design_and_records_the_share(run_db: Database) -> None:
     cycle = create(run_db, size=15, strategy="failures-first")
     # 10 failing answers of 40: 8 of 15 slots (ceil(0.5 * 15)), pi 0.8 vs 7/30.
-    assert cycle.notes == (("failing answers: 8 of 15 slots, passing 7; "
-        "answers with a failing verdict were drawn 3.4× as often; figures are re-weighted"),)
+    assert cycle.notes == (
+        (
+            "failing answers: 8 of 15 slots, passing 7; "
+            "answers with a failing verdict were drawn 3.4× as often; figures are re-weighted"
+        ),
+    )
     assert cycle.warnings == () and cycle.failing_share == 0.5
     more = create(run_db, name="c2", size=15, strategy="failures-first", failing_share=0.6)
-    assert more.notes == (("failing answers: 9 of 15 slots, passing 6; "
-        "answers with a failing verdict were drawn 4.5× as often; figures are re-weighted"),)
+    assert more.notes == (
+        (
+            "failing answers: 9 of 15 slots, passing 6; "
+            "answers with a failing verdict were drawn 4.5× as often; figures are re-weighted"
+        ),
+    )
     assert cycles.get_cycle(run_db, "c2").failing_share == 0.6
     assert create(run_db, name="c3", size=15).failing_share is None  # random: no share
     with pytest.raises(InputError, match="failing share"):
@@ -452,27 +494,42 @@ def test_failures_first_states_its_design_and_records_the_share(run_db: Database
 
 def test_failures_first_warns_when_failures_are_the_majority(fresh_db: Database) -> None:
     with store.write(fresh_db):
-        run_id = fresh_db.execute("INSERT INTO judge_runs (judge_model, prompt_version, created_at) "
-                                  "VALUES ('judge', 'v1', ?) RETURNING id", [store.now()]).fetchone()[0]
+        run_id = fresh_db.execute(
+            "INSERT INTO judge_runs (judge_model, prompt_version, created_at) "
+            "VALUES ('judge', 'v1', ?) RETURNING id",
+            [store.now()],
+        ).fetchone()[0]
         for i in range(100):  # 63 failing answers, as in WiCE
             add_answer(fresh_db, run_id, f"w{i:03d}", ["UNSUPPORTED" if i < 63 else "SUPPORTED"])
     cycle = create(fresh_db, size=20, strategy="failures-first")
-    assert cycle.notes == (("failing answers: 13 of 20 slots, passing 7; "
-        "answers with a failing verdict were drawn 1.1× as often; figures are re-weighted"),)
+    assert cycle.notes == (
+        (
+            "failing answers: 13 of 20 slots, passing 7; "
+            "answers with a failing verdict were drawn 1.1× as often; figures are re-weighted"
+        ),
+    )
     assert cycle.warnings == (
         "hardly oversampled: failures are already the majority (63 of 100 eligible answers), so a "
         "failing answer is only 1.09× as likely to be drawn as a passing one; raise the failing "
-        "share to oversample them",)
+        "share to oversample them",
+    )
     more = create(fresh_db, name="c2", size=20, strategy="failures-first", failing_share=0.8)
-    assert more.notes == (("failing answers: 16 of 20 slots, passing 4; "
-        "answers with a failing verdict were drawn 2.3× as often; figures are re-weighted"),)
+    assert more.notes == (
+        (
+            "failing answers: 16 of 20 slots, passing 4; "
+            "answers with a failing verdict were drawn 2.3× as often; figures are re-weighted"
+        ),
+    )
     assert more.warnings == ()
 
 
 def test_sampleable_runs_and_the_default_run(run_db: Database) -> None:
     with store.write(run_db):  # a later judge-lab run that failed: no verdicts at all
-        run_db.execute("INSERT INTO judge_runs (judge_model, prompt_version, origin, created_at) "
-                       "VALUES ('lab', 'broken', 'judge-lab', ?)", [store.now()])
+        run_db.execute(
+            "INSERT INTO judge_runs (judge_model, prompt_version, origin, created_at) "
+            "VALUES ('lab', 'broken', 'judge-lab', ?)",
+            [store.now()],
+        )
     assert [r.name for r in store.judge_runs(run_db)] == [RUN, "lab@broken"]
     assert [r.name for r in cycles.sampleable_runs(run_db)] == [RUN]
     default = cycles.default_run(run_db)
@@ -485,7 +542,8 @@ def test_errors_name_the_callers_controls(run_db: Database, claims_of: dict[str,
     with pytest.raises(InputError) as err:
         create(run_db, size=10)
     assert err.value.lines(names) == [
-        "size: 10 is outside 15-30; use the box 'Force' to create the cycle anyway"]
+        "size: 10 is outside 15-30; use the box 'Force' to create the cycle anyway"
+    ]
     assert err.value.lines(FLAGS) == ["size: 10 is outside 15-30; use --force to create the cycle anyway"]
     for pks in claims_of.values():
         label_all(run_db, pks, "ann")
@@ -493,7 +551,8 @@ def test_errors_name_the_callers_controls(run_db: Database, claims_of: dict[str,
         create(run_db)
     assert err.value.lines(names) == [
         "no eligible answers in run judge@v1: all 40 non-holdout answers already have a final human "
-        "label on every claim; use the box 'Include' to sample them anyway"]
+        "label on every claim; use the box 'Include' to sample them anyway"
+    ]
     assert "--" not in str(err.value)
 
 
@@ -505,13 +564,14 @@ def test_messages_use_the_singular_for_one(run_db: Database) -> None:
     cycle = create(run_db, size=20, holdout=True, force=True)
     assert "only 1 eligible answer: the cycle takes all of them" in cycle.warnings
     assert any("with 2 claims the 95% Wilson" in w for w in cycle.warnings)
-    progress = cycles.CycleProgress(0, 1, (cycles.ReviewerProgress("ann", 0, 1),
-                                      cycles.ReviewerProgress("bob", 2, 2)))
+    progress = cycles.CycleProgress(
+        0, 1, (cycles.ReviewerProgress("ann", 0, 1), cycles.ReviewerProgress("bob", 2, 2))
+    )
     assert progress.outstanding() == "1 of 2 reviewers has labels outstanding: 1 label on 1 of 1 claim"
     assert cycles.CycleProgress(0, 1, (), assigned=False).outstanding() == "1 of 1 claim has no label yet"
-    assert cycles.CycleProgress(1, 1, (cycles.ReviewerProgress("ann", 1, 1, unclear=1),),
-                                unclear=1).outstanding() == (
-        "1 claim marked unclear waits for a lead's decision")
+    assert cycles.CycleProgress(
+        1, 1, (cycles.ReviewerProgress("ann", 1, 1, unclear=1),), unclear=1
+    ).outstanding() == ("1 claim marked unclear waits for a lead's decision")
 
 
 # ---------------------------------------------------------------- CLI on the real WiCE data
@@ -528,14 +588,31 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
 def test_cli_cycle_on_wice_gives_20_answers(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = str(db_path)
     assert run_cli(capsys, "--db", db, "import", str(WICE / "wice_judged_gpt4.jsonl"))[0] == 0
-    rc, out, err = run_cli(capsys, "--db", db, "cycle", "create", "--name", "wice-1",
-                           "--judge-run", "gpt-4-0613@wice-gpt4", "--seed", "5",
-                           "--reviewers", "ann,bob")
+    rc, out, err = run_cli(
+        capsys,
+        "--db",
+        db,
+        "cycle",
+        "create",
+        "--name",
+        "wice-1",
+        "--judge-run",
+        "gpt-4-0613@wice-gpt4",
+        "--seed",
+        "5",
+        "--reviewers",
+        "ann,bob",
+    )
     assert rc == 0, err
     rc, out, _ = run_cli(capsys, "--db", db, "cycle", "show", "wice-1", "--json")
     shown = json.loads(out)
-    assert (shown["name"], shown["judge_run"], shown["strategy"], shown["seed"], shown["status"]) \
-        == ("wice-1", "gpt-4-0613@wice-gpt4", "random", 5, "open")
+    assert (shown["name"], shown["judge_run"], shown["strategy"], shown["seed"], shown["status"]) == (
+        "wice-1",
+        "gpt-4-0613@wice-gpt4",
+        "random",
+        5,
+        "open",
+    )
     ids = {json.loads(line)["id"] for line in (WICE / "wice_judged_gpt4.jsonl").open()}
     assert len(shown["answers"]) == 20 and len(set(shown["answers"])) == 20
     assert set(shown["answers"]) <= ids
@@ -550,34 +627,52 @@ def test_cli_cycle_on_wice_gives_20_answers(db_path: Path, capsys: pytest.Captur
     assert rc == 0 and "closed: 0/" in out
 
 
-def test_cli_failures_first_on_wice_states_the_design(db_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_failures_first_on_wice_states_the_design(
+    db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = str(db_path)
     run_cli(capsys, "--db", db, "import", str(WICE / "wice_judged_gpt4.jsonl"))
-    rc, out, err = run_cli(capsys, "--db", db, "cycle", "create", "--name", "ff", "--seed", "5",
-                           "--strategy", "failures-first")
+    rc, out, err = run_cli(
+        capsys, "--db", db, "cycle", "create", "--name", "ff", "--seed", "5", "--strategy", "failures-first"
+    )
     assert rc == 0, err
     # 63 of the 100 WiCE answers hold a non-SUPPORTED verdict.
-    assert ("failing answers: 13 of 20 slots, passing 7; "
-        "answers with a failing verdict were drawn 1.1× as often; figures are re-weighted") in out
+    assert (
+        "failing answers: 13 of 20 slots, passing 7; "
+        "answers with a failing verdict were drawn 1.1× as often; figures are re-weighted"
+    ) in out
     assert "warning: hardly oversampled: failures are already the majority" in err
-    rc, out, err = run_cli(capsys, "--db", db, "cycle", "create", "--name", "ff2", "--seed", "5",
-                           "--strategy", "failures-first", "--failure-share", "0.8")
+    rc, out, err = run_cli(
+        capsys,
+        "--db",
+        db,
+        "cycle",
+        "create",
+        "--name",
+        "ff2",
+        "--seed",
+        "5",
+        "--strategy",
+        "failures-first",
+        "--failure-share",
+        "0.8",
+    )
     assert rc == 0 and "16 of 20 slots" in out and "hardly" not in err
     rc, out, _ = run_cli(capsys, "--db", db, "cycle", "show", "ff2", "--json")
     assert json.loads(out)["failing_share"] == 0.8
-    rc, out, err = run_cli(capsys, "--db", db, "cycle", "create", "--name", "dup",
-                           "--reviewers", "a, a, A")
+    rc, out, err = run_cli(capsys, "--db", db, "cycle", "create", "--name", "dup", "--reviewers", "a, a, A")
     assert rc == 1 and "listed once" in err and "'a', 'a', 'A'" in err
 
 
-def test_cli_closes_a_labeled_cycle_with_its_figures(db_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_closes_a_labeled_cycle_with_its_figures(
+    db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = str(db_path)
     run_cli(capsys, "--db", db, "import", str(WICE / "wice_judged_gpt4.jsonl"))
     run_cli(capsys, "--db", db, "import-labels", str(WICE / "wice_human_labels.csv"))
-    rc, _, err = run_cli(capsys, "--db", db, "cycle", "create", "--name", "all", "--seed", "2",
-                         "--include-labeled")
+    rc, _, err = run_cli(
+        capsys, "--db", db, "cycle", "create", "--name", "all", "--seed", "2", "--include-labeled"
+    )
     assert rc == 0, err
     rc, out, _ = run_cli(capsys, "--db", db, "cycle", "show", "all")
     assert "progress: 0/20 claims labeled (already labeled outside this cycle: 20)" in out
@@ -637,8 +732,9 @@ def click(at: AppTest, label: str) -> AppTest:
     return next(b for b in at.button if b.label == label).click().run()
 
 
-def test_page_creates_a_cycle_and_lists_it(run_db: Database, db_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_creates_a_cycle_and_lists_it(
+    run_db: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     at = page(db_path, monkeypatch)
     assert not at.exception
     assert [i.value for i in at.info] == ["No cycles yet."]
@@ -673,8 +769,10 @@ def test_page_creates_a_cycle_and_lists_it(run_db: Database, db_path: Path,
     at.number_input(key="cycle_size").set_value(10)
     click(at, "Create cycle")
     assert [e.value for e in at.error] == ["The cycle was not created."]
-    assert "size: 10 is outside 15-30; use the box 'Force a size outside 15–30' to create the cycle anyway" \
+    assert (
+        "size: 10 is outside 15-30; use the box 'Force a size outside 15–30' to create the cycle anyway"
         in texts(at)
+    )
     assert not any("--" in t for t in texts(at))
     assert len(at.dataframe[0].value) == 1
     assert at.text_input(key="cycle_name").value == "week 2"
@@ -685,16 +783,19 @@ def test_page_creates_a_cycle_and_lists_it(run_db: Database, db_path: Path,
     assert any("Wilson" in t for t in texts(at))
     # A blank seed is drawn, and the message says which.
     seed = cycles.get_cycle(run_db, "week 2").seed
-    assert f"week 2: 10 answers of judge@v1, random, seed {seed} (drawn: enter it as the seed to " \
-           "draw this sample again)" in texts(at)
+    assert (
+        f"week 2: 10 answers of judge@v1, random, seed {seed} (drawn: enter it as the seed to "
+        "draw this sample again)" in texts(at)
+    )
     assert list(at.dataframe[0].value["Name"]) == ["week 2", "week 1"]  # newest first
     assert at.selectbox(key="cycle_detail").value == "week 2"  # the new cycle's details
 
     # Nobody labeled anything: the close control says so and asks to close anyway.
     week2 = cycles.get_cycle(run_db, "week 2")
     total = cycles.progress(run_db, week2.id).total
-    assert ("Work remains: 2 of 2 reviewers have labels outstanding: "
-            f"24 labels on {total} of {total} claims.") in [w.value for w in at.warning]
+    assert (
+        f"Work remains: 2 of 2 reviewers have labels outstanding: 24 labels on {total} of {total} claims."
+    ) in [w.value for w in at.warning]
     confirm = at.checkbox(key=f"cycle_close_confirm_{week2.id}")
     assert confirm.label.startswith("Close anyway")
     assert at.button(key="cycle_close").disabled
@@ -707,9 +808,9 @@ def test_page_creates_a_cycle_and_lists_it(run_db: Database, db_path: Path,
     assert [e.label for e in at.expander if e.label.startswith("Raw")] == ["Raw snapshot (JSON)"]
 
 
-def test_page_form_errors_name_the_form_controls(run_db: Database, db_path: Path,
-                                                 claims_of: dict[str, list[int]],
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_form_errors_name_the_form_controls(
+    run_db: Database, db_path: Path, claims_of: dict[str, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     for pks in claims_of.values():
         label_all(run_db, pks, "ann")
     at = page(db_path, monkeypatch)
@@ -720,19 +821,25 @@ def test_page_form_errors_name_the_form_controls(run_db: Database, db_path: Path
     assert any("listed once" in t and "'a', 'a', 'A'" in t for t in texts(at))
     at.text_input(key="cycle_reviewers").input("")
     click(at, "Create cycle")
-    assert any(t.endswith("use the box 'Include already-labeled answers' to sample them anyway")
-               for t in texts(at))
+    assert any(
+        t.endswith("use the box 'Include already-labeled answers' to sample them anyway") for t in texts(at)
+    )
     assert not any("--" in t for t in texts(at))
 
 
-def test_page_shows_the_frozen_figures(run_db: Database, db_path: Path,
-                                       claims_of: dict[str, list[int]],
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_shows_the_frozen_figures(
+    run_db: Database, db_path: Path, claims_of: dict[str, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     cycle = create(run_db, size=15, reviewers=["ann"], strategy="failures-first")
     for aid in cycle.answers:
         label_all(run_db, claims_of[aid][:1], "ann", cycle.id, "SUPPORTED")
-        label_all(run_db, claims_of[aid][1:], "ann", cycle.id,
-                  "UNSUPPORTED" if aid in cycle.answers[:3] else "SUPPORTED")
+        label_all(
+            run_db,
+            claims_of[aid][1:],
+            "ann",
+            cycle.id,
+            "UNSUPPORTED" if aid in cycle.answers[:3] else "SUPPORTED",
+        )
     at = page(db_path, monkeypatch)
     assert not [w for w in at.warning if w.value.startswith("Work remains")]
     confirm = at.checkbox(key=f"cycle_close_confirm_{cycle.id}")
@@ -753,15 +860,17 @@ def test_page_shows_the_frozen_figures(run_db: Database, db_path: Path,
     assert metrics["Claims in the figures"] == "30"
     captions = [c.value for c in at.caption]
     assert any(c.startswith("95% CI ") and c.endswith("(Wilson)") for c in captions)
-    assert any(c.startswith("Some answers were drawn more often than others; the figures are re-weighted")
-               for c in captions)
+    assert any(
+        c.startswith("Some answers were drawn more often than others; the figures are re-weighted")
+        for c in captions
+    )
     assert any(c.startswith("Figures frozen at close, ") for c in captions)
     assert [e.label for e in at.expander if e.label.startswith("Raw")] == ["Raw snapshot (JSON)"]
 
 
-def test_page_draws_an_older_snapshot_without_progress_with_no_none(run_db: Database, db_path: Path,
-                                                                    claims_of: dict[str, list[int]],
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_draws_an_older_snapshot_without_progress_with_no_none(
+    run_db: Database, db_path: Path, claims_of: dict[str, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     cycle = create(run_db, size=15, reviewers=["ann"])
     for aid in cycle.answers:
         label_all(run_db, claims_of[aid], "ann", cycle.id, "SUPPORTED")
@@ -777,9 +886,9 @@ def test_page_draws_an_older_snapshot_without_progress_with_no_none(run_db: Data
     assert not [c for c in shown if "None" in c]
 
 
-def test_page_counts_only_this_cycles_labels(run_db: Database, db_path: Path,
-                                            claims_of: dict[str, list[int]],
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_counts_only_this_cycles_labels(
+    run_db: Database, db_path: Path, claims_of: dict[str, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     for pks in claims_of.values():
         label_all(run_db, pks, "imported")
     create(run_db, size=20, reviewers=["ann", "bob", "cid"], overlap=0.0, include_labeled=True)
@@ -788,23 +897,27 @@ def test_page_counts_only_this_cycles_labels(run_db: Database, db_path: Path,
     assert list(table["Claims labeled"]) == ["0 / 40"] and list(table["Done"]) == [0.0]
     assert list(table["Labeled outside"]) == [40]
     assert {m.label: m.value for m in at.metric}["Claims labeled"] == "0 / 40"
-    assert "Already labeled outside this cycle: 40 claims (not counted above)" in \
-        [c.value for c in at.caption]
+    assert "Already labeled outside this cycle: 40 claims (not counted above)" in [
+        c.value for c in at.caption
+    ]
     assert list(at.dataframe[1].value["Labeled"]) == [0, 0, 0]
 
 
-def test_page_judge_run_defaults_to_the_imported_run(run_db: Database, db_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_judge_run_defaults_to_the_imported_run(
+    run_db: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with store.write(run_db):
-        run_db.execute("INSERT INTO judge_runs (judge_model, prompt_version, origin, created_at) "
-                       "VALUES ('lab', 'broken', 'judge-lab', ?)", [store.now()])
+        run_db.execute(
+            "INSERT INTO judge_runs (judge_model, prompt_version, origin, created_at) "
+            "VALUES ('lab', 'broken', 'judge-lab', ?)",
+            [store.now()],
+        )
     at = page(db_path, monkeypatch)
     run = at.selectbox(key="cycle_run")
     assert run.options == [RUN] and run.value == RUN
 
 
-def test_page_marks_holdout_answers(run_db: Database, db_path: Path,
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_marks_holdout_answers(run_db: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = page(db_path, monkeypatch)
     assert {m.label: m.value for m in at.metric}["Holdout answers"] == "0"
     at.text_area(key="holdout_ids").input("a01\n  a02 \n\na01\n")
@@ -832,8 +945,9 @@ def test_snapshot_leaves_a_claim_marked_unclear_unresolved(
 ) -> None:
     cycle = create(run_db, size=15, reviewers=[])
     first = claims_of[cycle.answers[0]][0]
-    store.record_label(run_db, claim=first, reviewer="ann", kind="blind", verdict="SUPPORTED",
-                       cycle_id=cycle.id)
+    store.record_label(
+        run_db, claim=first, reviewer="ann", kind="blind", verdict="SUPPORTED", cycle_id=cycle.id
+    )
     store.record_label(run_db, claim=first, reviewer="bob", kind="unclear", cycle_id=cycle.id)
     snap = cycles.close_cycle(run_db, "c1", force=True).snapshot
     assert snap is not None
@@ -841,8 +955,9 @@ def test_snapshot_leaves_a_claim_marked_unclear_unresolved(
     assert snap["counts"]["agree"] + snap["counts"]["disagree"] == 0
 
 
-def test_page_reassigns_open_work_and_shows_names_visibly(run_db: Database, db_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_reassigns_open_work_and_shows_names_visibly(
+    run_db: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     made = create(run_db, name="wk \u202eeman", reviewers=["ann", "bob"], overlap=0.0)
     anns = cycles.queue(run_db, made.id, "ann")
     at = page(db_path, monkeypatch)
@@ -862,9 +977,9 @@ def test_page_reassigns_open_work_and_shows_names_visibly(run_db: Database, db_p
     assert list(history["By"]) == ["lead"]
 
 
-def test_page_shows_reused_labels_as_done(run_db: Database, db_path: Path,
-                                          claims_of: dict[str, list[int]],
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_shows_reused_labels_as_done(
+    run_db: Database, db_path: Path, claims_of: dict[str, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     earlier = create(run_db, name="earlier", size=15, reviewers=["ann"])
     for aid in earlier.answers[:7]:
         label_all(run_db, claims_of[aid], "ann", earlier.id)
@@ -878,16 +993,18 @@ def test_page_shows_reused_labels_as_done(run_db: Database, db_path: Path,
     assert list(table["Claims labeled"]) == [f"{reused} / 30 ({reused} reused)", "14 / 30"]
     assert list(table["Labeled outside"]) == [0, 0]
     at.selectbox(key="cycle_detail").set_value("later").run()
-    assert f"Of these, {reused} reused from other cycles or imports: the reviewers' own labels, given " \
-           "before this cycle, count as done" in [c.value for c in at.caption]
+    assert (
+        f"Of these, {reused} reused from other cycles or imports: the reviewers' own labels, given "
+        "before this cycle, count as done" in [c.value for c in at.caption]
+    )
     per = at.dataframe[1].value
     assert list(per["Labeled"]) == [reused] and list(per["Reused"]) == [reused]
     assert list(per["Answers committed"]) == ["0 / 15"]  # labeled directly, never committed
 
 
 def test_page_creates_a_cycle_requiring_evidence_and_counts_what_lacks_it(
-        run_db: Database, db_path: Path, claims_of: dict[str, list[int]],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    run_db: Database, db_path: Path, claims_of: dict[str, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     at = page(db_path, monkeypatch)
     at.text_input(key="cycle_name").input("sourced")
     at.text_input(key="cycle_reviewers").input("ann")

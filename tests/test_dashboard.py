@@ -70,15 +70,23 @@ def cycle_db(demo_db: Database) -> Database:
     run = store.find_judge_run(db, DEMO_RUN).id
 
     def lab(answer: str, claim: str, reviewer: str, verdict: str, **kw: object) -> None:
-        store.record_label(db, claim=store.claim_pk(db, answer, claim), reviewer=reviewer, kind="blind",
-                           verdict=verdict, cycle_id=cyc.id, **kw)  # type: ignore[arg-type]
+        store.record_label(
+            db,
+            claim=store.claim_pk(db, answer, claim),
+            reviewer=reviewer,
+            kind="blind",
+            verdict=verdict,
+            cycle_id=cyc.id,
+            **kw,
+        )  # type: ignore[arg-type]
 
     lab("Q1", "c1", "ann", "SUPPORTED", evidence=["S1"])
     lab("Q1", "c2", "ann", "UNSUPPORTED", note=EVIL)
     store.record_label(db, claim=store.claim_pk(db, "Q1", "c2"), reviewer="ann", kind="keep")
     lab("Q2", "c1", "ann", "UNSUPPORTED")
-    store.record_label(db, claim=store.claim_pk(db, "Q2", "c1"), reviewer="ann", kind="judge_right",
-                       judge_run_id=run)  # a slip
+    store.record_label(
+        db, claim=store.claim_pk(db, "Q2", "c1"), reviewer="ann", kind="judge_right", judge_run_id=run
+    )  # a slip
     lab("Q2", "c2", "ann", "CONTRADICTED")
     lab("Q2", "c2", "bob", "CONTRADICTED")
     lab("Q3", "c1", "ann", "SUPPORTED")
@@ -101,8 +109,11 @@ def test_page_renders_on_one_cycle(cycle_db: Database, page_db: Path) -> None:
     # Several reviewers on some claims: the disputed claim is in the figures, once per reviewer.
     said = [t for t in texts(at) if "unresolved claim" in t]
     assert said and all(not t.startswith("Left out of the figures: 1 unresolved claim") for t in said)
-    assert any("1 unresolved claim (reviewers disagree or marked it unclear) counted with each "
-               "reviewer's verdict" in t for t in said)
+    assert any(
+        "1 unresolved claim (reviewers disagree or marked it unclear) counted with each "
+        "reviewer's verdict" in t
+        for t in said
+    )
     assert not any("1 claims" in t for t in texts(at))
     # Untrusted text (the note) is never handed to a markdown element.
     markdown = [m.value for m in (*at.markdown, *at.caption, *at.error, *at.warning, *at.success, *at.info)]
@@ -179,23 +190,34 @@ def test_cycle_scope_slips_human_human_and_unresolved(cycle_db: Database) -> Non
     assert (ann.labeled, ann.kept, ann.judge_right, ann.slips) == (5, 1, 1, 1)
     assert d.human_human is not None and d.human_human.n_claims == 2
     assert "2 claims labeled by several reviewers" in dashboard.human_human_text(d)
-    assert {c.category: c.n_claims for c in d.categories} == {"single-fact": 2, "rule-application": 2,
-                                                               "multi-part": 1}
+    assert {c.category: c.n_claims for c in d.categories} == {
+        "single-fact": 2,
+        "rule-application": 2,
+        "multi-part": 1,
+    }
     q1c2 = d.details["Q1/c2"]
     assert q1c2.notes == f"ann: {EVIL}" and q1c2.human == "UNSUPPORTED" and q1c2.judge == "SUPPORTED"
 
 
 def test_an_oversampled_cycle_shows_the_reweighted_agreement(wice_db: Database) -> None:
-    cycles.create_cycle(wice_db, name="ff", judge_run="wice-gpt4", size=30, seed=2, strategy="failures-first",
-                        include_labeled=True)
+    cycles.create_cycle(
+        wice_db,
+        name="ff",
+        judge_run="wice-gpt4",
+        size=30,
+        seed=2,
+        strategy="failures-first",
+        include_labeled=True,
+    )
     d = dashboard.build(wice_db, run="wice-gpt4", cycle="ff", bootstrap=200)
     assert d.oversampled and d.report.weighted is not None
     assert dashboard.headline(d)[-1].label == "Re-weighted agreement"
 
 
 def test_trend_lists_closed_cycles_in_closing_order(cycle_db: Database) -> None:
-    cycles.create_cycle(cycle_db, name="week 2", judge_run=DEMO_RUN, size=5, seed=2, force=True,
-                        include_labeled=True)
+    cycles.create_cycle(
+        cycle_db, name="week 2", judge_run=DEMO_RUN, size=5, seed=2, force=True, include_labeled=True
+    )
     cycles.close_cycle(cycle_db, "week 2", force=True)
     cycles.close_cycle(cycle_db, "week 1", force=True)
     points = dashboard.build(cycle_db, run=DEMO_RUN, bootstrap=0).trend
@@ -223,13 +245,28 @@ def test_fingerprint_moves_with_labels_closes_and_thresholds(cycle_db: Database)
 
 def test_ids_with_slashes_still_find_their_details(fresh_db: Database, tmp_path: Path) -> None:
     src = tmp_path / "a.jsonl"
-    src.write_text(json.dumps({
-        "id": "kb/doc/1", "question": "q", "answer": "a", "judge_model": "j", "judge_prompt_version": "v",
-        "chunks": [{"id": "k", "text": "t"}],
-        "claims": [{"id": "c/1", "claim": "x", "verdict": "SUPPORTED"}]}) + "\n")
+    src.write_text(
+        json.dumps(
+            {
+                "id": "kb/doc/1",
+                "question": "q",
+                "answer": "a",
+                "judge_model": "j",
+                "judge_prompt_version": "v",
+                "chunks": [{"id": "k", "text": "t"}],
+                "claims": [{"id": "c/1", "claim": "x", "verdict": "SUPPORTED"}],
+            }
+        )
+        + "\n"
+    )
     import_answers(fresh_db, src)
-    store.record_label(fresh_db, claim=store.claim_pk(fresh_db, "kb/doc/1", "c/1"), reviewer="r",
-                       kind="blind", verdict="UNSUPPORTED")
+    store.record_label(
+        fresh_db,
+        claim=store.claim_pk(fresh_db, "kb/doc/1", "c/1"),
+        reviewer="r",
+        kind="blind",
+        verdict="UNSUPPORTED",
+    )
     d = dashboard.build(fresh_db, run="j@v", bootstrap=0)
     assert [c.claim for c in d.disagreements] == ["x"]
 
@@ -266,15 +303,30 @@ def mixed_db(fresh_db: Database, tmp_path: Path) -> Database:
         with src.open("w", encoding="utf-8") as fh:
             for a in answers:
                 r = random.Random(a)  # the same claims for both runs, different verdicts
-                fh.write(json.dumps({
-                    "id": f"q/{a:02d}", "question": "q", "answer": "a",
-                    "category": (None, "numeric", "refusal", "single-fact")[a % 4],
-                    "judge_model": model, "judge_prompt_version": version,
-                    "chunks": [{"id": "S1", "text": "t"}],
-                    "claims": [{"id": f"c{i}", "claim": f"claim {i}",
-                                "verdict": verdicts[(r.randrange(3) + (run == RUN_B) * rng.randrange(2)) % 3]}
-                               for i in range(1, 2 + a % 4)],
-                }) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "id": f"q/{a:02d}",
+                            "question": "q",
+                            "answer": "a",
+                            "category": (None, "numeric", "refusal", "single-fact")[a % 4],
+                            "judge_model": model,
+                            "judge_prompt_version": version,
+                            "chunks": [{"id": "S1", "text": "t"}],
+                            "claims": [
+                                {
+                                    "id": f"c{i}",
+                                    "claim": f"claim {i}",
+                                    "verdict": verdicts[
+                                        (r.randrange(3) + (run == RUN_B) * rng.randrange(2)) % 3
+                                    ],
+                                }
+                                for i in range(1, 2 + a % 4)
+                            ],
+                        }
+                    )
+                    + "\n"
+                )
         import_answers(db, src)
     run_a = store.find_judge_run(db, RUN_A).id
     pks = [pk for (pk,) in db.execute("SELECT id FROM claims ORDER BY id")]
@@ -300,17 +352,29 @@ def mixed_db(fresh_db: Database, tmp_path: Path) -> Database:
                     store.record_label(db, claim=pk, reviewer=rev, kind="keep")
         if n % 5 == 0:  # disputed and unanimous claims alike
             store.adjudicate(db, claim=pk, adjudicator="lead", verdict=verdicts[n % 3])
-    cycles.create_cycle(db, name="ff", judge_run=RUN_A, size=10, seed=3, strategy="failures-first",
-                        include_labeled=True, force=True)
+    cycles.create_cycle(
+        db,
+        name="ff",
+        judge_run=RUN_A,
+        size=10,
+        seed=3,
+        strategy="failures-first",
+        include_labeled=True,
+        force=True,
+    )
     return db
 
 
-def _oracle(db: Database, run_id: int,
-            cycle_id: int | None) -> tuple[FinalLabels, list[tuple[str, str, str]], int]:
+def _oracle(
+    db: Database, run_id: int, cycle_id: int | None
+) -> tuple[FinalLabels, list[tuple[str, str, str]], int]:
     """`resolve_final_labels` on the raw rows; the rows (claim order, then reviewer); the
     number of judged claims in scope."""
-    scope = ("JOIN cycle_answers ca ON ca.answer_id = c.answer_id AND ca.cycle_id = :cycle"
-             if cycle_id is not None else "")
+    scope = (
+        "JOIN cycle_answers ca ON ca.answer_id = c.answer_id AND ca.cycle_id = :cycle"
+        if cycle_id is not None
+        else ""
+    )
     order = "ca.position, c.position" if cycle_id is not None else "c.id"
     params = {"run": run_id, "cycle": cycle_id}
     labels = db.execute(
@@ -318,30 +382,49 @@ def _oracle(db: Database, run_id: int,
             FROM human_labels h JOIN claims c ON c.id = h.claim_pk {scope}
             JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = :run
             WHERE h.status = 'labeled' AND h.final_verdict IS NOT NULL
-            ORDER BY {order}, h.reviewer""", params).fetchall()
-    adjudicated = dict(db.execute(
-        f"""SELECT c.answer_id || '/' || c.claim_id, d.verdict FROM adjudications d
+            ORDER BY {order}, h.reviewer""",
+        params,
+    ).fetchall()
+    adjudicated = dict(
+        db.execute(
+            f"""SELECT c.answer_id || '/' || c.claim_id, d.verdict FROM adjudications d
             JOIN claims c ON c.id = d.claim_pk {scope}
-            JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = :run""", params).fetchall())
-    unclear = [k for (k,) in db.execute(
-        f"""SELECT c.answer_id || '/' || c.claim_id FROM human_labels h
+            JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = :run""",
+            params,
+        ).fetchall()
+    )
+    unclear = [
+        k
+        for (k,) in db.execute(
+            f"""SELECT c.answer_id || '/' || c.claim_id FROM human_labels h
             JOIN claims c ON c.id = h.claim_pk {scope}
             JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = :run
-            WHERE h.status = 'unclear'""", params).fetchall()]
-    judged = db.execute(f"SELECT count(*) FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk {scope} "
-                        "WHERE v.run_id = :run", params).fetchone()[0]
+            WHERE h.status = 'unclear'""",
+            params,
+        ).fetchall()
+    ]
+    judged = db.execute(
+        f"SELECT count(*) FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk {scope} "
+        "WHERE v.run_id = :run",
+        params,
+    ).fetchone()[0]
     return resolve_final_labels(labels, adjudicated, unclear), labels, judged
 
 
 def _claim_order(db: Database):
-    pos = {k: i for i, (k,) in enumerate(db.execute(
-        "SELECT answer_id || '/' || claim_id FROM claims ORDER BY id").fetchall())}
+    pos = {
+        k: i
+        for i, (k,) in enumerate(
+            db.execute("SELECT answer_id || '/' || claim_id FROM claims ORDER BY id").fetchall()
+        )
+    }
     return pos.__getitem__
 
 
 @pytest.mark.parametrize("scope", [None, "ff"])
-def test_final_labels_from_the_store_equal_resolve_final_labels(mixed_db: Database,
-                                                                scope: str | None) -> None:
+def test_final_labels_from_the_store_equal_resolve_final_labels(
+    mixed_db: Database, scope: str | None
+) -> None:
     db = mixed_db
     run = store.find_judge_run(db, RUN_A).id
     cycle_id = None if scope is None else cycles.get_cycle(db, scope).id
@@ -360,8 +443,10 @@ def test_final_labels_from_the_store_equal_resolve_final_labels(mixed_db: Databa
         assert cols.unresolved and cols.unlabeled
         assert list(cols.unresolved) == sorted(cols.unresolved, key=_claim_order(db))  # claim order
         adjudicated = {pk for (pk,) in db.execute("SELECT claim_pk FROM adjudications").fetchall()}
-        labeled = {pk for (pk,) in db.execute(
-            "SELECT claim_pk FROM human_labels WHERE status = 'labeled'").fetchall()}
+        labeled = {
+            pk
+            for (pk,) in db.execute("SELECT claim_pk FROM human_labels WHERE status = 'labeled'").fetchall()
+        }
         assert adjudicated - labeled  # adjudicated, nobody labeled
         assert db.execute("SELECT count(*) FROM human_labels WHERE status = 'skipped'").fetchone()[0]
         assert db.execute("SELECT count(*) FROM human_labels WHERE status = 'unclear'").fetchone()[0]
@@ -379,8 +464,12 @@ def test_final_labels_from_the_store_equal_resolve_final_labels(mixed_db: Databa
 def reviewer_counts_by_sql(db: Database, run_id: int, cycle_id: int | None) -> list[tuple]:
     """Per reviewer, over labels with a verdict on the claims the run judged (within the cycle):
     (reviewer, labeled, reconciled, reconciled with blind != judge, keep, judge_right, slips)."""
-    cycle_join = ("JOIN claims c ON c.id = h.claim_pk JOIN cycle_answers ca ON ca.answer_id = c.answer_id "
-                  "AND ca.cycle_id = :cycle" if cycle_id is not None else "")
+    cycle_join = (
+        "JOIN claims c ON c.id = h.claim_pk JOIN cycle_answers ca ON ca.answer_id = c.answer_id "
+        "AND ca.cycle_id = :cycle"
+        if cycle_id is not None
+        else ""
+    )
     rows = db.execute(
         f"""SELECT h.reviewer, count(*), sum(h.reconciled IS NOT NULL),
                    sum(h.reconciled IS NOT NULL AND h.blind_verdict != v.verdict),
@@ -390,7 +479,8 @@ def reviewer_counts_by_sql(db: Database, run_id: int, cycle_id: int | None) -> l
             {cycle_join}
             WHERE h.status = 'labeled'
             GROUP BY h.reviewer ORDER BY h.reviewer""",
-        {"run": run_id, "cycle": cycle_id}).fetchall()
+        {"run": run_id, "cycle": cycle_id},
+    ).fetchall()
     return [(reviewer, labeled, *(x or 0 for x in rest)) for reviewer, labeled, *rest in rows]
 
 
@@ -401,20 +491,32 @@ def test_reviewer_rows_from_the_columns_equal_the_sql(mixed_db: Database, scope:
     cols = store.stats_columns(mixed_db, run, cycle_id)
     rows = dashboard.reviewer_rows_of(cols.labels)
     expected = reviewer_counts_by_sql(mixed_db, run, cycle_id)
-    assert [(r.reviewer, r.labeled, r.reviewed, r.disagreed_blind, r.kept, r.judge_right, r.slips)
-            for r in rows] == expected
+    assert [
+        (r.reviewer, r.labeled, r.reviewed, r.disagreed_blind, r.kept, r.judge_right, r.slips) for r in rows
+    ] == expected
     assert all(r.slip_rate == (r.slips / r.reviewed if r.reviewed else None) for r in rows)
     assert [r.reviewer for r in rows] == ["ann", "bob", "cy", "dee"] and any(r.slips for r in rows)
 
 
-_DESIGN_KEYS = {"flag", "human_ceiling", "pipeline", "sample_size", "scope", "thresholds_used", "human_human",
-                "human_human_post_reveal"}
+_DESIGN_KEYS = {
+    "flag",
+    "human_ceiling",
+    "pipeline",
+    "sample_size",
+    "scope",
+    "thresholds_used",
+    "human_human",
+    "human_human_post_reveal",
+}
 _DESIGN_SUBKEYS = {"rule", "estimated", "prob_at_least_target", "prob_sentence"}
 
 
 def _raw_part(report: dict) -> dict:
-    return {k: ({kk: vv for kk, vv in v.items() if kk not in _DESIGN_SUBKEYS} if isinstance(v, dict) else v)
-            for k, v in report.items() if k not in _DESIGN_KEYS}
+    return {
+        k: ({kk: vv for kk, vv in v.items() if kk not in _DESIGN_SUBKEYS} if isinstance(v, dict) else v)
+        for k, v in report.items()
+        if k not in _DESIGN_KEYS
+    }
 
 
 @pytest.mark.parametrize("scope", [None, "ff"])
@@ -435,23 +537,37 @@ def test_dashboard_figures_equal_the_per_record_statistics(mixed_db: Database, s
     assert ours["agreement"]["basis"] == "per_reviewer"
     table = store.claim_table(db, run_a, cycle_id)
     lab = table.labels
-    rows = sorted((int(c), int(r), int(b if b >= 0 else f)) for c, r, b, f in
-                  zip(lab.claim, lab.reviewer, lab.blind, lab.final, strict=True) if max(b, f) >= 0)
+    rows = sorted(
+        (int(c), int(r), int(b if b >= 0 else f))
+        for c, r, b, f in zip(lab.claim, lab.reviewer, lab.blind, lab.final, strict=True)
+        if max(b, f) >= 0
+    )
     adjudicated = {c for c, s in enumerate(table.statuses()) if s == "adjudicated"}
     # An adjudicated claim nobody labeled is one record, with the lead's verdict.
     rows = sorted(rows + [(c, -1, -1) for c in adjudicated if c not in {c for c, _, _ in rows}])
-    records = [Claim(
-        table.answer_ids[table.answer[c]], f"{table.keys[c]}#{'lead' if r < 0 else lab.reviewers[r]}",
-        agreement.LABELS[table.human[c] if c in adjudicated else v], agreement.LABELS[table.judge[c]],
-        None if not d.oversampled or table.weight is None else float(table.weight[c])) for c, r, v in rows]
+    records = [
+        Claim(
+            table.answer_ids[table.answer[c]],
+            f"{table.keys[c]}#{'lead' if r < 0 else lab.reviewers[r]}",
+            agreement.LABELS[table.human[c] if c in adjudicated else v],
+            agreement.LABELS[table.judge[c]],
+            None if not d.oversampled or table.weight is None else float(table.weight[c]),
+        )
+        for c, r, v in rows
+    ]
     report = report_of(records, store.load_thresholds(db), bootstrap=300, seed=4)
-    theirs = {**report.to_dict(), "n_unresolved": len(data.unresolved),
-              "unresolved_claims": list(data.unresolved)}
+    theirs = {
+        **report.to_dict(),
+        "n_unresolved": len(data.unresolved),
+        "unresolved_claims": list(data.unresolved),
+    }
 
     def claim_lists(r: dict) -> tuple[list[str], list[str], list[str]]:
         once = [list(dict.fromkeys(k.split("#")[0] for k in r[key])) for key in ("disagreeing_claims",)]
-        dirn = [list(dict.fromkeys(k.split("#")[0] for k in r["direction"][key]))
-                for key in ("lenient_claims", "strict_claims")]
+        dirn = [
+            list(dict.fromkeys(k.split("#")[0] for k in r["direction"][key]))
+            for key in ("lenient_claims", "strict_claims")
+        ]
         return once[0], dirn[0], dirn[1]
 
     def figures(r: dict) -> dict:
@@ -478,19 +594,26 @@ def test_dashboard_figures_equal_the_per_record_statistics(mixed_db: Database, s
     assert d.verdicts == {it.claim_key: (it.human, it.judge) for it in data.items if it.human != it.judge}
     # The paired comparison, as the records give it.
     judge_b = {it.claim_key: it.judge for it in stats_input(db, run_b, cycle_id).items}
-    paired = [PairedClaim(it.answer_id, it.claim_key, it.human, it.judge, judge_b[it.claim_key])
-              for it in data.items if it.claim_key in judge_b]
+    paired = [
+        PairedClaim(it.answer_id, it.claim_key, it.human, it.judge, judge_b[it.claim_key])
+        for it in data.items
+        if it.claim_key in judge_b
+    ]
     assert d.comparison is not None and d.comparison.result == compare_of(paired)
     assert 0 < d.comparison.result.n_claims < len(data.items) or scope is not None
     # Per category, the statistics of each category's table.
     category = dict(db.execute("SELECT id, category FROM answers").fetchall())
     for row in d.categories:
         mine = [it for it in data.items if category[it.answer_id] == row.category]
-        table = table_of([agreement.LABELS.index(it.human) for it in mine],
-                         [agreement.LABELS.index(it.judge) for it in mine])
+        table = table_of(
+            [agreement.LABELS.index(it.human) for it in mine],
+            [agreement.LABELS.index(it.judge) for it in mine],
+        )
         assert row.n_claims == len(mine)
-        assert (row.agreement, row.kappa) == (agreement.percent_agreement(table).value,
-                                              agreement.cohens_kappa(table).value)
+        assert (row.agreement, row.kappa) == (
+            agreement.percent_agreement(table).value,
+            agreement.cohens_kappa(table).value,
+        )
 
 
 def test_page_says_how_many_resamples_the_bootstrap_drew(wice_db: Database, page_db: Path) -> None:
@@ -510,8 +633,9 @@ def test_store_columns_refuse_what_is_not_an_integer(text: str) -> None:
 
 
 @pytest.mark.browser
-def test_browser_dashboard_on_wice_gpt4_shows_revise_and_lenient(wice_db: Database, db_path: Path,
-                                                                  tmp_path: Path) -> None:
+def test_browser_dashboard_on_wice_gpt4_shows_revise_and_lenient(
+    wice_db: Database, db_path: Path, tmp_path: Path
+) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     from .browser.conftest import (
@@ -569,9 +693,13 @@ def test_an_unclear_mark_leaves_a_claim_unresolved_everywhere(cycle_db: Database
     pending = {p.key: p for p in d.pending}
     assert set(pending) == {"Q3/c1", "Q4/c1"}
     assert {(r["reviewer"], r["verdict"], r["note"]) for r in pending["Q4/c1"].reviewers} == {
-        ("ann", dashboard.UNCLEAR, "needs discussion"), ("bob", "SUPPORTED", "")}
+        ("ann", dashboard.UNCLEAR, "needs discussion"),
+        ("bob", "SUPPORTED", ""),
+    }
     assert {(r["reviewer"], r["verdict"]) for r in pending["Q3/c1"].reviewers} == {
-        ("ann", "SUPPORTED"), ("bob", "UNSUPPORTED")}
+        ("ann", "SUPPORTED"),
+        ("bob", "UNSUPPORTED"),
+    }
     assert pending["Q3/c1"].judge in agreement.LABELS and pending["Q3/c1"].claim
     # A lead's decision settles it.
     store.adjudicate(db, claim=q4, adjudicator="lead", verdict="CONTRADICTED")
@@ -590,20 +718,33 @@ def test_page_lists_unresolved_claims_and_adjudicates_them(cycle_db: Database, p
     at.text_input(key=f"dash_adj_note_{q3}").input("checked S1")
     at.button(key=f"dash_adj_button_{q3}").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    row = cycle_db.execute("SELECT verdict, adjudicator, note FROM adjudications WHERE claim_pk = ?",
-                           [q3]).fetchone()
+    row = cycle_db.execute(
+        "SELECT verdict, adjudicator, note FROM adjudications WHERE claim_pk = ?", [q3]
+    ).fetchone()
     assert row == ("UNSUPPORTED", "lead", "checked S1")
     assert "Q3 / c1" not in texts(at)
     assert any("Adjudication recorded" in s.value for s in at.success)
 
 
-def test_the_page_opens_on_the_latest_imported_run_with_labels(cycle_db: Database, page_db: Path,
-                                                               tmp_path: Path) -> None:
+def test_the_page_opens_on_the_latest_imported_run_with_labels(
+    cycle_db: Database, page_db: Path, tmp_path: Path
+) -> None:
     src = tmp_path / "later.jsonl"
-    src.write_text(json.dumps({
-        "id": "later/1", "question": "q", "answer": "a", "judge_model": "later-judge",
-        "judge_prompt_version": "v9", "chunks": [{"id": "S1", "text": "t"}],
-        "claims": [{"id": "c1", "claim": "x", "verdict": "SUPPORTED"}]}) + "\n", encoding="utf-8")
+    src.write_text(
+        json.dumps(
+            {
+                "id": "later/1",
+                "question": "q",
+                "answer": "a",
+                "judge_model": "later-judge",
+                "judge_prompt_version": "v9",
+                "chunks": [{"id": "S1", "text": "t"}],
+                "claims": [{"id": "c1", "claim": "x", "verdict": "SUPPORTED"}],
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     import_answers(cycle_db, src)
     assert store.find_judge_run(cycle_db, None).name == "later-judge@v9"  # newest, but nobody labeled it
     assert dashboard.default_run(cycle_db) == DEMO_RUN
@@ -649,8 +790,11 @@ def test_imported_labels_are_not_counted_as_zero_percent_slips(wice_db: Database
 
 
 def test_slips_count_only_reviewed_labels(cycle_db: Database) -> None:
-    pk = store.claim_pk(cycle_db, "Q5", "c1") if cycle_db.execute(
-        "SELECT 1 FROM claims WHERE answer_id = 'Q5'").fetchone() else store.claim_pk(cycle_db, "Q4", "c2")
+    pk = (
+        store.claim_pk(cycle_db, "Q5", "c1")
+        if cycle_db.execute("SELECT 1 FROM claims WHERE answer_id = 'Q5'").fetchone()
+        else store.claim_pk(cycle_db, "Q4", "c2")
+    )
     store.record_label(cycle_db, claim=pk, reviewer="ann", kind="import", verdict="CONTRADICTED")
     d = dashboard.build(cycle_db, run=DEMO_RUN, bootstrap=0)
     ann = next(r for r in d.reviewers if r.reviewer == "ann")
@@ -669,34 +813,56 @@ def failures_first_db(fresh_db: Database, tmp_path: Path) -> Database:
     db = fresh_db
     labels = agreement.LABELS
     rows = [(h, h, 0.1) for h in labels for _ in range(320 // 3 + (h == labels[0]) * (320 % 3))]
-    for human, judge in (("SUPPORTED", "CONTRADICTED"), ("CONTRADICTED", "SUPPORTED"),
-                         ("UNSUPPORTED", "CONTRADICTED"), ("CONTRADICTED", "UNSUPPORTED")):
+    for human, judge in (
+        ("SUPPORTED", "CONTRADICTED"),
+        ("CONTRADICTED", "SUPPORTED"),
+        ("UNSUPPORTED", "CONTRADICTED"),
+        ("CONTRADICTED", "UNSUPPORTED"),
+    ):
         rows += [(human, judge, 1.0)] * 20
     src = tmp_path / "ff.jsonl"
     with src.open("w", encoding="utf-8") as fh:
         for i, (_h, judge, _p) in enumerate(rows):
-            fh.write(json.dumps({"id": f"a{i:03d}", "question": "q", "answer": "a", "judge_model": "m",
-                                 "judge_prompt_version": "ff", "chunks": [{"id": "S1", "text": "t"}],
-                                 "claims": [{"id": "c1", "claim": "x", "verdict": judge}]}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "id": f"a{i:03d}",
+                        "question": "q",
+                        "answer": "a",
+                        "judge_model": "m",
+                        "judge_prompt_version": "ff",
+                        "chunks": [{"id": "S1", "text": "t"}],
+                        "claims": [{"id": "c1", "claim": "x", "verdict": judge}],
+                    }
+                )
+                + "\n"
+            )
     import_answers(db, src)
     run = store.find_judge_run(db, "m@ff").id
     with store.write(db):
-        cyc = db.execute("INSERT INTO cycles (name, judge_run_id, strategy, seed, size, created_at) "
-                         "VALUES ('ff', ?, 'failures-first', 0, ?, ?)",
-                         [run, len(rows), store.now()]).lastrowid
+        cyc = db.execute(
+            "INSERT INTO cycles (name, judge_run_id, strategy, seed, size, created_at) "
+            "VALUES ('ff', ?, 'failures-first', 0, ?, ?)",
+            [run, len(rows), store.now()],
+        ).lastrowid
         for i, (_h, _j, p) in enumerate(rows):
-            db.execute("INSERT INTO cycle_answers (cycle_id, answer_id, position, inclusion_prob) "
-                       "VALUES (?, ?, ?, ?)", [cyc, f"a{i:03d}", i, p])
+            db.execute(
+                "INSERT INTO cycle_answers (cycle_id, answer_id, position, inclusion_prob) "
+                "VALUES (?, ?, ?, ?)",
+                [cyc, f"a{i:03d}", i, p],
+            )
     # Labeled in a random order, as reviewers working through a shuffled queue would: the
     # flag's sequential rules read labels in the order they came.
     for i in np.random.default_rng(5).permutation(len(rows)).tolist():
-        store.record_label(db, claim=store.claim_pk(db, f"a{i:03d}", "c1"), reviewer="ann", kind="import",
-                           verdict=rows[i][0])
+        store.record_label(
+            db, claim=store.claim_pk(db, f"a{i:03d}", "c1"), reviewer="ann", kind="import", verdict=rows[i][0]
+        )
     return db
 
 
 def test_the_flag_reads_the_reweighted_agreement_of_a_failures_first_cycle(
-        failures_first_db: Database) -> None:
+    failures_first_db: Database,
+) -> None:
     db = failures_first_db
     raw = dashboard.build(db, run="m@ff", bootstrap=300)  # every answer of the run is labeled
     assert raw.report.agreement.value == pytest.approx(0.8)
@@ -714,7 +880,8 @@ def test_the_flag_reads_the_reweighted_agreement_of_a_failures_first_cycle(
     (reason,) = d.reasons
     assert reason.code == "agreement_meets_target"
     assert reason.message.startswith(
-        "agreement estimated for the 3,280 answers not labeled before cycle ff (raw 80.0%) 97.6%")
+        "agreement estimated for the 3,280 answers not labeled before cycle ff (raw 80.0%) 97.6%"
+    )
     assert any(f.label == "Re-weighted agreement" for f in dashboard.headline(d))
 
 
@@ -773,43 +940,87 @@ def test_grounding_uses_every_reviewers_verdict_as_a_soft_label(mixed_db: Databa
 # ---------------------------------------------------------------- the decision header
 
 
-def _report_dict(status: str, value: float | None, low: float | None, high: float | None, *,
-                 lenient: int = 0, strict: int = 0, direction: str = "none", people: float | None = None,
-                 unresolved: int = 0, disagreeing: int = 0, needed: int | None = None,
-                 n_claims: int = 100) -> dict:
+def _report_dict(
+    status: str,
+    value: float | None,
+    low: float | None,
+    high: float | None,
+    *,
+    lenient: int = 0,
+    strict: int = 0,
+    direction: str = "none",
+    people: float | None = None,
+    unresolved: int = 0,
+    disagreeing: int = 0,
+    needed: int | None = None,
+    n_claims: int = 100,
+) -> dict:
     """A report in its JSON form (`Report.to_dict`) holding what the header reads."""
-    return {"n_claims": n_claims, "n_unresolved": unresolved,
-            "agreement": {"value": 0.5, "ci_low": 0.1, "ci_high": 0.9,  # raw: never the headline
-                          "estimated": {"value": value, "ci_low": low, "ci_high": high}},
-            "direction": {"lenient": lenient, "strict": strict, "rule": {"status": direction}},
-            "human_ceiling": None if people is None else {"reviewer_vs_reviewer": {"value": people},
-                                                          "alt_test": {"verdict": None}},
-            "disagreeing_claims": [f"a/{i}" for i in range(disagreeing)],
-            "flag": {"status": status, "claims_needed": needed}}
+    return {
+        "n_claims": n_claims,
+        "n_unresolved": unresolved,
+        "agreement": {
+            "value": 0.5,
+            "ci_low": 0.1,
+            "ci_high": 0.9,  # raw: never the headline
+            "estimated": {"value": value, "ci_low": low, "ci_high": high},
+        },
+        "direction": {"lenient": lenient, "strict": strict, "rule": {"status": direction}},
+        "human_ceiling": None
+        if people is None
+        else {"reviewer_vs_reviewer": {"value": people}, "alt_test": {"verdict": None}},
+        "disagreeing_claims": [f"a/{i}" for i in range(disagreeing)],
+        "flag": {"status": status, "claims_needed": needed},
+    }
 
 
-@pytest.mark.parametrize(("report", "word", "sentence", "steps"), [
-    (_report_dict("revise", 0.77, 0.74, 0.79, lenient=12, strict=3, direction="lenient", people=0.84,
-                  disagreeing=15),
-     "revise",
-     "The judge agrees with reviewers on 77.0% of claims (74.0%–79.0%); reviewers agree with each other "
-     "on 84.0%. It misses hallucinations more often than it invents them. Revise the prompt.",
-     ["plan", "judge_lab"]),
-    (_report_dict("ok", 0.93, 0.90, 0.95, lenient=2, strict=3, unresolved=3, disagreeing=5),
-     "ok",
-     "The judge agrees with reviewers on 93.0% of claims (90.0%–95.0%). Its misses and false alarms are "
-     "within chance of each other. Keep it running.",
-     ["plan", "judge_lab", "settle"]),
-    (_report_dict("inconclusive", 0.8, 0.6, 0.9, strict=4, direction="strict", needed=1450, disagreeing=4),
-     "not yet decided",
-     "The judge agrees with reviewers on 80.0% of claims (60.0%–90.0%). It invents hallucinations more "
-     "often than it misses them. Label about 1,450 more claims to decide.",
-     ["plan", "judge_lab"]),
-    (_report_dict("inconclusive", None, None, None, n_claims=0),
-     "not yet decided",
-     "No claim has both a judge verdict and a final human label yet. Label claims to decide.",
-     ["plan"]),
-])
+@pytest.mark.parametrize(
+    ("report", "word", "sentence", "steps"),
+    [
+        (
+            _report_dict(
+                "revise",
+                0.77,
+                0.74,
+                0.79,
+                lenient=12,
+                strict=3,
+                direction="lenient",
+                people=0.84,
+                disagreeing=15,
+            ),
+            "revise",
+            "The judge agrees with reviewers on 77.0% of claims (74.0%–79.0%); reviewers agree with each "
+            "other "
+            "on 84.0%. It misses hallucinations more often than it invents them. Revise the prompt.",
+            ["plan", "judge_lab"],
+        ),
+        (
+            _report_dict("ok", 0.93, 0.90, 0.95, lenient=2, strict=3, unresolved=3, disagreeing=5),
+            "ok",
+            "The judge agrees with reviewers on 93.0% of claims (90.0%–95.0%). Its misses and false alarms "
+            "are "
+            "within chance of each other. Keep it running.",
+            ["plan", "judge_lab", "settle"],
+        ),
+        (
+            _report_dict(
+                "inconclusive", 0.8, 0.6, 0.9, strict=4, direction="strict", needed=1450, disagreeing=4
+            ),
+            "not yet decided",
+            "The judge agrees with reviewers on 80.0% of claims (60.0%–90.0%). It invents hallucinations "
+            "more "
+            "often than it misses them. Label about 1,450 more claims to decide.",
+            ["plan", "judge_lab"],
+        ),
+        (
+            _report_dict("inconclusive", None, None, None, n_claims=0),
+            "not yet decided",
+            "No claim has both a judge verdict and a final human label yet. Label claims to decide.",
+            ["plan"],
+        ),
+    ],
+)
 def test_decision_header_of_known_reports(report: dict, word: str, sentence: str, steps: list[str]) -> None:
     d = dashboard.decision(report)
     assert (d.word, d.sentence, [s.kind for s in d.steps]) == (word, sentence, steps)
@@ -820,8 +1031,11 @@ def test_decision_reads_the_estimated_agreement_and_offers_closing_an_open_cycle
     report = _report_dict("revise", 0.77, 0.74, 0.79, unresolved=1)
     d = dashboard.decision(report, open_cycle=True)
     assert (d.figure, d.interval) == ("77.0%", "74.0%–79.0%")
-    assert [s.label for s in d.steps] == ["Plan the next cycle", "Settle the 1 unclear claim",
-                                          "Close the cycle"]
+    assert [s.label for s in d.steps] == [
+        "Plan the next cycle",
+        "Settle the 1 unclear claim",
+        "Close the cycle",
+    ]
     # An older snapshot without the design-based estimate: the raw figure is the headline.
     del report["agreement"]["estimated"]
     assert dashboard.headline_agreement(report) == (0.5, 0.1, 0.9)
@@ -850,4 +1064,5 @@ def test_sealed_disagreements_are_counted_and_named(wice_db: Database) -> None:
     assert (counts.disagreeing, counts.listed, counts.sealed) == (total, total - hidden, hidden)
     assert dashboard.sealed_text(d.report) == (
         f"{hidden:,} more {'is' if hidden == 1 else 'are'} in the sealed holdout "
-        "(counted in the figures, not listed).")
+        "(counted in the figures, not listed)."
+    )

@@ -36,8 +36,10 @@ from calibration.decisions import (
 # ------------------------------------------------------------------ P(agreement >= target)
 
 
-@pytest.mark.parametrize(("x", "n", "t"), [(85, 100, 0.85), (92, 100, 0.85), (0, 10, 0.5), (10, 10, 0.9),
-                                           (170, 200, 0.8), (1, 1, 0.99)])
+@pytest.mark.parametrize(
+    ("x", "n", "t"),
+    [(85, 100, 0.85), (92, 100, 0.85), (0, 10, 0.5), (10, 10, 0.9), (170, 200, 0.8), (1, 1, 0.99)],
+)
 def test_prob_at_least_target_is_jeffreys_posterior_tail(x: int, n: int, t: float) -> None:
     expected = stats.beta(x + 0.5, n - x + 0.5).sf(t)
     assert prob_at_least_target(x, n, t) == pytest.approx(expected, abs=1e-12)
@@ -62,12 +64,18 @@ def test_weighted_prob_uses_kish_effective_size() -> None:
     assert prob_at_least_target_weighted(agree, w, 0.7) == pytest.approx(expected, abs=1e-12)
     # Equal weights give the unweighted figure.
     assert prob_at_least_target_weighted(agree, np.ones(8), 0.7) == pytest.approx(
-        prob_at_least_target(agree.sum(), 8, 0.7), abs=1e-12)
+        prob_at_least_target(agree.sum(), 8, 0.7), abs=1e-12
+    )
 
 
-@pytest.mark.parametrize(("p", "text"), [(0.92, "92% chance the judge meets the 85% target"),
-                                         (0.004, "<1% chance the judge meets the 85% target"),
-                                         (0.9996, ">99% chance the judge meets the 85% target")])
+@pytest.mark.parametrize(
+    ("p", "text"),
+    [
+        (0.92, "92% chance the judge meets the 85% target"),
+        (0.004, "<1% chance the judge meets the 85% target"),
+        (0.9996, ">99% chance the judge meets the 85% target"),
+    ],
+)
 def test_prob_sentence(p: float, text: str) -> None:
     assert prob_sentence(p, 0.85) == text
 
@@ -180,8 +188,9 @@ def test_confidence_sequence_time_uniform_coverage_by_simulation() -> None:
             cs = confidence_sequence(u[r] * m[r], m[r], alpha=alpha)
             assert cs.lower is not None and cs.upper is not None
             inside = cs.lower <= p <= cs.upper
-            rejected = (log_capital(u[r], p, bets[r], side="above").max() >= math.log(20)
-                        or log_capital(u[r], p, bets[r], side="below").max() >= math.log(20))
+            rejected = log_capital(u[r], p, bets[r], side="above").max() >= math.log(20) or log_capital(
+                u[r], p, bets[r], side="below"
+            ).max() >= math.log(20)
             assert inside != rejected
 
 
@@ -227,10 +236,13 @@ def test_direction_rule_detects_a_lenient_judge_and_not_a_balanced_one() -> None
     assert "alpha/2" in strict.bound_used
 
 
-@pytest.mark.parametrize(("kappa", "high", "status"), [(0.3, 0.5, "revise"), (0.3, 0.7, "pass"),
-                                                       (0.9, None, "pass"), (None, None, "undefined")])
-def test_kappa_rule_fires_only_on_the_upper_bound(kappa: float | None, high: float | None,
-                                                  status: str) -> None:
+@pytest.mark.parametrize(
+    ("kappa", "high", "status"),
+    [(0.3, 0.5, "revise"), (0.3, 0.7, "pass"), (0.9, None, "pass"), (None, None, "undefined")],
+)
+def test_kappa_rule_fires_only_on_the_upper_bound(
+    kappa: float | None, high: float | None, status: str
+) -> None:
     assert kappa_rule(kappa, high, 0.6).status == status
 
 
@@ -238,13 +250,22 @@ def _rule(rule: str, status: str) -> RuleResult:
     return RuleResult(rule, status, 0.5, None, None, None, None, 0.0, "")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("a", "d", "k", "status", "codes"), [
-    ("ok", "none", "pass", "ok", ("agreement_meets_target",)),
-    ("ok", "lenient", "pass", "revise", ("judge_lenient",)),
-    ("inconclusive", "none", "revise", "revise", ("kappa_below_floor",)),
-    ("revise", "strict", "revise", "revise", ("agreement_below_target", "kappa_below_floor", "judge_strict")),
-    ("inconclusive", "none", "pass", "inconclusive", ("agreement_undecided",)),
-])
+@pytest.mark.parametrize(
+    ("a", "d", "k", "status", "codes"),
+    [
+        ("ok", "none", "pass", "ok", ("agreement_meets_target",)),
+        ("ok", "lenient", "pass", "revise", ("judge_lenient",)),
+        ("inconclusive", "none", "revise", "revise", ("kappa_below_floor",)),
+        (
+            "revise",
+            "strict",
+            "revise",
+            "revise",
+            ("agreement_below_target", "kappa_below_floor", "judge_strict"),
+        ),
+        ("inconclusive", "none", "pass", "inconclusive", ("agreement_undecided",)),
+    ],
+)
 def test_decide_table(a: str, d: str, k: str, status: str, codes: tuple[str, ...]) -> None:
     out = decide(_rule("agreement", a), _rule("direction", d), _rule("kappa", k))
     assert out.status == status and out.codes == codes
@@ -275,8 +296,9 @@ def test_more_claims_to_decide_edges() -> None:
     # Never tells a lead to treat an undecided judge as at the target.
     assert "treat the judge" not in sits.sentence
     # Bounded by what the run can give: 75 unlabeled claims.
-    few = more_claims_to_decide(np.array([17.0, 17.0, 18.0, 16.0] * 10), np.full(40, 20.0), 0.85,
-                                available=75)
+    few = more_claims_to_decide(
+        np.array([17.0, 17.0, 18.0, 16.0] * 10), np.full(40, 20.0), 0.85, available=75
+    )
     assert few.available == 75 and few.more_claims is None
     assert few.sentence.startswith("the run has 75 unlabeled claims")
     assert "import more answers" in few.sentence
@@ -309,8 +331,9 @@ def test_more_claims_to_decide_is_near_the_simulated_crossing() -> None:
     for side in ("above", "below"):
         hit |= np.maximum.accumulate(log_capital(u, 0.85, bets, side=side), axis=1) >= math.log(20)
     future = hit[:, n0:]
-    claims = np.array([m0[pick[i, : future[i].argmax() + 1]].sum() if future[i].any() else np.inf
-                       for i in range(reps)])
+    claims = np.array(
+        [m0[pick[i, : future[i].argmax() + 1]].sum() if future[i].any() else np.inf for i in range(reps)]
+    )
     median_more_claims = float(np.median(claims))
     assert 0.75 * median_more_claims <= est.more_claims <= 1.33 * median_more_claims
 
@@ -318,8 +341,9 @@ def test_more_claims_to_decide_is_near_the_simulated_crossing() -> None:
 # ------------------------------------------------------------------ the human ceiling and the alt-test
 
 
-def _alt_from_scratch(labels: dict[str, dict[int, str]], judge: dict[int, str], eps: float,
-                      q: float, min_n: int) -> tuple[float, list[float]]:
+def _alt_from_scratch(
+    labels: dict[str, dict[int, str]], judge: dict[int, str], eps: float, q: float, min_n: int
+) -> tuple[float, list[float]]:
     """The alt-test written out from the paper (Calderon, Reichart & Dror 2025, sec. 3), dict by dict."""
     pvals: list[float] = []
     for j, mine in labels.items():
@@ -373,8 +397,9 @@ def test_alt_test_agrees_with_scratch_on_random_data_and_verdicts() -> None:
         return np.where(flip, rng.integers(0, 3, size=n), truth)
 
     for judge_err, expect in ((0.02, "as good as a typical reviewer"), (0.9, "worse than every reviewer")):
-        labels = {name: {i: inv[int(x)] for i, x in enumerate(noisy(0.2)) if rng.uniform() < 0.8}
-                  for name in names}
+        labels = {
+            name: {i: inv[int(x)] for i, x in enumerate(noisy(0.2)) if rng.uniform() < 0.8} for name in names
+        }
         jd = noisy(judge_err)
         c, r, v = _to_columns(labels)
         out = alt_test(c, r, v, jd, epsilon=0.2, alignment="accuracy")

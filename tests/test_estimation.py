@@ -44,7 +44,7 @@ def _cochran_ratio(y, m, strata, population):
         mean = sum(e) / nh
         s2 = sum((x - mean) ** 2 for x in e) / (nh - 1)
         v += big * big * (1 - nh / big) * s2 / nh
-    return r, v / den ** 2
+    return r, v / den**2
 
 
 def ppi_from_paper(f_all, y_lab, f_lab):
@@ -183,7 +183,7 @@ def test_census_stratum_contributes_no_variance():
 def test_singleton_stratum_is_collapsed_with_the_nearest_sampling_rate():
     y, m = [1, 2, 0, 3, 1, 2], [2, 2, 1, 3, 2, 2]
     strata = ["a", "a", "b", "b", "b", "c"]
-    pop = {"a": 20, "b": 300, "c": 100}       # rates: a 0.10, b 0.01, c 0.01 -> c joins b
+    pop = {"a": 20, "b": 300, "c": 100}  # rates: a 0.10, b 0.01, c 0.01 -> c joins b
     e = est.ratio_estimate(y, m, strata, pop)
     assert "collapsed c -> b" in e.method and e.ci_low is not None
     # the point estimate keeps c's own weight
@@ -197,11 +197,14 @@ def test_single_answer_with_nothing_to_collapse_withholds():
     assert e.ci_low is None and e.reason
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"stratum": ["a", "z"], "population": {"a": 3}},
-    {"stratum": ["a", "a"], "population": {"a": 1}},
-    {"stratum": None, "population": None},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"stratum": ["a", "z"], "population": {"a": 3}},
+        {"stratum": ["a", "a"], "population": {"a": 1}},
+        {"stratum": None, "population": None},
+    ],
+)
 def test_bad_designs_raise(kwargs):
     with pytest.raises(ValueError):
         est.ratio_estimate([1, 1], [1, 2], **kwargs)
@@ -235,7 +238,7 @@ def test_kappa_linearised_variance_is_fce_for_independent_claims():
     j = np.where(rng.random(n) < 0.75, h, rng.integers(0, 3, size=n))
     t = np.zeros((n, 3, 3))
     t[np.arange(n), h, j] = 1
-    e = est.kappa_estimate(t, None, 10 ** 12)
+    e = est.kappa_estimate(t, None, 10**12)
     fce = agreement.cohens_kappa(t.sum(axis=0))
     assert e.value == pytest.approx(fce.value, abs=1e-12)
     assert e.se == pytest.approx(fce.se * math.sqrt(n / (n - 1)), rel=1e-6)
@@ -244,7 +247,7 @@ def test_kappa_linearised_variance_is_fce_for_independent_claims():
 def test_kappa_withheld_with_few_minority_claims_or_answers():
     t = np.zeros((20, 3, 3))
     t[:, 0, 0] = 3
-    t[0, 1, 1] = t[1, 2, 0] = 1                # two claims outside SUPPORTED
+    t[0, 1, 1] = t[1, 2, 0] = 1  # two claims outside SUPPORTED
     e = est.kappa_estimate(t, None, 200)
     assert e.value is not None and e.ci_low is None and "outside the majority class" in e.reason
     few = est.kappa_estimate(_tables(1, 12), None, 200)
@@ -286,14 +289,17 @@ def test_bootstrap_interval_is_the_percentile_interval():
     assert (iv.ci_low, iv.ci_high) == pytest.approx((lo, hi), abs=1e-12)
 
 
-@pytest.mark.parametrize(("values", "n_answers", "why"), [
-    (np.linspace(0, 1, 100), 2, "only 2 labeled answers"),
-    (np.linspace(0, 1, 100), 9, "only 9 labeled answers"),
-    (np.full(100, 0.667), 50, "no spread"),
-    (np.r_[np.full(98, 0.5), 0.4, 0.6], 50, "no spread"),
-    (np.r_[np.full(10, np.nan), np.linspace(0, 1, 90)], 50, "undefined"),
-    (np.full(10, np.nan), 50, "every resample is undefined"),
-])
+@pytest.mark.parametrize(
+    ("values", "n_answers", "why"),
+    [
+        (np.linspace(0, 1, 100), 2, "only 2 labeled answers"),
+        (np.linspace(0, 1, 100), 9, "only 9 labeled answers"),
+        (np.full(100, 0.667), 50, "no spread"),
+        (np.r_[np.full(98, 0.5), 0.4, 0.6], 50, "no spread"),
+        (np.r_[np.full(10, np.nan), np.linspace(0, 1, 90)], 50, "undefined"),
+        (np.full(10, np.nan), 50, "every resample is undefined"),
+    ],
+)
 def test_bootstrap_interval_withheld(values, n_answers, why):
     iv = est.bootstrap_interval(values, n_answers)
     assert iv.ci_low is None and iv.ci_high is None and why in iv.reason
@@ -305,7 +311,7 @@ def test_bootstrap_interval_withheld(values, n_answers, why):
 def test_direction_difference_and_one_sided_tests():
     t = _tables(13, 80)
     t[:, 0, 0] = np.maximum(t[:, 0, 0] - 1, 0)
-    t[:40, 1, 0] += 1                           # make the judge lenient on 40 answers
+    t[:40, 1, 0] += 1  # make the judge lenient on 40 answers
     d = est.direction_estimate(t, None, 2000)
     assert d.difference.value == pytest.approx(d.lenient.value - d.strict.value, abs=1e-15)
     assert d.p_lenient < 0.01 and d.p_strict > 0.99
@@ -373,11 +379,14 @@ def test_two_phase_matches_a_loop_with_strata_and_clusters():
     f_all = np.where(rng.random(answer.size) < 0.85, y_all, 1 - y_all)
     stratum_of = np.where(rng.random(n_ans) < 0.3, "fail", "pass")
     pop = {"fail": int((stratum_of == "fail").sum()), "pass": int((stratum_of == "pass").sum())}
-    chosen = np.r_[rng.choice(np.flatnonzero(stratum_of == "fail"), 20, replace=False),
-                   rng.choice(np.flatnonzero(stratum_of == "pass"), 15, replace=False)]
+    chosen = np.r_[
+        rng.choice(np.flatnonzero(stratum_of == "fail"), 20, replace=False),
+        rng.choice(np.flatnonzero(stratum_of == "pass"), 15, replace=False),
+    ]
     lab = np.flatnonzero(np.isin(answer, chosen))
-    g = est.grounding_two_phase(f_all, answer, y_all[lab], f_all[lab], answer[lab],
-                                stratum=stratum_of[answer[lab]], population=pop)
+    g = est.grounding_two_phase(
+        f_all, answer, y_all[lab], f_all[lab], answer[lab], stratum=stratum_of[answer[lab]], population=pop
+    )
     # the loop: weight N_h / n_h per answer, ratio within each verdict class, then mix
     w = {"fail": pop["fail"] / 20, "pass": pop["pass"] / 15}
     value = 0.0
@@ -477,13 +486,16 @@ def test_agreement_and_grounding_intervals_cover_under_failures_first():
     hits_a = hits_g = 0
     reps = 400
     for _ in range(reps):
-        rows = np.r_[rng.choice(np.flatnonzero(failing), 20, replace=False),
-                     rng.choice(np.flatnonzero(~failing), 10, replace=False)]
+        rows = np.r_[
+            rng.choice(np.flatnonzero(failing), 20, replace=False),
+            rng.choice(np.flatnonzero(~failing), 10, replace=False),
+        ]
         e = est.ratio_estimate(a_sum[rows], m[rows], labels[rows], pop)
         hits_a += e.ci_low <= truth_agree <= e.ci_high
         lab = np.flatnonzero(np.isin(answer, rows))
-        g = est.corrected_grounding(f, answer, y[lab], f[lab], answer[lab], stratum=labels[answer[lab]],
-                                    population=pop).estimate
+        g = est.corrected_grounding(
+            f, answer, y[lab], f[lab], answer[lab], stratum=labels[answer[lab]], population=pop
+        ).estimate
         hits_g += g.ci_low <= truth_ground <= g.ci_high
     # 400 replicates: a 95% interval covers within about +-2.2 points (1 s.e. ~1.1)
     assert 0.91 <= hits_a / reps <= 0.99
@@ -524,19 +536,35 @@ def test_singleton_category_stratum_keeps_every_design_interval(fresh_db, tmp_pa
     with src.open("w", encoding="utf-8") as fh:
         for a in range(200):
             category = "rare" if a == 0 else ("numeric", "refusal")[a % 2]
-            fh.write(json.dumps({
-                "id": f"q{a:03d}", "question": "q", "answer": "a", "category": category,
-                "judge_model": "m", "judge_prompt_version": "v1", "chunks": [{"id": "S1", "text": "t"}],
-                "claims": [{"id": f"c{i}", "claim": "x",
-                            "verdict": verdicts[int(rng.choice(3, p=[.7, .1, .2]))]} for i in range(1, 4)],
-            }) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "id": f"q{a:03d}",
+                        "question": "q",
+                        "answer": "a",
+                        "category": category,
+                        "judge_model": "m",
+                        "judge_prompt_version": "v1",
+                        "chunks": [{"id": "S1", "text": "t"}],
+                        "claims": [
+                            {
+                                "id": f"c{i}",
+                                "claim": "x",
+                                "verdict": verdicts[int(rng.choice(3, p=[0.7, 0.1, 0.2]))],
+                            }
+                            for i in range(1, 4)
+                        ],
+                    }
+                )
+                + "\n"
+            )
     import_answers(fresh_db, src)
     cycle = cycles.create_cycle(fresh_db, name="s", judge_run="m@v1", size=30, seed=4, strategy="stratified")
     assert "q000" in cycle.answers  # the stratified draw takes the rare category's one answer
     for a in cycle.answers:
         for i in range(1, 4):
             pk = store.claim_pk(fresh_db, a, f"c{i}")
-            verdict = verdicts[int(rng.choice(3, p=[.8, .05, .15]))]
+            verdict = verdicts[int(rng.choice(3, p=[0.8, 0.05, 0.15]))]
             store.record_label(fresh_db, claim=pk, reviewer="ann", kind="blind", verdict=verdict)
     run = store.find_judge_run(fresh_db, "m@v1")
     r = report.scope_report(fresh_db, run, bootstrap=0).report

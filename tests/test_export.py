@@ -34,10 +34,19 @@ def rich_db(wice_db: Database) -> Database:
     run = store.find_judge_run(db, DEMO_RUN).id
     cyc = cycles.create_cycle(db, name="demo-1", judge_run=DEMO_RUN, size=5, seed=3, force=True).id
 
-    def lab(answer: str, claim: str, reviewer: str, kind: str, verdict: str | None = None,
-            **kw: object) -> None:
-        store.record_label(db, claim=pk(db, answer, claim), reviewer=reviewer, kind=kind, verdict=verdict,
-                           cycle_id=cyc, judge_run_id=run, **kw)  # type: ignore[arg-type]
+    def lab(
+        answer: str, claim: str, reviewer: str, kind: str, verdict: str | None = None, **kw: object
+    ) -> None:
+        store.record_label(
+            db,
+            claim=pk(db, answer, claim),
+            reviewer=reviewer,
+            kind=kind,
+            verdict=verdict,
+            cycle_id=cyc,
+            judge_run_id=run,
+            **kw,
+        )  # type: ignore[arg-type]
 
     lab("Q1", "c1", "ann", "blind", "UNSUPPORTED")
     lab("Q1", "c1", "ann", "blind", "SUPPORTED", evidence=["S1"], note=NOTE)  # blind change
@@ -60,32 +69,38 @@ def rich_db(wice_db: Database) -> Database:
 def labels_snapshot(db: Database) -> dict[str, list[tuple]]:
     """Everything that must survive a round trip, keyed by natural keys, never surrogate ids."""
     return {
-        "answers": db.execute("SELECT id, question, answer, category, metadata, content_hash, holdout "
-                              "FROM answers ORDER BY id").fetchall(),
+        "answers": db.execute(
+            "SELECT id, question, answer, category, metadata, content_hash, holdout FROM answers ORDER BY id"
+        ).fetchall(),
         "chunks": db.execute("SELECT * FROM chunks ORDER BY answer_id, position").fetchall(),
-        "claims": db.execute("SELECT answer_id, claim_id, position, text FROM claims "
-                             "ORDER BY answer_id, claim_id").fetchall(),
+        "claims": db.execute(
+            "SELECT answer_id, claim_id, position, text FROM claims ORDER BY answer_id, claim_id"
+        ).fetchall(),
         "human_labels": db.execute(
             """SELECT c.answer_id, c.claim_id, h.reviewer, h.status, h.blind_verdict, h.final_verdict,
                       h.reconciled, h.slip, h.evidence, h.note, cy.name, h.blind_at, h.final_at, h.updated_at
                FROM human_labels h JOIN claims c ON c.id = h.claim_pk
                LEFT JOIN cycles cy ON cy.id = h.cycle_id
-               ORDER BY c.answer_id, c.claim_id, h.reviewer""").fetchall(),
+               ORDER BY c.answer_id, c.claim_id, h.reviewer"""
+        ).fetchall(),
         # Ordered by claim, then by event id: the per-claim history order label_history shows.
         "label_events": db.execute(
             """SELECT c.answer_id, c.claim_id, e.reviewer, e.kind, e.verdict, e.evidence, e.note,
                       cy.name, r.judge_model || '@' || r.prompt_version, e.created_at
                FROM label_events e JOIN claims c ON c.id = e.claim_pk
                LEFT JOIN cycles cy ON cy.id = e.cycle_id LEFT JOIN judge_runs r ON r.id = e.judge_run_id
-               ORDER BY c.answer_id, c.claim_id, e.id""").fetchall(),
+               ORDER BY c.answer_id, c.claim_id, e.id"""
+        ).fetchall(),
         "adjudications": db.execute(
             """SELECT c.answer_id, c.claim_id, d.verdict, d.adjudicator, d.note, d.created_at
-               FROM adjudications d JOIN claims c ON c.id = d.claim_pk ORDER BY 1, 2""").fetchall(),
+               FROM adjudications d JOIN claims c ON c.id = d.claim_pk ORDER BY 1, 2"""
+        ).fetchall(),
         "judge_verdicts": db.execute(
             """SELECT c.answer_id, c.claim_id, r.judge_model, r.prompt_version, v.verdict, v.raw_verdict,
                       v.rationale, v.evidence
                FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk JOIN judge_runs r ON r.id = v.run_id
-               ORDER BY 1, 2, 3, 4""").fetchall(),
+               ORDER BY 1, 2, 3, 4"""
+        ).fetchall(),
     }
 
 
@@ -96,11 +111,11 @@ def read_jsonl(path: Path) -> list[dict]:
 # ---------------------------------------------------------------- lossless JSONL and round trip
 
 
-def test_round_trip_into_an_empty_database_is_identical(rich_db: Database, db_url: str | Path,
-                                                        tmp_path: Path) -> None:
+def test_round_trip_into_an_empty_database_is_identical(
+    rich_db: Database, db_url: str | Path, tmp_path: Path
+) -> None:
     out = tmp_path / "export.jsonl"
-    assert main(["--db", str(db_url),
-                 "export", "--out", str(out)]) == 0
+    assert main(["--db", str(db_url), "export", "--out", str(out)]) == 0
     target = tmp_path / "restored.db"
     assert main(["--db", str(target), "import", str(out)]) == 0
     with store.session(target) as db:
@@ -120,7 +135,8 @@ def test_round_trip_into_an_empty_database_is_identical(rich_db: Database, db_ur
 
 
 def test_restoring_twice_changes_nothing_and_a_different_history_is_refused(
-        rich_db: Database, tmp_path: Path) -> None:
+    rich_db: Database, tmp_path: Path
+) -> None:
     out = tmp_path / "export.jsonl"
     export.export(rich_db, out)
     with store.session(tmp_path / "t.db") as db:
@@ -160,17 +176,28 @@ def test_jsonl_line_carries_everything_about_a_claim(rich_db: Database, tmp_path
     assert [c["id"] for c in q1c1["chunks"]] == ["S1", "S3", "S2"]
     assert q1c1["final_verdict"] == "SUPPORTED" and q1c1["final_status"] == "unanimous"
     (ann,) = q1c1["reviewers"]
-    assert (ann["blind_verdict"], ann["final_verdict"], ann["reconciled"], ann["slip"]) == \
-        ("SUPPORTED", "SUPPORTED", "keep", False)
+    assert (ann["blind_verdict"], ann["final_verdict"], ann["reconciled"], ann["slip"]) == (
+        "SUPPORTED",
+        "SUPPORTED",
+        "keep",
+        False,
+    )
     assert ann["note"] == NOTE and ann["evidence"] == ["S1"] and ann["cycle"] == "demo-1"
     assert ann["blind_at"] < ann["final_at"]
-    assert [(e["kind"], e["verdict"]) for e in q1c1["events"]] == \
-        [("blind", "UNSUPPORTED"), ("blind", "SUPPORTED"), ("keep", "SUPPORTED")]
+    assert [(e["kind"], e["verdict"]) for e in q1c1["events"]] == [
+        ("blind", "UNSUPPORTED"),
+        ("blind", "SUPPORTED"),
+        ("keep", "SUPPORTED"),
+    ]
     assert q1c1["judge"][0]["run"] == DEMO_RUN and q1c1["judge"][0]["agrees"] is True
     assert q1c1["judge"][0]["rationale"] and q1c1["cycles"] == ["demo-1"]
     slip = recs[("Q1", "c2")]["reviewers"][0]
-    assert (slip["blind_verdict"], slip["final_verdict"], slip["reconciled"], slip["slip"]) == \
-        ("UNSUPPORTED", "SUPPORTED", "judge_right", True)
+    assert (slip["blind_verdict"], slip["final_verdict"], slip["reconciled"], slip["slip"]) == (
+        "UNSUPPORTED",
+        "SUPPORTED",
+        "judge_right",
+        True,
+    )
     adjudicated = recs[("Q2", "c2")]
     assert adjudicated["final_status"] == "adjudicated"
     assert adjudicated["adjudication"]["adjudicator"] == "lead"
@@ -183,7 +210,8 @@ def test_jsonl_line_carries_everything_about_a_claim(rich_db: Database, tmp_path
 
 
 def test_records_are_streamed_in_batches_in_answer_and_claim_order(
-        rich_db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    rich_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
     whole = [(r["answer_id"], r["claim_position"]) for r in export.iter_records(rich_db)]
     monkeypatch.setattr(export, "BATCH", 7)
     assert [(r["answer_id"], r["claim_position"]) for r in export.iter_records(rich_db)] == whole
@@ -233,14 +261,19 @@ def test_cycle_filter_keeps_the_cycles_claims(rich_db: Database, tmp_path: Path)
         export.export(rich_db, out, cycle="nope")
 
 
-def test_only_final_drops_disputed_and_unlabeled_claims(rich_db: Database, db_url: str | Path,
-                                                        tmp_path: Path) -> None:
+def test_only_final_drops_disputed_and_unlabeled_claims(
+    rich_db: Database, db_url: str | Path, tmp_path: Path
+) -> None:
     out = tmp_path / "f.jsonl"
-    assert main(["--db", str(db_url), "export",
-                 "--out", str(out), "--cycle", "demo-1", "--only-final"]) == 0
+    assert main(["--db", str(db_url), "export", "--out", str(out), "--cycle", "demo-1", "--only-final"]) == 0
     got = {(r["answer_id"], r["claim_id"]): r["final_status"] for r in read_jsonl(out)}
-    assert got == {("Q1", "c1"): "unanimous", ("Q1", "c2"): "unanimous", ("Q2", "c1"): "unanimous",
-                   ("Q2", "c2"): "adjudicated", ("Q4", "c1"): "unanimous"}
+    assert got == {
+        ("Q1", "c1"): "unanimous",
+        ("Q1", "c2"): "unanimous",
+        ("Q2", "c1"): "unanimous",
+        ("Q2", "c2"): "adjudicated",
+        ("Q4", "c1"): "unanimous",
+    }
 
 
 def test_final_verdict_and_status_are_the_reports_own(rich_db: Database) -> None:
@@ -248,10 +281,14 @@ def test_final_verdict_and_status_are_the_reports_own(rich_db: Database) -> None
     # read) must give every claim of the run the same verdict and status.
     run = store.find_judge_run(rich_db, DEMO_RUN).id
     table = store.claim_table(rich_db, run)
-    expected = {key: (None if h < 0 else LABELS[h], status.value)
-                for key, h, status in zip(table.keys, table.human.tolist(), table.statuses(), strict=True)}
-    got = {f"{r['answer_id']}/{r['claim_id']}": (r["final_verdict"], r["final_status"])
-           for r in export.iter_records(rich_db, export.resolve_scope(rich_db, judge_run=DEMO_RUN))}
+    expected = {
+        key: (None if h < 0 else LABELS[h], status.value)
+        for key, h, status in zip(table.keys, table.human.tolist(), table.statuses(), strict=True)
+    }
+    got = {
+        f"{r['answer_id']}/{r['claim_id']}": (r["final_verdict"], r["final_status"])
+        for r in export.iter_records(rich_db, export.resolve_scope(rich_db, judge_run=DEMO_RUN))
+    }
     assert got == expected
     # Every status occurs, so the comparison covers each branch of the rule.
     assert {status for _v, status in got.values()} == {s.value for s in ClaimStatus}
@@ -283,21 +320,46 @@ def test_golden_set_has_the_seed_shape_and_only_supported_claims(rich_db: Databa
 
 def test_golden_source_falls_back_to_the_chunk_id(fresh_db: Database, tmp_path: Path) -> None:
     src = tmp_path / "a.jsonl"
-    src.write_text(json.dumps({
-        "id": "a1", "question": "q?", "answer": "x. y.", "judge_model": "j", "judge_prompt_version": "v",
-        "chunks": [{"id": "k1", "text": "x"}, {"id": "k2", "text": "y", "source": "doc.md"}],
-        "claims": [{"id": "c1", "claim": "x.", "verdict": "SUPPORTED"},
-                   {"id": "c2", "claim": "y.", "verdict": "SUPPORTED"}]}) + "\n")
+    src.write_text(
+        json.dumps(
+            {
+                "id": "a1",
+                "question": "q?",
+                "answer": "x. y.",
+                "judge_model": "j",
+                "judge_prompt_version": "v",
+                "chunks": [{"id": "k1", "text": "x"}, {"id": "k2", "text": "y", "source": "doc.md"}],
+                "claims": [
+                    {"id": "c1", "claim": "x.", "verdict": "SUPPORTED"},
+                    {"id": "c2", "claim": "y.", "verdict": "SUPPORTED"},
+                ],
+            }
+        )
+        + "\n"
+    )
     import_answers(fresh_db, src)
-    store.record_label(fresh_db, claim=pk(fresh_db, "a1", "c1"), reviewer="r", kind="blind",
-                       verdict="SUPPORTED", evidence=["k2", "k1"])
-    store.record_label(fresh_db, claim=pk(fresh_db, "a1", "c2"), reviewer="r", kind="blind",
-                       verdict="UNSUPPORTED")
+    store.record_label(
+        fresh_db,
+        claim=pk(fresh_db, "a1", "c1"),
+        reviewer="r",
+        kind="blind",
+        verdict="SUPPORTED",
+        evidence=["k2", "k1"],
+    )
+    store.record_label(
+        fresh_db, claim=pk(fresh_db, "a1", "c2"), reviewer="r", kind="blind", verdict="UNSUPPORTED"
+    )
     (item,) = [export.golden_item(list(export.iter_records(fresh_db)))]
-    assert item == {"id": "a1", "question": "q?", "expected_source": "k1; doc.md", "reference_answer": "x.",
-                    "key_facts": ["x."], "expected_chunk_ids": ["k1", "k2"],
-                    "expected_sources": ["k1", "doc.md"],
-                    "category": None}
+    assert item == {
+        "id": "a1",
+        "question": "q?",
+        "expected_source": "k1; doc.md",
+        "reference_answer": "x.",
+        "key_facts": ["x."],
+        "expected_chunk_ids": ["k1", "k2"],
+        "expected_sources": ["k1", "doc.md"],
+        "category": None,
+    }
 
 
 # ---------------------------------------------------------------- CSV
@@ -314,23 +376,48 @@ def test_safe_cells_are_left_alone() -> None:
 
 
 # A spreadsheet skips leading blanks and folds full-width signs, so these evaluate too.
-@pytest.mark.parametrize("cell", [" =not first", "\u00a0=1+1", "\ufeff=1+1", "\uff1dSUM(A1)",
-                                  "\u3000+1", "\u2212 1"])
+@pytest.mark.parametrize(
+    "cell", [" =not first", "\u00a0=1+1", "\ufeff=1+1", "\uff1dSUM(A1)", "\u3000+1", "\u2212 1"]
+)
 def test_a_formula_behind_blanks_bom_or_full_width_is_neutralised(cell: str) -> None:
     assert neutralise_cell(cell) == "'" + cell
 
 
 def test_csv_has_a_bom_and_neutralises_every_imported_text(fresh_db: Database, tmp_path: Path) -> None:
     src = tmp_path / "evil.jsonl"
-    src.write_text(json.dumps({
-        "id": "=1+1", "question": "@SUM(1)", "answer": "-2+3", "category": "+cat",
-        "judge_model": "j", "judge_prompt_version": "v",
-        "chunks": [{"id": "k1", "text": "t"}],
-        "claims": [{"id": "c1", "claim": "=HYPERLINK(\"http://x\")", "verdict": "SUPPORTED",
-                    "rationale": "\tlooks fine"}]}, ensure_ascii=False) + "\n", encoding="utf-8")
+    src.write_text(
+        json.dumps(
+            {
+                "id": "=1+1",
+                "question": "@SUM(1)",
+                "answer": "-2+3",
+                "category": "+cat",
+                "judge_model": "j",
+                "judge_prompt_version": "v",
+                "chunks": [{"id": "k1", "text": "t"}],
+                "claims": [
+                    {
+                        "id": "c1",
+                        "claim": '=HYPERLINK("http://x")',
+                        "verdict": "SUPPORTED",
+                        "rationale": "\tlooks fine",
+                    }
+                ],
+            },
+            ensure_ascii=False,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     import_answers(fresh_db, src)
-    store.record_label(fresh_db, claim=pk(fresh_db, "=1+1", "c1"), reviewer="r", kind="blind",
-                       verdict="SUPPORTED", note="\rзаметка, \"в кавычках\"\nвторая строка")
+    store.record_label(
+        fresh_db,
+        claim=pk(fresh_db, "=1+1", "c1"),
+        reviewer="r",
+        kind="blind",
+        verdict="SUPPORTED",
+        note='\rзаметка, "в кавычках"\nвторая строка',
+    )
     out = tmp_path / "out.csv"
     rep = export.export(fresh_db, out, fmt="csv")
     raw = out.read_bytes()
@@ -339,9 +426,9 @@ def test_csv_has_a_bom_and_neutralises_every_imported_text(fresh_db: Database, t
     cells = dict(zip(header, row, strict=True))
     assert cells["answer_id"] == "'=1+1" and cells["question"] == "'@SUM(1)"
     assert cells["answer"] == "'-2+3" and cells["category"] == "'+cat"
-    assert cells["claim"] == "'=HYPERLINK(\"http://x\")"
+    assert cells["claim"] == '\'=HYPERLINK("http://x")'
     assert cells["rationale j@v"] == "'\tlooks fine"
-    assert cells["notes"] == "r: \rзаметка, \"в кавычках\"\nвторая строка"  # starts with "r", so safe
+    assert cells["notes"] == 'r: \rзаметка, "в кавычках"\nвторая строка'  # starts with "r", so safe
     assert cells["final_verdict"] == "SUPPORTED" and cells["agrees j@v"] == "yes"
     for cell in [*header, *row]:
         assert not cell.startswith(("=", "+", "-", "@", "\t", "\r"))
@@ -384,40 +471,52 @@ def test_an_unclear_mark_makes_the_final_status_needs_discussion(demo_db: Databa
     q1c1 = recs[("Q1", "c1")]
     assert q1c1["final_status"] == export.NEEDS_DISCUSSION and q1c1["final_verdict"] is None
     assert all(j["agrees"] is None for j in q1c1["judge"])
-    assert not any(r["answer_id"] == "Q1" and r["claim_id"] == "c1"
-                   for r in export.iter_records(db, export.resolve_scope(db, only_final=True)))
+    assert not any(
+        r["answer_id"] == "Q1" and r["claim_id"] == "c1"
+        for r in export.iter_records(db, export.resolve_scope(db, only_final=True))
+    )
     store.adjudicate(db, claim=pk(db, "Q1", "c1"), adjudicator="lead", verdict="SUPPORTED")
     q1c1 = next(r for r in export.iter_records(db) if (r["answer_id"], r["claim_id"]) == ("Q1", "c1"))
     assert (q1c1["final_status"], q1c1["final_verdict"]) == ("adjudicated", "SUPPORTED")
 
 
 def test_golden_export_warns_about_items_without_a_source(
-        rich_db: Database, db_url: str | Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rich_db: Database, db_url: str | Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # Q1 has evidence (S1); Q2's SUPPORTED claim comes through an adjudication with no evidence
     # chosen on that claim, but bob chose S2 on Q2/c1: add an answer whose reviewers chose none.
-    store.record_label(rich_db, claim=pk(rich_db, "Q5", "c1"), reviewer="ann", kind="blind",
-                       verdict="SUPPORTED")
+    store.record_label(
+        rich_db, claim=pk(rich_db, "Q5", "c1"), reviewer="ann", kind="blind", verdict="SUPPORTED"
+    )
     out = tmp_path / "golden.jsonl"
-    assert main(["--db", str(db_url), "export", "--out", str(out), "--format", "golden",
-                 "--cycle", "demo-1"]) == 0
+    assert (
+        main(["--db", str(db_url), "export", "--out", str(out), "--format", "golden", "--cycle", "demo-1"])
+        == 0
+    )
     printed = capsys.readouterr().out
     items = read_jsonl(out)
     empty = [it for it in items if not it["expected_source"]]
     assert empty and len(items) == 3
-    assert (f"warning: {len(empty)} of {len(items)} golden items have no expected_source: "
-            "reviewers chose no evidence chunks") in printed
+    assert (
+        f"warning: {len(empty)} of {len(items)} golden items have no expected_source: "
+        "reviewers chose no evidence chunks"
+    ) in printed
     counts = export.golden_counts(rich_db, cycle="demo-1")
     assert (counts.written, counts.no_source) == (len(items), len(empty))
     assert export.GoldenCounts(3, 0, 0).warning() is None
-    assert export.GoldenCounts(1, 0, 1).warning() == ("1 of 1 golden item has no expected_source: reviewers "
-                                                      "chose no evidence chunks")
+    assert export.GoldenCounts(1, 0, 1).warning() == (
+        "1 of 1 golden item has no expected_source: reviewers chose no evidence chunks"
+    )
 
 
-@pytest.mark.parametrize(("fmt", "run", "cycle", "name"), [
-    ("jsonl", "judge-x@v1", None, "calibration-judge-x_v1-jsonl-2026-12-01.jsonl"),
-    ("csv", "judge-x@v1", "week 12 / prompt v3", "calibration-week_12_prompt_v3-csv-2026-12-01.csv"),
-    ("golden", "r", "../../etc", "calibration-etc-golden-2026-12-01.jsonl"),
-    ("csv", "r", "ü日本", "calibration-export-csv-2026-12-01.csv"),
-])
+@pytest.mark.parametrize(
+    ("fmt", "run", "cycle", "name"),
+    [
+        ("jsonl", "judge-x@v1", None, "calibration-judge-x_v1-jsonl-2026-12-01.jsonl"),
+        ("csv", "judge-x@v1", "week 12 / prompt v3", "calibration-week_12_prompt_v3-csv-2026-12-01.csv"),
+        ("golden", "r", "../../etc", "calibration-etc-golden-2026-12-01.jsonl"),
+        ("csv", "r", "ü日本", "calibration-export-csv-2026-12-01.csv"),
+    ],
+)
 def test_export_file_names_carry_scope_and_day(fmt: str, run: str, cycle: str | None, name: str) -> None:
     assert export.file_name(fmt, judge_run=run, cycle=cycle, day="2026-12-01") == name

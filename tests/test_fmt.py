@@ -44,9 +44,9 @@ def test_one_figure(format_: Callable[[float | None], str], value: float | None,
         (0.1, None, fmt.pct, "–", "no interval"),
     ],
 )
-def test_an_interval_in_a_cell_and_in_a_sentence(lo: float | None, hi: float | None,
-                                                  show: Callable[[float | None], str], cell: str,
-                                                  sentence: str) -> None:
+def test_an_interval_in_a_cell_and_in_a_sentence(
+    lo: float | None, hi: float | None, show: Callable[[float | None], str], cell: str, sentence: str
+) -> None:
     cell_show = fmt.cell_num if show is fmt.num else fmt.cell_pct
     assert fmt.cell_range(lo, hi, cell_show) == cell
     assert fmt.ci(lo, hi, show) == sentence

@@ -16,16 +16,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _real_traceback() -> str:
-    proc = subprocess.run([sys.executable, "-c", "import json; json.loads('{')"], capture_output=True,
-                          text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import json; json.loads('{')"], capture_output=True, text=True, check=False
+    )
     return proc.stderr
 
 
-@pytest.mark.parametrize("text", [
-    _real_traceback(),
-    b"some output\nTraceback (most recent call last):\n  File \"/srv/app.py\", line 3\n",
-    "ok\nTraceback (most recent call last):\nKeyError: 'x'",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        _real_traceback(),
+        b'some output\nTraceback (most recent call last):\n  File "/srv/app.py", line 3\n',
+        "ok\nTraceback (most recent call last):\nKeyError: 'x'",
+    ],
+)
 def test_a_traceback_fails(text: str | bytes) -> None:
     shown = r"(?s)a traceback reached stderr of the test:\n.*Traceback \(most recent call last\)"
     with pytest.raises(AssertionError, match=shown):
@@ -60,12 +64,31 @@ def test_the_cli_hook_fails_a_cli_test_that_prints_a_traceback(tmp_path: Path) -
     (tmp_path / "test_x.py").write_text(
         "from calibration.cli import main  # noqa: F401\n\n"
         "def test_prints_one():\n    print('Traceback (most recent call last):')\n\n"
-        "def test_quiet():\n    print('all fine')\n", encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-p", "tests.conftest", "--rootdir", str(tmp_path), "-c", os.devnull,
-                           str(tmp_path / "test_x.py")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+        "def test_quiet():\n    print('all fine')\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "tests.conftest",
+            "--rootdir",
+            str(tmp_path),
+            "-c",
+            os.devnull,
+            str(tmp_path / "test_x.py"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert "1 failed, 1 passed" in proc.stdout, proc.stdout + proc.stderr
     assert "a traceback reached the output of test_prints_one" in proc.stdout
 
@@ -79,11 +102,30 @@ def test_an_apptest_run_with_an_exception_fails_at_teardown(tmp_path: Path) -> N
         "def _boom():\n    raise ValueError('boom')\n\n"
         "def test_unchecked_page():\n    AppTest.from_function(_boom).run()\n\n"
         "def _fine():\n    import streamlit as st\n    st.write('ok')\n\n"
-        "def test_fine_page():\n    AppTest.from_function(_fine).run()\n", encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-p", "tests.conftest", "--rootdir", str(tmp_path), "-c", os.devnull,
-                           str(tmp_path / "test_y.py")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+        "def test_fine_page():\n    AppTest.from_function(_fine).run()\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "tests.conftest",
+            "--rootdir",
+            str(tmp_path),
+            "-c",
+            os.devnull,
+            str(tmp_path / "test_y.py"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert "2 passed, 1 error" in proc.stdout, proc.stdout + proc.stderr
     assert "an exception reached an AppTest page (1)" in proc.stdout

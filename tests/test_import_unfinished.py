@@ -29,11 +29,17 @@ CONTENT_TABLES = ("answers", "chunks", "claims", "judge_runs", "judge_verdicts",
 
 def _record(aid: str, model: str, claims: int = 3, **over: Any) -> dict[str, Any]:
     rec: dict[str, Any] = {
-        "id": aid, "question": f"Question {aid}?", "answer": f"Answer {aid}.", "category": "k",
-        "judge_model": model, "judge_prompt_version": "v1",
+        "id": aid,
+        "question": f"Question {aid}?",
+        "answer": f"Answer {aid}.",
+        "category": "k",
+        "judge_model": model,
+        "judge_prompt_version": "v1",
         "chunks": [{"id": "k1", "text": f"chunk of {aid}"}],
-        "claims": [{"id": f"c{j}", "claim": f"Claim {j} of {aid}.", "verdict": "SUPPORTED"}
-                   for j in range(claims)]}
+        "claims": [
+            {"id": f"c{j}", "claim": f"Claim {j} of {aid}.", "verdict": "SUPPORTED"} for j in range(claims)
+        ],
+    }
     rec.update(over)
     return rec
 
@@ -62,22 +68,28 @@ def big_file(tmp_path: Path) -> Path:
 
 def _dump(db: Database) -> dict[str, list[tuple[Any, ...]]]:
     """Every content row, sorted: what 'the database before the import' means here."""
-    return {t: sorted(map(tuple, db.execute(f"SELECT * FROM {t}").fetchall()), key=repr)
-            for t in CONTENT_TABLES}
+    return {
+        t: sorted(map(tuple, db.execute(f"SELECT * FROM {t}").fetchall()), key=repr) for t in CONTENT_TABLES
+    }
 
 
 def _seen(db: Database) -> dict[str, Any]:
     """What the readers show: overview counts, runs, a run's claim table, the export's claims."""
     base = store.find_judge_run(db, "base@v1")
     table = store.claim_table(db, base.id)
-    return {"info": store.info(db), "runs": [r.name for r in store.judge_runs(db)],
-            "claims": table.claim_pk.tolist(), "answers": table.answer_ids,
-            "export": export_store.claim_ids_in_scope(db),
-            "run_verdicts": store.run_verdicts(db, base.id)[0].tolist()}
+    return {
+        "info": store.info(db),
+        "runs": [r.name for r in store.judge_runs(db)],
+        "claims": table.claim_pk.tolist(),
+        "answers": table.answer_ids,
+        "export": export_store.claim_ids_in_scope(db),
+        "run_verdicts": store.run_verdicts(db, base.id)[0].tolist(),
+    }
 
 
 def test_readers_see_nothing_of_an_import_until_its_last_write(
-        db_path: Path, base_file: Path, big_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db_path: Path, base_file: Path, big_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with store.session(db_path) as db:
         import_answers(db, base_file)
     with store.session(db_path) as reader:
@@ -106,9 +118,14 @@ def test_readers_see_nothing_of_an_import_until_its_last_write(
 
 
 def _cli(db_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "calibration", "--db", str(db_path), *args],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
+    return subprocess.Popen(
+        [sys.executable, "-m", "calibration", "--db", str(db_path), *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def _kill_while_publishing(db_path: Path, path: Path) -> None:
@@ -128,8 +145,9 @@ def _kill_while_publishing(db_path: Path, path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_killed_import_is_hidden_then_removed_to_the_byte(db_path: Path, base_file: Path,
-                                                             big_file: Path) -> None:
+def test_a_killed_import_is_hidden_then_removed_to_the_byte(
+    db_path: Path, base_file: Path, big_file: Path
+) -> None:
     with store.session(db_path) as db:
         import_answers(db, base_file)
         before, seen_before = _dump(db), _seen(db)
@@ -146,7 +164,8 @@ def test_a_killed_import_is_hidden_then_removed_to_the_byte(db_path: Path, base_
 
 @pytest.mark.slow
 def test_the_next_cli_import_removes_the_leftovers_and_succeeds(
-        db_path: Path, base_file: Path, big_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db_path: Path, base_file: Path, big_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with store.session(db_path) as db:
         import_answers(db, base_file)
 
@@ -186,7 +205,8 @@ def test_a_live_import_is_not_mistaken_for_a_leftover(db_path: Path, base_file: 
 
 
 def test_a_failure_in_the_last_write_takes_everything_back(
-        db_path: Path, base_file: Path, big_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db_path: Path, base_file: Path, big_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with store.session(db_path) as db:
         import_answers(db, base_file)
         before = _dump(db)
@@ -202,17 +222,25 @@ def test_a_failure_in_the_last_write_takes_everything_back(
         assert db.execute("SELECT count(*) FROM imports WHERE status = 'publishing'").fetchone()[0] == 0
 
 
-@pytest.mark.parametrize(("pending", "expected"), [
-    ([], ""),
-    ([(5, 9, [2])], " AND NOT (c.id BETWEEN 5 AND 9) AND r NOT IN (2) AND s NOT IN ('T')"),
-    ([(None, None, [])], " AND s NOT IN ('T')"),
-])
-def test_hide_sql_names_exactly_the_unfinished_rows(fresh_db: Database, pending: list[tuple[Any, ...]],
-                                                    expected: str) -> None:
+@pytest.mark.parametrize(
+    ("pending", "expected"),
+    [
+        ([], ""),
+        ([(5, 9, [2])], " AND NOT (c.id BETWEEN 5 AND 9) AND r NOT IN (2) AND s NOT IN ('T')"),
+        ([(None, None, [])], " AND s NOT IN ('T')"),
+    ],
+)
+def test_hide_sql_names_exactly_the_unfinished_rows(
+    fresh_db: Database, pending: list[tuple[Any, ...]], expected: str
+) -> None:
     for i, (lo, hi, runs) in enumerate(pending):
-        fresh_db.execute("INSERT INTO imports (status, stamp, new_runs, claim_lo, claim_hi, pid, host, "
-                         "started_at) VALUES ('publishing', ?, ?, ?, ?, 1, 'h', 't')",
-                         ["T" if i == 0 else f"T{i}", json.dumps(runs), lo, hi])
-    fresh_db.execute("INSERT INTO imports (status, stamp, claim_lo, claim_hi, pid, host, started_at) "
-                     "VALUES ('done', 'D', 1, 100, 1, 'h', 't')")  # finished: hides nothing
+        fresh_db.execute(
+            "INSERT INTO imports (status, stamp, new_runs, claim_lo, claim_hi, pid, host, "
+            "started_at) VALUES ('publishing', ?, ?, ?, ?, 1, 'h', 't')",
+            ["T" if i == 0 else f"T{i}", json.dumps(runs), lo, hi],
+        )
+    fresh_db.execute(
+        "INSERT INTO imports (status, stamp, claim_lo, claim_hi, pid, host, started_at) "
+        "VALUES ('done', 'D', 1, 100, 1, 'h', 't')"
+    )  # finished: hides nothing
     assert import_marks.hide_sql(fresh_db, claim="c.id", run="r", answer_stamp="s") == expected

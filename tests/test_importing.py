@@ -16,8 +16,7 @@ from calibration.store import Database
 
 from .conftest import ROOT, WICE
 
-TABLES = ("answers", "chunks", "claims", "judge_runs", "judge_verdicts", "label_events",
-          "human_labels")
+TABLES = ("answers", "chunks", "claims", "judge_runs", "judge_verdicts", "label_events", "human_labels")
 
 
 def snapshot(db: Database) -> dict[str, list[tuple]]:
@@ -29,11 +28,17 @@ def record(i: int = 1, **over: object) -> dict:
         "id": f"a{i}",
         "question": "Кто согласует скидку 8%?",
         "answer": "Скидку согласует финансовый директор. Срок 10 дней.",
-        "chunks": [{"id": "S1", "text": "Скидки свыше 5% согласует финансовый директор.",
-                    "source": "policy.md"}, {"id": "S2", "text": "Срок поставки 10 дней."}],
+        "chunks": [
+            {"id": "S1", "text": "Скидки свыше 5% согласует финансовый директор.", "source": "policy.md"},
+            {"id": "S2", "text": "Срок поставки 10 дней."},
+        ],
         "claims": [
-            {"claim": "Скидку согласует финансовый директор.", "verdict": "SUPPORTED",
-             "evidence": ["S1"], "rationale": "S1 says so"},
+            {
+                "claim": "Скидку согласует финансовый директор.",
+                "verdict": "SUPPORTED",
+                "evidence": ["S1"],
+                "rationale": "S1 says so",
+            },
             {"claim": "Срок 10 дней.", "verdict": "SUPPORTED"},
         ],
         "judge_model": "judge-x",
@@ -57,24 +62,28 @@ def test_import_writes_answers_claims_and_a_judge_run(fresh_db: Database, tmp_pa
     rep = import_answers(fresh_db, write_jsonl(tmp_path / "a.jsonl", [record(1), record(2)]))
     assert (rep.answers_new, rep.claims_new, rep.verdicts_new) == (2, 4, 4)
     assert rep.runs == {"judge-x@v1"}
-    claims = fresh_db.execute(
-        "SELECT answer_id, claim_id, position, text FROM claims ORDER BY id").fetchall()
+    claims = fresh_db.execute("SELECT answer_id, claim_id, position, text FROM claims ORDER BY id").fetchall()
     assert claims[0] == ("a1", "c1", 0, "Скидку согласует финансовый директор.")
     assert claims[1][:3] == ("a1", "c2", 1)
     ev, rationale = fresh_db.execute(
-        "SELECT evidence, rationale FROM judge_verdicts ORDER BY claim_pk LIMIT 1").fetchone()
+        "SELECT evidence, rationale FROM judge_verdicts ORDER BY claim_pk LIMIT 1"
+    ).fetchone()
     assert json.loads(ev) == ["S1"] and rationale == "S1 says so"
 
 
 def test_json_array_and_bare_string_chunks(fresh_db: Database, tmp_path: Path) -> None:
-    rec = record(1, chunks=["first chunk", "second chunk"],
-                 claims=[{"text": "Срок 10 дней.", "verdict": "supported", "evidence": ["2"]}])
+    rec = record(
+        1,
+        chunks=["first chunk", "second chunk"],
+        claims=[{"text": "Срок 10 дней.", "verdict": "supported", "evidence": ["2"]}],
+    )
     path = tmp_path / "a.json"
     path.write_text(json.dumps([rec, record(2)], ensure_ascii=False, indent=2), encoding="utf-8")
     rep = import_answers(fresh_db, path)
     assert rep.answers_new == 2
     chunks = fresh_db.execute(
-        "SELECT chunk_id, text FROM chunks WHERE answer_id = 'a1' ORDER BY position").fetchall()
+        "SELECT chunk_id, text FROM chunks WHERE answer_id = 'a1' ORDER BY position"
+    ).fetchall()
     assert chunks == [("1", "first chunk"), ("2", "second chunk")]
 
 
@@ -83,17 +92,21 @@ def test_json_array_streams_across_buffer_boundaries(
 ) -> None:
     monkeypatch.setattr(reading, "_READ_SIZE", 7)  # every record straddles several reads
     path = tmp_path / "a.json"
-    path.write_text(json.dumps([record(i) for i in range(1, 6)], ensure_ascii=False, indent=1),
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps([record(i) for i in range(1, 6)], ensure_ascii=False, indent=1), encoding="utf-8"
+    )
     assert import_answers(fresh_db, path).answers_new == 5
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ('{"a": 1}\n\n{"a": 2}\n', [(1, {"a": 1}), (3, {"a": 2})]),  # a blank line still counts
-    ('\n[\n {"a": 1},\n\n {"a": 2}\n]', [(3, {"a": 1}), (5, {"a": 2})]),
-    ('[{"a": 1}, 2, "x"]', [(1, {"a": 1}), (1, 2), (1, "x")]),
-    ("", []),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": 1}\n\n{"a": 2}\n', [(1, {"a": 1}), (3, {"a": 2})]),  # a blank line still counts
+        ('\n[\n {"a": 1},\n\n {"a": 2}\n]', [(3, {"a": 1}), (5, {"a": 2})]),
+        ('[{"a": 1}, 2, "x"]', [(1, {"a": 1}), (1, 2), (1, "x")]),
+        ("", []),
+    ],
+)
 def test_json_records_come_with_their_line(tmp_path: Path, text: str, expected: list) -> None:
     path = tmp_path / "r.json"
     path.write_text(text, encoding="utf-8")
@@ -133,8 +146,10 @@ def test_malformed_json_array_names_its_line(fresh_db: Database, tmp_path: Path)
 
 
 def test_alias_table_and_user_mapping_are_counted(fresh_db: Database, tmp_path: Path) -> None:
-    claims = [{"claim": f"claim {i}", "verdict": v} for i, v in enumerate(
-        ["Supports", "not enough info", "REFUTES", "entailment", "partially_supported"])]
+    claims = [
+        {"claim": f"claim {i}", "verdict": v}
+        for i, v in enumerate(["Supports", "not enough info", "REFUTES", "entailment", "partially_supported"])
+    ]
     path = write_jsonl(tmp_path / "a.jsonl", [record(1, claims=claims, answer="x")])
     with pytest.raises(InputError, match="partially_supported"):
         import_answers(fresh_db, path)
@@ -166,17 +181,27 @@ def test_reimport_is_a_no_op(fresh_db: Database, tmp_path: Path) -> None:
 
 def test_second_judge_run_shares_claims_matched_by_text(fresh_db: Database, tmp_path: Path) -> None:
     import_answers(fresh_db, write_jsonl(tmp_path / "a.jsonl", [record(1)]))
-    second = record(1, judge_prompt_version="v2", claims=[
-        {"claim": "Срок 10 дней.", "verdict": "UNSUPPORTED"},
-        {"claim": "A claim only the new prompt split out.", "verdict": "SUPPORTED"}])
+    second = record(
+        1,
+        judge_prompt_version="v2",
+        claims=[
+            {"claim": "Срок 10 дней.", "verdict": "UNSUPPORTED"},
+            {"claim": "A claim only the new prompt split out.", "verdict": "SUPPORTED"},
+        ],
+    )
     rep = import_answers(fresh_db, write_jsonl(tmp_path / "b.jsonl", [second]))
     assert rep.claims_new == 1 and rep.verdicts_new == 2
     rows = fresh_db.execute(
         """SELECT c.claim_id, r.prompt_version, v.verdict FROM judge_verdicts v
            JOIN claims c ON c.id = v.claim_pk JOIN judge_runs r ON r.id = v.run_id
-           ORDER BY c.claim_id, r.prompt_version""").fetchall()
-    assert rows == [("c1", "v1", "SUPPORTED"), ("c2", "v1", "SUPPORTED"), ("c2", "v2", "UNSUPPORTED"),
-                    ("c3", "v2", "SUPPORTED")]
+           ORDER BY c.claim_id, r.prompt_version"""
+    ).fetchall()
+    assert rows == [
+        ("c1", "v1", "SUPPORTED"),
+        ("c2", "v1", "SUPPORTED"),
+        ("c2", "v2", "UNSUPPORTED"),
+        ("c3", "v2", "SUPPORTED"),
+    ]
 
 
 def test_changed_text_is_refused_and_nothing_written(fresh_db: Database, tmp_path: Path) -> None:
@@ -205,8 +230,11 @@ def test_utf8_bom_is_accepted(fresh_db: Database, tmp_path: Path) -> None:
 
 def test_other_encodings_need_encoding_flag(fresh_db: Database, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "cp.jsonl", [record(1)], encoding="cp1251")
-    with pytest.raises(InputError, match=r"cp\.jsonl:1: cannot decode bytes as UTF-8.*give its encoding with "
-                                         r"encoding="):
+    with pytest.raises(
+        InputError,
+        match=r"cp\.jsonl:1: cannot decode bytes as UTF-8.*give its encoding with "
+        r"encoding=",
+    ):
         import_answers(fresh_db, path)
     assert fresh_db.execute("SELECT count(*) FROM answers").fetchone()[0] == 0
     import_answers(fresh_db, path, encoding="cp1251")
@@ -219,17 +247,30 @@ BAD_INPUTS = [
     pytest.param('{"id": "a9", "question": "unterminated', "malformed JSON", id="malformed-json"),
     pytest.param(record(9, id=None), "id: Input should be a valid string", id="missing-id"),
     pytest.param(record(1), "id: duplicate id 'a1' in the file", id="duplicate-id"),
-    pytest.param(record(9, claims=[{"claim": "x", "verdict": "SUPPORTED", "evidence": ["S7"]}]),
-                 "claims.0.evidence: 'S7' names no chunk of this answer", id="unknown-evidence"),
-    pytest.param(record(9, claims=[{"claim": "   ", "verdict": "SUPPORTED"}]),
-                 "claims.0.text: claim has no text", id="blank-claim"),
-    pytest.param(record(9, claims=[{"verdict": "SUPPORTED"}]),
-                 "claims.0.claim: missing: a claim needs 'claim' or 'text'", id="claim-without-text"),
-    pytest.param(record(9, claims=[{"claim": "x", "verdict": "maybe"}]),
-                 "claims.0.verdict: unknown verdict 'maybe'", id="unknown-verdict"),
+    pytest.param(
+        record(9, claims=[{"claim": "x", "verdict": "SUPPORTED", "evidence": ["S7"]}]),
+        "claims.0.evidence: 'S7' names no chunk of this answer",
+        id="unknown-evidence",
+    ),
+    pytest.param(
+        record(9, claims=[{"claim": "   ", "verdict": "SUPPORTED"}]),
+        "claims.0.text: claim has no text",
+        id="blank-claim",
+    ),
+    pytest.param(
+        record(9, claims=[{"verdict": "SUPPORTED"}]),
+        "claims.0.claim: missing: a claim needs 'claim' or 'text'",
+        id="claim-without-text",
+    ),
+    pytest.param(
+        record(9, claims=[{"claim": "x", "verdict": "maybe"}]),
+        "claims.0.verdict: unknown verdict 'maybe'",
+        id="unknown-verdict",
+    ),
     pytest.param(record(9, judge_model=None), "judge_model: missing", id="missing-judge-model"),
-    pytest.param(record(9, chunks="not a list"), "chunks: Input should be a valid list",
-                 id="chunks-not-a-list"),
+    pytest.param(
+        record(9, chunks="not a list"), "chunks: Input should be a valid list", id="chunks-not-a-list"
+    ),
     pytest.param("[1, 2]", "each record must be a JSON object", id="not-an-object"),
 ]
 
@@ -270,9 +311,10 @@ def test_import_labels_and_reimport_is_unchanged(wice_db: Database) -> None:
 def test_import_labels_errors_write_nothing(wice_db: Database, tmp_path: Path) -> None:
     before = snapshot(wice_db)
     path = tmp_path / "labels.csv"
-    path.write_text("answer_id,claim_id,verdict\n"
-                    "test00017,test00017-c1,UNSUPPORTED\n"
-                    "test00017,nope,SUPPORTED\n", encoding="utf-8")
+    path.write_text(
+        "answer_id,claim_id,verdict\ntest00017,test00017-c1,UNSUPPORTED\ntest00017,nope,SUPPORTED\n",
+        encoding="utf-8",
+    )
     with pytest.raises(InputError, match=r"labels\.csv:1: missing column\(s\): reviewer"):
         import_labels(wice_db, path)
     with pytest.raises(InputError, match=r"labels\.csv:3: claim_id: no claim 'nope'"):
@@ -280,18 +322,21 @@ def test_import_labels_errors_write_nothing(wice_db: Database, tmp_path: Path) -
     assert snapshot(wice_db) == before
 
 
-def test_import_labels_with_reviewer_flag_note_and_evidence(
-    demo_db: Database, tmp_path: Path
-) -> None:
+def test_import_labels_with_reviewer_flag_note_and_evidence(demo_db: Database, tmp_path: Path) -> None:
     path = tmp_path / "labels.csv"
-    path.write_text("\ufeffanswer_id,claim_id,verdict,note,evidence\n"
-                    "Q2,c2,contradiction,\"=1+1, not a formula\",S2\n", encoding="utf-8")
+    path.write_text(
+        '\ufeffanswer_id,claim_id,verdict,note,evidence\nQ2,c2,contradiction,"=1+1, not a formula",S2\n',
+        encoding="utf-8",
+    )
     rep = import_labels(demo_db, path, reviewer="olga")
     assert rep.new == 1
     state = store.label_state(demo_db, store.claim_pk(demo_db, "Q2", "c2"), "olga")
     assert state is not None
     assert (state.final_verdict, state.note, state.evidence) == (
-        "CONTRADICTED", "=1+1, not a formula", ["S2"])
+        "CONTRADICTED",
+        "=1+1, not a formula",
+        ["S2"],
+    )
 
 
 # ---------------------------------------------------------------- WiCE and the CLI
@@ -306,7 +351,8 @@ def test_wice_imports_as_two_runs_over_the_same_claims(wice_db: Database) -> Non
     assert [(n, d) for _, n, d in per_run] == [(100, 100), (100, 100)]
     shared = wice_db.execute(
         """SELECT count(*) FROM judge_verdicts a JOIN judge_verdicts b
-           ON a.claim_pk = b.claim_pk AND a.run_id < b.run_id""").fetchone()[0]
+           ON a.claim_pk = b.claim_pk AND a.run_id < b.run_id"""
+    ).fetchone()[0]
     assert shared == 100
     summary = store.info(wice_db)
     gpt4 = summary["runs"][0]
@@ -334,8 +380,12 @@ def test_module_entry_point_and_env_db(tmp_path: Path) -> None:
     env_db = tmp_path / "env.db"
     proc = subprocess.run(
         [sys.executable, "-m", "calibration", "import", str(WICE / "wice_judged_gpt4.jsonl")],
-        cwd=ROOT, capture_output=True, text=True, env={"CALIBRATION_DB": str(env_db),
-                                                        "PATH": "/usr/bin:/bin"}, check=False)
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"CALIBRATION_DB": str(env_db), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     with store.session(env_db) as db:
         assert db.execute("SELECT count(*) FROM answers").fetchone()[0] == 100

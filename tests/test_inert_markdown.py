@@ -7,20 +7,26 @@ import pytest
 from calibration.text import inert_markdown
 
 
-@pytest.mark.parametrize(("markdown", "shown"), [
-    ("**Supported** means *every* part holds.", "**Supported** means *every* part holds."),
-    ("# Rules\n\n- one\n- two\n\n> quoted", "# Rules\n\n- one\n- two\n\n> quoted"),
-    ("![logo](https://example.org/a.png)", "!\\[logo](https://example.org/a.png)"),
-    ("![logo][r]\n\n[r]: https://example.org/a.png", "!\\[logo]\\[r]\n\n\\[r]: https://example.org/a.png"),
-    ("[page](https://example.org)", "\\[page](https://example.org)"),
-    ('<img src="https://example.org/a.png">', '\\<img src="https://example.org/a.png">'),
-    ("<https://example.org/a.png>", "\\<https://example.org/a.png>"),
-    ("<!-- hidden --> <iframe src=x>", "\\<!-- hidden --> \\<iframe src=x>"),
-    ("\\![a](b)", "\\\\!\\[a](b)"),  # a typed backslash cannot undo the escape
-    ("costs $5 or $6", "costs \\$5 or \\$6"),  # no LaTeX
-    (":red[alarm]", ":red\\[alarm]"),  # Streamlit's coloured text takes brackets too
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    ("markdown", "shown"),
+    [
+        ("**Supported** means *every* part holds.", "**Supported** means *every* part holds."),
+        ("# Rules\n\n- one\n- two\n\n> quoted", "# Rules\n\n- one\n- two\n\n> quoted"),
+        ("![logo](https://example.org/a.png)", "!\\[logo](https://example.org/a.png)"),
+        (
+            "![logo][r]\n\n[r]: https://example.org/a.png",
+            "!\\[logo]\\[r]\n\n\\[r]: https://example.org/a.png",
+        ),
+        ("[page](https://example.org)", "\\[page](https://example.org)"),
+        ('<img src="https://example.org/a.png">', '\\<img src="https://example.org/a.png">'),
+        ("<https://example.org/a.png>", "\\<https://example.org/a.png>"),
+        ("<!-- hidden --> <iframe src=x>", "\\<!-- hidden --> \\<iframe src=x>"),
+        ("\\![a](b)", "\\\\!\\[a](b)"),  # a typed backslash cannot undo the escape
+        ("costs $5 or $6", "costs \\$5 or \\$6"),  # no LaTeX
+        (":red[alarm]", ":red\\[alarm]"),  # Streamlit's coloured text takes brackets too
+        ("", ""),
+    ],
+)
 def test_inert_markdown_escapes_everything_that_loads(markdown: str, shown: str) -> None:
     assert inert_markdown(markdown) == shown
 

@@ -55,11 +55,15 @@ def _answer(i: int) -> dict:
         "id": aid,
         "question": question,
         "answer": f"Answer {i}. Ten working days. After payment.",
-        "chunks": [{"id": "S1", "text": f"Chunk one of {aid}: delivery is ten working days."},
-                   {"id": "S2", "text": "Chunk two: {chunks} counted from payment."}],
-        "claims": [{"id": f"{aid}.c1", "claim": "Ten working days.", "verdict": "SUPPORTED"},
-                   {"id": f"{aid}.c2", "claim": "After payment.", "verdict": "UNSUPPORTED"},
-                   {"id": f"{aid}.c3", "claim": "Free shipping.", "verdict": "SUPPORTED"}],
+        "chunks": [
+            {"id": "S1", "text": f"Chunk one of {aid}: delivery is ten working days."},
+            {"id": "S2", "text": "Chunk two: {chunks} counted from payment."},
+        ],
+        "claims": [
+            {"id": f"{aid}.c1", "claim": "Ten working days.", "verdict": "SUPPORTED"},
+            {"id": f"{aid}.c2", "claim": "After payment.", "verdict": "UNSUPPORTED"},
+            {"id": f"{aid}.c3", "claim": "Free shipping.", "verdict": "SUPPORTED"},
+        ],
         "judge_model": "old-judge",
         "judge_prompt_version": "v0",
     }
@@ -74,13 +78,18 @@ def _test_key_variable_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def lab_db(db_path: Path, tmp_path: Path) -> Path:
     answers = tmp_path / "answers.jsonl"
-    answers.write_text("\n".join(json.dumps(_answer(i), ensure_ascii=False)
-                                 for i in range(1, N_ANSWERS + 1)), encoding="utf-8")
+    answers.write_text(
+        "\n".join(json.dumps(_answer(i), ensure_ascii=False) for i in range(1, N_ANSWERS + 1)),
+        encoding="utf-8",
+    )
     labels = tmp_path / "labels.csv"
     rows = ["answer_id,claim_id,verdict,reviewer"]
     for i in range(1, LABELED + 1):
-        rows += [f"A{i},A{i}.c1,SUPPORTED,ann", f"A{i},A{i}.c2,SUPPORTED,ann",
-                 f"A{i},A{i}.c3,UNSUPPORTED,ann"]
+        rows += [
+            f"A{i},A{i}.c1,SUPPORTED,ann",
+            f"A{i},A{i}.c2,SUPPORTED,ann",
+            f"A{i},A{i}.c3,UNSUPPORTED,ann",
+        ]
     labels.write_text("\n".join(rows) + "\n", encoding="utf-8")
     with store.session(db_path) as db:
         import_answers(db, answers)
@@ -89,8 +98,15 @@ def lab_db(db_path: Path, tmp_path: Path) -> Path:
 
 
 def config(stub: StubServer, **kw) -> judge.JudgeConfig:
-    opts = dict(base_url=stub.base_url, model="lab-judge", timeout=0.5, backoff_base=0.01,
-                backoff_max=0.05, concurrency=4, api_key_env="CALIBRATION_TEST_JUDGE_KEY")
+    opts = dict(
+        base_url=stub.base_url,
+        model="lab-judge",
+        timeout=0.5,
+        backoff_base=0.01,
+        backoff_max=0.05,
+        concurrency=4,
+        api_key_env="CALIBRATION_TEST_JUDGE_KEY",
+    )
     opts.update(kw)
     return judge.JudgeConfig(**opts)
 
@@ -102,15 +118,19 @@ def template(version: str = "grounding-v1") -> judge.PromptTemplate:
 
 def verdicts_of(db_path: Path, run_id: int) -> dict[str, tuple[str, str | None]]:
     with store.session(db_path) as db:
-        return {cid: (v, raw) for cid, v, raw in db.execute(
-            """SELECT c.claim_id, v.verdict, v.raw_verdict FROM judge_verdicts v
-               JOIN claims c ON c.id = v.claim_pk WHERE v.run_id = ?""", [run_id])}
+        return {
+            cid: (v, raw)
+            for cid, v, raw in db.execute(
+                """SELECT c.claim_id, v.verdict, v.raw_verdict FROM judge_verdicts v
+               JOIN claims c ON c.id = v.claim_pk WHERE v.run_id = ?""",
+                [run_id],
+            )
+        }
 
 
 def calls_of(db_path: Path, run_id: int) -> dict[str, dict]:
     with store.session(db_path) as db:
-        return {r["answer_id"]: r for r in db.query(
-            "SELECT * FROM judge_calls WHERE run_id = ?", [run_id])}
+        return {r["answer_id"]: r for r in db.query("SELECT * FROM judge_calls WHERE run_id = ?", [run_id])}
 
 
 def labeled_claim_ids(n: int = LABELED) -> set[str]:
@@ -129,11 +149,17 @@ def add_cycle(db_path: Path, name: str, answer_ids: list[str]) -> None:
     """A cycle over `answer_ids` sampled from the imported run old-judge@v0."""
     with store.session(db_path) as db, store.write(db):
         old = store.find_judge_run(db, "old-judge@v0")
-        cur = db.execute("INSERT INTO cycles (name, judge_run_id, strategy, seed, size, created_at) "
-                         "VALUES (?, ?, 'random', 1, ?, ?)", [name, old.id, len(answer_ids), store.now()])
+        cur = db.execute(
+            "INSERT INTO cycles (name, judge_run_id, strategy, seed, size, created_at) "
+            "VALUES (?, ?, 'random', 1, ?, ?)",
+            [name, old.id, len(answer_ids), store.now()],
+        )
         for pos, aid in enumerate(answer_ids):
-            db.execute("INSERT INTO cycle_answers (cycle_id, answer_id, position, inclusion_prob) "
-                       "VALUES (?, ?, ?, 0.5)", [cur.lastrowid, aid, pos])
+            db.execute(
+                "INSERT INTO cycle_answers (cycle_id, answer_id, position, inclusion_prob) "
+                "VALUES (?, ?, ?, 0.5)",
+                [cur.lastrowid, aid, pos],
+            )
 
 
 # ---------------------------------------------------------------- end to end
@@ -172,8 +198,11 @@ def test_lab_run_stores_verdicts_as_a_new_run(lab_db: Path) -> None:
     assert first.body["temperature"] == 0.0 and first.body["model"] == "lab-judge"
 
     with store.session(lab_db) as db:
-        lab = db.execute("SELECT template, template_sha256, base_url, params, scope, finished_at "
-                         "FROM judge_lab_runs WHERE run_id = ?", [run.id]).fetchone()
+        lab = db.execute(
+            "SELECT template, template_sha256, base_url, params, scope, finished_at "
+            "FROM judge_lab_runs WHERE run_id = ?",
+            [run.id],
+        ).fetchone()
         old = store.find_judge_run(db, "old-judge@v0")
     assert lab[0] == template().text and lab[2] == stub.base_url and lab[4] == "labeled"
     assert json.loads(lab[3])["concurrency"] == 4 and lab[5] is not None
@@ -210,10 +239,10 @@ def test_retry_after_parsing() -> None:
     assert judge.parse_retry_after("2") == 2.0
     assert judge.parse_retry_after("0.5") == 0.5
     assert judge.parse_retry_after("-3") == 0.0
-    assert judge.parse_retry_after(format_datetime(now + timedelta(seconds=30), usegmt=True),
-                                   now=now) == pytest.approx(30)
-    assert judge.parse_retry_after(format_datetime(now - timedelta(seconds=30), usegmt=True),
-                                   now=now) == 0.0
+    assert judge.parse_retry_after(
+        format_datetime(now + timedelta(seconds=30), usegmt=True), now=now
+    ) == pytest.approx(30)
+    assert judge.parse_retry_after(format_datetime(now - timedelta(seconds=30), usegmt=True), now=now) == 0.0
     assert judge.parse_retry_after("soon") is None
     assert judge.parse_retry_after(None) is None
 
@@ -243,18 +272,25 @@ def test_malformed_reply_then_good_reply_recovers(lab_db: Path) -> None:
     rounds = json.loads(call["exchanges"])
     assert "not valid JSON" in rounds[0]["error"] and "error" not in rounds[1]
     assert rounds[1]["sent"] == second.messages[2]["content"]
-    assert {c for c in verdicts_of(lab_db, summary.run.id) if c.startswith("A1.")} == \
-        {"A1.c1", "A1.c2", "A1.c3"}
+    assert {c for c in verdicts_of(lab_db, summary.run.id) if c.startswith("A1.")} == {
+        "A1.c1",
+        "A1.c2",
+        "A1.c3",
+    }
 
 
-@pytest.mark.parametrize(("first", "second", "message"), [
-    ("malformed", "malformed", "not valid JSON"),
-    ("missing", "missing", "no verdict for claim id(s) 'A3.c3'"),
-    ("extra", "extra", "not one of the listed claims"),
-    ("bad_verdict", "missing", "no verdict for claim id(s) 'A3.c3'"),
-])
+@pytest.mark.parametrize(
+    ("first", "second", "message"),
+    [
+        ("malformed", "malformed", "not valid JSON"),
+        ("missing", "missing", "no verdict for claim id(s) 'A3.c3'"),
+        ("extra", "extra", "not one of the listed claims"),
+        ("bad_verdict", "missing", "no verdict for claim id(s) 'A3.c3'"),
+    ],
+)
 def test_bad_reply_twice_is_a_failure_and_no_verdict_is_guessed(
-        lab_db: Path, first: str, second: str, message: str) -> None:
+    lab_db: Path, first: str, second: str, message: str
+) -> None:
     with StubServer({"A3": [first, second]}) as stub:
         summary = judge.run_lab(config(stub), template(), db_path=lab_db)
         assert len(stub.requests_for("A3")) == 2  # one corrective retry, no more
@@ -277,18 +313,18 @@ def test_resume_after_interruption_does_not_pay_twice(lab_db: Path) -> None:
 
     with StubServer() as stub:
         with pytest.raises(Interrupted):
-            judge.run_lab(config(stub, concurrency=1), template(), db_path=lab_db,
-                          progress=stop_after_two)
+            judge.run_lab(config(stub, concurrency=1), template(), db_path=lab_db, progress=stop_after_two)
         first_keys = [r.key for r in stub.requests]
         with store.session(lab_db) as db:
             run = store.find_judge_run(db, "lab-judge@grounding-v1")
             done = lab_store.ok_answer_ids(db, run.id)
-            unfinished = db.execute("SELECT finished_at FROM judge_lab_runs WHERE run_id = ?",
-                                    [run.id]).fetchone()[0]
+            unfinished = db.execute(
+                "SELECT finished_at FROM judge_lab_runs WHERE run_id = ?", [run.id]
+            ).fetchone()[0]
         assert first_keys == ["A1", "A2"] and done == {"A1", "A2"} and unfinished is None
 
         summary = judge.run_lab(config(stub, concurrency=3), template(), db_path=lab_db)
-        second_keys = [r.key for r in stub.requests[len(first_keys):]]
+        second_keys = [r.key for r in stub.requests[len(first_keys) :]]
 
     assert summary.resumed and summary.run.id == run.id
     assert sorted(second_keys) == ["A3", "A4"]  # A1, A2 were not requested again
@@ -309,8 +345,7 @@ def test_a_ui_stop_mid_flight_keeps_what_was_stored(lab_db: Path) -> None:
 
     with StubServer(latency=0.05) as stub:
         with pytest.raises(ScriptStop):
-            judge.run_lab(config(stub, concurrency=3), template(), db_path=lab_db, progress=stop,
-                          scope="all")
+            judge.run_lab(config(stub, concurrency=3), template(), db_path=lab_db, progress=stop, scope="all")
         with store.session(lab_db) as db:
             run = store.find_judge_run(db, "lab-judge@grounding-v1")
             done = lab_store.ok_answer_ids(db, run.id)
@@ -335,8 +370,7 @@ def test_resume_retries_failed_answers_only(lab_db: Path) -> None:
 
 def test_concurrency_bound_is_respected(lab_db: Path) -> None:
     with StubServer(latency=0.05) as stub:
-        summary = judge.run_lab(config(stub, concurrency=3), template(), db_path=lab_db,
-                                scope="all")
+        summary = judge.run_lab(config(stub, concurrency=3), template(), db_path=lab_db, scope="all")
         assert stub.max_in_flight == 3  # used, and never exceeded
     assert summary.answers_ok == N_ANSWERS
 
@@ -345,8 +379,7 @@ def test_concurrency_bound_holds_for_direct_client_use() -> None:
     # Many callers, one client: the bound lives in the client, not in the worker count.
     async def go(stub: StubServer) -> None:
         async with judge.ChatClient(config(stub, concurrency=2)) as client:
-            await asyncio.gather(*(client.complete([{"role": "user", "content": "hi"}])
-                                   for _ in range(8)))
+            await asyncio.gather(*(client.complete([{"role": "user", "content": "hi"}]) for _ in range(8)))
 
     with StubServer(latency=0.03) as stub:
         asyncio.run(go(stub))
@@ -380,8 +413,9 @@ def test_endpoint_rejection_stops_the_run(lab_db: Path) -> None:
         assert stub.count == 1
 
 
-def test_unreachable_endpoint_fails_fast_and_stores_nothing(lab_db: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unreachable_endpoint_fails_fast_and_stores_nothing(
+    lab_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Default policy (5 attempts, 1 s backoff base): before, every answer was retried with
     # backoff and stored as a failure, and the run "succeeded" with nothing but errors.
     url = closed_port_url()
@@ -411,8 +445,10 @@ def test_unreachable_endpoint_fails_fast_and_stores_nothing(lab_db: Path,
 def test_tls_failure_is_a_connect_error_too(lab_db: Path) -> None:
     with StubServer() as stub:  # plain HTTP: the TLS handshake cannot succeed
         url = stub.base_url.replace("http://", "https://")
-        with pytest.raises(EndpointUnreachable,
-                           match=r"^cannot connect to https://127\.0\.0\.1:\d+/v1: TLS handshake failed \("):
+        with pytest.raises(
+            EndpointUnreachable,
+            match=r"^cannot connect to https://127\.0\.0\.1:\d+/v1: TLS handshake failed \(",
+        ):
             judge.run_lab(config(stub, base_url=url), template(), db_path=lab_db)
     with store.session(lab_db) as db:
         assert lab_store.lab_runs(db) == []
@@ -427,8 +463,7 @@ def test_server_gone_mid_run_stops_the_run_and_keeps_what_was_judged(lab_db: Pat
 
     try:
         with pytest.raises(EndpointUnreachable, match="connection refused") as info:
-            judge.run_lab(config(stub, concurrency=1), template(), db_path=lab_db,
-                          progress=crash_after_two)
+            judge.run_lab(config(stub, concurrency=1), template(), db_path=lab_db, progress=crash_after_two)
     finally:
         stub.stop()
     assert info.value.answers_stored == 2
@@ -465,7 +500,8 @@ def test_a_run_whose_every_call_failed_is_not_a_judge_run(lab_db: Path) -> None:
 
 
 def test_api_key_comes_from_the_named_environment_variable(
-        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lab_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CALIBRATION_TEST_JUDGE_KEY", "sk-test-123")
     with StubServer() as stub:
         summary = judge.run_lab(config(stub), template(), db_path=lab_db)
@@ -481,8 +517,7 @@ def test_scopes(lab_db: Path) -> None:
     with store.session(lab_db) as db:
         old = store.find_judge_run(db, "old-judge@v0")
     with StubServer() as stub:
-        s = judge.run_lab(config(stub, concurrency=1), template("cyc"), db_path=lab_db,
-                          scope="cycle:c1")
+        s = judge.run_lab(config(stub, concurrency=1), template("cyc"), db_path=lab_db, scope="cycle:c1")
         assert [r.key for r in stub.requests] == ["A6", "A2"] and s.baseline == old
         s = judge.run_lab(config(stub), template("cyc"), db_path=lab_db, scope="all")
         assert s.answers_skipped == 2 and s.answers_ok == N_ANSWERS - 2
@@ -509,8 +544,11 @@ def test_a_version_name_stands_for_one_template(lab_db: Path) -> None:
 def test_comparison_with_the_previous_run(lab_db: Path) -> None:
     # Humans: c1 SUPPORTED, c2 SUPPORTED, c3 UNSUPPORTED. The imported run is right on c1 only;
     # the lab run is told to match the humans everywhere.
-    right = {f"A{i}.c{j}": v for i in range(1, LABELED + 1)
-             for j, v in ((1, "SUPPORTED"), (2, "SUPPORTED"), (3, "UNSUPPORTED"))}
+    right = {
+        f"A{i}.c{j}": v
+        for i in range(1, LABELED + 1)
+        for j, v in ((1, "SUPPORTED"), (2, "SUPPORTED"), (3, "UNSUPPORTED"))
+    }
     with StubServer(verdicts=right) as stub:
         summary = judge.run_lab(config(stub), template(), db_path=lab_db)
     comp = summary.comparison
@@ -530,13 +568,23 @@ def test_shared_claims_are_the_claims_the_comparison_is_made_on(lab_db: Path, tm
     # "has a final human label" part: A1.c2, A2.c2 disputed by a second reviewer (unresolved),
     # A5.c1 marked unclear by both reviewers and settled by a lead (final, no verdict label).
     other = tmp_path / "other.jsonl"
-    other.write_text("\n".join(json.dumps({**_answer(i), "judge_model": "new-judge"}, ensure_ascii=False)
-                               for i in range(1, N_ANSWERS + 1)), encoding="utf-8")
+    other.write_text(
+        "\n".join(
+            json.dumps({**_answer(i), "judge_model": "new-judge"}, ensure_ascii=False)
+            for i in range(1, N_ANSWERS + 1)
+        ),
+        encoding="utf-8",
+    )
     with store.session(lab_db) as db:
         import_answers(db, other)
         for disputed in ("A1", "A2"):
-            store.record_label(db, claim=store.claim_pk(db, disputed, f"{disputed}.c2"), reviewer="bob",
-                               kind="blind", verdict="CONTRADICTED")
+            store.record_label(
+                db,
+                claim=store.claim_pk(db, disputed, f"{disputed}.c2"),
+                reviewer="bob",
+                kind="blind",
+                verdict="CONTRADICTED",
+            )
         settled = store.claim_pk(db, "A5", "A5.c1")
         for who in ("ann", "bob"):
             store.record_label(db, claim=settled, reviewer=who, kind="unclear")
@@ -563,8 +611,7 @@ def test_default_baseline_is_the_run_the_prompt_revises(lab_db: Path) -> None:
     assert wide.baseline is not None and wide.baseline.name == "old-judge@v0"
     assert wide.baseline_reason == ("the run this prompt revises (old-judge@v0)",)
     assert wide.comparison is not None and wide.comparison.result.n_claims == 3 * LABELED
-    assert "against old-judge@v0 on 12 human-labeled claims judged by both runs:" in \
-        summary_lines(wide)
+    assert "against old-judge@v0 on 12 human-labeled claims judged by both runs:" in summary_lines(wide)
     with store.session(lab_db) as db:
         options = judge.baseline_options(db, wide.run)
         assert [(o.run.name, o.shared) for o in options] == [("old-judge@v0", 12), ("lab-judge@narrow", 3)]
@@ -600,8 +647,20 @@ def test_default_baseline_is_the_run_the_prompt_revises(lab_db: Path) -> None:
 def test_cli_judge_run(lab_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from calibration.cli import main
 
-    args = ["--db", str(lab_db), "judge", "run", "--model", "cli-judge", "--prompt-version",
-            "grounding-v1-ru", "--concurrency", "2", "--timeout", "2"]
+    args = [
+        "--db",
+        str(lab_db),
+        "judge",
+        "run",
+        "--model",
+        "cli-judge",
+        "--prompt-version",
+        "grounding-v1-ru",
+        "--concurrency",
+        "2",
+        "--timeout",
+        "2",
+    ]
     with StubServer({"A2": ["malformed", "malformed"]}) as stub:
         # One answer failed: exit 1, and the message says so and how to finish.
         assert main([*args, "--base-url", stub.base_url]) == 1
@@ -620,17 +679,43 @@ def test_cli_judge_run(lab_db: Path, capsys: pytest.CaptureFixture[str]) -> None
 
     assert main([*args, "--base-url", "http://127.0.0.1:9", "--api-key-env", "NOPE_NOT_SET"]) == 1
     assert "NOPE_NOT_SET" in capsys.readouterr().err
-    assert main(["--db", str(lab_db), "judge", "run", "--base-url", "http://x", "--model", "m",
-                 "--prompt-version", "nope"]) == 1
+    assert (
+        main(
+            [
+                "--db",
+                str(lab_db),
+                "judge",
+                "run",
+                "--base-url",
+                "http://x",
+                "--model",
+                "m",
+                "--prompt-version",
+                "nope",
+            ]
+        )
+        == 1
+    )
     assert "no template file" in capsys.readouterr().err
 
 
 def test_cli_exit_status_when_answers_fail_or_the_endpoint_is_down(
-        lab_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lab_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from calibration.cli import main
 
-    args = ["--db", str(lab_db), "judge", "run", "--model", "cli-judge", "--prompt-version",
-            "grounding-v1", "--max-attempts", "1"]
+    args = [
+        "--db",
+        str(lab_db),
+        "judge",
+        "run",
+        "--model",
+        "cli-judge",
+        "--prompt-version",
+        "grounding-v1",
+        "--max-attempts",
+        "1",
+    ]
     with StubServer(default="500") as stub:
         assert main([*args, "--base-url", stub.base_url]) == 1
     out, err = capsys.readouterr()
@@ -678,7 +763,8 @@ def press_run(at) -> None:
 
 
 def test_page_runs_an_edited_prompt_and_shows_the_comparison(
-        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lab_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     at = lab_page(lab_db, monkeypatch)
     assert not at.exception
     # The intro says what is sent and where the key comes from.
@@ -687,8 +773,11 @@ def test_page_runs_an_edited_prompt_and_shows_the_comparison(
     assert judge.DEFAULT_API_KEY_ENV in intro and "bills every request" in intro
     assert at.text_area(key="lab_template_text").value == judge.load_template("grounding-v1").text
 
-    right = {f"A{i}.c{j}": v for i in range(1, LABELED + 1)
-             for j, v in ((1, "SUPPORTED"), (2, "SUPPORTED"), (3, "UNSUPPORTED"))}
+    right = {
+        f"A{i}.c{j}": v
+        for i in range(1, LABELED + 1)
+        for j, v in ((1, "SUPPORTED"), (2, "SUPPORTED"), (3, "UNSUPPORTED"))
+    }
     with StubServer(verdicts=right) as stub:
         at.text_area(key="lab_template_text").input(template().text + "\nBe strict. {not a slot}")
         at.text_input(key="lab_base_url").input(stub.base_url)
@@ -763,7 +852,8 @@ def test_page_reports_an_unreachable_endpoint_once(lab_db: Path, monkeypatch: py
 
 
 def test_a_refused_request_body_names_the_flags_on_the_cli_and_the_controls_on_the_page(
-        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lab_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with StubServer(default="400") as stub, pytest.raises(judge.client.EndpointRejected) as err:
         judge.run_lab(config(stub), template(), db_path=lab_db)
     assert "check the model name, --max-tokens and --json-mode" in err.value.lines(FLAGS)[0]
@@ -775,12 +865,16 @@ def test_a_refused_request_body_names_the_flags_on_the_cli_and_the_controls_on_t
         press_run(at)
     assert not at.exception and len(at.error) == 1
     shown = [t.value for t in at.text if "HTTP 400" in t.value]
-    assert len(shown) == 1 and "the token limit (the command line's judge run --max-tokens; the lab " \
-        "sets none) and JSON mode" in shown[0]
+    assert (
+        len(shown) == 1
+        and "the token limit (the command line's judge run --max-tokens; the lab sets none) and JSON mode"
+        in shown[0]
+    )
 
 
 def test_page_shows_no_comparison_for_a_run_without_verdicts(
-        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lab_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     at = lab_page(lab_db, monkeypatch)
     with StubServer(default="malformed") as stub:
         at.text_input(key="lab_base_url").input(stub.base_url)
@@ -796,7 +890,8 @@ def test_page_shows_no_comparison_for_a_run_without_verdicts(
 
 
 def test_page_keeps_its_choices_and_edits_across_page_switches(
-        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lab_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     at = lab_app(lab_db, monkeypatch)
     edited = template().text + "\nBe brief."
     url = closed_port_url()
@@ -809,9 +904,13 @@ def test_page_keeps_its_choices_and_edits_across_page_switches(
     assert not at.exception and len(at.error) == 1
 
     def form() -> tuple[object, ...]:
-        return (at.text_input(key="lab_base_url").value, at.text_input(key="lab_model").value,
-                at.text_input(key="lab_version").value, at.number_input(key="lab_concurrency").value,
-                at.text_area(key="lab_template_text").value)
+        return (
+            at.text_input(key="lab_base_url").value,
+            at.text_input(key="lab_model").value,
+            at.text_input(key="lab_version").value,
+            at.number_input(key="lab_concurrency").value,
+            at.text_area(key="lab_template_text").value,
+        )
 
     expected = (url, "m1", "brief-v1", 8, edited)
     assert form() == expected
@@ -822,7 +921,8 @@ def test_page_keeps_its_choices_and_edits_across_page_switches(
 
 
 def test_page_keeps_template_edits_when_another_template_is_picked(
-        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lab_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     at = lab_page(lab_db, monkeypatch)
     shipped = judge.load_template("grounding-v1").text
     assert not any("Edited" in c.value for c in at.caption)
@@ -840,8 +940,7 @@ def test_page_keeps_template_edits_when_another_template_is_picked(
     assert not any("Edited" in c.value for c in at.caption)
 
 
-def test_page_inspects_and_compares_the_run_just_made(
-        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_inspects_and_compares_the_run_just_made(lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     class Interrupted(Exception):
         pass
 
@@ -852,8 +951,12 @@ def test_page_inspects_and_compares_the_run_just_made(
     add_cycle(lab_db, "c1", ["A6", "A2"])
     with StubServer() as stub:
         with pytest.raises(Interrupted):  # an older run, left half done
-            judge.run_lab(config(stub, model="page-judge", concurrency=1), template("r-old"),
-                          db_path=lab_db, progress=stop_after_one)
+            judge.run_lab(
+                config(stub, model="page-judge", concurrency=1),
+                template("r-old"),
+                db_path=lab_db,
+                progress=stop_after_one,
+            )
         judge.run_lab(config(stub, model="page-judge"), template("r-new"), db_path=lab_db)
 
         at = lab_app(lab_db, monkeypatch)
@@ -864,8 +967,9 @@ def test_page_inspects_and_compares_the_run_just_made(
         # Resuming r-old as a revision of another run than it was started from is refused...
         at.selectbox(key="lab_revises").select("page-judge@r-new")
         press_run(at)
-        assert [e.value for e in at.error] and any("was started as a revision of old-judge@v0" in t.value
-                                                   for t in at.text)
+        assert [e.value for e in at.error] and any(
+            "was started as a revision of old-judge@v0" in t.value for t in at.text
+        )
         # ...and accepted with the run it revises.
         at.selectbox(key="lab_revises").select("old-judge@v0")
         press_run(at)
@@ -878,8 +982,10 @@ def test_page_inspects_and_compares_the_run_just_made(
     # Both other runs share the 12 labeled claims; the default is the run r-old revises.
     baseline = at.selectbox(key="lab_cmp_baseline")
     assert baseline.value == "old-judge@v0"
-    assert baseline.options == ["old-judge@v0 · 12 shared labeled claims",
-                                "page-judge@r-new · 12 shared labeled claims"]
+    assert baseline.options == [
+        "old-judge@v0 · 12 shared labeled claims",
+        "page-judge@r-new · 12 shared labeled claims",
+    ]
     assert "Default baseline: the run this prompt revises (old-judge@v0)." in [t.value for t in at.text]
     assert list(at.dataframe[1].value["baseline"]) == ["old-judge@v0", "page-judge@r-new"]
     baseline.select("page-judge@r-new").run()
@@ -893,14 +999,17 @@ def test_page_inspects_and_compares_the_run_just_made(
 
 def test_render_is_single_pass_and_brace_safe() -> None:
     tpl = 'Q: {question}\nA: {answer}\n{chunks}\n{claims}\n{"json": {"x": 1}} {other} {{question}}'
-    out = judge.render(tpl, {"question": "{answer} \\g<0> {0}", "answer": "ans",
-                             "chunks": "{claims}", "claims": "C"})
-    assert out == ('Q: {answer} \\g<0> {0}\nA: ans\n{claims}\nC\n'
-                   '{"json": {"x": 1}} {other} {{answer} \\g<0> {0}}')
+    out = judge.render(
+        tpl, {"question": "{answer} \\g<0> {0}", "answer": "ans", "chunks": "{claims}", "claims": "C"}
+    )
+    assert out == (
+        'Q: {answer} \\g<0> {0}\nA: ans\n{claims}\nC\n{"json": {"x": 1}} {other} {{answer} \\g<0> {0}}'
+    )
 
 
-def test_a_prompt_file_is_read_by_the_input_reader(tmp_path: Path, lab_db: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_prompt_file_is_read_by_the_input_reader(
+    tmp_path: Path, lab_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from calibration.cli import main
 
     text = judge.load_template("grounding-v1").text + "\nRésumé: ‘quotes’\n"
@@ -914,16 +1023,45 @@ def test_a_prompt_file_is_read_by_the_input_reader(tmp_path: Path, lab_db: Path,
     bom = tmp_path / "bom.txt"
     bom.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
     assert judge.load_template("p", bom).text == text
-    args = ["--db", str(lab_db), "judge", "run", "--base-url", "http://127.0.0.1:9", "--model", "m",
-            "--prompt-version", "p", "--prompt-file", str(cp1252)]
+    args = [
+        "--db",
+        str(lab_db),
+        "judge",
+        "run",
+        "--base-url",
+        "http://127.0.0.1:9",
+        "--model",
+        "m",
+        "--prompt-version",
+        "p",
+        "--prompt-file",
+        str(cp1252),
+    ]
     assert main(args) == 1
     said = capsys.readouterr().err
     assert f"{cp1252}:{text.count(chr(10))}: cannot decode" in said and "--encoding" in said
     assert "Traceback" not in said
-    assert main(["--db", str(lab_db), "judge", "run", "--base-url", "http://x", "--model", "m",
-                 "--prompt-version", "nope"]) == 1
-    assert "no template file for prompt version 'nope'; give one with --prompt-file, or use one of: " \
+    assert (
+        main(
+            [
+                "--db",
+                str(lab_db),
+                "judge",
+                "run",
+                "--base-url",
+                "http://x",
+                "--model",
+                "m",
+                "--prompt-version",
+                "nope",
+            ]
+        )
+        == 1
+    )
+    assert (
+        "no template file for prompt version 'nope'; give one with --prompt-file, or use one of: "
         in capsys.readouterr().err
+    )
 
 
 def test_templates_ship_and_are_checked() -> None:
@@ -940,14 +1078,21 @@ def test_templates_ship_and_are_checked() -> None:
 
 def test_parse_reply_shapes_and_errors() -> None:
     ids, chunks = ["c1", "c2"], ["S1", "S2"]
-    ok = judge.parse_reply('{"verdicts": [{"id": "c2", "verdict": "refuted", "evidence": [2]},'
-                           '{"claim_id": "c1", "verdict": "SUPPORTED", "evidence": "S1",'
-                           ' "explanation": "why"}]}', ids, chunks)
+    ok = judge.parse_reply(
+        '{"verdicts": [{"id": "c2", "verdict": "refuted", "evidence": [2]},'
+        '{"claim_id": "c1", "verdict": "SUPPORTED", "evidence": "S1",'
+        ' "explanation": "why"}]}',
+        ids,
+        chunks,
+    )
     assert [(v.claim_id, v.verdict, v.evidence) for v in ok] == [
-        ("c1", Verdict.SUPPORTED, ("S1",)), ("c2", Verdict.CONTRADICTED, ("S2",))]
+        ("c1", Verdict.SUPPORTED, ("S1",)),
+        ("c2", Verdict.CONTRADICTED, ("S2",)),
+    ]
     assert ok[0].rationale == "why" and ok[1].raw_verdict == "refuted"
-    mapping = judge.parse_reply('<think>hmm {</think>```json\n{"c1": "nei", "c2": {"verdict": "yes"}}\n```',
-                                ids, chunks)
+    mapping = judge.parse_reply(
+        '<think>hmm {</think>```json\n{"c1": "nei", "c2": {"verdict": "yes"}}\n```', ids, chunks
+    )
     assert [v.verdict for v in mapping] == [Verdict.UNSUPPORTED, Verdict.SUPPORTED]
     assert judge.parse_reply('{"id": "c1", "verdict": "SUPPORTED"}', ["c1"])[0].claim_id == "c1"
 
@@ -958,8 +1103,9 @@ def test_parse_reply_shapes_and_errors() -> None:
         '[{"id": "c1", "verdict": "maybe"}, {"id": "c2", "verdict": "SUPPORTED"}]': "unknown verdict 'maybe'",
         '[{"id": "c1", "verdict": "SUPPORTED"}, {"id": "c1", "verdict": "SUPPORTED"}, '
         '{"id": "c2", "verdict": "SUPPORTED"}]': "more than once",
-        '[{"id": "c1", "verdict": "SUPPORTED", "evidence": ["S9"]}, {"id": "c2", "verdict": "SUPPORTED"}]':
-            "evidence 'S9' names no chunk",
+        (
+            '[{"id": "c1", "verdict": "SUPPORTED", "evidence": ["S9"]}, {"id": "c2", "verdict": "SUPPORTED"}]'
+        ): "evidence 'S9' names no chunk",
     }
     for text, msg in bad.items():
         with pytest.raises(ReplyError, match=msg.replace("[", r"\[").replace("(", r"\(")):
@@ -980,8 +1126,12 @@ def test_endpoint_url_and_config_checks() -> None:
 
 
 def test_plural() -> None:
-    assert [plural(n, "claim") for n in (0, 1, 2, 1234)] == \
-        ["0 claims", "1 claim", "2 claims", "1,234 claims"]
+    assert [plural(n, "claim") for n in (0, 1, 2, 1234)] == [
+        "0 claims",
+        "1 claim",
+        "2 claims",
+        "1,234 claims",
+    ]
     assert plural(1, "HTTP attempt") == "1 HTTP attempt"
 
 
@@ -997,8 +1147,10 @@ def test_connect_errors_are_described() -> None:
 
     describe = judge.describe_connect_error
     assert describe(wrapped(ConnectionRefusedError(111, "Connection refused"))) == "connection refused"
-    assert describe(wrapped(socket.gaierror(-2, "Name or service not known"))) == \
-        "unknown host (Name or service not known)"
+    assert (
+        describe(wrapped(socket.gaierror(-2, "Name or service not known")))
+        == "unknown host (Name or service not known)"
+    )
     assert describe(wrapped(OSError(101, "Network is unreachable"))) == "network is unreachable"
     assert describe(httpx.ConnectError("odd")) == "odd"
 
@@ -1009,8 +1161,9 @@ def test_backoff_is_exponential_with_full_jitter() -> None:
 
 
 def test_no_database_needed_for_the_core() -> None:
-    item = judge.AnswerInput("X", "q", "a", (judge.ChunkText("S1", "t"),),
-                             (judge.ClaimText(1, "X.c1", "claim"),))
+    item = judge.AnswerInput(
+        "X", "q", "a", (judge.ChunkText("S1", "t"),), (judge.ClaimText(1, "X.c1", "claim"),)
+    )
     seen: list[judge.AnswerResult] = []
 
     async def go(stub: StubServer) -> None:
@@ -1025,8 +1178,9 @@ def test_no_database_needed_for_the_core() -> None:
     assert seen[0].status == "ok" and seen[0].verdicts[0].claim_id == "X.c1"
 
 
-def paired_claims_oracle(db, run_a: store.JudgeRun, run_b: store.JudgeRun,
-                         cycle_id: int | None = None) -> tuple[list, int]:
+def paired_claims_oracle(
+    db, run_a: store.JudgeRun, run_b: store.JudgeRun, cycle_id: int | None = None
+) -> tuple[list, int]:
     """The comparison's input as the judge lab read it before the one final-label reader: its
     own SQL, record by record through `final_human_label`, in answer-id then claim
     order. Kept as an independent computation to check `judge.compare_runs` against."""
@@ -1045,7 +1199,9 @@ def paired_claims_oracle(db, run_a: store.JudgeRun, run_b: store.JudgeRun,
            JOIN judge_verdicts va ON va.claim_pk = cl.id AND va.run_id = ?
            JOIN judge_verdicts vb ON vb.claim_pk = cl.id AND vb.run_id = ?
            {cycle_join}
-           ORDER BY cl.answer_id, cl.position""", params).fetchall()
+           ORDER BY cl.answer_id, cl.position""",
+        params,
+    ).fetchall()
     items, unresolved = [], 0
     for aid, cid, a, b, labels_json, adjudicated, unclear in rows:
         labels = json.loads(labels_json) if labels_json else []
@@ -1057,8 +1213,9 @@ def paired_claims_oracle(db, run_a: store.JudgeRun, run_b: store.JudgeRun,
     return items, unresolved
 
 
-def assert_comparison_matches_oracle(db, run: store.JudgeRun, base: store.JudgeRun,
-                                     cycle: str | None = None) -> judge.LabComparison | None:
+def assert_comparison_matches_oracle(
+    db, run: store.JudgeRun, base: store.JudgeRun, cycle: str | None = None
+) -> judge.LabComparison | None:
     comp = judge.compare_runs(db, run, base, cycle)
     items, unresolved = paired_claims_oracle(db, base, run, store.cycle_id(db, cycle) if cycle else None)
     if not items:
@@ -1067,8 +1224,11 @@ def assert_comparison_matches_oracle(db, run: store.JudgeRun, base: store.JudgeR
     assert comp is not None and comp.unresolved == unresolved
     # Everything, the order of the claims only one run got right included.
     assert comp.result == compare_of(items)
-    expected = {**compare_of(items).to_dict(base.name, run.name),
-                "unresolved_claims": unresolved, "cycle": cycle}
+    expected = {
+        **compare_of(items).to_dict(base.name, run.name),
+        "unresolved_claims": unresolved,
+        "cycle": cycle,
+    }
     assert {k: v for k, v in comp.to_dict().items() if k in expected} == expected
     return comp
 
@@ -1086,8 +1246,9 @@ def test_comparison_leaves_unresolved_claims_out_as_before(wice_db) -> None:
 
     # A second reviewer disagreeing on every fifth claim: disputed, unless a lead adjudicates.
     pks = [r[0] for r in wice_db.execute("SELECT id FROM claims ORDER BY id")]
-    human = dict(wice_db.execute("SELECT claim_pk, final_verdict FROM human_labels "
-                                 "WHERE reviewer = 'wice-annotators'"))
+    human = dict(
+        wice_db.execute("SELECT claim_pk, final_verdict FROM human_labels WHERE reviewer = 'wice-annotators'")
+    )
     other = {"SUPPORTED": "UNSUPPORTED", "UNSUPPORTED": "CONTRADICTED", "CONTRADICTED": "SUPPORTED"}
     for i, pk in enumerate(pks):
         verdict = other[human[pk]] if i % 5 == 0 else human[pk]
@@ -1100,15 +1261,17 @@ def test_comparison_leaves_unresolved_claims_out_as_before(wice_db) -> None:
     assert comp is not None and (comp.result.n_claims, comp.unresolved) == (83, 17)
 
 
-def test_comparison_within_a_cycle_matches_the_record_by_record_reading(
-        lab_db: Path, tmp_path: Path) -> None:
+def test_comparison_within_a_cycle_matches_the_record_by_record_reading(lab_db: Path, tmp_path: Path) -> None:
     # Three claims per answer; an answer imported last whose id sorts first (claim ids and
     # answer ids in different orders), and a cycle whose order is neither.
     late = tmp_path / "late.jsonl"
     late.write_text(json.dumps(_answer(0)), encoding="utf-8")
     late_labels = tmp_path / "late.csv"
-    late_labels.write_text("answer_id,claim_id,verdict,reviewer\nA0,A0.c1,SUPPORTED,ann\n"
-                           "A0,A0.c2,SUPPORTED,ann\nA0,A0.c3,UNSUPPORTED,ann\n", encoding="utf-8")
+    late_labels.write_text(
+        "answer_id,claim_id,verdict,reviewer\nA0,A0.c1,SUPPORTED,ann\n"
+        "A0,A0.c2,SUPPORTED,ann\nA0,A0.c3,UNSUPPORTED,ann\n",
+        encoding="utf-8",
+    )
     with store.session(lab_db) as db:
         import_answers(db, late)
         import_labels(db, late_labels)
@@ -1134,13 +1297,18 @@ N_MANY = 20
 def _unique_answer(i: int, judge_verdicts: tuple[str, str]) -> dict:
     """An answer whose claim texts occur nowhere else, so a leak of one is visible."""
     aid = f"U{i:02d}"
-    return {"id": aid, "question": f"Question about item {i}?", "answer": f"Answer about item {i}.",
-            "chunks": [{"id": "S1", "text": f"Source text on item {i}."}],
-            "claims": [{"id": f"{aid}.c1", "claim": f"Item {i} ships in {i + 2} days.",
-                        "verdict": judge_verdicts[0]},
-                       {"id": f"{aid}.c2", "claim": f"Item {i} costs {10 * i} euros.",
-                        "verdict": judge_verdicts[1]}],
-            "judge_model": "old-judge", "judge_prompt_version": "v0"}
+    return {
+        "id": aid,
+        "question": f"Question about item {i}?",
+        "answer": f"Answer about item {i}.",
+        "chunks": [{"id": "S1", "text": f"Source text on item {i}."}],
+        "claims": [
+            {"id": f"{aid}.c1", "claim": f"Item {i} ships in {i + 2} days.", "verdict": judge_verdicts[0]},
+            {"id": f"{aid}.c2", "claim": f"Item {i} costs {10 * i} euros.", "verdict": judge_verdicts[1]},
+        ],
+        "judge_model": "old-judge",
+        "judge_prompt_version": "v0",
+    }
 
 
 @pytest.fixture
@@ -1148,15 +1316,21 @@ def many_db(db_path: Path, tmp_path: Path) -> Path:
     """N_MANY answers with two claims each, all labeled; the old judge wrong on some claims
     (SUPPORTED where the humans say UNSUPPORTED, and the reverse), a note on one correction."""
     answers = tmp_path / "many.jsonl"
-    answers.write_text("\n".join(json.dumps(_unique_answer(i, ("SUPPORTED", "SUPPORTED" if i % 3 else
-                                                                "UNSUPPORTED")))
-                                 for i in range(N_MANY)), encoding="utf-8")
+    answers.write_text(
+        "\n".join(
+            json.dumps(_unique_answer(i, ("SUPPORTED", "SUPPORTED" if i % 3 else "UNSUPPORTED")))
+            for i in range(N_MANY)
+        ),
+        encoding="utf-8",
+    )
     labels = tmp_path / "many.csv"
     rows = ["answer_id,claim_id,verdict,reviewer,note"]
     for i in range(N_MANY):
         aid = f"U{i:02d}"
-        rows.append(f"{aid},{aid}.c1,{'UNSUPPORTED' if i % 4 == 0 else 'SUPPORTED'},ann,"
-                    + ("no source gives a delivery time" if i == 4 else ""))
+        rows.append(
+            f"{aid},{aid}.c1,{'UNSUPPORTED' if i % 4 == 0 else 'SUPPORTED'},ann,"
+            + ("no source gives a delivery time" if i == 4 else "")
+        )
         rows.append(f"{aid},{aid}.c2,{'SUPPORTED' if i % 2 else 'UNSUPPORTED'},ann,")
     labels.write_text("\n".join(rows) + "\n", encoding="utf-8")
     with store.session(db_path) as db:
@@ -1167,13 +1341,18 @@ def many_db(db_path: Path, tmp_path: Path) -> Path:
 
 def human_verdicts(db_path: Path) -> dict[str, str]:
     with store.session(db_path) as db:
-        return {f"{a}/{c}": v for a, c, v in db.execute(
-            "SELECT c.answer_id, c.claim_id, h.final_verdict FROM claims c JOIN human_labels h "
-            "ON h.claim_pk = c.id")}
+        return {
+            f"{a}/{c}": v
+            for a, c, v in db.execute(
+                "SELECT c.answer_id, c.claim_id, h.final_verdict FROM claims c JOIN human_labels h "
+                "ON h.claim_pk = c.id"
+            )
+        }
 
 
-EXAMPLES_TEMPLATE = (judge.load_template("grounding-v1").text
-                     + "\n\nWorked examples from reviewers:\n{examples}\n")
+EXAMPLES_TEMPLATE = (
+    judge.load_template("grounding-v1").text + "\n\nWorked examples from reviewers:\n{examples}\n"
+)
 
 
 def test_prompts_with_examples_never_contain_a_holdout_claim(many_db: Path) -> None:
@@ -1185,12 +1364,21 @@ def test_prompts_with_examples_never_contain_a_holdout_claim(many_db: Path) -> N
         assert stub.count == N_MANY
     with store.session(many_db) as db:
         sp = split.current(db)
-        holdout = {f"{a}/{c}": t for a, c, t in db.execute("SELECT answer_id, claim_id, text FROM claims")
-                   if a in set(sp.holdout)}
-        examples = list(db.execute("SELECT c.answer_id, e.kind, e.text FROM judge_lab_examples e "
-                                   "JOIN claims c ON c.id = e.claim_pk WHERE e.run_id = ?", [summary.run.id]))
-        prompts = dict(db.execute("SELECT answer_id, prompt FROM judge_calls WHERE run_id = ?",
-                                  [summary.run.id]))
+        holdout = {
+            f"{a}/{c}": t
+            for a, c, t in db.execute("SELECT answer_id, claim_id, text FROM claims")
+            if a in set(sp.holdout)
+        }
+        examples = list(
+            db.execute(
+                "SELECT c.answer_id, e.kind, e.text FROM judge_lab_examples e "
+                "JOIN claims c ON c.id = e.claim_pk WHERE e.run_id = ?",
+                [summary.run.id],
+            )
+        )
+        prompts = dict(
+            db.execute("SELECT answer_id, prompt FROM judge_calls WHERE run_id = ?", [summary.run.id])
+        )
     assert len(sp.holdout) == N_MANY // 2 and summary.examples == len(examples) > 0
     # Examples come from tuning claims only, mostly judge errors, at most one per answer.
     assert {a for a, _, _ in examples} <= set(sp.tuning)
@@ -1231,12 +1419,18 @@ def test_comparison_reports_holdout_and_tuning_separately(many_db: Path) -> None
     # The new judge says what the humans say, except on every third claim of the holdout.
     with store.session(many_db) as db:
         sp = split.ensure_split(db)
-        old = {f"{a}/{c}": v for a, c, v in db.execute(
-            "SELECT c.answer_id, c.claim_id, v.verdict FROM judge_verdicts v "
-            "JOIN claims c ON c.id = v.claim_pk")}
+        old = {
+            f"{a}/{c}": v
+            for a, c, v in db.execute(
+                "SELECT c.answer_id, c.claim_id, v.verdict FROM judge_verdicts v "
+                "JOIN claims c ON c.id = v.claim_pk"
+            )
+        }
     flip = {"SUPPORTED": "UNSUPPORTED", "UNSUPPORTED": "SUPPORTED"}
-    new = {k.split("/")[1]: (flip[v] if k.split("/")[0] in sp.holdout and i % 3 == 0 else v)
-           for i, (k, v) in enumerate(sorted(humans.items()))}
+    new = {
+        k.split("/")[1]: (flip[v] if k.split("/")[0] in sp.holdout and i % 3 == 0 else v)
+        for i, (k, v) in enumerate(sorted(humans.items()))
+    }
     with StubServer(verdicts=new) as stub:
         summary = judge.run_lab(config(stub), template("better"), db_path=many_db)
     comp = summary.comparison
@@ -1265,15 +1459,34 @@ def test_cli_judge_run_json_contract(many_db: Path, capsys: pytest.CaptureFixtur
     from calibration.cli import main
 
     with StubServer() as stub:
-        code = main(["--db", str(many_db), "judge", "run", "--base-url", stub.base_url, "--model", "cli",
-                     "--prompt-version", "grounding-v1", "--json"])
+        code = main(
+            [
+                "--db",
+                str(many_db),
+                "judge",
+                "run",
+                "--base-url",
+                stub.base_url,
+                "--model",
+                "cli",
+                "--prompt-version",
+                "grounding-v1",
+                "--json",
+            ]
+        )
     out = capsys.readouterr()
     assert code == 0, out.err
     data = json.loads(out.out)
     assert data["baseline"] == "old-judge@v0"
     for part in ("holdout", "tuning"):
-        assert set(data["comparison"][part]) >= {"n_claims", "new_right_old_wrong", "old_right_new_wrong",
-                                                  "mcnemar_exact_p", "agreement_new", "agreement_old"}
+        assert set(data["comparison"][part]) >= {
+            "n_claims",
+            "new_right_old_wrong",
+            "old_right_new_wrong",
+            "mcnemar_exact_p",
+            "agreement_new",
+            "agreement_old",
+        }
     assert data["comparison"]["holdout"]["n_claims"] + data["comparison"]["tuning"]["n_claims"] == 2 * N_MANY
     # The cost line comes before the run (on stderr, so stdout stays one JSON object).
     assert "about to send 20 requests for 20 answers" in out.err and "prompt tokens estimated" in out.err
@@ -1332,8 +1545,13 @@ def test_a_50_mb_reply_is_cut_at_the_limit_with_bounded_memory(lab_db: Path) -> 
 
     add_cycle(lab_db, "one", ["A1"])
     with StubServer(default=("huge", 50)) as stub:
-        proc = subprocess.run([sys.executable, "-c", HUGE_CHILD, str(lab_db), stub.base_url],
-                              capture_output=True, text=True, timeout=120, cwd=ROOT)
+        proc = subprocess.run(
+            [sys.executable, "-c", HUGE_CHILD, str(lab_db), stub.base_url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
         assert proc.returncode == 0, proc.stderr
         assert stub.count == 1  # not retried: the same prompt would bring the same flood
     out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -1342,8 +1560,9 @@ def test_a_50_mb_reply_is_cut_at_the_limit_with_bounded_memory(lab_db: Path) -> 
     [(aid, error)] = out["failures"]
     assert aid == "A1" and "reply too large: cut off after" in error and "1,000,000 bytes" in error
     with store.session(lab_db) as db:
-        size = db.execute("SELECT length(prompt) + coalesce(length(response), 0) + length(exchanges) "
-                          "FROM judge_calls").fetchone()[0]
+        size = db.execute(
+            "SELECT length(prompt) + coalesce(length(response), 0) + length(exchanges) FROM judge_calls"
+        ).fetchone()[0]
     assert size < 50_000
 
 
@@ -1357,80 +1576,134 @@ def test_each_reply_is_stored_once(lab_db: Path) -> None:
     assert exchanges[-1]["response_in_call"] is True and "response" in exchanges[0]
 
 
-def test_api_key_variable_must_be_allowed(lab_db: Path, monkeypatch: pytest.MonkeyPatch,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_api_key_variable_must_be_allowed(
+    lab_db: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from calibration.cli import main
 
     with StubServer() as stub:
-        code = main(["--db", str(lab_db), "judge", "run", "--base-url", stub.base_url, "--model", "m",
-                     "--prompt-version", "grounding-v1", "--api-key-env", "HOME"])
+        code = main(
+            [
+                "--db",
+                str(lab_db),
+                "judge",
+                "run",
+                "--base-url",
+                stub.base_url,
+                "--model",
+                "m",
+                "--prompt-version",
+                "grounding-v1",
+                "--api-key-env",
+                "HOME",
+            ]
+        )
         assert code == 1 and stub.count == 0
     err = capsys.readouterr().err
     assert "'HOME' is not allowed" in err and "CALIBRATION_JUDGE_KEY_ENVS" in err
     with pytest.raises(InputError, match="not allowed"):
         judge.JudgeConfig(base_url="http://h/v1", model="m", api_key_env="AWS_SECRET_ACCESS_KEY")
     # Listed by the operator (environment or Streamlit secrets): allowed.
-    policy = judge.EndpointPolicy.from_sources({"CALIBRATION_JUDGE_KEY_ENVS": "OPENAI_API_KEY, X_KEY"},
-                                               {"CALIBRATION_JUDGE_KEY_ENVS": ["TEAM_KEY"]})
+    policy = judge.EndpointPolicy.from_sources(
+        {"CALIBRATION_JUDGE_KEY_ENVS": "OPENAI_API_KEY, X_KEY"}, {"CALIBRATION_JUDGE_KEY_ENVS": ["TEAM_KEY"]}
+    )
     assert policy.key_envs == (judge.DEFAULT_API_KEY_ENV, "OPENAI_API_KEY", "X_KEY", "TEAM_KEY")
     judge.JudgeConfig(base_url="http://h/v1", model="m", api_key_env="TEAM_KEY", policy=policy)
     judge.JudgeConfig(base_url="http://h/v1", model="m", api_key_env="")  # no key: a local server
 
 
-@pytest.mark.parametrize("base", ["http://h/v1#", "http://h/v1#x", "http://h/v1?", "http://h/v1?x=1",
-                                  "http://user:pw@h/v1", "ftp://h/v1", "h:8000/v1"])
+@pytest.mark.parametrize(
+    "base",
+    [
+        "http://h/v1#",
+        "http://h/v1#x",
+        "http://h/v1?",
+        "http://h/v1?x=1",
+        "http://user:pw@h/v1",
+        "ftp://h/v1",
+        "h:8000/v1",
+    ],
+)
 def test_base_url_must_end_in_a_path(lab_db: Path, base: str, capsys: pytest.CaptureFixture[str]) -> None:
     from calibration.cli import main
 
     with pytest.raises(InputError):
         judge.JudgeConfig(base_url=base, model="m")
-    code = main(["--db", str(lab_db), "judge", "run", "--base-url", base, "--model", "m",
-                 "--prompt-version", "grounding-v1"])
+    code = main(
+        [
+            "--db",
+            str(lab_db),
+            "judge",
+            "run",
+            "--base-url",
+            base,
+            "--model",
+            "m",
+            "--prompt-version",
+            "grounding-v1",
+        ]
+    )
     assert code == 1 and "base URL" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("base, url", [
-    ("http://h:8000", "http://h:8000/v1/chat/completions"),
-    ("http://h:8000/", "http://h:8000/v1/chat/completions"),
-    ("http://h:8000/v1", "http://h:8000/v1/chat/completions"),
-    ("http://h:8000/v1/", "http://h:8000/v1/chat/completions"),
-    ("https://h/openai/v1", "https://h/openai/v1/chat/completions"),
-    ("http://h/v1/chat/completions", "http://h/v1/chat/completions"),
-    ("http://h/v1/chat/completions/", "http://h/v1/chat/completions"),
-])
+@pytest.mark.parametrize(
+    "base, url",
+    [
+        ("http://h:8000", "http://h:8000/v1/chat/completions"),
+        ("http://h:8000/", "http://h:8000/v1/chat/completions"),
+        ("http://h:8000/v1", "http://h:8000/v1/chat/completions"),
+        ("http://h:8000/v1/", "http://h:8000/v1/chat/completions"),
+        ("https://h/openai/v1", "https://h/openai/v1/chat/completions"),
+        ("http://h/v1/chat/completions", "http://h/v1/chat/completions"),
+        ("http://h/v1/chat/completions/", "http://h/v1/chat/completions"),
+    ],
+)
 def test_request_url_is_joined(base: str, url: str) -> None:
     assert str(judge.chat_url(base)) == url
 
 
-@pytest.mark.parametrize("base, allowed", [
-    ("https://api.example.com/v1", True),
-    ("https://api.example.com/v1/", True),
-    ("https://api.example.com/v1/chat/completions", True),
-    ("https://api.example.com/v10", False),
-    ("https://api.example.com.evil.net/v1", False),
-    ("http://api.example.com/v1", False),
-    ("https://api.example.com:8443/v1", False),
-    ("http://localhost:8000/v1", True),
-])
+@pytest.mark.parametrize(
+    "base, allowed",
+    [
+        ("https://api.example.com/v1", True),
+        ("https://api.example.com/v1/", True),
+        ("https://api.example.com/v1/chat/completions", True),
+        ("https://api.example.com/v10", False),
+        ("https://api.example.com.evil.net/v1", False),
+        ("http://api.example.com/v1", False),
+        ("https://api.example.com:8443/v1", False),
+        ("http://localhost:8000/v1", True),
+    ],
+)
 def test_allowed_base_urls_restrict_by_prefix(base: str, allowed: bool) -> None:
     policy = judge.EndpointPolicy.from_sources(
-        {"CALIBRATION_JUDGE_BASE_URLS": "https://api.example.com/v1, http://localhost:8000"})
+        {"CALIBRATION_JUDGE_BASE_URLS": "https://api.example.com/v1, http://localhost:8000"}
+    )
     assert (not policy.base_url_problems(base)) is allowed
 
 
 def test_scope_of_one_runs_labeled_claims(lab_db: Path, tmp_path: Path) -> None:
     other = tmp_path / "other.jsonl"
-    other.write_text(json.dumps({**_answer(9), "id": "R1", "judge_model": "ru-judge",
-                                 "claims": [{"id": "R1.c1", "claim": "Другое.", "verdict": "SUPPORTED"}]}),
-                     encoding="utf-8")
+    other.write_text(
+        json.dumps(
+            {
+                **_answer(9),
+                "id": "R1",
+                "judge_model": "ru-judge",
+                "claims": [{"id": "R1.c1", "claim": "Другое.", "verdict": "SUPPORTED"}],
+            }
+        ),
+        encoding="utf-8",
+    )
     labels = tmp_path / "ru.csv"
     labels.write_text("answer_id,claim_id,verdict,reviewer\nR1,R1.c1,SUPPORTED,ann\n", encoding="utf-8")
     with store.session(lab_db) as db:
         import_answers(db, other)
         import_labels(db, labels)
         assert len(judge.scope_answer_ids(db, judge.parse_scope("labeled"))) == LABELED + 1
-        assert judge.scope_answer_ids(db, judge.parse_scope("run:old-judge@v0")) == [f"A{i}" for i in
-                                                                                      range(1, LABELED + 1)]
+        assert judge.scope_answer_ids(db, judge.parse_scope("run:old-judge@v0")) == [
+            f"A{i}" for i in range(1, LABELED + 1)
+        ]
         assert judge.scope_answer_ids(db, judge.parse_scope("run:ru-judge@v0")) == ["R1"]
     with pytest.raises(InputError, match="run:MODEL@VERSION"):
         judge.parse_scope("run:")

@@ -88,10 +88,17 @@ def test_only_the_data_layer_executes_sql() -> None:
 
 
 # The engine drivers each have one home: the backend module that speaks to them.
-BACKENDS = {"sqlite_utils": "calibration.store.sqlite", "sqlite3": "calibration.store.sqlite",
-            "psycopg": "calibration.store.postgres", "psycopg_pool": "calibration.store.postgres"}
-SHELL = [PACKAGE.parent / "app.py", PACKAGE.parent / "ui.py",
-         *sorted((PACKAGE.parent / "pages").glob("*.py"))]
+BACKENDS = {
+    "sqlite_utils": "calibration.store.sqlite",
+    "sqlite3": "calibration.store.sqlite",
+    "psycopg": "calibration.store.postgres",
+    "psycopg_pool": "calibration.store.postgres",
+}
+SHELL = [
+    PACKAGE.parent / "app.py",
+    PACKAGE.parent / "ui.py",
+    *sorted((PACKAGE.parent / "pages").glob("*.py")),
+]
 
 
 def _app_files() -> dict[str, Path]:
@@ -131,11 +138,15 @@ def test_no_domain_module_imports_the_cli_or_argparse() -> None:
     graph = import_graph()
     shell = {n for n in graph if n == "calibration.cli" or n.startswith("calibration.cli.")}
     shell.add("calibration.__main__")
-    bad = sorted(f"{n} -> {t}" for n, targets in graph.items() if n not in shell
-                 for t in targets if t in shell)
+    bad = sorted(
+        f"{n} -> {t}" for n, targets in graph.items() if n not in shell for t in targets if t in shell
+    )
     assert bad == []
-    argparse_users = sorted(n for n, p in modules().items() if n not in shell
-                            and re.search(r"^\s*(import argparse|from argparse)", p.read_text(), re.M))
+    argparse_users = sorted(
+        n
+        for n, p in modules().items()
+        if n not in shell and re.search(r"^\s*(import argparse|from argparse)", p.read_text(), re.M)
+    )
     assert argparse_users == []
 
 
@@ -198,11 +209,14 @@ def test_no_import_cycles_between_modules() -> None:
 
 
 def test_importing_the_statistics_stays_cheap() -> None:
-    code = ("import sys, calibration.agreement, calibration.decisions, calibration.estimation; "
-            "print(','.join(m for m in ('sqlite_utils', 'pandas', 'httpx', 'pydantic', 'streamlit') "
-            "if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=PACKAGE.parent)
+    code = (
+        "import sys, calibration.agreement, calibration.decisions, calibration.estimation; "
+        "print(','.join(m for m in ('sqlite_utils', 'pandas', 'httpx', 'pydantic', 'streamlit') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PACKAGE.parent
+    )
     assert out.stdout.strip() == ""
 
 
@@ -216,12 +230,17 @@ def test_check_constraints_match_the_python_vocabulary(tmp_path: Path) -> None:
     schema = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall())
     conn.close()
     verdicts = tuple(vocab.LABELS)
-    for table, n_lists in (("judge_verdicts", 1), ("adjudications", 1), ("label_events", 2),
-                           ("human_labels", 4)):
+    for table, n_lists in (
+        ("judge_verdicts", 1),
+        ("adjudications", 1),
+        ("label_events", 2),
+        ("human_labels", 4),
+    ):
         lists = _check_lists(schema[table])
         assert len(lists) == n_lists, table
-        assert all(lst == verdicts for lst in lists if set(lst) <= set(verdicts) | {"x"}
-                   and lst[0] in verdicts), table
+        assert all(
+            lst == verdicts for lst in lists if set(lst) <= set(verdicts) | {"x"} and lst[0] in verdicts
+        ), table
     assert tuple(vocab.LABEL_KINDS) in _check_lists(schema["label_events"])
     assert tuple(vocab.LABEL_STATUSES) in _check_lists(schema["human_labels"])
     assert tuple(vocab.RECONCILE_KINDS) in _check_lists(schema["human_labels"])
@@ -244,33 +263,50 @@ FLAG_WORD = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 def string_constants(source: str) -> list[tuple[int, str]]:
     """The string constants of a module that are not docstrings (f-string parts included), by line."""
     tree = ast.parse(source)
-    docs = {id(node.body[0].value) for node in ast.walk(tree)
-            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-            and node.body and isinstance(node.body[0], ast.Expr)
-            and isinstance(node.body[0].value, ast.Constant)}
-    return [(node.lineno, node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs]
+    docs = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+    ]
 
 
 def flag_words(name: str, source: str) -> list[str]:
     """`name:line: string` for every string of a domain module that spells a command-line flag."""
-    return [f"{name}:{line}: {text!r}" for line, text in string_constants(source)
-            if FLAG_WORD.search(text) and (name, text) not in FLAG_WORDS_ALLOWED]
+    return [
+        f"{name}:{line}: {text!r}"
+        for line, text in string_constants(source)
+        if FLAG_WORD.search(text) and (name, text) not in FLAG_WORDS_ALLOWED
+    ]
 
 
 def test_no_domain_message_names_a_cli_flag() -> None:
     # A message names an option as an errors.Option; the CLI words it as its flag, a page as
     # its control (errors.phrase), so no page ever tells a lead to pass a flag it cannot set.
-    found = [hit for name, path in modules().items() if not name.startswith(CLI_SHELL)
-             for hit in flag_words(name, path.read_text(encoding="utf-8"))]
+    found = [
+        hit
+        for name, path in modules().items()
+        if not name.startswith(CLI_SHELL)
+        for hit in flag_words(name, path.read_text(encoding="utf-8"))
+    ]
     assert found == []
 
 
-@pytest.mark.parametrize(("source", "hits"), [
-    ('raise ConflictError("give a new file with --db")\n', 1),
-    ('x = f"size {n}; use --force to create it"\n', 1),
-    ('def f():\n    """Like `judge run --json`."""\n    return "a - b -- c, x--y"\n', 0),
-    ('HINT = ("give one with ", Option.PROMPT_FILE)\n', 0),
-])
+@pytest.mark.parametrize(
+    ("source", "hits"),
+    [
+        ('raise ConflictError("give a new file with --db")\n', 1),
+        ('x = f"size {n}; use --force to create it"\n', 1),
+        ('def f():\n    """Like `judge run --json`."""\n    return "a - b -- c, x--y"\n', 0),
+        ('HINT = ("give one with ", Option.PROMPT_FILE)\n', 0),
+    ],
+)
 def test_flag_finder_sees_a_planted_flag(source: str, hits: int) -> None:
     assert len(flag_words("m", source)) == hits

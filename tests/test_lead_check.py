@@ -20,21 +20,24 @@ PAGES = Path(__file__).resolve().parents[1] / "pages"
 LEADS = roles.lead_keys(["Anna Lead"])
 
 
-@pytest.mark.parametrize(("leads", "signed_in", "identities", "lead"), [
-    (frozenset(), [], ["solo"], True),                      # single-user mode, first sign-in
-    (frozenset(), ["solo"], ["solo"], True),
-    (frozenset(), ["solo"], ["SOLO\u200b"], True),          # the same name, however typed
-    (frozenset(), ["solo", "second"], ["solo"], False),     # a second name ended single-user mode
-    (frozenset(), ["solo"], ["second"], False),
-    (frozenset(), [], [], False),                           # nobody signed in is never a lead
-    (frozenset(), [], [""], False),
-    (LEADS, [], ["anna lead"], True),
-    (LEADS, ["anna lead"], ["bob"], False),
-    (LEADS, [], ["bob"], False),                            # configured leads: no single-user mode
-])
-def test_require_lead_decides_from_the_database_now(fresh_db: Database, leads: frozenset[str],
-                                                    signed_in: list[str], identities: list[str],
-                                                    lead: bool) -> None:
+@pytest.mark.parametrize(
+    ("leads", "signed_in", "identities", "lead"),
+    [
+        (frozenset(), [], ["solo"], True),  # single-user mode, first sign-in
+        (frozenset(), ["solo"], ["solo"], True),
+        (frozenset(), ["solo"], ["SOLO\u200b"], True),  # the same name, however typed
+        (frozenset(), ["solo", "second"], ["solo"], False),  # a second name ended single-user mode
+        (frozenset(), ["solo"], ["second"], False),
+        (frozenset(), [], [], False),  # nobody signed in is never a lead
+        (frozenset(), [], [""], False),
+        (LEADS, [], ["anna lead"], True),
+        (LEADS, ["anna lead"], ["bob"], False),
+        (LEADS, [], ["bob"], False),  # configured leads: no single-user mode
+    ],
+)
+def test_require_lead_decides_from_the_database_now(
+    fresh_db: Database, leads: frozenset[str], signed_in: list[str], identities: list[str], lead: bool
+) -> None:
     for name in signed_in:
         roles.note_sign_in(fresh_db, name)
     if lead:
@@ -62,15 +65,21 @@ def _lead_pages() -> list[Path]:
     out = []
     for path in sorted(PAGES.glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "require_lead"
-               for n in ast.walk(tree)):
+        if any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "require_lead"
+            for n in ast.walk(tree)
+        ):
             out.append(path)
     return out
 
 
 def _is_lead_action(decorator: ast.expr) -> bool:
-    return isinstance(decorator, ast.Attribute) and decorator.attr == "lead_action" \
-        and isinstance(decorator.value, ast.Name) and decorator.value.id == "ui"
+    return (
+        isinstance(decorator, ast.Attribute)
+        and decorator.attr == "lead_action"
+        and isinstance(decorator.value, ast.Name)
+        and decorator.value.id == "ui"
+    )
 
 
 def _is_partial_rerun(decorator: ast.expr) -> bool:
@@ -84,9 +93,12 @@ def unchecked_callbacks(source: str) -> list[str]:
     its fragments and dialogs, which rerun without the page's own check, that skip it too."""
     tree = ast.parse(source)
     functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
-    bad = [f"line {fn.lineno}: {ast.unparse(d)} {fn.name}"
-           for fn in functions.values() for d in fn.decorator_list
-           if _is_partial_rerun(d) and not any(_is_lead_action(e) for e in fn.decorator_list)]
+    bad = [
+        f"line {fn.lineno}: {ast.unparse(d)} {fn.name}"
+        for fn in functions.values()
+        for d in fn.decorator_list
+        if _is_partial_rerun(d) and not any(_is_lead_action(e) for e in fn.decorator_list)
+    ]
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -111,15 +123,18 @@ def test_every_callback_of_a_lead_page_checks_the_lead(page: Path) -> None:
     assert unchecked_callbacks(page.read_text(encoding="utf-8")) == []
 
 
-@pytest.mark.parametrize(("source", "found"), [
-    ("@ui.lead_action\ndef f(): pass\nst.button('x', on_click=f)", []),
-    ("def f(): pass\nst.button('x', on_click=f)", ["line 2: on_click=f"]),
-    ("st.button('x', on_click=lambda: None)", ["line 1: on_click=lambda: None"]),
-    ("st.selectbox('x', [], on_change=None)", []),
-    ("@other\ndef f(): pass\nst.form_submit_button('x', on_click=f)", ["line 3: on_click=f"]),
-    ("@st.fragment\ndef f(): pass", ["line 2: st.fragment f"]),
-    ("@st.dialog('Title')\ndef f(): pass", ["line 2: st.dialog('Title') f"]),
-    ("@st.fragment(run_every=5)\n@ui.lead_action\ndef f(): pass", []),
-])
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        ("@ui.lead_action\ndef f(): pass\nst.button('x', on_click=f)", []),
+        ("def f(): pass\nst.button('x', on_click=f)", ["line 2: on_click=f"]),
+        ("st.button('x', on_click=lambda: None)", ["line 1: on_click=lambda: None"]),
+        ("st.selectbox('x', [], on_change=None)", []),
+        ("@other\ndef f(): pass\nst.form_submit_button('x', on_click=f)", ["line 3: on_click=f"]),
+        ("@st.fragment\ndef f(): pass", ["line 2: st.fragment f"]),
+        ("@st.dialog('Title')\ndef f(): pass", ["line 2: st.dialog('Title') f"]),
+        ("@st.fragment(run_every=5)\n@ui.lead_action\ndef f(): pass", []),
+    ],
+)
 def test_the_page_reader_finds_unchecked_callbacks(source: str, found: list[str]) -> None:
     assert unchecked_callbacks(source) == found

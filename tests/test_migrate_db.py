@@ -38,16 +38,20 @@ def test_the_demo_round_trips_through_postgresql(run_cli: RunCli, tmp_path: Path
     assert "copied" in out.stdout
     assert _outputs(run_cli, back, tmp_path, "back") == _outputs(run_cli, source, tmp_path, "source")
     with store.session(source) as a, store.session(back) as b:
-        for sql in ("SELECT count(*) FROM label_events", "SELECT max(id) FROM claims",
-                    "SELECT count(*) FROM answer_reveals"):
+        for sql in (
+            "SELECT count(*) FROM label_events",
+            "SELECT max(id) FROM claims",
+            "SELECT count(*) FROM answer_reveals",
+        ):
             assert a.execute(sql).fetchone() == b.execute(sql).fetchone(), sql
     # The PostgreSQL copy exports the same labels too.
     pg_export, _ = _outputs(run_cli, pg_url, tmp_path, "pg")
     assert sorted(pg_export.splitlines()) == sorted(_outputs(run_cli, source, tmp_path, "s2")[0].splitlines())
 
 
-def test_a_target_holding_data_is_refused_and_left_as_it_was(run_cli: RunCli, tmp_path: Path,
-                                                              pg_url: str) -> None:
+def test_a_target_holding_data_is_refused_and_left_as_it_was(
+    run_cli: RunCli, tmp_path: Path, pg_url: str
+) -> None:
     source = tmp_path / "demo.db"
     run_cli("demo", db=source, expect=0)
     run_cli("migrate-db", source, pg_url, db=source, expect=0)

@@ -32,12 +32,22 @@ def test_console_command_points_at_the_cli() -> None:
 
 
 def test_every_third_party_import_is_declared() -> None:
-    declared = {d.split(">")[0].split("<")[0].split("=")[0].strip().lower()
-                for d in PYPROJECT["project"]["dependencies"]}
+    declared = {
+        d.split(">")[0].split("<")[0].split("=")[0].strip().lower()
+        for d in PYPROJECT["project"]["dependencies"]
+    }
     # Import name -> distribution name, where they differ.
-    for module, dist in {"streamlit": "streamlit", "altair": "altair", "pandas": "pandas",
-                         "sqlite_utils": "sqlite-utils", "numpy": "numpy", "scipy": "scipy",
-                         "krippendorff": "krippendorff", "httpx": "httpx", "pydantic": "pydantic"}.items():
+    for module, dist in {
+        "streamlit": "streamlit",
+        "altair": "altair",
+        "pandas": "pandas",
+        "sqlite_utils": "sqlite-utils",
+        "numpy": "numpy",
+        "scipy": "scipy",
+        "krippendorff": "krippendorff",
+        "httpx": "httpx",
+        "pydantic": "pydantic",
+    }.items():
         importlib.import_module(module)
         assert dist in declared, dist
 
@@ -81,25 +91,32 @@ def test_constraints_pin_every_declared_dependency_within_its_range() -> None:
 
 
 def test_every_install_in_the_makefile_uses_the_constraints() -> None:
-    installs = [line for line in (ROOT / "Makefile").read_text().splitlines()
-                if "pip install" in line and "-r requirements" in line and "--upgrade" not in line]
+    installs = [
+        line
+        for line in (ROOT / "Makefile").read_text().splitlines()
+        if "pip install" in line and "-r requirements" in line and "--upgrade" not in line
+    ]
     assert installs
     assert all("-c constraints.txt" in line for line in installs), installs
 
 
-@pytest.mark.parametrize(("argv0", "prog"), [
-    ("/opt/venv/bin/calibration", "calibration"),
-    ("calibration", "calibration"),
-    ("/usr/local/bin/judge-calibration", "judge-calibration"),
-    ("/src/calibration/__main__.py", MODULE_PROG),
-    ("-m", MODULE_PROG),
-])
+@pytest.mark.parametrize(
+    ("argv0", "prog"),
+    [
+        ("/opt/venv/bin/calibration", "calibration"),
+        ("calibration", "calibration"),
+        ("/usr/local/bin/judge-calibration", "judge-calibration"),
+        ("/src/calibration/__main__.py", MODULE_PROG),
+        ("-m", MODULE_PROG),
+    ],
+)
 def test_the_cli_names_itself_as_it_was_invoked(argv0: str, prog: str) -> None:
     assert invoked_name(argv0) == prog
 
 
-def test_usage_and_hints_carry_the_invoked_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_usage_and_hints_carry_the_invoked_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(sys, "argv", ["/opt/venv/bin/jcal", "--db", str(tmp_path / "none.db"), "stats"])
     assert main() == 1
     assert "(jcal import FILE, or jcal demo)" in capsys.readouterr().err
@@ -109,7 +126,8 @@ def test_usage_and_hints_carry_the_invoked_name(tmp_path: Path, monkeypatch: pyt
 
 
 def test_a_demo_without_its_data_is_refused_and_leaves_no_database(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     # An installation whose shipped files are missing: neither the wheel's copy nor a checkout.
     monkeypatch.setattr(shipped, "INSTALLED", tmp_path / "no-share")
     monkeypatch.setattr(shipped, "CHECKOUT", tmp_path / "no-checkout")
@@ -124,8 +142,14 @@ def test_a_demo_without_its_data_is_refused_and_leaves_no_database(
 
 
 def _run(cmd: list[str | Path], cwd: Path, expect: int = 0) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, timeout=300,
-                          env={k: v for k, v in os.environ.items() if k != "CALIBRATION_DB"})
+    done = subprocess.run(
+        [str(c) for c in cmd],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "CALIBRATION_DB"},
+    )
     assert done.returncode == expect, f"{cmd}: {done.returncode}\n{done.stdout}\n{done.stderr}"
     assert "Traceback" not in done.stdout + done.stderr
     return done
@@ -138,31 +162,69 @@ def installed_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     through a .pth file (so not from the checkout: that folder is not on its path)."""
     tmp = tmp_path_factory.mktemp("wheel")
     dist, venv = tmp / "dist", tmp / "venv"
-    _run([sys.executable, "-c", "import sys; from setuptools import build_meta; "
-                                "build_meta.build_sdist(sys.argv[1])", dist], cwd=ROOT)
+    _run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from setuptools import build_meta; build_meta.build_sdist(sys.argv[1])",
+            dist,
+        ],
+        cwd=ROOT,
+    )
     (sdist,) = dist.glob("*.tar.gz")
-    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-          "--no-index", "-w", dist, sdist], cwd=tmp)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-w",
+            dist,
+            sdist,
+        ],
+        cwd=tmp,
+    )
     (wheel,) = dist.glob("*.whl")
     _run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=tmp)
     python = venv / "bin" / "python"
-    site = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                     cwd=tmp).stdout.strip())
+    site = Path(
+        _run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], cwd=tmp).stdout.strip()
+    )
     (site / "dev-venv-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    _run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps",
-          "--no-index", wheel], cwd=tmp)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            python,
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            wheel,
+        ],
+        cwd=tmp,
+    )
     return venv
 
 
 @pytest.mark.slow
 def test_the_installed_wheel_loads_the_demo_and_serves_the_app(installed_venv: Path, tmp_path: Path) -> None:
     bin_dir = installed_venv / "bin"
-    where = _run([bin_dir / "python", "-c", "import calibration.shipped as s; print(s.root())"],
-                 cwd=tmp_path).stdout.strip()
+    where = _run(
+        [bin_dir / "python", "-c", "import calibration.shipped as s; print(s.root())"], cwd=tmp_path
+    ).stdout.strip()
     assert Path(where).is_relative_to(installed_venv), where
     assert _run([bin_dir / "calibration", "--version"], cwd=tmp_path).stdout == f"calibration {__version__}\n"
-    metadata = _run([bin_dir / "python", "-c", "import importlib.metadata as m; "
-                     "print(m.version('judge-calibration'))"], cwd=tmp_path).stdout
+    metadata = _run(
+        [bin_dir / "python", "-c", "import importlib.metadata as m; print(m.version('judge-calibration'))"],
+        cwd=tmp_path,
+    ).stdout
     assert metadata == f"{__version__}\n"
 
     done = _run([bin_dir / "calibration", "demo"], cwd=tmp_path)
@@ -172,8 +234,12 @@ def test_the_installed_wheel_loads_the_demo_and_serves_the_app(installed_venv: P
     port = free_port()
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
-        server = subprocess.Popen([bin_dir / "calibration", "serve", "--port", str(port)], cwd=tmp_path,
-                                  stdout=out, stderr=subprocess.STDOUT)
+        server = subprocess.Popen(
+            [bin_dir / "calibration", "serve", "--port", str(port)],
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         wait_healthy(port, server, log.read_text)
     finally:
@@ -186,18 +252,25 @@ def test_the_installed_wheel_loads_the_demo_and_serves_the_app(installed_venv: P
 def test_the_installed_app_runs_its_home_page(installed_venv: Path, tmp_path: Path) -> None:
     # The health check proves the server starts; this runs the installed app.py (navigation,
     # ui, the Home page) once, as a browser's first visit would.
-    script = ("import sys; from streamlit.testing.v1 import AppTest; import calibration.shipped as s; "
-              "at = AppTest.from_file(str(s.app_script()), default_timeout=60).run(); "
-              "assert not at.exception, at.exception; print([m.value for m in at.info])")
+    script = (
+        "import sys; from streamlit.testing.v1 import AppTest; import calibration.shipped as s; "
+        "at = AppTest.from_file(str(s.app_script()), default_timeout=60).run(); "
+        "assert not at.exception, at.exception; print([m.value for m in at.info])"
+    )
     done = _run([installed_venv / "bin" / "python", "-c", script], cwd=tmp_path)
     assert "Nothing loaded yet" in done.stdout
 
 
 @pytest.mark.slow
 def test_an_installation_without_its_demo_data_refuses_the_demo_and_leaves_no_database(
-        installed_venv: Path, tmp_path: Path) -> None:
-    share = Path(_run([installed_venv / "bin" / "python", "-c", "import calibration.shipped as s; "
-                       "print(s.INSTALLED)"], cwd=tmp_path).stdout.strip())
+    installed_venv: Path, tmp_path: Path
+) -> None:
+    share = Path(
+        _run(
+            [installed_venv / "bin" / "python", "-c", "import calibration.shipped as s; print(s.INSTALLED)"],
+            cwd=tmp_path,
+        ).stdout.strip()
+    )
     data = share / "data"
     data.rename(share / "data-set-aside")
     try:

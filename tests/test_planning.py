@@ -23,13 +23,17 @@ def build(db: Database) -> dict[str, list[int]]:
     """Run judge@v1 over 96 two-claim answers b00..b95: b00..b23 hold one UNSUPPORTED verdict
     (category cat-a), b24..b95 are all SUPPORTED (cat-a up to b59, then cat-b)."""
     with store.write(db):
-        run_id = db.execute("INSERT INTO judge_runs (judge_model, prompt_version, created_at) "
-                            "VALUES ('judge', 'v1', ?) RETURNING id", [store.now()]).fetchone()[0]
+        run_id = db.execute(
+            "INSERT INTO judge_runs (judge_model, prompt_version, created_at) "
+            "VALUES ('judge', 'v1', ?) RETURNING id",
+            [store.now()],
+        ).fetchone()[0]
         claims = {}
         for i in range(96):
             aid = f"b{i:02d}"
-            claims[aid] = add_answer(db, run_id, aid, [judged(aid, 0), judged(aid, 1)],
-                                     "cat-a" if i < 60 else "cat-b")
+            claims[aid] = add_answer(
+                db, run_id, aid, [judged(aid, 0), judged(aid, 1)], "cat-a" if i < 60 else "cat-b"
+            )
     return claims
 
 
@@ -64,20 +68,24 @@ def claims_db(fresh_db: Database) -> tuple[Database, dict[str, list[int]]]:
 
 
 def test_with_no_labels_the_plan_is_the_stratified_allocation(
-        claims_db: tuple[Database, dict[str, list[int]]]) -> None:
+    claims_db: tuple[Database, dict[str, list[int]]],
+) -> None:
     db, _ = claims_db
     plan = cycles.plan_next(db, judge_run=RUN, goal="agreement", size=20)
     assert plan.assumed
     assert len(set(plan.spread.values())) == 1
     pool = {s.name: s.pool for s in plan.strata}
-    assert pool == {"UNSUPPORTED · category cat-a · unflagged": 24,
-                    "all-SUPPORTED · category cat-a · unflagged": 36,
-                    "all-SUPPORTED · category cat-b · unflagged": 36}
+    assert pool == {
+        "UNSUPPORTED · category cat-a · unflagged": 24,
+        "all-SUPPORTED · category cat-a · unflagged": 36,
+        "all-SUPPORTED · category cat-b · unflagged": 36,
+    }
     assert {s.name: s.sampled for s in plan.strata} == sampling.allocate(pool, 20)
 
 
 def test_earlier_labels_move_the_answers_to_where_people_disagree(
-        claims_db: tuple[Database, dict[str, list[int]]]) -> None:
+    claims_db: tuple[Database, dict[str, list[int]]],
+) -> None:
     db, claims = claims_db
     # Earlier labels on every third answer (32 of 96): a uniform spread over the run.
     label(db, claims, [f"b{i:02d}" for i in range(0, 96, 3)])
@@ -95,18 +103,20 @@ def test_earlier_labels_move_the_answers_to_where_people_disagree(
     assert plan.expected_half_width < plan.current_half_width
     lines = plan.lines()
     assert lines[0].startswith("planned for the agreement decision")
-    assert any("from 8 labeled answers, shrunk toward the judge's uncertainty signals" in line
-               for line in lines)
+    assert any(
+        "from 8 labeled answers, shrunk toward the judge's uncertainty signals" in line for line in lines
+    )
 
 
 def test_a_planned_cycle_records_the_plans_inclusion_probabilities(
-        claims_db: tuple[Database, dict[str, list[int]]]) -> None:
+    claims_db: tuple[Database, dict[str, list[int]]],
+) -> None:
     db, claims = claims_db
     label(db, claims, [f"b{i:02d}" for i in range(0, 96, 3)])
     plan = cycles.plan_next(db, judge_run=RUN, goal="agreement", size=20)
     cycle = cycles.create_cycle(db, name="p1", judge_run=RUN, size=20, seed=5, strategy="planned")
     assert cycle.plan is not None and cycle.plan["goal"] == "agreement"
-    assert cycle.notes[:len(plan.lines())] == tuple(plan.lines())
+    assert cycle.notes[: len(plan.lines())] == tuple(plan.lines())
     prob_of = {s.name: s.prob for s in plan.strata}
     items = cycles.cycle_answers(db, cycle.id)
     stratum = plan.answer_strata
@@ -137,12 +147,13 @@ def _agreement_by_design(prob: dict[str, float], answers: list[str]) -> tuple[fl
         e = [agree[a] - r * 2 for a in members]
         mean = sum(e) / n_h
         s2 = sum((v - mean) ** 2 for v in e) / (n_h - 1)
-        var += big_n ** 2 * s2 / n_h
-    return r, var ** 0.5 / x
+        var += big_n**2 * s2 / n_h
+    return r, var**0.5 / x
 
 
 def test_a_planned_cycles_report_matches_an_independent_design_based_computation(
-        claims_db: tuple[Database, dict[str, list[int]]]) -> None:
+    claims_db: tuple[Database, dict[str, list[int]]],
+) -> None:
     db, claims = claims_db
     label(db, claims, [f"b{i:02d}" for i in range(0, 96, 3)])
     cycle = cycles.create_cycle(db, name="p1", judge_run=RUN, size=24, seed=11, strategy="planned")
@@ -174,11 +185,13 @@ def test_a_planned_cycles_report_matches_an_independent_design_based_computation
 
 
 def test_closing_a_planned_cycle_says_what_the_plan_expected_and_reached(
-        claims_db: tuple[Database, dict[str, list[int]]]) -> None:
+    claims_db: tuple[Database, dict[str, list[int]]],
+) -> None:
     db, claims = claims_db
     label(db, claims, [f"b{i:02d}" for i in range(0, 96, 3)])
-    cycle = cycles.create_cycle(db, name="p1", judge_run=RUN, size=20, seed=2, strategy="planned",
-                                goal="grounding")
+    cycle = cycles.create_cycle(
+        db, name="p1", judge_run=RUN, size=20, seed=2, strategy="planned", goal="grounding"
+    )
     label(db, claims, list(cycle.answers))
     closed = cycles.close_cycle(db, "p1", force=True)  # the labels came by import, outside the cycle
     fig = cycles.frozen_figures(closed.snapshot)
@@ -191,7 +204,8 @@ def test_closing_a_planned_cycle_says_what_the_plan_expected_and_reached(
 
 @pytest.mark.sqlite_only  # finds the file through PRAGMA database_list
 def test_cli_shows_the_plan_before_drawing_and_creates_a_planned_cycle(
-        claims_db: tuple[Database, dict[str, list[int]]], capsys: pytest.CaptureFixture[str]) -> None:
+    claims_db: tuple[Database, dict[str, list[int]]], capsys: pytest.CaptureFixture[str]
+) -> None:
     db, claims = claims_db
     label(db, claims, [f"b{i:02d}" for i in range(0, 96, 3)])
     path = db.execute("PRAGMA database_list").fetchone()[2]
@@ -201,8 +215,27 @@ def test_cli_shows_the_plan_before_drawing_and_creates_a_planned_cycle(
     assert out.startswith("planned for the corrected grounding score: 20 answers over")
     assert "after this cycle" in out and "reach a half-width of ±0.05" in out
     assert not cycles.list_cycles(db)  # nothing drawn
-    assert cli.main(["--db", path, "cycle", "create", "--name", "p1", "--judge-run", RUN,
-                     "--strategy", "planned", "--goal", "grounding", "--seed", "4"]) == 0
+    assert (
+        cli.main(
+            [
+                "--db",
+                path,
+                "cycle",
+                "create",
+                "--name",
+                "p1",
+                "--judge-run",
+                RUN,
+                "--strategy",
+                "planned",
+                "--goal",
+                "grounding",
+                "--seed",
+                "4",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "planned, seed 4" in out and "planned for the corrected grounding score" in out
     assert cycles.get_cycle(db, "p1").plan is not None
@@ -216,26 +249,34 @@ def test_a_bad_goal_is_one_sentence(claims_db: tuple[Database, dict[str, list[in
         cycles.create_cycle(db, name="x", judge_run=RUN, strategy="planned", goal="speed")
 
 
-@pytest.mark.parametrize(("agreement_needed", "grounding_needed", "want"), [
-    (3, 2, ("agreement", 30)),  # 3 cycles of 20 = 60 labels: two cycles of 30
-    (1, 2, ("agreement", 20)),
-    (0, 2, ("grounding", 20)),  # the agreement is decided: the grounding score next
-    (None, 2, ("agreement", 20)),  # no end in sight: the default size
-])
-def test_next_cycle_defaults(agreement_needed: int | None, grounding_needed: int | None,
-                             want: tuple[str, int]) -> None:
+@pytest.mark.parametrize(
+    ("agreement_needed", "grounding_needed", "want"),
+    [
+        (3, 2, ("agreement", 30)),  # 3 cycles of 20 = 60 labels: two cycles of 30
+        (1, 2, ("agreement", 20)),
+        (0, 2, ("grounding", 20)),  # the agreement is decided: the grounding score next
+        (None, 2, ("agreement", 20)),  # no end in sight: the default size
+    ],
+)
+def test_next_cycle_defaults(
+    agreement_needed: int | None, grounding_needed: int | None, want: tuple[str, int]
+) -> None:
     def plan(goal: str, needed: int | None) -> planning.Plan:
         return planning.Plan(goal, 20, ("base",), (), {}, None, None, None, 0.85, needed, True)
 
-    got = planning.default_goal_and_size(plan("agreement", agreement_needed),
-                                         plan("grounding", grounding_needed),
-                                         min_size=15, max_size=30, default_size=20)
+    got = planning.default_goal_and_size(
+        plan("agreement", agreement_needed),
+        plan("grounding", grounding_needed),
+        min_size=15,
+        max_size=30,
+        default_size=20,
+    )
     assert got == want
 
 
 def test_cycles_page_shows_the_plan_then_creates_a_planned_cycle(
-        claims_db: tuple[Database, dict[str, list[int]]], db_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    claims_db: tuple[Database, dict[str, list[int]]], db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db, claims = claims_db
     label(db, claims, [f"b{i:02d}" for i in range(0, 96, 3)])
     at = page(db_path, monkeypatch)
@@ -244,7 +285,8 @@ def test_cycles_page_shows_the_plan_then_creates_a_planned_cycle(
     click(at, "Show the plan")
     assert not at.exception
     assert [s.value for s in at.success] == [
-        "The plan of a planned cycle with these choices (nothing drawn yet):"]
+        "The plan of a planned cycle with these choices (nothing drawn yet):"
+    ]
     shown = texts(at)
     assert shown[0].startswith("planned for the corrected grounding score: 20 answers over")
     assert not cycles.list_cycles(db)
@@ -258,7 +300,8 @@ def test_cycles_page_shows_the_plan_then_creates_a_planned_cycle(
 
 
 def test_next_cycle_defaults_prefill_a_goal_and_a_size_within_bounds(
-        claims_db: tuple[Database, dict[str, list[int]]]) -> None:
+    claims_db: tuple[Database, dict[str, list[int]]],
+) -> None:
     db, claims = claims_db
     label(db, claims, [f"b{i:02d}" for i in range(0, 96, 3)])
     goal, size = cycles.next_cycle_defaults(db, RUN)
@@ -267,7 +310,8 @@ def test_next_cycle_defaults_prefill_a_goal_and_a_size_within_bounds(
 
 
 def test_cycles_of_several_designs_combine_into_one_post_stratified_run_figure(
-        claims_db: tuple[Database, dict[str, list[int]]]) -> None:
+    claims_db: tuple[Database, dict[str, list[int]]],
+) -> None:
     db, claims = claims_db
     first = cycles.create_cycle(db, name="r1", judge_run=RUN, size=20, seed=1, strategy="random")
     label(db, claims, list(first.answers))
@@ -294,7 +338,8 @@ def test_cycles_of_several_designs_combine_into_one_post_stratified_run_figure(
 
 
 def test_a_planned_cycle_completes_the_labels_so_far(
-        claims_db: tuple[Database, dict[str, list[int]]]) -> None:
+    claims_db: tuple[Database, dict[str, list[int]]],
+) -> None:
     db, claims = claims_db
     # Earlier labels crowd the stratum where people disagree: 16 of its 24 answers, 6 of each other.
     label(db, claims, [f"b{i:02d}" for i in [*range(0, 16), *range(24, 30), *range(60, 66)]])
@@ -302,9 +347,11 @@ def test_a_planned_cycle_completes_the_labels_so_far(
     pool = {s.name: s.pool for s in plan.strata}
     before = {s.name: s.labeled_before for s in plan.strata}
     run = {s.name: s.run for s in plan.strata}
-    assert before == {"UNSUPPORTED · category cat-a · unflagged": 16,
-                      "all-SUPPORTED · category cat-a · unflagged": 6,
-                      "all-SUPPORTED · category cat-b · unflagged": 6}
+    assert before == {
+        "UNSUPPORTED · category cat-a · unflagged": 16,
+        "all-SUPPORTED · category cat-a · unflagged": 6,
+        "all-SUPPORTED · category cat-b · unflagged": 6,
+    }
 
     def variance_after(alloc: dict[str, int]) -> float:
         """sum_h N_h^2 S_h^2 / (n0_h + n_h) over the run's strata: what the cycle should minimise."""
@@ -317,14 +364,18 @@ def test_a_planned_cycle_completes_the_labels_so_far(
     lo = sampling.floor_sizes(pool, 20)
     names = sorted(pool)
     first, second, third = names
-    best = min(variance_after(dict(zip(names, (a, b, 20 - a - b), strict=True)))
-               for a in range(lo[first], pool[first] + 1) for b in range(lo[second], pool[second] + 1)
-               if lo[third] <= 20 - a - b <= pool[third])
+    best = min(
+        variance_after(dict(zip(names, (a, b, 20 - a - b), strict=True)))
+        for a in range(lo[first], pool[first] + 1)
+        for b in range(lo[second], pool[second] + 1)
+        if lo[third] <= 20 - a - b <= pool[third]
+    )
     assert variance_after(plan.allocation) == pytest.approx(best)
 
 
 def test_the_plan_says_chance_of_being_drawn_in_plain_words(
-        claims_db: tuple[Database, dict[str, list[int]]]) -> None:
+    claims_db: tuple[Database, dict[str, list[int]]],
+) -> None:
     db, claims = claims_db
     label(db, claims, [f"b{i:02d}" for i in range(0, 96, 3)])
     plan = cycles.plan_next(db, judge_run=RUN, goal="agreement", size=20)
@@ -332,13 +383,19 @@ def test_the_plan_says_chance_of_being_drawn_in_plain_words(
     assert not any("π" in line or "inclusion" in line for line in lines)
     hard = next(s for s in plan.strata if s.name.startswith("UNSUPPORTED"))
     ratio = hard.prob / (20 / sum(s.pool for s in plan.strata))
-    assert any(line.startswith(f"  {hard.name}: {hard.sampled} of {hard.pool} eligible (a {hard.prob:.1%} "
-                               f"chance of being drawn, {ratio:.1f}× a random cycle's;") for line in lines)
+    assert any(
+        line.startswith(
+            f"  {hard.name}: {hard.sampled} of {hard.pool} eligible (a {hard.prob:.1%} "
+            f"chance of being drawn, {ratio:.1f}× a random cycle's;"
+        )
+        for line in lines
+    )
     assert "re-weighted by each answer's chance of being drawn" in " ".join(lines)
 
 
 def test_the_grounding_plan_keeps_every_answer_at_half_a_random_cycles_chance(
-        claims_db: tuple[Database, dict[str, list[int]]]) -> None:
+    claims_db: tuple[Database, dict[str, list[int]]],
+) -> None:
     db, claims = claims_db
     label(db, claims, [f"b{i:02d}" for i in range(0, 96, 3)])
     plan = cycles.plan_next(db, judge_run=RUN, goal="grounding", size=20)

@@ -23,8 +23,9 @@ def _columns(labels: dict[str, dict[int, str]]) -> tuple[np.ndarray, np.ndarray,
     return a[:, 0], a[:, 1], a[:, 2]
 
 
-def _balanced_from_scratch(labels: dict[str, dict[int, str]], judge: dict[int, str],
-                           eps: float) -> list[float]:
+def _balanced_from_scratch(
+    labels: dict[str, dict[int, str]], judge: dict[int, str], eps: float
+) -> list[float]:
     """App. C.1 of Calderon, Reichart & Dror (2025), instance by instance: weight pi_y = 1 / (L p_y) by
     the others' majority class (ties split), weighted mean of d, t on the Kish effective size."""
     pvals = []
@@ -44,14 +45,19 @@ def _balanced_from_scratch(labels: dict[str, dict[int, str]], judge: dict[int, s
         w = np.array([sum(f / (len(present) * share[c]) for c, f in m.items()) for _, m in items])
         d = np.array([x for x, _ in items])
         mean = (w * d).sum() / w.sum()
-        n_w = w.sum() ** 2 / (w ** 2).sum()
+        n_w = w.sum() ** 2 / (w**2).sum()
         var = (w * (d - mean) ** 2).sum() / w.sum() * n_w / (n_w - 1)
         pvals.append(float(stats.t.cdf((mean - eps) / math.sqrt(var / n_w), n_w - 1)))
     return pvals
 
 
-def _reviewers(n: int, truth: np.ndarray, err: float, rng: np.random.Generator,
-               names: tuple[str, ...] = ("r0", "r1", "r2")) -> dict[str, dict[int, str]]:
+def _reviewers(
+    n: int,
+    truth: np.ndarray,
+    err: float,
+    rng: np.random.Generator,
+    names: tuple[str, ...] = ("r0", "r1", "r2"),
+) -> dict[str, dict[int, str]]:
     inv = {v: k for k, v in LABEL.items()}
     out = {}
     for name in names:
@@ -111,8 +117,9 @@ def test_epsilon_is_the_leads_margin() -> None:
     assert (wide.epsilon, tight.epsilon) == (0.5, 0.0)
 
 
-def _comparison_from_scratch(labels: dict[str, dict[int, str]], judge: dict[int, str],
-                             answer: dict[int, int]) -> dict[str, tuple[float, float, float]]:
+def _comparison_from_scratch(
+    labels: dict[str, dict[int, str]], judge: dict[int, str], answer: dict[int, int]
+) -> dict[str, tuple[float, float, float]]:
     """Mean S_f, mean S_j and the one-sided clustered p of mean(S_j - S_f) > 0, answer by answer."""
     out = {}
     for j, mine in sorted(labels.items()):
@@ -130,7 +137,7 @@ def _comparison_from_scratch(labels: dict[str, dict[int, str]], judge: dict[int,
         mean = (sum(sj) - sum(sf)) / n
         groups = list(per.values())
         k = len(groups)
-        var = k / (k - 1) * sum((sum(g) - mean * len(g)) ** 2 for g in groups) / n ** 2
+        var = k / (k - 1) * sum((sum(g) - mean * len(g)) ** 2 for g in groups) / n**2
         out[j] = (float(np.mean(sf)), float(np.mean(sj)), float(stats.t.sf(mean / math.sqrt(var), k - 1)))
     return out
 
@@ -145,8 +152,9 @@ def test_reviewer_comparisons_agree_with_scratch_and_count_the_reviewers_above_t
     inv = {v: k for k, v in LABEL.items()}
     c, r, v = _columns(labels)
     got = reviewer_comparisons(c, r, v, jd, ["a", "b", "c", "d"], cluster=answer)
-    want = _comparison_from_scratch(labels, {i: inv[int(x)] for i, x in enumerate(jd)},
-                                    {i: int(a) for i, a in enumerate(answer)})
+    want = _comparison_from_scratch(
+        labels, {i: inv[int(x)] for i, x in enumerate(jd)}, {i: int(a) for i, a in enumerate(answer)}
+    )
     assert [g.reviewer for g in got] == ["a", "b", "c", "d"]
     for g in got:
         jf, jr, p = want[g.reviewer]
@@ -161,19 +169,24 @@ def test_reviewer_comparisons_agree_with_scratch_and_count_the_reviewers_above_t
     assert hc.comparison_sentence().startswith("below 4 of 4 reviewers, significantly for ")
 
 
-@pytest.mark.parametrize(("blind", "final", "adjudicated", "expected"), [
-    # Blind verdicts count, not the final ones a reviewer may have changed after the reveal.
-    ([0, 2, 2], [0, 0, 2], [-1, -1, -1], [(0, 0, 0), (0, 1, 2), (1, 0, 2)]),
-    # No blind verdict recorded: the final one; no verdict at all: no row.
-    ([-1, -1, 2], [1, -1, 2], [-1, -1, -1], [(0, 0, 1), (1, 0, 2)]),
-    # An adjudicated claim: the lead's verdict on every row; adjudicated without a label: one row.
-    ([0, 2, 2], [0, 2, 2], [1, 0, 0], [(0, 0, 1), (0, 1, 1), (1, 0, 0), (2, -1, 0)]),
-])
-def test_per_reviewer_rows(blind: list[int], final: list[int], adjudicated: list[int],
-                           expected: list[tuple[int, int, int]]) -> None:
+@pytest.mark.parametrize(
+    ("blind", "final", "adjudicated", "expected"),
+    [
+        # Blind verdicts count, not the final ones a reviewer may have changed after the reveal.
+        ([0, 2, 2], [0, 0, 2], [-1, -1, -1], [(0, 0, 0), (0, 1, 2), (1, 0, 2)]),
+        # No blind verdict recorded: the final one; no verdict at all: no row.
+        ([-1, -1, 2], [1, -1, 2], [-1, -1, -1], [(0, 0, 1), (1, 0, 2)]),
+        # An adjudicated claim: the lead's verdict on every row; adjudicated without a label: one row.
+        ([0, 2, 2], [0, 2, 2], [1, 0, 0], [(0, 0, 1), (0, 1, 1), (1, 0, 0), (2, -1, 0)]),
+    ],
+)
+def test_per_reviewer_rows(
+    blind: list[int], final: list[int], adjudicated: list[int], expected: list[tuple[int, int, int]]
+) -> None:
     # Labels: claim 0 by reviewers 0 and 1, claim 1 by reviewer 0; nobody labeled claim 2.
     claim, reviewer = np.array([0, 0, 1]), np.array([0, 1, 0])
-    c, r, v = final_label.per_reviewer(3, claim, reviewer, np.array(blind), np.array(final),
-                                       np.array(adjudicated))
+    c, r, v = final_label.per_reviewer(
+        3, claim, reviewer, np.array(blind), np.array(final), np.array(adjudicated)
+    )
     assert list(zip(c.tolist(), r.tolist(), v.tolist(), strict=True)) == expected
     assert final_label.several_reviewers(claim, np.array(blind)) == (blind[1] >= 0 or final[1] >= 0)

@@ -12,52 +12,66 @@ from calibration.store import cycles as cycle_store
 LEADS = roles.lead_keys(["Anna Lead", " bea@example.org ", ""])
 
 
-@pytest.mark.parametrize(("idents", "signed_in", "lead"), [
-    (["ANNA  lead"], [], True),  # case and spacing
-    (["anna\u200blead"], [], False),  # a zero-width space is removed, not a space: "annalead"
-    (["Anna\u00a0Lead"], [], True),  # NBSP is a space under NFKC
-    (["ａｎｎａ lead"], [], True),  # full-width
-    (["carl", "Bea@Example.org"], [], True),  # an OIDC email matches
-    (["carl"], [], False),
-])
-def test_a_configured_lead_matches_after_normalisation(idents: list[str], signed_in: list[str],
-                                                       lead: bool) -> None:
+@pytest.mark.parametrize(
+    ("idents", "signed_in", "lead"),
+    [
+        (["ANNA  lead"], [], True),  # case and spacing
+        (["anna\u200blead"], [], False),  # a zero-width space is removed, not a space: "annalead"
+        (["Anna\u00a0Lead"], [], True),  # NBSP is a space under NFKC
+        (["ａｎｎａ lead"], [], True),  # full-width
+        (["carl", "Bea@Example.org"], [], True),  # an OIDC email matches
+        (["carl"], [], False),
+    ],
+)
+def test_a_configured_lead_matches_after_normalisation(
+    idents: list[str], signed_in: list[str], lead: bool
+) -> None:
     assert roles.is_lead(idents, LEADS, signed_in) is lead
 
 
-@pytest.mark.parametrize(("signed_in", "me", "mode", "lead"), [
-    ([], "carl", roles.Mode.SINGLE_USER, True),
-    (["carl"], "carl", roles.Mode.SINGLE_USER, True),
-    (["Carl"], "CARL\u200b", roles.Mode.SINGLE_USER, True),  # the same name, however typed
-    (["carl"], "dana", roles.Mode.TEAM_WITHOUT_LEADS, False),  # a second name ends single-user mode
-    (["carl", "dana"], "carl", roles.Mode.TEAM_WITHOUT_LEADS, False),  # for the first one too
-])
-def test_single_user_mode_ends_when_a_second_name_signs_in(signed_in: list[str], me: str,
-                                                          mode: roles.Mode, lead: bool) -> None:
+@pytest.mark.parametrize(
+    ("signed_in", "me", "mode", "lead"),
+    [
+        ([], "carl", roles.Mode.SINGLE_USER, True),
+        (["carl"], "carl", roles.Mode.SINGLE_USER, True),
+        (["Carl"], "CARL\u200b", roles.Mode.SINGLE_USER, True),  # the same name, however typed
+        (["carl"], "dana", roles.Mode.TEAM_WITHOUT_LEADS, False),  # a second name ends single-user mode
+        (["carl", "dana"], "carl", roles.Mode.TEAM_WITHOUT_LEADS, False),  # for the first one too
+    ],
+)
+def test_single_user_mode_ends_when_a_second_name_signs_in(
+    signed_in: list[str], me: str, mode: roles.Mode, lead: bool
+) -> None:
     assert roles.mode(frozenset(), [*signed_in, me]) is mode
     assert roles.is_lead([me], frozenset(), signed_in) is lead
     if mode is roles.Mode.TEAM_WITHOUT_LEADS:
         assert roles.SETUP_HINT in roles.refusal(mode) and "CALIBRATION_LEADS" in roles.SETUP_HINT
 
 
-@pytest.mark.parametrize(("typed", "known", "expected"), [
-    ("ANNA", ["anna"], "anna"),  # the stored spelling is kept
-    ("anna\u200b", ["anna"], "anna"),
-    ("  Vera   Ivanova ", ["vera ivanova"], "vera ivanova"),
-    ("Вера", ["anna"], "Вера"),  # a whole-script Cyrillic name is a different, allowed name
-    ("new person", ["anna"], "new person"),
-])
+@pytest.mark.parametrize(
+    ("typed", "known", "expected"),
+    [
+        ("ANNA", ["anna"], "anna"),  # the stored spelling is kept
+        ("anna\u200b", ["anna"], "anna"),
+        ("  Vera   Ivanova ", ["vera ivanova"], "vera ivanova"),
+        ("Вера", ["anna"], "Вера"),  # a whole-script Cyrillic name is a different, allowed name
+        ("new person", ["anna"], "new person"),
+    ],
+)
 def test_accept_name_keeps_the_known_spelling(typed: str, known: list[str], expected: str) -> None:
     assert roles.accept_name(typed, known) == expected
 
 
-@pytest.mark.parametrize(("typed", "known", "says"), [
-    ("\u0430nna", ["anna"], "mixes Cyrillic and Latin"),  # Cyrillic а in a Latin word
-    ("Рое", ["Poe"], "looks like the existing reviewer 'Poe'"),  # whole-script look-alike
-    ("anna\u0000", [], r"contains the control character U\+0000"),
-    ("\u200b\u200b", [], "empty"),
-    ("x" * 81, [], "longer than 80"),
-])
+@pytest.mark.parametrize(
+    ("typed", "known", "says"),
+    [
+        ("\u0430nna", ["anna"], "mixes Cyrillic and Latin"),  # Cyrillic а in a Latin word
+        ("Рое", ["Poe"], "looks like the existing reviewer 'Poe'"),  # whole-script look-alike
+        ("anna\u0000", [], r"contains the control character U\+0000"),
+        ("\u200b\u200b", [], "empty"),
+        ("x" * 81, [], "longer than 80"),
+    ],
+)
 def test_accept_name_refuses_look_alikes_and_controls(typed: str, known: list[str], says: str) -> None:
     with pytest.raises(InputError, match=says):
         roles.accept_name(typed, known)
@@ -66,33 +80,39 @@ def test_accept_name_refuses_look_alikes_and_controls(typed: str, known: list[st
 KNOWN = ["TAMARA", "Ivan", "Anna", "Kim", "Vera", "Olga"]
 
 
-@pytest.mark.parametrize(("typed", "refused_as"), [
-    ("ᎢᎪᎷᎪᎡᎪ", "TAMARA"),        # Cherokee capitals: UTS #39 skeleton TAMARA
-    ("ꭲꭺꮇꭺꭱꭺ", "TAMARA"),       # Cherokee small letters, case folded to the capitals
-    ("ТАМАРА", "TAMARA"),        # Cyrillic capitals
-    ("Тамара", "TAMARA"),        # Cyrillic: the same name in another alphabet
-    ("ΤΑΜΑΡΑ", "TAMARA"),        # Greek capitals, romanised
-    ("ΑΝΝΑ", "Anna"),            # Greek look-alike
-    ("Вера", "Vera"),            # Cyrillic, romanised
-    ("ｌｖａｎ", "Ivan"),          # full-width small L beside capital I
-    ("Kirn", "Kim"),             # rn beside m, all Latin
-    ("O1ga", "Olga"),            # digit one for l
-])
+@pytest.mark.parametrize(
+    ("typed", "refused_as"),
+    [
+        ("ᎢᎪᎷᎪᎡᎪ", "TAMARA"),  # Cherokee capitals: UTS #39 skeleton TAMARA
+        ("ꭲꭺꮇꭺꭱꭺ", "TAMARA"),  # Cherokee small letters, case folded to the capitals
+        ("ТАМАРА", "TAMARA"),  # Cyrillic capitals
+        ("Тамара", "TAMARA"),  # Cyrillic: the same name in another alphabet
+        ("ΤΑΜΑΡΑ", "TAMARA"),  # Greek capitals, romanised
+        ("ΑΝΝΑ", "Anna"),  # Greek look-alike
+        ("Вера", "Vera"),  # Cyrillic, romanised
+        ("ｌｖａｎ", "Ivan"),  # full-width small L beside capital I
+        ("Kirn", "Kim"),  # rn beside m, all Latin
+        ("O1ga", "Olga"),  # digit one for l
+    ],
+)
 def test_a_name_that_can_be_mistaken_for_a_known_one_is_refused(typed: str, refused_as: str) -> None:
     with pytest.raises(InputError, match=f"looks like the existing reviewer '{refused_as}'"):
         roles.accept_name(typed, KNOWN)
 
 
-@pytest.mark.parametrize(("typed", "accepted_as"), [
-    ("ＴＡＭＡＲＡ", "TAMARA"),    # full-width is the same name (NFKC): the same reviewer
-    ("tamara", "TAMARA"),
-    ("Ann", "Ann"),              # different names, however close
-    ("Tamar", "Tamar"),
-    ("Ivana", "Ivana"),
-    ("Вероника", "Вероника"),
-    ("Νίκος", "Νίκος"),
-    ("Lia", "Lia"),
-])
+@pytest.mark.parametrize(
+    ("typed", "accepted_as"),
+    [
+        ("ＴＡＭＡＲＡ", "TAMARA"),  # full-width is the same name (NFKC): the same reviewer
+        ("tamara", "TAMARA"),
+        ("Ann", "Ann"),  # different names, however close
+        ("Tamar", "Tamar"),
+        ("Ivana", "Ivana"),
+        ("Вероника", "Вероника"),
+        ("Νίκος", "Νίκος"),
+        ("Lia", "Lia"),
+    ],
+)
 def test_a_different_name_is_accepted(typed: str, accepted_as: str) -> None:
     assert roles.accept_name(typed, KNOWN) == accepted_as
 
@@ -127,22 +147,34 @@ def test_sign_in_records_once_per_person(fresh_db: Database) -> None:
 def assigned_db(demo_db: Database) -> Database:
     roles.sign_in(demo_db, "vera")
     roles.sign_in(demo_db, "bob")
-    cycles.create_cycle(demo_db, name="w1", judge_run=None, size=4, seed=3, reviewers=["vera", "bob"],
-                        overlap=0.0, force=True, created_by="lead")
+    cycles.create_cycle(
+        demo_db,
+        name="w1",
+        judge_run=None,
+        size=4,
+        seed=3,
+        reviewers=["vera", "bob"],
+        overlap=0.0,
+        force=True,
+        created_by="lead",
+    )
     return demo_db
 
 
 def test_a_cycle_form_matches_known_reviewers_by_normalisation(assigned_db: Database) -> None:
-    made = cycles.create_cycle(assigned_db, name="w2", size=4, seed=4, reviewers=["Vera", "BOB\u200b"],
-                               overlap=0.0, force=True)
+    made = cycles.create_cycle(
+        assigned_db, name="w2", size=4, seed=4, reviewers=["Vera", "BOB\u200b"], overlap=0.0, force=True
+    )
     assert made.reviewers == ("bob", "vera")
     assert not [w for w in made.warnings if "not yet known" in w]
-    typo = cycles.create_cycle(assigned_db, name="w3", size=4, seed=5, reviewers=["vera", "bbo"],
-                               overlap=0.0, force=True)
+    typo = cycles.create_cycle(
+        assigned_db, name="w3", size=4, seed=5, reviewers=["vera", "bbo"], overlap=0.0, force=True
+    )
     assert any("not yet known here" in w and "'bbo'" in w for w in typo.warnings)
     with pytest.raises(InputError, match="mixes Latin and Cyrillic"):
-        cycles.create_cycle(assigned_db, name="w4", size=4, seed=5, reviewers=["v\u0435ra"], overlap=0.0,
-                            force=True)
+        cycles.create_cycle(
+            assigned_db, name="w4", size=4, seed=5, reviewers=["v\u0435ra"], overlap=0.0, force=True
+        )
 
 
 def test_reassign_moves_open_work_and_records_it(assigned_db: Database) -> None:
@@ -172,16 +204,19 @@ def test_reassign_refuses_open_and_closed_cycles(assigned_db: Database) -> None:
         cycles.reassign(assigned_db, "w1", "vera", "bob")
 
 
-@pytest.mark.parametrize(("claims", "lead"), [
-    ({"groups": ["reviewers", "Calibration-Leads"]}, True),  # compared after normalisation
-    ({"groups": "reviewers calibration-leads"}, True),  # one string, space separated
-    ({"groups": "reviewers,calibration-leads"}, True),
-    ({"groups": ["reviewers"]}, False),
-    ({"groups": "calibration-leads-2"}, False),
-    ({"roles": ["calibration-leads"]}, False),  # another claim than the configured one
-    ({"groups": {"calibration-leads": True}}, False),  # not a list of names
-    ({}, False),
-])
+@pytest.mark.parametrize(
+    ("claims", "lead"),
+    [
+        ({"groups": ["reviewers", "Calibration-Leads"]}, True),  # compared after normalisation
+        ({"groups": "reviewers calibration-leads"}, True),  # one string, space separated
+        ({"groups": "reviewers,calibration-leads"}, True),
+        ({"groups": ["reviewers"]}, False),
+        ({"groups": "calibration-leads-2"}, False),
+        ({"roles": ["calibration-leads"]}, False),  # another claim than the configured one
+        ({"groups": {"calibration-leads": True}}, False),  # not a list of names
+        ({}, False),
+    ],
+)
 def test_a_lead_group_claim_makes_a_lead(claims: dict[str, object], lead: bool) -> None:
     groups = roles.lead_keys(["calibration-leads"])
     in_group = roles.in_lead_groups(claims, "groups", groups)

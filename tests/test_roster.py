@@ -22,8 +22,16 @@ def labeled_db(demo_db: Database) -> Database:
     """The demo, a cycle assigned to vera and bob, and vera's verdicts on her first answer."""
     for name in ("vera", "bob"):
         roster.add(demo_db, name, by="lead")
-    cyc = cycles.create_cycle(demo_db, name="w1", size=4, seed=3, reviewers=["vera", "bob"],
-                              overlap=0.0, force=True, created_by="lead")
+    cyc = cycles.create_cycle(
+        demo_db,
+        name="w1",
+        size=4,
+        seed=3,
+        reviewers=["vera", "bob"],
+        overlap=0.0,
+        force=True,
+        created_by="lead",
+    )
     answer = review.queue(demo_db, cyc.id, "vera")[0]
     card = review.load_card(demo_db, answer, "vera")
     for claim in card.claims:
@@ -32,8 +40,13 @@ def labeled_db(demo_db: Database) -> Database:
 
 
 def _labels(db: Database, reviewer: str) -> list[tuple[int, str]]:
-    return [tuple(r) for r in db.execute(
-        "SELECT claim_pk, blind_verdict FROM human_labels WHERE reviewer = ? ORDER BY claim_pk", [reviewer])]
+    return [
+        tuple(r)
+        for r in db.execute(
+            "SELECT claim_pk, blind_verdict FROM human_labels WHERE reviewer = ? ORDER BY claim_pk",
+            [reviewer],
+        )
+    ]
 
 
 def test_rename_carries_the_labels_and_the_work_along(labeled_db: Database) -> None:
@@ -52,7 +65,12 @@ def test_rename_carries_the_labels_and_the_work_along(labeled_db: Database) -> N
     assert roster.active_names(labeled_db) == ["bob", "Vera Nowak"]
     (event, *_) = roster.history(labeled_db)
     assert (event.kind, event.name, event.new_name, event.labels_moved, event.by) == (
-        "rename", "vera", "Vera Nowak", len(before), "lead")
+        "rename",
+        "vera",
+        "Vera Nowak",
+        len(before),
+        "lead",
+    )
 
 
 def test_rename_onto_another_reviewer_is_refused_and_changes_nothing(labeled_db: Database) -> None:
@@ -64,16 +82,20 @@ def test_rename_onto_another_reviewer_is_refused_and_changes_nothing(labeled_db:
     assert _labels(labeled_db, "vera") == before
 
 
-@pytest.mark.parametrize(("typed", "closest"), [
-    ("Anna.", "Anna"),
-    ("anna ", None),  # the same name: accepted as "Anna"
-    ("A.N.N.A", "Anna"),
-    ("Änna", "Anna"),
-    ("Anna-Lee", "Anna Lee"),
-    ("\u0410\u043d\u043d\u0430", "Anna"),  # "Анна": the name in another alphabet
-])
+@pytest.mark.parametrize(
+    ("typed", "closest"),
+    [
+        ("Anna.", "Anna"),
+        ("anna ", None),  # the same name: accepted as "Anna"
+        ("A.N.N.A", "Anna"),
+        ("Änna", "Anna"),
+        ("Anna-Lee", "Anna Lee"),
+        ("\u0410\u043d\u043d\u0430", "Anna"),  # "Анна": the name in another alphabet
+    ],
+)
 def test_near_duplicates_and_look_alikes_are_refused_with_the_closest_name(
-        fresh_db: Database, typed: str, closest: str | None) -> None:
+    fresh_db: Database, typed: str, closest: str | None
+) -> None:
     roster.add(fresh_db, "Anna")
     roster.add(fresh_db, "Anna Lee")
     if closest is None:
@@ -96,13 +118,14 @@ def test_cycles_pick_from_the_roster_once_it_holds_anyone(demo_db: Database) -> 
     roster.add(demo_db, "vera")
     roster.add(demo_db, "bob")
     roster.deactivate(demo_db, "bob", by="lead")
-    for typed, says in [(["vera", "Verra"], "'Verra' is not on the reviewer roster; did you mean 'vera'"),
-                        (["vera", "bob"], "'bob' is deactivated")]:
+    for typed, says in [
+        (["vera", "Verra"], "'Verra' is not on the reviewer roster; did you mean 'vera'"),
+        (["vera", "bob"], "'bob' is deactivated"),
+    ]:
         with pytest.raises(InputError, match=says):
             cycles.create_cycle(demo_db, name="w", size=4, seed=1, reviewers=typed, overlap=0.0, force=True)
     assert cycles.list_cycles(demo_db) == []  # refused before anything was created
-    made = cycles.create_cycle(demo_db, name="w", size=4, seed=1, reviewers=["VERA"], overlap=0.0,
-                               force=True)
+    made = cycles.create_cycle(demo_db, name="w", size=4, seed=1, reviewers=["VERA"], overlap=0.0, force=True)
     assert made.reviewers == ("vera",)
 
 
@@ -118,14 +141,16 @@ def test_a_deactivated_reviewer_cannot_sign_in_and_keeps_the_labels(labeled_db: 
 
 
 def test_an_empty_roster_leaves_cycle_names_free(demo_db: Database) -> None:
-    made = cycles.create_cycle(demo_db, name="w", size=4, seed=1, reviewers=["someone"], overlap=0.0,
-                               force=True)
+    made = cycles.create_cycle(
+        demo_db, name="w", size=4, seed=1, reviewers=["someone"], overlap=0.0, force=True
+    )
     assert made.reviewers == ("someone",)
     assert cycle_store.known_reviewer_names(demo_db) == ["someone"]
 
 
-def test_the_cli_keeps_the_roster(labeled_db: Database, db_url: str | Path,
-                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_keeps_the_roster(
+    labeled_db: Database, db_url: str | Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = _labels(labeled_db, "vera")
     assert main(["--db", str(db_url), "reviewer", "add", "Anna", "--by", "lead"]) == 0
     assert main(["--db", str(db_url), "reviewer", "add", "Anna."]) == 1
@@ -148,7 +173,8 @@ def run_db(fresh_db: Database) -> Database:
 
 @pytest.mark.sqlite_only  # the page opens the file the test names
 def test_the_cycles_page_keeps_the_roster_and_its_form_picks_from_it(
-        run_db: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_db: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     at = cycles_page(db_path, monkeypatch)
     assert not at.exception
     for name in ("Anna", "Borys"):
@@ -174,9 +200,11 @@ def test_the_cycles_page_keeps_the_roster_and_its_form_picks_from_it(
 
 def test_label_history_stays_append_only_but_for_a_recorded_rename(labeled_db: Database) -> None:
     (event_id,) = labeled_db.execute("SELECT id FROM label_events WHERE reviewer = 'vera' LIMIT 1").fetchone()
-    for sql in ["UPDATE label_events SET note = 'changed' WHERE id = ?",
-                "UPDATE label_events SET reviewer = 'mallory' WHERE id = ?",  # no rename names mallory
-                "DELETE FROM label_events WHERE id = ?"]:
+    for sql in [
+        "UPDATE label_events SET note = 'changed' WHERE id = ?",
+        "UPDATE label_events SET reviewer = 'mallory' WHERE id = ?",  # no rename names mallory
+        "DELETE FROM label_events WHERE id = ?",
+    ]:
         with pytest.raises(labeled_db.integrity_errors, match="append-only"):
             labeled_db.execute(sql, [event_id])
     roster.rename(labeled_db, "vera", "Vera N")

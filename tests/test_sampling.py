@@ -26,8 +26,7 @@ def pool_of_40() -> list[PoolAnswer]:
 
 
 @pytest.mark.parametrize("strategy", sampling.STRATEGIES)
-def test_same_seed_same_sample_whatever_the_pool_order(strategy: str,
-                                                       pool_of_40: list[PoolAnswer]) -> None:
+def test_same_seed_same_sample_whatever_the_pool_order(strategy: str, pool_of_40: list[PoolAnswer]) -> None:
     first = sampling.draw(strategy, pool_of_40, 20, seed=11)
     shuffled = pool_of_40[:]
     random.Random(3).shuffle(shuffled)
@@ -43,8 +42,7 @@ def test_different_seeds_give_different_samples(strategy: str, pool_of_40: list[
 
 
 @pytest.mark.parametrize("strategy", sampling.STRATEGIES)
-def test_inclusion_probabilities_sum_to_the_sample_size(strategy: str,
-                                                        pool_of_40: list[PoolAnswer]) -> None:
+def test_inclusion_probabilities_sum_to_the_sample_size(strategy: str, pool_of_40: list[PoolAnswer]) -> None:
     sample = sampling.draw(strategy, pool_of_40, 17, seed=2)
     # Over the population: every answer of stratum h has pi = n_h / N_h.
     assert sum(s.population * s.prob for s in sample.strata) == pytest.approx(17)
@@ -137,33 +135,48 @@ def test_draw_passes_the_failing_share_to_failures_first() -> None:
     assert sampling.draw("failures-first", pool, 20, seed=1).strata[0].sampled == 10
     assert sampling.draw("failures-first", pool, 20, seed=1, failing_share=0.75).strata[0].sampled == 15
     # Other designs ignore it.
-    assert sampling.draw("random", pool, 20, seed=1, failing_share=0.9) == \
-        sampling.draw("random", pool, 20, seed=1)
+    assert sampling.draw("random", pool, 20, seed=1, failing_share=0.9) == sampling.draw(
+        "random", pool, 20, seed=1
+    )
 
 
 def test_describe_states_the_split_and_warns_when_hardly_oversampled() -> None:
     rare = sampling.failures_first_sample(make_pool({"x": 100}, failing=20), 20, seed=0)
     assert sampling.describe(rare) == (
-        [("failing answers: 10 of 20 slots, passing 10; "
-        "answers with a failing verdict were drawn 4.0× as often; figures are re-weighted")], [])
+        [
+            (
+                "failing answers: 10 of 20 slots, passing 10; "
+                "answers with a failing verdict were drawn 4.0× as often; figures are re-weighted"
+            )
+        ],
+        [],
+    )
     assert sampling.oversampling_factor(rare) == pytest.approx(0.5 / 0.125)
     # 63% failing (WiCE): the share of 0.5 is below their proportional share, so the
     # design is proportional in all but rounding.
     common = sampling.failures_first_sample(make_pool({"x": 100}, failing=63), 20, seed=0)
     notes, warnings = sampling.describe(common)
-    assert notes == [("failing answers: 13 of 20 slots, passing 7; "
-        "answers with a failing verdict were drawn 1.1× as often; figures are re-weighted")]
-    assert warnings == ["hardly oversampled: failures are already the majority (63 of 100 eligible "
-                        "answers), so a failing answer is only 1.09× as likely to be drawn as a "
-                        "passing one; raise the failing share to oversample them"]
+    assert notes == [
+        (
+            "failing answers: 13 of 20 slots, passing 7; "
+            "answers with a failing verdict were drawn 1.1× as often; figures are re-weighted"
+        )
+    ]
+    assert warnings == [
+        "hardly oversampled: failures are already the majority (63 of 100 eligible "
+        "answers), so a failing answer is only 1.09× as likely to be drawn as a "
+        "passing one; raise the failing share to oversample them"
+    ]
     # Not the majority, but already near the asked share.
     near = sampling.failures_first_sample(make_pool({"x": 100}, failing=48), 20, seed=0)
     assert sampling.describe(near)[1][0].startswith(
-        "hardly oversampled: failures already make up 48% of the eligible answers (48 of 100)")
+        "hardly oversampled: failures already make up 48% of the eligible answers (48 of 100)"
+    )
     # A stratum without answers: nothing to compare.
     none = sampling.failures_first_sample(make_pool({"x": 30}), 20, seed=0)
-    assert sampling.describe(none)[1] == ["no eligible answer has a non-SUPPORTED verdict: "
-                                          "failures-first drew a plain random sample"]
+    assert sampling.describe(none)[1] == [
+        "no eligible answer has a non-SUPPORTED verdict: failures-first drew a plain random sample"
+    ]
     assert sampling.oversampling_factor(none) is None
     every = sampling.failures_first_sample(make_pool({"x": 30}, failing=30), 20, seed=0)
     assert sampling.describe(every)[1][0].startswith("every eligible answer is failing")
@@ -187,18 +200,22 @@ def planned_pool(sizes: dict[str, int]) -> list[PoolAnswer]:
     return out
 
 
-@pytest.mark.parametrize(("sizes", "spread", "n", "want"), [
-    # Neyman: n_h = n N_h S_h / sum N_k S_k = 20 * 150 / 200 and 20 * 50 / 200.
-    ({"a": 50, "b": 50}, {"a": 3.0, "b": 1.0}, 20, {"a": 15, "b": 5}),
-    # A spread 100 times larger: the floor ceil(0.2 * 20 * 50 / 100) = 2 holds b up.
-    ({"a": 50, "b": 50}, {"a": 100.0, "b": 1.0}, 20, {"a": 18, "b": 2}),
-    # A stratum with no measured spread still gets its floor.
-    ({"a": 90, "b": 10}, {"a": 0.0, "b": 1.0}, 20, {"a": 10, "b": 10}),
-    # The cap: a stratum cannot give more answers than it holds; the rest goes by N_h S_h.
-    ({"a": 4, "b": 60, "c": 36}, {"a": 50.0, "b": 1.0, "c": 2.0}, 20, {"a": 4, "b": 7, "c": 9}),
-])
-def test_neyman_allocation_known_answers(sizes: dict[str, int], spread: dict[str, float], n: int,
-                                         want: dict[str, int]) -> None:
+@pytest.mark.parametrize(
+    ("sizes", "spread", "n", "want"),
+    [
+        # Neyman: n_h = n N_h S_h / sum N_k S_k = 20 * 150 / 200 and 20 * 50 / 200.
+        ({"a": 50, "b": 50}, {"a": 3.0, "b": 1.0}, 20, {"a": 15, "b": 5}),
+        # A spread 100 times larger: the floor ceil(0.2 * 20 * 50 / 100) = 2 holds b up.
+        ({"a": 50, "b": 50}, {"a": 100.0, "b": 1.0}, 20, {"a": 18, "b": 2}),
+        # A stratum with no measured spread still gets its floor.
+        ({"a": 90, "b": 10}, {"a": 0.0, "b": 1.0}, 20, {"a": 10, "b": 10}),
+        # The cap: a stratum cannot give more answers than it holds; the rest goes by N_h S_h.
+        ({"a": 4, "b": 60, "c": 36}, {"a": 50.0, "b": 1.0, "c": 2.0}, 20, {"a": 4, "b": 7, "c": 9}),
+    ],
+)
+def test_neyman_allocation_known_answers(
+    sizes: dict[str, int], spread: dict[str, float], n: int, want: dict[str, int]
+) -> None:
     assert sampling.neyman_allocate(sizes, spread, n) == want
 
 
@@ -256,22 +273,31 @@ def test_planned_refuses_more_strata_than_slots() -> None:
         sampling.planned_sample(planned_pool({"a": 5, "b": 5}), 4, seed=0, spread={"a": 1.0})
 
 
-def _variance_after(population: dict[str, int], spread: dict[str, float], labeled: dict[str, int],
-                    alloc: dict[str, int]) -> float:
+def _variance_after(
+    population: dict[str, int], spread: dict[str, float], labeled: dict[str, int], alloc: dict[str, int]
+) -> float:
     """sum_h P_h^2 S_h^2 / (n0_h + n_h): the stratified variance (no fpc) after the cycle."""
     return sum(population[h] ** 2 * spread[h] ** 2 / (labeled[h] + alloc[h]) for h in population)
 
 
-def _greedy_allocation(pool: dict[str, int], lo: dict[str, int], population: dict[str, int],
-                       spread: dict[str, float], labeled: dict[str, int], n: int) -> dict[str, int]:
+def _greedy_allocation(
+    pool: dict[str, int],
+    lo: dict[str, int],
+    population: dict[str, int],
+    spread: dict[str, float],
+    labeled: dict[str, int],
+    n: int,
+) -> dict[str, int]:
     """The integer optimum of the separable convex variance above, independently: from the
     floors, each slot goes to the stratum whose next answer lowers it most (marginal
     allocation, exact for a separable convex objective: Fox 1966, Management Science 13:210)."""
     alloc = dict(lo)
     for _ in range(n - sum(lo.values())):
+
         def gain(h: str) -> float:
             a = population[h] ** 2 * spread[h] ** 2
             return a / (labeled[h] + alloc[h]) - a / (labeled[h] + alloc[h] + 1)
+
         h = max((h for h in pool if alloc[h] < pool[h]), key=gain)
         alloc[h] += 1
     return alloc
@@ -291,16 +317,22 @@ def test_neyman_allocation_completes_earlier_labels_as_the_integer_optimum(seed:
     assert all(lo[h] <= alloc[h] <= pool[h] for h in pool)
     best = _greedy_allocation(pool, lo, population, spread, labeled, n)
     # Largest-remainder rounding of the continuous optimum: within 1% of the integer optimum.
-    assert _variance_after(population, spread, labeled, alloc) <= \
-        1.01 * _variance_after(population, spread, labeled, best)
+    assert _variance_after(population, spread, labeled, alloc) <= 1.01 * _variance_after(
+        population, spread, labeled, best
+    )
 
 
 def test_a_stratum_the_earlier_labels_over_served_gets_only_its_floor() -> None:
     # 60 of stratum a (spread 1) are labeled already, none of b (spread 1): Neyman over the run's
     # 100 + 100 answers wants 50 + 50 after the cycle, so all 20 go to b but a's floor of
     # ceil(0.2 * 20 * 40 / 140) = 2; ignoring the labels would split them 6 / 14 by N_h S_h.
-    alloc = sampling.neyman_allocate({"a": 40, "b": 100}, {"a": 1.0, "b": 1.0}, 20,
-                                     labeled={"a": 60, "b": 0}, population={"a": 100, "b": 100})
+    alloc = sampling.neyman_allocate(
+        {"a": 40, "b": 100},
+        {"a": 1.0, "b": 1.0},
+        20,
+        labeled={"a": 60, "b": 0},
+        population={"a": 100, "b": 100},
+    )
     assert alloc == {"a": 2, "b": 18}
 
 

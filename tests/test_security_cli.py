@@ -25,17 +25,30 @@ ROOT = Path(__file__).resolve().parents[1]
 def run_process(*args: str | Path, db: Path) -> subprocess.CompletedProcess[str]:
     """`python -m calibration --db DB ARGS...` as its own process."""
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-    proc = subprocess.run([sys.executable, "-m", "calibration", "--db", str(db), *map(str, args)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "calibration", "--db", str(db), *map(str, args)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     for stream, text in (("stderr", proc.stderr), ("stdout", proc.stdout)):
         assert_no_traceback(text, f"{stream} of calibration {' '.join(map(str, args))}")
     return proc
 
 
 def answer(aid: str = "a1", **extra: object) -> dict[str, object]:
-    return {"id": aid, "question": "q?", "answer": "The sky is blue.", "judge_model": "j",
-            "judge_prompt_version": "v1", "chunks": [{"id": "k1", "text": "sky"}],
-            "claims": [{"id": "c1", "claim": "The sky is blue.", "verdict": "SUPPORTED"}], **extra}
+    return {
+        "id": aid,
+        "question": "q?",
+        "answer": "The sky is blue.",
+        "judge_model": "j",
+        "judge_prompt_version": "v1",
+        "chunks": [{"id": "k1", "text": "sky"}],
+        "claims": [{"id": "c1", "claim": "The sky is blue.", "verdict": "SUPPORTED"}],
+        **extra,
+    }
 
 
 def answers_in(db: Path) -> int:
@@ -50,13 +63,17 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "cal.db"
 
 
-@pytest.mark.parametrize(("after", "line"), [
-    ("\n" + json.dumps([answer("a3")]) + "\n", 2),  # a second array
-    ("\n" + json.dumps(answer("a3")) + "\n", 2),  # JSON lines after the array
-    ("\n\nnot json at all\n", 3),
-])
-def test_content_after_a_leading_array_is_refused_with_its_line(run_cli: RunCli, tmp_path: Path, db: Path,
-                                                                after: str, line: int) -> None:
+@pytest.mark.parametrize(
+    ("after", "line"),
+    [
+        ("\n" + json.dumps([answer("a3")]) + "\n", 2),  # a second array
+        ("\n" + json.dumps(answer("a3")) + "\n", 2),  # JSON lines after the array
+        ("\n\nnot json at all\n", 3),
+    ],
+)
+def test_content_after_a_leading_array_is_refused_with_its_line(
+    run_cli: RunCli, tmp_path: Path, db: Path, after: str, line: int
+) -> None:
     src = tmp_path / "mixed.json"
     src.write_text(json.dumps([answer("a1"), answer("a2")]) + after, encoding="utf-8")
     proc = run_cli("import", src, db=db, expect=1)
@@ -72,16 +89,23 @@ def test_an_array_alone_still_imports(run_cli: RunCli, tmp_path: Path, db: Path)
     assert answers_in(db) == 2
 
 
-@pytest.mark.parametrize(("record", "field", "reason"), [
-    (answer("a\u0000b"), "id", "NUL character (U+0000) at character 2"),
-    (answer("a\u202eb"), "id", "bidirectional control U+202E"),
-    (answer("a1", chunks=[{"id": "k\u0007", "text": "t"}], claims=[]), "chunks.0.id", "U+0007"),
-    ({**answer("a1"), "claims": [{"id": "c\n1", "claim": "x", "verdict": "SUPPORTED"}]}, "claims.0.id",
-     "LINE FEED"),
-    (answer("a1", question="q\u0000"), "question", "NUL"),
-])
-def test_controls_in_ids_are_refused_with_file_line_field(run_cli: RunCli, tmp_path: Path, db: Path,
-                                                         record: dict, field: str, reason: str) -> None:
+@pytest.mark.parametrize(
+    ("record", "field", "reason"),
+    [
+        (answer("a\u0000b"), "id", "NUL character (U+0000) at character 2"),
+        (answer("a\u202eb"), "id", "bidirectional control U+202E"),
+        (answer("a1", chunks=[{"id": "k\u0007", "text": "t"}], claims=[]), "chunks.0.id", "U+0007"),
+        (
+            {**answer("a1"), "claims": [{"id": "c\n1", "claim": "x", "verdict": "SUPPORTED"}]},
+            "claims.0.id",
+            "LINE FEED",
+        ),
+        (answer("a1", question="q\u0000"), "question", "NUL"),
+    ],
+)
+def test_controls_in_ids_are_refused_with_file_line_field(
+    run_cli: RunCli, tmp_path: Path, db: Path, record: dict, field: str, reason: str
+) -> None:
     src = tmp_path / "bad.jsonl"
     src.write_text(json.dumps(answer("ok")) + "\n" + json.dumps(record) + "\n", encoding="utf-8")
     proc = run_cli("import", src, db=db, expect=1)
@@ -92,10 +116,15 @@ def test_controls_in_ids_are_refused_with_file_line_field(run_cli: RunCli, tmp_p
 def test_deep_nesting_is_a_line_error(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
     src = tmp_path / "deep.jsonl"
     deep = "[" * 5000 + "]" * 5000
-    src.write_text(json.dumps(answer("a1")) + "\n"
-                   + json.dumps(answer("a2"))[:-1] + f', "metadata": {{"x": {deep}}}}}\n'
-                   + json.dumps(answer("a3", metadata={"x": json.loads("[" * 150 + "]" * 150)})) + "\n",
-                   encoding="utf-8")
+    src.write_text(
+        json.dumps(answer("a1"))
+        + "\n"
+        + json.dumps(answer("a2"))[:-1]
+        + f', "metadata": {{"x": {deep}}}}}\n'
+        + json.dumps(answer("a3", metadata={"x": json.loads("[" * 150 + "]" * 150)}))
+        + "\n",
+        encoding="utf-8",
+    )
     proc = run_cli("import", src, db=db, expect=1)
     assert "deep.jsonl:2: nested deeper than 100 levels" in proc.stderr
     assert "deep.jsonl:3: nested deeper than 100 levels" in proc.stderr
@@ -103,8 +132,9 @@ def test_deep_nesting_is_a_line_error(run_cli: RunCli, tmp_path: Path, db: Path)
 
 def test_deep_nesting_in_an_array_file_is_a_line_error(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
     src = tmp_path / "deep.json"
-    src.write_text("[\n" + json.dumps(answer("a1")) + ",\n" + "[" * 5000 + "]" * 5000 + "\n]",
-                   encoding="utf-8")
+    src.write_text(
+        "[\n" + json.dumps(answer("a1")) + ",\n" + "[" * 5000 + "]" * 5000 + "\n]", encoding="utf-8"
+    )
     proc = run_cli("import", src, db=db, expect=1)
     assert "deep.json:3: nested deeper than 100 levels" in proc.stderr
 
@@ -125,15 +155,19 @@ def test_a_lone_surrogate_is_a_line_error(run_cli: RunCli, tmp_path: Path, db: P
     assert answers_in(db) == 0
 
 
-@pytest.mark.parametrize(("encoding", "says", "code"), [
-    ("utf-16", "cannot decode bytes as utf-16", 1),
-    ("utf-32", "cannot decode bytes as utf-32", 1),
-    # Not a character encoding: a usage error, refused before any file is opened.
-    ("rot13", "'rot13' is not a text encoding", 2),
-    ("base64", "'base64' is not a text encoding", 2),
-])
-def test_a_wrong_encoding_is_one_line(run_cli: RunCli, tmp_path: Path, db: Path, encoding: str,
-                                      says: str, code: int) -> None:
+@pytest.mark.parametrize(
+    ("encoding", "says", "code"),
+    [
+        ("utf-16", "cannot decode bytes as utf-16", 1),
+        ("utf-32", "cannot decode bytes as utf-32", 1),
+        # Not a character encoding: a usage error, refused before any file is opened.
+        ("rot13", "'rot13' is not a text encoding", 2),
+        ("base64", "'base64' is not a text encoding", 2),
+    ],
+)
+def test_a_wrong_encoding_is_one_line(
+    run_cli: RunCli, tmp_path: Path, db: Path, encoding: str, says: str, code: int
+) -> None:
     src = tmp_path / "a.jsonl"
     src.write_text(json.dumps(answer("a1")) + "\n", encoding="utf-8")
     proc = run_cli("import", "--encoding", encoding, src, db=db, expect=code)
@@ -143,9 +177,13 @@ def test_a_wrong_encoding_is_one_line(run_cli: RunCli, tmp_path: Path, db: Path,
 
 def test_nan_and_infinity_in_metadata_are_refused(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
     src = tmp_path / "nan.jsonl"
-    src.write_text(json.dumps(answer("a1"))[:-1] + ', "metadata": {"score": NaN}}\n'
-                   + json.dumps(answer("a2"))[:-1] + ', "metadata": {"score": -Infinity}}\n',
-                   encoding="utf-8")
+    src.write_text(
+        json.dumps(answer("a1"))[:-1]
+        + ', "metadata": {"score": NaN}}\n'
+        + json.dumps(answer("a2"))[:-1]
+        + ', "metadata": {"score": -Infinity}}\n',
+        encoding="utf-8",
+    )
     proc = run_cli("import", src, db=db, expect=1)
     assert "nan.jsonl:1: metadata.score: NaN is not valid JSON" in proc.stderr
     assert "nan.jsonl:2: metadata.score: -Infinity is not valid JSON" in proc.stderr
@@ -163,6 +201,7 @@ def test_a_changed_category_is_refused_unless_update(run_cli: RunCli, tmp_path: 
     assert "1 with category or metadata updated" in proc.stdout
     with store.session(db) as conn:
         from calibration.store.cycles import answer_facts
+
         assert answer_facts(conn, ["a1"])["a1"][0] == "health"
     # Importing the same file again changes nothing and is not refused.
     run_cli("import", second, db=db, expect=0)
@@ -174,19 +213,29 @@ def _labels_db(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
     run_cli("import", src, db=db, expect=0)
 
 
-@pytest.mark.parametrize(("csv_text", "says"), [
-    ('answer_id,claim_id,verdict,reviewer\na1,c1,"SUPPORTED,vera\n', ":2: a quoted field is not closed"),
-    ("answer_id,claim_id,verdict,verdict,reviewer\na1,c1,SUPPORTED,CONTRADICTED,vera\n",
-     ":1: column(s) 'verdict' appear more than once in the header"),
-    ("answer_id,claim_id,verdict,reviewer\na1,c1,SUPPORTED,\n",
-     ":2: reviewer: empty: fill in the reviewer; or give one with --reviewer for rows without one"),
-    ("answer_id,claim_id,verdict,reviewer\na1,c1\n", ":2: 2 fields, but the header has 4 columns"),
-    ("answer_id,claim_id,verdict,reviewer\na1,c1,SUPPORTED,vera,extra\n",
-     ":2: 5 fields, but the header has 4"),
-    ("answer_id,claim_id,verdict,reviewer\na1,c1,SUPPORTED,\u0430nna\n", "mixes Cyrillic and Latin"),
-])
-def test_csv_errors_name_the_real_problem(run_cli: RunCli, tmp_path: Path, db: Path, csv_text: str,
-                                          says: str) -> None:
+@pytest.mark.parametrize(
+    ("csv_text", "says"),
+    [
+        ('answer_id,claim_id,verdict,reviewer\na1,c1,"SUPPORTED,vera\n', ":2: a quoted field is not closed"),
+        (
+            "answer_id,claim_id,verdict,verdict,reviewer\na1,c1,SUPPORTED,CONTRADICTED,vera\n",
+            ":1: column(s) 'verdict' appear more than once in the header",
+        ),
+        (
+            "answer_id,claim_id,verdict,reviewer\na1,c1,SUPPORTED,\n",
+            ":2: reviewer: empty: fill in the reviewer; or give one with --reviewer for rows without one",
+        ),
+        ("answer_id,claim_id,verdict,reviewer\na1,c1\n", ":2: 2 fields, but the header has 4 columns"),
+        (
+            "answer_id,claim_id,verdict,reviewer\na1,c1,SUPPORTED,vera,extra\n",
+            ":2: 5 fields, but the header has 4",
+        ),
+        ("answer_id,claim_id,verdict,reviewer\na1,c1,SUPPORTED,\u0430nna\n", "mixes Cyrillic and Latin"),
+    ],
+)
+def test_csv_errors_name_the_real_problem(
+    run_cli: RunCli, tmp_path: Path, db: Path, csv_text: str, says: str
+) -> None:
     _labels_db(run_cli, tmp_path, db)
     src = tmp_path / "labels.csv"
     src.write_text(csv_text, encoding="utf-8")
@@ -195,8 +244,9 @@ def test_csv_errors_name_the_real_problem(run_cli: RunCli, tmp_path: Path, db: P
     assert "Input should be a valid string" not in proc.stderr
 
 
-def test_label_import_matches_a_known_reviewer_by_normalisation(run_cli: RunCli, tmp_path: Path,
-                                                                db: Path) -> None:
+def test_label_import_matches_a_known_reviewer_by_normalisation(
+    run_cli: RunCli, tmp_path: Path, db: Path
+) -> None:
     _labels_db(run_cli, tmp_path, db)
     src = tmp_path / "labels.csv"
     src.write_text("answer_id,claim_id,verdict,reviewer\na1,c1,SUPPORTED,vera\n", encoding="utf-8")
@@ -220,8 +270,10 @@ def test_a_file_that_is_not_a_database_is_one_line(run_cli: RunCli, tmp_path: Pa
     fake = tmp_path / "cal.db"
     fake.write_bytes(b"this is a spreadsheet, not a database" * 200)
     proc = run_cli("stats", db=fake, expect=1)
-    assert proc.stderr.strip() == (f"error: {fake}: the database file is not a calibration database "
-                                   "(it was replaced by another file, or is damaged)")
+    assert proc.stderr.strip() == (
+        f"error: {fake}: the database file is not a calibration database "
+        "(it was replaced by another file, or is damaged)"
+    )
 
 
 def test_an_unwritable_export_target_is_one_line(run_cli: RunCli, tmp_path: Path, db: Path) -> None:

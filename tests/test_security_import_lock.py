@@ -25,11 +25,18 @@ ROOT = Path(__file__).resolve().parents[1]
 def _big_file(path: Path, n: int, *, bad_last: bool = False) -> Path:
     with path.open("w", encoding="utf-8") as fh:
         for i in range(n):
-            rec = {"id": f"big{i}", "question": f"Question {i}? " * 5, "answer": f"Answer {i}. " * 20,
-                   "judge_model": "bulk", "judge_prompt_version": "v1", "metadata": {"i": i},
-                   "chunks": [{"id": "k1", "text": f"chunk {i} " * 30}],
-                   "claims": [{"id": f"c{j}", "claim": f"Claim {j} of {i}.", "verdict": "SUPPORTED"}
-                              for j in range(3)]}
+            rec = {
+                "id": f"big{i}",
+                "question": f"Question {i}? " * 5,
+                "answer": f"Answer {i}. " * 20,
+                "judge_model": "bulk",
+                "judge_prompt_version": "v1",
+                "metadata": {"i": i},
+                "chunks": [{"id": "k1", "text": f"chunk {i} " * 30}],
+                "claims": [
+                    {"id": f"c{j}", "claim": f"Claim {j} of {i}.", "verdict": "SUPPORTED"} for j in range(3)
+                ],
+            }
             if bad_last and i == n - 1:
                 rec["id"] = "bad\u0000id"
             fh.write(json.dumps(rec) + "\n")
@@ -54,16 +61,22 @@ def test_a_verdict_commits_while_a_large_import_is_moving_in(tmp_path: Path, db_
         claim_pk = store.claim_pk(db, "big0", "c0")
     answers = PUBLISH_BATCH // 2  # each table moves in by one batch or more, a pause after each
     big = _big_file(tmp_path / "big.jsonl", answers)
-    proc = subprocess.Popen([sys.executable, "-m", "calibration", "--db", str(db_path), "import", str(big)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "CALIBRATION_PUBLISH_PAUSE": "0.3"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "calibration", "--db", str(db_path), "import", str(big)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "CALIBRATION_PUBLISH_PAUSE": "0.3"},
+    )
     verdicts = [Verdict.SUPPORTED, Verdict.CONTRADICTED]
     inside = written = 0
     while proc.poll() is None:
         before = _publishing(db_path)
         with store.session(db_path) as db:
-            store.record_label(db, claim=claim_pk, reviewer="rita", kind="blind",
-                               verdict=verdicts[written % 2])
+            store.record_label(
+                db, claim=claim_pk, reviewer="rita", kind="blind", verdict=verdicts[written % 2]
+            )
         written += 1
         inside += before and _publishing(db_path)  # the import was mid-way on both sides of the commit
         time.sleep(0.02)  # a poll interval: the other process offers no event to wait on
@@ -90,8 +103,9 @@ def test_a_staged_import_is_still_all_or_nothing(tmp_path: Path, db_path: Path) 
         assert store.info(db)["totals"]["answers"] == 3
 
 
-def test_a_batch_that_fails_takes_back_what_was_moved_in(tmp_path: Path, db_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_batch_that_fails_takes_back_what_was_moved_in(
+    tmp_path: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from calibration.errors import ConflictError
     from calibration.store import answers as answer_store
 

@@ -45,14 +45,22 @@ def empty_db(tmp_path: Path) -> Database:
 
 
 def counts(conn: Database) -> dict[str, int]:
-    return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-            for t in ("answers", "chunks", "claims", "judge_verdicts", "judge_runs")}
+    return {
+        t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("answers", "chunks", "claims", "judge_verdicts", "judge_runs")
+    }
 
 
 def import_with(conn: Database, name: str, path: Path, **options: Any) -> None:
     result = adapters.read(name, path, judge_model="j", judge_prompt_version="v1", **options)
-    import_records(conn, result.records, source=result.source, mapping=result.mapping,
-                   judge_model=result.judge_model, judge_prompt_version=result.judge_prompt_version)
+    import_records(
+        conn,
+        result.records,
+        source=result.source,
+        mapping=result.mapping,
+        judge_model=result.judge_model,
+        judge_prompt_version=result.judge_prompt_version,
+    )
 
 
 def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
@@ -88,29 +96,36 @@ def test_dry_run_of_a_jsonl_file_writes_nothing(run_cli: RunCli, tmp_path: Path,
 # ---------------------------------------------------------------- 2. the claim-per-row table is strict
 
 
-def test_an_unterminated_quote_in_a_table_is_refused_where_it_opens(run_cli: RunCli, tmp_path: Path,
-                                                                   db: Path) -> None:
+def test_an_unterminated_quote_in_a_table_is_refused_where_it_opens(
+    run_cli: RunCli, tmp_path: Path, db: Path
+) -> None:
     path = write_csv(tmp_path / "t.csv", TABLE_HEADER, table_rows(50))
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     lines[5] = lines[5].replace("Claim 4.", '"Claim 4.')  # opens a quote on line 6, never closed
     path.write_text("".join(lines), encoding="utf-8")
-    proc = run_cli("import", "--from", "csv", "--judge-model", "j", "--judge-prompt-version", "v1", path,
-                   db=db, expect=1)
+    proc = run_cli(
+        "import", "--from", "csv", "--judge-model", "j", "--judge-prompt-version", "v1", path, db=db, expect=1
+    )
     assert f"{path}:6: a quoted field is not closed" in proc.stderr
     assert answers_in(db) == 0
 
 
-@pytest.mark.parametrize(("cells", "says"), [
-    (["a3", "q?", "Answer.", "Claim.", "SUPPORTED", "extra"], "6 fields, but the header has 5 columns"),
-    (["a3", "q?", "Answer.", "Claim."], "4 fields, but the header has 5 columns"),
-])
-def test_a_table_row_of_the_wrong_width_is_refused(run_cli: RunCli, tmp_path: Path, db: Path,
-                                                   cells: list[str], says: str) -> None:
+@pytest.mark.parametrize(
+    ("cells", "says"),
+    [
+        (["a3", "q?", "Answer.", "Claim.", "SUPPORTED", "extra"], "6 fields, but the header has 5 columns"),
+        (["a3", "q?", "Answer.", "Claim."], "4 fields, but the header has 5 columns"),
+    ],
+)
+def test_a_table_row_of_the_wrong_width_is_refused(
+    run_cli: RunCli, tmp_path: Path, db: Path, cells: list[str], says: str
+) -> None:
     rows = table_rows(3)
     rows[2] = cells
     path = write_csv(tmp_path / "t.csv", TABLE_HEADER, rows)
-    proc = run_cli("import", "--from", "csv", "--judge-model", "j", "--judge-prompt-version", "v1", path,
-                   db=db, expect=1)
+    proc = run_cli(
+        "import", "--from", "csv", "--judge-model", "j", "--judge-prompt-version", "v1", path, db=db, expect=1
+    )
     assert f"{path}:4: {says}" in proc.stderr
     assert answers_in(db) == 0
 
@@ -119,20 +134,36 @@ def test_a_table_row_of_the_wrong_width_is_refused(run_cli: RunCli, tmp_path: Pa
 
 
 def test_a_table_with_a_column_twice_is_refused(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
-    path = write_csv(tmp_path / "t.csv", [*TABLE_HEADER, "verdict"],
-                     [[*r, "CONTRADICTED"] for r in table_rows(2)])
-    proc = run_cli("import", "--from", "csv", "--judge-model", "j", "--judge-prompt-version", "v1", path,
-                   db=db, expect=1)
+    path = write_csv(
+        tmp_path / "t.csv", [*TABLE_HEADER, "verdict"], [[*r, "CONTRADICTED"] for r in table_rows(2)]
+    )
+    proc = run_cli(
+        "import", "--from", "csv", "--judge-model", "j", "--judge-prompt-version", "v1", path, db=db, expect=1
+    )
     assert f"{path}:1: column(s) 'verdict' appear more than once in the header" in proc.stderr
     assert answers_in(db) == 0
 
 
 def test_a_field_mapped_twice_in_columns_is_refused(run_cli: RunCli, tmp_path: Path, db: Path) -> None:
     path = write_csv(tmp_path / "t.csv", TABLE_HEADER, table_rows(2))
-    proc = run_cli("import", "--from", "csv", "--columns", "claim=claim,claim=answer", "--judge-model", "j",
-                   "--judge-prompt-version", "v1", path, db=db, expect=1)
-    assert ("claim is mapped twice (claim=claim and claim=answer); which column holds it is ambiguous; "
-            "check --columns") in proc.stderr
+    proc = run_cli(
+        "import",
+        "--from",
+        "csv",
+        "--columns",
+        "claim=claim,claim=answer",
+        "--judge-model",
+        "j",
+        "--judge-prompt-version",
+        "v1",
+        path,
+        db=db,
+        expect=1,
+    )
+    assert (
+        "claim is mapped twice (claim=claim and claim=answer); which column holds it is ambiguous; "
+        "check --columns"
+    ) in proc.stderr
     assert answers_in(db) == 0
 
 
@@ -140,10 +171,13 @@ def test_a_table_without_a_question_column_says_so(run_cli: RunCli, tmp_path: Pa
     header = [h for h in TABLE_HEADER if h != "question"]
     rows = [[c for i, c in enumerate(r) if i != 1] for r in table_rows(2)]
     path = write_csv(tmp_path / "t.csv", header, rows)
-    proc = run_cli("import", "--from", "csv", "--judge-model", "j", "--judge-prompt-version", "v1", path,
-                   db=db, expect=1)
-    assert (f"{path}:1: missing column(s): question; the file has answer_id, answer, claim, verdict"
-            in proc.stderr)
+    proc = run_cli(
+        "import", "--from", "csv", "--judge-model", "j", "--judge-prompt-version", "v1", path, db=db, expect=1
+    )
+    assert (
+        f"{path}:1: missing column(s): question; the file has answer_id, answer, claim, verdict"
+        in proc.stderr
+    )
     assert "valid string" not in proc.stderr
     assert answers_in(db) == 0
 
@@ -153,8 +187,9 @@ def test_a_deepeval_nan_score_is_refused_with_its_field(run_cli: RunCli, tmp_pat
     faithfulness = '"name": "Faithfulness", "threshold": 0.5, "success": true, "score": 0.5,'
     assert text.find(faithfulness) < text.find('"name": "test_case_1"')
     path = tmp_path / "run.json"
-    path.write_text(text.replace(faithfulness, faithfulness.removesuffix("0.5,") + "NaN,", 1),
-                    encoding="utf-8")
+    path.write_text(
+        text.replace(faithfulness, faithfulness.removesuffix("0.5,") + "NaN,", 1), encoding="utf-8"
+    )
     proc = run_cli("import", "--from", "deepeval", "--judge-prompt-version", "v1", path, db=db, expect=1)
     assert f"{path}:1: testCases.0.metricsData.1.score: NaN is not valid JSON" in proc.stderr
     assert answers_in(db) == 0
@@ -178,6 +213,7 @@ def _first_element_file(name: str) -> Any:
         path = tmp_path / name
         path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
         return path
+
     return build
 
 
@@ -187,15 +223,19 @@ def _table_file(tmp_path: Path) -> Path:
     return write_csv(tmp_path / "t.csv", [*TABLE_HEADER, "chunks"], rows)
 
 
-ADAPTER_FILES = [("deepeval", _deepeval_file), ("ragas", _first_element_file("ragas_traces.json")),
-                 ("refchecker", _first_element_file("refchecker_output.json")), ("csv", _table_file)]
+ADAPTER_FILES = [
+    ("deepeval", _deepeval_file),
+    ("ragas", _first_element_file("ragas_traces.json")),
+    ("refchecker", _first_element_file("refchecker_output.json")),
+    ("csv", _table_file),
+]
 
 
 @pytest.mark.parametrize(("adapter", "build"), ADAPTER_FILES, ids=[a for a, _ in ADAPTER_FILES])
 @pytest.mark.parametrize(("what", "raw", "says"), BAD_JSON, ids=[w for w, _, _ in BAD_JSON])
-def test_every_adapter_refuses_what_the_jsonl_import_refuses(tmp_path: Path, empty_db: Database,
-                                                             adapter: str, build: Any, what: str, raw: str,
-                                                             says: str) -> None:
+def test_every_adapter_refuses_what_the_jsonl_import_refuses(
+    tmp_path: Path, empty_db: Database, adapter: str, build: Any, what: str, raw: str, says: str
+) -> None:
     path = build(tmp_path)
     text = path.read_text(encoding="utf-8")
     # In the CSV the JSON sits in a quoted cell, where a quote is doubled.
@@ -220,15 +260,18 @@ def _deep_dict(depth: int) -> dict[str, Any]:
     return root
 
 
-@pytest.mark.parametrize(("metadata", "says"), [
-    ({"note": "x\ud800y"}, "<records>:2: metadata.note: contains a lone surrogate"),
-    ({"x": _deep_dict(5000)}, "<records>:2: nested deeper than 100 levels"),
-    ({"tags": {"a", "b"}}, "<records>:2: metadata.tags: a set is not a JSON value"),
-    ({"score": math.nan}, "<records>:2: metadata.score: nan is not a finite number"),
-    ({"score": [1.0, -math.inf]}, "<records>:2: metadata.score.1: -inf is not a finite number"),
-    ({"n": 10 ** 150}, "<records>:2: metadata.n: a number of more than 100 digits"),
-    ({1: "x"}, "<records>:2: metadata: the key 1 is not a string"),
-])
+@pytest.mark.parametrize(
+    ("metadata", "says"),
+    [
+        ({"note": "x\ud800y"}, "<records>:2: metadata.note: contains a lone surrogate"),
+        ({"x": _deep_dict(5000)}, "<records>:2: nested deeper than 100 levels"),
+        ({"tags": {"a", "b"}}, "<records>:2: metadata.tags: a set is not a JSON value"),
+        ({"score": math.nan}, "<records>:2: metadata.score: nan is not a finite number"),
+        ({"score": [1.0, -math.inf]}, "<records>:2: metadata.score.1: -inf is not a finite number"),
+        ({"n": 10**150}, "<records>:2: metadata.n: a number of more than 100 digits"),
+        ({1: "x"}, "<records>:2: metadata: the key 1 is not a string"),
+    ],
+)
 def test_api_values_go_through_the_same_policy(tmp_path: Path, metadata: dict[Any, Any], says: str) -> None:
     with calibration.connect(tmp_path / "c.db") as cal:
         with pytest.raises(InputError) as err:
@@ -255,8 +298,18 @@ def test_a_failing_generator_leaves_no_rows(tmp_path: Path) -> None:
 def test_a_record_larger_than_the_read_buffer_keeps_its_lines(tmp_path: Path) -> None:
     big = answer("big", answer="x" * (1 << 20))
     path = tmp_path / "arr.json"
-    path.write_text("[\n" + json.dumps(answer("a1"), indent=1) + ",\n" + json.dumps(big) + ",\n"
-                    + json.dumps(answer("a3"), indent=1) + ",\n" + '{"id": NaN}' + "\n]\n", encoding="utf-8")
+    path.write_text(
+        "[\n"
+        + json.dumps(answer("a1"), indent=1)
+        + ",\n"
+        + json.dumps(big)
+        + ",\n"
+        + json.dumps(answer("a3"), indent=1)
+        + ",\n"
+        + '{"id": NaN}'
+        + "\n]\n",
+        encoding="utf-8",
+    )
     n1 = json.dumps(answer("a1"), indent=1).count("\n") + 1
     n3 = json.dumps(answer("a3"), indent=1).count("\n") + 1
     got = list(reading.iter_json_records(path))

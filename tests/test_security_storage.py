@@ -84,8 +84,16 @@ def test_a_replaced_database_file_is_checked_again(tmp_path: Path) -> None:
         assert "answers" in db.table_names()
 
 
-@pytest.mark.parametrize(("code", "cls"), [(13, DiskFullError), (8, ReadOnlyError), (26, NotADatabaseError),
-                                           (11, NotADatabaseError), (14, ReadOnlyError)])
+@pytest.mark.parametrize(
+    ("code", "cls"),
+    [
+        (13, DiskFullError),
+        (8, ReadOnlyError),
+        (26, NotADatabaseError),
+        (11, NotADatabaseError),
+        (14, ReadOnlyError),
+    ],
+)
 def test_storage_error_maps_sqlite_result_codes(code: int, cls: type[StorageError]) -> None:
     exc = sqlite3.OperationalError("x")
     exc.sqlite_errorcode = code  # type: ignore[attr-defined]

@@ -32,8 +32,11 @@ def _listening(port: int) -> set[str]:
                     found.add(socket.inet_ntop(socket.AF_INET, bytes.fromhex(addr)[::-1]))
                 else:
                     raw = bytes.fromhex(addr)
-                    found.add(socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1]
-                                                                         for i in range(0, 16, 4))))
+                    found.add(
+                        socket.inet_ntop(
+                            socket.AF_INET6, b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+                        )
+                    )
     return found
 
 
@@ -46,8 +49,14 @@ def test_make_run_listens_on_loopback_only(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "CALIBRATION_DB": str(tmp_path / "serve.db")}
-    proc = subprocess.Popen(["make", "--no-print-directory", "run", f"PORT={port}"], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        ["make", "--no-print-directory", "run", f"PORT={port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         wait_healthy(port, proc, lambda: proc.stdout.read().decode(errors="replace") if proc.stdout else "")
         assert _listening(port) == {"127.0.0.1"}

@@ -21,13 +21,16 @@ from calibration.store import Database
 # ---------------------------------------------------------------- the rule
 
 
-@pytest.mark.parametrize("sizes, share, expected", [
-    # stratum sizes in STRATA order -> holdout count per stratum (cumulative rounding)
-    ({"CONTRADICTED": 10, "UNSUPPORTED": 10, "SUPPORTED": 10}, 0.5, [5, 5, 5]),
-    ({"CONTRADICTED": 3, "UNSUPPORTED": 3, "SUPPORTED": 3}, 0.5, [2, 1, 2]),
-    ({"CONTRADICTED": 1, "SUPPORTED": 9}, 0.3, [0, 3]),
-    ({"UNSUPPORTED": 7, "SUPPORTED": 93}, 0.2, [1, 19]),
-])
+@pytest.mark.parametrize(
+    "sizes, share, expected",
+    [
+        # stratum sizes in STRATA order -> holdout count per stratum (cumulative rounding)
+        ({"CONTRADICTED": 10, "UNSUPPORTED": 10, "SUPPORTED": 10}, 0.5, [5, 5, 5]),
+        ({"CONTRADICTED": 3, "UNSUPPORTED": 3, "SUPPORTED": 3}, 0.5, [2, 1, 2]),
+        ({"CONTRADICTED": 1, "SUPPORTED": 9}, 0.3, [0, 3]),
+        ({"UNSUPPORTED": 7, "SUPPORTED": 93}, 0.2, [1, 19]),
+    ],
+)
 def test_holdout_counts_per_stratum(sizes: dict[str, int], share: float, expected: list[int]) -> None:
     strata = {f"{s[0]}{i:03d}": s for s, n in sizes.items() for i in range(n)}
     parts = split.assign_parts(strata, seed=3, holdout_share=share)
@@ -56,17 +59,23 @@ def test_every_answer_is_equally_likely_to_be_held_out() -> None:
     reps = 2000
     counts = Counter()
     for seed in range(reps):
-        counts.update(a for a, p in split.assign_parts(strata, seed=seed, holdout_share=0.5).items()
-                      if p == "holdout")
+        counts.update(
+            a for a, p in split.assign_parts(strata, seed=seed, holdout_share=0.5).items() if p == "holdout"
+        )
     freq = np.array([counts[a] / reps for a in strata])
     # 14 * 0.5 = 7 of 14 and 6 * 0.5 = 3 of 6: exactly one half each; 4 standard errors.
     assert np.all(np.abs(freq - 0.5) < 4 * math.sqrt(0.25 / reps))
 
 
-@pytest.mark.parametrize("verdicts, stratum", [
-    (["SUPPORTED", "SUPPORTED"], "SUPPORTED"), (["SUPPORTED", "UNSUPPORTED"], "UNSUPPORTED"),
-    (["UNSUPPORTED", "CONTRADICTED"], "CONTRADICTED"), ([], "unjudged"),
-])
+@pytest.mark.parametrize(
+    "verdicts, stratum",
+    [
+        (["SUPPORTED", "SUPPORTED"], "SUPPORTED"),
+        (["SUPPORTED", "UNSUPPORTED"], "UNSUPPORTED"),
+        (["UNSUPPORTED", "CONTRADICTED"], "CONTRADICTED"),
+        ([], "unjudged"),
+    ],
+)
 def test_answer_stratum(verdicts: list[str], stratum: str) -> None:
     assert split.answer_stratum(verdicts) == stratum
 
@@ -87,9 +96,15 @@ def test_the_wice_split_is_half_and_half_by_judge_verdict(wice_db: Database) -> 
 
 
 def _judged(aid: str) -> dict:
-    return {"id": aid, "question": "q?", "answer": "a.", "chunks": [{"id": "S1", "text": "t"}],
-            "claims": [{"id": f"{aid}.c1", "claim": f"claim of {aid}", "verdict": "SUPPORTED"}],
-            "judge_model": "j", "judge_prompt_version": "v1"}
+    return {
+        "id": aid,
+        "question": "q?",
+        "answer": "a.",
+        "chunks": [{"id": "S1", "text": "t"}],
+        "claims": [{"id": f"{aid}.c1", "claim": f"claim of {aid}", "verdict": "SUPPORTED"}],
+        "judge_model": "j",
+        "judge_prompt_version": "v1",
+    }
 
 
 @pytest.fixture
@@ -99,8 +114,10 @@ def small_db(db_path: Path, tmp_path: Path) -> Database:
     ids = [f"L{i}" for i in range(6)] + [f"U{i}" for i in range(4)]
     src.write_text("\n".join(json.dumps(_judged(a)) for a in ids), encoding="utf-8")
     labels = tmp_path / "l.csv"
-    labels.write_text("answer_id,claim_id,verdict,reviewer\n"
-                      + "".join(f"L{i},L{i}.c1,SUPPORTED,ann\n" for i in range(6)), encoding="utf-8")
+    labels.write_text(
+        "answer_id,claim_id,verdict,reviewer\n" + "".join(f"L{i},L{i}.c1,SUPPORTED,ann\n" for i in range(6)),
+        encoding="utf-8",
+    )
     with store.session(db_path) as db:
         import_answers(db, src)
         import_labels(db, labels)
@@ -152,10 +169,13 @@ def test_dashboard_lists_no_sealed_claim(wice_db: Database) -> None:
     s = split.ensure_split(wice_db, stratify_run=store.find_judge_run(wice_db, run))
     held = set(s.holdout)
     d = dashboard.build(wice_db, run=run, bootstrap=0)
-    listed = ([c.answer_id for c in d.disagreements]
-              + [k.split("/")[0] for r in d.reasons for k in r.claim_keys]
-              + [k.split("/")[0] for k in d.details] + [c.answer_id for c in d.pending]
-              + [k.split("/")[0] for k in d.verdicts])
+    listed = (
+        [c.answer_id for c in d.disagreements]
+        + [k.split("/")[0] for r in d.reasons for k in r.claim_keys]
+        + [k.split("/")[0] for k in d.details]
+        + [c.answer_id for c in d.pending]
+        + [k.split("/")[0] for k in d.verdicts]
+    )
     assert listed and not held & set(listed)
     assert d.report.n_claims == 100  # the figures still count every labeled claim
     before = dashboard.fingerprint(wice_db)
@@ -181,8 +201,9 @@ def _sealed_in(value: object, held: set[str]) -> list[str]:
     return [s for s in _strings(value) if s in held or s.split("/")[0] in held]
 
 
-def test_stats_json_and_api_name_no_sealed_claim(wice_db: Database, db_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_stats_json_and_api_name_no_sealed_claim(
+    wice_db: Database, db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from calibration import api
     from calibration.cli import main
 
@@ -203,16 +224,40 @@ def test_the_lab_call_viewer_offers_no_sealed_answer(wice_db: Database) -> None:
     from calibration import report
     from calibration.store import lab as lab_store
 
-    held = set(split.ensure_split(
-        wice_db, stratify_run=store.find_judge_run(wice_db, "gpt-4-0613@wice-gpt4")).holdout)
-    run, _ = lab_store.open_lab_run(wice_db, model="m", version="lab1", template="t", template_sha256="x",
-                                    base_url="http://127.0.0.1:9", params={}, scope="labeled")
+    held = set(
+        split.ensure_split(
+            wice_db, stratify_run=store.find_judge_run(wice_db, "gpt-4-0613@wice-gpt4")
+        ).holdout
+    )
+    run, _ = lab_store.open_lab_run(
+        wice_db,
+        model="m",
+        version="lab1",
+        template="t",
+        template_sha256="x",
+        base_url="http://127.0.0.1:9",
+        params={},
+        scope="labeled",
+    )
     answers = sorted(split.current(wice_db).tuning + split.current(wice_db).holdout)
     for aid in answers:
-        lab_store.record_call(wice_db, run.id, lab_store.CallRecord(
-            answer_id=aid, status="failed" if aid in held else "ok", prompt=f"prompt of {aid}",
-            response=None, exchanges=[], attempts=1, error=None, prompt_tokens=None,
-            completion_tokens=None, total_tokens=None, latency_ms=1.0))
+        lab_store.record_call(
+            wice_db,
+            run.id,
+            lab_store.CallRecord(
+                answer_id=aid,
+                status="failed" if aid in held else "ok",
+                prompt=f"prompt of {aid}",
+                response=None,
+                exchanges=[],
+                attempts=1,
+                error=None,
+                prompt_tokens=None,
+                completion_tokens=None,
+                total_tokens=None,
+                latency_ms=1.0,
+            ),
+        )
     for failed_only in (False, True):
         offered = report.inspectable_calls(wice_db, run.id, failed_only=failed_only)
         assert not held & set(offered)
@@ -257,8 +302,9 @@ def _newcombe_reference(a: int, b: int, c: int, d: int) -> tuple[float, float]:
     return lower, upper
 
 
-@pytest.mark.parametrize("a, b, c, d", [(30, 2, 9, 7), (10, 5, 5, 10), (0, 0, 3, 0), (40, 0, 0, 8),
-                                        (12, 1, 8, 29), (1, 7, 2, 0)])
+@pytest.mark.parametrize(
+    "a, b, c, d", [(30, 2, 9, 7), (10, 5, 5, 10), (0, 0, 3, 0), (40, 0, 0, 8), (12, 1, 8, 29), (1, 7, 2, 0)]
+)
 def test_paired_difference_matches_an_independent_computation(a: int, b: int, c: int, d: int) -> None:
     got = paired_difference(a, b, c, d)
     lo, hi = _newcombe_reference(a, b, c, d)

@@ -17,15 +17,20 @@ def test_every_connection_has_wal_foreign_keys_and_busy_timeout(db_path: Path) -
         assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
         assert db.execute("PRAGMA busy_timeout").fetchone()[0] == store.BUSY_TIMEOUT_MS
         with pytest.raises(sqlite3.IntegrityError):
-            db.execute("INSERT INTO chunks (answer_id, position, chunk_id, text) "
-                       "VALUES ('missing', 0, 'c', 't')")
+            db.execute(
+                "INSERT INTO chunks (answer_id, position, chunk_id, text) VALUES ('missing', 0, 'c', 't')"
+            )
 
 
 def test_migrations_are_recorded_and_not_rerun(db_path: Path) -> None:
     with store.session(db_path) as db:
         names = [m.name for m in store.migrations.applied(db)]
-    assert names[:4] == ["m001_create_answers", "m002_create_judge_runs", "m003_create_labels",
-                         "m004_create_cycles"]
+    assert names[:4] == [
+        "m001_create_answers",
+        "m002_create_judge_runs",
+        "m003_create_labels",
+        "m004_create_cycles",
+    ]
     store.connection._migrated.clear()
     with store.session(db_path) as db:
         assert [m.name for m in store.migrations.applied(db)] == names
@@ -45,10 +50,10 @@ def test_blind_change_and_reconcile_keep_full_history(wice_db: Database) -> None
     store.record_label(wice_db, claim=claim, reviewer="ann", kind="blind", verdict="UNSUPPORTED")
     with pytest.raises(ConflictError):
         store.record_label(wice_db, claim=claim, reviewer="bob", kind="keep")
-    state = store.record_label(wice_db, claim=claim, reviewer="ann", kind="judge_right",
-                               judge_run_id=run.id)
-    judge = wice_db.execute("SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?",
-                            [run.id, claim]).fetchone()[0]
+    state = store.record_label(wice_db, claim=claim, reviewer="ann", kind="judge_right", judge_run_id=run.id)
+    judge = wice_db.execute(
+        "SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?", [run.id, claim]
+    ).fetchone()[0]
     assert (state.blind_verdict, state.final_verdict, state.slip) == ("UNSUPPORTED", judge, True)
     kinds = [(e["kind"], e["verdict"]) for e in store.label_history(wice_db, claim, "ann")]
     assert kinds == [("blind", "SUPPORTED"), ("blind", "UNSUPPORTED"), ("judge_right", judge)]
@@ -82,11 +87,11 @@ def test_threads_writing_labels_at_once_lose_nothing(wice_db: Database, db_url: 
             for i, claim in enumerate(claims[:40]):
                 with store.session(db_url) as db:
                     verdict = ("SUPPORTED", "UNSUPPORTED")[(i + n) % 2]
-                    store.record_label(db, claim=claim, reviewer=f"r{n}", kind="blind",
-                                       verdict=verdict)
+                    store.record_label(db, claim=claim, reviewer=f"r{n}", kind="blind", verdict=verdict)
                     if i % 5 == 0:  # same claim, same reviewer, changed mind: a second event
-                        store.record_label(db, claim=claim, reviewer=f"r{n}", kind="blind",
-                                           verdict="CONTRADICTED")
+                        store.record_label(
+                            db, claim=claim, reviewer=f"r{n}", kind="blind", verdict="CONTRADICTED"
+                        )
         except BaseException as exc:  # collected: a "database is locked" must fail the test
             errors.append(exc)
 
@@ -97,12 +102,15 @@ def test_threads_writing_labels_at_once_lose_nothing(wice_db: Database, db_url: 
         t.join()
     assert errors == []
     with store.session(db_url) as db:
-        assert db.execute("SELECT count(*) FROM label_events WHERE reviewer LIKE 'r%'"
-                          ).fetchone()[0] == 8 * (40 + 8)
-        assert db.execute("SELECT count(*) FROM human_labels WHERE reviewer LIKE 'r%'"
-                          ).fetchone()[0] == 8 * 40
-        changed = db.execute("SELECT count(*) FROM human_labels WHERE reviewer LIKE 'r%' "
-                             "AND final_verdict = 'CONTRADICTED'").fetchone()[0]
+        assert db.execute("SELECT count(*) FROM label_events WHERE reviewer LIKE 'r%'").fetchone()[0] == 8 * (
+            40 + 8
+        )
+        assert (
+            db.execute("SELECT count(*) FROM human_labels WHERE reviewer LIKE 'r%'").fetchone()[0] == 8 * 40
+        )
+        changed = db.execute(
+            "SELECT count(*) FROM human_labels WHERE reviewer LIKE 'r%' AND final_verdict = 'CONTRADICTED'"
+        ).fetchone()[0]
         assert changed == 8 * 8
 
 
@@ -125,16 +133,18 @@ def test_adjudicate_from_the_cli_overrides_and_is_kept_in_history(
     store.record_label(demo_db, claim=claim, reviewer="boris", kind="blind", verdict="UNSUPPORTED")
     assert main(["--db", str(db_url), "adjudicate", "Q2", "c2", "contradicted", "--by", "lead"]) == 0
     assert "adjudicated CONTRADICTED by lead" in capsys.readouterr().out
-    assert demo_db.execute("SELECT verdict, adjudicator FROM adjudications WHERE claim_pk = ?",
-                           [claim]).fetchone() == ("CONTRADICTED", "lead")
+    assert demo_db.execute(
+        "SELECT verdict, adjudicator FROM adjudications WHERE claim_pk = ?", [claim]
+    ).fetchone() == ("CONTRADICTED", "lead")
     assert [e["kind"] for e in store.label_history(demo_db, claim)] == ["blind", "blind", "adjudicate"]
     assert main(["--db", str(db_url), "adjudicate", "Q2", "c9", "SUPPORTED", "--by", "lead"]) == 1
     assert "no claim 'c9' in answer 'Q2'" in capsys.readouterr().err
 
 
 @pytest.mark.slow
-def test_an_acknowledged_label_survives_the_process_being_killed(demo_db: Database,
-                                                                 db_url: str | Path) -> None:
+def test_an_acknowledged_label_survives_the_process_being_killed(
+    demo_db: Database, db_url: str | Path
+) -> None:
     """A writer process records a label, says so, and is killed with SIGKILL straight after."""
     import signal
     import subprocess
@@ -149,8 +159,14 @@ def test_an_acknowledged_label_survives_the_process_being_killed(demo_db: Databa
         "    print('acknowledged', flush=True)\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", script, str(db_url)], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parents[1], timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(db_url)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == -signal.SIGKILL and "acknowledged" in proc.stdout
     with store.session(db_url) as db:
         state = store.label_state(db, store.claim_pk(db, "Q2", "c2"), "anna")
@@ -160,8 +176,9 @@ def test_an_acknowledged_label_survives_the_process_being_killed(demo_db: Databa
 
 
 @pytest.mark.sqlite_only  # SQLite's file lock
-def test_a_busy_database_is_a_clear_error_not_a_traceback(demo_db: Database, db_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_busy_database_is_a_clear_error_not_a_traceback(
+    demo_db: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(store.connection, "BUSY_TIMEOUT_MS", 50)
     blocker = sqlite3.connect(str(db_path), isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
@@ -169,8 +186,13 @@ def test_a_busy_database_is_a_clear_error_not_a_traceback(demo_db: Database, db_
         with store.session(db_path) as db:
             db.conn.execute("PRAGMA busy_timeout = 50")
             with pytest.raises(DatabaseBusyError, match="database is busy"):
-                store.record_label(db, claim=store.claim_pk(db, "Q1", "c1"), reviewer="ann",
-                                   kind="blind", verdict="SUPPORTED")
+                store.record_label(
+                    db,
+                    claim=store.claim_pk(db, "Q1", "c1"),
+                    reviewer="ann",
+                    kind="blind",
+                    verdict="SUPPORTED",
+                )
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
@@ -189,10 +211,16 @@ def test_bad_label_arguments_are_input_errors(demo_db: Database) -> None:
         store.adjudicate(demo_db, claim=claim, adjudicator="lead", verdict="maybe")
 
 
-@pytest.mark.parametrize(("url", "shown"), [
-    ("postgresql://calib:s3cret@db.internal:5433/calibration", "postgresql://calib:***@db.internal:5433/calibration"),
-    ("postgresql://calib@db.internal/calibration", "postgresql://calib@db.internal/calibration"),
-    ("data/calibration.db", "data/calibration.db"),
-])
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (
+            "postgresql://calib:s3cret@db.internal:5433/calibration",
+            "postgresql://calib:***@db.internal:5433/calibration",
+        ),
+        ("postgresql://calib@db.internal/calibration", "postgresql://calib@db.internal/calibration"),
+        ("data/calibration.db", "data/calibration.db"),
+    ],
+)
 def test_a_database_url_is_shown_without_its_password(url: str, shown: str) -> None:
     assert store.shown(url) == shown

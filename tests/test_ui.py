@@ -26,16 +26,37 @@ def judged(db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
     monkeypatch.setenv("CALIBRATION_DB", str(db_path))
     monkeypatch.delenv(ui.LEADS_ENV, raising=False)
     jsonl = tmp_path / "a.jsonl"
-    jsonl.write_text(json.dumps({
-        "id": "A1", "question": "q?", "answer": "It is. It is not.", "chunks": ["c"],
-        "judge_model": "judge-x", "judge_prompt_version": "v1",
-        "claims": [{"id": "c1", "claim": "It is.", "verdict": "SUPPORTED"},
-                   {"id": "c2", "claim": "It is not.", "verdict": "SUPPORTED"}],
-    }) + "\n", encoding="utf-8")
+    jsonl.write_text(
+        json.dumps(
+            {
+                "id": "A1",
+                "question": "q?",
+                "answer": "It is. It is not.",
+                "chunks": ["c"],
+                "judge_model": "judge-x",
+                "judge_prompt_version": "v1",
+                "claims": [
+                    {"id": "c1", "claim": "It is.", "verdict": "SUPPORTED"},
+                    {"id": "c2", "claim": "It is not.", "verdict": "SUPPORTED"},
+                ],
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     with store.session(db_path) as db:
         import_answers(db, jsonl)
-        cycles.create_cycle(db, name="c", judge_run="judge-x@v1", size=1, seed=1, reviewers=[],
-                            overlap=0.0, force=True, created_by="t")
+        cycles.create_cycle(
+            db,
+            name="c",
+            judge_run="judge-x@v1",
+            size=1,
+            seed=1,
+            reviewers=[],
+            overlap=0.0,
+            force=True,
+            created_by="t",
+        )
     return db_path
 
 
@@ -58,8 +79,18 @@ def test_a_non_lead_sees_no_lead_page(judged: Path, monkeypatch: pytest.MonkeyPa
     assert not at.exception
     assert [i.value for i in at.info] and at.info[0].value.startswith("This page is for leads")
     # Nothing of the page beyond its title: no tables, charts, metrics or controls.
-    for kind in ("dataframe", "metric", "selectbox", "text_input", "text_area", "button",
-                 "number_input", "radio", "json", "table"):
+    for kind in (
+        "dataframe",
+        "metric",
+        "selectbox",
+        "text_input",
+        "text_area",
+        "button",
+        "number_input",
+        "radio",
+        "json",
+        "table",
+    ):
         assert not list(getattr(at, kind)), f"{path} drew a {kind} for a non-lead"
     assert not [e for e in at.get("arrow_vega_lite_chart")]
     # A lead (any case or spacing) gets the page.
@@ -68,15 +99,19 @@ def test_a_non_lead_sees_no_lead_page(judged: Path, monkeypatch: pytest.MonkeyPa
     assert not [i for i in lead.info if i.value.startswith("This page is for leads")]
 
 
-@pytest.mark.parametrize(("reviewer", "leads", "is_lead"), [
-    ("anna lead", " Anna Lead , bea@example.org", True),  # case and spaces do not matter
-    ("Bea@Example.org", "Anna Lead,bea@example.org", True),
-    ("carl", "Anna Lead,bea@example.org", False),
-    ("carl", None, True),  # none configured (local use): every signed-in user is a lead
-    ("carl", " , ", True),  # an empty list configures nothing
-])
-def test_require_lead(monkeypatch: pytest.MonkeyPatch, reviewer: str, leads: str | None,
-                      is_lead: bool) -> None:
+@pytest.mark.parametrize(
+    ("reviewer", "leads", "is_lead"),
+    [
+        ("anna lead", " Anna Lead , bea@example.org", True),  # case and spaces do not matter
+        ("Bea@Example.org", "Anna Lead,bea@example.org", True),
+        ("carl", "Anna Lead,bea@example.org", False),
+        ("carl", None, True),  # none configured (local use): every signed-in user is a lead
+        ("carl", " , ", True),  # an empty list configures nothing
+    ],
+)
+def test_require_lead(
+    monkeypatch: pytest.MonkeyPatch, reviewer: str, leads: str | None, is_lead: bool
+) -> None:
     if leads is None:
         monkeypatch.delenv(ui.LEADS_ENV, raising=False)
     else:
@@ -188,7 +223,8 @@ def _app_sign_in_script() -> None:
 
 
 def test_a_reviewer_deactivated_after_signing_in_is_signed_out_on_the_next_run(
-        judged: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    judged: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(ui.SECRET_ENV, "server-secret")
     at = AppTest.from_function(_app_sign_in_script, default_timeout=30).run()
     at.text_input(key="signin_name").input("Vera")
@@ -221,8 +257,9 @@ def _reload(token: str, name: str) -> AppTest:
     return at.run()
 
 
-def test_a_reload_with_a_valid_token_signs_the_same_reviewer_in(judged: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_reload_with_a_valid_token_signs_the_same_reviewer_in(
+    judged: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(ui.SECRET_ENV, "server-secret")
     good = ui.sign_token(b"server-secret", "Anna", int(time.time()) + 600)
     at = _reload(good, "Anna")
@@ -230,21 +267,26 @@ def test_a_reload_with_a_valid_token_signs_the_same_reviewer_in(judged: Path,
     assert "REVIEWER=Anna" in _texts(at)
     # The same token under another name, an expired one, or one made with another key: the
     # sign-in form, with the name only filled in.
-    for token, name in [(good, "Boris"),
-                        (ui.sign_token(b"server-secret", "Anna", int(time.time()) - 1), "Anna"),
-                        (ui.sign_token(b"another-secret", "Anna", int(time.time()) + 600), "Anna")]:
+    for token, name in [
+        (good, "Boris"),
+        (ui.sign_token(b"server-secret", "Anna", int(time.time()) - 1), "Anna"),
+        (ui.sign_token(b"another-secret", "Anna", int(time.time()) + 600), "Anna"),
+    ]:
         at = _reload(token, name)
         assert ui.REVIEWER_KEY not in at.session_state, (token, name)
         assert at.text_input(key="signin_name").value == name
 
 
-@pytest.mark.parametrize("name, expires_in, now_shift, key, expected", [
-    ("Anna", 600, 0, b"k", True),
-    ("Anna", 600, 601, b"k", False),  # expired
-    ("Anna", ui.TOKEN_TTL_S + 60, 0, b"k", False),  # claims a longer life than is ever issued
-    ("Anna ", 600, 0, b"k", False),  # bound to the exact name
-    ("Anna", 600, 0, b"other", False),  # another server's key
-])
+@pytest.mark.parametrize(
+    "name, expires_in, now_shift, key, expected",
+    [
+        ("Anna", 600, 0, b"k", True),
+        ("Anna", 600, 601, b"k", False),  # expired
+        ("Anna", ui.TOKEN_TTL_S + 60, 0, b"k", False),  # claims a longer life than is ever issued
+        ("Anna ", 600, 0, b"k", False),  # bound to the exact name
+        ("Anna", 600, 0, b"other", False),  # another server's key
+    ],
+)
 def test_check_token(name: str, expires_in: int, now_shift: int, key: bytes, expected: bool) -> None:
     now = 1_800_000_000
     token = ui.sign_token(b"k", "Anna", now + expires_in)
@@ -256,13 +298,12 @@ def test_malformed_tokens_are_refused(token: str) -> None:
     assert not ui.check_token(b"k", "Anna", token, 1_800_000_000)
 
 
-
-
 def test_a_lead_writes_guidelines(judged: Path) -> None:
     at = _page("pages/guidelines.py", "anna")
     at.text_area(key="guidelines_text_project").input("**Be strict.** Dates must match.\n\nMore.")
     at.button[0].click().run()
     from calibration.store import guidelines as db_guidelines
+
     with store.session(judged) as db:
         saved = db_guidelines.get_guidelines(db, db_guidelines.PROJECT_SCOPE)
     assert saved is not None and saved.author == "anna" and saved.markdown.startswith("**Be strict.**")
@@ -270,20 +311,23 @@ def test_a_lead_writes_guidelines(judged: Path) -> None:
     assert "Directly supported by the text of the chunks" in _texts(at)
 
 
-@pytest.mark.parametrize("browser_name, saved_as", [
-    ("ragas_run.jsonl", "ragas_run.jsonl"),  # an ordinary name is kept: adapters take ids from it
-    ("Table.TSV", "Table.tsv"),
-    ("..", "upload"),
-    (".", "upload"),
-    ("", "upload"),
-    ("../../etc/passwd", "passwd"),
-    ("C:\\Users\\x\\run.parquet", "run.parquet"),
-    ("a\x00b.jsonl", "a_b.jsonl"),
-    ("bad\nname\u202e.csv", "bad_name.csv"),
-    ("Ж" * 200 + ".csv", "Ж" * 48 + ".csv"),  # 96 bytes of UTF-8, not 400
-    ("x." + "q" * 30, "x"),  # not an extension an adapter reads
-    (".hidden", "upload.hidden"),
-])
+@pytest.mark.parametrize(
+    "browser_name, saved_as",
+    [
+        ("ragas_run.jsonl", "ragas_run.jsonl"),  # an ordinary name is kept: adapters take ids from it
+        ("Table.TSV", "Table.tsv"),
+        ("..", "upload"),
+        (".", "upload"),
+        ("", "upload"),
+        ("../../etc/passwd", "passwd"),
+        ("C:\\Users\\x\\run.parquet", "run.parquet"),
+        ("a\x00b.jsonl", "a_b.jsonl"),
+        ("bad\nname\u202e.csv", "bad_name.csv"),
+        ("Ж" * 200 + ".csv", "Ж" * 48 + ".csv"),  # 96 bytes of UTF-8, not 400
+        ("x." + "q" * 30, "x"),  # not an extension an adapter reads
+        (".hidden", "upload.hidden"),
+    ],
+)
 def test_upload_name(browser_name: str, saved_as: str) -> None:
     assert ui.upload_name(browser_name) == saved_as
 
@@ -296,8 +340,11 @@ def test_upload_name_is_always_one_short_file_name() -> None:
 
 
 def test_stale_upload_folders_are_swept(tmp_path: Path) -> None:
-    old, new, other = (tmp_path / f"{ui.UPLOAD_PREFIX}old", tmp_path / f"{ui.UPLOAD_PREFIX}new",
-                       tmp_path / "someone-else")
+    old, new, other = (
+        tmp_path / f"{ui.UPLOAD_PREFIX}old",
+        tmp_path / f"{ui.UPLOAD_PREFIX}new",
+        tmp_path / "someone-else",
+    )
     for folder in (old, new, other):
         folder.mkdir()
         (folder / "f.jsonl").write_text("{}")

@@ -18,9 +18,22 @@ from calibration.cli import main
 
 DATA = Path(__file__).resolve().parent / "data"
 RELEASE_DB = DATA / "release-0.1.0.db"
-TABLES = ("answers", "chunks", "claims", "judge_runs", "judge_verdicts", "label_events", "human_labels",
-          "adjudications", "settings", "cycles", "cycle_answers", "assignments", "judge_lab_runs",
-          "judge_calls")
+TABLES = (
+    "answers",
+    "chunks",
+    "claims",
+    "judge_runs",
+    "judge_verdicts",
+    "label_events",
+    "human_labels",
+    "adjudications",
+    "settings",
+    "cycles",
+    "cycle_answers",
+    "assignments",
+    "judge_lab_runs",
+    "judge_calls",
+)
 
 
 @pytest.fixture
@@ -49,9 +62,17 @@ def _counts(path: Path) -> dict[str, int]:
 # - human_human: on the blind verdicts (given before the reveal), no longer the final ones;
 # - disagreeing_claims: the sealed holdout's claims (issue 12; this database marks three holdout
 #   answers) are no longer listed; the test below checks the list is the old one without them.
-CHANGED_BY_DESIGN = (".flag", ".sample_size.more_claims_for_kappa", ".sample_size.more_claims_for_target",
-                     ".agreement_bootstrap", ".kappa_bootstrap", ".agreement_weighted.ci_low",
-                     ".agreement_weighted.ci_high", ".human_human", ".disagreeing_claims")
+CHANGED_BY_DESIGN = (
+    ".flag",
+    ".sample_size.more_claims_for_kappa",
+    ".sample_size.more_claims_for_target",
+    ".agreement_bootstrap",
+    ".kappa_bootstrap",
+    ".agreement_weighted.ci_low",
+    ".agreement_weighted.ci_high",
+    ".human_human",
+    ".disagreeing_claims",
+)
 
 
 def _same(expected: object, actual: object, where: str = "") -> list[str]:
@@ -61,13 +82,19 @@ def _same(expected: object, actual: object, where: str = "") -> list[str]:
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
             return [f"{where}: {actual!r} is not an object"]
-        return [d for k, v in expected.items()
-                for d in (_same(v, actual[k], f"{where}.{k}") if k in actual else [f"{where}.{k}: missing"])]
+        return [
+            d
+            for k, v in expected.items()
+            for d in (_same(v, actual[k], f"{where}.{k}") if k in actual else [f"{where}.{k}: missing"])
+        ]
     if isinstance(expected, list):
         if not isinstance(actual, list) or len(actual) != len(expected):
             return [f"{where}: {actual!r} != {expected!r}"]
-        return [d for i, (e, a) in enumerate(zip(expected, actual, strict=True))
-                for d in _same(e, a, f"{where}[{i}]")]
+        return [
+            d
+            for i, (e, a) in enumerate(zip(expected, actual, strict=True))
+            for d in _same(e, a, f"{where}[{i}]")
+        ]
     if isinstance(expected, float) and isinstance(actual, float):
         close = abs(expected - actual) <= 1e-12 * max(1.0, abs(expected))
         return [] if close else [f"{where}: {actual} != {expected}"]
@@ -98,8 +125,9 @@ def test_release_database_upgrades_without_loss(release_db: Path) -> None:
 
 
 @pytest.mark.parametrize("expected", sorted(p.name for p in (DATA / "release-0.1.0-stats").glob("*.json")))
-def test_stats_on_the_release_database_match_that_release(release_db: Path, expected: str,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_stats_on_the_release_database_match_that_release(
+    release_db: Path, expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     run, _, cycle = expected.removesuffix(".json").partition("+")
     argv = ["--db", str(release_db), "stats", "--judge-run", run, "--json"]
     if cycle:

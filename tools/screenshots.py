@@ -38,6 +38,8 @@ def settle(page: object) -> None:
     """Let the toasts of the last action fade (they last a few seconds) before a picture."""
     page.wait_for_function(NO_TOAST, timeout=15_000)  # type: ignore[attr-defined]
     page.wait_for_timeout(300)  # type: ignore[attr-defined]
+
+
 KEYS = {"SUPPORTED": "1", "CONTRADICTED": "2", "UNSUPPORTED": "3"}
 OTHER = {"SUPPORTED": "2", "CONTRADICTED": "1", "UNSUPPORTED": "1"}
 
@@ -49,16 +51,28 @@ def main() -> int:
         db = Path(tmp) / "demo.db"
         with store.session(db) as conn:
             list(load_demo(conn))
-            cycles.create_cycle(conn, name="wice", judge_run="gpt-4-0613@wice-gpt4", size=20, seed=1,
-                                strategy="random", reviewers=[], overlap=0.0, include_labeled=True,
-                                force=True, created_by="docs")
+            cycles.create_cycle(
+                conn,
+                name="wice",
+                judge_run="gpt-4-0613@wice-gpt4",
+                size=20,
+                seed=1,
+                strategy="random",
+                reviewers=[],
+                overlap=0.0,
+                include_labeled=True,
+                force=True,
+                created_by="docs",
+            )
             demo_id = next(c.id for c in cycles.list_cycles(conn) if c.name == "demo")
             ref = review.cycle(conn, demo_id)
             first = review.queue(conn, demo_id, "Anna")[0]
             claims = review.load_card(conn, first, "Anna").claims
-            judged = dict(conn.execute(
-                "SELECT claim_pk, verdict FROM judge_verdicts WHERE run_id = ?", [ref.judge_run_id]
-            ).fetchall())
+            judged = dict(
+                conn.execute(
+                    "SELECT claim_pk, verdict FROM judge_verdicts WHERE run_id = ?", [ref.judge_run_id]
+                ).fetchall()
+            )
         with start_app(db, Path(tmp) / "server.log") as url, sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
             page = browser.new_page(viewport={"width": 1280, "height": 720})
@@ -70,8 +84,11 @@ def main() -> int:
                 # The first claim is marked against the judge, so the reveal has a disagreement.
                 verdict = judged.get(c.pk) or "SUPPORTED"
                 page.keyboard.press(OTHER[verdict] if i == 0 else KEYS[verdict])
-                nxt = f".st-key-claim-{claims[i + 1].pk} button" if i + 1 < len(claims) else \
-                    ".st-key-last-look button"
+                nxt = (
+                    f".st-key-claim-{claims[i + 1].pk} button"
+                    if i + 1 < len(claims)
+                    else ".st-key-last-look button"
+                )
                 wait_for_card(page, nxt)
             settle(page)
             page.screenshot(path=str(DOCS / "review_last_look.png"))

@@ -86,22 +86,23 @@ async def probe(url: str, cycle_name: str, judge: dict[int, str], pr: Probe) -> 
             await field.fill(name)
             await field.press("Enter")
             await page.locator(".st-key-cycle-name").wait_for()
-            await page.wait_for_function(SETTLED, arg='.rc-claim button')
+            await page.wait_for_function(SETTLED, arg=".rc-claim button")
             picker = page.locator('[data-testid="stSelectbox"]')
             if await picker.count():
                 await picker.first.click()
                 await page.get_by_role("option").filter(has_text=f"{cycle_name} — ").first.click()
             await page.locator(".st-key-cycle-name").filter(has_text=f"Cycle {cycle_name} ").wait_for()
-            await page.wait_for_function(SETTLED, arg='.rc-claim button')
+            await page.wait_for_function(SETTLED, arg=".rc-claim button")
             await page.evaluate("() => document.activeElement && document.activeElement.blur()")
             pr.signed_in.set()
             await pr.go.wait()
             until = pr.until
             disagreed: set[int] = set()
             while True:
-                await page.wait_for_function(SETTLED, arg='.rc-claim button, '
-                                                          '.st-key-reveal button, .rc-last-look button, '
-                                                          '.st-key-queue-done')
+                await page.wait_for_function(
+                    SETTLED,
+                    arg=".rc-claim button, .st-key-reveal button, .rc-last-look button, .st-key-queue-done",
+                )
                 pk = await page.evaluate(_CURRENT)
                 if pk is None:
                     break  # the done screen
@@ -109,8 +110,9 @@ async def probe(url: str, cycle_name: str, judge: dict[int, str], pr: Probe) -> 
                     if pk not in judge:
                         raise RuntimeError(f"claim {pk} on screen is not in the load-test cycle")
                     truth = judge[pk]
-                    verdict = truth if rng.random() < pr.agree else rng.choice(
-                        [v for v in KEYS if v != truth])
+                    verdict = (
+                        truth if rng.random() < pr.agree else rng.choice([v for v in KEYS if v != truth])
+                    )
                     wait = rng.uniform(*pr.verdict_pause)
                     if time.perf_counter() + wait >= until:
                         break
@@ -128,8 +130,7 @@ async def probe(url: str, cycle_name: str, judge: dict[int, str], pr: Probe) -> 
                     await page.wait_for_function(SETTLED, arg=".st-key-reveal button")
                     continue
                 # The reveal: settle this answer's disagreements with K / J, then N.
-                pending = [p for p in sorted(disagreed)
-                           if await page.locator(f".st-key-reveal-{p}").count()]
+                pending = [p for p in sorted(disagreed) if await page.locator(f".st-key-reveal-{p}").count()]
                 keys = ["K" if rng.random() < 0.5 else "J" for _ in pending] + ["N"]
                 disagreed -= set(pending)
                 for key in keys:
@@ -143,8 +144,9 @@ async def probe(url: str, cycle_name: str, judge: dict[int, str], pr: Probe) -> 
                     await page.wait_for_timeout(100)
                 await page.locator(".st-key-reveal").wait_for(state="detached")
         except Exception as exc:  # a probe failure is reported in the table, not a traceback
-            pr.failures.append(f"{name} (Chromium): {type(exc).__name__}: "
-                               f"{(str(exc).splitlines() or [''])[0]}")
+            pr.failures.append(
+                f"{name} (Chromium): {type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
+            )
             pr.signed_in.set()  # never leave the step waiting on a probe that failed
         finally:
             await browser.close()

@@ -107,8 +107,12 @@ class Session:
 
     async def open(self, page: str) -> Run:
         """Connect and load `page` (its URL path, e.g. "review"), as a tab opening the URL."""
-        self.conn = await connect(self.ws_url, subprotocols=["streamlit"],  # type: ignore[list-item]
-                                  max_size=None, open_timeout=self.timeout)
+        self.conn = await connect(
+            self.ws_url,
+            subprotocols=["streamlit"],  # type: ignore[list-item]
+            max_size=None,
+            open_timeout=self.timeout,
+        )
         self.page_name = page
         msg = BackMsg()
         msg.rerun_script.page_name = page
@@ -269,9 +273,15 @@ class Session:
             old = self.widgets.get(key)
             state = old.state if old is not None else None
             data = json.loads(el.json) if el.WhichOneof("data") == "json" else None
-        drawn[key] = Widget(wid, el_kind, delta.fragment_id, state,
-                            disabled=bool(getattr(el, "disabled", False)),
-                            options=tuple(el.options) if el_kind == "selectbox" else (), data=data)
+        drawn[key] = Widget(
+            wid,
+            el_kind,
+            delta.fragment_id,
+            state,
+            disabled=bool(getattr(el, "disabled", False)),
+            options=tuple(el.options) if el_kind == "selectbox" else (),
+            data=data,
+        )
         run.widgets_at[key] = now
 
 

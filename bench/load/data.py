@@ -24,9 +24,30 @@ CYCLE_NAME = "load test"
 CLAIMS_PER_ANSWER = 3
 VERDICTS = ("SUPPORTED", "CONTRADICTED", "UNSUPPORTED")
 
-_WORDS = ["delivery", "payment", "invoice", "warehouse", "discount", "approval", "order",
-          "contract", "customer", "specification", "pickup", "schedule", "price", "manager",
-          "director", "period", "working", "days", "refund", "carrier", "pallet", "quote"]
+_WORDS = [
+    "delivery",
+    "payment",
+    "invoice",
+    "warehouse",
+    "discount",
+    "approval",
+    "order",
+    "contract",
+    "customer",
+    "specification",
+    "pickup",
+    "schedule",
+    "price",
+    "manager",
+    "director",
+    "period",
+    "working",
+    "days",
+    "refund",
+    "carrier",
+    "pallet",
+    "quote",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,41 +70,66 @@ def generated_answers(n: int, seed: int) -> list[dict[str, Any]]:
     out = []
     for i in range(n):
         claims = [sentence(7) for _ in range(CLAIMS_PER_ANSWER)]
-        chunks = [{"id": f"S{j + 1}", "text": sentence(30), "source": f"kb/L{i:04d}/S{j + 1}"}
-                  for j in range(3)]
-        out.append({
-            "id": f"L{i:04d}",
-            "question": sentence(10)[:-1] + "?",
-            "answer": " ".join(claims),
-            "category": rng.choice(["single-fact", "multi-fact", "procedure"]),
-            "chunks": chunks,
-            "claims": [{"id": f"c{k + 1}", "claim": text,
+        chunks = [
+            {"id": f"S{j + 1}", "text": sentence(30), "source": f"kb/L{i:04d}/S{j + 1}"} for j in range(3)
+        ]
+        out.append(
+            {
+                "id": f"L{i:04d}",
+                "question": sentence(10)[:-1] + "?",
+                "answer": " ".join(claims),
+                "category": rng.choice(["single-fact", "multi-fact", "procedure"]),
+                "chunks": chunks,
+                "claims": [
+                    {
+                        "id": f"c{k + 1}",
+                        "claim": text,
                         "verdict": rng.choices(VERDICTS, weights=(6, 1, 3))[0],
                         "rationale": f"Rationale: {sentence(12)}",
-                        "evidence": [rng.choice(chunks)["id"]]}
-                       for k, text in enumerate(claims)],
-        })
+                        "evidence": [rng.choice(chunks)["id"]],
+                    }
+                    for k, text in enumerate(claims)
+                ],
+            }
+        )
     return out
 
 
 def build(db_path: Path, n_answers: int, seed: int = 11) -> LoadCycle:
     """The demo, `n_answers` generated answers, and one cycle holding all of them, open to
     every reviewer (so every simulated reviewer's queue is the whole cycle)."""
-    jsonl = write_answers(db_path.with_suffix(".jsonl"), generated_answers(n_answers, seed),
-                          judge_model=JUDGE_MODEL, prompt_version=PROMPT_VERSION)
+    jsonl = write_answers(
+        db_path.with_suffix(".jsonl"),
+        generated_answers(n_answers, seed),
+        judge_model=JUDGE_MODEL,
+        prompt_version=PROMPT_VERSION,
+    )
     with store.session(db_path) as db:
         load_demo(db)
         import_answers(db, jsonl)
-        cyc = cycles.create_cycle(db, name=CYCLE_NAME, judge_run=JUDGE_RUN, size=n_answers,
-                                  seed=seed, strategy="random", reviewers=[], overlap=0.0,
-                                  force=True, created_by="load test")
-        judge = {int(pk): str(v) for pk, v in db.execute(
-            """SELECT v.claim_pk, v.verdict FROM judge_verdicts v
+        cyc = cycles.create_cycle(
+            db,
+            name=CYCLE_NAME,
+            judge_run=JUDGE_RUN,
+            size=n_answers,
+            seed=seed,
+            strategy="random",
+            reviewers=[],
+            overlap=0.0,
+            force=True,
+            created_by="load test",
+        )
+        judge = {
+            int(pk): str(v)
+            for pk, v in db.execute(
+                """SELECT v.claim_pk, v.verdict FROM judge_verdicts v
                JOIN judge_runs r ON r.id = v.run_id
                JOIN claims c ON c.id = v.claim_pk
                JOIN cycle_answers ca ON ca.answer_id = c.answer_id AND ca.cycle_id = ?
                WHERE r.judge_model = ? AND r.prompt_version = ?""",
-            [cyc.id, JUDGE_MODEL, PROMPT_VERSION])}
+                [cyc.id, JUDGE_MODEL, PROMPT_VERSION],
+            )
+        }
     return LoadCycle(cyc.id, cyc.name, n_answers, len(judge), judge)
 
 
@@ -99,10 +145,16 @@ def label_counts(db_path: Path, cycle_id: int) -> dict[str, tuple[int, int]]:
                FROM human_labels
                WHERE claim_pk IN (SELECT c.id FROM claims c JOIN cycle_answers ca
                                   ON ca.answer_id = c.answer_id WHERE ca.cycle_id = ?)
-               GROUP BY reviewer""", [cycle_id]).fetchall()
-        events = dict(db.execute(
-            "SELECT reviewer, COUNT(*) FROM label_events WHERE cycle_id = ? AND kind = 'blind' "
-            "GROUP BY reviewer", [cycle_id]).fetchall())
+               GROUP BY reviewer""",
+            [cycle_id],
+        ).fetchall()
+        events = dict(
+            db.execute(
+                "SELECT reviewer, COUNT(*) FROM label_events WHERE cycle_id = ? AND kind = 'blind' "
+                "GROUP BY reviewer",
+                [cycle_id],
+            ).fetchall()
+        )
     return {str(r): (int(n), int(events.get(r, 0))) for r, n in rows}
 
 

@@ -75,8 +75,9 @@ def read(name: str, path: str | Path, **options: Any) -> AdapterResult:
     return get(name)(path, **options)
 
 
-def import_file(db: Database, name: str, path: str | Path, *, dry_run: bool = False,
-                **options: Any) -> tuple[ImportReport, AdapterResult]:
+def import_file(
+    db: Database, name: str, path: str | Path, *, dry_run: bool = False, **options: Any
+) -> tuple[ImportReport, AdapterResult]:
     """Read `path` with adapter `name` and import it, all or nothing; the report and the read result.
 
     `dry_run=True`: the same import rolled back at its end (`importing.import_records`).
@@ -84,9 +85,15 @@ def import_file(db: Database, name: str, path: str | Path, *, dry_run: bool = Fa
     from ..importing import import_records  # late: the adapters themselves never need the store
 
     result = read(name, path, **options)
-    report = import_records(db, result.records, source=result.source, mapping=result.mapping,
-                            judge_model=result.judge_model,
-                            judge_prompt_version=result.judge_prompt_version, dry_run=dry_run)
+    report = import_records(
+        db,
+        result.records,
+        source=result.source,
+        mapping=result.mapping,
+        judge_model=result.judge_model,
+        judge_prompt_version=result.judge_prompt_version,
+        dry_run=dry_run,
+    )
     return report, result
 
 
@@ -131,8 +138,9 @@ def guess(path: str | Path) -> str | None:
     return found
 
 
-def _with_progress(records: Iterator[tuple[int, Any]], total_lines: int,
-                   progress: Callable[[float], object]) -> Iterator[tuple[int, Any]]:
+def _with_progress(
+    records: Iterator[tuple[int, Any]], total_lines: int, progress: Callable[[float], object]
+) -> Iterator[tuple[int, Any]]:
     step = max(1, total_lines // 100)
     last = 0
     for line, value in records:
@@ -143,10 +151,19 @@ def _with_progress(records: Iterator[tuple[int, Any]], total_lines: int,
     progress(1.0)
 
 
-def run_import(db: Database, name: str, path: str | Path, *, dry_run: bool = False,
-               progress: Callable[[float], object] | None = None, judge_model: str | None = None,
-               judge_prompt_version: str | None = None, mapping: dict[str, Any] | None = None,
-               encoding: str | None = None, **options: Any) -> Outcome:
+def run_import(
+    db: Database,
+    name: str,
+    path: str | Path,
+    *,
+    dry_run: bool = False,
+    progress: Callable[[float], object] | None = None,
+    judge_model: str | None = None,
+    judge_prompt_version: str | None = None,
+    mapping: dict[str, Any] | None = None,
+    encoding: str | None = None,
+    **options: Any,
+) -> Outcome:
     """Import `path` as `name` (an adapter, or "jsonl" for this tool's shape), all or nothing.
 
     The same code as `import` / `import --from` on the CLI, hence the same limits and
@@ -162,26 +179,60 @@ def run_import(db: Database, name: str, path: str | Path, *, dry_run: bool = Fal
         records: Iterator[tuple[int, Any]] = iter_json_records(path, encoding)
         if progress is not None:
             records = _with_progress(records, total, progress)
-        report = import_records(db, records, source=path, judge_model=judge_model,
-                                judge_prompt_version=judge_prompt_version, mapping=mapping, dry_run=dry_run)
+        report = import_records(
+            db,
+            records,
+            source=path,
+            judge_model=judge_model,
+            judge_prompt_version=judge_prompt_version,
+            mapping=mapping,
+            dry_run=dry_run,
+        )
         lines = report.lines()
         cut = lines.index("verdict spellings used:") if "verdict spellings used:" in lines else len(lines)
-        return Outcome(report, lines[:cut], [x.strip() for x in lines[cut + 1:]])
+        return Outcome(report, lines[:cut], [x.strip() for x in lines[cut + 1 :]])
     key = canonical(name)
     bad = sorted(set(options) - set(OPTIONS[key]))
     if bad:
         raise InputError(f"{', '.join(bad)}: not an option of the {key} adapter")
-    result = read(key, path, judge_model=judge_model, judge_prompt_version=judge_prompt_version,
-                  mapping=mapping, encoding=encoding, **options)
+    result = read(
+        key,
+        path,
+        judge_model=judge_model,
+        judge_prompt_version=judge_prompt_version,
+        mapping=mapping,
+        encoding=encoding,
+        **options,
+    )
     if progress is not None:
         result.records = _with_progress(result.records, total, progress)
-    report = import_records(db, result.records, source=result.source, mapping=result.mapping,
-                            judge_model=result.judge_model, judge_prompt_version=result.judge_prompt_version,
-                            dry_run=dry_run)
+    report = import_records(
+        db,
+        result.records,
+        source=result.source,
+        mapping=result.mapping,
+        judge_model=result.judge_model,
+        judge_prompt_version=result.judge_prompt_version,
+        dry_run=dry_run,
+    )
     lines = report.lines()
     cut = lines.index("verdict spellings used:") if "verdict spellings used:" in lines else len(lines)
     return Outcome(report, lines[:cut], result.mapping_lines(report.mappings), list(result.notes))
 
 
-__all__ = ["ADAPTERS", "ALIASES", "NATIVE", "OPTIONS", "AdapterResult", "Outcome", "canonical", "detect",
-           "get", "guess", "import_file", "names", "read", "run_import"]
+__all__ = [
+    "ADAPTERS",
+    "ALIASES",
+    "NATIVE",
+    "OPTIONS",
+    "AdapterResult",
+    "Outcome",
+    "canonical",
+    "detect",
+    "get",
+    "guess",
+    "import_file",
+    "names",
+    "read",
+    "run_import",
+]

@@ -61,4 +61,3 @@ def merged_mapping(defaults: Mapping[str, Verdict], user: Mapping[str, Verdict] 
     out = {normalise_spelling(k): v for k, v in defaults.items()}
     out.update(user or {})
     return out
-

@@ -79,7 +79,7 @@ def parse_verbose_logs(text: str) -> tuple[list[str], list[Any]]:
             raise ValueError("no 'Claims:' section before 'Verdicts:'")
         start = c + len("Claims:\n")
     claims = split_pretty_strings(text[start:v].rstrip(" \n"))
-    block = text[v + len("Verdicts:\n"):].lstrip()
+    block = text[v + len("Verdicts:\n") :].lstrip()
     try:
         verdicts, _ = decode(block)
     except json.JSONDecodeError as exc:
@@ -101,7 +101,7 @@ def split_pretty_strings(block: str) -> list[str]:
         return []
     if not (block.startswith(_OPEN) and block.endswith(_CLOSE)) or len(block) < len(_OPEN) + len(_CLOSE):
         raise ValueError("the 'Claims:' list is not in the form deepeval writes")
-    return block[len(_OPEN):-len(_CLOSE)].split(_SEP)
+    return block[len(_OPEN) : -len(_CLOSE)].split(_SEP)
 
 
 def read(
@@ -124,8 +124,12 @@ def read(
     path = Path(path)
     table = merged_mapping(DEFAULT_MAPPING, mapping)
     result = AdapterResult(
-        tool=NAME, source=path, records=iter(()), mapping=table,
-        spellings=tuple(DEFAULT_MAPPING), judge_model=judge_model,
+        tool=NAME,
+        source=path,
+        records=iter(()),
+        mapping=table,
+        spellings=tuple(DEFAULT_MAPPING),
+        judge_model=judge_model,
         judge_prompt_version=judge_prompt_version,
         notes=[("the prompt version is not in DeepEval's file: it comes from ", Option.JUDGE_PROMPT_VERSION)],
     )
@@ -142,23 +146,41 @@ def _test_cases(doc: JsonStream, problems: Problems) -> Iterator[tuple[int, int,
             hit = doc.member({"testCases"})
         if hit != "testCases":
             if hit is not None:
-                raise problems.fail(1, "this run was uploaded to Confident AI and the file holds only its "
-                                    "link; import the results-folder file (set DEEPEVAL_RESULTS_FOLDER) "
-                                    "or .deepeval/.latest_run_full.json", "testRunLink")
+                raise problems.fail(
+                    1,
+                    "this run was uploaded to Confident AI and the file holds only its "
+                    "link; import the results-folder file (set DEEPEVAL_RESULTS_FOLDER) "
+                    "or .deepeval/.latest_run_full.json",
+                    "testRunLink",
+                )
             raise problems.fail(1, "missing: not a DeepEval test run", "testCases")
         yield from doc.elements("testCases")
     except BadJson as exc:
         raise problems.fail(exc.line, str(exc)) from None
 
 
-def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric: str,
-             id_key: str | None, skip_failed: bool, result: AdapterResult) -> Iterator[Record]:
+def _records(
+    path: Path,
+    encoding: str | None,
+    table: dict[str, Verdict],
+    metric: str,
+    id_key: str | None,
+    skip_failed: bool,
+    result: AdapterResult,
+) -> Iterator[Record]:
     with text_file(path, encoding) as fh:
         yield from _cases(path, JsonStream(fh), table, metric, id_key, skip_failed, result)
 
 
-def _cases(path: Path, doc: JsonStream, table: dict[str, Verdict], metric: str, id_key: str | None,
-           skip_failed: bool, result: AdapterResult) -> Iterator[Record]:
+def _cases(
+    path: Path,
+    doc: JsonStream,
+    table: dict[str, Verdict],
+    metric: str,
+    id_key: str | None,
+    skip_failed: bool,
+    result: AdapterResult,
+) -> Iterator[Record]:
     problems = Problems(path)
     wanted = metric.casefold()
     found = skipped = 0
@@ -176,8 +198,11 @@ def _cases(path: Path, doc: JsonStream, table: dict[str, Verdict], metric: str, 
         if not isinstance(entries, list):
             problems.add(line, "must be a list", f"{at}.{key}")
             continue
-        hit = [(j, m) for j, m in enumerate(entries) if isinstance(m, dict)
-               and str(m.get("name", m.get("metric", ""))).casefold() == wanted]
+        hit = [
+            (j, m)
+            for j, m in enumerate(entries)
+            if isinstance(m, dict) and str(m.get("name", m.get("metric", ""))).casefold() == wanted
+        ]
         if not hit:
             continue
         j, m = hit[0]
@@ -187,13 +212,18 @@ def _cases(path: Path, doc: JsonStream, table: dict[str, Verdict], metric: str, 
             if skip_failed:
                 skipped += 1
                 continue
-            problems.add(line, f"the metric failed in DeepEval ({m['error']}); no verdicts to import",
-                         f"{where}.error", ("or leave such test cases out with ", Option.SKIP_FAILED))
+            problems.add(
+                line,
+                f"the metric failed in DeepEval ({m['error']}); no verdicts to import",
+                f"{where}.error",
+                ("or leave such test cases out with ", Option.SKIP_FAILED),
+            )
             continue
         logs = m.get("verboseLogs")
         if not isinstance(logs, str):
-            problems.add(line, "missing: DeepEval writes claims and verdicts only there",
-                         f"{where}.verboseLogs")
+            problems.add(
+                line, "missing: DeepEval writes claims and verdicts only there", f"{where}.verboseLogs"
+            )
             continue
         try:
             claims, verdicts = parse_verbose_logs(logs)
@@ -201,20 +231,32 @@ def _cases(path: Path, doc: JsonStream, table: dict[str, Verdict], metric: str, 
             problems.add(line, str(exc), f"{where}.verboseLogs")
             continue
         if len(claims) != len(verdicts):
-            problems.add(line, f"{plural(len(claims), 'claim')} but {plural(len(verdicts), 'verdict')}",
-                         f"{where}.verboseLogs")
+            problems.add(
+                line,
+                f"{plural(len(claims), 'claim')} but {plural(len(verdicts), 'verdict')}",
+                f"{where}.verboseLogs",
+            )
             continue
         out_claims = []
         for k, (claim, v) in enumerate(zip(claims, verdicts, strict=True)):
             raw = v.get("verdict") if isinstance(v, dict) else None
             if not isinstance(raw, str) or normalise_spelling(raw) not in table:
-                problems.add(line, f"unknown DeepEval verdict {raw!r}; expected yes, no, idk or borderline",
-                             f"{where}.verboseLogs.verdicts.{k}",
-                             map_hint(str(raw)))
+                problems.add(
+                    line,
+                    f"unknown DeepEval verdict {raw!r}; expected yes, no, idk or borderline",
+                    f"{where}.verboseLogs.verdicts.{k}",
+                    map_hint(str(raw)),
+                )
                 continue
             reason = v.get("reason")
-            out_claims.append({"id": f"c{k + 1}", "text": claim, "verdict": raw.strip(),
-                               "rationale": reason if isinstance(reason, str) else None})
+            out_claims.append(
+                {
+                    "id": f"c{k + 1}",
+                    "text": claim,
+                    "verdict": raw.strip(),
+                    "rationale": reason if isinstance(reason, str) else None,
+                }
+            )
         meta = case.get("metadata", case.get("additionalMetadata"))
         meta = dict(meta) if isinstance(meta, dict) else {}
         if id_key is not None:
@@ -233,22 +275,35 @@ def _cases(path: Path, doc: JsonStream, table: dict[str, Verdict], metric: str, 
         if not isinstance(contexts, list) or not all(isinstance(t, str) for t in contexts):
             problems.add(line, "must be a list of strings", f"{at}.retrievalContext")
             continue
-        meta["deepeval"] = {"test_case": case.get("name"), "score": m.get("score"),
-                            "success": m.get("success"), "threshold": m.get("threshold")}
+        meta["deepeval"] = {
+            "test_case": case.get("name"),
+            "score": m.get("score"),
+            "success": m.get("success"),
+            "threshold": m.get("threshold"),
+        }
         if problems:
             continue  # keep checking, but hand nothing more to the importer
-        yield line, {
-            "id": ident, "question": case.get("input") or "", "answer": case.get("actualOutput") or "",
-            "chunks": contexts, "claims": out_claims, "judge_model": model, "metadata": meta,
-        }
+        yield (
+            line,
+            {
+                "id": ident,
+                "question": case.get("input") or "",
+                "answer": case.get("actualOutput") or "",
+                "chunks": contexts,
+                "claims": out_claims,
+                "judge_model": model,
+                "metadata": meta,
+            },
+        )
     if not found and not problems:
         problems.add(None, f"no test case has a {metric!r} metric", "testCases")
     problems.raise_if_any()
     if skipped:
         result.notes.append((f"{skipped} test case(s) whose metric failed in DeepEval were left out",))
     if not models:
-        result.notes.append(("no evaluationModel in the file: the judge model comes from ",
-                             Option.JUDGE_MODEL))
+        result.notes.append(
+            ("no evaluationModel in the file: the judge model comes from ", Option.JUDGE_MODEL)
+        )
 
 
 def sniff(head: str) -> bool:
@@ -256,5 +311,4 @@ def sniff(head: str) -> bool:
     return any(k in head for k in ('"testRunData"', '"testCases"', '"testRunLink"'))
 
 
-__all__ = ["DEFAULT_MAPPING", "NAME", "parse_verbose_logs", "read", "sniff",
-           "split_pretty_strings"]
+__all__ = ["DEFAULT_MAPPING", "NAME", "parse_verbose_logs", "read", "sniff", "split_pretty_strings"]

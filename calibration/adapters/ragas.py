@@ -54,11 +54,22 @@ def read(
     path = Path(path)
     table = merged_mapping(DEFAULT_MAPPING, mapping)
     result = AdapterResult(
-        tool=NAME, source=path, records=iter(()), mapping=table, spellings=tuple(DEFAULT_MAPPING),
-        judge_model=judge_model, judge_prompt_version=judge_prompt_version,
-        notes=[("Ragas records no judge model or prompt version: they come from ", Option.JUDGE_MODEL,
-                " and ", Option.JUDGE_PROMPT_VERSION),
-               (f"answer ids are '{id_prefix or path.stem}:<row index>' (Ragas rows have no ids)",)],
+        tool=NAME,
+        source=path,
+        records=iter(()),
+        mapping=table,
+        spellings=tuple(DEFAULT_MAPPING),
+        judge_model=judge_model,
+        judge_prompt_version=judge_prompt_version,
+        notes=[
+            (
+                "Ragas records no judge model or prompt version: they come from ",
+                Option.JUDGE_MODEL,
+                " and ",
+                Option.JUDGE_PROMPT_VERSION,
+            ),
+            (f"answer ids are '{id_prefix or path.stem}:<row index>' (Ragas rows have no ids)",),
+        ],
     )
     result.records = _records(path, encoding, table, metric, id_prefix or path.stem, skip_failed, result)
     return result
@@ -77,14 +88,24 @@ def _verdict_output(run: dict[str, Any]) -> list[Any] | None:
     if not isinstance(out, dict):
         return None
     statements = out.get("statements")
-    if isinstance(statements, list) and statements and all(
-            isinstance(s, dict) and "verdict" in s for s in statements):
+    if (
+        isinstance(statements, list)
+        and statements
+        and all(isinstance(s, dict) and "verdict" in s for s in statements)
+    ):
         return statements
     return None
 
 
-def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric: str, prefix: str,
-             skip_failed: bool, result: AdapterResult) -> Iterator[Record]:
+def _records(
+    path: Path,
+    encoding: str | None,
+    table: dict[str, Verdict],
+    metric: str,
+    prefix: str,
+    skip_failed: bool,
+    result: AdapterResult,
+) -> Iterator[Record]:
     problems = Problems(path)
     runs: dict[str, tuple[int, int, dict[str, Any]]] = {}
     rows: list[tuple[int, int, dict[str, Any]]] = []
@@ -121,15 +142,20 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric
                 continue
             got = _verdict_output(entry[2])
             if got is not None:
-                statements += [(f"[{entry[0]}].outputs.output.statements.{k}", entry[1], k, s)
-                               for k, s in enumerate(got)]
+                statements += [
+                    (f"[{entry[0]}].outputs.output.statements.{k}", entry[1], k, s) for k, s in enumerate(got)
+                ]
         if not statements:
             if skip_failed:
                 skipped += 1
                 continue
-            problems.add(metric_run[1], f"this {metric} run has no per-statement verdicts (did the metric "
-                         "fail?); nothing to import for it", f"[{metric_run[0]}]",
-                         ("or leave such rows out with ", Option.SKIP_FAILED))
+            problems.add(
+                metric_run[1],
+                f"this {metric} run has no per-statement verdicts (did the metric "
+                "fail?); nothing to import for it",
+                f"[{metric_run[0]}]",
+                ("or leave such rows out with ", Option.SKIP_FAILED),
+            )
             continue
         claims: list[dict[str, Any]] = []
         for where, s_line, _k, s in statements:
@@ -140,11 +166,21 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric
             if isinstance(verdict, bool):
                 verdict = int(verdict)
             if not isinstance(verdict, int | str) or str(verdict).strip() not in table:
-                problems.add(s_line, f"unknown Ragas verdict {verdict!r}; expected 1 or 0",
-                             f"{where}.verdict", map_hint(str(verdict)))
+                problems.add(
+                    s_line,
+                    f"unknown Ragas verdict {verdict!r}; expected 1 or 0",
+                    f"{where}.verdict",
+                    map_hint(str(verdict)),
+                )
                 continue
-            claims.append({"id": f"c{len(claims) + 1}", "text": text, "verdict": str(verdict).strip(),
-                           "rationale": reason if isinstance(reason, str) else None})
+            claims.append(
+                {
+                    "id": f"c{len(claims) + 1}",
+                    "text": text,
+                    "verdict": str(verdict).strip(),
+                    "rationale": reason if isinstance(reason, str) else None,
+                }
+            )
         sample = _obj(row.get("inputs"))
         contexts = sample.get("retrieved_contexts") or []
         if not isinstance(contexts, list) or not all(isinstance(c, str) for c in contexts):
@@ -158,10 +194,19 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], metric
         index = _obj(row.get("metadata")).get("row_index", i)
         if problems:
             continue
-        yield line, {"id": f"{prefix}:{index}", "question": sample.get("user_input") or "",
-                     "answer": sample.get("response") or "", "chunks": chunks, "claims": claims,
-                     "metadata": {"ragas": {"row_index": index,
-                                            "score": _obj(metric_run[2].get("outputs")).get("output")}}}
+        yield (
+            line,
+            {
+                "id": f"{prefix}:{index}",
+                "question": sample.get("user_input") or "",
+                "answer": sample.get("response") or "",
+                "chunks": chunks,
+                "claims": claims,
+                "metadata": {
+                    "ragas": {"row_index": index, "score": _obj(metric_run[2].get("outputs")).get("output")}
+                },
+            },
+        )
     if not found and not problems:
         problems.add(None, f"no row of the trace has a {metric!r} run")
     problems.raise_if_any()

@@ -89,17 +89,29 @@ def read(
     path = Path(path)
     table = merged_mapping(DEFAULT_MAPPING, mapping)
     result = AdapterResult(
-        tool=NAME, source=path, records=iter(()), mapping=table, spellings=tuple(DEFAULT_MAPPING),
-        judge_model=judge_model, judge_prompt_version=judge_prompt_version,
-        notes=[("RefChecker records no checker model or prompt version: they come from ",
-                Option.JUDGE_MODEL, " and ", Option.JUDGE_PROMPT_VERSION)],
+        tool=NAME,
+        source=path,
+        records=iter(()),
+        mapping=table,
+        spellings=tuple(DEFAULT_MAPPING),
+        judge_model=judge_model,
+        judge_prompt_version=judge_prompt_version,
+        notes=[
+            (
+                "RefChecker records no checker model or prompt version: they come from ",
+                Option.JUDGE_MODEL,
+                " and ",
+                Option.JUDGE_PROMPT_VERSION,
+            )
+        ],
     )
     result.records = _records(path, encoding, table, id_field, result)
     return result
 
 
-def _records(path: Path, encoding: str | None, table: dict[str, Verdict], id_field: str,
-             result: AdapterResult) -> Iterator[Record]:
+def _records(
+    path: Path, encoding: str | None, table: dict[str, Verdict], id_field: str, result: AdapterResult
+) -> Iterator[Record]:
     problems = Problems(path)
     with text_file(path, encoding) as fh:
         doc = JsonStream(fh)
@@ -111,8 +123,14 @@ def _records(path: Path, encoding: str | None, table: dict[str, Verdict], id_fie
             raise problems.fail(exc.line, str(exc)) from None
 
 
-def _items(path: Path, elements: Iterator[tuple[int, int, Any]], problems: Problems,
-           table: dict[str, Verdict], id_field: str, result: AdapterResult) -> Iterator[Record]:
+def _items(
+    path: Path,
+    elements: Iterator[tuple[int, int, Any]],
+    problems: Problems,
+    table: dict[str, Verdict],
+    id_field: str,
+    result: AdapterResult,
+) -> Iterator[Record]:
     positional = items = 0
     for i, line, item in elements:
         at = f"[{i}]"
@@ -151,21 +169,29 @@ def _items(path: Path, elements: Iterator[tuple[int, int, Any]], problems: Probl
                 continue
             unknown = [x for x in labels if normalise_spelling(x) not in table]
             if unknown:
-                problems.add(line, f"unknown RefChecker label {unknown[0]!r}; expected Entailment, Neutral "
-                             "or Contradiction", f"{at}.ys.{k}", map_hint(unknown[0]))
+                problems.add(
+                    line,
+                    f"unknown RefChecker label {unknown[0]!r}; expected Entailment, Neutral or Contradiction",
+                    f"{at}.ys.{k}",
+                    map_hint(unknown[0]),
+                )
                 continue
             merged = combine(labels)
             if merged is None:
-                problems.add(line, "no label (RefChecker leaves it empty when the item has no reference)",
-                             f"{at}.ys.{k}")
+                problems.add(
+                    line,
+                    "no label (RefChecker leaves it empty when the item has no reference)",
+                    f"{at}.ys.{k}",
+                )
                 continue
             label, gave = merged
             evidence = [str(p + 1) for p in gave] if len(labels) == len(refs) else []
             why = None
             if len(labels) > 1:
                 why = "per reference: " + ", ".join(f"{p + 1}={x}" for p, x in enumerate(labels))
-            out.append({"id": f"c{k + 1}", "text": text, "verdict": label, "rationale": why,
-                        "evidence": evidence})
+            out.append(
+                {"id": f"c{k + 1}", "text": text, "verdict": label, "rationale": why, "evidence": evidence}
+            )
             if is_triplet(claim):
                 triplets[f"c{k + 1}"] = claim
         ident = item.get(id_field)
@@ -177,15 +203,24 @@ def _items(path: Path, elements: Iterator[tuple[int, int, Any]], problems: Probl
             meta["refchecker"]["triplets"] = triplets
         if problems:
             continue
-        yield line, {"id": ident, "question": item.get("question") or "",
-                     "answer": item.get("response") or "", "chunks": refs, "claims": out,
-                     "metadata": meta}
+        yield (
+            line,
+            {
+                "id": ident,
+                "question": item.get("question") or "",
+                "answer": item.get("response") or "",
+                "chunks": refs,
+                "claims": out,
+                "metadata": meta,
+            },
+        )
     if not problems and not items:
         problems.add(None, "no items in the file")
     problems.raise_if_any()
     if positional:
-        result.notes.append((f"{positional} item(s) have no {id_field!r}: their ids are "
-                             f"'{path.stem}:<position>'",))
+        result.notes.append(
+            (f"{positional} item(s) have no {id_field!r}: their ids are '{path.stem}:<position>'",)
+        )
 
 
 def sniff(head: str) -> bool:

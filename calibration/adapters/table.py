@@ -43,8 +43,20 @@ from ..reading import (
 from ._common import AdapterResult, Record
 
 NAME = "csv"
-FIELDS = ("answer_id", "question", "answer", "chunks", "claim", "verdict", "rationale", "claim_id",
-          "evidence", "judge_model", "judge_prompt_version", "category")
+FIELDS = (
+    "answer_id",
+    "question",
+    "answer",
+    "chunks",
+    "claim",
+    "verdict",
+    "rationale",
+    "claim_id",
+    "evidence",
+    "judge_model",
+    "judge_prompt_version",
+    "category",
+)
 # The answer model needs question and answer as text: a file without their columns is refused
 # by name rather than by the model's type error.
 REQUIRED = ("answer_id", "question", "answer", "claim", "verdict")
@@ -65,12 +77,17 @@ def parse_columns(spec: str | None) -> dict[str, str]:
         if not sep or not source:
             raise InputError(Problem(f"{item.strip()!r}: expected FIELD=COLUMN", hint=_COLUMNS))
         if target not in FIELDS:
-            raise InputError(Problem(f"{item.strip()!r}: {target!r} is not one of {', '.join(FIELDS)}",
-                                     hint=_COLUMNS))
+            raise InputError(
+                Problem(f"{item.strip()!r}: {target!r} is not one of {', '.join(FIELDS)}", hint=_COLUMNS)
+            )
         if target in out:
-            raise InputError(Problem(f"{target} is mapped twice ({target}={out[target]} and "
-                                     f"{target}={source}); which column holds it is ambiguous",
-                                     hint=_COLUMNS))
+            raise InputError(
+                Problem(
+                    f"{target} is mapped twice ({target}={out[target]} and "
+                    f"{target}={source}); which column holds it is ambiguous",
+                    hint=_COLUMNS,
+                )
+            )
         out[target] = source
     return out
 
@@ -117,8 +134,14 @@ def read(
     """Read a claim-per-row CSV, TSV (by extension, or `delimiter=`) or Parquet file."""
     path = Path(path)
     cols = parse_columns(columns) if isinstance(columns, str | None) else dict(columns)
-    result = AdapterResult(tool=NAME, source=path, records=iter(()), mapping=dict(mapping or {}),
-                           judge_model=judge_model, judge_prompt_version=judge_prompt_version)
+    result = AdapterResult(
+        tool=NAME,
+        source=path,
+        records=iter(()),
+        mapping=dict(mapping or {}),
+        judge_model=judge_model,
+        judge_prompt_version=judge_prompt_version,
+    )
     kind = _format(path)
     if kind == "parquet":
         result.records = _from_parquet(path, cols, mapping, result)
@@ -128,8 +151,9 @@ def read(
     return result
 
 
-def preview(path: str | Path, *, encoding: str | None = None, delimiter: str | None = None,
-            rows: int = 5) -> tuple[list[str], list[list[Any]]]:
+def preview(
+    path: str | Path, *, encoding: str | None = None, delimiter: str | None = None, rows: int = 5
+) -> tuple[list[str], list[list[Any]]]:
     """(header, the first `rows` rows) of a table, read as `read` reads it: for a mapping form
     that names the file's own columns. Raises InputError as `read` does (empty, undecodable)."""
     import itertools
@@ -162,13 +186,25 @@ def preview(path: str | Path, *, encoding: str | None = None, delimiter: str | N
     return [h.strip() for h in top], [list(r) for r in head]
 
 
-def read_frame(frame: Any, *, source: str = "<DataFrame>", judge_model: str | None = None,
-               judge_prompt_version: str | None = None, mapping: dict[str, Verdict] | None = None,
-               columns: dict[str, str] | str | None = None) -> AdapterResult:
+def read_frame(
+    frame: Any,
+    *,
+    source: str = "<DataFrame>",
+    judge_model: str | None = None,
+    judge_prompt_version: str | None = None,
+    mapping: dict[str, Verdict] | None = None,
+    columns: dict[str, str] | str | None = None,
+) -> AdapterResult:
     """The same from a pandas DataFrame already in memory; problems name 1-based rows."""
     cols = parse_columns(columns) if isinstance(columns, str | None) else dict(columns)
-    result = AdapterResult(tool=NAME, source=Path(source), records=iter(()), mapping=dict(mapping or {}),
-                           judge_model=judge_model, judge_prompt_version=judge_prompt_version)
+    result = AdapterResult(
+        tool=NAME,
+        source=Path(source),
+        records=iter(()),
+        mapping=dict(mapping or {}),
+        judge_model=judge_model,
+        judge_prompt_version=judge_prompt_version,
+    )
     header = [str(c) for c in frame.columns]
     rows = ((n, values) for n, values in enumerate(frame.itertuples(index=False, name=None), start=1))
     result.records = _group(Path(source), header, rows, cols, mapping, result)
@@ -181,8 +217,9 @@ def _empty(path: Path) -> InputError:
 
 def _not_parquet(path: Path, row: int | None, exc: Exception) -> InputError:
     at = f"row {row}: " if row is not None else ""
-    return InputError(Problem(f"{at}cannot read as Parquet: {exc}", str(path)),
-                      closing=nothing_imported(path))
+    return InputError(
+        Problem(f"{at}cannot read as Parquet: {exc}", str(path)), closing=nothing_imported(path)
+    )
 
 
 # Rows converted to Python at a time: the Parquet file is decoded batch by batch, so a small
@@ -190,8 +227,9 @@ def _not_parquet(path: Path, row: int | None, exc: Exception) -> InputError:
 PARQUET_BATCH = 256
 
 
-def _from_parquet(path: Path, cols: dict[str, str], mapping: dict[str, Verdict] | None,
-                  result: AdapterResult) -> Iterator[Record]:
+def _from_parquet(
+    path: Path, cols: dict[str, str], mapping: dict[str, Verdict] | None, result: AdapterResult
+) -> Iterator[Record]:
     import pyarrow as pa  # late: pyarrow is only needed for Parquet
     import pyarrow.parquet as pq
 
@@ -217,8 +255,14 @@ def _from_parquet(path: Path, cols: dict[str, str], mapping: dict[str, Verdict] 
         yield from _group(path, header, rows(), cols, mapping, result)
 
 
-def _from_csv(path: Path, encoding: str | None, sep: str, cols: dict[str, str],
-              mapping: dict[str, Verdict] | None, result: AdapterResult) -> Iterator[Record]:
+def _from_csv(
+    path: Path,
+    encoding: str | None,
+    sep: str,
+    cols: dict[str, str],
+    mapping: dict[str, Verdict] | None,
+    result: AdapterResult,
+) -> Iterator[Record]:
     with text_file(path, encoding) as fh:
         # strict, as the label CSV: a quote left open is an error where it happens, not a field
         # that swallows the rows after it.
@@ -263,9 +307,14 @@ def _parse_chunks(value: Any) -> list[Any]:
     return value
 
 
-def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any]]],
-           cols: dict[str, str], mapping: dict[str, Verdict] | None,
-           result: AdapterResult) -> Iterator[Record]:
+def _group(
+    path: Path,
+    header: list[str],
+    rows: Iterable[tuple[int, Sequence[Any]]],
+    cols: dict[str, str],
+    mapping: dict[str, Verdict] | None,
+    result: AdapterResult,
+) -> Iterator[Record]:
     problems = Problems(path)
     twice = repeated_columns(header)
     if twice:
@@ -274,14 +323,18 @@ def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any
     index = {h: i for i, h in enumerate(header)}
     missing = [f"{names[f]} (for {f})" if names[f] != f else f for f in REQUIRED if names[f] not in index]
     if missing:
-        raise problems.fail(1, f"missing column(s): {', '.join(missing)}; the file has "
-                            f"{', '.join(header) or 'no columns'}",
-                            hint=("or say which columns hold them with ", Option.COLUMNS))
-    absent = [f"{names[f]} (for {f})" for f in FIELDS if f in cols and names[f] not in index
-              and f != "chunks"]
+        raise problems.fail(
+            1,
+            f"missing column(s): {', '.join(missing)}; the file has {', '.join(header) or 'no columns'}",
+            hint=("or say which columns hold them with ", Option.COLUMNS),
+        )
+    absent = [
+        f"{names[f]} (for {f})" for f in FIELDS if f in cols and names[f] not in index and f != "chunks"
+    ]
     chunk_json = index.get(names["chunks"])
-    chunk_cols = [] if chunk_json is not None else [(k, index[h]) for k, h in
-                                                  _chunk_columns(header, names["chunks"])]
+    chunk_cols = (
+        [] if chunk_json is not None else [(k, index[h]) for k, h in _chunk_columns(header, names["chunks"])]
+    )
     if "chunks" in cols and chunk_json is None and not chunk_cols:
         absent.append(f"{names['chunks']} or {names['chunks']}_1.. (for chunks)")
     if absent:
@@ -328,8 +381,11 @@ def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any
                     problems.add(line, f"not a JSON list: {exc}", names["chunks"])
                     continue
         elif chunk_cols:
-            chunks = [{"id": str(k), "text": str(c)} for k, i in chunk_cols
-                      if i < len(row) and (c := _cell(row[i])) is not None]
+            chunks = [
+                {"id": str(k), "text": str(c)}
+                for k, i in chunk_cols
+                if i < len(row) and (c := _cell(row[i])) is not None
+            ]
             chunks = chunks or None
         rec = answers.get(aid)
         if rec is None:
@@ -347,16 +403,21 @@ def _group(path: Path, header: list[str], rows: Iterable[tuple[int, Sequence[Any
                     rec[f] = v
             if chunks is not None:
                 if rec["chunks"] and chunks != rec["chunks"]:
-                    problems.add(line, f"differs from line {first_line[aid]} for answer {aid!r}",
-                                 names["chunks"])
+                    problems.add(
+                        line, f"differs from line {first_line[aid]} for answer {aid!r}", names["chunks"]
+                    )
                 else:
                     rec["chunks"] = chunks
         evidence, why = get("evidence"), get("rationale")
-        rec["claims"].append({
-            "id": _as_id(get("claim_id")), "text": claim, "verdict": raw,
-            "rationale": why if isinstance(why, str) else None,
-            "evidence": [e.strip() for e in str(evidence).split(";") if e.strip()] if evidence else [],
-        })
+        rec["claims"].append(
+            {
+                "id": _as_id(get("claim_id")),
+                "text": claim,
+                "verdict": raw,
+                "rationale": why if isinstance(why, str) else None,
+                "evidence": [e.strip() for e in str(evidence).split(";") if e.strip()] if evidence else [],
+            }
+        )
     if not answers and not problems:
         problems.add(None, "no rows in the file")
     for aid, rec in answers.items():

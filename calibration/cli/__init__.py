@@ -19,15 +19,21 @@ from .common import FLAGS
 from .common import db_path as _db_path
 
 # The only package that imports argparse or prints: each module registers its commands.
-REGISTRARS = [io.register, labels.register, cycles.register, reviewers.register, judge.register,
-              split.register, serve.register]
+REGISTRARS = [
+    io.register,
+    labels.register,
+    cycles.register,
+    reviewers.register,
+    judge.register,
+    split.register,
+    serve.register,
+]
 
 # Commands that may start from no database; every other one reads an existing one.
 CREATING_COMMANDS = {"import", "import-labels", "demo", "restore", "serve", "migrate-db"}
 MODULE_PROG = "python -m calibration"
 
-EPILOG = ("exit status: 0 success, 1 invalid input or a refused operation (message on stderr), "
-          "2 usage error")
+EPILOG = "exit status: 0 success, 1 invalid input or a refused operation (message on stderr), 2 usage error"
 
 
 def invoked_name(argv0: str) -> str:
@@ -38,12 +44,14 @@ def invoked_name(argv0: str) -> str:
 
 
 def build_parser(prog: str = "calibration") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog,
-                                     description="Check an LLM judge against human reviewers.",
-                                     epilog=EPILOG)
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Check an LLM judge against human reviewers.", epilog=EPILOG
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("--db", help="SQLite database file or postgresql:// URL "
-                                     "(default: $CALIBRATION_DB or data/calibration.db)")
+    parser.add_argument(
+        "--db",
+        help="SQLite database file or postgresql:// URL (default: $CALIBRATION_DB or data/calibration.db)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for register in REGISTRARS:
         register(sub)
@@ -61,8 +69,11 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     shown = store.shown(db)
     if args.command not in CREATING_COMMANDS and not store.exists(db):
         # A read must not silently create an empty database and report zeros from it.
-        print(f"error: no database at {shown}: import judged answers first "
-              f"({prog} import FILE, or {prog} demo)", file=sys.stderr)
+        print(
+            f"error: no database at {shown}: import judged answers first "
+            f"({prog} import FILE, or {prog} demo)",
+            file=sys.stderr,
+        )
         return 1
     if not store.exists(db):
         # Not silent: a mistyped --db would otherwise fill a new file nobody looks at.

@@ -17,25 +17,48 @@ def _add_cycles(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     c = csub.add_parser("create", help="sample judged answers of a run into a new cycle")
     c.add_argument("--name", required=True)
     c.add_argument("--judge-run", help="MODEL@VERSION (default: the most recently imported run)")
-    c.add_argument("--size", type=int, default=cycles.DEFAULT_SIZE,
-                   help=f"answers to sample ({cycles.MIN_SIZE}-{cycles.MAX_SIZE} unless --force)")
+    c.add_argument(
+        "--size",
+        type=int,
+        default=cycles.DEFAULT_SIZE,
+        help=f"answers to sample ({cycles.MIN_SIZE}-{cycles.MAX_SIZE} unless --force)",
+    )
     c.add_argument("--seed", type=int, help="random seed (default: drawn and recorded)")
     c.add_argument("--strategy", choices=sampling.STRATEGIES, default="random")
-    c.add_argument("--failure-share", type=float, default=sampling.DEFAULT_FAILING_SHARE,
-                   help="failures-first: least share of the slots for answers with a "
-                        f"non-SUPPORTED verdict (default {sampling.DEFAULT_FAILING_SHARE})")
-    c.add_argument("--goal", choices=planning.GOALS, default="agreement",
-                   help="planned: what to allocate the labels for, the agreement decision (default) "
-                        "or the corrected grounding score")
-    c.add_argument("--reviewers", default="",
-                   help="comma-separated reviewers (default: open to every reviewer)")
-    c.add_argument("--overlap", type=float, default=cycles.DEFAULT_OVERLAP,
-                   help="share of answers given to two reviewers (default 0.2)")
+    c.add_argument(
+        "--failure-share",
+        type=float,
+        default=sampling.DEFAULT_FAILING_SHARE,
+        help="failures-first: least share of the slots for answers with a "
+        f"non-SUPPORTED verdict (default {sampling.DEFAULT_FAILING_SHARE})",
+    )
+    c.add_argument(
+        "--goal",
+        choices=planning.GOALS,
+        default="agreement",
+        help="planned: what to allocate the labels for, the agreement decision (default) "
+        "or the corrected grounding score",
+    )
+    c.add_argument(
+        "--reviewers", default="", help="comma-separated reviewers (default: open to every reviewer)"
+    )
+    c.add_argument(
+        "--overlap",
+        type=float,
+        default=cycles.DEFAULT_OVERLAP,
+        help="share of answers given to two reviewers (default 0.2)",
+    )
     c.add_argument("--holdout", action="store_true", help="sample only holdout answers")
-    c.add_argument("--include-labeled", action="store_true",
-                   help="also sample answers whose claims all have a final human label")
-    c.add_argument("--require-evidence", action="store_true",
-                   help="every SUPPORTED verdict must name its evidence chunks before the commit")
+    c.add_argument(
+        "--include-labeled",
+        action="store_true",
+        help="also sample answers whose claims all have a final human label",
+    )
+    c.add_argument(
+        "--require-evidence",
+        action="store_true",
+        help="every SUPPORTED verdict must name its evidence chunks before the commit",
+    )
     c.add_argument("--force", action="store_true", help="allow a size outside the bounds")
     c.add_argument("--created-by", default=_login_name(), help="recorded as the cycle's creator")
     c.set_defaults(handler=cli_cycle_create)
@@ -44,8 +67,11 @@ def _add_cycles(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     c.add_argument("--goal", choices=planning.GOALS, default="agreement")
     c.add_argument("--size", type=int, default=cycles.DEFAULT_SIZE)
     c.add_argument("--holdout", action="store_true", help="plan a holdout cycle")
-    c.add_argument("--include-labeled", action="store_true",
-                   help="also plan over answers whose claims all have a final human label")
+    c.add_argument(
+        "--include-labeled",
+        action="store_true",
+        help="also plan over answers whose claims all have a final human label",
+    )
     c.set_defaults(handler=cli_cycle_plan)
     c = csub.add_parser("list", help="every cycle with its progress")
     c.set_defaults(handler=cli_cycle_list)
@@ -55,8 +81,9 @@ def _add_cycles(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     c.set_defaults(handler=cli_cycle_show)
     c = csub.add_parser("close", help="close a cycle and freeze its figures")
     c.add_argument("name")
-    c.add_argument("--force", action="store_true",
-                   help="close even though reviewers still have claims to label")
+    c.add_argument(
+        "--force", action="store_true", help="close even though reviewers still have claims to label"
+    )
     c.set_defaults(handler=cli_cycle_close)
     c = csub.add_parser("reassign", help="move a reviewer's open work in a cycle to another reviewer")
     c.add_argument("name", help="the cycle")
@@ -90,16 +117,29 @@ def cli_cycle_create(args: argparse.Namespace) -> int:
 
     with store.session(_db_path(args)) as db:
         cycle = cycles.create_cycle(
-            db, name=args.name, judge_run=args.judge_run, size=args.size, seed=args.seed,
-            strategy=args.strategy, reviewers=args.reviewers.split(","), overlap=args.overlap,
-            holdout=args.holdout, include_labeled=args.include_labeled, force=args.force,
-            created_by=args.created_by, failing_share=args.failure_share, goal=args.goal,
-            require_evidence=args.require_evidence)
+            db,
+            name=args.name,
+            judge_run=args.judge_run,
+            size=args.size,
+            seed=args.seed,
+            strategy=args.strategy,
+            reviewers=args.reviewers.split(","),
+            overlap=args.overlap,
+            holdout=args.holdout,
+            include_labeled=args.include_labeled,
+            force=args.force,
+            created_by=args.created_by,
+            failing_share=args.failure_share,
+            goal=args.goal,
+            require_evidence=args.require_evidence,
+        )
         load = {r.reviewer: r.total for r in cycles.progress(db, cycle.id).reviewers}
     for warning in cycle.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    print(f"cycle {cycle.name}: {plural(cycle.size, 'answer')} of {cycle.judge_run} "
-          f"({cycle.strategy}, seed {cycle.seed}{', holdout' if cycle.holdout else ''})")
+    print(
+        f"cycle {cycle.name}: {plural(cycle.size, 'answer')} of {cycle.judge_run} "
+        f"({cycle.strategy}, seed {cycle.seed}{', holdout' if cycle.holdout else ''})"
+    )
     for note in cycle.notes:
         print(note)
     if cycle.reviewers:
@@ -113,8 +153,14 @@ def cli_cycle_plan(args: argparse.Namespace) -> int:
     from .. import cycles
 
     with store.session(_db_path(args)) as db:
-        plan = cycles.plan_next(db, judge_run=args.judge_run, goal=args.goal, size=args.size,
-                                holdout=args.holdout, include_labeled=args.include_labeled)
+        plan = cycles.plan_next(
+            db,
+            judge_run=args.judge_run,
+            goal=args.goal,
+            size=args.size,
+            holdout=args.holdout,
+            include_labeled=args.include_labeled,
+        )
     print("\n".join(plan.lines()))
     return 0
 
@@ -128,8 +174,10 @@ def cli_cycle_list(args: argparse.Namespace) -> int:
     if not rows:
         print("no cycles yet")
     for c, prog in rows:
-        print(f"{c.name}\t{c.status}\t{c.judge_run}\t{c.strategy}\tseed {c.seed}\t"
-              f"{plural(c.size, 'answer')}\t{prog.headline()}\t{c.created_at}")
+        print(
+            f"{c.name}\t{c.status}\t{c.judge_run}\t{c.strategy}\tseed {c.seed}\t"
+            f"{plural(c.size, 'answer')}\t{prog.headline()}\t{c.created_at}"
+        )
     return 0
 
 
@@ -145,19 +193,36 @@ def cli_cycle_show(args: argparse.Namespace) -> int:
         prog = cycles.progress(db, cycle.id)
     if args.json:
         out = {
-            "name": cycle.name, "judge_run": cycle.judge_run, "strategy": cycle.strategy,
-            "seed": cycle.seed, "size": cycle.size, "status": cycle.status,
-            "overlap": cycle.overlap, "holdout": cycle.holdout,
-            "include_labeled": cycle.include_labeled, "failing_share": cycle.failing_share,
+            "name": cycle.name,
+            "judge_run": cycle.judge_run,
+            "strategy": cycle.strategy,
+            "seed": cycle.seed,
+            "size": cycle.size,
+            "status": cycle.status,
+            "overlap": cycle.overlap,
+            "holdout": cycle.holdout,
+            "include_labeled": cycle.include_labeled,
+            "failing_share": cycle.failing_share,
             "created_by": cycle.created_by,
-            "created_at": cycle.created_at, "closed_at": cycle.closed_at,
-            "reviewers": list(cycle.reviewers), "answers": list(cycle.answers),
-            "items": [{"position": i.position, "answer_id": i.answer_id,
-                       "inclusion_prob": i.inclusion_prob, "claims": i.claims,
-                       "reviewers": list(i.reviewers)} for i in items],
-            "progress": prog.as_dict(), "snapshot": cycle.snapshot,
+            "created_at": cycle.created_at,
+            "closed_at": cycle.closed_at,
+            "reviewers": list(cycle.reviewers),
+            "answers": list(cycle.answers),
+            "items": [
+                {
+                    "position": i.position,
+                    "answer_id": i.answer_id,
+                    "inclusion_prob": i.inclusion_prob,
+                    "claims": i.claims,
+                    "reviewers": list(i.reviewers),
+                }
+                for i in items
+            ],
+            "progress": prog.as_dict(),
+            "snapshot": cycle.snapshot,
             # The plan without every answer's stratum, which the run's figures read, not a lead.
-            "plan": None if cycle.plan is None
+            "plan": None
+            if cycle.plan is None
             else {k: v for k, v in cycle.plan.items() if k != "answer_strata"},
         }
         print(json.dumps(out, ensure_ascii=False, indent=2))
@@ -165,18 +230,23 @@ def cli_cycle_show(args: argparse.Namespace) -> int:
     share = f", failing share {cycle.failing_share:g}" if cycle.failing_share is not None else ""
     if cycle.plan is not None:
         share = f", for {planning.GOAL_NAMES[cycle.plan['goal']]}"
-    print(f"cycle {cycle.name} ({cycle.status}): {cycle.judge_run}, {cycle.strategy}{share}, "
-          f"seed {cycle.seed}, {plural(cycle.size, 'answer')}{', holdout' if cycle.holdout else ''}")
-    print(f"created {cycle.created_at} by {cycle.created_by or 'unknown'}"
-          + (f"; closed {cycle.closed_at}" if cycle.closed_at else ""))
-    print(f"progress: {prog.headline()}"
-          + "".join(f"; {r.reviewer} {r.counts()}" for r in prog.reviewers))
+    print(
+        f"cycle {cycle.name} ({cycle.status}): {cycle.judge_run}, {cycle.strategy}{share}, "
+        f"seed {cycle.seed}, {plural(cycle.size, 'answer')}{', holdout' if cycle.holdout else ''}"
+    )
+    print(
+        f"created {cycle.created_at} by {cycle.created_by or 'unknown'}"
+        + (f"; closed {cycle.closed_at}" if cycle.closed_at else "")
+    )
+    print(f"progress: {prog.headline()}" + "".join(f"; {r.reviewer} {r.counts()}" for r in prog.reviewers))
     if prog.unclear:
         print(f"unclear: {plural(prog.unclear, 'claim')} marked unclear, waiting for a lead's decision")
     for i in items:
         who = ", ".join(i.reviewers) or "anyone"
-        print(f"  {i.position + 1:>3}. {i.answer_id}\tpi {i.inclusion_prob:.3f}\t"
-              f"{plural(i.claims, 'claim')}\t{who}")
+        print(
+            f"  {i.position + 1:>3}. {i.answer_id}\tpi {i.inclusion_prob:.3f}\t"
+            f"{plural(i.claims, 'claim')}\t{who}"
+        )
     return 0
 
 
@@ -188,8 +258,10 @@ def cli_cycle_reassign(args: argparse.Namespace) -> int:
         done = cycles.reassign(db, args.name, args.from_reviewer, args.to_reviewer, by=args.by)
     for warning in done.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    print(f"cycle {done.cycle}: {plural(len(done.moved), 'answer')} moved from {done.from_reviewer} "
-          f"to {done.to_reviewer}")
+    print(
+        f"cycle {done.cycle}: {plural(len(done.moved), 'answer')} moved from {done.from_reviewer} "
+        f"to {done.to_reviewer}"
+    )
     return 0
 
 
@@ -202,8 +274,9 @@ def cli_cycle_close(args: argparse.Namespace) -> int:
     if fig is None:
         print(f"cycle {cycle.name} closed")
         return 0
-    line = cycles.progress_headline(fig.labeled or 0, fig.total or 0, fig.reused or 0,
-                                    fig.labeled_elsewhere or 0)
+    line = cycles.progress_headline(
+        fig.labeled or 0, fig.total or 0, fig.reused or 0, fig.labeled_elsewhere or 0
+    )
     print(f"cycle {cycle.name} closed: {line}")
     if fig.plan is not None:
         print(cycles.plan_sentence(fig.plan))
@@ -214,8 +287,10 @@ def cli_cycle_close(args: argparse.Namespace) -> int:
     def ci(bounds: tuple[float, float] | None, fmt: str) -> str:
         return f" (95% CI {bounds[0]:{fmt}}-{bounds[1]:{fmt}})" if bounds else " (no interval)"
 
-    print(f"judge-human agreement {fig.agreement:.0%}{ci(fig.agreement_ci, '.0%')} "
-          f"on {fig.n_claims} claim{'' if fig.n_claims == 1 else 's'}")
+    print(
+        f"judge-human agreement {fig.agreement:.0%}{ci(fig.agreement_ci, '.0%')} "
+        f"on {fig.n_claims} claim{'' if fig.n_claims == 1 else 's'}"
+    )
     if fig.weighted_agreement is not None:
         print(f"re-weighted to the run (1/pi) {fig.weighted_agreement:.0%}{ci(fig.weighted_ci, '.0%')}")
     kappa = "undefined" if fig.kappa is None else f"{fig.kappa:.2f}{ci(fig.kappa_ci, '.2f')}"
@@ -244,7 +319,6 @@ def cli_holdout_list(args: argparse.Namespace) -> int:
         ids = cycles.holdout_answers(db)
     print("\n".join(ids) if ids else "no holdout answers")
     return 0
-
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

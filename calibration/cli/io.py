@@ -23,9 +23,15 @@ def _mapping(args: argparse.Namespace) -> dict[str, Verdict]:
 
 
 # --from options, by the adapter keyword they set.
-_ADAPTER_FLAGS = {"columns": "--columns", "delimiter": "--delimiter", "metric": "--metric",
-                  "id_key": "--id-key", "id_prefix": "--id-prefix", "id_field": "--id-field",
-                  "skip_failed": "--skip-failed"}
+_ADAPTER_FLAGS = {
+    "columns": "--columns",
+    "delimiter": "--delimiter",
+    "metric": "--metric",
+    "id_key": "--id-key",
+    "id_prefix": "--id-prefix",
+    "id_field": "--id-field",
+    "skip_failed": "--skip-failed",
+}
 
 
 def _adapter_options(args: argparse.Namespace, name: str) -> dict[str, Any]:
@@ -54,10 +60,16 @@ def cli_import(args: argparse.Namespace) -> int:
         raise InputError(f"{', '.join(stray)}: only with --from")
     with store.session(db_path(args)) as db:
         for path in args.files:
-            rep = importing.import_answers(db, path, judge_model=args.judge_model,
-                                           judge_prompt_version=args.judge_prompt_version,
-                                           mapping=mapping, encoding=args.encoding, update=args.update,
-                                           dry_run=args.dry_run)
+            rep = importing.import_answers(
+                db,
+                path,
+                judge_model=args.judge_model,
+                judge_prompt_version=args.judge_prompt_version,
+                mapping=mapping,
+                encoding=args.encoding,
+                update=args.update,
+                dry_run=args.dry_run,
+            )
             print(f"{path}:" + _DRY_RUN * args.dry_run)
             for line in rep.lines():
                 print(f"  {line}")
@@ -70,9 +82,16 @@ def _import_from(args: argparse.Namespace, mapping: dict[str, Verdict]) -> int:
     with store.session(db_path(args)) as db:
         for path in args.files:
             rep, result = adapters.import_file(
-                db, name, path, judge_model=args.judge_model,
-                judge_prompt_version=args.judge_prompt_version, mapping=mapping or None,
-                encoding=args.encoding, dry_run=args.dry_run, **options)
+                db,
+                name,
+                path,
+                judge_model=args.judge_model,
+                judge_prompt_version=args.judge_prompt_version,
+                mapping=mapping or None,
+                encoding=args.encoding,
+                dry_run=args.dry_run,
+                **options,
+            )
             print(f"{path}:" + _DRY_RUN * args.dry_run)
             for line in rep.lines():
                 if line.startswith("verdict spellings used") or line.startswith("  "):
@@ -90,8 +109,9 @@ def cli_import_labels(args: argparse.Namespace) -> int:
     mapping = _mapping(args)
     with store.session(db_path(args)) as db:
         for path in args.files:
-            rep = importing.import_labels(db, path, reviewer=args.reviewer, mapping=mapping,
-                                          encoding=args.encoding)
+            rep = importing.import_labels(
+                db, path, reviewer=args.reviewer, mapping=mapping, encoding=args.encoding
+            )
             print(f"{path}:")
             for line in rep.lines():
                 print(f"  {line}")
@@ -108,8 +128,14 @@ def cli_demo(args: argparse.Namespace) -> int:
 
 def cli_export(args: argparse.Namespace) -> int:
     with store.session(db_path(args)) as db:
-        rep = export.export(db, args.out, fmt=args.format, judge_run=args.judge_run, cycle=args.cycle,
-                            only_final=args.only_final)
+        rep = export.export(
+            db,
+            args.out,
+            fmt=args.format,
+            judge_run=args.judge_run,
+            cycle=args.cycle,
+            only_final=args.only_final,
+        )
     for line in rep.lines():
         print(line)
     return 0
@@ -169,38 +195,57 @@ def cli_restore(args: argparse.Namespace) -> int:
 def _add_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     map_help = "map an extra verdict spelling, e.g. partially_supported=UNSUPPORTED (repeatable)"
     enc_help = "file encoding when not UTF-8 (UTF-8 with or without a BOM is the default)"
-    p = sub.add_parser("import", help="import judged answers (JSONL or a JSON array, or another tool's "
-                       "output with --from)")
+    p = sub.add_parser(
+        "import", help="import judged answers (JSONL or a JSON array, or another tool's output with --from)"
+    )
     p.add_argument("files", nargs="+", type=Path, help="JSONL or JSON files; each is all or nothing")
-    p.add_argument("--from", dest="source", metavar="TOOL",
-                   help=f"read another tool's output: {', '.join(adapters.names())}")
-    p.add_argument("--columns", metavar="FIELD=COLUMN,...",
-                   help="--from csv: column names, e.g. answer_id=qid,claim=statement,verdict=label")
+    p.add_argument(
+        "--from",
+        dest="source",
+        metavar="TOOL",
+        help=f"read another tool's output: {', '.join(adapters.names())}",
+    )
+    p.add_argument(
+        "--columns",
+        metavar="FIELD=COLUMN,...",
+        help="--from csv: column names, e.g. answer_id=qid,claim=statement,verdict=label",
+    )
     p.add_argument("--delimiter", help="--from csv: field delimiter (default: tab for .tsv, else comma)")
     p.add_argument("--metric", help="--from deepeval/ragas: the faithfulness metric's name in the file")
     p.add_argument("--id-key", help="--from deepeval: take answer ids from this test-case metadata key")
     p.add_argument("--id-prefix", help="--from ragas: answer ids are PREFIX:<row> (default: file name)")
     p.add_argument("--id-field", help="--from refchecker: the items' id field (default: id)")
-    p.add_argument("--skip-failed", action="store_true",
-                   help="--from deepeval/ragas: leave out cases whose metric errored instead of refusing")
-    p.add_argument("--dry-run", action="store_true",
-                   help="check and report everything, then write nothing")
+    p.add_argument(
+        "--skip-failed",
+        action="store_true",
+        help="--from deepeval/ragas: leave out cases whose metric errored instead of refusing",
+    )
+    p.add_argument("--dry-run", action="store_true", help="check and report everything, then write nothing")
     p.add_argument("--judge-model", help="judge model for lines that do not name one")
     p.add_argument("--judge-prompt-version", help="judge prompt version for lines that do not name one")
-    p.add_argument("--map", action="append", default=[], metavar="SPELLING=VERDICT", type=_map_item,
-                   help=map_help)
+    p.add_argument(
+        "--map", action="append", default=[], metavar="SPELLING=VERDICT", type=_map_item, help=map_help
+    )
     p.add_argument("--encoding", default=None, type=_encoding, help=enc_help)
-    p.add_argument("--update", action="store_true",
-                   help="replace the category and metadata of answers already imported with the same "
-                   "text (without it a changed category or metadata is refused)")
+    p.add_argument(
+        "--update",
+        action="store_true",
+        help="replace the category and metadata of answers already imported with the same "
+        "text (without it a changed category or metadata is refused)",
+    )
     p.set_defaults(handler=cli_import)
 
     p = sub.add_parser("import-labels", help="import human labels from CSV")
-    p.add_argument("files", nargs="+", type=Path,
-                   help="CSV with answer_id, claim_id, verdict[, reviewer, note, evidence]")
+    p.add_argument(
+        "files",
+        nargs="+",
+        type=Path,
+        help="CSV with answer_id, claim_id, verdict[, reviewer, note, evidence]",
+    )
     p.add_argument("--reviewer", help="reviewer for files without a reviewer column")
-    p.add_argument("--map", action="append", default=[], metavar="SPELLING=VERDICT", type=_map_item,
-                   help=map_help)
+    p.add_argument(
+        "--map", action="append", default=[], metavar="SPELLING=VERDICT", type=_map_item, help=map_help
+    )
     p.add_argument("--encoding", default=None, type=_encoding, help=enc_help)
     p.set_defaults(handler=cli_import_labels)
 
@@ -209,38 +254,61 @@ def _add_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("export", help="export calibrated labels: lossless JSONL, golden set or CSV",
-                       description="Export claims with their human and judge verdicts. The jsonl "
-                       "export restores into another database with `import FILE` then "
-                       "`import-labels FILE`; a backup of the whole database is `backup`.")
+    p = sub.add_parser(
+        "export",
+        help="export calibrated labels: lossless JSONL, golden set or CSV",
+        description="Export claims with their human and judge verdicts. The jsonl "
+        "export restores into another database with `import FILE` then "
+        "`import-labels FILE`; a backup of the whole database is `backup`.",
+    )
     p.add_argument("--out", required=True, type=Path, help="file to write (replaced atomically)")
-    p.add_argument("--format", choices=export.FORMATS, default="jsonl",
-                   help="jsonl: lossless, one line per claim; golden: RAG golden set, one line per "
-                   "answer; csv: for spreadsheets (UTF-8 with BOM)")
+    p.add_argument(
+        "--format",
+        choices=export.FORMATS,
+        default="jsonl",
+        help="jsonl: lossless, one line per claim; golden: RAG golden set, one line per "
+        "answer; csv: for spreadsheets (UTF-8 with BOM)",
+    )
     p.add_argument("--judge-run", help="only claims this run judged, and only its verdicts (MODEL@VERSION)")
     p.add_argument("--cycle", help="only the claims of this cycle")
-    p.add_argument("--only-final", action="store_true",
-                   help="only claims with a final human verdict (adjudicated or unanimous)")
+    p.add_argument(
+        "--only-final",
+        action="store_true",
+        help="only claims with a final human verdict (adjudicated or unanimous)",
+    )
     p.set_defaults(handler=cli_export)
 
-    p = sub.add_parser("backup", help="back up the whole database to one file (restore it with restore)",
-                       description="Write every table (cycles, splits and their seal, guidelines, "
-                       "judge-lab runs, settings...) to one JSONL file; the sign-in secret is left out.")
+    p = sub.add_parser(
+        "backup",
+        help="back up the whole database to one file (restore it with restore)",
+        description="Write every table (cycles, splits and their seal, guidelines, "
+        "judge-lab runs, settings...) to one JSONL file; the sign-in secret is left out.",
+    )
     p.add_argument("--out", required=True, type=Path, help="file to write (replaced atomically)")
     p.set_defaults(handler=cli_backup)
 
-    p = sub.add_parser("restore", help="restore a backup (or a JSONL export) into an empty database",
-                       description="All or nothing, into an empty database only: a database holding "
-                       "anything is refused (restore never merges; give a new file with --db).")
+    p = sub.add_parser(
+        "restore",
+        help="restore a backup (or a JSONL export) into an empty database",
+        description="All or nothing, into an empty database only: a database holding "
+        "anything is refused (restore never merges; give a new file with --db).",
+    )
     p.add_argument("file", type=Path, help="a file written by backup, or by export --format jsonl")
-    p.add_argument("--encoding", default=None, type=_encoding,
-                   help="file encoding when not UTF-8 (UTF-8 with or without a BOM is the default)")
+    p.add_argument(
+        "--encoding",
+        default=None,
+        type=_encoding,
+        help="file encoding when not UTF-8 (UTF-8 with or without a BOM is the default)",
+    )
     p.set_defaults(handler=cli_restore)
 
-    p = sub.add_parser("migrate-db", help="copy a whole database into an empty one (SQLite <-> PostgreSQL)",
-                       description="Every row, ids and history included, in one transaction on the "
-                       "target, which must be empty; SRC and DST are SQLite files or postgresql:// URLs "
-                       "(--db is not used).")
+    p = sub.add_parser(
+        "migrate-db",
+        help="copy a whole database into an empty one (SQLite <-> PostgreSQL)",
+        description="Every row, ids and history included, in one transaction on the "
+        "target, which must be empty; SRC and DST are SQLite files or postgresql:// URLs "
+        "(--db is not used).",
+    )
     p.add_argument("src", help="the database to copy from")
     p.add_argument("dst", help="the empty database to copy into (created and migrated when missing)")
     p.set_defaults(handler=cli_migrate_db)

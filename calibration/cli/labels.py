@@ -13,10 +13,13 @@ def _add_labels(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p = sub.add_parser("info", help="counts per judge run")
     p.set_defaults(handler=cli_info)
 
-    p = sub.add_parser("adjudicate", help="settle the human label of a claim reviewers disagree on",
-                       description="Record the adjudicated human label of one claim. It overrides "
-                       "disagreeing or unclear reviewer labels in every figure and export; each "
-                       "decision is kept in the label history.")
+    p = sub.add_parser(
+        "adjudicate",
+        help="settle the human label of a claim reviewers disagree on",
+        description="Record the adjudicated human label of one claim. It overrides "
+        "disagreeing or unclear reviewer labels in every figure and export; each "
+        "decision is kept in the label history.",
+    )
     p.add_argument("answer_id")
     p.add_argument("claim_id")
     p.add_argument("verdict", type=str.upper, choices=[v.value for v in Verdict])
@@ -25,22 +28,24 @@ def _add_labels(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.set_defaults(handler=cli_adjudicate)
 
 
-
-
 def cli_info(args: argparse.Namespace) -> int:
     with store.session(_db_path(args)) as db:
         summary = store.info(db)
     totals = summary["totals"]
     print(f"database: {_db_path(args)}")
-    print("answers {answers}, claims {claims}, labeled claims {labeled_claims}, "
-          "reviewers {reviewers}, label events {label_events}".format(**totals))
+    print(
+        "answers {answers}, claims {claims}, labeled claims {labeled_claims}, "
+        "reviewers {reviewers}, label events {label_events}".format(**totals)
+    )
     runs = summary["runs"]
     if not runs:
         print("no judge runs yet")
     for r in runs:
         verdicts = ", ".join(f"{k} {v}" for k, v in r.verdicts.items())
-        print(f"  {r.run.name}: {r.answers} answers, {r.claims} claims ({verdicts}); "
-              f"{r.labeled_claims} claims with a human label")
+        print(
+            f"  {r.run.name}: {r.answers} answers, {r.claims} claims ({verdicts}); "
+            f"{r.labeled_claims} claims with a human label"
+        )
     return 0
 
 
@@ -52,20 +57,31 @@ def cli_adjudicate(args: argparse.Namespace) -> int:
     return 0
 
 
-
 def _add_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("stats", help="judge vs human agreement with intervals, and the revise flag",
-                       description="Agreement of a judge run with the final human labels: every "
-                       "figure with its 95% interval, the confusion matrix (rows human, columns "
-                       "judge) and the flag (ok / revise / inconclusive) with its reasons.")
-    p.add_argument("--judge-run", metavar="RUN",
-                   help="MODEL@VERSION, or VERSION when unique (default: the most recently "
-                   "imported run, or the cycle's run with --cycle)")
-    p.add_argument("--cycle", metavar="NAME",
-                   help="only the claims of this cycle; adds the 1/pi-weighted agreement")
+    p = sub.add_parser(
+        "stats",
+        help="judge vs human agreement with intervals, and the revise flag",
+        description="Agreement of a judge run with the final human labels: every "
+        "figure with its 95% interval, the confusion matrix (rows human, columns "
+        "judge) and the flag (ok / revise / inconclusive) with its reasons.",
+    )
+    p.add_argument(
+        "--judge-run",
+        metavar="RUN",
+        help="MODEL@VERSION, or VERSION when unique (default: the most recently "
+        "imported run, or the cycle's run with --cycle)",
+    )
+    p.add_argument(
+        "--cycle", metavar="NAME", help="only the claims of this cycle; adds the 1/pi-weighted agreement"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--bootstrap", type=int, default=2000, metavar="N",
-                   help="answer-bootstrap resamples for the kappa interval (default 2000; 0 skips)")
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="answer-bootstrap resamples for the kappa interval (default 2000; 0 skips)",
+    )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.set_defaults(handler=cli_stats)
 
@@ -73,10 +89,13 @@ def _add_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--agreement-target", type=float, help="agreement the judge must reach (default 0.85)")
     p.add_argument("--kappa-floor", type=float, help="kappa below which to revise (default 0.60)")
     p.add_argument("--alpha", type=float, help="McNemar significance level (default 0.05)")
-    p.add_argument("--alt-epsilon", type=float,
-                   help="alternative annotator test margin: how much worse than a reviewer the judge may be "
-                        "(default 0.15, the test's authors' value for skilled reviewers; 0.2 experts, "
-                        "0.1 crowd workers)")
+    p.add_argument(
+        "--alt-epsilon",
+        type=float,
+        help="alternative annotator test margin: how much worse than a reviewer the judge may be "
+        "(default 0.15, the test's authors' value for skilled reviewers; 0.2 experts, "
+        "0.1 crowd workers)",
+    )
     p.set_defaults(handler=cli_thresholds)
 
 
@@ -88,8 +107,9 @@ def cli_stats(args: argparse.Namespace) -> int:
     with store.session(_db_path(args)) as db:
         cycle = cycles.get_cycle(db, args.cycle) if args.cycle else None
         run = store.find_judge_run(db, args.judge_run or (cycle.judge_run if cycle else None))
-        scoped = report.scope_report(db, run, None if cycle is None else cycle.id,
-                                     bootstrap=args.bootstrap, seed=args.seed)
+        scoped = report.scope_report(
+            db, run, None if cycle is None else cycle.id, bootstrap=args.bootstrap, seed=args.seed
+        )
     if args.json:
         out = scoped.report.to_dict(run.name)
         out["cycle"] = None if cycle is None else cycle.name
@@ -97,21 +117,24 @@ def cli_stats(args: argparse.Namespace) -> int:
         print(json.dumps(out, ensure_ascii=False, indent=2, allow_nan=False))
         return 0
     scope = f"cycle {cycle.name}" if cycle else "every claim of the run"
-    print(scoped.report.to_text(run.name, notes=[
-        f"Scope: {scope}; {scoped.n_unlabeled} judged claims have no human label yet"]), end="")
+    print(
+        scoped.report.to_text(
+            run.name, notes=[f"Scope: {scope}; {scoped.n_unlabeled} judged claims have no human label yet"]
+        ),
+        end="",
+    )
     return 0
 
 
 def cli_thresholds(args: argparse.Namespace) -> int:
-    changes = {name: value for name in store.THRESHOLD_SETTINGS
-               if (value := getattr(args, name)) is not None}
+    changes = {name: value for name in store.THRESHOLD_SETTINGS if (value := getattr(args, name)) is not None}
     with store.session(_db_path(args)) as db:
         current = store.save_thresholds(db, **changes) if changes else store.load_thresholds(db)
-    print(f"agreement target {current.agreement_target:g}, kappa floor {current.kappa_floor:g}, "
-          f"alpha {current.alpha:g}, alt-test epsilon {current.alt_epsilon:g}"
-          + (" (saved)" if changes else ""))
+    print(
+        f"agreement target {current.agreement_target:g}, kappa floor {current.kappa_floor:g}, "
+        f"alpha {current.alpha:g}, alt-test epsilon {current.alt_epsilon:g}" + (" (saved)" if changes else "")
+    )
     return 0
-
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -23,8 +23,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ren.add_argument("new", help="the new name")
     ren.add_argument("--by", help="who renames (recorded)")
     ren.set_defaults(handler=cli_rename)
-    for action, help_text in [("deactivate", "take a reviewer off cycles and sign-in; labels stay"),
-                              ("reactivate", "put a deactivated reviewer back")]:
+    for action, help_text in [
+        ("deactivate", "take a reviewer off cycles and sign-in; labels stay"),
+        ("reactivate", "put a deactivated reviewer back"),
+    ]:
         act = rsub.add_parser(action, help=help_text)
         act.add_argument("name", help="the reviewer's name")
         act.add_argument("--by", help="who does it (recorded)")
@@ -61,15 +63,22 @@ def cli_list(args: argparse.Namespace) -> int:
         rows = roster.entries(db)
         events = roster.history(db) if args.history else []
     if args.json:
-        print(json.dumps([{"name": e.name, "active": e.active, "added_at": e.added_at} for e in rows],
-                         ensure_ascii=False))
+        print(
+            json.dumps(
+                [{"name": e.name, "active": e.active, "added_at": e.added_at} for e in rows],
+                ensure_ascii=False,
+            )
+        )
         return 0
     if not rows:
         print("the roster is empty: cycles take any reviewer name (add reviewers with `reviewer add`)")
     for e in rows:
         print(f"{visible(e.name)}{'' if e.active else ' (deactivated)'}")
     for ev in events:
-        what = f" -> {visible(ev.new_name)} ({plural(ev.labels_moved or 0, 'label')} moved)" \
-            if ev.kind == "rename" and ev.new_name else ""
+        what = (
+            f" -> {visible(ev.new_name)} ({plural(ev.labels_moved or 0, 'label')} moved)"
+            if ev.kind == "rename" and ev.new_name
+            else ""
+        )
         print(f"{ev.at} {ev.kind} {visible(ev.name)}{what}{f' by {visible(ev.by)}' if ev.by else ''}")
     return 0

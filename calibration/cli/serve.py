@@ -14,8 +14,21 @@ from .common import db_path
 
 def streamlit_command(script: Path, port: int, address: str) -> list[str]:
     """`streamlit run` on the app; the app's own .streamlit/config.toml, beside it, sets the rest."""
-    return [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
-            "--server.address", address, "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(script),
+        "--server.port",
+        str(port),
+        "--server.address",
+        address,
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
 
 
 def cli_serve(args: argparse.Namespace) -> int:
@@ -23,8 +36,11 @@ def cli_serve(args: argparse.Namespace) -> int:
     # Absolute: the server resolves it, and the pages open it, long after this process is gone.
     where = db_path(args)
     env = {**os.environ, "CALIBRATION_DB": where if isinstance(where, str) else str(where.resolve())}
-    print(f"serving http://{args.address}:{args.port} (database {store.shown(env['CALIBRATION_DB'])})",
-          file=sys.stderr, flush=True)
+    print(
+        f"serving http://{args.address}:{args.port} (database {store.shown(env['CALIBRATION_DB'])})",
+        file=sys.stderr,
+        flush=True,
+    )
     if os.name == "posix":
         # The server takes this process's place: signals (Ctrl-C, a supervisor's TERM) reach it.
         os.execve(sys.executable, cmd, env)
@@ -34,7 +50,10 @@ def cli_serve(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="start the app (Streamlit) on this machine")
     p.add_argument("--port", type=int, default=8501, help="port to listen on (default: 8501)")
-    p.add_argument("--address", default="127.0.0.1",
-                   help="address to listen on (default: 127.0.0.1, this machine only; "
-                        "read the README's security section before 0.0.0.0)")
+    p.add_argument(
+        "--address",
+        default="127.0.0.1",
+        help="address to listen on (default: 127.0.0.1, this machine only; "
+        "read the README's security section before 0.0.0.0)",
+    )
     p.set_defaults(handler=cli_serve)

@@ -193,7 +193,7 @@ async def read_head(resp: httpx.Response, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     async for chunk in resp.aiter_bytes():
-        chunks.append(chunk[:limit - size])
+        chunks.append(chunk[: limit - size])
         size += len(chunks[-1])
         if size >= limit:
             break
@@ -207,8 +207,12 @@ def fatal_hint(status: int, key_env: str) -> Hint:
     if status in (404, 405, 410):
         return ("the base URL does not point at an OpenAI-compatible /v1 endpoint",)
     if status in (400, 413, 422):
-        return ("the server refuses the request body: check the model name, ", Option.MAX_TOKENS, " and ",
-                Option.JSON_MODE)
+        return (
+            "the server refuses the request body: check the model name, ",
+            Option.MAX_TOKENS,
+            " and ",
+            Option.JSON_MODE,
+        )
     return ("check the base URL, the model and the API key",)
 
 
@@ -251,8 +255,13 @@ class ChatClient:
     the server is telling the client as a whole to slow down.
     """
 
-    def __init__(self, config: JudgeConfig, *, transport: httpx.AsyncBaseTransport | None = None,
-                 rnd: Callable[[], float] = random.random) -> None:
+    def __init__(
+        self,
+        config: JudgeConfig,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        rnd: Callable[[], float] = random.random,
+    ) -> None:
         self.config = config
         self._transport = transport
         self._rnd = rnd
@@ -338,8 +347,9 @@ class ChatClient:
                     # httpx's timeout is per read; this one bounds the whole request, so a
                     # server trickling bytes cannot hold a slot forever.
                     async with asyncio.timeout(cfg.timeout):
-                        async with self._http.stream("POST", self._url, json=body,
-                                                     headers=self._headers) as resp:
+                        async with self._http.stream(
+                            "POST", self._url, json=body, headers=self._headers
+                        ) as resp:
                             try:
                                 if resp.status_code == 200:
                                     raw = await read_limited(resp, cfg.limits.max_reply_bytes)
@@ -366,8 +376,10 @@ class ChatClient:
                 entry["status"] = 200
                 entry["reply_bytes"] = too_large.size
                 how = "announced" if too_large.declared else "cut off after"
-                entry["error"] = (f"reply too large: {how} {too_large.size:,} bytes, over the limit of "
-                                  f"{too_large.limit:,} bytes; nothing of it was stored")
+                entry["error"] = (
+                    f"reply too large: {how} {too_large.size:,} bytes, over the limit of "
+                    f"{too_large.limit:,} bytes; nothing of it was stored"
+                )
                 raise CallFailed(entry["error"], attempts=attempt, log=log)
             if reply is not None:
                 status, headers, raw = reply
@@ -387,8 +399,9 @@ class ChatClient:
                         # the model's reply: retried like a 5xx.
                         entry["error"] = f"unexpected response body ({exc}): {snippet(text)}"
                     else:
-                        return Completion(content, choice.get("finish_reason"),
-                                          Usage.from_response(data), attempt, log)
+                        return Completion(
+                            content, choice.get("finish_reason"), Usage.from_response(data), attempt, log
+                        )
                 else:
                     entry["error"] = f"HTTP {status}: {snippet(text)}"
                     if status in REDIRECT_STATUS:
@@ -397,10 +410,16 @@ class ChatClient:
                             f"{cfg.url} answered with a redirect (HTTP {status}"
                             + (f" to {snippet(where, 200)!r}" if where else "")
                             + "); redirects are not followed, since the API key would go along: "
-                            "give the URL the endpoint really answers on as the base URL")
+                            "give the URL the endpoint really answers on as the base URL"
+                        )
                     if status in FATAL_STATUS:
-                        raise EndpointRejected((f"{cfg.url} refused the request with HTTP {status} (",
-                                                *fatal_hint(status, cfg.api_key_env), f"): {snippet(text)}"))
+                        raise EndpointRejected(
+                            (
+                                f"{cfg.url} refused the request with HTTP {status} (",
+                                *fatal_hint(status, cfg.api_key_env),
+                                f"): {snippet(text)}",
+                            )
+                        )
                     retry_after = parse_retry_after(headers.get("Retry-After"))
             if attempt == cfg.max_attempts:
                 break
@@ -414,5 +433,8 @@ class ChatClient:
                 delay = backoff_delay(attempt, cfg.backoff_base, cap, self._rnd)
             entry["wait_s"] = round(delay, 3)
             await asyncio.sleep(delay)
-        raise CallFailed(f"{log[-1].get('error')} (gave up after {plural(len(log), 'attempt')})",
-                         attempts=len(log), log=log)
+        raise CallFailed(
+            f"{log[-1].get('error')} (gave up after {plural(len(log), 'attempt')})",
+            attempts=len(log),
+            log=log,
+        )

@@ -47,8 +47,9 @@ def baseline_options(db: Database, run: store.JudgeRun, cycle: str | None = None
     cycle_run = lab_store.cycle_judge_run_id(db, cycle_id) if cycle_id is not None else None
     shared = shared_labeled_claims(db, run, cycle_id)
     options = [BaselineOption(r, shared[r.id]) for r in store.judge_runs(db) if shared.get(r.id)]
-    options.sort(key=lambda o: (o.shared, o.run.id == cycle_run, o.run.origin == "import", o.run.id),
-                 reverse=True)
+    options.sort(
+        key=lambda o: (o.shared, o.run.id == cycle_run, o.run.origin == "import", o.run.id), reverse=True
+    )
     return options
 
 
@@ -78,8 +79,9 @@ def default_baseline(db: Database, run: store.JudgeRun, cycle: str | None = None
     return baseline_choice(db, run, cycle)[0]
 
 
-def baseline_choice(db: Database, run: store.JudgeRun,
-                    cycle: str | None = None) -> tuple[store.JudgeRun | None, Hint]:
+def baseline_choice(
+    db: Database, run: store.JudgeRun, cycle: str | None = None
+) -> tuple[store.JudgeRun | None, Hint]:
     """(default baseline, why it was chosen, in words and the option that names another:
     `errors.phrase`). A tie on shared claims is said aloud, with the runs tied, never
     settled silently."""
@@ -94,9 +96,12 @@ def baseline_choice(db: Database, run: store.JudgeRun,
     best = options[0]
     tied = [o.run.name for o in options[1:] if o.shared == best.shared]
     if tied:
-        return best.run, (f"tie: {', '.join([best.run.name, *tied])} each share {best.shared} labeled "
-                          f"claims with this run; {best.run.name} taken as the most recent import — "
-                          "choose the baseline explicitly with ", Option.BASELINE)
+        return best.run, (
+            f"tie: {', '.join([best.run.name, *tied])} each share {best.shared} labeled "
+            f"claims with this run; {best.run.name} taken as the most recent import — "
+            "choose the baseline explicitly with ",
+            Option.BASELINE,
+        )
     return best.run, (f"the run sharing the most labeled claims ({best.shared})",)
 
 
@@ -120,32 +125,47 @@ class PartComparison:
     def sentence(self) -> str:
         """The plain-words reading of the paired test on this part."""
         r = self.result
-        where = ("the lead never saw" if self.part == "holdout"
-                 else "seen while revising the prompt")
+        where = "the lead never saw" if self.part == "holdout" else "seen while revising the prompt"
         n_new, n_old = len(r.only_b_right), len(r.only_a_right)
-        head = (f"On {plural(r.n_claims, 'claim')} {where}, the new prompt is right "
-                f"{plural(n_new, 'time')} where the old was wrong, and wrong {plural(n_old, 'time')} "
-                "where the old was right")
+        head = (
+            f"On {plural(r.n_claims, 'claim')} {where}, the new prompt is right "
+            f"{plural(n_new, 'time')} where the old was wrong, and wrong {plural(n_old, 'time')} "
+            "where the old was right"
+        )
         if self.p is None or n_new + n_old == 0:
             return head + ": no claim tells them apart, so the test has nothing to go on."
         if self.decided:
             verdict = "better" if n_new > n_old else "worse"
             return f"{head}: {verdict} beyond chance, {p_value(self.p)}."
-        more = "" if self.claims_to_decide is None else (
-            f" About {plural(max(0, self.claims_to_decide - r.n_claims), 'more labeled claim')} "
-            f"in this part would decide it if this pattern held.")
+        more = (
+            ""
+            if self.claims_to_decide is None
+            else (
+                f" About {plural(max(0, self.claims_to_decide - r.n_claims), 'more labeled claim')} "
+                f"in this part would decide it if this pattern held."
+            )
+        )
         if self.claims_to_decide is None and n_new == n_old:
             more = " The two runs are tied here; more labels would not decide it at this pattern."
         return f"{head}: not distinguishable from chance ({p_value(self.p)}).{more}"
 
     def to_dict(self) -> dict[str, Any]:
         r, d = self.result, self.difference
-        return {"n_claims": r.n_claims, "new_right_old_wrong": len(r.only_b_right),
-                "old_right_new_wrong": len(r.only_a_right), "mcnemar_exact_p": r.mcnemar.p_two_sided,
-                "agreement_new": r.agreement_b.value, "agreement_old": r.agreement_a.value,
-                "kappa_new": r.kappa_b.value, "kappa_old": r.kappa_a.value,
-                "difference": d.difference, "difference_ci_low": d.ci_low, "difference_ci_high": d.ci_high,
-                "claims_to_decide": self.claims_to_decide, "sentence": self.sentence()}
+        return {
+            "n_claims": r.n_claims,
+            "new_right_old_wrong": len(r.only_b_right),
+            "old_right_new_wrong": len(r.only_a_right),
+            "mcnemar_exact_p": r.mcnemar.p_two_sided,
+            "agreement_new": r.agreement_b.value,
+            "agreement_old": r.agreement_a.value,
+            "kappa_new": r.kappa_b.value,
+            "kappa_old": r.kappa_a.value,
+            "difference": d.difference,
+            "difference_ci_low": d.ci_low,
+            "difference_ci_high": d.ci_high,
+            "claims_to_decide": self.claims_to_decide,
+            "sentence": self.sentence(),
+        }
 
 
 ALPHA = 0.05
@@ -174,24 +194,34 @@ class LabComparison:
     def headline(self) -> str:
         """The sentence at the top: about the holdout, or why it cannot say anything."""
         if self.holdout is None:
-            return ("No holdout claim is among the claims both runs judged: the comparison below is "
-                    "on claims seen while revising only, and cannot show the new prompt generalises.")
+            return (
+                "No holdout claim is among the claims both runs judged: the comparison below is "
+                "on claims seen while revising only, and cannot show the new prompt generalises."
+            )
         text = self.holdout.sentence()
         if self.holdout_used:
-            text += (" The holdout was unsealed earlier, so its claims may have been read while "
-                     "revising; a fresh holdout needs new labels.")
+            text += (
+                " The holdout was unsealed earlier, so its claims may have been read while "
+                "revising; a fresh holdout needs new labels."
+            )
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.result.to_dict(self.baseline, self.run), "unresolved_claims": self.unresolved,
-                "cycle": self.cycle, "baseline": self.baseline, "headline": self.headline(),
-                "holdout_used": self.holdout_used,
-                "holdout": None if self.holdout is None else self.holdout.to_dict(),
-                "tuning": None if self.tuning is None else self.tuning.to_dict()}
+        return {
+            **self.result.to_dict(self.baseline, self.run),
+            "unresolved_claims": self.unresolved,
+            "cycle": self.cycle,
+            "baseline": self.baseline,
+            "headline": self.headline(),
+            "holdout_used": self.holdout_used,
+            "holdout": None if self.holdout is None else self.holdout.to_dict(),
+            "tuning": None if self.tuning is None else self.tuning.to_dict(),
+        }
 
 
-def _part(part: str, human: np.ndarray, old: np.ndarray, new: np.ndarray,
-          keys: list[str]) -> PartComparison | None:
+def _part(
+    part: str, human: np.ndarray, old: np.ndarray, new: np.ndarray, keys: list[str]
+) -> PartComparison | None:
     from .. import agreement  # scipy: loaded only when a comparison is asked for
 
     if not len(keys):
@@ -202,12 +232,14 @@ def _part(part: str, human: np.ndarray, old: np.ndarray, new: np.ndarray,
     b = int((old_right & ~new_right).sum())
     c = int((~old_right & new_right).sum())
     d = int((~old_right & ~new_right).sum())
-    return PartComparison(part, result, paired_difference(a, b, c, d), claims_to_decide(b, c, a + b + c + d,
-                                                                                      alpha=ALPHA))
+    return PartComparison(
+        part, result, paired_difference(a, b, c, d), claims_to_decide(b, c, a + b + c + d, alpha=ALPHA)
+    )
 
 
-def compare_runs(db: Database, run: store.JudgeRun, baseline: store.JudgeRun,
-                 cycle: str | None = None) -> LabComparison | None:
+def compare_runs(
+    db: Database, run: store.JudgeRun, baseline: store.JudgeRun, cycle: str | None = None
+) -> LabComparison | None:
     """The paired comparison on the claims both runs judged that have a final human label
     (within `cycle`, if given), on all of them and on the holdout and tuning parts of the
     split (`calibration.split`); None when no such claim exists.
@@ -248,8 +280,9 @@ def compare_runs(db: Database, run: store.JudgeRun, baseline: store.JudgeRun,
     for name, mask in (("holdout", in_holdout), ("tuning", ~in_holdout)):
         part_keys = [k for k, m in zip(keys, mask.tolist(), strict=True) if m]
         parts[name] = _part(name, human[mask], old[mask], newj[mask], part_keys)
-    return LabComparison(baseline.name, run.name, unresolved, result, cycle, parts["holdout"],
-                         parts["tuning"], sp.used)
+    return LabComparison(
+        baseline.name, run.name, unresolved, result, cycle, parts["holdout"], parts["tuning"], sp.used
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,8 +296,10 @@ class ComparisonRow:
 
 def compare_with_all(db: Database, run: store.JudgeRun, cycle: str | None = None) -> list[ComparisonRow]:
     """The run against every run sharing human-labeled claims with it, most shared first."""
-    return [ComparisonRow(o.run.name, o.shared, compare_runs(db, run, o.run, cycle))
-            for o in baseline_options(db, run, cycle)]
+    return [
+        ComparisonRow(o.run.name, o.shared, compare_runs(db, run, o.run, cycle))
+        for o in baseline_options(db, run, cycle)
+    ]
 
 
 def comparison_table(rows: list[ComparisonRow]) -> list[dict[str, Any]]:
@@ -278,10 +313,14 @@ def comparison_table(rows: list[ComparisonRow]) -> list[dict[str, Any]]:
             label = "holdout" if name == "holdout" else "tuning (seen)"
             rec[f"{label}: claims"] = None if part is None else part.result.n_claims
             rec[f"{label}: new right / old right"] = (
-                "" if part is None else f"{len(part.result.only_b_right)} / {len(part.result.only_a_right)}")
+                "" if part is None else f"{len(part.result.only_b_right)} / {len(part.result.only_a_right)}"
+            )
             rec[f"{label}: p"] = "" if part is None else p_value(part.p)
-            rec[f"{label}: agreement old → new"] = "" if part is None else (
-                f"{pct(part.result.agreement_a.value)} → {pct(part.result.agreement_b.value)}")
+            rec[f"{label}: agreement old → new"] = (
+                ""
+                if part is None
+                else (f"{pct(part.result.agreement_a.value)} → {pct(part.result.agreement_b.value)}")
+            )
         out.append(rec)
     return out
 
@@ -290,21 +329,44 @@ def part_rows(comp: LabComparison) -> list[dict[str, str]]:
     """The holdout row first, then the tuning row: every figure as text in the one format
     (percent with one decimal, p as in the dashboard), with the plain sentence."""
     rows = []
-    for part, title in ((comp.holdout, "holdout (never seen)"),
-                        (comp.tuning, "tuning (seen while revising)")):
+    for part, title in (
+        (comp.holdout, "holdout (never seen)"),
+        (comp.tuning, "tuning (seen while revising)"),
+    ):
         if part is None:
-            rows.append({"claims": title, "n": "0", "agreement old": "", "agreement new": "",
-                         "difference (95% CI)": "", "kappa old → new": "", "new right, old wrong": "",
-                         "old right, new wrong": "", "paired test": "", "reading": "no claims in this part"})
+            rows.append(
+                {
+                    "claims": title,
+                    "n": "0",
+                    "agreement old": "",
+                    "agreement new": "",
+                    "difference (95% CI)": "",
+                    "kappa old → new": "",
+                    "new right, old wrong": "",
+                    "old right, new wrong": "",
+                    "paired test": "",
+                    "reading": "no claims in this part",
+                }
+            )
             continue
         r, d = part.result, part.difference
-        interval = "" if d.ci_low is None or d.ci_high is None else (
-            f" ({points(d.ci_low, unit='')} to {points(d.ci_high)})")
-        rows.append({"claims": title, "n": f"{r.n_claims:,}", "agreement old": pct(r.agreement_a.value),
-                     "agreement new": pct(r.agreement_b.value),
-                     "difference (95% CI)": points(d.difference) + interval,
-                     "kappa old → new": f"{num(r.kappa_a.value)} → {num(r.kappa_b.value)}",
-                     "new right, old wrong": f"{len(r.only_b_right):,}",
-                     "old right, new wrong": f"{len(r.only_a_right):,}",
-                     "paired test": f"exact McNemar {p_value(part.p)}", "reading": part.sentence()})
+        interval = (
+            ""
+            if d.ci_low is None or d.ci_high is None
+            else (f" ({points(d.ci_low, unit='')} to {points(d.ci_high)})")
+        )
+        rows.append(
+            {
+                "claims": title,
+                "n": f"{r.n_claims:,}",
+                "agreement old": pct(r.agreement_a.value),
+                "agreement new": pct(r.agreement_b.value),
+                "difference (95% CI)": points(d.difference) + interval,
+                "kappa old → new": f"{num(r.kappa_a.value)} → {num(r.kappa_b.value)}",
+                "new right, old wrong": f"{len(r.only_b_right):,}",
+                "old right, new wrong": f"{len(r.only_a_right):,}",
+                "paired test": f"exact McNemar {p_value(part.p)}",
+                "reading": part.sentence(),
+            }
+        )
     return rows

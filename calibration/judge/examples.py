@@ -50,8 +50,9 @@ class Candidate:
         return f"judge wrong: {self.judge} (human {self.human})"
 
 
-def pick_examples(candidates: Sequence[Candidate], *, max_count: int = DEFAULT_MAX_EXAMPLES,
-                  seed: int = 0) -> list[Candidate]:
+def pick_examples(
+    candidates: Sequence[Candidate], *, max_count: int = DEFAULT_MAX_EXAMPLES, seed: int = 0
+) -> list[Candidate]:
     """The examples in prompt order, by the rule of the module docstring (before the
     character cap, which `build_examples` applies)."""
     rng = np.random.default_rng(seed)
@@ -115,8 +116,12 @@ def format_example(m: ExampleMaterial, c: Candidate) -> str:
     return "\n".join(lines)
 
 
-def build_examples(picked: Sequence[Candidate], material: Mapping[int, ExampleMaterial], *,
-                   max_chars: int = DEFAULT_MAX_CHARS) -> list[ExampleRecord]:
+def build_examples(
+    picked: Sequence[Candidate],
+    material: Mapping[int, ExampleMaterial],
+    *,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> list[ExampleRecord]:
     """The picked examples as stored texts, in order, while the total stays within `max_chars`
     (an example that would pass it is left out; later, shorter ones may still fit)."""
     out: list[ExampleRecord] = []
@@ -168,6 +173,8 @@ class LeakGuard:
             own = own if own is not None else own_material(item)
             if text in own:  # the answer's own text says the same words: not a leak
                 continue
-            raise ConflictError(f"the prompt for answer {item.answer_id} contains the text of a holdout "
-                                "claim; nothing was sent. Remove holdout text from the template or examples.")
+            raise ConflictError(
+                f"the prompt for answer {item.answer_id} contains the text of a holdout "
+                "claim; nothing was sent. Remove holdout text from the template or examples."
+            )
         return prompt

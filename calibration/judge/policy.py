@@ -56,14 +56,18 @@ class EndpointPolicy:
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
 
     @classmethod
-    def from_sources(cls, environ: Mapping[str, str] | None = None,
-                     secrets: Mapping[str, Any] | None = None) -> EndpointPolicy:
+    def from_sources(
+        cls, environ: Mapping[str, str] | None = None, secrets: Mapping[str, Any] | None = None
+    ) -> EndpointPolicy:
         """The policy from the environment, plus Streamlit secrets when given (keys named like
         the environment variables); lists from both are joined."""
         env = os.environ if environ is None else environ
         sec = dict(secrets or {})
-        for short, var in (("judge_key_envs", KEY_ENVS_VAR), ("judge_base_urls", BASE_URLS_VAR),
-                           ("judge_max_reply_bytes", MAX_REPLY_VAR)):
+        for short, var in (
+            ("judge_key_envs", KEY_ENVS_VAR),
+            ("judge_base_urls", BASE_URLS_VAR),
+            ("judge_max_reply_bytes", MAX_REPLY_VAR),
+        ):
             if short in sec and var not in sec:  # `[calibration] judge_key_envs = [...]` in secrets.toml
                 sec[var] = sec[short]
         keys = [DEFAULT_API_KEY_ENV, *_split_list(env.get(KEY_ENVS_VAR)), *_split_list(sec.get(KEY_ENVS_VAR))]
@@ -83,9 +87,11 @@ class EndpointPolicy:
         if not _ENV_NAME_RE.match(name):
             return f"API key environment variable {name!r} is not a valid variable name"
         if name not in self.key_envs:
-            return (f"API key environment variable {name!r} is not allowed: the server reads the key "
-                    f"only from {', '.join(self.key_envs)}; the operator may allow others in "
-                    f"{KEY_ENVS_VAR}")
+            return (
+                f"API key environment variable {name!r} is not allowed: the server reads the key "
+                f"only from {', '.join(self.key_envs)}; the operator may allow others in "
+                f"{KEY_ENVS_VAR}"
+            )
         return None
 
     def base_url_problems(self, base_url: str) -> list[str]:
@@ -102,8 +108,11 @@ class EndpointPolicy:
         """Why the request URL `url` may not be called (not under an allowed prefix); None when it may."""
         if not self.base_url_prefixes or any(url_has_prefix(url, p) for p in self.base_url_prefixes):
             return None
-        return (f"the request URL {str(url)!r} is not under a base URL the operator allowed ("
-                + ", ".join(self.base_url_prefixes) + f"; set in {BASE_URLS_VAR})")
+        return (
+            f"the request URL {str(url)!r} is not under a base URL the operator allowed ("
+            + ", ".join(self.base_url_prefixes)
+            + f"; set in {BASE_URLS_VAR})"
+        )
 
 
 # What RFC 3986 allows unencoded in a path (section 3.3: unreserved, sub-delims, ':' and '@'). No
@@ -120,9 +129,11 @@ def _path_problem(base_url: str, path: str) -> str | None:
     `_PATH_CHARS`, a dot segment ('.', '..', also '..;x') or an empty segment ('//')."""
     if "%" in path:
         at = path.index("%")
-        return (f"base URL {base_url!r} has {path[at:at + 3]!r} in its path: give the path without "
-                "percent-encoding (an encoded '.', '/' or '\\' could lead the request out of the "
-                "allowed path)")
+        return (
+            f"base URL {base_url!r} has {path[at : at + 3]!r} in its path: give the path without "
+            "percent-encoding (an encoded '.', '/' or '\\' could lead the request out of the "
+            "allowed path)"
+        )
     odd = next((c for c in path if c not in _PATH_CHARS), None)
     if odd is not None:
         what = "a backslash" if odd == "\\" else repr(odd)

@@ -68,8 +68,9 @@ def available_templates(directory: Path = PROMPTS_DIR) -> list[str]:
     return sorted(p.stem for p in directory.glob("*.txt"))
 
 
-def load_template(version: str, path: str | Path | None = None, *,
-                  encoding: str | None = None) -> PromptTemplate:
+def load_template(
+    version: str, path: str | Path | None = None, *, encoding: str | None = None
+) -> PromptTemplate:
     """The template named `version`: read from `path` (in `encoding`, default UTF-8) by the one
     input reader (`reading.text_file`), else from calibration/prompts/VERSION.txt."""
     if not _VERSION_RE.match(version):
@@ -77,10 +78,16 @@ def load_template(version: str, path: str | Path | None = None, *,
     if path is None:
         path = PROMPTS_DIR / f"{version}.txt"
         if not path.is_file():
-            raise InputError(Problem(
-                f"no template file for prompt version {version!r}",
-                hint=("give one with ", Option.PROMPT_FILE,
-                      f", or use one of: {', '.join(available_templates()) or '(none)'}")))
+            raise InputError(
+                Problem(
+                    f"no template file for prompt version {version!r}",
+                    hint=(
+                        "give one with ",
+                        Option.PROMPT_FILE,
+                        f", or use one of: {', '.join(available_templates()) or '(none)'}",
+                    ),
+                )
+            )
     path = Path(path)
     with text_file(path, encoding) as fh:
         text = fh.read()
@@ -99,8 +106,10 @@ def template_from_text(version: str, text: str) -> PromptTemplate:
     check_template(text)
     shipped = PROMPTS_DIR / f"{version}.txt"
     if shipped.is_file() and shipped.read_text(encoding="utf-8-sig") != text:
-        raise InputError(f"{version!r} is the name of a shipped template and this text differs "
-                         "from it; give the edited prompt its own version name")
+        raise InputError(
+            f"{version!r} is the name of a shipped template and this text differs "
+            "from it; give the edited prompt its own version name"
+        )
     return PromptTemplate(version, text)
 
 
@@ -159,25 +168,33 @@ def format_claims(claims: Sequence[ClaimText]) -> str:
     """The claims as JSON lines {"id": ..., "text": ...}."""
     # One JSON object per line: a claim text with newlines or quotes cannot blur into the
     # next claim or fake an id.
-    return "\n".join(
-        json.dumps({"id": c.claim_id, "text": c.text}, ensure_ascii=False) for c in claims
-    )
+    return "\n".join(json.dumps({"id": c.claim_id, "text": c.text}, ensure_ascii=False) for c in claims)
 
 
 def render_prompt(template: PromptTemplate | str, item: AnswerInput, examples: str = "") -> str:
     """The prompt for one answer: the template with its placeholders filled in; `examples` is
     the few-shot block for {examples} (NO_EXAMPLES when empty)."""
     text = template.text if isinstance(template, PromptTemplate) else template
-    return render(text, {
-        "question": item.question,
-        "chunks": format_chunks(item.chunks),
-        "answer": item.answer,
-        "claims": format_claims(item.claims),
-        "examples": examples or NO_EXAMPLES,
-    })
+    return render(
+        text,
+        {
+            "question": item.question,
+            "chunks": format_chunks(item.chunks),
+            "answer": item.answer,
+            "claims": format_claims(item.claims),
+            "examples": examples or NO_EXAMPLES,
+        },
+    )
 
 
 def own_material(item: AnswerInput) -> str:
     """Everything of the answer itself that its prompt shows (the leak check's exemption)."""
-    return "\n".join([item.question, item.answer, format_chunks(item.chunks), format_claims(item.claims),
-                      *(c.text for c in item.claims)])
+    return "\n".join(
+        [
+            item.question,
+            item.answer,
+            format_chunks(item.chunks),
+            format_claims(item.claims),
+            *(c.text for c in item.claims),
+        ]
+    )

@@ -71,8 +71,7 @@ class _ReplyItem(BaseModel):
         elif isinstance(ev, str | int) and not isinstance(ev, bool):
             data["evidence"] = [str(ev)]
         elif isinstance(ev, list):
-            data["evidence"] = [str(e) if isinstance(e, int) and not isinstance(e, bool) else e
-                                for e in ev]
+            data["evidence"] = [str(e) if isinstance(e, int) and not isinstance(e, bool) else e for e in ev]
         return data
 
     @field_validator("verdict", mode="before")
@@ -153,8 +152,9 @@ def _json_value(text: str) -> Any:
     try:
         value, end = decode(text)
     except json.JSONDecodeError as exc:
-        raise ReplyError(f"the reply cannot be read: not valid JSON ({exc.msg} at line {exc.lineno} "
-                         f"column {exc.colno})") from None
+        raise ReplyError(
+            f"the reply cannot be read: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
     except BadValue as exc:
         raise ReplyError(f"the reply cannot be read: {exc}") from None
     if text[end:].strip():
@@ -174,11 +174,11 @@ def _reply_items(data: Any) -> list[Any]:
         if "verdict" in data:
             return [data]
         if data and all(isinstance(v, str | dict) for v in data.values()):
-            return [{"id": k, **v} if isinstance(v, dict) else {"id": k, "verdict": v}
-                    for k, v in data.items()]
+            return [
+                {"id": k, **v} if isinstance(v, dict) else {"id": k, "verdict": v} for k, v in data.items()
+            ]
     raise ReplyError(
-        'expected a JSON object {"verdicts": [...]} or a JSON array of objects with '
-        '"id" and "verdict"'
+        'expected a JSON object {"verdicts": [...]} or a JSON array of objects with "id" and "verdict"'
     )
 
 
@@ -191,8 +191,9 @@ def _validation_problems(exc: ValidationError) -> list[str]:
     return out
 
 
-def parse_reply(content: str | None, claim_ids: Sequence[str],
-                chunk_ids: Sequence[str] = ()) -> list[ClaimVerdict]:
+def parse_reply(
+    content: str | None, claim_ids: Sequence[str], chunk_ids: Sequence[str] = ()
+) -> list[ClaimVerdict]:
     """The verdicts of a reply, one per claim id in `claim_ids` order, or ReplyError.
 
     Evidence may name a chunk by its id or by the number it was shown with; anything
@@ -238,10 +239,15 @@ def parse_reply(content: str | None, claim_ids: Sequence[str],
             elif ev.strip().isdigit() and 1 <= int(ev) <= len(known_chunks):
                 evidence.append(known_chunks[int(ev) - 1])
             else:
-                problems.append(f"claim {cid!r}: evidence {ev!r} names no chunk; chunk ids are "
-                                + (", ".join(repr(c) for c in known_chunks) or "(none)"))
-        out.append(ClaimVerdict(cid, given.verdict, given.raw_verdict, given.rationale,
-                                tuple(dict.fromkeys(evidence))))
+                problems.append(
+                    f"claim {cid!r}: evidence {ev!r} names no chunk; chunk ids are "
+                    + (", ".join(repr(c) for c in known_chunks) or "(none)")
+                )
+        out.append(
+            ClaimVerdict(
+                cid, given.verdict, given.raw_verdict, given.rationale, tuple(dict.fromkeys(evidence))
+            )
+        )
     if problems:
         raise ReplyError("; ".join(problems))
     return out

@@ -77,8 +77,9 @@ class AnswerResult:
     reply_invalid: bool = False  # failed because the replies could not be read as verdicts
 
 
-async def judge_answer(client: ChatClient, template: PromptTemplate | str,
-                       item: AnswerInput, prompt: str | None = None) -> AnswerResult:
+async def judge_answer(
+    client: ChatClient, template: PromptTemplate | str, item: AnswerInput, prompt: str | None = None
+) -> AnswerResult:
     """Judge one answer's fixed claims: a call, and one corrective call if the reply is bad.
 
     A bad second reply, or a request that fails for good, is a failed result with no
@@ -96,14 +97,29 @@ async def judge_answer(client: ChatClient, template: PromptTemplate | str,
     attempts = 0
     response: str | None = None
 
-    def result(status: Literal["ok", "failed"], error: str | None,
-               verdicts: list[ClaimVerdict] | None = None, invalid: bool = False) -> AnswerResult:
+    def result(
+        status: Literal["ok", "failed"],
+        error: str | None,
+        verdicts: list[ClaimVerdict] | None = None,
+        invalid: bool = False,
+    ) -> AnswerResult:
         # The last reply is the call's `response`; its round keeps a marker instead of a second copy.
         if exchanges and "response" in exchanges[-1] and exchanges[-1]["response"] is response:
             del exchanges[-1]["response"]
             exchanges[-1]["response_in_call"] = True
-        return AnswerResult(item.answer_id, status, prompt, response, exchanges, attempts, error,
-                            usage, round((time.perf_counter() - t0) * 1000, 1), verdicts or [], invalid)
+        return AnswerResult(
+            item.answer_id,
+            status,
+            prompt,
+            response,
+            exchanges,
+            attempts,
+            error,
+            usage,
+            round((time.perf_counter() - t0) * 1000, 1),
+            verdicts or [],
+            invalid,
+        )
 
     for round_no in (1, 2):
         sent = messages[-1]["content"] if round_no > 1 else None
@@ -116,25 +132,36 @@ async def judge_answer(client: ChatClient, template: PromptTemplate | str,
         attempts += comp.attempts
         usage.add(comp.usage)
         response = comp.content
-        entry: dict[str, Any] = {"round": round_no, "sent": sent, "http": comp.log,
-                                 "response": comp.content, "finish_reason": comp.finish_reason}
+        entry: dict[str, Any] = {
+            "round": round_no,
+            "sent": sent,
+            "http": comp.log,
+            "response": comp.content,
+            "finish_reason": comp.finish_reason,
+        }
         exchanges.append(entry)
         try:
             verdicts = parse_reply(comp.content, claim_ids, chunk_ids)
         except ReplyError as exc:
             entry["error"] = str(exc)
             if round_no == 1:
-                messages += [{"role": "assistant", "content": comp.content or ""},
-                             {"role": "user", "content": correction_message(exc)}]
+                messages += [
+                    {"role": "assistant", "content": comp.content or ""},
+                    {"role": "user", "content": correction_message(exc)},
+                ]
                 continue
             return result("failed", f"invalid reply after a corrective retry: {exc}", invalid=True)
         return result("ok", None, verdicts)
     raise AssertionError("unreachable")
 
 
-async def judge_items(client: ChatClient, template: PromptTemplate | str, items: Iterable[AnswerInput],
-                      on_result: Callable[[AnswerInput, AnswerResult], Awaitable[None]],
-                      prompt_for: Callable[[AnswerInput], str] | None = None) -> None:
+async def judge_items(
+    client: ChatClient,
+    template: PromptTemplate | str,
+    items: Iterable[AnswerInput],
+    on_result: Callable[[AnswerInput, AnswerResult], Awaitable[None]],
+    prompt_for: Callable[[AnswerInput], str] | None = None,
+) -> None:
     """Judge every item with `client.config.concurrency` workers, awaiting `on_result` for each.
 
     `prompt_for` renders (and checks) an item's prompt; default `render_prompt(template, item)`.
@@ -161,7 +188,6 @@ async def judge_items(client: ChatClient, template: PromptTemplate | str, items:
     for t in done:
         if not t.cancelled() and (exc := t.exception()) is not None:
             raise exc
-
 
 
 # ---------------------------------------------------------------- lab runs
@@ -220,9 +246,16 @@ def scope_answer_ids(db: Database, scope: LabScope) -> list[str]:
 
 def load_inputs(db: Database, answer_ids: Sequence[str]) -> list[AnswerInput]:
     """What the judge is shown for each answer, as stored."""
-    return [AnswerInput(a.answer_id, a.question, a.answer, tuple(ChunkText(*c) for c in a.chunks),
-                        tuple(ClaimText(*c) for c in a.claims))
-            for a in lab_store.answer_texts(db, answer_ids)]
+    return [
+        AnswerInput(
+            a.answer_id,
+            a.question,
+            a.answer,
+            tuple(ChunkText(*c) for c in a.chunks),
+            tuple(ClaimText(*c) for c in a.claims),
+        )
+        for a in lab_store.answer_texts(db, answer_ids)
+    ]
 
 
 def call_record(item: AnswerInput, res: AnswerResult) -> lab_store.CallRecord:
@@ -230,12 +263,22 @@ def call_record(item: AnswerInput, res: AnswerResult) -> lab_store.CallRecord:
     pks = {c.claim_id: c.claim_pk for c in item.claims}
     u = res.usage
     return lab_store.CallRecord(
-        answer_id=item.answer_id, status=res.status, prompt=res.prompt, response=res.response,
-        exchanges=res.exchanges, attempts=res.attempts, error=res.error,
-        prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens,
-        total_tokens=u.total_tokens, latency_ms=res.latency_ms,
-        verdicts=tuple(lab_store.VerdictRecord(pks[v.claim_id], v.verdict.value, v.raw_verdict,
-                                               v.rationale, v.evidence) for v in res.verdicts))
+        answer_id=item.answer_id,
+        status=res.status,
+        prompt=res.prompt,
+        response=res.response,
+        exchanges=res.exchanges,
+        attempts=res.attempts,
+        error=res.error,
+        prompt_tokens=u.prompt_tokens,
+        completion_tokens=u.completion_tokens,
+        total_tokens=u.total_tokens,
+        latency_ms=res.latency_ms,
+        verdicts=tuple(
+            lab_store.VerdictRecord(pks[v.claim_id], v.verdict.value, v.raw_verdict, v.rationale, v.evidence)
+            for v in res.verdicts
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,10 +329,12 @@ class LabPlan:
         resumed = f" ({done} already judged, not requested again)" if done else ""
         ex = f" · {plural(len(self.examples), 'few-shot example')} in each prompt" if self.examples else ""
         n = len(self.items)
-        return (f"about to send {plural(n, 'request')} for {plural(n, 'answer')} of "
-                f"{len(self.answer_ids)} in scope {self.scope}{resumed}: ~{self.estimated_prompt_tokens:,}"
-                f" prompt tokens estimated from the rendered prompts ({self.prompt_chars:,} characters at "
-                f"~{CHARS_PER_TOKEN} per token; a corrective round adds more){ex}")
+        return (
+            f"about to send {plural(n, 'request')} for {plural(n, 'answer')} of "
+            f"{len(self.answer_ids)} in scope {self.scope}{resumed}: ~{self.estimated_prompt_tokens:,}"
+            f" prompt tokens estimated from the rendered prompts ({self.prompt_chars:,} characters at "
+            f"~{CHARS_PER_TOKEN} per token; a corrective round adds more){ex}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,28 +368,44 @@ class LabSummary:
         elif u.total_tokens is None:
             used = "tokens used: not reported by the endpoint"
         else:
-            used = (f"tokens used: {u.total_tokens:,} (prompt {u.prompt_tokens or 0:,}, completion "
-                    f"{u.completion_tokens or 0:,})")
-        est = "" if self.estimated_prompt_tokens is None else (
-            f"; estimated before the run: ~{self.estimated_prompt_tokens:,} prompt tokens")
+            used = (
+                f"tokens used: {u.total_tokens:,} (prompt {u.prompt_tokens or 0:,}, completion "
+                f"{u.completion_tokens or 0:,})"
+            )
+        est = (
+            ""
+            if self.estimated_prompt_tokens is None
+            else (f"; estimated before the run: ~{self.estimated_prompt_tokens:,} prompt tokens")
+        )
         return used + est
 
     def to_dict(self, words: Mapping[Option, str] = OPTION_WORDS) -> dict[str, Any]:
         """The summary for scripts (`judge run --json`), the options it names in `words`."""
         t, u = self.totals, self.usage
-        return {"run": self.run.name, "resumed": self.resumed, "scope": self.scope,
-                "answers_in_scope": self.answers_in_scope, "answers_skipped": self.answers_skipped,
-                "answers_ok": self.answers_ok, "answers_failed": self.answers_failed,
-                "claims_judged": self.claims_judged, "revises": self.revises, "examples": self.examples,
-                "estimated_prompt_tokens": self.estimated_prompt_tokens,
-                "tokens": {"prompt": u.prompt_tokens, "completion": u.completion_tokens,
-                           "total": u.total_tokens},
-                "run_totals": {"answers_ok": t.answers_ok, "answers_failed": t.answers_failed,
-                               "claims_judged": t.claims_judged, "total_tokens": t.total_tokens},
-                "failures": [{"error": e, "answers": a} for e, a in failure_groups(self.failures)],
-                "baseline": None if self.baseline is None else self.baseline.name,
-                "baseline_reason": phrase(self.baseline_reason, words),
-                "comparison": None if self.comparison is None else self.comparison.to_dict()}
+        return {
+            "run": self.run.name,
+            "resumed": self.resumed,
+            "scope": self.scope,
+            "answers_in_scope": self.answers_in_scope,
+            "answers_skipped": self.answers_skipped,
+            "answers_ok": self.answers_ok,
+            "answers_failed": self.answers_failed,
+            "claims_judged": self.claims_judged,
+            "revises": self.revises,
+            "examples": self.examples,
+            "estimated_prompt_tokens": self.estimated_prompt_tokens,
+            "tokens": {"prompt": u.prompt_tokens, "completion": u.completion_tokens, "total": u.total_tokens},
+            "run_totals": {
+                "answers_ok": t.answers_ok,
+                "answers_failed": t.answers_failed,
+                "claims_judged": t.claims_judged,
+                "total_tokens": t.total_tokens,
+            },
+            "failures": [{"error": e, "answers": a} for e, a in failure_groups(self.failures)],
+            "baseline": None if self.baseline is None else self.baseline.name,
+            "baseline_reason": phrase(self.baseline_reason, words),
+            "comparison": None if self.comparison is None else self.comparison.to_dict(),
+        }
 
 
 def failure_groups(failures: Sequence[tuple[str, str]]) -> list[tuple[str, list[str]]]:
@@ -356,8 +417,9 @@ def failure_groups(failures: Sequence[tuple[str, str]]) -> list[tuple[str, list[
     return sorted(((err, sorted(aids)) for err, aids in groups.items()), key=lambda g: -len(g[1]))
 
 
-def choose_revised_run(db: Database, explicit: str | None, model: str,
-                       existing: store.JudgeRun | None) -> tuple[store.JudgeRun | None, str]:
+def choose_revised_run(
+    db: Database, explicit: str | None, model: str, existing: store.JudgeRun | None
+) -> tuple[store.JudgeRun | None, str]:
     """The run a new prompt revises, and why: the one named; else the one a resumed run
     recorded; else the only run with human-labeled claims; else the only such run of the same
     model; else the one with the most labeled claims. Any tie is refused (InputError) with the
@@ -370,8 +432,10 @@ def choose_revised_run(db: Database, explicit: str | None, model: str,
         if found is not None:
             if named is not None and named.id != found.id:
                 # A resumed run keeps its examples and baseline: switching mid-run would mix two.
-                raise InputError(f"{existing.name} was started as a revision of {found.name}; resume it "
-                                 f"with that, or give the prompt a new version to revise {named.name}")
+                raise InputError(
+                    f"{existing.name} was started as a revision of {found.name}; resume it "
+                    f"with that, or give the prompt a new version to revise {named.name}"
+                )
             return found, "recorded when the run was started"
     if named is not None:
         return named, "named"
@@ -389,8 +453,13 @@ def choose_revised_run(db: Database, explicit: str | None, model: str,
     top = [r for r in pool if counts[r.id] == best]
     if len(top) == 1:
         return top[0], f"the run with the most human-labeled claims ({best})"
-    raise InputError(Problem(f"which run does this prompt revise? {', '.join(r.name for r in top)} each have "
-                             f"{best} human-labeled claims", hint=("name one with ", Option.REVISES)))
+    raise InputError(
+        Problem(
+            f"which run does this prompt revise? {', '.join(r.name for r in top)} each have "
+            f"{best} human-labeled claims",
+            hint=("name one with ", Option.REVISES),
+        )
+    )
 
 
 def example_candidates(db: Database, run: store.JudgeRun, tuning_answers: set[str]) -> list[Candidate]:
@@ -402,15 +471,30 @@ def example_candidates(db: Database, run: store.JudgeRun, tuning_answers: set[st
     for i in np.flatnonzero(table.agreed()).tolist():
         aid = table.answer_ids[int(table.answer[i])]
         if aid in tuning_answers:
-            out.append(Candidate(int(table.claim_pk[i]), table.keys[i], aid, LABELS[int(table.human[i])],
-                                 LABELS[int(table.judge[i])]))
+            out.append(
+                Candidate(
+                    int(table.claim_pk[i]),
+                    table.keys[i],
+                    aid,
+                    LABELS[int(table.human[i])],
+                    LABELS[int(table.judge[i])],
+                )
+            )
     return out
 
 
-def prepare_lab(db: Database, config: JudgeConfig, template: PromptTemplate, *,
-                scope: LabScope | str = "labeled", revises: str | None = None, baseline: str | None = None,
-                max_examples: int = DEFAULT_MAX_EXAMPLES, max_example_chars: int = DEFAULT_MAX_CHARS,
-                created_by: str | None = None) -> LabPlan:
+def prepare_lab(
+    db: Database,
+    config: JudgeConfig,
+    template: PromptTemplate,
+    *,
+    scope: LabScope | str = "labeled",
+    revises: str | None = None,
+    baseline: str | None = None,
+    max_examples: int = DEFAULT_MAX_EXAMPLES,
+    max_example_chars: int = DEFAULT_MAX_CHARS,
+    created_by: str | None = None,
+) -> LabPlan:
     """Settle a run before anything is sent: the split brought up to date, the answers to
     judge, the run revised, the few-shot examples (from tuning claims only) and every prompt,
     each checked to carry no holdout claim text. Raises before any request when something is wrong."""
@@ -440,17 +524,36 @@ def prepare_lab(db: Database, config: JudgeConfig, template: PromptTemplate, *,
     if existing is not None:
         examples = lab_store.run_examples(db, existing.id)  # a resumed run keeps its examples
     if not examples and template.uses_examples and revised is not None:
-        picked = pick_examples(example_candidates(db, revised, set(sp.tuning)), max_count=max_examples,
-                               seed=template_seed(template))
-        material = {m.claim_pk: m for m in lab_store.example_material(db, revised.id,
-                                                                       [c.claim_pk for c in picked])}
+        picked = pick_examples(
+            example_candidates(db, revised, set(sp.tuning)),
+            max_count=max_examples,
+            seed=template_seed(template),
+        )
+        material = {
+            m.claim_pk: m for m in lab_store.example_material(db, revised.id, [c.claim_pk for c in picked])
+        }
         examples = build_examples(picked, material, max_chars=max_example_chars)
     guard.check_examples(examples)
     example_answers = lab_store.claim_answer_ids(db, [e.claim_pk for e in examples])
-    prompts = {it.answer_id: guard.check(render_prompt(
-        template, it, examples_block(examples, example_answers, it.answer_id)), it) for it in items}
-    return LabPlan(scope, answer_ids, items, existing, revised, reason, base_run, examples, example_answers,
-                   prompts, sum(len(it.claims) for it in items))
+    prompts = {
+        it.answer_id: guard.check(
+            render_prompt(template, it, examples_block(examples, example_answers, it.answer_id)), it
+        )
+        for it in items
+    }
+    return LabPlan(
+        scope,
+        answer_ids,
+        items,
+        existing,
+        revised,
+        reason,
+        base_run,
+        examples,
+        example_answers,
+        prompts,
+        sum(len(it.claims) for it in items),
+    )
 
 
 def template_seed(template: PromptTemplate) -> int:
@@ -468,8 +571,16 @@ class _Invocation:
     `write` and `close` run on that thread only; `on_result` runs on the event loop.
     """
 
-    def __init__(self, db_path: Path | str, config: JudgeConfig, template: PromptTemplate, plan: LabPlan,
-                 progress: Callable[[LabProgress], None] | None, t0: float, stop_after_invalid: int) -> None:
+    def __init__(
+        self,
+        db_path: Path | str,
+        config: JudgeConfig,
+        template: PromptTemplate,
+        plan: LabPlan,
+        progress: Callable[[LabProgress], None] | None,
+        t0: float,
+        stop_after_invalid: int,
+    ) -> None:
         self.db_path, self.config, self.template, self.plan = db_path, config, template, plan
         self.total = len(plan.items)
         self.progress = progress
@@ -491,9 +602,15 @@ class _Invocation:
             if self.run is None:
                 cfg, tpl, plan = self.config, self.template, self.plan
                 self.run = lab_store.open_lab_run(
-                    db, model=cfg.model, version=tpl.version, template=tpl.text,
-                    template_sha256=tpl.sha256, base_url=cfg.base_url, params=cfg.params(),
-                    scope=str(plan.scope))[0]
+                    db,
+                    model=cfg.model,
+                    version=tpl.version,
+                    template=tpl.text,
+                    template_sha256=tpl.sha256,
+                    base_url=cfg.base_url,
+                    params=cfg.params(),
+                    scope=str(plan.scope),
+                )[0]
                 if plan.revises is not None:
                     lab_store.set_revised_run(db, self.run.id, plan.revises.id)
                 lab_store.record_examples(db, self.run.id, plan.examples)
@@ -507,8 +624,17 @@ class _Invocation:
 
     def report(self) -> None:
         if self.progress is not None:
-            self.progress(LabProgress(self.ok + self.failed, self.total, self.ok, self.failed,
-                                      self.claims, self.usage.total_tokens, time.perf_counter() - self.t0))
+            self.progress(
+                LabProgress(
+                    self.ok + self.failed,
+                    self.total,
+                    self.ok,
+                    self.failed,
+                    self.claims,
+                    self.usage.total_tokens,
+                    time.perf_counter() - self.t0,
+                )
+            )
 
     async def on_result(self, item: AnswerInput, res: AnswerResult) -> None:
         loop = asyncio.get_running_loop()
@@ -524,11 +650,16 @@ class _Invocation:
             self.failures.append((item.answer_id, res.error))
         self.report()
         if self.ok == 0 and self.invalid >= self.stop_after_invalid:
-            raise EndpointRejected((
-                f"the first {plural(self.invalid, 'answer')} all got replies that cannot be read as "
-                f"verdicts (even after a corrective round), so the run stopped instead of paying for "
-                f"the rest. Last error: {res.error}. Check that the model follows the JSON format in "
-                "the template (try ", Option.JSON_MODE, ", or a stronger model), then run again."))
+            raise EndpointRejected(
+                (
+                    f"the first {plural(self.invalid, 'answer')} all got replies that cannot be read as "
+                    f"verdicts (even after a corrective round), so the run stopped instead of paying for "
+                    f"the rest. Last error: {res.error}. Check that the model follows the JSON format in "
+                    "the template (try ",
+                    Option.JSON_MODE,
+                    ", or a stronger model), then run again.",
+                )
+            )
 
     def shutdown(self) -> None:
         # Waits for a write already handed over, so an interrupted run keeps it.
@@ -536,13 +667,19 @@ class _Invocation:
         self.writer.shutdown(wait=True)
 
 
-async def arun_lab(config: JudgeConfig, template: PromptTemplate, *, scope: LabScope | str = "labeled",
-                   db_path: str | Path | None = None,
-                   progress: Callable[[LabProgress], None] | None = None,
-                   baseline: str | None = None, revises: str | None = None,
-                   plan: LabPlan | None = None,
-                   stop_after_invalid: int = INVALID_REPLY_STOP,
-                   transport: httpx.AsyncBaseTransport | None = None) -> LabSummary:
+async def arun_lab(
+    config: JudgeConfig,
+    template: PromptTemplate,
+    *,
+    scope: LabScope | str = "labeled",
+    db_path: str | Path | None = None,
+    progress: Callable[[LabProgress], None] | None = None,
+    baseline: str | None = None,
+    revises: str | None = None,
+    plan: LabPlan | None = None,
+    stop_after_invalid: int = INVALID_REPLY_STOP,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> LabSummary:
     """Run (or resume) the lab run MODEL@VERSION over the answers in scope.
 
     Answers that already have an ok call in this run are not requested again; failed ones
@@ -558,8 +695,11 @@ async def arun_lab(config: JudgeConfig, template: PromptTemplate, *, scope: LabS
     when named, else the run this prompt revises (`compare.baseline_choice`).
     """
     t0 = time.perf_counter()
-    db_path = (db_path if store.is_postgres(db_path) else Path(db_path)) if db_path is not None \
+    db_path = (
+        (db_path if store.is_postgres(db_path) else Path(db_path))
+        if db_path is not None
         else store.default_db_url()
+    )
     if plan is None:
         with store.session(db_path) as db:
             plan = prepare_lab(db, config, template, scope=scope, revises=revises, baseline=baseline)
@@ -571,8 +711,13 @@ async def arun_lab(config: JudgeConfig, template: PromptTemplate, *, scope: LabS
     try:
         if plan.items:
             async with ChatClient(config, transport=transport) as client:
-                await judge_items(client, template, plan.items, state.on_result,
-                                  prompt_for=lambda it: plan.prompts[it.answer_id])
+                await judge_items(
+                    client,
+                    template,
+                    plan.items,
+                    state.on_result,
+                    prompt_for=lambda it: plan.prompts[it.answer_id],
+                )
     except (EndpointUnreachable, EndpointRejected) as exc:
         stop = exc
         raise
@@ -599,11 +744,26 @@ async def arun_lab(config: JudgeConfig, template: PromptTemplate, *, scope: LabS
             if base_run is not None and base_run.id != run.id:
                 comparison = compare_runs(db, run, base_run, cycle)
     pending = len(plan.items)
-    return LabSummary(run, existing is not None, str(scope), len(plan.answer_ids),
-                      len(plan.answer_ids) - pending, state.ok, state.failed, state.claims, state.usage,
-                      totals, time.perf_counter() - t0, state.failures, base_run, comparison, reason,
-                      plan.estimated_prompt_tokens, len(plan.examples),
-                      None if plan.revises is None else plan.revises.name)
+    return LabSummary(
+        run,
+        existing is not None,
+        str(scope),
+        len(plan.answer_ids),
+        len(plan.answer_ids) - pending,
+        state.ok,
+        state.failed,
+        state.claims,
+        state.usage,
+        totals,
+        time.perf_counter() - t0,
+        state.failures,
+        base_run,
+        comparison,
+        reason,
+        plan.estimated_prompt_tokens,
+        len(plan.examples),
+        None if plan.revises is None else plan.revises.name,
+    )
 
 
 def run_lab(config: JudgeConfig, template: PromptTemplate, **kwargs: Any) -> LabSummary:

@@ -70,8 +70,9 @@ class AnswerWriter:
     human labels. Call `flush` before the transaction ends.
     """
 
-    def __init__(self, db: Database, counts: ImportCounts, *, update: bool = False,
-                 staging: Staging | None = None) -> None:
+    def __init__(
+        self, db: Database, counts: ImportCounts, *, update: bool = False, staging: Staging | None = None
+    ) -> None:
         self.db = db
         self.counts = counts
         # With `staging`, rows go to its connection-private tables (no lock on the database) and
@@ -95,16 +96,19 @@ class AnswerWriter:
         by_text: dict[str, str] = {}
         if stored_hash is not None:
             if stored_hash != digest:
-                return Problem(f"answer {rec.id!r} is already in the database with different question, "
-                               "answer or chunk text; refused, since its claims may carry human labels "
-                               "(import it under a new id)")
+                return Problem(
+                    f"answer {rec.id!r} is already in the database with different question, "
+                    "answer or chunk text; refused, since its claims may carry human labels "
+                    "(import it under a new id)"
+                )
             self.counts.answers_existing += 1
             changed = self._described_differently(rec)
             if changed and not self.update:
-                return Problem(f"answer {rec.id!r} is already in the database with a different {changed}; "
-                               "refused, since category drives stratified sampling",
-                               hint=("to replace the stored category and metadata, import with ",
-                                     Option.UPDATE))
+                return Problem(
+                    f"answer {rec.id!r} is already in the database with a different {changed}; "
+                    "refused, since category drives stratified sampling",
+                    hint=("to replace the stored category and metadata, import with ", Option.UPDATE),
+                )
             if changed:
                 self.updates.append((rec.category, _json(rec.metadata), rec.id))
                 self.counts.answers_updated += 1
@@ -115,8 +119,9 @@ class AnswerWriter:
                 by_text.setdefault(text, cid)
         else:
             self.counts.answers_new += 1
-            self.answers.append((rec.id, rec.question, rec.answer, rec.category, _json(rec.metadata),
-                                 digest, self.ts))
+            self.answers.append(
+                (rec.id, rec.question, rec.answer, rec.category, _json(rec.metadata), digest, self.ts)
+            )
             self.chunks += [(rec.id, i, c.id, c.text, c.source) for i, c in enumerate(rec.chunks)]
         position = len(existing_claims)
         for i, (claim, verdict) in enumerate(zip(rec.claims, verdicts, strict=True)):
@@ -130,13 +135,18 @@ class AnswerWriter:
             if cid in existing_claims:
                 pk, text = existing_claims[cid]
                 if text != claim.text:
-                    return Problem(f"claim {cid!r} of answer {rec.id!r} already has different text; "
-                                   "refused", field=f"claims.{i}")
+                    return Problem(
+                        f"claim {cid!r} of answer {rec.id!r} already has different text; refused",
+                        field=f"claims.{i}",
+                    )
                 old = judge_verdict(db, run, pk)
                 if old is not None:
                     if old != verdict:
-                        return Problem(f"this judge run already gave claim {cid!r} the verdict {old}, "
-                                       f"not {verdict}; refused", field=f"claims.{i}")
+                        return Problem(
+                            f"this judge run already gave claim {cid!r} the verdict {old}, "
+                            f"not {verdict}; refused",
+                            field=f"claims.{i}",
+                        )
                     self.counts.verdicts_existing += 1
                     continue
             else:
@@ -155,11 +165,17 @@ class AnswerWriter:
 
     def _described_differently(self, rec: JudgedAnswerIn) -> str | None:
         """'category', 'metadata' or 'category and metadata' when the stored answer's differ."""
-        category, metadata = self.db.execute("SELECT category, metadata FROM answers WHERE id = ?",
-                                             [rec.id]).fetchone()
-        diff = [name for name, same in (("category", category == rec.category),
-                                        ("metadata", json.loads(metadata or "{}") == rec.metadata))
-                if not same]
+        category, metadata = self.db.execute(
+            "SELECT category, metadata FROM answers WHERE id = ?", [rec.id]
+        ).fetchone()
+        diff = [
+            name
+            for name, same in (
+                ("category", category == rec.category),
+                ("metadata", json.loads(metadata or "{}") == rec.metadata),
+            )
+            if not same
+        ]
         return " and ".join(diff) or None
 
     def flush(self) -> None:
@@ -169,17 +185,21 @@ class AnswerWriter:
             if self.staging is not None:
                 self.db.executemany("INSERT INTO temp.s_updates VALUES (?,?,?)", self.updates)
             else:
-                self.db.executemany("UPDATE answers SET category = ?, metadata = ? WHERE id = ?",
-                                         self.updates)
+                self.db.executemany(
+                    "UPDATE answers SET category = ?, metadata = ? WHERE id = ?", self.updates
+                )
             self.updates = []
-        for table, cols, rows in (("answers", _ANSWER_COLS, self.answers),
-                                  ("chunks", _CHUNK_COLS, self.chunks),
-                                  ("claims", _CLAIM_COLS, self.claims),
-                                  ("judge_verdicts", _VERDICT_COLS, self.verdicts)):
+        for table, cols, rows in (
+            ("answers", _ANSWER_COLS, self.answers),
+            ("chunks", _CHUNK_COLS, self.chunks),
+            ("claims", _CLAIM_COLS, self.claims),
+            ("judge_verdicts", _VERDICT_COLS, self.verdicts),
+        ):
             if rows:
                 self.db.executemany(
                     f"INSERT INTO {prefix}{table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                    rows)
+                    rows,
+                )
         self.answers, self.chunks, self.claims, self.verdicts = [], [], [], []
 
 
@@ -195,8 +215,12 @@ class Staging:
     keys are shifted if another import took the ones reserved meanwhile.
     """
 
-    TABLES = (("answers", _ANSWER_COLS), ("chunks", _CHUNK_COLS), ("claims", _CLAIM_COLS),
-              ("judge_verdicts", _VERDICT_COLS))
+    TABLES = (
+        ("answers", _ANSWER_COLS),
+        ("chunks", _CHUNK_COLS),
+        ("claims", _CLAIM_COLS),
+        ("judge_verdicts", _VERDICT_COLS),
+    )
     _LATE = (("claims", _CLAIM_COLS), ("judge_verdicts", _VERDICT_COLS))
 
     def __init__(self, db: Database, import_id: int | None = None) -> None:
@@ -225,14 +249,17 @@ class Staging:
         db = self.db
         with write(db):
             for provisional, real in runs.items():
-                db.execute("UPDATE temp.s_judge_verdicts SET run_id = ? WHERE run_id = ?",
-                           [real, provisional])
+                db.execute(
+                    "UPDATE temp.s_judge_verdicts SET run_id = ? WHERE run_id = ?", [real, provisional]
+                )
             # Past every stored claim and every range another unfinished import reserved.
             shift = max(0, next_claim_pk(db) - self.first_claim)
             if shift:  # another import took the claim keys reserved when reading began
                 db.execute("UPDATE temp.s_claims SET id = id + ?", [shift])
-                db.execute("UPDATE temp.s_judge_verdicts SET claim_pk = claim_pk + ? WHERE claim_pk >= ?",
-                           [shift, self.first_claim])
+                db.execute(
+                    "UPDATE temp.s_judge_verdicts SET claim_pk = claim_pk + ? WHERE claim_pk >= ?",
+                    [shift, self.first_claim],
+                )
             lo, hi = db.execute("SELECT min(id), max(id) FROM temp.s_claims").fetchone()
             if self.import_id is not None:
                 reserve_claims(db, self.import_id, lo, hi)
@@ -242,8 +269,11 @@ class Staging:
             last = int(db.execute(f"SELECT coalesce(max(rowid), 0) FROM temp.s_{table}").fetchone()[0])
             for lo_row in range(1, last + 1, batch):
                 with write(db):
-                    db.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM temp.s_{table} "
-                               "WHERE rowid BETWEEN ? AND ?", [lo_row, lo_row + batch - 1])
+                    db.execute(
+                        f"INSERT INTO main.{table} ({names}) SELECT {names} FROM temp.s_{table} "
+                        "WHERE rowid BETWEEN ? AND ?",
+                        [lo_row, lo_row + batch - 1],
+                    )
                 # Copy the batch into the database file now, outside the write lock; else the
                 # next small commit (a reviewer's label) would pay for the whole WAL.
                 db.checkpoint()
@@ -256,11 +286,13 @@ class Staging:
                       WHERE answer_id NOT IN (SELECT id FROM temp.s_answers)""")
         db.execute("DELETE FROM temp.s_claims WHERE id IN (SELECT id FROM temp.late_claims)")
         # A verdict moves in early when its claim does, or when its run is new and its claim old.
-        db.execute("""INSERT INTO temp.late_judge_verdicts SELECT * FROM temp.s_judge_verdicts v
+        db.execute(
+            """INSERT INTO temp.late_judge_verdicts SELECT * FROM temp.s_judge_verdicts v
                       WHERE NOT (v.claim_pk IN (SELECT id FROM temp.s_claims)
                                  OR (v.run_id IN (SELECT CAST(value AS INTEGER) FROM json_each(:runs))
                                      AND v.claim_pk NOT IN (SELECT id FROM temp.late_claims)))""",
-                   {"runs": json.dumps(new_runs)})
+            {"runs": json.dumps(new_runs)},
+        )
         db.execute("""DELETE FROM temp.s_judge_verdicts WHERE rowid IN (
                           SELECT s.rowid FROM temp.s_judge_verdicts s JOIN temp.late_judge_verdicts l
                           ON l.run_id = s.run_id AND l.claim_pk = s.claim_pk)""")
@@ -273,8 +305,10 @@ class Staging:
             for table, cols in self._LATE:
                 names = ", ".join(cols)
                 db.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM temp.late_{table}")
-            db.execute("UPDATE main.answers SET category = u.category, metadata = u.metadata "
-                       "FROM temp.s_updates u WHERE main.answers.id = u.id")
+            db.execute(
+                "UPDATE main.answers SET category = u.category, metadata = u.metadata "
+                "FROM temp.s_updates u WHERE main.answers.id = u.id"
+            )
             if self.import_id is not None:
                 finish(db, self.import_id)
         if self.import_id is not None:
@@ -305,8 +339,9 @@ def _pause_between_batches() -> None:
 
 def judge_verdict(db: Database, run_id: int, claim_pk: int) -> str | None:
     """The verdict run `run_id` gave claim `claim_pk`; None when it gave none."""
-    row = db.execute("SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?",
-                     [run_id, claim_pk]).fetchone()
+    row = db.execute(
+        "SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?", [run_id, claim_pk]
+    ).fetchone()
     return None if row is None else str(row[0])
 
 
@@ -319,67 +354,121 @@ def unknown_chunks(db: Database, answer_id: str, chunk_ids: Sequence[str]) -> li
 # ---------------------------------------------------------------- restore of an export
 
 
-def insert_answer(db: Database, *, answer_id: str, question: str, answer: str, category: str | None,
-                  metadata: dict[str, Any], content_hash: str, holdout: bool,
-                  chunks: Sequence[tuple[str, str, str | None]]) -> None:
+def insert_answer(
+    db: Database,
+    *,
+    answer_id: str,
+    question: str,
+    answer: str,
+    category: str | None,
+    metadata: dict[str, Any],
+    content_hash: str,
+    holdout: bool,
+    chunks: Sequence[tuple[str, str, str | None]],
+) -> None:
     """Insert one answer with its chunks, given as (chunk id, text, source) in order."""
-    db.execute("INSERT INTO answers (id, question, answer, category, metadata, content_hash, holdout, "
-               "imported_at) VALUES (?,?,?,?,?,?,?,?)",
-               [answer_id, question, answer, category, _json(metadata), content_hash, int(holdout), now()])
-    db.executemany("INSERT INTO chunks (answer_id, position, chunk_id, text, source) VALUES (?,?,?,?,?)",
-                        [(answer_id, i, cid, text, source) for i, (cid, text, source) in enumerate(chunks)])
+    db.execute(
+        "INSERT INTO answers (id, question, answer, category, metadata, content_hash, holdout, "
+        "imported_at) VALUES (?,?,?,?,?,?,?,?)",
+        [answer_id, question, answer, category, _json(metadata), content_hash, int(holdout), now()],
+    )
+    db.executemany(
+        "INSERT INTO chunks (answer_id, position, chunk_id, text, source) VALUES (?,?,?,?,?)",
+        [(answer_id, i, cid, text, source) for i, (cid, text, source) in enumerate(chunks)],
+    )
 
 
 def find_claim(db: Database, answer_id: str, claim_id: str) -> tuple[int, str] | None:
     """(claim pk, text) of claim `claim_id` of an answer; None when there is no such claim."""
-    row = db.execute("SELECT id, text FROM claims WHERE answer_id = ? AND claim_id = ?",
-                     [answer_id, claim_id]).fetchone()
+    row = db.execute(
+        "SELECT id, text FROM claims WHERE answer_id = ? AND claim_id = ?", [answer_id, claim_id]
+    ).fetchone()
     return None if row is None else (int(row[0]), str(row[1]))
 
 
 def insert_claim(db: Database, *, answer_id: str, claim_id: str, position: int, text: str) -> int:
     """Insert a claim; return its pk (past the ids an unfinished import has reserved)."""
     pk = next_claim_pk(db)
-    db.execute("INSERT INTO claims (id, answer_id, claim_id, position, text) VALUES (?,?,?,?,?)",
-               [pk, answer_id, claim_id, position, text])
+    db.execute(
+        "INSERT INTO claims (id, answer_id, claim_id, position, text) VALUES (?,?,?,?,?)",
+        [pk, answer_id, claim_id, position, text],
+    )
     return pk
 
 
-def insert_judge_verdict(db: Database, *, run_id: int, claim_pk: int, verdict: str, raw_verdict: str | None,
-                         rationale: str | None, evidence: Sequence[str]) -> None:
+def insert_judge_verdict(
+    db: Database,
+    *,
+    run_id: int,
+    claim_pk: int,
+    verdict: str,
+    raw_verdict: str | None,
+    rationale: str | None,
+    evidence: Sequence[str],
+) -> None:
     """Insert one run's verdict on one claim."""
-    db.execute("INSERT INTO judge_verdicts (run_id, claim_pk, verdict, raw_verdict, rationale, evidence) "
-               "VALUES (?,?,?,?,?,?)",
-               [run_id, claim_pk, verdict, raw_verdict, rationale, _json(list(evidence))])
+    db.execute(
+        "INSERT INTO judge_verdicts (run_id, claim_pk, verdict, raw_verdict, rationale, evidence) "
+        "VALUES (?,?,?,?,?,?)",
+        [run_id, claim_pk, verdict, raw_verdict, rationale, _json(list(evidence))],
+    )
 
 
 # The fields that identify a label event across databases (ids and run/cycle ids differ).
 EVENT_KEY = ("reviewer", "kind", "verdict", "evidence", "note", "created_at")
 # A reviewer's current label as restore compares and writes it.
-LABEL_COLUMNS = ("status", "blind_verdict", "final_verdict", "reconciled", "slip", "evidence", "note",
-                 "cycle_id", "blind_at", "final_at", "updated_at")
+LABEL_COLUMNS = (
+    "status",
+    "blind_verdict",
+    "final_verdict",
+    "reconciled",
+    "slip",
+    "evidence",
+    "note",
+    "cycle_id",
+    "blind_at",
+    "final_at",
+    "updated_at",
+)
 
 
 def event_keys(db: Database, claim_pk: int) -> list[dict[str, Any]]:
     """A claim's label history, oldest first, as EVENT_KEY fields (evidence as stored JSON text)."""
-    return [dict(zip(EVENT_KEY, r, strict=True)) for r in db.execute(
-        f"SELECT {', '.join(EVENT_KEY)} FROM label_events WHERE claim_pk = ? ORDER BY id", [claim_pk])]
+    return [
+        dict(zip(EVENT_KEY, r, strict=True))
+        for r in db.execute(
+            f"SELECT {', '.join(EVENT_KEY)} FROM label_events WHERE claim_pk = ? ORDER BY id", [claim_pk]
+        )
+    ]
 
 
-def append_event(db: Database, *, claim_pk: int, reviewer: str, kind: str, verdict: str | None,
-                 evidence: Sequence[str], note: str | None, cycle_id: int | None, judge_run_id: int | None,
-                 created_at: str) -> None:
+def append_event(
+    db: Database,
+    *,
+    claim_pk: int,
+    reviewer: str,
+    kind: str,
+    verdict: str | None,
+    evidence: Sequence[str],
+    note: str | None,
+    cycle_id: int | None,
+    judge_run_id: int | None,
+    created_at: str,
+) -> None:
     """Append one label event with the time it was first given (restore keeps history as it was)."""
-    db.execute("INSERT INTO label_events (claim_pk, reviewer, kind, verdict, evidence, note, cycle_id, "
-               "judge_run_id, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-               [claim_pk, reviewer, kind, verdict, _json(list(evidence)), note, cycle_id, judge_run_id,
-                created_at])
+    db.execute(
+        "INSERT INTO label_events (claim_pk, reviewer, kind, verdict, evidence, note, cycle_id, "
+        "judge_run_id, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+        [claim_pk, reviewer, kind, verdict, _json(list(evidence)), note, cycle_id, judge_run_id, created_at],
+    )
 
 
 def current_label(db: Database, claim_pk: int, reviewer: str) -> tuple[Any, ...] | None:
     """A reviewer's current label on a claim as LABEL_COLUMNS values; None when there is none."""
-    row = db.execute(f"SELECT {', '.join(LABEL_COLUMNS)} FROM human_labels WHERE claim_pk = ? "
-                     "AND reviewer = ?", [claim_pk, reviewer]).fetchone()
+    row = db.execute(
+        f"SELECT {', '.join(LABEL_COLUMNS)} FROM human_labels WHERE claim_pk = ? AND reviewer = ?",
+        [claim_pk, reviewer],
+    ).fetchone()
     return None if row is None else tuple(row)
 
 
@@ -387,23 +476,29 @@ def put_label(db: Database, claim_pk: int, reviewer: str, values: dict[str, Any]
     """Insert or replace a reviewer's current label; `values` maps every LABEL_COLUMNS name."""
     cols = ("claim_pk", "reviewer", *LABEL_COLUMNS)
     updates = ", ".join(f"{c} = excluded.{c}" for c in LABEL_COLUMNS)
-    db.execute(f"INSERT INTO human_labels ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
-               f"ON CONFLICT (claim_pk, reviewer) DO UPDATE SET {updates}",
-               [claim_pk, reviewer, *(values[c] for c in LABEL_COLUMNS)])
+    db.execute(
+        f"INSERT INTO human_labels ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
+        f"ON CONFLICT (claim_pk, reviewer) DO UPDATE SET {updates}",
+        [claim_pk, reviewer, *(values[c] for c in LABEL_COLUMNS)],
+    )
     commit_imported(db, [(claim_pk, reviewer)])
 
 
 def adjudication(db: Database, claim_pk: int) -> tuple[str, str, str | None, str] | None:
     """(verdict, adjudicator, note, created_at) of a claim's adjudication; None when it has none."""
-    row = db.execute("SELECT verdict, adjudicator, note, created_at FROM adjudications WHERE claim_pk = ?",
-                     [claim_pk]).fetchone()
+    row = db.execute(
+        "SELECT verdict, adjudicator, note, created_at FROM adjudications WHERE claim_pk = ?", [claim_pk]
+    ).fetchone()
     return None if row is None else (row[0], row[1], row[2], row[3])
 
 
-def put_adjudication(db: Database, claim_pk: int, *, verdict: str, adjudicator: str, note: str | None,
-                     created_at: str) -> None:
+def put_adjudication(
+    db: Database, claim_pk: int, *, verdict: str, adjudicator: str, note: str | None, created_at: str
+) -> None:
     """Insert or replace a claim's adjudication, keeping the time it was first given."""
-    db.execute("INSERT INTO adjudications (claim_pk, verdict, adjudicator, note, created_at) "
-               "VALUES (?,?,?,?,?) ON CONFLICT (claim_pk) DO UPDATE SET verdict = excluded.verdict, "
-               "adjudicator = excluded.adjudicator, note = excluded.note, created_at = excluded.created_at",
-               [claim_pk, verdict, adjudicator, note, created_at])
+    db.execute(
+        "INSERT INTO adjudications (claim_pk, verdict, adjudicator, note, created_at) "
+        "VALUES (?,?,?,?,?) ON CONFLICT (claim_pk) DO UPDATE SET verdict = excluded.verdict, "
+        "adjudicator = excluded.adjudicator, note = excluded.note, created_at = excluded.created_at",
+        [claim_pk, verdict, adjudicator, note, created_at],
+    )

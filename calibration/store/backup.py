@@ -52,13 +52,21 @@ def tables(db: Database, schema: str = "main") -> list[Table]:
             if not name.startswith("sqlite_") and name != MIGRATIONS_TABLE:
                 found[name] = Table(name, tuple(db.columns(name)), frozenset(db.parents(name)))
     else:
-        names = [r[0] for r in db.execute(
-            f"SELECT name FROM {_quoted(schema)}.sqlite_master WHERE type = 'table' "
-            f"AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name != ? ORDER BY name", [MIGRATIONS_TABLE])]
+        names = [
+            r[0]
+            for r in db.execute(
+                f"SELECT name FROM {_quoted(schema)}.sqlite_master WHERE type = 'table' "
+                f"AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name != ? ORDER BY name",
+                [MIGRATIONS_TABLE],
+            )
+        ]
         for name in names:
             cols = tuple(r[1] for r in db.execute(f"PRAGMA {_quoted(schema)}.table_info({_quoted(name)})"))
-            parents = frozenset(r[2] for r in db.execute(
-                f"PRAGMA {_quoted(schema)}.foreign_key_list({_quoted(name)})") if r[2] != name)
+            parents = frozenset(
+                r[2]
+                for r in db.execute(f"PRAGMA {_quoted(schema)}.foreign_key_list({_quoted(name)})")
+                if r[2] != name
+            )
             found[name] = Table(name, cols, parents)
     ordered: list[Table] = []
     done: set[str] = set()
@@ -103,8 +111,9 @@ def rows(db: Database, table: Table) -> Iterator[tuple[Any, ...]]:
     """The rows of `table` a backup holds, in rowid order (the order they were written in)."""
     where, params = _secret_filter(table.name)
     cols = ", ".join(_quoted(c) for c in table.columns)
-    yield from db.execute(f"SELECT {cols} FROM {_quoted(table.name)}{where} "
-                          f"ORDER BY {db.row_order(table.name)}", params)
+    yield from db.execute(
+        f"SELECT {cols} FROM {_quoted(table.name)}{where} ORDER BY {db.row_order(table.name)}", params
+    )
 
 
 def publishing_imports(db: Database) -> int:
@@ -121,8 +130,10 @@ def insert_row(db: Database, table: Table, row: Mapping[str, Any]) -> int:
     cols = list(row)
     names = ", ".join(_quoted(c) for c in cols)
     try:
-        cur = db.execute(f"INSERT INTO {_quoted(table.name)} ({names}) VALUES ({','.join('?' * len(cols))})",
-                         [row[c] for c in cols])
+        cur = db.execute(
+            f"INSERT INTO {_quoted(table.name)} ({names}) VALUES ({','.join('?' * len(cols))})",
+            [row[c] for c in cols],
+        )
     except db.integrity_errors as exc:
         raise ConflictError(str(exc)) from exc
     return int(cur.lastrowid or 0)
@@ -138,8 +149,9 @@ def triggers_set_aside(db: Database, schema: str = "main") -> Iterator[None]:
     """Drop the schema's triggers for the duration, then create them again as they were.
 
     Inside the caller's transaction, so a failure in between rolls the drop back too."""
-    found = db.execute(f"SELECT name, sql FROM {_quoted(schema)}.sqlite_master "
-                       "WHERE type = 'trigger' ORDER BY name").fetchall()
+    found = db.execute(
+        f"SELECT name, sql FROM {_quoted(schema)}.sqlite_master WHERE type = 'trigger' ORDER BY name"
+    ).fetchall()
     for name, _sql in found:
         db.execute(f"DROP TRIGGER {_quoted(schema)}.{_quoted(name)}")
     yield
@@ -154,8 +166,10 @@ def copy_attached(db: Database, schema: str, order: Sequence[Table]) -> dict[str
     counts: dict[str, int] = {}
     for t in order:
         cols = ", ".join(_quoted(c) for c in t.columns)
-        cur = db.execute(f"INSERT INTO main.{_quoted(t.name)} ({cols}) "
-                         f"SELECT {cols} FROM {_quoted(schema)}.{_quoted(t.name)} ORDER BY rowid")
+        cur = db.execute(
+            f"INSERT INTO main.{_quoted(t.name)} ({cols}) "
+            f"SELECT {cols} FROM {_quoted(schema)}.{_quoted(t.name)} ORDER BY rowid"
+        )
         counts[t.name] = cur.rowcount
     return counts
 
@@ -196,5 +210,6 @@ def all_rows(db: Database, table: Table) -> Iterator[tuple[Any, ...]]:
 
 def forget_secrets(db: Database) -> None:
     """Delete the secret settings (a copy brings the source's own; inside a write)."""
-    db.execute(f"DELETE FROM settings WHERE key IN ({','.join('?' * len(SECRET_SETTINGS))})",
-               sorted(SECRET_SETTINGS))
+    db.execute(
+        f"DELETE FROM settings WHERE key IN ({','.join('?' * len(SECRET_SETTINGS))})", sorted(SECRET_SETTINGS)
+    )

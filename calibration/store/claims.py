@@ -62,12 +62,14 @@ class StatsColumns:
         return len(self.keys)
 
 
-
 def verdict_code(col: str) -> str:
     """SQL for a verdict's index in LABELS: -1 for NULL, NULL for anything else (the CHECKs forbid it)."""
     labels = LABELS
-    return (f"CASE WHEN {col} IS NULL THEN -1 ELSE CASE {col}"
-            + "".join(f" WHEN '{v}' THEN {i}" for i, v in enumerate(labels)) + " END END")
+    return (
+        f"CASE WHEN {col} IS NULL THEN -1 ELSE CASE {col}"
+        + "".join(f" WHEN '{v}' THEN {i}" for i, v in enumerate(labels))
+        + " END END"
+    )
 
 
 def json_ints(text: str) -> np.ndarray:
@@ -158,9 +160,12 @@ class ClaimTable:
         n_labels = np.bincount(lab.claim[given], minlength=len(self))
         pick = np.flatnonzero(given & (n_labels[lab.claim] >= at_least))
         pick = pick[np.lexsort((lab.reviewer[pick], lab.claim[pick]))]
-        return [(self.keys[c], lab.reviewers[r], LABELS[v]) for c, r, v in
-                zip(lab.claim[pick].tolist(), lab.reviewer[pick].tolist(), lab.final[pick].tolist(),
-                    strict=True)]
+        return [
+            (self.keys[c], lab.reviewers[r], LABELS[v])
+            for c, r, v in zip(
+                lab.claim[pick].tolist(), lab.reviewer[pick].tolist(), lab.final[pick].tolist(), strict=True
+            )
+        ]
 
     def resolved(self, reviewer_labels: str = "shared") -> StatsColumns:
         """The claims with a final human label, as the statistics take them."""
@@ -172,8 +177,11 @@ class ClaimTable:
         # Clusters are renumbered over the resolved claims in order of first appearance, as
         # `report.agreement_report` numbers them, so both give the same resamples.
         numbering: dict[int, int] = {}
-        cluster = np.fromiter((numbering.setdefault(a, len(numbering)) for a in self.answer[idx].tolist()),
-                              dtype=np.int64, count=idx.size)
+        cluster = np.fromiter(
+            (numbering.setdefault(a, len(numbering)) for a in self.answer[idx].tolist()),
+            dtype=np.int64,
+            count=idx.size,
+        )
         return StatsColumns(
             claim_pk=self.claim_pk[idx],
             keys=[self.keys[i] for i in idx.tolist()],
@@ -202,30 +210,54 @@ def claim_table(db: Database, run_id: int, cycle_id: int | None = None) -> Claim
     params = {"run": run_id, "cycle": cycle_id}
     if cycle_id is None:
         claims_source, labels_source, answer_position = (
-            "judge_verdicts v JOIN claims c ON c.id = v.claim_pk", "judge_verdicts v", "0")
+            "judge_verdicts v JOIN claims c ON c.id = v.claim_pk",
+            "judge_verdicts v",
+            "0",
+        )
     else:
         # From the cycle's answers down: without statistics the planner would walk every verdict
         # of the run and probe the cycle for each.
         claims_source = labels_source = (
             "cycle_answers ca"
             " CROSS JOIN claims c ON ca.cycle_id = :cycle AND c.answer_id = ca.answer_id"
-            " CROSS JOIN judge_verdicts v ON v.run_id = :run AND v.claim_pk = c.id")
+            " CROSS JOIN judge_verdicts v ON v.run_id = :run AND v.claim_pk = c.id"
+        )
         answer_position = "ca.position"
     with read_snapshot(db):  # both reads, and the weights, from one state of the store
         # Claims an unfinished import is still moving in are not there yet for any reader.
         hide = hide_sql(db, claim="v.claim_pk", run="v.run_id")
-        pk_j, answer_j, key_j, claim_code_j, apos_j, cpos_j = db.execute(_CLAIMS_SQL.format(
-            source=claims_source, judge=verdict_code("v.verdict"), adjudicated=verdict_code("d.verdict"),
-            answer_position=answer_position, hide=hide), params).fetchone()
-        lpk_j, reviewer_j, label_code_j = db.execute(_LABELS_SQL.format(
-            source=labels_source, final=verdict_code("h.final_verdict"),
-            blind=verdict_code("h.blind_verdict"), hide=hide + hide_sql(db, label="h.import_id")),
-            params).fetchone()
+        pk_j, answer_j, key_j, claim_code_j, apos_j, cpos_j = db.execute(
+            _CLAIMS_SQL.format(
+                source=claims_source,
+                judge=verdict_code("v.verdict"),
+                adjudicated=verdict_code("d.verdict"),
+                answer_position=answer_position,
+                hide=hide,
+            ),
+            params,
+        ).fetchone()
+        lpk_j, reviewer_j, label_code_j = db.execute(
+            _LABELS_SQL.format(
+                source=labels_source,
+                final=verdict_code("h.final_verdict"),
+                blind=verdict_code("h.blind_verdict"),
+                hide=hide + hide_sql(db, label="h.import_id"),
+            ),
+            params,
+        ).fetchone()
         # Claims some reviewer marked unclear ("needs discussion"): few, so one plain read.
         unclear_j = db.execute(
-            "SELECT json_group_array(claim_pk) FROM human_labels WHERE status = 'unclear'").fetchone()[0]
-        prob = {} if cycle_id is None else dict(db.execute(
-            "SELECT answer_id, inclusion_prob FROM cycle_answers WHERE cycle_id = ?", [cycle_id]).fetchall())
+            "SELECT json_group_array(claim_pk) FROM human_labels WHERE status = 'unclear'"
+        ).fetchone()[0]
+        prob = (
+            {}
+            if cycle_id is None
+            else dict(
+                db.execute(
+                    "SELECT answer_id, inclusion_prob FROM cycle_answers WHERE cycle_id = ?", [cycle_id]
+                ).fetchall()
+            )
+        )
 
     pk = json_ints(pk_j)
     if cycle_id is None:
@@ -249,14 +281,24 @@ def claim_table(db: Database, run_id: int, cycle_id: int | None = None) -> Claim
     reviewer = np.fromiter((rank[r] for r in reviewer_names), dtype=np.int64, count=len(reviewer_names))
     label_code = json_ints(label_code_j)
     final = (label_code & 3) - 1
-    labels = ReviewerColumns(label_pk, at, reviewers, reviewer, final, ((label_code >> 2) & 3) - 1,
-                             (label_code >> 4) & 3, label_code >> 6, judge[at])
+    labels = ReviewerColumns(
+        label_pk,
+        at,
+        reviewers,
+        reviewer,
+        final,
+        ((label_code >> 2) & 3) - 1,
+        (label_code >> 4) & 3,
+        label_code >> 6,
+        judge[at],
+    )
 
     human, status = resolve(n, at, final, adjudicated, np.isin(pk, json_ints(unclear_j)))
     answers_all: list[str] = np.array(json.loads(answer_j), dtype=object)[order].tolist()
     numbering: dict[str, int] = {}
-    answer = np.fromiter((numbering.setdefault(a, len(numbering)) for a in answers_all),
-                         dtype=np.int64, count=n)
+    answer = np.fromiter(
+        (numbering.setdefault(a, len(numbering)) for a in answers_all), dtype=np.int64, count=n
+    )
     weight = None
     if cycle_id is not None:
         weight = np.array([1 / prob[a] for a in numbering], dtype=float)[answer]
@@ -273,8 +315,9 @@ def claim_table(db: Database, run_id: int, cycle_id: int | None = None) -> Claim
     )
 
 
-def stats_columns(db: Database, run_id: int, cycle_id: int | None = None, *,
-                  reviewer_labels: str = "shared") -> StatsColumns:
+def stats_columns(
+    db: Database, run_id: int, cycle_id: int | None = None, *, reviewer_labels: str = "shared"
+) -> StatsColumns:
     """`claim_table(...).resolved(reviewer_labels)`: the resolved claims, as the statistics take them."""
     return claim_table(db, run_id, cycle_id).resolved(reviewer_labels)
 
@@ -295,17 +338,30 @@ def final_labels(db: Database, claim_pks: list[int]) -> dict[int, tuple[str | No
     """
     out: dict[int, tuple[str | None, ClaimStatus]] = {}
     for start in range(0, len(claim_pks), 500):
-        batch = claim_pks[start:start + 500]
-        rows = db.execute(_CLAIM_LABELS_SQL.format(
-            adjudicated=verdict_code("d.verdict"), final=verdict_code("h.final_verdict"),
-            marks=",".join("?" * len(batch)), hide=hide_sql(db, label="h.import_id")), batch).fetchall()
+        batch = claim_pks[start : start + 500]
+        rows = db.execute(
+            _CLAIM_LABELS_SQL.format(
+                adjudicated=verdict_code("d.verdict"),
+                final=verdict_code("h.final_verdict"),
+                marks=",".join("?" * len(batch)),
+                hide=hide_sql(db, label="h.import_id"),
+            ),
+            batch,
+        ).fetchall()
         pks = [r[0] for r in rows]
         finals = [json_ints(r[3]) for r in rows]
-        at = np.concatenate([np.full(f.size, i, dtype=np.int64) for i, f in enumerate(finals)] or
-                            [np.zeros(0, dtype=np.int64)])
+        at = np.concatenate(
+            [np.full(f.size, i, dtype=np.int64) for i, f in enumerate(finals)]
+            or [np.zeros(0, dtype=np.int64)]
+        )
         final = np.concatenate(finals or [np.zeros(0, dtype=np.int64)])
-        human, status = resolve(len(rows), at, final, np.array([r[1] for r in rows], dtype=np.int64),
-                                np.array([bool(r[2]) for r in rows]))
+        human, status = resolve(
+            len(rows),
+            at,
+            final,
+            np.array([r[1] for r in rows], dtype=np.int64),
+            np.array([bool(r[2]) for r in rows]),
+        )
         for pk, h, s in zip(pks, human.tolist(), status.tolist(), strict=True):
             out[pk] = (LABELS[h] if h >= 0 else None, CLAIM_STATUSES[s])
     return out

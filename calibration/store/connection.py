@@ -41,8 +41,19 @@ DEFAULT_DB = PROJECT_ROOT / "data" / "calibration.db" if _CHECKOUT else Path("ca
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 SQLITE_SCHEME = "sqlite:///"
 
-__all__ = ["BUSY_TIMEOUT_MS", "NOTHING_WRITTEN", "Database", "connect", "exists", "is_postgres",
-           "read_snapshot", "session", "shown", "storage_error", "write"]
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "NOTHING_WRITTEN",
+    "Database",
+    "connect",
+    "exists",
+    "is_postgres",
+    "read_snapshot",
+    "session",
+    "shown",
+    "storage_error",
+    "write",
+]
 
 _migrated: dict[str, tuple[int, int]] = {}  # resolved path -> (device, inode) when migrated
 _migrate_lock = threading.Lock()
@@ -53,6 +64,7 @@ def storage_error(exc: BaseException) -> StorageError | None:
     found = sqlite_storage_error(exc)
     if found is None and type(exc).__module__.startswith("psycopg"):
         from .postgres import storage_error as pg_storage_error
+
         found = pg_storage_error(exc)
     return found
 
@@ -70,7 +82,7 @@ def is_postgres(url: str | Path) -> bool:
 def sqlite_path(url: str | Path) -> Path:
     """The file an SQLite URL or path names."""
     text = str(url)
-    return Path(text[len(SQLITE_SCHEME):] if text.startswith(SQLITE_SCHEME) else text)
+    return Path(text[len(SQLITE_SCHEME) :] if text.startswith(SQLITE_SCHEME) else text)
 
 
 def exists(url: str | Path) -> bool:
@@ -119,6 +131,7 @@ def connect(url: str | Path | None = None, *, migrate: bool = True, create: bool
     url = default_db_url() if url is None else url
     if is_postgres(url):
         from .postgres import connect as pg_connect
+
         return pg_connect(str(url), migrate=migrate)
     path = sqlite_path(url)
     key = str(path.resolve())
@@ -127,10 +140,13 @@ def connect(url: str | Path | None = None, *, migrate: bool = True, create: bool
             raise DatabaseMissingError(
                 "the database file has disappeared (deleted or moved while the app was running); it is "
                 "not recreated empty: put it back, or restart to start a new database; "
-                f"{NOTHING_WRITTEN}")
+                f"{NOTHING_WRITTEN}"
+            )
         if not create:
-            raise DatabaseMissingError("there is no database file at the given path; check the path, "
-                                       "or import judged answers to create one")
+            raise DatabaseMissingError(
+                "there is no database file at the given path; check the path, "
+                "or import judged answers to create one"
+            )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -22,14 +22,16 @@ def latest_labeled_import(db: Database) -> int | None:
         f"""SELECT r.id FROM judge_runs r WHERE r.origin = 'import' AND EXISTS (
                SELECT 1 FROM judge_verdicts v JOIN human_labels h ON h.claim_pk = v.claim_pk
                WHERE v.run_id = r.id AND h.status = 'labeled'{hide_sql(db, label="h.import_id")})
-           ORDER BY r.id DESC LIMIT 1""").fetchone()
+           ORDER BY r.id DESC LIMIT 1"""
+    ).fetchone()
     return None if row is None else int(row[0])
 
 
 def cycle_names(db: Database, run_id: int) -> list[str]:
     """Names of the run's cycles, oldest first."""
-    return [name for (name,) in db.execute("SELECT name FROM cycles WHERE judge_run_id = ? ORDER BY id",
-                                           [run_id])]
+    return [
+        name for (name,) in db.execute("SELECT name FROM cycles WHERE judge_run_id = ? ORDER BY id", [run_id])
+    ]
 
 
 def fingerprint(db: Database) -> tuple[Any, ...]:
@@ -42,8 +44,9 @@ def fingerprint(db: Database) -> tuple[Any, ...]:
     """
     # SQLite's rowid end is free; PostgreSQL has none, and counts (an import's verdicts only add).
     verdicts = "max(rowid)" if db.dialect == "sqlite" else "count(*)"
-    return tuple(db.execute(
-        f"""SELECT (SELECT max(id) FROM label_events), (SELECT max(id) FROM claims),
+    return tuple(
+        db.execute(
+            f"""SELECT (SELECT max(id) FROM label_events), (SELECT max(id) FROM claims),
                   (SELECT {verdicts} FROM judge_verdicts), (SELECT count(*) FROM judge_runs),
                   (SELECT max(id) FROM cycles), (SELECT max(closed_at) FROM cycles),
                   (SELECT group_concat(key || '=' || value) FROM settings WHERE key LIKE 'stats.%'),
@@ -51,14 +54,18 @@ def fingerprint(db: Database) -> tuple[Any, ...]:
                   (SELECT max(created_at) FROM judge_calls),
                   (SELECT count(*) FROM judge_calls WHERE status = 'ok'),
                   (SELECT count(*) FROM answers WHERE holdout = 1),
-                  (SELECT max(finished_at) FROM imports)""").fetchone())
+                  (SELECT max(finished_at) FROM imports)"""
+        ).fetchone()
+    )
 
 
 def closed_snapshots(db: Database, run_id: int) -> list[tuple[str, str | None, dict[str, Any]]]:
     """(name, closed_at, snapshot) of the run's closed cycles, in closing order."""
     rows = db.execute(
         "SELECT name, closed_at, snapshot FROM cycles WHERE judge_run_id = ? AND status = 'closed' "
-        "ORDER BY closed_at, id", [run_id]).fetchall()
+        "ORDER BY closed_at, id",
+        [run_id],
+    ).fetchall()
     return [(name, closed_at, json.loads(snap) if snap else {}) for name, closed_at, snap in rows]
 
 
@@ -68,7 +75,9 @@ def answer_categories(db: Database, answer_ids: Sequence[str]) -> dict[str, str 
         return {}
     ids, cats = db.execute(
         "SELECT json_group_array(id), json_group_array(category) FROM answers "
-        "WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(list(answer_ids))]).fetchone()
+        "WHERE id IN (SELECT value FROM json_each(?))",
+        [json.dumps(list(answer_ids))],
+    ).fetchone()
     return dict(zip(json.loads(ids), json.loads(cats), strict=True))
 
 
@@ -117,9 +126,20 @@ def claim_details(db: Database, run_id: int, keys: Sequence[str]) -> list[Detail
                           AND c2.claim_id = json_extract(k.value, '$[1]'))""",
         {"run": run_id, "keys": json.dumps(_all_splits(keys))},
     ).fetchall()
-    return [DetailRow(aid, cid, cat, text, rationale, json.loads(judge_ev or "[]"), notes,
-                      json.loads(human_ev), sorted(tuple(c) for c in json.loads(chunks_j)))
-            for aid, cid, cat, text, rationale, judge_ev, notes, human_ev, chunks_j in rows]
+    return [
+        DetailRow(
+            aid,
+            cid,
+            cat,
+            text,
+            rationale,
+            json.loads(judge_ev or "[]"),
+            notes,
+            json.loads(human_ev),
+            sorted(tuple(c) for c in json.loads(chunks_j)),
+        )
+        for aid, cid, cat, text, rationale, judge_ev, notes, human_ev, chunks_j in rows
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,11 +171,22 @@ def pending_rows(db: Database, run_id: int, claim_pks: Sequence[int]) -> list[Pe
                    FROM chunks ch WHERE ch.answer_id = c.answer_id)
            FROM claims c LEFT JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = :run
            WHERE c.id IN (SELECT CAST(value AS INTEGER) FROM json_each(:pks))""",
-        {"run": run_id, "pks": json.dumps([int(pk) for pk in claim_pks])}).fetchall()
-    return [PendingRow(pk, aid, cid, text, judge, rationale, json.loads(judge_ev or "[]"),
-                       sorted(tuple(x) for x in json.loads(labels_j)),
-                       sorted(tuple(c) for c in json.loads(chunks_j)))
-            for pk, aid, cid, text, judge, rationale, judge_ev, labels_j, chunks_j in rows]
+        {"run": run_id, "pks": json.dumps([int(pk) for pk in claim_pks])},
+    ).fetchall()
+    return [
+        PendingRow(
+            pk,
+            aid,
+            cid,
+            text,
+            judge,
+            rationale,
+            json.loads(judge_ev or "[]"),
+            sorted(tuple(x) for x in json.loads(labels_j)),
+            sorted(tuple(c) for c in json.loads(chunks_j)),
+        )
+        for pk, aid, cid, text, judge, rationale, judge_ev, labels_j, chunks_j in rows
+    ]
 
 
 # ---------------------------------------------------------------- open work (the blind rule's facts)
@@ -183,20 +214,38 @@ def open_cycle_work(db: Database) -> list[OpenCycleWork]:
     out = []
     open_cycles = db.execute("SELECT id, name FROM cycles WHERE status = 'open' ORDER BY id").fetchall()
     for cycle_id, name in open_cycles:
-        answers = tuple(r[0] for r in db.execute(
-            """SELECT ca.answer_id FROM cycle_answers ca WHERE ca.cycle_id = ?
+        answers = tuple(
+            r[0]
+            for r in db.execute(
+                """SELECT ca.answer_id FROM cycle_answers ca WHERE ca.cycle_id = ?
                AND EXISTS (SELECT 1 FROM claims c WHERE c.answer_id = ca.answer_id)
-               ORDER BY ca.position""", [cycle_id]))
-        assigned = tuple((a, r) for a, r in db.execute(
-            "SELECT answer_id, reviewer FROM assignments WHERE cycle_id = ? ORDER BY answer_id, reviewer",
-            [cycle_id]))
-        started = tuple(r[0] for r in db.execute(
-            "SELECT DISTINCT reviewer FROM label_events WHERE cycle_id = ? ORDER BY reviewer", [cycle_id]))
-        revealed = tuple((a, r) for a, r in db.execute(
-            f"""SELECT v.answer_id, v.reviewer FROM answer_reveals v
+               ORDER BY ca.position""",
+                [cycle_id],
+            )
+        )
+        assigned = tuple(
+            (a, r)
+            for a, r in db.execute(
+                "SELECT answer_id, reviewer FROM assignments WHERE cycle_id = ? ORDER BY answer_id, reviewer",
+                [cycle_id],
+            )
+        )
+        started = tuple(
+            r[0]
+            for r in db.execute(
+                "SELECT DISTINCT reviewer FROM label_events WHERE cycle_id = ? ORDER BY reviewer", [cycle_id]
+            )
+        )
+        revealed = tuple(
+            (a, r)
+            for a, r in db.execute(
+                f"""SELECT v.answer_id, v.reviewer FROM answer_reveals v
                JOIN cycle_answers ca ON ca.answer_id = v.answer_id AND ca.cycle_id = ?
                WHERE 1{hide_sql(db, label="v.import_id")}
-               ORDER BY v.answer_id, v.reviewer""", [cycle_id]))
+               ORDER BY v.answer_id, v.reviewer""",
+                [cycle_id],
+            )
+        )
         out.append(OpenCycleWork(name, answers, assigned, started, revealed))
     return out
 
@@ -208,11 +257,16 @@ def answers_in_scope(db: Database, run_id: int, cycle_id: int | None, answer_ids
         return set()
     ids = json.dumps(list(answer_ids))
     if cycle_id is not None:
-        rows = db.execute("SELECT answer_id FROM cycle_answers WHERE cycle_id = ? "
-                          "AND answer_id IN (SELECT value FROM json_each(?))", [cycle_id, ids])
+        rows = db.execute(
+            "SELECT answer_id FROM cycle_answers WHERE cycle_id = ? "
+            "AND answer_id IN (SELECT value FROM json_each(?))",
+            [cycle_id, ids],
+        )
     else:
         rows = db.execute(
             """SELECT DISTINCT c.answer_id FROM claims c
                JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = ?
-               WHERE c.answer_id IN (SELECT value FROM json_each(?))""", [run_id, ids])
+               WHERE c.answer_id IN (SELECT value FROM json_each(?))""",
+            [run_id, ids],
+        )
     return {r[0] for r in rows}

@@ -15,8 +15,9 @@ def cycle_judge_run_id(db: Database, cycle_id: int) -> int:
     return int(db.execute("SELECT judge_run_id FROM cycles WHERE id = ?", [cycle_id]).fetchone()[0])
 
 
-def claim_ids_in_scope(db: Database, *, run_id: int | None = None, cycle_id: int | None = None,
-                       cycle_run_id: int | None = None) -> list[int]:
+def claim_ids_in_scope(
+    db: Database, *, run_id: int | None = None, cycle_id: int | None = None, cycle_run_id: int | None = None
+) -> list[int]:
     """Claim pks ordered by answer id, claim position, pk: all claims, or those run `run_id`
     judged, or those of cycle `cycle_id` (sampled answers the cycle's run `cycle_run_id` judged)."""
     # Only the integer keys are sorted up front: sorting the full rows would make SQLite
@@ -28,10 +29,13 @@ def claim_ids_in_scope(db: Database, *, run_id: int | None = None, cycle_id: int
         params["run"] = run_id
     if cycle_id is not None:
         # A claim belongs to a cycle when its answer was sampled and the cycle's run judged it.
-        where.append("EXISTS (SELECT 1 FROM cycle_answers ca WHERE ca.cycle_id = :cycle "
-                     "AND ca.answer_id = c.answer_id)")
-        where.append("EXISTS (SELECT 1 FROM judge_verdicts v WHERE v.claim_pk = c.id "
-                     "AND v.run_id = :cycle_run)")
+        where.append(
+            "EXISTS (SELECT 1 FROM cycle_answers ca WHERE ca.cycle_id = :cycle "
+            "AND ca.answer_id = c.answer_id)"
+        )
+        where.append(
+            "EXISTS (SELECT 1 FROM judge_verdicts v WHERE v.claim_pk = c.id AND v.run_id = :cycle_run)"
+        )
         params |= {"cycle": cycle_id, "cycle_run": cycle_run_id}
     sql = "SELECT c.id FROM claims c WHERE 1" + hide_sql(db, claim="c.id")  # unfinished imports
     if where:
@@ -100,14 +104,18 @@ class ClaimDetail:
     cycles_json: str
 
 
-def claim_details(db: Database, claim_pks: Sequence[int], *, run_id: int | None = None
-                  ) -> dict[int, ClaimDetail]:
+def claim_details(
+    db: Database, claim_pks: Sequence[int], *, run_id: int | None = None
+) -> dict[int, ClaimDetail]:
     """The details of the given claims (one query; pass a batch), keyed by pk. With `run_id`, only
     that run's judge verdicts are included."""
     # Verdicts of a run an unfinished import created are not there yet (store.imports).
     run_filter = ("AND v.run_id = ?" if run_id is not None else "") + hide_sql(db, run="v.run_id")
-    sql = _DETAIL_SQL.format(run_filter=run_filter, marks=",".join("?" * len(claim_pks)),
-                             hide_h=hide_sql(db, label="h.import_id"),
-                             hide_e=hide_sql(db, label="e.import_id"))
+    sql = _DETAIL_SQL.format(
+        run_filter=run_filter,
+        marks=",".join("?" * len(claim_pks)),
+        hide_h=hide_sql(db, label="h.import_id"),
+        hide_e=hide_sql(db, label="e.import_id"),
+    )
     params: list[Any] = ([run_id] if run_id is not None else []) + list(claim_pks)
     return {row[0]: ClaimDetail(*row) for row in db.execute(sql, params)}

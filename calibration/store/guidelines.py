@@ -26,8 +26,9 @@ class Guidelines:
 
 def get_guidelines(db: Database, scope: str) -> Guidelines | None:
     """The guidelines of a scope (`PROJECT_SCOPE` or `cycle_scope(id)`); None if none written."""
-    row = db.execute("SELECT scope, markdown, author, updated_at FROM guidelines WHERE scope = ?",
-                     [scope]).fetchone()
+    row = db.execute(
+        "SELECT scope, markdown, author, updated_at FROM guidelines WHERE scope = ?", [scope]
+    ).fetchone()
     return None if row is None else Guidelines(*row)
 
 
@@ -42,7 +43,8 @@ def save_guidelines(db: Database, scope: str, markdown: str, author: str) -> Gui
                 "INSERT INTO guidelines (scope, markdown, author, updated_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (scope) DO UPDATE SET markdown = excluded.markdown, "
                 "author = excluded.author, updated_at = excluded.updated_at",
-                [scope, markdown, author, ts])
+                [scope, markdown, author, ts],
+            )
     return Guidelines(scope, markdown, author, ts)
 
 

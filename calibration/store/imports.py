@@ -46,17 +46,26 @@ class Unfinished:
 def _unfinished(db: Database) -> list[Unfinished]:
     rows = db.execute(
         "SELECT id, source, stamp, new_runs, claim_lo, claim_hi, pid, host, process_start, started_at "
-        "FROM imports WHERE status = 'publishing' ORDER BY id").fetchall()
-    return [Unfinished(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7], r[8], r[9])
-            for r in rows]
+        "FROM imports WHERE status = 'publishing' ORDER BY id"
+    ).fetchall()
+    return [
+        Unfinished(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7], r[8], r[9])
+        for r in rows
+    ]
 
 
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def hide_sql(db: Database, *, claim: str | None = None, run: str | None = None,
-             answer_stamp: str | None = None, label: str | None = None) -> str:
+def hide_sql(
+    db: Database,
+    *,
+    claim: str | None = None,
+    run: str | None = None,
+    answer_stamp: str | None = None,
+    label: str | None = None,
+) -> str:
     """SQL to append to a WHERE clause (' AND ...') that leaves out rows of unfinished imports.
 
     `claim`: a column holding a claim id; `run`: a column holding a judge run id; `answer_stamp`:
@@ -71,8 +80,11 @@ def hide_sql(db: Database, *, claim: str | None = None, run: str | None = None,
         return ""
     parts: list[str] = []
     if claim is not None:
-        parts += [f"NOT ({claim} BETWEEN {int(p.claim_lo)} AND {int(p.claim_hi)})"
-                  for p in pending if p.claim_lo is not None and p.claim_hi is not None]
+        parts += [
+            f"NOT ({claim} BETWEEN {int(p.claim_lo)} AND {int(p.claim_hi)})"
+            for p in pending
+            if p.claim_lo is not None and p.claim_hi is not None
+        ]
     runs = sorted({r for p in pending for r in p.new_runs})
     if run is not None and runs:
         parts.append(f"{run} NOT IN ({', '.join(str(int(r)) for r in runs)})")
@@ -85,8 +97,13 @@ def hide_sql(db: Database, *, claim: str | None = None, run: str | None = None,
 
 def is_hidden_claim(db: Database, claim_pk: int) -> bool:
     """Whether claim `claim_pk` belongs to an import that is not finished."""
-    return db.execute("SELECT 1 FROM imports WHERE status = 'publishing' AND ? BETWEEN claim_lo AND claim_hi",
-                      [claim_pk]).fetchone() is not None
+    return (
+        db.execute(
+            "SELECT 1 FROM imports WHERE status = 'publishing' AND ? BETWEEN claim_lo AND claim_hi",
+            [claim_pk],
+        ).fetchone()
+        is not None
+    )
 
 
 # ---------------------------------------------------------------- the importing process
@@ -129,7 +146,8 @@ def begin(db: Database, *, stamp: str, new_runs: list[int], source: str | None) 
     cur = db.execute(
         "INSERT INTO imports (status, source, stamp, new_runs, pid, host, process_start, started_at) "
         "VALUES ('publishing', ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        [source, stamp, json.dumps(sorted(new_runs)), pid, socket.gethostname(), _process_start(pid), now()])
+        [source, stamp, json.dumps(sorted(new_runs)), pid, socket.gethostname(), _process_start(pid), now()],
+    )
     new_id = int(cur.fetchone()[0])
     _ACTIVE.add(new_id)
     return new_id
@@ -138,9 +156,12 @@ def begin(db: Database, *, stamp: str, new_runs: list[int], source: str | None) 
 def next_claim_pk(db: Database) -> int:
     """The first claim id free for a new import: past every stored claim and every range an
     unfinished import reserved (it has not moved all of them in yet)."""
-    return int(db.execute(
-        "SELECT max(coalesce((SELECT max(id) FROM claims), 0), "
-        "coalesce((SELECT max(claim_hi) FROM imports WHERE status = 'publishing'), 0)) + 1").fetchone()[0])
+    return int(
+        db.execute(
+            "SELECT max(coalesce((SELECT max(id) FROM claims), 0), "
+            "coalesce((SELECT max(claim_hi) FROM imports WHERE status = 'publishing'), 0)) + 1"
+        ).fetchone()[0]
+    )
 
 
 def reserve_claims(db: Database, import_id: int, lo: int | None, hi: int | None) -> None:
@@ -163,8 +184,9 @@ def remove(db: Database, import_id: int) -> dict[str, int]:
     write); the rows deleted per table. Verdicts of a run it created on the claims of a later
     import (which found the run by name meanwhile) are that import's and stay, with the run; only
     such a later import's verdicts of the run on claims stored before both would go with it."""
-    row = db.execute("SELECT stamp, new_runs, claim_lo, claim_hi FROM imports WHERE id = ?",
-                     [import_id]).fetchone()
+    row = db.execute(
+        "SELECT stamp, new_runs, claim_lo, claim_hi FROM imports WHERE id = ?", [import_id]
+    ).fetchone()
     if row is None:
         return {}
     stamp, runs_j, lo, hi = row
@@ -180,17 +202,22 @@ def remove(db: Database, import_id: int) -> dict[str, int]:
         """DELETE FROM judge_verdicts WHERE claim_pk BETWEEN :lo AND :hi
            OR (run_id IN (SELECT CAST(value AS INTEGER) FROM json_each(:runs)) AND NOT EXISTS (
                SELECT 1 FROM imports o WHERE o.id > :id AND judge_verdicts.claim_pk
-               BETWEEN o.claim_lo AND o.claim_hi))""", params).rowcount
+               BETWEEN o.claim_lo AND o.claim_hi))""",
+        params,
+    ).rowcount
     out["claims"] = db.execute("DELETE FROM claims WHERE id BETWEEN :lo AND :hi", params).rowcount
     out["chunks"] = db.execute(f"DELETE FROM chunks WHERE answer_id IN ({mine})", params).rowcount
-    out["answer_checks"] = db.execute(f"DELETE FROM answer_checks WHERE answer_id IN ({mine})",
-                                      params).rowcount
+    out["answer_checks"] = db.execute(
+        f"DELETE FROM answer_checks WHERE answer_id IN ({mine})", params
+    ).rowcount
     out["answers"] = db.execute("DELETE FROM answers WHERE imported_at = :stamp", params).rowcount
     out["judge_runs"] = db.execute(
         """DELETE FROM judge_runs WHERE id IN (SELECT CAST(value AS INTEGER) FROM json_each(:runs))
            AND NOT EXISTS (SELECT 1 FROM judge_verdicts WHERE run_id = judge_runs.id)
            AND NOT EXISTS (SELECT 1 FROM cycles WHERE judge_run_id = judge_runs.id)
-           AND NOT EXISTS (SELECT 1 FROM judge_lab_runs WHERE run_id = judge_runs.id)""", params).rowcount
+           AND NOT EXISTS (SELECT 1 FROM judge_lab_runs WHERE run_id = judge_runs.id)""",
+        params,
+    ).rowcount
     db.execute("DELETE FROM imports WHERE id = :id", params)
     forget(import_id)
     return out
@@ -205,8 +232,10 @@ def describe_removal(p: Unfinished, removed: dict[str, int]) -> str:
     """One line for the user about a leftover import taken out of the database."""
     what = ", ".join(f"{n} {table.replace('_', ' ')}" for table, n in removed.items() if n) or "no rows"
     src = f" of {p.source}" if p.source else ""
-    return (f"an import{src} started at {p.started_at} did not finish (its process {p.pid} is gone); "
-            f"what it had moved in was removed ({what}): import that file again")
+    return (
+        f"an import{src} started at {p.started_at} did not finish (its process {p.pid} is gone); "
+        f"what it had moved in was removed ({what}): import that file again"
+    )
 
 
 def recover(db: Database) -> list[str]:
@@ -215,8 +244,10 @@ def recover(db: Database) -> list[str]:
     for p in leftovers(db):
         with write(db):
             # Another process may have recovered it between the read and this write.
-            if db.execute("SELECT 1 FROM imports WHERE id = ? AND status = 'publishing'",
-                          [p.id]).fetchone() is None:
+            if (
+                db.execute("SELECT 1 FROM imports WHERE id = ? AND status = 'publishing'", [p.id]).fetchone()
+                is None
+            ):
                 continue
             removed = remove(db, p.id)
         out.append(describe_removal(p, removed))

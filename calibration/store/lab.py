@@ -98,7 +98,7 @@ def claim_count(db: Database, answer_ids: Sequence[str]) -> int:
     """How many claims the given answers have."""
     total = 0
     for start in range(0, len(answer_ids), 500):  # below SQLite's bound on host parameters
-        batch = list(answer_ids[start:start + 500])
+        batch = list(answer_ids[start : start + 500])
         marks = ",".join("?" * len(batch))
         total += db.execute(f"SELECT count(*) FROM claims WHERE answer_id IN ({marks})", batch).fetchone()[0]
     return total
@@ -108,12 +108,19 @@ def answer_texts(db: Database, answer_ids: Sequence[str]) -> list[AnswerText]:
     """The stored question, answer, chunks and claims of each answer, in `answer_ids` order."""
     out = []
     for aid in answer_ids:
-        question, answer = db.execute(
-            "SELECT question, answer FROM answers WHERE id = ?", [aid]).fetchone()
-        chunks = tuple((r[0], r[1], r[2]) for r in db.execute(
-            "SELECT chunk_id, text, source FROM chunks WHERE answer_id = ? ORDER BY position", [aid]))
-        claims = tuple((r[0], r[1], r[2]) for r in db.execute(
-            "SELECT id, claim_id, text FROM claims WHERE answer_id = ? ORDER BY position, id", [aid]))
+        question, answer = db.execute("SELECT question, answer FROM answers WHERE id = ?", [aid]).fetchone()
+        chunks = tuple(
+            (r[0], r[1], r[2])
+            for r in db.execute(
+                "SELECT chunk_id, text, source FROM chunks WHERE answer_id = ? ORDER BY position", [aid]
+            )
+        )
+        claims = tuple(
+            (r[0], r[1], r[2])
+            for r in db.execute(
+                "SELECT id, claim_id, text FROM claims WHERE answer_id = ? ORDER BY position, id", [aid]
+            )
+        )
         out.append(AnswerText(aid, question, answer, chunks, claims))
     return out
 
@@ -141,11 +148,13 @@ def resumable_run_id(db: Database, model: str, version: str, template_sha256: st
     if origin != LAB_ORIGIN or lab is None:
         raise ConflictError(
             f"judge run {model}@{version} already exists (origin "
-            f"{origin!r}) and was not made by the judge lab; choose another prompt version")
+            f"{origin!r}) and was not made by the judge lab; choose another prompt version"
+        )
     if lab[0] != template_sha256:
         raise ConflictError(
             f"judge run {model}@{version} was made with a different "
-            "prompt text; an edited prompt needs a new version name")
+            "prompt text; an edited prompt needs a new version name"
+        )
     return found
 
 
@@ -155,8 +164,17 @@ def find_lab_run(db: Database, model: str, version: str, template_sha256: str) -
     return None if found is None else _run(db, found)
 
 
-def open_lab_run(db: Database, *, model: str, version: str, template: str, template_sha256: str,
-                 base_url: str, params: dict[str, Any], scope: str) -> tuple[JudgeRun, bool]:
+def open_lab_run(
+    db: Database,
+    *,
+    model: str,
+    version: str,
+    template: str,
+    template_sha256: str,
+    base_url: str,
+    params: dict[str, Any],
+    scope: str,
+) -> tuple[JudgeRun, bool]:
     """Create the lab run MODEL@VERSION, or take it up again. Returns (run, resumed).
 
     The runner calls this when the first result is stored, not before the first request:
@@ -167,17 +185,21 @@ def open_lab_run(db: Database, *, model: str, version: str, template: str, templ
         if found is not None:
             # The latest endpoint and parameters are kept: resuming after moving the server
             # is legitimate, and the template (what matters for the verdicts) is unchanged.
-            db.execute("UPDATE judge_lab_runs SET base_url = ?, params = ?, scope = ?, "
-                       "finished_at = NULL WHERE run_id = ?",
-                       [base_url, json.dumps(params), scope, found])
+            db.execute(
+                "UPDATE judge_lab_runs SET base_url = ?, params = ?, scope = ?, "
+                "finished_at = NULL WHERE run_id = ?",
+                [base_url, json.dumps(params), scope, found],
+            )
             return _run(db, found), True
         ts = now()
         new = run_id(db, model, version, origin=LAB_ORIGIN, created_at=ts)
         if new is None:  # not reached: create=True always gives an id
             raise AssertionError("run_id returned no id")
-        db.execute("""INSERT INTO judge_lab_runs (run_id, template, template_sha256, base_url,
+        db.execute(
+            """INSERT INTO judge_lab_runs (run_id, template, template_sha256, base_url,
                       params, scope, started_at) VALUES (?, ?, ?, ?, ?, ?, ?)""",
-                   [new, template, template_sha256, base_url, json.dumps(params), scope, ts])
+            [new, template, template_sha256, base_url, json.dumps(params), scope, ts],
+        )
         return _run(db, new), False
 
 
@@ -189,8 +211,10 @@ def finish_lab_run(db: Database, run_id: int) -> None:
 
 def ok_answer_ids(db: Database, run_id: int) -> set[str]:
     """Answers the run has judged successfully: a resume does not request them again."""
-    return {r[0] for r in db.execute(
-        "SELECT answer_id FROM judge_calls WHERE run_id = ? AND status = 'ok'", [run_id])}
+    return {
+        r[0]
+        for r in db.execute("SELECT answer_id FROM judge_calls WHERE run_id = ? AND status = 'ok'", [run_id])
+    }
 
 
 def record_call(db: Database, run_id: int, call: CallRecord) -> int:
@@ -210,9 +234,22 @@ def record_call(db: Database, run_id: int, call: CallRecord) -> int:
                    total_tokens = excluded.total_tokens, latency_ms = excluded.latency_ms,
                    created_at = excluded.created_at
                WHERE judge_calls.status != 'ok'""",
-            [run_id, call.answer_id, call.status, call.prompt, call.response,
-             json.dumps(call.exchanges, ensure_ascii=False), call.attempts, call.error,
-             call.prompt_tokens, call.completion_tokens, call.total_tokens, call.latency_ms, now()])
+            [
+                run_id,
+                call.answer_id,
+                call.status,
+                call.prompt,
+                call.response,
+                json.dumps(call.exchanges, ensure_ascii=False),
+                call.attempts,
+                call.error,
+                call.prompt_tokens,
+                call.completion_tokens,
+                call.total_tokens,
+                call.latency_ms,
+                now(),
+            ],
+        )
         # Every call was paid for, a failed one too: its tokens count towards the run.
         db.execute(
             # A call without a count leaves the total as it was (the sum with NULL is NULL).
@@ -221,7 +258,8 @@ def record_call(db: Database, run_id: int, call: CallRecord) -> int:
                  completion_tokens = coalesce(coalesce(completion_tokens, 0) + ?2, completion_tokens),
                  total_tokens = coalesce(coalesce(total_tokens, 0) + ?3, total_tokens)
                WHERE run_id = ?4""",
-            [call.prompt_tokens, call.completion_tokens, call.total_tokens, run_id])
+            [call.prompt_tokens, call.completion_tokens, call.total_tokens, run_id],
+        )
         if call.status != "ok" or cur.rowcount == 0:
             return 0
         db.executemany(
@@ -230,8 +268,18 @@ def record_call(db: Database, run_id: int, call: CallRecord) -> int:
                ON CONFLICT (run_id, claim_pk) DO UPDATE SET verdict = excluded.verdict,
                    raw_verdict = excluded.raw_verdict, rationale = excluded.rationale,
                    evidence = excluded.evidence""",
-            [(run_id, v.claim_pk, v.verdict, v.raw_verdict, v.rationale,
-              json.dumps(list(v.evidence), ensure_ascii=False)) for v in call.verdicts])
+            [
+                (
+                    run_id,
+                    v.claim_pk,
+                    v.verdict,
+                    v.raw_verdict,
+                    v.rationale,
+                    json.dumps(list(v.evidence), ensure_ascii=False),
+                )
+                for v in call.verdicts
+            ],
+        )
         return len(call.verdicts)
 
 
@@ -242,10 +290,13 @@ def run_totals(db: Database, run_id: int) -> RunTotals:
     """Calls ok and failed, verdicts and tokens of a lab run, over all its invocations."""
     ok, failed = db.execute(
         "SELECT count(CASE WHEN status = 'ok' THEN 1 END), count(CASE WHEN status = 'failed' "
-        "THEN 1 END) FROM judge_calls WHERE run_id = ?", [run_id]).fetchone()
+        "THEN 1 END) FROM judge_calls WHERE run_id = ?",
+        [run_id],
+    ).fetchone()
     claims = db.execute("SELECT count(*) FROM judge_verdicts WHERE run_id = ?", [run_id]).fetchone()[0]
-    tok = db.execute("SELECT prompt_tokens, completion_tokens, total_tokens FROM judge_lab_runs "
-                     "WHERE run_id = ?", [run_id]).fetchone() or (None, None, None)
+    tok = db.execute(
+        "SELECT prompt_tokens, completion_tokens, total_tokens FROM judge_lab_runs WHERE run_id = ?", [run_id]
+    ).fetchone() or (None, None, None)
     return RunTotals(ok, failed, claims, *tok)
 
 
@@ -255,8 +306,9 @@ def lab_runs(db: Database) -> list[JudgeRun]:
     `store.judge_runs` leaves such a run out (nothing to show or compare); the lab lists it
     so that its failed calls can be inspected and the run resumed.
     """
-    rows = db.execute(f"SELECT {_RUN_COLUMNS} FROM judge_runs WHERE origin = ? ORDER BY id",
-                      [LAB_ORIGIN]).fetchall()
+    rows = db.execute(
+        f"SELECT {_RUN_COLUMNS} FROM judge_runs WHERE origin = ? ORDER BY id", [LAB_ORIGIN]
+    ).fetchall()
     return [JudgeRun(*r) for r in rows]
 
 
@@ -266,11 +318,21 @@ def lab_run_overview(db: Database) -> list[dict[str, Any]]:
     for run in reversed(lab_runs(db)):
         t = run_totals(db, run.id)
         base_url, scope, started, finished = db.execute(
-            "SELECT base_url, scope, started_at, finished_at FROM judge_lab_runs WHERE run_id = ?",
-            [run.id]).fetchone()
-        rows.append({"run": run.name, "answers ok": t.answers_ok, "answers failed": t.answers_failed,
-                     "claims judged": t.claims_judged, "tokens": t.total_tokens, "scope": scope,
-                     "endpoint": base_url, "started": started, "finished": finished})
+            "SELECT base_url, scope, started_at, finished_at FROM judge_lab_runs WHERE run_id = ?", [run.id]
+        ).fetchone()
+        rows.append(
+            {
+                "run": run.name,
+                "answers ok": t.answers_ok,
+                "answers failed": t.answers_failed,
+                "claims judged": t.claims_judged,
+                "tokens": t.total_tokens,
+                "scope": scope,
+                "endpoint": base_url,
+                "started": started,
+                "finished": finished,
+            }
+        )
     return rows
 
 
@@ -284,8 +346,7 @@ def call_answer_ids(db: Database, run_id: int, *, failed_only: bool = False) -> 
 
 def get_call(db: Database, run_id: int, answer_id: str) -> dict[str, Any] | None:
     """The stored call: the prompt exactly as sent, the raw reply, every round and attempt."""
-    rows = list(db.query("SELECT * FROM judge_calls WHERE run_id = ? AND answer_id = ?",
-                         [run_id, answer_id]))
+    rows = list(db.query("SELECT * FROM judge_calls WHERE run_id = ? AND answer_id = ?", [run_id, answer_id]))
     if not rows:
         return None
     call = rows[0]
@@ -318,8 +379,11 @@ def revised_run_id(db: Database, run_id: int) -> int | None:
 def set_revised_run(db: Database, run_id: int, revises_run_id: int) -> None:
     """Record (once) which run a lab run revises; a resumed run keeps its first record."""
     with write(db):
-        db.execute("INSERT INTO judge_lab_revisions (run_id, revises_run_id) VALUES (?, ?) "
-                   "ON CONFLICT (run_id) DO NOTHING", [run_id, revises_run_id])
+        db.execute(
+            "INSERT INTO judge_lab_revisions (run_id, revises_run_id) VALUES (?, ?) "
+            "ON CONFLICT (run_id) DO NOTHING",
+            [run_id, revises_run_id],
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,15 +400,20 @@ def record_examples(db: Database, run_id: int, examples: Sequence[ExampleRecord]
     with write(db):
         if db.execute("SELECT 1 FROM judge_lab_examples WHERE run_id = ? LIMIT 1", [run_id]).fetchone():
             return
-        db.executemany("INSERT INTO judge_lab_examples (run_id, position, claim_pk, kind, text) "
-                            "VALUES (?, ?, ?, ?, ?)",
-                            [(run_id, i, e.claim_pk, e.kind, e.text) for i, e in enumerate(examples)])
+        db.executemany(
+            "INSERT INTO judge_lab_examples (run_id, position, claim_pk, kind, text) VALUES (?, ?, ?, ?, ?)",
+            [(run_id, i, e.claim_pk, e.kind, e.text) for i, e in enumerate(examples)],
+        )
 
 
 def run_examples(db: Database, run_id: int) -> list[ExampleRecord]:
     """The examples stored with a lab run, in prompt order."""
-    return [ExampleRecord(int(pk), kind, text) for pk, kind, text in db.execute(
-        "SELECT claim_pk, kind, text FROM judge_lab_examples WHERE run_id = ? ORDER BY position", [run_id])]
+    return [
+        ExampleRecord(int(pk), kind, text)
+        for pk, kind, text in db.execute(
+            "SELECT claim_pk, kind, text FROM judge_lab_examples WHERE run_id = ? ORDER BY position", [run_id]
+        )
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,26 +434,36 @@ def example_material(db: Database, run_id: int, claim_pks: Sequence[int]) -> lis
     """The material of each claim in `claim_pks` (in that order) for few-shot examples."""
     out = []
     for pk in claim_pks:
-        row = db.execute("""SELECT c.answer_id, a.question, c.text, v.evidence FROM claims c
+        row = db.execute(
+            """SELECT c.answer_id, a.question, c.text, v.evidence FROM claims c
                             JOIN answers a ON a.id = c.answer_id
                             LEFT JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = ?
-                            WHERE c.id = ?""", [run_id, pk]).fetchone()
+                            WHERE c.id = ?""",
+            [run_id, pk],
+        ).fetchone()
         if row is None:
             continue
         aid, question, text, judge_ev = row
-        chunks = tuple((r[0], r[1]) for r in db.execute(
-            "SELECT chunk_id, text FROM chunks WHERE answer_id = ? ORDER BY position", [aid]))
+        chunks = tuple(
+            (r[0], r[1])
+            for r in db.execute(
+                "SELECT chunk_id, text FROM chunks WHERE answer_id = ? ORDER BY position", [aid]
+            )
+        )
         notes, cited = [], []
         for note, evidence in db.execute(
-                "SELECT note, evidence FROM human_labels WHERE claim_pk = ? AND status = 'labeled' "
-                "ORDER BY reviewer", [pk]):
+            "SELECT note, evidence FROM human_labels WHERE claim_pk = ? AND status = 'labeled' "
+            "ORDER BY reviewer",
+            [pk],
+        ):
             if note and note.strip():
                 notes.append(note.strip())
             cited += json.loads(evidence or "[]")
         if not cited:
             cited = json.loads(judge_ev or "[]")
-        out.append(ExampleMaterial(int(pk), aid, question, text, chunks, tuple(dict.fromkeys(cited)),
-                                   tuple(notes)))
+        out.append(
+            ExampleMaterial(int(pk), aid, question, text, chunks, tuple(dict.fromkeys(cited)), tuple(notes))
+        )
     return out
 
 
@@ -393,20 +472,26 @@ def call_sizes(db: Database, run_id: int, answer_ids: Sequence[str]) -> dict[str
     the page lists calls by these and loads one call only when asked."""
     out: dict[str, tuple[str, int, int]] = {}
     for start in range(0, len(answer_ids), 500):
-        batch = list(answer_ids[start:start + 500])
+        batch = list(answer_ids[start : start + 500])
         marks = ",".join("?" * len(batch))
         for aid, status, lp, lr in db.execute(
-                f"SELECT answer_id, status, length(prompt), coalesce(length(response), 0) FROM judge_calls "
-                f"WHERE run_id = ? AND answer_id IN ({marks})", [run_id, *batch]):
+            f"SELECT answer_id, status, length(prompt), coalesce(length(response), 0) FROM judge_calls "
+            f"WHERE run_id = ? AND answer_id IN ({marks})",
+            [run_id, *batch],
+        ):
             out[aid] = (status, int(lp), int(lr))
     return out
 
 
 def labeled_claim_counts(db: Database) -> dict[int, int]:
     """Per judge run: how many of the claims it judged carry a human label."""
-    return {int(r): int(n) for r, n in db.execute(
-        """SELECT v.run_id, count(*) FROM judge_verdicts v WHERE EXISTS (SELECT 1 FROM human_labels h
-           WHERE h.claim_pk = v.claim_pk AND h.status = 'labeled') GROUP BY v.run_id""")}
+    return {
+        int(r): int(n)
+        for r, n in db.execute(
+            """SELECT v.run_id, count(*) FROM judge_verdicts v WHERE EXISTS (SELECT 1 FROM human_labels h
+           WHERE h.claim_pk = v.claim_pk AND h.status = 'labeled') GROUP BY v.run_id"""
+        )
+    }
 
 
 def claim_answer_ids(db: Database, claim_pks: Sequence[int]) -> dict[int, str]:

@@ -33,16 +33,11 @@ def claim_pk(db: Database, answer_id: str, claim_id: str) -> int:
     return int(row[0])
 
 
-
-
 def _verdict(value: Verdict | str) -> str:
     try:
         return Verdict(value).value
     except ValueError:
         raise InputError(f"unknown verdict {value!r}: use SUPPORTED, CONTRADICTED or UNSUPPORTED") from None
-
-
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +57,10 @@ class LabelState:
 # The version of a reviewer's label on a claim: their latest event on it (label_events_claim);
 # a lead's adjudication, recorded under the lead's name, is not a label of theirs.
 # Newest first along the index, so the read stops at the first match however long the history.
-LATEST_EVENT = ("(SELECT e.id FROM label_events e WHERE e.claim_pk = {claim} "
-                "AND e.reviewer = {reviewer} AND e.kind <> 'adjudicate' ORDER BY e.id DESC LIMIT 1)")
+LATEST_EVENT = (
+    "(SELECT e.id FROM label_events e WHERE e.claim_pk = {claim} "
+    "AND e.reviewer = {reviewer} AND e.kind <> 'adjudicate' ORDER BY e.id DESC LIMIT 1)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,14 +75,15 @@ def _label_state(row: Sequence[Any] | None, claim: int, reviewer: str) -> LabelS
     if row is None:
         return None
     status, blind, final, reconciled, slip, evidence, note, event_id = row
-    return LabelState(claim, reviewer, status, blind, final, reconciled, bool(slip),
-                      json.loads(evidence), note, event_id)
+    return LabelState(
+        claim, reviewer, status, blind, final, reconciled, bool(slip), json.loads(evidence), note, event_id
+    )
 
 
 def label_state(db: Database, claim: int, reviewer: str) -> LabelState | None:
     row = db.execute(
         f"""SELECT status, blind_verdict, final_verdict, reconciled, slip, evidence, note,
-                  {LATEST_EVENT.format(claim='h.claim_pk', reviewer='h.reviewer')}
+                  {LATEST_EVENT.format(claim="h.claim_pk", reviewer="h.reviewer")}
            FROM human_labels h WHERE h.claim_pk = ? AND h.reviewer = ?""",
         [claim, reviewer],
     ).fetchone()
@@ -98,7 +96,8 @@ def check_based_on(db: Database, claim: int, reviewer: str, based_on: BasedOn) -
     inside the write's transaction, so nothing can come between the check and the write."""
     row = db.execute(
         f"SELECT id, created_at FROM label_events WHERE id = {LATEST_EVENT.format(claim='?', reviewer='?')}",
-        [claim, reviewer]).fetchone()
+        [claim, reviewer],
+    ).fetchone()
     if (None if row is None else row[0]) != based_on.event_id:
         at = "an unknown time" if row is None else f"{row[1][11:16]} UTC"
         raise StaleLabelError(f"this claim was labeled in another tab at {at} — showing it now")
@@ -162,10 +161,25 @@ def record_label(
             verdict = None
         ts = now()
         ev_json = json.dumps(list(evidence), ensure_ascii=False)
-        db.execute(_EVENT_SQL, [claim, reviewer, kind, verdict, ev_json, note, cycle_id, judge_run_id, ts,
-                                duration_ms, import_id])
-        row = _current_label(claim, reviewer, kind, verdict, list(evidence), note, cycle_id, ts, duration_ms,
-                             import_id, state)
+        db.execute(
+            _EVENT_SQL,
+            [
+                claim,
+                reviewer,
+                kind,
+                verdict,
+                ev_json,
+                note,
+                cycle_id,
+                judge_run_id,
+                ts,
+                duration_ms,
+                import_id,
+            ],
+        )
+        row = _current_label(
+            claim, reviewer, kind, verdict, list(evidence), note, cycle_id, ts, duration_ms, import_id, state
+        )
         db.execute(_upsert_sql(row), list(row.values()))
         if kind == "import":
             commit_imported(db, [(claim, reviewer)], import_id)
@@ -179,59 +193,105 @@ _EVENT_SQL = """INSERT INTO label_events
      import_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)"""
 
 
-def _current_label(claim: int, reviewer: str, kind: str, verdict: str | None, evidence: list[str],
-                   note: str | None, cycle_id: int | None, ts: str, duration_ms: int | None,
-                   import_id: int | None, state: LabelState | None) -> dict[str, object]:
+def _current_label(
+    claim: int,
+    reviewer: str,
+    kind: str,
+    verdict: str | None,
+    evidence: list[str],
+    note: str | None,
+    cycle_id: int | None,
+    ts: str,
+    duration_ms: int | None,
+    import_id: int | None,
+    state: LabelState | None,
+) -> dict[str, object]:
     """The reviewer's current label after an event of `kind` (`state`: the one before it)."""
     new: dict[str, object]
     if kind in ("blind", "import"):
-        new = dict(status="labeled", blind_verdict=verdict, final_verdict=verdict,
-                   reconciled=None, slip=0, blind_at=ts, final_at=ts, duration_ms=duration_ms)
+        new = dict(
+            status="labeled",
+            blind_verdict=verdict,
+            final_verdict=verdict,
+            reconciled=None,
+            slip=0,
+            blind_at=ts,
+            final_at=ts,
+            duration_ms=duration_ms,
+        )
     elif kind in ("skip", "unclear"):
-        new = dict(status="skipped" if kind == "skip" else "unclear", blind_verdict=None,
-                   final_verdict=None, reconciled=None, slip=0, blind_at=ts, final_at=None,
-                   duration_ms=duration_ms)
+        new = dict(
+            status="skipped" if kind == "skip" else "unclear",
+            blind_verdict=None,
+            final_verdict=None,
+            reconciled=None,
+            slip=0,
+            blind_at=ts,
+            final_at=None,
+            duration_ms=duration_ms,
+        )
     else:
         assert state is not None
-        new = dict(status="labeled", blind_verdict=state.blind_verdict,
-                   final_verdict=verdict, reconciled=kind,
-                   slip=int(kind == "judge_right" and verdict != state.blind_verdict),
-                   final_at=ts)
+        new = dict(
+            status="labeled",
+            blind_verdict=state.blind_verdict,
+            final_verdict=verdict,
+            reconciled=kind,
+            slip=int(kind == "judge_right" and verdict != state.blind_verdict),
+            final_at=ts,
+        )
     keep_ev = state.evidence if state and kind in ("keep", "judge_right") else evidence
     keep_note = state.note if state and kind in ("keep", "judge_right") and note is None else note
-    return {"claim_pk": claim, "reviewer": reviewer, "evidence": json.dumps(
-        keep_ev, ensure_ascii=False), "note": keep_note, "cycle_id": cycle_id,
-        "updated_at": ts, "import_id": import_id, **new}
+    return {
+        "claim_pk": claim,
+        "reviewer": reviewer,
+        "evidence": json.dumps(keep_ev, ensure_ascii=False),
+        "note": keep_note,
+        "cycle_id": cycle_id,
+        "updated_at": ts,
+        "import_id": import_id,
+        **new,
+    }
 
 
 def _upsert_sql(row: dict[str, object]) -> str:
     cols = ", ".join(row)
     marks = ", ".join("?" for _ in row)
     updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("claim_pk", "reviewer"))
-    return (f"INSERT INTO human_labels ({cols}) VALUES ({marks}) "
-            f"ON CONFLICT (claim_pk, reviewer) DO UPDATE SET {updates}")
+    return (
+        f"INSERT INTO human_labels ({cols}) VALUES ({marks}) "
+        f"ON CONFLICT (claim_pk, reviewer) DO UPDATE SET {updates}"
+    )
 
 
-def record_new_imports(db: Database, labels: Sequence[tuple[int, str, str, str, str | None]],
-                       import_id: int | None) -> None:
+def record_new_imports(
+    db: Database, labels: Sequence[tuple[int, str, str, str, str | None]], import_id: int | None
+) -> None:
     """`record_label(kind="import")` for many (claim pk, reviewer, verdict, evidence JSON, note)
     at once, none of which the reviewer has a current label for (inside the caller's write).
 
     The events and current labels go first, all of them, then the commits they complete
     (`reveals.commit_imported`), which carry `import_id` like the labels."""
     ts = now()
-    events = [(claim, reviewer, "import", verdict, evidence, note, None, None, ts, None, import_id)
-              for claim, reviewer, verdict, evidence, note in labels]
+    events = [
+        (claim, reviewer, "import", verdict, evidence, note, None, None, ts, None, import_id)
+        for claim, reviewer, verdict, evidence, note in labels
+    ]
     db.executemany(_EVENT_SQL, events)
-    rows = [_current_label(claim, reviewer, "import", verdict, json.loads(evidence), note, None, ts, None,
-                           import_id, None) for claim, reviewer, verdict, evidence, note in labels]
+    rows = [
+        _current_label(
+            claim, reviewer, "import", verdict, json.loads(evidence), note, None, ts, None, import_id, None
+        )
+        for claim, reviewer, verdict, evidence, note in labels
+    ]
     if rows:
         db.executemany(_upsert_sql(rows[0]), [list(r.values()) for r in rows])
         commit_imported(db, [(claim, reviewer) for claim, reviewer, *_ in labels], import_id)
 
 
-def adjudicate(db: Database, *, claim: int, adjudicator: str, verdict: Verdict | str,
-               note: str | None = None) -> None:
+def adjudicate(
+    db: Database, *, claim: int, adjudicator: str, verdict: Verdict | str, note: str | None = None
+) -> None:
     """Record the adjudicated human label of a claim (overrides disagreeing reviewers)."""
     verdict = _verdict(verdict)
     ts = now()
@@ -250,11 +310,17 @@ def adjudicate(db: Database, *, claim: int, adjudicator: str, verdict: Verdict |
         )
 
 
-def import_unchanged(state: LabelState | None, verdict: str, evidence: Sequence[str],
-                     note: str | None) -> bool:
+def import_unchanged(
+    state: LabelState | None, verdict: str, evidence: Sequence[str], note: str | None
+) -> bool:
     """Whether importing this label over the reviewer's current one would change nothing."""
-    return (state is not None and state.status == "labeled" and state.final_verdict == verdict
-            and (note or None) == state.note and list(evidence) == state.evidence)
+    return (
+        state is not None
+        and state.status == "labeled"
+        and state.final_verdict == verdict
+        and (note or None) == state.note
+        and list(evidence) == state.evidence
+    )
 
 
 class LabelStaging:
@@ -315,10 +381,13 @@ class LabelStaging:
                     """SELECT s.claim_pk, s.reviewer, s.verdict, s.evidence, s.note, h.claim_pk IS NOT NULL
                        FROM temp.s_labels s LEFT JOIN human_labels h
                        ON h.claim_pk = s.claim_pk AND h.reviewer = s.reviewer
-                       WHERE s.rowid BETWEEN ? AND ? ORDER BY s.rowid""", [lo, lo + batch - 1]).fetchall()
+                       WHERE s.rowid BETWEEN ? AND ? ORDER BY s.rowid""",
+                    [lo, lo + batch - 1],
+                ).fetchall()
                 # A label the reviewer has (given meanwhile, or stored before) is set aside.
-                db.executemany("INSERT INTO temp.late_labels VALUES (?,?,?,?,?)",
-                                    [r[:5] for r in rows if r[5]])
+                db.executemany(
+                    "INSERT INTO temp.late_labels VALUES (?,?,?,?,?)", [r[:5] for r in rows if r[5]]
+                )
                 record_new_imports(db, [r[:5] for r in rows if not r[5]], self.import_id)
             held = time.monotonic() - started
             # As in `answers.Staging.publish`: the next small commit should not pay for the WAL.
@@ -334,8 +403,15 @@ class LabelStaging:
                 claim, reviewer, verdict, evidence, note = row
                 state = label_state(db, claim, reviewer)
                 if not import_unchanged(state, verdict, json.loads(evidence), note):
-                    record_label(db, claim=claim, reviewer=reviewer, kind="import", verdict=verdict,
-                                 evidence=json.loads(evidence), note=note)
+                    record_label(
+                        db,
+                        claim=claim,
+                        reviewer=reviewer,
+                        kind="import",
+                        verdict=verdict,
+                        evidence=json.loads(evidence),
+                        note=note,
+                    )
             if self.import_id is not None:
                 finish(db, self.import_id)
         if self.import_id is not None:
@@ -360,4 +436,3 @@ def label_history(db: Database, claim: int, reviewer: str | None = None) -> list
         sql += " AND reviewer = ?"
         params.append(reviewer)
     return list(db.query(sql + " ORDER BY id", params))
-

@@ -42,6 +42,7 @@ class Migrations:
                 raise ValueError(f"migration {fn.__name__} is registered twice")
             self._steps.append(Step(fn.__name__, fn))
             return fn
+
         return register
 
     def names(self) -> list[str]:
@@ -52,9 +53,13 @@ class Migrations:
         """The migrations this database has applied, in the order applied (read only)."""
         if MIGRATIONS_TABLE not in db.table_names():
             return []
-        return [Applied(r[0], r[1]) for r in db.execute(
-            f"SELECT name, applied_at FROM {MIGRATIONS_TABLE} WHERE migration_set = ? ORDER BY id",
-            [self.name])]
+        return [
+            Applied(r[0], r[1])
+            for r in db.execute(
+                f"SELECT name, applied_at FROM {MIGRATIONS_TABLE} WHERE migration_set = ? ORDER BY id",
+                [self.name],
+            )
+        ]
 
     def pending(self, db: Database) -> list[Step]:
         done = {a.name for a in self.applied(db)}
@@ -69,12 +74,16 @@ class Migrations:
         with db.atomic():
             db.execute(f"""CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (
                 id INTEGER PRIMARY KEY, migration_set TEXT, name TEXT, applied_at TEXT)""")
-            db.execute(f"CREATE UNIQUE INDEX IF NOT EXISTS idx_{MIGRATIONS_TABLE}_migration_set_name "
-                       f"ON {MIGRATIONS_TABLE} (migration_set, name)")
+            db.execute(
+                f"CREATE UNIQUE INDEX IF NOT EXISTS idx_{MIGRATIONS_TABLE}_migration_set_name "
+                f"ON {MIGRATIONS_TABLE} (migration_set, name)"
+            )
         for step in self.pending(db):
             if step.name in stop:
                 return
             with db.atomic():
                 step.fn(db)
-                db.execute(f"INSERT INTO {MIGRATIONS_TABLE} (migration_set, name, applied_at) "
-                           "VALUES (?, ?, ?)", [self.name, step.name, str(datetime.now(UTC))])
+                db.execute(
+                    f"INSERT INTO {MIGRATIONS_TABLE} (migration_set, name, applied_at) VALUES (?, ?, ?)",
+                    [self.name, step.name, str(datetime.now(UTC))],
+                )

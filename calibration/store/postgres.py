@@ -48,8 +48,10 @@ _migrated: set[str] = set()
 _lock = threading.Lock()
 _savepoints = count()
 
-_UNREACHABLE = ("the database server cannot be reached or refused the connection (check the "
-                f"URL, the server and the credentials); {NOTHING_WRITTEN}")
+_UNREACHABLE = (
+    "the database server cannot be reached or refused the connection (check the "
+    f"URL, the server and the credentials); {NOTHING_WRITTEN}"
+)
 _BUSY_TEXT = f"the database is busy (another write held it too long); {NOTHING_WRITTEN}, try again"
 
 
@@ -58,8 +60,9 @@ def storage_error(exc: BaseException) -> StorageError | None:
     if isinstance(exc, pg_errors.DiskFull):
         return DiskFullError(f"the disk holding the database is full; {NOTHING_WRITTEN}")
     if isinstance(exc, pg_errors.ReadOnlySqlTransaction | pg_errors.InsufficientPrivilege):
-        return ReadOnlyError("the database cannot be written (read-only or not permitted); "
-                             f"{NOTHING_WRITTEN}")
+        return ReadOnlyError(
+            f"the database cannot be written (read-only or not permitted); {NOTHING_WRITTEN}"
+        )
     if isinstance(exc, pg_errors.LockNotAvailable | pg_errors.DeadlockDetected | pg_errors.QueryCanceled):
         return DatabaseBusyError(_BUSY_TEXT)
     if isinstance(exc, psycopg.OperationalError):
@@ -92,26 +95,36 @@ _BOOTSTRAP = (
     "INITCOND = '0')",
 )
 
-_APPEND_ONLY = ("RAISE EXCEPTION 'label_events is append-only' "
-                "USING ERRCODE = 'integrity_constraint_violation'")
+_APPEND_ONLY = (
+    "RAISE EXCEPTION 'label_events is append-only' USING ERRCODE = 'integrity_constraint_violation'"
+)
 # The shipped migrations' SQLite triggers, by name and a phrase of their SQLite text, as
 # PostgreSQL functions (the same rule each time); m012's two are gone with m017.
 _TRIGGERS: dict[tuple[str, str], tuple[str, str, str] | None] = {
     ("label_events_no_update", "BEFORE UPDATE ON label_events BEGIN"): (
-        "label_events", "BEFORE UPDATE", f"BEGIN {_APPEND_ONLY}; END"),
+        "label_events",
+        "BEFORE UPDATE",
+        f"BEGIN {_APPEND_ONLY}; END",
+    ),
     ("label_events_no_delete", "BEFORE DELETE ON label_events BEGIN"): (
-        "label_events", "BEFORE DELETE", f"BEGIN {_APPEND_ONLY}; END"),
+        "label_events",
+        "BEFORE DELETE",
+        f"BEGIN {_APPEND_ONLY}; END",
+    ),
     ("label_events_no_delete", "WHEN OLD.import_id IS NULL"): (
-        "label_events", "BEFORE DELETE",
+        "label_events",
+        "BEFORE DELETE",
         f"""BEGIN
             IF OLD.import_id IS NULL OR NOT EXISTS (
                 SELECT 1 FROM imports WHERE id = OLD.import_id AND status = 'publishing') THEN
                 {_APPEND_ONLY};
             END IF;
             RETURN OLD;
-        END"""),
+        END""",
+    ),
     ("label_events_no_update", "WHEN NOT (NEW.id = OLD.id"): (
-        "label_events", "BEFORE UPDATE",
+        "label_events",
+        "BEFORE UPDATE",
         f"""BEGIN
             IF NOT (NEW.id = OLD.id AND NEW.claim_pk = OLD.claim_pk AND NEW.kind = OLD.kind
                     AND NEW.verdict IS NOT DISTINCT FROM OLD.verdict AND NEW.evidence = OLD.evidence
@@ -126,13 +139,17 @@ _TRIGGERS: dict[tuple[str, str], tuple[str, str, str] | None] = {
                 {_APPEND_ONLY};
             END IF;
             RETURN NEW;
-        END"""),
+        END""",
+    ),
     ("human_labels_import_commit_insert", ""): None,
     ("human_labels_import_commit_update", ""): None,
 }
-_TRIGGER_TABLES = {"label_events_no_update": "label_events", "label_events_no_delete": "label_events",
-                   "human_labels_import_commit_insert": "human_labels",
-                   "human_labels_import_commit_update": "human_labels"}
+_TRIGGER_TABLES = {
+    "label_events_no_update": "label_events",
+    "label_events_no_delete": "label_events",
+    "human_labels_import_commit_insert": "human_labels",
+    "human_labels_import_commit_update": "human_labels",
+}
 
 
 def _call_end(sql: str, start: int) -> int:
@@ -182,8 +199,8 @@ def _rewrite_calls(sql: str, name: str, rewrite: Any) -> str:
         if m is None:
             return "".join(out) + sql[pos:]
         end = _call_end(sql, m.end())
-        inner = sql[m.end():end - 1]
-        out.append(sql[pos:m.start()])
+        inner = sql[m.end() : end - 1]
+        out.append(sql[pos : m.start()])
         replaced, consumed = rewrite(_split_args(inner), sql[end:])
         out.append(replaced)
         pos = end + consumed
@@ -206,8 +223,10 @@ def _json_path(path: str) -> str:
 def _json_each(args: list[str], rest: str) -> tuple[str, int]:
     m = re.match(r"\s+(?:AS\s+)?(?!ON\b|WHERE\b|JOIN\b|LEFT\b|ORDER\b|GROUP\b)([A-Za-z_]\w*)", rest, re.I)
     alias, consumed = (m.group(1), m.end()) if m else ("json_each", 0)
-    return (f"json_array_elements_text(CAST({args[0]} AS json)) WITH ORDINALITY AS {alias}(value, key)",
-            consumed)
+    return (
+        f"json_array_elements_text(CAST({args[0]} AS json)) WITH ORDINALITY AS {alias}(value, key)",
+        consumed,
+    )
 
 
 def _group_concat(args: list[str], rest: str) -> tuple[str, int]:
@@ -218,18 +237,27 @@ def _group_concat(args: list[str], rest: str) -> tuple[str, int]:
 
 
 def _dml(sql: str) -> str:
-    sql = _rewrite_calls(sql, "json_group_array", lambda a, r: (
-        f"coalesce(CAST(json_agg({_inner_json(a[0])}) AS text), '[]')", 0))
-    sql = _rewrite_calls(sql, "json_array", lambda a, r: (
-        f"CAST(json_build_array({', '.join(a)}) AS text)", 0))
-    sql = _rewrite_calls(sql, "json_extract", lambda a, r: (
-        f"(CAST({a[0]} AS json) #>> {_json_path(a[1])})", 0))
+    sql = _rewrite_calls(
+        sql,
+        "json_group_array",
+        lambda a, r: (f"coalesce(CAST(json_agg({_inner_json(a[0])}) AS text), '[]')", 0),
+    )
+    sql = _rewrite_calls(
+        sql, "json_array", lambda a, r: (f"CAST(json_build_array({', '.join(a)}) AS text)", 0)
+    )
+    sql = _rewrite_calls(
+        sql, "json_extract", lambda a, r: (f"(CAST({a[0]} AS json) #>> {_json_path(a[1])})", 0)
+    )
     sql = _rewrite_calls(sql, "json_each", _json_each)
     sql = _rewrite_calls(sql, "group_concat", _group_concat)
     sql = _rewrite_calls(sql, "char", lambda a, r: (f"chr({a[0]})", 0))
     sql = _extremes(sql)
-    sql = re.sub(r"\bINSERT\s+OR\s+IGNORE\s+INTO\b(.*)", r"INSERT INTO\1 ON CONFLICT DO NOTHING", sql,
-                 flags=re.S | re.I)
+    sql = re.sub(
+        r"\bINSERT\s+OR\s+IGNORE\s+INTO\b(.*)",
+        r"INSERT INTO\1 ON CONFLICT DO NOTHING",
+        sql,
+        flags=re.S | re.I,
+    )
     # SQLite's IS between two values is PostgreSQL's IS [NOT] DISTINCT FROM.
     keyword = r"(?!NULL\b|NOT\b|DISTINCT\b|TRUE\b|FALSE\b)"
     sql = re.sub(rf"\bIS\s+NOT\s+{keyword}", "IS DISTINCT FROM ", sql, flags=re.I)
@@ -244,8 +272,14 @@ def _dml(sql: str) -> str:
 def _extremes(sql: str) -> str:
     """SQLite's scalar max(a, b, ...) / min(...) as greatest / least (aggregates stay)."""
     for name, scalar in (("max", "greatest"), ("min", "least")):
-        sql = _rewrite_calls(sql, name, lambda a, r, n=name, s=scalar: (
-            f"{s if len(a) > 1 else n}({', '.join(_extremes(x) for x in a)})", 0))
+        sql = _rewrite_calls(
+            sql,
+            name,
+            lambda a, r, n=name, s=scalar: (
+                f"{s if len(a) > 1 else n}({', '.join(_extremes(x) for x in a)})",
+                0,
+            ),
+        )
     return sql
 
 
@@ -268,10 +302,11 @@ def _trigger(sql: str) -> list[str]:
             if twin is None:
                 return []
             table, when, body = twin
-            return [f"CREATE OR REPLACE FUNCTION {trigger}_fn() RETURNS trigger LANGUAGE plpgsql AS $$ "
-                    f"{body} $$",
-                    f"CREATE OR REPLACE TRIGGER {trigger} {when} ON {table} FOR EACH ROW "
-                    f"EXECUTE FUNCTION {trigger}_fn()"]
+            return [
+                f"CREATE OR REPLACE FUNCTION {trigger}_fn() RETURNS trigger LANGUAGE plpgsql AS $$ {body} $$",
+                f"CREATE OR REPLACE TRIGGER {trigger} {when} ON {table} FOR EACH ROW "
+                f"EXECUTE FUNCTION {trigger}_fn()",
+            ]
     raise ValueError(f"no PostgreSQL twin for trigger {name.group(1)}")
 
 
@@ -290,9 +325,12 @@ def translate(sql: str) -> tuple[str, ...]:
         m = re.match(r"\s*CREATE\s+(?:TEMP\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([\w.\"]+)", sql, re.I)
         if m and re.search(r"\bid\s+INTEGER\s+PRIMARY\s+KEY\b", sql, re.I):
             table = m.group(1).strip('"')
-            stmts = [_NEXT_ID_FN, *stmts,
-                     f"CREATE OR REPLACE TRIGGER {table.replace('.', '_')}_next_id BEFORE INSERT ON {table} "
-                     "FOR EACH ROW EXECUTE FUNCTION calibration_next_id()"]
+            stmts = [
+                _NEXT_ID_FN,
+                *stmts,
+                f"CREATE OR REPLACE TRIGGER {table.replace('.', '_')}_next_id BEFORE INSERT ON {table} "
+                "FOR EACH ROW EXECUTE FUNCTION calibration_next_id()",
+            ]
         return tuple(stmts)
     return (_placeholders(_dml(sql)),)
 
@@ -311,6 +349,7 @@ def _placeholders(sql: str) -> str:
         if tok == "by":
             return '"by"'
         return tok.replace("%", "%%") if tok.startswith("'") else tok
+
     return _TOKEN.sub(sub, sql)
 
 
@@ -334,7 +373,7 @@ class _Result:
         return self._rows[self._at - 1]
 
     def fetchall(self) -> list[Any]:
-        rows, self._at = self._rows[self._at:], len(self._rows)
+        rows, self._at = self._rows[self._at :], len(self._rows)
         return rows
 
     def __iter__(self) -> Iterator[Any]:
@@ -383,18 +422,32 @@ class PostgresDatabase(Database):
             self._pool.putconn(conn)
 
     def table_names(self) -> list[str]:
-        return [r[0] for r in self._c.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")]
+        return [
+            r[0]
+            for r in self._c.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+            )
+        ]
 
     def columns(self, table: str) -> list[str]:
-        return [r[0] for r in self._c.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-            "AND table_name = %s ORDER BY ordinal_position", [table])]
+        return [
+            r[0]
+            for r in self._c.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+                "AND table_name = %s ORDER BY ordinal_position",
+                [table],
+            )
+        ]
 
     def parents(self, table: str) -> set[str]:
-        return {r[0] for r in self._c.execute(
-            "SELECT DISTINCT confrelid::regclass::text FROM pg_constraint "
-            "WHERE contype = 'f' AND conrelid = CAST(%s AS regclass)", [table])} - {table}
+        return {
+            r[0]
+            for r in self._c.execute(
+                "SELECT DISTINCT confrelid::regclass::text FROM pg_constraint "
+                "WHERE contype = 'f' AND conrelid = CAST(%s AS regclass)",
+                [table],
+            )
+        } - {table}
 
     def create_staging(self, name: str, like: str, columns: Sequence[str]) -> None:
         self._c.execute(f"DROP TABLE IF EXISTS pg_temp.{name}")
@@ -402,10 +455,15 @@ class PostgresDatabase(Database):
         self._c.execute(f"ALTER TABLE pg_temp.{name} ADD COLUMN rowid BIGSERIAL")
 
     def row_order(self, table: str) -> str:
-        keys = [r[0] for r in self._c.execute(
-            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = CAST(%s AS regclass) AND i.indisprimary "
-            "ORDER BY array_position(i.indkey, a.attnum)", [table])]
+        keys = [
+            r[0]
+            for r in self._c.execute(
+                "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+                "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = CAST(%s AS regclass) AND i.indisprimary "
+                "ORDER BY array_position(i.indkey, a.attnum)",
+                [table],
+            )
+        ]
         return ", ".join(f'"{k}"' for k in keys) or ", ".join(f'"{c}"' for c in self.columns(table))
 
     def checkpoint(self) -> None:
@@ -444,8 +502,9 @@ class PostgresDatabase(Database):
             yield self
         except psycopg.IntegrityError as exc:
             self._rollback()
-            raise ConflictError(f"the database refused the write ({_first_line(exc)}); "
-                                f"{NOTHING_WRITTEN}") from exc
+            raise ConflictError(
+                f"the database refused the write ({_first_line(exc)}); {NOTHING_WRITTEN}"
+            ) from exc
         except psycopg.Error as exc:
             self._rollback()
             raise storage_error(exc) or exc from exc
@@ -509,8 +568,15 @@ def pool(url: str) -> ConnectionPool:
     with _lock:
         found = _pools.get(url)
         if found is None:
-            found = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, open=False, configure=_configure,
-                                   reset=_reset, kwargs={"autocommit": True})
+            found = ConnectionPool(
+                url,
+                min_size=1,
+                max_size=POOL_SIZE,
+                open=False,
+                configure=_configure,
+                reset=_reset,
+                kwargs={"autocommit": True},
+            )
             try:
                 found.open(wait=True, timeout=10)
             except Exception as exc:

@@ -44,8 +44,10 @@ def commit_imported(db: Database, labels: Sequence[tuple[int, str]], import_id: 
     The commit takes the label's time, and `import_id` (the staged label import writing the
     labels, whose rows readers hide until it is done). A commit already there stays as it was."""
     if labels:
-        db.executemany(_COMMIT_SQL, [{"claim": claim, "reviewer": reviewer, "import_id": import_id}
-                                     for claim, reviewer in labels])
+        db.executemany(
+            _COMMIT_SQL,
+            [{"claim": claim, "reviewer": reviewer, "import_id": import_id} for claim, reviewer in labels],
+        )
 
 
 def commit_imported_of(db: Database, reviewer: str) -> None:

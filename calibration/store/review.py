@@ -59,14 +59,22 @@ def card_answer(db: Database, answer_id: str) -> tuple[str, str]:
 
 def questions(db: Database, answer_ids: Sequence[str]) -> dict[str, str]:
     """Answer id -> its question, for the given answers (one queue: by primary key)."""
-    return dict(db.execute("SELECT id, question FROM answers WHERE id IN (SELECT value FROM json_each(?))",
-                           [json.dumps(list(answer_ids))]).fetchall())
+    return dict(
+        db.execute(
+            "SELECT id, question FROM answers WHERE id IN (SELECT value FROM json_each(?))",
+            [json.dumps(list(answer_ids))],
+        ).fetchall()
+    )
 
 
 def card_chunks(db: Database, answer_id: str) -> list[tuple[str, str, str | None]]:
     """(chunk id, text, source) of the answer's chunks, in order."""
-    return [(c, t, s) for c, t, s in db.execute(
-        "SELECT chunk_id, text, source FROM chunks WHERE answer_id = ? ORDER BY position", [answer_id])]
+    return [
+        (c, t, s)
+        for c, t, s in db.execute(
+            "SELECT chunk_id, text, source FROM chunks WHERE answer_id = ? ORDER BY position", [answer_id]
+        )
+    ]
 
 
 def card_claims(db: Database, answer_id: str, reviewer: str) -> list[tuple[int, str, str, LabelState | None]]:
@@ -75,7 +83,7 @@ def card_claims(db: Database, answer_id: str, reviewer: str) -> list[tuple[int, 
         f"""SELECT c.id, c.claim_id, c.text, h.status, h.blind_verdict, h.final_verdict,
                   h.reconciled, h.slip, h.evidence, h.note,
                   CASE WHEN h.status IS NULL THEN NULL
-                       ELSE {LATEST_EVENT.format(claim='c.id', reviewer='h.reviewer')} END
+                       ELSE {LATEST_EVENT.format(claim="c.id", reviewer="h.reviewer")} END
            FROM claims c LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
                 {hide_sql(db, label="h.import_id")}
            WHERE c.answer_id = ? ORDER BY c.position, c.id""",
@@ -85,8 +93,9 @@ def card_claims(db: Database, answer_id: str, reviewer: str) -> list[tuple[int, 
     for pk, cid, text, status, blind, final, rec, slip, ev, note, event_id in rows:
         label = None
         if status is not None:
-            label = LabelState(pk, reviewer, status, blind, final, rec, bool(slip), json.loads(ev), note,
-                               event_id)
+            label = LabelState(
+                pk, reviewer, status, blind, final, rec, bool(slip), json.loads(ev), note, event_id
+            )
         out.append((pk, cid, text, label))
     return out
 
@@ -135,8 +144,9 @@ class QueueRow:
     settled_here: bool = False  # the verdict or unclear mark was given in this cycle (`SETTLED_IN`)
 
 
-def queue_rows(db: Database, cycle_id: int, run_id: int, answers: Sequence[str],
-               reviewer: str) -> list[QueueRow]:
+def queue_rows(
+    db: Database, cycle_id: int, run_id: int, answers: Sequence[str], reviewer: str
+) -> list[QueueRow]:
     """One row per claim of the answers, in the given answer order, then claim order.
 
     The judge verdict is compared only for revealed answers (committed by the reviewer).
@@ -149,7 +159,7 @@ def queue_rows(db: Database, cycle_id: int, run_id: int, answers: Sequence[str],
                        WHERE e.claim_pk = c.id AND e.reviewer = h.reviewer
                          AND e.kind = 'skip' AND e.cycle_id = ?) ELSE 0 END,
                   r.answer_id IS NOT NULL,
-                  CASE WHEN h.status IS NULL THEN 0 WHEN {SETTLED_IN.format(h='h')} IS ? THEN 1 ELSE 0 END
+                  CASE WHEN h.status IS NULL THEN 0 WHEN {SETTLED_IN.format(h="h")} IS ? THEN 1 ELSE 0 END
            FROM json_each(?) q
            JOIN claims c ON c.answer_id = q.value
            LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?{hide_sql(db, label="h.import_id")}
@@ -165,16 +175,31 @@ def queue_rows(db: Database, cycle_id: int, run_id: int, answers: Sequence[str],
         i = index.get(answer_id, 0)
         index[answer_id] = i + 1
         differs = bool(revealed and status == "labeled" and judge is not None and judge != blind)
-        out.append(QueueRow(answer_id, i, status or "todo", differs and reconciled is None,
-                            int(skips or 0), bool(revealed), differs and reconciled is not None,
-                            bool(here)))
+        out.append(
+            QueueRow(
+                answer_id,
+                i,
+                status or "todo",
+                differs and reconciled is None,
+                int(skips or 0),
+                bool(revealed),
+                differs and reconciled is not None,
+                bool(here),
+            )
+        )
     return out
 
 
 def answer_revealed(db: Database, answer_id: str, reviewer: str) -> bool:
     """The reviewer committed the answer's blind verdicts: its judge data is shown to them."""
-    return db.execute("SELECT 1 FROM answer_reveals WHERE answer_id = ? AND reviewer = ?"
-                      + hide_sql(db, label="import_id"), [answer_id, reviewer]).fetchone() is not None
+    return (
+        db.execute(
+            "SELECT 1 FROM answer_reveals WHERE answer_id = ? AND reviewer = ?"
+            + hide_sql(db, label="import_id"),
+            [answer_id, reviewer],
+        ).fetchone()
+        is not None
+    )
 
 
 def record_reveal(db: Database, answer_id: str, reviewer: str, cycle_id: int | None) -> None:
@@ -182,10 +207,13 @@ def record_reveal(db: Database, answer_id: str, reviewer: str, cycle_id: int | N
 
     A commit that an unfinished label import recorded (hidden, and taken back should that import
     die) becomes the reviewer's own."""
-    db.execute("INSERT INTO answer_reveals (answer_id, reviewer, cycle_id, revealed_at) VALUES (?, ?, ?, ?) "
-               "ON CONFLICT (answer_id, reviewer) DO UPDATE SET cycle_id = excluded.cycle_id, "
-               "revealed_at = excluded.revealed_at, import_id = NULL WHERE answer_reveals.import_id IN "
-               "(SELECT id FROM imports WHERE status = 'publishing')", [answer_id, reviewer, cycle_id, now()])
+    db.execute(
+        "INSERT INTO answer_reveals (answer_id, reviewer, cycle_id, revealed_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (answer_id, reviewer) DO UPDATE SET cycle_id = excluded.cycle_id, "
+        "revealed_at = excluded.revealed_at, import_id = NULL WHERE answer_reveals.import_id IN "
+        "(SELECT id FROM imports WHERE status = 'publishing')",
+        [answer_id, reviewer, cycle_id, now()],
+    )
 
 
 def label_durations(db: Database, run_id: int, cycle_id: int | None = None) -> dict[str, list[int]]:
@@ -208,10 +236,14 @@ def supported_without_evidence(db: Database, cycle_id: int) -> dict[str, int]:
     """Reviewer -> how many of their labels given in the cycle have the final verdict SUPPORTED
     and name no evidence chunk (a golden set's expected sources would lack them), for the
     reviewers with any (index human_labels_cycle)."""
-    return dict(db.execute(
-        """SELECT reviewer, count(*) FROM human_labels
+    return dict(
+        db.execute(
+            """SELECT reviewer, count(*) FROM human_labels
            WHERE cycle_id = ? AND status = 'labeled' AND final_verdict = 'SUPPORTED'
-             AND evidence = '[]' GROUP BY reviewer ORDER BY reviewer""", [cycle_id]).fetchall())
+             AND evidence = '[]' GROUP BY reviewer ORDER BY reviewer""",
+            [cycle_id],
+        ).fetchall()
+    )
 
 
 # ---------------------------------------------------------------- the reveal
@@ -222,23 +254,33 @@ JudgedClaim = tuple[str, str | None, tuple[str, ...]]  # verdict, rationale, evi
 
 def reveal_verdicts(db: Database, run_id: int, answer_id: str) -> dict[int, JudgedClaim]:
     """Claim pk -> (verdict, rationale, evidence) of the run on the answer's claims."""
-    return {pk: (verdict, rationale, tuple(json.loads(ev))) for pk, verdict, rationale, ev in db.execute(
-        """SELECT v.claim_pk, v.verdict, v.rationale, v.evidence
+    return {
+        pk: (verdict, rationale, tuple(json.loads(ev)))
+        for pk, verdict, rationale, ev in db.execute(
+            """SELECT v.claim_pk, v.verdict, v.rationale, v.evidence
            FROM claims c JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = ?
-           WHERE c.answer_id = ?""", [run_id, answer_id])}
+           WHERE c.answer_id = ?""",
+            [run_id, answer_id],
+        )
+    }
 
 
 def reveal_adjudications(db: Database, answer_id: str) -> dict[int, str]:
     """Claim pk -> a lead's verdict, for the answer's adjudicated claims."""
-    return dict(db.execute(
-        """SELECT d.claim_pk, d.verdict FROM claims c JOIN adjudications d ON d.claim_pk = c.id
-           WHERE c.answer_id = ?""", [answer_id]).fetchall())
+    return dict(
+        db.execute(
+            """SELECT d.claim_pk, d.verdict FROM claims c JOIN adjudications d ON d.claim_pk = c.id
+           WHERE c.answer_id = ?""",
+            [answer_id],
+        ).fetchall()
+    )
 
 
 def judge_verdict(db: Database, run_id: int, claim_pk: int) -> str | None:
     """The run's verdict on one claim; None when it gave none."""
-    row = db.execute("SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?",
-                     [run_id, claim_pk]).fetchone()
+    row = db.execute(
+        "SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?", [run_id, claim_pk]
+    ).fetchone()
     return None if row is None else row[0]
 
 
@@ -248,8 +290,10 @@ def judge_verdict(db: Database, run_id: int, claim_pk: int) -> str | None:
 def reviewer_names(db: Database) -> dict[str, int]:
     """Every known reviewer (with a label, or assigned in a cycle) -> how many labels they have."""
     counts: dict[str, int] = {}
-    for who, n in db.execute("SELECT reviewer, count(*) FROM human_labels WHERE 1"
-                             f"{hide_sql(db, label='import_id')} GROUP BY reviewer"):
+    for who, n in db.execute(
+        "SELECT reviewer, count(*) FROM human_labels WHERE 1"
+        f"{hide_sql(db, label='import_id')} GROUP BY reviewer"
+    ):
         counts[who] = n
     for (who,) in db.execute("SELECT DISTINCT reviewer FROM assignments"):
         counts.setdefault(who, 0)

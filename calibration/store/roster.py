@@ -35,15 +35,22 @@ class RosterEvent:
 
 
 # Every column naming a reviewer whose work a rename carries along.
-_REVIEWER_COLUMNS = (("answer_reveals", "reviewer"), ("label_events", "reviewer"),
-                     ("human_labels", "reviewer"), ("assignments", "reviewer"),
-                     ("reassignments", "from_reviewer"), ("reassignments", "to_reviewer"))
+_REVIEWER_COLUMNS = (
+    ("answer_reveals", "reviewer"),
+    ("label_events", "reviewer"),
+    ("human_labels", "reviewer"),
+    ("assignments", "reviewer"),
+    ("reassignments", "from_reviewer"),
+    ("reassignments", "to_reviewer"),
+)
 
 
 def entries(db: Database) -> list[RosterEntry]:
     """The roster, active reviewers first, each group by name."""
-    return [RosterEntry(r[0], bool(r[1]), r[2]) for r in db.execute(
-        "SELECT name, active, added_at FROM reviewers ORDER BY active DESC, name_key")]
+    return [
+        RosterEntry(r[0], bool(r[1]), r[2])
+        for r in db.execute("SELECT name, active, added_at FROM reviewers ORDER BY active DESC, name_key")
+    ]
 
 
 def entry(db: Database, name_key: str) -> RosterEntry | None:
@@ -53,19 +60,34 @@ def entry(db: Database, name_key: str) -> RosterEntry | None:
 
 def events(db: Database) -> list[RosterEvent]:
     """The roster's history, newest first."""
-    return [RosterEvent(*r) for r in db.execute(
-        "SELECT at, kind, name, new_name, labels_moved, by FROM reviewer_events ORDER BY id DESC")]
+    return [
+        RosterEvent(*r)
+        for r in db.execute(
+            "SELECT at, kind, name, new_name, labels_moved, by FROM reviewer_events ORDER BY id DESC"
+        )
+    ]
 
 
-def _event(db: Database, kind: str, name: str, *, new_name: str | None = None,
-           labels_moved: int | None = None, by: str | None = None) -> None:
-    db.execute("INSERT INTO reviewer_events (at, kind, name, new_name, labels_moved, by) "
-               "VALUES (?, ?, ?, ?, ?, ?)", [now(), kind, name, new_name, labels_moved, by])
+def _event(
+    db: Database,
+    kind: str,
+    name: str,
+    *,
+    new_name: str | None = None,
+    labels_moved: int | None = None,
+    by: str | None = None,
+) -> None:
+    db.execute(
+        "INSERT INTO reviewer_events (at, kind, name, new_name, labels_moved, by) VALUES (?, ?, ?, ?, ?, ?)",
+        [now(), kind, name, new_name, labels_moved, by],
+    )
 
 
 def insert(db: Database, name_key: str, name: str, by: str | None) -> None:
-    db.execute("INSERT INTO reviewers (name_key, name, active, added_at) VALUES (?, ?, 1, ?)",
-               [name_key, name, now()])
+    db.execute(
+        "INSERT INTO reviewers (name_key, name, active, added_at) VALUES (?, ?, 1, ?)",
+        [name_key, name, now()],
+    )
     _event(db, "add", name, by=by)
 
 
@@ -81,16 +103,18 @@ def labels_of(db: Database, reviewer: str) -> int:
     return int(db.execute("SELECT count(*) FROM human_labels WHERE reviewer = ?", [reviewer]).fetchone()[0])
 
 
-def rename(db: Database, *, old_key: str, old_names: list[str], new_key: str, new_name: str,
-           by: str | None) -> int:
+def rename(
+    db: Database, *, old_key: str, old_names: list[str], new_key: str, new_name: str, by: str | None
+) -> int:
     """Rename a roster entry and move every row of the spellings `old_names` (labels, their
     history, commits, assignments, reassignments, the sign-in) to `new_name`; returns the
     number of current labels moved. The caller holds the write."""
     moved = sum(labels_of(db, old) for old in old_names)
     # The event first: label_events' append-only trigger lets a reviewer column change only
     # to a name a rename event names.
-    _event(db, "rename", old_names[0] if old_names else new_name, new_name=new_name,
-           labels_moved=moved, by=by)
+    _event(
+        db, "rename", old_names[0] if old_names else new_name, new_name=new_name, labels_moved=moved, by=by
+    )
     for old in old_names:
         for table, column in _REVIEWER_COLUMNS:
             # Plain UPDATE: the caller refused a new name that already holds work, so a
@@ -101,4 +125,3 @@ def rename(db: Database, *, old_key: str, old_names: list[str], new_key: str, ne
     db.execute("UPDATE sign_ins SET name_key = ?, name = ? WHERE name_key = ?", [new_key, new_name, old_key])
     db.execute("UPDATE reviewers SET name_key = ?, name = ? WHERE name_key = ?", [new_key, new_name, old_key])
     return moved
-

@@ -16,6 +16,7 @@ from .imports import hide_sql
 if TYPE_CHECKING:
     import numpy as np
 
+
 @dataclass(frozen=True, slots=True)
 class JudgeRun:
     id: int
@@ -92,7 +93,8 @@ def _info(db: Database) -> dict[str, Any]:
             f"SELECT count(DISTINCT claim_pk) FROM human_labels WHERE status = 'labeled'{hide_labels}"
         ).fetchone()[0],
         "reviewers": db.execute(
-            f"SELECT count(DISTINCT reviewer) FROM human_labels WHERE 1{hide_labels}").fetchone()[0],
+            f"SELECT count(DISTINCT reviewer) FROM human_labels WHERE 1{hide_labels}"
+        ).fetchone()[0],
     }
     per_run: list[RunInfo] = []
     for run in judge_runs(db):
@@ -116,34 +118,44 @@ def _info(db: Database) -> dict[str, Any]:
     return {"totals": totals, "runs": per_run}
 
 
-
-
 def run_verdicts(db: Database, run_id: int) -> tuple[np.ndarray, np.ndarray]:
     """Claim ids a run judged, ascending (int64), and its verdicts as indices into LABELS."""
     import numpy as np
 
     pk_j, verdict_j = db.execute(
         f"SELECT json_group_array(claim_pk), json_group_array({verdict_code('verdict')}) "
-        f"FROM judge_verdicts WHERE run_id = ?{hide_sql(db, claim='claim_pk')}", [run_id]).fetchone()
+        f"FROM judge_verdicts WHERE run_id = ?{hide_sql(db, claim='claim_pk')}",
+        [run_id],
+    ).fetchone()
     pk = np.array(json.loads(pk_j), dtype=np.int64)
     order = np.argsort(pk, kind="stable")
     return pk[order], json_ints(verdict_j)[order]
 
 
-
-def run_id(db: Database, judge_model: str, prompt_version: str, *, origin: str = "import",
-           created_at: str | None = None, create: bool = True) -> int | None:
+def run_id(
+    db: Database,
+    judge_model: str,
+    prompt_version: str,
+    *,
+    origin: str = "import",
+    created_at: str | None = None,
+    create: bool = True,
+) -> int | None:
     """The id of judge run MODEL@VERSION, created (with `origin`) when missing and `create`.
 
     A get-or-create on the UNIQUE pair; call it inside the caller's write transaction.
     """
     from .connection import now
 
-    row = db.execute("SELECT id FROM judge_runs WHERE judge_model = ? AND prompt_version = ?",
-                     [judge_model, prompt_version]).fetchone()
+    row = db.execute(
+        "SELECT id FROM judge_runs WHERE judge_model = ? AND prompt_version = ?",
+        [judge_model, prompt_version],
+    ).fetchone()
     if row is not None or not create:
         return None if row is None else int(row[0])
-    cur = db.execute("INSERT INTO judge_runs (judge_model, prompt_version, origin, created_at) "
-                     "VALUES (?, ?, ?, ?) RETURNING id",
-                     [judge_model, prompt_version, origin, created_at or now()])
+    cur = db.execute(
+        "INSERT INTO judge_runs (judge_model, prompt_version, origin, created_at) "
+        "VALUES (?, ?, ?, ?) RETURNING id",
+        [judge_model, prompt_version, origin, created_at or now()],
+    )
     return int(cur.fetchone()[0])

@@ -37,7 +37,8 @@ def answer_facts(db: Database, answer_ids: list[str]) -> AnswerFacts:
                   json_group_array(CAST(coalesce(json_extract(a.metadata, '$.pipeline_version'),
                                                  json_extract(a.metadata, '$.pipeline')) AS TEXT))
            FROM answers a WHERE a.id IN (SELECT value FROM json_each(:ids))""",
-        {"ids": json.dumps(answer_ids)}).fetchone()
+        {"ids": json.dumps(answer_ids)},
+    ).fetchone()
     ids: list[str] = json.loads(row[0])
     cats: list[str | None] = json.loads(row[1])
     pipes: list[str | None] = json.loads(row[2])
@@ -58,11 +59,15 @@ def label_order(db: Database, run_id: int, claim_pks: np.ndarray) -> np.ndarray:
         f"""SELECT json_group_array(h.claim_pk),
                   json_group_array(coalesce(h.final_at, h.blind_at, h.updated_at))
            FROM judge_verdicts v JOIN human_labels h ON h.claim_pk = v.claim_pk AND h.status = 'labeled'
-           WHERE v.run_id = :run{hide_sql(db, label="h.import_id")}""", {"run": run_id}).fetchone()
+           WHERE v.run_id = :run{hide_sql(db, label="h.import_id")}""",
+        {"run": run_id},
+    ).fetchone()
     adj = db.execute(
         """SELECT json_group_array(d.claim_pk), json_group_array(d.created_at)
            FROM judge_verdicts v JOIN adjudications d ON d.claim_pk = v.claim_pk
-           WHERE v.run_id = :run""", {"run": run_id}).fetchone()
+           WHERE v.run_id = :run""",
+        {"run": run_id},
+    ).fetchone()
     at_pk = np.concatenate([json_ints(row[0]), json_ints(adj[0])])
     times = np.array(json.loads(row[1]) + json.loads(adj[1]), dtype=str)  # fixed-width text sorts in C
     if at_pk.size == 0 or pks.size == 0:
@@ -81,8 +86,12 @@ def label_order(db: Database, run_id: int, claim_pks: np.ndarray) -> np.ndarray:
 
 def run_was_stratified(db: Database, run_id: int) -> bool:
     """Did some cycle of the run draw its answers stratified by category?"""
-    return db.execute("SELECT 1 FROM cycles WHERE judge_run_id = ? AND strategy = 'stratified' LIMIT 1",
-                      [run_id]).fetchone() is not None
+    return (
+        db.execute(
+            "SELECT 1 FROM cycles WHERE judge_run_id = ? AND strategy = 'stratified' LIMIT 1", [run_id]
+        ).fetchone()
+        is not None
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +109,18 @@ class CycleDesign:
 def cycle_design(db: Database, cycle_id: int) -> CycleDesign:
     """The cycle's strategy, eligibility rules and each of its answers' inclusion probability."""
     name, strategy, include_labeled, holdout = db.execute(
-        "SELECT name, strategy, include_labeled, holdout FROM cycles WHERE id = ?", [cycle_id]).fetchone()
+        "SELECT name, strategy, include_labeled, holdout FROM cycles WHERE id = ?", [cycle_id]
+    ).fetchone()
     ids_j, prob_j = db.execute(
         "SELECT json_group_array(answer_id), json_group_array(inclusion_prob) FROM "
         "(SELECT answer_id, inclusion_prob FROM cycle_answers WHERE cycle_id = ? ORDER BY position) AS d",
-        [cycle_id]).fetchone()
-    return CycleDesign(name, strategy, bool(include_labeled), bool(holdout), json.loads(ids_j),
-                       np.array(json.loads(prob_j), dtype=float))
+        [cycle_id],
+    ).fetchone()
+    return CycleDesign(
+        name,
+        strategy,
+        bool(include_labeled),
+        bool(holdout),
+        json.loads(ids_j),
+        np.array(json.loads(prob_j), dtype=float),
+    )

@@ -72,5 +72,3 @@ def save_thresholds(db: Database, **changes: float) -> Thresholds:
         for name, key in THRESHOLD_SETTINGS.items():
             set_setting(db, key, repr(getattr(new, name)))
     return new
-
-

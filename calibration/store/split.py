@@ -38,8 +38,10 @@ class SplitRecord:
         return self.unsealed_at is None
 
 
-_SPLIT_COLS = ("id, seed, holdout_share, stratify_run_id, created_by, created_at, unsealed_by, "
-               "unsealed_at, unseal_reason")
+_SPLIT_COLS = (
+    "id, seed, holdout_share, stratify_run_id, created_by, created_at, unsealed_by, "
+    "unsealed_at, unseal_reason"
+)
 
 
 def current_split(db: Database) -> SplitRecord | None:
@@ -48,21 +50,27 @@ def current_split(db: Database) -> SplitRecord | None:
     return None if row is None else SplitRecord(*row)
 
 
-def create_split(db: Database, *, seed: int, holdout_share: float, stratify_run_id: int | None,
-                 created_by: str | None) -> int:
+def create_split(
+    db: Database, *, seed: int, holdout_share: float, stratify_run_id: int | None, created_by: str | None
+) -> int:
     """A new generation; returns its id. The caller assigns answers to it."""
     with write(db):
-        cur = db.execute("INSERT INTO claim_splits (seed, holdout_share, stratify_run_id, created_by, "
-                         "created_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
-                         [seed, holdout_share, stratify_run_id, created_by, now()])
+        cur = db.execute(
+            "INSERT INTO claim_splits (seed, holdout_share, stratify_run_id, created_by, "
+            "created_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
+            [seed, holdout_share, stratify_run_id, created_by, now()],
+        )
         return int(cur.fetchone()[0])
 
 
 def unseal_split(db: Database, split_id: int, *, who: str, reason: str | None) -> bool:
     """Record that `who` unsealed the generation; False when it was unsealed already."""
     with write(db):
-        cur = db.execute("UPDATE claim_splits SET unsealed_by = ?, unsealed_at = ?, unseal_reason = ? "
-                         "WHERE id = ? AND unsealed_at IS NULL", [who, now(), reason, split_id])
+        cur = db.execute(
+            "UPDATE claim_splits SET unsealed_by = ?, unsealed_at = ?, unseal_reason = ? "
+            "WHERE id = ? AND unsealed_at IS NULL",
+            [who, now(), reason, split_id],
+        )
         return cur.rowcount > 0
 
 
@@ -74,7 +82,8 @@ def assign_answers(db: Database, split_id: int, rows: Iterable[tuple[str, str, s
         cur = db.executemany(
             "INSERT INTO split_answers (answer_id, split_id, part, stratum, assigned_at) "
             "VALUES (?, ?, ?, ?, ?) ON CONFLICT (answer_id) DO NOTHING",
-            [(a, split_id, part, stratum, ts) for a, part, stratum in rows])
+            [(a, split_id, part, stratum, ts) for a, part, stratum in rows],
+        )
         return max(cur.rowcount, 0)
 
 
@@ -85,9 +94,13 @@ def assignments(db: Database) -> dict[str, tuple[int, str]]:
 
 def labeled_answer_ids(db: Database) -> list[str]:
     """Answers with at least one claim carrying a human label (status 'labeled'), by id."""
-    return [r[0] for r in db.execute(
-        """SELECT DISTINCT c.answer_id FROM claims c
-           JOIN human_labels h ON h.claim_pk = c.id AND h.status = 'labeled' ORDER BY c.answer_id""")]
+    return [
+        r[0]
+        for r in db.execute(
+            """SELECT DISTINCT c.answer_id FROM claims c
+           JOIN human_labels h ON h.claim_pk = c.id AND h.status = 'labeled' ORDER BY c.answer_id"""
+        )
+    ]
 
 
 def cycle_holdout_answer_ids(db: Database) -> set[str]:
@@ -95,42 +108,52 @@ def cycle_holdout_answer_ids(db: Database) -> set[str]:
     return {r[0] for r in db.execute("SELECT id FROM answers WHERE holdout = 1")}
 
 
-def answer_judge_verdicts(db: Database, run_id: int | None,
-                          answer_ids: Sequence[str]) -> dict[str, list[str]]:
+def answer_judge_verdicts(
+    db: Database, run_id: int | None, answer_ids: Sequence[str]
+) -> dict[str, list[str]]:
     """answer id -> the verdicts `run_id` gave its claims (empty when it judged none)."""
     out: dict[str, list[str]] = {a: [] for a in answer_ids}
     if run_id is None:
         return out
     for start in range(0, len(answer_ids), _BATCH):
-        batch = list(answer_ids[start:start + _BATCH])
+        batch = list(answer_ids[start : start + _BATCH])
         marks = ",".join("?" * len(batch))
         for aid, verdict in db.execute(
-                f"""SELECT c.answer_id, v.verdict FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk
-                    WHERE v.run_id = ? AND c.answer_id IN ({marks})""", [run_id, *batch]):
+            f"""SELECT c.answer_id, v.verdict FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk
+                    WHERE v.run_id = ? AND c.answer_id IN ({marks})""",
+            [run_id, *batch],
+        ):
             out[aid].append(verdict)
     return out
 
 
 def run_answer_ids(db: Database, run_id: int) -> set[str]:
     """Answers with a claim judged by the run."""
-    return {r[0] for r in db.execute(
-        "SELECT DISTINCT c.answer_id FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk "
-        "WHERE v.run_id = ?", [run_id])}
+    return {
+        r[0]
+        for r in db.execute(
+            "SELECT DISTINCT c.answer_id FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk "
+            "WHERE v.run_id = ?",
+            [run_id],
+        )
+    }
 
 
 def claim_keys(db: Database, answer_ids: Iterable[str], run_id: int | None = None) -> set[str]:
-    """"ANSWER/CLAIM" keys of the answers' claims (only those `run_id` judged, if given)."""
+    """ "ANSWER/CLAIM" keys of the answers' claims (only those `run_id` judged, if given)."""
     ids = sorted(set(answer_ids))
     out: set[str] = set()
     for start in range(0, len(ids), _BATCH):
-        batch = ids[start:start + _BATCH]
+        batch = ids[start : start + _BATCH]
         marks = ",".join("?" * len(batch))
         if run_id is None:
             sql = f"SELECT answer_id, claim_id FROM claims WHERE answer_id IN ({marks})"
             params: list[Any] = batch
         else:
-            sql = (f"SELECT c.answer_id, c.claim_id FROM claims c JOIN judge_verdicts v ON v.claim_pk = c.id "
-                   f"AND v.run_id = ? WHERE c.answer_id IN ({marks})")
+            sql = (
+                f"SELECT c.answer_id, c.claim_id FROM claims c JOIN judge_verdicts v ON v.claim_pk = c.id "
+                f"AND v.run_id = ? WHERE c.answer_id IN ({marks})"
+            )
             params = [run_id, *batch]
         out.update(f"{a}/{c}" for a, c in db.execute(sql, params))
     return out
@@ -141,10 +164,12 @@ def claim_texts(db: Database, answer_ids: Iterable[str]) -> dict[int, str]:
     ids = sorted(set(answer_ids))
     out: dict[int, str] = {}
     for start in range(0, len(ids), _BATCH):
-        batch = ids[start:start + _BATCH]
+        batch = ids[start : start + _BATCH]
         marks = ",".join("?" * len(batch))
-        out.update((int(pk), t) for pk, t in db.execute(
-            f"SELECT id, text FROM claims WHERE answer_id IN ({marks})", batch))
+        out.update(
+            (int(pk), t)
+            for pk, t in db.execute(f"SELECT id, text FROM claims WHERE answer_id IN ({marks})", batch)
+        )
     return out
 
 
@@ -156,4 +181,3 @@ def state_marker(db: Database) -> tuple[Any, ...]:
 
 
 # ---------------------------------------------------------------- export / restore
-

@@ -34,17 +34,27 @@ _BUSY_TEXT = f"the database is busy (another write held it too long); {NOTHING_W
 _BY_CODE: dict[int, tuple[type[StorageError], str]] = {
     5: (DatabaseBusyError, _BUSY_TEXT),  # SQLITE_BUSY
     6: (DatabaseBusyError, _BUSY_TEXT),  # SQLITE_LOCKED
-    8: (ReadOnlyError, "the database cannot be written: its file, folder or disk is read-only; "
-                       f"{NOTHING_WRITTEN}"),  # SQLITE_READONLY
-    10: (StorageError, "the disk reported an error reading or writing the database; "
-                       f"{NOTHING_WRITTEN}"),  # SQLITE_IOERR
+    8: (
+        ReadOnlyError,
+        f"the database cannot be written: its file, folder or disk is read-only; {NOTHING_WRITTEN}",
+    ),  # SQLITE_READONLY
+    10: (
+        StorageError,
+        f"the disk reported an error reading or writing the database; {NOTHING_WRITTEN}",
+    ),  # SQLITE_IOERR
     11: (NotADatabaseError, "the database file is damaged; restore it from a backup"),  # SQLITE_CORRUPT
-    13: (DiskFullError, f"the disk holding the database is full; {NOTHING_WRITTEN}: free some space "
-                        "and try again"),  # SQLITE_FULL
-    14: (ReadOnlyError, "the database file cannot be opened (its folder is missing, read-only or "
-                        "not accessible)"),  # SQLITE_CANTOPEN
-    26: (NotADatabaseError, "the database file is not a calibration database (it was replaced by "
-                            "another file, or is damaged)"),  # SQLITE_NOTADB
+    13: (
+        DiskFullError,
+        f"the disk holding the database is full; {NOTHING_WRITTEN}: free some space and try again",
+    ),  # SQLITE_FULL
+    14: (
+        ReadOnlyError,
+        "the database file cannot be opened (its folder is missing, read-only or not accessible)",
+    ),  # SQLITE_CANTOPEN
+    26: (
+        NotADatabaseError,
+        "the database file is not a calibration database (it was replaced by another file, or is damaged)",
+    ),  # SQLITE_NOTADB
 }
 _savepoints = count()
 
@@ -185,8 +195,9 @@ def open_file(path: Path, *, read_only: bool = False) -> SQLiteDatabase:
     # isolation_level=None: Python issues no implicit BEGIN, so every transaction here
     # is the explicit one we chose (BEGIN IMMEDIATE for writes).
     target = f"file:{path}?mode=ro" if read_only else str(path)
-    conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                           check_same_thread=True, uri=read_only)
+    conn = sqlite3.connect(
+        target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=True, uri=read_only
+    )
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA foreign_keys = ON")
@@ -199,4 +210,3 @@ def open_file(path: Path, *, read_only: bool = False) -> SQLiteDatabase:
         conn.close()
         raise
     return SQLiteDatabase(conn, path)
-

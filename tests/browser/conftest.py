@@ -44,9 +44,16 @@ WAIT_MS = 45_000
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run", "--disable-default-apps", "--disable-sync",
-    "--metrics-recording-only", "--no-default-browser-check",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-default-apps",
+    "--disable-sync",
+    "--metrics-recording-only",
+    "--no-default-browser-check",
 ]
 SCREENSHOTS = Path(os.environ.get("SCREENSHOT_DIR", "/tmp"))
 
@@ -81,24 +88,44 @@ def require_browser() -> Any:
 # ---------------------------------------------------------------- data
 
 
-def write_answers(path: Path, answers: Sequence[dict[str, Any]], judge_model: str = "judge-x",
-                  prompt_version: str = "v1") -> Path:
+def write_answers(
+    path: Path, answers: Sequence[dict[str, Any]], judge_model: str = "judge-x", prompt_version: str = "v1"
+) -> Path:
     with path.open("w", encoding="utf-8") as fh:
         for rec in answers:
-            fh.write(json.dumps({"judge_model": judge_model, "judge_prompt_version": prompt_version,
-                                 **rec}, ensure_ascii=False) + "\n")
+            fh.write(
+                json.dumps(
+                    {"judge_model": judge_model, "judge_prompt_version": prompt_version, **rec},
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
     return path
 
 
-def build_db(db_path: Path, answers: Sequence[dict[str, Any]], *, cycle_name: str = "cycle one",
-             reviewers: Sequence[str] = ()) -> cycles.Cycle:
+def build_db(
+    db_path: Path,
+    answers: Sequence[dict[str, Any]],
+    *,
+    cycle_name: str = "cycle one",
+    reviewers: Sequence[str] = (),
+) -> cycles.Cycle:
     """Import judged answers and open one cycle holding all of them."""
     jsonl = write_answers(db_path.with_suffix(".jsonl"), answers)
     with store.session(db_path) as db:
         import_answers(db, jsonl)
-        return cycles.create_cycle(db, name=cycle_name, judge_run="judge-x@v1", size=len(answers),
-                                   seed=7, strategy="random", reviewers=list(reviewers),
-                                   overlap=0.0, force=True, created_by="tests")
+        return cycles.create_cycle(
+            db,
+            name=cycle_name,
+            judge_run="judge-x@v1",
+            size=len(answers),
+            seed=7,
+            strategy="random",
+            reviewers=list(reviewers),
+            overlap=0.0,
+            force=True,
+            created_by="tests",
+        )
 
 
 def restore_db(pristine: Path, db_path: Path) -> None:
@@ -119,19 +146,39 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def start_app(db_path: Path | str, log_path: Path, extra_args: Sequence[str] = (),
-              port: int | None = None, leads: str | None = None) -> Iterator[str]:
+def start_app(
+    db_path: Path | str,
+    log_path: Path,
+    extra_args: Sequence[str] = (),
+    port: int | None = None,
+    leads: str | None = None,
+) -> Iterator[str]:
     """Run `streamlit run app.py` on a free port against `db_path`; yield its URL. `leads`:
     the server's $CALIBRATION_LEADS (else this process's)."""
     port = port or free_port()
-    env = {**os.environ, "CALIBRATION_DB": str(db_path),
-           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    env = {**os.environ, "CALIBRATION_DB": str(db_path), "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     if leads is not None:
         env["CALIBRATION_LEADS"] = leads
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py",
-           "--server.port", str(port), "--server.address", "127.0.0.1",
-           "--server.headless", "true", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none", "--server.runOnSave", "false", *extra_args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+        "--server.runOnSave",
+        "false",
+        *extra_args,
+    ]
     with log_path.open("wb") as log:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -378,8 +425,9 @@ def wait_claim(page: Any, claim_pk: int) -> None:
 
 def wait_saved(page: Any, claim_pk: int) -> None:
     """The review card marks the claim's latest verdict saved: the server acknowledged it."""
-    page.locator(f".rc-line[data-pk='{claim_pk}'] .rc-saved, .rc-look[data-pk='{claim_pk}'] .rc-saved"
-                 ).filter(has_text="saved").filter(has_not_text="not").first.wait_for()
+    page.locator(
+        f".rc-line[data-pk='{claim_pk}'] .rc-saved, .rc-look[data-pk='{claim_pk}'] .rc-saved"
+    ).filter(has_text="saved").filter(has_not_text="not").first.wait_for()
 
 
 def wait_reveal(page: Any) -> None:

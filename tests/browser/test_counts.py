@@ -28,8 +28,10 @@ pytestmark = pytest.mark.browser
 WICE = ROOT / "data" / "wice"
 GPT4 = "gpt-4-0613@wice-gpt4"
 VIEW = {"width": 1280, "height": 720}
-COUNTS = re.compile(r"On ([\d,]+) labeled claims?: ([\d,]+) disagreeing"
-                    r"(?: \(([\d,]+) of them in the sealed holdout, not listed\))?")
+COUNTS = re.compile(
+    r"On ([\d,]+) labeled claims?: ([\d,]+) disagreeing"
+    r"(?: \(([\d,]+) of them in the sealed holdout, not listed\))?"
+)
 
 
 @dataclass(frozen=True)
@@ -69,9 +71,19 @@ def counted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         if not sealed:
             split.unseal(conn, who="lead", reason="the counts test")
         # Every answer of the run, assigned to a reviewer (the lead has no open work in it), closed.
-        cycles.create_cycle(conn, name="all", judge_run=GPT4, size=100, seed=1, strategy="random",
-                            reviewers=["ann"], overlap=0.0, include_labeled=True, force=True,
-                            created_by="lead")
+        cycles.create_cycle(
+            conn,
+            name="all",
+            judge_run=GPT4,
+            size=100,
+            seed=1,
+            strategy="random",
+            reviewers=["ann"],
+            overlap=0.0,
+            include_labeled=True,
+            force=True,
+            created_by="lead",
+        )
         cycles.close_cycle(conn, "all", force=True)
     labeled, disagreeing, in_holdout = _expected(set(s.holdout), sealed)
     assert labeled == 100 and disagreeing > 0 and (in_holdout > 0) == sealed  # the data tells cases apart
@@ -120,7 +132,8 @@ def test_dashboard_cycles_and_judge_lab_give_the_same_counts(counted: Counted, s
 
 
 def test_the_dashboards_judge_lab_link_opens_the_lab_on_the_run_with_its_disagreements(
-        counted: Counted, small_page: Any) -> None:
+    counted: Counted, small_page: Any
+) -> None:
     sign_in_at(small_page, f"{counted.url}/dashboard?run={GPT4}", "lead")
     line = small_page.locator(".st-key-decision").get_by_text(COUNTS)
     line.wait_for()

@@ -33,12 +33,23 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         import_answers(db, DEMO)
         cyc = cycles.create_cycle(db, name="week 1", judge_run=RUN, size=5, seed=1, force=True)
         for answer, claim, reviewer, verdict in (
-                ("Q1", "c1", "ann", "SUPPORTED"), ("Q1", "c2", "ann", "UNSUPPORTED"),
-                ("Q2", "c1", "ann", "SUPPORTED"), ("Q2", "c2", "ann", "CONTRADICTED"),
-                ("Q2", "c2", "bob", "CONTRADICTED"), ("Q3", "c1", "ann", "SUPPORTED"),
-                ("Q3", "c1", "bob", "UNSUPPORTED"), ("Q4", "c1", "bob", "SUPPORTED")):
-            store.record_label(db, claim=store.claim_pk(db, answer, claim), reviewer=reviewer,
-                               kind="blind", verdict=verdict, cycle_id=cyc.id)
+            ("Q1", "c1", "ann", "SUPPORTED"),
+            ("Q1", "c2", "ann", "UNSUPPORTED"),
+            ("Q2", "c1", "ann", "SUPPORTED"),
+            ("Q2", "c2", "ann", "CONTRADICTED"),
+            ("Q2", "c2", "bob", "CONTRADICTED"),
+            ("Q3", "c1", "ann", "SUPPORTED"),
+            ("Q3", "c1", "bob", "UNSUPPORTED"),
+            ("Q4", "c1", "bob", "SUPPORTED"),
+        ):
+            store.record_label(
+                db,
+                claim=store.claim_pk(db, answer, claim),
+                reviewer=reviewer,
+                kind="blind",
+                verdict=verdict,
+                cycle_id=cyc.id,
+            )
         # Closed: the lead has no open work in it, so every scope is drawn for them.
         cycles.close_cycle(db, "week 1", force=True)
     with start_app(db_path, tmp / "streamlit.log") as url:
@@ -47,8 +58,13 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def in_view(locator: Any) -> bool:
     box = locator.bounding_box()
-    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= VIEW["height"] \
-        and box["x"] >= 0 and box["x"] + box["width"] <= VIEW["width"]
+    return (
+        box is not None
+        and box["y"] >= 0
+        and box["y"] + box["height"] <= VIEW["height"]
+        and box["x"] >= 0
+        and box["x"] + box["width"] <= VIEW["width"]
+    )
 
 
 def open_dashboard(page: Any, url: str) -> Any:
@@ -59,8 +75,9 @@ def open_dashboard(page: Any, url: str) -> Any:
     return header
 
 
-def test_the_decision_header_shows_one_agreement_figure_with_one_interval(app_url: str,
-                                                                         small_page: Any) -> None:
+def test_the_decision_header_shows_one_agreement_figure_with_one_interval(
+    app_url: str, small_page: Any
+) -> None:
     header = open_dashboard(small_page, app_url)
     assert in_view(header.get_by_test_id("stMetricLabel"))
     text = header.inner_text()
@@ -70,8 +87,10 @@ def test_the_decision_header_shows_one_agreement_figure_with_one_interval(app_ur
     sentence = re.search(r"agrees with reviewers on (\S+%)", text)
     assert sentence is not None and sentence.group(1) == figure
     outside = INTERVAL.sub("", text).replace("95% interval", "")
-    assert {p for p in PERCENT.findall(outside)} <= {figure, *re.findall(
-        r"agree with each other on (\S+%)", text)}
+    assert {p for p in PERCENT.findall(outside)} <= {
+        figure,
+        *re.findall(r"agree with each other on (\S+%)", text),
+    }
     # The next steps sit right under it.
     assert in_view(small_page.get_by_role("link", name="Plan the next cycle"))
 
@@ -103,13 +122,15 @@ def test_an_export_says_so_in_view_and_names_its_scope_and_day(app_url: str, sma
 
 
 def test_plan_the_next_cycle_opens_a_prefilled_form_and_creating_says_so_in_view(
-        app_url: str, small_page: Any) -> None:
+    app_url: str, small_page: Any
+) -> None:
     open_dashboard(small_page, app_url)
     small_page.get_by_role("link", name="Plan the next cycle").click()
     small_page.get_by_text("Prefilled from the Dashboard").wait_for()
     settle(small_page)
     shown = small_page.get_by_role("combobox", name="Strategy").evaluate(
-        "e => (e.value || '') + ' ' + (e.parentElement.parentElement.parentElement.textContent || '')")
+        "e => (e.value || '') + ' ' + (e.parentElement.parentElement.parentElement.textContent || '')"
+    )
     assert "planned" in shown, shown
     small_page.get_by_label("Name").fill("week 2")
     # Assigned to a reviewer: the lead gets no open work, so the other tests' Dashboard stays drawn.
@@ -149,7 +170,6 @@ def test_no_table_on_the_dashboard_is_cut_off_on_the_right(app_url: str, small_p
     assert not cut, cut
 
 
-
 def test_no_table_on_the_cycles_page_is_cut_off_on_the_right(app_url: str, small_page: Any) -> None:
     sign_in_at(small_page, f"{app_url}/cycles?cycle=week+1", "lead")
     small_page.locator(".st-key-decision").wait_for()
@@ -161,7 +181,8 @@ def test_no_table_on_the_cycles_page_is_cut_off_on_the_right(app_url: str, small
     small_page.wait_for_function(
         f"() => {{ const h = ({_TABLES})().map(t => t.head).join(' | ');"
         " return ['Labeled outside', 'Unclear', 'Chance of being drawn'].every(w => h.includes(w)); }",
-        timeout=WAIT_MS)
+        timeout=WAIT_MS,
+    )
     tables = small_page.evaluate(_TABLES)
     cut = [t for t in tables if t["right"] > VIEW["width"] or t["hidden"] > 1]
     assert not cut, cut

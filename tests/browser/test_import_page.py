@@ -51,8 +51,10 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, P
 
 def counts(db: Path) -> tuple[int, int]:
     with contextlib.closing(sqlite3.connect(db)) as conn:
-        return (conn.execute("SELECT count(*) FROM answers").fetchone()[0],
-                conn.execute("SELECT count(*) FROM judge_verdicts").fetchone()[0])
+        return (
+            conn.execute("SELECT count(*) FROM answers").fetchone()[0],
+            conn.execute("SELECT count(*) FROM judge_verdicts").fetchone()[0],
+        )
 
 
 def open_import(page: Any, url: str) -> None:
@@ -77,8 +79,13 @@ def in_view(page: Any, locator: Any) -> bool:
     """The element's box lies inside the viewport."""
     box = locator.bounding_box()
     size = page.viewport_size
-    return (box is not None and box["y"] >= 0 and box["y"] + box["height"] <= size["height"]
-            and box["x"] >= 0 and box["x"] + box["width"] <= size["width"])
+    return (
+        box is not None
+        and box["y"] >= 0
+        and box["y"] + box["height"] <= size["height"]
+        and box["x"] >= 0
+        and box["x"] + box["width"] <= size["width"]
+    )
 
 
 def check(page: Any) -> Any:
@@ -143,8 +150,9 @@ def test_invalid_file_shows_problems_and_writes_nothing(app: tuple[str, Path, Pa
     assert not server_errors(log)
 
 
-def test_deepeval_file_checked_then_imported_and_on_the_dashboard(app: tuple[str, Path, Path],
-                                                                  page: Any) -> None:
+def test_deepeval_file_checked_then_imported_and_on_the_dashboard(
+    app: tuple[str, Path, Path], page: Any
+) -> None:
     url, db, log = app
     page.set_viewport_size({"width": 1280, "height": 720})
     open_import(page, url)
@@ -176,20 +184,26 @@ def test_deepeval_file_checked_then_imported_and_on_the_dashboard(app: tuple[str
     assert not server_errors(log)
 
 
-def test_a_problem_of_every_record_is_one_row_with_its_count(app: tuple[str, Path, Path], page: Any,
-                                                            tmp_path: Path) -> None:
+def test_a_problem_of_every_record_is_one_row_with_its_count(
+    app: tuple[str, Path, Path], page: Any, tmp_path: Path
+) -> None:
     url, _db, log = app
     src = tmp_path / "no_model.jsonl"
-    src.write_text("".join(json.dumps({k: v for k, v in record(i).items() if k != "judge_model"}) + "\n"
-                           for i in range(1, 6)), encoding="utf-8")
+    src.write_text(
+        "".join(
+            json.dumps({k: v for k, v in record(i).items() if k != "judge_model"}) + "\n" for i in range(1, 6)
+        ),
+        encoding="utf-8",
+    )
     open_import(page, url)
     upload(page, src)
     dialog = check(page)
     dialog.get_by_text("The file was not imported: nothing was written").wait_for()
     dialog.locator('[data-testid="stDataFrame"]').wait_for()
     grid_text(page)  # drawn
-    cells = [c.strip() for c in
-             dialog.locator('[data-testid="stDataFrame"] [role="gridcell"]').all_text_contents()]
+    cells = [
+        c.strip() for c in dialog.locator('[data-testid="stDataFrame"] [role="gridcell"]').all_text_contents()
+    ]
     assert sum(c == "judge_model" for c in cells) == 1  # said once, not once per record
     assert "1, 2, 3 and 2 more" in cells and "5" in cells
     assert "None" not in cells  # a problem without a line has an empty cell
@@ -198,7 +212,8 @@ def test_a_problem_of_every_record_is_one_row_with_its_count(app: tuple[str, Pat
 
 
 def test_a_problem_names_the_page_control_where_the_cli_names_its_flag(
-        app: tuple[str, Path, Path], page: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    app: tuple[str, Path, Path], page: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     url, _db, log = app
     src = tmp_path / "windows.jsonl"  # a Windows export, uploaded with the encoding left at UTF-8
     src.write_bytes((json.dumps(record(1), ensure_ascii=False) + "\n").encode("cp1251"))
@@ -218,8 +233,9 @@ def test_a_problem_names_the_page_control_where_the_cli_names_its_flag(
     assert not server_errors(log)
 
 
-def test_table_mapped_by_dropdowns_in_its_encoding(app: tuple[str, Path, Path], page: Any,
-                                                   tmp_path: Path) -> None:
+def test_table_mapped_by_dropdowns_in_its_encoding(
+    app: tuple[str, Path, Path], page: Any, tmp_path: Path
+) -> None:
     url, db, log = app
     page.set_viewport_size({"width": 1280, "height": 720})
     src = tmp_path / "claims.csv"  # a Windows export: Cyrillic in Windows-1251, its own column names
@@ -231,10 +247,17 @@ def test_table_mapped_by_dropdowns_in_its_encoding(app: tuple[str, Path, Path], 
     pick(page, "Encoding", "Windows-1251 (Cyrillic)")
     page.get_by_text("The first rows of the file").wait_for()
     assert "Какой срок гарантии?" in grid_text(page)  # the preview, decoded
-    for field, column in [("answer_id *", "qid"), ("question *", "q"), ("answer *", "resp"),
-                          ("chunks", "ctx"), ("claim *", "statement"), ("verdict *", "label"),
-                          ("rationale", "why"),
-                          ("judge_model", "model"), ("judge_prompt_version", "prompt")]:
+    for field, column in [
+        ("answer_id *", "qid"),
+        ("question *", "q"),
+        ("answer *", "resp"),
+        ("chunks", "ctx"),
+        ("claim *", "statement"),
+        ("verdict *", "label"),
+        ("rationale", "why"),
+        ("judge_model", "model"),
+        ("judge_prompt_version", "prompt"),
+    ]:
         pick(page, field, column)
     page.get_by_text("The first rows of the file").scroll_into_view_if_needed()
     page.screenshot(path=str(SCREENSHOTS / "import-columns.png"))
@@ -260,8 +283,9 @@ def labeled_app(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
         yield url, db, log
 
 
-def test_lead_edits_a_reference_answer_before_the_golden_export(labeled_app: tuple[str, Path, Path],
-                                                                page: Any) -> None:
+def test_lead_edits_a_reference_answer_before_the_golden_export(
+    labeled_app: tuple[str, Path, Path], page: Any
+) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout  # here: the module loads without it
 
     from calibration import export

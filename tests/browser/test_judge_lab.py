@@ -49,8 +49,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         humans = {r["claim_id"]: r["verdict"] for r in csv.DictReader(fh)}
     # The "revised prompt": the stub answers as the reviewers did on most claims.
     revised = {c: v for i, (c, v) in enumerate(sorted(humans.items())) if i % 5}
-    with StubServer(verdicts=revised, record=False, latency=0.15) as stub, \
-            start_app(db, d / "server.log") as url:
+    with (
+        StubServer(verdicts=revised, record=False, latency=0.15) as stub,
+        start_app(db, d / "server.log") as url,
+    ):
         yield Lab(url, db, d / "server.log", stub)
 
 
@@ -120,18 +122,25 @@ def in_view(page: Any, locator: Any) -> bool:
     """The element's box lies inside the viewport (the main block scrolls, not the window)."""
     box = locator.bounding_box()
     size = page.viewport_size
-    return (box is not None and box["y"] >= 0 and box["y"] + box["height"] <= size["height"]
-            and box["x"] >= 0 and box["x"] + box["width"] <= size["width"])
+    return (
+        box is not None
+        and box["y"] >= 0
+        and box["y"] + box["height"] <= size["height"]
+        and box["x"] >= 0
+        and box["x"] + box["width"] <= size["width"]
+    )
 
 
 def toast_in_view(page: Any, pattern: str) -> None:
     """Wait for a toast saying `pattern` (a regex) whose box lies inside the viewport, checked in
     one go: a progress toast is replaced by the next one at any moment."""
-    page.wait_for_function("""(pattern) => [...document.querySelectorAll('[data-testid="stToast"]')]
+    page.wait_for_function(
+        """(pattern) => [...document.querySelectorAll('[data-testid="stToast"]')]
         .some(e => { const r = e.getBoundingClientRect();
                      return new RegExp(pattern).test(e.innerText) && r.height > 0 && r.top >= 0
                          && r.bottom <= innerHeight && r.left >= 0 && r.right <= innerWidth; })""",
-                           arg=pattern)
+        arg=pattern,
+    )
 
 
 def confirm_send(page: Any, requests: int) -> None:
@@ -225,7 +234,8 @@ def test_edit_then_one_run_press_confirms_the_cost_before_any_request(lab: Lab, 
     # The edit is the last thing typed: pressing Run is also what commits it.
     marker = "Judge the holdout strictly."
     page.locator(".st-key-lab_template_text textarea").fill(
-        judge.load_template("grounding-v1").text + "\n" + marker + "\n")
+        judge.load_template("grounding-v1").text + "\n" + marker + "\n"
+    )
     lab.stub.latency = 0.05
     before = lab.stub.count
     page.locator(".st-key-lab_run_submit button").click()  # once
@@ -263,8 +273,9 @@ def test_dashboard_lists_no_holdout_claim_while_sealed(lab: Lab, page: Any) -> N
     settled(page)
     page.locator(".st-key-dash_disagreements").scroll_into_view_if_needed()
     # The grid draws on a canvas; its accessible table fills in once it is on screen.
-    page.locator(".st-key-dash_disagreements [data-testid='stDataFrame'] table [role='gridcell']"
-                 ).first.wait_for(state="attached")
+    page.locator(
+        ".st-key-dash_disagreements [data-testid='stDataFrame'] table [role='gridcell']"
+    ).first.wait_for(state="attached")
     cells = grid_cells(page, "dash_disagreements")
     shown = {c for c in cells if c.startswith("test")}
     assert shown, "the disagreement table drew no answer ids"

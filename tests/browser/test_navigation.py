@@ -22,8 +22,17 @@ pytestmark = pytest.mark.browser
 LEAD = "Lena Lead"
 TITLES = {"Home", "Review", "Cycles", "Guidelines", "Dashboard", "Import", "Judge lab"}
 # What Streamlit's automatic menu would call the entry script and the files in pages/.
-FILE_NAMES = {"app", "home", "review", "cycles", "guidelines", "dashboard", "import", "judge lab",
-              "judge_lab"}
+FILE_NAMES = {
+    "app",
+    "home",
+    "review",
+    "cycles",
+    "guidelines",
+    "dashboard",
+    "import",
+    "judge lab",
+    "judge_lab",
+}
 
 # Runs in every document before the app's own scripts: records the text of every link the
 # sidebar or an automatic page menu ever holds, and whether that menu ever appeared, from the
@@ -44,10 +53,16 @@ _RECORD_NAV = """(() => {
 
 
 def _answers() -> list[dict[str, Any]]:
-    return [{"id": f"n{i}", "question": f"Question {i}?", "answer": f"Answer {i}.",
-             "chunks": [{"id": "k1", "text": "A chunk."}],
-             "claims": [{"id": "c1", "claim": f"Answer {i}.", "verdict": "SUPPORTED", "rationale": "r"}]}
-            for i in range(2)]
+    return [
+        {
+            "id": f"n{i}",
+            "question": f"Question {i}?",
+            "answer": f"Answer {i}.",
+            "chunks": [{"id": "k1", "text": "A chunk."}],
+            "claims": [{"id": "c1", "claim": f"Answer {i}.", "verdict": "SUPPORTED", "rationale": "r"}],
+        }
+        for i in range(2)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -79,10 +94,12 @@ DEEP_LINKS = [
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("path", "shown", "asks_name"), DEEP_LINKS,
-                         ids=[p or "home" for p, _, _ in DEEP_LINKS])
+@pytest.mark.parametrize(
+    ("path", "shown", "asks_name"), DEEP_LINKS, ids=[p or "home" for p, _, _ in DEEP_LINKS]
+)
 def test_the_first_visit_after_a_start_runs_the_app_at_its_deep_link_without_the_file_menu(
-        fresh_server: str, browser: Any, path: str, shown: str, asks_name: bool) -> None:
+    fresh_server: str, browser: Any, path: str, shown: str, asks_name: bool
+) -> None:
     ctx = browser.new_context(viewport={"width": 1280, "height": 720})
     ctx.add_init_script(_RECORD_NAV)
     page = ctx.new_page()

@@ -26,18 +26,25 @@ REVIEWER = "rita@example.org"
 GROUP_LEAD = "gil@example.org"  # a lead through the groups claim
 CONFIG_LEAD = "cora@example.org"  # a lead listed by e-mail in the configuration
 GONE = "gus@example.org"  # a reviewer the lead deactivated on the roster
-LEAD_PAGES = {"cycles": "Cycles", "guidelines": "Guidelines", "dashboard": "Dashboard", "import": "Import",
-              "judge_lab": "Judge lab"}  # path: the page's title
+LEAD_PAGES = {
+    "cycles": "Cycles",
+    "guidelines": "Guidelines",
+    "dashboard": "Dashboard",
+    "import": "Import",
+    "judge_lab": "Judge lab",
+}  # path: the page's title
 
 
 def auth_secrets(port: int, metadata_url: str) -> str:
     """The `[auth]` section of secrets.toml for the app on `port` and a provider."""
-    return ("[auth]\n"
-            f'redirect_uri = "http://127.0.0.1:{port}/oauth2callback"\n'
-            f'cookie_secret = "{"c" * 40}"\n'
-            'client_id = "calibration-tests"\n'
-            'client_secret = "not-a-secret"\n'
-            f'server_metadata_url = "{metadata_url}"\n')
+    return (
+        "[auth]\n"
+        f'redirect_uri = "http://127.0.0.1:{port}/oauth2callback"\n'
+        f'cookie_secret = "{"c" * 40}"\n'
+        'client_id = "calibration-tests"\n'
+        'client_secret = "not-a-secret"\n'
+        f'server_metadata_url = "{metadata_url}"\n'
+    )
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +82,7 @@ def team_app(provider: str, team_db: Path, tmp_path_factory: pytest.TempPathFact
     port = free_port()
     secrets = tmp / "secrets.toml"
     secrets.write_text(
-        auth_secrets(port, f"{provider}/.well-known/openid-configuration")
-        + "[calibration]\n"
+        auth_secrets(port, f"{provider}/.well-known/openid-configuration") + "[calibration]\n"
         f'leads = ["{CONFIG_LEAD}"]\n'
         'leads_claim = "groups"\n'
         'lead_groups = ["calibration-leads"]\n',
@@ -97,7 +103,7 @@ def _log_in(page: Any, url: str, who: str) -> None:
 
 
 def _nav(page: Any) -> list[str]:
-    links = page.locator('.st-key-nav a')
+    links = page.locator(".st-key-nav a")
     return [t.strip().splitlines()[-1] for t in links.all_inner_texts()]
 
 
@@ -110,7 +116,8 @@ def _lead_page_shows(page: Any, url: str, path: str) -> bool:
 
 
 def test_a_reviewer_logs_in_is_refused_on_lead_pages_keeps_the_session_and_logs_out(
-        team_app: str, page: Any) -> None:
+    team_app: str, page: Any
+) -> None:
     _log_in(page, team_app, REVIEWER)
     assert _nav(page) == ["Home", "Review"]
     page.goto(f"{team_app}/review")
@@ -150,7 +157,8 @@ def test_a_lead_logs_in_and_opens_every_lead_page(team_app: str, page: Any, lead
 
 
 def test_a_reviewer_deactivated_on_the_roster_is_stopped_after_the_provider_signs_them_in(
-        team_app: str, page: Any) -> None:
+    team_app: str, page: Any
+) -> None:
     page.goto(f"{team_app}/review")
     page.get_by_role("button", name="Log in").click()
     page.get_by_role("button", name=GONE).click()

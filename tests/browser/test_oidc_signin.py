@@ -24,8 +24,9 @@ def test_oidc_configured_asks_for_login_not_a_name(tmp_path: Path, page: Any) ->
     build_db(db, ANSWERS[:1])
     port = free_port()
     secrets = tmp_path / "secrets.toml"
-    secrets.write_text(auth_secrets(port, "http://127.0.0.1:9/.well-known/openid-configuration"),
-                       encoding="utf-8")
+    secrets.write_text(
+        auth_secrets(port, "http://127.0.0.1:9/.well-known/openid-configuration"), encoding="utf-8"
+    )
     log = tmp_path / "server.log"
     with start_app(db, log, ["--secrets.files", str(secrets)], port=port) as url:
         page.goto(f"{url}/review")

@@ -33,15 +33,38 @@ pytestmark = pytest.mark.browser
 
 VERDICTS = ("SUPPORTED", "CONTRADICTED", "UNSUPPORTED")
 KEYS = {"SUPPORTED": "1", "CONTRADICTED": "2", "UNSUPPORTED": "3"}
-LONG = {"id": "L30", "question": "Thirty facts?",
-        "answer": " ".join(f"Fact {i} holds." for i in range(1, 31)),
-        "chunks": [{"id": "k1", "text": "Every fact holds."}],
-        "claims": [{"id": f"c{i}", "claim": f"Fact {i} holds.", "verdict": "SUPPORTED",
-                    "rationale": f"JUDGE-RATIONALE-L30-c{i}"} for i in range(1, 31)]}
-SHORT = [{"id": f"S{i:02d}", "question": f"Question {i}?", "answer": f"Answer {i}.",
-          "chunks": [{"id": "k1", "text": f"Chunk {i}."}],
-          "claims": [{"id": "c1", "claim": f"Answer {i}.", "verdict": "SUPPORTED",
-                      "rationale": f"JUDGE-RATIONALE-S{i:02d}"}]} for i in range(12)]
+LONG = {
+    "id": "L30",
+    "question": "Thirty facts?",
+    "answer": " ".join(f"Fact {i} holds." for i in range(1, 31)),
+    "chunks": [{"id": "k1", "text": "Every fact holds."}],
+    "claims": [
+        {
+            "id": f"c{i}",
+            "claim": f"Fact {i} holds.",
+            "verdict": "SUPPORTED",
+            "rationale": f"JUDGE-RATIONALE-L30-c{i}",
+        }
+        for i in range(1, 31)
+    ],
+}
+SHORT = [
+    {
+        "id": f"S{i:02d}",
+        "question": f"Question {i}?",
+        "answer": f"Answer {i}.",
+        "chunks": [{"id": "k1", "text": f"Chunk {i}."}],
+        "claims": [
+            {
+                "id": "c1",
+                "claim": f"Answer {i}.",
+                "verdict": "SUPPORTED",
+                "rationale": f"JUDGE-RATIONALE-S{i:02d}",
+            }
+        ],
+    }
+    for i in range(12)
+]
 
 
 @dataclass
@@ -61,9 +84,13 @@ class App:
 
     def events(self, reviewer: str) -> list[tuple[int, str, str | None]]:
         with store.session(self.db) as db:
-            return [tuple(r) for r in db.execute(  # type: ignore[misc]
-                "SELECT claim_pk, kind, verdict FROM label_events WHERE reviewer = ? ORDER BY id",
-                [reviewer])]
+            return [
+                tuple(r)
+                for r in db.execute(  # type: ignore[misc]
+                    "SELECT claim_pk, kind, verdict FROM label_events WHERE reviewer = ? ORDER BY id",
+                    [reviewer],
+                )
+            ]
 
     def settle_all_but(self, reviewer: str, keep: set[str]) -> None:
         """Label every answer but `keep` as the judge did, and commit them."""
@@ -72,8 +99,9 @@ class App:
                 if answer in keep:
                     continue
                 for c in review.load_card(db, answer, reviewer).claims:
-                    review.label(db, cycle_id=self.cycle_id, reviewer=reviewer, claim_pk=c.pk,
-                                 verdict="SUPPORTED")
+                    review.label(
+                        db, cycle_id=self.cycle_id, reviewer=reviewer, claim_pk=c.pk, verdict="SUPPORTED"
+                    )
                 review.commit(db, cycle_id=self.cycle_id, reviewer=reviewer, answer_id=answer)
 
 
@@ -115,8 +143,10 @@ def test_the_judge_stays_off_the_card_and_the_wire_before_the_commit(app: App, p
     """The card is sent the answer and the reviewer's own labels only: no judge verdict or
     rationale in the DOM or on the websocket until the commit is written."""
     frames: list[bytes] = []
-    page.on("websocket", lambda ws: ws.on("framereceived", lambda p: frames.append(
-        p if isinstance(p, bytes) else p.encode())))
+    page.on(
+        "websocket",
+        lambda ws: ws.on("framereceived", lambda p: frames.append(p if isinstance(p, bytes) else p.encode())),
+    )
     reviewer = "wire"
     app.settle_all_but(reviewer, {"S00"})
     pk = app.pks("S00")[0]
@@ -181,8 +211,9 @@ def _await_reconciles(app: App, reviewer: str, n: int, timeout_s: float = 180) -
 
 
 def _immutable(path: Path, on: bool) -> None:
-    done = subprocess.run(["chattr", "+i" if on else "-i", str(path)], capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        ["chattr", "+i" if on else "-i", str(path)], capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         pytest.skip(f"chattr failed here: {done.stderr.strip()}")
 

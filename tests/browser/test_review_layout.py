@@ -55,16 +55,21 @@ SAMPLE_RUN = "layout-sample"  # the prompt version the sample is imported under,
 SAMPLE_SEED = 20240605
 
 
-def layout_sample(records: list[dict[str, Any]], per_stratum: int = 3, drawn: int = 4,
-                  seed: int = SAMPLE_SEED) -> list[dict[str, Any]]:
+def layout_sample(
+    records: list[dict[str, Any]], per_stratum: int = 3, drawn: int = 4, seed: int = SAMPLE_SEED
+) -> list[dict[str, Any]]:
     """The answers most likely to break the layout, and a few others: the `per_stratum` with the
     longest single chunk, with the longest answer, and with the most claims, then `drawn` of the
     rest at random (`seed`); no answer twice, in file order."""
     picked: list[str] = []
-    for size in (lambda r: max((len(c["text"]) for c in r["chunks"]), default=0),
-                 lambda r: len(r["answer"]), lambda r: len(r["claims"])):
-        picked += [r["id"] for r in sorted(records, key=size, reverse=True)
-                   if r["id"] not in picked][:per_stratum]
+    for size in (
+        lambda r: max((len(c["text"]) for c in r["chunks"]), default=0),
+        lambda r: len(r["answer"]),
+        lambda r: len(r["claims"]),
+    ):
+        picked += [r["id"] for r in sorted(records, key=size, reverse=True) if r["id"] not in picked][
+            :per_stratum
+        ]
     rest = sorted(r["id"] for r in records if r["id"] not in picked)
     picked += random.Random(seed).sample(rest, drawn)
     return [r for r in records if r["id"] in picked]
@@ -87,11 +92,23 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
         list(load_demo(conn))
         records = [json.loads(line) for line in WICE.read_text(encoding="utf-8").splitlines()]
         chosen = layout_sample(records)
-        import_answers(conn, write_answers(d / "sample.jsonl",
-                                           [{**r, "judge_prompt_version": SAMPLE_RUN} for r in chosen]))
-        sample = cycles.create_cycle(conn, name="sample", judge_run=f"gpt-4-0613@{SAMPLE_RUN}",
-                                     size=len(chosen), seed=1, strategy="random", reviewers=[],
-                                     overlap=0.0, include_labeled=True, force=True, created_by="tests")
+        import_answers(
+            conn,
+            write_answers(d / "sample.jsonl", [{**r, "judge_prompt_version": SAMPLE_RUN} for r in chosen]),
+        )
+        sample = cycles.create_cycle(
+            conn,
+            name="sample",
+            judge_run=f"gpt-4-0613@{SAMPLE_RUN}",
+            size=len(chosen),
+            seed=1,
+            strategy="random",
+            reviewers=[],
+            overlap=0.0,
+            include_labeled=True,
+            force=True,
+            created_by="tests",
+        )
         ids = {c.name: c.id for c in cycles.list_cycles(conn)}
     assert sample.size == len(chosen) and "demo" in ids
     with start_app(db, d / "server.log") as url:
@@ -113,7 +130,8 @@ def _inside(rect: list[float] | None, what: str) -> None:
     assert rect is not None, f"{what} is not drawn"
     left, top, right, bottom = rect
     assert left >= 0 and right <= WIDTH and top >= 0 and bottom <= HEIGHT, (
-        f"{what} is outside the {WIDTH}×{HEIGHT} viewport: {rect}")
+        f"{what} is outside the {WIDTH}×{HEIGHT} viewport: {rect}"
+    )
 
 
 def _judge(db: Path, cycle_id: int) -> list[tuple[str, list[tuple[int, str | None]]]]:
@@ -123,9 +141,14 @@ def _judge(db: Path, cycle_id: int) -> list[tuple[str, list[tuple[int, str | Non
         out = []
         for answer in review.queue(conn, cycle_id, "layout"):
             claims = review.load_card(conn, answer, "layout").claims
-            judged = {pk: v for pk, v, *_ in conn.execute(
-                "SELECT claim_pk, verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk IN "
-                f"({','.join('?' * len(claims))})", [ref.judge_run_id, *(c.pk for c in claims)])}
+            judged = {
+                pk: v
+                for pk, v, *_ in conn.execute(
+                    "SELECT claim_pk, verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk IN "
+                    f"({','.join('?' * len(claims))})",
+                    [ref.judge_run_id, *(c.pk for c in claims)],
+                )
+            }
             out.append((answer, [(c.pk, judged.get(c.pk)) for c in claims]))
     return out
 
@@ -150,8 +173,10 @@ def test_every_card_fits_the_screen(demo: Demo, small_page: Any, cycle_name: str
     if cycle_name not in page.locator(".st-key-cycle-name").inner_text():
         page.locator("[data-testid='stSelectbox'] input").click()
         page.get_by_role("option").filter(has_text=f"{cycle_name} —").first.click()
-        page.wait_for_function("(n) => document.querySelector('.st-key-cycle-name')"
-                               ".innerText.includes('Cycle ' + n)", arg=cycle_name)
+        page.wait_for_function(
+            "(n) => document.querySelector('.st-key-cycle-name').innerText.includes('Cycle ' + n)",
+            arg=cycle_name,
+        )
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
     cards = reveals = 0
     for n, (answer, claims) in enumerate(plan):
@@ -177,9 +202,12 @@ def test_every_card_fits_the_screen(demo: Demo, small_page: Any, cycle_name: str
         wait_for_card(page, ".st-key-reveal button")
         first = claims[0][0]
         if claims[0][1] is not None:
-            rects = page.evaluate("""(pk) => ['keep', 'judge-right'].map((k) => {
+            rects = page.evaluate(
+                """(pk) => ['keep', 'judge-right'].map((k) => {
                 const b = document.querySelector(`.st-key-${k}-${pk} button`).getBoundingClientRect();
-                return [b.left, b.top, b.right, b.bottom]; })""", first)
+                return [b.left, b.top, b.right, b.bottom]; })""",
+                first,
+            )
             _inside(rects[0], f"{answer}: I keep my verdict")
             _inside(rects[1], f"{answer}: the judge is right")
             reveals += 1
@@ -211,4 +239,3 @@ def test_the_page_fits_at_1440_by_900_too(demo: Demo, browser: Any) -> None:
 
 def test_server_log_is_clean(demo: Demo) -> None:
     assert server_errors(demo.log) == []
-

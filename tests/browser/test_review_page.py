@@ -46,25 +46,47 @@ ANSWERS = [
             {"id": "S3", "text": "Pickup: Tuesday to Thursday, 10:00-16:00.", "source": "kb/S3"},
         ],
         "claims": [
-            {"id": "c1", "claim": "Delivery takes 10 working days.", "verdict": "SUPPORTED",
-             "rationale": "JUDGE-RATIONALE-A1-c1", "evidence": ["S1"]},
-            {"id": "c2", "claim": "It starts after payment.", "verdict": "SUPPORTED",
-             "rationale": "JUDGE-RATIONALE-A1-c2", "evidence": ["S1"]},
-            {"id": "c3", "claim": "Pickup is on Mondays.", "verdict": "CONTRADICTED",
-             "rationale": "JUDGE-RATIONALE-A1-c3", "evidence": ["S3"]},
+            {
+                "id": "c1",
+                "claim": "Delivery takes 10 working days.",
+                "verdict": "SUPPORTED",
+                "rationale": "JUDGE-RATIONALE-A1-c1",
+                "evidence": ["S1"],
+            },
+            {
+                "id": "c2",
+                "claim": "It starts after payment.",
+                "verdict": "SUPPORTED",
+                "rationale": "JUDGE-RATIONALE-A1-c2",
+                "evidence": ["S1"],
+            },
+            {
+                "id": "c3",
+                "claim": "Pickup is on Mondays.",
+                "verdict": "CONTRADICTED",
+                "rationale": "JUDGE-RATIONALE-A1-c3",
+                "evidence": ["S3"],
+            },
         ],
     },
     {
         "id": "A2",
         "question": "Who approves an 8% discount?",
         "answer": "It is above 5%. The sales head approves it.",
-        "chunks": [{"id": "S2", "text": "Up to 5%: the sales head; above 5%: the CFO.",
-                    "source": "kb/S2"}],
+        "chunks": [{"id": "S2", "text": "Up to 5%: the sales head; above 5%: the CFO.", "source": "kb/S2"}],
         "claims": [
-            {"id": "c1", "claim": "It is above 5%.", "verdict": "SUPPORTED",
-             "rationale": "JUDGE-RATIONALE-A2-c1"},
-            {"id": "c2", "claim": "The sales head approves it.", "verdict": "UNSUPPORTED",
-             "rationale": "JUDGE-RATIONALE-A2-c2"},
+            {
+                "id": "c1",
+                "claim": "It is above 5%.",
+                "verdict": "SUPPORTED",
+                "rationale": "JUDGE-RATIONALE-A2-c1",
+            },
+            {
+                "id": "c2",
+                "claim": "The sales head approves it.",
+                "verdict": "UNSUPPORTED",
+                "rationale": "JUDGE-RATIONALE-A2-c2",
+            },
         ],
     },
     {
@@ -73,10 +95,18 @@ ANSWERS = [
         "answer": "Самовывоз со вторника по четверг. С 10:00 до 16:00.",
         "chunks": [{"id": "S3", "text": "Самовывоз — вторник–четверг, 10:00–16:00.", "source": "kb/S3"}],
         "claims": [
-            {"id": "c1", "claim": "Самовывоз со вторника по четверг.", "verdict": "SUPPORTED",
-             "rationale": "JUDGE-RATIONALE-A3-c1"},
-            {"id": "c2", "claim": "С 10:00 до 16:00.", "verdict": "SUPPORTED",
-             "rationale": "JUDGE-RATIONALE-A3-c2"},
+            {
+                "id": "c1",
+                "claim": "Самовывоз со вторника по четверг.",
+                "verdict": "SUPPORTED",
+                "rationale": "JUDGE-RATIONALE-A3-c1",
+            },
+            {
+                "id": "c2",
+                "claim": "С 10:00 до 16:00.",
+                "verdict": "SUPPORTED",
+                "rationale": "JUDGE-RATIONALE-A3-c2",
+            },
         ],
     },
 ]
@@ -128,8 +158,13 @@ def _label_as_judge(app: App, reviewer: str, answers: list[str], cycle_id: int |
     with store.session(app.db) as db:
         for answer in answers:
             for c in review.load_card(db, answer, reviewer).claims:
-                review.label(db, cycle_id=cycle_id or app.cycle_id, reviewer=reviewer,
-                             claim_pk=c.pk, verdict=JUDGE[(answer, c.claim_id)])
+                review.label(
+                    db,
+                    cycle_id=cycle_id or app.cycle_id,
+                    reviewer=reviewer,
+                    claim_pk=c.pk,
+                    verdict=JUDGE[(answer, c.claim_id)],
+                )
             review.commit(db, cycle_id=cycle_id or app.cycle_id, reviewer=reviewer, answer_id=answer)
 
 
@@ -143,8 +178,7 @@ def _toast(page: Any, text: str) -> None:
 
 
 def _markers(answer_id: str) -> list[str]:
-    return [f"JUDGE-RATIONALE-{answer_id}-c{i}" for i in range(1, 4)
-            if (answer_id, f"c{i}") in JUDGE]
+    return [f"JUDGE-RATIONALE-{answer_id}-c{i}" for i in range(1, 4) if (answer_id, f"c{i}") in JUDGE]
 
 
 def test_sign_in_with_a_name(app: App, page: Any) -> None:
@@ -183,8 +217,10 @@ def test_label_an_answer_by_keyboard_blind_then_reveal(app: App, page: Any) -> N
     frames: list[bytes] = []
 
     def on_ws(ws: Any) -> None:
-        ws.on("framereceived", lambda payload: frames.append(
-            payload if isinstance(payload, bytes) else payload.encode()))
+        ws.on(
+            "framereceived",
+            lambda payload: frames.append(payload if isinstance(payload, bytes) else payload.encode()),
+        )
 
     page.on("websocket", on_ws)
     sign_in(page, app.url, "kbd")
@@ -271,13 +307,28 @@ def test_reconcile_by_keyboard_on_the_selected_disagreement(app: App, page: Any)
 
     s1, s2, s3 = (app.state(pk, reviewer) for pk in pks)
     assert (s1.blind_verdict, s1.final_verdict, s1.reconciled, s1.slip) == (
-        "UNSUPPORTED", "UNSUPPORTED", "keep", False)
+        "UNSUPPORTED",
+        "UNSUPPORTED",
+        "keep",
+        False,
+    )
     assert (s2.blind_verdict, s2.final_verdict, s2.reconciled, s2.slip) == (
-        "UNSUPPORTED", "UNSUPPORTED", "keep", False)
+        "UNSUPPORTED",
+        "UNSUPPORTED",
+        "keep",
+        False,
+    )
     assert (s3.blind_verdict, s3.final_verdict, s3.reconciled, s3.slip) == (
-        "SUPPORTED", "CONTRADICTED", "judge_right", True)
-    assert app.events(pks[1], reviewer) == [("blind", "UNSUPPORTED"), ("judge_right", "SUPPORTED"),
-                                            ("keep", "UNSUPPORTED")]
+        "SUPPORTED",
+        "CONTRADICTED",
+        "judge_right",
+        True,
+    )
+    assert app.events(pks[1], reviewer) == [
+        ("blind", "UNSUPPORTED"),
+        ("judge_right", "SUPPORTED"),
+        ("keep", "UNSUPPORTED"),
+    ]
     with store.session(app.db) as db:
         slips = db.execute("SELECT sum(slip) FROM human_labels WHERE reviewer = ?", [reviewer])
         assert slips.fetchone()[0] == 1
@@ -479,16 +530,24 @@ def test_last_look_lets_a_verdict_change_before_the_reveal(app: App, page: Any) 
     page.wait_for_timeout(500)
     assert len(app.events(pks[1], reviewer)) == 2
     with store.session(app.db) as db:
-        times = db.execute("SELECT duration_ms FROM label_events WHERE reviewer = ? AND kind = 'blind' "
-                           "AND claim_pk IN (?, ?)", [reviewer, *pks]).fetchall()
+        times = db.execute(
+            "SELECT duration_ms FROM label_events WHERE reviewer = ? AND kind = 'blind' "
+            "AND claim_pk IN (?, ?)",
+            [reviewer, *pks],
+        ).fetchall()
     assert times and all(ms is not None and 0 <= ms < 60_000 for (ms,) in times), times
 
 
 def test_guidelines_beside_the_task(app: App, page: Any) -> None:
     from calibration.store import guidelines as db_guidelines
+
     with store.session(app.db) as db:
-        db_guidelines.save_guidelines(db, db_guidelines.cycle_scope(app.cycle_id),
-                                      "Dates must match **exactly**.\n\n## Details\nGUIDE-DETAIL", "lead")
+        db_guidelines.save_guidelines(
+            db,
+            db_guidelines.cycle_scope(app.cycle_id),
+            "Dates must match **exactly**.\n\n## Details\nGUIDE-DETAIL",
+            "lead",
+        )
     answer = app.queue()[0]
     sign_in(page, app.url, "guided")
     wait_claim(page, app.pks(answer)[0])
@@ -527,20 +586,48 @@ def test_the_answer_list_jumps_to_any_answer(app: App, page: Any) -> None:
 def test_cycle_picker_opens_the_first_cycle_with_work(app: App, page: Any) -> None:
     reviewer = "picker"
     more = [
-        {"id": f"B{i}", "question": f"Question B{i}?", "answer": f"Claim B{i}.",
-         "chunks": [f"Chunk B{i}."],
-         "claims": [{"id": "c1", "claim": f"Claim B{i}.", "verdict": "SUPPORTED",
-                     "rationale": f"JUDGE-RATIONALE-B{i}"}]}
+        {
+            "id": f"B{i}",
+            "question": f"Question B{i}?",
+            "answer": f"Claim B{i}.",
+            "chunks": [f"Chunk B{i}."],
+            "claims": [
+                {
+                    "id": "c1",
+                    "claim": f"Claim B{i}.",
+                    "verdict": "SUPPORTED",
+                    "rationale": f"JUDGE-RATIONALE-B{i}",
+                }
+            ],
+        }
         for i in (1, 2)
     ]
     jsonl = write_answers(app.db.with_name("more.jsonl"), more, judge_model="judge-y")
     with store.session(app.db) as db:
         import_answers(db, jsonl)
-        two = cycles.create_cycle(db, name="picker two", judge_run="judge-y@v1", size=1, seed=1,
-                                  reviewers=[reviewer], overlap=0.0, force=True, created_by="t")
-        cycles.create_cycle(db, name="picker three", judge_run="judge-y@v1", size=2, seed=1,
-                            reviewers=[reviewer], overlap=0.0, force=True, created_by="t",
-                            include_labeled=True)
+        two = cycles.create_cycle(
+            db,
+            name="picker two",
+            judge_run="judge-y@v1",
+            size=1,
+            seed=1,
+            reviewers=[reviewer],
+            overlap=0.0,
+            force=True,
+            created_by="t",
+        )
+        cycles.create_cycle(
+            db,
+            name="picker three",
+            judge_run="judge-y@v1",
+            size=2,
+            seed=1,
+            reviewers=[reviewer],
+            overlap=0.0,
+            force=True,
+            created_by="t",
+            include_labeled=True,
+        )
         first_b = review.queue(db, two.id, reviewer)[0]
         other_b = next(b["id"] for b in more if b["id"] != first_b)
         pk_first, pk_other = (store.claim_pk(db, b, "c1") for b in (first_b, other_b))
@@ -552,8 +639,11 @@ def test_cycle_picker_opens_the_first_cycle_with_work(app: App, page: Any) -> No
     assert "picker two — 0/1 labeled" in shown, shown
     picker.locator("input").click()
     names = page.get_by_role("option").all_inner_texts()
-    assert names == ["cycle one — 7/7 labeled · done", "picker two — 0/1 labeled",
-                     "picker three — 0/2 labeled"], names
+    assert names == [
+        "cycle one — 7/7 labeled · done",
+        "picker two — 0/1 labeled",
+        "picker three — 0/2 labeled",
+    ], names
     page.keyboard.press("Escape")
     wait_claim(page, pk_first)
     page.keyboard.press("1")  # no blur: Escape gave the focus back to the page
@@ -564,7 +654,8 @@ def test_cycle_picker_opens_the_first_cycle_with_work(app: App, page: Any) -> No
     # The picker's count follows the bar at once.
     page.wait_for_function(
         "() => document.querySelector('[data-testid=\"stSelectbox\"] input').value"
-        ".includes('picker two — 1/1 labeled')")
+        ".includes('picker two — 1/1 labeled')"
+    )
     page.keyboard.press("Enter")
     wait_reveal(page)
     page.keyboard.press("N")
@@ -572,7 +663,8 @@ def test_cycle_picker_opens_the_first_cycle_with_work(app: App, page: Any) -> No
     done.get_by_text("picker three — 1/2 labeled").wait_for()
     page.wait_for_function(  # the picker's progress is redrawn once the cycle is done
         "() => document.querySelector('[data-testid=\"stSelectbox\"] input').value"
-        ".includes('picker two — 1/1 labeled · done')")
+        ".includes('picker two — 1/1 labeled · done')"
+    )
     shot(page, "next-cycle")
     done.get_by_role("button", name="Go to the next cycle").click()
     wait_claim(page, pk_other)
@@ -608,8 +700,11 @@ def test_two_reviewers_label_the_same_claim(app: App, browser: Any) -> None:
         assert a is not None and a.blind_verdict == "SUPPORTED"
         assert b is not None and b.blind_verdict == "CONTRADICTED"
         with store.session(app.db) as db:
-            rows = db.execute("SELECT reviewer, verdict FROM label_events WHERE claim_pk = ? "
-                              "AND reviewer LIKE 'duo-%' ORDER BY reviewer", [pk]).fetchall()
+            rows = db.execute(
+                "SELECT reviewer, verdict FROM label_events WHERE claim_pk = ? "
+                "AND reviewer LIKE 'duo-%' ORDER BY reviewer",
+                [pk],
+            ).fetchall()
         assert rows == [("duo-a", "SUPPORTED"), ("duo-b", "CONTRADICTED")]
     finally:
         for pg in pages:
@@ -629,9 +724,18 @@ def test_review_opens_the_reviewers_own_cycle(app: App, page: Any, browser: Any)
     sign-in, after a reload and in a new tab, and the header says why."""
     reviewer = "owner"
     with store.session(app.db) as db:
-        own = cycles.create_cycle(db, name="owner's cycle", judge_run="judge-x@v1", size=1, seed=2,
-                                  reviewers=[reviewer], overlap=0.0, force=True, created_by="t",
-                                  include_labeled=True)
+        own = cycles.create_cycle(
+            db,
+            name="owner's cycle",
+            judge_run="judge-x@v1",
+            size=1,
+            seed=2,
+            reviewers=[reviewer],
+            overlap=0.0,
+            force=True,
+            created_by="t",
+            include_labeled=True,
+        )
         answer = review.queue(db, own.id, reviewer)[0]
     pk = app.pks(answer)[0]
     header = page.locator(".st-key-cycle-name")
@@ -674,8 +778,7 @@ def test_a_stale_tab_cannot_overwrite_a_label(app: App, browser: Any) -> None:
         text = flash.inner_text()
         assert "this claim was labeled in another tab at" in text and "showing it now" in text, text
         wait_claim(second, pks[0])
-        second.locator(claim_box(pks[0])).get_by_text(
-            "Your current label: SUPPORTED").wait_for()
+        second.locator(claim_box(pks[0])).get_by_text("Your current label: SUPPORTED").wait_for()
         shot(second, "stale-tab")
         assert app.events(pks[0], reviewer) == [("blind", "SUPPORTED")]
         state = app.state(pks[0], reviewer)
@@ -720,12 +823,23 @@ def test_evidence_chosen_by_key_and_a_multi_line_note(app: App, page: Any) -> No
 
 
 def test_a_cycle_requiring_evidence_blocks_the_commit_until_supported_claims_have_it(
-        app: App, page: Any) -> None:
+    app: App, page: Any
+) -> None:
     reviewer = "sourced"
     with store.session(app.db) as db:
-        cyc = cycles.create_cycle(db, name="sourced cycle", judge_run="judge-x@v1", size=3, seed=4,
-                                  reviewers=[reviewer], overlap=0.0, force=True, created_by="t",
-                                  include_labeled=True, require_evidence=True)
+        cyc = cycles.create_cycle(
+            db,
+            name="sourced cycle",
+            judge_run="judge-x@v1",
+            size=3,
+            seed=4,
+            reviewers=[reviewer],
+            overlap=0.0,
+            force=True,
+            created_by="t",
+            include_labeled=True,
+            require_evidence=True,
+        )
         for answer in review.queue(db, cyc.id, reviewer):
             card = review.load_card(db, answer, reviewer)
             for c in card.claims:
@@ -733,8 +847,14 @@ def test_a_cycle_requiring_evidence_blocks_the_commit_until_supported_claims_hav
                     verdict = "SUPPORTED" if c.claim_id == "c1" else "UNSUPPORTED"
                     review.label(db, cycle_id=cyc.id, reviewer=reviewer, claim_pk=c.pk, verdict=verdict)
                 else:  # as the judge did (nothing to reconcile), with evidence
-                    review.label(db, cycle_id=cyc.id, reviewer=reviewer, claim_pk=c.pk,
-                                 verdict=JUDGE[(answer, c.claim_id)], evidence=[card.chunk_ids[0]])
+                    review.label(
+                        db,
+                        cycle_id=cyc.id,
+                        reviewer=reviewer,
+                        claim_pk=c.pk,
+                        verdict=JUDGE[(answer, c.claim_id)],
+                        evidence=[card.chunk_ids[0]],
+                    )
             if answer != "A2":
                 review.commit(db, cycle_id=cyc.id, reviewer=reviewer, answer_id=answer)
     pks = app.pks("A2")

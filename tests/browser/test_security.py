@@ -24,11 +24,23 @@ LEAD_PAGES = ("dashboard", "cycles", "judge_lab")
 
 def _answers() -> list[dict[str, Any]]:
     verdicts = ["CONTRADICTED", "UNSUPPORTED", "SUPPORTED"]
-    return [{"id": f"s{i}", "question": f"Question {i}?", "answer": f"Answer {i} is plain.",
-             "chunks": [{"id": "k1", "text": f"Chunk {i}."}],
-             "claims": [{"id": "c1", "claim": f"Answer {i} is plain.", "verdict": verdicts[i % 3],
-                         "rationale": f"rationale {i}"}]}
-               for i in range(6)]
+    return [
+        {
+            "id": f"s{i}",
+            "question": f"Question {i}?",
+            "answer": f"Answer {i} is plain.",
+            "chunks": [{"id": "k1", "text": f"Chunk {i}."}],
+            "claims": [
+                {
+                    "id": "c1",
+                    "claim": f"Answer {i} is plain.",
+                    "verdict": verdicts[i % 3],
+                    "rationale": f"rationale {i}",
+                }
+            ],
+        }
+        for i in range(6)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +56,6 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, P
         yield url, db_path, log
 
 
-
 def _text(page: Any) -> str:
     return page.locator('[data-testid="stApp"]').inner_text()
 
@@ -55,8 +66,9 @@ def _shot(page: Any, name: str) -> Path:
     return path
 
 
-def test_a_reviewer_with_open_work_sees_no_verdict_on_any_lead_page_or_url(app: tuple[str, Path, Path],
-                                                                            browser: Any) -> None:
+def test_a_reviewer_with_open_work_sees_no_verdict_on_any_lead_page_or_url(
+    app: tuple[str, Path, Path], browser: Any
+) -> None:
     url, _db, log = app
     ctx = browser.new_context(viewport={"width": 1280, "height": 720})
     page = ctx.new_page()
@@ -74,11 +86,11 @@ def test_a_reviewer_with_open_work_sees_no_verdict_on_any_lead_page_or_url(app: 
             assert "rationale" not in text
             _shot(page, f"refused-{name}")
             # The navigation offers no lead page to this reviewer.
-            nav = page.locator('.st-key-nav').inner_text()
+            nav = page.locator(".st-key-nav").inner_text()
             assert "Dashboard" not in nav and "Cycles" not in nav and "Judge lab" not in nav
         # Home (no sign-in of its own): reached from the navigation, signed in.
         sign_in_at(page, f"{url}/review", REVIEWER)
-        page.locator('.st-key-nav').get_by_role("link", name="Home").click()
+        page.locator(".st-key-nav").get_by_role("link", name="Home").click()
         page.get_by_text("Judge runs").wait_for()
         settle(page)
         text = _text(page)
@@ -105,7 +117,7 @@ def test_the_lead_gets_the_pages_and_the_path(app: tuple[str, Path, Path], brows
         text = _text(page)
         assert "This page is for leads" not in text and "blind one" in text
         _shot(page, "cycles-lead")
-        page.locator('.st-key-nav').get_by_role("link", name="Home").click()
+        page.locator(".st-key-nav").get_by_role("link", name="Home").click()
         page.get_by_text("Judge runs").wait_for()
         settle(page)
         assert str(db_path) in _text(page)
@@ -132,4 +144,5 @@ def test_a_look_alike_name_is_refused_at_sign_in(app: tuple[str, Path, Path], br
         ctx.close()
     with store.session(db_path) as db:
         from calibration import roles
+
         assert "r\u0456ta" not in roles.signed_in(db)

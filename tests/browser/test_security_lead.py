@@ -25,11 +25,23 @@ HIDDEN_RUN, SHOWN_RUN = "judge-x@v1", "judge-y@v1"
 
 def _answers(prefix: str, rationale: str, n: int) -> list[dict[str, Any]]:
     verdicts = ["CONTRADICTED", "UNSUPPORTED", "SUPPORTED"]
-    return [{"id": f"{prefix}{i}", "question": f"Question {prefix}{i}?", "answer": f"Answer {prefix}{i}.",
-             "chunks": [{"id": "k1", "text": f"Chunk {prefix}{i}."}],
-             "claims": [{"id": "c1", "claim": f"Answer {prefix}{i}.", "verdict": verdicts[i % 3],
-                         "rationale": f"{rationale}-{i}"}]}
-            for i in range(n)]
+    return [
+        {
+            "id": f"{prefix}{i}",
+            "question": f"Question {prefix}{i}?",
+            "answer": f"Answer {prefix}{i}.",
+            "chunks": [{"id": "k1", "text": f"Chunk {prefix}{i}."}],
+            "claims": [
+                {
+                    "id": "c1",
+                    "claim": f"Answer {prefix}{i}.",
+                    "verdict": verdicts[i % 3],
+                    "rationale": f"{rationale}-{i}",
+                }
+            ],
+        }
+        for i in range(n)
+    ]
 
 
 def _split_labels(db: Any, answer_ids: list[str]) -> None:
@@ -46,19 +58,30 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     tmp = tmp_path_factory.mktemp("lead")
     db_path = tmp / "cal.db"
     with store.session(db_path) as db:
-        for model, prefix, rationale in (("judge-x", "x", "hidden-rationale"),
-                                         ("judge-y", "y", "shown-rationale")):
+        for model, prefix, rationale in (
+            ("judge-x", "x", "hidden-rationale"),
+            ("judge-y", "y", "shown-rationale"),
+        ):
             jsonl = write_answers(tmp / f"{prefix}.jsonl", _answers(prefix, rationale, 4), judge_model=model)
             import_answers(db, jsonl)
             _split_labels(db, [f"{prefix}{i}" for i in range(4)])
         # Every answer of run x is the lead's own open work in an open cycle.
-        cycles.create_cycle(db, name="lead work", judge_run=HIDDEN_RUN, size=4, seed=7, strategy="random",
-                            reviewers=[LEAD], overlap=0.0, force=True, created_by="tests")
+        cycles.create_cycle(
+            db,
+            name="lead work",
+            judge_run=HIDDEN_RUN,
+            size=4,
+            seed=7,
+            strategy="random",
+            reviewers=[LEAD],
+            overlap=0.0,
+            force=True,
+            created_by="tests",
+        )
         assert roles.open_work_of(db, [LEAD]).answers == {"x0", "x1", "x2", "x3"}
     log = tmp / "server.log"
     with start_app(db_path, log, leads=LEAD) as url:
         yield url, log
-
 
 
 def _sign_in_at(page: Any, url: str) -> None:
@@ -113,7 +136,7 @@ def test_a_lead_with_open_work_sees_no_verdict_of_it(app: tuple[str, Path], page
         assert "This page is for leads" not in text, name
         _no_hidden_verdict(text, f"/{name}")
     # Home has no sign-in of its own: reached from the navigation, signed in.
-    page.locator('.st-key-nav').get_by_role("link", name="Home").click()
+    page.locator(".st-key-nav").get_by_role("link", name="Home").click()
     page.get_by_text("Judge runs").wait_for()
     settle(page, 400)
     _no_hidden_verdict(_all_text(page), "/ (Home)")
@@ -136,8 +159,9 @@ def test_a_lead_with_open_work_sees_no_verdict_of_it(app: tuple[str, Path], page
     assert not [e for e in server_errors(log) if "Traceback" in e]
 
 
-def test_the_dashboard_export_of_the_other_run_holds_none_of_the_open_work(app: tuple[str, Path],
-                                                                           page: Any, tmp_path: Path) -> None:
+def test_the_dashboard_export_of_the_other_run_holds_none_of_the_open_work(
+    app: tuple[str, Path], page: Any, tmp_path: Path
+) -> None:
     url, _log = app
     page.set_default_timeout(WAIT_MS)
     _sign_in_at(page, f"{url}/dashboard")

@@ -29,11 +29,19 @@ GENERIC = "This app has encountered an error"
 
 
 def _answers(chunk: str = "A short chunk.") -> list[dict[str, Any]]:
-    return [{"id": f"p{i}", "question": f"Question {i}?", "answer": f"Answer {i}. More {i}.",
-             "chunks": [{"id": "k1", "text": chunk}, {"id": "k2", "text": "Second chunk."}],
-             "claims": [{"id": "c1", "claim": f"Answer {i}.", "verdict": "SUPPORTED", "rationale": "r"},
-                        {"id": "c2", "claim": f"More {i}.", "verdict": "SUPPORTED", "rationale": "r"}]}
-            for i in range(3)]
+    return [
+        {
+            "id": f"p{i}",
+            "question": f"Question {i}?",
+            "answer": f"Answer {i}. More {i}.",
+            "chunks": [{"id": "k1", "text": chunk}, {"id": "k2", "text": "Second chunk."}],
+            "claims": [
+                {"id": "c1", "claim": f"Answer {i}.", "verdict": "SUPPORTED", "rationale": "r"},
+                {"id": "c2", "claim": f"More {i}.", "verdict": "SUPPORTED", "rationale": "r"},
+            ],
+        }
+        for i in range(3)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +81,8 @@ def _replace(db: Path) -> None:
 
 @pytest.mark.parametrize("breaker", [_delete, _replace], ids=["deleted", "replaced"])
 def test_a_verdict_key_on_a_broken_database_is_the_storage_sentence(
-        breaker: Any, running: tuple[str, Path, Path], page: Any) -> None:
+    breaker: Any, running: tuple[str, Path, Path], page: Any
+) -> None:
     url, db_path, log = running
     sign_in(page, url, "Rita Reviewer")
     page.locator(".rc-claim button").first.wait_for()
@@ -91,9 +100,9 @@ def test_a_verdict_key_on_a_broken_database_is_the_storage_sentence(
     assert not [e for e in server_errors(log) if "Traceback" in e]
 
 
-
 def test_a_lead_write_on_a_replaced_database_is_the_storage_sentence(
-        running: tuple[str, Path, Path], page: Any) -> None:
+    running: tuple[str, Path, Path], page: Any
+) -> None:
     url, db_path, log = running
     page.goto(f"{url}/guidelines")
     field = page.get_by_label("Your name")
@@ -110,6 +119,7 @@ def test_a_lead_write_on_a_replaced_database_is_the_storage_sentence(
     assert not seen_problems()
     assert not [e for e in server_errors(log) if "Traceback" in e]
 
+
 HUGE = 1024 * 1024  # a one-megabyte retrieved chunk
 
 
@@ -117,7 +127,7 @@ HUGE = 1024 * 1024  # a one-megabyte retrieved chunk
 def huge(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     db_path = tmp_path / "huge.db"
     words = "evidence text with no end in sight "
-    chunk = (words * (HUGE // len(words) + 1))[:HUGE - 9] + " THE-END."
+    chunk = (words * (HUGE // len(words) + 1))[: HUGE - 9] + " THE-END."
     build_db(db_path, _answers(chunk), reviewers=["Hugo Huge"])
     log = tmp_path / "server.log"
     with start_app(db_path, log, leads="Lena Lead") as url:

@@ -33,11 +33,23 @@ REVIEWER = "rita"
 
 def _answers(n: int) -> list[dict[str, Any]]:
     verdicts = ["CONTRADICTED", "UNSUPPORTED", "SUPPORTED"]
-    return [{"id": f"a{i}", "question": f"Question {i}?", "answer": f"Answer {i}.",
-             "chunks": [{"id": "k1", "text": f"Chunk {i}."}],
-             "claims": [{"id": "c1", "claim": f"Answer {i}.", "verdict": verdicts[i % 3],
-                         "rationale": f"rationale {i}"}]}
-            for i in range(n)]
+    return [
+        {
+            "id": f"a{i}",
+            "question": f"Question {i}?",
+            "answer": f"Answer {i}.",
+            "chunks": [{"id": "k1", "text": f"Chunk {i}."}],
+            "claims": [
+                {
+                    "id": "c1",
+                    "claim": f"Answer {i}.",
+                    "verdict": verdicts[i % 3],
+                    "rationale": f"rationale {i}",
+                }
+            ],
+        }
+        for i in range(n)
+    ]
 
 
 @contextlib.contextmanager
@@ -53,6 +65,7 @@ def _app(tmp: Path, leads: str, fill: Callable[[Database], object]) -> Iterator[
 @pytest.fixture(scope="module")
 def single_user_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """An app with no lead configured and nobody signed in yet: single-user mode."""
+
     def old_rules(db: Database) -> object:
         return db_guidelines.save_guidelines(db, db_guidelines.PROJECT_SCOPE, "Old rules.", "tests")
 
@@ -63,9 +76,19 @@ def single_user_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
 @pytest.fixture(scope="module")
 def team_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """An app with a configured lead and one cycle open to every reviewer."""
+
     def open_cycle(db: Database) -> object:
-        return cycles.create_cycle(db, name="open one", judge_run="judge-x@v1", size=20, seed=7,
-                                   strategy="random", reviewers=[], overlap=0.0, created_by="tests")
+        return cycles.create_cycle(
+            db,
+            name="open one",
+            judge_run="judge-x@v1",
+            size=20,
+            seed=7,
+            strategy="random",
+            reviewers=[],
+            overlap=0.0,
+            created_by="tests",
+        )
 
     with _app(tmp_path_factory.mktemp("team"), LEAD, open_cycle) as app:
         yield app
@@ -84,7 +107,7 @@ def _new_page(browser: Any) -> Any:
 
 
 def _nav(page: Any) -> list[str]:
-    links = page.locator('.st-key-nav a')
+    links = page.locator(".st-key-nav a")
     return [t.strip().splitlines()[-1] for t in links.all_inner_texts()]  # after the icon's name
 
 
@@ -97,7 +120,7 @@ def _reload_at(page: Any, url: str, path: str) -> None:
     query = urlsplit(page.url).query
     assert "signin=" in query, page.url
     page.goto(f"{url}/{path}?{query}")
-    page.locator('.st-key-nav').wait_for()
+    page.locator(".st-key-nav").wait_for()
     settle(page)
 
 
@@ -105,7 +128,8 @@ def _reload_at(page: Any, url: str, path: str) -> None:
 
 
 def test_lead_actions_of_an_open_page_are_refused_once_single_user_mode_ends(
-        single_user_app: tuple[str, Path], browser: Any) -> None:
+    single_user_app: tuple[str, Path], browser: Any
+) -> None:
     url, db_path = single_user_app
     guide, cyc, other = _new_page(browser), _new_page(browser), _new_page(browser)
     try:
@@ -143,8 +167,9 @@ def test_lead_actions_of_an_open_page_are_refused_once_single_user_mode_ends(
 # ---------------------------------------------------------------- reload and direct URL
 
 
-def test_a_reload_on_home_keeps_the_reviewer_and_their_pages(team_app: tuple[str, Path],
-                                                             browser: Any) -> None:
+def test_a_reload_on_home_keeps_the_reviewer_and_their_pages(
+    team_app: tuple[str, Path], browser: Any
+) -> None:
     url, _db_path = team_app
     page = _new_page(browser)
     try:
@@ -177,13 +202,16 @@ def test_a_reload_on_home_keeps_the_lead_and_their_pages(team_app: tuple[str, Pa
 # ---------------------------------------------------------------- guidelines load nothing
 
 
-def test_guidelines_with_images_and_html_make_no_request(team_app: tuple[str, Path], browser: Any,
-                                                         image_server: tuple[str, list[str]]) -> None:
+def test_guidelines_with_images_and_html_make_no_request(
+    team_app: tuple[str, Path], browser: Any, image_server: tuple[str, list[str]]
+) -> None:
     url, db_path = team_app
     where, seen = image_server
-    markdown = (f"**Bold rule.** ![inline]({where}/inline.png)\n\n"
-                f'<img src="{where}/raw.png"> ![ref][logo]\n\n'
-                f"[logo]: {where}/reference.png\n")
+    markdown = (
+        f"**Bold rule.** ![inline]({where}/inline.png)\n\n"
+        f'<img src="{where}/raw.png"> ![ref][logo]\n\n'
+        f"[logo]: {where}/reference.png\n"
+    )
     with store.session(db_path) as db:
         db_guidelines.save_guidelines(db, db_guidelines.PROJECT_SCOPE, markdown, LEAD)
     lead, reviewer = _new_page(browser), _new_page(browser)

@@ -66,14 +66,19 @@ def _open_import(page: Any, url: str) -> None:
 
 def _upload(page: Any, name: str, data: bytes) -> None:
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
-        {"name": name, "mimeType": "application/json", "buffer": data})
+        {"name": name, "mimeType": "application/json", "buffer": data}
+    )
     page.get_by_role("button", name="Check file").wait_for()
 
 
-@pytest.mark.parametrize("name", ["..", "a\x00b.json", "Ж" * 200 + ".json", "../../escape.json"],
-                         ids=["dotdot", "nul", "cyrillic-200", "slashes"])
-def test_a_hostile_upload_name_is_checked_like_any_file(name: str, app: tuple[str, Path, Path],
-                                                       page: Any) -> None:
+@pytest.mark.parametrize(
+    "name",
+    ["..", "a\x00b.json", "Ж" * 200 + ".json", "../../escape.json"],
+    ids=["dotdot", "nul", "cyrillic-200", "slashes"],
+)
+def test_a_hostile_upload_name_is_checked_like_any_file(
+    name: str, app: tuple[str, Path, Path], page: Any
+) -> None:
     url, temp, log = app
     _open_import(page, url)
     _upload(page, name, GOOD.read_bytes())
@@ -127,6 +132,7 @@ def _session_id(page: Any, url: str) -> str:
                 msg = ForwardMsg.FromString(payload)
                 if msg.HasField("new_session"):
                     found.append(msg.new_session.initialize.session_id)
+
         ws.on("framereceived", on_frame)
 
     page.on("websocket", on_socket)
@@ -146,23 +152,28 @@ def _put(url: str, session_id: str, size: int, xsrf: str) -> int:
     """PUT a file of `size` bytes as the uploader does; the response's status. The server may
     answer (413) before the body is sent: the rest of the body is then not sent."""
     boundary = uuid.uuid4().hex
-    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.json\"\r\n"
-            "Content-Type: application/json\r\n\r\n").encode()
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="x.json"\r\n'
+        "Content-Type: application/json\r\n\r\n"
+    ).encode()
     tail = f"\r\n--{boundary}--\r\n".encode()
     host = urllib.parse.urlsplit(url)
     conn = http.client.HTTPConnection(host.hostname, host.port, timeout=60)
     try:
         conn.putrequest("PUT", f"/_stcore/upload_file/{session_id}/{uuid.uuid4()}")
-        for name, value in (("Content-Type", f"multipart/form-data; boundary={boundary}"),
-                            ("Content-Length", str(len(head) + size + len(tail))),
-                            ("X-Xsrftoken", xsrf), ("Cookie", f"_streamlit_xsrf={xsrf}")):
+        for name, value in (
+            ("Content-Type", f"multipart/form-data; boundary={boundary}"),
+            ("Content-Length", str(len(head) + size + len(tail))),
+            ("X-Xsrftoken", xsrf),
+            ("Cookie", f"_streamlit_xsrf={xsrf}"),
+        ):
             conn.putheader(name, value)
         conn.endheaders()
         try:
             conn.send(head)
             chunk = b"x" * (1024 * 1024)
             for start in range(0, size, len(chunk)):
-                conn.send(chunk[:min(len(chunk), size - start)])
+                conn.send(chunk[: min(len(chunk), size - start)])
             conn.send(tail)
         except OSError:  # the server answered and closed before the whole body was sent
             pass
@@ -171,8 +182,9 @@ def _put(url: str, session_id: str, size: int, xsrf: str) -> int:
         conn.close()
 
 
-def test_a_session_that_never_signed_in_uploads_at_most_the_limit(app: tuple[str, Path, Path],
-                                                                  page: Any) -> None:
+def test_a_session_that_never_signed_in_uploads_at_most_the_limit(
+    app: tuple[str, Path, Path], page: Any
+) -> None:
     url, _, _ = app
     assert LIMIT_MB <= 20  # what the README states
     session_id = _session_id(page, url)

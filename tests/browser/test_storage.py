@@ -39,10 +39,16 @@ PAGES = ("", "review", "cycles", "guidelines", "dashboard", "import", "judge_lab
 
 
 def _answers() -> list[dict[str, Any]]:
-    return [{"id": f"s{i}", "question": f"Question {i}?", "answer": f"Answer {i}.",
-             "chunks": [{"id": "k1", "text": f"Chunk {i}."}],
-             "claims": [{"id": "c1", "claim": f"Answer {i}.", "verdict": "SUPPORTED", "rationale": "r"}]}
-            for i in range(3)]
+    return [
+        {
+            "id": f"s{i}",
+            "question": f"Question {i}?",
+            "answer": f"Answer {i}.",
+            "chunks": [{"id": "k1", "text": f"Chunk {i}."}],
+            "claims": [{"id": "c1", "claim": f"Answer {i}.", "verdict": "SUPPORTED", "rationale": "r"}],
+        }
+        for i in range(3)
+    ]
 
 
 def _files(db: Path) -> list[Path]:
@@ -83,6 +89,7 @@ def _read_only(db: Path) -> Callable[[], None]:
         def undo() -> None:
             for p, mode in modes.items():
                 p.chmod(mode)
+
     try:
         with db.open("r+b"):
             pass
@@ -122,14 +129,14 @@ def running(server: tuple[str, Path, Path, Path]) -> tuple[str, Path, Path]:
     return url, db_path, log
 
 
-
 def _text(page: Any) -> str:
     return page.evaluate("() => document.querySelector('[data-testid=\"stApp\"]').textContent")
 
 
 @pytest.mark.parametrize("case", list(BREAKS))
-def test_a_broken_database_is_one_sentence_on_every_page(case: str, running: tuple[str, Path, Path],
-                                                         page: Any) -> None:
+def test_a_broken_database_is_one_sentence_on_every_page(
+    case: str, running: tuple[str, Path, Path], page: Any
+) -> None:
     url, db_path, log = running
     page.set_default_timeout(WAIT_MS)
     # Healthy first: the server opens (and migrates) the database, and the lead signs in.

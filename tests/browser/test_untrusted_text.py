@@ -82,23 +82,36 @@ def payloads(port: int) -> dict[str, str]:
 
 def answers(port: int) -> list[dict[str, Any]]:
     p = payloads(port)
-    return [{
-        "id": "U1",
-        "question": f"Question {SCRIPT} costs {DOLLARS}? {p['img']}",
-        "answer": f"It costs {DOLLARS}. {BADGE} {p['img']}\n<b>not bold</b> {MARKDOWN}",
-        "chunks": [
-            {"id": "P1", "text": f"Chunk one {p['img']} and {SCRIPT} and {DOLLARS}",
-             "source": f"source {p['html_img']}"},
-            {"id": ":green-badge[P2]", "text": f"{BADGE} {MARKDOWN} {p['link']}"},
-        ],
-        "claims": [
-            {"id": "c1", "claim": f"It costs {DOLLARS}.", "verdict": "SUPPORTED",
-             "rationale": f"RATIONALE-1 {SCRIPT} {p['img']} {DOLLARS} {BADGE}",
-             "evidence": ["P1"]},
-            {"id": "c2", "claim": f"{BADGE} {p['img']}", "verdict": "CONTRADICTED",
-             "rationale": f"RATIONALE-2 {p['html_img']} {MARKDOWN}"},
-        ],
-    }]
+    return [
+        {
+            "id": "U1",
+            "question": f"Question {SCRIPT} costs {DOLLARS}? {p['img']}",
+            "answer": f"It costs {DOLLARS}. {BADGE} {p['img']}\n<b>not bold</b> {MARKDOWN}",
+            "chunks": [
+                {
+                    "id": "P1",
+                    "text": f"Chunk one {p['img']} and {SCRIPT} and {DOLLARS}",
+                    "source": f"source {p['html_img']}",
+                },
+                {"id": ":green-badge[P2]", "text": f"{BADGE} {MARKDOWN} {p['link']}"},
+            ],
+            "claims": [
+                {
+                    "id": "c1",
+                    "claim": f"It costs {DOLLARS}.",
+                    "verdict": "SUPPORTED",
+                    "rationale": f"RATIONALE-1 {SCRIPT} {p['img']} {DOLLARS} {BADGE}",
+                    "evidence": ["P1"],
+                },
+                {
+                    "id": "c2",
+                    "claim": f"{BADGE} {p['img']}",
+                    "verdict": "CONTRADICTED",
+                    "rationale": f"RATIONALE-2 {p['html_img']} {MARKDOWN}",
+                },
+            ],
+        }
+    ]
 
 
 @dataclass
@@ -112,16 +125,26 @@ class App:
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def app(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-        listener: Listener) -> Iterator[App]:
+def app(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, listener: Listener
+) -> Iterator[App]:
     require_browser()
     d = tmp_path_factory.mktemp("untrusted")
     db = d / "app.db"
     data = answers(listener.port)
     cyc = build_db(db, data, cycle_name=f"cycle <b>x</b> {DOLLARS} {BADGE}")
     with store.session(db) as conn:  # a second open cycle, so the page offers a choice
-        cycles.create_cycle(conn, name=SECOND_CYCLE, judge_run="judge-x@v1", size=1, seed=1,
-                            reviewers=[], overlap=0.0, force=True, created_by="tests")
+        cycles.create_cycle(
+            conn,
+            name=SECOND_CYCLE,
+            judge_run="judge-x@v1",
+            size=1,
+            seed=1,
+            reviewers=[],
+            overlap=0.0,
+            force=True,
+            created_by="tests",
+        )
     where: Path | str = db
     if request.param == "postgresql":  # the same data, served from PostgreSQL
         cluster = request.getfixturevalue("pg_cluster")
@@ -142,8 +165,9 @@ def _assert_literal(page: Any, texts: list[str], port: int) -> None:
         assert text in body, f"not shown literally: {text!r}"
     assert page.evaluate("() => window.__pwned") is None, "a <script> ran"
     assert page.locator(".katex, .katex-html, math").count() == 0, "LaTeX was rendered"
-    srcs = page.evaluate("() => [...document.querySelectorAll('img, source, iframe')]"
-                         ".map(e => e.src || e.srcset || '')")
+    srcs = page.evaluate(
+        "() => [...document.querySelectorAll('img, source, iframe')].map(e => e.src || e.srcset || '')"
+    )
     assert not [s for s in srcs if f":{port}" in s], f"an image points at the listener: {srcs}"
     links = page.evaluate("() => [...document.querySelectorAll('a')].map(a => a.href)")
     assert not [h for h in links if f":{port}" in h], "a markdown link was rendered"
@@ -157,17 +181,28 @@ def test_payloads_show_literally_and_load_nothing(app: App, page: Any) -> None:
     external: list[str] = []
     # blob: of the app's own origin is the review card's inline script, which Streamlit loads
     # as a module from a Blob it makes in the page.
-    page.on("request", lambda r: None if r.url.startswith((app.url, "data:", f"blob:{app.url}/"))
-            else external.append(r.url))
+    page.on(
+        "request",
+        lambda r: (
+            None if r.url.startswith((app.url, "data:", f"blob:{app.url}/")) else external.append(r.url)
+        ),
+    )
     name = f"<i>eve</i> {DOLLARS}"
     sign_in(page, app.url, name)
     with store.session(app.db) as db:
         pks = [c.pk for c in review.load_card(db, "U1", name).claims]
     wait_claim(page, pks[0])
     a = app.data
-    before = [a["question"], a["answer"], a["claims"][0]["claim"], name,
-              *(c["text"] for c in a["chunks"]), a["chunks"][0]["source"], ":green-badge[P2]",
-              f"cycle <b>x</b> {DOLLARS} {BADGE}"]
+    before = [
+        a["question"],
+        a["answer"],
+        a["claims"][0]["claim"],
+        name,
+        *(c["text"] for c in a["chunks"]),
+        a["chunks"][0]["source"],
+        ":green-badge[P2]",
+        f"cycle <b>x</b> {DOLLARS} {BADGE}",
+    ]
     _assert_literal(page, before, app.listener.port)
     assert "RATIONALE" not in page.content()
 
@@ -202,8 +237,12 @@ def test_payloads_show_literally_and_load_nothing(app: App, page: Any) -> None:
     page.keyboard.press("Enter")
     wait_reveal(page)
     wait_for_card(page, ".st-key-reveal")
-    after = [a["claims"][0]["rationale"], a["claims"][1]["rationale"], note,
-             "Your evidence: :green-badge[P2]"]
+    after = [
+        a["claims"][0]["rationale"],
+        a["claims"][1]["rationale"],
+        note,
+        "Your evidence: :green-badge[P2]",
+    ]
     _assert_literal(page, before[:2] + after, app.listener.port)
     shot(page, "untrusted-revealed")
 

@@ -31,38 +31,65 @@ def main() -> None:
     load_demo(db)
     run = store.find_judge_run(db, "demo-judge@grounding-v1")
     cyc = cycles.get_cycle(db, "demo")
-    pks = [r[0] for r in db.execute(
-        "SELECT c.id FROM cycle_answers ca JOIN claims c ON c.answer_id = ca.answer_id "
-        "WHERE ca.cycle_id = ? ORDER BY ca.position, c.position", [cyc.id])]
+    pks = [
+        r[0]
+        for r in db.execute(
+            "SELECT c.id FROM cycle_answers ca JOIN claims c ON c.answer_id = ca.answer_id "
+            "WHERE ca.cycle_id = ? ORDER BY ca.position, c.position",
+            [cyc.id],
+        )
+    ]
     verdicts = ["SUPPORTED", "CONTRADICTED", "UNSUPPORTED"]
     for i, pk in enumerate(pks):
-        store.record_label(db, claim=pk, reviewer="vera", kind="blind", verdict=verdicts[i % 3],
-                           cycle_id=cyc.id, evidence=[], note="first look" if i == 0 else None)
+        store.record_label(
+            db,
+            claim=pk,
+            reviewer="vera",
+            kind="blind",
+            verdict=verdicts[i % 3],
+            cycle_id=cyc.id,
+            evidence=[],
+            note="first look" if i == 0 else None,
+        )
         kind = "keep" if i % 2 else "judge_right"
-        store.record_label(db, claim=pk, reviewer="vera", kind=kind, cycle_id=cyc.id,
-                           judge_run_id=run.id)
+        store.record_label(db, claim=pk, reviewer="vera", kind=kind, cycle_id=cyc.id, judge_run_id=run.id)
     for i, pk in enumerate(pks[:4]):
         if i == 0:
             store.record_label(db, claim=pk, reviewer="oleg", kind="unclear", cycle_id=cyc.id)
         elif i == 1:
             store.record_label(db, claim=pk, reviewer="oleg", kind="skip", cycle_id=cyc.id)
         else:
-            store.record_label(db, claim=pk, reviewer="oleg", kind="blind", verdict="SUPPORTED",
-                               cycle_id=cyc.id)
+            store.record_label(
+                db, claim=pk, reviewer="oleg", kind="blind", verdict="SUPPORTED", cycle_id=cyc.id
+            )
     store.adjudicate(db, claim=pks[2], adjudicator="lead", verdict="UNSUPPORTED", note="settled")
     store.save_thresholds(db, agreement_target=0.8)
     wice = store.find_judge_run(db, "wice-gpt4")
-    wice_answers = [r[0] for r in db.execute(
-        "SELECT DISTINCT c.answer_id FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk "
-        "WHERE v.run_id = ? ORDER BY 1", [wice.id])]
+    wice_answers = [
+        r[0]
+        for r in db.execute(
+            "SELECT DISTINCT c.answer_id FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk "
+            "WHERE v.run_id = ? ORDER BY 1",
+            [wice.id],
+        )
+    ]
     cycles.mark_holdout(db, wice_answers[-3:])
-    cycles.create_cycle(db, name="wice-1", judge_run=wice.name, size=6, seed=3,
-                        strategy="failures-first", reviewers=["vera", "oleg"], overlap=0.5,
-                        include_labeled=True, force=True, created_by="lead")
+    cycles.create_cycle(
+        db,
+        name="wice-1",
+        judge_run=wice.name,
+        size=6,
+        seed=3,
+        strategy="failures-first",
+        reviewers=["vera", "oleg"],
+        overlap=0.5,
+        include_labeled=True,
+        force=True,
+        created_by="lead",
+    )
     cycles.close_cycle(db, "wice-1", force=True)
     with StubServer() as stub:
-        cfg = judge.JudgeConfig(base_url=stub.base_url, model="lab-judge", timeout=2.0,
-                                backoff_base=0.01)
+        cfg = judge.JudgeConfig(base_url=stub.base_url, model="lab-judge", timeout=2.0, backoff_base=0.01)
         judge.run_lab(cfg, judge.load_template("grounding-v1"), scope="labeled", db_path=OUT)
     db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.conn.close()
