@@ -202,6 +202,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[Cluster]:
     """A throwaway PostgreSQL server for the session (tests/pg_server.py)."""
+    if "postgresql" not in BACKENDS:  # TEST_BACKENDS=sqlite (make test-fast), said in the header
+        pytest.skip("PostgreSQL left out by TEST_BACKENDS")
     try:
         cluster = Cluster()
     except Exception as exc:

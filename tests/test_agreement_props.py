@@ -118,6 +118,7 @@ claims = st.lists(
 )
 
 
+@pytest.mark.slow  # 60 whole reports: make test runs it, make test-fast leaves it out
 @settings(max_examples=60, deadline=None)
 @given(claims, st.integers(0, 2**32 - 1))
 def test_report_never_crashes_and_serialises(rows, seed):

@@ -226,6 +226,7 @@ def _fill(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow  # every table filled and compared: make test runs it, make test-fast leaves it out
 def test_every_table_round_trips_and_every_figure_is_the_same(
     full_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
