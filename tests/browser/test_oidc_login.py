@@ -100,6 +100,7 @@ def _log_in(page: Any, url: str, who: str) -> None:
     page.get_by_role("button", name=who).click()  # the provider's page: a predefined user
     page.get_by_test_id("stSidebar").get_by_text(who).wait_for()
     settle(page)
+    page.locator(".st-key-nav a").first.wait_for()  # on a loaded machine it may trail the name
 
 
 def _nav(page: Any) -> list[str]:
@@ -147,6 +148,8 @@ def test_a_reviewer_logs_in_is_refused_on_lead_pages_keeps_the_session_and_logs_
 @pytest.mark.parametrize("lead", [GROUP_LEAD, CONFIG_LEAD], ids=["groups claim", "configured e-mail"])
 def test_a_lead_logs_in_and_opens_every_lead_page(team_app: str, page: Any, lead: str) -> None:
     _log_in(page, team_app, lead)
+    page.locator(".st-key-nav a", has_text="Judge lab").wait_for()
+    settle(page)
     assert {"Cycles", "Guidelines", "Dashboard", "Import", "Judge lab"} <= set(_nav(page))
     for path in LEAD_PAGES:
         assert _lead_page_shows(page, team_app, path), path
