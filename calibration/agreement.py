@@ -27,14 +27,14 @@ from typing import Any, Final
 
 import numpy as np
 
-# scipy.special rather than scipy.stats: the same distribution functions (ndtri = normal
-# quantile, bdtr/bdtrc = binomial cdf/sf, chdtrc = chi-square sf) at a third of the import
-# time, which every CLI command and page that touches this module pays.
-from scipy.special import bdtr, bdtrc, chdtrc, ndtri
+# scipy.special rather than scipy.stats: the same distribution functions (bdtr/bdtrc =
+# binomial cdf/sf, chdtrc = chi-square sf) at a third of the import time, which every CLI
+# command and page that touches this module pays.
+from scipy.special import bdtr, bdtrc, chdtrc
 
 # The Wilson interval lives with the design-based estimates (which, like the flag's rules in
 # decisions.py, need it without importing this module); it is re-exported here.
-from .estimation import wilson_interval
+from .estimation import wilson_interval, z_value
 from .vocab import LABELS
 
 POSITIVE: Final = "SUPPORTED"
@@ -46,10 +46,6 @@ _ZERO_VAR: Final = 1e-12
 # Bootstrap draws are generated in blocks of about this many cluster indices so that
 # memory stays near 32 MB whatever the number of answers.
 _BLOCK_DRAWS: Final = 4_000_000
-
-
-def _z(confidence: float) -> float:
-    return float(ndtri(0.5 + confidence / 2))
 
 
 def optional_float(x: float | None) -> float | None:
@@ -350,7 +346,7 @@ def cohens_kappa(table: np.ndarray | Sequence[Sequence[float]], *, confidence: f
     if var_n <= _ZERO_VAR:
         return KappaResult(kappa, 0.0, None, None, kmax)
     se = math.sqrt(var_n / n)
-    z = _z(confidence)
+    z = z_value(confidence)
     return KappaResult(kappa, se, max(-1.0, kappa - z * se), min(1.0, kappa + z * se), kmax)
 
 

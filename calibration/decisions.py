@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 import numpy as np
-from scipy.special import betainc, ndtri, stdtr
+from scipy.special import betainc, stdtr
 
 from .agreement import kish_effective_n, optional_float
-from .estimation import wilson_interval
+from .estimation import wilson_interval, z_value
 from .fmt import pct, share
 from .vocab import LABELS
 
@@ -64,10 +64,6 @@ ALT_MIN_INSTANCES: Final = 30
 _ZERO_SE: Final = 1e-9
 # 2^-34 of the range: far below any figure shown, at half the cost of 60 steps on 20k answers.
 _BISECT_STEPS: Final = 34
-
-
-def _z(confidence: float) -> float:
-    return float(ndtri(0.5 + confidence / 2))
 
 
 # --------------------------------------------------------------------------------------------
@@ -428,7 +424,7 @@ def ratio_interval(
     v = n / (n - 1) * float(((y - r * m) ** 2).sum()) / float(m.sum()) ** 2
     if v <= 1e-18:
         return None
-    h = _z(confidence) * math.sqrt(v)
+    h = z_value(confidence) * math.sqrt(v)
     return max(clip[0], r - h), min(clip[1], r + h)
 
 
@@ -514,7 +510,7 @@ def kappa_se_many(
     ok = (n > 0) & (1 - pe > 1e-12)
     kappa = np.where(ok, kappa, np.nan)
     se = np.where(ok, se, np.nan)
-    return kappa, se, kappa + _z(confidence) * se
+    return kappa, se, kappa + z_value(confidence) * se
 
 
 def kappa_rule(kappa: float | None, kappa_ci_high: float | None, floor: float) -> RuleResult:
@@ -816,7 +812,7 @@ def more_claims_for_kappa(
             False,
             f"no standard error to plan from {goal} (kappa undefined or without spread)",
         )
-    z = _z(confidence)
+    z = z_value(confidence)
     total = math.ceil(design_effect * z * z * n * se * se / (half_width * half_width) - 1e-9)
     more = max(0, total - n)
     if more == 0 and withheld is not None:

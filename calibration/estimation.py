@@ -369,6 +369,15 @@ def _clip(x: float, lo: float, hi: float) -> float:
     return float(min(hi, max(lo, x)))
 
 
+def z_value(confidence: float) -> float:
+    """The two-sided standard normal quantile z = Phi^-1((1 + confidence) / 2): 1.96 at 95%.
+
+    Source: the normal quantile function (scipy.special.ndtri); every normal-theory interval in
+    the package calls this one, so a confidence level means the same thing everywhere.
+    """
+    return float(ndtri(0.5 + confidence / 2))
+
+
 def wilson_interval(successes: float, n: float, *, confidence: float = 0.95) -> tuple[float, float] | None:
     """Wilson score interval for a binomial proportion.
 
@@ -385,7 +394,7 @@ def wilson_interval(successes: float, n: float, *, confidence: float = 0.95) -> 
         return None
     if not 0 <= successes <= n:
         raise ValueError(f"successes {successes} outside [0, {n}]")
-    z = float(ndtri(0.5 + confidence / 2))
+    z = z_value(confidence)
     p = successes / n
     z2n = z * z / n
     centre = (p + z2n / 2) / (1 + z2n)
@@ -497,7 +506,7 @@ def _with_interval(
     q = _quantile(confidence, design.df)
     note = method if not design.collapsed else f"{method}; collapsed {', '.join(design.collapsed)}"
     if proportion and 0.0 < value < 1.0:
-        z = float(ndtri(0.5 + confidence / 2))
+        z = z_value(confidence)
         n_eff = value * (1 - value) / var * (z / q) ** 2
         z2n = z * z / n_eff
         centre = (value + z2n / 2) / (1 + z2n)
@@ -1182,7 +1191,7 @@ def grounding_difference(a: GroundingEstimate, b: GroundingEstimate, *, confiden
             "one of the two versions has no interval: " + str(ea.reason or eb.reason),
         )
     se = math.sqrt(ea.se**2 + eb.se**2)
-    z = float(ndtri(0.5 + confidence / 2))
+    z = z_value(confidence)
     return Estimate(d, se, _clip(d - z * se, -1, 1), _clip(d + z * se, -1, 1), n_ans, n_cl, method)
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -679,8 +680,11 @@ def test_cli_closes_a_labeled_cycle_with_its_figures(
     rc, out, err = run_cli(capsys, "--db", db, "cycle", "close", "all", "--force")
     assert rc == 0, err
     assert "closed: 0/20 claims labeled (already labeled outside this cycle: 20)" in out
-    assert "judge-human agreement " in out and "(95% CI " in out and "on 20 claims" in out
-    assert "Cohen's kappa " in out and "flag: " in out
+    # The figures read as everywhere else (calibration.fmt): one decimal, an en dash between bounds.
+    assert re.search(r"judge-human agreement \d+\.\d% \(95% CI \d+\.\d%–\d+\.\d%\) on 20 claims", out), out
+    kappa = r"Cohen's kappa -?\d\.\d\d( \(95% CI -?\d\.\d\d–-?\d\.\d\d\)| \(no interval\))"
+    assert re.search(kappa, out), out
+    assert "flag: " in out
 
 
 def test_cli_errors_exit_1_with_a_message(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

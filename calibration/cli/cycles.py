@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
-from .. import store
+from .. import fmt, store
 from .common import db_path as _db_path
 
 
@@ -284,16 +285,16 @@ def cli_cycle_close(args: argparse.Namespace) -> int:
         print(fig.note or "no figures: no claim had a final human label")
         return 0
 
-    def ci(bounds: tuple[float, float] | None, fmt: str) -> str:
-        return f" (95% CI {bounds[0]:{fmt}}-{bounds[1]:{fmt}})" if bounds else " (no interval)"
+    def ci(bounds: tuple[float, float] | None, show: Callable[[float | None], str] = fmt.pct) -> str:
+        return f" ({fmt.ci(*bounds, show)})" if bounds else " (no interval)"
 
     print(
-        f"judge-human agreement {fig.agreement:.0%}{ci(fig.agreement_ci, '.0%')} "
-        f"on {fig.n_claims} claim{'' if fig.n_claims == 1 else 's'}"
+        f"judge-human agreement {fmt.pct(fig.agreement)}{ci(fig.agreement_ci)} "
+        f"on {fmt.plural(fig.n_claims, 'claim')}"
     )
     if fig.weighted_agreement is not None:
-        print(f"re-weighted to the run (1/pi) {fig.weighted_agreement:.0%}{ci(fig.weighted_ci, '.0%')}")
-    kappa = "undefined" if fig.kappa is None else f"{fig.kappa:.2f}{ci(fig.kappa_ci, '.2f')}"
+        print(f"re-weighted to the run (1/pi) {fmt.pct(fig.weighted_agreement)}{ci(fig.weighted_ci)}")
+    kappa = "undefined" if fig.kappa is None else f"{fmt.num(fig.kappa)}{ci(fig.kappa_ci, fmt.num)}"
     print(f"Cohen's kappa {kappa}")
     if fig.flag:
         print(f"flag: {fig.flag.upper()}")

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 
 
-def _wilson(x: int, n: int, z: float) -> tuple[float, float]:
-    p = x / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+def _wilson(x: int, n: int, confidence: float) -> tuple[float, float]:
+    from ..estimation import wilson_interval  # scipy: loaded only when an interval is asked for
+
+    bounds = wilson_interval(x, n, confidence=confidence)
+    assert bounds is not None  # n > 0 here
+    return bounds
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +48,9 @@ def paired_difference(a: int, b: int, c: int, d: int, *, confidence: float = 0.9
     n = a + b + c + d
     if n == 0:
         return PairedDifference(None, None, None)
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     p1, p2 = (a + c) / n, (a + b) / n
-    l1, u1 = _wilson(a + c, n, z)
-    l2, u2 = _wilson(a + b, n, z)
+    l1, u1 = _wilson(a + c, n, confidence)
+    l2, u2 = _wilson(a + b, n, confidence)
     denom = (a + b) * (c + d) * (a + c) * (b + d)
     num = float(a * d - b * c)
     if num > 0:
