@@ -108,6 +108,7 @@ def _new_page(browser: Any) -> Any:
 
 def _nav(page: Any) -> list[str]:
     links = page.locator(".st-key-nav a")
+    links.first.wait_for()  # drawn in the same run as the name, but it may reach the page later
     return [t.strip().splitlines()[-1] for t in links.all_inner_texts()]  # after the icon's name
 
 
@@ -193,6 +194,7 @@ def test_a_reload_on_home_keeps_the_lead_and_their_pages(team_app: tuple[str, Pa
         sign_in_at(page, f"{url}/cycles", LEAD)
         _reload_at(page, url, "")
         assert LEAD in _sidebar(page)
+        page.locator(".st-key-nav a", has_text="Cycles").wait_for()
         assert {"Cycles", "Guidelines", "Dashboard"} <= set(_nav(page))
         assert str(db_path) in page.locator('[data-testid="stMain"]').inner_text()  # leads see the path
     finally:
