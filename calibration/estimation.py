@@ -326,6 +326,21 @@ def _design(
     return _Design(w_h[code], group, fpc_g, int(live.size), reason, tuple(collapsed)), None
 
 
+def _group_parts(design: _Design, z: np.ndarray) -> list[tuple[np.ndarray, int]]:
+    """Each variance group's part of :func:`_total_var` (a p x p matrix for z of shape (n, p))
+    with its degrees of freedom n_g - 1; groups of one answer have none."""
+    z2 = z.reshape(z.shape[0], -1)
+    out = []
+    for g in range(design.n_groups):
+        zg = z2[design.group == g]
+        ng = zg.shape[0]
+        if ng < 2:
+            continue
+        d = zg - zg.mean(axis=0)
+        out.append((design.fpc[g] * ng / (ng - 1) * (d.T @ d), ng - 1))
+    return out
+
+
 def _total_var(design: _Design, z: np.ndarray) -> np.ndarray:
     """Variance (or covariance matrix, for z of shape (n, p)) of the estimated total sum_i z_i.
 
@@ -334,16 +349,10 @@ def _total_var(design: _Design, z: np.ndarray) -> np.ndarray:
     (Cochran 1977, eq. 5.6 with 6.11); for a collapsed group it is the collapsed-strata
     estimator (Cochran sec. 5A.12).  Groups of one answer that are a census contribute 0.
     """
-    z2 = z.reshape(z.shape[0], -1)
-    p = z2.shape[1]
+    p = z.reshape(z.shape[0], -1).shape[1]
     out = np.zeros((p, p))
-    for g in range(design.n_groups):
-        zg = z2[design.group == g]
-        ng = zg.shape[0]
-        if ng < 2:
-            continue
-        d = zg - zg.mean(axis=0)
-        out += design.fpc[g] * ng / (ng - 1) * (d.T @ d)
+    for part, _dof in _group_parts(design, z):
+        out += part
     return out if z.ndim > 1 else out[:1, :1].reshape(())
 
 
@@ -359,17 +368,10 @@ def _satterthwaite_df(design: _Design, z: np.ndarray) -> float:
     variance estimate then rests on.  Korn & Graubard (1999), Analysis of Health Surveys, sec. 5.2,
     use it for the t quantile of a stratified sample's interval.
     """
-    parts, dof = [], []
-    for g in range(design.n_groups):
-        zg = z[design.group == g]
-        ng = zg.shape[0]
-        if ng < 2:
-            continue
-        d = zg - zg.mean()
-        parts.append(design.fpc[g] * ng / (ng - 1) * float(d @ d))
-        dof.append(ng - 1)
-    v, d2 = np.asarray(parts), np.asarray(dof, dtype=float)
-    spread = float((v**2 / d2).sum()) if v.size else 0.0
+    parts = _group_parts(design, z)
+    v = np.array([float(part[0, 0]) for part, _ in parts])
+    dof = np.array([d for _, d in parts], dtype=float)
+    spread = float((v**2 / dof).sum()) if v.size else 0.0
     return float(v.sum() ** 2 / spread) if spread > 0 else float(design.df)
 
 
