@@ -27,7 +27,7 @@ ASTIN Bulletin 4:199) with K pseudo-answers estimated from the labels (`credibil
 Bühlmann-Straub): the noise of the strata's own variances against how far they truly differ from
 S0_h, at least `SHRINK_ANSWERS`. A fixed K let the plan chase noise where the strata do not
 differ: a stratum whose first labels happened to show few disagreements got few more labels and
-kept its low s_h, so the run's variance estimate ran low (planned intervals covered 91-93% in
+kept its low s_h, so the run's variance estimate ran low (planned intervals covered about 93% in
 bench/sim_planned.py's even run, estimated variance about 0.8 of the true); when the strata's
 variances differ no more than their noise, K is infinite and the plan follows S0_h.
 S0_h follows the judge's own uncertainty, in the manner of active inference (Zrnic & Candès 2024,
