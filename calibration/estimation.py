@@ -326,6 +326,21 @@ def _design(
     return _Design(w_h[code], group, fpc_g, int(live.size), reason, tuple(collapsed)), None
 
 
+def _group_parts(design: _Design, z: np.ndarray) -> list[tuple[np.ndarray, int]]:
+    """Each variance group's part of :func:`_total_var` (a p x p matrix for z of shape (n, p))
+    with its degrees of freedom n_g - 1; groups of one answer have none."""
+    z2 = z.reshape(z.shape[0], -1)
+    out = []
+    for g in range(design.n_groups):
+        zg = z2[design.group == g]
+        ng = zg.shape[0]
+        if ng < 2:
+            continue
+        d = zg - zg.mean(axis=0)
+        out.append((design.fpc[g] * ng / (ng - 1) * (d.T @ d), ng - 1))
+    return out
+
+
 def _total_var(design: _Design, z: np.ndarray) -> np.ndarray:
     """Variance (or covariance matrix, for z of shape (n, p)) of the estimated total sum_i z_i.
 
@@ -334,21 +349,35 @@ def _total_var(design: _Design, z: np.ndarray) -> np.ndarray:
     (Cochran 1977, eq. 5.6 with 6.11); for a collapsed group it is the collapsed-strata
     estimator (Cochran sec. 5A.12).  Groups of one answer that are a census contribute 0.
     """
-    z2 = z.reshape(z.shape[0], -1)
-    p = z2.shape[1]
+    p = z.reshape(z.shape[0], -1).shape[1]
     out = np.zeros((p, p))
-    for g in range(design.n_groups):
-        zg = z2[design.group == g]
-        ng = zg.shape[0]
-        if ng < 2:
-            continue
-        d = zg - zg.mean(axis=0)
-        out += design.fpc[g] * ng / (ng - 1) * (d.T @ d)
+    for part, _dof in _group_parts(design, z):
+        out += part
     return out if z.ndim > 1 else out[:1, :1].reshape(())
 
 
-def _quantile(confidence: float, df: int) -> float:
-    """Student t quantile with the design degrees of freedom n - (number of variance groups).
+def _satterthwaite_df(design: _Design, z: np.ndarray) -> float:
+    """Effective degrees of freedom of the variance of sum_i z_i, the variance groups' parts V_g:
+
+    df = (sum_g V_g)^2 / sum_g V_g^2 / (n_g - 1),   V_g as in :func:`_total_var`.
+
+    Satterthwaite (1946), Biometrics Bulletin 2:110; Cochran (1977) sec. 5.4, eq. 5.16 (the
+    effective df of a stratified variance).  It is at most n - (number of groups) (Cauchy-Schwarz)
+    and smaller when a few groups carry the variance: a planned design puts most labels where the
+    variance is but weights its thinly labeled strata heavily, and their few answers are what the
+    variance estimate then rests on.  Korn & Graubard (1999), Analysis of Health Surveys, sec. 5.2,
+    use it for the t quantile of a stratified sample's interval.
+    """
+    parts = _group_parts(design, z)
+    v = np.array([float(part[0, 0]) for part, _ in parts])
+    dof = np.array([d for _, d in parts], dtype=float)
+    spread = float((v**2 / dof).sum()) if v.size else 0.0
+    return float(v.sum() ** 2 / spread) if spread > 0 else float(design.df)
+
+
+def _quantile(confidence: float, df: float) -> float:
+    """Student t quantile with the design degrees of freedom: n - (number of variance groups), or
+    the Satterthwaite df of the variance (:func:`_satterthwaite_df`) where the caller has it.
 
     Design df: Korn & Graubard (1990), Am Stat 44:270; Valliant, Dever & Kreuter (2018),
     Practical Tools for Designing and Weighting Survey Samples, sec. 3.5.  Tends to the normal
@@ -459,9 +488,19 @@ def ratio_estimate(
     r_hat = float(_dot(design.weight, yy)) / x_hat
     if design.reason is not None:
         return Estimate(r_hat, None, None, None, n, n_claims, method, design.reason)
-    v = float(_total_var(design, design.weight * (yy - r_hat * mm))) / x_hat**2
+    z = design.weight * (yy - r_hat * mm)
+    v = float(_total_var(design, z)) / x_hat**2
     return _with_interval(
-        r_hat, v, design, n, n_claims, method, confidence, bounds, proportion=bounds == (0.0, 1.0)
+        r_hat,
+        v,
+        design,
+        n,
+        n_claims,
+        method,
+        confidence,
+        bounds,
+        proportion=bounds == (0.0, 1.0),
+        linearised=z,
     )
 
 
@@ -476,8 +515,12 @@ def _with_interval(
     bounds: tuple[float, float],
     *,
     proportion: bool = False,
+    linearised: np.ndarray | None = None,
 ) -> Estimate:
     """The estimate with its interval: Wilson on the effective sample size for a proportion, else t.
+
+    ``linearised`` (the w_i u_i whose total's variance is ``var``) gives the t quantile the Satterthwaite
+    df (:func:`_satterthwaite_df`); without it the df is n - (number of variance groups).
 
     For a proportion p with design variance V: n_eff = p (1 - p) / V, scaled by (z / t_df)^2 for
     the design degrees of freedom, and the Wilson score interval of p at n_eff (the
@@ -503,7 +546,7 @@ def _with_interval(
             else "zero estimated variance: every labeled answer gives the same rate",
         )
     se = math.sqrt(var)
-    q = _quantile(confidence, design.df)
+    q = _quantile(confidence, design.df if linearised is None else _satterthwaite_df(design, linearised))
     note = method if not design.collapsed else f"{method}; collapsed {', '.join(design.collapsed)}"
     if proportion and 0.0 < value < 1.0:
         z = z_value(confidence)
@@ -768,7 +811,8 @@ def kappa_estimate(
         return Estimate(kappa, None, None, None, n, n_claims, method, design.reason)
     g = (np.eye(k) - (c[:, None] + r[None, :]) * (1 - kappa)) / (1 - pe)
     u = ((flat - np.outer(m, p.reshape(-1))) * g.reshape(-1)).sum(axis=1) / x_hat
-    var = float(_total_var(design, design.weight * u))
+    z = design.weight * u
+    var = float(_total_var(design, z))
     se = math.sqrt(var) if var > 0 else 0.0
     few = minority_claims(t)
     if n < min_answers:
@@ -795,7 +839,7 @@ def kappa_estimate(
             "a kappa interval would not hold its level",
         )
     if interval == "linearised":
-        return _with_interval(kappa, var, design, n, n_claims, method, confidence, (-1.0, 1.0))
+        return _with_interval(kappa, var, design, n, n_claims, method, confidence, (-1.0, 1.0), linearised=z)
     boots = stratified_bootstrap_tables(t, stratum, population, resamples=resamples, seed=seed)
     iv = bootstrap_interval(kappa_many(boots), n, confidence=confidence)
     return Estimate(kappa, se, iv.ci_low, iv.ci_high, n, n_claims, method, iv.reason)
@@ -1029,9 +1073,10 @@ def grounding_two_phase(
     if design.reason is not None:
         est = Estimate(value, None, None, None, n_ans, int(y.size), method, design.reason)
     else:
+        z = design.weight * u
         est = _with_interval(
             value,
-            float(_total_var(design, design.weight * u)),
+            float(_total_var(design, z)),
             design,
             n_ans,
             int(y.size),
@@ -1039,6 +1084,7 @@ def grounding_two_phase(
             confidence,
             (0.0, 1.0),
             proportion=True,
+            linearised=z,
         )
     return GroundingEstimate(est, judge_rate, int(fa.size), int(y.size))
 

@@ -22,18 +22,24 @@ For the grounding goal the residual is e_i = sum over the answer's resolved clai
 (Y_c - R_f(c)), Y_c = 1 if people call the claim SUPPORTED and R_f the labeled share among claims
 the judge gave verdict f: the two-phase estimate's linearised value (`estimation.grounding_two_phase`).
 A stratum's own variance s_h^2 (from n_h >= 2 labeled answers) is shrunk toward a prior S0_h^2:
-S_h^2 = ((n_h - 1) s_h^2 + K S0_h^2) / (n_h - 1 + K), K = `SHRINK_ANSWERS` pseudo-answers (a
-credibility-weighted mean; Bühlmann 1967, ASTIN Bulletin 4:199). S0_h follows the judge's own
-uncertainty, in the manner of active inference (Zrnic & Candès 2024, "Active Statistical
-Inference", ICML, arXiv:2403.03208: label with known probability, more where the model is less
-sure): each claim's chance q that a person disagrees with the verdict (1 - the judge's confidence
-where the import gave one, else the labeled error rate of that verdict, else `PRIOR_ERROR`;
-doubled for a flagged answer and scaled by the square root of the answer's length against the
-run's median), and the answer's predicted residual variance u_i = sum_c q_c (1 - q_c); S0_h^2 is
-the mean u_i of the stratum, scaled to the labels' pooled variance once there are labels. Both
-residuals are a count of disagreements less its expectation, so u_i predicts both: the verdicts'
-error rates pool the labels of every stratum, which a stratum's own two or three labels cannot
-match. With nothing labeled the agreement plan is the stratified design's proportional
+S_h^2 = ((n_h - 1) s_h^2 + K S0_h^2) / (n_h - 1 + K), a credibility-weighted mean (Bühlmann 1967,
+ASTIN Bulletin 4:199) with K pseudo-answers estimated from the labels (`credibility_answers`,
+Bühlmann-Straub): the noise of the strata's own variances against how far they truly differ from
+S0_h, at least `SHRINK_ANSWERS`. A fixed K let the plan chase noise where the strata do not
+differ: a stratum whose first labels happened to show few disagreements got few more labels and
+kept its low s_h, so the run's variance estimate ran low (planned intervals covered about 93% in
+bench/sim_planned.py's even run, estimated variance about 0.8 of the true); when the strata's
+variances differ no more than their noise, K is infinite and the plan follows S0_h.
+S0_h follows the judge's own uncertainty, in the manner of active inference (Zrnic & Candès 2024,
+"Active Statistical Inference", ICML, arXiv:2403.03208: label with known probability, more where
+the model is less sure): each claim's chance q that a person disagrees with the verdict (1 - the
+judge's confidence where the import gave one, else the labeled error rate of that verdict, else
+`PRIOR_ERROR`; doubled for a flagged answer and scaled by the square root of the answer's length
+against the run's median), and the answer's predicted residual variance u_i = sum_c q_c (1 - q_c);
+S0_h^2 is the mean u_i of the stratum, scaled to the labels' pooled variance once there are labels.
+Both residuals are a count of disagreements less its expectation, so u_i predicts both: the
+verdicts' error rates pool the labels of every stratum, which a stratum's own two or three labels
+cannot match. With nothing labeled the agreement plan is the stratified design's proportional
 allocation (no spread is measured yet); the grounding plan follows the judge's signals. Unlike
 Zrnic & Candès's per-item probabilities, the probability here is constant within a stratum: the
 uncertainty enters through the certainty split and the spreads. That keeps every design of the
@@ -78,6 +84,7 @@ GOAL_NAMES: Final[dict[str, str]] = {
     "agreement": "the agreement decision (revise the judge or not)",
     "grounding": "the corrected grounding score",
 }
+# The fewest pseudo-answers a stratum's own variance is shrunk with (`credibility_answers`).
 SHRINK_ANSWERS: Final = 5
 # The least share of the proportional rate n / N any answer of the pool gets, per goal
 # (`sampling.neyman_allocate`). The grounding goal's residuals in the all-SUPPORTED strata are
@@ -347,6 +354,33 @@ def _half_width(
 # ---------------------------------------------------------------- the plan
 
 
+def credibility_answers(own: Mapping[str, np.ndarray], prior: Mapping[str, float]) -> float:
+    """K, the pseudo-answers a stratum's own variance is shrunk with, at least `SHRINK_ANSWERS`.
+
+    Empirical Bühlmann-Straub credibility (Bühlmann & Straub 1970; Bühlmann & Gisler 2005, A Course
+    in Credibility Theory, sec. 4.8), applied to the strata's variances: stratum h's n_h residuals
+    give x_hi = n_h / (n_h - 1) (e_hi - ebar_h)^2, whose mean is s_h^2, with weight w_h = n_h - 1.
+        v     = sum_h sum_i (x_hi - s_h^2)^2 / sum_h w_h          (the noise of one x: within)
+        tau^2 = max(0, (sum_h w_h (s_h^2 - S0_h^2)^2 - H v) / sum_h w_h)   (true S_h^2 around S0_h^2)
+    over the H strata with n_h >= 2, and K = v / tau^2 (infinite when tau^2 = 0). With fewer than
+    two such strata it is `SHRINK_ANSWERS`.
+    """
+    used = [h for h, e in own.items() if e.size >= 2]
+    if len(used) < 2:
+        return float(SHRINK_ANSWERS)
+    within = between = weight = 0.0
+    for h in used:
+        e = own[h]
+        x = e.size / (e.size - 1) * (e - e.mean()) ** 2
+        s2 = float(x.mean())
+        within += float(((x - s2) ** 2).sum())
+        between += (e.size - 1) * (s2 - prior[h]) ** 2
+        weight += e.size - 1
+    v = within / weight
+    tau2 = (between - len(used) * v) / weight
+    return max(float(SHRINK_ANSWERS), v / tau2) if tau2 > 0 else math.inf
+
+
 def make_plan(
     facts: Sequence[PlanningFacts],
     table: ClaimTable,
@@ -408,14 +442,16 @@ def make_plan(
         prior_source = "the judge's uncertainty signals"
     spreads: dict[str, float] = {}
     sources: dict[str, str] = {}
+    k = credibility_answers({h: np.asarray(before[h], dtype=float) for h in names}, prior)
     for h in names:
         own = before[h]
-        if len(own) >= 2:
+        if len(own) >= 2 and math.isfinite(k):
             df = len(own) - 1
-            spreads[h] = math.sqrt(
-                (df * float(np.var(own, ddof=1)) + SHRINK_ANSWERS * prior[h]) / (df + SHRINK_ANSWERS)
-            )
+            spreads[h] = math.sqrt((df * float(np.var(own, ddof=1)) + k * prior[h]) / (df + k))
             sources[h] = f"from {plural(len(own), 'labeled answer')}, shrunk toward {prior_source}"
+        elif len(own) >= 2:
+            spreads[h] = math.sqrt(prior[h])
+            sources[h] = f"{prior_source}: the strata's labels differ no more than by chance"
         else:
             spreads[h] = math.sqrt(prior[h])
             sources[h] = prior_source
