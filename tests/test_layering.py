@@ -7,6 +7,7 @@ module reaching for the CLI, or an import cycle fails here before it is reviewed
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sqlite3
 import subprocess
@@ -32,6 +33,13 @@ def modules() -> dict[str, Path]:
     return out
 
 
+@functools.cache
+def nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of a module's syntax tree, the module first; parsed once per test process (the
+    checks below each read every module, and parsing and walking is most of their time)."""
+    return tuple(ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
 def _type_checking_lines(tree: ast.AST) -> set[int]:
     """Lines inside `if TYPE_CHECKING:` blocks: imports for the type checker, never run."""
     lines: set[int] = set()
@@ -45,11 +53,10 @@ def _type_checking_lines(tree: ast.AST) -> set[int]:
 
 def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
     """Modules of the package that `name` imports at run time, at top level or inside functions."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    skip = _type_checking_lines(tree)
+    skip = _type_checking_lines(nodes(path)[0])
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes(path):
         if getattr(node, "lineno", None) in skip:
             continue
         if isinstance(node, ast.Import):
@@ -79,7 +86,7 @@ def test_only_the_data_layer_executes_sql() -> None:
     for name, path in modules().items():
         if name == "calibration.store" or name.startswith("calibration.store."):
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
             if node.func.attr in SQL_CALLS or node.func.attr == "table":
@@ -109,7 +116,7 @@ def _app_files() -> dict[str, Path]:
 def test_only_the_backends_import_a_database_driver() -> None:
     offenders = []
     for name, path in _app_files().items():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path):
             if isinstance(node, ast.Import):
                 found = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level:
@@ -128,7 +135,7 @@ def test_no_raw_connection_outside_the_store() -> None:
     for name, path in _app_files().items():
         if name == "calibration.store" or name.startswith("calibration.store."):
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path):
             if isinstance(node, ast.Attribute) and node.attr == "conn":
                 offenders.append(f"{name}:{node.lineno} .conn")
     assert offenders == [], "the driver's connection used outside the store:\n" + "\n".join(offenders)
@@ -156,7 +163,7 @@ def test_no_domain_module_prints() -> None:
     for name, path in modules().items():
         if name.startswith(shell):
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
                 printing.append(f"{name}:{node.lineno}")
     assert printing == []
