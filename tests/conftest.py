@@ -133,7 +133,8 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> RunCli:
 
 # Every test that takes a database (`fresh_db` and the fixtures over it, or `db_url`) runs once
 # per backend, but for the suites listed here, tests that take `db_path`, and tests marked
-# `sqlite_only` (SQLite's file, pragmas or locking), which run on SQLite alone.
+# `sqlite_only` (SQLite's file, pragmas or locking, or a check made before the store is touched),
+# which run on SQLite alone.
 ALL_BACKENDS = ("sqlite", "postgresql")
 # `make test-fast` sets TEST_BACKENDS=sqlite for a quick check; `make test` (CI) runs both.
 BACKENDS = (
@@ -163,27 +164,24 @@ SQLITE_ONLY_SUITES = frozenset(
         "test_import_unfinished",
         "test_import_labels_staged",
         "test_security_import_lock",
-        # Not yet checked on PostgreSQL: the dashboard's reads (its page and figures), the judge lab,
-        # the adapters, the API and the CLI's security and statistics suites.
-        "test_adapters",
-        "test_agreement_cli",
-        "test_api",
-        "test_dashboard",
-        "test_judge",
-        "test_lead_check",
-        "test_security_cli",
-        "test_security_judge",
-        "test_security_reading",
-        "test_serve",
+        # About files, URLs, the CLI's arguments or text; the database only holds their input.
+        "test_security_cli",  # attack files through the CLI's reader: refused while read
+        "test_security_reading",  # the one reading policy for files, cells and API values
+        "test_security_judge",  # the judge client's URL policy and its reading of hostile replies
+        "test_serve",  # `make run` listens on the loopback only
+        # No database at all: statistics and text.
         "test_reviewers",
-        "test_ui",
         "test_inert_markdown",
     }
 )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "sqlite_only: runs on the SQLite backend alone (its file or locks)")
+    config.addinivalue_line(
+        "markers",
+        "sqlite_only: runs on the SQLite backend alone (its file or locks, or a check made before "
+        "the store is read or written)",
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
