@@ -257,6 +257,7 @@ def filled_template(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Fill]
 
     Importing the WiCE data takes a few tenths of a second and some 270 tests start from it;
     a copy made with SQLite's backup API takes a few milliseconds and is the same database.
+    (On PostgreSQL the template is a database of the cluster: `Cluster.filled`.)
     """
     made: dict[Fill, Path] = {}
 
@@ -271,29 +272,42 @@ def filled_template(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Fill]
     return template
 
 
-def _filled(url: str | Path, fill: Fill, template: Callable[[Fill], Path]) -> Iterator[Database]:
-    """A database at `url` holding what `fill` writes: on SQLite a copy of the one filled
-    template, on PostgreSQL filled in place."""
+def _fill_at(fill: Fill) -> Callable[[str], None]:
+    def at(url: str) -> None:
+        with store.session(url) as db:
+            fill(db)
+
+    return at
+
+
+def _filled(
+    url: str | Path, fill: Fill, template: Callable[[Fill], Path], request: pytest.FixtureRequest
+) -> Iterator[Database]:
+    """A database at `url` holding what `fill` writes: a copy of the one template `fill` filled,
+    on SQLite by its backup API, on PostgreSQL as a template database."""
     if isinstance(url, Path):
         with sqlite3.connect(template(fill)) as src, sqlite3.connect(url) as dst:
             src.backup(dst)
         src.close()
         dst.close()
-        with store.session(url) as db:
-            yield db
-        return
+    else:
+        cluster: Cluster = request.getfixturevalue("pg_cluster")
+        cluster.replace_with_copy(url, cluster.filled(fill.__name__, _fill_at(fill)))
     with store.session(url) as db:
-        fill(db)
         yield db
 
 
 @pytest.fixture
-def wice_db(db_url: str | Path, filled_template: Callable[[Fill], Path]) -> Iterator[Database]:
+def wice_db(
+    db_url: str | Path, filled_template: Callable[[Fill], Path], request: pytest.FixtureRequest
+) -> Iterator[Database]:
     """The real WiCE data: two judge runs over the same 100 claims, plus the human labels."""
-    yield from _filled(db_url, _fill_wice, filled_template)
+    yield from _filled(db_url, _fill_wice, filled_template, request)
 
 
 @pytest.fixture
-def demo_db(db_url: str | Path, filled_template: Callable[[Fill], Path]) -> Iterator[Database]:
+def demo_db(
+    db_url: str | Path, filled_template: Callable[[Fill], Path], request: pytest.FixtureRequest
+) -> Iterator[Database]:
     """The DEMO-RAG-v1 worked example, judged but not yet labeled."""
-    yield from _filled(db_url, _fill_demo, filled_template)
+    yield from _filled(db_url, _fill_demo, filled_template, request)
