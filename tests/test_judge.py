@@ -69,8 +69,8 @@ def _answer(i: int) -> dict:
     }
 
 
-# The HTTP client's and the page controls' behaviour (retries, replies, endpoints, keys): the
-# store only holds the answers sent and what came back, as in the tests run on both backends.
+# The HTTP client's and the page controls' behaviour (retries, replies, endpoints, keys): what the
+# store keeps of a run is checked on both backends by the other tests.
 client_only = pytest.mark.sqlite_only
 
 
