@@ -405,4 +405,5 @@ def copy_store(src: Database, dst: Database) -> CopySummary:
                 db_backup.insert_rows(dst, table, batch)
                 n += len(batch)
             summary.tables[table.name] = n
+    dst.analyze()
     return summary

@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Callable
 from itertools import count
 from pathlib import Path
 
@@ -56,6 +57,7 @@ class Cluster:
         self.data = self.root / "data"
         self.port = _free_port()
         self._names = count()
+        self._filled: dict[str, str] = {}
         self._run(
             "initdb",
             "-D",
@@ -116,6 +118,27 @@ class Cluster:
         name = f"t{os.getpid()}_{next(self._names)}"
         self._admin(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
         return self.url(name)
+
+    def filled(self, key: str, fill: Callable[[str], None]) -> str:
+        """The name of a template database holding what `fill(url)` wrote into a fresh one; filled
+        on the first call for `key`, so the tests that start from it copy it instead of filling."""
+        if key not in self._filled:
+            url = self.new_database()
+            fill(url)
+            from calibration.store import postgres
+
+            postgres.close_pool(url)  # a template is copied only while nobody is connected
+            self._filled[key] = url.rsplit("/", 1)[1]
+        return self._filled[key]
+
+    def replace_with_copy(self, url: str, template: str) -> None:
+        """The database at `url` made anew as a copy of `template`."""
+        from calibration.store import postgres
+
+        postgres.close_pool(url)
+        name = url.rsplit("/", 1)[1]
+        self._admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        self._admin(f"CREATE DATABASE {name} TEMPLATE {template}")
 
     def drop_database(self, url: str) -> None:
         from calibration.store import postgres

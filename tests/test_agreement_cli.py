@@ -17,17 +17,13 @@ from calibration.store import Database
 from tests.records import stats_input
 
 
-def _db_file(db: Database) -> str:
-    return db.execute("PRAGMA database_list").fetchone()[2]
-
-
-def _stats_json(db: Database, capsys: pytest.CaptureFixture[str], *extra: str) -> dict:
-    assert main(["--db", _db_file(db), "stats", "--json", *extra]) == 0
+def _stats_json(db_url: str | Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict:
+    assert main(["--db", str(db_url), "stats", "--json", *extra]) == 0
     return json.loads(capsys.readouterr().out)
 
 
-def test_wice_gpt4_is_flagged_revise_judge_lenient(wice_db, capsys):
-    assert main(["--db", _db_file(wice_db), "stats", "--judge-run", "wice-gpt4"]) == 0
+def test_wice_gpt4_is_flagged_revise_judge_lenient(wice_db, db_url, capsys):
+    assert main(["--db", str(db_url), "stats", "--judge-run", "wice-gpt4"]) == 0
     out = capsys.readouterr().out
     assert "judge run gpt-4-0613@wice-gpt4" in out
     # The first interval printed is the design-based one, answers as clusters.
@@ -37,8 +33,8 @@ def test_wice_gpt4_is_flagged_revise_judge_lenient(wice_db, capsys):
     assert "Confusion matrix (rows human, columns judge)" in out
 
 
-def test_wice_gpt4_json_against_independent_figures(wice_db, capsys):
-    d = _stats_json(wice_db, capsys, "--judge-run", "gpt-4-0613@wice-gpt4")
+def test_wice_gpt4_json_against_independent_figures(wice_db, db_url, capsys):
+    d = _stats_json(db_url, capsys, "--judge-run", "gpt-4-0613@wice-gpt4")
     assert d["judge_run"] == "gpt-4-0613@wice-gpt4"
     assert (d["n_claims"], d["n_answers"], d["n_unlabeled"], d["cycle"]) == (100, 100, 0, None)
     assert d["confusion"]["matrix"] == [[18, 0, 4], [0, 0, 0], [19, 0, 59]]
@@ -54,14 +50,14 @@ def test_wice_gpt4_json_against_independent_figures(wice_db, capsys):
     assert all(key.startswith("test") and "/" in key for key in lenient["claim_ids"])
 
 
-def test_default_run_is_the_newest_and_unknown_runs_fail(wice_db, capsys):
-    assert _stats_json(wice_db, capsys)["judge_run"] == "gpt-3.5-turbo-0613@wice-gpt35"
-    assert main(["--db", _db_file(wice_db), "stats", "--judge-run", "nope"]) == 1
+def test_default_run_is_the_newest_and_unknown_runs_fail(wice_db, db_url, capsys):
+    assert _stats_json(db_url, capsys)["judge_run"] == "gpt-3.5-turbo-0613@wice-gpt35"
+    assert main(["--db", str(db_url), "stats", "--judge-run", "nope"]) == 1
     assert "unknown judge run" in capsys.readouterr().err
 
 
-def test_thresholds_are_stored_and_used(wice_db, capsys):
-    db = _db_file(wice_db)
+def test_thresholds_are_stored_and_used(wice_db, db_url, capsys):
+    db = str(db_url)
     assert main(["--db", db, "thresholds"]) == 0
     assert "agreement target 0.85, kappa floor 0.6, alpha 0.05" in capsys.readouterr().out
     assert (
@@ -82,7 +78,7 @@ def test_thresholds_are_stored_and_used(wice_db, capsys):
     )
     capsys.readouterr()
     assert store.load_thresholds(wice_db) == Thresholds(0.5, 0.3, 0.001)
-    d = _stats_json(wice_db, capsys, "--judge-run", "wice-gpt4", "--bootstrap", "0")
+    d = _stats_json(db_url, capsys, "--judge-run", "wice-gpt4", "--bootstrap", "0")
     assert d["thresholds"] == {
         "agreement_target": 0.5,
         "kappa_floor": 0.3,
@@ -139,14 +135,14 @@ def test_stats_input_applies_the_final_label_rule(wice_db):
     assert sum(1 for key, rev, _ in after.reviewer_labels if rev == "zoe") == 3
 
 
-def test_stats_reports_unresolved_and_human_human(wice_db, capsys):
+def test_stats_reports_unresolved_and_human_human(wice_db, db_url, capsys):
     run = store.find_judge_run(wice_db, "wice-gpt4")
     human = {it.claim_key: it.human for it in stats_input(wice_db, run.id).items}
     other = {"SUPPORTED": "UNSUPPORTED", "UNSUPPORTED": "SUPPORTED"}
     for answer in ("test00017", "test00064", "test00069", "test00093"):
         _label(wice_db, answer, "zoe", human[f"{answer}/{answer}-c1"])
     _label(wice_db, "test00345", "zoe", other[human["test00345/test00345-c1"]])
-    d = _stats_json(wice_db, capsys, "--judge-run", "wice-gpt4", "--bootstrap", "0")
+    d = _stats_json(db_url, capsys, "--judge-run", "wice-gpt4", "--bootstrap", "0")
     # Several reviewers on some claims: every reviewer's verdict counts, the disputed claim included.
     assert d["agreement"]["basis"] == "per_reviewer"
     assert d["n_claims"] == 100 and d["n_labels"] == 105
@@ -157,14 +153,14 @@ def test_stats_reports_unresolved_and_human_human(wice_db, capsys):
     assert d["human_human"]["n_claims"] == 5
     assert d["human_human"]["reviewers"] == ["wice-annotators", "zoe"]
     assert d["human_human"]["agreement"]["value"] == pytest.approx(0.8)
-    assert main(["--db", _db_file(wice_db), "stats", "--judge-run", "wice-gpt4", "--bootstrap", "0"]) == 0
+    assert main(["--db", str(db_url), "stats", "--judge-run", "wice-gpt4", "--bootstrap", "0"]) == 0
     out = capsys.readouterr().out
     assert "1 of them unresolved (reviewers disagree), each reviewer's verdict counted" in out
     assert "Final label" in out and "secondary view" in out
     assert "Human–human" in out
 
 
-def test_stats_for_a_cycle_is_weighted_and_uses_the_cycle_run(wice_db, capsys):
+def test_stats_for_a_cycle_is_weighted_and_uses_the_cycle_run(wice_db, db_url, capsys):
     cycle = cycles.create_cycle(
         wice_db,
         name="c1",
@@ -174,7 +170,7 @@ def test_stats_for_a_cycle_is_weighted_and_uses_the_cycle_run(wice_db, capsys):
         strategy="failures-first",
         include_labeled=True,
     )
-    d = _stats_json(wice_db, capsys, "--cycle", "c1")
+    d = _stats_json(db_url, capsys, "--cycle", "c1")
     assert d["cycle"] == "c1"
     assert d["judge_run"] == "gpt-4-0613@wice-gpt4"
     assert d["n_claims"] == 20

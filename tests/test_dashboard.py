@@ -39,9 +39,10 @@ def _fresh_caches() -> Iterator[None]:
 
 
 @pytest.fixture
-def page_db(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("CALIBRATION_DB", str(db_path))
-    return db_path
+def page_db(db_url: str | Path, monkeypatch: pytest.MonkeyPatch) -> str | Path:
+    """The pages' store (the app finds it in $CALIBRATION_DB): the test's database, on its backend."""
+    monkeypatch.setenv("CALIBRATION_DB", str(db_url))
+    return db_url
 
 
 def render(**choices: object) -> AppTest:
@@ -98,12 +99,12 @@ def cycle_db(demo_db: Database) -> Database:
 # ---------------------------------------------------------------- the page (AppTest)
 
 
-def test_page_renders_on_an_empty_database(page_db: Path) -> None:
+def test_page_renders_on_an_empty_database(page_db: str | Path) -> None:
     at = render()
     assert [i.value for i in at.info] and not at.error
 
 
-def test_page_renders_on_one_cycle(cycle_db: Database, page_db: Path) -> None:
+def test_page_renders_on_one_cycle(cycle_db: Database, page_db: str | Path) -> None:
     at = render(**{f"dash_scope_{DEMO_RUN}": 1})  # the first cycle of the run
     assert len([m for m in at.markdown if m.value.startswith("### :")]) == 1  # one verdict word
     # Several reviewers on some claims: the disputed claim is in the figures, once per reviewer.
@@ -121,7 +122,9 @@ def test_page_renders_on_one_cycle(cycle_db: Database, page_db: Path) -> None:
     assert [e.label for e in at.expander]
 
 
-def test_page_on_wice_gpt4_says_revise_because_the_judge_is_lenient(wice_db: Database, page_db: Path) -> None:
+def test_page_on_wice_gpt4_says_revise_because_the_judge_is_lenient(
+    wice_db: Database, page_db: str | Path
+) -> None:
     at = render(dash_run=GPT4)
     assert [m.value for m in at.markdown if m.value.startswith("### :")] == ["### :red[revise]"]
     assert any(t.startswith("• judge is lenient") for t in texts(at))
@@ -132,13 +135,13 @@ def test_page_on_wice_gpt4_says_revise_because_the_judge_is_lenient(wice_db: Dat
     assert any("19 times" in t and "4 times" in t for t in texts(at))
 
 
-def test_page_compares_the_two_wice_runs(wice_db: Database, page_db: Path) -> None:
+def test_page_compares_the_two_wice_runs(wice_db: Database, page_db: str | Path) -> None:
     at = render(dash_run=GPT4, **{f"dash_compare_{GPT4}": 1})  # the other run
     assert GPT4 in texts(at) and GPT35 in texts(at)
     assert any("exact McNemar p < 0.001" in t and "better beyond chance" in t for t in texts(at))
 
 
-def test_page_shows_a_closed_cycle_in_the_trend(cycle_db: Database, page_db: Path) -> None:
+def test_page_shows_a_closed_cycle_in_the_trend(cycle_db: Database, page_db: str | Path) -> None:
     cycles.close_cycle(cycle_db, "week 1", force=True)
     at = render()
     trend = [df.value for df in at.dataframe if "cycle #" in df.value.columns]
@@ -616,7 +619,7 @@ def test_dashboard_figures_equal_the_per_record_statistics(mixed_db: Database, s
         )
 
 
-def test_page_says_how_many_resamples_the_bootstrap_drew(wice_db: Database, page_db: Path) -> None:
+def test_page_says_how_many_resamples_the_bootstrap_drew(wice_db: Database, page_db: str | Path) -> None:
     at = render(dash_run=GPT4)
     notes = [t for t in texts(at) if "answer bootstrap" in t]
     assert len(notes) == 2 and all(f"({BOOTSTRAP:,} resamples)" in t for t in notes)
@@ -708,7 +711,7 @@ def test_an_unclear_mark_leaves_a_claim_unresolved_everywhere(cycle_db: Database
     assert agreement.LABELS[int(cols.human[cols.keys.index("Q4/c1")])] == "CONTRADICTED"
 
 
-def test_page_lists_unresolved_claims_and_adjudicates_them(cycle_db: Database, page_db: Path) -> None:
+def test_page_lists_unresolved_claims_and_adjudicates_them(cycle_db: Database, page_db: str | Path) -> None:
     at = render()
     assert any(h.value == "Needs a lead's decision" for h in at.subheader)
     q3 = store.claim_pk(cycle_db, "Q3", "c1")
@@ -727,7 +730,7 @@ def test_page_lists_unresolved_claims_and_adjudicates_them(cycle_db: Database, p
 
 
 def test_the_page_opens_on_the_latest_imported_run_with_labels(
-    cycle_db: Database, page_db: Path, tmp_path: Path
+    cycle_db: Database, page_db: str | Path, tmp_path: Path
 ) -> None:
     src = tmp_path / "later.jsonl"
     src.write_text(
@@ -759,7 +762,7 @@ def test_default_run_falls_back_to_the_latest_import(demo_db: Database) -> None:
 # ---------------------------------------------------------------- QA pass: readability
 
 
-def test_no_none_in_any_table_and_one_number_style(cycle_db: Database, page_db: Path) -> None:
+def test_no_none_in_any_table_and_one_number_style(cycle_db: Database, page_db: str | Path) -> None:
     cycles.close_cycle(cycle_db, "week 1", force=True)
     at = render(**{f"dash_scope_{DEMO_RUN}": 1})
     for frame in at.dataframe:
@@ -779,7 +782,9 @@ def test_no_none_in_any_table_and_one_number_style(cycle_db: Database, page_db: 
     assert fmt.p_value(0.123456) == "p = 0.12"
 
 
-def test_imported_labels_are_not_counted_as_zero_percent_slips(wice_db: Database, page_db: Path) -> None:
+def test_imported_labels_are_not_counted_as_zero_percent_slips(
+    wice_db: Database, page_db: str | Path
+) -> None:
     d = dashboard.build(wice_db, run=GPT4, bootstrap=0)
     assert d.reviewers and all(r.reviewed == 0 and r.slip_rate is None for r in d.reviewers)
     rows = dashboard.reviewer_table(d)
@@ -842,9 +847,9 @@ def failures_first_db(fresh_db: Database, tmp_path: Path) -> Database:
     with store.write(db):
         cyc = db.execute(
             "INSERT INTO cycles (name, judge_run_id, strategy, seed, size, created_at) "
-            "VALUES ('ff', ?, 'failures-first', 0, ?, ?)",
+            "VALUES ('ff', ?, 'failures-first', 0, ?, ?) RETURNING id",
             [run, len(rows), store.now()],
-        ).lastrowid
+        ).fetchone()[0]
         for i, (_h, _j, p) in enumerate(rows):
             db.execute(
                 "INSERT INTO cycle_answers (cycle_id, answer_id, position, inclusion_prob) "
@@ -885,7 +890,9 @@ def test_the_flag_reads_the_reweighted_agreement_of_a_failures_first_cycle(
     assert any(f.label == "Re-weighted agreement" for f in dashboard.headline(d))
 
 
-def test_page_export_warns_about_golden_items_without_a_source(cycle_db: Database, page_db: Path) -> None:
+def test_page_export_warns_about_golden_items_without_a_source(
+    cycle_db: Database, page_db: str | Path
+) -> None:
     at = render(dash_export_format="golden")
     warnings = [w.value for w in at.warning if "expected_source" in w.value]
     counts = export.golden_counts(cycle_db, judge_run=DEMO_RUN)

@@ -69,6 +69,11 @@ def _answer(i: int) -> dict:
     }
 
 
+# The HTTP client's and the page controls' behaviour (retries, replies, endpoints, keys): what the
+# store keeps of a run is checked on both backends by the other tests.
+client_only = pytest.mark.sqlite_only
+
+
 @pytest.fixture(autouse=True)
 def _test_key_variable_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
     # The tests read their key from a variable of their own, allowed as an operator would.
@@ -76,7 +81,7 @@ def _test_key_variable_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def lab_db(db_path: Path, tmp_path: Path) -> Path:
+def lab_db(db_url: str | Path, tmp_path: Path) -> str | Path:
     answers = tmp_path / "answers.jsonl"
     answers.write_text(
         "\n".join(json.dumps(_answer(i), ensure_ascii=False) for i in range(1, N_ANSWERS + 1)),
@@ -91,10 +96,10 @@ def lab_db(db_path: Path, tmp_path: Path) -> Path:
             f"A{i},A{i}.c3,UNSUPPORTED,ann",
         ]
     labels.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    with store.session(db_path) as db:
+    with store.session(db_url) as db:
         import_answers(db, answers)
         import_labels(db, labels)
-    return db_path
+    return db_url
 
 
 def config(stub: StubServer, **kw) -> judge.JudgeConfig:
@@ -116,8 +121,8 @@ def template(version: str = "grounding-v1") -> judge.PromptTemplate:
     return judge.PromptTemplate(version, judge.load_template("grounding-v1").text)
 
 
-def verdicts_of(db_path: Path, run_id: int) -> dict[str, tuple[str, str | None]]:
-    with store.session(db_path) as db:
+def verdicts_of(db_url: str | Path, run_id: int) -> dict[str, tuple[str, str | None]]:
+    with store.session(db_url) as db:
         return {
             cid: (v, raw)
             for cid, v, raw in db.execute(
@@ -128,8 +133,8 @@ def verdicts_of(db_path: Path, run_id: int) -> dict[str, tuple[str, str | None]]
         }
 
 
-def calls_of(db_path: Path, run_id: int) -> dict[str, dict]:
-    with store.session(db_path) as db:
+def calls_of(db_url: str | Path, run_id: int) -> dict[str, dict]:
+    with store.session(db_url) as db:
         return {r["answer_id"]: r for r in db.query("SELECT * FROM judge_calls WHERE run_id = ?", [run_id])}
 
 
@@ -145,27 +150,27 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
-def add_cycle(db_path: Path, name: str, answer_ids: list[str]) -> None:
+def add_cycle(db_url: str | Path, name: str, answer_ids: list[str]) -> None:
     """A cycle over `answer_ids` sampled from the imported run old-judge@v0."""
-    with store.session(db_path) as db, store.write(db):
+    with store.session(db_url) as db, store.write(db):
         old = store.find_judge_run(db, "old-judge@v0")
-        cur = db.execute(
+        cycle = db.execute(
             "INSERT INTO cycles (name, judge_run_id, strategy, seed, size, created_at) "
-            "VALUES (?, ?, 'random', 1, ?, ?)",
+            "VALUES (?, ?, 'random', 1, ?, ?) RETURNING id",
             [name, old.id, len(answer_ids), store.now()],
-        )
+        ).fetchone()[0]
         for pos, aid in enumerate(answer_ids):
             db.execute(
                 "INSERT INTO cycle_answers (cycle_id, answer_id, position, inclusion_prob) "
                 "VALUES (?, ?, ?, 0.5)",
-                [cur.lastrowid, aid, pos],
+                [cycle, aid, pos],
             )
 
 
 # ---------------------------------------------------------------- end to end
 
 
-def test_lab_run_stores_verdicts_as_a_new_run(lab_db: Path) -> None:
+def test_lab_run_stores_verdicts_as_a_new_run(lab_db: str | Path) -> None:
     verdicts = {"A1.c2": "CONTRADICTED", "A2.c3": "UNSUPPORTED"}
     with StubServer(verdicts=verdicts) as stub:
         summary = judge.run_lab(config(stub), template(), db_path=lab_db)
@@ -211,7 +216,8 @@ def test_lab_run_stores_verdicts_as_a_new_run(lab_db: Path) -> None:
     assert len(verdicts_of(lab_db, old.id)) == 3 * N_ANSWERS
 
 
-def test_transient_failures_are_retried(lab_db: Path) -> None:
+@client_only
+def test_transient_failures_are_retried(lab_db: str | Path) -> None:
     script = {"A1": [("429", 0), "500", "ok"], "A2": [("hang", 2.0), "ok"], "A3": ["500", "500"]}
     with StubServer(script) as stub:
         summary = judge.run_lab(config(stub, timeout=0.3), template(), db_path=lab_db)
@@ -227,7 +233,8 @@ def test_transient_failures_are_retried(lab_db: Path) -> None:
     assert "timeout" in json.loads(calls["A2"]["exchanges"])[0]["http"][0]["error"]
 
 
-def test_retry_after_is_honoured(lab_db: Path) -> None:
+@client_only
+def test_retry_after_is_honoured(lab_db: str | Path) -> None:
     with StubServer({"A1": [("429", 1)]}) as stub:
         judge.run_lab(config(stub, concurrency=1), template(), db_path=lab_db)
         first, second = stub.requests_for("A1")
@@ -247,7 +254,7 @@ def test_retry_after_parsing() -> None:
     assert judge.parse_retry_after(None) is None
 
 
-def test_retries_exhausted_is_a_failure_without_verdicts(lab_db: Path) -> None:
+def test_retries_exhausted_is_a_failure_without_verdicts(lab_db: str | Path) -> None:
     with StubServer({"A2": ["500"] * 10}) as stub:
         summary = judge.run_lab(config(stub, max_attempts=3), template(), db_path=lab_db)
         assert len(stub.requests_for("A2")) == 3
@@ -257,7 +264,8 @@ def test_retries_exhausted_is_a_failure_without_verdicts(lab_db: Path) -> None:
     assert not any(c.startswith("A2.") for c in verdicts_of(lab_db, summary.run.id))
 
 
-def test_malformed_reply_then_good_reply_recovers(lab_db: Path) -> None:
+@client_only
+def test_malformed_reply_then_good_reply_recovers(lab_db: str | Path) -> None:
     with StubServer({"A1": ["malformed", "ok"]}) as stub:
         summary = judge.run_lab(config(stub), template(), db_path=lab_db)
         first, second = stub.requests_for("A1")
@@ -288,8 +296,9 @@ def test_malformed_reply_then_good_reply_recovers(lab_db: Path) -> None:
         ("bad_verdict", "missing", "no verdict for claim id(s) 'A3.c3'"),
     ],
 )
+@client_only
 def test_bad_reply_twice_is_a_failure_and_no_verdict_is_guessed(
-    lab_db: Path, first: str, second: str, message: str
+    lab_db: str | Path, first: str, second: str, message: str
 ) -> None:
     with StubServer({"A3": [first, second]}) as stub:
         summary = judge.run_lab(config(stub), template(), db_path=lab_db)
@@ -303,7 +312,7 @@ def test_bad_reply_twice_is_a_failure_and_no_verdict_is_guessed(
     assert len(got) == 3 * (LABELED - 1)
 
 
-def test_resume_after_interruption_does_not_pay_twice(lab_db: Path) -> None:
+def test_resume_after_interruption_does_not_pay_twice(lab_db: str | Path) -> None:
     class Interrupted(Exception):
         pass
 
@@ -333,7 +342,7 @@ def test_resume_after_interruption_does_not_pay_twice(lab_db: Path) -> None:
     assert set(verdicts_of(lab_db, run.id)) == labeled_claim_ids()
 
 
-def test_a_ui_stop_mid_flight_keeps_what_was_stored(lab_db: Path) -> None:
+def test_a_ui_stop_mid_flight_keeps_what_was_stored(lab_db: str | Path) -> None:
     # Streamlit's stop and rerun arrive as BaseException subclasses raised inside st.* calls,
     # i.e. inside the progress callback, with other requests still in flight.
     class ScriptStop(BaseException):
@@ -356,7 +365,7 @@ def test_a_ui_stop_mid_flight_keeps_what_was_stored(lab_db: Path) -> None:
     assert summary.totals.answers_ok == N_ANSWERS and summary.totals.claims_judged == 3 * N_ANSWERS
 
 
-def test_resume_retries_failed_answers_only(lab_db: Path) -> None:
+def test_resume_retries_failed_answers_only(lab_db: str | Path) -> None:
     with StubServer({"A2": ["500"] * 3}) as stub:
         first = judge.run_lab(config(stub, max_attempts=3), template(), db_path=lab_db)
         assert first.answers_failed == 1
@@ -368,7 +377,8 @@ def test_resume_retries_failed_answers_only(lab_db: Path) -> None:
     assert calls_of(lab_db, second.run.id)["A2"]["status"] == "ok"
 
 
-def test_concurrency_bound_is_respected(lab_db: Path) -> None:
+@client_only
+def test_concurrency_bound_is_respected(lab_db: str | Path) -> None:
     with StubServer(latency=0.05) as stub:
         summary = judge.run_lab(config(stub, concurrency=3), template(), db_path=lab_db, scope="all")
         assert stub.max_in_flight == 3  # used, and never exceeded
@@ -386,7 +396,8 @@ def test_concurrency_bound_holds_for_direct_client_use() -> None:
         assert stub.count == 8 and stub.max_in_flight == 2
 
 
-def test_progress_is_reported_per_answer(lab_db: Path) -> None:
+@client_only
+def test_progress_is_reported_per_answer(lab_db: str | Path) -> None:
     seen: list[judge.LabProgress] = []
     with StubServer() as stub:
         judge.run_lab(config(stub), template(), db_path=lab_db, progress=seen.append)
@@ -395,7 +406,8 @@ def test_progress_is_reported_per_answer(lab_db: Path) -> None:
     assert seen[-1].fraction == 1.0 and seen[-1].tokens == 120 * LABELED
 
 
-def test_lenient_reply_shapes_are_accepted(lab_db: Path) -> None:
+@client_only
+def test_lenient_reply_shapes_are_accepted(lab_db: str | Path) -> None:
     with StubServer({"A1": ["fenced"], "A2": ["array"], "A3": ["no_usage"]}) as stub:
         summary = judge.run_lab(config(stub), template(), db_path=lab_db)
     assert summary.answers_ok == LABELED
@@ -406,15 +418,17 @@ def test_lenient_reply_shapes_are_accepted(lab_db: Path) -> None:
     assert summary.totals.total_tokens == 120 * (LABELED - 1)
 
 
-def test_endpoint_rejection_stops_the_run(lab_db: Path) -> None:
+@client_only
+def test_endpoint_rejection_stops_the_run(lab_db: str | Path) -> None:
     with StubServer(default="401") as stub:
         with pytest.raises(JudgeError, match="HTTP 401"):
             judge.run_lab(config(stub, concurrency=1), template(), db_path=lab_db)
         assert stub.count == 1
 
 
+@client_only
 def test_unreachable_endpoint_fails_fast_and_stores_nothing(
-    lab_db: Path, monkeypatch: pytest.MonkeyPatch
+    lab_db: str | Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Default policy (5 attempts, 1 s backoff base): before, every answer was retried with
     # backoff and stored as a failure, and the run "succeeded" with nothing but errors.
@@ -442,7 +456,8 @@ def test_unreachable_endpoint_fails_fast_and_stores_nothing(
         assert lab_store.lab_runs(db) == [] and lab_store.lab_run_overview(db) == []
 
 
-def test_tls_failure_is_a_connect_error_too(lab_db: Path) -> None:
+@client_only
+def test_tls_failure_is_a_connect_error_too(lab_db: str | Path) -> None:
     with StubServer() as stub:  # plain HTTP: the TLS handshake cannot succeed
         url = stub.base_url.replace("http://", "https://")
         with pytest.raises(
@@ -454,7 +469,7 @@ def test_tls_failure_is_a_connect_error_too(lab_db: Path) -> None:
         assert lab_store.lab_runs(db) == []
 
 
-def test_server_gone_mid_run_stops_the_run_and_keeps_what_was_judged(lab_db: Path) -> None:
+def test_server_gone_mid_run_stops_the_run_and_keeps_what_was_judged(lab_db: str | Path) -> None:
     stub = StubServer(keep_alive=False).start()
 
     def crash_after_two(p: judge.LabProgress) -> None:
@@ -473,7 +488,7 @@ def test_server_gone_mid_run_stops_the_run_and_keeps_what_was_judged(lab_db: Pat
     assert summary.resumed and summary.totals.answers_ok == LABELED
 
 
-def test_a_run_whose_every_call_failed_is_not_a_judge_run(lab_db: Path) -> None:
+def test_a_run_whose_every_call_failed_is_not_a_judge_run(lab_db: str | Path) -> None:
     with StubServer(default="500") as stub:
         summary = judge.run_lab(config(stub, max_attempts=1), template("broken"), db_path=lab_db)
     assert summary.answers_failed == LABELED and summary.totals.claims_judged == 0
@@ -499,8 +514,9 @@ def test_a_run_whose_every_call_failed_is_not_a_judge_run(lab_db: Path) -> None:
         assert [r.name for r in store.judge_runs(db)] == ["old-judge@v0", "lab-judge@broken"]
 
 
+@client_only
 def test_api_key_comes_from_the_named_environment_variable(
-    lab_db: Path, monkeypatch: pytest.MonkeyPatch
+    lab_db: str | Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CALIBRATION_TEST_JUDGE_KEY", "sk-test-123")
     with StubServer() as stub:
@@ -512,7 +528,7 @@ def test_api_key_comes_from_the_named_environment_variable(
     assert "sk-test-123" not in dump and summary.answers_ok == LABELED
 
 
-def test_scopes(lab_db: Path) -> None:
+def test_scopes(lab_db: str | Path, tmp_path: Path) -> None:
     add_cycle(lab_db, "c1", ["A6", "A2"])
     with store.session(lab_db) as db:
         old = store.find_judge_run(db, "old-judge@v0")
@@ -524,14 +540,14 @@ def test_scopes(lab_db: Path) -> None:
     with pytest.raises(InputError):
         judge.parse_scope("cycles")
     with pytest.raises(InputError, match="no claim has a human label"):
-        judge.run_lab(config(stub), template("empty"), db_path=lab_db.with_name("empty.db"))
+        judge.run_lab(config(stub), template("empty"), db_path=tmp_path / "empty.db")
     with StubServer() as stub, pytest.raises(NotFoundError):
         judge.run_lab(config(stub), template("nope"), db_path=lab_db, scope="cycle:missing")
     with store.session(lab_db) as db:
         assert [r.prompt_version for r in lab_store.lab_runs(db)] == ["cyc"]  # no empty run left
 
 
-def test_a_version_name_stands_for_one_template(lab_db: Path) -> None:
+def test_a_version_name_stands_for_one_template(lab_db: str | Path) -> None:
     with StubServer() as stub:
         judge.run_lab(config(stub), template("t1"), db_path=lab_db)
         edited = judge.template_from_text("t1", template().text + "\nBe brief.")
@@ -541,7 +557,7 @@ def test_a_version_name_stands_for_one_template(lab_db: Path) -> None:
             judge.run_lab(config(stub, model="old-judge"), template("v0"), db_path=lab_db)
 
 
-def test_comparison_with_the_previous_run(lab_db: Path) -> None:
+def test_comparison_with_the_previous_run(lab_db: str | Path) -> None:
     # Humans: c1 SUPPORTED, c2 SUPPORTED, c3 UNSUPPORTED. The imported run is right on c1 only;
     # the lab run is told to match the humans everywhere.
     right = {
@@ -563,7 +579,7 @@ def test_comparison_with_the_previous_run(lab_db: Path) -> None:
     assert "against old-judge@v0 on 12 human-labeled claims" in text and "McNemar" in text
 
 
-def test_shared_claims_are_the_claims_the_comparison_is_made_on(lab_db: Path, tmp_path: Path) -> None:
+def test_shared_claims_are_the_claims_the_comparison_is_made_on(lab_db: str | Path, tmp_path: Path) -> None:
     # A second judge run over the same answers, and claims where "has a human label" and
     # "has a final human label" part: A1.c2, A2.c2 disputed by a second reviewer (unresolved),
     # A5.c1 marked unclear by both reviewers and settled by a lead (final, no verdict label).
@@ -599,7 +615,7 @@ def test_shared_claims_are_the_claims_the_comparison_is_made_on(lab_db: Path, tm
     assert option.label == f"old-judge@v0 · {3 * LABELED - 1} shared labeled claims"
 
 
-def test_default_baseline_is_the_run_the_prompt_revises(lab_db: Path) -> None:
+def test_default_baseline_is_the_run_the_prompt_revises(lab_db: str | Path) -> None:
     add_cycle(lab_db, "c1", ["A6", "A2"])
     with StubServer() as stub:
         # The only labeled run is the import: the first lab run revises it.
@@ -644,7 +660,7 @@ def test_default_baseline_is_the_run_the_prompt_revises(lab_db: Path) -> None:
             assert stub.count == 0
 
 
-def test_cli_judge_run(lab_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_judge_run(lab_db: str | Path, capsys: pytest.CaptureFixture[str]) -> None:
     from calibration.cli import main
 
     args = [
@@ -699,8 +715,9 @@ def test_cli_judge_run(lab_db: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert "no template file" in capsys.readouterr().err
 
 
+@client_only
 def test_cli_exit_status_when_answers_fail_or_the_endpoint_is_down(
-    lab_db: Path, capsys: pytest.CaptureFixture[str]
+    lab_db: str | Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from calibration.cli import main
 
@@ -732,7 +749,7 @@ def test_cli_exit_status_when_answers_fail_or_the_endpoint_is_down(
 # ---------------------------------------------------------------- the Judge lab page
 
 
-def lab_page(lab_db: Path, monkeypatch: pytest.MonkeyPatch):
+def lab_page(lab_db: str | Path, monkeypatch: pytest.MonkeyPatch):
     from streamlit.testing.v1 import AppTest
 
     import ui
@@ -743,7 +760,7 @@ def lab_page(lab_db: Path, monkeypatch: pytest.MonkeyPatch):
     return at.run()
 
 
-def lab_app(lab_db: Path, monkeypatch: pytest.MonkeyPatch):
+def lab_app(lab_db: str | Path, monkeypatch: pytest.MonkeyPatch):
     """The Judge lab page inside the whole app (app.py's navigation), so pages can be switched."""
     from streamlit.testing.v1 import AppTest
 
@@ -763,7 +780,7 @@ def press_run(at) -> None:
 
 
 def test_page_runs_an_edited_prompt_and_shows_the_comparison(
-    lab_db: Path, monkeypatch: pytest.MonkeyPatch
+    lab_db: str | Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     at = lab_page(lab_db, monkeypatch)
     assert not at.exception
@@ -828,7 +845,10 @@ def test_page_runs_an_edited_prompt_and_shows_the_comparison(
     assert at.text_input(key="lab_version").value == "grounding-v1-ru"
 
 
-def test_page_reports_an_unreachable_endpoint_once(lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@client_only
+def test_page_reports_an_unreachable_endpoint_once(
+    lab_db: str | Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     at = lab_page(lab_db, monkeypatch)
     with StubServer() as stub:  # a first, successful run: its result must not linger
         at.text_input(key="lab_base_url").input(stub.base_url)
@@ -851,8 +871,9 @@ def test_page_reports_an_unreachable_endpoint_once(lab_db: Path, monkeypatch: py
         assert [r.judge_model for r in lab_store.lab_runs(db)] == ["page-judge"]
 
 
+@client_only
 def test_a_refused_request_body_names_the_flags_on_the_cli_and_the_controls_on_the_page(
-    lab_db: Path, monkeypatch: pytest.MonkeyPatch
+    lab_db: str | Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with StubServer(default="400") as stub, pytest.raises(judge.client.EndpointRejected) as err:
         judge.run_lab(config(stub), template(), db_path=lab_db)
@@ -873,7 +894,7 @@ def test_a_refused_request_body_names_the_flags_on_the_cli_and_the_controls_on_t
 
 
 def test_page_shows_no_comparison_for_a_run_without_verdicts(
-    lab_db: Path, monkeypatch: pytest.MonkeyPatch
+    lab_db: str | Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     at = lab_page(lab_db, monkeypatch)
     with StubServer(default="malformed") as stub:
@@ -889,8 +910,9 @@ def test_page_shows_no_comparison_for_a_run_without_verdicts(
     assert any(t.value.startswith("status failed · 2 HTTP attempts · ") for t in at.text)
 
 
+@client_only
 def test_page_keeps_its_choices_and_edits_across_page_switches(
-    lab_db: Path, monkeypatch: pytest.MonkeyPatch
+    lab_db: str | Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     at = lab_app(lab_db, monkeypatch)
     edited = template().text + "\nBe brief."
@@ -920,8 +942,9 @@ def test_page_keeps_its_choices_and_edits_across_page_switches(
     assert not at.exception and form() == expected
 
 
+@client_only
 def test_page_keeps_template_edits_when_another_template_is_picked(
-    lab_db: Path, monkeypatch: pytest.MonkeyPatch
+    lab_db: str | Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     at = lab_page(lab_db, monkeypatch)
     shipped = judge.load_template("grounding-v1").text
@@ -940,7 +963,9 @@ def test_page_keeps_template_edits_when_another_template_is_picked(
     assert not any("Edited" in c.value for c in at.caption)
 
 
-def test_page_inspects_and_compares_the_run_just_made(lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_inspects_and_compares_the_run_just_made(
+    lab_db: str | Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     class Interrupted(Exception):
         pass
 
@@ -1007,8 +1032,9 @@ def test_render_is_single_pass_and_brace_safe() -> None:
     )
 
 
+@client_only
 def test_a_prompt_file_is_read_by_the_input_reader(
-    tmp_path: Path, lab_db: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, lab_db: str | Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from calibration.cli import main
 
@@ -1261,7 +1287,9 @@ def test_comparison_leaves_unresolved_claims_out_as_before(wice_db) -> None:
     assert comp is not None and (comp.result.n_claims, comp.unresolved) == (83, 17)
 
 
-def test_comparison_within_a_cycle_matches_the_record_by_record_reading(lab_db: Path, tmp_path: Path) -> None:
+def test_comparison_within_a_cycle_matches_the_record_by_record_reading(
+    lab_db: str | Path, tmp_path: Path
+) -> None:
     # Three claims per answer; an answer imported last whose id sorts first (claim ids and
     # answer ids in different orders), and a cycle whose order is neither.
     late = tmp_path / "late.jsonl"
@@ -1312,7 +1340,7 @@ def _unique_answer(i: int, judge_verdicts: tuple[str, str]) -> dict:
 
 
 @pytest.fixture
-def many_db(db_path: Path, tmp_path: Path) -> Path:
+def many_db(db_url: str | Path, tmp_path: Path) -> str | Path:
     """N_MANY answers with two claims each, all labeled; the old judge wrong on some claims
     (SUPPORTED where the humans say UNSUPPORTED, and the reverse), a note on one correction."""
     answers = tmp_path / "many.jsonl"
@@ -1333,14 +1361,14 @@ def many_db(db_path: Path, tmp_path: Path) -> Path:
         )
         rows.append(f"{aid},{aid}.c2,{'SUPPORTED' if i % 2 else 'UNSUPPORTED'},ann,")
     labels.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    with store.session(db_path) as db:
+    with store.session(db_url) as db:
         import_answers(db, answers)
         import_labels(db, labels)
-    return db_path
+    return db_url
 
 
-def human_verdicts(db_path: Path) -> dict[str, str]:
-    with store.session(db_path) as db:
+def human_verdicts(db_url: str | Path) -> dict[str, str]:
+    with store.session(db_url) as db:
         return {
             f"{a}/{c}": v
             for a, c, v in db.execute(
@@ -1355,7 +1383,7 @@ EXAMPLES_TEMPLATE = (
 )
 
 
-def test_prompts_with_examples_never_contain_a_holdout_claim(many_db: Path) -> None:
+def test_prompts_with_examples_never_contain_a_holdout_claim(many_db: str | Path) -> None:
     from calibration import split
 
     tpl = judge.PromptTemplate("fewshot", EXAMPLES_TEMPLATE)
@@ -1397,7 +1425,7 @@ def test_prompts_with_examples_never_contain_a_holdout_claim(many_db: Path) -> N
         assert not any(a == aid and t in prompt for a, _, t in examples)
 
 
-def test_a_prompt_carrying_holdout_text_is_refused_before_sending(many_db: Path) -> None:
+def test_a_prompt_carrying_holdout_text_is_refused_before_sending(many_db: str | Path) -> None:
     from calibration import split
 
     with store.session(many_db) as db:
@@ -1410,7 +1438,7 @@ def test_a_prompt_carrying_holdout_text_is_refused_before_sending(many_db: Path)
         assert stub.count == 0
 
 
-def test_comparison_reports_holdout_and_tuning_separately(many_db: Path) -> None:
+def test_comparison_reports_holdout_and_tuning_separately(many_db: str | Path) -> None:
     from scipy.stats import binomtest
 
     from calibration import split
@@ -1455,7 +1483,7 @@ def test_comparison_reports_holdout_and_tuning_separately(many_db: Path) -> None
     assert holdout_line < tuning_line
 
 
-def test_cli_judge_run_json_contract(many_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_judge_run_json_contract(many_db: str | Path, capsys: pytest.CaptureFixture[str]) -> None:
     from calibration.cli import main
 
     with StubServer() as stub:
@@ -1493,8 +1521,9 @@ def test_cli_judge_run_json_contract(many_db: Path, capsys: pytest.CaptureFixtur
     assert data["tokens"]["total"] == 120 * N_MANY
 
 
+@client_only
 @pytest.mark.parametrize("kind", ["405", "400", "401"])
-def test_a_refusing_endpoint_gets_a_handful_of_requests(many_db: Path, kind: str) -> None:
+def test_a_refusing_endpoint_gets_a_handful_of_requests(many_db: str | Path, kind: str) -> None:
     with StubServer(default=kind) as stub:
         with pytest.raises(judge.client.EndpointRejected) as err:
             judge.run_lab(config(stub, concurrency=4), template(), db_path=many_db)
@@ -1502,7 +1531,8 @@ def test_a_refusing_endpoint_gets_a_handful_of_requests(many_db: Path, kind: str
     assert f"HTTP {kind}" in str(err.value)
 
 
-def test_always_non_json_replies_stop_after_the_first_answers(many_db: Path) -> None:
+@client_only
+def test_always_non_json_replies_stop_after_the_first_answers(many_db: str | Path) -> None:
     with StubServer(default="prose") as stub:
         with pytest.raises(judge.client.EndpointRejected, match="cannot be read as verdicts") as err:
             judge.run_lab(config(stub, concurrency=4), template(), db_path=many_db)
@@ -1512,7 +1542,8 @@ def test_always_non_json_replies_stop_after_the_first_answers(many_db: Path) -> 
     assert err.value.answers_stored >= judge.INVALID_REPLY_STOP
 
 
-def test_an_endpoint_that_works_is_not_stopped_by_a_few_bad_replies(many_db: Path) -> None:
+@client_only
+def test_an_endpoint_that_works_is_not_stopped_by_a_few_bad_replies(many_db: str | Path) -> None:
     script = {f"U{i:02d}": ["prose", "prose"] for i in range(4)}
     with StubServer(script, default="ok") as stub:
         summary = judge.run_lab(config(stub, concurrency=1), template(), db_path=many_db)
@@ -1537,9 +1568,10 @@ print(json.dumps({"peak_kb": peak_kb(), "imported_kb": imported_kb, "failures": 
 """
 
 
+@client_only
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak RSS from /proc")
-def test_a_50_mb_reply_is_cut_at_the_limit_with_bounded_memory(lab_db: Path) -> None:
+def test_a_50_mb_reply_is_cut_at_the_limit_with_bounded_memory(lab_db: str | Path) -> None:
     import subprocess
     import sys
 
@@ -1566,7 +1598,7 @@ def test_a_50_mb_reply_is_cut_at_the_limit_with_bounded_memory(lab_db: Path) -> 
     assert size < 50_000
 
 
-def test_each_reply_is_stored_once(lab_db: Path) -> None:
+def test_each_reply_is_stored_once(lab_db: str | Path) -> None:
     with StubServer({"A1": ["malformed", "ok"]}) as stub:
         summary = judge.run_lab(config(stub), template("once"), db_path=lab_db)
     call = calls_of(lab_db, summary.run.id)["A1"]
@@ -1576,8 +1608,9 @@ def test_each_reply_is_stored_once(lab_db: Path) -> None:
     assert exchanges[-1]["response_in_call"] is True and "response" in exchanges[0]
 
 
+@client_only
 def test_api_key_variable_must_be_allowed(
-    lab_db: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    lab_db: str | Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from calibration.cli import main
 
@@ -1624,7 +1657,10 @@ def test_api_key_variable_must_be_allowed(
         "h:8000/v1",
     ],
 )
-def test_base_url_must_end_in_a_path(lab_db: Path, base: str, capsys: pytest.CaptureFixture[str]) -> None:
+@client_only
+def test_base_url_must_end_in_a_path(
+    lab_db: str | Path, base: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     from calibration.cli import main
 
     with pytest.raises(InputError):
@@ -1682,7 +1718,7 @@ def test_allowed_base_urls_restrict_by_prefix(base: str, allowed: bool) -> None:
     assert (not policy.base_url_problems(base)) is allowed
 
 
-def test_scope_of_one_runs_labeled_claims(lab_db: Path, tmp_path: Path) -> None:
+def test_scope_of_one_runs_labeled_claims(lab_db: str | Path, tmp_path: Path) -> None:
     other = tmp_path / "other.jsonl"
     other.write_text(
         json.dumps(

@@ -21,9 +21,9 @@ LEAD_PAGES = ["pages/dashboard.py", "pages/cycles.py", "pages/judge_lab.py", "pa
 
 
 @pytest.fixture
-def judged(db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def judged(db_url: str | Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str | Path:
     """A database the app uses ($CALIBRATION_DB) with one judged answer and an open cycle."""
-    monkeypatch.setenv("CALIBRATION_DB", str(db_path))
+    monkeypatch.setenv("CALIBRATION_DB", str(db_url))
     monkeypatch.delenv(ui.LEADS_ENV, raising=False)
     jsonl = tmp_path / "a.jsonl"
     jsonl.write_text(
@@ -44,7 +44,7 @@ def judged(db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
         + "\n",
         encoding="utf-8",
     )
-    with store.session(db_path) as db:
+    with store.session(db_url) as db:
         import_answers(db, jsonl)
         cycles.create_cycle(
             db,
@@ -57,7 +57,7 @@ def judged(db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
             force=True,
             created_by="t",
         )
-    return db_path
+    return db_url
 
 
 def _page(path: str, reviewer: str | None) -> AppTest:
@@ -72,8 +72,9 @@ def _texts(at: AppTest) -> str:
     return "\n".join(str(p) for p in parts)
 
 
+@pytest.mark.sqlite_only  # the role is checked before the page reads the store
 @pytest.mark.parametrize("path", LEAD_PAGES)
-def test_a_non_lead_sees_no_lead_page(judged: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+def test_a_non_lead_sees_no_lead_page(judged: str | Path, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
     monkeypatch.setenv(ui.LEADS_ENV, " Anna Lead , bea@example.org")
     at = _page(path, "carl")
     assert not at.exception
@@ -154,14 +155,15 @@ def test_leads_from_the_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert not at.info and "LEAD CONTENT" in _texts(at)
 
 
-def test_a_lead_page_asks_for_sign_in_first(judged: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.sqlite_only  # the sign-in is asked for before the page reads the store
+def test_a_lead_page_asks_for_sign_in_first(judged: str | Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ui.LEADS_ENV, "anna")
     at = _page("pages/dashboard.py", None)
     assert [t.label for t in at.text_input] == ["Your name"]
     assert not at.info
 
 
-def test_home_shows_no_judge_verdicts(judged: Path) -> None:
+def test_home_shows_no_judge_verdicts(judged: str | Path) -> None:
     """QA: Home showed "demo-judge: supported 9, contradicted 0, unsupported 0" to reviewers."""
     at = _page("app.py", None)  # Home is the default page
     assert not at.exception
@@ -181,7 +183,7 @@ def _sign_in_script() -> None:
     st.text("REVIEWER=" + ui.require_reviewer())
 
 
-def test_sign_in_uses_the_known_spelling(judged: Path) -> None:
+def test_sign_in_uses_the_known_spelling(judged: str | Path) -> None:
     """QA: "anna reviewer" and "Anna Reviewer" became two people."""
     with store.session(judged) as db:
         pk = store.claim_pk(db, "A1", "c1")
@@ -194,7 +196,7 @@ def test_sign_in_uses_the_known_spelling(judged: Path) -> None:
     assert at.query_params[ui.NAME_PARAM] in ("Anna Reviewer", ["Anna Reviewer"])
 
 
-def test_a_name_without_a_token_only_fills_in(judged: Path) -> None:
+def test_a_name_without_a_token_only_fills_in(judged: str | Path) -> None:
     """A name in the URL without a valid token is only filled in (labels are written under the
     session's signed-in name, never the URL's)."""
     at = AppTest.from_function(_sign_in_script, default_timeout=30)
@@ -223,7 +225,7 @@ def _app_sign_in_script() -> None:
 
 
 def test_a_reviewer_deactivated_after_signing_in_is_signed_out_on_the_next_run(
-    judged: Path, monkeypatch: pytest.MonkeyPatch
+    judged: str | Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(ui.SECRET_ENV, "server-secret")
     at = AppTest.from_function(_app_sign_in_script, default_timeout=30).run()
@@ -258,7 +260,7 @@ def _reload(token: str, name: str) -> AppTest:
 
 
 def test_a_reload_with_a_valid_token_signs_the_same_reviewer_in(
-    judged: Path, monkeypatch: pytest.MonkeyPatch
+    judged: str | Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(ui.SECRET_ENV, "server-secret")
     good = ui.sign_token(b"server-secret", "Anna", int(time.time()) + 600)
@@ -298,7 +300,7 @@ def test_malformed_tokens_are_refused(token: str) -> None:
     assert not ui.check_token(b"k", "Anna", token, 1_800_000_000)
 
 
-def test_a_lead_writes_guidelines(judged: Path) -> None:
+def test_a_lead_writes_guidelines(judged: str | Path) -> None:
     at = _page("pages/guidelines.py", "anna")
     at.text_area(key="guidelines_text_project").input("**Be strict.** Dates must match.\n\nMore.")
     at.button[0].click().run()

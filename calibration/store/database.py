@@ -104,3 +104,8 @@ class Database(ABC):
     @abstractmethod
     def checkpoint(self) -> None:
         """After a bulk write: let the engine fold it in now, so the next small commit does not pay."""
+
+    @abstractmethod
+    def analyze(self) -> None:
+        """After a bulk copy into empty tables: give the query planner the tables' statistics now,
+        so the first reads are not planned for empty tables."""

@@ -469,6 +469,11 @@ class PostgresDatabase(Database):
     def checkpoint(self) -> None:
         pass  # the server checkpoints on its own
 
+    def analyze(self) -> None:
+        # Autovacuum would get to it in a minute or more; until then an export of 100,000 claims
+        # copied by migrate-db reads about three times slower (bench/bench_migrate.py).
+        self._c.execute("ANALYZE")
+
     @contextmanager
     def atomic(self) -> Iterator[None]:
         if not self.in_transaction:

@@ -129,6 +129,9 @@ class SQLiteDatabase(Database):
     def checkpoint(self) -> None:
         self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
+    def analyze(self) -> None:
+        pass  # SQLite plans from the schema's indexes: the store keeps no statistics to refresh
+
     @contextmanager
     def atomic(self) -> Iterator[None]:
         if not self.conn.in_transaction:
