@@ -308,7 +308,32 @@ def _card_action(cycle_id: int, reviewer: str, answer_id: str, do: str) -> None:
             st.session_state[CARD_MOVED] = int(st.session_state.get(CARD_MOVED) or 0) + 1
 
 
+def _page_view() -> tuple[Any, ...]:
+    """What of the session state the page draws around the card: the answer, the dialog asked
+    for, the messages, the keys done. A report that changes none of it needs only the card."""
+    cur = st.session_state.get(CURSOR) or {}
+    return (
+        cur.get("cycle"),
+        cur.get("answer"),
+        cur.get("selected"),
+        st.session_state.get(CARD_ACTIONS),
+        *(st.session_state.get(k) is not None for k in (FLASH, TOAST, DIALOG, NOTICE)),
+    )
+
+
 def _on_card_report() -> None:
+    """The card reported: write it (`_write_card_report`). By default only the card's fragment
+    runs again: a verdict within the answer, the last look included, changes nothing else the
+    page draws. When the report changed what the page draws around the card (another answer,
+    a key passed on, a message, a dialog), the page's fragment runs instead, the header's
+    counts with it."""
+    before = _page_view()
+    _write_card_report()
+    if _page_view() != before:
+        st.rerun(REVIEW_FRAGMENT)
+
+
+def _write_card_report() -> None:
     """The card reported (a key press, or several): write the claims' new verdicts once, follow
     its cursor, then do the keys it passed on, in order. A storage failure writes nothing more
     and does no key: the card keeps the verdicts and says so, and sends them again."""
@@ -387,40 +412,38 @@ def _card_data(
         return data
     pks = {c.pk for c in card.claims}
     missing = review.missing_evidence(card) if cycle.require_evidence else []
-    data.update(
-        {
-            "question": neutral(card.question),
-            "answer_text": neutral(card.answer),
-            "show_answer": len(card.claims) != 1 or card.answer.strip() != card.claims[0].text.strip(),
-            "spans": review.claim_spans(neutral(card.answer), [neutral(c.text) for c in card.claims]),
-            "facts": review.answer_facts(card),
-            "claims": [
-                {
-                    "pk": c.pk,
-                    "number": c.number,
-                    "text": neutral(c.text),
-                    "status": c.status,
-                    "verdict": c.verdict,
-                    "event": c.label.event_id if c.label else None,
-                    "evidence": list(c.label.evidence) if c.label else [],
-                    "note": (c.label.note or "") if c.label else "",
-                }
-                for c in card.claims
-            ],
-            # The id is sent back as evidence, never shown: the card shows `shown`.
-            "chunks": [
-                {"number": ch.number, "id": ch.chunk_id, "shown": visible(ch.chunk_id)} for ch in card.chunks
-            ],
-            "definitions": definitions,
-            "colours": VERDICT_COLOURS,
-            "require_evidence": cycle.require_evidence,
-            "evidence_needed": review.evidence_needed(missing) if missing else None,
-            "ack": {pk: seq for pk, (seq, _event) in done.items() if pk in pks},
-            "refused": {
-                pk: seq for pk, seq in (st.session_state.get(CARD_REFUSED) or {}).items() if pk in pks
-            },
-        }
-    )
+    # The answer's part under one key: Streamlit looks for a dataframe in every value at the
+    # top of a component's data, and that look cost more than all the rest of the card's run.
+    data["card"] = {
+        "question": neutral(card.question),
+        "answer_text": neutral(card.answer),
+        "show_answer": len(card.claims) != 1 or card.answer.strip() != card.claims[0].text.strip(),
+        "spans": review.claim_spans(neutral(card.answer), [neutral(c.text) for c in card.claims]),
+        "facts": review.answer_facts(card),
+        "claims": [
+            {
+                "pk": c.pk,
+                "number": c.number,
+                "text": neutral(c.text),
+                "status": c.status,
+                "verdict": c.verdict,
+                "event": c.label.event_id if c.label else None,
+                "evidence": list(c.label.evidence) if c.label else [],
+                "note": (c.label.note or "") if c.label else "",
+            }
+            for c in card.claims
+        ],
+        # The id is sent back as evidence, never shown: the card shows `shown`.
+        "chunks": [
+            {"number": ch.number, "id": ch.chunk_id, "shown": visible(ch.chunk_id)} for ch in card.chunks
+        ],
+        "definitions": definitions,
+        "colours": VERDICT_COLOURS,
+        "require_evidence": cycle.require_evidence,
+        "evidence_needed": review.evidence_needed(missing) if missing else None,
+        "ack": {pk: seq for pk, (seq, _event) in done.items() if pk in pks},
+        "refused": {pk: seq for pk, seq in (st.session_state.get(CARD_REFUSED) or {}).items() if pk in pks},
+    }
     return data
 
 
@@ -789,7 +812,35 @@ def _done(cycle: review.CycleRef, choices: list[review.CycleChoice], prog: revie
             )
 
 
+# The page body's fragment, named so that the card's callback can run it (`_on_card_report`),
+# and the card's own inside it: what a view with a card draws, as (answer, revealed); None
+# when the queue is done.
+REVIEW_FRAGMENT = "review"
+Drawn = tuple[str, bool] | None
+
+
 @ui.fragment
+def card_fragment(cycle: review.CycleRef, drawn: Drawn, definitions: dict[str, str]) -> None:
+    """The card, a fragment inside the page's: a report reruns only this, so a verdict costs its
+    write and the card's data, not the header, the chunks and the guidelines. Should the card
+    read here not be the view the page drew around it (`drawn`), the whole page is drawn again."""
+    reviewer = ui.current_reviewer()
+    if not reviewer:
+        st.rerun()
+    with _db() as db:
+        pos = _cursor(db, cycle.id, reviewer)
+        card = review.load_card(db, pos.answer_id, reviewer) if pos else None
+    index = review.shown_claim(card, pos.claim_index) if card is not None and pos else None
+    mode = review.card_view(card, index) if card is not None else "done"
+    if (None if card is None else (card.answer_id, mode == "reveal")) != drawn:
+        st.rerun()
+    if card is not None and mode != "reveal":  # (the reveal's selection is the page's)
+        _set_cursor(cycle.id, reviewer, review.Position(card.answer_id, index))
+    data = _card_data(mode, cycle, card, index, definitions)
+    review_card.mount(key=CARD_KEY, data=data, on_report_change=_on_card_report)
+
+
+@ui.fragment(key=REVIEW_FRAGMENT)
 def review_fragment() -> None:
     reviewer = ui.current_reviewer()
     if not reviewer:
@@ -849,9 +900,9 @@ def review_fragment() -> None:
         with st.container(border=True, key="flash"):
             st.error("Not recorded:", icon=":material/error:")
             ui.literal(msg)
-    data = _card_data(mode, cycle, card, index, definitions)
+    drawn: Drawn = None if card is None else (card.answer_id, mode == "reveal")
     if card is None:
-        review_card.mount(key=CARD_KEY, data=data, on_report_change=_on_card_report)
+        card_fragment(cycle, drawn, definitions)
         _done(cycle, choices, chosen.progress)
         return
 
@@ -860,7 +911,7 @@ def review_fragment() -> None:
     with left:
         if mode == "reveal":
             _question_and_answer(card, None, mode)
-        review_card.mount(key=CARD_KEY, data=data, on_report_change=_on_card_report)
+        card_fragment(cycle, drawn, definitions)
         if mode == "reveal":
             assert rows is not None and view is not None
             _reveal_panel(cycle, card, rows, view)
