@@ -58,6 +58,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import random
 import statistics
@@ -156,10 +157,10 @@ CARD = "review_card"  # the review card component's key (pages/review.py)
 
 
 def card_data(s: Session) -> dict[str, Any]:
-    """The card's data as its script reads it: the answer's part (under "card"; at the top in
-    older checkouts, so that --before runs either) beside the rest."""
+    """The card's data as its script reads it: the answer's part (the JSON text "card"; at the
+    top in older checkouts, so that --before runs either) beside the rest."""
     d = s.data_of(CARD) or {}
-    return {**d, **(d.get("card") or {})}
+    return {**d, **json.loads(d["card"])} if isinstance(d.get("card"), str) else d
 
 
 def _next_todo(claims: list[dict[str, Any]], entries: dict[str, Any], index: int) -> int | None:

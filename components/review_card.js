@@ -442,8 +442,8 @@ export default function (component) {
   if (!root) { root = el("div", "rc-root"); parentElement.appendChild(root); }
   card.root = root;
   if (!data) return;
-  // The answer's part comes under "card" (pages/review.py `_card_data`); the card reads it flat.
-  const d = data.card ? { ...data, ...data.card } : data;
+  // The answer's part comes as one JSON text, "card" (pages/review.py `_card_data`).
+  const d = data.card ? { ...data, ...JSON.parse(data.card) } : data;
   take(d);
   card.data = d;
   draw();

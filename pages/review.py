@@ -34,6 +34,7 @@ shown.
 from __future__ import annotations
 
 import hashlib
+import json
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -412,38 +413,42 @@ def _card_data(
         return data
     pks = {c.pk for c in card.claims}
     missing = review.missing_evidence(card) if cycle.require_evidence else []
-    # The answer's part under one key: Streamlit looks for a dataframe in every value at the
-    # top of a component's data, and that look cost more than all the rest of the card's run.
-    data["card"] = {
-        "question": neutral(card.question),
-        "answer_text": neutral(card.answer),
-        "show_answer": len(card.claims) != 1 or card.answer.strip() != card.claims[0].text.strip(),
-        "spans": review.claim_spans(neutral(card.answer), [neutral(c.text) for c in card.claims]),
-        "facts": review.answer_facts(card),
-        "claims": [
-            {
-                "pk": c.pk,
-                "number": c.number,
-                "text": neutral(c.text),
-                "status": c.status,
-                "verdict": c.verdict,
-                "event": c.label.event_id if c.label else None,
-                "evidence": list(c.label.evidence) if c.label else [],
-                "note": (c.label.note or "") if c.label else "",
-            }
-            for c in card.claims
-        ],
-        # The id is sent back as evidence, never shown: the card shows `shown`.
-        "chunks": [
-            {"number": ch.number, "id": ch.chunk_id, "shown": visible(ch.chunk_id)} for ch in card.chunks
-        ],
-        "definitions": definitions,
-        "colours": VERDICT_COLOURS,
-        "require_evidence": cycle.require_evidence,
-        "evidence_needed": review.evidence_needed(missing) if missing else None,
-        "ack": {pk: seq for pk, (seq, _event) in done.items() if pk in pks},
-        "refused": {pk: seq for pk, seq in (st.session_state.get(CARD_REFUSED) or {}).items() if pk in pks},
-    }
+    # The answer's part as one JSON text: Streamlit looks for a dataframe in every value at the
+    # top of a component's data, a look that costs up to a millisecond for each list or dict.
+    data["card"] = json.dumps(
+        {
+            "question": neutral(card.question),
+            "answer_text": neutral(card.answer),
+            "show_answer": len(card.claims) != 1 or card.answer.strip() != card.claims[0].text.strip(),
+            "spans": review.claim_spans(neutral(card.answer), [neutral(c.text) for c in card.claims]),
+            "facts": review.answer_facts(card),
+            "claims": [
+                {
+                    "pk": c.pk,
+                    "number": c.number,
+                    "text": neutral(c.text),
+                    "status": c.status,
+                    "verdict": c.verdict,
+                    "event": c.label.event_id if c.label else None,
+                    "evidence": list(c.label.evidence) if c.label else [],
+                    "note": (c.label.note or "") if c.label else "",
+                }
+                for c in card.claims
+            ],
+            # The id is sent back as evidence, never shown: the card shows `shown`.
+            "chunks": [
+                {"number": ch.number, "id": ch.chunk_id, "shown": visible(ch.chunk_id)} for ch in card.chunks
+            ],
+            "definitions": definitions,
+            "colours": VERDICT_COLOURS,
+            "require_evidence": cycle.require_evidence,
+            "evidence_needed": review.evidence_needed(missing) if missing else None,
+            "ack": {pk: seq for pk, (seq, _event) in done.items() if pk in pks},
+            "refused": {
+                pk: seq for pk, seq in (st.session_state.get(CARD_REFUSED) or {}).items() if pk in pks
+            },
+        }
+    )
     return data
 
 
