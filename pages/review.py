@@ -24,8 +24,10 @@ not, when a disagreement is still open). A skipped claim comes back until it is 
 Session state holds only the cursor (cycle, answer, claim, selected disagreement), the chosen
 cycle, what the card's reports have written (sequence numbers and label events, so nothing is
 written twice), pending messages and the dialog asked for; the database is the memory. The page
-body is a fragment, so a report reruns only it. Rules (what comes next, what is shown, what a
-key may do) are pure functions in `calibration.review`. Untrusted text goes through
+body is a fragment, and the card a fragment inside it: a verdict reruns only the card (the
+header's counts follow with the page's next run, at the commit), and a report that changes
+what the page draws around the card runs the page's fragment. Rules (what comes next, what is
+shown, what a key may do) are pure functions in `calibration.review`. Untrusted text goes through
 ui.literal / ui.body / ui.ident, or to the card, which puts it in as text only; toasts, labels
 and captions are built from constants and numbers; the lead's guidelines are the one markdown
 shown.

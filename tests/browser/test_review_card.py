@@ -162,6 +162,30 @@ def test_the_judge_stays_off_the_card_and_the_wire_before_the_commit(app: App, p
     page.get_by_text(marker).wait_for()
 
 
+def test_a_verdict_sends_the_card_alone(app: App, page: Any) -> None:
+    """A verdict reruns the card's fragment only: the reply carries the card's data with the
+    acknowledgement, not the header's progress line or the chunks, which the page draws."""
+    frames: list[bytes] = []
+    page.on(
+        "websocket",
+        lambda ws: ws.on("framereceived", lambda p: frames.append(p if isinstance(p, bytes) else p.encode())),
+    )
+    reviewer = "card alone"
+    app.settle_all_but(reviewer, {"L30"})
+    pks = app.pks("L30")
+    sign_in(page, app.url, reviewer)
+    wait_claim(page, pks[0])
+    assert any(b"Every fact holds." in f for f in frames)  # the chunk, drawn with the page
+    since = len(frames)
+    page.keyboard.press("1")
+    wait_claim(page, pks[1])
+    wait_saved(page, pks[0])
+    wait_claim(page, pks[1])  # the acknowledging run has ended
+    reply = b"".join(frames[since:])
+    assert b"L30" in reply  # the card's data
+    assert b"claims labeled" not in reply and b"Every fact holds." not in reply
+
+
 def test_no_k_j_or_n_lost_in_500_presses_right_after_redraws(app: App, page: Any) -> None:
     """Per answer: a verdict that disagrees, Enter, then K (or J) and N pressed at once, before
     the reveal is drawn; on the last answer K and J in turn, back to back, each a change of mind
