@@ -824,25 +824,34 @@ def _done(cycle: review.CycleRef, choices: list[review.CycleChoice], prog: revie
 # when the queue is done.
 REVIEW_FRAGMENT = "review"
 Drawn = tuple[str, bool] | None
+CardRead = tuple[review.Card | None, int | None, str]  # the card, the claim shown, the view
 
 
 @ui.fragment
-def card_fragment(cycle: review.CycleRef, drawn: Drawn, definitions: dict[str, str]) -> None:
+def card_fragment(
+    cycle: review.CycleRef, drawn: Drawn, definitions: dict[str, str], read: list[CardRead]
+) -> None:
     """The card, a fragment inside the page's: a report reruns only this, so a verdict costs its
     write and the card's data, not the header, the chunks and the guidelines. Should the card
-    read here not be the view the page drew around it (`drawn`), the whole page is drawn again."""
+    read here not be the view the page drew around it (`drawn`), the whole page is drawn again.
+
+    `read`: the card the page's run has just read, taken by the run that comes with it. Streamlit
+    keeps a fragment's arguments for its reruns, so the list is empty then: they read anew."""
     reviewer = ui.current_reviewer()
     if not reviewer:
         st.rerun()
-    with _db() as db:
-        pos = _cursor(db, cycle.id, reviewer)
-        card = review.load_card(db, pos.answer_id, reviewer) if pos else None
-    index = review.shown_claim(card, pos.claim_index) if card is not None and pos else None
-    mode = review.card_view(card, index) if card is not None else "done"
-    if (None if card is None else (card.answer_id, mode == "reveal")) != drawn:
-        st.rerun()
-    if card is not None and mode != "reveal":  # (the reveal's selection is the page's)
-        _set_cursor(cycle.id, reviewer, review.Position(card.answer_id, index))
+    if read:
+        card, index, mode = read.pop()
+    else:
+        with _db() as db:
+            pos = _cursor(db, cycle.id, reviewer)
+            card = review.load_card(db, pos.answer_id, reviewer) if pos else None
+        index = review.shown_claim(card, pos.claim_index) if card is not None and pos else None
+        mode = review.card_view(card, index) if card is not None else "done"
+        if (None if card is None else (card.answer_id, mode == "reveal")) != drawn:
+            st.rerun()
+        if card is not None and mode != "reveal":  # (the reveal's selection is the page's)
+            _set_cursor(cycle.id, reviewer, review.Position(card.answer_id, index))
     data = _card_data(mode, cycle, card, index, definitions)
     review_card.mount(key=CARD_KEY, data=data, on_report_change=_on_card_report)
 
@@ -909,18 +918,19 @@ def review_fragment() -> None:
             ui.literal(msg)
     drawn: Drawn = None if card is None else (card.answer_id, mode == "reveal")
     if card is None:
-        card_fragment(cycle, drawn, definitions)
+        card_fragment(cycle, drawn, definitions, [(card, index, mode)])
         _done(cycle, choices, chosen.progress)
         return
 
     summary = review.guideline_summary(guidelines[-1].markdown) if guidelines else ""
     left, right = st.columns([5, 3], gap="medium")
     with left:
-        if mode == "reveal":
-            _question_and_answer(card, None, mode)
-        card_fragment(cycle, drawn, definitions)
+        # First in every view: a fragment's id is its place on the page, and a report sent
+        # while the page is drawn again (keys pressed at once) must find the card's fragment.
+        card_fragment(cycle, drawn, definitions, [(card, index, mode)])
         if mode == "reveal":
             assert rows is not None and view is not None
+            _question_and_answer(card, None, mode)
             _reveal_panel(cycle, card, rows, view)
         elif summary:
             # The lead's markdown, inert; after the prefix it is one line, so no block markup.
