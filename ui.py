@@ -52,7 +52,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, ParamSpec
+from typing import Any, ParamSpec, overload
 
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
@@ -561,15 +561,31 @@ def write_callback(callback: Callable[P, None]) -> Callable[P, None]:
     return run
 
 
-def fragment(body: Callable[[], None]) -> Callable[[], None]:
-    """`st.fragment(body)` whose runs show a storage failure as the one sentence."""
+@overload
+def fragment(body: Callable[P, None], *, key: str | None = None) -> Callable[P, None]: ...
 
-    @functools.wraps(body)
-    def run() -> None:
-        with storage_failures():
-            body()
 
-    return st.fragment(run)
+@overload
+def fragment(
+    body: None = None, *, key: str | None = None
+) -> Callable[[Callable[P, None]], Callable[P, None]]: ...
+
+
+def fragment(
+    body: Callable[P, None] | None = None, *, key: str | None = None
+) -> Callable[P, None] | Callable[[Callable[P, None]], Callable[P, None]]:
+    """`st.fragment(body, key=key)` whose runs show a storage failure as the one sentence;
+    `key` names it for `st.rerun(key)` from a callback."""
+
+    def make(body: Callable[P, None]) -> Callable[P, None]:
+        @functools.wraps(body)
+        def run(*args: P.args, **kwargs: P.kwargs) -> None:
+            with storage_failures():
+                body(*args, **kwargs)
+
+        return st.fragment(run, key=key)
+
+    return make if body is None else make(body)
 
 
 # What the Import page calls each option a problem's hint names: its own controls, where the

@@ -58,6 +58,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import random
 import statistics
@@ -147,12 +148,19 @@ async def sign_in(url: str, name: str, cycle_name: str, page: str = "review") ->
             if not options:
                 raise ProtocolError(f"{name}: no {cycle_name!r} in the cycle picker")
             await s.choose(picks[0], options[0])
-        if (s.data_of(CARD) or {}).get("mode") != "claim":
+        if card_data(s).get("mode") != "claim":
             raise ProtocolError(f"{name}: no claim card after sign-in ({sorted(s.widgets)})")
     return s
 
 
 CARD = "review_card"  # the review card component's key (pages/review.py)
+
+
+def card_data(s: Session) -> dict[str, Any]:
+    """The card's data as its script reads it: the answer's part (the JSON text "card"; at the
+    top in older checkouts, so that --before runs either) beside the rest."""
+    d = s.data_of(CARD) or {}
+    return {**d, **json.loads(d["card"])} if isinstance(d.get("card"), str) else d
 
 
 def _next_todo(claims: list[dict[str, Any]], entries: dict[str, Any], index: int) -> int | None:
@@ -166,52 +174,80 @@ def _next_todo(claims: list[dict[str, Any]], entries: dict[str, Any], index: int
     return None
 
 
+@dataclass
+class CardScript:
+    """What the review card's script keeps in one tab (components/review_card.js): the answer
+    and claim shown, each claim's latest verdict, the keys passed on, its key-press numbers."""
+
+    answer: str | None = None
+    index: int | None = None
+    entries: dict[str, Any] = field(default_factory=dict)
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    seq: int = 0
+
+    def follow(self, card: dict[str, Any]) -> None:
+        """The card's new data: on a new answer it starts from the server's view."""
+        if card.get("answer") != self.answer:
+            self.answer, self.index, self.entries = card.get("answer"), card.get("index"), {}
+
+    def report(self) -> dict[str, Any]:
+        return {"answer": self.answer, "index": self.index, "claims": self.entries, "actions": self.actions}
+
+    async def verdict(self, s: Session, card: dict[str, Any], verdict: str) -> tuple[int, bool, Run]:
+        """A verdict key on the claim shown: (its pk, acknowledged, the run). The next claim is
+        drawn by the card in the browser; the server's part is the acknowledgement, in the
+        card's data. TimeoutError when the server does not answer."""
+        assert self.index is not None
+        claim = card["claims"][self.index]
+        pk = claim["pk"]
+        self.seq += 1
+        self.entries[str(pk)] = {
+            "seq": self.seq,
+            "kind": "blind",
+            "verdict": verdict,
+            "evidence": [],
+            "note": None,
+            "base": claim["event"],
+            "ms": 2000,
+        }
+        self.index = _next_todo(card["claims"], self.entries, self.index)
+        run = await s.set_state(CARD, "report", self.report())
+        ok = card_data(s).get("ack", {}).get(str(pk)) == self.seq and not _page_problems(run)
+        return pk, ok, run
+
+    async def commit(self, s: Session) -> tuple[bool, Run]:
+        """Enter at the last look: (the reveal drawn, the run)."""
+        self.seq += 1
+        self.actions = [*self.actions, {"seq": self.seq, "do": "commit"}]
+        self.index = None
+        run = await s.set_state(CARD, "report", self.report())
+        return "next-answer" in s.widgets and not _page_problems(run), run
+
+
 async def reviewer(
     s: Session, name: str, judge: dict[int, str], seed: int, until: float, tally: Tally
 ) -> None:
     rng = random.Random(seed)
     disagreed: set[int] = set()
     acked = 0
-    seq = 0  # the card's key-press numbers
-    answer: str | None = None
-    index: int | None = None
-    entries: dict[str, Any] = {}
-    actions: list[dict[str, Any]] = []
+    script = CardScript()
     try:
         while True:
-            card = s.data_of(CARD) or {}
-            if card.get("answer") != answer:  # a new answer: the card starts from the server's view
-                answer, index, entries = card.get("answer"), card.get("index"), {}
-            if card.get("mode") == "claim" and index is not None:
-                claim = card["claims"][index]
-                pk = claim["pk"]
-                truth = judge[pk]
+            card = card_data(s)
+            script.follow(card)
+            if card.get("mode") == "claim" and script.index is not None:
+                truth = judge[card["claims"][script.index]["pk"]]
                 verdict = (
                     truth if rng.random() < AGREE else rng.choice([v for v in data.VERDICTS if v != truth])
                 )
                 if not await _pause(rng, VERDICT_PAUSE, until):
                     break
-                seq += 1
-                entries[str(pk)] = {
-                    "seq": seq,
-                    "kind": "blind",
-                    "verdict": verdict,
-                    "evidence": [],
-                    "note": None,
-                    "base": claim["event"],
-                    "ms": 2000,
-                }
-                index = _next_todo(card["claims"], entries, index)
-                report = {"answer": answer, "index": index, "claims": entries, "actions": actions}
                 try:
-                    run = await s.set_state(CARD, "report", report)
+                    pk, ok, run = await script.verdict(s, card, verdict)
                 except TimeoutError:
-                    tally.failures.append(
-                        f"{name}: verdict on claim {pk}: no reply in {ACTION_TIMEOUT:.0f} s"
-                    )
+                    tally.failures.append(f"{name}: verdict: no reply in {ACTION_TIMEOUT:.0f} s")
                     break
-                ok = (s.data_of(CARD) or {}).get("ack", {}).get(str(pk)) == seq
-                if _page_problems(run) or not ok:
+                if not ok:
                     tally.failures.append(
                         f"{name}: verdict on claim {pk}: {_page_problems(run) or 'not acknowledged'}"
                     )
@@ -219,23 +255,18 @@ async def reviewer(
                     acked += 1
                     if verdict != truth:
                         disagreed.add(pk)
-                # The next claim is drawn by the card in the browser; the server's part is the
-                # acknowledgement, in the card's data.
                 tally.verdict_ms.append(((run.arrived(CARD) or run.finished_at) - run.sent_at) * 1000)
                 tally.verdict_end_ms.append(run.seconds * 1000)
                 continue
             if card.get("mode") == "last look":  # commit at once (Enter), the judge is revealed
                 if not await _pause(rng, OTHER_PAUSE, until):
                     break
-                seq += 1
-                actions = [*actions, {"seq": seq, "do": "commit"}]
-                report = {"answer": answer, "index": None, "claims": entries, "actions": actions}
                 try:
-                    run = await s.set_state(CARD, "report", report)
+                    ok, run = await script.commit(s)
                 except TimeoutError:
                     tally.failures.append(f"{name}: commit: no reply in {ACTION_TIMEOUT:.0f} s")
                     break
-                if _page_problems(run) or "next-answer" not in s.widgets:
+                if not ok:
                     tally.failures.append(f"{name}: commit: {_page_problems(run) or 'no reveal'}")
                 tally.other_ms.append(run.seconds * 1000)
                 continue
@@ -292,9 +323,11 @@ def _machine_ticks() -> tuple[int, int]:
     return sum(fields) - idle, sum(fields)
 
 
-def _server_pid() -> list[int]:
-    """The app servers: this process's children running streamlit (start_app's subprocesses)."""
+def _server_pid(url: str | None = None) -> list[int]:
+    """The app servers: this process's children running streamlit (start_app's subprocesses);
+    with `url`, the one serving it."""
     me = os.getpid()
+    port = f"\0{url.rsplit(':', 1)[1]}\0".encode() if url else b""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -306,7 +339,7 @@ def _server_pid() -> list[int]:
                 cmd = fh.read()
         except OSError:
             continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == me and b"streamlit" in cmd:
+        if int(stat.rsplit(")", 1)[1].split()[1]) == me and b"streamlit" in cmd and port in cmd:
             found.append(int(entry))
     return found
 
@@ -475,6 +508,19 @@ async def other_cpu(pid: list[int], seconds: float = 2.0) -> float:
     return meter.read().other
 
 
+async def warm_up(s: Session, judge: dict[int, str], verdicts: int = 3) -> None:
+    """A few verdicts in a session of its own, then close it: the server's first imports and
+    queries happen outside the figures."""
+    script = CardScript()
+    for _ in range(verdicts):
+        card = card_data(s)
+        script.follow(card)
+        if card.get("mode") != "claim" or script.index is None:
+            break
+        await script.verdict(s, card, judge[card["claims"][script.index]["pk"]])
+    await s.close()
+
+
 async def sweep(
     urls: list[str],
     lc: data.LoadCycle,
@@ -489,20 +535,7 @@ async def sweep(
 ) -> list[Step]:
     # Warm the servers up (first imports, first queries) outside the figures.
     for k, url in enumerate(urls):
-        warm = await sign_in(url, f"warm-up {k}", lc.name)
-        card = warm.data_of(CARD) or {}
-        entries: dict[str, Any] = {}
-        index = card.get("index")
-        for seq in range(1, 4):
-            if index is None:
-                break
-            pk = card["claims"][index]["pk"]
-            entries[str(pk)] = {"seq": seq, "kind": "blind", "verdict": lc.judge[pk]}
-            index = _next_todo(card["claims"], entries, index)
-            await warm.set_state(
-                CARD, "report", {"answer": card["answer"], "index": index, "claims": entries}
-            )
-        await warm.close()
+        await warm_up(await sign_in(url, f"warm-up {k}", lc.name), lc.judge)
     steps: list[Step] = []
     print(HEADER, flush=True)
     pid = _server_pid()

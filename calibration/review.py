@@ -1081,6 +1081,13 @@ def answer_facts(card: Card) -> list[str]:
     """Seed 003's checks of the answer against its question, as plain sentences for the card:
     facts about its script (another script than the question's; CJK characters where the
     question has none), never verdicts. Empty when nothing is flagged."""
+    return list(_answer_facts(card.question, card.answer))
+
+
+@functools.lru_cache(maxsize=64)
+def _answer_facts(question: str, answer: str) -> tuple[str, ...]:
+    # Kept for the answers on screen: the card's data is built again on every key press, and
+    # counting the scripts of a long answer each time cost more than the rest of the data.
     from .checks import check_answer
 
-    return check_answer(card.question, card.answer).facts()
+    return tuple(check_answer(question, answer).facts())

@@ -442,7 +442,9 @@ export default function (component) {
   if (!root) { root = el("div", "rc-root"); parentElement.appendChild(root); }
   card.root = root;
   if (!data) return;
-  take(data);
-  card.data = data;
+  // The answer's part comes as one JSON text, "card" (pages/review.py `_card_data`).
+  const d = data.card ? { ...data, ...JSON.parse(data.card) } : data;
+  take(d);
+  card.data = d;
   draw();
 }

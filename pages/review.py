@@ -24,8 +24,10 @@ not, when a disagreement is still open). A skipped claim comes back until it is 
 Session state holds only the cursor (cycle, answer, claim, selected disagreement), the chosen
 cycle, what the card's reports have written (sequence numbers and label events, so nothing is
 written twice), pending messages and the dialog asked for; the database is the memory. The page
-body is a fragment, so a report reruns only it. Rules (what comes next, what is shown, what a
-key may do) are pure functions in `calibration.review`. Untrusted text goes through
+body is a fragment, and the card a fragment inside it: a verdict reruns only the card (the
+header's counts follow with the page's next run, at the commit), and a report that changes
+what the page draws around the card runs the page's fragment. Rules (what comes next, what is
+shown, what a key may do) are pure functions in `calibration.review`. Untrusted text goes through
 ui.literal / ui.body / ui.ident, or to the card, which puts it in as text only; toasts, labels
 and captions are built from constants and numbers; the lead's guidelines are the one markdown
 shown.
@@ -34,6 +36,7 @@ shown.
 from __future__ import annotations
 
 import hashlib
+import json
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -308,7 +311,32 @@ def _card_action(cycle_id: int, reviewer: str, answer_id: str, do: str) -> None:
             st.session_state[CARD_MOVED] = int(st.session_state.get(CARD_MOVED) or 0) + 1
 
 
+def _page_view() -> tuple[Any, ...]:
+    """What of the session state the page draws around the card: the answer, the dialog asked
+    for, the messages, the keys done. A report that changes none of it needs only the card."""
+    cur = st.session_state.get(CURSOR) or {}
+    return (
+        cur.get("cycle"),
+        cur.get("answer"),
+        cur.get("selected"),
+        st.session_state.get(CARD_ACTIONS),
+        *(st.session_state.get(k) is not None for k in (FLASH, TOAST, DIALOG, NOTICE)),
+    )
+
+
 def _on_card_report() -> None:
+    """The card reported: write it (`_write_card_report`). By default only the card's fragment
+    runs again: a verdict within the answer, the last look included, changes nothing else the
+    page draws. When the report changed what the page draws around the card (another answer,
+    a key passed on, a message, a dialog), the page's fragment runs instead, the header's
+    counts with it."""
+    before = _page_view()
+    _write_card_report()
+    if _page_view() != before:
+        st.rerun(REVIEW_FRAGMENT)
+
+
+def _write_card_report() -> None:
     """The card reported (a key press, or several): write the claims' new verdicts once, follow
     its cursor, then do the keys it passed on, in order. A storage failure writes nothing more
     and does no key: the card keeps the verdicts and says so, and sends them again."""
@@ -387,7 +415,9 @@ def _card_data(
         return data
     pks = {c.pk for c in card.claims}
     missing = review.missing_evidence(card) if cycle.require_evidence else []
-    data.update(
+    # The answer's part as one JSON text: Streamlit looks for a dataframe in every value at the
+    # top of a component's data, a look that costs up to a millisecond for each list or dict.
+    data["card"] = json.dumps(
         {
             "question": neutral(card.question),
             "answer_text": neutral(card.answer),
@@ -789,7 +819,44 @@ def _done(cycle: review.CycleRef, choices: list[review.CycleChoice], prog: revie
             )
 
 
+# The page body's fragment, named so that the card's callback can run it (`_on_card_report`),
+# and the card's own inside it: what a view with a card draws, as (answer, revealed); None
+# when the queue is done.
+REVIEW_FRAGMENT = "review"
+Drawn = tuple[str, bool] | None
+CardRead = tuple[review.Card | None, int | None, str]  # the card, the claim shown, the view
+
+
 @ui.fragment
+def card_fragment(
+    cycle: review.CycleRef, drawn: Drawn, definitions: dict[str, str], read: list[CardRead]
+) -> None:
+    """The card, a fragment inside the page's: a report reruns only this, so a verdict costs its
+    write and the card's data, not the header, the chunks and the guidelines. Should the card
+    read here not be the view the page drew around it (`drawn`), the whole page is drawn again.
+
+    `read`: the card the page's run has just read, taken by the run that comes with it. Streamlit
+    keeps a fragment's arguments for its reruns, so the list is empty then: they read anew."""
+    reviewer = ui.current_reviewer()
+    if not reviewer:
+        st.rerun()
+    if read:
+        card, index, mode = read.pop()
+    else:
+        with _db() as db:
+            pos = _cursor(db, cycle.id, reviewer)
+            card = review.load_card(db, pos.answer_id, reviewer) if pos else None
+        index = review.shown_claim(card, pos.claim_index) if card is not None and pos else None
+        mode = review.card_view(card, index) if card is not None else "done"
+        if (None if card is None else (card.answer_id, mode == "reveal")) != drawn:
+            st.rerun()
+        if card is not None and mode != "reveal":  # (the reveal's selection is the page's)
+            _set_cursor(cycle.id, reviewer, review.Position(card.answer_id, index))
+    data = _card_data(mode, cycle, card, index, definitions)
+    review_card.mount(key=CARD_KEY, data=data, on_report_change=_on_card_report)
+
+
+@ui.fragment(key=REVIEW_FRAGMENT)
 def review_fragment() -> None:
     reviewer = ui.current_reviewer()
     if not reviewer:
@@ -849,20 +916,21 @@ def review_fragment() -> None:
         with st.container(border=True, key="flash"):
             st.error("Not recorded:", icon=":material/error:")
             ui.literal(msg)
-    data = _card_data(mode, cycle, card, index, definitions)
+    drawn: Drawn = None if card is None else (card.answer_id, mode == "reveal")
     if card is None:
-        review_card.mount(key=CARD_KEY, data=data, on_report_change=_on_card_report)
+        card_fragment(cycle, drawn, definitions, [(card, index, mode)])
         _done(cycle, choices, chosen.progress)
         return
 
     summary = review.guideline_summary(guidelines[-1].markdown) if guidelines else ""
     left, right = st.columns([5, 3], gap="medium")
     with left:
-        if mode == "reveal":
-            _question_and_answer(card, None, mode)
-        review_card.mount(key=CARD_KEY, data=data, on_report_change=_on_card_report)
+        # First in every view: a fragment's id is its place on the page, and a report sent
+        # while the page is drawn again (keys pressed at once) must find the card's fragment.
+        card_fragment(cycle, drawn, definitions, [(card, index, mode)])
         if mode == "reveal":
             assert rows is not None and view is not None
+            _question_and_answer(card, None, mode)
             _reveal_panel(cycle, card, rows, view)
         elif summary:
             # The lead's markdown, inert; after the prefix it is one line, so no block markup.

@@ -152,9 +152,11 @@ def start_app(
     extra_args: Sequence[str] = (),
     port: int | None = None,
     leads: str | None = None,
+    root: Path = ROOT,
 ) -> Iterator[str]:
     """Run `streamlit run app.py` on a free port against `db_path`; yield its URL. `leads`:
-    the server's $CALIBRATION_LEADS (else this process's)."""
+    the server's $CALIBRATION_LEADS (else this process's); `root`: the checkout whose app.py
+    runs (and whose package it imports)."""
     port = port or free_port()
     env = {**os.environ, "CALIBRATION_DB": str(db_path), "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     if leads is not None:
@@ -180,7 +182,7 @@ def start_app(
         *extra_args,
     ]
     with log_path.open("wb") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60

@@ -120,6 +120,16 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
     yield from _app(tmp_path_factory, "review-card")
 
 
+def _frames(page: Any) -> list[bytes]:
+    """The websocket frames the page receives from now on, as they arrive."""
+    frames: list[bytes] = []
+    page.on(
+        "websocket",
+        lambda ws: ws.on("framereceived", lambda p: frames.append(p if isinstance(p, bytes) else p.encode())),
+    )
+    return frames
+
+
 def test_thirty_keys_at_once_land_as_thirty_labels_in_order(app: App, page: Any) -> None:
     """Thirty verdict keys pressed back to back (within a second, far faster than a run of the
     server): every claim is drawn at once and gets its label, in the order pressed."""
@@ -142,11 +152,7 @@ def test_thirty_keys_at_once_land_as_thirty_labels_in_order(app: App, page: Any)
 def test_the_judge_stays_off_the_card_and_the_wire_before_the_commit(app: App, page: Any) -> None:
     """The card is sent the answer and the reviewer's own labels only: no judge verdict or
     rationale in the DOM or on the websocket until the commit is written."""
-    frames: list[bytes] = []
-    page.on(
-        "websocket",
-        lambda ws: ws.on("framereceived", lambda p: frames.append(p if isinstance(p, bytes) else p.encode())),
-    )
+    frames = _frames(page)
     reviewer = "wire"
     app.settle_all_but(reviewer, {"S00"})
     pk = app.pks("S00")[0]
@@ -160,6 +166,26 @@ def test_the_judge_stays_off_the_card_and_the_wire_before_the_commit(app: App, p
     page.keyboard.press("Enter")
     wait_reveal(page)
     page.get_by_text(marker).wait_for()
+
+
+def test_a_verdict_sends_the_card_alone(app: App, page: Any) -> None:
+    """A verdict reruns the card's fragment only: the reply carries the card's data with the
+    acknowledgement, not the header's progress line or the chunks, which the page draws."""
+    frames = _frames(page)
+    reviewer = "card alone"
+    app.settle_all_but(reviewer, {"L30"})
+    pks = app.pks("L30")
+    sign_in(page, app.url, reviewer)
+    wait_claim(page, pks[0])
+    assert any(b"Every fact holds." in f for f in frames)  # the chunk, drawn with the page
+    since = len(frames)
+    page.keyboard.press("1")
+    wait_claim(page, pks[1])
+    wait_saved(page, pks[0])
+    wait_claim(page, pks[1])  # the acknowledging run has ended
+    reply = b"".join(frames[since:])
+    assert b"L30" in reply  # the card's data
+    assert b"claims labeled" not in reply and b"Every fact holds." not in reply
 
 
 def test_no_k_j_or_n_lost_in_500_presses_right_after_redraws(app: App, page: Any) -> None:

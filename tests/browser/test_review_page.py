@@ -651,13 +651,14 @@ def test_cycle_picker_opens_the_first_cycle_with_work(app: App, page: Any) -> No
     wait_saved(page, pk_first)
     state = app.state(pk_first, reviewer)
     assert state is not None and state.blind_verdict == "SUPPORTED"
-    # The picker's count follows the bar at once.
+    page.keyboard.press("Enter")
+    wait_reveal(page)
+    # A verdict reruns only the card; the header (the bar and the picker's counts, which
+    # agree) is drawn again with the page, at the commit.
     page.wait_for_function(
         "() => document.querySelector('[data-testid=\"stSelectbox\"] input').value"
         ".includes('picker two — 1/1 labeled')"
     )
-    page.keyboard.press("Enter")
-    wait_reveal(page)
     page.keyboard.press("N")
     done = page.locator(".st-key-queue-done")
     done.get_by_text("picker three — 1/2 labeled").wait_for()
