@@ -38,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.load.data import WORDS  # noqa: E402
 from calibration import cycles, review, store  # noqa: E402
 
 # The browser suite's own server start-up, so the benchmark measures the app as tested.
@@ -56,27 +57,6 @@ KEYS = {"SUPPORTED": "1", "CONTRADICTED": "2", "UNSUPPORTED": "3"}
 CLAIMS_PER_ANSWER = 3
 WARMUP = 5
 REVIEWER = "bench"
-
-WORDS = [
-    "delivery",
-    "payment",
-    "invoice",
-    "warehouse",
-    "discount",
-    "approval",
-    "order",
-    "contract",
-    "customer",
-    "specification",
-    "pickup",
-    "schedule",
-    "price",
-    "manager",
-    "director",
-    "period",
-    "working",
-    "days",
-]
 
 
 # ---------------------------------------------------------------- synthetic data

@@ -24,7 +24,8 @@ CYCLE_NAME = "load test"
 CLAIMS_PER_ANSWER = 3
 VERDICTS = ("SUPPORTED", "CONTRADICTED", "UNSUPPORTED")
 
-_WORDS = [
+# The words every bench's generated texts are made of.
+WORDS = [
     "delivery",
     "payment",
     "invoice",
@@ -65,7 +66,7 @@ def generated_answers(n: int, seed: int) -> list[dict[str, Any]]:
     rng = random.Random(seed)
 
     def sentence(k: int) -> str:
-        return " ".join(rng.choice(_WORDS) for _ in range(k)).capitalize() + "."
+        return " ".join(rng.choice(WORDS) for _ in range(k)).capitalize() + "."
 
     out = []
     for i in range(n):
