@@ -57,17 +57,10 @@ def test_an_apptest_exception_fails() -> None:
         assert_no_page_exception(_FakeRun([_Exc("KeyError: 3")]), "/dashboard")
 
 
-@pytest.mark.slow
-def test_the_cli_hook_fails_a_cli_test_that_prints_a_traceback(tmp_path: Path) -> None:
-    # The hook in tests/conftest.py turns a passing test whose captured output holds a traceback
-    # into a failure, in a module that uses the CLI; a quiet test of the same module passes.
-    (tmp_path / "test_x.py").write_text(
-        "from calibration.cli import main  # noqa: F401\n\n"
-        "def test_prints_one():\n    print('Traceback (most recent call last):')\n\n"
-        "def test_quiet():\n    print('all fine')\n",
-        encoding="utf-8",
-    )
-    proc = subprocess.run(
+def _pytest_with_our_hooks(test_file: Path) -> subprocess.CompletedProcess[str]:
+    """Run pytest on one file with this suite's conftest (its hooks and autouse fixtures) and
+    nothing else of the project's configuration."""
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -78,10 +71,10 @@ def test_the_cli_hook_fails_a_cli_test_that_prints_a_traceback(tmp_path: Path) -
             "-p",
             "tests.conftest",
             "--rootdir",
-            str(tmp_path),
+            str(test_file.parent),
             "-c",
             os.devnull,
-            str(tmp_path / "test_x.py"),
+            str(test_file),
         ],
         cwd=ROOT,
         capture_output=True,
@@ -89,6 +82,19 @@ def test_the_cli_hook_fails_a_cli_test_that_prints_a_traceback(tmp_path: Path) -
         timeout=120,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
+
+
+@pytest.mark.slow
+def test_the_cli_hook_fails_a_cli_test_that_prints_a_traceback(tmp_path: Path) -> None:
+    # The hook in tests/conftest.py turns a passing test whose captured output holds a traceback
+    # into a failure, in a module that uses the CLI; a quiet test of the same module passes.
+    (tmp_path / "test_x.py").write_text(
+        "from calibration.cli import main  # noqa: F401\n\n"
+        "def test_prints_one():\n    print('Traceback (most recent call last):')\n\n"
+        "def test_quiet():\n    print('all fine')\n",
+        encoding="utf-8",
+    )
+    proc = _pytest_with_our_hooks(tmp_path / "test_x.py")
     assert "1 failed, 1 passed" in proc.stdout, proc.stdout + proc.stderr
     assert "a traceback reached the output of test_prints_one" in proc.stdout
 
@@ -105,27 +111,6 @@ def test_an_apptest_run_with_an_exception_fails_at_teardown(tmp_path: Path) -> N
         "def test_fine_page():\n    AppTest.from_function(_fine).run()\n",
         encoding="utf-8",
     )
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "tests.conftest",
-            "--rootdir",
-            str(tmp_path),
-            "-c",
-            os.devnull,
-            str(tmp_path / "test_y.py"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    proc = _pytest_with_our_hooks(tmp_path / "test_y.py")
     assert "2 passed, 1 error" in proc.stdout, proc.stdout + proc.stderr
     assert "an exception reached an AppTest page (1)" in proc.stdout
