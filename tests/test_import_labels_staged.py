@@ -142,7 +142,7 @@ def test_readers_between_batches_see_none_of_the_new_labels(
         with store.session(db_path) as other:  # another connection, as the app's pages are
             pauses.append((_seen(other), other.execute("SELECT count(*) FROM human_labels").fetchone()[0]))
 
-    monkeypatch.setattr(label_store, "_pause_between_batches", read_between_batches)
+    monkeypatch.setattr(label_store, "pause_between_batches", read_between_batches)
     with store.session(db_path) as db:
         rep = import_labels(db, path)
     assert rep.new == 2101  # with a0/c1 (nina gave SUPPORTED on the review page) and vera's a0/c0
@@ -186,7 +186,7 @@ def test_a_verdict_given_meanwhile_stays_when_the_import_fails(
         else:
             raise OSError("disk went away")
 
-    monkeypatch.setattr(label_store, "_pause_between_batches", label_then_fail)
+    monkeypatch.setattr(label_store, "pause_between_batches", label_then_fail)
     with store.session(db_path) as db:
         with pytest.raises(OSError):
             import_labels(db, path)

@@ -101,7 +101,7 @@ def test_readers_see_nothing_of_an_import_until_its_last_write(
         with store.session(db_path) as other:  # another connection, as the app's pages are
             pauses.append((_seen(other), other.execute("SELECT count(*) FROM claims").fetchone()[0]))
 
-    monkeypatch.setattr(answer_store, "_pause_between_batches", read_between_batches)
+    monkeypatch.setattr(answer_store, "pause_between_batches", read_between_batches)
     with store.session(db_path) as db:
         rep = import_answers(db, big_file, update=True)
     assert rep.answers_new == 1500 and rep.answers_updated == 1

@@ -14,15 +14,13 @@ times slower and the bulk import twice as slow.
 from __future__ import annotations
 
 import json
-import os
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import Option, Problem
 from .connection import now, write
 from .database import Database
-from .imports import finish, forget, next_claim_pk, remove, reserve_claims
+from .imports import MarkedStaging, next_claim_pk, pause_between_batches, reserve_claims
 from .reveals import commit_imported
 
 if TYPE_CHECKING:
@@ -203,7 +201,7 @@ class AnswerWriter:
         self.answers, self.chunks, self.claims, self.verdicts = [], [], [], []
 
 
-class Staging:
+class Staging(MarkedStaging):
     """Connection-private (TEMP) copies of the import tables, filled while the file is read.
 
     Writing them takes no lock on the database, so reviewers' labels go on while a large file
@@ -223,9 +221,9 @@ class Staging:
     )
     _LATE = (("claims", _CLAIM_COLS), ("judge_verdicts", _VERDICT_COLS))
 
-    def __init__(self, db: Database, import_id: int | None = None) -> None:
-        self.db = db
-        self.import_id = import_id  # set by the caller once the marker is written
+    def __init__(self, db: Database) -> None:
+        temp = [f"s_{t}" for t, _cols in self.TABLES] + [f"late_{t}" for t, _cols in self._LATE]
+        super().__init__(db, [*temp, "s_updates"])
         self.first_claim = int(db.execute("SELECT coalesce(max(id), 0) FROM claims").fetchone()[0]) + 1
         for table, cols in self.TABLES:
             db.create_staging(f"s_{table}", table, cols)
@@ -277,7 +275,7 @@ class Staging:
                 # Copy the batch into the database file now, outside the write lock; else the
                 # next small commit (a reviewer's label) would pay for the whole WAL.
                 db.checkpoint()
-                _pause_between_batches()
+                pause_between_batches()
 
     def _set_late_aside(self, new_runs: list[int]) -> None:
         """Move the rows only `finish` may write (see `publish`) to the late_ tables."""
@@ -298,10 +296,9 @@ class Staging:
                           ON l.run_id = s.run_id AND l.claim_pk = s.claim_pk)""")
 
     def finish(self) -> None:
-        """The last write: the set-aside rows, the category / metadata updates, and the marker
-        flipped to 'done', in one transaction, so the whole file appears at once."""
-        db = self.db
-        with write(db):
+        """The last write: the set-aside rows and the category / metadata updates, with the
+        marker flipped to 'done' (`finishing`)."""
+        with self.finishing() as db:
             for table, cols in self._LATE:
                 names = ", ".join(cols)
                 db.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM temp.late_{table}")
@@ -309,32 +306,6 @@ class Staging:
                 "UPDATE main.answers SET category = u.category, metadata = u.metadata "
                 "FROM temp.s_updates u WHERE main.answers.id = u.id"
             )
-            if self.import_id is not None:
-                finish(db, self.import_id)
-        if self.import_id is not None:
-            forget(self.import_id)
-
-    def take_back(self) -> None:
-        """Delete what this import moved in, and its marker (after a failure in this process)."""
-        if self.import_id is not None:
-            with write(self.db):
-                remove(self.db, self.import_id)
-
-    def drop(self) -> None:
-        """Remove the staging tables (also when the import failed)."""
-        for table, _cols in self.TABLES:
-            self.db.execute(f"DROP TABLE IF EXISTS temp.s_{table}")
-        for table, _cols in self._LATE:
-            self.db.execute(f"DROP TABLE IF EXISTS temp.late_{table}")
-        self.db.execute("DROP TABLE IF EXISTS temp.s_updates")
-
-
-def _pause_between_batches() -> None:
-    """Sleep CALIBRATION_PUBLISH_PAUSE seconds, if set: lets a test stop or read an import
-    between two of its writes (a reader, or a kill, lands exactly there)."""
-    pause = os.environ.get("CALIBRATION_PUBLISH_PAUSE")
-    if pause:
-        time.sleep(float(pause))
 
 
 def judge_verdict(db: Database, run_id: int, claim_pk: int) -> str | None:

@@ -14,9 +14,12 @@ the marker with them, so the database is as it was before that import began.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from .connection import now, write
@@ -177,6 +180,50 @@ def finish(db: Database, import_id: int) -> None:
 def forget(import_id: int) -> None:
     """This process no longer publishes import `import_id` (done, or taken back)."""
     _ACTIVE.discard(import_id)
+
+
+class MarkedStaging:
+    """What both staged imports share: their TEMP tables and the marker that hides their rows.
+
+    `answers.Staging` and `labels.LabelStaging` stage rows in connection-private tables,
+    publish them in short writes, then land the rest and flip the marker in one last write
+    (`finishing`); after a failure in this process `take_back` deletes what moved in."""
+
+    def __init__(self, db: Database, temp_tables: Sequence[str]) -> None:
+        self.db = db
+        self.import_id: int | None = None  # set by the caller once the marker is written
+        self._temp_tables = tuple(temp_tables)
+
+    @contextlib.contextmanager
+    def finishing(self) -> Iterator[Database]:
+        """The last write transaction: the caller's rows, then the marker flipped to 'done', so
+        the whole file appears at once; the process forgets the marker once that is committed."""
+        with write(self.db):
+            yield self.db
+            if self.import_id is not None:
+                finish(self.db, self.import_id)
+        if self.import_id is not None:
+            forget(self.import_id)
+
+    def take_back(self) -> None:
+        """Delete what this import moved in, and its marker (after a failure in this process)."""
+        if self.import_id is not None:
+            with write(self.db):
+                remove(self.db, self.import_id)
+
+    def drop(self) -> None:
+        """Remove the staging tables (also when the import failed)."""
+        for table in self._temp_tables:
+            self.db.execute(f"DROP TABLE IF EXISTS temp.{table}")
+
+
+def pause_between_batches() -> None:
+    """Sleep CALIBRATION_PUBLISH_PAUSE seconds, if set: lets a test stop or read an import
+    between two of its writes (a reader, or a kill, lands exactly there). The one test hook of
+    the staged imports."""
+    pause = os.environ.get("CALIBRATION_PUBLISH_PAUSE")
+    if pause:
+        time.sleep(float(pause))
 
 
 def remove(db: Database, import_id: int) -> dict[str, int]:

@@ -10,10 +10,9 @@ from typing import Any
 
 from ..errors import ConflictError, InputError, NotFoundError, StaleLabelError
 from ..vocab import LABEL_KINDS, Verdict
-from .answers import _pause_between_batches  # the one test hook of staged imports
 from .connection import now, write
 from .database import Database
-from .imports import finish, forget, remove
+from .imports import MarkedStaging, pause_between_batches
 from .reveals import commit_imported
 
 # Labels moved in per write transaction (`record_new_imports`): tens of milliseconds, the commits
@@ -323,7 +322,7 @@ def import_unchanged(
     )
 
 
-class LabelStaging:
+class LabelStaging(MarkedStaging):
     """A label file's rows, staged in a connection-private (TEMP) table while the file is read,
     then moved in by short writes that readers cannot see until the last one.
 
@@ -346,8 +345,7 @@ class LabelStaging:
     _COLS = ("claim_pk", "reviewer", "verdict", "evidence", "note")
 
     def __init__(self, db: Database) -> None:
-        self.db = db
-        self.import_id: int | None = None  # set by the caller once the marker is written
+        super().__init__(db, ("s_labels", "late_labels"))
         self.rows: list[tuple[int, str, str, str, str | None]] = []
         self.staged = 0
         for table in ("s_labels", "late_labels"):
@@ -393,12 +391,12 @@ class LabelStaging:
             # As in `answers.Staging.publish`: the next small commit should not pay for the WAL.
             db.checkpoint()
             time.sleep(held)
-            _pause_between_batches()
+            pause_between_batches()
 
     def finish(self) -> None:
-        """The last write: the labels set aside (see the class) and the marker flipped to 'done'."""
-        db = self.db
-        with write(db):
+        """The last write: the labels set aside (see the class), with the marker flipped to
+        'done' (`finishing`)."""
+        with self.finishing() as db:
             for row in db.execute(f"SELECT {', '.join(self._COLS)} FROM temp.late_labels").fetchall():
                 claim, reviewer, verdict, evidence, note = row
                 state = label_state(db, claim, reviewer)
@@ -412,21 +410,6 @@ class LabelStaging:
                         evidence=json.loads(evidence),
                         note=note,
                     )
-            if self.import_id is not None:
-                finish(db, self.import_id)
-        if self.import_id is not None:
-            forget(self.import_id)
-
-    def take_back(self) -> None:
-        """Delete what this import moved in, and its marker (after a failure in this process)."""
-        if self.import_id is not None:
-            with write(self.db):
-                remove(self.db, self.import_id)
-
-    def drop(self) -> None:
-        """Remove the staging tables (also when the import failed)."""
-        for table in ("s_labels", "late_labels"):
-            self.db.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
 
 def label_history(db: Database, claim: int, reviewer: str | None = None) -> list[dict[str, object]]:

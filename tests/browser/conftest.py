@@ -6,7 +6,9 @@ the reason, and fail when $CI is set: CI must run them.
 
 One server per test module (`start_app`), against a temporary database filled through the
 calibration package. Tests share the server by working as different reviewers of an open
-cycle: labels are per reviewer, so they cannot disturb each other.
+cycle: labels are per reviewer, so they cannot disturb each other. Their `page` and
+`small_page` are new tabs of one browser context per module (`_module_contexts`), whose cache
+keeps the frontend compiled.
 
 No traceback reaches a page: every browser context a test opens (the `page` fixture, or
 `browser.new_context()` in a test) watches each document it loads, and the test fails at
@@ -308,30 +310,58 @@ def _no_traceback_on_any_page() -> Iterator[None]:
         pytest.fail("a traceback or exception reached a page:\n" + "\n\n".join(found), pytrace=False)
 
 
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+@pytest.fixture(scope="module")
+def _module_contexts(browser: Any) -> Iterator[dict[tuple[int, int], Any]]:
+    """One browser context per window size, shared by the `page` and `small_page` tests of a
+    module. A new context starts with empty HTTP and code caches, so its first page fetches
+    and compiles Streamlit's whole frontend again: about 1.5 s of CPU, as much as the rest of
+    a page load. Each test still gets its own tab, hence its own Streamlit session (who is
+    signed in lives there and in the tab's URL), and `_tab_of` clears cookies (an OIDC
+    sign-in) and storage between tests. A test that needs a browser of its own (two
+    reviewers side by side, a second sign-in) opens `browser.new_context()`."""
+    made: dict[tuple[int, int], Any] = {}
+    yield made
+    for ctx in list(made.values()):  # closing one drops it from `made`
+        ctx.close()
+
+
+@contextlib.contextmanager
+def _tab_of(contexts: dict[tuple[int, int], Any], browser: Any, width: int, height: int) -> Iterator[Any]:
+    """A new tab of the module's context of that window size, left as no test found it: its
+    pages closed, its cookies and its origins' storage cleared."""
+    key = (width, height)
+    if key not in contexts:
+        ctx = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True)
+        ctx.on("close", lambda _ctx: contexts.pop(key, None))  # a test closed it: the next makes one
+        contexts[key] = ctx
+    ctx = contexts[key]
     pg = ctx.new_page()
     pg.set_default_timeout(WAIT_MS)
     try:
+        yield pg
+    finally:
+        if key in contexts:
+            for other in ctx.pages:
+                with contextlib.suppress(Exception):  # a tab on an error page has no storage
+                    other.evaluate("() => { localStorage.clear(); sessionStorage.clear(); }")
+                other.close()
+            ctx.clear_cookies()
+
+
+@pytest.fixture
+def page(_module_contexts: dict[tuple[int, int], Any], browser: Any) -> Iterator[Any]:
+    with _tab_of(_module_contexts, browser, 1400, 1000) as pg:
         yield pg
         # The page as the test left it (the watcher covers the pages before).
         if not pg.is_closed():
             _SEEN.extend(page_problems(pg))
-    finally:
-        ctx.close()
 
 
 @pytest.fixture
-def small_page(browser: Any) -> Iterator[Any]:
+def small_page(_module_contexts: dict[tuple[int, int], Any], browser: Any) -> Iterator[Any]:
     """A page on a laptop's screen, 1280×720: what a result must stay in view of."""
-    ctx = browser.new_context(viewport={"width": 1280, "height": 720}, accept_downloads=True)
-    pg = ctx.new_page()
-    pg.set_default_timeout(WAIT_MS)
-    try:
+    with _tab_of(_module_contexts, browser, 1280, 720) as pg:
         yield pg
-    finally:
-        ctx.close()
 
 
 def sign_in(page: Any, url: str, name: str) -> None:
