@@ -43,9 +43,9 @@ from .fmt import pct, share
 from .vocab import LABELS
 
 # Bets are truncated at c / (distance to the end of the range), which keeps every factor of the capital
-# at least 1 - c > 0; Waudby-Smith & Ramdas (2024, sec. 5.1) suggest c = 1/2 or 3/4.  3/4 because with
-# 1/2 a judge at 95% reached ok by 200 claims in only 75% of simulated runs (bench/sim_flag.py: 86%
-# with 3/4; 0.9 gave 82%, its larger losses on a bad answer costing more than the larger bets gain).
+# at least 1 - c > 0; Waudby-Smith & Ramdas (2024, sec. 5.1) suggest c = 1/2 or 3/4.  3/4 was chosen on
+# the unweighted rule (a judge at 95% reached ok by 200 claims in 86% of simulated runs, 75% with 1/2).
+# The claim-level rule the report runs reaches 64% with 3/4, 77% with 0.9 (bench/sim_flag.py).
 BET_TRUNCATION: Final = 0.75
 # Past this many more claims the target is called undecidable: at about a minute a claim it is some
 # 80 reviewer hours, more than a team spends calibrating one judge, and the projection it comes from
@@ -480,37 +480,6 @@ def direction_rule(
         DIRECTION_BOUND,
         cs.n_answers,
     )
-
-
-def kappa_se_many(
-    tables: np.ndarray, *, confidence: float = 0.95
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Cohen's kappa, its Fleiss-Cohen-Everitt SE and the upper end of its normal interval, per table.
-
-    The formula of :func:`agreement.cohens_kappa` (Fleiss, Cohen & Everitt 1969), vectorised over
-    (..., k, k); NaN where kappa is undefined (empty table or p_e = 1).  The upper end is not
-    clipped at 1 (only "upper < floor" is read from it); the SE is the unclipped one.
-    """
-    t = np.asarray(tables, dtype=float)
-    n = t.sum(axis=(-2, -1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = t / n[..., None, None]
-        r, c = p.sum(axis=-1), p.sum(axis=-2)
-        po = np.trace(p, axis1=-2, axis2=-1)
-        pe = (r * c).sum(axis=-1)
-        kappa = (po - pe) / (1 - pe)
-        diag = np.diagonal(p, axis1=-2, axis2=-1)
-        a = (diag * (1 - (r + c) * (1 - kappa)[..., None]) ** 2).sum(axis=-1)
-        cross = (c[..., :, None] + r[..., None, :]) ** 2
-        off = p * cross
-        b = (1 - kappa) ** 2 * (off.sum(axis=(-2, -1)) - np.trace(off, axis1=-2, axis2=-1))
-        d = (kappa - pe * (1 - kappa)) ** 2
-        var_n = np.maximum((a + b - d) / (1 - pe) ** 2, 0.0)
-        se = np.sqrt(var_n / n)
-    ok = (n > 0) & (1 - pe > 1e-12)
-    kappa = np.where(ok, kappa, np.nan)
-    se = np.where(ok, se, np.nan)
-    return kappa, se, kappa + z_value(confidence) * se
 
 
 def kappa_rule(kappa: float | None, kappa_ci_high: float | None, floor: float) -> RuleResult:

@@ -9,7 +9,6 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from calibration.agreement import cohens_kappa
 from calibration.decisions import (
     BET_TRUNCATION,
     RuleResult,
@@ -23,7 +22,6 @@ from calibration.decisions import (
     direction_rule,
     human_ceiling,
     kappa_rule,
-    kappa_se_many,
     log_capital,
     more_claims_for_kappa,
     more_claims_to_decide,
@@ -80,24 +78,7 @@ def test_prob_sentence(p: float, text: str) -> None:
     assert prob_sentence(p, 0.85) == text
 
 
-# ------------------------------------------------------------------ kappa, BY, answer sums
-
-
-def test_kappa_many_matches_agreement_cohens_kappa() -> None:
-    rng = np.random.default_rng(3)
-    tables = rng.integers(0, 30, size=(50, 3, 3)).astype(float)
-    value, se, high = kappa_se_many(tables)
-    for t, v, s, h in zip(tables, value, se, high, strict=True):
-        ref = cohens_kappa(t)
-        assert v == pytest.approx(ref.value, abs=1e-12)
-        assert s == pytest.approx(ref.se, abs=1e-12)
-        if ref.ci_high is not None and ref.ci_high < 1:
-            assert h == pytest.approx(ref.ci_high, abs=1e-12)
-
-
-def test_kappa_many_undefined_is_nan() -> None:
-    value, se, _ = kappa_se_many(np.array([[[5.0, 0, 0], [0, 0, 0], [0, 0, 0]], np.zeros((3, 3))]))
-    assert np.isnan(value).all() and np.isnan(se).all()
+# ------------------------------------------------------------------ BY, answer sums
 
 
 def test_benjamini_yekutieli_matches_statsmodels() -> None:
