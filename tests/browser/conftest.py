@@ -315,53 +315,71 @@ def _module_contexts(browser: Any) -> Iterator[dict[tuple[int, int], Any]]:
     """One browser context per window size, shared by the `page` and `small_page` tests of a
     module. A new context starts with empty HTTP and code caches, so its first page fetches
     and compiles Streamlit's whole frontend again: about 1.5 s of CPU, as much as the rest of
-    a page load. Each test still gets its own tab, hence its own Streamlit session (who is
-    signed in lives there and in the tab's URL), and `_tab_of` clears cookies (an OIDC
-    sign-in) and storage between tests. A test that needs a browser of its own (two
-    reviewers side by side, a second sign-in) opens `browser.new_context()`."""
+    a page load. Each test still gets its own tabs (`tabs`), hence its own Streamlit sessions
+    (who is signed in lives there and in the tab's URL), and cookies (an OIDC sign-in) and
+    storage are cleared between tests. A test that needs cookies of its own (a second OIDC
+    sign-in beside the first) opens `browser.new_context()`."""
     made: dict[tuple[int, int], Any] = {}
     yield made
     for ctx in list(made.values()):  # closing one drops it from `made`
         ctx.close()
 
 
-@contextlib.contextmanager
-def _tab_of(contexts: dict[tuple[int, int], Any], browser: Any, width: int, height: int) -> Iterator[Any]:
-    """A new tab of the module's context of that window size, left as no test found it: its
-    pages closed, its cookies and its origins' storage cleared."""
-    key = (width, height)
-    if key not in contexts:
-        ctx = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True)
-        ctx.on("close", lambda _ctx: contexts.pop(key, None))  # a test closed it: the next makes one
-        contexts[key] = ctx
-    ctx = contexts[key]
-    pg = ctx.new_page()
-    pg.set_default_timeout(WAIT_MS)
-    try:
-        yield pg
-    finally:
-        if key in contexts:
-            for other in ctx.pages:
+class Tabs:
+    """New tabs of the module's contexts (`_module_contexts`) for one test; `close` leaves them
+    as no test found them: every tab closed, cookies and the origins' storage cleared."""
+
+    def __init__(self, contexts: dict[tuple[int, int], Any], browser: Any) -> None:
+        self._contexts, self._browser = contexts, browser
+        self._used: set[tuple[int, int]] = set()
+
+    def open(self, width: int = 1400, height: int = 1000) -> Any:
+        key = (width, height)
+        if key not in self._contexts:
+            size = {"width": width, "height": height}
+            ctx = self._browser.new_context(viewport=size, accept_downloads=True)
+            ctx.on("close", lambda _ctx: self._contexts.pop(key, None))  # a test closed it: make another
+            self._contexts[key] = ctx
+        self._used.add(key)
+        pg = self._contexts[key].new_page()
+        pg.set_default_timeout(WAIT_MS)
+        return pg
+
+    def close(self) -> None:
+        for key in self._used:
+            ctx = self._contexts.get(key)
+            if ctx is None:
+                continue
+            for tab in ctx.pages:
                 with contextlib.suppress(Exception):  # a tab on an error page has no storage
-                    other.evaluate("() => { localStorage.clear(); sessionStorage.clear(); }")
-                other.close()
+                    tab.evaluate("() => { localStorage.clear(); sessionStorage.clear(); }")
+                tab.close()
             ctx.clear_cookies()
 
 
 @pytest.fixture
-def page(_module_contexts: dict[tuple[int, int], Any], browser: Any) -> Iterator[Any]:
-    with _tab_of(_module_contexts, browser, 1400, 1000) as pg:
-        yield pg
-        # The page as the test left it (the watcher covers the pages before).
-        if not pg.is_closed():
-            _SEEN.extend(page_problems(pg))
+def tabs(_module_contexts: dict[tuple[int, int], Any], browser: Any) -> Iterator[Tabs]:
+    """More tabs for a test (another reviewer, a second view), each its own Streamlit session."""
+    made = Tabs(_module_contexts, browser)
+    try:
+        yield made
+    finally:
+        made.close()
 
 
 @pytest.fixture
-def small_page(_module_contexts: dict[tuple[int, int], Any], browser: Any) -> Iterator[Any]:
+def page(tabs: Tabs) -> Iterator[Any]:
+    pg = tabs.open(1400, 1000)
+    yield pg
+    # The page as the test left it (the watcher covers the pages before).
+    if not pg.is_closed():
+        _SEEN.extend(page_problems(pg))
+
+
+@pytest.fixture
+def small_page(tabs: Tabs) -> Iterator[Any]:
     """A page on a laptop's screen, 1280×720: what a result must stay in view of."""
-    with _tab_of(_module_contexts, browser, 1280, 720) as pg:
-        yield pg
+    return tabs.open(1280, 720)
 
 
 def sign_in(page: Any, url: str, name: str) -> None:

@@ -17,7 +17,7 @@ from calibration import cycles, review, store
 from calibration.importing import import_answers
 
 from .conftest import (
-    WAIT_MS,
+    Tabs,
     blur,
     build_db,
     claim_box,
@@ -679,14 +679,12 @@ def test_cycle_picker_opens_the_first_cycle_with_work(app: App, page: Any) -> No
     assert "cycle one" in page.locator(".st-key-cycle-name").inner_text()
 
 
-def test_two_reviewers_label_the_same_claim(app: App, browser: Any) -> None:
+def test_two_reviewers_label_the_same_claim(app: App, tabs: Tabs) -> None:
     answer = app.queue()[0]
     pk = app.pks(answer)[0]
     pages = []
     for name in ("duo-a", "duo-b"):
-        ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-        pg = ctx.new_page()
-        pg.set_default_timeout(WAIT_MS)
+        pg = tabs.open(1400, 1000)
         sign_in(pg, app.url, name)
         wait_claim(pg, pk)
         pages.append(pg)
@@ -709,18 +707,17 @@ def test_two_reviewers_label_the_same_claim(app: App, browser: Any) -> None:
         assert rows == [("duo-a", "SUPPORTED"), ("duo-b", "CONTRADICTED")]
     finally:
         for pg in pages:
-            pg.context.close()
+            pg.close()
 
 
-def _tab(browser: Any, app: App, reviewer: str) -> Any:
-    """A new tab of its own (a browser context: no session shared) signed in as `reviewer`."""
-    pg = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    pg.set_default_timeout(WAIT_MS)
+def _tab(tabs: Tabs, app: App, reviewer: str) -> Any:
+    """A new tab (a Streamlit session of its own) signed in as `reviewer`."""
+    pg = tabs.open(1280, 720)
     sign_in(pg, app.url, reviewer)
     return pg
 
 
-def test_review_opens_the_reviewers_own_cycle(app: App, page: Any, browser: Any) -> None:
+def test_review_opens_the_reviewers_own_cycle(app: App, page: Any, tabs: Tabs) -> None:
     """Cycle one, open to everyone, comes first; the cycle assigned to the reviewer opens on
     sign-in, after a reload and in a new tab, and the header says why."""
     reviewer = "owner"
@@ -747,25 +744,25 @@ def test_review_opens_the_reviewers_own_cycle(app: App, page: Any, browser: Any)
     page.reload()
     wait_claim(page, pk)
     header.filter(has_text="owner's cycle").filter(has_text="assigned to you").wait_for()
-    other = _tab(browser, app, reviewer)
+    other = _tab(tabs, app, reviewer)
     try:
         wait_claim(other, pk)
         other.locator(".st-key-cycle-name").filter(has_text="owner's cycle").wait_for()
     finally:
-        other.context.close()
+        other.close()
     # Another reviewer, with nothing assigned, opens the cycle open to everyone.
     sign_in(page, app.url, "not-an-owner")
     header.filter(has_text="cycle one").filter(has_text="open to all").wait_for()
 
 
-def test_a_stale_tab_cannot_overwrite_a_label(app: App, browser: Any) -> None:
+def test_a_stale_tab_cannot_overwrite_a_label(app: App, tabs: Tabs) -> None:
     """Two tabs of one reviewer on the same claim: the first labels it; the second tab's key,
     based on the unlabeled card it showed, is refused in one sentence and shows the label;
     nothing is lost, and a new key press there then counts."""
     reviewer = "two-tabs"
     answer = app.queue()[0]
     pks = app.pks(answer)
-    first, second = _tab(browser, app, reviewer), _tab(browser, app, reviewer)
+    first, second = _tab(tabs, app, reviewer), _tab(tabs, app, reviewer)
     try:
         for pg in (first, second):
             wait_claim(pg, pks[0])
@@ -791,7 +788,7 @@ def test_a_stale_tab_cannot_overwrite_a_label(app: App, browser: Any) -> None:
         assert app.events(pks[0], reviewer) == [("blind", "SUPPORTED"), ("blind", "CONTRADICTED")]
     finally:
         for pg in (first, second):
-            pg.context.close()
+            pg.close()
 
 
 def test_evidence_chosen_by_key_and_a_multi_line_note(app: App, page: Any) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from calibration import cycles, store
 
-from .conftest import SCREENSHOTS, WAIT_MS, build_db, server_errors, settle, sign_in_at, start_app
+from .conftest import SCREENSHOTS, Tabs, build_db, server_errors, settle, sign_in_at, start_app
 
 pytestmark = pytest.mark.browser
 
@@ -67,12 +67,10 @@ def _shot(page: Any, name: str) -> Path:
 
 
 def test_a_reviewer_with_open_work_sees_no_verdict_on_any_lead_page_or_url(
-    app: tuple[str, Path, Path], browser: Any
+    app: tuple[str, Path, Path], tabs: Tabs
 ) -> None:
     url, _db, log = app
-    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = ctx.new_page()
-    page.set_default_timeout(WAIT_MS)
+    page = tabs.open(1280, 720)
     try:
         for name in LEAD_PAGES:
             # A direct URL is a fresh session: sign in on it, then the server refuses the page.
@@ -99,15 +97,13 @@ def test_a_reviewer_with_open_work_sees_no_verdict_on_any_lead_page_or_url(
             assert word not in text
         _shot(page, "home-reviewer")
     finally:
-        ctx.close()
+        page.close()
     assert not [e for e in server_errors(log) if "Traceback" in e]
 
 
-def test_the_lead_gets_the_pages_and_the_path(app: tuple[str, Path, Path], browser: Any) -> None:
+def test_the_lead_gets_the_pages_and_the_path(app: tuple[str, Path, Path], tabs: Tabs) -> None:
     url, db_path, _log = app
-    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = ctx.new_page()
-    page.set_default_timeout(WAIT_MS)
+    page = tabs.open(1280, 720)
     try:
         sign_in_at(page, f"{url}/dashboard", "lena  LEAD")  # any case and spacing
         text = _text(page)
@@ -123,14 +119,12 @@ def test_the_lead_gets_the_pages_and_the_path(app: tuple[str, Path, Path], brows
         assert str(db_path) in _text(page)
         _shot(page, "home-lead")
     finally:
-        ctx.close()
+        page.close()
 
 
-def test_a_look_alike_name_is_refused_at_sign_in(app: tuple[str, Path, Path], browser: Any) -> None:
+def test_a_look_alike_name_is_refused_at_sign_in(app: tuple[str, Path, Path], tabs: Tabs) -> None:
     url, db_path, _log = app
-    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = ctx.new_page()
-    page.set_default_timeout(WAIT_MS)
+    page = tabs.open(1280, 720)
     try:
         page.goto(f"{url}/review")
         field = page.get_by_label("Your name")
@@ -141,7 +135,7 @@ def test_a_look_alike_name_is_refused_at_sign_in(app: tuple[str, Path, Path], br
         _shot(page, "signin-refused")
         assert page.get_by_label("Your name").is_visible()
     finally:
-        ctx.close()
+        page.close()
     with store.session(db_path) as db:
         from calibration import roles
 

@@ -23,7 +23,7 @@ from calibration.importing import import_answers
 from calibration.store import Database
 from calibration.store import guidelines as db_guidelines
 
-from .conftest import WAIT_MS, request_counter, settle, sign_in_at, start_app, write_answers
+from .conftest import Tabs, request_counter, settle, sign_in_at, start_app, write_answers
 
 pytestmark = pytest.mark.browser
 
@@ -100,12 +100,6 @@ def image_server() -> Iterator[tuple[str, list[str]]]:
         yield server
 
 
-def _new_page(browser: Any) -> Any:
-    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-    page.set_default_timeout(WAIT_MS)
-    return page
-
-
 def _nav(page: Any) -> list[str]:
     links = page.locator(".st-key-nav a")
     links.first.wait_for()  # drawn in the same run as the name, but it may reach the page later
@@ -129,10 +123,10 @@ def _reload_at(page: Any, url: str, path: str) -> None:
 
 
 def test_lead_actions_of_an_open_page_are_refused_once_single_user_mode_ends(
-    single_user_app: tuple[str, Path], browser: Any
+    single_user_app: tuple[str, Path], tabs: Tabs
 ) -> None:
     url, db_path = single_user_app
-    guide, cyc, other = _new_page(browser), _new_page(browser), _new_page(browser)
+    guide, cyc, other = tabs.open(), tabs.open(), tabs.open()
     try:
         sign_in_at(guide, f"{url}/guidelines", "Solo")
         guide.get_by_label("Guidelines (markdown)").wait_for()
@@ -159,7 +153,7 @@ def test_lead_actions_of_an_open_page_are_refused_once_single_user_mode_ends(
         assert cyc.get_by_text("Cycle created").count() == 0
     finally:
         for page in (guide, cyc, other):
-            page.context.close()
+            page.close()
     with store.session(db_path) as db:
         assert db_guidelines.get_guidelines(db, db_guidelines.PROJECT_SCOPE) == before
         assert cycles.list_cycles(db) == []
@@ -168,11 +162,9 @@ def test_lead_actions_of_an_open_page_are_refused_once_single_user_mode_ends(
 # ---------------------------------------------------------------- reload and direct URL
 
 
-def test_a_reload_on_home_keeps_the_reviewer_and_their_pages(
-    team_app: tuple[str, Path], browser: Any
-) -> None:
+def test_a_reload_on_home_keeps_the_reviewer_and_their_pages(team_app: tuple[str, Path], tabs: Tabs) -> None:
     url, _db_path = team_app
-    page = _new_page(browser)
+    page = tabs.open()
     try:
         sign_in_at(page, f"{url}/review", REVIEWER)
         assert "Cycles" not in _nav(page)
@@ -184,12 +176,12 @@ def test_a_reload_on_home_keeps_the_reviewer_and_their_pages(
         assert _nav(page) == ["Home", "Review"] and REVIEWER in _sidebar(page)
         assert page.get_by_text("New cycle").count() == 0
     finally:
-        page.context.close()
+        page.close()
 
 
-def test_a_reload_on_home_keeps_the_lead_and_their_pages(team_app: tuple[str, Path], browser: Any) -> None:
+def test_a_reload_on_home_keeps_the_lead_and_their_pages(team_app: tuple[str, Path], tabs: Tabs) -> None:
     url, db_path = team_app
-    page = _new_page(browser)
+    page = tabs.open()
     try:
         sign_in_at(page, f"{url}/cycles", LEAD)
         _reload_at(page, url, "")
@@ -198,14 +190,14 @@ def test_a_reload_on_home_keeps_the_lead_and_their_pages(team_app: tuple[str, Pa
         assert {"Cycles", "Guidelines", "Dashboard"} <= set(_nav(page))
         assert str(db_path) in page.locator('[data-testid="stMain"]').inner_text()  # leads see the path
     finally:
-        page.context.close()
+        page.close()
 
 
 # ---------------------------------------------------------------- guidelines load nothing
 
 
 def test_guidelines_with_images_and_html_make_no_request(
-    team_app: tuple[str, Path], browser: Any, image_server: tuple[str, list[str]]
+    team_app: tuple[str, Path], tabs: Tabs, image_server: tuple[str, list[str]]
 ) -> None:
     url, db_path = team_app
     where, seen = image_server
@@ -216,7 +208,7 @@ def test_guidelines_with_images_and_html_make_no_request(
     )
     with store.session(db_path) as db:
         db_guidelines.save_guidelines(db, db_guidelines.PROJECT_SCOPE, markdown, LEAD)
-    lead, reviewer = _new_page(browser), _new_page(browser)
+    lead, reviewer = tabs.open(), tabs.open()
     try:
         sign_in_at(lead, f"{url}/guidelines", LEAD)
         preview = lead.locator(".st-key-guidelines-preview")
@@ -233,7 +225,7 @@ def test_guidelines_with_images_and_html_make_no_request(
         assert reviewer.locator(f'img[src^="{where}"]').count() == 0
     finally:
         for page in (lead, reviewer):
-            page.context.close()
+            page.close()
         with store.session(db_path) as db:
             db_guidelines.save_guidelines(db, db_guidelines.PROJECT_SCOPE, "", LEAD)
     assert seen == []
