@@ -6,11 +6,11 @@ the reason, and fail when $CI is set: CI must run them.
 
 One server per test module (`start_app`), against a temporary database filled through the
 calibration package. Tests share the server by working as different reviewers of an open
-cycle: labels are per reviewer, so they cannot disturb each other. Their `page` and
-`small_page` are new tabs of one browser context per module (`_module_contexts`), whose cache
-keeps the frontend compiled.
+cycle: labels are per reviewer, so they cannot disturb each other. Their tabs (`page`,
+`small_page`, `tabs`) are opened in one browser context per module and window size
+(`_module_contexts`), whose cache keeps the frontend compiled.
 
-No traceback reaches a page: every browser context a test opens (the `page` fixture, or
+No traceback reaches a page: every browser context a test opens (those behind `tabs`, or
 `browser.new_context()` in a test) watches each document it loads, and the test fails at
 teardown if a page ever held the text "Traceback" or a Streamlit exception element
 (`[data-testid="stException"]`), whether or not the test looked at that moment.
@@ -312,10 +312,10 @@ def _no_traceback_on_any_page() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def _module_contexts(browser: Any) -> Iterator[dict[tuple[int, int], Any]]:
-    """One browser context per window size, shared by the `page` and `small_page` tests of a
-    module. A new context starts with empty HTTP and code caches, so its first page fetches
-    and compiles Streamlit's whole frontend again: about 1.5 s of CPU, as much as the rest of
-    a page load. Each test still gets its own tabs (`tabs`), hence its own Streamlit sessions
+    """One browser context per window size, shared by the tabs (`Tabs`) of a module's tests.
+    A new context starts with empty HTTP and code caches, so its first page fetches and
+    compiles Streamlit's whole frontend again: about 1.5 s of CPU, as much as the rest of a
+    page load. Each test still gets its own tabs (`tabs`), hence its own Streamlit sessions
     (who is signed in lives there and in the tab's URL), and cookies (an OIDC sign-in) and
     storage are cleared between tests. A test that needs cookies of its own (a second OIDC
     sign-in beside the first) opens `browser.new_context()`."""
