@@ -827,6 +827,18 @@ Drawn = tuple[str, bool] | None
 CardRead = tuple[review.Card | None, int | None, str]  # the card, the claim shown, the view
 
 
+def _read_card(db: Database, cycle_id: int, reviewer: str) -> CardRead:
+    """The card at the reviewer's cursor, the claim it shows and its view ("done": no card)."""
+    pos = _cursor(db, cycle_id, reviewer)
+    card = review.load_card(db, pos.answer_id, reviewer) if pos else None
+    index = review.shown_claim(card, pos.claim_index) if card is not None and pos else None
+    return card, index, review.card_view(card, index) if card is not None else "done"
+
+
+def _drawn(card: review.Card | None, mode: str) -> Drawn:
+    return None if card is None else (card.answer_id, mode == "reveal")
+
+
 @ui.fragment
 def card_fragment(
     cycle: review.CycleRef, drawn: Drawn, definitions: dict[str, str], read: list[CardRead]
@@ -844,11 +856,8 @@ def card_fragment(
         card, index, mode = read.pop()
     else:
         with _db() as db:
-            pos = _cursor(db, cycle.id, reviewer)
-            card = review.load_card(db, pos.answer_id, reviewer) if pos else None
-        index = review.shown_claim(card, pos.claim_index) if card is not None and pos else None
-        mode = review.card_view(card, index) if card is not None else "done"
-        if (None if card is None else (card.answer_id, mode == "reveal")) != drawn:
+            card, index, mode = _read_card(db, cycle.id, reviewer)
+        if _drawn(card, mode) != drawn:
             st.rerun()
         if card is not None and mode != "reveal":  # (the reveal's selection is the page's)
             _set_cursor(cycle.id, reviewer, review.Position(card.answer_id, index))
@@ -881,11 +890,8 @@ def review_fragment() -> None:
         chosen = by_id[kept["id"]]
         why = review.why_this_cycle(choices, chosen, picked=kept["picked"])
         cycle = chosen.cycle
-        pos = _cursor(db, cycle.id, reviewer)
         answers = review.queue(db, cycle.id, reviewer)
-        card = review.load_card(db, pos.answer_id, reviewer) if pos else None
-        index = review.shown_claim(card, pos.claim_index) if card is not None and pos else None
-        mode = review.card_view(card, index) if card is not None else "done"
+        card, index, mode = _read_card(db, cycle.id, reviewer)
         # The judge's data is read here and nowhere else, only once the answer is committed.
         rows = (
             review.reveal(db, cycle_id=cycle.id, answer_id=card.answer_id, reviewer=reviewer)
@@ -916,7 +922,7 @@ def review_fragment() -> None:
         with st.container(border=True, key="flash"):
             st.error("Not recorded:", icon=":material/error:")
             ui.literal(msg)
-    drawn: Drawn = None if card is None else (card.answer_id, mode == "reveal")
+    drawn = _drawn(card, mode)
     if card is None:
         card_fragment(cycle, drawn, definitions, [(card, index, mode)])
         _done(cycle, choices, chosen.progress)
