@@ -149,7 +149,7 @@ def _flags(m: np.ndarray, cells: np.ndarray) -> dict[str, np.ndarray]:
     # The old fixed-sample agreement rule at every look: Wilson 95% upper bound < target.
     x = np.cumsum(y, axis=1)[rows, looks].astype(float)
     n = cum[rows, looks].astype(float)
-    z = 1.959963984540054
+    z = estimation.z_value(0.95)
     ph = x / n
     centre = (ph + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * np.sqrt(ph * (1 - ph) / n + z * z / (4 * n * n))

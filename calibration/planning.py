@@ -72,7 +72,7 @@ from typing import Any, Final, Literal
 
 import numpy as np
 
-from . import fmt, sampling
+from . import estimation, fmt, sampling
 from .fmt import plural
 from .store import ClaimTable
 from .store.cycles import PlanningFacts
@@ -103,7 +103,6 @@ GROUNDING_HALF_WIDTH: Final = 0.05
 # every stratum has its floor of one.
 MAX_STRATA: Final = 9
 MAX_CYCLES: Final = 20
-_Z: Final = 1.959963984540054
 _SUPPORTED = LABELS.index("SUPPORTED")
 _CONTRADICTED = LABELS.index("CONTRADICTED")
 
@@ -348,7 +347,7 @@ def _half_width(
         if n == 0:
             return None
         var += s.run**2 * ((1 - n / s.run) if fpc else 1.0) * s.spread**2 / n
-    return _Z * math.sqrt(var) / claims
+    return estimation.z_value(0.95) * math.sqrt(var) / claims
 
 
 # ---------------------------------------------------------------- the plan
