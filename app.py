@@ -19,7 +19,7 @@ import sys
 import streamlit as st
 
 import ui
-from calibration import roles
+from calibration import roles, store
 
 SINGLE_USER_NOTE = (
     "Single-user mode: no lead is configured, so the one person signed in is the "
@@ -48,6 +48,9 @@ _announce_roles()
 
 
 def _main() -> None:
+    # A server process: a connection's unit of work over, it serves the next (on SQLite a new
+    # one costs about 1 ms, and every page run opens several).
+    store.keep_idle_connections()
     reviewer = ui.restore_sign_in()  # before the navigation: after a reload it lists the role's pages
     show_lead_pages = reviewer is None or ui.is_lead(reviewer)
     pages = ui.app_pages(lead_pages=show_lead_pages)

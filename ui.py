@@ -130,10 +130,33 @@ def db_path() -> Path | str:
     return store.default_db_url()
 
 
+# The st.secrets object last found with no secrets file (a one-element list, or empty).
+_SECRETS_MISSING: list[object] = []
+
+
+def _secrets_loaded() -> bool:
+    """Whether st.secrets holds any secrets (an unreadable file holds none, as for Streamlit).
+
+    Streamlit keeps a file it has read (and watches it), but looks for a missing one again at
+    every call, which costs a page run about what a verdict's write does. So while st.secrets is
+    the object found without a file, and no secrets path exists, the answer stays no without
+    asking; a file created later is read at the next call."""
+    current = st.secrets
+    missing = bool(_SECRETS_MISSING) and _SECRETS_MISSING[0] is current
+    if missing and not any(os.path.exists(p) for p in st.get_option("secrets.files")):
+        return False
+    try:
+        found = bool(current.load_if_toml_exists())
+    except Exception:
+        found = False
+    _SECRETS_MISSING[:] = [] if found else [current]
+    return found
+
+
 def auth_configured() -> bool:
     """True when secrets.toml has an [auth] section (OIDC through st.login)."""
     try:
-        return bool(st.secrets.load_if_toml_exists()) and "auth" in st.secrets
+        return _secrets_loaded() and "auth" in st.secrets
     except Exception:  # an unreadable secrets file means no auth, as Streamlit itself does
         return False
 
@@ -142,13 +165,7 @@ def signin_secret() -> bytes:
     """The key of the sign-in tokens: $CALIBRATION_SIGNIN_SECRET, else `signin_secret`
     under `[calibration]` in the secrets, else a random one generated once and kept in the
     database's settings (so every server process on the database shares it)."""
-    value = os.environ.get(SECRET_ENV, "")
-    if not value:
-        try:
-            if st.secrets.load_if_toml_exists() and "calibration" in st.secrets:
-                value = str(st.secrets["calibration"].get("signin_secret") or "")
-        except Exception:  # an unreadable secrets file configures nothing, as for auth_configured
-            value = ""
+    value = os.environ.get(SECRET_ENV, "") or str(_calibration_secret("signin_secret") or "")
     if value:
         return value.encode()
     with store.session(db_path()) as db, store.write(db):
@@ -306,14 +323,19 @@ def require_reviewer() -> str:
     raise AssertionError("unreachable")  # st.stop() raises
 
 
+def calibration_secrets() -> dict[str, Any]:
+    """The `[calibration]` section of the secrets, or nothing."""
+    try:
+        if _secrets_loaded() and "calibration" in st.secrets:
+            return dict(st.secrets["calibration"])
+    except Exception:  # an unreadable secrets file configures nothing, as for auth_configured
+        pass
+    return {}
+
+
 def _calibration_secret(key: str) -> object:
     """`key` under `[calibration]` in the secrets, or None."""
-    try:
-        if not st.secrets.load_if_toml_exists() or "calibration" not in st.secrets:
-            return None
-        return st.secrets["calibration"].get(key)
-    except Exception:  # an unreadable secrets file configures nothing, as for auth_configured
-        return None
+    return calibration_secrets().get(key)
 
 
 def _secret_list(key: str) -> list[str]:

@@ -31,7 +31,6 @@ finds RUNNING set and says where the run stopped.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import streamlit as st
 
@@ -104,17 +103,7 @@ def _scope_words(key: str) -> str:
     return SCOPE_WORDS[key]
 
 
-def _secrets() -> dict[str, Any]:
-    """The `[calibration]` section of the Streamlit secrets, or nothing."""
-    try:
-        if st.secrets.load_if_toml_exists() and "calibration" in st.secrets:
-            return dict(st.secrets["calibration"])
-    except Exception:  # an unreadable secrets file configures nothing, as in ui
-        pass
-    return {}
-
-
-policy = judge.EndpointPolicy.from_sources(secrets=_secrets())
+policy = judge.EndpointPolicy.from_sources(secrets=ui.calibration_secrets())
 
 
 def _problems(exc: CalibrationError) -> list[str]:

@@ -32,9 +32,13 @@ settings.load_profile("calibration")
 
 
 @pytest.fixture(autouse=True)
-def _no_default_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_default_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     # No test may touch the developer's own data/calibration.db.
     monkeypatch.setenv("CALIBRATION_DB", str(tmp_path / "default.db"))
+    yield
+    # An AppTest run of app.py keeps idle connections, as the server does; the next test
+    # starts as a command would, with none kept.
+    store.keep_idle_connections(False)
 
 
 # ---------------------------------------------------------------- no traceback reaches a page or the CLI

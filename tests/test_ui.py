@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import ui
@@ -370,3 +371,23 @@ def test_a_saved_upload_goes_when_discarded_or_collected() -> None:
     del two
     gc.collect()
     assert not folder.exists()
+
+
+def test_a_secrets_file_created_while_the_server_runs_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A missing file is not looked for at every call (Streamlit would), yet one created later counts.
+    from streamlit.runtime.secrets import Secrets
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(st, "secrets", Secrets())  # this test's own, as AppTest does
+    assert not ui.auth_configured()
+    assert ui.calibration_secrets() == {}
+    folder = tmp_path / ".streamlit"
+    folder.mkdir()
+    (folder / "secrets.toml").write_text(
+        '[calibration]\nleads = ["Anna Lead"]\n\n[auth]\nredirect_uri = "http://localhost:8501/oauth2callback"\n',
+        encoding="utf-8",
+    )
+    assert ui.auth_configured()
+    assert ui.calibration_secrets() == {"leads": ["Anna Lead"]}

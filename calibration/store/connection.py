@@ -1,9 +1,11 @@
 """Opening the store, and its transactions.
 
 Connection strategy. Streamlit runs every rerun on a fresh thread and serves many
-sessions at once, so no connection is shared between threads: every unit of work
-opens its own short-lived connection (`session()`), which costs well under a
-millisecond on SQLite (a pooled connection on PostgreSQL). The store is named by a URL:
+sessions at once, so no connection is shared by two units of work at once: each one takes a
+connection for itself (`session()`) and gives it up at the end. A command closes it there;
+the app server (`keep_idle_connections`) keeps a SQLite connection that ended cleanly for the
+next unit of work, on whatever thread, since opening one costs about 1 ms (PostgreSQL has
+its pool). The store is named by a URL:
 a file path or `sqlite:///path` (the default engine, `calibration.store.sqlite`), or
 `postgresql://...` (`calibration.store.postgres`). Everything outside the backends holds the
 one `Database` type and uses `write` (one write transaction, the write lock taken up front)
@@ -20,8 +22,10 @@ under a running process (a restored backup) has its migrations checked again.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -30,7 +34,7 @@ from pathlib import Path
 from ..errors import DatabaseMissingError, ReadOnlyError, StorageError
 from .database import Database
 from .schema import migrations
-from .sqlite import BUSY_TIMEOUT_MS, NOTHING_WRITTEN, open_file
+from .sqlite import BUSY_TIMEOUT_MS, NOTHING_WRITTEN, SQLiteDatabase, open_file
 from .sqlite import storage_error as sqlite_storage_error
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -45,9 +49,11 @@ __all__ = [
     "BUSY_TIMEOUT_MS",
     "NOTHING_WRITTEN",
     "Database",
+    "close_idle_connections",
     "connect",
     "exists",
     "is_postgres",
+    "keep_idle_connections",
     "read_snapshot",
     "session",
     "shown",
@@ -122,12 +128,15 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def connect(url: str | Path | None = None, *, migrate: bool = True, create: bool = True) -> Database:
+def connect(
+    url: str | Path | None = None, *, migrate: bool = True, create: bool = True, shared: bool = False
+) -> Database:
     """Open a new connection to the store; apply pending migrations once per process.
 
     `url`: a path, `sqlite:///path` or `postgresql://...` (default: $CALIBRATION_DB). `create`
     False: DatabaseMissingError instead of creating a missing SQLite file. A file this process
-    opened before is never recreated once it is gone (DatabaseMissingError, whatever `create`)."""
+    opened before is never recreated once it is gone (DatabaseMissingError, whatever `create`).
+    `shared`: a SQLite connection another thread may use next (`session`'s idle ones)."""
     url = default_db_url() if url is None else url
     if is_postgres(url):
         from .postgres import connect as pg_connect
@@ -152,7 +161,7 @@ def connect(url: str | Path | None = None, *, migrate: bool = True, create: bool
     except OSError as exc:
         raise ReadOnlyError(f"the database's folder cannot be created ({exc.strerror})") from exc
     try:
-        return _open(path, key, migrate)
+        return _open(path, key, migrate, shared)
     except Exception as exc:
         translated = sqlite_storage_error(exc)
         if translated is None:
@@ -160,8 +169,8 @@ def connect(url: str | Path | None = None, *, migrate: bool = True, create: bool
         raise translated from exc
 
 
-def _open(path: Path, key: str, migrate: bool) -> Database:
-    db = open_file(path)
+def _open(path: Path, key: str, migrate: bool, shared: bool) -> Database:
+    db = open_file(path, shared=shared)
     try:
         ident = _identity(path)
         # A file replaced under a running process (a restored backup) is checked again.
@@ -177,12 +186,105 @@ def _open(path: Path, key: str, migrate: bool) -> Database:
     return db
 
 
+# Idle SQLite connections, by file (path, device, inode), newest last. A new connection costs
+# about 1 ms (SQLite reads the schema again, the pragmas run) against microseconds for a query,
+# and a page run opens several: a connection whose unit of work is over waits here for the next
+# one, on whatever thread it runs. Bounded, so that a process opening many files (the tests)
+# keeps few of them open.
+IDLE_PER_FILE = 8
+IDLE_FILES = 4
+_idle: OrderedDict[tuple[str, int, int], list[SQLiteDatabase]] = OrderedDict()
+_idle_lock = threading.Lock()
+_keep_idle = False
+
+
+def keep_idle_connections(keep: bool = True) -> None:
+    """Whether `session` keeps SQLite connections for the next unit of work (the app server
+    does, see app.py); off, the idle ones are closed now.
+
+    Off by default: while a connection is open SQLite keeps recent commits in the `-wal` file
+    beside the database, and a short command should leave one complete file behind (the last
+    connection to close writes the WAL into it). The kept ones are closed at exit."""
+    global _keep_idle
+    _keep_idle = keep
+    if not keep:
+        close_idle_connections()
+
+
+def close_idle_connections() -> None:
+    with _idle_lock:
+        idle = [db for dbs in _idle.values() for db in dbs]
+        _idle.clear()
+    for db in idle:
+        db.close()
+
+
+atexit.register(close_idle_connections)
+
+
+def _idle_key(url: str | Path) -> tuple[str, int, int] | None:
+    """The file's key among the idle connections; None when none may serve it now: missing (a
+    new connection says why), or not writable by this process (made read-only since: a new
+    connection opens it read-only, so that a write is refused as it should be)."""
+    if is_postgres(url):
+        return None
+    path = sqlite_path(url)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not os.access(path, os.W_OK):
+        return None
+    return (str(path), st.st_dev, st.st_ino)
+
+
+def _take_idle(key: tuple[str, int, int] | None) -> SQLiteDatabase | None:
+    if key is None:
+        return None
+    with _idle_lock:
+        idle = _idle.get(key)
+        return idle.pop() if idle else None
+
+
+def _give_back(db: Database, url: str | Path) -> bool:
+    """Keep `db` for the next unit of work on the same file; False: the caller closes it."""
+    if not _keep_idle or not isinstance(db, SQLiteDatabase) or not db.shared:
+        return False
+    key = _idle_key(url)
+    if key is None or not db.end_unit_of_work():
+        return False
+    with _idle_lock:
+        idle = _idle.setdefault(key, [])
+        _idle.move_to_end(key)
+        if len(idle) >= IDLE_PER_FILE:
+            return False
+        idle.append(db)
+        while len(_idle) > IDLE_FILES:
+            for old in _idle.popitem(last=False)[1]:
+                old.close()
+    return True
+
+
+def _forget_idle() -> None:
+    """In a forked child: the parent's connections are not the child's to use (nor to close)."""
+    _idle.clear()
+
+
+os.register_at_fork(after_in_child=_forget_idle)
+
+
 @contextmanager
 def session(url: str | Path | None = None) -> Iterator[Database]:
-    """A connection for one unit of work, closed at the end."""
-    db = connect(url)
+    """A connection for one unit of work; afterwards closed, or on SQLite kept for the next one
+    when it ended cleanly (no transaction open, nothing attached or staged)."""
+    url = default_db_url() if url is None else url
+    db: Database | None = _take_idle(_idle_key(url))
+    if db is None:
+        db = connect(url, shared=True)
+    done = False
     try:
         yield db
+        done = True
     except Exception as exc:
         # A read that meets a full, read-only or damaged database is a message, not a bug.
         translated = storage_error(exc)
@@ -190,7 +292,8 @@ def session(url: str | Path | None = None) -> Iterator[Database]:
             raise
         raise translated from exc
     finally:
-        db.close()
+        if not (done and _give_back(db, url)):
+            db.close()
 
 
 @contextmanager

@@ -11,6 +11,7 @@ Known SQLite failures become errors of `calibration.errors` (`storage_error`).
 from __future__ import annotations
 
 import sqlite3
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from itertools import count
@@ -91,12 +92,21 @@ class SQLiteDatabase(Database):
     dialect: ClassVar[str] = "sqlite"
     integrity_errors: ClassVar[tuple[type[Exception], ...]] = (sqlite3.IntegrityError,)
 
-    def __init__(self, conn: sqlite3.Connection, path: Path | None = None) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: Path | None = None, *, shared: bool = False) -> None:
         self.conn = conn
         self.path = path
+        self.shared = shared  # opened for use by one thread after another
+        # The cursors handed out, while alive: a partly read one keeps its read snapshot open,
+        # which must not outlive the unit of work on a connection kept for the next one.
+        self._cursors: list[weakref.ref[sqlite3.Cursor]] = []
 
     def execute(self, sql: str, params: Params = ()) -> Cursor:
-        return self.conn.execute(sql, params)
+        cur = self.conn.execute(sql, params)
+        if self.shared:
+            if len(self._cursors) >= 64:  # a long unit of work: keep only the live ones
+                self._cursors[:] = [ref for ref in self._cursors if ref() is not None]
+            self._cursors.append(weakref.ref(cur))
+        return cur
 
     def executemany(self, sql: str, rows: Sequence[Params]) -> Cursor:
         return self.conn.executemany(sql, rows)
@@ -107,6 +117,20 @@ class SQLiteDatabase(Database):
 
     def close(self) -> None:
         self.conn.close()
+
+    def end_unit_of_work(self) -> bool:
+        """Close the cursors still open; True when the connection is then as a new one is (no
+        transaction, nothing attached, no temporary table), so the next unit of work may have it."""
+        for ref in self._cursors:
+            cur = ref()
+            if cur is not None:
+                cur.close()
+        self._cursors.clear()
+        if self.conn.in_transaction:
+            return False
+        if any(r[1] not in ("main", "temp") for r in self.conn.execute("PRAGMA database_list")):
+            return False
+        return self.conn.execute("SELECT 1 FROM temp.sqlite_master LIMIT 1").fetchone() is None
 
     def table_names(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
@@ -193,13 +217,20 @@ class SQLiteDatabase(Database):
                 self.conn.execute("COMMIT")
 
 
-def open_file(path: Path, *, read_only: bool = False) -> SQLiteDatabase:
-    """A new connection to the file at `path` with the project's pragmas (no migrations)."""
+def open_file(path: Path, *, read_only: bool = False, shared: bool = False) -> SQLiteDatabase:
+    """A new connection to the file at `path` with the project's pragmas (no migrations).
+
+    `shared`: the connection may be handed from one thread to another (the idle connections
+    `connection.session` keeps), one unit of work at a time."""
     # isolation_level=None: Python issues no implicit BEGIN, so every transaction here
     # is the explicit one we chose (BEGIN IMMEDIATE for writes).
     target = f"file:{path}?mode=ro" if read_only else str(path)
     conn = sqlite3.connect(
-        target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=True, uri=read_only
+        target,
+        timeout=BUSY_TIMEOUT_MS / 1000,
+        isolation_level=None,
+        check_same_thread=not shared,
+        uri=read_only,
     )
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -212,4 +243,4 @@ def open_file(path: Path, *, read_only: bool = False) -> SQLiteDatabase:
     except BaseException:
         conn.close()
         raise
-    return SQLiteDatabase(conn, path)
+    return SQLiteDatabase(conn, path, shared=shared)
