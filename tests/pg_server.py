@@ -12,9 +12,11 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 from collections.abc import Callable
 from itertools import count
 from pathlib import Path
+from typing import Any
 
 TEMPLATE = "calibration_template"
 
@@ -57,6 +59,8 @@ class Cluster:
         self.data = self.root / "data"
         self.port = _free_port()
         self._names = count()
+        self._admin_conn: Any = None
+        self._admin_lock = threading.Lock()
         self._filled: dict[str, str] = {}
         self._run(
             "initdb",
@@ -106,18 +110,28 @@ class Cluster:
         )
 
     def _admin(self, sql: str) -> None:
+        # One connection for every CREATE and DROP of the process (a new one costs ~14 ms).
         import psycopg
 
-        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
-            conn.execute(sql)
+        with self._admin_lock:
+            if self._admin_conn is None or self._admin_conn.closed:
+                self._admin_conn = psycopg.connect(self.url("postgres"), autocommit=True)
+            self._admin_conn.execute(sql)
 
     def url(self, name: str) -> str:
         return f"{self.base}/{name}"
 
+    def create(self, url: str, template: str = TEMPLATE) -> None:
+        """The database at `url` as a copy of `template` (the migrated empty one by default).
+
+        FILE_COPY: the server copies the files, which beats writing every page to the WAL
+        (PostgreSQL 15's default) for these small databases, with fsync off."""
+        self._admin(f"CREATE DATABASE {url.rsplit('/', 1)[1]} TEMPLATE {template} STRATEGY FILE_COPY")
+
     def new_database(self) -> str:
-        name = f"t{os.getpid()}_{next(self._names)}"
-        self._admin(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
-        return self.url(name)
+        url = self.url(f"t{os.getpid()}_{next(self._names)}")
+        self.create(url)
+        return url
 
     def filled(self, key: str, fill: Callable[[str], None]) -> str:
         """The name of a template database holding what `fill(url)` wrote into a fresh one; filled
@@ -136,9 +150,8 @@ class Cluster:
         from calibration.store import postgres
 
         postgres.close_pool(url)
-        name = url.rsplit("/", 1)[1]
-        self._admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        self._admin(f"CREATE DATABASE {name} TEMPLATE {template}")
+        self._admin(f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]} WITH (FORCE)")
+        self.create(url, template)
 
     def drop_database(self, url: str) -> None:
         from calibration.store import postgres
@@ -147,6 +160,8 @@ class Cluster:
         self._admin(f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]} WITH (FORCE)")
 
     def stop(self) -> None:
+        if self._admin_conn is not None:
+            self._admin_conn.close()
         try:
             self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
         finally:
