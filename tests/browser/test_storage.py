@@ -133,13 +133,10 @@ def _text(page: Any) -> str:
     return page.evaluate("() => document.querySelector('[data-testid=\"stApp\"]').textContent")
 
 
-@pytest.mark.parametrize("case", list(BREAKS))
-def test_a_broken_database_is_one_sentence_on_every_page(
-    case: str, running: tuple[str, Path, Path], page: Any
-) -> None:
-    url, db_path, log = running
+def _lead_signed_in(page: Any, url: str) -> str:
+    """Healthy first: the server opens (and migrates) the database, and the lead signs in; the
+    sign-in link's query string, for direct URLs."""
     page.set_default_timeout(WAIT_MS)
-    # Healthy first: the server opens (and migrates) the database, and the lead signs in.
     page.goto(f"{url}/review")
     field = page.get_by_label("Your name")
     field.fill(LEAD)
@@ -148,6 +145,15 @@ def test_a_broken_database_is_one_sentence_on_every_page(
     settle(page, 400)
     query = page.url.partition("?")[2]
     assert "signin=" in query
+    return query
+
+
+@pytest.mark.parametrize("case", list(BREAKS))
+def test_a_broken_database_is_one_sentence_on_every_page(
+    case: str, running: tuple[str, Path, Path], page: Any
+) -> None:
+    url, db_path, log = running
+    query = _lead_signed_in(page, url)
     breaker, sentence = BREAKS[case]
     undo = breaker(db_path)
     try:
@@ -175,14 +181,7 @@ def test_a_database_made_read_only_is_still_read_and_refuses_a_write(
     # there): every page shows its content, or at most the one sentence, and the first write
     # says read-only.
     url, db_path, log = running
-    page.set_default_timeout(WAIT_MS)
-    page.goto(f"{url}/review")
-    field = page.get_by_label("Your name")
-    field.fill(LEAD)
-    field.press("Enter")
-    page.locator(".st-key-cycle-name").wait_for()
-    settle(page, 400)
-    query = page.url.partition("?")[2]
+    query = _lead_signed_in(page, url)
     undo = _read_only(db_path)
     try:
         for name in PAGES:
