@@ -278,7 +278,7 @@ def session(url: str | Path | None = None) -> Iterator[Database]:
     """A connection for one unit of work; afterwards closed, or on SQLite kept for the next one
     when it ended cleanly (no transaction open, nothing attached or staged)."""
     url = default_db_url() if url is None else url
-    db: Database | None = _take_idle(_idle_key(url))
+    db: Database | None = _take_idle(_idle_key(url)) if _keep_idle else None
     if db is None:
         db = connect(url, shared=True)
     done = False
