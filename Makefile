@@ -56,9 +56,12 @@ lint: $(VENV)/.dev
 	$(BIN)/mypy
 	$(BIN)/vulture
 
-# Two workers, whole files each: a file's module-scoped app server stays in one worker.
+# Whole files per worker: a file's module-scoped app server stays in one worker. Three workers on
+# two cores: a browser test waits on its app server and Chromium in turn, so two workers left the
+# cores 16% idle. Files go out in collection order (tests/browser first, the longest) rather than
+# xdist's most-tests-first, which left the browser files for the end, one worker running alone.
 test: $(VENV)/.dev browser postgres lint
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	$(BIN)/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder
 
 # No browser and no slow test: the quick check while working (`make test` stays what CI runs).
 test-fast: $(VENV)/.dev

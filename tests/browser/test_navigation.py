@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import build_db, settle, start_app
+from .conftest import Tabs, build_db, settle, start_app
 
 pytestmark = pytest.mark.browser
 
@@ -98,31 +98,27 @@ DEEP_LINKS = [
     ("path", "shown", "asks_name"), DEEP_LINKS, ids=[p or "home" for p, _, _ in DEEP_LINKS]
 )
 def test_the_first_visit_after_a_start_runs_the_app_at_its_deep_link_without_the_file_menu(
-    fresh_server: str, browser: Any, path: str, shown: str, asks_name: bool
+    fresh_server: str, tabs: Tabs, path: str, shown: str, asks_name: bool
 ) -> None:
-    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
-    ctx.add_init_script(_RECORD_NAV)
-    page = ctx.new_page()
-    page.set_default_timeout(45_000)
-    try:
-        page.goto(f"{fresh_server}/{path}?reviewer=Lena+Lead")
-        if asks_name:
-            field = page.get_by_label("Your name")
-            field.wait_for()
-            # The query string reached app.py's sign-in: the name is filled in from the link.
-            assert field.input_value() == LEAD
-            field.press("Enter")
-            field.wait_for(state="detached")
-        target = page.locator(shown) if shown.startswith(".") else page.get_by_role("heading", name=shown)
-        target.first.wait_for()
-        settle(page)
-        assert "This page is for leads" not in page.locator('[data-testid="stMain"]').inner_text()
-        assert page.url.split("?")[0].rstrip("/") == f"{fresh_server}/{path}".rstrip("/"), page.url
-        # app.py ran: its links, under its titles, for every page a lead has.
-        links = page.locator(".st-key-nav a").all_inner_texts()
-        assert {t.strip().splitlines()[-1] for t in links} == TITLES
-        seen = page.evaluate("() => [...window.__calNavLinks]")
-        assert not FILE_NAMES & set(seen), seen
-        assert page.evaluate("() => window.__calAutoMenu") == 0, "Streamlit's automatic page menu appeared"
-    finally:
-        ctx.close()
+    # A tab of the module's warm browser context: what is first here is the server's visit.
+    page = tabs.open(1280, 720)
+    page.add_init_script(_RECORD_NAV)
+    page.goto(f"{fresh_server}/{path}?reviewer=Lena+Lead")
+    if asks_name:
+        field = page.get_by_label("Your name")
+        field.wait_for()
+        # The query string reached app.py's sign-in: the name is filled in from the link.
+        assert field.input_value() == LEAD
+        field.press("Enter")
+        field.wait_for(state="detached")
+    target = page.locator(shown) if shown.startswith(".") else page.get_by_role("heading", name=shown)
+    target.first.wait_for()
+    settle(page)
+    assert "This page is for leads" not in page.locator('[data-testid="stMain"]').inner_text()
+    assert page.url.split("?")[0].rstrip("/") == f"{fresh_server}/{path}".rstrip("/"), page.url
+    # app.py ran: its links, under its titles, for every page a lead has.
+    links = page.locator(".st-key-nav a").all_inner_texts()
+    assert {t.strip().splitlines()[-1] for t in links} == TITLES
+    seen = page.evaluate("() => [...window.__calNavLinks]")
+    assert not FILE_NAMES & set(seen), seen
+    assert page.evaluate("() => window.__calAutoMenu") == 0, "Streamlit's automatic page menu appeared"

@@ -24,7 +24,7 @@ from calibration.importing import import_answers, load_demo
 
 from .conftest import (
     ROOT,
-    WAIT_MS,
+    Tabs,
     claim_box,
     require_browser,
     server_errors,
@@ -116,14 +116,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
 
 
 @pytest.fixture
-def small_page(browser: Any) -> Iterator[Any]:
-    ctx = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
-    pg = ctx.new_page()
-    pg.set_default_timeout(WAIT_MS)
-    try:
-        yield pg
-    finally:
-        ctx.close()
+def small_page(tabs: Tabs) -> Any:
+    return tabs.open(WIDTH, HEIGHT)
 
 
 def _inside(rect: list[float] | None, what: str) -> None:
@@ -220,21 +214,17 @@ def test_every_card_fits_the_screen(demo: Demo, small_page: Any, cycle_name: str
     assert cards >= (9 if cycle_name == "demo" else 13)
 
 
-def test_the_page_fits_at_1440_by_900_too(demo: Demo, browser: Any) -> None:
-    ctx = browser.new_context(viewport={"width": 1440, "height": 900})
-    page = ctx.new_page()
-    try:
-        page.goto(f"{demo.url}/review")
-        page.get_by_label("Your name").fill("layout-wide")
-        page.get_by_label("Your name").press("Enter")
-        plan = _judge(demo.db, demo.cycles["demo"])
-        pk = plan[0][1][0][0]
-        wait_for_card(page, f"{claim_box(pk)} button")
-        rects = page.evaluate(_RECTS, pk)
-        for rect in [*rects["buttons"], rects["mark"]]:
-            assert rect is not None and rect[3] <= 900 and rect[2] <= 1440, rects
-    finally:
-        ctx.close()
+def test_the_page_fits_at_1440_by_900_too(demo: Demo, tabs: Tabs) -> None:
+    page = tabs.open(1440, 900)
+    page.goto(f"{demo.url}/review")
+    page.get_by_label("Your name").fill("layout-wide")
+    page.get_by_label("Your name").press("Enter")
+    plan = _judge(demo.db, demo.cycles["demo"])
+    pk = plan[0][1][0][0]
+    wait_for_card(page, f"{claim_box(pk)} button")
+    rects = page.evaluate(_RECTS, pk)
+    for rect in [*rects["buttons"], rects["mark"]]:
+        assert rect is not None and rect[3] <= 900 and rect[2] <= 1440, rects
 
 
 def test_server_log_is_clean(demo: Demo) -> None:
