@@ -17,6 +17,7 @@ from calibration import cycles, review, store
 from calibration.importing import import_answers
 
 from .conftest import (
+    WAIT_MS,
     Tabs,
     blur,
     build_db,
@@ -412,9 +413,12 @@ def test_skipped_twice_stays_reachable_and_unclear_stays_blind(app: App, page: A
         page.keyboard.press("S")
         # The same claim comes back, so the card looks settled before the skip's rerun has
         # even begun: wait for the skip in the history before pressing again.
-        deadline = time.monotonic() + 15
+        # The suite's wait for an event (WAIT_MS): a loaded machine can hold a run for seconds,
+        # and a shorter silent deadline left the next press racing the write.
+        deadline = time.monotonic() + WAIT_MS / 1000
         while len(app.events(a1[1], reviewer)) < n + 2 and time.monotonic() < deadline:
             page.wait_for_timeout(50)
+        assert len(app.events(a1[1], reviewer)) == n + 2, f"skip {n + 2} of the claim not written"
     wait_claim(page, a1[1])
     assert page.locator(".st-key-queue-done").count() == 0
     assert [k for k, _ in app.events(a1[1], reviewer)] == ["skip"] * 4
