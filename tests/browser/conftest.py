@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -433,6 +433,15 @@ def request_counter() -> Iterator[tuple[str, list[str]]]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def wait_until(done: Callable[[], bool], timeout_s: float = WAIT_MS / 1000, every_s: float = 0.05) -> bool:
+    """Ask `done` until it holds or `timeout_s` passes; return its last answer. For what the page
+    has no element for: rows the server writes, files it makes and removes."""
+    deadline = time.monotonic() + timeout_s
+    while not (ok := done()) and time.monotonic() < deadline:
+        time.sleep(every_s)
+    return ok
 
 
 def blur(page: Any) -> None:

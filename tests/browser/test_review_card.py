@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from .conftest import (
     wait_for_card,
     wait_reveal,
     wait_saved,
+    wait_until,
 )
 
 pytestmark = pytest.mark.browser
@@ -229,11 +229,9 @@ CHOICE = {"K": "keep", "J": "judge_right"}
 
 def _await_reconciles(app: App, reviewer: str, n: int, timeout_s: float = 180) -> None:
     """Until `reviewer` has `n` reconcile events: the server works through the queued keys."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if sum(kind in CHOICE.values() for _, kind, _ in app.events(reviewer)) >= n:
-            return
-        time.sleep(0.2)
+    wait_until(
+        lambda: sum(kind in CHOICE.values() for _, kind, _ in app.events(reviewer)) >= n, timeout_s, 0.2
+    )
 
 
 def _immutable(path: Path, on: bool) -> None:

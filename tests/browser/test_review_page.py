@@ -5,7 +5,6 @@ its own reviewer."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,6 @@ from calibration import cycles, review, store
 from calibration.importing import import_answers
 
 from .conftest import (
-    WAIT_MS,
     Tabs,
     blur,
     build_db,
@@ -32,6 +30,7 @@ from .conftest import (
     wait_for_card,
     wait_reveal,
     wait_saved,
+    wait_until,
     write_answers,
 )
 
@@ -415,9 +414,7 @@ def test_skipped_twice_stays_reachable_and_unclear_stays_blind(app: App, page: A
         # even begun: wait for the skip in the history before pressing again.
         # The suite's wait for an event (WAIT_MS): a loaded machine can hold a run for seconds,
         # and a shorter silent deadline left the next press racing the write.
-        deadline = time.monotonic() + WAIT_MS / 1000
-        while len(app.events(a1[1], reviewer)) < n + 2 and time.monotonic() < deadline:
-            page.wait_for_timeout(50)
+        wait_until(lambda want=n + 2: len(app.events(a1[1], reviewer)) >= want)
         assert len(app.events(a1[1], reviewer)) == n + 2, f"skip {n + 2} of the claim not written"
     wait_claim(page, a1[1])
     assert page.locator(".st-key-queue-done").count() == 0

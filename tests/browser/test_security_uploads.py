@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import time
 import tomllib
 import urllib.parse
 import uuid
@@ -18,7 +17,7 @@ import pytest
 
 from calibration import store
 
-from .conftest import ROOT, require_browser, server_errors, start_app
+from .conftest import ROOT, require_browser, server_errors, start_app, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -48,12 +47,15 @@ def _folders(temp: Path) -> list[Path]:
 def _settled_folders(temp: Path, before: set[Path], done: Any, timeout_s: float = 45.0) -> set[Path]:
     """The upload folders made since `before`, once `done(folders)` holds (or at the timeout):
     the server writes and removes them in its own runs, after the browser has moved on."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+    found: set[Path] = set()
+
+    def settled() -> bool:
+        nonlocal found
         found = set(_folders(temp)) - before
-        if done(found) or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
+        return bool(done(found))
+
+    wait_until(settled, timeout_s)
+    return found
 
 
 def _open_import(page: Any, url: str) -> None:
