@@ -30,12 +30,15 @@ lock: | $(BIN)/python
 	  $(BIN)/pip freeze --all --exclude-editable --exclude pip; } > constraints.txt
 	touch $(VENV)/.runtime $(VENV)/.dev
 
-# Debian's chromium drives the browser tests; playwright cannot download one here.
+# Debian's Chromium: its headless shell drives the browser tests, the full browser the benchmarks
+# and screenshots; playwright cannot download one here.
+BROWSERS := chromium chromium-headless-shell
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
+	@missing=""; for b in $(BROWSERS); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	  else echo "chromium missing: install Debian's chromium package (browser tests will be skipped)"; fi; }
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing:$$missing: install Debian's packages (browser tests will be skipped)"; fi; fi
 
 # Debian's postgresql binaries: the tests start a throwaway server of their own (tests/pg_server.py).
 postgres:
