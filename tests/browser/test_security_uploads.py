@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 import tomllib
 import urllib.parse
 import uuid
@@ -17,7 +18,7 @@ import pytest
 
 from calibration import store
 
-from .conftest import ROOT, require_browser, server_errors, start_app, wait_until
+from .conftest import ROOT, WAIT_MS, require_browser, server_errors, start_app, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -141,10 +142,9 @@ def _session_id(page: Any, url: str) -> str:
     page.goto(f"{url}/import")
     page.get_by_label("Your name").wait_for()
     page.wait_for_function("() => true")
-    for _ in range(50):
-        if found:
-            break
-        page.wait_for_timeout(100)
+    deadline = time.monotonic() + WAIT_MS / 1000  # frames come to Python only while it waits
+    while not found and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
     assert found, "no session id seen"
     assert page.locator('[data-testid="stFileUploaderDropzoneInput"]').count() == 0  # no uploader
     return found[0]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -207,6 +208,18 @@ def test_a_database_made_read_only_is_still_read_and_refuses_a_write(
     assert not [e for e in server_errors(log) if "Traceback" in e]
 
 
+def _reports(pg: Any, count: int) -> list[str]:
+    """The watcher's reports once `count` have come, or all that came in the suite's wait.
+    Polled with the page's own pause, not time.sleep: Playwright delivers a binding's call
+    only while it is waiting on the page."""
+    found: list[str] = []
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while len(found) < count and time.monotonic() < deadline:
+        pg.wait_for_timeout(50)
+        found += seen_problems()
+    return found
+
+
 def test_the_page_watcher_reports_a_traceback(browser: WatchedBrowser) -> None:
     # The conftest watcher must fail loudly: a page that shows a traceback, or Streamlit's
     # exception element, is reported (and forgotten here, so this test itself passes).
@@ -214,18 +227,17 @@ def test_the_page_watcher_reports_a_traceback(browser: WatchedBrowser) -> None:
     try:
         pg = ctx.new_page()
         pg.set_content("<body><p>fine</p></body>")
-        pg.wait_for_timeout(300)
+        pg.wait_for_timeout(300)  # a clean page reports nothing: an absence, so a pause
         assert not seen_problems()
         pg.evaluate("""() => { const p = document.createElement('pre');
             p.textContent = 'Traceback (most recent call last):\\n  File "/srv/app.py"';
             document.body.appendChild(p); }""")
-        pg.wait_for_timeout(500)
+        found = _reports(pg, 1)
         assert page_problems(pg) and "Traceback" in page_problems(pg)[0]
         other = ctx.new_page()  # a new document: reported again
         other.set_content('<body><div data-testid="stException">boom</div></body>')
-        other.wait_for_timeout(500)
+        found += _reports(other, 1)
         assert page_problems(other) == [f"{other.url}: 1 exception element(s)"]
-        found = seen_problems()
         assert len(found) == 2 and "Traceback (most recent call last)" in found[0], found
         assert "1 exception element(s)" in found[1]
     finally:
