@@ -1,6 +1,6 @@
 """Planned cycles against the other designs at equal numbers of labeled answers, by simulation.
 
-    python bench/sim_planned.py [--reps 1000] [--workers 2]
+    python bench/sim_planned.py [--reps 1000] [--workers 2] [--set NAME=VALUE ...]
 
 Simulated judge runs of 1,500 answers in three categories (shares 50/30/20), 1-4 claims each
 (about 3,750 claims), 5% of the answers flagged by an answer check. The judge calls a claim
@@ -44,6 +44,7 @@ near 0.7 points. Fixed seeds; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import ast
 import math
 import resource
 import sys
@@ -264,17 +265,45 @@ def labels_needed(widths: dict[int, float], target: float) -> float:
     return float(np.exp(x[i - 1] + (np.log(target) - y[i - 1]) / slope))
 
 
+def _change_planning(settings: list[tuple[str, object]]) -> None:
+    """Set planning's constants for an experiment (`--set`), in this process and each worker."""
+    for name, value in settings:
+        setattr(planning, name, value)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=REPS)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="run with one of planning's constants changed, e.g. MAX_STRATA=6 or "
+        "\"FLOOR={'agreement': 0.1, 'grounding': 0.5}\" (a Python literal; repeatable)",
+    )
     args = ap.parse_args()
+    settings = []
+    for item in args.set:
+        name, _, text = item.partition("=")
+        if not (name.isupper() and hasattr(planning, name)):
+            ap.error(f"--set {item}: planning has no constant {name!r}")
+        try:
+            settings.append((name, ast.literal_eval(text)))
+        except (ValueError, SyntaxError):
+            ap.error(f"--set {item}: {text!r} is not a Python literal")
+    _change_planning(settings)
+    if settings:
+        print("planning changed: " + ", ".join(f"{n}={v!r}" for n, v in settings))
     t0, c0 = time.perf_counter(), time.process_time()
     jobs = [
         (kind, d, args.reps, 1 + i)
         for i, (kind, d) in enumerate((k, d) for k in ("concentrated", "even") for d in DESIGNS)
     ]
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+    with ProcessPoolExecutor(
+        max_workers=args.workers, initializer=_change_planning, initargs=(settings,)
+    ) as pool:
         by = {(kind, d): res for kind, d, res in pool.map(cell, jobs)}
     mc = 100 * math.sqrt(0.95 * 0.05 / args.reps)
     for kind in ("concentrated", "even"):
