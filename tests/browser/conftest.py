@@ -451,6 +451,15 @@ def wait_until(done: Callable[[], bool], timeout_s: float = WAIT_MS / 1000, ever
     return ok
 
 
+def page_wait_until(page: Any, done: Callable[[], bool], timeout_s: float = WAIT_MS / 1000) -> bool:
+    """`wait_until` for what Python hears from the page (a binding's call, a websocket frame):
+    Playwright delivers those only while it waits on the page, so the pause is the page's own."""
+    deadline = time.monotonic() + timeout_s
+    while not (ok := done()) and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    return ok
+
+
 def blur(page: Any) -> None:
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
 

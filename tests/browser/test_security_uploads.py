@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import time
 import tomllib
 import urllib.parse
 import uuid
@@ -18,7 +17,7 @@ import pytest
 
 from calibration import store
 
-from .conftest import ROOT, WAIT_MS, require_browser, server_errors, start_app, wait_until
+from .conftest import ROOT, page_wait_until, require_browser, server_errors, start_app, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -142,10 +141,7 @@ def _session_id(page: Any, url: str) -> str:
     page.goto(f"{url}/import")
     page.get_by_label("Your name").wait_for()
     page.wait_for_function("() => true")
-    deadline = time.monotonic() + WAIT_MS / 1000  # frames come to Python only while it waits
-    while not found and time.monotonic() < deadline:
-        page.wait_for_timeout(50)
-    assert found, "no session id seen"
+    assert page_wait_until(page, lambda: bool(found)), "no session id seen"
     assert page.locator('[data-testid="stFileUploaderDropzoneInput"]').count() == 0  # no uploader
     return found[0]
 

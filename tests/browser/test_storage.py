@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from .conftest import (
     WatchedBrowser,
     build_db,
     page_problems,
+    page_wait_until,
     restore_db,
     seen_problems,
     server_errors,
@@ -209,14 +209,14 @@ def test_a_database_made_read_only_is_still_read_and_refuses_a_write(
 
 
 def _reports(pg: Any, count: int) -> list[str]:
-    """The watcher's reports once `count` have come, or all that came in the suite's wait.
-    Polled with the page's own pause, not time.sleep: Playwright delivers a binding's call
-    only while it is waiting on the page."""
+    """The watcher's reports once `count` have come, or all that came in the suite's wait."""
     found: list[str] = []
-    deadline = time.monotonic() + WAIT_MS / 1000
-    while len(found) < count and time.monotonic() < deadline:
-        pg.wait_for_timeout(50)
-        found += seen_problems()
+
+    def enough() -> bool:
+        found.extend(seen_problems())
+        return len(found) >= count
+
+    page_wait_until(pg, enough)
     return found
 
 
