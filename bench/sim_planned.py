@@ -1,6 +1,7 @@
 """Planned cycles against the other designs at equal numbers of labeled answers, by simulation.
 
-    python bench/sim_planned.py [--reps 1000] [--workers 2] [--set NAME=VALUE ...]
+    python bench/sim_planned.py [--reps 1000] [--workers 2] [--runs concentrated,even]
+        [--set NAME=VALUE ...]
 
 Simulated judge runs of 1,500 answers in three categories (shares 50/30/20), 1-4 claims each
 (about 3,750 claims), 5% of the answers flagged by an answer check. The judge calls a claim
@@ -11,7 +12,11 @@ effect on the logit scale (sd 0.6), so the claims of one answer are correlated:
 - "concentrated": 99.5% on SUPPORTED verdicts, 50% on the others, and at most 75% on every
   verdict in one category ("legal") and on flagged answers: the disagreement sits in the
   judge-UNSUPPORTED answers and one category;
-- "even": 88% on every verdict in every category: nothing to concentrate on.
+- "even": 88% on every verdict in every category: nothing to concentrate on;
+- "lenient" (with `--runs`): 75% on SUPPORTED verdicts, 97% on the others: the disagreement
+  sits in the judge's SUPPORTED verdicts, as in the WiCE labels of data/wice (the gpt-4
+  judge's SUPPORTED claims disputed 19 times in 37, its UNSUPPORTED ones 4 in 63), against the
+  planner's prior (`planning.PRIOR_ERROR`), which expects more errors on the other verdicts.
 
 Each replicate labels 120 answers in cycles of 30 (each skipping the answers labeled before it),
 the way a lead works, and the figures are read after every cycle (30, 60, 90, 120: `GRID`):
@@ -65,6 +70,7 @@ from calibration.store.cycles import PlanningFacts  # noqa: E402
 from calibration.vocab import LABELS  # noqa: E402
 
 CATEGORIES = ("finance", "health", "legal")
+KINDS = ("concentrated", "even", "lenient")  # the simulated runs; the last only with --runs
 DESIGNS = ("random", "stratified", "failures-first", "planned-agr", "planned-grd")
 SIZES = (60, 120)  # the rows printed
 GRID = (30, 60, 90, 120)  # labeled answers after each cycle: the curve "labels saved, measured" reads
@@ -95,6 +101,8 @@ class Run:
             p_agree = np.where(judge == SUP, 0.995, 0.50)
             hard = (cat[answer] == CATEGORIES.index("legal")) | flagged[answer]
             p_agree = np.where(hard, np.minimum(p_agree, 0.75), p_agree)
+        elif kind == "lenient":
+            p_agree = np.where(judge == SUP, 0.75, 0.97)
         else:
             p_agree = np.full(n, 0.88)
         effect = rng.normal(0, 0.6, size=n_answers)[answer]
@@ -177,7 +185,7 @@ RUNS: dict[str, Run] = {}
 
 def _run(kind: str) -> Run:
     if kind not in RUNS:
-        RUNS[kind] = Run(kind, seed={"concentrated": 21, "even": 22}[kind])
+        RUNS[kind] = Run(kind, seed=21 + KINDS.index(kind))
     return RUNS[kind]
 
 
@@ -283,7 +291,11 @@ def main() -> None:
         help="run with one of planning's constants changed, e.g. MAX_STRATA=6 or "
         "\"FLOOR={'agreement': 0.1, 'grounding': 0.5}\" (a Python literal; repeatable)",
     )
+    ap.add_argument("--runs", default="concentrated,even", help=f"comma-separated, of {', '.join(KINDS)}")
     args = ap.parse_args()
+    kinds = [k for k in args.runs.split(",") if k]
+    if not kinds or any(k not in KINDS for k in kinds):
+        ap.error(f"--runs {args.runs}: each run is one of {', '.join(KINDS)}")
     settings = []
     for item in args.set:
         name, _, text = item.partition("=")
@@ -297,16 +309,18 @@ def main() -> None:
     if settings:
         print("planning changed: " + ", ".join(f"{n}={v!r}" for n, v in settings))
     t0, c0 = time.perf_counter(), time.process_time()
+    # A cell's seed depends on its run and design alone, so --runs changes no other cell.
     jobs = [
-        (kind, d, args.reps, 1 + i)
-        for i, (kind, d) in enumerate((k, d) for k in ("concentrated", "even") for d in DESIGNS)
+        (k, d, args.reps, 1 + KINDS.index(k) * len(DESIGNS) + DESIGNS.index(d))
+        for k in kinds
+        for d in DESIGNS
     ]
     with ProcessPoolExecutor(
         max_workers=args.workers, initializer=_change_planning, initargs=(settings,)
     ) as pool:
         by = {(kind, d): res for kind, d, res in pool.map(cell, jobs)}
     mc = 100 * math.sqrt(0.95 * 0.05 / args.reps)
-    for kind in ("concentrated", "even"):
+    for kind in kinds:
         run = _run(kind)
         print(
             f"\nrun {kind}: agreement {run.truth['agreement']:.3f}, grounding {run.truth['grounding']:.3f} "
