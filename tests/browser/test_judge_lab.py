@@ -217,6 +217,7 @@ def test_revise_run_stop_resume_switch_baseline(lab: Lab, page: Any) -> None:
     choose(page, "lab_cmp_baseline", GPT35)
     settled(page)
     page.get_by_text(new_base.headline(), exact=True).wait_for()
+    settled(page)  # the new headline is drawn mid-run: the old run's rows go when it ends
     assert "Default baseline:" not in body(page)  # shown only while the default is picked
     with store.session(lab.db) as db:
         old_base = judge.compare_runs(db, run, store.find_judge_run(db, GPT4))
