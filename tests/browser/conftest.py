@@ -474,9 +474,14 @@ _SETTLED = """(sel) => {
 }"""
 
 
-def settle(page: Any, pause_ms: int = 300) -> None:
-    """The app's run has ended and nothing on the page is stale; then a pause for drawing."""
+def settled(page: Any) -> None:
+    """Wait until the app's run has ended and nothing on the page is stale."""
     page.wait_for_function(_SETTLED, arg="body")
+
+
+def settle(page: Any, pause_ms: int = 300) -> None:
+    """`settled`, then a pause for drawing."""
+    settled(page)
     page.wait_for_timeout(pause_ms)
 
 

@@ -19,7 +19,16 @@ from calibration.importing import import_answers, import_labels
 from calibration.store import lab as lab_store
 
 from ..judge_stub import StubServer
-from .conftest import ROOT, SCREENSHOTS, WAIT_MS, next_frame, require_browser, server_errors, start_app
+from .conftest import (
+    ROOT,
+    SCREENSHOTS,
+    WAIT_MS,
+    next_frame,
+    require_browser,
+    server_errors,
+    settled,
+    start_app,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -75,13 +84,6 @@ def page(lab: Lab) -> Iterator[Any]:
             yield pg
         finally:
             b.close()
-
-
-def settled(page: Any) -> None:
-    page.wait_for_function("""() => {
-        const app = document.querySelector('[data-testid="stApp"]');
-        return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
-            && !document.querySelector('[data-stale="true"]'); }""")
 
 
 def fill(page: Any, key: str, value: str) -> None:
