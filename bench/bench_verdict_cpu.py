@@ -20,7 +20,9 @@ idle CPU over the same settle time is measured too and is all but zero.
         [--verdicts 300] [--answers N]
 
 CHECKOUT: another checkout of this project, e.g. `git worktree add --detach /tmp/before <commit>`;
-its app runs with its own package, against the same database content.
+its app runs with its own package, against the same database content. A checkout from before
+the card was a component (f04f30a, the card the server drew) works too: there a verdict is the
+claim's button, acknowledged by the "Saved" toast of its run.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 from bench.bench_load import (  # noqa: E402
     CARD,
     LEAD,
+    SERVER_DRAWN_VERDICT,
     CardScript,
     _page_problems,
     _proc_seconds,
@@ -85,6 +88,8 @@ class Server:
 async def action(s: Session, script: CardScript, judge: dict[int, str]) -> tuple[str, bool, Run]:
     """The reviewer's next action: a verdict, the commit at the last look, or Next after the
     reveal (every verdict agrees with the judge, so nothing is left to reconcile)."""
+    if not s.data_of(CARD):
+        return await server_drawn_action(s, judge)
     card = card_data(s)
     script.follow(card)
     if card.get("mode") == "claim" and script.index is not None:
@@ -96,6 +101,23 @@ async def action(s: Session, script: CardScript, judge: dict[int, str]) -> tuple
     if "next-answer" in s.widgets:
         run = await s.press("next-answer")
         return "next", not _page_problems(run), run
+    raise ProtocolError("the reviewer's queue is done: make the cycle larger (--answers)")
+
+
+async def server_drawn_action(s: Session, judge: dict[int, str]) -> tuple[str, bool, Run]:
+    """`action` on the card the server drew (a --before checkout from before the card was a
+    component): a verdict is its button, acknowledged by the "Saved" toast of that run; the
+    commit and Next are the same buttons as now."""
+    verdicts = s.key_of(SERVER_DRAWN_VERDICT)
+    if verdicts:
+        pk = int(verdicts[0].rsplit("-", 1)[1])
+        run = await s.press(f"v-{judge[pk]}-{pk}")
+        saved = any(t.startswith(f"Saved: {judge[pk]} ") for t in run.toasts)
+        return "verdict", saved and not _page_problems(run), run
+    for kind, key in (("commit", "commit"), ("next", "next-answer")):
+        if key in s.widgets:
+            run = await s.press(key)
+            return kind, not _page_problems(run), run
     raise ProtocolError("the reviewer's queue is done: make the cycle larger (--answers)")
 
 
