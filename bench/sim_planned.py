@@ -19,7 +19,8 @@ effect on the logit scale (sd 0.6), so the claims of one answer are correlated:
   planner's prior (`planning.PRIOR_ERROR`), which expects more errors on the other verdicts.
 
 Each replicate labels 120 answers in cycles of 30 (each skipping the answers labeled before it),
-the way a lead works, and the figures are read after every cycle (30, 60, 90, 120: `GRID`):
+the way a lead works (`--cycle 15` or 20 for smaller cycles), and the figures are read after
+every cycle (30, 60, 90, 120):
 random, stratified (by category), failures-first (share 0.5) in every cycle, and planned: the
 first planned cycle of the agreement goal has no labels to go on (so it is the stratified
 allocation over the planned strata), the grounding goal's follows the judge's signals, each later
@@ -35,7 +36,7 @@ grounding), |bias| of the point estimates, mean interval widths, and the labels 
 against random for the same width, two ways. The formula 1 - (w_design / w_random)^2 reads
 random's width curve, which goes as 1/sqrt(n): it is 1 - n / n_r, n_r the labels random needs
 for the design's width at n. Measured, 1 - n* / n: n* the labeled answers at which the design's
-own mean width reaches random's width at n, interpolated on the design's curve over `GRID`
+own mean width reaches random's width at n, interpolated on the design's curve over the cycles
 (log width against log n). A planned design's curve is no power of n: its first cycle is spent
 before there are labels to plan from, so between 30 and 60 the interpolation is coarse. Both
 read the intervals; the third, 1 - MSE_design / MSE_random over the replicates' point estimates,
@@ -73,9 +74,9 @@ CATEGORIES = ("finance", "health", "legal")
 KINDS = ("concentrated", "even", "lenient")  # the simulated runs; the last only with --runs
 DESIGNS = ("random", "stratified", "failures-first", "planned-agr", "planned-grd")
 SIZES = (60, 120)  # the rows printed
-GRID = (30, 60, 90, 120)  # labeled answers after each cycle: the curve "labels saved, measured" reads
+LABELED = 120  # labeled answers at a replicate's end, read after each cycle: the curve "measured" reads
 REPS = 1000
-CYCLE = 30  # answers per cycle: the largest ordinary cycle (cycles.MAX_SIZE)
+CYCLE = 30  # answers per cycle by default: the largest ordinary cycle (cycles.MAX_SIZE); --cycle
 SUP, CON, UNS = LABELS.index("SUPPORTED"), LABELS.index("CONTRADICTED"), LABELS.index("UNSUPPORTED")
 
 
@@ -216,14 +217,16 @@ def _figures(run: Run, rows: np.ndarray, strata: np.ndarray) -> list[tuple[float
     return out
 
 
-def trajectory(run: Run, design: str, seed: int) -> dict[int, list[tuple[float, float, float, float]]]:
-    """The run's figures after each cycle of CYCLE answers of the design, up to GRID[-1] labeled
+def trajectory(
+    run: Run, design: str, seed: int, cycle: int = CYCLE
+) -> dict[int, list[tuple[float, float, float, float]]]:
+    """The run's figures after each cycle of `cycle` answers of the design, up to LABELED
     answers: {labeled answers: `_figures`}."""
     labeled: list[str] = []
     plans: list[dict[str, str]] = []
     out = {}
     base = run.with_category if design == "stratified" else run.base
-    for k in range(GRID[-1] // CYCLE):
+    for k in range(LABELED // cycle):
         taken = set(labeled)
         pool = [a for a in run.pool if a.answer_id not in taken]
         s_seed = seed * 10 + k
@@ -234,30 +237,30 @@ def trajectory(run: Run, design: str, seed: int) -> dict[int, list[tuple[float, 
                 run.table(run.rows_of(labeled)),
                 [a.answer_id for a in pool],
                 goal,
-                CYCLE,
+                cycle,
                 target=0.85,
             )
             pool = [
                 sampling.PoolAnswer(a.answer_id, a.category, a.failing, plan.answer_strata[a.answer_id])
                 for a in pool
             ]
-            sample = sampling.planned_sample(pool, CYCLE, s_seed, allocation=plan.allocation)
+            sample = sampling.planned_sample(pool, cycle, s_seed, allocation=plan.allocation)
             plans.append(plan.answer_strata)
         else:
-            sample = sampling.draw(design, pool, CYCLE, s_seed)
+            sample = sampling.draw(design, pool, cycle, s_seed)
         labeled += list(sample.answer_ids)
         strata = planning.run_strata_with_plans(base, run.ids, plans)
         out[len(labeled)] = _figures(run, run.rows_of(labeled), strata)
     return out
 
 
-def cell(args: tuple[str, str, int, int]) -> tuple[str, str, dict[int, np.ndarray]]:
+def cell(args: tuple[str, str, int, int, int]) -> tuple[str, str, dict[int, np.ndarray]]:
     """Replicates of one design on one run: {labeled answers: array (reps, figure, `_figures` field)}."""
-    kind, design, reps, seed = args
+    kind, design, reps, seed, cycle = args
     run = _run(kind)
     got: dict[int, list[list[tuple[float, float, float, float]]]] = {}
     for r in range(reps):
-        for n, figures in trajectory(run, design, seed * 100_000 + r).items():
+        for n, figures in trajectory(run, design, seed * 100_000 + r, cycle).items():
             got.setdefault(n, []).append(figures)
     return kind, design, {n: np.array(v, dtype=float) for n, v in got.items()}
 
@@ -292,7 +295,15 @@ def main() -> None:
         "\"FLOOR={'agreement': 0.1, 'grounding': 0.5}\" (a Python literal; repeatable)",
     )
     ap.add_argument("--runs", default="concentrated,even", help=f"comma-separated, of {', '.join(KINDS)}")
+    ap.add_argument(
+        "--cycle",
+        type=int,
+        default=CYCLE,
+        help=f"answers per cycle, a divisor of {SIZES[0]} (the Cycles page takes 15-30)",
+    )
     args = ap.parse_args()
+    if args.cycle < 1 or any(n % args.cycle for n in SIZES):
+        ap.error(f"--cycle {args.cycle}: the figures are read at {' and '.join(map(str, SIZES))} answers")
     kinds = [k for k in args.runs.split(",") if k]
     if not kinds or any(k not in KINDS for k in kinds):
         ap.error(f"--runs {args.runs}: each run is one of {', '.join(KINDS)}")
@@ -311,7 +322,7 @@ def main() -> None:
     t0, c0 = time.perf_counter(), time.process_time()
     # A cell's seed depends on its run and design alone, so --runs changes no other cell.
     jobs = [
-        (k, d, args.reps, 1 + KINDS.index(k) * len(DESIGNS) + DESIGNS.index(d))
+        (k, d, args.reps, 1 + KINDS.index(k) * len(DESIGNS) + DESIGNS.index(d), args.cycle)
         for k in kinds
         for d in DESIGNS
     ]
@@ -324,8 +335,8 @@ def main() -> None:
         run = _run(kind)
         print(
             f"\nrun {kind}: agreement {run.truth['agreement']:.3f}, grounding {run.truth['grounding']:.3f} "
-            f"({args.reps} replicates per row; a coverage near 95% has a Monte Carlo s.e. of "
-            f"{mc:.1f} points)"
+            f"(cycles of {args.cycle}; {args.reps} replicates per row; a coverage near 95% has a "
+            f"Monte Carlo s.e. of {mc:.1f} points)"
         )
         print(
             "| design | n answers | agreement coverage | agreement |bias| | agreement width "

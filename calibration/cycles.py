@@ -727,15 +727,11 @@ def plan_next(
 
 def next_cycle_defaults(db: Database, judge_run: str | None = None) -> tuple[str, int]:
     """(goal, size) the Dashboard's "plan the next cycle" prefills: the agreement decision while
-    the labels so far do not settle it, else the grounding score; the size that reaches the
-    decision in the fewest cycles within MIN_SIZE-MAX_SIZE."""
+    the labels so far do not settle it, else the grounding score; planned cycles of
+    `planning.CYCLE_SIZE` within MIN_SIZE-MAX_SIZE, smaller when that finishes the decision."""
     plans = {g: plan_next(db, judge_run=judge_run, goal=g) for g in planning.GOALS}
     return planning.default_goal_and_size(
-        plans["agreement"],
-        plans["grounding"],
-        min_size=MIN_SIZE,
-        max_size=MAX_SIZE,
-        default_size=DEFAULT_SIZE,
+        plans["agreement"], plans["grounding"], min_size=MIN_SIZE, max_size=MAX_SIZE
     )
 
 

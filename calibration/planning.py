@@ -103,6 +103,12 @@ GROUNDING_HALF_WIDTH: Final = 0.05
 # every stratum has its floor of one.
 MAX_STRATA: Final = 9
 MAX_CYCLES: Final = 20
+# A planned cycle's size, what "plan the next cycle" prefills: each plan rests on the labels
+# before it, and smaller cycles plan more often from fewer labels and chase their noise. In
+# bench/sim_planned.py (1,000 replicates each) cycles of 30 kept every interval at 93.5% or
+# more; cycles of 20 and 15 saved fewer labels, and some of their grounding intervals covered
+# 91.8-92.7% (README: Planned cycles).
+CYCLE_SIZE: Final = 30
 _SUPPORTED = LABELS.index("SUPPORTED")
 _CONTRADICTED = LABELS.index("CONTRADICTED")
 
@@ -247,6 +253,11 @@ class Plan:
             + (" (assumed spreads: nothing is labeled yet)" if self.assumed else "")
         )
         out.append(self.cycles_sentence())
+        if self.size < CYCLE_SIZE and self.cycles_needed != 1:
+            out.append(
+                f"a planned cycle does best with {CYCLE_SIZE} answers: smaller ones plan from fewer "
+                "labels each time, and in simulation some of their 95% intervals covered only 92-93%"
+            )
         return out
 
     def cycles_sentence(self) -> str:
@@ -533,16 +544,15 @@ def default_goal_and_size(
     *,
     min_size: int,
     max_size: int,
-    default_size: int,
 ) -> tuple[str, int]:
     """What the Dashboard's "plan the next cycle" prefills: the agreement decision while it is
-    open, else the grounding score; the size within the cycle bounds that reaches it in the
-    fewest cycles of about equal labeling work."""
+    open, else the grounding score; cycles of `CYCLE_SIZE` (within the cycle bounds) until what
+    the decision still needs fits in one smaller cycle."""
     plan = plan_agreement
     goal = "agreement"
     if plan is not None and plan.cycles_needed == 0 and plan_grounding is not None:
         plan, goal = plan_grounding, "grounding"
+    full = min(max_size, max(min_size, CYCLE_SIZE))
     if plan is None or plan.cycles_needed in (None, 0):
-        return goal, default_size
-    total = plan.cycles_needed * plan.size
-    return goal, min(max_size, max(min_size, math.ceil(total / math.ceil(total / max_size))))
+        return goal, full
+    return goal, min(full, max(min_size, plan.cycles_needed * plan.size))

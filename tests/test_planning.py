@@ -252,10 +252,12 @@ def test_a_bad_goal_is_one_sentence(claims_db: tuple[Database, dict[str, list[in
 @pytest.mark.parametrize(
     ("agreement_needed", "grounding_needed", "want"),
     [
-        (3, 2, ("agreement", 30)),  # 3 cycles of 20 = 60 labels: two cycles of 30
-        (1, 2, ("agreement", 20)),
-        (0, 2, ("grounding", 20)),  # the agreement is decided: the grounding score next
-        (None, 2, ("agreement", 20)),  # no end in sight: the default size
+        (3, 2, ("agreement", 30)),  # 3 cycles of 20 = 60 labels: cycles of 30
+        (1, 2, ("agreement", 20)),  # 20 labels finish it: one cycle of 20
+        (0, 2, ("grounding", 30)),  # the agreement is decided: the grounding score next, 40 labels
+        (0, 1, ("grounding", 20)),
+        (None, 2, ("agreement", 30)),  # no end in sight: cycles of 30
+        (0, None, ("grounding", 30)),
     ],
 )
 def test_next_cycle_defaults(
@@ -269,9 +271,25 @@ def test_next_cycle_defaults(
         plan("grounding", grounding_needed),
         min_size=15,
         max_size=30,
-        default_size=20,
     )
     assert got == want
+
+
+@pytest.mark.parametrize(
+    ("size", "needed", "noted"),
+    [
+        (20, 3, True),  # a smaller cycle with more to come: the plan says so
+        (15, None, True),
+        (20, 1, False),  # the cycle that finishes the decision may be smaller
+        (30, 3, False),
+    ],
+)
+def test_the_plan_says_when_a_planned_cycle_is_smaller_than_it_does_best_with(
+    size: int, needed: int | None, noted: bool
+) -> None:
+    plan = planning.Plan("agreement", size, ("base",), (), {}, None, None, None, 0.85, needed, True)
+    note = [line for line in plan.lines() if "does best with 30 answers" in line]
+    assert len(note) == noted
 
 
 def test_cycles_page_shows_the_plan_then_creates_a_planned_cycle(
