@@ -166,6 +166,15 @@ def card_data(s: Session) -> dict[str, Any]:
     return {**d, **json.loads(d["card"])} if isinstance(d.get("card"), str) else d
 
 
+def shown_mode(card: dict[str, Any], script: CardScript) -> str | None:
+    """The card's mode as the card itself has it: verdicts through the route leave the server's
+    data at the claim the answer began on, so before the commit the script's cursor decides."""
+    if card.get("mode") in ("claim", "last look"):
+        return "claim" if script.index is not None else "last look"
+    mode = card.get("mode")
+    return mode if isinstance(mode, str) else None
+
+
 def _next_todo(claims: list[dict[str, Any]], entries: dict[str, Any], index: int) -> int | None:
     """The card's next claim after a verdict on `index` (components/review_card.js): the next one
     never seen, wrapping; None (the last look) when there is none."""
@@ -187,14 +196,34 @@ class CardScript:
     entries: dict[str, Any] = field(default_factory=dict)
     actions: list[dict[str, Any]] = field(default_factory=list)
     seq: int = 0
+    written: dict[str, Any] = field(default_factory=dict)  # claim pk -> [seq, event] the route wrote
 
     def follow(self, card: dict[str, Any]) -> None:
         """The card's new data: on a new answer it starts from the server's view."""
         if card.get("answer") != self.answer:
             self.answer, self.index, self.entries = card.get("answer"), card.get("index"), {}
+            self.written = {}
 
-    def report(self) -> dict[str, Any]:
-        return {"answer": self.answer, "index": self.index, "claims": self.entries, "actions": self.actions}
+    def report(self, actions: bool = True) -> dict[str, Any]:
+        out = {"answer": self.answer, "index": self.index, "claims": self.entries, "written": self.written}
+        return {**out, "actions": self.actions if actions else []}
+
+    async def _post(self, s: Session, route: dict[str, Any], pk: int) -> tuple[bool, Run]:
+        """The card's verdict route (card_route.py), as the page's fetch posts it."""
+        run = Run(sent_at=time.perf_counter())
+        body = {k: route[k] for k in ("token", "cycle", "reviewer")}
+        status, out = await s.post_json(route["url"], {**body, "report": self.report(actions=False)})
+        run.finished_at = time.perf_counter()
+        if status != 200 or not isinstance(out, dict):
+            run.errors.append(f"the card's route answered {status}")
+            return False, run
+        self.written.update(out.get("written") or {})
+        ok = (
+            (out.get("ack") or {}).get(str(pk)) == self.seq
+            and not out.get("failure")
+            and not out.get("refused")
+        )
+        return ok, run
 
     async def verdict(self, s: Session, card: dict[str, Any], verdict: str) -> tuple[int, bool, Run]:
         """A verdict key on the claim shown: (its pk, acknowledged, the run). The next claim is
@@ -214,6 +243,9 @@ class CardScript:
             "ms": 2000,
         }
         self.index = _next_todo(card["claims"], self.entries, self.index)
+        if card.get("route"):  # the card's fast way: no run of the page
+            ok, run = await self._post(s, card["route"], pk)
+            return pk, ok, run
         run = await s.set_state(CARD, "report", self.report())
         ok = card_data(s).get("ack", {}).get(str(pk)) == self.seq and not _page_problems(run)
         return pk, ok, run
@@ -238,7 +270,8 @@ async def reviewer(
         while True:
             card = card_data(s)
             script.follow(card)
-            if card.get("mode") == "claim" and script.index is not None:
+            mode = shown_mode(card, script)
+            if mode == "claim" and script.index is not None:
                 truth = judge[card["claims"][script.index]["pk"]]
                 verdict = (
                     truth if rng.random() < AGREE else rng.choice([v for v in data.VERDICTS if v != truth])
@@ -261,7 +294,7 @@ async def reviewer(
                 tally.verdict_ms.append(((run.arrived(CARD) or run.finished_at) - run.sent_at) * 1000)
                 tally.verdict_end_ms.append(run.seconds * 1000)
                 continue
-            if card.get("mode") == "last look":  # commit at once (Enter), the judge is revealed
+            if mode == "last look":  # commit at once (Enter), the judge is revealed
                 if not await _pause(rng, OTHER_PAUSE, until):
                     break
                 try:

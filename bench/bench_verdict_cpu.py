@@ -51,6 +51,7 @@ from bench.bench_load import (  # noqa: E402
     _proc_seconds,
     _server_pid,
     card_data,
+    shown_mode,
     sign_in,
     warm_up,
 )
@@ -92,10 +93,11 @@ async def action(s: Session, script: CardScript, judge: dict[int, str]) -> tuple
         return await server_drawn_action(s, judge)
     card = card_data(s)
     script.follow(card)
-    if card.get("mode") == "claim" and script.index is not None:
+    mode = shown_mode(card, script)
+    if mode == "claim":
         _pk, ok, run = await script.verdict(s, card, judge[card["claims"][script.index]["pk"]])
         return "verdict", ok, run
-    if card.get("mode") == "last look":
+    if mode == "last look":
         ok, run = await script.commit(s)
         return "commit", ok, run
     if "next-answer" in s.widgets:

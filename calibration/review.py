@@ -548,6 +548,10 @@ class CardReport(BaseModel):
     claims: dict[int, CardEntry] = Field(default_factory=dict, max_length=500)
     actions: tuple[CardAction, ...] = Field((), max_length=5000)
     retry: int = 0  # pressed "Try again": the same report once more
+    # Claim pk -> (sequence number, label event) the card's verdict route wrote (card_route.py):
+    # the card's own writes, which a later report builds on. Taken on the card's word, like
+    # `CardEntry.base`: a wrong one only skips or refuses that card's own writes.
+    written: dict[int, tuple[int, int]] = Field(default_factory=dict, max_length=500)
 
 
 def parse_card_report(raw: object) -> CardReport | None:
@@ -578,15 +582,17 @@ def record_card(
     """Write the claims' verdicts of a card report that are not written yet, in the order of
     their key presses; each once, however often the report comes.
 
-    `done`: claim pk -> (sequence number, label event) this card wrote before. An entry whose
-    sequence number is not above the one written is acknowledged without a write. A write is
+    `done`: claim pk -> (sequence number, label event) this card wrote before, as the caller
+    knows it; the report's own `written` (the verdict route's writes) adds to it where newer, and
+    comes back in `CardWrite.written` for the caller to keep. An entry whose sequence number is
+    not above the one written is acknowledged without a write. A write is
     based on the card's own last write to the claim, else on the label the card showed
     (`CardEntry.base`), so a label another tab wrote in between is never overwritten: that
     claim is refused (StaleLabelError's sentence), as is one the rules refuse (the answer
     committed, the cycle closed). A storage failure stops the writes there (`CardWrite.failure`).
     """
     acked: dict[int, int] = {}
-    written: dict[int, tuple[int, int]] = {}
+    written = {pk: w for pk, w in report.written.items() if pk not in done or done[pk][0] < w[0]}
     refused: dict[int, tuple[int, str]] = {}
     for pk, entry in sorted(report.claims.items(), key=lambda kv: kv[1].seq):
         before = written.get(pk) or done.get(pk)

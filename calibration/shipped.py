@@ -1,7 +1,7 @@
 """The files the package ships beside its code: the Streamlit app (app.py, ui.py, pages/ and
 the app's .streamlit/config.toml) and the demo data (data/demo, data/wice).
 
-They stay where the project's layout puts them (`streamlit run app.py` works in a checkout). A
+They stay where the project's layout puts them (`streamlit run server.py` works in a checkout). A
 wheel carries copies in `calibration/share/`, in the same layout: setup.py's build step puts
 there the files `[tool.calibration] shipped` in pyproject.toml names. So one folder holds all of
 them, whichever way the package was installed: the wheel's copy when there is one, else the
@@ -36,8 +36,13 @@ def path(relative: str) -> Path:
 
 
 def app_script() -> Path:
-    """The Streamlit entry point, app.py."""
+    """The Streamlit script, app.py (every page)."""
     return path("app.py")
 
 
-__all__ = ["CHECKOUT", "INSTALLED", "app_script", "path", "root"]
+def server_script() -> Path:
+    """What `streamlit run` starts: server.py, the app and the review card's verdict route."""
+    return path("server.py")
+
+
+__all__ = ["CHECKOUT", "INSTALLED", "app_script", "path", "root", "server_script"]

@@ -9,6 +9,14 @@
 // claim's sequence number: the claim shows "saved". A write that fails keeps the verdicts here
 // with a message; a claim refused (labeled in another tab) takes the server's label again.
 //
+// Two ways to the server. Verdicts go to the verdict route (card_route.py, `data.route`): a
+// POST of the same report, written with no script run, one request at a time (keys pressed
+// meanwhile go with the next one). Everything else goes as the component's state value, a run
+// of the page: keys for the server (commit, Next, dialogs), cursor moves, and any report the
+// route did not write cleanly (a refusal, a storage failure, no route), which the page then
+// writes or explains as before. The page's report carries what the route wrote (`written`), so
+// nothing is written twice.
+//
 // Untrusted text (question, answer, claims, ids, notes) goes into the DOM only as textContent.
 
 const VERDICTS = ["SUPPORTED", "CONTRADICTED", "UNSUPPORTED"];
@@ -31,6 +39,12 @@ const card = {
   picking: false,      // after E the number keys pick evidence
   shownAt: 0,
   retry: 0,
+  routeAck: {},        // claim pk -> sequence number the route acknowledged
+  written: {},         // claim pk -> [sequence number, label event] the route wrote
+  posting: false,      // a POST to the route is on its way
+  again: false,        // keys pressed while it was: post again when it is back
+  pageAfter: false,    // a report for the page waits for the POST
+  viaPage: false,      // a report went through the page: its run must come back before a POST
   data: null,
   root: null,
   setStateValue: null,
@@ -45,9 +59,10 @@ const el = (tag, cls, text) => {
 
 const claims = () => (card.data && card.data.claims) || [];
 const entryOf = (pk) => card.entries[pk];
+const ackOf = (pk) => Math.max((card.data.ack || {})[pk] || 0, card.routeAck[pk] || 0);
 const acked = (pk) => {
   const e = entryOf(pk);
-  return !e || ((card.data.ack || {})[pk] || 0) >= e.seq;
+  return !e || ackOf(pk) >= e.seq;
 };
 
 // A claim's state as the card shows it: its latest key press, else the server's label.
@@ -81,14 +96,72 @@ function afterLabel(index) {
   return complete() ? { index: null } : { wait: true };
 }
 
-function report() {
+function body(viaPage) {
+  const claimsNow = {}, written = {};
+  for (const [pk, e] of Object.entries(card.entries)) {
+    claimsNow[pk] = e;
+    if (card.written[pk]) written[pk] = card.written[pk];
+  }
+  return {
+    answer: card.answer, index: card.cursor, waiting: viaPage && card.waiting, claims: claimsNow,
+    actions: viaPage ? card.actions : [], retry: viaPage ? card.retry : 0, written,
+  };
+}
+
+// A report: to the route when it is only verdicts, else (or when the route fails) to the page.
+function report(viaPage) {
   if (!card.setStateValue) return;
-  const pending = {};
-  for (const [pk, e] of Object.entries(card.entries)) pending[pk] = e;
-  card.setStateValue("report", {
-    answer: card.answer, index: card.cursor, waiting: card.waiting, claims: pending,
-    actions: card.actions, retry: card.retry,
-  });
+  const route = card.data && card.data.route;
+  const d = card.data || {};
+  // The page's own way when it has more to say than "saved": writes failing (it says when they
+  // work again), or a cycle that asks for evidence (its commit waits on what the page counts).
+  const pageSays = d.failure || d.require_evidence;
+  if (viaPage || !route || card.actions.length || card.waiting || card.viaPage || pageSays) {
+    toPage();
+    return;
+  }
+  if (card.posting) { card.again = true; return; }
+  post(route);
+}
+
+function toPage() {
+  // Never beside a POST: the page would write the same claims on a base the route has moved.
+  if (card.posting) { card.pageAfter = true; return; }
+  card.viaPage = true;
+  card.setStateValue("report", body(true));
+}
+
+async function post(route) {
+  card.posting = true;
+  const sent = body(false);
+  let ok = false;
+  try {
+    const reply = await fetch(route.url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      credentials: "same-origin",
+      body: JSON.stringify({ token: route.token, cycle: route.cycle, reviewer: route.reviewer, report: sent }),
+    });
+    if (reply.ok) {
+      const out = await reply.json();
+      for (const [pk, w] of Object.entries(out.written || {})) card.written[pk] = w;
+      for (const [pk, seq] of Object.entries(out.ack || {})) {
+        card.routeAck[pk] = Math.max(card.routeAck[pk] || 0, seq);
+      }
+      ok = !out.failure && !(out.refused || []).length;
+    }
+  } catch (err) {
+    ok = false;  // no route (an older server, a proxy that does not pass it): the page writes
+  }
+  card.posting = false;
+  if (card.pageAfter || !ok) {  // keys for the page came meanwhile, or the route did not write
+    card.pageAfter = card.again = false;
+    toPage();
+  } else if (card.again) {
+    card.again = false;
+    report();
+  }
+  draw();
 }
 
 function act(what) {
@@ -123,7 +196,7 @@ function moveTo(index) {
 function move(to) {
   moveTo(to);
   draw();
-  report();
+  report(true);  // the page keeps the cursor
 }
 
 function toggleEvidence(number) {
@@ -424,6 +497,7 @@ function take(d) {
     card.shownAt = performance.now();
   }
   if (newAnswer) card.drafts = {};
+  card.viaPage = false;  // the page's run is back: verdicts may take the route again
   card.actions = card.actions.filter((a) => a.seq > (d.actions_done || 0));
   // Committing ends with the reveal, or with the commit done and refused (the page says why).
   if (!card.actions.some((a) => a.do === "commit") || d.failure) card.committing = false;
@@ -431,7 +505,11 @@ function take(d) {
   const here = new Set((d.claims || []).map((c) => String(c.pk)));
   for (const [pk, e] of Object.entries(card.entries)) {
     if (refused[pk] === e.seq) { delete card.entries[pk]; delete card.drafts[pk]; continue; }
-    if ((ack[pk] || 0) >= e.seq && !here.has(pk)) delete card.entries[pk];
+    const seen = Math.max(ack[pk] || 0, card.routeAck[pk] || 0);
+    if (seen >= e.seq && !here.has(pk)) delete card.entries[pk];
+  }
+  for (const pk of Object.keys(card.written)) {
+    if (!card.entries[pk] && !here.has(pk)) { delete card.written[pk]; delete card.routeAck[pk]; }
   }
 }
 

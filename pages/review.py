@@ -11,9 +11,12 @@ components/review_card.js) that holds the answer's claims in the browser and tak
 itself: 1 / 2 / 3, S skip, U unclear, ← → move, E then a chunk's number picks evidence; the
 next claim is drawn on the key press. It reports the whole answer's state (each claim's latest
 verdict with a sequence number) and the keys meant for the server (Enter commit, K / J, ← →
-between disagreements, N, L / G / H / ?); `_on_card_report` writes what is new once
-(`review.record_card`) and the card marks each acknowledged claim "saved". A write that fails
-leaves the verdicts on the card with the message. When every claim is settled the reviewer takes
+between disagreements, N, L / G / H / ?). Verdicts go to the card's verdict route
+(card_route.py, served beside the page by server.py), which writes them with no run of this
+page; everything else, and any report the route did not write cleanly, comes here:
+`_on_card_report` writes what is new once (`review.record_card`, which knows what the route
+wrote) and the card marks each acknowledged claim "saved". A write that fails leaves the
+verdicts on the card with the message. When every claim is settled the reviewer takes
 a last look at all their verdicts, may change any, and commits with Enter; only then are the
 judge's verdicts and rationales read and shown (drawn by the page, never sent to the card),
 disagreements first; each is settled with K ("I keep my verdict", a judge error) or J ("the
@@ -24,7 +27,7 @@ not, when a disagreement is still open). A skipped claim comes back until it is 
 Session state holds only the cursor (cycle, answer, claim, selected disagreement), the chosen
 cycle, what the card's reports have written (sequence numbers and label events, so nothing is
 written twice), pending messages and the dialog asked for; the database is the memory. The page
-body is a fragment, and the card a fragment inside it: a verdict reruns only the card (the
+body is a fragment, and the card a fragment inside it: a report here reruns only the card (the
 header's counts follow with the page's next run, at the commit), and a report that changes
 what the page draws around the card runs the page's fragment. Rules (what comes next, what is
 shown, what a key may do) are pure functions in `calibration.review`. Untrusted text goes through
@@ -37,11 +40,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from contextlib import AbstractContextManager
 from typing import Any
 
 import streamlit as st
 
+import card_route
 import review_card
 import ui
 from calibration import review, store
@@ -451,6 +456,14 @@ def _card_data(
             },
         }
     )
+    reviewer = ui.current_reviewer()
+    if reviewer is not None:  # the verdict route (card_route.py): the card's fast way to write
+        data["route"] = {
+            "url": card_route.path(),
+            "cycle": cycle.id,
+            "reviewer": reviewer,
+            "token": card_route.card_token(cycle.id, reviewer, time.time()),
+        }
     return data
 
 

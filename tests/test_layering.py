@@ -102,14 +102,17 @@ BACKENDS = {
     "psycopg_pool": "calibration.store.postgres",
 }
 SHELL = [
+    PACKAGE.parent / "server.py",
     PACKAGE.parent / "app.py",
     PACKAGE.parent / "ui.py",
+    PACKAGE.parent / "card_route.py",
     *sorted((PACKAGE.parent / "pages").glob("*.py")),
 ]
 
 
 def _app_files() -> dict[str, Path]:
-    """The package's modules and the Streamlit shell over it (app.py, ui.py, pages/)."""
+    """The package's modules and the Streamlit shell over it (server.py, app.py, ui.py, the card's
+    route, pages/)."""
     return {**modules(), **{str(p.relative_to(PACKAGE.parent)): p for p in SHELL}}
 
 

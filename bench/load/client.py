@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -104,6 +105,7 @@ class Session:
         self.page_hash = ""
         self.query_string = ""
         self.widgets: dict[str, Widget] = {}  # user key -> widget on screen now
+        self.http: httpx.AsyncClient | None = None  # the tab's HTTP connection, for the card's route
 
     async def open(self, page: str) -> Run:
         """Connect and load `page` (its URL path, e.g. "review"), as a tab opening the URL."""
@@ -123,6 +125,31 @@ class Session:
         if self.conn is not None:
             await self.conn.close()
             self.conn = None
+        if self.http is not None:
+            await self.http.aclose()
+            self.http = None
+
+    async def post_json(self, path: str, body: Any) -> tuple[int, Any]:
+        """POST `body` as JSON to a path of the app (the review card's verdict route), as the
+        page's fetch does: (status, the reply's JSON, or None)."""
+        if self.http is None:
+            # Idle connections dropped before the server's keep-alive (uvicorn: 5 s) drops them.
+            # No TLS context: plain HTTP to this machine, and building one costs 20 ms of this
+            # process's CPU per session, which at a step's start stalled every session's timing.
+            limits = httpx.Limits(keepalive_expiry=2.0)
+            self.http = httpx.AsyncClient(
+                base_url=self.base_url, timeout=self.timeout, limits=limits, verify=False
+            )
+        try:
+            reply = await self.http.post(path, json=body)
+        except (httpx.ReadError, httpx.RemoteProtocolError):
+            # A kept connection the server closed as it was reused: a browser sends the
+            # request again on a new one, and so does this.
+            reply = await self.http.post(path, json=body)
+        try:
+            return reply.status_code, reply.json()
+        except ValueError:
+            return reply.status_code, None
 
     def _context(self, msg: BackMsg) -> None:
         ctx = msg.rerun_script.context_info

@@ -1,4 +1,4 @@
-"""`serve`: start the Streamlit app, app.py as this installation has it (calibration.shipped)."""
+"""`serve`: start the app server, server.py as this installation has it (calibration.shipped)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def streamlit_command(script: Path, port: int, address: str) -> list[str]:
 
 
 def cli_serve(args: argparse.Namespace) -> int:
-    cmd = streamlit_command(shipped.app_script(), args.port, args.address)
+    cmd = streamlit_command(shipped.server_script(), args.port, args.address)
     # Absolute: the server resolves it, and the pages open it, long after this process is gone.
     where = db_path(args)
     env = {**os.environ, "CALIBRATION_DB": where if isinstance(where, str) else str(where.resolve())}

@@ -167,9 +167,9 @@ def start_app(
     leads: str | None = None,
     root: Path = ROOT,
 ) -> Iterator[str]:
-    """Run `streamlit run app.py` on a free port against `db_path`; yield its URL. `leads`:
-    the server's $CALIBRATION_LEADS (else this process's); `root`: the checkout whose app.py
-    runs (and whose package it imports)."""
+    """Run `streamlit run server.py` (app.py in a checkout from before it) on a free port
+    against `db_path`; yield its URL. `leads`: the server's $CALIBRATION_LEADS (else this
+    process's); `root`: the checkout whose app runs (and whose package it imports)."""
     port = port or free_port()
     env = {**os.environ, "CALIBRATION_DB": str(db_path), "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     if leads is not None:
@@ -179,7 +179,7 @@ def start_app(
         "-m",
         "streamlit",
         "run",
-        "app.py",
+        "server.py" if (root / "server.py").is_file() else "app.py",
         "--server.port",
         str(port),
         "--server.address",

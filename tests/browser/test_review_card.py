@@ -20,6 +20,7 @@ from .conftest import (
     build_db,
     require_browser,
     server_errors,
+    settled,
     sign_in,
     start_app,
     wait_claim,
@@ -168,24 +169,30 @@ def test_the_judge_stays_off_the_card_and_the_wire_before_the_commit(app: App, p
     page.get_by_text(marker).wait_for()
 
 
-def test_a_verdict_sends_the_card_alone(app: App, page: Any) -> None:
-    """A verdict reruns the card's fragment only: the reply carries the card's data with the
-    acknowledgement, not the header's progress line or the chunks, which the page draws."""
+def test_a_verdict_goes_to_the_route_with_no_run_of_the_page(app: App, page: Any) -> None:
+    """A verdict is one POST to the card's verdict route (card_route.py) and no script run: the
+    claim shows "saved" and its label is in the database with nothing sent on the websocket;
+    the commit then goes through the page, which knows what the route wrote (no second write)."""
     frames = _frames(page)
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
     reviewer = "card alone"
-    app.settle_all_but(reviewer, {"L30"})
-    pks = app.pks("L30")
+    app.settle_all_but(reviewer, {"S01"})
+    pk = app.pks("S01")[0]
     sign_in(page, app.url, reviewer)
-    wait_claim(page, pks[0])
-    assert any(b"Every fact holds." in f for f in frames)  # the chunk, drawn with the page
+    wait_claim(page, pk)
+    settled(page)  # the sign-in's run has ended: its last frame is in
+    assert any(b"Chunk 1." in f for f in frames)  # the chunk, drawn with the page
     since = len(frames)
-    page.keyboard.press("1")
-    wait_claim(page, pks[1])
-    wait_saved(page, pks[0])
-    wait_claim(page, pks[1])  # the acknowledging run has ended
-    reply = b"".join(frames[since:])
-    assert b"L30" in reply  # the card's data
-    assert b"claims labeled" not in reply and b"Every fact holds." not in reply
+    page.keyboard.press("3")
+    page.locator(".rc-last-look").wait_for()
+    wait_saved(page, pk)
+    assert [u.rsplit("/", 2)[-2:] for u in posts] == [["_calibration", "card"]]
+    assert app.events(reviewer)[-1] == (pk, "blind", "UNSUPPORTED")
+    assert frames[since:] == []  # no run of the page: nothing came back on the websocket
+    page.keyboard.press("Enter")
+    wait_reveal(page)
+    assert [e for e in app.events(reviewer) if e[0] == pk] == [(pk, "blind", "UNSUPPORTED")]
 
 
 def test_no_k_j_or_n_lost_in_500_presses_right_after_redraws(app: App, page: Any) -> None:

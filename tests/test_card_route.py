@@ -1,0 +1,212 @@
+"""The review card's verdict route (card_route.py): its token, its checks, and its writes, which
+are the page's (`review.record_card`). Driven in process through Starlette's test client, on
+each backend; the browser tests drive it from the real card."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.applications import Starlette
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+import card_route
+from calibration import cycles, review, roster, store
+from calibration.importing import import_answers
+from calibration.store import Database
+
+ANSWER = {
+    "id": "A1",
+    "question": "When?",
+    "answer": "Ten days. Five percent.",
+    "chunks": [{"id": "k1", "text": "Ten days."}],
+    "claims": [
+        {"id": "c1", "claim": "Ten days.", "verdict": "SUPPORTED", "rationale": "JUDGE-SAYS-c1"},
+        {"id": "c2", "claim": "Five percent.", "verdict": "UNSUPPORTED", "rationale": "JUDGE-SAYS-c2"},
+    ],
+    "judge_model": "judge-x",
+    "judge_prompt_version": "v1",
+}
+
+
+@pytest.fixture
+def cycle_db(
+    fresh_db: Database, db_url: str | Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Database:
+    """One answer of two claims in an open cycle, in the database the route opens."""
+    path = tmp_path / "answers.jsonl"
+    path.write_text(json.dumps(ANSWER) + "\n", encoding="utf-8")
+    import_answers(fresh_db, path)
+    cycles.create_cycle(
+        fresh_db,
+        name="c",
+        judge_run="judge-x@v1",
+        size=1,
+        seed=1,
+        strategy="random",
+        overlap=0.0,
+        force=True,
+        created_by="t",
+    )
+    monkeypatch.setenv("CALIBRATION_DB", str(db_url))
+    return fresh_db
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    app = Starlette(routes=[Route(card_route.PATH, card_route.post_card, methods=["POST"])])
+    with TestClient(app) as c:
+        yield c
+
+
+def _cycle(db: Database) -> int:
+    return cycles.get_cycle(db, "c").id
+
+
+def _pks(db: Database) -> list[int]:
+    return [store.claim_pk(db, "A1", c) for c in ("c1", "c2")]
+
+
+def _post(
+    client: TestClient,
+    cycle_id: int,
+    claims: dict[int, dict[str, Any]],
+    *,
+    reviewer: str = "ann",
+    token: str | None = None,
+    written: dict[int, list[int]] | None = None,
+    **report: Any,
+) -> Any:
+    body = {
+        "token": token if token is not None else card_route.card_token(cycle_id, reviewer, time.time()),
+        "cycle": cycle_id,
+        "reviewer": reviewer,
+        "report": {"answer": "A1", "index": 1, "claims": claims, "written": written or {}, **report},
+    }
+    return client.post(card_route.PATH, json=body)
+
+
+def _events(db: Database, reviewer: str = "ann") -> list[tuple[int, str, str | None]]:
+    rows = db.execute(
+        "SELECT claim_pk, kind, verdict FROM label_events WHERE reviewer = ? ORDER BY id", [reviewer]
+    ).fetchall()
+    return [tuple(r) for r in rows]
+
+
+def test_a_verdict_is_written_once_and_the_reply_names_claims_only(
+    cycle_db: Database, client: TestClient
+) -> None:
+    cid, (c1, c2) = _cycle(cycle_db), _pks(cycle_db)
+    claims = {c1: {"seq": 5, "kind": "blind", "verdict": "CONTRADICTED"}}
+    first = _post(client, cid, claims)
+    assert first.status_code == 200
+    out = first.json()
+    assert out["ack"] == {str(c1): 5} and not out["refused"] and out["failure"] is False
+    event = out["written"][str(c1)]
+    assert event[0] == 5
+    assert "JUDGE-SAYS" not in first.text and "SUPPORTED" not in first.text  # nothing of the judge
+    # The same report again, as the card sends it with the next key: written once.
+    claims[c2] = {"seq": 6, "kind": "skip"}
+    again = _post(client, cid, claims, written={c1: event})
+    assert again.json()["ack"] == {str(c1): 5, str(c2): 6}
+    assert _events(cycle_db) == [(c1, "blind", "CONTRADICTED"), (c2, "skip", None)]
+
+
+def test_a_later_key_builds_on_the_routes_own_write_and_the_page_knows_it(
+    cycle_db: Database, client: TestClient
+) -> None:
+    """A changed verdict is a new event based on the route's write (never "another tab"); the
+    page's report that carries `written` writes nothing twice (`review.record_card`)."""
+    cid, (c1, _c2) = _cycle(cycle_db), _pks(cycle_db)
+    first = _post(client, cid, {c1: {"seq": 1, "kind": "blind", "verdict": "SUPPORTED"}}).json()
+    changed = _post(
+        client, cid, {c1: {"seq": 2, "kind": "blind", "verdict": "UNSUPPORTED"}}, written=first["written"]
+    ).json()
+    assert changed["ack"] == {str(c1): 2} and not changed["refused"]
+    report = review.parse_card_report(
+        {
+            "answer": "A1",
+            "claims": {str(c1): {"seq": 2, "kind": "blind", "verdict": "UNSUPPORTED"}},
+            "written": changed["written"],
+        }
+    )
+    assert report is not None
+    page = review.record_card(cycle_db, cycle_id=cid, reviewer="ann", report=report, done={})
+    assert page.acked == {c1: 2} and page.written == {c1: tuple(changed["written"][str(c1)])}
+    assert _events(cycle_db) == [(c1, "blind", "SUPPORTED"), (c1, "blind", "UNSUPPORTED")]
+
+
+def test_a_label_another_tab_wrote_is_refused_not_overwritten(cycle_db: Database, client: TestClient) -> None:
+    cid, (c1, _c2) = _cycle(cycle_db), _pks(cycle_db)
+    review.label(cycle_db, cycle_id=cid, reviewer="ann", claim_pk=c1, verdict="UNSUPPORTED")
+    out = _post(client, cid, {c1: {"seq": 3, "kind": "blind", "verdict": "SUPPORTED", "base": None}}).json()
+    assert out["refused"] == [c1] and out["ack"] == {}
+    assert _events(cycle_db) == [(c1, "blind", "UNSUPPORTED")]
+
+
+@pytest.mark.parametrize(
+    ("change", "status"),
+    [
+        ({"token": "not-a-token"}, 403),
+        ({"reviewer": "bob"}, 403),  # ann's token, bob's name
+        ({"cycle": 999}, 403),  # another cycle's
+        ({"report_extra": {"actions": [{"seq": 9, "do": "commit"}]}}, 400),  # keys go through the page
+        ({"report_extra": {"waiting": True}}, 400),
+        ({"report_extra": {"retry": 1}}, 400),
+        ({"report_extra": {"judge": "SUPPORTED"}}, 400),  # a field the report has not
+    ],
+)
+def test_what_the_route_refuses_writes_nothing(
+    cycle_db: Database, client: TestClient, change: dict[str, Any], status: int
+) -> None:
+    cid, (c1, _c2) = _cycle(cycle_db), _pks(cycle_db)
+    token = card_route.card_token(cid, "ann", time.time())
+    body: dict[str, Any] = {
+        "token": change.get("token", token),
+        "cycle": change.get("cycle", cid),
+        "reviewer": change.get("reviewer", "ann"),
+        "report": {
+            "answer": "A1",
+            "claims": {str(c1): {"seq": 1, "kind": "blind", "verdict": "SUPPORTED"}},
+            **change.get("report_extra", {}),
+        },
+    }
+    reply = client.post(card_route.PATH, json=body)
+    assert reply.status_code == status
+    assert _events(cycle_db, "ann") == [] and _events(cycle_db, "bob") == []
+
+
+def test_a_token_is_this_processs_for_its_cycle_and_reviewer_until_it_expires() -> None:
+    now = time.time()
+    token = card_route.card_token(3, "ann", now)
+    assert card_route.check_card_token(3, "ann", token, now)
+    assert not card_route.check_card_token(4, "ann", token, now)
+    assert not card_route.check_card_token(3, "Ann", token, now)
+    assert not card_route.check_card_token(3, "ann", token, now + 13 * 3600)  # past its working day
+
+
+def test_bodies_that_are_not_json_or_too_large_are_refused(cycle_db: Database, client: TestClient) -> None:
+    form = client.post(card_route.PATH, content=b"token=x", headers={"Content-Type": "text/plain"})
+    assert form.status_code == 415
+    big = client.post(
+        card_route.PATH,
+        content=b"{" + b" " * card_route.MAX_BODY + b"}",
+        headers={"Content-Type": "application/json"},
+    )
+    assert big.status_code == 413
+    broken = client.post(card_route.PATH, content=b"{", headers={"Content-Type": "application/json"})
+    assert broken.status_code == 400
+    assert _events(cycle_db) == []
+
+
+def test_a_deactivated_reviewer_is_refused(cycle_db: Database, client: TestClient) -> None:
+    cid, (c1, _c2) = _cycle(cycle_db), _pks(cycle_db)
+    roster.add(cycle_db, "ann", by="lead")
+    roster.deactivate(cycle_db, "ann", by="lead")
+    reply = _post(client, cid, {c1: {"seq": 1, "kind": "blind", "verdict": "SUPPORTED"}})
+    assert reply.status_code == 403 and _events(cycle_db) == []
