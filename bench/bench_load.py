@@ -205,7 +205,9 @@ class CardScript:
             self.written = {}
 
     def report(self, actions: bool = True) -> dict[str, Any]:
-        out = {"answer": self.answer, "index": self.index, "claims": self.entries, "written": self.written}
+        out = {"answer": self.answer, "index": self.index, "claims": self.entries}
+        if self.written:  # what the route wrote (a checkout from before the route has neither)
+            out["written"] = self.written
         return {**out, "actions": self.actions if actions else []}
 
     async def _post(self, s: Session, route: dict[str, Any], pk: int) -> tuple[bool, Run]:

@@ -143,7 +143,9 @@ async function post(route) {
       body: JSON.stringify({ token: route.token, cycle: route.cycle, reviewer: route.reviewer, report: sent }),
     });
     if (reply.ok) {
-      const out = await reply.json();
+      // A short reply comes whole in a header (card_route.py `_reply`), a long one as the body.
+      const head = reply.headers.get("X-Card-Reply");
+      const out = head ? JSON.parse(head) : await reply.json();
       for (const [pk, w] of Object.entries(out.written || {})) card.written[pk] = w;
       for (const [pk, seq] of Object.entries(out.ack || {})) {
         card.routeAck[pk] = Math.max(card.routeAck[pk] || 0, seq);

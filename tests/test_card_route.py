@@ -91,6 +91,12 @@ def _post(
     return client.post(card_route.PATH, json=body)
 
 
+def _out(reply: Any) -> Any:
+    """The reply's JSON, from its header when short (`card_route._reply`), else its body."""
+    head = reply.headers.get(card_route.HEADER)
+    return json.loads(head) if head else reply.json()
+
+
 def _events(db: Database, reviewer: str = "ann") -> list[tuple[int, str, str | None]]:
     rows = db.execute(
         "SELECT claim_pk, kind, verdict FROM label_events WHERE reviewer = ? ORDER BY id", [reviewer]
@@ -105,15 +111,17 @@ def test_a_verdict_is_written_once_and_the_reply_names_claims_only(
     claims = {c1: {"seq": 5, "kind": "blind", "verdict": "CONTRADICTED"}}
     first = _post(client, cid, claims)
     assert first.status_code == 200
-    out = first.json()
+    out = _out(first)
+    assert first.content == b""  # short: whole in the header, one write
     assert out["ack"] == {str(c1): 5} and not out["refused"] and out["failure"] is False
     event = out["written"][str(c1)]
     assert event[0] == 5
-    assert "JUDGE-SAYS" not in first.text and "SUPPORTED" not in first.text  # nothing of the judge
+    said = first.headers[card_route.HEADER]
+    assert "JUDGE-SAYS" not in said and "SUPPORTED" not in said  # nothing of the judge
     # The same report again, as the card sends it with the next key: written once.
     claims[c2] = {"seq": 6, "kind": "skip"}
     again = _post(client, cid, claims, written={c1: event})
-    assert again.json()["ack"] == {str(c1): 5, str(c2): 6}
+    assert _out(again)["ack"] == {str(c1): 5, str(c2): 6}
     assert _events(cycle_db) == [(c1, "blind", "CONTRADICTED"), (c2, "skip", None)]
 
 
@@ -123,10 +131,12 @@ def test_a_later_key_builds_on_the_routes_own_write_and_the_page_knows_it(
     """A changed verdict is a new event based on the route's write (never "another tab"); the
     page's report that carries `written` writes nothing twice (`review.record_card`)."""
     cid, (c1, _c2) = _cycle(cycle_db), _pks(cycle_db)
-    first = _post(client, cid, {c1: {"seq": 1, "kind": "blind", "verdict": "SUPPORTED"}}).json()
-    changed = _post(
-        client, cid, {c1: {"seq": 2, "kind": "blind", "verdict": "UNSUPPORTED"}}, written=first["written"]
-    ).json()
+    first = _out(_post(client, cid, {c1: {"seq": 1, "kind": "blind", "verdict": "SUPPORTED"}}))
+    changed = _out(
+        _post(
+            client, cid, {c1: {"seq": 2, "kind": "blind", "verdict": "UNSUPPORTED"}}, written=first["written"]
+        )
+    )
     assert changed["ack"] == {str(c1): 2} and not changed["refused"]
     report = review.parse_card_report(
         {
@@ -144,7 +154,7 @@ def test_a_later_key_builds_on_the_routes_own_write_and_the_page_knows_it(
 def test_a_label_another_tab_wrote_is_refused_not_overwritten(cycle_db: Database, client: TestClient) -> None:
     cid, (c1, _c2) = _cycle(cycle_db), _pks(cycle_db)
     review.label(cycle_db, cycle_id=cid, reviewer="ann", claim_pk=c1, verdict="UNSUPPORTED")
-    out = _post(client, cid, {c1: {"seq": 3, "kind": "blind", "verdict": "SUPPORTED", "base": None}}).json()
+    out = _out(_post(client, cid, {c1: {"seq": 3, "kind": "blind", "verdict": "SUPPORTED", "base": None}}))
     assert out["refused"] == [c1] and out["ack"] == {}
     assert _events(cycle_db) == [(c1, "blind", "UNSUPPORTED")]
 
@@ -210,3 +220,14 @@ def test_a_deactivated_reviewer_is_refused(cycle_db: Database, client: TestClien
     roster.deactivate(cycle_db, "ann", by="lead")
     reply = _post(client, cid, {c1: {"seq": 1, "kind": "blind", "verdict": "SUPPORTED"}})
     assert reply.status_code == 403 and _events(cycle_db) == []
+
+
+@pytest.mark.parametrize(("claims", "in_header"), [(2, True), (40, True), (300, False)])
+def test_a_short_reply_comes_whole_in_a_header_a_long_one_as_the_body(claims: int, in_header: bool) -> None:
+    seq = 1_796_000_000_000  # a key press number as the card makes them (milliseconds)
+    ack = {str(100_000 + i): seq + i for i in range(claims)}
+    reply = card_route._reply(200, ack=ack, written={}, refused=[], failure=False)
+    assert (card_route.HEADER in reply.headers) is in_header
+    assert (reply.body == b"") is in_header
+    text = reply.headers[card_route.HEADER] if in_header else reply.body.decode()
+    assert json.loads(text)["ack"] == ack

@@ -146,8 +146,9 @@ class Session:
             # A kept connection the server closed as it was reused: a browser sends the
             # request again on a new one, and so does this.
             reply = await self.http.post(path, json=body)
+        head = reply.headers.get("X-Card-Reply")  # a short reply comes whole in a header
         try:
-            return reply.status_code, reply.json()
+            return reply.status_code, json.loads(head) if head else reply.json()
         except ValueError:
             return reply.status_code, None
 
