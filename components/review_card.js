@@ -111,8 +111,7 @@ function body(viaPage) {
 // A report: to the route when it is only verdicts, else (or when the route fails) to the page.
 function report(viaPage) {
   if (!card.setStateValue) return;
-  const route = card.data && card.data.route;
-  const d = card.data || {};
+  const d = card.data || {}, route = d.route;
   // The page's own way when it has more to say than "saved": writes failing (it says when they
   // work again), or a cycle that asks for evidence (its commit waits on what the page counts).
   const pageSays = d.failure || d.require_evidence;
