@@ -55,9 +55,12 @@ def _scope(cycle_id: int, reviewer: str) -> str:
 
 
 def card_token(cycle_id: int, reviewer: str, now: float) -> str:
-    """What the card shows the route: "`reviewer`'s card in cycle `cycle_id`" for
-    `tokens.TOKEN_TTL_S` from `now`, signed with `KEY`."""
-    return tokens.sign_token(KEY, _scope(cycle_id, reviewer), int(now) + tokens.TOKEN_TTL_S)
+    """What the card shows the route: "`reviewer`'s card in cycle `cycle_id`" for the next
+    11-12 hours (`tokens.TOKEN_TTL_S`, its expiry on the hour), signed with `KEY`."""
+    # On the hour: the card's data, where the token goes, stays the same from one run of the
+    # page to the next, rather than changing every second.
+    expires = (int(now) + tokens.TOKEN_TTL_S) // 3600 * 3600
+    return tokens.sign_token(KEY, _scope(cycle_id, reviewer), expires)
 
 
 def check_card_token(cycle_id: int, reviewer: str, token: str, now: float) -> bool:

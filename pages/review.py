@@ -400,6 +400,7 @@ def _write_card_report() -> None:
 def _card_data(
     mode: str,
     cycle: review.CycleRef,
+    reviewer: str,
     card: review.Card | None,
     index: int | None,
     definitions: dict[str, str],
@@ -456,14 +457,12 @@ def _card_data(
             },
         }
     )
-    reviewer = ui.current_reviewer()
-    if reviewer is not None:  # the verdict route (card_route.py): the card's fast way to write
-        data["route"] = {
-            "url": card_route.path(),
-            "cycle": cycle.id,
-            "reviewer": reviewer,
-            "token": card_route.card_token(cycle.id, reviewer, time.time()),
-        }
+    data["route"] = {  # the verdict route (card_route.py): the card's fast way to write
+        "url": card_route.path(),
+        "cycle": cycle.id,
+        "reviewer": reviewer,
+        "token": card_route.card_token(cycle.id, reviewer, time.time()),
+    }
     return data
 
 
@@ -874,7 +873,7 @@ def card_fragment(
             st.rerun()
         if card is not None and mode != "reveal":  # (the reveal's selection is the page's)
             _set_cursor(cycle.id, reviewer, review.Position(card.answer_id, index))
-    data = _card_data(mode, cycle, card, index, definitions)
+    data = _card_data(mode, cycle, reviewer, card, index, definitions)
     review_card.mount(key=CARD_KEY, data=data, on_report_change=_on_card_report)
 
 

@@ -29,6 +29,8 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.asyncio.client import ClientConnection, connect
 
+import card_route
+
 # A widget's id is "$$ID-<32 hex>-<user key>" when the app gave it a key.
 _KEYED = re.compile(r"^\$\$ID-[0-9a-f]{32}-(?P<key>.+)$")
 _FINISHED_EARLY = ForwardMsg.FINISHED_EARLY_FOR_RERUN
@@ -146,7 +148,7 @@ class Session:
             # A kept connection the server closed as it was reused: a browser sends the
             # request again on a new one, and so does this.
             reply = await self.http.post(path, json=body)
-        head = reply.headers.get("X-Card-Reply")  # a short reply comes whole in a header
+        head = reply.headers.get(card_route.HEADER)  # a short reply comes whole in a header
         try:
             return reply.status_code, json.loads(head) if head else reply.json()
         except ValueError:
