@@ -44,6 +44,7 @@ import secrets
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import unicodedata
 import weakref
@@ -520,14 +521,38 @@ def storage_failures() -> Iterator[None]:
             st.error(storage_sentence(failed), icon=":material/error:")
 
 
+# The review page's runs take turns: one at a time in this server process (`turn`).
+_TURN = threading.RLock()
+
+
+@contextmanager
+def turn() -> Iterator[None]:
+    """Wait for this process's review-page turn, then hold it (re-entrant: a fragment inside a
+    fragment, a callback's write and the run after it, on the run's one thread).
+
+    Why: Python runs one thread at a time, so twenty page runs at once finish no sooner than
+    twenty in a row, but a thread that wants the interpreter while they all run waits behind
+    all of them for each of its turns. The review card's verdict route (card_route.py), which
+    does not take this turn, wants the interpreter a dozen times per verdict, so a wave of
+    commits made a verdict wait seconds; with the runs in turns it waits for one run's slice
+    (bench_load.py: p95 at 240 reviewers 204 ms, against 805-1,208 ms with runs at once). The
+    runs that wait hold no interpreter time meanwhile. Only the review page takes turns: its
+    runs are short (milliseconds); no page that may run for long (an import, a judge run)
+    does."""
+    with _TURN:
+        yield
+
+
 def write_callback(callback: Callable[P, None]) -> Callable[P, None]:
-    """`callback` (a widget's on_click / on_change) with a StorageError kept for the next run
-    to show (`storage_failures`) instead of reaching Streamlit as an uncaught exception."""
+    """`callback` (a widget's on_click / on_change on the review page) in the page's `turn`,
+    with a StorageError kept for the next run to show (`storage_failures`) instead of reaching
+    Streamlit as an uncaught exception."""
 
     @functools.wraps(callback)
     def run(*args: P.args, **kwargs: P.kwargs) -> None:
         try:
-            callback(*args, **kwargs)
+            with turn():
+                callback(*args, **kwargs)
         except StorageError as exc:
             print(
                 f"calibration: storage failure in a callback: {exc!r} (database {db_path()})",
@@ -552,13 +577,14 @@ def fragment(
 def fragment(
     body: Callable[P, None] | None = None, *, key: str | None = None
 ) -> Callable[P, None] | Callable[[Callable[P, None]], Callable[P, None]]:
-    """`st.fragment(body, key=key)` whose runs show a storage failure as the one sentence;
-    `key` names it for `st.rerun(key)` from a callback."""
+    """`st.fragment(body, key=key)` for the review page: its runs take the page's `turn` and
+    show a storage failure as the one sentence; `key` names it for `st.rerun(key)` from a
+    callback."""
 
     def make(body: Callable[P, None]) -> Callable[P, None]:
         @functools.wraps(body)
         def run(*args: P.args, **kwargs: P.kwargs) -> None:
-            with storage_failures():
+            with turn(), storage_failures():
                 body(*args, **kwargs)
 
         return st.fragment(run, key=key)

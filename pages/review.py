@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from contextlib import AbstractContextManager
 from typing import Any
@@ -334,9 +335,10 @@ def _on_card_report() -> None:
     runs again: a verdict within the answer, the last look included, changes nothing else the
     page draws. When the report changed what the page draws around the card (another answer,
     a key passed on, a message, a dialog), the page's fragment runs instead, the header's
-    counts with it."""
+    counts with it. The write takes the page's turn (`ui.turn`)."""
     before = _page_view()
-    _write_card_report()
+    with ui.turn():
+        _write_card_report()
     if _page_view() != before:
         st.rerun(REVIEW_FRAGMENT)
 
@@ -851,21 +853,31 @@ def _drawn(card: review.Card | None, mode: str) -> Drawn:
     return None if card is None else (card.answer_id, mode == "reveal")
 
 
+# The card the page's run has just read, handed to the card's fragment within the same run
+# (one thread). As an argument it would be deep-copied: Streamlit keeps a fragment's arguments
+# for its reruns, and copying the card with its chunks cost more than drawing it.
+_HANDED = threading.local()
+
+
+def _hand_over(read: CardRead) -> None:
+    _HANDED.read = read
+
+
 @ui.fragment
-def card_fragment(
-    cycle: review.CycleRef, drawn: Drawn, definitions: dict[str, str], read: list[CardRead]
-) -> None:
+def card_fragment(cycle: review.CycleRef, drawn: Drawn, definitions: dict[str, str]) -> None:
     """The card, a fragment inside the page's: a report reruns only this, so a verdict costs its
     write and the card's data, not the header, the chunks and the guidelines. Should the card
     read here not be the view the page drew around it (`drawn`), the whole page is drawn again.
 
-    `read`: the card the page's run has just read, taken by the run that comes with it. Streamlit
-    keeps a fragment's arguments for its reruns, so the list is empty then: they read anew."""
+    The card comes from the page's run when it runs with it (`_hand_over`); a rerun of the card
+    alone reads it anew."""
     reviewer = ui.current_reviewer()
     if not reviewer:
         st.rerun()
-    if read:
-        card, index, mode = read.pop()
+    read: CardRead | None = getattr(_HANDED, "read", None)
+    _HANDED.read = None
+    if read is not None:
+        card, index, mode = read
     else:
         with _db() as db:
             card, index, mode = _read_card(db, cycle.id, reviewer)
@@ -936,7 +948,8 @@ def review_fragment() -> None:
             ui.literal(msg)
     drawn = _drawn(card, mode)
     if card is None:
-        card_fragment(cycle, drawn, definitions, [(card, index, mode)])
+        _hand_over((card, index, mode))
+        card_fragment(cycle, drawn, definitions)
         _done(cycle, choices, chosen.progress)
         return
 
@@ -945,7 +958,8 @@ def review_fragment() -> None:
     with left:
         # First in every view: a fragment's id is its place on the page, and a report sent
         # while the page is drawn again (keys pressed at once) must find the card's fragment.
-        card_fragment(cycle, drawn, definitions, [(card, index, mode)])
+        _hand_over((card, index, mode))
+        card_fragment(cycle, drawn, definitions)
         if mode == "reveal":
             assert rows is not None and view is not None
             _question_and_answer(card, None, mode)

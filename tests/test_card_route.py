@@ -5,6 +5,7 @@ each backend; the browser tests drive it from the real card."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -231,3 +232,29 @@ def test_a_short_reply_comes_whole_in_a_header_a_long_one_as_the_body(claims: in
     assert (reply.body == b"") is in_header
     text = reply.headers[card_route.HEADER] if in_header else reply.body.decode()
     assert json.loads(text)["ack"] == ack
+
+
+def test_a_verdict_does_not_wait_for_the_review_pages_turn(cycle_db: Database, client: TestClient) -> None:
+    """The route is the fast way past a queue of page runs (`ui.turn`): with the turn held by
+    a run that does not end, a verdict is written all the same."""
+    import ui  # only here: the route itself must not import it (card_route's docstring)
+
+    holding, release = threading.Event(), threading.Event()
+
+    def page_run() -> None:
+        with ui.turn():
+            holding.set()
+            release.wait(60)
+
+    run = threading.Thread(target=page_run, daemon=True)
+    run.start()
+    try:
+        assert holding.wait(30)
+        cid, (c1, _c2) = _cycle(cycle_db), _pks(cycle_db)
+        reply = _post(client, cid, {c1: {"seq": 3, "kind": "blind", "verdict": "SUPPORTED"}})
+        assert reply.status_code == 200 and _out(reply)["ack"] == {str(c1): 3}
+        assert _events(cycle_db) == [(c1, "blind", "SUPPORTED")]
+        assert run.is_alive()  # the turn was held all along
+    finally:
+        release.set()
+        run.join(30)

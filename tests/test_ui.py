@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -391,3 +393,45 @@ def test_a_secrets_file_created_while_the_server_runs_is_read(
     )
     assert ui.auth_configured()
     assert ui.calibration_secrets() == {"leads": ["Anna Lead"]}
+
+
+def _in_thread(body: Callable[[], None]) -> threading.Thread:
+    t = threading.Thread(target=body, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_review_run_waits_for_the_turn_of_the_one_before() -> None:
+    holding, release, entered = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> None:
+        with ui.turn():
+            holding.set()
+            release.wait(30)
+
+    def second() -> None:
+        with ui.turn():
+            entered.set()
+
+    a = _in_thread(first)
+    assert holding.wait(30)
+    b = _in_thread(second)
+    # An absence: the second run must not enter while the first holds the turn.
+    assert not entered.wait(0.3)
+    release.set()
+    assert entered.wait(30)
+    a.join(30)
+    b.join(30)
+
+
+def test_a_turn_is_taken_again_on_its_own_thread() -> None:
+    """A fragment inside a fragment, a callback's write inside its run: the same thread takes
+    the turn again rather than waiting for itself."""
+    done = threading.Event()
+
+    def nested() -> None:
+        with ui.turn(), ui.turn(), ui.turn():
+            done.set()
+
+    _in_thread(nested).join(10)
+    assert done.is_set()
