@@ -48,6 +48,7 @@ import threading
 import time
 import unicodedata
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -521,8 +522,69 @@ def storage_failures() -> Iterator[None]:
             st.error(storage_sentence(failed), icon=":material/error:")
 
 
+class Turns:
+    """Turns taken one thread at a time, in the order asked for (first come, first served),
+    re-entrant on the thread that holds the turn.
+
+    Why first come, first served: a plain lock lets whichever waiting thread the system wakes
+    go next, so under a queue of page runs some waited many times as long as others."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holder: int | None = None  # the thread holding the turn
+        self._depth = 0
+        self._queue: deque[tuple[int, threading.Event]] = deque()
+
+    def take(self) -> None:
+        me = threading.get_ident()
+        with self._lock:
+            if self._holder == me:
+                self._depth += 1
+                return
+            if self._holder is None and not self._queue:
+                self._holder, self._depth = me, 1
+                return
+            called = threading.Event()
+            self._queue.append((me, called))
+        try:
+            called.wait()  # `give` makes this thread the holder before it sets the event
+        except BaseException:
+            with self._lock:
+                if (me, called) in self._queue:
+                    self._queue.remove((me, called))
+                    raise
+            self.give()  # the turn came with the interruption: pass it on
+            raise
+
+    def give(self) -> None:
+        with self._lock:
+            if self._holder != threading.get_ident():
+                raise RuntimeError("a turn given back by a thread that does not hold it")
+            self._depth -= 1
+            if self._depth:
+                return
+            self._holder = None
+            if self._queue:
+                nxt, called = self._queue.popleft()
+                self._holder, self._depth = nxt, 1
+                called.set()
+
+    def waiting(self) -> int:
+        """How many threads wait for their turn."""
+        with self._lock:
+            return len(self._queue)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        self.take()
+        try:
+            yield
+        finally:
+            self.give()
+
+
 # The review page's runs take turns: one at a time in this server process (`turn`).
-_TURN = threading.RLock()
+_TURNS = Turns()
 
 
 @contextmanager
@@ -539,7 +601,7 @@ def turn() -> Iterator[None]:
     runs that wait hold no interpreter time meanwhile. Only the review page takes turns: its
     runs are short (milliseconds); no page that may run for long (an import, a judge run)
     does."""
-    with _TURN:
+    with _TURNS.held():
         yield
 
 

@@ -29,7 +29,9 @@ cycle, what the card's reports have written (sequence numbers and label events, 
 written twice), pending messages and the dialog asked for; the database is the memory. The page
 body is a fragment, and the card a fragment inside it: a report here reruns only the card (the
 header's counts follow with the page's next run, at the commit), and a report that changes
-what the page draws around the card runs the page's fragment. Rules (what comes next, what is
+what the page draws around the card runs the page's fragment. The page's runs and write
+callbacks take turns, one at a time per server process (`ui.turn`), so that the verdict
+route, which does not, never waits behind a crowd of them. Rules (what comes next, what is
 shown, what a key may do) are pure functions in `calibration.review`. Untrusted text goes through
 ui.literal / ui.body / ui.ident, or to the card, which puts it in as text only; toasts, labels
 and captions are built from constants and numbers; the lead's guidelines are the one markdown

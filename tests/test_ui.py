@@ -435,3 +435,33 @@ def test_a_turn_is_taken_again_on_its_own_thread() -> None:
 
     _in_thread(nested).join(10)
     assert done.is_set()
+
+
+def test_turns_come_in_the_order_asked_for() -> None:
+    turns = ui.Turns()
+    order: list[str] = []
+    release = threading.Event()
+
+    def run(name: str) -> None:
+        with turns.held():
+            order.append(name)
+            if name == "first":
+                release.wait(30)
+
+    threads = [_in_thread(lambda: run("first"))]
+    deadline = time.monotonic() + 30
+    while not order and time.monotonic() < deadline:
+        time.sleep(0.005)
+    for k, name in enumerate(["b", "c", "d", "e"], start=1):
+        threads.append(_in_thread(lambda name=name: run(name)))
+        while turns.waiting() < k and time.monotonic() < deadline:
+            time.sleep(0.005)
+    release.set()
+    for t in threads:
+        t.join(30)
+    assert order == ["first", "b", "c", "d", "e"]
+
+
+def test_a_turn_not_held_cannot_be_given_back() -> None:
+    with pytest.raises(RuntimeError, match="does not hold it"):
+        ui.Turns().give()
