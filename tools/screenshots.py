@@ -27,7 +27,10 @@ from tests.browser.conftest import (  # noqa: E402
     sign_in,
     sign_in_at,
     start_app,
+    wait_claim,
     wait_for_card,
+    wait_reveal,
+    wait_saved,
 )
 
 DOCS = ROOT / "docs"
@@ -77,30 +80,28 @@ def main() -> int:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
             page = browser.new_page(viewport={"width": 1280, "height": 720})
             sign_in(page, url, "Anna")
-            wait_for_card(page, f".st-key-claim-{claims[0].pk} button")
+            wait_claim(page, claims[0].pk)
             settle(page)
             page.screenshot(path=str(DOCS / "review.png"))
             for i, c in enumerate(claims):
                 # The first claim is marked against the judge, so the reveal has a disagreement.
                 verdict = judged.get(c.pk) or "SUPPORTED"
                 page.keyboard.press(OTHER[verdict] if i == 0 else KEYS[verdict])
-                nxt = (
-                    f".st-key-claim-{claims[i + 1].pk} button"
-                    if i + 1 < len(claims)
-                    else ".st-key-last-look button"
-                )
-                wait_for_card(page, nxt)
+                wait_saved(page, c.pk)
+                if i + 1 < len(claims):
+                    wait_claim(page, claims[i + 1].pk)
+            wait_for_card(page, ".rc-last-look button")
             settle(page)
             page.screenshot(path=str(DOCS / "review_last_look.png"))
             page.keyboard.press("Enter")
-            wait_for_card(page, ".st-key-reveal button")
+            wait_reveal(page)
             settle(page)
             page.screenshot(path=str(DOCS / "review_reveal.png"))
             page.locator("[data-testid='stSelectbox']").click()
             page.get_by_role("option").filter(has_text="wice").click()
             page.locator(".st-key-cycle-name").filter(has_text="Cycle wice").wait_for()
             blur(page)
-            wait_for_card(page, "[class*='st-key-claim-'] button")
+            wait_for_card(page, ".rc-claim button")  # the WiCE cycle's first claim
             settle(page)
             page.screenshot(path=str(DOCS / "review_wice.png"))
             browser.close()
