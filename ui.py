@@ -50,7 +50,7 @@ import unicodedata
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any, ParamSpec, overload
 
@@ -587,8 +587,7 @@ class Turns:
 _TURNS = Turns()
 
 
-@contextmanager
-def turn() -> Iterator[None]:
+def turn() -> AbstractContextManager[None]:
     """Wait for this process's review-page turn, then hold it (re-entrant: a fragment inside a
     fragment, a callback's write and the run after it, on the run's one thread).
 
@@ -601,14 +600,13 @@ def turn() -> Iterator[None]:
     runs that wait hold no interpreter time meanwhile. Only the review page takes turns: its
     runs are short (milliseconds); no page that may run for long (an import, a judge run)
     does."""
-    with _TURNS.held():
-        yield
+    return _TURNS.held()
 
 
 def write_callback(callback: Callable[P, None]) -> Callable[P, None]:
-    """`callback` (a widget's on_click / on_change on the review page) in the page's `turn`,
-    with a StorageError kept for the next run to show (`storage_failures`) instead of reaching
-    Streamlit as an uncaught exception."""
+    """`callback` (a widget's on_click / on_change, or the card's report, on the review page)
+    in the page's `turn`, with a StorageError kept for the next run to show (`storage_failures`)
+    instead of reaching Streamlit as an uncaught exception."""
 
     @functools.wraps(callback)
     def run(*args: P.args, **kwargs: P.kwargs) -> None:

@@ -143,7 +143,7 @@ async function post(route) {
     });
     if (reply.ok) {
       // A short reply comes whole in a header (card_route.py `_reply`), a long one as the body.
-      const head = reply.headers.get("X-Card-Reply");
+      const head = reply.headers.get(route.reply_header);
       const out = head ? JSON.parse(head) : await reply.json();
       for (const [pk, w] of Object.entries(out.written || {})) card.written[pk] = w;
       for (const [pk, seq] of Object.entries(out.ack || {})) {

@@ -332,15 +332,15 @@ def _page_view() -> tuple[Any, ...]:
     )
 
 
+@ui.write_callback
 def _on_card_report() -> None:
     """The card reported: write it (`_write_card_report`). By default only the card's fragment
     runs again: a verdict within the answer, the last look included, changes nothing else the
     page draws. When the report changed what the page draws around the card (another answer,
     a key passed on, a message, a dialog), the page's fragment runs instead, the header's
-    counts with it. The write takes the page's turn (`ui.turn`)."""
+    counts with it."""
     before = _page_view()
-    with ui.turn():
-        _write_card_report()
+    _write_card_report()
     if _page_view() != before:
         st.rerun(REVIEW_FRAGMENT)
 
@@ -466,6 +466,7 @@ def _card_data(
         "cycle": cycle.id,
         "reviewer": reviewer,
         "token": card_route.card_token(cycle.id, reviewer, time.time()),
+        "reply_header": card_route.HEADER,
     }
     return data
 
