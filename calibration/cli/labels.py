@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
-from .. import store
+from .. import gate, store
+from ..export import atomic_write
+from ..flag import Flag
 from ..models import Verdict
 from .common import db_path as _db_path
 
@@ -83,6 +87,21 @@ def _add_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="answer-bootstrap resamples for the kappa interval (default 2000; 0 skips)",
     )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument(
+        "--fail-on",
+        action="append",
+        choices=gate.FAILING,
+        default=[],
+        metavar="STATUS",
+        help="exit 1, with one line saying why, when the flag is STATUS (revise or inconclusive; "
+        "repeat for both): the judge check as a CI gate",
+    )
+    p.add_argument(
+        "--junit",
+        type=Path,
+        metavar="FILE",
+        help="also write the decision as a JUnit XML report (one test case, failed when --fail-on fails)",
+    )
     p.set_defaults(handler=cli_stats)
 
     p = sub.add_parser("thresholds", help="show or change the flag's thresholds (kept in the database)")
@@ -110,19 +129,31 @@ def cli_stats(args: argparse.Namespace) -> int:
         scoped = report.scope_report(
             db, run, None if cycle is None else cycle.id, bootstrap=args.bootstrap, seed=args.seed
         )
+    scope = f"cycle {cycle.name}" if cycle else "every claim of the run"
+    text = scoped.report.to_text(
+        run.name, notes=[f"Scope: {scope}; {scoped.n_unlabeled} judged claims have no human label yet"]
+    )
     if args.json:
         out = scoped.report.to_dict(run.name)
         out["cycle"] = None if cycle is None else cycle.name
         out["n_unlabeled"] = scoped.n_unlabeled
         print(json.dumps(out, ensure_ascii=False, indent=2, allow_nan=False))
+    else:
+        print(text, end="")
+    return _gate(args, scoped.report.flag, f"judge run {run.name} ({scope})", text)
+
+
+def _gate(args: argparse.Namespace, flag: Flag, subject: str, details: str) -> int:
+    """`--fail-on` and `--junit`: exit 1 with one line on stderr when the flag fails the gate."""
+    if not args.fail_on and args.junit is None:
         return 0
-    scope = f"cycle {cycle.name}" if cycle else "every claim of the run"
-    print(
-        scoped.report.to_text(
-            run.name, notes=[f"Scope: {scope}; {scoped.n_unlabeled} judged claims have no human label yet"]
-        ),
-        end="",
-    )
+    result = gate.check(flag, args.fail_on, subject=subject)
+    if args.junit is not None:
+        xml = gate.junit_xml(result, suite="judge-calibration", case=subject, details=details)
+        atomic_write(args.junit, lambda fh: fh.write(xml.decode("utf-8")))
+    if result.failed:
+        print(f"error: {result.line}", file=sys.stderr)
+        return 1
     return 0
 
 
