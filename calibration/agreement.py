@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import numpy as np
 
@@ -792,6 +792,14 @@ class RunComparison:
     mcnemar: McNemarExact
     only_a_right: tuple[str, ...]
     only_b_right: tuple[str, ...]
+
+    def better(self, alpha: float) -> Literal["a", "b"] | None:
+        """The run right more often on the claims where exactly one is right, when the paired
+        exact McNemar test says so at level `alpha`; None when the difference could be noise."""
+        p, a, b = self.mcnemar.p_two_sided, len(self.only_a_right), len(self.only_b_right)
+        if p is None or p >= alpha or a == b:
+            return None
+        return "a" if a > b else "b"
 
     def to_dict(self, run_a: str | None = None, run_b: str | None = None) -> dict[str, Any]:
         return {

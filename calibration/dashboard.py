@@ -154,6 +154,7 @@ class Comparison:
     result: RunComparison
     unresolved: int  # claims both runs judged whose reviewers disagree, not adjudicated
     text: str
+    better: str | None  # the run better beyond chance (`RunComparison.better`), else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -563,7 +564,10 @@ def compare(
     keys = data_a.keys if keep.size == len(data_a) else [data_a.keys[i] for i in keep.tolist()]
     result = agreement.compare_judge_runs(data_a.human[keep], data_a.judge[keep], b_judge[at[keep]], keys)
     alpha = (thresholds or store.load_thresholds(db)).alpha
-    return Comparison(a.name, b.name, result, unresolved, comparison_text(a.name, b.name, result, alpha))
+    better = {"a": a.name, "b": b.name, None: None}[result.better(alpha)]
+    return Comparison(
+        a.name, b.name, result, unresolved, comparison_text(a.name, b.name, result, alpha), better
+    )
 
 
 def comparison_text(run_a: str, run_b: str, r: RunComparison, alpha: float) -> str:
@@ -573,9 +577,9 @@ def comparison_text(run_a: str, run_b: str, r: RunComparison, alpha: float) -> s
         f"On {plural(r.n_claims, 'claim')} both runs judged and humans labeled: {run_a} alone was right "
         f"{_times(only_a)}, {run_b} alone {_times(only_b)} (exact McNemar {fmt.p_value(p)})."
     )
-    if p is not None and p < alpha and only_a != only_b:
-        better = run_a if only_a > only_b else run_b
-        return text + f" {better} is better beyond chance."
+    better = r.better(alpha)
+    if better is not None:
+        return text + f" {run_a if better == 'a' else run_b} is better beyond chance."
     return text + " The difference could be noise."
 
 

@@ -15,28 +15,54 @@ from dataclasses import dataclass
 
 from .flag import Flag, FlagStatus
 
-FAILING: tuple[FlagStatus, ...] = ("revise", "inconclusive")  # the statuses a gate may fail on
+# What a gate may fail on: the flag's statuses, and "worse": the run is worse than a baseline run
+# beyond chance on the claims both judged (the paired exact McNemar test of `dashboard.compare`).
+FAILING = ("revise", "inconclusive", "worse")
+NOTHING_TO_COMPARE = "no claim judged by both runs has a human label"
 
 # Characters XML 1.0 cannot hold at all; a name or reason carrying one is shown with it replaced.
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 @dataclass(frozen=True, slots=True)
+class Baseline:
+    """The paired comparison with a baseline run: its sentence, or None when no claim was judged
+    by both runs and labeled by humans (nothing to compare), and whether the run is worse."""
+
+    name: str
+    text: str | None
+    worse: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Gate:
-    """The outcome of checking a flag against the statuses that fail: `line` is the one sentence."""
+    """The outcome of checking a flag (and a comparison) against what fails: `line` is the one sentence."""
 
     failed: bool
-    status: FlagStatus
+    status: str  # the flag's status, or "worse" when the comparison failed the gate
     line: str
 
 
-def check(flag: Flag, fail_on: Collection[FlagStatus], *, subject: str) -> Gate:
-    """Fail when the flag's status is one of `fail_on`; `subject` names the run and scope in the line."""
+def check(flag: Flag, fail_on: Collection[str], *, subject: str, baseline: Baseline | None = None) -> Gate:
+    """Fail when the flag's status is one of `fail_on`, or on "worse" when the run is worse than
+    `baseline` beyond chance or cannot be compared with it (a gate that cannot check does not
+    pass); `subject` names the run and scope in the line."""
+    status: FlagStatus = flag.status
     reason = next((r.message for r in flag.reasons if r.code != "human_ceiling"), "")
-    why = f": {reason}" if reason else ""
-    if flag.status in fail_on:
-        return Gate(True, flag.status, f"judge check failed: {subject} is {flag.status.upper()}{why}")
-    return Gate(False, flag.status, f"judge check passed: {subject} is {flag.status.upper()}")
+    if status in fail_on:
+        why = f": {reason}" if reason else ""
+        return Gate(True, status, f"judge check failed: {subject} is {status.upper()}{why}")
+    if "worse" in fail_on and baseline is not None:
+        if baseline.text is None:
+            line = (
+                f"judge check failed: {subject} cannot be compared with {baseline.name}: {NOTHING_TO_COMPARE}"
+            )
+            return Gate(True, "worse", line)
+        if baseline.worse:
+            return Gate(
+                True, "worse", f"judge check failed: {subject} is worse than {baseline.name}: {baseline.text}"
+            )
+    return Gate(False, status, f"judge check passed: {subject} is {status.upper()}")
 
 
 def _clean(text: str) -> str:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from .. import gate, store
+from ..errors import InputError
 from ..export import atomic_write
 from ..flag import Flag
 from ..models import Verdict
@@ -88,13 +89,20 @@ def _add_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument(
+        "--compare-with",
+        metavar="RUN",
+        help="also compare with this (baseline) run on the claims both judged and humans labeled: "
+        "paired, exact McNemar",
+    )
+    p.add_argument(
         "--fail-on",
         action="append",
         choices=gate.FAILING,
         default=[],
-        metavar="STATUS",
-        help="exit 1, with one line saying why, when the flag is STATUS (revise or inconclusive; "
-        "repeat for both): the judge check as a CI gate",
+        metavar="WHAT",
+        help="exit 1, with one line saying why, when the flag is WHAT (revise, inconclusive) or, "
+        "for worse, when the run is worse than the --compare-with run beyond chance; repeatable: "
+        "the judge check as a CI gate",
     )
     p.add_argument(
         "--junit",
@@ -123,31 +131,52 @@ def cli_stats(args: argparse.Namespace) -> int:
 
     from .. import cycles, report
 
+    if "worse" in args.fail_on and not args.compare_with:
+        raise InputError("--fail-on worse needs --compare-with RUN: the baseline run to be no worse than")
     with store.session(_db_path(args)) as db:
         cycle = cycles.get_cycle(db, args.cycle) if args.cycle else None
+        cycle_id = None if cycle is None else cycle.id
         run = store.find_judge_run(db, args.judge_run or (cycle.judge_run if cycle else None))
-        scoped = report.scope_report(
-            db, run, None if cycle is None else cycle.id, bootstrap=args.bootstrap, seed=args.seed
-        )
+        scoped = report.scope_report(db, run, cycle_id, bootstrap=args.bootstrap, seed=args.seed)
+        baseline = _baseline(db, run.name, args.compare_with, cycle_id)
     scope = f"cycle {cycle.name}" if cycle else "every claim of the run"
     text = scoped.report.to_text(
         run.name, notes=[f"Scope: {scope}; {scoped.n_unlabeled} judged claims have no human label yet"]
     )
+    if baseline is not None:
+        text += f"Compared with {baseline.name}: {baseline.text or gate.NOTHING_TO_COMPARE}\n"
     if args.json:
         out = scoped.report.to_dict(run.name)
         out["cycle"] = None if cycle is None else cycle.name
         out["n_unlabeled"] = scoped.n_unlabeled
+        if baseline is not None:
+            out["compared_with"] = {"run": baseline.name, "text": baseline.text, "worse": baseline.worse}
         print(json.dumps(out, ensure_ascii=False, indent=2, allow_nan=False))
     else:
         print(text, end="")
-    return _gate(args, scoped.report.flag, f"judge run {run.name} ({scope})", text)
+    return _gate(args, scoped.report.flag, f"judge run {run.name} ({scope})", text, baseline)
 
 
-def _gate(args: argparse.Namespace, flag: Flag, subject: str, details: str) -> int:
-    """`--fail-on` and `--junit`: exit 1 with one line on stderr when the flag fails the gate."""
+def _baseline(db: store.Database, run: str, other: str | None, cycle_id: int | None) -> gate.Baseline | None:
+    """`--compare-with`: the paired comparison of `run` with the baseline run `other`."""
+    if other is None:
+        return None
+    from .. import dashboard
+
+    name = store.find_judge_run(db, other).name
+    found = dashboard.compare(db, run, name, cycle_id=cycle_id)
+    if found is None:
+        return gate.Baseline(name, None, worse=False)
+    return gate.Baseline(name, found.text, worse=found.better == name)
+
+
+def _gate(
+    args: argparse.Namespace, flag: Flag, subject: str, details: str, baseline: gate.Baseline | None
+) -> int:
+    """`--fail-on` and `--junit`: exit 1 with one line on stderr when the run fails the gate."""
     if not args.fail_on and args.junit is None:
         return 0
-    result = gate.check(flag, args.fail_on, subject=subject)
+    result = gate.check(flag, args.fail_on, subject=subject, baseline=baseline)
     if args.junit is not None:
         xml = gate.junit_xml(result, suite="judge-calibration", case=subject, details=details)
         atomic_write(args.junit, lambda fh: fh.write(xml.decode("utf-8")))
