@@ -871,15 +871,18 @@ COUNTS_HELP = (
 )
 
 
-def decision_header(dec: Decision) -> None:
+def decision_header(dec: Decision, *, run: str) -> None:
     """The decision header (`calibration.dashboard.decision`), drawn alike on the Dashboard and on a
-    closed cycle: the verdict word in its one colour, the one agreement figure with its interval,
-    then the direction, the ceiling and the plain sentence. Every piece is numbers and constant
-    words; the sentences still go through `literal`, as every built sentence does."""
+    closed cycle: the verdict word in its one colour and the judge run it is about, the one
+    agreement figure with its interval, then the direction, the ceiling and the plain sentence.
+    Every piece but the run's name is numbers and constant words; the sentences and the name go
+    through `literal`, as every built sentence does."""
     with st.container(border=True, key="decision"):
         word_col, fig_col, text_col = st.columns([3, 2, 5])
         word_col.markdown(f"### :{dec.colour}[{dec.word}]")
-        word_col.caption("verdict")
+        word_col.caption("verdict on the judge run")
+        with word_col:
+            literal(run)
         fig_col.metric("Agreement", dec.figure, help=AGREEMENT_HELP)
         fig_col.caption(f"95% interval {dec.interval}")
         with text_col:

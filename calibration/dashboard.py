@@ -199,9 +199,12 @@ def run_names(db: Database) -> list[str]:
 
 
 def default_run(db: Database) -> str:
-    """The run the page opens on: the most recently imported run with human-labeled claims,
-    else `store.find_judge_run(db, None)` (the most recently imported run)."""
-    run_id = db_dashboard.latest_labeled_import(db)
+    """The run the page opens on: the run the team reviewed last (the run of the cycle with the
+    most recent label), else the most recently imported run with human-labeled claims, else
+    `store.find_judge_run(db, None)` (the most recently imported run)."""
+    run_id = db_dashboard.latest_active_cycle_run(db)
+    if run_id is None:
+        run_id = db_dashboard.latest_labeled_import(db)
     if run_id is not None:
         for r in store.judge_runs(db):
             if r.id == run_id:

@@ -327,7 +327,9 @@ def _frozen(cycle: cycles.Cycle) -> None:
         )
     else:
         # The decision header as the Dashboard draws it, from the report frozen at close.
-        ui.decision_header(dashboard.decision((cycle.snapshot or {}).get("agreement") or {}))
+        ui.decision_header(
+            dashboard.decision((cycle.snapshot or {}).get("agreement") or {}), run=cycle.judge_run
+        )
         with st.expander("How this is computed: the flag's rules, bounds and raw figures"):
             for reason in fig.flag_reasons:
                 ui.literal(f"• {reason}")  # reasons may quote claim ids

@@ -197,7 +197,7 @@ if done := st.session_state.pop(DONE_KEY, None):
 
 dec = data.decision
 if dec is not None:
-    ui.decision_header(dec)
+    ui.decision_header(dec, run=run)
     step_cols = st.columns(len(dec.steps))
     for col, step in zip(step_cols, dec.steps, strict=True):
         with col:

@@ -759,6 +759,28 @@ def test_default_run_falls_back_to_the_latest_import(demo_db: Database) -> None:
     assert dashboard.default_run(demo_db) == store.find_judge_run(demo_db, None).name
 
 
+def test_default_run_is_the_run_the_team_reviewed_last(wice_db: Database) -> None:
+    db, gpt4, gpt35 = wice_db, "gpt-4-0613@wice-gpt4", "gpt-3.5-turbo-0613@wice-gpt35"
+    assert dashboard.default_run(db) == gpt35  # both labeled by the import: the newest import
+
+    def review(cycle: str, run: str, reviewer: str) -> None:
+        created = cycles.create_cycle(
+            db, name=cycle, judge_run=run, size=3, seed=1, force=True, include_labeled=True
+        )
+        answer = cycles.cycle_answers(db, created.id)[0].answer_id
+        claim = store.claim_pk(db, answer, f"{answer}-c1")  # one claim per WiCE answer
+        store.record_label(
+            db, claim=claim, reviewer=reviewer, kind="blind", verdict="SUPPORTED", cycle_id=created.id
+        )
+
+    review("gpt-4 week", gpt4, "ann")
+    assert dashboard.default_run(db) == gpt4  # the team reviewed the gpt-4 run last
+    review("gpt-3.5 week", gpt35, "bea")
+    assert dashboard.default_run(db) == gpt35
+    review("gpt-4 again", gpt4, "ann")
+    assert dashboard.default_run(db) == gpt4
+
+
 # ---------------------------------------------------------------- QA pass: readability
 
 

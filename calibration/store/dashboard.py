@@ -27,6 +27,18 @@ def latest_labeled_import(db: Database) -> int | None:
     return None if row is None else int(row[0])
 
 
+def latest_active_cycle_run(db: Database) -> int | None:
+    """The run of the cycle that took the most recent label (verdict, skip, unclear, reconcile);
+    None before any cycle took one. Reads only cycle labels (the `label_events_cycle` index)."""
+    row = db.execute(
+        """SELECT c.judge_run_id FROM cycles c JOIN (
+               SELECT cycle_id, MAX(id) AS last FROM label_events WHERE cycle_id IS NOT NULL GROUP BY cycle_id
+           ) e ON e.cycle_id = c.id
+           ORDER BY e.last DESC LIMIT 1"""
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
 def cycle_names(db: Database, run_id: int) -> list[str]:
     """Names of the run's cycles, oldest first."""
     return [
