@@ -38,6 +38,7 @@ from .fmt import cell_pct as _pct
 from .fmt import cell_range as _range
 from .fmt import plural
 from .report import Report
+from .reporttext import direction_answer
 from .store import Database
 from .store import cycles as db_cycles
 from .store import dashboard as db_dashboard
@@ -355,23 +356,19 @@ def _times(n: int) -> str:
 
 
 def direction_text(report: Report) -> str:
-    """Lenient vs strict counts with the exact McNemar p, in words."""
-    d = report.direction
-    p = d.mcnemar.p_two_sided
-    text = (
-        f"The judge calls {POSITIVE} where reviewers did not: {_times(d.lenient)}; "
-        f"the reverse (reviewers {POSITIVE}, judge not): {_times(d.strict)} "
-        f"(exact McNemar {fmt.p_value(p)})."
-    )
+    """The Direction section's words: the counts, the header's answer (`reporttext.direction_answer`)
+    and, labelled with its basis, the exact McNemar test on the labeled claims as one look."""
     if report.n_claims == 0:
         return "No claim has both a judge verdict and a final human label yet."
-    if p is not None and p < report.thresholds.alpha and d.lenient != d.strict:
-        return text + (
-            " The judge leans lenient: more than chance."
-            if d.lenient > d.strict
-            else " The judge leans strict: more than chance."
-        )
-    return text + " The imbalance is within chance."
+    d = report.direction
+    answer = direction_answer(report.to_dict(None)["direction"])
+    return (
+        f"The judge calls {POSITIVE} where reviewers did not: {_times(d.lenient)}; "
+        f"the reverse (reviewers {POSITIVE}, judge not): {_times(d.strict)}. "
+        f"Estimated for the claims the labels represent: {answer.figures}. "
+        + (answer.clause or "It errs neither way.")
+        + f" (Exact McNemar on the labeled claims alone, one look: {fmt.p_value(d.mcnemar.p_two_sided)}.)"
+    )
 
 
 def sample_size_text(report: Report) -> str:
@@ -1178,23 +1175,15 @@ def _ceiling_line(report: Mapping[str, Any]) -> tuple[str, float | None]:
 
 
 def _direction_words(report: Mapping[str, Any]) -> tuple[str, str]:
-    """(direction line, the sentence's direction clause) from the lenient/strict counts and the rule."""
+    """(direction line, the sentence's direction clause): the counts and `reporttext.direction_answer`."""
     d = report.get("direction") or {}
     lenient, strict = int(d.get("lenient") or 0), int(d.get("strict") or 0)
-    status = (d.get("rule") or {}).get("status")
+    answer = direction_answer(d)
     line = (
         f"Missed hallucinations (judge {POSITIVE}, reviewers not): {lenient:,}; "
-        f"false alarms (reviewers {POSITIVE}, judge not): {strict:,}."
+        f"false alarms (reviewers {POSITIVE}, judge not): {strict:,}; {answer.figures}."
     )
-    if status == "lenient":
-        clause = "It misses hallucinations more often than it invents them."
-    elif status == "strict":
-        clause = "It invents hallucinations more often than it misses them."
-    elif lenient or strict:
-        clause = "Its misses and false alarms are within chance of each other."
-    else:
-        clause = ""
-    return line, clause
+    return line, answer.clause
 
 
 def decision(report: Mapping[str, Any], *, open_cycle: bool = False) -> Decision:

@@ -6,6 +6,7 @@ Every number in `fmt`'s formats; the figures themselves come from `report.agreem
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import decisions
@@ -14,6 +15,52 @@ from .fmt import ci, num, p_value, pct, points, share
 
 if TYPE_CHECKING:
     from .report import Report
+
+
+@dataclass(frozen=True, slots=True)
+class DirectionAnswer:
+    """The one answer to "which way does the judge err?", for every screen and the CLI alike."""
+
+    side: str | None  # "lenient" (misses hallucinations), "strict" (invents them), or None
+    figures: str  # the shares, their difference and its interval, in words
+    clause: str  # the answer in one sentence; "" when the judge erred neither way
+
+
+def direction_answer(direction: Mapping[str, Any]) -> DirectionAnswer:
+    """The direction of a report's JSON form (`Report.to_dict()["direction"]`, live or frozen).
+
+    Described by its size: the design-based lenient and strict shares and their difference
+    D = lenient - strict with its 95% interval (`estimation.direction_estimate`). The side is
+    the flag's direction rule when it fired (`decisions.direction_rule`), else the side the
+    interval lies on; "within chance" only when the interval holds 0. A frozen report without
+    the design-based estimate says the counts and the rule alone."""
+    lenient, strict = int(direction.get("lenient") or 0), int(direction.get("strict") or 0)
+    rule = (direction.get("rule") or {}).get("status")
+    est = direction.get("estimated") or {}
+    diff = est.get("difference") or {}
+    value, lo, hi = diff.get("value"), diff.get("ci_low"), diff.get("ci_high")
+    side = rule if rule in ("lenient", "strict") else None
+    if value is None:
+        figures = f"{lenient:,} missed hallucinations against {strict:,} false alarms (no interval)"
+    else:
+        shares = [(est.get(k) or {}).get("value") for k in ("lenient_share", "strict_share")]
+        interval = (
+            "" if lo is None or hi is None else f", 95% CI {points(lo, unit='')} to {points(hi, unit='')}"
+        )
+        figures = f"misses {pct(shares[0])}, invents {pct(shares[1])} of claims: {points(value)}{interval}"
+        if side is None and lo is not None and hi is not None and (lo > 0 or hi < 0):
+            side = "lenient" if lo > 0 else "strict"
+    if not lenient and not strict:
+        return DirectionAnswer(None, figures, "")
+    if side == "lenient":
+        clause = "It misses hallucinations more often than it invents them."
+    elif side == "strict":
+        clause = "It invents hallucinations more often than it misses them."
+    elif value is None or lo is None or hi is None:
+        clause = "Whether it errs more one way than the other is not known: the difference has no interval."
+    else:
+        clause = "Its misses and false alarms are within chance of each other."
+    return DirectionAnswer(side, figures, clause)
 
 
 def _pipeline_lines(p: Mapping[str, Any]) -> list[str]:
@@ -197,10 +244,12 @@ def format_report(
     lines.append(
         f"Direction ({POSITIVE} vs not): lenient {d.lenient} (judge {POSITIVE}, human not), strict {d.strict}"
     )
+    answer = direction_answer(r.to_dict(None)["direction"])
+    lines.append(f"  estimated: {answer.figures}. {answer.clause}".rstrip())
     mc = d.mcnemar
     lines.append(
-        f"  exact McNemar {p_value(mc.p_two_sided)} (one-sided: lenient {p_value(mc.p_b_greater)}, "
-        f"strict {p_value(mc.p_c_greater)})"
+        f"  exact McNemar on the labeled claims, one look: {p_value(mc.p_two_sided)} "
+        f"(one-sided: lenient {p_value(mc.p_b_greater)}, strict {p_value(mc.p_c_greater)})"
     )
     pb = d.prevalence_bias
     lines.append(

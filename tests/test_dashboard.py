@@ -160,7 +160,9 @@ def test_wice_gpt4_flag_reasons_direction_and_claims(wice_db: Database) -> None:
     assert len(lenient.claim_keys) == 19
     assert all(d.verdicts[k][1] == "SUPPORTED" != d.verdicts[k][0] for k in lenient.claim_keys)
     assert "SUPPORTED where reviewers did not: 19 times" in d.direction_text
-    assert "4 times" in d.direction_text and "lenient" in d.direction_text
+    assert "4 times" in d.direction_text
+    assert "misses 19.0%, invents 4.0% of claims: +15.0 points, 95% CI " in d.direction_text
+    assert "It misses hallucinations more often than it invents them." in d.direction_text
     assert len(d.disagreements) == 23
     row = d.disagreements[0]
     assert row.claim and row.rationale and row.chunks.startswith("[c")
@@ -983,8 +985,17 @@ def _report_dict(
     disagreeing: int = 0,
     needed: int | None = None,
     n_claims: int = 100,
+    diff: tuple[float, float, float] | None = None,
 ) -> dict:
-    """A report in its JSON form (`Report.to_dict`) holding what the header reads."""
+    """A report in its JSON form (`Report.to_dict`) holding what the header reads; `diff` is the
+    design-based lenient - strict difference (value, low, high)."""
+    estimated = None
+    if diff is not None:
+        estimated = {
+            "lenient_share": {"value": lenient / n_claims},
+            "strict_share": {"value": strict / n_claims},
+            "difference": dict(zip(("value", "ci_low", "ci_high"), diff, strict=True)),
+        }
     return {
         "n_claims": n_claims,
         "n_unresolved": unresolved,
@@ -994,7 +1005,12 @@ def _report_dict(
             "ci_high": 0.9,  # raw: never the headline
             "estimated": {"value": value, "ci_low": low, "ci_high": high},
         },
-        "direction": {"lenient": lenient, "strict": strict, "rule": {"status": direction}},
+        "direction": {
+            "lenient": lenient,
+            "strict": strict,
+            "rule": {"status": direction},
+            "estimated": estimated,
+        },
         "human_ceiling": None
         if people is None
         else {"reviewer_vs_reviewer": {"value": people}, "alt_test": {"verdict": None}},
@@ -1025,7 +1041,17 @@ def _report_dict(
             ["plan", "judge_lab"],
         ),
         (
-            _report_dict("ok", 0.93, 0.90, 0.95, lenient=2, strict=3, unresolved=3, disagreeing=5),
+            _report_dict(
+                "ok",
+                0.93,
+                0.90,
+                0.95,
+                lenient=2,
+                strict=3,
+                unresolved=3,
+                disagreeing=5,
+                diff=(-0.01, -0.04, 0.02),
+            ),
             "ok",
             "The judge agrees with reviewers on 93.0% of claims (90.0%–95.0%). Its misses and false alarms "
             "are "
@@ -1043,6 +1069,16 @@ def _report_dict(
             ["plan", "judge_lab"],
         ),
         (
+            # The flag's anytime rule has not fired, but the interval lies above 0: lenient, by its size.
+            _report_dict(
+                "ok", 0.9, 0.88, 0.92, lenient=133, strict=72, n_claims=1000, diff=(0.061, 0.037, 0.086)
+            ),
+            "ok",
+            "The judge agrees with reviewers on 90.0% of claims (88.0%–92.0%). It misses hallucinations "
+            "more often than it invents them. Keep it running.",
+            ["plan"],
+        ),
+        (
             _report_dict("inconclusive", None, None, None, n_claims=0),
             "not yet decided",
             "No claim has both a judge verdict and a final human label yet. Label claims to decide.",
@@ -1054,6 +1090,27 @@ def test_decision_header_of_known_reports(report: dict, word: str, sentence: str
     d = dashboard.decision(report)
     assert (d.word, d.sentence, [s.kind for s in d.steps]) == (word, sentence, steps)
     assert d.colour == dashboard.VERDICT_COLOURS[d.status]
+
+
+def test_direction_is_told_by_its_size_and_within_chance_only_when_the_interval_holds_0() -> None:
+    lenient = _report_dict(
+        "ok", 0.9, 0.88, 0.92, lenient=133, strict=72, n_claims=1000, diff=(0.061, 0.037, 0.086)
+    )
+    d = dashboard.decision(lenient)
+    assert d.direction.endswith("misses 13.3%, invents 7.2% of claims: +6.1 points, 95% CI +3.7 to +8.6.")
+    assert "within chance" not in d.sentence
+    strict = _report_dict(
+        "ok", 0.9, 0.88, 0.92, lenient=10, strict=30, n_claims=1000, diff=(-0.02, -0.03, -0.01)
+    )
+    assert "It invents hallucinations more often" in dashboard.decision(strict).sentence
+    even = _report_dict(
+        "ok", 0.9, 0.88, 0.92, lenient=10, strict=12, n_claims=1000, diff=(-0.002, -0.01, 0.006)
+    )
+    assert "within chance of each other" in dashboard.decision(even).sentence
+    # A frozen report without the estimate: the counts and the rule, never "within chance".
+    old = _report_dict("ok", 0.9, 0.88, 0.92, lenient=10, strict=12, n_claims=1000)
+    assert "is not known: the difference has no interval" in dashboard.decision(old).sentence
+    assert "within chance" not in dashboard.decision(old).sentence
 
 
 def test_decision_reads_the_estimated_agreement_and_offers_closing_an_open_cycle() -> None:
