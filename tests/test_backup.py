@@ -587,7 +587,7 @@ def test_a_cell_its_readers_could_not_use_is_refused_by_line_and_column(
 # ---------------------------------------------------------------- no scratch copy left behind
 
 
-def _restore_in_process(db: Path, backup_file: Path, tmp: Path) -> subprocess.Popen[bytes]:
+def _restore_subprocess(db: Path, backup_file: Path, tmp: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "calibration", "--db", str(db), "restore", str(backup_file)],
         cwd=Path(__file__).resolve().parents[1],
@@ -595,6 +595,28 @@ def _restore_in_process(db: Path, backup_file: Path, tmp: Path) -> subprocess.Po
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+
+def _kill_when_loading(proc: subprocess.Popen[bytes], fifo: Path, header: str) -> None:
+    """Feed the restore reading `fifo` its header, then SIGKILL it once it opens the file again to
+    load the rows (its scratch database made by then)."""
+    fd = os.open(fifo, os.O_WRONLY)  # returns once the restore opened the file for its header
+    os.write(fd, header.encode("utf-8"))
+    closed = select.poll()
+    closed.register(fd, 0)  # POLLERR alone: the restore has read its header and closed the file
+    closed.poll()
+    os.close(fd)
+
+    def kill() -> None:
+        os.close(os.open(fifo, os.O_WRONLY))  # returns once the restore opened the file again
+        proc.kill()
+
+    killer = threading.Thread(target=kill)
+    killer.start()
+    proc.wait()
+    # Had the restore ended on its own, the killer still waits for a reader: give it one.
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+    killer.join()
 
 
 def test_a_restore_killed_during_its_scratch_load_leaves_nothing_after_the_next_run(
@@ -610,27 +632,18 @@ def test_a_restore_killed_during_its_scratch_load_leaves_nothing_after_the_next_
     os.mkfifo(fifo)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    proc = _restore_in_process(tmp_path / "killed.db", fifo, tmp)
-    fd = os.open(fifo, os.O_WRONLY)  # returns once the restore opened the file for its header
-    os.write(fd, header.encode("utf-8"))
-    closed = select.poll()
-    closed.register(fd, 0)  # POLLERR alone: the restore has read its header and closed the file
-    closed.poll()
-    os.close(fd)
-
-    def kill_when_loading() -> None:
-        os.close(os.open(fifo, os.O_WRONLY))  # returns once the restore opened the file again
-        proc.kill()
-
-    killer = threading.Thread(target=kill_when_loading)
-    killer.start()
-    proc.wait()
-    # Had the restore ended on its own, the killer still waits for a reader: give it one.
-    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
-    killer.join()
+    proc = _restore_subprocess(tmp_path / "killed.db", fifo, tmp)
+    try:
+        _kill_when_loading(proc, fifo, header)
+    finally:
+        if proc.poll() is None:  # the test failed midway: leave no restore running
+            proc.kill()
+            proc.wait()
     left = list(tmp.iterdir())
     assert [p.name for p in left if (p / "scratch.db").exists()], left  # what the kill left behind
+    live = tmp / f"calibration-restore-{os.getppid()}-running"  # a restore still running elsewhere
+    live.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     with store.session(tmp_path / "next.db") as db:
         backup.restore(db, good)
-    assert list(tmp.iterdir()) == []
+    assert list(tmp.iterdir()) == [live]
