@@ -59,6 +59,7 @@ from .fmt import plural
 from .reading import BadRecord, Problems, field_errors, iter_json_records
 from .store import Database
 from .store import backup as db_backup
+from .store.imports import process_running, process_start
 
 BACKUP_FORMAT = "judge-calibration-backup"
 BACKUP_VERSION = 1
@@ -321,21 +322,16 @@ def _load(
         )
 
 
-# A restore's scratch folder in the temp folder: its name carries the restoring process's id, so
-# that the next restore removes the folder of one that was killed (SIGKILL, a power cut) before
-# it could clean up after itself.
+# A restore's scratch folder in the temp folder: its name carries the restoring process's id and
+# start time, so that the next restore removes the folder of one that was killed (SIGKILL, a
+# power cut) before it could clean up after itself, and never the folder of one still running.
 _SCRATCH_PREFIX = "calibration-restore-"
-_SCRATCH_NAME = re.compile(rf"^{_SCRATCH_PREFIX}(\d+)-")
+_SCRATCH_NAME = re.compile(rf"^{_SCRATCH_PREFIX}(\d+)\.(\d*)-")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # someone else's process: there, and not ours to judge
-    return True
+def _scratch_prefix() -> str:
+    pid = os.getpid()
+    return f"{_SCRATCH_PREFIX}{pid}.{process_start(pid) or ''}-"
 
 
 def sweep_scratch(folder: Path | None = None) -> None:
@@ -343,7 +339,10 @@ def sweep_scratch(folder: Path | None = None) -> None:
     folder = Path(tempfile.gettempdir()) if folder is None else folder
     for entry in folder.glob(f"{_SCRATCH_PREFIX}*"):
         m = _SCRATCH_NAME.match(entry.name)
-        if m and entry.is_dir() and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1))):
+        if m is None or not entry.is_dir():
+            continue
+        pid, started = int(m.group(1)), m.group(2) or None
+        if pid != os.getpid() and not process_running(pid, started):
             shutil.rmtree(entry, ignore_errors=True)
 
 
@@ -398,7 +397,7 @@ def _restore_backup(db: Database, path: Path, encoding: str | None, header: Back
     with store.read_snapshot(db):
         _refuse_unless_empty(db)  # before the work of loading; checked again in the write
     sweep_scratch()
-    with tempfile.TemporaryDirectory(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=_scratch_prefix()) as tmp:
         scratch_path = Path(tmp) / "scratch.db"
         scratch = store.connect(scratch_path, migrate=False)
         try:

@@ -22,6 +22,7 @@ from calibration.cli import main
 from calibration.errors import ConflictError, InputError
 from calibration.importing import backfill_checks, import_answers, import_labels
 from calibration.store import guidelines
+from calibration.store import imports as import_store
 from calibration.store.backup import MIGRATIONS_TABLE
 
 from .judge_stub import StubServer
@@ -641,7 +642,10 @@ def test_a_restore_killed_during_its_scratch_load_leaves_nothing_after_the_next_
             proc.wait()
     left = list(tmp.iterdir())
     assert [p.name for p in left if (p / "scratch.db").exists()], left  # what the kill left behind
-    live = tmp / f"calibration-restore-{os.getppid()}-running"  # a restore still running elsewhere
+    # A restore still running in another process, and one whose process id was taken since.
+    live = tmp / f"calibration-restore-{os.getppid()}.{import_store.process_start(os.getppid())}-running"
+    reused = tmp / f"calibration-restore-{os.getppid()}.1-reused"
+    reused.mkdir()
     live.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     with store.session(tmp_path / "next.db") as db:
