@@ -120,11 +120,13 @@ def test_a_refused_restore_into_postgresql_writes_nothing(
     out = tmp_path / "backup.jsonl"
     run_cli("backup", "--out", out, db=source, expect=0)
     lines = out.read_text(encoding="utf-8").splitlines()
-    row = json.loads(lines[-1])
-    row["row"]["note" if "note" in row["row"] else next(iter(row["row"]))] = "bad\x00text"
-    out.write_text("\n".join([*lines[:-1], json.dumps(row)]) + "\n", encoding="utf-8")
+    at = next(i for i, line in enumerate(lines) if json.loads(line).get("table") == "label_events")
+    row = json.loads(lines[at])
+    row["row"]["note"] = "before\x00after"
+    lines[at] = json.dumps(row)
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     refused = run_cli("restore", out, db=pg_url, expect=1)
-    assert f"{out}:{len(lines)}:" in refused.stderr and "NUL" in refused.stderr
+    assert f"{out}:{at + 1}: row.note:" in refused.stderr and "NUL" in refused.stderr
     assert _count(pg_url, "answers") == 0
 
 
