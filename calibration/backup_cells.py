@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, TypeAdapter, ValidationError
 
+from .flag import Thresholds
 from .reading import field_errors
 from .store import THRESHOLD_SETTINGS
 from .store.cycles import SHARE_KEY
@@ -68,8 +69,8 @@ JSON_COLUMNS: Mapping[tuple[str, str], TypeAdapter[Any]] = {
     ("cycles", "snapshot"): TypeAdapter(_Snapshot),
     ("cycle_plans", "plan"): TypeAdapter(_Plan),
 }
-# Settings whose value is read as a number: the thresholds, and each cycle's failing share.
-_NUMBER_SETTINGS = frozenset(THRESHOLD_SETTINGS.values())
+# Settings whose value is read as a number: the thresholds (by name), and each cycle's failing share.
+_THRESHOLD_OF = {key: name for name, key in THRESHOLD_SETTINGS.items()}
 _SHARE_HEAD, _, _SHARE_TAIL = SHARE_KEY.partition("{}")
 
 
@@ -110,7 +111,7 @@ def _json_problem(text: str, shape: TypeAdapter[Any]) -> str | None:
 
 
 def _setting_problem(key: Any, value: Any) -> str | None:
-    numeric = key in _NUMBER_SETTINGS or (
+    numeric = key in _THRESHOLD_OF or (
         isinstance(key, str) and key.startswith(_SHARE_HEAD) and key.endswith(_SHARE_TAIL)
     )
     if not numeric or not isinstance(value, str):
@@ -119,7 +120,14 @@ def _setting_problem(key: Any, value: Any) -> str | None:
         number = float(value)
     except ValueError:
         return f"setting {key}: {value!r} is not a number"
-    return None if math.isfinite(number) else f"setting {key}: {value!r} is not a finite number"
+    if not math.isfinite(number):
+        return f"setting {key}: {value!r} is not a finite number"
+    if key in _THRESHOLD_OF:
+        try:
+            Thresholds(**{_THRESHOLD_OF[key]: number})  # the others at their defaults: each is checked alone
+        except ValueError as exc:
+            return f"setting {key}: {exc}"
+    return None
 
 
 def cell_problem(table: str, row: Mapping[str, Any], types: Mapping[str, str]) -> str | None:

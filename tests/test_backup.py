@@ -561,6 +561,7 @@ def test_a_sign_in_secret_in_a_backup_file_is_never_restored(
         ({"table": "cycle_answers", "row": {"inclusion_prob": "half"}}, "inclusion_prob"),
         ({"table": "answer_checks", "row": {"cjk_chars": True}}, "cjk_chars"),
         ({"table": "settings", "row": {"key": "stats.alpha", "value": "a lot"}}, "value"),
+        ({"table": "settings", "row": {"key": "stats.alpha", "value": "5"}}, "value"),
     ],
 )
 def test_a_cell_its_readers_could_not_use_is_refused_by_line_and_column(
