@@ -75,7 +75,7 @@ class Calibration:
         self.close()
 
     def __repr__(self) -> str:
-        return f"calibration.connect({str(self.path)!r})"
+        return f"calibration.connect({store.shown(self.path)!r})"
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

@@ -21,7 +21,14 @@ loaded and checked in a scratch database first (every problem with its file and 
 upgraded there by the migrations this release adds to the backup's schema, and only then
 copied into the target in one transaction. It never merges: a database holding anything is
 refused (combining two databases is the JSONL export's `import` / `import-labels`). Answers
-that have no answer checks (a backup from before checks existed) get them computed.
+that have no answer checks (a backup from before checks existed) get them computed. Every cell
+is checked as its readers will use it (`backup_cells`: types, JSON shapes, finished imports
+only), so a file `stats` or `export` could not read is refused, naming its line and column.
+A secret setting in the file (planted, or from an edited file) is never restored: the app
+makes its own. Into SQLite the scratch database is attached and copied in SQL; into PostgreSQL
+its rows are copied as `migrate-db` copies them (`copy_store`'s rows). The scratch database
+sits in the temp folder under a name carrying the restoring process's id: the next restore
+removes the one a killed restore left (`sweep_scratch`).
 
 The per-claim JSONL export of earlier releases (`calibration.export`, ``judge-calibration-export``)
 restores with the same command, into an empty database, in one transaction: its answers,
@@ -31,7 +38,9 @@ every answer.
 
 from __future__ import annotations
 
-import math
+import os
+import re
+import shutil
 import tempfile
 from array import array
 from collections import Counter
@@ -43,12 +52,14 @@ from typing import Any, TextIO
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from . import importing, store
+from .backup_cells import cell_problem
 from .errors import ConflictError, InputError, Option, Problem
 from .export import EXPORT_FORMAT, atomic_write, json_line
 from .fmt import plural
 from .reading import BadRecord, Problems, field_errors, iter_json_records
 from .store import Database
 from .store import backup as db_backup
+from .store.imports import process_running, process_start
 
 BACKUP_FORMAT = "judge-calibration-backup"
 BACKUP_VERSION = 1
@@ -132,15 +143,21 @@ def _write(db: Database, fh: TextIO, order: list[db_backup.Table], counts: dict[
     return counts
 
 
+def _refuse_while_importing(db: Database, act: str, result: str) -> None:
+    """ConflictError while an import is moving its rows in: they are half there, hidden from
+    every reader, and deleted by the next import if its process is gone."""
+    if db_backup.publishing_imports(db):
+        raise ConflictError(
+            f"an import is moving its rows in right now; {act} when it has finished, so "
+            f"{result} holds whole files only"
+        )
+
+
 def write_backup(db: Database, out: str | Path) -> BackupReport:
     """Write every table of the database to `out` (atomically), from one read snapshot."""
     out = Path(out)
     with store.read_snapshot(db):
-        if db_backup.publishing_imports(db):
-            raise ConflictError(
-                "an import is moving its rows in right now; back up when it has "
-                "finished, so the backup holds whole files only"
-            )
+        _refuse_while_importing(db, "back up", "the backup")
         order = db_backup.tables(db)
         counts = {t.name: db_backup.row_count(db, t) for t in order}
         atomic_write(out, lambda fh: _write(db, fh, order, counts))
@@ -158,13 +175,20 @@ def _first_record(path: Path, encoding: str | None) -> tuple[int, Any]:
     raise InputError(f"{path}: the file is empty; nothing was restored")
 
 
-def _refuse_unless_empty(db: Database) -> None:
+def _held(db: Database) -> str | None:
+    """What the database holds, in a few words (None when it is empty but for its secrets)."""
     held = [(t.name, n) for t in db_backup.tables(db) if (n := db_backup.row_count(db, t))]
+    if not held:
+        return None
+    return ", ".join(f"{name} {n}" for name, n in held[:4]) + (", ..." if len(held) > 4 else "")
+
+
+def _refuse_unless_empty(db: Database) -> None:
+    held = _held(db)
     if held:
-        what = ", ".join(f"{name} {n}" for name, n in held[:4]) + (", ..." if len(held) > 4 else "")
         raise ConflictError(
             (
-                f"the database is not empty ({what}); a restore goes into an empty "
+                f"the database is not empty ({held}); a restore goes into an empty "
                 "database only and never merges: restore into a new file (",
                 Option.DB,
                 ")",
@@ -235,19 +259,6 @@ def _schema_problem(header: BackupHeader) -> str | None:
     return None
 
 
-def _cell_problem(row: dict[str, Any], columns: tuple[str, ...]) -> str | None:
-    stray = [c for c in row if c not in columns]
-    if stray:
-        return f"row: unknown column(s) {', '.join(map(repr, stray))}"
-    nested = [c for c, v in row.items() if isinstance(v, (dict, list))]
-    if nested:
-        return f"row.{nested[0]}: a JSON object or array where a column value belongs"
-    infinite = [c for c, v in row.items() if isinstance(v, float) and not math.isfinite(v)]
-    if infinite:
-        return f"row.{infinite[0]}: a number too large for the database"
-    return None
-
-
 def _line_of(pairs: array[int] | None, rowid: int) -> int | None:
     if pairs is not None:
         for i in range(0, len(pairs), 2):
@@ -260,6 +271,7 @@ def _load(
     scratch: Database, path: Path, encoding: str | None, header: BackupHeader, problems: Problems
 ) -> None:
     by_name = {t.name: t for t in db_backup.tables(scratch)}
+    types = {name: db_backup.column_types(scratch, t) for name, t in by_name.items()}
     unknown = sorted(set(header.tables) - set(by_name))
     if unknown:
         problems.add(1, f"header.tables: {', '.join(unknown)} not in the schema the header names")
@@ -280,7 +292,7 @@ def _load(
             problems.add(line, f"table: {value.get('table')!r} is not a table of the backup's schema")
             continue
         row = value["row"]
-        problem = _cell_problem(row, table.columns)
+        problem = cell_problem(table.name, row, types[table.name])
         if problem:
             problems.add(line, problem)
             continue
@@ -310,6 +322,73 @@ def _load(
         )
 
 
+# A restore's scratch folder in the temp folder: its name carries the restoring process's id and
+# start time, so that the next restore removes the folder of one that was killed (SIGKILL, a
+# power cut) before it could clean up after itself, and never the folder of one still running.
+_SCRATCH_PREFIX = "calibration-restore-"
+_SCRATCH_NAME = re.compile(rf"^{_SCRATCH_PREFIX}(\d+)\.(\d*)-")
+
+
+def _scratch_prefix() -> str:
+    pid = os.getpid()
+    return f"{_SCRATCH_PREFIX}{pid}.{process_start(pid) or ''}-"
+
+
+def sweep_scratch(folder: Path | None = None) -> None:
+    """Remove the scratch folders that restores killed midway left in the temp folder."""
+    folder = Path(tempfile.gettempdir()) if folder is None else folder
+    for entry in folder.glob(f"{_SCRATCH_PREFIX}*"):
+        m = _SCRATCH_NAME.match(entry.name)
+        if m is None or not entry.is_dir():
+            continue
+        pid, started = int(m.group(1)), m.group(2) or None
+        if pid != os.getpid() and not process_running(pid, started):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _prepare_scratch(
+    scratch: Database, path: Path, encoding: str | None, header: BackupHeader, summary: RestoreSummary
+) -> None:
+    """Load the backup into the empty scratch database, check it, upgrade it to this release's
+    schema and compute missing answer checks; InputError naming every problem."""
+    problems = Problems(path)
+    with store.write(scratch):
+        db_backup.migrate(scratch, header.migrations)
+    with store.write(scratch), db_backup.triggers_set_aside(scratch):
+        _load(scratch, path, encoding, header, problems)
+        problems.raise_if_any()
+        if db_backup.forget_secrets(scratch):  # planted, or from an edited file: never restored
+            summary.detail.append(f"left out: {LEFT_OUT[0]}")
+    with store.write(scratch):
+        summary.upgraded = db_backup.migrate(scratch)
+    summary.checks_added = importing.backfill_checks(scratch)
+
+
+def _copy_in(db: Database, scratch_path: Path) -> dict[str, int]:
+    """Copy the prepared scratch database into the empty `db` in one transaction; rows per table.
+
+    SQLite attaches it and copies table by table in SQL; PostgreSQL takes its rows as
+    `migrate-db` copies them."""
+    if db.dialect != "sqlite":
+        scratch = store.connect(scratch_path, migrate=False)
+        try:
+            with store.read_snapshot(scratch), store.write(db):
+                _refuse_unless_empty(db)
+                tables = _copy_rows(scratch, db, db_backup.tables(scratch))
+        finally:
+            scratch.close()
+        db.analyze()
+        return tables
+    db_backup.attach(db, str(scratch_path), _SCRATCH)
+    try:
+        with store.write(db):
+            _refuse_unless_empty(db)
+            with db_backup.triggers_set_aside(db):
+                return db_backup.copy_attached(db, _SCRATCH, db_backup.tables(db))
+    finally:
+        db_backup.detach(db, _SCRATCH)
+
+
 def _restore_backup(db: Database, path: Path, encoding: str | None, header: BackupHeader) -> RestoreSummary:
     summary = RestoreSummary(path, "backup")
     problem = _schema_problem(header)
@@ -317,29 +396,15 @@ def _restore_backup(db: Database, path: Path, encoding: str | None, header: Back
         raise InputError(f"{path}:1: {problem}; nothing was restored")
     with store.read_snapshot(db):
         _refuse_unless_empty(db)  # before the work of loading; checked again in the write
-    problems = Problems(path)
-    with tempfile.TemporaryDirectory(prefix="calibration-restore-") as tmp:
+    sweep_scratch()
+    with tempfile.TemporaryDirectory(prefix=_scratch_prefix()) as tmp:
         scratch_path = Path(tmp) / "scratch.db"
         scratch = store.connect(scratch_path, migrate=False)
         try:
-            with store.write(scratch):
-                db_backup.migrate(scratch, header.migrations)
-            with store.write(scratch), db_backup.triggers_set_aside(scratch):
-                _load(scratch, path, encoding, header, problems)
-                problems.raise_if_any()
-            with store.write(scratch):
-                summary.upgraded = db_backup.migrate(scratch)
+            _prepare_scratch(scratch, path, encoding, header, summary)
         finally:
             scratch.close()
-        db_backup.attach(db, str(scratch_path), _SCRATCH)
-        try:
-            with store.write(db):
-                _refuse_unless_empty(db)
-                with db_backup.triggers_set_aside(db):
-                    summary.tables = db_backup.copy_attached(db, _SCRATCH, db_backup.tables(db))
-                summary.checks_added = importing.backfill_checks(db)
-        finally:
-            db_backup.detach(db, _SCRATCH)
+        summary.tables = _copy_in(db, scratch_path)
     return summary
 
 
@@ -375,35 +440,63 @@ class CopySummary:
 COPY_BATCH = 5000
 
 
+def _nul_problem(table: db_backup.Table, row: tuple[Any, ...]) -> str | None:
+    """Where `row` holds text with a NUL character (SQLite keeps one, PostgreSQL cannot)."""
+    for column, value in zip(table.columns, row, strict=True):
+        if isinstance(value, str) and "\x00" in value:
+            return (
+                f"{table.name}, the row with {table.columns[0]} {row[0]!r}, column {column}: the text "
+                "holds a NUL character, which PostgreSQL cannot store"
+            )
+    return None
+
+
+def _copy_rows(src: Database, dst: Database, order: list[db_backup.Table]) -> dict[str, int]:
+    """Copy every row of the tables `order` from `src` into `dst` (inside the caller's write on
+    `dst`); rows per table. InputError, nothing written, for a text PostgreSQL cannot store."""
+    check_nul = dst.dialect == "postgresql"
+    counts: dict[str, int] = {}
+    for table in order:
+        n = 0
+        batch: list[tuple[Any, ...]] = []
+        for row in db_backup.all_rows(src, table):
+            if check_nul and (problem := _nul_problem(table, row)):
+                raise InputError(f"{problem}; nothing was copied")
+            batch.append(row)
+            if len(batch) >= COPY_BATCH:
+                db_backup.insert_rows(dst, table, batch)
+                n, batch = n + len(batch), []
+        if batch:
+            db_backup.insert_rows(dst, table, batch)
+            n += len(batch)
+        counts[table.name] = n
+    return counts
+
+
 def copy_store(src: Database, dst: Database) -> CopySummary:
     """Copy every row of `src` into the empty store `dst` as it is (ids, history, secrets), in one
     write transaction on `dst`: SQLite into PostgreSQL or back, losslessly. Both must be at the
-    same migration; `dst` must be empty (ConflictError otherwise), and nothing is written then."""
+    same migration; `dst` must be empty (ConflictError otherwise), and `src` must have no import
+    moving its rows in (ConflictError: its rows are half there); nothing is written then."""
     if db_backup.applied_migrations(src) != db_backup.applied_migrations(dst):
         raise ConflictError(
             "the two databases are at different migrations; open both with this "
             "release first (every command migrates the database it opens)"
         )
-    summary = CopySummary()
     order = db_backup.tables(src)
     known = {t.name: t for t in db_backup.tables(dst)}
     missing = [t.name for t in order if t.name not in known or known[t.name].columns != t.columns]
     if missing:
         raise ConflictError(f"the target's schema differs from the source's ({', '.join(missing)})")
     with store.read_snapshot(src), store.write(dst):
-        _refuse_unless_empty(dst)
+        _refuse_while_importing(src, "copy it", "the copy")
+        held = _held(dst)
+        if held:
+            raise ConflictError(
+                f"the target database is not empty ({held}); a copy goes into an empty database only "
+                "and never merges: name a new file or an empty PostgreSQL database"
+            )
         db_backup.forget_secrets(dst)  # the source's own secrets come across instead
-        for table in order:
-            n = 0
-            batch: list[tuple[Any, ...]] = []
-            for row in db_backup.all_rows(src, table):
-                batch.append(row)
-                if len(batch) >= COPY_BATCH:
-                    db_backup.insert_rows(dst, table, batch)
-                    n, batch = n + len(batch), []
-            if batch:
-                db_backup.insert_rows(dst, table, batch)
-                n += len(batch)
-            summary.tables[table.name] = n
+        summary = CopySummary(_copy_rows(src, dst, order))
     dst.analyze()
     return summary

@@ -35,7 +35,7 @@ runs = summary["runs"]
 viewer = ui.current_reviewer()
 if viewer is not None and ui.is_lead(viewer):
     st.caption("Database")
-    ui.literal(str(path))
+    ui.literal(store.shown(path))
 
 cols = st.columns(4)
 cols[0].metric("Answers", f"{totals['answers']:,}")

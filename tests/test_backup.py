@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import select
 import shutil
 import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +22,7 @@ from calibration.cli import main
 from calibration.errors import ConflictError, InputError
 from calibration.importing import backfill_checks, import_answers, import_labels
 from calibration.store import guidelines
+from calibration.store import imports as import_store
 from calibration.store.backup import MIGRATIONS_TABLE
 
 from .judge_stub import StubServer
@@ -499,3 +506,149 @@ def test_no_backup_while_an_import_is_moving_its_rows_in(full_db: Path, tmp_path
     with store.session(full_db) as db, pytest.raises(ConflictError, match="an import is moving"):
         backup.write_backup(db, out)
     assert not out.exists()
+
+
+# ---------------------------------------------------------------- nothing planted, nothing unreadable
+
+
+def _with_rows(src: Path, dst: Path, rows: list[dict]) -> None:
+    """Copy the backup `src` to `dst` with `rows` added at the end, its header counting them."""
+    lines = src.read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    for r in rows:
+        header["tables"][r["table"]] = header["tables"].get(r["table"], 0) + 1
+    dst.write_text(
+        "\n".join([json.dumps(header), *lines[1:], *map(json.dumps, rows)]) + "\n", encoding="utf-8"
+    )
+
+
+def test_a_sign_in_secret_in_a_backup_file_is_never_restored(
+    full_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "backup.jsonl"
+    assert main(["--db", str(full_db), "backup", "--out", str(good)]) == 0
+    assert SECRET not in good.read_text(encoding="utf-8")  # the backup leaves its own out
+    planted = tmp_path / "planted.jsonl"
+    row = {"key": store.SIGNIN_SECRET_SETTING, "value": "planted-by-someone"}
+    _with_rows(good, planted, [{"table": "settings", "row": row}])
+    target = tmp_path / "target.db"
+    capsys.readouterr()
+    assert main(["--db", str(target), "restore", str(planted)]) == 0
+    assert "left out: the sign-in secret" in capsys.readouterr().out
+    with store.session(target) as db:
+        assert store.get_setting(db, store.SIGNIN_SECRET_SETTING) is None
+        assert store.get_setting(db, "stats.alpha") is not None  # the other settings are restored
+
+
+@pytest.mark.parametrize(
+    ("row", "column"),
+    [
+        ({"table": "judge_verdicts", "row": {"evidence": "[not json"}}, "evidence"),
+        ({"table": "label_events", "row": {"evidence": '{"a": 1}'}}, "evidence"),
+        ({"table": "label_events", "row": {"evidence": "[1, 2]"}}, "evidence"),
+        ({"table": "answers", "row": {"metadata": "[]"}}, "metadata"),
+        ({"table": "answers", "row": {"metadata": "{"}}, "metadata"),
+        ({"table": "cycle_plans", "row": {"plan": '{"answer_strata": [1]}'}}, "plan"),
+        ({"table": "cycles", "row": {"snapshot": '{"agreement": {"kappa": [0.5]}}'}}, "snapshot"),
+        ({"table": "reassignments", "row": {"answers": "not json"}}, "answers"),
+        ({"table": "imports", "row": {"new_runs": '["x"]'}}, "new_runs"),
+        ({"table": "imports", "row": {"status": "publishing"}}, "status"),
+        ({"table": "judge_calls", "row": {"exchanges": "{}"}}, "exchanges"),
+        ({"table": "judge_lab_runs", "row": {"params": "1"}}, "params"),
+        ({"table": "label_events", "row": {"duration_ms": "fast"}}, "duration_ms"),
+        ({"table": "label_events", "row": {"note": 12}}, "note"),
+        ({"table": "label_events", "row": {"note": "a\u0000b"}}, "note"),
+        ({"table": "cycle_answers", "row": {"inclusion_prob": "half"}}, "inclusion_prob"),
+        ({"table": "answer_checks", "row": {"cjk_chars": True}}, "cjk_chars"),
+        ({"table": "settings", "row": {"key": "stats.alpha", "value": "a lot"}}, "value"),
+        ({"table": "settings", "row": {"key": "stats.alpha", "value": "5"}}, "value"),
+    ],
+)
+def test_a_cell_its_readers_could_not_use_is_refused_by_line_and_column(
+    full_db: Path, tmp_path: Path, row: dict, column: str
+) -> None:
+    good = tmp_path / "backup.jsonl"
+    with store.session(full_db) as db:
+        backup.write_backup(db, good)
+    lines = good.read_text(encoding="utf-8").splitlines()
+    # A row of that table as the backup holds it, one cell changed.
+    at, found = next(
+        (i, json.loads(x)) for i, x in enumerate(lines) if json.loads(x).get("table") == row["table"]
+    )
+    found["row"].update(row["row"])
+    lines[at] = json.dumps(found)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    target = tmp_path / "target.db"
+    with store.session(target) as db, pytest.raises(InputError) as err:
+        backup.restore(db, broken)
+    assert f"{broken}:{at + 1}: row.{column}:" in str(err.value)
+    _tables_are_empty(target)
+
+
+# ---------------------------------------------------------------- no scratch copy left behind
+
+
+def _restore_subprocess(db: Path, backup_file: Path, tmp: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "calibration", "--db", str(db), "restore", str(backup_file)],
+        cwd=Path(__file__).resolve().parents[1],
+        env={**os.environ, "TMPDIR": str(tmp)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _kill_when_loading(proc: subprocess.Popen[bytes], fifo: Path, header: str) -> None:
+    """Feed the restore reading `fifo` its header, then SIGKILL it once it opens the file again to
+    load the rows (its scratch database made by then)."""
+    fd = os.open(fifo, os.O_WRONLY)  # returns once the restore opened the file for its header
+    os.write(fd, header.encode("utf-8"))
+    closed = select.poll()
+    closed.register(fd, 0)  # POLLERR alone: the restore has read its header and closed the file
+    closed.poll()
+    os.close(fd)
+
+    def kill() -> None:
+        os.close(os.open(fifo, os.O_WRONLY))  # returns once the restore opened the file again
+        proc.kill()
+
+    killer = threading.Thread(target=kill)
+    killer.start()
+    proc.wait()
+    # Had the restore ended on its own, the killer still waits for a reader: give it one.
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+    killer.join()
+
+
+def test_a_restore_killed_during_its_scratch_load_leaves_nothing_after_the_next_run(
+    full_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good = tmp_path / "backup.jsonl"
+    with store.session(full_db) as db:
+        backup.write_backup(db, good)
+    header = good.read_text(encoding="utf-8").splitlines(keepends=True)[0]
+    # The backup comes through a pipe: the restore reads its header, makes its scratch database,
+    # then opens the file again to load the rows and waits there for them.
+    fifo = tmp_path / "backup.fifo"
+    os.mkfifo(fifo)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = _restore_subprocess(tmp_path / "killed.db", fifo, tmp)
+    try:
+        _kill_when_loading(proc, fifo, header)
+    finally:
+        if proc.poll() is None:  # the test failed midway: leave no restore running
+            proc.kill()
+            proc.wait()
+    left = list(tmp.iterdir())
+    assert [p.name for p in left if (p / "scratch.db").exists()], left  # what the kill left behind
+    # A restore still running in another process, and one whose process id was taken since.
+    live = tmp / f"calibration-restore-{os.getppid()}.{import_store.process_start(os.getppid())}-running"
+    reused = tmp / f"calibration-restore-{os.getppid()}.1-reused"
+    reused.mkdir()
+    live.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    with store.session(tmp_path / "next.db") as db:
+        backup.restore(db, good)
+    assert list(tmp.iterdir()) == [live]

@@ -15,7 +15,7 @@ from pathlib import Path
 from .. import __version__, store
 from ..errors import CalibrationError, StorageError
 from . import cycles, io, judge, labels, reviewers, serve, split
-from .common import FLAGS
+from .common import FLAGS, note_new_database
 from .common import db_path as _db_path
 
 # The only package that imports argparse or prints: each module registers its commands.
@@ -30,7 +30,10 @@ REGISTRARS = [
 ]
 
 # Commands that may start from no database; every other one reads an existing one.
-CREATING_COMMANDS = {"import", "import-labels", "demo", "restore", "serve", "migrate-db"}
+CREATING_COMMANDS = {"import", "import-labels", "demo", "restore", "serve"}
+# Commands that take no --db: they name their databases as arguments and say which one a
+# message is about themselves.
+NO_DB_COMMANDS = {"migrate-db"}
 MODULE_PROG = "python -m calibration"
 
 EPILOG = "exit status: 0 success, 1 invalid input or a refused operation (message on stderr), 2 usage error"
@@ -65,6 +68,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         prog = invoked_name(sys.argv[0]) if argv is None else "calibration"
     parser = build_parser(prog)
     args = parser.parse_args(argv)
+    if args.command in NO_DB_COMMANDS:
+        return _run(args, None)
     db = _db_path(args)
     shown = store.shown(db)
     if args.command not in CREATING_COMMANDS and not store.exists(db):
@@ -76,14 +81,19 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         )
         return 1
     if not store.exists(db):
-        # Not silent: a mistyped --db would otherwise fill a new file nobody looks at.
-        print(f"note: no database at {shown}: creating a new one", file=sys.stderr)
+        note_new_database(shown)
+    return _run(args, shown)
+
+
+def _run(args: argparse.Namespace, shown: str | None) -> int:
+    """Run the command's handler; `shown`: the database it works on, as messages show it (None
+    for a command that names its databases itself)."""
     try:
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
     except StorageError as exc:
         # One sentence, with the path here (pages show the sentence without it).
-        print(f"error: {shown}: {exc}", file=sys.stderr)
+        print(f"error: {shown + ': ' if shown else ''}{exc}", file=sys.stderr)
         return 1
     except CalibrationError as exc:
         print("error: " + "\n".join(exc.lines(FLAGS)), file=sys.stderr)

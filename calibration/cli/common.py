@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -44,6 +45,12 @@ def db_path(args: argparse.Namespace) -> Path | str:
     if args.db:
         return args.db if store.is_postgres(args.db) else Path(args.db)
     return store.default_db_url()
+
+
+def note_new_database(shown: str) -> None:
+    """Say that a database is about to be created: a mistyped location would otherwise fill a new
+    database nobody looks at. `shown`: the location as `store.shown` gives it."""
+    print(f"note: no database at {shown}: creating a new one", file=sys.stderr)
 
 
 def map_item(text: str) -> str:

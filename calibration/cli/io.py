@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import adapters, backup, export, importing, store
-from ..errors import CalibrationError, ConflictError, InputError, phrase
+from ..errors import CalibrationError, InputError, phrase
 from ..models import Verdict, parse_mapping
-from .common import FLAGS, db_path
+from .common import FLAGS, db_path, note_new_database
 from .common import encoding as _encoding
 from .common import map_item as _map_item
 
@@ -159,15 +159,20 @@ def cli_migrate_db(args: argparse.Namespace) -> int:
         print(f"error: no database at {store.shown(src)}", file=sys.stderr)
         return 1
     new = not store.exists(dst)
+    if new:
+        note_new_database(store.shown(dst))
+    where: Path | str | None = src  # a failure is about the one being opened, else the copy's words
     try:
-        with store.session(src) as source, store.session(dst) as target:
-            summary = backup.copy_store(source, target)
+        with store.session(src) as source:
+            where = dst
+            with store.session(dst) as target:
+                where = None
+                summary = backup.copy_store(source, target)
     except CalibrationError as exc:
-        if new and not store.is_postgres(dst):  # no empty file left behind to be mistaken for a copy
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{dst}{suffix}").unlink(missing_ok=True)
-        where = store.shown(dst) if isinstance(exc, ConflictError) else store.shown(src)
-        print(f"error: {where}: {exc}", file=sys.stderr)
+        if new:
+            store.remove_new(dst)
+        prefix = f"{store.shown(where)}: " if where is not None else ""
+        print(f"error: {prefix}" + "\n".join(exc.lines(FLAGS)), file=sys.stderr)
         return 1
     print(f"{store.shown(src)} -> {store.shown(dst)}")
     for line in summary.lines():
@@ -182,10 +187,8 @@ def cli_restore(args: argparse.Namespace) -> int:
         with store.session(path) as db:
             rep = backup.restore(db, args.file, encoding=args.encoding)
     except CalibrationError:
-        if new and not store.is_postgres(path):
-            # A refused restore leaves no empty database file behind to be mistaken for one.
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        if new:
+            store.remove_new(path)
         raise
     for line in rep.lines():
         print(line)

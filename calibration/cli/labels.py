@@ -37,7 +37,7 @@ def cli_info(args: argparse.Namespace) -> int:
     with store.session(_db_path(args)) as db:
         summary = store.info(db)
     totals = summary["totals"]
-    print(f"database: {_db_path(args)}")
+    print(f"database: {store.shown(_db_path(args))}")
     print(
         "answers {answers}, claims {claims}, labeled claims {labeled_claims}, "
         "reviewers {reviewers}, label events {label_events}".format(**totals)

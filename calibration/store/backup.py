@@ -85,6 +85,11 @@ def tables(db: Database, schema: str = "main") -> list[Table]:
     return ordered
 
 
+def column_types(db: Database, table: Table) -> dict[str, str]:
+    """Each column's declared type (INTEGER, REAL, TEXT), as an SQLite schema states it."""
+    return {r[1]: str(r[2]).upper() for r in db.execute(f"PRAGMA table_info({_quoted(table.name)})")}
+
+
 def applied_migrations(db: Database) -> list[str]:
     """The names of the schema's migrations this database has applied, in order."""
     return [m.name for m in migrations.applied(db)]
@@ -208,8 +213,9 @@ def all_rows(db: Database, table: Table) -> Iterator[tuple[Any, ...]]:
     yield from db.execute(f"SELECT {cols} FROM {_quoted(table.name)} ORDER BY {db.row_order(table.name)}")
 
 
-def forget_secrets(db: Database) -> None:
-    """Delete the secret settings (a copy brings the source's own; inside a write)."""
-    db.execute(
+def forget_secrets(db: Database) -> int:
+    """Delete the secret settings (inside a write); how many there were."""
+    cur = db.execute(
         f"DELETE FROM settings WHERE key IN ({','.join('?' * len(SECRET_SETTINGS))})", sorted(SECRET_SETTINGS)
     )
+    return int(cur.rowcount)

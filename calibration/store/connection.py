@@ -55,6 +55,7 @@ __all__ = [
     "is_postgres",
     "keep_idle_connections",
     "read_snapshot",
+    "remove_new",
     "session",
     "shown",
     "storage_error",
@@ -98,17 +99,42 @@ def exists(url: str | Path) -> bool:
 
 
 def shown(url: str | Path) -> str:
-    """The URL or path as a message may show it: a PostgreSQL URL without its password."""
+    """The URL or path as a message, a page or a log may show it: a PostgreSQL URL with its
+    password masked, in the user part and in a `password=` query parameter alike. The one
+    place a database location is made printable."""
     if not is_postgres(url):
         return str(url)
-    from urllib.parse import urlsplit, urlunsplit
+    from urllib.parse import unquote, urlsplit
 
     parts = urlsplit(str(url))
-    if parts.password is None:
-        return str(url)
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, at, host = netloc.rpartition("@")
+        if ":" in user:
+            user = user.partition(":")[0] + ":***"
+        netloc = user + at + host
+    query = "&".join(
+        f"{piece.partition('=')[0]}=***" if unquote(piece.partition("=")[0]) == "password" else piece
+        for piece in parts.query.split("&")
+    )
+    # Put together by hand: urlunsplit drops the empty host of postgresql:///db.
+    return (
+        f"{parts.scheme}://{netloc}{parts.path}"
+        + (f"?{query}" if parts.query else "")
+        + (f"#{parts.fragment}" if parts.fragment else "")
+    )
+
+
+def remove_new(url: str | Path) -> None:
+    """Remove the SQLite file a refused command has just created (and its -wal and -shm), so that
+    no empty database is left to be mistaken for a copy; this process may create it again. A
+    PostgreSQL database is the server's: left as it is."""
+    if is_postgres(url):
+        return
+    path = sqlite_path(url)
+    _migrated.pop(str(path.resolve()), None)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 def default_db_path() -> Path:

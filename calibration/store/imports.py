@@ -112,7 +112,7 @@ def is_hidden_claim(db: Database, claim_pk: int) -> bool:
 # ---------------------------------------------------------------- the importing process
 
 
-def _process_start(pid: int) -> str | None:
+def process_start(pid: int) -> str | None:
     """The kernel's start time of process `pid` (Linux /proc), which tells a reused pid apart."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
@@ -125,22 +125,30 @@ def _process_start(pid: int) -> str | None:
     return fields[19]
 
 
-def _alive(p: Unfinished) -> bool:
-    """Is the process that started import `p` still running? True when this host cannot tell."""
-    if p.host != socket.gethostname() or os.name == "nt":
-        return True  # another machine's process (or no signal 0 here): not ours to judge
-    if p.pid == os.getpid():
-        return p.id in _ACTIVE
+def process_running(pid: int, started: str | None) -> bool:
+    """Is process `pid` of this host still running? `started`: its `process_start` when it was
+    seen, which tells a reused pid apart. True when this system cannot tell."""
+    if os.name == "nt":
+        return True  # no signal 0 here: not ours to judge
     try:
-        os.kill(p.pid, 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         pass  # it exists, under another user
-    start = _process_start(p.pid)
-    if p.process_start is not None and os.path.exists(f"/proc/{p.pid}"):
-        return start == p.process_start  # None: a zombie; another value: the pid was reused
+    start = process_start(pid)
+    if started is not None and os.path.exists(f"/proc/{pid}"):
+        return start == started  # None: a zombie; another value: the pid was reused
     return True
+
+
+def _alive(p: Unfinished) -> bool:
+    """Is the process that started import `p` still running? True when this host cannot tell."""
+    if p.host != socket.gethostname():
+        return True  # another machine's process: not ours to judge
+    if p.pid == os.getpid():
+        return p.id in _ACTIVE
+    return process_running(p.pid, p.process_start)
 
 
 def begin(db: Database, *, stamp: str, new_runs: list[int], source: str | None) -> int:
@@ -149,7 +157,7 @@ def begin(db: Database, *, stamp: str, new_runs: list[int], source: str | None) 
     cur = db.execute(
         "INSERT INTO imports (status, source, stamp, new_runs, pid, host, process_start, started_at) "
         "VALUES ('publishing', ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        [source, stamp, json.dumps(sorted(new_runs)), pid, socket.gethostname(), _process_start(pid), now()],
+        [source, stamp, json.dumps(sorted(new_runs)), pid, socket.gethostname(), process_start(pid), now()],
     )
     new_id = int(cur.fetchone()[0])
     _ACTIVE.add(new_id)
