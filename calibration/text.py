@@ -651,6 +651,16 @@ def storable_problem(value: str) -> str | None:
     return None if m is None else _reason(m.group(), m.start())
 
 
+def check_text(value: str, field: str) -> str:
+    """`value`, body text a person typed (a note, a reason, a reference answer, guidelines), or
+    InputError naming `field` when :func:`text_problem` refuses it (a NUL, which PostgreSQL's
+    text cannot hold, or another control body text never needs)."""
+    reason = text_problem(value)
+    if reason:
+        raise InputError(f"{field}: {reason}; type it again without it")
+    return value
+
+
 def json_text_problem(value: object, where: str = "") -> str | None:
     """The first string of a parsed JSON value, object keys included, that
     :func:`storable_problem` refuses, as ``"events.0.note: contains a NUL character ..."``."""
@@ -714,6 +724,7 @@ __all__ = [
     "BIDI_EXPLICIT",
     "BIDI_MARKS",
     "check_name",
+    "check_text",
     "confusable_with",
     "display_name",
     "id_problem",

@@ -17,6 +17,7 @@ from calibration.text import (
     _prototypes,
     _script_key,
     check_name,
+    check_text,
     confusable_with,
     id_problem,
     json_text_problem,
@@ -583,3 +584,9 @@ def test_json_text_problem_names_the_first_place_of_a_nul() -> None:
         == "k<U+0000>: the key contains a NUL character (U+0000) at character 2"
     )
     assert json_text_problem("\x00") == "value: contains a NUL character (U+0000) at character 1"
+
+
+def test_check_text_refuses_what_body_text_may_not_hold_naming_the_field() -> None:
+    assert check_text("line\n\ttab \u202e kept", "note") == "line\n\ttab \u202e kept"
+    with pytest.raises(InputError, match=r"^reason: contains a NUL character \(U\+0000\) at character 2; "):
+        check_text("a\x00", "reason")

@@ -318,6 +318,22 @@ def test_a_lead_writes_guidelines(judged: str | Path) -> None:
     assert "Directly supported by the text of the chunks" in _texts(at)
 
 
+def test_guidelines_with_a_nul_are_refused_with_a_sentence(judged: str | Path) -> None:
+    at = _page("pages/guidelines.py", "anna")
+    at.text_area(key="guidelines_text_project").input("Be strict.\x00")
+    at.button[0].click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["Not saved."]
+    assert (
+        "guidelines: contains a NUL character (U+0000) at character 11; type it again without it"
+        in _texts(at)
+    )
+    from calibration.store import guidelines as db_guidelines
+
+    with store.session(judged) as db:
+        assert db_guidelines.get_guidelines(db, db_guidelines.PROJECT_SCOPE) is None
+
+
 @pytest.mark.parametrize(
     "browser_name, saved_as",
     [
