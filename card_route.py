@@ -37,6 +37,7 @@ from starlette.responses import Response
 # `ui._run_through_the_app`. The route needs none of it.
 from calibration import review, roles, store, tokens
 from calibration.errors import CalibrationError, StorageError
+from calibration.models import StoredInt
 
 PATH = "/_calibration/card"
 MAX_BODY = 1 << 20  # bytes; a report of 500 claims with notes stays well under it
@@ -74,7 +75,7 @@ class CardPost(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     token: str = Field(max_length=200)
-    cycle: int
+    cycle: StoredInt
     reviewer: str = Field(min_length=1, max_length=1000)
     report: review.CardReport
 
@@ -101,8 +102,8 @@ def write(body: bytes, now: float) -> Response:
     """Check the body and write its report (blocking: the route runs it on a worker thread)."""
     try:
         post = CardPost.model_validate_json(body)
-    except ValidationError:
-        return _reply(400, error="malformed report")
+    except ValidationError as exc:
+        return _reply(400, error=review.malformed_report(exc))
     if not check_card_token(post.cycle, post.reviewer, post.token, now):
         return _reply(403, error="not this card's token")
     report = post.report

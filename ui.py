@@ -702,11 +702,16 @@ def literal(text: str | None, **kwargs: object) -> None:
 # folder of its own under a name the app makes: the browser's name is untrusted text (it may
 # be "..", hold a NUL or a slash, or be longer than a file name may be) and is only shown,
 # through `literal`, cut to `MAX_SHOWN_NAME`. A folder goes when its upload is replaced,
-# imported or dropped, when the session that made it ends, and otherwise once it is older
-# than `UPLOAD_MAX_AGE_S` (swept on every visit of the Import page).
+# imported or dropped, when the session that made it is collected, and otherwise once no run
+# has used it for `UPLOAD_MAX_AGE_S`: swept every `UPLOAD_SWEEP_EVERY_S` while the server runs
+# (`_upload_sweeper`), and on every visit of the Import page (folders a killed server left). So a
+# folder is gone at most two minutes after the last run of its tab, however late Streamlit ends
+# the session; a tab still open writes its upload again, from the copy Streamlit keeps in
+# memory, at its next run (`saved_upload`).
 
 UPLOAD_PREFIX = "calibration-upload-"
-UPLOAD_MAX_AGE_S = 6 * 3600
+UPLOAD_MAX_AGE_S = 90
+UPLOAD_SWEEP_EVERY_S = 30
 MAX_SHOWN_NAME = 80
 _MAX_STEM_BYTES = 96  # well below any file system's 255-byte name limit, with the extension
 _MAX_EXT = 8  # ".parquet": the longest extension an adapter reads
@@ -745,8 +750,10 @@ def shown_upload_name(browser_name: str) -> str:
 
 
 def sweep_uploads(now: float, root: Path | None = None, max_age_s: float = UPLOAD_MAX_AGE_S) -> None:
-    """Remove upload folders (`UPLOAD_PREFIX`) under `root` (the temp folder) older than `max_age_s`:
-    those of sessions that ended without their finaliser running (a server that was killed)."""
+    """Remove upload folders (`UPLOAD_PREFIX`) under `root` (the temp folder) that no run has used
+    for more than `max_age_s` (`saved_upload` touches the folder it hands out): those of tabs
+    closed, whose session Streamlit has not ended or Python not collected yet, and of a server
+    that was killed."""
     for folder in (root or Path(tempfile.gettempdir())).glob(f"{UPLOAD_PREFIX}*"):
         try:
             if folder.is_dir() and now - folder.stat().st_mtime > max_age_s:
@@ -774,14 +781,34 @@ class SavedUpload:
 def saved_upload(key: str, data: bytes, browser_name: str) -> SavedUpload:
     """The upload `data` on disk, kept in session state under `key`: the same object while the
     same bytes are uploaded, a new one (the old folder removed) when they change."""
+    if st.runtime.exists():  # a served app, not a test or a tool
+        _upload_sweeper()
     saved = st.session_state.get(key)
     digest = hashlib.sha256(data).hexdigest()
     if isinstance(saved, SavedUpload) and saved.digest == digest and saved.path.exists():
-        return saved
+        with suppress(OSError):  # used by this run: kept for another UPLOAD_MAX_AGE_S
+            os.utime(saved.path.parent)
+        if saved.path.exists():
+            return saved
     drop_upload(key)
     saved = SavedUpload(data, browser_name, digest)
     st.session_state[key] = saved
     return saved
+
+
+@st.cache_resource(show_spinner=False)
+def _upload_sweeper() -> threading.Thread:
+    """Once per server process, from its first upload on: `sweep_uploads` every
+    `UPLOAD_SWEEP_EVERY_S`, visits or not."""
+
+    def sweep_forever() -> None:
+        while True:
+            sweep_uploads(time.time())
+            time.sleep(UPLOAD_SWEEP_EVERY_S)
+
+    thread = threading.Thread(target=sweep_forever, name="upload-sweeper", daemon=True)
+    thread.start()
+    return thread
 
 
 def drop_upload(key: str) -> None:

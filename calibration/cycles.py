@@ -34,13 +34,22 @@ import numpy as np
 from . import planning, roles, roster, sampling, store
 from .errors import ConflictError, Hint, InputError, NotFoundError, Option, Problem, WorkOutstandingError
 from .fmt import plural
+from .models import MAX_STORED_INT
 from .store import Database
 from .store import cycles as db_cycles
+from .text import id_problem, visible
 from .text import normalise_name as name_key
 from .vocab import LABELS, ClaimStatus
 
 MIN_SIZE, MAX_SIZE = 15, 30
 DEFAULT_SIZE = 20
+# Bounds of what a lead types, checked here for the CLI and the page alike: the most answers one
+# cycle samples (forced past MAX_SIZE: a cycle is a round of human review), the seed's range (the
+# engines' integer, `models.MAX_STORED_INT`; numpy's PCG64 takes any of them), and a name's
+# length (a name is shown in lists, tables and every line of `cycle list`).
+SIZE_LIMIT = 1000
+SEED_LIMIT = MAX_STORED_INT
+NAME_LIMIT = 200
 DEFAULT_OVERLAP = 0.2
 # The agreement a healthy judge shows (seed 000: "85%+"): the interval width warned about
 # for an out-of-bounds size is computed there.
@@ -575,12 +584,12 @@ def create_cycle(
     """
     name = (name or "").strip()
     problems: list[str | Problem] = []
-    if not name:
-        problems.append("name: a cycle needs a name")
+    if name_problem := _name_problem(name):
+        problems.append(name_problem)
     if strategy not in sampling.STRATEGIES:
         problems.append(f"strategy: unknown {strategy!r}; use one of {', '.join(sampling.STRATEGIES)}")
-    if size < 1:
-        problems.append(f"size: must be at least 1, got {size}")
+    if size_problem := _size_problem(size):
+        problems.append(size_problem)
     elif not force and not MIN_SIZE <= size <= MAX_SIZE:
         problems.append(
             Problem(
@@ -595,11 +604,18 @@ def create_cycle(
         problems.append(f"failing share: must be between 0 and 1, got {failing_share}")
     if strategy == "planned" and goal not in planning.GOALS:
         problems.append(f"goal: unknown {goal!r}; use one of {', '.join(planning.GOALS)}")
-    if seed is not None and seed < 0:
-        problems.append(f"seed: must be a non-negative integer, got {seed}")
+    if seed is not None and not 0 <= seed <= SEED_LIMIT:
+        problems.append(f"seed: must be a whole number from 0 to {SEED_LIMIT}, or none to draw one")
     matched = roles.match_reviewers(reviewers, db_cycles.known_reviewer_names(db))
     team = matched.names
     problems += matched.problems + roster.check_on_roster(db, team)
+    if reviewers and not team and not matched.problems:
+        # ",,," is a list naming nobody, not "no list": opening the cycle to every reviewer
+        # is said by giving none.
+        problems.append(
+            "reviewers: the list names nobody; name the reviewers, or give none to open the cycle "
+            "to every reviewer"
+        )
     if problems:
         raise InputError(problems)
     warnings: list[str] = []
@@ -685,6 +701,42 @@ def create_cycle(
     return replace(cycle, notes=tuple(notes), warnings=tuple(warnings))
 
 
+def _name_problem(name: str) -> str | None:
+    """Why a cycle name (stripped) is refused, or None: empty, longer than NAME_LIMIT, or holding
+    a control character (a line break would add a line to `cycle list`) or a bidirectional
+    control (`text.id_problem`, the rule for ids)."""
+    if not name:
+        return "name: a cycle needs a name"
+    if len(name) > NAME_LIMIT:
+        return f"name: {len(name):,} characters is too long; a cycle name has at most {NAME_LIMIT}"
+    reason = id_problem(name)
+    return None if reason is None else f"name: {visible(name)!r} {reason}; type the name without it"
+
+
+def _size_problem(size: int) -> str | None:
+    """Why a cycle size is refused, or None: it is 1 to SIZE_LIMIT answers."""
+    if not 1 <= size <= SIZE_LIMIT:
+        return f"size: must be at least 1 and at most {SIZE_LIMIT} (answers in one cycle)"
+    return None
+
+
+def typed_reviewers(text: str) -> list[str]:
+    """The reviewers typed as one comma-separated text (the CLI's `--reviewers`, the page's
+    field): blank text is no list (an open cycle); any other is split at the commas, and
+    `create_cycle` refuses one that names nobody (",,,")."""
+    return text.split(",") if text.strip() else []
+
+
+def size_from_link(raw: str | None) -> int | None:
+    """The size a link asks for (the Dashboard's `?plan=1&size=`), or None when it gives none or
+    one that is not a whole number from 1 to SIZE_LIMIT (ASCII digits only: "²" is a digit to
+    `str.isdigit`, not to `int`)."""
+    text = (raw or "").strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > len(str(SIZE_LIMIT)):
+        return None
+    return int(text) if _size_problem(int(text)) is None else None
+
+
 def _plan(db: Database, run_id: int, pool: Sequence[str], goal: str, size: int) -> planning.Plan:
     """The planned design for a cycle of `size` from `pool` on the run (`planning.make_plan`)."""
     try:
@@ -714,8 +766,8 @@ def plan_next(
     A pool smaller than `size` is planned whole."""
     if goal not in planning.GOALS:
         raise InputError(f"goal: unknown {goal!r}; use one of {', '.join(planning.GOALS)}")
-    if size < 1:
-        raise InputError(f"size: must be at least 1, got {size}")
+    if size_problem := _size_problem(size):
+        raise InputError(size_problem)
     with store.read_snapshot(db):
         run = store.find_judge_run(db, judge_run)
         rows = _pool_rows(db, run.id)

@@ -70,7 +70,7 @@ from .store import Database
 from .store import checks as check_store
 from .store.checks import ReferenceEdit
 from .store.exports import ClaimDetail, claim_details, claim_ids_in_scope, cycle_judge_run_id
-from .text import neutralise_cell
+from .text import check_text, neutralise_cell
 from .vocab import ClaimStatus, Verdict
 
 EXPORT_FORMAT = "judge-calibration-export"
@@ -512,7 +512,7 @@ def reference_answers(db: Database) -> dict[str, str]:
 
 def set_reference_answer(db: Database, answer_id: str, text: str, *, edited_by: str) -> ReferenceEdit:
     """Store a lead's reference answer for the golden export of `answer_id` (history is kept)."""
-    text = text.strip()
+    text = check_text(text.strip(), "reference answer")
     if not text:
         raise InputError("reference answer: empty; write the answer the question expects")
     if not edited_by.strip():

@@ -42,6 +42,7 @@ from .store import checks as check_store
 from .store import cycles as store_cycles
 from .store import imports as import_marks
 from .store import labels as label_store
+from .text import json_text_problem
 from .vocab import LABEL_KINDS, LABEL_STATUSES, LABELS
 
 
@@ -597,6 +598,9 @@ def _export_lines(
                 f"format_version {value.get('format_version')!r} is not supported "
                 f"(this tool reads version {FORMAT_VERSION})",
             )
+        elif (unstorable := json_text_problem(value)) is not None:
+            # Every string of the line (notes, names, rationales ...) is stored as it is.
+            problems.add(line, unstorable)
         else:
             yield line, value
 

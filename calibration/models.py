@@ -7,15 +7,32 @@ validated values are trusted and passed around as these types.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .errors import Hint, Option
 from .text import id_problem, text_problem
 from .vocab import LABELS, Verdict
 
 __all__ = ["LABELS", "Verdict"]  # re-exported: the edge models speak of them
+
+# The engines' integer: SQLite's INTEGER and PostgreSQL's BIGINT (store/postgres.py) are 64-bit
+# signed. An id, a seed or a count beyond it is refused at the edge, where it can be said why.
+MAX_STORED_INT: Final = 2**63 - 1
+StoredInt = Annotated[int, Field(ge=0, le=MAX_STORED_INT)]
+
+
+def _storable_text(value: str) -> str:
+    reason = text_problem(value)
+    if reason:
+        raise ValueError(reason)
+    return value
+
+
+# Body text a person or a file writes (a note): `text.text_problem` refuses NUL, which
+# PostgreSQL's text cannot hold, and the other controls body text never needs.
+BodyText = Annotated[str, AfterValidator(_storable_text)]
 
 
 # One explicit table: a spelling not in it is an error unless the user maps it.
@@ -255,7 +272,7 @@ class LabelRowIn(BaseModel):
     claim_id: str = Field(min_length=1)
     verdict: str = Field(min_length=1)
     reviewer: str = Field(min_length=1)
-    note: str | None = None
+    note: BodyText | None = None
     evidence: list[str] = Field(default_factory=list)
 
     @field_validator("answer_id", "claim_id")

@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from . import cycles, store
 from .errors import (
@@ -52,7 +52,7 @@ from .errors import (
     StorageError,
 )
 from .fmt import plural
-from .models import Verdict
+from .models import BodyText, StoredInt, Verdict
 from .store import Database, LabelState
 from .store import guidelines as db_guidelines
 from .store import review as db_review
@@ -66,6 +66,7 @@ CardDo = Literal[
     "commit", "keep", "judge_right", "previous", "following", "next", "answers", "guidelines", "keys"
 ]
 MAX_CARD_ID = 1000  # characters of an id the card may send back (answer and chunk ids)
+MAX_LABEL_MS = 24 * 3600 * 1000  # the longest time a label records (`LabelMs`)
 RECONCILE_KINDS = ("keep", "judge_right")
 
 
@@ -513,18 +514,33 @@ def label(
 # sees every one of them. `record_card` writes what is new in a report, once.
 
 
+def _at_most_a_day(ms: int) -> int:
+    return min(ms, MAX_LABEL_MS)
+
+
+# A label's time (ms, the claim drawn to the key press): a time over a day is a card left open
+# (a night, a weekend), not work; it is kept as a day, since refusing it would refuse the
+# verdict with it, in the route and the page alike, however often the card sent it again.
+LabelMs = Annotated[StoredInt, AfterValidator(_at_most_a_day)]
+
+
 class CardEntry(BaseModel):
-    """One claim's latest verdict as the card reports it (`CardReport.claims`)."""
+    """One claim's latest verdict as the card reports it (`CardReport.claims`).
+
+    Numbers are the engines' integers (`models.StoredInt`): one beyond them, which no card
+    makes, refuses the report with a sentence. `ms` over a day (`MAX_LABEL_MS`) is taken as a
+    day (`LabelMs`); a note PostgreSQL could not store (a NUL) refuses the report
+    (`models.BodyText`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    seq: int = Field(ge=0)  # the card's number for the key press; a later press has a larger one
+    seq: StoredInt  # the card's number for the key press; a later press has a larger one
     kind: Literal["blind", "skip", "unclear"]
     verdict: Verdict | None = None
     evidence: tuple[Annotated[str, Field(max_length=MAX_CARD_ID)], ...] = Field((), max_length=200)
-    note: str | None = Field(None, max_length=2000)
-    base: int | None = None  # the label event the card showed for the claim (`LabelState.event_id`)
-    ms: int | None = Field(None, ge=0)  # from the claim drawn to the key press
+    note: BodyText | None = Field(None, max_length=2000)
+    base: StoredInt | None = None  # the label event the card showed for the claim (`LabelState.event_id`)
+    ms: LabelMs | None = None  # from the claim drawn to the key press
 
 
 class CardAction(BaseModel):
@@ -532,7 +548,7 @@ class CardAction(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    seq: int = Field(ge=0)
+    seq: StoredInt
     do: CardDo
 
 
@@ -543,15 +559,15 @@ class CardReport(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     answer: str = Field(max_length=MAX_CARD_ID)
-    index: int | None = Field(None, ge=0)  # the claim shown; None: the last look
+    index: StoredInt | None = None  # the claim shown; None: the last look
     waiting: bool = False  # only skipped claims are left in the answer: where next is the server's
-    claims: dict[int, CardEntry] = Field(default_factory=dict, max_length=500)
+    claims: dict[StoredInt, CardEntry] = Field(default_factory=dict, max_length=500)
     actions: tuple[CardAction, ...] = Field((), max_length=5000)
-    retry: int = 0  # pressed "Try again": the same report once more
+    retry: StoredInt = 0  # pressed "Try again": the same report once more
     # Claim pk -> (sequence number, label event) the card's verdict route wrote (card_route.py):
     # the card's own writes, which a later report builds on. Taken on the card's word, like
     # `CardEntry.base`: a wrong one only skips or refuses that card's own writes.
-    written: dict[int, tuple[int, int]] = Field(default_factory=dict, max_length=500)
+    written: dict[StoredInt, tuple[StoredInt, StoredInt]] = Field(default_factory=dict, max_length=500)
 
 
 def parse_card_report(raw: object) -> CardReport | None:
@@ -561,9 +577,15 @@ def parse_card_report(raw: object) -> CardReport | None:
     try:
         return CardReport.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "report"
-        raise InputError(f"the review card sent a malformed report ({where}: {first['msg']})") from None
+        raise InputError(malformed_report(exc)) from None
+
+
+def malformed_report(exc: ValidationError) -> str:
+    """What is wrong with a card's report (or the route's body around it), in one sentence."""
+    first = exc.errors()[0]
+    # A part of the path is the sender's (a claim's key): shortened, so the sentence stays one.
+    where = ".".join(cut_words(str(p), 40) for p in first["loc"]) or "report"
+    return f"the review card sent a malformed report ({where}: {first['msg']})"
 
 
 @dataclass(frozen=True, slots=True)

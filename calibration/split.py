@@ -27,6 +27,7 @@ from .errors import ConflictError, InputError
 from .store import Database
 from .store import split as split_store
 from .store.split import SplitRecord
+from .text import check_text
 
 DEFAULT_SEED = 20240601
 # Half of the labels: the holdout's paired test has to find the discordant claims among them,
@@ -206,6 +207,8 @@ def unseal(db: Database, *, who: str, reason: str | None = None) -> SplitRecord:
     """Unseal the current holdout, recording who and when; it is marked used from then on."""
     if not who.strip():
         raise InputError("say who unseals the holdout")
+    if reason is not None:
+        check_text(reason, "reason")
     gen = split_store.current_split(db)
     if gen is None:
         raise ConflictError("there is no split to unseal yet")

@@ -91,6 +91,7 @@ _C0: Final = "\x00-\x1f"
 _C1: Final = "\x7f-\x9f"
 _SURROGATES: Final = "\ud800-\udfff"
 _TEXT_BAD_RE: Final = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f{_SURROGATES}]")
+_UNSTORABLE_RE: Final = re.compile(f"[\x00{_SURROGATES}]")
 _ID_BAD_RE: Final = re.compile(f"[{_C0}{_C1}{_SURROGATES}{''.join(sorted(BIDI_CONTROLS))}]")
 
 # Body text: shown as <U+XXXX>.  Explicit bidi controls reorder text; C0/C1 controls other
@@ -641,6 +642,45 @@ def text_problem(value: str) -> str | None:
     return None if m is None else _reason(m.group(), m.start())
 
 
+def storable_problem(value: str) -> str | None:
+    """Why text that neither engine stores is refused, or None: a NUL (PostgreSQL's text holds
+    none; SQLite would keep it, and copying the database into PostgreSQL would fail) or a lone
+    surrogate (not UTF-8).  The least every stored string needs: :func:`text_problem` and
+    :func:`id_problem` refuse these and more."""
+    m = _UNSTORABLE_RE.search(value)
+    return None if m is None else _reason(m.group(), m.start())
+
+
+def check_text(value: str, field: str) -> str:
+    """`value`, body text a person typed (a note, a reason, a reference answer, guidelines), or
+    InputError naming `field` when :func:`text_problem` refuses it (a NUL, which PostgreSQL's
+    text cannot hold, or another control body text never needs)."""
+    reason = text_problem(value)
+    if reason:
+        raise InputError(f"{field}: {reason}; type it again without it")
+    return value
+
+
+def json_text_problem(value: object, where: str = "") -> str | None:
+    """The first string of a parsed JSON value, object keys included, that
+    :func:`storable_problem` refuses, as ``"events.0.note: contains a NUL character ..."``."""
+    if isinstance(value, str):
+        reason = storable_problem(value)
+        return None if reason is None else f"{where or 'value'}: {reason}"
+    items: Iterable[tuple[object, object]] = ()
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    for key, item in items:
+        here = f"{where}.{visible(str(key))}" if where else visible(str(key))
+        if isinstance(key, str) and (reason := storable_problem(key)):
+            return f"{here}: the key {reason}"
+        if (found := json_text_problem(item, here)) is not None:
+            return found
+    return None
+
+
 # --------------------------------------------------------------------------------------------
 # CSV
 # --------------------------------------------------------------------------------------------
@@ -684,15 +724,18 @@ __all__ = [
     "BIDI_EXPLICIT",
     "BIDI_MARKS",
     "check_name",
+    "check_text",
     "confusable_with",
     "display_name",
     "id_problem",
     "inert_markdown",
+    "json_text_problem",
     "loose_key",
     "near_duplicate_of",
     "neutralise_body",
     "neutralise_cell",
     "normalise_name",
+    "storable_problem",
     "text_problem",
     "uts39_skeleton",
     "visible",

@@ -90,7 +90,7 @@ def _form_reviewers() -> list[str]:
     picked = st.session_state.get("cycle_reviewer_pick")
     if picked is not None:
         return [str(n) for n in picked]
-    return str(st.session_state.get("cycle_reviewers") or "").split(",")
+    return cycles.typed_reviewers(str(st.session_state.get("cycle_reviewers") or ""))
 
 
 @ui.lead_action
@@ -192,7 +192,7 @@ if asked.get("run") in runs:
     default_name = asked["run"]
 else:
     default_name = default.name if default and default.name in runs else runs[-1]
-asked_size = int(asked["size"]) if str(asked.get("size", "")).isdigit() else cycles.DEFAULT_SIZE
+linked_size = cycles.size_from_link(asked.get("size"))
 asked_goal = asked.get("goal") if asked.get("goal") in planning.GOALS else planning.GOALS[0]
 asked_strategy = "planned" if asked else sampling.STRATEGIES[0]
 
@@ -202,9 +202,16 @@ if asked:
         "Prefilled from the Dashboard: a planned cycle for the goal the labels so far leave "
         "open; “Show the plan” says what it would draw."
     )
+    if asked.get("size") and linked_size is None:
+        st.caption(
+            f"The link's size is not a whole number from 1 to {cycles.SIZE_LIMIT}; "
+            f"the form starts at {cycles.DEFAULT_SIZE}."
+        )
 with st.form("new_cycle", enter_to_submit=False):
     left, right = st.columns(2)
-    left.text_input("Name", max_chars=100, key="cycle_name", placeholder="e.g. prompt v3, week 12")
+    left.text_input(
+        "Name", max_chars=cycles.NAME_LIMIT, key="cycle_name", placeholder="e.g. prompt v3, week 12"
+    )
     right.selectbox(
         "Judge run",
         runs,
@@ -215,8 +222,8 @@ with st.form("new_cycle", enter_to_submit=False):
     left.number_input(
         "Answers to sample",
         min_value=1,
-        max_value=1000,
-        value=min(1000, max(1, asked_size)),
+        max_value=cycles.SIZE_LIMIT,
+        value=linked_size or cycles.DEFAULT_SIZE,
         step=1,
         key="cycle_size",
         help=f"{cycles.MIN_SIZE}–{cycles.MAX_SIZE} unless forced",

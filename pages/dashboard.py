@@ -28,7 +28,7 @@ from calibration import cycles, dashboard, export, roles, store
 from calibration.errors import CalibrationError
 from calibration.store import Database
 from calibration.store import cycles as cycle_store
-from calibration.text import visible
+from calibration.text import check_text, visible
 from calibration.vocab import LABELS
 
 ALL_CLAIMS = "All labeled claims of the run"
@@ -87,6 +87,8 @@ def _adjudicate(path: str, claim_pk: int, lead: str) -> None:
         st.session_state["dash_adj_error"] = claim_pk
         return
     try:
+        if note is not None:
+            check_text(note, "note")
         with store.session(path) as db:
             store.adjudicate(db, claim=claim_pk, adjudicator=lead, verdict=verdict, note=note)
     except CalibrationError as exc:

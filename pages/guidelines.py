@@ -14,17 +14,25 @@ import streamlit as st
 
 import ui
 from calibration import cycles, review, store
+from calibration.errors import InputError
 from calibration.store import guidelines as db_guidelines
+from calibration.text import check_text
 from calibration.vocab import LABELS
 
 EDITOR = "guidelines_text"
 SAVED = "guidelines_saved"
+REFUSED = "guidelines_refused"
 
 
 @ui.lead_action
 def _on_save(scope: str, editor_key: str, lead: str) -> None:
+    try:
+        markdown = check_text(str(st.session_state.get(editor_key) or ""), "guidelines")
+    except InputError as exc:
+        st.session_state[REFUSED] = str(exc)
+        return
     with store.session(ui.db_path()) as db:
-        db_guidelines.save_guidelines(db, scope, str(st.session_state.get(editor_key) or ""), lead)
+        db_guidelines.save_guidelines(db, scope, markdown, lead)
     st.session_state[SAVED] = True
 
 
@@ -53,6 +61,9 @@ st.text_area(
 st.button("Save", type="primary", on_click=_on_save, args=(scope, editor_key, lead))
 if st.session_state.pop(SAVED, False):
     st.success("Saved. Reviewers see it on their next key press.", icon=":material/check:")
+if refused := st.session_state.pop(REFUSED, None):
+    st.error("Not saved.")
+    ui.literal(refused)
 if current is not None:
     st.caption(f"Last saved {current.updated_at[:16].replace('T', ' ')} UTC by")
     ui.literal(current.author)

@@ -209,6 +209,8 @@ def test_golden_key_facts_and_a_leads_reference_answer(db_url: str | Path, tmp_p
         cal.export(tmp_path / "g.jsonl", format="golden")
         with pytest.raises(InputError, match="empty"):
             export.set_reference_answer(cal.db, "q", "   ", edited_by="lead")
+        with pytest.raises(InputError, match=r"^reference answer: contains a NUL character"):
+            export.set_reference_answer(cal.db, "q", "A\x00B", edited_by="lead")
         with pytest.raises(NotFoundError):
             export.set_reference_answer(cal.db, "nope", "text", edited_by="lead")
     written = json.loads((tmp_path / "g.jsonl").read_text(encoding="utf-8"))

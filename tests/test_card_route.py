@@ -258,3 +258,63 @@ def test_a_verdict_does_not_wait_for_the_review_pages_turn(cycle_db: Database, c
     finally:
         release.set()
         run.join(30)
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "says"),
+    [
+        ("claim", 2**70, "less than or equal to 9223372036854775807"),  # beyond the engines' BIGINT
+        ("claim", "9" * 5000, "claims.999"),  # too long to read as a number at all
+        ("ms", 10**30, "ms: Input should be less than or equal to"),
+        ("seq", 2**64, "seq: Input should be less than or equal to"),
+        ("base", 2**63, "base: Input should be less than or equal to"),
+        ("note", "a\x00b", "note: Value error, contains a NUL character (U+0000) at character 2"),
+        ("cycle", 2**70, "cycle: Input should be less than or equal to"),
+    ],
+)
+def test_numbers_the_engines_cannot_hold_and_a_nul_are_refused_with_a_sentence(
+    cycle_db: Database, client: TestClient, where: str, value: Any, says: str
+) -> None:
+    cid, (c1, _c2) = _cycle(cycle_db), _pks(cycle_db)
+    entry: dict[str, Any] = {"seq": 1, "kind": "blind", "verdict": "SUPPORTED"}
+    if where in ("ms", "seq", "base", "note"):
+        entry[where] = value
+    body = {
+        "token": card_route.card_token(cid, "ann", time.time()),
+        "cycle": value if where == "cycle" else cid,
+        "reviewer": "ann",
+        "report": {"answer": "A1", "claims": {str(value if where == "claim" else c1): entry}},
+    }
+    reply = client.post(
+        card_route.PATH, content=json.dumps(body), headers={"Content-Type": "application/json"}
+    )
+    assert reply.status_code == 400
+    said = _out(reply)["error"]
+    assert said.startswith("the review card sent a malformed report (") and says in said
+    assert len(said) < 300  # one sentence, whatever the body held
+    assert _events(cycle_db) == []
+
+
+def test_a_time_over_a_day_is_kept_as_a_day_with_its_verdict(cycle_db: Database, client: TestClient) -> None:
+    """A card left open over a weekend: its verdict is written, its time taken as a day (a time
+    is what a label took; refusing it would refuse the verdict, each time the card sent it)."""
+    cid, (c1, c2) = _cycle(cycle_db), _pks(cycle_db)
+    claims = {
+        c1: {"seq": 1, "kind": "blind", "verdict": "SUPPORTED", "ms": 2**62},
+        c2: {"seq": 2, "kind": "blind", "verdict": "SUPPORTED", "ms": 1234},
+    }
+    assert _post(client, cid, claims).status_code == 200
+    times = cycle_db.execute("SELECT claim_pk, duration_ms FROM label_events ORDER BY id").fetchall()
+    assert [tuple(t) for t in times] == [(c1, review.MAX_LABEL_MS), (c2, 1234)]
+    assert review.MAX_LABEL_MS == 24 * 3600 * 1000
+
+
+def test_the_page_refuses_the_same_report_with_the_same_sentence() -> None:
+    from calibration.errors import InputError
+
+    raw = {
+        "answer": "A1",
+        "claims": {"1": {"seq": 1, "kind": "blind", "verdict": "SUPPORTED", "note": "\x00"}},
+    }
+    with pytest.raises(InputError, match=r"malformed report \(claims\.1\.note: .*NUL character"):
+        review.parse_card_report(raw)

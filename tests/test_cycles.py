@@ -317,6 +317,57 @@ def test_clear_errors(run_db: Database, claims_of: dict[str, list[int]]) -> None
         cycles.get_cycle(run_db, "missing")
 
 
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ({"seed": 2**64}, f"seed: must be a whole number from 0 to {2**63 - 1}, or none to draw one"),
+        ({"seed": 10**30}, "seed: must be a whole number from 0 to"),
+        ({"size": 10**30, "force": True}, "size: must be at least 1 and at most 1000 (answers in one cycle)"),
+        ({"name": "week 1\nc9\topen"}, "name: 'week 1<U+000A>c9<U+0009>open' contains the control character"),
+        ({"name": "x" * 100_000}, "name: 100,000 characters is too long; a cycle name has at most 200"),
+        ({"name": "wk\u202e1"}, "contains the bidirectional control U+202E"),
+        (
+            {"reviewers": ["", "", "", ""]},
+            "reviewers: the list names nobody; name the reviewers, or give none",
+        ),
+    ],
+)
+def test_what_a_cycle_cannot_hold_is_refused_in_one_sentence(
+    run_db: Database, given: dict[str, object], says: str
+) -> None:
+    with pytest.raises(InputError) as err:
+        create(run_db, **given)
+    assert [line for line in err.value.lines() if says in line], err.value.lines()
+    assert len(err.value.lines()) == 1
+    assert cycles.list_cycles(run_db) == []
+
+
+def test_the_bounds_themselves_are_accepted_and_redraw_the_sample(run_db: Database) -> None:
+    top = create(run_db, "c1", seed=2**63 - 1, size=cycles.SIZE_LIMIT, force=True)
+    again = create(run_db, "x" * cycles.NAME_LIMIT, seed=2**63 - 1, size=cycles.SIZE_LIMIT, force=True)
+    assert top.seed == again.seed == 2**63 - 1 and top.answers == again.answers
+    assert cycles.get_cycle(run_db, "x" * cycles.NAME_LIMIT).seed == 2**63 - 1
+    # Blank text is no list: an open cycle.
+    assert cycles.typed_reviewers(" ") == [] and cycles.typed_reviewers(",,,") == ["", "", "", ""]
+    assert create(run_db, "c3", reviewers=cycles.typed_reviewers("")).is_open_to_all
+
+
+@pytest.mark.parametrize(
+    ("raw", "size"),
+    [
+        ("25", 25),
+        ("1000", 1000),
+        ("\u00b2", None),
+        ("9" * 5000, None),
+        ("0", None),
+        ("1001", None),
+        ("", None),
+    ],
+)
+def test_a_links_size_is_read_only_within_the_bounds(raw: str, size: int | None) -> None:
+    assert cycles.size_from_link(raw) == size
+
+
 # ---------------------------------------------------------------- progress and closing
 
 
@@ -705,6 +756,26 @@ def test_cli_errors_exit_1_with_a_message(db_path: Path, capsys: pytest.CaptureF
     assert rc == 1 and "no cycle named" in err
 
 
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--seed", str(2**64)], "error: seed: must be a whole number from 0 to 9223372036854775807"),
+        (["--seed", str(10**30)], "error: seed: must be a whole number from 0 to"),
+        (["--name", "week 1\nc9"], "error: name: 'week 1<U+000A>c9' contains the control character"),
+        (["--name", "n" * 100_000], "error: name: 100,000 characters is too long"),
+        (["--reviewers", ",,,"], "error: reviewers: the list names nobody"),
+    ],
+)
+def test_cli_create_refuses_in_one_line_and_creates_nothing(
+    run_db: Database, db_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], says: str
+) -> None:
+    argv = ["--db", str(db_path), "cycle", "create", "--name", "x", "--judge-run", RUN, *extra]
+    rc, out, err = run_cli(capsys, *argv)
+    assert rc == 1 and out == "" and err.startswith(says) and err.count("\n") == 1, err
+    assert cycles.list_cycles(run_db) == []
+    assert run_cli(capsys, "--db", str(db_path), "cycle", "list")[1] == "no cycles yet\n"
+
+
 def test_cli_holdout(run_db: Database, db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = str(db_path)
     rc, out, _ = run_cli(capsys, "--db", db, "holdout", "add", "a01", "a02")
@@ -829,6 +900,47 @@ def test_page_form_errors_name_the_form_controls(
         t.endswith("use the box 'Include already-labeled answers' to sample them anyway") for t in texts(at)
     )
     assert not any("--" in t for t in texts(at))
+
+
+@pytest.mark.parametrize("size", ["\u00b2", "9" * 5000, "0", "1001"])
+def test_page_opened_by_a_link_with_a_size_no_cycle_takes_starts_at_the_default(
+    run_db: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch, size: str
+) -> None:
+    import ui
+
+    monkeypatch.setenv("CALIBRATION_DB", str(db_path))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+    at.session_state[ui.REVIEWER_KEY] = "lead"
+    at.query_params["plan"] = "1"
+    at.query_params["size"] = size
+    at.switch_page("pages/cycles.py").run()
+    assert not at.exception
+    assert at.number_input(key="cycle_size").value == cycles.DEFAULT_SIZE
+    assert "The link's size is not a whole number from 1 to 1000; the form starts at 20." in [
+        c.value for c in at.caption
+    ]
+
+
+@pytest.mark.parametrize(
+    ("control", "value", "says"),
+    [
+        ("cycle_seed", str(2**64), "seed: must be a whole number from 0 to 9223372036854775807"),
+        ("cycle_seed", "9" * 5000, "seed: must be a whole number, or blank to draw one"),
+        ("cycle_reviewers", ",,,", "reviewers: the list names nobody"),
+        ("cycle_name", "week 1\nc9", "name: 'week 1<U+000A>c9' contains the control character"),
+    ],
+)
+def test_page_form_refuses_what_no_cycle_holds_in_a_sentence(
+    run_db: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch, control: str, value: str, says: str
+) -> None:
+    at = page(db_path, monkeypatch)
+    at.text_input(key="cycle_name").input("week 1")
+    at.text_input(key=control).input(value)
+    click(at, "Create cycle")
+    assert not at.exception
+    assert [e.value for e in at.error] == ["The cycle was not created."]
+    assert [t for t in texts(at) if t.startswith(says)], texts(at)
+    assert cycles.list_cycles(run_db) == []
 
 
 def test_page_shows_the_frozen_figures(
@@ -962,7 +1074,10 @@ def test_snapshot_leaves_a_claim_marked_unclear_unresolved(
 def test_page_reassigns_open_work_and_shows_names_visibly(
     run_db: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    made = create(run_db, name="wk \u202eeman", reviewers=["ann", "bob"], overlap=0.0)
+    made = create(run_db, name="wk", reviewers=["ann", "bob"], overlap=0.0)
+    # A name stored before cycle names were checked (`create_cycle` refuses it now).
+    with store.write(run_db):
+        run_db.execute("UPDATE cycles SET name = ? WHERE id = ?", ["wk \u202eeman", made.id])
     anns = cycles.queue(run_db, made.id, "ann")
     at = page(db_path, monkeypatch)
     assert not at.exception

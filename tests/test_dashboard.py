@@ -731,6 +731,20 @@ def test_page_lists_unresolved_claims_and_adjudicates_them(cycle_db: Database, p
     assert any("Adjudication recorded" in s.value for s in at.success)
 
 
+def test_an_adjudication_note_with_a_nul_is_refused_and_nothing_recorded(
+    cycle_db: Database, page_db: str | Path
+) -> None:
+    at = render()
+    q3 = store.claim_pk(cycle_db, "Q3", "c1")
+    at.selectbox(key=f"dash_adj_verdict_{q3}").set_value("UNSUPPORTED")
+    at.text_input(key=f"dash_adj_note_{q3}").input("checked\x00S1")
+    at.button(key=f"dash_adj_button_{q3}").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [e.value for e in at.error] == ["Not recorded."]
+    assert "note: contains a NUL character (U+0000) at character 8; type it again without it" in texts(at)
+    assert cycle_db.execute("SELECT count(*) FROM adjudications WHERE claim_pk = ?", [q3]).fetchone()[0] == 0
+
+
 def test_the_page_opens_on_the_latest_imported_run_with_labels(
     cycle_db: Database, page_db: str | Path, tmp_path: Path
 ) -> None:

@@ -1096,6 +1096,8 @@ def test_templates_ship_and_are_checked() -> None:
         assert judge.load_template(v).version == v
     with pytest.raises(InputError, match=r"\{claims\}"):
         judge.template_from_text("x", "{question} {chunks} {answer}")
+    with pytest.raises(InputError, match=r"^the prompt template: contains a NUL character"):
+        judge.template_from_text("x", "{question} {chunks} {answer} {claims}\x00")
     with pytest.raises(InputError, match="no template file"):
         judge.load_template("does-not-exist")
     with pytest.raises(InputError):

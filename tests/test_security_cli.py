@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -305,3 +306,48 @@ def test_the_cli_process_exits_1_on_a_missing_database_and_0_on_an_import(tmp_pa
     assert run_process("stats", db=typo).returncode == 1 and not typo.exists()
     assert run_process("import", src, db=typo).returncode == 0
     assert answers_in(typo) == 1
+
+
+def labels_in(db: Path) -> int:
+    with store.session(db) as conn:
+        return int(conn.execute("SELECT count(*) FROM label_events").fetchone()[0])
+
+
+def test_a_nul_in_a_label_note_is_refused_with_file_line_field(
+    run_cli: RunCli, tmp_path: Path, db: Path
+) -> None:
+    """PostgreSQL's text holds no NUL: SQLite would store it, and `migrate-db` would then fail."""
+    _labels_db(run_cli, tmp_path, db)
+    src = tmp_path / "labels.csv"
+    src.write_text(
+        "answer_id,claim_id,verdict,reviewer,note\na1,c1,SUPPORTED,vera,a\x00b\n", encoding="utf-8"
+    )
+    proc = run_cli("import-labels", src, db=db, expect=1)
+    assert "labels.csv:2: note: contains a NUL character (U+0000) at character 2" in proc.stderr
+    assert "\x00" not in proc.stderr and labels_in(db) == 0
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (lambda rec: rec["events"][0].update(note="a\x00b"), "events.0.note: contains a NUL character"),
+        (lambda rec: rec["events"][0].update(reviewer="ve\x00ra"), "events.0.reviewer: contains a NUL"),
+        (lambda rec: rec["metadata"].update({"k\x00": 1}), "metadata.k<U+0000>: the key contains a NUL"),
+    ],
+)
+def test_a_nul_anywhere_in_an_exported_line_is_refused_with_its_line(
+    run_cli: RunCli, tmp_path: Path, db: Path, edit: Any, says: str
+) -> None:
+    _labels_db(run_cli, tmp_path, db)
+    src = tmp_path / "labels.csv"
+    src.write_text("answer_id,claim_id,verdict,reviewer,note\na1,c1,SUPPORTED,vera,fine\n", encoding="utf-8")
+    run_cli("import-labels", src, db=db, expect=0)
+    out = tmp_path / "export.jsonl"
+    run_cli("export", "--format", "jsonl", "--out", out, db=db, expect=0)
+    rec = json.loads(out.read_text(encoding="utf-8"))
+    edit(rec)
+    out.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+    other = tmp_path / "other.db"
+    proc = run_cli("import-labels", out, db=other, expect=1)
+    assert f"export.jsonl:1: {says}" in proc.stderr, proc.stderr
+    assert not other.exists() or labels_in(other) == 0

@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import binomtest
 
 from calibration import cycles, dashboard, split, store
-from calibration.errors import ConflictError
+from calibration.errors import ConflictError, InputError
 from calibration.importing import import_answers, import_labels
 from calibration.judge.paired import claims_to_decide, mcnemar_exact_p, paired_difference
 from calibration.store import Database
@@ -150,6 +150,9 @@ def test_unsealing_is_recorded_and_marks_the_holdout_used(small_db: Database, tm
     assert keys == {f"{a}/{a}.c1" for a in s.holdout}
     with pytest.raises(ConflictError):
         split.new_holdout(small_db)  # still sealed
+    with pytest.raises(InputError, match=r"^reason: contains a NUL character"):
+        split.unseal(small_db, who="lead", reason="audit\x00")
+    assert split.sealed_claim_keys(small_db) == keys  # still sealed
     gen = split.unseal(small_db, who="lead", reason="audit")
     assert (gen.unsealed_by, gen.unseal_reason) == ("lead", "audit") and gen.unsealed_at
     assert split.sealed_claim_keys(small_db) == set() and split.current(small_db).used

@@ -139,6 +139,13 @@ def test_adjudicate_from_the_cli_overrides_and_is_kept_in_history(
     assert [e["kind"] for e in store.label_history(demo_db, claim)] == ["blind", "blind", "adjudicate"]
     assert main(["--db", str(db_url), "adjudicate", "Q2", "c9", "SUPPORTED", "--by", "lead"]) == 1
     assert "no claim 'c9' in answer 'Q2'" in capsys.readouterr().err
+    escape = ["adjudicate", "Q2", "c2", "SUPPORTED", "--by", "lead", "--note", "see\x1b[2J"]
+    assert main(["--db", str(db_url), *escape]) == 1
+    assert capsys.readouterr().err == (
+        "error: --note: contains the control character U+001B ESCAPE at character 4; "
+        "type it again without it\n"
+    )
+    assert len(store.label_history(demo_db, claim)) == 3  # nothing recorded
 
 
 @pytest.mark.slow

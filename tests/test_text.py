@@ -17,11 +17,14 @@ from calibration.text import (
     _prototypes,
     _script_key,
     check_name,
+    check_text,
     confusable_with,
     id_problem,
+    json_text_problem,
     neutralise_body,
     neutralise_cell,
     normalise_name,
+    storable_problem,
     text_problem,
     uts39_skeleton,
     visible,
@@ -561,3 +564,29 @@ def test_neutralise_cell_extends_the_former_rule(cell: str) -> None:
         assert out == "'" + cell
     if cell[:1].isalnum() or cell[:1] == "'":
         assert out == cell
+
+
+def test_storable_problem_refuses_only_what_no_engine_stores() -> None:
+    assert storable_problem("tab\tline\nescape\x1b bidi\u202e") is None
+    assert storable_problem("a\x00b") == "contains a NUL character (U+0000) at character 2"
+    assert "lone surrogate U+D800" in (storable_problem("x\ud800") or "")
+    # The stricter rules refuse it too.
+    assert text_problem("a\x00b") and id_problem("a\x00b")
+
+
+def test_json_text_problem_names_the_first_place_of_a_nul() -> None:
+    assert json_text_problem({"a": [1, None, {"b": "fine"}], "c": 2.5}) is None
+    assert json_text_problem({"a": [1, {"note": "x\x00"}]}) == (
+        "a.1.note: contains a NUL character (U+0000) at character 2"
+    )
+    assert (
+        json_text_problem({"k\x00": 1})
+        == "k<U+0000>: the key contains a NUL character (U+0000) at character 2"
+    )
+    assert json_text_problem("\x00") == "value: contains a NUL character (U+0000) at character 1"
+
+
+def test_check_text_refuses_what_body_text_may_not_hold_naming_the_field() -> None:
+    assert check_text("line\n\ttab \u202e kept", "note") == "line\n\ttab \u202e kept"
+    with pytest.raises(InputError, match=r"^reason: contains a NUL character \(U\+0000\) at character 2; "):
+        check_text("a\x00", "reason")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -316,6 +318,22 @@ def test_a_lead_writes_guidelines(judged: str | Path) -> None:
     assert "Directly supported by the text of the chunks" in _texts(at)
 
 
+def test_guidelines_with_a_nul_are_refused_with_a_sentence(judged: str | Path) -> None:
+    at = _page("pages/guidelines.py", "anna")
+    at.text_area(key="guidelines_text_project").input("Be strict.\x00")
+    at.button[0].click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["Not saved."]
+    assert (
+        "guidelines: contains a NUL character (U+0000) at character 11; type it again without it"
+        in _texts(at)
+    )
+    from calibration.store import guidelines as db_guidelines
+
+    with store.session(judged) as db:
+        assert db_guidelines.get_guidelines(db, db_guidelines.PROJECT_SCOPE) is None
+
+
 @pytest.mark.parametrize(
     "browser_name, saved_as",
     [
@@ -354,10 +372,35 @@ def test_stale_upload_folders_are_swept(tmp_path: Path) -> None:
         folder.mkdir()
         (folder / "f.jsonl").write_text("{}")
     now = time.time()
-    os.utime(old, (now - ui.UPLOAD_MAX_AGE_S - 60, now - ui.UPLOAD_MAX_AGE_S - 60))
+    os.utime(old, (now - ui.UPLOAD_MAX_AGE_S - 1, now - ui.UPLOAD_MAX_AGE_S - 1))
+    os.utime(new, (now - ui.UPLOAD_MAX_AGE_S + 1, now - ui.UPLOAD_MAX_AGE_S + 1))
     os.utime(other, (now - 10 * ui.UPLOAD_MAX_AGE_S,) * 2)
     ui.sweep_uploads(now, root=tmp_path)
     assert not old.exists() and new.exists() and other.exists()
+    # The next sweep comes at most UPLOAD_SWEEP_EVERY_S later: a folder no run used since `now`
+    # is gone within two minutes (the README's bound), however late its session ends.
+    ui.sweep_uploads(now + ui.UPLOAD_SWEEP_EVERY_S, root=tmp_path)
+    assert not new.exists()
+    assert ui.UPLOAD_MAX_AGE_S + ui.UPLOAD_SWEEP_EVERY_S <= 120
+
+
+def test_a_saved_upload_is_kept_fresh_by_its_runs_and_made_again_once_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # this test's folders only
+    first = ui.saved_upload("upload_under_test", b"{}", "x.jsonl")
+    folder = first.path.parent
+    try:
+        assert folder.parent == tmp_path
+        os.utime(folder, (time.time() - 10 * ui.UPLOAD_MAX_AGE_S,) * 2)
+        assert ui.saved_upload("upload_under_test", b"{}", "x.jsonl") is first
+        ui.sweep_uploads(time.time(), root=tmp_path)  # this run used it: kept
+        assert first.path.read_bytes() == b"{}"
+        shutil.rmtree(folder)  # swept while its tab was idle
+        again = ui.saved_upload("upload_under_test", b"{}", "x.jsonl")
+        assert again is not first and again.path.read_bytes() == b"{}"
+    finally:
+        ui.drop_upload("upload_under_test")
 
 
 def test_a_saved_upload_goes_when_discarded_or_collected() -> None:

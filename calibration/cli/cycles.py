@@ -22,9 +22,12 @@ def _add_cycles(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--size",
         type=int,
         default=cycles.DEFAULT_SIZE,
-        help=f"answers to sample ({cycles.MIN_SIZE}-{cycles.MAX_SIZE} unless --force)",
+        help=f"answers to sample ({cycles.MIN_SIZE}-{cycles.MAX_SIZE} unless --force, at most "
+        f"{cycles.SIZE_LIMIT})",
     )
-    c.add_argument("--seed", type=int, help="random seed (default: drawn and recorded)")
+    c.add_argument(
+        "--seed", type=int, help=f"random seed, 0 to {cycles.SEED_LIMIT} (default: drawn and recorded)"
+    )
     c.add_argument("--strategy", choices=sampling.STRATEGIES, default="random")
     c.add_argument(
         "--failure-share",
@@ -124,7 +127,7 @@ def cli_cycle_create(args: argparse.Namespace) -> int:
             size=args.size,
             seed=args.seed,
             strategy=args.strategy,
-            reviewers=args.reviewers.split(","),
+            reviewers=cycles.typed_reviewers(args.reviewers),
             overlap=args.overlap,
             holdout=args.holdout,
             include_labeled=args.include_labeled,

@@ -55,6 +55,10 @@ def cli_info(args: argparse.Namespace) -> int:
 
 
 def cli_adjudicate(args: argparse.Namespace) -> int:
+    from ..text import check_text
+
+    if args.note is not None:
+        check_text(args.note, "--note")
     with store.session(_db_path(args)) as db:
         claim = store.claim_pk(db, args.answer_id, args.claim_id)
         store.adjudicate(db, claim=claim, adjudicator=args.by, verdict=args.verdict, note=args.note)

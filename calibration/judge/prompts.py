@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..errors import InputError, Option, Problem
 from ..reading import text_file
+from ..text import check_text
 
 # The shipped templates stay beside the package modules they served before the split.
 PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
@@ -52,7 +53,9 @@ def uses_examples(text: str) -> bool:
 
 
 def check_template(text: str) -> None:
-    """Refuse a template that would not show the judge everything it must see."""
+    """Refuse a template that would not show the judge everything it must see, or that holds
+    what body text may not (`text.check_text`: a NUL, which PostgreSQL cannot store)."""
+    check_text(text, "the prompt template")
     found = set(_PLACEHOLDER_RE.findall(text))
     missing = [p for p in PLACEHOLDERS if p not in found]
     if missing:
