@@ -503,7 +503,11 @@ def storage_sentence(exc: StorageError | str) -> str:
 
 def show_storage_failure(exc: StorageError) -> None:
     """Log the failure with the database's path (the server log only), and show the sentence."""
-    print(f"calibration: storage failure: {exc!r} (database {db_path()})", file=sys.stderr, flush=True)
+    print(
+        f"calibration: storage failure: {exc!r} (database {store.shown(db_path())})",
+        file=sys.stderr,
+        flush=True,
+    )
     st.error(storage_sentence(exc), icon=":material/error:")
 
 
@@ -615,7 +619,7 @@ def write_callback(callback: Callable[P, None]) -> Callable[P, None]:
                 callback(*args, **kwargs)
         except StorageError as exc:
             print(
-                f"calibration: storage failure in a callback: {exc!r} (database {db_path()})",
+                f"calibration: storage failure in a callback: {exc!r} (database {store.shown(db_path())})",
                 file=sys.stderr,
                 flush=True,
             )
