@@ -14,7 +14,7 @@ import pytest
 
 from calibration import review, roster, store
 
-from .conftest import blur, build_db, page_wait_until, require_browser, settle, start_app, wait_claim
+from .conftest import build_db, page_wait_until, require_browser, settle, sign_in, start_app, wait_claim
 
 pytestmark = pytest.mark.browser
 
@@ -62,12 +62,8 @@ def _signed_in_with_one_verdict(app: App, page: Any, reviewer: str) -> list[int]
     with store.session(app.db) as db:
         roster.add(db, reviewer, by="lead")
     pks = app.pks()
-    page.goto(f"{app.url}/review")
-    field = page.get_by_label("Or type your name")  # the roster's pick is above it
-    field.fill(reviewer)
-    field.press("Enter")
+    sign_in(page, app.url, reviewer)
     wait_claim(page, pks[0])
-    blur(page)
     page.keyboard.press("1")
     wait_claim(page, pks[1])
     assert page_wait_until(page, lambda: app.events(reviewer) == [(pks[0], "SUPPORTED")])
