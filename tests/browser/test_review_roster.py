@@ -102,3 +102,18 @@ def test_a_renamed_reviewer_writes_nothing_under_the_old_name_nor_signs_in_by_it
     page.goto(link)  # the link signed before the rename
     _ended_with(page, sentence)
     assert app.events("rita") == []
+
+
+def test_a_commit_after_the_deactivation_records_nothing_and_ends_the_session(app: App, page: Any) -> None:
+    """The commit (Enter at the last look) goes through the page's own callback, not the route."""
+    pks = _signed_in_with_one_verdict(app, page, "cleo")
+    for key, pk in zip("12", pks[1:], strict=True):
+        page.keyboard.press(key)
+        assert page_wait_until(page, lambda pk=pk: pk in dict(app.events("cleo")))
+    page.locator(".rc-last-look").wait_for()
+    with store.session(app.db) as db:
+        roster.deactivate(db, "cleo", by="lead")
+    page.keyboard.press("Enter")
+    _ended_with(page, "A lead deactivated you: 'cleo' is deactivated on the reviewer roster")
+    with store.session(app.db) as db:
+        assert db.execute("SELECT count(*) FROM answer_reveals WHERE reviewer = 'cleo'").fetchone()[0] == 0
