@@ -193,7 +193,8 @@ def restore_sign_in() -> str | None:
 
 
 def _signed_out(why: str) -> None:
-    """End a typed-name session a lead's roster change refused, with `why` on the sign-in."""
+    """End the session a lead's roster change refused, with `why` on the typed-name sign-in (an
+    OIDC sign-in outlives the session: the next run's `restore_sign_in` stops it and says why)."""
     _sign_out()
     st.session_state["_signin_error"] = why
 
