@@ -10,7 +10,8 @@ wrote in between, each verdict written once however often the report comes.
 
 Who may post: the card's data carries a token (`card_token`) that names the reviewer and the
 cycle, signed with this server process's own key (`KEY`, drawn at its start); the route writes
-only as that reviewer, in that cycle, and refuses a deactivated one. A token from another
+only as that reviewer, in that cycle, and writes nothing once a lead deactivated or renamed
+them (checked in each write's transaction, as the page's writes are). A token from another
 process (a restart, another server behind the balancer) is refused, and the page writes
 instead, so no key needs sharing. A report with keys for the server (commit, Next) or one waiting
 for the server's next claim is refused: those go through the page. The reply names claims and
@@ -35,8 +36,8 @@ from starlette.responses import Response
 
 # Not ui: importing it outside a page's run would take the first page run's place in
 # `ui._run_through_the_app`. The route needs none of it.
-from calibration import review, roles, store, tokens
-from calibration.errors import CalibrationError, StorageError
+from calibration import review, store, tokens
+from calibration.errors import CalibrationError, SignedOutError, StorageError
 from calibration.models import StoredInt
 
 PATH = "/_calibration/card"
@@ -111,9 +112,9 @@ def write(body: bytes, now: float) -> Response:
         return _reply(400, error="keys for the server go through the page")
     try:
         with store.session(store.default_db_url()) as db:
-            if roles.deactivated(db, post.reviewer) is not None:
-                return _reply(403, error="deactivated")
             out = review.record_card(db, cycle_id=post.cycle, reviewer=post.reviewer, report=report, done={})
+    except SignedOutError as exc:  # the card sends the report to the page, which ends the session
+        return _reply(403, error="signed out", why=str(exc))
     except StorageError:
         return _reply(503, error="storage")
     except CalibrationError:  # the cycle is gone, say: the page says why

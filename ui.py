@@ -60,7 +60,14 @@ from streamlit.navigation.page import StreamlitPage
 
 from calibration import roles, roster, store
 from calibration.dashboard import Decision
-from calibration.errors import CalibrationError, InputError, NotALeadError, Option, StorageError
+from calibration.errors import (
+    CalibrationError,
+    InputError,
+    NotALeadError,
+    Option,
+    SignedOutError,
+    StorageError,
+)
 from calibration.text import display_name, inert_markdown, neutralise_body, visible
 from calibration.tokens import TOKEN_TTL_S, check_token, sign_token, token_expiry
 from calibration.vocab import VERDICT_COLOURS
@@ -181,9 +188,15 @@ def restore_sign_in() -> str | None:
         if st.button("Log out", key="logout-deactivated"):
             st.logout()
         st.stop()
-    _sign_out()
-    st.session_state["_signin_error"] = refusal
+    _signed_out(refusal)
     return None
+
+
+def _signed_out(why: str) -> None:
+    """End the session a lead's roster change refused, with `why` on the typed-name sign-in (an
+    OIDC sign-in outlives the session: the next run's `restore_sign_in` stops it and says why)."""
+    _sign_out()
+    st.session_state["_signin_error"] = why
 
 
 def shown_name(raw: str) -> str:
@@ -610,13 +623,18 @@ def turn() -> AbstractContextManager[None]:
 def write_callback(callback: Callable[P, None]) -> Callable[P, None]:
     """`callback` (a widget's on_click / on_change, or the card's report, on the review page)
     in the page's `turn`, with a StorageError kept for the next run to show (`storage_failures`)
-    instead of reaching Streamlit as an uncaught exception."""
+    instead of reaching Streamlit as an uncaught exception. A write refused because a lead
+    deactivated or renamed the signed-in name (SignedOutError) ends the session: the whole app
+    runs again and shows its sentence on the sign-in (with OIDC, `restore_sign_in` says it)."""
 
     @functools.wraps(callback)
     def run(*args: P.args, **kwargs: P.kwargs) -> None:
         try:
             with turn():
                 callback(*args, **kwargs)
+        except SignedOutError as exc:
+            _signed_out(str(exc))
+            st.rerun()  # the app, not only a fragment: the sign-in replaces the page
         except StorageError as exc:
             print(
                 f"calibration: storage failure in a callback: {exc!r} (database {store.shown(db_path())})",

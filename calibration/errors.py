@@ -4,6 +4,7 @@
     ├── InputError              a file, option or form value is invalid (a list of Problem)
     ├── NotFoundError           a named run, cycle, answer or claim does not exist
     ├── NotALeadError           a lead-only action asked for by someone who is not a lead now
+    ├── SignedOutError          a write by a name a lead deactivated or renamed: the session ends
     ├── ConflictError           the request contradicts what the database holds
     │   ├── WorkOutstandingError    a cycle asked to close while labels are still owed
     │   ├── NotRevealedError        judge verdicts asked for before the blind labels
@@ -186,6 +187,16 @@ class NotFoundError(CalibrationError):
 
 class NotALeadError(CalibrationError):
     """A lead-only action was asked for by someone who is not a lead (now); nothing was done."""
+
+
+class SignedOutError(CalibrationError):
+    """A reviewer's work was written under a name that is no longer theirs to write: a lead
+    deactivated it on the roster, or renamed it (to `renamed_to`). Nothing was written, and
+    the session signed in under the name ends: its message is the one sentence it shows."""
+
+    def __init__(self, message: str, *, renamed_to: str | None = None) -> None:
+        super().__init__(message)
+        self.renamed_to = renamed_to
 
 
 class ConflictError(CalibrationError):

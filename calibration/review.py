@@ -24,6 +24,10 @@ Rules kept here rather than in the page:
   answer unrevealed and comes back after every fresh claim (`resume`), as often as it is
   skipped, until it gets a verdict or "unclear": the queue is done only when every claim is
   settled, every answer committed and every disagreement reconciled.
+- Every write (a verdict, skip or unclear mark with its evidence and note, a commit, a
+  reconcile) first reads, in its own transaction, whether the name may still write
+  (`store.roster.check_writer`): a name a lead deactivated or renamed writes nothing and
+  raises SignedOutError, whose sentence the page shows as it ends the session.
 - Reviewer names typed at sign-in are matched to a known spelling (`canonical_reviewer`),
   so "anna  reviewer" and "Anna Reviewer" are one person.
 
@@ -49,6 +53,7 @@ from .errors import (
     InputError,
     NotFoundError,
     NotRevealedError,
+    SignedOutError,
     StorageError,
 )
 from .fmt import plural
@@ -57,6 +62,7 @@ from .store import Database, LabelState
 from .store import guidelines as db_guidelines
 from .store import review as db_review
 from .store.review import QueueRow
+from .store.roster import check_writer
 from .text import display_name
 
 BLIND_KINDS = ("blind", "skip", "unclear")
@@ -480,6 +486,7 @@ def label(
         verdict = None
     note = note.strip() if note else None
     with store.write(db):
+        check_writer(db, reviewer)  # first: a renamed name's queue has moved on with its work
         ref = db_review.cycle_row(db, cycle_id)
         answer_id = db_review.claim_answer(db, claim_pk)
         _check_in_queue(db, ref, answer_id, reviewer)
@@ -611,7 +618,8 @@ def record_card(
     based on the card's own last write to the claim, else on the label the card showed
     (`CardEntry.base`), so a label another tab wrote in between is never overwritten: that
     claim is refused (StaleLabelError's sentence), as is one the rules refuse (the answer
-    committed, the cycle closed). A storage failure stops the writes there (`CardWrite.failure`).
+    committed, the cycle closed). A storage failure stops the writes there (`CardWrite.failure`);
+    a name a lead deactivated or renamed raises SignedOutError (nothing written by it).
     """
     acked: dict[int, int] = {}
     written = {pk: w for pk, w in report.written.items() if pk not in done or done[pk][0] < w[0]}
@@ -636,6 +644,8 @@ def record_card(
             )
         except StorageError as exc:
             return CardWrite(acked, written, refused, str(exc))
+        except SignedOutError:
+            raise  # not this claim's refusal: the name writes nothing more
         except CalibrationError as exc:
             refused[pk] = (entry.seq, str(exc))
             continue
@@ -679,6 +689,7 @@ def commit(db: Database, *, cycle_id: int, reviewer: str, answer_id: str) -> Non
     every SUPPORTED verdict names its evidence (`missing_evidence`); committing again changes
     nothing."""
     with store.write(db):
+        check_writer(db, reviewer)
         ref = db_review.cycle_row(db, cycle_id)
         _check_in_queue(db, ref, answer_id, reviewer)
         if not db_review.answer_settled(db, answer_id, reviewer):
@@ -775,6 +786,7 @@ def reconcile(
     if choice not in RECONCILE_KINDS:
         raise InputError(f"choice must be one of {RECONCILE_KINDS}, not {choice!r}")
     with store.write(db):
+        check_writer(db, reviewer)
         ref = db_review.cycle_row(db, cycle_id)
         answer_id = db_review.claim_answer(db, claim_pk)
         _check_in_queue(db, ref, answer_id, reviewer)

@@ -392,13 +392,12 @@ def sign_in(db: Database, typed: str) -> str:
 
 
 def deactivated(db: Database, name: str) -> str | None:
-    """The sentence refusing `name` when a lead deactivated it on the roster; None otherwise.
-    Asked at sign-in and on every later run of the app, so that a reviewer signed in before
-    the deactivation (by name, by a reload link, or by the identity provider) is stopped too."""
-    listed = roster_store.entry(db, normalise_name(name))
-    if listed is not None and not listed.active:
-        return f"{visible(listed.name)!r} is deactivated on the reviewer roster; ask a lead"
-    return None
+    """The sentence refusing `name` when a lead deactivated it on the roster, or renamed it
+    away (`roster.writer_refusal`, the rule every write checks too); None otherwise. Asked at
+    sign-in and on every later run of the app, so that a reviewer signed in before the change
+    (by name, by a reload link, or by the identity provider) is stopped too."""
+    refusal = roster_store.writer_refusal(db, name)
+    return None if refusal is None else str(refusal)
 
 
 def note_sign_in(db: Database, name: str) -> None:

@@ -16,6 +16,11 @@ Rules, each checked here and nowhere else:
   active name, before anything is created. An empty roster (a single person, or a room that
   keeps none) leaves the names free, as before. A deactivated reviewer cannot sign in
   (:func:`calibration.roles.sign_in`).
+* **Writes** of a reviewer's work check the name at the write, in the write's transaction
+  (:func:`calibration.store.roster.check_writer`): a deactivated name, or one a rename carried
+  away, writes nothing (SignedOutError, one sentence: deactivated, or "sign in again as" the
+  new name), whether the page or the card's route writes it. Nor does it sign in again, by
+  name or by its reload link. Adding the old name to the roster again frees it.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ import card_route
 import review_card
 import ui
 from calibration import review, store
-from calibration.errors import CalibrationError, StorageError
+from calibration.errors import CalibrationError, SignedOutError, StorageError
 from calibration.fmt import plural
 from calibration.store import Database
 from calibration.store.guidelines import PROJECT_SCOPE, Guidelines
@@ -164,6 +164,8 @@ def _cursor(db: Database, cycle_id: int, reviewer: str) -> review.Position | Non
 
 
 def _flash(exc: Exception) -> None:
+    if isinstance(exc, SignedOutError):
+        raise exc  # not a message beside the card: the session ends (`ui.write_callback`)
     st.session_state[FLASH] = str(exc)
 
 

@@ -221,6 +221,23 @@ def test_a_deactivated_reviewer_is_refused(cycle_db: Database, client: TestClien
     roster.deactivate(cycle_db, "ann", by="lead")
     reply = _post(client, cid, {c1: {"seq": 1, "kind": "blind", "verdict": "SUPPORTED"}})
     assert reply.status_code == 403 and _events(cycle_db) == []
+    assert _out(reply) == {
+        "error": "signed out",
+        "why": "A lead deactivated you: 'ann' is deactivated on the reviewer roster, "
+        "and nothing more is recorded under it",
+    }
+
+
+def test_a_renamed_reviewer_writes_nothing_under_the_old_name(cycle_db: Database, client: TestClient) -> None:
+    cid, (c1, c2) = _cycle(cycle_db), _pks(cycle_db)
+    roster.add(cycle_db, "ann", by="lead")
+    assert _post(client, cid, {c1: {"seq": 1, "kind": "blind", "verdict": "SUPPORTED"}}).status_code == 200
+    roster.rename(cycle_db, "ann", "Ann Lee", by="lead")
+    # The card opened as ann, its token still good, reports its next verdict.
+    reply = _post(client, cid, {c2: {"seq": 2, "kind": "blind", "verdict": "SUPPORTED"}})
+    assert reply.status_code == 403
+    assert "renamed you to 'Ann Lee': sign in again as 'Ann Lee'" in _out(reply)["why"]
+    assert _events(cycle_db) == [] and _events(cycle_db, "Ann Lee") == [(c1, "blind", "SUPPORTED")]
 
 
 @pytest.mark.parametrize(("claims", "in_header"), [(2, True), (40, True), (300, False)])

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from calibration import cycles, review, roles, roster
+from calibration import cycles, review, roles, roster, store
 from calibration.cli import main
-from calibration.errors import ConflictError, InputError, NotFoundError
+from calibration.errors import ConflictError, InputError, NotFoundError, SignedOutError
 from calibration.fmt import plural
 from calibration.store import Database
 from calibration.store import cycles as cycle_store
@@ -210,3 +211,107 @@ def test_label_history_stays_append_only_but_for_a_recorded_rename(labeled_db: D
     roster.rename(labeled_db, "vera", "Vera N")
     with pytest.raises(labeled_db.integrity_errors, match="append-only"):  # a rename moves names only
         labeled_db.execute("UPDATE label_events SET note = 'x', reviewer = 'Vera N' WHERE id = ?", [event_id])
+
+
+# ---------------------------------------------------------------- every write checks who writes
+
+
+def _written(db: Database) -> tuple[int, int, int]:
+    """How many label events, current labels and commits the database holds."""
+    return tuple(
+        int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+        for table in ("label_events", "human_labels", "answer_reveals")
+    )  # type: ignore[return-value]
+
+
+def _writes(db: Database, name: str) -> dict[str, Callable[[], object]]:
+    """Every write of a reviewer's work, as `name`, on vera's first answer of cycle w1."""
+    cyc = cycles.get_cycle(db, "w1").id
+    answer = review.queue(db, cyc, "bob")[0] if name == "bob" else _first_answer(db)
+    pk = review.load_card(db, answer, "bob").claims[0].pk
+    verdict = {"cycle_id": cyc, "reviewer": name, "claim_pk": pk}
+    return {
+        "verdict": lambda: review.label(db, **verdict, verdict="CONTRADICTED", note="n", evidence=()),
+        "skip": lambda: review.label(db, **verdict, kind="skip"),
+        "unclear": lambda: review.label(db, **verdict, kind="unclear"),
+        "record_label": lambda: store.record_label(
+            db, claim=pk, reviewer=name, kind="blind", verdict="SUPPORTED"
+        ),
+        "commit": lambda: review.commit(db, cycle_id=cyc, reviewer=name, answer_id=answer),
+        "reconcile": lambda: review.reconcile(db, cycle_id=cyc, reviewer=name, claim_pk=pk, choice="keep"),
+        "card": lambda: review.record_card(
+            db,
+            cycle_id=cyc,
+            reviewer=name,
+            report=review.CardReport(
+                answer=answer, claims={pk: review.CardEntry(seq=9, kind="blind", verdict="UNSUPPORTED")}
+            ),
+            done={},
+        ),
+    }
+
+
+def _first_answer(db: Database) -> str:
+    """vera's first answer of w1, the one `labeled_db` labeled (in her queue under any name)."""
+    (answer,) = db.execute(
+        "SELECT DISTINCT c.answer_id FROM label_events e JOIN claims c ON c.id = e.claim_pk"
+    ).fetchone()
+    return str(answer)
+
+
+WRITES = ["verdict", "skip", "unclear", "record_label", "commit", "reconcile", "card"]
+
+
+@pytest.mark.parametrize("write", WRITES)
+def test_a_deactivated_reviewer_writes_nothing(labeled_db: Database, write: str) -> None:
+    roster.deactivate(labeled_db, "vera", by="lead")
+    before = _written(labeled_db)
+    with pytest.raises(SignedOutError, match="A lead deactivated you: 'vera' is deactivated") as refused:
+        _writes(labeled_db, "vera")[write]()
+    assert refused.value.renamed_to is None
+    assert _written(labeled_db) == before
+
+
+@pytest.mark.parametrize("write", WRITES)
+def test_a_renamed_reviewer_writes_nothing_under_the_old_name(labeled_db: Database, write: str) -> None:
+    roster.rename(labeled_db, "vera", "Vera Nowak", by="lead")
+    before = _written(labeled_db)
+    with pytest.raises(SignedOutError, match="renamed you to 'Vera Nowak': sign in again as") as refused:
+        _writes(labeled_db, "vera")[write]()
+    assert refused.value.renamed_to == "Vera Nowak"
+    assert _written(labeled_db) == before
+    assert labeled_db.execute("SELECT count(*) FROM label_events WHERE reviewer = 'vera'").fetchone()[0] == 0
+
+
+def test_the_new_name_writes_and_the_old_one_cannot_sign_in(labeled_db: Database) -> None:
+    roster.rename(labeled_db, "vera", "Vera Nowak", by="lead")
+    roster.rename(labeled_db, "Vera Nowak", "V. Nowak", by="lead")  # renamed twice: the last name
+    with pytest.raises(InputError, match=r"sign in again as 'V\. Nowak'"):
+        roles.sign_in(labeled_db, "vera")
+    assert roles.deactivated(labeled_db, "Vera Nowak") is not None
+    _writes(labeled_db, "V. Nowak")["skip"]()
+    assert labeled_db.execute("SELECT kind FROM label_events ORDER BY id DESC").fetchone()[0] == "skip"
+
+
+def test_a_rename_to_another_spelling_retires_the_old_spelling(labeled_db: Database) -> None:
+    roster.rename(labeled_db, "vera", "Vera", by="lead")
+    with pytest.raises(SignedOutError, match="sign in again as 'Vera'"):
+        _writes(labeled_db, "vera")["skip"]()
+    _writes(labeled_db, "Vera")["skip"]()
+    assert roles.sign_in(labeled_db, "vera") == "Vera"  # typed as before: the new spelling
+
+
+def test_names_off_the_roster_and_an_old_name_added_again_write_freely(labeled_db: Database) -> None:
+    roster.rename(labeled_db, "vera", "Vera Nowak", by="lead")
+    roster.add(labeled_db, "vera", by="lead")  # a new reviewer by the old name
+    _writes(labeled_db, "vera")["record_label"]()
+    _writes(labeled_db, "carl")["record_label"]()  # not on the roster: the names stay free
+    assert {r[0] for r in labeled_db.execute("SELECT reviewer FROM label_events")} >= {"vera", "carl"}
+
+
+def test_an_empty_roster_leaves_every_name_free_to_write(demo_db: Database) -> None:
+    cyc = cycles.create_cycle(demo_db, name="w", size=4, seed=1, reviewers=["ann"], overlap=0.0, force=True)
+    answer = review.queue(demo_db, cyc.id, "ann")[0]
+    pk = review.load_card(demo_db, answer, "ann").claims[0].pk
+    review.label(demo_db, cycle_id=cyc.id, reviewer="ann", claim_pk=pk, verdict="SUPPORTED")
+    assert demo_db.execute("SELECT reviewer FROM label_events").fetchall() == [("ann",)]

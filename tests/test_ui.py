@@ -245,7 +245,10 @@ def test_a_reviewer_deactivated_after_signing_in_is_signed_out_on_the_next_run(
     at.run()  # the same session, its next run
     assert ui.REVIEWER_KEY not in at.session_state
     assert "REVIEWER=" not in _texts(at)
-    assert [e.value for e in at.error] == ["'Vera' is deactivated on the reviewer roster; ask a lead"]
+    assert [e.value for e in at.error] == [
+        "A lead deactivated you: 'Vera' is deactivated on the reviewer roster, "
+        "and nothing more is recorded under it"
+    ]
     assert ui.TOKEN_PARAM not in at.query_params
     # Nor does the reload link signed before the deactivation bring the session back.
     again = AppTest.from_function(_app_sign_in_script, default_timeout=30)

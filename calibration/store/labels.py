@@ -14,6 +14,7 @@ from .connection import now, write
 from .database import Database
 from .imports import MarkedStaging, pause_between_batches
 from .reveals import commit_imported
+from .roster import check_writer
 
 # Labels moved in per write transaction (`record_new_imports`): tens of milliseconds, the commits
 # they complete included (a few hundred on a machine busy with other work), so a reviewer's
@@ -129,13 +130,18 @@ def record_label(
     staged label import writing this label (`LabelStaging`), which hides it until that import is
     done; any other write clears it, so a reviewer's own verdict is never hidden or taken back
     with an import. `based_on`: the state the writer saw; the write is refused (StaleLabelError)
-    when the label changed since (`check_based_on`, in this transaction). Returns the new state.
+    when the label changed since (`check_based_on`, in this transaction). A reviewer's own
+    write is refused (SignedOutError) once a lead deactivated or renamed the name
+    (`roster.check_writer`, in this transaction); an import is a lead's, and is not. Returns
+    the new state.
     """
     if kind not in LABEL_KINDS or kind == "adjudicate":
         raise InputError(f"unknown label kind {kind!r}")
     if not reviewer:
         raise InputError("a label needs a reviewer")
     with write(db):
+        if kind != "import":
+            check_writer(db, reviewer)
         if based_on is not None:
             check_based_on(db, claim, reviewer, based_on)
         state = label_state(db, claim, reviewer)

@@ -18,6 +18,7 @@ from .cycles import SETTLED_IN
 from .database import Database
 from .imports import hide_sql
 from .labels import LATEST_EVENT, LabelState
+from .roster import check_writer
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +207,9 @@ def record_reveal(db: Database, answer_id: str, reviewer: str, cycle_id: int | N
     """Mark the answer revealed to the reviewer (the first commit counts; a repeat is a no-op).
 
     A commit that an unfinished label import recorded (hidden, and taken back should that import
-    die) becomes the reviewer's own."""
+    die) becomes the reviewer's own. Refused (SignedOutError) for a name a lead deactivated or
+    renamed (`roster.check_writer`): call it inside the write's transaction."""
+    check_writer(db, reviewer)
     db.execute(
         "INSERT INTO answer_reveals (answer_id, reviewer, cycle_id, revealed_at) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (answer_id, reviewer) DO UPDATE SET cycle_id = excluded.cycle_id, "

@@ -1,13 +1,16 @@
 """The reviewer roster: the lead's list of reviewers and its history (reviewers, reviewer_events).
 
 The rules (which names are accepted, what a rename may touch) live in `calibration.roster`;
-this module only reads and writes the rows.
+this module reads and writes the rows, and holds the one rule every write of a reviewer's work
+runs inside its own transaction (`check_writer`), beside the rows it reads.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import SignedOutError
+from ..text import normalise_name, visible
 from .connection import now
 from .database import Database
 from .reveals import commit_imported_of
@@ -56,6 +59,60 @@ def entries(db: Database) -> list[RosterEntry]:
 def entry(db: Database, name_key: str) -> RosterEntry | None:
     row = db.execute("SELECT name, active, added_at FROM reviewers WHERE name_key = ?", [name_key]).fetchone()
     return None if row is None else RosterEntry(row[0], bool(row[1]), row[2])
+
+
+def renamed_to(db: Database, name: str) -> str | None:
+    """The name a lead's renames carried `name` to (following one rename after another), when
+    `name`'s comparison key was renamed away; None when it never was. Reads the renames only:
+    a handful of rows, and only for a name the roster does not hold as it is spelled."""
+    renames: dict[str, str] = {}
+    for old, new in db.execute(
+        "SELECT name, new_name FROM reviewer_events WHERE kind = 'rename' ORDER BY id"
+    ):
+        renames[normalise_name(old)] = new
+    current, seen = None, set()
+    key = normalise_name(name)
+    while key in renames and key not in seen:
+        seen.add(key)
+        current = renames[key]
+        key = normalise_name(current)
+    return current
+
+
+def writer_refusal(db: Database, name: str) -> SignedOutError | None:
+    """Why `name` may not write a reviewer's work now, or None when it may.
+
+    Refused: a name the roster holds deactivated; a name whose comparison key a lead renamed
+    away (the roster holds no entry by it, a rename event carried it off), or renamed to
+    another spelling of itself ("anna" to "Anna"). Free: any other name, so an empty roster
+    (a single person, a room that keeps none) and names off the roster write as before. One
+    read by primary key for a name on the roster as it is spelled."""
+    found = entry(db, normalise_name(name))
+    if found is not None and not found.active:
+        return SignedOutError(
+            f"A lead deactivated you: {visible(found.name)!r} is deactivated on the reviewer roster, "
+            "and nothing more is recorded under it"
+        )
+    if found is not None and found.name == name:
+        return None
+    new = renamed_to(db, name)
+    if new is None or (found is not None and new != found.name):
+        return None  # another spelling of a roster name, from before the one name rule
+    return SignedOutError(
+        f"A lead renamed you to {visible(new)!r}: sign in again as {visible(new)!r}; "
+        f"nothing more is recorded under {visible(name)!r}",
+        renamed_to=new,
+    )
+
+
+def check_writer(db: Database, name: str) -> None:
+    """Raise `writer_refusal`'s SignedOutError, if any. Every write of a reviewer's work
+    (labels, skips, unclear marks, evidence and notes, commits, reconciles) calls it inside its
+    own transaction, so a lead's deactivation or rename committed before it is seen, and one
+    committed after it waits for the write."""
+    refusal = writer_refusal(db, name)
+    if refusal is not None:
+        raise refusal
 
 
 def events(db: Database) -> list[RosterEvent]:

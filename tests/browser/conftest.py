@@ -394,9 +394,9 @@ def small_page(tabs: Tabs) -> Iterator[Any]:
 
 
 def sign_in(page: Any, url: str, name: str) -> None:
-    """Open the review page and sign in with a name."""
+    """Open the review page and sign in with a typed name (beside the roster's pick, if any)."""
     page.goto(f"{url}/review")
-    field = page.get_by_label("Your name")
+    field = page.locator(".st-key-signin_name input")
     field.wait_for()
     field.fill(name)
     field.press("Enter")
