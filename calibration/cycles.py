@@ -777,14 +777,36 @@ def plan_next(
         return _plan(db, run.id, [r.answer_id for r in pool], goal, min(size, len(pool)))
 
 
-def next_cycle_defaults(db: Database, judge_run: str | None = None) -> tuple[str, int]:
-    """(goal, size) the Dashboard's "plan the next cycle" prefills: the agreement decision while
-    the labels so far do not settle it, else the grounding score; planned cycles of
-    `planning.CYCLE_SIZE` within MIN_SIZE-MAX_SIZE, smaller when that finishes the decision."""
-    plans = {g: plan_next(db, judge_run=judge_run, goal=g) for g in planning.GOALS}
-    return planning.default_goal_and_size(
+@dataclass(frozen=True, slots=True)
+class NextCycle:
+    """What the next planned cycle of a run can do: the goal and size "plan the next cycle"
+    prefills, how many cycles of `full` answers its plan expects that goal to take (None: more
+    than `planning.MAX_CYCLES` of the plan's size), and the answers a cycle could still draw."""
+
+    goal: str
+    size: int
+    cycles_needed: int | None
+    full: int  # a full planned cycle's size (`planning.CYCLE_SIZE` within the size bounds)
+    answers_left: int  # 0: every answer of the run is labeled or held out
+
+
+def next_cycle(db: Database, judge_run: str | None = None) -> NextCycle:
+    """The next cycle's goal and size (`planning.default_goal_and_size`: the agreement decision
+    while the labels so far do not settle it, else the grounding score; planned cycles of
+    `planning.CYCLE_SIZE` within MIN_SIZE-MAX_SIZE, smaller when that finishes the decision), and
+    what its plan expects. The plan's cycles are counted again in cycles of the full size, from
+    the answers they hold."""
+    full = min(MAX_SIZE, max(MIN_SIZE, planning.CYCLE_SIZE))
+    try:
+        plans = {g: plan_next(db, judge_run=judge_run, goal=g) for g in planning.GOALS}
+    except InputError:  # nothing left for a cycle to draw (`_empty_pool_problem`)
+        return NextCycle("agreement", 0, None, full, 0)
+    goal, size = planning.default_goal_and_size(
         plans["agreement"], plans["grounding"], min_size=MIN_SIZE, max_size=MAX_SIZE
     )
+    plan = plans[goal]
+    needed = None if plan.cycles_needed is None else math.ceil(plan.cycles_needed * plan.size / full)
+    return NextCycle(goal, size, needed, full, sum(s.pool for s in plan.strata))
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import agreement, estimation, flag, fmt, store
+from . import agreement, cycles, estimation, flag, fmt, planning, store
 from . import report as reports
 from . import split as splits
 from .agreement import (
@@ -185,6 +185,7 @@ class Dashboard:
     sealed: frozenset[str] = frozenset()
     decision: Decision | None = None  # the header; None only for a Dashboard built by hand
     open_cycle: bool = False  # the scope is a cycle still open
+    next_cycle: cycles.NextCycle | None = None  # what a next cycle of the run can do (`cycles.next_cycle`)
 
     @property
     def disagreements(self) -> list[ClaimDetail]:
@@ -278,6 +279,7 @@ def build(
         comparison = compare(
             db, judge_run.name, compare_with, cycle_id=cycle_id, data_a=data, thresholds=thresholds
         )
+    nxt = cycles.next_cycle(db, judge_run.name)
     return Dashboard(
         run=judge_run.name,
         cycle=cycle,
@@ -318,7 +320,8 @@ def build(
             if c.key not in sealed
         ),
         sealed=sealed,
-        decision=decision(report.to_dict(judge_run.name), open_cycle=open_cycle),
+        decision=decision(report.to_dict(judge_run.name), open_cycle=open_cycle, next_cycle=nxt),
+        next_cycle=nxt,
         open_cycle=open_cycle,
     )
 
@@ -1186,11 +1189,48 @@ def _direction_words(report: Mapping[str, Any]) -> tuple[str, str]:
     return line, answer.clause
 
 
-def decision(report: Mapping[str, Any], *, open_cycle: bool = False) -> Decision:
+FEW_CYCLES = 3  # "plan the next cycle" is offered for an open decision its plan expects within these
+
+
+def _plan_step(status: str, target: str, nxt: cycles.NextCycle | None) -> tuple[NextStep | None, str | None]:
+    """The "plan the next cycle" step, or None with the sentence that replaces the advice when more
+    labels are not expected to decide: nothing is left to draw, or the agreement decision is
+    still open and its plan needs more than FEW_CYCLES full cycles. Without `nxt` (a frozen
+    report) the step is offered as before."""
+    if nxt is None:
+        return NextStep("plan", "Plan the next cycle"), None
+    if not nxt.answers_left:
+        return None, (
+            "Every answer of this run is labeled or held out, so no cycle can draw more: "
+            "import more judged answers to label more."
+        )
+    if status != "inconclusive" or nxt.goal != "agreement":
+        return NextStep("plan", "Plan the next cycle"), None
+    if nxt.cycles_needed is not None and nxt.cycles_needed <= FEW_CYCLES:
+        cycles_text = plural(
+            nxt.cycles_needed, f"cycle of {nxt.full} answers", f"cycles of {nxt.full} answers"
+        )
+        return NextStep("plan", f"Plan the next cycle (about {cycles_text} should decide)"), None
+    need = (
+        f"more than {planning.MAX_CYCLES} cycles"
+        if nxt.cycles_needed is None
+        else f"about {nxt.cycles_needed:,} cycles"
+    )
+    return None, (
+        f"More labels are not expected to decide soon: the plan needs {need} of {nxt.full} answers "
+        f"to tell whether the judge reaches the {target} target. Read the figures as they stand: "
+        "the interval says how close to the target the judge is."
+    )
+
+
+def decision(
+    report: Mapping[str, Any], *, open_cycle: bool = False, next_cycle: cycles.NextCycle | None = None
+) -> Decision:
     """The decision header of a report in its JSON form (`Report.to_dict`): the verdict word, one
     agreement figure with one interval (`headline_agreement`), the direction, the judge-vs-people
     ceiling, one plain sentence and the next steps. `open_cycle`: the scope is an open cycle, so
-    closing it is a next step."""
+    closing it is a next step. `next_cycle`: what a next cycle of the run can do
+    (`cycles.next_cycle`), so that the header offers only a next step that can work."""
     flag = report.get("flag") or {}
     status = str(flag.get("status"))
     status = status if status in VERDICT_WORDS else "inconclusive"
@@ -1210,13 +1250,21 @@ def decision(report: Mapping[str, Any], *, open_cycle: bool = False) -> Decision
         ]
         if clause:
             parts.append(clause)
+    thresholds = report.get("thresholds_used") or report.get("thresholds") or {}
+    target = thresholds.get("agreement_target")
+    plan, instead = _plan_step(status, DASH if target is None else fmt.share(target), next_cycle)
+    if n_claims and value is not None:
         advice = VERDICT_ADVICE[status]
         needed = flag.get("claims_needed")
         if status == "inconclusive" and needed:
             advice = f"Label about {needed:,} more claims to decide."
+        if status == "inconclusive" and instead:
+            advice = instead
         parts.append(advice)
         sentence = " ".join(parts)
-    steps = [NextStep("plan", "Plan the next cycle")]
+    elif instead:
+        sentence = f"{sentence} {instead}"
+    steps = [] if plan is None else [plan]
     if report.get("disagreeing_claims"):
         steps.append(NextStep("judge_lab", "Open the Judge lab on this run"))
     # The claims the settle link leads to: a sealed holdout claim is counted in the figures but not
@@ -1227,6 +1275,8 @@ def decision(report: Mapping[str, Any], *, open_cycle: bool = False) -> Decision
         steps.append(NextStep("settle", f"Settle the {plural(unresolved, 'unclear claim')}"))
     if open_cycle:
         steps.append(NextStep("close", "Close the cycle"))
+    if next_cycle is not None and not next_cycle.answers_left:
+        steps.append(NextStep("import", "Import more judged answers"))
     return Decision(
         status,
         VERDICT_WORDS[status],

@@ -24,7 +24,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from calibration import cycles, dashboard, export, roles, store
+from calibration import dashboard, export, roles, store
 from calibration.errors import CalibrationError
 from calibration.store import Database
 from calibration.store import cycles as cycle_store
@@ -46,20 +46,6 @@ def _load(path: str, stamp: tuple, run: str, cycle: str | None, compare: str | N
     del stamp
     with store.session(path) as db:
         return dashboard.build(db, run=run, cycle=cycle, compare_with=compare)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def _plan_defaults(path: str, stamp: tuple, run: str) -> dict[str, str]:
-    """What the "plan the next cycle" link prefills on the Cycles page: the run, the planned strategy
-    and `cycles.next_cycle_defaults`' goal and size; without them when the run has nothing left to draw
-    (the Cycles page then says why, at "Show the plan")."""
-    del stamp
-    try:
-        with store.session(path) as db:
-            goal, size = cycles.next_cycle_defaults(db, run)
-    except CalibrationError:
-        return {"plan": "1", "run": run}
-    return {"plan": "1", "run": run, "goal": goal, "size": str(size)}
 
 
 def _hidden_scopes(
@@ -173,7 +159,10 @@ except CalibrationError as exc:
     st.stop()
 report = data.report
 tally = dashboard.claim_counts(report)  # every count below, as the Cycles and Judge lab pages read them
-plan_link = _plan_defaults(str(path), stamp, run)
+nxt = data.next_cycle
+plan_link = {"plan": "1", "run": run}
+if nxt is not None and nxt.answers_left:  # what "plan the next cycle" prefills on the Cycles page
+    plan_link |= {"goal": nxt.goal, "size": str(nxt.size)}
 
 # ---------------------------------------------------------------- the decision first
 
@@ -217,6 +206,8 @@ if dec is not None:
                     icon=":material/science:",
                     query_params={"run": run, "focus": "disagreements"},
                 )
+            elif step.kind == "import":
+                ui.import_link(step.label)
             elif step.kind == "settle":
                 st.markdown(f"[:material/gavel: {step.label}](#settle)")
             elif step.kind == "close" and cycle is not None:

@@ -1127,6 +1127,44 @@ def test_direction_is_told_by_its_size_and_within_chance_only_when_the_interval_
     assert "within chance" not in dashboard.decision(old).sentence
 
 
+@pytest.mark.parametrize(
+    ("status", "nxt", "steps", "says"),
+    [
+        # An open decision its plan expects within a few cycles: plan them.
+        ("inconclusive", cycles.NextCycle("agreement", 30, 2, 30, 400), ["plan"], "Label about 90 more"),
+        # Its plan needs more than a few: no plan offered, and the header says why.
+        ("inconclusive", cycles.NextCycle("agreement", 30, 7, 30, 400), [], "needs about 7 cycles of 30"),
+        (
+            "inconclusive",
+            cycles.NextCycle("agreement", 30, None, 30, 400),
+            [],
+            "needs more than 20 cycles of 30",
+        ),
+        # A decided judge: the next cycle serves the grounding score, however long that takes.
+        ("revise", cycles.NextCycle("grounding", 30, None, 30, 400), ["plan"], "Revise the prompt."),
+        # Nothing left to draw: import more answers, whatever the flag.
+        ("inconclusive", cycles.NextCycle("agreement", 0, None, 30, 0), ["import"], "no cycle can draw more"),
+        ("revise", cycles.NextCycle("agreement", 0, None, 30, 0), ["import"], "Revise the prompt."),
+    ],
+)
+def test_the_header_offers_only_a_next_step_that_can_work(
+    status: str, nxt: cycles.NextCycle, steps: list[str], says: str
+) -> None:
+    report = _report_dict(status, 0.84, 0.80, 0.88, needed=90)
+    report["thresholds"] = {"agreement_target": 0.85}
+    d = dashboard.decision(report, next_cycle=nxt)
+    assert [s.kind for s in d.steps] == steps
+    assert says in d.sentence
+    if not steps or steps == ["import"]:
+        assert "Label about" not in d.sentence  # no advice the plan's own arithmetic rejects
+
+
+def test_a_fully_labeled_run_offers_importing_not_planning(wice_db: Database) -> None:
+    d = dashboard.build(wice_db, run="wice-gpt4", bootstrap=0)
+    assert d.next_cycle is not None and d.next_cycle.answers_left == 0
+    assert d.decision is not None and [s.kind for s in d.decision.steps] == ["judge_lab", "import"]
+
+
 def test_decision_reads_the_estimated_agreement_and_offers_closing_an_open_cycle() -> None:
     report = _report_dict("revise", 0.77, 0.74, 0.79, unresolved=1)
     d = dashboard.decision(report, open_cycle=True)

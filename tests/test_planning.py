@@ -317,14 +317,29 @@ def test_cycles_page_shows_the_plan_then_creates_a_planned_cycle(
     assert "planned 1: 20 answers of judge@v1, planned, seed 3" in texts(at)
 
 
-def test_next_cycle_defaults_prefill_a_goal_and_a_size_within_bounds(
+def test_next_cycle_prefills_a_goal_and_a_size_within_bounds(
     claims_db: tuple[Database, dict[str, list[int]]],
 ) -> None:
     db, claims = claims_db
     label(db, claims, [f"b{i:02d}" for i in range(0, 96, 3)])
-    goal, size = cycles.next_cycle_defaults(db, RUN)
-    assert goal in planning.GOALS
-    assert cycles.MIN_SIZE <= size <= cycles.MAX_SIZE
+    found = cycles.next_cycle(db, RUN)
+    assert found.goal in planning.GOALS
+    assert cycles.MIN_SIZE <= found.size <= cycles.MAX_SIZE
+    assert found.answers_left == 96 - len(range(0, 96, 3)) and found.full == 30
+    plan = cycles.plan_next(db, judge_run=RUN, goal=found.goal)
+    if plan.cycles_needed is None:
+        assert found.cycles_needed is None
+    else:  # the plan's cycles of 20 counted again in cycles of 30
+        assert found.cycles_needed == -(-plan.cycles_needed * plan.size // 30)
+
+
+def test_next_cycle_of_a_run_with_nothing_left_to_draw(
+    claims_db: tuple[Database, dict[str, list[int]]],
+) -> None:
+    db, claims = claims_db
+    label(db, claims, [f"b{i:02d}" for i in range(96)])
+    found = cycles.next_cycle(db, RUN)
+    assert (found.answers_left, found.size, found.cycles_needed) == (0, 0, None)
 
 
 def test_cycles_of_several_designs_combine_into_one_post_stratified_run_figure(
