@@ -188,6 +188,11 @@ class NotALeadError(CalibrationError):
     """A lead-only action was asked for by someone who is not a lead (now); nothing was done."""
 
 
+class SignInRefused(CalibrationError):
+    """A provider sign-in that stands for no reviewer (its name held by another account, or a
+    sign-in that logged out); nothing was written."""
+
+
 class ConflictError(CalibrationError):
     """The input contradicts what the database already holds (for example changed answer text)."""
 
