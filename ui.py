@@ -3,7 +3,9 @@
 Kept out of `calibration/`, which never imports streamlit.
 
 Who is reviewing. With OIDC configured (an `[auth]` section in `.streamlit/secrets.toml`,
-see the README) the reviewer is the signed-in `st.user` (email, else name, else subject).
+see the README) the reviewer is the one the provider's subject was bound to at its first
+sign-in (`calibration.identity`: the verified e-mail, else a name made from the subject;
+never the display name).
 Without it (local use, the default) the app asks for a name once and keeps it in
 session state under a key no widget uses, so once signed in no form field can point the
 session at someone else's labels; "Sign out" is the only way to change it. Without OIDC
@@ -52,13 +54,13 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
-from typing import Any, ParamSpec, overload
+from typing import Any, NoReturn, ParamSpec, overload
 
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 from streamlit.navigation.page import StreamlitPage
 
-from calibration import roles, roster, store
+from calibration import identity, roles, roster, store
 from calibration.dashboard import Decision
 from calibration.errors import (
     CalibrationError,
@@ -66,6 +68,7 @@ from calibration.errors import (
     NotALeadError,
     Option,
     SignedOutError,
+    SignInRefused,
     StorageError,
 )
 from calibration.text import display_name, inert_markdown, neutralise_body, visible
@@ -87,6 +90,7 @@ TYPED_NAME_NOTE = (
     "name. A team signs in through its identity provider (OIDC, see the README)."
 )
 _REFUSED_KEY = "_calibration_lead_refused"  # a lead action refused in its callback, for the page
+_PROVIDER_KEY = "_calibration_provider"  # session-state only: (Person, reviewer) last resolved
 P = ParamSpec("P")
 
 
@@ -156,25 +160,76 @@ def _sign_in_from_link() -> str | None:
     return name
 
 
+def _provider_person() -> identity.Person | None:
+    """The person the provider signed in (`calibration.identity.person_of` over st.user's ID
+    token claims), or None when nobody is logged in."""
+    if not st.user.is_logged_in:
+        return None
+    return identity.person_of(st.user.to_dict(), assume_verified=_setting_true("assume_email_verified"))
+
+
+def _provider_reviewer(*, fresh: bool = False) -> str | None:
+    """The reviewer the logged-in provider identity stands for (`calibration.identity.sign_in`:
+    bound at its first sign-in); None when nobody is logged in. SignInRefused when the binding
+    refuses it. Kept in session state; `fresh` reads the binding again (app.py's every run,
+    through `restore_sign_in`, so a rename or a Log out elsewhere counts at the next run)."""
+    person = _provider_person()
+    if person is None:
+        return None
+    kept = st.session_state.get(_PROVIDER_KEY)
+    if not fresh and isinstance(kept, tuple) and kept[0] == person:
+        return str(kept[1])
+    st.session_state.pop(_PROVIDER_KEY, None)
+    with store.session(db_path()) as db:
+        name = identity.sign_in(db, person)
+    st.session_state[_PROVIDER_KEY] = (person, name)
+    return name
+
+
 def current_reviewer() -> str | None:
-    """The reviewer id of this browser session, or None before sign-in."""
+    """The reviewer id of this browser session, or None before sign-in (or when the provider's
+    sign-in is refused: `restore_sign_in` says why)."""
     if auth_configured():
-        user = st.user
-        if not user.is_logged_in:
+        try:
+            return _provider_reviewer()
+        except SignInRefused:
             return None
-        ident = user.get("email") or user.get("name") or user.get("sub")
-        return str(ident) if ident else None
     value = st.session_state.get(REVIEWER_KEY)
     return value if isinstance(value, str) and value else None
+
+
+def _log_out() -> None:
+    """Log the provider's sign-in out, recording it first (`calibration.identity.log_out`), so
+    a copy of this session's identity cookie signs nobody in afterwards."""
+    person = _provider_person()
+    try:
+        if person is not None:
+            with store.session(db_path()) as db:
+                identity.log_out(db, person)
+    finally:
+        st.logout()
+
+
+def _refuse_provider_sign_in(headline: str, reason: str) -> NoReturn:
+    """Stop the page: the provider's sign-in stands for no reviewer; the way out is Log out."""
+    st.error(headline, icon=":material/block:")
+    literal(reason)
+    if st.button("Log out", key="logout-refused"):
+        _log_out()
+    st.stop()
 
 
 def restore_sign_in() -> str | None:
     """The reviewer of this browser session; after a reload, the one the link signs in again
     (`_sign_in_from_link`). app.py asks this before it builds the navigation, so every page,
     Home included, and the sidebar's page list know who is signed in from the first run."""
-    reviewer = current_reviewer()
-    if reviewer is None and not auth_configured():
-        reviewer = _sign_in_from_link()
+    if auth_configured():
+        try:
+            reviewer = _provider_reviewer(fresh=True)
+        except SignInRefused as exc:
+            _refuse_provider_sign_in("This sign-in was refused; nothing is written under it.", str(exc))
+    else:
+        reviewer = current_reviewer() or _sign_in_from_link()
     if reviewer is None:
         return None
     with store.session(db_path()) as db:
@@ -183,11 +238,7 @@ def restore_sign_in() -> str | None:
         return reviewer
     # Deactivated after signing in: the session ends here, whichever way it began.
     if auth_configured():
-        st.error("This sign-in belongs to a reviewer a lead has deactivated.", icon=":material/block:")
-        literal(refusal)
-        if st.button("Log out", key="logout-deactivated"):
-            st.logout()
-        st.stop()
+        _refuse_provider_sign_in("This sign-in belongs to a reviewer a lead has deactivated.", refusal)
     _signed_out(refusal)
     return None
 
@@ -309,6 +360,12 @@ def _calibration_secret(key: str) -> object:
     return calibration_secrets().get(key)
 
 
+def _setting_true(key: str) -> bool:
+    """Whether `key` under `[calibration]` is set to true (a TOML boolean, or "true")."""
+    value = _calibration_secret(key)
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
 def _secret_list(key: str) -> list[str]:
     value = _calibration_secret(key)
     if isinstance(value, str):
@@ -325,7 +382,7 @@ def lead_group_rule() -> tuple[str, frozenset[str]] | None:
     under `[calibration]`, e.g. "groups") and the values of it that make a lead
     (`lead_groups`, as comparison keys); None unless OIDC and both are set."""
     claim = str(_calibration_secret("leads_claim") or "").strip()
-    groups = roles.lead_keys(_secret_list("lead_groups"))
+    groups = roles.lead_group_keys(_secret_list("lead_groups"))
     if not claim or not groups or not auth_configured():
         return None
     return claim, groups
@@ -352,11 +409,17 @@ def configured_leads() -> frozenset[str] | None:
     return leads or None
 
 
-def _identities(reviewer: str) -> list[str]:
-    idents = [reviewer]
-    if auth_configured() and st.user.is_logged_in:
-        idents += [str(st.user.get(k)) for k in ("email", "name", "sub") if st.user.get(k)]
-    return idents
+def _lead_identities(reviewer: str) -> list[str]:
+    """What the configured leads are compared with: the typed name; with OIDC only the verified
+    e-mail, or the claim `lead_list_claim` under `[calibration]` names
+    (`calibration.identity.lead_ids`), never the display name."""
+    if not auth_configured():
+        return [reviewer]
+    person = _provider_person()
+    if person is None:
+        return []
+    claim = str(_calibration_secret("lead_list_claim") or "email").strip()
+    return identity.lead_ids(st.user.to_dict(), person, claim)
 
 
 def role_mode() -> roles.Mode:
@@ -374,18 +437,20 @@ def check_lead(reviewer: str | None) -> None:
     """NotALeadError (the refusal sentence) unless `reviewer` is a lead right now: the one
     lead check (`calibration.roles.require_lead`), for lead pages and lead actions alike.
 
-    With OIDC the user's email, name or subject may match a configured lead, or the ID token's
-    groups claim a lead group (`lead_group_rule`). Without any lead
+    With OIDC the user's verified e-mail may match a configured lead (`_lead_identities`), or
+    the ID token's groups claim a lead group (`lead_group_rule`). Without any lead
     configured the first and only name that signs in is the lead (single-user mode); once a
     second name has signed in nobody is, until a lead is configured.
     """
     if not reviewer:
         raise NotALeadError(roles.refusal(role_mode()))
     with store.session(db_path()) as db:
-        if auth_configured():
-            roles.note_sign_in(db, reviewer)  # a typed name is recorded at sign-in; OIDC here
         roles.require_lead(
-            db, _identities(reviewer), configured_leads() or frozenset(), in_group=_in_lead_group()
+            db,
+            _lead_identities(reviewer),
+            configured_leads() or frozenset(),
+            in_group=_in_lead_group(),
+            name=reviewer,
         )
 
 
@@ -426,7 +491,7 @@ def open_work(reviewer: str) -> roles.OpenWork:
     """The signed-in `reviewer`'s blind spots (`calibration.roles.open_work`): answers of open
     cycles they may still label, whose judge verdicts a lead page must not show them."""
     with store.session(db_path()) as db:
-        return roles.open_work_of(db, _identities(reviewer))
+        return roles.open_work_of(db, [reviewer])
 
 
 def require_lead() -> str:
@@ -435,9 +500,9 @@ def require_lead() -> str:
     Signs in first (`require_reviewer`). Leads are configured by the environment variable
     CALIBRATION_LEADS (comma-separated names or emails) or by `leads = ["anna@example.org",
     ...]` under `[calibration]` in `.streamlit/secrets.toml`; names match after Unicode
-    normalisation (case, spacing, invisible characters), and with OIDC the user's email, name
-    or subject may match. The check runs on the server at every run of a lead page, so a
-    direct URL is refused alike. Without OIDC a name is taken on trust
+    normalisation (case, spacing, invisible characters), and with OIDC only the user's
+    verified e-mail matches (`_lead_identities`). The check runs on the server at every run of
+    a lead page, so a direct URL is refused alike. Without OIDC a name is taken on trust
     (`calibration.roles.TYPED_NAME_LIMITS`).
     """
     reviewer = require_reviewer()
@@ -486,7 +551,7 @@ def sidebar_identity() -> None:
         literal(reviewer)
         if auth_configured():
             if st.button("Log out", key="logout"):
-                st.logout()
+                _log_out()
         else:
             st.button("Sign out", on_click=_sign_out, key="signout")
 

@@ -199,6 +199,11 @@ class SignedOutError(CalibrationError):
         self.renamed_to = renamed_to
 
 
+class SignInRefused(CalibrationError):
+    """A provider sign-in that stands for no reviewer (its name held by another account, or a
+    sign-in that logged out); nothing was written."""
+
+
 class ConflictError(CalibrationError):
     """The input contradicts what the database already holds (for example changed answer text)."""
 

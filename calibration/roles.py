@@ -10,10 +10,11 @@ The rules, each a function testable without a browser:
   confusables.txt) or is that name in another alphabet: "аnna" with a Cyrillic "а", "Anna"
   with a zero-width space, a Cherokee "ᎢᎪᎷᎪᎡᎪ" or a Cyrillic "Тамара" is never a second
   reviewer beside "anna" or "Tamara".
-* **Leads** are configured by name or email ($CALIBRATION_LEADS, the secrets, or an OIDC
-  identity matching one), or, with OIDC, by a groups/roles claim of the ID token
-  (:func:`in_lead_groups`: `leads_claim` names the claim, `lead_groups` the values that make a
-  lead). With no lead configured the app is in *single-user mode* while at
+* **Leads** are configured by name or email ($CALIBRATION_LEADS, the secrets; with OIDC only
+  a verified e-mail matches, :mod:`calibration.identity`), or, with OIDC, by a groups/roles
+  claim of the ID token (:func:`in_lead_groups`: `leads_claim` names the claim, `lead_groups`
+  the values that make a lead, compared by :func:`calibration.text.plain_key`, which refuses
+  invisible and look-alike characters). With no lead configured the app is in *single-user mode* while at
   most one reviewer name has ever signed in: that user is the lead. As soon as a second
   name signs in there is a team and no lead (:data:`Mode.TEAM_WITHOUT_LEADS`): lead pages
   refuse everyone until a lead is configured (:data:`SETUP_HINT` says how). One check,
@@ -44,7 +45,7 @@ from .store import cycles as cycle_store
 from .store import dashboard as dashboard_store
 from .store import roster as roster_store
 from .store.dashboard import OpenCycleWork
-from .text import check_name, confusable_with, near_duplicate_of, normalise_name, visible
+from .text import check_name, confusable_with, near_duplicate_of, normalise_name, plain_key, visible
 
 LEADS_ENV = "CALIBRATION_LEADS"
 MAX_NAME = 80
@@ -80,21 +81,30 @@ def lead_keys(names: Iterable[str]) -> frozenset[str]:
     return frozenset(k for k in (normalise_name(n) for n in names) if k)
 
 
+def lead_group_keys(names: Iterable[str]) -> frozenset[str]:
+    """The comparison keys of configured lead groups (:func:`calibration.text.plain_key`);
+    blanks, and names that key refuses, configure nothing."""
+    return frozenset(k for k in (plain_key(n.strip()) for n in names) if k)
+
+
 def group_keys(value: object) -> frozenset[str]:
     """The comparison keys of a groups/roles claim's value: a list of names, or one string of
-    names separated by commas or spaces (providers send either); anything else holds none."""
+    names separated by commas or spaces (providers send either); anything else holds none. A
+    name with invisible or look-alike characters (:func:`calibration.text.plain_key`) is no
+    group: ``"calibration-leads"`` with a zero-width space or in full-width letters is not
+    ``"calibration-leads"``."""
     if isinstance(value, str):
         items: Iterable[object] = value.replace(",", " ").split()
     elif isinstance(value, (list, tuple)):
         items = value
     else:
         return frozenset()
-    return frozenset(k for k in (normalise_name(str(i)) for i in items if isinstance(i, str)) if k)
+    return lead_group_keys(i for i in items if isinstance(i, str))
 
 
 def in_lead_groups(claims: Mapping[str, object], claim: str, groups: frozenset[str]) -> bool:
     """Whether the ID token's `claims` put the person in a lead group: the claim named `claim`
-    holds one of `groups` (comparison keys, :func:`lead_keys`)."""
+    holds one of `groups` (comparison keys, :func:`lead_group_keys`)."""
     return bool(claim) and bool(groups & group_keys(claims.get(claim)))
 
 
@@ -114,17 +124,20 @@ def is_lead(
     signed_in: Iterable[str],
     *,
     in_group: bool | None = None,
+    name: str | None = None,
 ) -> bool:
-    """Whether a person known by `identities` (the signed-in name; with OIDC also email, name,
-    subject) is a lead: one of them matches a configured lead, or their ID token puts them in a
-    lead group (`in_group`; None when no lead group is configured), or the app is in
-    single-user mode.
+    """Whether a person known by `identities` (what may match a configured lead: the signed-in
+    name; with OIDC only the verified e-mail, :func:`calibration.identity.lead_ids`) is a
+    lead: one of them matches a configured lead, or their ID token puts them in a lead group
+    (`in_group`; None when no lead group is configured), or the app is in single-user mode.
 
-    `signed_in` lists the names that ever signed in; the person's own name counts among them."""
+    `signed_in` lists the names that ever signed in; the person's own `name` (by default the
+    first identity) counts among them."""
     idents = [i for i in identities if i]
     if in_group:
         return True
-    found = mode(leads, [*signed_in, *idents[:1]], groups=in_group is not None)
+    own = [name] if name else idents[:1]
+    found = mode(leads, [*signed_in, *own], groups=in_group is not None)
     if found is Mode.SINGLE_USER:
         return True
     if found is Mode.TEAM_WITHOUT_LEADS:
@@ -133,20 +146,27 @@ def is_lead(
 
 
 def require_lead(
-    db: Database, identities: Sequence[str], leads: frozenset[str], *, in_group: bool | None = None
+    db: Database,
+    identities: Sequence[str],
+    leads: frozenset[str],
+    *,
+    in_group: bool | None = None,
+    name: str | None = None,
 ) -> None:
     """Raise NotALeadError, whose message is the :func:`refusal` sentence, unless the person
-    known by `identities` is a lead at this moment (:func:`is_lead` over the names that ever
-    signed in). With no identity at all nobody is a lead, single-user mode or not.
+    named `name` (by default the first of `identities`) and known by `identities` is a lead at
+    this moment (:func:`is_lead` over the names that ever signed in). Without a name nobody is
+    a lead, single-user mode or not.
 
     The one lead check: a lead page runs it before drawing anything, and every lead action
     (a button's or form's callback, which Streamlit runs before the page's script) runs it
     again, so a page opened while its user was a lead (before single-user mode ended, or
     before a lead was removed from the configuration) writes nothing afterwards."""
     idents = [i for i in identities if i]
+    own = [name] if name else idents[:1]
     names = signed_in(db)
-    if not idents or not is_lead(idents, leads, names, in_group=in_group):
-        raise NotALeadError(refusal(mode(leads, [*names, *idents[:1]], groups=in_group is not None)))
+    if not own or not is_lead(idents, leads, names, in_group=in_group, name=own[0]):
+        raise NotALeadError(refusal(mode(leads, [*names, *own], groups=in_group is not None)))
 
 
 def refusal(found: Mode) -> str:
@@ -425,6 +445,7 @@ __all__ = [
     "in_lead_groups",
     "is_lead",
     "known_reviewers",
+    "lead_group_keys",
     "lead_keys",
     "match_reviewers",
     "mode",

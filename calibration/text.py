@@ -496,6 +496,34 @@ def near_duplicate_of(name: str, existing_names: Iterable[str]) -> str | None:
     return None
 
 
+def _changes_look(ch: str) -> bool:
+    # A compatibility decomposition ("<wide> 0063": full-width letters, ligatures, the long s)
+    # or a canonical singleton ("004B": the Kelvin sign) maps the character to another one.
+    mapping = unicodedata.decomposition(ch)
+    return mapping.startswith("<") or (bool(mapping) and " " not in mapping)
+
+
+def plain_key(value: str) -> str | None:
+    """The comparison key of a value a provider asserts (a group or role name, an e-mail), or
+    None when the value is refused.
+
+    Rule: compared after NFC (UAX #15) and full case folding, so ``"Calibration-Leads"`` is
+    ``"calibration-leads"``, and nothing else is folded. Refused, because it could pass for a
+    value it is not: an empty value; any invisible, format or control character (what
+    :func:`visible` would mark: a zero-width space, a bidirectional control); a character
+    Unicode maps to another look (a compatibility decomposition: full-width ``"ｃ"``, the
+    ligature ``"ﬁ"``, the long ``"ſ"``; or a canonical singleton: the Kelvin sign); a word
+    mixing alphabets (:func:`check_name`: a Cyrillic ``"а"`` in ``"calibration"``).
+    """
+    if not value or visible(value) != value or any(_changes_look(ch) for ch in value):
+        return None
+    try:
+        check_name(value)
+    except InputError:
+        return None
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", value).casefold())
+
+
 # --------------------------------------------------------------------------------------------
 # Shown text
 # --------------------------------------------------------------------------------------------
@@ -735,6 +763,7 @@ __all__ = [
     "neutralise_body",
     "neutralise_cell",
     "normalise_name",
+    "plain_key",
     "storable_problem",
     "text_problem",
     "uts39_skeleton",

@@ -17,7 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from calibration import backup, cycles, dashboard, export, judge, review, roles, roster, split, store
+from calibration import (
+    backup,
+    cycles,
+    dashboard,
+    export,
+    identity,
+    judge,
+    review,
+    roles,
+    roster,
+    split,
+    store,
+)
 from calibration.cli import main
 from calibration.errors import ConflictError, InputError
 from calibration.importing import backfill_checks, import_answers, import_labels
@@ -213,6 +225,9 @@ def _fill(tmp_path: Path) -> Path:
         roster.deactivate(db, "bob", by="lead")
         for name in ("ann", "Bob", "lead"):
             roles.note_sign_in(db, name)
+        signed = identity.Person("https://idp.example.org", "s-dana", 1000, "dana@example.org")
+        identity.sign_in(db, signed)  # a provider identity's binding,
+        identity.log_out(db, signed)  # with a Log out
         store.save_thresholds(db, alpha=0.1, agreement_target=0.85)
         store.set_setting(db, store.SIGNIN_SECRET_SETTING, SECRET)
         split.ensure_split(db, created_by="lead")

@@ -215,12 +215,32 @@ def test_reassign_refuses_open_and_closed_cycles(assigned_db: Database) -> None:
         ({"roles": ["calibration-leads"]}, False),  # another claim than the configured one
         ({"groups": {"calibration-leads": True}}, False),  # not a list of names
         ({}, False),
+        ({"groups": ["calibration\u200b-leads"]}, False),  # a zero-width space is refused
+        ({"groups": "reviewers calibration-leads\u200b"}, False),
+        ({"groups": ["ｃａｌｉｂｒａｔｉｏｎ-leads"]}, False),  # full-width letters
+        ({"groups": ["calibration-leadſ"]}, False),  # the long s folds to "s" under NFKC only
+        ({"groups": ["c\u0430libration-leads"]}, False),  # a Cyrillic "а"
+        ({"groups": ["\u202ecalibration-leads"]}, False),  # a bidirectional control
     ],
 )
 def test_a_lead_group_claim_makes_a_lead(claims: dict[str, object], lead: bool) -> None:
-    groups = roles.lead_keys(["calibration-leads"])
+    groups = roles.lead_group_keys(["calibration-leads"])
     in_group = roles.in_lead_groups(claims, "groups", groups)
     assert in_group is lead
     # A lead group rule configures leads: a reviewer outside it is no lead, even alone.
     assert roles.is_lead(["rita@example.org"], frozenset(), [], in_group=in_group) is lead
     assert roles.mode(frozenset(), [], groups=True) is roles.Mode.LEADS_CONFIGURED
+
+
+@pytest.mark.parametrize(
+    ("value", "lead"),
+    [
+        ("Führung", True),
+        ("FÜHRUNG", True),  # case folded
+        ("Fu\u0308hrung", True),  # NFC: a decomposed "ü" is the composed one
+        ("\u212aontrolle", False),  # the Kelvin sign is not "K"
+    ],
+)
+def test_a_lead_group_compares_after_nfc_and_case_folding(value: str, lead: bool) -> None:
+    groups = roles.lead_group_keys(["führung", "Kontrolle"])
+    assert roles.in_lead_groups({"roles": [value]}, "roles", groups) is lead

@@ -1,4 +1,5 @@
-"""The reviewer roster: the lead's list of reviewers and its history (reviewers, reviewer_events).
+"""The reviewer roster: the lead's list of reviewers and its history (reviewers, reviewer_events),
+and the provider identities reviewers are bound to (reviewer_identities).
 
 The rules (which names are accepted, what a rename may touch) live in `calibration.roster`;
 this module reads and writes the rows, and holds the one rule every write of a reviewer's work
@@ -23,6 +24,14 @@ class RosterEntry:
     name: str
     active: bool
     added_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """The reviewer a provider identity (issuer, subject) is bound to."""
+
+    name: str
+    signed_out_iat: int | None  # the issue time of the newest sign-in that logged out
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,5 +189,48 @@ def rename(
     # Spellings merged under one name may together complete an answer's imported labels.
     commit_imported_of(db, new_name)
     db.execute("UPDATE sign_ins SET name_key = ?, name = ? WHERE name_key = ?", [new_key, new_name, old_key])
+    db.execute(
+        "UPDATE reviewer_identities SET name_key = ?, name = ? WHERE name_key = ?",
+        [new_key, new_name, old_key],
+    )
     db.execute("UPDATE reviewers SET name_key = ?, name = ? WHERE name_key = ?", [new_key, new_name, old_key])
     return moved
+
+
+# ---------------------------------------------------------------- provider identities
+
+
+def binding(db: Database, issuer: str, subject: str) -> Binding | None:
+    """The reviewer the provider identity (issuer, subject) is bound to, or None."""
+    row = db.execute(
+        "SELECT name, signed_out_iat FROM reviewer_identities WHERE issuer = ? AND subject = ?",
+        [issuer, subject],
+    ).fetchone()
+    return None if row is None else Binding(row[0], None if row[1] is None else int(row[1]))
+
+
+def bound_to(db: Database, name_key: str) -> tuple[str, str] | None:
+    """The provider identity (issuer, subject) the reviewer `name_key` is bound to, or None."""
+    row = db.execute(
+        "SELECT issuer, subject FROM reviewer_identities WHERE name_key = ?", [name_key]
+    ).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
+def bind(db: Database, issuer: str, subject: str, name_key: str, name: str) -> None:
+    """Bind the provider identity to the reviewer `name`. The caller holds the write and has
+    checked that neither is bound (the table's keys refuse a second binding either way)."""
+    db.execute(
+        "INSERT INTO reviewer_identities (issuer, subject, name_key, name, bound_at) VALUES (?, ?, ?, ?, ?)",
+        [issuer, subject, name_key, name, now()],
+    )
+
+
+def signed_out(db: Database, issuer: str, subject: str, issued_at: int) -> None:
+    """Record that the provider identity's sign-in issued at `issued_at` logged out (the newest
+    such time is kept)."""
+    db.execute(
+        """UPDATE reviewer_identities SET signed_out_iat = ?
+           WHERE issuer = ? AND subject = ? AND (signed_out_iat IS NULL OR signed_out_iat < ?)""",
+        [issued_at, issuer, subject, issued_at],
+    )

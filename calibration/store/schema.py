@@ -580,3 +580,28 @@ def m017_import_commit_in_python(db: Database) -> None:
             "DROP TRIGGER IF EXISTS human_labels_import_commit_update",
         ],
     )
+
+
+# ---------------------------------------------------------------- m018 provider identities
+
+
+@migrations()
+def m018_reviewer_identities(db: Database) -> None:
+    # With OIDC a reviewer is bound, at their first sign-in, to the provider's (issuer,
+    # subject): the name is unique, so two provider accounts never share one reviewer.
+    # signed_out_iat: the issue time (the ID token's iat) of the newest sign-in that pressed
+    # Log out; an identity cookie issued no later than that is refused.
+    _run(
+        db,
+        [
+            """CREATE TABLE reviewer_identities (
+            issuer TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            name_key TEXT NOT NULL UNIQUE,
+            name TEXT NOT NULL,
+            bound_at TEXT NOT NULL,
+            signed_out_iat INTEGER,
+            PRIMARY KEY (issuer, subject)
+        )""",
+        ],
+    )
