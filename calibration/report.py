@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import agreement, decisions, estimation, final_label, planning, split, store
+from . import agreement, cycles, decisions, estimation, final_label, planning, split, store
 from .agreement import (
     POSITIVE,
     BootstrapInterval,
@@ -826,7 +826,8 @@ def scope_report(
         population_text=text,
         ceiling=ceiling,
         per_reviewer=rows is not None,
-        available=data.unlabeled,
+        # "How many more" counts on what a next cycle can draw from the run, whatever the scope.
+        available=cycles.claims_left(db, run.id, table if cycle_id is None else None),
     )
     view = _final_label_view(table, data, strata, population, thresholds, report if rows is None else None)
     pipeline = pipeline_report(table, facts, strata) if facts is not None else None

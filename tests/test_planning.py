@@ -436,3 +436,22 @@ def test_the_grounding_plan_keeps_every_answer_at_half_a_random_cycles_chance(
     assert planning.FLOOR["grounding"] == 0.5
     assert min(s.prob for s in plan.strata) >= 0.5 * 20 / n_pool
     assert max(s.prob for s in plan.strata) > 20 / n_pool  # the plan still moves answers
+
+
+def test_a_fully_labeled_cycle_counts_more_labels_on_what_the_run_can_still_give(
+    claims_db: tuple[Database, dict[str, list[int]]],
+) -> None:
+    db, claims = claims_db
+    first = cycles.create_cycle(db, name="w1", judge_run=RUN, size=20, seed=1, strategy="random")
+    label(db, claims, list(first.answers))
+    run = store.find_judge_run(db, RUN)
+    left = cycles.claims_left(db, run.id)
+    assert left == sum(len(claims[a]) for a in claims if a not in first.answers) > 0
+    whole = report.scope_report(db, run, None, bootstrap=0).report
+    cycle = report.scope_report(db, run, first.id, bootstrap=0).report
+    for r in (whole, cycle):  # the same bound at run and at cycle scope
+        assert r.sample_size.available == left
+        assert "no unlabeled claims" not in r.to_text(RUN)
+    cycles.mark_holdout(db, [a for a in claims if a not in first.answers][:10])
+    held = cycles.claims_left(db, run.id)
+    assert held == left - sum(len(claims[a]) for a in [a for a in claims if a not in first.answers][:10])
