@@ -38,7 +38,7 @@ from .fmt import cell_pct as _pct
 from .fmt import cell_range as _range
 from .fmt import plural
 from .report import Report
-from .reporttext import direction_answer
+from .reporttext import direction_answer, headline_figures
 from .store import Database
 from .store import cycles as db_cycles
 from .store import dashboard as db_dashboard
@@ -746,7 +746,7 @@ def left_out_text(d: Dashboard) -> str:
 def headline(d: Dashboard) -> list[Figure]:
     """Agreement and kappa with intervals, AC1, PABAK and, for an oversampled cycle, the weighted figure."""
     r = d.report
-    a, k, ab, kb = r.agreement, r.kappa, r.agreement_bootstrap, r.kappa_bootstrap
+    k, ab, kb = r.kappa, r.agreement_bootstrap, r.kappa_bootstrap
     boot_a = (
         ""
         if ab.ci_low is None
@@ -758,27 +758,13 @@ def headline(d: Dashboard) -> list[Figure]:
         else (f"; answer bootstrap {_range(kb.ci_low, kb.ci_high, _num)} ({kb.resamples:,} resamples)")
     )
     kmax = "" if k.kappa_max is None else f"; highest possible with these margins {_num(k.kappa_max)}"
-    # The first interval shown is the design-based one (answers as clusters), withheld where the
-    # estimates withhold it; the claims-as-independent Wilson and FCE intervals are not shown first.
-    est = r.estimates
-    a_ci = f"{fmt.ci(a.ci_low, a.ci_high)} (Wilson)"
-    k_ci = fmt.ci(k.ci_low, k.ci_high, fmt.num)
-    if est is not None:
-        ea, ek = est.agreement, est.kappa
-        a_ci = (
-            f"{fmt.ci(ea.ci_low, ea.ci_high)} (design-based, answers as clusters)"
-            if ea.ci_low is not None
-            else f"no interval: {ea.reason}"
-        )
-        k_ci = (
-            f"{fmt.ci(ek.ci_low, ek.ci_high, fmt.num)} (design-based)"
-            if ek.ci_low is not None
-            else f"no interval: {ek.reason}"
-        )
+    # The header's figures (`reporttext.headline_figures`): the design-based estimate first, the
+    # labeled claims' raw figure beside it, named, where they differ.
+    shown_a, shown_k = headline_figures(r)
     basis = "; each reviewer's blind verdict" if r.basis == "per_reviewer" else ""
     out = [
-        Figure("Agreement", _pct(a.value), f"{a_ci}{boot_a}{basis}"),
-        Figure("Cohen's kappa", _num(k.value), f"{k_ci}{boot_k}{kmax}"),
+        Figure("Agreement", _pct(shown_a.value), f"{shown_a.interval}{boot_a}{basis}"),
+        Figure("Cohen's kappa", _num(shown_k.value), f"{shown_k.interval}{boot_k}{kmax}"),
         Figure("Gwet's AC1", _num(r.ac1), "beside kappa, stable when one class dominates"),
         Figure(
             "PABAK",

@@ -98,6 +98,42 @@ def _ids(ids: Sequence[str], limit: int) -> str:
     return shown if len(ids) <= limit else f"{shown} … and {len(ids) - limit} more"
 
 
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """A headline figure as every screen shows it: the value and its interval in words."""
+
+    value: float | None
+    interval: str
+
+
+def headline_figures(r: Report) -> tuple[Shown, Shown]:
+    """Agreement and kappa as the decision header reads them: the design-based estimates with
+    their intervals (answers as clusters), else the labeled claims' own figures with theirs
+    (Wilson, Fleiss-Cohen-Everitt). Where the estimate differs from the labeled claims' raw
+    figure, the raw one follows, named as such: one figure per question, a second one on its
+    basis."""
+    a, k = r.agreement, r.kappa
+    k_ci = "no interval (SE is 0)" if k.ci_low is None else ci(k.ci_low, k.ci_high, num)
+    if r.estimates is None:
+        return Shown(a.value, f"{ci(a.ci_low, a.ci_high)} (Wilson)"), Shown(k.value, k_ci)
+    ea, ek = r.estimates.agreement, r.estimates.kappa
+    a_ci = (
+        f"{ci(ea.ci_low, ea.ci_high)} (design-based, answers as clusters)"
+        if ea.ci_low is not None
+        else f"no interval ({ea.reason})"
+    )
+    k_ci = (
+        f"{ci(ek.ci_low, ek.ci_high, num)} (design-based)"
+        if ek.ci_low is not None
+        else f"no interval ({ek.reason})"
+    )
+    if ea.value is not None and a.value is not None and pct(ea.value) != pct(a.value):
+        a_ci += f"; raw {pct(a.value)} on the labeled claims as they are"
+    if ek.value is not None and k.value is not None and num(ek.value) != num(k.value):
+        k_ci += f"; raw {num(k.value)} on the labeled claims as they are"
+    return Shown(ea.value, a_ci), Shown(ek.value, k_ci)
+
+
 def _chi2(test: ChiSquareTest | None) -> str:
     return "n/a" if test is None else f"X2 = {num(test.statistic)}, df {test.df}, {p_value(test.p_value)}"
 
@@ -150,32 +186,17 @@ def format_report(
         lines.append(f"Flag: {r.flag.status.upper()}")
         lines += [f"  - {reason.message}" for reason in r.flag.reasons]
         return "\n".join(lines) + "\n"
-    a, k = r.agreement, r.kappa
+    k = r.kappa
     ab, kb = r.agreement_bootstrap, r.kappa_bootstrap
     boot_a = "" if ab.ci_low is None else f"; answer bootstrap {pct(ab.ci_low)}–{pct(ab.ci_high)}"
-    # The first interval is the design-based one (answers as clusters), withheld where it is.
-    a_ci = f"{ci(a.ci_low, a.ci_high)} (Wilson)"
-    ek_ci: str | None = None
-    if r.estimates is not None:
-        ea, ek = r.estimates.agreement, r.estimates.kappa
-        a_ci = (
-            f"{ci(ea.ci_low, ea.ci_high)} (design-based, answers as clusters)"
-            if ea.ci_low is not None
-            else f"no interval ({ea.reason})"
-        )
-        ek_ci = (
-            f"{ci(ek.ci_low, ek.ci_high, num)} (design-based)"
-            if ek.ci_low is not None
-            else f"no interval ({ek.reason})"
-        )
-    lines.append(f"Agreement      {pct(a.value):>7}   {a_ci}{boot_a}")
+    shown_a, shown_k = headline_figures(r)
+    lines.append(f"Agreement      {pct(shown_a.value):>7}   {shown_a.interval}{boot_a}")
     if k.value is None:
         lines.append("Cohen's kappa      n/a   undefined (both used one and the same class)")
     else:
-        kci = "no interval (SE is 0)" if k.ci_low is None else ci(k.ci_low, k.ci_high, num)
-        kci = ek_ci or kci
         kboot = "" if kb.ci_low is None else f"; answer bootstrap {num(kb.ci_low)}–{num(kb.ci_high)}"
-        lines.append(f"Cohen's kappa  {num(k.value):>7}   {kci}{kboot}; max possible {num(k.kappa_max)}")
+        kmax = f"; max possible {num(k.kappa_max)}"
+        lines.append(f"Cohen's kappa  {num(shown_k.value):>7}   {shown_k.interval}{kboot}{kmax}")
     lines.append(f"Gwet's AC1     {num(r.ac1):>7}   (beside kappa, not instead of it)")
     ag_rule = r._rule("agreement")
     if ag_rule is not None:

@@ -903,6 +903,15 @@ def failures_first_db(fresh_db: Database, tmp_path: Path) -> Database:
     return db
 
 
+def test_every_figure_shows_the_headers_agreement_and_names_the_raw_one(failures_first_db: Database) -> None:
+    d = dashboard.build(failures_first_db, run="m@ff", cycle="ff", bootstrap=0)
+    assert d.decision is not None
+    (agreement,) = [f for f in dashboard.headline(d) if f.label == "Agreement"]
+    assert agreement.value == d.decision.figure != "80.0%"  # the estimate, not the raw figure
+    assert "raw 80.0% on the labeled claims as they are" in agreement.note
+    assert f"Agreement      {d.decision.figure:>7}   " in d.report.to_text("m@ff")
+
+
 def test_the_flag_reads_the_reweighted_agreement_of_a_failures_first_cycle(
     failures_first_db: Database,
 ) -> None:
