@@ -33,7 +33,6 @@ import numpy as np
 
 from . import planning, roles, roster, sampling, store
 from .errors import ConflictError, Hint, InputError, NotFoundError, Option, Problem, WorkOutstandingError
-from .final_label import UNLABELED_CODE
 from .fmt import plural
 from .models import MAX_STORED_INT
 from .store import Database
@@ -776,21 +775,6 @@ def plan_next(
         if not pool:
             raise InputError(_empty_pool_problem(run.name, rows, holdout, include_labeled))
         return _plan(db, run.id, [r.answer_id for r in pool], goal, min(size, len(pool)))
-
-
-def claims_left(db: Database, run_id: int, table: store.ClaimTable | None = None) -> int:
-    """The run's judged claims no reviewer has labeled, in answers a cycle may draw (holdout
-    answers left out): all the labels a next cycle can add. `table`: the run's claim table when
-    the caller already read it."""
-    table = store.claim_table(db, run_id) if table is None else table
-    unlabeled = table.status == UNLABELED_CODE
-    held = set(db_cycles.holdout_answer_ids(db))
-    if held:
-        held_answer = np.fromiter(
-            (a in held for a in table.answer_ids), dtype=bool, count=len(table.answer_ids)
-        )
-        unlabeled &= ~held_answer[table.answer]
-    return int(unlabeled.sum())
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import agreement, cycles, decisions, estimation, final_label, planning, split, store
+from . import agreement, decisions, estimation, final_label, planning, split, store
 from .agreement import (
     POSITIVE,
     BootstrapInterval,
@@ -45,6 +45,7 @@ from .agreement import (
 from .flag import Flag, PopulationEstimates, Thresholds, decide_flag
 from .reporttext import format_report
 from .store import Database
+from .store import cycles as store_cycles
 from .store import lab as lab_store
 from .store import scope as store_scope
 from .vocab import LABELS
@@ -827,7 +828,7 @@ def scope_report(
         ceiling=ceiling,
         per_reviewer=rows is not None,
         # "How many more" counts on what a next cycle can draw from the run, whatever the scope.
-        available=cycles.claims_left(db, run.id, table if cycle_id is None else None),
+        available=store_cycles.claims_left(db, run.id, table if cycle_id is None else None),
     )
     view = _final_label_view(table, data, strata, population, thresholds, report if rows is None else None)
     pipeline = pipeline_report(table, facts, strata) if facts is not None else None

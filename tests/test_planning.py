@@ -445,7 +445,7 @@ def test_a_fully_labeled_cycle_counts_more_labels_on_what_the_run_can_still_give
     first = cycles.create_cycle(db, name="w1", judge_run=RUN, size=20, seed=1, strategy="random")
     label(db, claims, list(first.answers))
     run = store.find_judge_run(db, RUN)
-    left = cycles.claims_left(db, run.id)
+    left = store.cycles.claims_left(db, run.id)
     assert left == sum(len(claims[a]) for a in claims if a not in first.answers) > 0
     whole = report.scope_report(db, run, None, bootstrap=0).report
     cycle = report.scope_report(db, run, first.id, bootstrap=0).report
@@ -453,5 +453,5 @@ def test_a_fully_labeled_cycle_counts_more_labels_on_what_the_run_can_still_give
         assert r.sample_size.available == left
         assert "no unlabeled claims" not in r.to_text(RUN)
     cycles.mark_holdout(db, [a for a in claims if a not in first.answers][:10])
-    held = cycles.claims_left(db, run.id)
+    held = store.cycles.claims_left(db, run.id)
     assert held == left - sum(len(claims[a]) for a in [a for a in claims if a not in first.answers][:10])

@@ -11,7 +11,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import NotFoundError
+from ..final_label import UNLABELED_CODE
+from .claims import ClaimTable, claim_table
 from .connection import now
 from .database import Database
 from .imports import hide_sql
@@ -564,3 +568,18 @@ def reassignments(db: Database, cycle_id: int) -> list[Reassignment]:
             [cycle_id],
         )
     ]
+
+
+def claims_left(db: Database, run_id: int, table: ClaimTable | None = None) -> int:
+    """The run's judged claims no reviewer has labeled, in answers a cycle may draw (holdout
+    answers left out): all the labels a next cycle can add. `table`: the run's claim table when
+    the caller already read it."""
+    table = claim_table(db, run_id) if table is None else table
+    unlabeled = table.status == UNLABELED_CODE
+    held = set(holdout_answer_ids(db))
+    if held:
+        held_answer = np.fromiter(
+            (a in held for a in table.answer_ids), dtype=bool, count=len(table.answer_ids)
+        )
+        unlabeled &= ~held_answer[table.answer]
+    return int(unlabeled.sum())
