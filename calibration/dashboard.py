@@ -477,22 +477,10 @@ def trend(db: Database, run_id: int) -> list[TrendPoint]:
     out = []
     for i, (name, closed_at, snap) in enumerate(db_dashboard.closed_snapshots(db, run_id), start=1):
         fig = snap.get("agreement") or {}
-        a = fig.get("agreement") or {}
-        k = fig.get("kappa") or {}
-        out.append(
-            TrendPoint(
-                i,
-                name,
-                closed_at,
-                fig.get("n_claims"),
-                a.get("value"),
-                a.get("ci_low"),
-                a.get("ci_high"),
-                k.get("value"),
-                k.get("ci_low"),
-                k.get("ci_high"),
-            )
-        )
+        # The figures the cycle's own header shows (`headline_agreement`), not a second reading.
+        agreement = headline_agreement(fig)
+        kappa = headline_agreement(fig, "kappa")
+        out.append(TrendPoint(i, name, closed_at, fig.get("n_claims"), *agreement, *kappa))
     return out
 
 
@@ -1131,11 +1119,14 @@ class Decision:
     counts: ClaimCounts | None = None  # the claims behind the figures (`claim_counts`)
 
 
-def headline_agreement(report: Mapping[str, Any]) -> tuple[float | None, float | None, float | None]:
-    """(value, low, high) of THE agreement figure of a report in its JSON form (`Report.to_dict`,
-    as `stats --json` prints it and a closed cycle's snapshot keeps it): the design-based estimate
-    the flag reads, else the raw figure of an older snapshot. The one place that picks it."""
-    part = report.get("agreement") or {}
+def headline_agreement(
+    report: Mapping[str, Any], figure: str = "agreement"
+) -> tuple[float | None, float | None, float | None]:
+    """(value, low, high) of THE agreement figure (or kappa, `figure`) of a report in its JSON form
+    (`Report.to_dict`, as `stats --json` prints it and a closed cycle's snapshot keeps it): the
+    design-based estimate the flag reads, else the raw figure of an older snapshot. The one place
+    that picks it, for the header, Trend and a closed cycle alike."""
+    part = report.get(figure) or {}
     part = part.get("estimated") or part
     return part.get("value"), part.get("ci_low"), part.get("ci_high")
 

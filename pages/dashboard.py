@@ -189,8 +189,8 @@ if done := st.session_state.pop(DONE_KEY, None):
 dec = data.decision
 if dec is not None:
     ui.decision_header(dec, run=run)
-    step_cols = st.columns(len(dec.steps))
-    for col, step in zip(step_cols, dec.steps, strict=True):
+    step_cols = st.columns(max(1, len(dec.steps)))  # no step at all: the sentence said why
+    for col, step in zip(step_cols, dec.steps, strict=False):
         with col:
             if step.kind == "plan":
                 ui.page_link(

@@ -228,7 +228,20 @@ def test_trend_lists_closed_cycles_in_closing_order(cycle_db: Database) -> None:
     points = dashboard.build(cycle_db, run=DEMO_RUN, bootstrap=0).trend
     assert [(p.number, p.cycle) for p in points] == [(1, "week 2"), (2, "week 1")]
     snap = json.loads(cycle_db.execute("SELECT snapshot FROM cycles WHERE name = 'week 1'").fetchone()[0])
-    assert points[1].agreement == snap["agreement"]["agreement"]["value"]
+    # Trend shows the figure and interval the closed cycle's own header shows: one reading.
+    header = dashboard.decision(snap["agreement"])
+    estimated = snap["agreement"]["agreement"]["estimated"]
+    assert (points[1].agreement, points[1].agreement_low, points[1].agreement_high) == (
+        estimated["value"],
+        estimated["ci_low"],
+        estimated["ci_high"],
+    )
+    (row,) = [
+        r
+        for r in dashboard.trend_rows(dashboard.build(cycle_db, run=DEMO_RUN, bootstrap=0))
+        if r["cycle"] == "week 1"
+    ]
+    assert (row["agreement"], row["agreement 95% CI"]) == (header.figure, header.interval)
 
 
 def test_no_labels_gives_an_inconclusive_flag(demo_db: Database) -> None:
