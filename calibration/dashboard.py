@@ -1050,14 +1050,20 @@ class ClaimCounts:
     sealed: int  # of those, the ones in the sealed holdout: counted, never listed
     unresolved: int  # reviewers disagree or marked it unclear, no lead decided (sealed included)
     unresolved_listed: int  # of those, the ones a list may show (the rest are sealed)
+    verdicts: int = 0  # on the per-reviewer basis: the reviewers' verdicts compared (the matrix's sum)
 
     @property
     def unresolved_sealed(self) -> int:
         return self.unresolved - self.unresolved_listed
 
     def sentence(self) -> str:
-        """The counts in one line: constant words and numbers."""
+        """The counts in one line: constant words and numbers. On the per-reviewer basis the
+        figures compare each reviewer's verdict, so the line counts verdicts as the matrix does."""
         text = f"On {plural(self.labeled, 'labeled claim')}: {self.disagreeing:,} disagreeing"
+        if self.verdicts:
+            text += (
+                f" (the figures compare each reviewer's verdict: {self.verdicts:,} verdicts in the matrix)"
+            )
         if self.sealed:
             text += f" ({self.sealed:,} of them in the sealed holdout, not listed)"
         if self.unresolved:
@@ -1074,11 +1080,15 @@ def claim_counts(report: Report | Mapping[str, Any]) -> ClaimCounts:
     (`report._hide_sealed` withholds the sealed ids, so the sealed share is the difference)."""
     data = report.to_dict(None) if isinstance(report, Report) else report
     matrix = np.asarray((data.get("confusion") or {}).get("matrix") or [[0]], dtype=np.int64)
-    total = int(matrix.sum() - np.trace(matrix))
     listed = len(data.get("disagreeing_claims") or [])
+    # Claims, whatever the basis: the report's count (a snapshot older than it: the matrix's
+    # off-diagonal, which counts claims on the final-label basis).
+    total = data.get("n_disagreeing")
+    total = int(matrix.sum() - np.trace(matrix)) if total is None else int(total)
     unresolved = int(data.get("n_unresolved") or 0)
     unresolved_ids = data.get("unresolved_claims")
     unresolved_listed = len(unresolved_ids) if isinstance(unresolved_ids, list) else unresolved
+    per_reviewer = (data.get("agreement") or {}).get("basis") == "per_reviewer"
     return ClaimCounts(
         int(data.get("n_claims") or 0),
         total,
@@ -1086,6 +1096,7 @@ def claim_counts(report: Report | Mapping[str, Any]) -> ClaimCounts:
         max(0, total - listed),
         unresolved,
         min(unresolved_listed, unresolved),
+        int(matrix.sum()) if per_reviewer else 0,
     )
 
 

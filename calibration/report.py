@@ -86,8 +86,10 @@ class Report:
     # the blind one; the pipeline's corrected grounding score (calibration.report).
     human_human_post_reveal: HumanHumanAgreement | None = None
     pipeline: dict[str, Any] | None = None
-    # Unresolved claims of the sealed holdout: counted, their ids withheld (`report._hide_sealed`).
+    # Unresolved and disagreeing claims of the sealed holdout: counted, their ids withheld
+    # (`report._hide_sealed`).
     sealed_unresolved: int = 0
+    sealed_disagreeing: int = 0
 
     @property
     def n_unresolved(self) -> int:
@@ -141,6 +143,7 @@ class Report:
             "n_answers": self.n_answers,
             "n_labels": self.n_claims if self.n_labels is None else self.n_labels,
             "n_unresolved": self.n_unresolved,
+            "n_disagreeing": len(self.disagreeing_claims) + self.sealed_disagreeing,
             "unresolved_claims": list(self.unresolved_claims),
             "pipeline": self.pipeline,
             "agreement": agreement,
@@ -917,6 +920,7 @@ def _hide_sealed(report: Report, sealed: frozenset[str]) -> Report:
 
     reasons = tuple(replace(r, claim_ids=kept(r.claim_ids)) for r in report.flag.reasons)
     unresolved = kept(report.unresolved_claims)
+    disagreeing = kept(report.disagreeing_claims)
     direction = replace(
         report.direction,
         lenient_claims=kept(report.direction.lenient_claims),
@@ -926,7 +930,8 @@ def _hide_sealed(report: Report, sealed: frozenset[str]) -> Report:
         report,
         flag=replace(report.flag, reasons=reasons),
         direction=direction,
-        disagreeing_claims=kept(report.disagreeing_claims),
+        disagreeing_claims=disagreeing,
+        sealed_disagreeing=report.sealed_disagreeing + len(report.disagreeing_claims) - len(disagreeing),
         unresolved_claims=unresolved,
         sealed_unresolved=report.sealed_unresolved + len(report.unresolved_claims) - len(unresolved),
     )

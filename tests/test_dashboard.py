@@ -537,6 +537,21 @@ def _raw_part(report: dict) -> dict:
     }
 
 
+def test_counts_on_the_per_reviewer_basis_count_claims_and_name_the_verdicts(mixed_db: Database) -> None:
+    d = dashboard.build(mixed_db, run=RUN_A, bootstrap=0)
+    r = d.report
+    assert r.basis == "per_reviewer"
+    counts = dashboard.claim_counts(r)
+    verdicts = int(np.asarray(r.confusion).sum())
+    assert verdicts > r.n_claims  # several reviewers on some claims: the matrix counts verdicts
+    assert counts.disagreeing == len(r.disagreeing_claims) and counts.sealed == 0
+    assert counts.verdicts == verdicts
+    assert counts.sentence().startswith(
+        f"On {r.n_claims:,} labeled claims: {counts.disagreeing:,} disagreeing"
+    )
+    assert f"{verdicts:,} verdicts in the matrix" in counts.sentence()
+
+
 @pytest.mark.parametrize("scope", [None, "ff"])
 def test_dashboard_figures_equal_the_per_record_statistics(mixed_db: Database, scope: str | None) -> None:
     db = mixed_db
@@ -590,7 +605,7 @@ def test_dashboard_figures_equal_the_per_record_statistics(mixed_db: Database, s
 
     def figures(r: dict) -> dict:
         out = _raw_part(r)
-        for key in ("disagreeing_claims", "n_claims", "n_labels", "agreement_final_label"):
+        for key in ("disagreeing_claims", "n_disagreeing", "n_claims", "n_labels", "agreement_final_label"):
             out.pop(key, None)
         out["agreement"] = {k: v for k, v in out["agreement"].items() if k != "basis"}
         out["direction"] = {k: v for k, v in out["direction"].items() if not k.endswith("_claims")}
