@@ -799,6 +799,19 @@ def test_the_page_opens_on_the_latest_imported_run_with_labels(
     assert at.selectbox(key="dash_run").value == DEMO_RUN
 
 
+def test_every_screen_counts_an_adjudicated_unclear_claim_as_labeled(demo_db: Database) -> None:
+    db = demo_db
+    run = store.find_judge_run(db, DEMO_RUN)
+    claims = [pk for (pk,) in db.execute("SELECT id FROM claims ORDER BY id LIMIT 2")]
+    store.record_label(db, claim=claims[0], reviewer="ann", kind="blind", verdict="SUPPORTED")
+    store.record_label(db, claim=claims[1], reviewer="ann", kind="unclear")
+    store.adjudicate(db, claim=claims[1], adjudicator="lead", verdict="UNSUPPORTED")
+    figures = dashboard.build(db, run=DEMO_RUN, bootstrap=0).report.n_claims
+    (home,) = [r.labeled_claims for r in store.info(db)["runs"] if r.run.id == run.id]
+    assert figures == home == store.info(db)["totals"]["labeled_claims"] == 2
+    assert store.lab.labeled_claim_counts(db)[run.id] == 2  # the Judge lab's count
+
+
 def test_default_run_falls_back_to_the_latest_import(demo_db: Database) -> None:
     assert dashboard.default_run(demo_db) == store.find_judge_run(demo_db, None).name
 

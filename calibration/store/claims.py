@@ -18,6 +18,17 @@ from .database import Database
 from .imports import hide_sql
 
 
+def human_labeled_sql(db: Database, claim: str) -> str:
+    """A SQL condition: the claim in column `claim` has a human label to compare with, a
+    reviewer's verdict or a lead's adjudication (an unclear mark a lead settled counts). The one
+    "labeled claim" of the counts (Home, `info`, the Judge lab), as the reports count them."""
+    return (
+        f"(EXISTS (SELECT 1 FROM human_labels h WHERE h.claim_pk = {claim} AND h.status = 'labeled'"
+        f"{hide_sql(db, label='h.import_id')})"
+        f" OR EXISTS (SELECT 1 FROM adjudications a WHERE a.claim_pk = {claim}))"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ReviewerColumns:
     """The labels with status 'labeled' on the judged claims in scope, one entry per (claim, reviewer).

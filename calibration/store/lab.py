@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import ConflictError
+from .claims import human_labeled_sql
 from .connection import now, write
 from .database import Database
 from .runs import JudgeRun, run_id
@@ -488,8 +489,8 @@ def labeled_claim_counts(db: Database) -> dict[int, int]:
     return {
         int(r): int(n)
         for r, n in db.execute(
-            """SELECT v.run_id, count(*) FROM judge_verdicts v WHERE EXISTS (SELECT 1 FROM human_labels h
-           WHERE h.claim_pk = v.claim_pk AND h.status = 'labeled') GROUP BY v.run_id"""
+            f"SELECT v.run_id, count(*) FROM judge_verdicts v WHERE {human_labeled_sql(db, 'v.claim_pk')} "
+            "GROUP BY v.run_id"
         )
     }
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFoundError
 from ..vocab import LABELS
-from .claims import json_ints, verdict_code
+from .claims import human_labeled_sql, json_ints, verdict_code
 from .connection import read_snapshot
 from .database import Database
 from .imports import hide_sql
@@ -90,7 +90,7 @@ def _info(db: Database) -> dict[str, Any]:
         "claims": db.execute(f"SELECT count(*) FROM claims WHERE 1{hide_claims}").fetchone()[0],
         "label_events": db.execute(f"SELECT count(*) FROM label_events WHERE 1{hide_labels}").fetchone()[0],
         "labeled_claims": db.execute(
-            f"SELECT count(DISTINCT claim_pk) FROM human_labels WHERE status = 'labeled'{hide_labels}"
+            f"SELECT count(*) FROM claims c WHERE {human_labeled_sql(db, 'c.id')}{hide_claims}"
         ).fetchone()[0],
         "reviewers": db.execute(
             f"SELECT count(DISTINCT reviewer) FROM human_labels WHERE 1{hide_labels}"
@@ -107,9 +107,7 @@ def _info(db: Database) -> dict[str, Any]:
         answers, claims, labeled = db.execute(
             # EXISTS, not a join: a claim labeled by several reviewers still counts once.
             f"""SELECT count(DISTINCT c.answer_id), count(*),
-                      coalesce(sum(EXISTS (SELECT 1 FROM human_labels h
-                                           WHERE h.claim_pk = c.id AND h.status = 'labeled'
-                                           {hide_sql(db, label="h.import_id")})), 0)
+                      coalesce(sum(CASE WHEN {human_labeled_sql(db, "c.id")} THEN 1 ELSE 0 END), 0)
                FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk
                WHERE v.run_id = ?{hide_sql(db, claim="v.claim_pk")}""",
             [run.id],
