@@ -36,6 +36,7 @@ NO_COMPARISON = "No comparison"
 REASON_ROWS = 500  # claims listed under one reason; the disagreement table and export hold the rest
 PENDING_PAGE = 10  # unresolved claims drawn with their adjudication controls at once
 BLIND_NOTE = "This view is hidden from you until you finish your own labels in it."
+CHOSEN_RUN_KEY = "_dash_chosen_run"  # session state only: the run chosen last, kept across pages
 DONE_KEY = "dash_done"  # the sentence a callback leaves for the toast of the next run
 
 
@@ -87,6 +88,12 @@ def _adjudicate(path: str, claim_pk: int, lead: str) -> None:
     st.session_state[DONE_KEY] = "Adjudication recorded: the figures include it now."
 
 
+@ui.lead_action
+def _remember_run() -> None:
+    """The run picked, kept for this session: a widget's own state ends when the page is left."""
+    st.session_state[CHOSEN_RUN_KEY] = st.session_state.get("dash_run")
+
+
 st.title("Dashboard", anchor="decision")
 lead = ui.require_lead()
 path = ui.db_path()
@@ -101,12 +108,17 @@ if not runs:
     ui.import_link()
     st.stop()
 
-# A link from the Cycles page names the run and cycle to open on (`?run=&cycle=`).
-wanted_run = st.query_params.get("run")
+# A link from the Cycles page names the run and cycle to open on (`?run=&cycle=`); else the run
+# this person chose last in this session; else the run the team reviewed last.
+wanted_run = st.query_params.get("run") or st.session_state.get(CHOSEN_RUN_KEY)
 default = wanted_run if wanted_run in runs else default
 left, mid, right = st.columns(3)
 run = left.selectbox(
-    "Judge run", runs, index=runs.index(default) if default in runs else len(runs) - 1, key="dash_run"
+    "Judge run",
+    runs,
+    index=runs.index(default) if default in runs else len(runs) - 1,
+    key="dash_run",
+    on_change=_remember_run,
 )
 work = ui.open_work(lead)
 with store.session(path) as db:

@@ -135,6 +135,16 @@ def test_page_on_wice_gpt4_says_revise_because_the_judge_is_lenient(
     assert any("19 times" in t and "4 times" in t for t in texts(at))
 
 
+def test_page_keeps_the_run_chosen_across_pages(wice_db: Database, page_db: str | Path) -> None:
+    at = render()
+    assert at.selectbox(key="dash_run").value == GPT35  # the newest labeled import: nobody reviewed yet
+    at.selectbox(key="dash_run").set_value(GPT4).run()
+    at.switch_page("pages/cycles.py").run()
+    at.switch_page("pages/dashboard.py").run()
+    assert not at.exception
+    assert at.selectbox(key="dash_run").value == GPT4
+
+
 def test_page_compares_the_two_wice_runs(wice_db: Database, page_db: str | Path) -> None:
     at = render(dash_run=GPT4, **{f"dash_compare_{GPT4}": 1})  # the other run
     assert GPT4 in texts(at) and GPT35 in texts(at)
