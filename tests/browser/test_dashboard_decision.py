@@ -23,6 +23,7 @@ RUN = "demo-judge@grounding-v1"
 VIEW = {"width": 1280, "height": 720}
 INTERVAL = re.compile(r"\d+(?:\.\d+)?%–\d+(?:\.\d+)?%")
 PERCENT = re.compile(r"\d+(?:\.\d+)?%")
+DIRECTION = re.compile(r"misses \S+%, invents \S+% of claims: [+-]?[\d.]+ points(, 95% CI \S+ to \S+)?")
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +87,9 @@ def test_the_decision_header_shows_one_agreement_figure_with_one_interval(
     # Every judge-agreement percentage in the header is that one figure: the sentence repeats it.
     sentence = re.search(r"agrees with reviewers on (\S+%)", text)
     assert sentence is not None and sentence.group(1) == figure
-    outside = INTERVAL.sub("", text).replace("95% interval", "")
+    # The direction's shares are another figure, named as such (`reporttext.direction_answer`).
+    assert DIRECTION.search(text), text
+    outside = INTERVAL.sub("", DIRECTION.sub("", text)).replace("95% interval", "")
     assert {p for p in PERCENT.findall(outside)} <= {
         figure,
         *re.findall(r"agree with each other on (\S+%)", text),
