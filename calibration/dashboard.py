@@ -433,6 +433,13 @@ def _categories(db: Database, data: store.StatsColumns) -> list[CategoryRow]:
     return [row for row in out if row.n_claims]
 
 
+BREAKDOWN_BASIS = (
+    "Basis: each row's claims with a final human label (unanimous or adjudicated), raw agreement "
+    "with its Wilson interval, claims counted as independent; the header's figure is the "
+    "design-based estimate for the whole scope, so a row may differ from it."
+)
+
+
 def _f(x: float | None) -> float | None:
     return None if x is None else float(x)
 

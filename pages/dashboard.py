@@ -397,13 +397,15 @@ else:
 # ---------------------------------------------------------------- breakdowns
 
 st.subheader("By category", anchor="breakdowns")
+st.caption(dashboard.BREAKDOWN_BASIS)
 st.dataframe(dashboard.category_rows(data), hide_index=True)
 
 # ---- answer checks (seed 003): one section, computed in calibration.dashboard.check_slices
 st.subheader("By answer check")
 st.caption(
     "Answers written in another script than their question, or holding CJK characters the "
-    "question lacks, flagged at import; grounding is the share of SUPPORTED claims."
+    "question lacks, flagged at import; grounding is the share of SUPPORTED claims. "
+    + dashboard.BREAKDOWN_BASIS
 )
 with store.session(path) as db:
     check_rows = dashboard.check_slice_rows(dashboard.answer_check_slices(db, run=run, cycle=cycle))
