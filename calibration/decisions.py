@@ -988,8 +988,11 @@ def alt_test(
     reviewers).  The claims of one answer are treated as independent instances, as the paper treats
     its instances.
 
-    Verdict: "as good as a typical reviewer" (passes), "worse than every reviewer" (the judge beats
-    no reviewer with the margin epsilon: omega = 0), otherwise "as good as some reviewers (j of k)".
+    Verdict: "as good as a typical reviewer" (passes), "not shown to be as good as any reviewer"
+    (omega = 0: no reviewer's test rejects; failing the test means replacing a reviewer is not
+    justified, not that the judge is worse, Calderon, Reichart & Dror 2025), otherwise "as good
+    as some reviewers (j of k)". Whether the judge is worse than a reviewer is the paired
+    comparisons' to say (the human ceiling's per-reviewer tests), never this verdict's.
     """
     c = np.asarray(claim, dtype=np.int64).reshape(-1)
     r = np.asarray(reviewer, dtype=np.int64).reshape(-1)
@@ -1051,7 +1054,7 @@ def alt_test(
     if passes:
         verdict_s = "as good as a typical reviewer"
     elif wins == 0:
-        verdict_s = "worse than every reviewer"
+        verdict_s = "not shown to be as good as any reviewer"
     else:
         verdict_s = f"as good as some reviewers ({wins} of {len(tested)}), not a typical one"
     return AltTest(
