@@ -377,7 +377,10 @@ def test_alt_test_agrees_with_scratch_on_random_data_and_verdicts() -> None:
         flip = rng.uniform(size=n) < err
         return np.where(flip, rng.integers(0, 3, size=n), truth)
 
-    for judge_err, expect in ((0.02, "as good as a typical reviewer"), (0.9, "not shown to be as good as any reviewer")):
+    for judge_err, expect in (
+        (0.02, "as good as a typical reviewer"),
+        (0.9, "not shown to be as good as any reviewer"),
+    ):
         labels = {
             name: {i: inv[int(x)] for i, x in enumerate(noisy(0.2)) if rng.uniform() < 0.8} for name in names
         }

@@ -51,14 +51,18 @@ def label_order(db: Database, run_id: int, claim_pks: np.ndarray) -> np.ndarray:
     """When each claim got its final human label, as a rank (0 first; ties share a rank).
 
     The time is the latest of its reviewers' final verdicts (``final_at``, else ``blind_at``,
-    else ``updated_at``) and its adjudication, if any; claims without any come last.  ISO 8601
-    times in one zone sort as text, so the rank is the position among the distinct times.
+    else ``updated_at``) and its adjudication, if any; claims without any come last. A label a
+    file import wrote takes that import's one start time, whichever of the import's short writes
+    stored it: every label of one file ties, and the rules' seeded shuffle of ties
+    (`decisions.answer_sums`) decides their order, never the file's order or its batches.
+    ISO 8601 times in one zone sort as text, so the rank is the position among the distinct times.
     """
     pks = np.asarray(claim_pks, dtype=np.int64).reshape(-1)
     row = db.execute(
         f"""SELECT json_group_array(h.claim_pk),
-                  json_group_array(coalesce(h.final_at, h.blind_at, h.updated_at))
+                  json_group_array(coalesce(i.started_at, h.final_at, h.blind_at, h.updated_at))
            FROM judge_verdicts v JOIN human_labels h ON h.claim_pk = v.claim_pk AND h.status = 'labeled'
+           LEFT JOIN imports i ON i.id = h.import_id
            WHERE v.run_id = :run{hide_sql(db, label="h.import_id")}""",
         {"run": run_id},
     ).fetchone()
