@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
 import numpy as np
@@ -79,6 +79,9 @@ class Estimate:
     n_claims: int
     method: str
     reason: str | None = None
+    # The t distribution's degrees of freedom behind the interval, for a test that must agree with
+    # it (`direction_estimate`); None where no t interval was drawn.
+    df: float | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -546,7 +549,8 @@ def _with_interval(
             else "zero estimated variance: every labeled answer gives the same rate",
         )
     se = math.sqrt(var)
-    q = _quantile(confidence, design.df if linearised is None else _satterthwaite_df(design, linearised))
+    dof = design.df if linearised is None else _satterthwaite_df(design, linearised)
+    q = _quantile(confidence, dof)
     note = method if not design.collapsed else f"{method}; collapsed {', '.join(design.collapsed)}"
     if proportion and 0.0 < value < 1.0:
         z = z_value(confidence)
@@ -562,9 +566,10 @@ def _with_interval(
             n,
             n_claims,
             f"{note}; Wilson at the effective sample size",
+            df=dof,
         )
     return Estimate(
-        value, se, _clip(value - q * se, *bounds), _clip(value + q * se, *bounds), n, n_claims, note
+        value, se, _clip(value - q * se, *bounds), _clip(value + q * se, *bounds), n, n_claims, note, df=dof
     )
 
 
@@ -690,21 +695,12 @@ def direction_estimate(
     if diff.value is not None and c["lenient"].sum() + c["strict"].sum() == 0:
         p_len = p_str = 1.0
     elif diff.value is not None and diff.se:
-        n_groups = _n_groups(stratum, population, len(m), weights)
-        df = max(1, len(m) - n_groups)
+        # The interval's own degrees of freedom (set wherever it has a standard error), so that
+        # the test and the interval agree.
+        df = max(1.0, diff.df or 1.0)
         tstat = diff.value / diff.se
         p_len, p_str = float(stdtr(df, -tstat)), float(stdtr(df, tstat))
     return DirectionEstimate(lenient, strict, diff, p_len, p_str)
-
-
-def _n_groups(
-    stratum: ArrayLike | None,
-    population: Mapping[Hashable, int] | int | None,
-    n: int,
-    weights: ArrayLike | None = None,
-) -> int:
-    design, _ = _design(stratum, population, n, weights=weights)
-    return 1 if design is None else design.n_groups
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import statsmodels.api as sm
+from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
 from calibration import agreement
@@ -316,6 +317,22 @@ def test_direction_difference_and_one_sided_tests():
     assert d.difference.value == pytest.approx(d.lenient.value - d.strict.value, abs=1e-15)
     assert d.p_lenient < 0.01 and d.p_strict > 0.99
     assert d.p_lenient + d.p_strict == pytest.approx(1.0)
+
+
+def test_direction_test_and_interval_share_one_df():
+    # Strata of unequal spread: the interval's Satterthwaite df is well below n - (strata).
+    t = _tables(13, 60)
+    t[:30, 1, 0] += 1
+    t[:5, 0, 2] += 3
+    stratum = np.repeat([0, 1, 2], 20)
+    d = est.direction_estimate(t, stratum, {0: 500, 1: 500, 2: 500})
+    diff = d.difference
+    assert diff.df is not None and diff.df < len(t) - 3
+    q = (diff.ci_high - diff.ci_low) / (2 * diff.se)  # the interval's t quantile
+    assert q == pytest.approx(float(stats.t.ppf(0.975, diff.df)))
+    assert d.p_lenient == pytest.approx(float(stats.t.sf(diff.value / diff.se, diff.df)))
+    # So the interval excludes 0 exactly when the one-sided test rejects at 2.5%.
+    assert (diff.ci_low > 0) == (d.p_lenient < 0.025)
 
 
 def test_direction_without_discordant_claims_is_p_one():
