@@ -7,7 +7,7 @@ PORT   ?= 8501
 # Loopback only by default; `make run ADDRESS=0.0.0.0` exposes the app (read the README first).
 ADDRESS ?= 127.0.0.1
 
-.PHONY: run test test-fast lint lock demo bench clean browser postgres
+.PHONY: run test test-fast lint lock demo bench clean browser postgres frameworks
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,16 @@ lock: | $(BIN)/python
 	  echo "# The Makefile installs with \`-c constraints.txt\`; pyproject.toml keeps the ranges the code needs."; \
 	  $(BIN)/pip freeze --all --exclude-editable --exclude pip; } > constraints.txt
 	touch $(VENV)/.runtime $(VENV)/.dev
+
+# DeepEval, Ragas and Langfuse in a venv of their own (they pin other versions of libraries the
+# app uses): the golden-set tests load the exports with them (tests/frameworks/).
+FW_VENV := .venv-frameworks
+$(FW_VENV)/.done: tests/frameworks/requirements.txt
+	$(PYTHON) -m venv $(FW_VENV)
+	$(FW_VENV)/bin/pip install --quiet -r tests/frameworks/requirements.txt
+	touch $@
+
+frameworks: $(FW_VENV)/.done
 
 # Debian's Chromium: its headless shell drives the browser tests, the full browser the benchmarks
 # and screenshots; playwright cannot download one here.
@@ -63,7 +73,7 @@ lint: $(VENV)/.dev
 # two cores: a browser test waits on its app server and Chromium in turn, so two workers left the
 # cores 16% idle. Files go out in collection order (tests/browser first, the longest) rather than
 # xdist's most-tests-first, which left the browser files for the end, one worker running alone.
-test: $(VENV)/.dev browser postgres lint
+test: $(VENV)/.dev browser postgres frameworks lint
 	$(BIN)/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder
 
 # No browser and no slow test: the quick check while working (`make test` stays what CI runs).
@@ -74,4 +84,4 @@ bench: $(VENV)/.dev
 	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(FW_VENV) .pytest_cache .ruff_cache

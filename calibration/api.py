@@ -199,7 +199,8 @@ class Calibration:
         cycle: str | None = None,
         only_final: bool = False,
     ) -> ExportReport:
-        """Write an export (format "jsonl", "golden" or "csv") atomically, as `export --out PATH`."""
+        """Write an export (a format of `export.FORMATS`: "jsonl", "golden", "csv", "deepeval", "ragas",
+        "langfuse") atomically, as `export --out PATH`."""
         return export.export(
             self.db, path, fmt=format, judge_run=judge_run, cycle=cycle, only_final=only_final
         )

@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import store
+from . import frameworks, store
 from .errors import InputError, NotFoundError, Option, Problem
 from .fmt import plural
 from .reading import checked, open_text
@@ -75,7 +75,7 @@ from .vocab import ClaimStatus, Verdict
 
 EXPORT_FORMAT = "judge-calibration-export"
 FORMAT_VERSION = 1
-FORMATS = ("jsonl", "golden", "csv")
+FORMATS = ("jsonl", "golden", "csv", *frameworks.FORMATS)
 # final_status of a claim a reviewer marked unclear and nobody adjudicated
 NEEDS_DISCUSSION = ClaimStatus.NEEDS_DISCUSSION.value
 # Claims fetched per query: big enough that per-query overhead vanishes, small enough that
@@ -402,8 +402,11 @@ class ExportReport:
     rows: int  # lines (JSONL, golden) or data rows (CSV) written
     skipped_answers: int = 0  # golden only: answers without a human-SUPPORTED claim
     no_source: int = 0  # golden only: items with an empty expected_source
+    framework: frameworks.FrameworkCounts | None = None  # deepeval, ragas, langfuse
 
     def lines(self) -> list[str]:
+        if self.framework is not None:
+            return [f"{self.path}: golden set for {self.fmt}", *self.framework.lines()]
         unit = "answer" if self.fmt == "golden" else "claim"
         out = [f"{self.path}: {plural(self.rows, unit)} ({self.fmt})"]
         if self.skipped_answers:
@@ -464,10 +467,20 @@ def export(
             refs = reference_answers(db)
             counts = atomic_write(out, lambda fh: write_golden_counts(records, fh, refs))
             return ExportReport(out, fmt, counts.written, counts.skipped, counts.no_source)
+        if fmt in frameworks.FORMATS:
+            items = frameworks.answer_items(_answer_groups(records), reference_answers(db))
+            found = atomic_write(out, lambda fh: _write_framework(fmt, items, fh))
+            return ExportReport(out, fmt, found.items, framework=found)
         runs = _runs_in_scope(db, scope)
         return ExportReport(
             out, fmt, atomic_write(out, lambda fh: write_csv(records, fh, runs), encoding="utf-8-sig")
         )
+
+
+def _write_framework(fmt: str, items: list[dict[str, Any]], fh: TextIO) -> frameworks.FrameworkCounts:
+    from . import __version__
+
+    return frameworks.write(fmt, items, fh, tool=__version__)
 
 
 def golden_counts(
@@ -497,6 +510,8 @@ def export_bytes(
     elif fmt == "csv":
         write_csv(records, buf, _runs_in_scope(db, scope))
         return buf.getvalue().encode("utf-8-sig")
+    elif fmt in frameworks.FORMATS:
+        _write_framework(fmt, frameworks.answer_items(_answer_groups(records), reference_answers(db)), buf)
     else:
         raise InputError(f"unknown export format {fmt!r}")
     return buf.getvalue().encode("utf-8")
@@ -589,4 +604,5 @@ def file_name(fmt: str, *, judge_run: str, cycle: str | None, day: str) -> str:
     import re
 
     scope = re.sub(r"[^A-Za-z0-9._-]+", "_", cycle if cycle is not None else judge_run).strip("._-")[:60]
-    return f"calibration-{scope or 'export'}-{fmt}-{day}.{'csv' if fmt == 'csv' else 'jsonl'}"
+    ext = {"csv": "csv", "deepeval": "json"}.get(fmt, "jsonl")
+    return f"calibration-{scope or 'export'}-{fmt}-{day}.{ext}"

@@ -517,6 +517,9 @@ fmt = e1.selectbox(
         "jsonl": "JSONL (lossless, restores with import)",
         "golden": "Golden set JSONL (RAG tests)",
         "csv": "CSV (Excel)",
+        "deepeval": "Golden set for DeepEval (JSON goldens)",
+        "ragas": "Golden set for Ragas (JSONL samples)",
+        "langfuse": "Golden set for Langfuse (dataset items)",
     }.__getitem__,
 )
 only_final = e2.checkbox("Only claims with a final human label", key="dash_export_final")

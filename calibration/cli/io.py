@@ -259,7 +259,7 @@ def _add_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "export",
-        help="export calibrated labels: lossless JSONL, golden set or CSV",
+        help="export calibrated labels: lossless JSONL, golden sets (DeepEval, Ragas, Langfuse too) or CSV",
         description="Export claims with their human and judge verdicts. The jsonl "
         "export restores into another database with `import FILE` then "
         "`import-labels FILE`; a backup of the whole database is `backup`.",
@@ -270,7 +270,8 @@ def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         choices=export.FORMATS,
         default="jsonl",
         help="jsonl: lossless, one line per claim; golden: RAG golden set, one line per "
-        "answer; csv: for spreadsheets (UTF-8 with BOM)",
+        "answer; csv: for spreadsheets (UTF-8 with BOM); deepeval, ragas, langfuse: a golden set "
+        "each framework loads (negatives, chunk texts, expected verdicts and provenance included)",
     )
     p.add_argument("--judge-run", help="only claims this run judged, and only its verdicts (MODEL@VERSION)")
     p.add_argument("--cycle", help="only the claims of this cycle")
