@@ -449,7 +449,9 @@ def test_csv_one_row_per_claim_with_a_column_group_per_run(rich_db: Database, tm
 def test_unknown_format_is_an_input_error_naming_the_option(rich_db: Database, tmp_path: Path) -> None:
     with pytest.raises(InputError) as err:
         export.export(rich_db, tmp_path / "x", fmt="xml")
-    assert err.value.lines(FLAGS) == ["unknown format 'xml'; --format takes one of jsonl, golden, csv, deepeval, ragas, langfuse"]
+    assert err.value.lines(FLAGS) == [
+        "unknown format 'xml'; --format takes one of jsonl, golden, csv, deepeval, ragas, langfuse"
+    ]
     assert "--" not in str(err.value)
 
 
