@@ -24,7 +24,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from calibration import cycles, dashboard, export, roles, store
+from calibration import cycles, dashboard, export, roles, split, store
 from calibration.errors import CalibrationError
 from calibration.store import Database
 from calibration.store import cycles as cycle_store
@@ -224,6 +224,10 @@ if dec is not None:
 sealed_note = dashboard.sealed_text(report)
 if sealed_note:
     ui.literal(sealed_note)
+with store.session(path) as db:
+    holdout = split.summary(db)
+if holdout.made or holdout.answers:  # named and counted as on the Judge lab and Cycles pages
+    ui.literal(holdout.sentence())
 left_out = dashboard.left_out_text(data)
 if left_out:
     ui.literal(left_out)
