@@ -910,22 +910,23 @@ PAGES: list[tuple[str, str, str, bool]] = [
 ]
 
 
-def app_pages(*, lead_pages: bool) -> list[StreamlitPage]:
-    """The app's pages (`PAGES`) as `st.Page`s, the lead pages only when `lead_pages`."""
+def app_pages() -> list[StreamlitPage]:
+    """The app's pages (`PAGES`) as `st.Page`s, every one: a lead page's URL reaches the page,
+    whose own check (`require_lead`) refuses a reviewer in one sentence."""
     return [
         st.Page(path, title=title, icon=icon, default=(i == 0))
-        for i, (path, title, icon, lead_only) in enumerate(PAGES)
-        if lead_pages or not lead_only
+        for i, (path, title, icon, _) in enumerate(PAGES)
     ]
 
 
-def navigation_links(pages: list[StreamlitPage]) -> None:
-    """The app's own page menu at the top of the sidebar. Streamlit's automatic one is off
-    (`client.showSidebarNavigation = false`): on a fresh server it would first list the file
-    names in pages/ (see `_run_through_the_app`)."""
+def navigation_links(pages: list[StreamlitPage], *, lead_pages: bool) -> None:
+    """The app's own page menu at the top of the sidebar, the lead pages only when `lead_pages`.
+    Streamlit's automatic one is off (`client.showSidebarNavigation = false`): on a fresh server
+    it would first list the file names in pages/ (see `_run_through_the_app`)."""
     with st.sidebar.container(key="nav"):
-        for p in pages:
-            st.page_link(p)
+        for p, (_, _, _, lead_only) in zip(pages, PAGES, strict=True):
+            if lead_pages or not lead_only:
+                st.page_link(p)
 
 
 @st.cache_resource(show_spinner=False)
