@@ -245,6 +245,8 @@ with st.expander("How this is computed: the flag's rules, bounds and every coeff
         if n > REASON_ROWS:
             st.caption(f"The first {REASON_ROWS:,} of {n:,}; export for all of them.")
         st.dataframe(dashboard.claim_rows(data, reason.claim_keys, REASON_ROWS), hide_index=True)
+        if note := dashboard.human_cell_note(data):
+            st.caption(note)
     st.caption("Every figure, with what it is for")
     for fig in dashboard.headline(data):
         ui.literal(f"{fig.label}: {fig.value} — {fig.note}")
@@ -478,7 +480,7 @@ elif sealed_note:
 if rows:
     if tally.listed > len(rows):
         st.caption(f"The first {len(rows):,} of {tally.listed:,} disagreeing claims; export for all of them.")
-    st.caption("Select a row to read it in full.")
+    st.caption(" ".join(filter(None, ["Select a row to read it in full.", dashboard.human_cell_note(data)])))
     # The columns a lead scans fit 1280 px; category, rationale, notes and chunks open on select.
     picked = st.dataframe(
         rows,
