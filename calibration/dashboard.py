@@ -1105,11 +1105,14 @@ def claim_counts(report: Report | Mapping[str, Any]) -> ClaimCounts:
     """The counts of a report, or of its JSON form (`Report.to_dict`, as a closed cycle's snapshot
     keeps it), so a live report and a frozen one are counted by the same rule. Disagreeing claims
     are the confusion matrix's off-diagonal; the lists hold the ones not sealed
-    (`report._hide_sealed` withholds the sealed ids, so the sealed share is the difference)."""
+    (`report._hide_sealed` withholds the sealed ids and counts them)."""
     data = report.to_dict(None) if isinstance(report, Report) else report
     matrix = np.asarray((data.get("confusion") or {}).get("matrix") or [[0]], dtype=np.int64)
     total = int(matrix.sum() - np.trace(matrix))
     listed = len(data.get("disagreeing_claims") or [])
+    # A live report knows its sealed claims; a snapshot's are the difference (with several
+    # reviewers the matrix counts verdicts, not claims, so only the live count names the holdout).
+    sealed = report.sealed_disagreeing if isinstance(report, Report) else max(0, total - listed)
     unresolved = int(data.get("n_unresolved") or 0)
     unresolved_ids = data.get("unresolved_claims")
     unresolved_listed = len(unresolved_ids) if isinstance(unresolved_ids, list) else unresolved
@@ -1117,7 +1120,7 @@ def claim_counts(report: Report | Mapping[str, Any]) -> ClaimCounts:
         int(data.get("n_claims") or 0),
         total,
         min(listed, total),
-        max(0, total - listed),
+        sealed,
         unresolved,
         min(unresolved_listed, unresolved),
     )

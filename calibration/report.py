@@ -85,8 +85,10 @@ class Report:
     # the blind one; the pipeline's corrected grounding score (calibration.report).
     human_human_post_reveal: HumanHumanAgreement | None = None
     pipeline: dict[str, Any] | None = None
-    # Unresolved claims of the sealed holdout: counted, their ids withheld (`report._hide_sealed`).
+    # Unresolved and disagreeing claims of the sealed holdout: counted, their ids withheld
+    # (`report._hide_sealed`).
     sealed_unresolved: int = 0
+    sealed_disagreeing: int = 0
 
     @property
     def n_unresolved(self) -> int:
@@ -939,6 +941,7 @@ def _hide_sealed(report: Report, sealed: frozenset[str]) -> Report:
 
     reasons = tuple(replace(r, claim_ids=kept(r.claim_ids)) for r in report.flag.reasons)
     unresolved = kept(report.unresolved_claims)
+    disagreeing = kept(report.disagreeing_claims)
     direction = replace(
         report.direction,
         lenient_claims=kept(report.direction.lenient_claims),
@@ -948,9 +951,10 @@ def _hide_sealed(report: Report, sealed: frozenset[str]) -> Report:
         report,
         flag=replace(report.flag, reasons=reasons),
         direction=direction,
-        disagreeing_claims=kept(report.disagreeing_claims),
+        disagreeing_claims=disagreeing,
         unresolved_claims=unresolved,
         sealed_unresolved=report.sealed_unresolved + len(report.unresolved_claims) - len(unresolved),
+        sealed_disagreeing=report.sealed_disagreeing + len(report.disagreeing_claims) - len(disagreeing),
     )
 
 

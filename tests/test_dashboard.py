@@ -1121,3 +1121,11 @@ def test_every_listed_claim_row_has_its_claim_human_and_judge_cells(mixed_db: Da
     assert all(r["claim"] and r["human"] and r["judge"] for r in rows)
     # A disputed claim shows every reviewer's verdict, as the figures count them.
     assert any(" / " in r["human"] for r in rows)
+
+
+def test_no_holdout_no_sealed_count_with_several_reviewers(mixed_db: Database) -> None:
+    # The matrix counts (claim, reviewer) verdicts here: the unlisted share is not a holdout.
+    d = dashboard.build(mixed_db, run=RUN_A, bootstrap=0)
+    counts = dashboard.claim_counts(d.report)
+    assert counts.disagreeing > counts.listed and counts.sealed == 0
+    assert dashboard.sealed_text(d.report) == "" and "sealed" not in counts.sentence()
