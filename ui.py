@@ -898,6 +898,19 @@ def verdict_badge(verdict: str | None, *, prefix: str = "") -> None:
     st.html(badge(verdict, prefix=prefix))
 
 
+# ---------------------------------------------------------------- claim tables
+
+# A claim list's columns, sized so that the table with a selection column fits the main block
+# at 1280×720 with the sidebar open (about 820 px): a long claim is cut at its column's edge,
+# never the table at the page's; a row's full text is read on select or in an export. Space
+# left over is shared among the columns.
+CLAIM_COLUMN_ORDER = ("answer", "claim id", "claim", "human", "judge")
+CLAIM_COLUMNS: dict[str, Any] = {
+    name: st.column_config.TextColumn(width=width)
+    for name, width in {"answer": 110, "claim id": 110, "claim": 230, "human": 190, "judge": 110}.items()
+}
+
+
 # (file, title, icon, for leads only); the first is the default page.
 PAGES: list[tuple[str, str, str, bool]] = [
     ("pages/home.py", "Home", ":material/home:", False),

@@ -244,7 +244,12 @@ with st.expander("How this is computed: the flag's rules, bounds and every coeff
         st.caption(f"Claims behind: {reason.title} ({n:,})")
         if n > REASON_ROWS:
             st.caption(f"The first {REASON_ROWS:,} of {n:,}; export for all of them.")
-        st.dataframe(dashboard.claim_rows(data, reason.claim_keys, REASON_ROWS), hide_index=True)
+        st.dataframe(
+            dashboard.claim_rows(data, reason.claim_keys, REASON_ROWS),
+            hide_index=True,
+            column_order=ui.CLAIM_COLUMN_ORDER,
+            column_config=ui.CLAIM_COLUMNS,
+        )
         if note := dashboard.human_cell_note(data):
             st.caption(note)
     st.caption("Every figure, with what it is for")
@@ -277,13 +282,12 @@ elif data.pending:
             "command line: python -m calibration adjudicate ANSWER_ID CLAIM_ID VERDICT --by NAME."
         )
     # One table for every listed claim; the controls a page at a time (the page stays fast).
+    # The claim list's widths, the reviewers' verdicts where the final one would be; each claim
+    # is in full in its box below.
     st.dataframe(
         dashboard.pending_rows(data),
         hide_index=True,
-        column_config={
-            "claim": st.column_config.TextColumn(width="large"),
-            "reviewers": st.column_config.TextColumn(width="medium"),
-        },
+        column_config={**ui.CLAIM_COLUMNS, "reviewers": ui.CLAIM_COLUMNS["human"]},
     )
     n_pages = -(-len(data.pending) // PENDING_PAGE)
     page = 0
@@ -435,9 +439,20 @@ st.dataframe(
         "slip rate 95% CI",
         "median time per claim",
     ),
+    column_config={
+        "reviewer": st.column_config.TextColumn(width=160),
+        "reviewed (blind, then reconciled)": st.column_config.Column(
+            "reviewed", help="labels given blind, then reconciled with the judge revealed"
+        ),
+        "median time per claim": st.column_config.Column("median time"),
+    },
 )
-with st.expander("Every reviewer column"):
-    st.dataframe(reviewer_rows, hide_index=True)
+with st.expander("The reconcile counts behind the slips"):
+    st.dataframe(
+        reviewer_rows,
+        hide_index=True,
+        column_order=("reviewer", "blind ≠ judge", "kept (judge error)", "adopted judge", "slips"),
+    )
 ui.literal(dashboard.human_human_text(data))
 
 # ---------------------------------------------------------------- two runs
@@ -488,8 +503,8 @@ if rows:
         on_select="rerun",
         selection_mode="single-row",
         key="dash_disagreements",
-        column_order=("answer", "claim id", "claim", "human", "judge"),
-        column_config={"claim": st.column_config.TextColumn(width="large")},
+        column_order=ui.CLAIM_COLUMN_ORDER,
+        column_config=ui.CLAIM_COLUMNS,
     )
     chosen = picked.selection.rows if picked is not None else []
     if chosen:

@@ -70,6 +70,8 @@ CONTROLS: Mapping[Option, str] = {
     Option.MAX_TOKENS: "the token limit (the command line's judge run --max-tokens; the lab sets none)",
     Option.JSON_MODE: "JSON mode (the command line's judge run --json-mode; the lab leaves it off)",
 }
+# The columns of a part in the table against every run: label -> width (px).
+PART_COLUMNS = {"claims": 80, "new right / old right": 150, "p": 80, "agreement old → new": 150}
 INSPECT_RUN = "lab_inspect_run"
 INSPECT_ANSWER = "lab_inspect_answer"
 INSPECT_FAILED = "lab_inspect_failed"
@@ -338,8 +340,8 @@ if linked_run is not None and st.query_params.get("focus") == "disagreements":
             hide_index=True,
             key="lab_disagreements",
             height=260,
-            column_order=("answer", "claim id", "claim", "human", "judge"),
-            column_config={"claim": st.column_config.TextColumn(width="large")},
+            column_order=ui.CLAIM_COLUMN_ORDER,
+            column_config=ui.CLAIM_COLUMNS,
         )
 
 # ---------------------------------------------------------------- the prompt
@@ -660,6 +662,8 @@ def _show_comparison(run: store.JudgeRun) -> None:
         return
     ui.literal(comp.headline())
     st.dataframe(judge.compare.part_rows(comp), hide_index=True)
+    for line in judge.compare.part_readings(comp):
+        ui.literal(line)
     st.caption(
         "Agreement: share of claims where the run gives the human verdict. Difference: new minus "
         "old, with a paired 95% interval (Newcombe). Paired test: exact McNemar on the claims "
@@ -673,7 +677,25 @@ def _show_comparison(run: store.JudgeRun) -> None:
     st.subheader("Against every run sharing labeled claims")
     with store.session(path) as db:
         rows = judge.comparison_table(judge.compare_with_all(db, run))
-    st.dataframe(rows, hide_index=True)
+    # One table per part, so that each fits 1280 px: the same rows, their part's columns.
+    for part, title in (
+        ("holdout", "On the holdout"),
+        ("tuning (seen)", "On the tuning claims (seen while revising)"),
+    ):
+        st.caption(title)
+        st.dataframe(
+            rows,
+            hide_index=True,
+            column_order=("baseline", "shared labeled claims", *(f"{part}: {c}" for c in PART_COLUMNS)),
+            column_config={
+                "baseline": st.column_config.TextColumn(width=230),
+                "shared labeled claims": st.column_config.NumberColumn("shared claims", width=100),
+                **{
+                    f"{part}: {c}": st.column_config.Column(c, width=width)
+                    for c, width in PART_COLUMNS.items()
+                },
+            },
+        )
     st.caption(
         "One row per run: the new run's counts right where that run was wrong / wrong where it "
         "was right, and the exact McNemar p, on the holdout and on the tuning claims."
@@ -712,13 +734,41 @@ if summary is not None:
                 for err, aids in judge.failure_groups(summary.failures)
             ],
             hide_index=True,
+            # Fits 1280 px; each call's whole error is under "What the judge saw".
+            column_config={
+                "answers": st.column_config.NumberColumn(width=80),
+                "answer ids": st.column_config.TextColumn(width=240),
+                "error": st.column_config.TextColumn(width=420),
+            },
         )
 
 # ---------------------------------------------------------------- past runs and their calls
 
 if overview:
     st.subheader("Lab runs")
-    st.dataframe(overview, hide_index=True)
+    st.dataframe(
+        overview,
+        hide_index=True,
+        column_order=("run", "answers ok", "answers failed", "claims judged", "tokens", "scope"),
+        column_config={"run": st.column_config.TextColumn(width=230)},
+    )
+    with st.expander("Endpoint and times of each run"):
+        st.dataframe(
+            [
+                {
+                    "run": r["run"],
+                    "endpoint": r["endpoint"],
+                    "started": dashboard.readable_time(r["started"]),
+                    "finished": dashboard.readable_time(r["finished"]),
+                }
+                for r in overview
+            ],
+            hide_index=True,
+            column_config={
+                "run": st.column_config.TextColumn(width=200),
+                "endpoint": st.column_config.TextColumn(width=220),
+            },
+        )
     with st.expander("What the judge saw: one stored call", expanded=summary is not None):
         with store.session(path) as db:
             runs = lab_store.lab_runs(db)
