@@ -2,8 +2,9 @@
 
 One navigation over the screens in pages/ (`ui.PAGES`), drawn as the app's own links at the top
 of the sidebar (Streamlit's automatic menu is off in .streamlit/config.toml). Lead pages are
-left out of the navigation of a signed-in person who is not a lead (each lead page checks
-again on the server, so a direct URL is refused alike). A reload signs the same person in
+left out of the links of a signed-in person who is not a lead, but stay in the navigation: a
+lead page's URL runs the page, whose check on the server says "This page is for leads" (never
+Streamlit's "Page not found"). A reload signs the same person in
 again from the link before the navigation is built (`ui.restore_sign_in`), so Home and the
 page list know them too. The role mode (`calibration.roles.Mode`) is shown in the sidebar:
 single-user mode (no lead configured, one name so far) is labelled as such, and a team
@@ -53,9 +54,9 @@ def _main() -> None:
     store.keep_idle_connections()
     reviewer = ui.restore_sign_in()  # before the navigation: after a reload it lists the role's pages
     show_lead_pages = reviewer is None or ui.is_lead(reviewer)
-    pages = ui.app_pages(lead_pages=show_lead_pages)
+    pages = ui.app_pages()
     current = st.navigation(pages, position="hidden")
-    ui.navigation_links(pages)
+    ui.navigation_links(pages, lead_pages=show_lead_pages)
     ui.refused_action()
     ui.sidebar_identity()
     if reviewer is not None:

@@ -1012,6 +1012,19 @@ def verdict_badge(verdict: str | None, *, prefix: str = "") -> None:
     st.html(badge(verdict, prefix=prefix))
 
 
+# ---------------------------------------------------------------- claim tables
+
+# A claim list's columns, sized so that the table with a selection column fits the main block
+# at 1280×720 with the sidebar open (about 820 px): a long claim is cut at its column's edge,
+# never the table at the page's; a row's full text is read on select or in an export. Space
+# left over is shared among the columns.
+CLAIM_COLUMN_ORDER = ("answer", "claim id", "claim", "human", "judge")
+CLAIM_COLUMNS: dict[str, Any] = {
+    name: st.column_config.TextColumn(width=width)
+    for name, width in {"answer": 110, "claim id": 110, "claim": 230, "human": 190, "judge": 110}.items()
+}
+
+
 # (file, title, icon, for leads only); the first is the default page.
 PAGES: list[tuple[str, str, str, bool]] = [
     ("pages/home.py", "Home", ":material/home:", False),
@@ -1024,22 +1037,23 @@ PAGES: list[tuple[str, str, str, bool]] = [
 ]
 
 
-def app_pages(*, lead_pages: bool) -> list[StreamlitPage]:
-    """The app's pages (`PAGES`) as `st.Page`s, the lead pages only when `lead_pages`."""
+def app_pages() -> list[StreamlitPage]:
+    """The app's pages (`PAGES`) as `st.Page`s, every one: a lead page's URL reaches the page,
+    whose own check (`require_lead`) refuses a reviewer in one sentence."""
     return [
         st.Page(path, title=title, icon=icon, default=(i == 0))
-        for i, (path, title, icon, lead_only) in enumerate(PAGES)
-        if lead_pages or not lead_only
+        for i, (path, title, icon, _) in enumerate(PAGES)
     ]
 
 
-def navigation_links(pages: list[StreamlitPage]) -> None:
-    """The app's own page menu at the top of the sidebar. Streamlit's automatic one is off
-    (`client.showSidebarNavigation = false`): on a fresh server it would first list the file
-    names in pages/ (see `_run_through_the_app`)."""
+def navigation_links(pages: list[StreamlitPage], *, lead_pages: bool) -> None:
+    """The app's own page menu at the top of the sidebar, the lead pages only when `lead_pages`.
+    Streamlit's automatic one is off (`client.showSidebarNavigation = false`): on a fresh server
+    it would first list the file names in pages/ (see `_run_through_the_app`)."""
     with st.sidebar.container(key="nav"):
-        for p in pages:
-            st.page_link(p)
+        for p, (_, _, _, lead_only) in zip(pages, PAGES, strict=True):
+            if lead_pages or not lead_only:
+                st.page_link(p)
 
 
 @st.cache_resource(show_spinner=False)

@@ -175,8 +175,8 @@ class Dashboard:
     categories: tuple[CategoryRow, ...]
     reviewers: tuple[ReviewerRow, ...]
     human_human: HumanHumanAgreement | None
-    # claim key -> (human, judge) for every disagreeing claim: all a table lists (each reason's
-    # claims are disagreeing ones); the report holds the counts of the rest.
+    # claim key -> (human, judge) for every claim a table may list (`report.listed_verdicts`):
+    # the disagreeing ones and each reason's; the report holds the counts of the rest.
     verdicts: dict[str, tuple[str, str]]
     details: dict[str, ClaimDetail]  # the first DETAIL_ROWS disagreeing claims, and of each reason
     comparison: Comparison | None
@@ -189,7 +189,10 @@ class Dashboard:
 
     @property
     def disagreements(self) -> list[ClaimDetail]:
-        keys = [k for k in self.report.disagreeing_claims if k not in self.sealed][:DETAIL_ROWS]
+        return self.claims([k for k in self.report.disagreeing_claims if k not in self.sealed][:DETAIL_ROWS])
+
+    def claims(self, keys: Sequence[str]) -> list[ClaimDetail]:
+        """The fetched claims among `keys`, in order: each has its text and verdict cells."""
         return [self.details[k] for k in keys if k in self.details]
 
 
@@ -257,12 +260,10 @@ def build(
     data, report, oversampled = scope.data, scope.report, scope.oversampled
     hh = report.human_human
 
-    # Verdicts of the claims a table can list: every reason's claims are disagreeing ones.
-    dis = np.flatnonzero(data.human != data.judge)
-    verdicts = {
-        data.keys[i]: (LABELS[h], LABELS[j])
-        for i, h, j in zip(dis.tolist(), data.human[dis].tolist(), data.judge[dis].tolist(), strict=True)
-    }
+    # Verdicts of the claims a table can list, on the figures' basis: with several reviewers a
+    # reason also lists claims whose final label agrees with the judge, or that have none yet.
+    listed = [*report.disagreeing_claims, *(k for r in report.flag.reasons for k in r.claim_ids)]
+    verdicts = reports.listed_verdicts(scope.table, listed)
     categories = _categories(db, data)
     # The disagreement table's first rows and each reason's first rows: the claims a page lists,
     # never a sealed holdout claim (the figures above still count them).
@@ -796,21 +797,28 @@ def human_human_text(d: Dashboard) -> str:
 
 
 def claim_rows(d: Dashboard, keys: Sequence[str], limit: int = DETAIL_ROWS) -> list[dict[str, Any]]:
-    """Table rows for claim keys: verdicts always, text where the detail was fetched."""
-    out = []
-    for key in keys[:limit]:
-        human, judge = d.verdicts.get(key, ("", ""))
-        det = d.details.get(key)
-        out.append(
-            {
-                "answer": det.answer_id if det else key.split("/", 1)[0],
-                "claim id": det.claim_id if det else key.split("/", 1)[-1],
-                "claim": det.claim if det else "",
-                "human": human,
-                "judge": judge,
-            }
-        )
-    return out
+    """Table rows for claim keys, each with its claim, human and judge cells (a claim without
+    them is not listed)."""
+    return [
+        {
+            "answer": det.answer_id,
+            "claim id": det.claim_id,
+            "claim": det.claim,
+            "human": det.human,
+            "judge": det.judge,
+        }
+        for det in d.claims(keys[:limit])
+    ]
+
+
+def human_cell_note(d: Dashboard) -> str:
+    """What a claim list's human cell holds when it is not simply the final label; '' when it is."""
+    if d.report.basis != "per_reviewer":
+        return ""
+    return (
+        "Human: each reviewer's verdict on the claim (blind where given), as the figures count them; "
+        "two verdicts (A / B) where the reviewers differ."
+    )
 
 
 def disagreement_rows(d: Dashboard) -> list[dict[str, Any]]:
@@ -1082,25 +1090,28 @@ class ClaimCounts:
 
 def claim_counts(report: Report | Mapping[str, Any]) -> ClaimCounts:
     """The counts of a report, or of its JSON form (`Report.to_dict`, as a closed cycle's snapshot
-    keeps it), so a live report and a frozen one are counted by the same rule. Disagreeing claims
-    are the confusion matrix's off-diagonal; the lists hold the ones not sealed
-    (`report._hide_sealed` withholds the sealed ids, so the sealed share is the difference)."""
+    keeps it), so a live report and a frozen one are counted by the same rule. The lists hold the
+    disagreeing claims not sealed (`report._hide_sealed` withholds the sealed ids and counts them)."""
     data = report.to_dict(None) if isinstance(report, Report) else report
     matrix = np.asarray((data.get("confusion") or {}).get("matrix") or [[0]], dtype=np.int64)
     listed = len(data.get("disagreeing_claims") or [])
-    # Claims, whatever the basis: the report's count (a snapshot older than it: the matrix's
-    # off-diagonal, which counts claims on the final-label basis).
-    total = data.get("n_disagreeing")
-    total = int(matrix.sum() - np.trace(matrix)) if total is None else int(total)
+    per_reviewer = (data.get("agreement") or {}).get("basis") == "per_reviewer"
+    # Claims, whatever the basis: the report counts its disagreeing claims, the sealed ones
+    # included. A snapshot older than that count: the matrix's off-diagonal counts claims on the
+    # final-label basis, but verdicts on the per-reviewer one, where only the list is known.
+    if data.get("n_disagreeing") is not None:
+        total = int(data["n_disagreeing"])
+    else:
+        total = listed if per_reviewer else int(matrix.sum() - np.trace(matrix))
+    sealed = max(0, total - listed)
     unresolved = int(data.get("n_unresolved") or 0)
     unresolved_ids = data.get("unresolved_claims")
     unresolved_listed = len(unresolved_ids) if isinstance(unresolved_ids, list) else unresolved
-    per_reviewer = (data.get("agreement") or {}).get("basis") == "per_reviewer"
     return ClaimCounts(
         int(data.get("n_claims") or 0),
         total,
         min(listed, total),
-        max(0, total - listed),
+        sealed,
         unresolved,
         min(unresolved_listed, unresolved),
         int(matrix.sum()) if per_reviewer else 0,

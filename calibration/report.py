@@ -859,6 +859,30 @@ def _reviewer_rows(table: store.ClaimTable) -> tuple[np.ndarray, np.ndarray, np.
     return final_label.per_reviewer(len(table), lab.claim, lab.reviewer, lab.blind, lab.final, adjudicated)
 
 
+def listed_verdicts(table: store.ClaimTable, keys: Collection[str]) -> dict[str, tuple[str, str]]:
+    """(human, judge) cells of the claims a list shows, on the basis the figures count: the final
+    human label; where claims in scope have several reviewers (`_reviewer_rows`), every reviewer's
+    verdict on the claim, distinct, joined by ' / ' (so a claim a reviewer disputed, or reconciled,
+    is listed with the verdicts behind it). A claim with no human verdict gets no cells."""
+    wanted = set(keys)
+    at = {k: i for i, k in enumerate(table.keys) if k in wanted}
+    rows = _reviewer_rows(table)
+    if rows is None:
+        claim, verdict = np.flatnonzero(table.human >= 0), table.human[table.human >= 0]
+    else:
+        claim, _reviewer, verdict = rows
+    humans: dict[int, list[str]] = {}
+    listed = set(at.values())
+    for c, v in zip(claim.tolist(), verdict.tolist(), strict=True):
+        if c in listed:
+            humans.setdefault(c, []).append(LABELS[v])
+    return {
+        k: (" / ".join(dict.fromkeys(humans[i])), LABELS[int(table.judge[i])])
+        for k, i in at.items()
+        if i in humans
+    }
+
+
 def _final_label_view(
     table: store.ClaimTable,
     data: store.StatsColumns,
@@ -931,9 +955,9 @@ def _hide_sealed(report: Report, sealed: frozenset[str]) -> Report:
         flag=replace(report.flag, reasons=reasons),
         direction=direction,
         disagreeing_claims=disagreeing,
-        sealed_disagreeing=report.sealed_disagreeing + len(report.disagreeing_claims) - len(disagreeing),
         unresolved_claims=unresolved,
         sealed_unresolved=report.sealed_unresolved + len(report.unresolved_claims) - len(unresolved),
+        sealed_disagreeing=report.sealed_disagreeing + len(report.disagreeing_claims) - len(disagreeing),
     )
 
 

@@ -6,10 +6,13 @@ question and chunks, so reading one would leak the others), reproducible (a stor
 stratified by the judge's verdict on the answer (`answer_stratum`), so both parts see the
 judge's verdicts in the same proportions. `assign_parts` is the rule, a pure function.
 
-Answers are assigned once, when they first carry a label and the split is brought up to date
-(`ensure_split`: the lab page, `judge run` and `split show` do it); an answer never moves.
-Answers in the cycles' holdout (`holdout add`) always go to the holdout. While the holdout is
-sealed, a labeled answer not yet assigned counts as sealed too: it may still land there.
+A holdout is sealed only on purpose: the lead's Seal button (`seal`), or the first lab run
+(`judge run`, or the lab's run form after its confirm step) and `split show`, which bring the
+split up to date (`ensure_split`). Opening a page writes nothing (`current`, `summary`).
+Answers are assigned once, when they carry a label and the split is brought up to date; an
+answer never moves. Answers reserved for holdout cycles (`holdout add`, the Cycles page) always
+go to the holdout. While the holdout is sealed, a labeled answer not yet assigned counts as
+sealed too: it may still land there.
 
 Unsealing (`unseal`) is recorded with who and when, and marks that holdout used: a claim once
 read cannot be unread, so a fresh holdout (`new_holdout`) takes only answers labeled later.
@@ -24,6 +27,7 @@ import numpy as np
 
 from . import store
 from .errors import ConflictError, InputError
+from .fmt import plural
 from .store import Database
 from .store import split as split_store
 from .store.split import SplitRecord
@@ -201,6 +205,106 @@ def ensure_split(
         # holdout is made of claims nobody has read.
         _assign_pending(db, gen, gen.stratify_run_id)
     return current(db)
+
+
+def seal(
+    db: Database,
+    *,
+    created_by: str | None,
+    stratify_run: store.JudgeRun | None = None,
+    seed: int = DEFAULT_SEED,
+    holdout_share: float = DEFAULT_HOLDOUT_SHARE,
+) -> Split:
+    """Seal the first holdout now (the lead asked for it): the split is made and the labeled
+    answers assigned. Refused when a split exists (unseal it and start a fresh one instead)."""
+    if split_store.current_split(db) is not None:
+        raise ConflictError("a holdout was sealed already; a fresh one is made only after it was used")
+    if not split_store.labeled_answer_ids(db):
+        raise InputError("no claim has a human label yet: there is nothing to set aside")
+    return ensure_split(
+        db, stratify_run=stratify_run, created_by=created_by, seed=seed, holdout_share=holdout_share
+    )
+
+
+def seal_size(db: Database, holdout_share: float = DEFAULT_HOLDOUT_SHARE) -> tuple[int, int]:
+    """(holdout answers, labeled answers) that `seal` would make now; writes nothing. The
+    count does not depend on the seed (`assign_parts` allocates fixed quotas per stratum)."""
+    labeled = split_store.labeled_answer_ids(db)
+    runs = store.judge_runs(db)
+    run = store.find_judge_run(db, None) if runs else None
+    verdicts = split_store.answer_judge_verdicts(db, None if run is None else run.id, labeled)
+    strata = {a: answer_stratum(v) for a, v in verdicts.items()}
+    parts = assign_parts(
+        strata,
+        seed=DEFAULT_SEED,
+        holdout_share=holdout_share,
+        forced_holdout=split_store.cycle_holdout_answer_ids(db),
+    )
+    return sum(p == "holdout" for p in parts.values()), len(labeled)
+
+
+def seal_words(db: Database) -> str:
+    """The Seal button's words: what pressing it does, with its count."""
+    held, labeled = seal_size(db)
+    share = held / labeled if labeled else 0.0
+    return (
+        f"Seal a holdout: {plural(held, 'labeled answer')} of {labeled:,} ({share:.0%}) are set aside "
+        "to prove a revised prompt; their claims leave every claim list until unsealed"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """The sealed holdout as every screen names and counts it (`summary`)."""
+
+    made: bool  # a holdout was sealed at some point (a split exists)
+    sealed: bool
+    answers: int  # sealed answers with a label: the holdout's and the pending ones
+    claims: int  # their claims
+    pending: int  # of `answers`, labeled since the seal and not assigned yet
+    unsealed_by: str | None
+
+    def sentence(self) -> str:
+        what = f"{plural(self.answers, 'answer')}, {plural(self.claims, 'claim')}"
+        if not self.made and not self.answers:
+            return f"{HOLDOUT_NAME.capitalize()}: none yet, so every labeled claim is listed."
+        if not self.made:
+            return (
+                f"{HOLDOUT_NAME.capitalize()}: none sealed yet; {what} of answers reserved for holdout "
+                "cycles are kept out of every claim list already."
+            )
+        if not self.sealed:
+            return (
+                f"{HOLDOUT_NAME.capitalize()}: unsealed by {self.unsealed_by or 'an unrecorded person'} "
+                "and used; its claims are listed again."
+            )
+        text = (
+            f"{HOLDOUT_NAME.capitalize()}: {what}, set aside to prove a revised prompt; their claims "
+            "are left out of every claim list until a lead unseals them."
+        )
+        if self.pending:
+            text += (
+                f" {plural(self.pending, 'of the answers is', 'of the answers are')} labeled since the "
+                "seal and not assigned yet (the next lab run assigns them, about half to the holdout)."
+            )
+        return text
+
+
+HOLDOUT_NAME = "sealed holdout"  # the one name the screens use for the split's holdout
+
+
+def summary(db: Database) -> Summary:
+    """The sealed holdout's name-and-count, the same on the Judge lab, Dashboard and Cycles."""
+    s = current(db)
+    sealed = s.holdout + s.pending if s.sealed else []
+    return Summary(
+        made=s.generation is not None,
+        sealed=s.sealed,
+        answers=len(sealed),
+        claims=len(split_store.claim_keys(db, sealed)),
+        pending=len(s.pending),
+        unsealed_by=None if s.generation is None else s.generation.unsealed_by,
+    )
 
 
 def unseal(db: Database, *, who: str, reason: str | None = None) -> SplitRecord:

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import streamlit as st
 
 import ui
-from calibration import cycles, dashboard, fmt, planning, review, roster, sampling, store
+from calibration import cycles, dashboard, fmt, planning, review, roster, sampling, split, store
 from calibration.errors import CalibrationError, Option
 from calibration.fmt import plural
 from calibration.store import cycles as store_cycles
@@ -28,15 +28,16 @@ HELD = "_cycles_holdout_outcome"
 PLANNED = "_cycles_plan_outcome"
 ROSTERED = "_cycles_roster_outcome"
 
+RESERVED = "Answers reserved for holdout cycles"
 FORCE_LABEL = f"Force a size outside {cycles.MIN_SIZE}–{cycles.MAX_SIZE}"
 INCLUDE_LABEL = "Include already-labeled answers"
-HOLDOUT_LABEL = "Holdout cycle: sample only holdout answers"
+HOLDOUT_LABEL = "Holdout cycle: sample only answers reserved for holdout cycles"
 # The options this page's errors name, as its form controls (the CLI names its flags).
 CONTROLS: Mapping[Option, str] = {
     Option.FORCE: f"the box '{FORCE_LABEL}'",
     Option.INCLUDE_LABELED: f"the box '{INCLUDE_LABEL}'",
     Option.HOLDOUT: f"the box '{HOLDOUT_LABEL}'",
-    Option.MARK_HOLDOUT: "Holdout answers, at the bottom of this page",
+    Option.MARK_HOLDOUT: f"{RESERVED}, at the bottom of this page",
     Option.FORCE_CLOSE: "the box 'Close anyway' under the cycle",
 }
 DATE_FORMAT = "D MMM YYYY, HH:mm"  # momentJS, for st.column_config.DatetimeColumn
@@ -649,7 +650,7 @@ _cycles_section()
 
 @ui.lead_action
 def _holdout(flag: bool) -> None:
-    """Mark (or clear) the pasted answer ids as holdout; on success clear the box."""
+    """Reserve (or release) the pasted answer ids for holdout cycles; on success clear the box."""
     ids = [line.strip() for line in str(st.session_state.get("holdout_ids") or "").splitlines()]
     ids = [a for a in ids if a]
     if not ids:
@@ -662,30 +663,38 @@ def _holdout(flag: bool) -> None:
         st.session_state[HELD] = ("error", "Nothing changed.", _problems(exc))
         return
     same = len(set(ids)) - changed
-    done = "marked as holdout" if flag else "no longer holdout"
+    done = "reserved for holdout cycles" if flag else "no longer reserved"
     already = f" ({plural(same, 'answer')} already {'was' if same == 1 else 'were'})" if same else ""
-    st.session_state[HELD] = ("success", "Holdout updated.", [f"{plural(changed, 'answer')} {done}{already}"])
+    st.session_state[HELD] = (
+        "success",
+        "Reservation updated.",
+        [f"{plural(changed, 'answer')} {done}{already}"],
+    )
     st.session_state["holdout_ids"] = ""
 
 
-st.subheader("Holdout answers")
+# Two notions, two names: answers reserved for holdout cycles (here, `holdout add`) and the
+# Judge lab's sealed holdout (`calibration.split`), which takes the reserved ones once labeled.
+st.subheader(RESERVED)
 st.caption(
-    "Holdout answers are never sampled by an ordinary cycle (one that tunes the judge); only "
+    "Reserved answers are never sampled by an ordinary cycle (one that tunes the judge); only "
     "a holdout cycle samples them, so they stay an independent check. An answer already "
-    "sampled by an ordinary cycle cannot become holdout."
+    "sampled by an ordinary cycle cannot be reserved. Once labeled, a reserved answer is in the "
+    f"Judge lab's {split.HOLDOUT_NAME}, which is sealed on the Judge lab page:"
 )
 with store.session(path) as db:
     held = cycles.holdout_answers(db)
-st.metric("Holdout answers", len(held))
+    ui.literal(split.summary(db).sentence())
+st.metric("Reserved answers", len(held))
 with st.form("holdout_form", enter_to_submit=False):
     st.text_area("Answer ids, one per line", key="holdout_ids", height=120)
     mark, unmark = st.columns(2)
-    mark.form_submit_button("Mark as holdout", on_click=_holdout, args=(True,))
-    unmark.form_submit_button("Clear the holdout mark", on_click=_holdout, args=(False,))
+    mark.form_submit_button("Reserve for holdout cycles", on_click=_holdout, args=(True,))
+    unmark.form_submit_button("Clear the reservation", on_click=_holdout, args=(False,))
 if held_outcome := st.session_state.pop(HELD, None):
     _show(*held_outcome)
 if held:
-    with st.expander(f"The {plural(len(held), 'holdout answer')}"):
+    with st.expander(f"The {plural(len(held), 'reserved answer')}"):
         st.dataframe(
             [{"Answer": a} for a in held],
             hide_index=True,

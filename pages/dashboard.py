@@ -24,7 +24,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from calibration import dashboard, export, roles, store
+from calibration import dashboard, export, roles, split, store
 from calibration.errors import CalibrationError
 from calibration.store import Database
 from calibration.store import cycles as cycle_store
@@ -229,6 +229,10 @@ if dec is not None:
 sealed_note = dashboard.sealed_text(report)
 if sealed_note:
     ui.literal(sealed_note)
+with store.session(path) as db:
+    holdout = split.summary(db)
+if holdout.made or holdout.answers:  # named and counted as on the Judge lab and Cycles pages
+    ui.literal(holdout.sentence())
 left_out = dashboard.left_out_text(data)
 if left_out:
     ui.literal(left_out)
@@ -245,7 +249,14 @@ with st.expander("How this is computed: the flag's rules, bounds and every coeff
         st.caption(f"Claims behind: {reason.title} ({n:,})")
         if n > REASON_ROWS:
             st.caption(f"The first {REASON_ROWS:,} of {n:,}; export for all of them.")
-        st.dataframe(dashboard.claim_rows(data, reason.claim_keys, REASON_ROWS), hide_index=True)
+        st.dataframe(
+            dashboard.claim_rows(data, reason.claim_keys, REASON_ROWS),
+            hide_index=True,
+            column_order=ui.CLAIM_COLUMN_ORDER,
+            column_config=ui.CLAIM_COLUMNS,
+        )
+        if note := dashboard.human_cell_note(data):
+            st.caption(note)
     st.caption("Every figure, with what it is for")
     for fig in dashboard.headline(data):
         ui.literal(f"{fig.label}: {fig.value} — {fig.note}")
@@ -276,13 +287,12 @@ elif data.pending:
             "command line: python -m calibration adjudicate ANSWER_ID CLAIM_ID VERDICT --by NAME."
         )
     # One table for every listed claim; the controls a page at a time (the page stays fast).
+    # The claim list's widths, the reviewers' verdicts where the final one would be; each claim
+    # is in full in its box below.
     st.dataframe(
         dashboard.pending_rows(data),
         hide_index=True,
-        column_config={
-            "claim": st.column_config.TextColumn(width="large"),
-            "reviewers": st.column_config.TextColumn(width="medium"),
-        },
+        column_config={**ui.CLAIM_COLUMNS, "reviewers": ui.CLAIM_COLUMNS["human"]},
     )
     n_pages = -(-len(data.pending) // PENDING_PAGE)
     page = 0
@@ -436,9 +446,20 @@ st.dataframe(
         "slip rate 95% CI",
         "median time per claim",
     ),
+    column_config={
+        "reviewer": st.column_config.TextColumn(width=160),
+        "reviewed (blind, then reconciled)": st.column_config.Column(
+            "reviewed", help="labels given blind, then reconciled with the judge revealed"
+        ),
+        "median time per claim": st.column_config.Column("median time"),
+    },
 )
-with st.expander("Every reviewer column"):
-    st.dataframe(reviewer_rows, hide_index=True)
+with st.expander("The reconcile counts behind the slips"):
+    st.dataframe(
+        reviewer_rows,
+        hide_index=True,
+        column_order=("reviewer", "blind ≠ judge", "kept (judge error)", "adopted judge", "slips"),
+    )
 ui.literal(dashboard.human_human_text(data))
 
 # ---------------------------------------------------------------- two runs
@@ -481,7 +502,7 @@ elif sealed_note:
 if rows:
     if tally.listed > len(rows):
         st.caption(f"The first {len(rows):,} of {tally.listed:,} disagreeing claims; export for all of them.")
-    st.caption("Select a row to read it in full.")
+    st.caption(" ".join(filter(None, ["Select a row to read it in full.", dashboard.human_cell_note(data)])))
     # The columns a lead scans fit 1280 px; category, rationale, notes and chunks open on select.
     picked = st.dataframe(
         rows,
@@ -489,8 +510,8 @@ if rows:
         on_select="rerun",
         selection_mode="single-row",
         key="dash_disagreements",
-        column_order=("answer", "claim id", "claim", "human", "judge"),
-        column_config={"claim": st.column_config.TextColumn(width="large")},
+        column_order=ui.CLAIM_COLUMN_ORDER,
+        column_config=ui.CLAIM_COLUMNS,
     )
     chosen = picked.selection.rows if picked is not None else []
     if chosen:

@@ -47,6 +47,7 @@ from calibration.errors import (
 from calibration.fmt import plural
 from calibration.store import lab as lab_store
 from calibration.store import review as review_store
+from calibration.store.split import SplitRecord
 
 SUMMARY = "_judge_lab_summary"  # the last run's summary, kept across reruns
 SAVED = "_judge_lab_saved"  # widget key -> last value: the choices survive a page switch
@@ -69,6 +70,8 @@ CONTROLS: Mapping[Option, str] = {
     Option.MAX_TOKENS: "the token limit (the command line's judge run --max-tokens; the lab sets none)",
     Option.JSON_MODE: "JSON mode (the command line's judge run --json-mode; the lab leaves it off)",
 }
+# The columns of a part in the table against every run: label -> width (px).
+PART_COLUMNS = {"claims": 80, "new right / old right": 150, "p": 80, "agreement old → new": 150}
 INSPECT_RUN = "lab_inspect_run"
 INSPECT_ANSWER = "lab_inspect_answer"
 INSPECT_FAILED = "lab_inspect_failed"
@@ -173,8 +176,10 @@ elif VERSION not in st.session_state:
     )
 
 with store.session(path) as db:
-    current_split = split.ensure_split(db, created_by=reviewer)
+    # Read only: opening the page seals nothing (the Seal button or a confirmed run does).
+    current_split = split.current(db)
     split_claims = split.claim_counts(db, current_split)
+    holdout = split.summary(db)
     labeled = judge.plan_run(db, "", "", "labeled")
     overview = lab_store.lab_run_overview(db)
     all_cycles = lab_store.cycle_names(db)
@@ -213,38 +218,71 @@ if labeled.answers == 0:
     ui.import_link()
     st.stop()
 
-# ---------------------------------------------------------------- the split
 
-st.subheader("Tuning and holdout claims")
-cols = st.columns(3)
-cols[0].metric(
-    "Tuning claims (you may read them)",
-    f"{split_claims['tuning']:,}",
-    help=f"{plural(len(current_split.tuning), 'answer')}",
-)
-cols[1].metric(
-    "Holdout claims", f"{split_claims['holdout']:,}", help=f"{plural(len(current_split.holdout), 'answer')}"
-)
-cols[2].metric("Holdout", "sealed" if current_split.sealed else "unsealed: used")
-st.caption(
-    "The split is made per answer (all claims of an answer in one part), seeded and stratified "
-    "by the judge's verdict, and stored. Answers in a cycle holdout are in the holdout."
-)
-gen = current_split.generation
-if gen is not None and not gen.sealed:
-    st.warning(
-        "The holdout was unsealed, so its claims may have been read: it can no longer prove "
-        "that a revised prompt generalises. A fresh holdout needs new labels."
+@ui.lead_action
+def _seal() -> None:
+    with store.session(path) as db:
+        split.seal(db, created_by=reviewer)
+
+
+@ui.lead_action
+def _assign_pending() -> None:
+    with store.session(path) as db:
+        split.ensure_split(db, created_by=reviewer)
+
+
+def _seal_section() -> None:
+    """No holdout yet: the one button that seals it, in words saying what it does."""
+    with store.session(path) as db:
+        words = split.seal_words(db)
+    st.caption(
+        "No holdout is sealed: every labeled claim is a tuning claim you may read. Seal one before "
+        "revising the prompt, so that a revised prompt can be proved on claims nobody read. The "
+        "first lab run seals one too, and says so before it sends anything."
     )
-    ui.literal(
-        f"Unsealed by {gen.unsealed_by or 'an unrecorded person'} at "
-        f"{dashboard.readable_time(gen.unsealed_at)}."
+    st.button(words, key="lab_seal", on_click=_seal, icon=":material/lock:")
+
+
+def _split_section(gen: SplitRecord) -> None:
+    """The sealed (or used) holdout: sizes, unseal, a fresh holdout."""
+    cols = st.columns(3)
+    cols[0].metric(
+        "Tuning claims (you may read them)",
+        f"{split_claims['tuning']:,}",
+        help=f"{plural(len(current_split.tuning), 'answer')}",
     )
-    if st.button("Start a fresh holdout from answers labeled from now on", key="lab_new_holdout"):
-        with store.session(path) as db:
-            split.new_holdout(db, created_by=reviewer)
-        st.rerun()
-elif gen is not None:
+    cols[1].metric(
+        f"Claims in the {split.HOLDOUT_NAME}" if gen.sealed else "Holdout claims (used)",
+        f"{holdout.claims if gen.sealed else split_claims['holdout']:,}",
+        help=plural(holdout.answers if gen.sealed else len(current_split.holdout), "answer"),
+    )
+    cols[2].metric("Holdout", "sealed" if gen.sealed else "unsealed: used")
+    st.caption(
+        "The split is made per answer (all claims of an answer in one part), seeded and stratified "
+        "by the judge's verdict, and stored. Answers reserved for holdout cycles (Cycles page) are "
+        "in the holdout."
+    )
+    if not gen.sealed:
+        st.warning(
+            "The holdout was unsealed, so its claims may have been read: it can no longer prove "
+            "that a revised prompt generalises. A fresh holdout needs new labels."
+        )
+        ui.literal(
+            f"Unsealed by {gen.unsealed_by or 'an unrecorded person'} at "
+            f"{dashboard.readable_time(gen.unsealed_at)}."
+        )
+        if st.button("Start a fresh holdout from answers labeled from now on", key="lab_new_holdout"):
+            with store.session(path) as db:
+                split.new_holdout(db, created_by=reviewer)
+            st.rerun()
+        return
+    if holdout.pending:
+        st.button(
+            f"Assign the {plural(holdout.pending, 'answer')} labeled since the seal: about half join "
+            "the holdout, the rest become tuning claims",
+            key="lab_assign",
+            on_click=_assign_pending,
+        )
     with st.expander("Unseal the holdout"):
         st.caption(
             "Unsealing shows the holdout claims everywhere. It is recorded with your name and "
@@ -255,6 +293,17 @@ elif gen is not None:
             with store.session(path) as db:
                 split.unseal(db, who=reviewer, reason="unsealed on the judge lab page")
             st.rerun()
+
+
+# ---------------------------------------------------------------- the split
+
+st.subheader("Tuning and holdout claims")
+ui.literal(holdout.sentence())
+gen = current_split.generation
+if gen is None:
+    _seal_section()
+else:
+    _split_section(gen)
 
 # ---------------------------------------------------------------- the Dashboard's link
 
@@ -291,8 +340,8 @@ if linked_run is not None and st.query_params.get("focus") == "disagreements":
             hide_index=True,
             key="lab_disagreements",
             height=260,
-            column_order=("answer", "claim id", "claim", "human", "judge"),
-            column_config={"claim": st.column_config.TextColumn(width="large")},
+            column_order=ui.CLAIM_COLUMN_ORDER,
+            column_config=ui.CLAIM_COLUMNS,
         )
 
 # ---------------------------------------------------------------- the prompt
@@ -323,7 +372,9 @@ right.button("Revert to the shipped text", on_click=_revert_template, key="lab_r
 
 with store.session(path) as db:
     labeled_runs = judge.revised_run_options(db, "")[0]
-scope_keys = [*SCOPE_WORDS, *(f"run:{r}" for r in labeled_runs), *(f"cycle:{c}" for c in cycles)]
+# Tuning and holdout scopes mean something once a holdout is sealed.
+parts = SCOPE_WORDS if current_split.generation is not None else ["labeled"]
+scope_keys = [*parts, *(f"run:{r}" for r in labeled_runs), *(f"cycle:{c}" for c in cycles)]
 if st.session_state.get("lab_scope") not in scope_keys:
     st.session_state["lab_scope"] = "labeled"
 with store.session(path) as db:
@@ -392,6 +443,14 @@ with st.form("lab_run", enter_to_submit=False):
         "Timeout per request (s)", min_value=1.0, max_value=600.0, step=10.0, key="lab_timeout"
     )
     submitted = st.form_submit_button("Run", type="primary", key="lab_run_submit")
+seal_first = current_split.generation is None  # the first run seals the holdout
+if seal_first:
+    with store.session(path) as db:
+        seal_words = split.seal_words(db)
+    st.caption(
+        "No holdout is sealed yet: the first run seals one before it sends anything (its confirm "
+        "step says how many answers it sets aside)."
+    )
 if len(cycles) < len(all_cycles):
     st.caption(
         "Cycles where you still have answers to label are not offered as a scope until you "
@@ -422,11 +481,12 @@ if running is not None and not (submitted or confirmed):
         ui.literal(f"{run_name}: {done.answers_ok} answers judged, {done.answers_failed} failed so far.")
 
 
-def _requested() -> tuple[judge.JudgeConfig, judge.PromptTemplate, judge.LabPlan]:
-    """The run the form asks for, settled (no request sent); raises on a bad field.
+def _requested(settle: bool) -> tuple[judge.JudgeConfig, judge.PromptTemplate, judge.LabPlan]:
+    """The run the form asks for (no request sent); raises on a bad field.
 
     Called when Run is pressed and again when the confirm step's Send is: the form keeps its
-    submitted values between the two, so both settle the same run."""
+    submitted values between the two, so both plan the same run. Only the confirmed one
+    (`settle`) writes the split: a first run seals the holdout then, as its confirm step says."""
     config = judge.JudgeConfig(
         base_url=base_url.strip(),
         model=model.strip(),
@@ -439,7 +499,9 @@ def _requested() -> tuple[judge.JudgeConfig, judge.PromptTemplate, judge.LabPlan
     if revises is None and len(revise_names) > 1:
         raise InputError("choose the run this prompt revises")
     with store.session(path) as db:
-        plan = judge.prepare_lab(db, config, template, scope=scope, revises=revises, created_by=reviewer)
+        plan = judge.prepare_lab(
+            db, config, template, scope=scope, revises=revises, created_by=reviewer, write_split=settle
+        )
     return config, template, plan
 
 
@@ -455,6 +517,8 @@ def _confirm(plan: judge.LabPlan) -> None:
     ui.literal("Before the run: " + plan.cost_line())
     if plan.revises is not None:
         ui.literal(f"Revises {plan.revises.name} ({plan.revises_reason}).")
+    if seal_first:
+        ui.literal(f"Send seals a holdout first. {seal_words}.")
     st.caption("A hosted endpoint bills every request. Nothing has been sent yet.")
     left, right = st.columns(2)
     if left.button(
@@ -524,7 +588,7 @@ def _start(config: judge.JudgeConfig, template: judge.PromptTemplate, plan: judg
 
 if submitted or confirmed:
     try:
-        config, template, plan = _requested()
+        config, template, plan = _requested(settle=confirmed)
     except CalibrationError as exc:
         st.session_state.pop(SUMMARY, None)  # a failed attempt must not show the previous result
         st.error("The run cannot start:")
@@ -598,6 +662,8 @@ def _show_comparison(run: store.JudgeRun) -> None:
         return
     ui.literal(comp.headline())
     st.dataframe(judge.compare.part_rows(comp), hide_index=True)
+    for line in judge.compare.part_readings(comp):
+        ui.literal(line)
     st.caption(
         "Agreement: share of claims where the run gives the human verdict. Difference: new minus "
         "old, with a paired 95% interval (Newcombe). Paired test: exact McNemar on the claims "
@@ -611,7 +677,25 @@ def _show_comparison(run: store.JudgeRun) -> None:
     st.subheader("Against every run sharing labeled claims")
     with store.session(path) as db:
         rows = judge.comparison_table(judge.compare_with_all(db, run))
-    st.dataframe(rows, hide_index=True)
+    # One table per part, so that each fits 1280 px: the same rows, their part's columns.
+    for part, title in (
+        ("holdout", "On the holdout"),
+        ("tuning (seen)", "On the tuning claims (seen while revising)"),
+    ):
+        st.caption(title)
+        st.dataframe(
+            rows,
+            hide_index=True,
+            column_order=("baseline", "shared labeled claims", *(f"{part}: {c}" for c in PART_COLUMNS)),
+            column_config={
+                "baseline": st.column_config.TextColumn(width=230),
+                "shared labeled claims": st.column_config.NumberColumn("shared claims", width=100),
+                **{
+                    f"{part}: {c}": st.column_config.Column(c, width=width)
+                    for c, width in PART_COLUMNS.items()
+                },
+            },
+        )
     st.caption(
         "One row per run: the new run's counts right where that run was wrong / wrong where it "
         "was right, and the exact McNemar p, on the holdout and on the tuning claims."
@@ -650,13 +734,41 @@ if summary is not None:
                 for err, aids in judge.failure_groups(summary.failures)
             ],
             hide_index=True,
+            # Fits 1280 px; each call's whole error is under "What the judge saw".
+            column_config={
+                "answers": st.column_config.NumberColumn(width=80),
+                "answer ids": st.column_config.TextColumn(width=240),
+                "error": st.column_config.TextColumn(width=420),
+            },
         )
 
 # ---------------------------------------------------------------- past runs and their calls
 
 if overview:
     st.subheader("Lab runs")
-    st.dataframe(overview, hide_index=True)
+    st.dataframe(
+        overview,
+        hide_index=True,
+        column_order=("run", "answers ok", "answers failed", "claims judged", "tokens", "scope"),
+        column_config={"run": st.column_config.TextColumn(width=230)},
+    )
+    with st.expander("Endpoint and times of each run"):
+        st.dataframe(
+            [
+                {
+                    "run": r["run"],
+                    "endpoint": r["endpoint"],
+                    "started": dashboard.readable_time(r["started"]),
+                    "finished": dashboard.readable_time(r["finished"]),
+                }
+                for r in overview
+            ],
+            hide_index=True,
+            column_config={
+                "run": st.column_config.TextColumn(width=200),
+                "endpoint": st.column_config.TextColumn(width=220),
+            },
+        )
     with st.expander("What the judge saw: one stored call", expanded=summary is not None):
         with store.session(path) as db:
             runs = lab_store.lab_runs(db)

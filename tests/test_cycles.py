@@ -1035,24 +1035,24 @@ def test_page_judge_run_defaults_to_the_imported_run(
 
 def test_page_marks_holdout_answers(run_db: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = page(db_path, monkeypatch)
-    assert {m.label: m.value for m in at.metric}["Holdout answers"] == "0"
+    assert {m.label: m.value for m in at.metric}["Reserved answers"] == "0"
     at.text_area(key="holdout_ids").input("a01\n  a02 \n\na01\n")
-    click(at, "Mark as holdout")
+    click(at, "Reserve for holdout cycles")
     assert not at.exception
-    assert [s.value for s in at.success] == ["Holdout updated."]
-    assert "2 answers marked as holdout" in texts(at)
-    assert {m.label: m.value for m in at.metric}["Holdout answers"] == "2"
+    assert [s.value for s in at.success] == ["Reservation updated."]
+    assert "2 answers reserved for holdout cycles" in texts(at)
+    assert {m.label: m.value for m in at.metric}["Reserved answers"] == "2"
     assert at.text_area(key="holdout_ids").value == ""
     assert cycles.holdout_answers(run_db) == ["a01", "a02"]
 
     at.text_area(key="holdout_ids").input("a02\nnope")
-    click(at, "Clear the holdout mark")
+    click(at, "Clear the reservation")
     assert [e.value for e in at.error] == ["Nothing changed."]
     assert "unknown answer id(s): nope" in texts(at)
     assert at.text_area(key="holdout_ids").value == "a02\nnope"  # kept, to fix
     at.text_area(key="holdout_ids").input("a02")
-    click(at, "Clear the holdout mark")
-    assert "1 answer no longer holdout" in texts(at)
+    click(at, "Clear the reservation")
+    assert "1 answer no longer reserved" in texts(at)
     assert cycles.holdout_answers(run_db) == ["a01"]
 
 

@@ -634,7 +634,14 @@ def test_dashboard_figures_equal_the_per_record_statistics(mixed_db: Database, s
     post = {k: v for k, v in ours["human_human_post_reveal"].items() if k != "basis"}
     assert post == {k: v for k, v in hh.to_dict().items() if k != "basis"}
     assert d.report.unresolved_claims == data.unresolved
-    assert d.verdicts == {it.claim_key: (it.human, it.judge) for it in data.items if it.human != it.judge}
+    # The claims a list shows carry the verdicts the figures count: every reviewer's, distinct.
+    listed = {*d.report.disagreeing_claims, *(k for r in d.report.flag.reasons for k in r.claim_ids)}
+    cells: dict[str, tuple[str, list[str]]] = {}
+    for rec in records:
+        key = rec.claim_key.rsplit("#", 1)[0]
+        if key in listed:
+            cells.setdefault(key, (rec.judge, []))[1].append(rec.human)
+    assert d.verdicts == {k: (" / ".join(dict.fromkeys(hs)), j) for k, (j, hs) in cells.items()}
     # The paired comparison, as the records give it.
     judge_b = {it.claim_key: it.judge for it in stats_input(db, run_b, cycle_id).items}
     paired = [
@@ -1264,3 +1271,30 @@ def test_sealed_disagreements_are_counted_and_named(wice_db: Database) -> None:
         f"{hidden:,} more {'is' if hidden == 1 else 'are'} in the sealed holdout "
         "(counted in the figures, not listed)."
     )
+
+
+@pytest.mark.parametrize("run", [RUN_A, RUN_B])
+def test_every_listed_claim_row_has_its_claim_human_and_judge_cells(mixed_db: Database, run: str) -> None:
+    # Several reviewers: a reason also counts claims whose final label agrees with the judge
+    # (reconciled, adjudicated) or that have none (disputed); each is listed whole.
+    d = dashboard.build(mixed_db, run=run, bootstrap=0)
+    assert d.report.basis == "per_reviewer"
+    reasons = [r for r in d.reasons if r.claim_keys]
+    assert reasons
+    for reason in reasons:
+        rows = dashboard.claim_rows(d, reason.claim_keys)
+        assert len(rows) == len(reason.claim_keys), reason.code
+        assert all(r["claim"] and r["human"] and r["judge"] for r in rows), reason.code
+    rows = dashboard.disagreement_rows(d)
+    assert len(rows) == len(d.report.disagreeing_claims)
+    assert all(r["claim"] and r["human"] and r["judge"] for r in rows)
+    # A disputed claim shows every reviewer's verdict, as the figures count them.
+    assert any(" / " in r["human"] for r in rows)
+
+
+def test_no_holdout_no_sealed_count_with_several_reviewers(mixed_db: Database) -> None:
+    # The matrix counts (claim, reviewer) verdicts here: the unlisted share is not a holdout.
+    d = dashboard.build(mixed_db, run=RUN_A, bootstrap=0)
+    counts = dashboard.claim_counts(d.report)
+    assert counts.disagreeing > counts.listed and counts.sealed == 0
+    assert dashboard.sealed_text(d.report) == "" and "sealed" not in counts.sentence()

@@ -816,17 +816,19 @@ def test_page_runs_an_edited_prompt_and_shows_the_comparison(
     # The verdict on the holdout comes first, then the tuning claims beside it, in one format.
     heads = [h.value for h in at.subheader]
     assert heads.index("Verdict on the holdout") < heads.index("Against every run sharing labeled claims")
+    # Figures down the side, a column per part: narrow enough for 1280 px.
     parts = at.dataframe[0].value
-    assert list(parts["claims"]) == ["holdout (never seen)", "tuning (seen while revising)"]
-    assert all(v.endswith("%") and len(v.split(".")[-1]) == 2 for v in parts["agreement new"])
-    assert list(parts["agreement new"]) == ["100.0%", "100.0%"]
+    assert list(parts.columns) == ["figure", "holdout (never seen)", "tuning (seen while revising)"]
+    agreement_new = list(parts.set_index("figure").loc["agreement new"])
+    assert all(v.endswith("%") and len(v.split(".")[-1]) == 2 for v in agreement_new)
+    assert agreement_new == ["100.0%", "100.0%"]
     texts = [t.value for t in at.text]
     assert any(t.startswith("On 6 claims the lead never saw, the new prompt is right 4 times") for t in texts)
     assert any(t.startswith("Before the run: about to send 4 requests") for t in texts)
     assert any(t.startswith("After the run: tokens used: 480") for t in texts)
-    every = at.dataframe[1].value
+    every = at.dataframe[1].value  # the holdout's table; the tuning claims' is the next one
     assert list(every["baseline"]) == ["old-judge@v0"]
-    runs = at.dataframe[2].value
+    runs = at.dataframe[3].value
     assert list(runs["run"]) == ["page-judge@strict-v2"]
     # The comparison names its baseline (the run revised), offered with the claims shared.
     baseline = at.selectbox(key="lab_cmp_baseline")

@@ -326,8 +326,20 @@ def comparison_table(rows: list[ComparisonRow]) -> list[dict[str, Any]]:
 
 
 def part_rows(comp: LabComparison) -> list[dict[str, str]]:
-    """The holdout row first, then the tuning row: every figure as text in the one format
-    (percent with one decimal, p as in the dashboard), with the plain sentence."""
+    """One row per figure, one column per part (the holdout first, then the tuning claims):
+    every figure as text in the one format (percent with one decimal, p as in the dashboard).
+    Figures down the side keep the table narrow; each part's sentence is `part_readings`."""
+    parts = _parts(comp)
+    figures = [k for k in parts[0] if k not in ("claims", "reading")]
+    return [{"figure": f, **{p["claims"]: p[f] for p in parts}} for f in figures]
+
+
+def part_readings(comp: LabComparison) -> list[str]:
+    """Each part's plain sentence, named by its part."""
+    return [f"{p['claims']}: {p['reading']}" for p in _parts(comp)]
+
+
+def _parts(comp: LabComparison) -> list[dict[str, str]]:
     rows = []
     for part, title in (
         (comp.holdout, "holdout (never seen)"),

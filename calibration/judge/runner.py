@@ -494,12 +494,16 @@ def prepare_lab(
     max_examples: int = DEFAULT_MAX_EXAMPLES,
     max_example_chars: int = DEFAULT_MAX_CHARS,
     created_by: str | None = None,
+    write_split: bool = True,
 ) -> LabPlan:
-    """Settle a run before anything is sent: the split brought up to date, the answers to
-    judge, the run revised, the few-shot examples (from tuning claims only) and every prompt,
-    each checked to carry no holdout claim text. Raises before any request when something is wrong."""
+    """Settle a run before anything is sent: the split brought up to date (the first run seals
+    the first holdout), the answers to judge, the run revised, the few-shot examples (from
+    tuning claims only) and every prompt, each checked to carry no holdout claim text. Raises
+    before any request when something is wrong. `write_split` False plans on the split as it
+    stands and writes nothing: what a confirm step shows before the lead agrees."""
     scope = parse_scope(scope) if isinstance(scope, str) else scope
-    splits.ensure_split(db, created_by=created_by)
+    if write_split:
+        splits.ensure_split(db, created_by=created_by)
     answer_ids = scope_answer_ids(db, scope)
     if not answer_ids:
         labeled_kinds = ("labeled", "tuning", "holdout", "run")

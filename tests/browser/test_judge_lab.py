@@ -66,6 +66,14 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 
 @pytest.fixture
+def sealed(lab: Lab) -> None:
+    """The holdout sealed before the page opens (as the Seal button or a first run does)."""
+    with store.session(lab.db) as db:
+        if split.current(db).generation is None:
+            split.seal(db, created_by="lead")
+
+
+@pytest.fixture
 def page(lab: Lab) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
@@ -227,7 +235,9 @@ def test_revise_run_stop_resume_switch_baseline(lab: Lab, page: Any) -> None:
     assert not server_errors(lab.log)
 
 
-def test_edit_then_one_run_press_confirms_the_cost_before_any_request(lab: Lab, page: Any) -> None:
+def test_edit_then_one_run_press_confirms_the_cost_before_any_request(
+    lab: Lab, sealed: None, page: Any
+) -> None:
     fill(page, "lab_base_url", lab.stub.base_url)
     fill(page, "lab_model", "stub-once")
     fill(page, "lab_version", "once-v1")
@@ -267,7 +277,7 @@ def lab_store_totals(db: Any, run_id: int) -> int:
     return lab_store.run_totals(db, run_id).answers_ok
 
 
-def test_dashboard_lists_no_holdout_claim_while_sealed(lab: Lab, page: Any) -> None:
+def test_dashboard_lists_no_holdout_claim_while_sealed(lab: Lab, sealed: None, page: Any) -> None:
     with store.session(lab.db) as db:
         s = split.current(db)
     assert s.sealed and len(s.holdout) == 50

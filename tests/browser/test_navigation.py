@@ -15,11 +15,14 @@ from typing import Any
 
 import pytest
 
-from .conftest import Tabs, build_db, settle, start_app
+from calibration import roles
+
+from .conftest import Tabs, build_db, settle, sign_in_at, start_app
 
 pytestmark = pytest.mark.browser
 
 LEAD = "Lena Lead"
+REVIEWER = "Rita Reviewer"
 TITLES = {"Home", "Review", "Cycles", "Guidelines", "Dashboard", "Import", "Judge lab"}
 # What Streamlit's automatic menu would call the entry script and the files in pages/.
 FILE_NAMES = {
@@ -122,3 +125,29 @@ def test_the_first_visit_after_a_start_runs_the_app_at_its_deep_link_without_the
     seen = page.evaluate("() => [...window.__calNavLinks]")
     assert not FILE_NAMES & set(seen), seen
     assert page.evaluate("() => window.__calAutoMenu") == 0, "Streamlit's automatic page menu appeared"
+
+
+LEAD_PATHS = ("dashboard", "cycles", "import", "judge_lab", "guidelines")
+
+
+def test_a_reviewer_at_a_lead_url_reads_the_refusal_not_page_not_found(fresh_server: str, tabs: Tabs) -> None:
+    page = tabs.open(1280, 720)
+    for path in LEAD_PATHS:
+        # A direct URL is a fresh session: the page asks for the name, then refuses this person.
+        sign_in_at(page, f"{fresh_server}/{path}", REVIEWER)
+        main = page.locator('[data-testid="stMain"]')
+        main.get_by_text(roles.refusal(roles.Mode.LEADS_CONFIGURED), exact=True).wait_for()
+        settle(page)
+        assert page.url.split("?")[0].rstrip("/") == f"{fresh_server}/{path}", page.url
+        text = page.locator('[data-testid="stApp"]').inner_text()
+        assert "Page not found" not in text, path
+        # The refusal is all the page draws: no lead content (no table, no field, no button).
+        assert (
+            main.locator(
+                '[data-testid="stDataFrame"], [data-testid="stMetric"], input, textarea, button'
+            ).count()
+            == 0
+        ), path
+        assert "SUPPORTED" not in text and "judge-x" not in text, path
+        links = {t.strip().splitlines()[-1] for t in page.locator(".st-key-nav a").all_inner_texts()}
+        assert links == {"Home", "Review"}, path

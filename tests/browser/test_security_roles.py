@@ -171,8 +171,8 @@ def test_a_reload_on_home_keeps_the_reviewer_and_their_pages(team_app: tuple[str
         _reload_at(page, url, "")
         assert "Signed in as" in _sidebar(page) and REVIEWER in _sidebar(page)
         assert _nav(page) == ["Home", "Review"]
-        _reload_at(page, url, "cycles")  # a direct URL of a lead page: not in this navigation,
-        page.get_by_text("Judge runs").wait_for()  # so Streamlit runs the default page, Home
+        _reload_at(page, url, "cycles")  # a direct URL of a lead page: not in these links,
+        page.get_by_text("This page is for leads").wait_for()  # and the page refuses the reviewer
         assert _nav(page) == ["Home", "Review"] and REVIEWER in _sidebar(page)
         assert page.get_by_text("New cycle").count() == 0
     finally:
