@@ -159,11 +159,13 @@ def _nav(page: Any) -> list[str]:
 
 
 def _lead_page_shows(page: Any, url: str, path: str) -> bool:
-    """Open a lead page by direct URL (a new run of the app); whether its content is drawn."""
+    """Open a lead page by direct URL (a new run of the app); whether its content is drawn: its
+    title without the refusal (a reviewer reads the title and "This page is for leads")."""
     page.goto(f"{url}/{path}")
     page.locator(".st-key-nav").wait_for()
     settle(page)
-    return page.get_by_role("heading", name=LEAD_PAGES[path], exact=True).count() > 0
+    titled = page.get_by_role("heading", name=LEAD_PAGES[path], exact=True).count() > 0
+    return titled and "This page is for leads" not in page.locator('[data-testid="stMain"]').inner_text()
 
 
 def test_a_reviewer_logs_in_is_refused_on_lead_pages_keeps_the_session_and_logs_out(
