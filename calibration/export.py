@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import frameworks, store
+from . import frameworks, mlflow_traces, store
 from .errors import InputError, NotFoundError, Option, Problem
 from .fmt import plural
 from .reading import checked, open_text
@@ -481,6 +481,16 @@ def _write_framework(fmt: str, items: list[dict[str, Any]], fh: TextIO) -> frame
     from . import __version__
 
     return frameworks.write(fmt, items, fh, tool=__version__)
+
+
+def to_mlflow(
+    db: Database, server: mlflow_traces.Server, *, judge_run: str | None = None, cycle: str | None = None
+) -> mlflow_traces.Written:
+    """Write the reviewers' final labels of the answers imported from MLflow back to their traces
+    as human assessments (`mlflow_traces.write_back`)."""
+    scope = resolve_scope(db, judge_run=judge_run, cycle=cycle)
+    with store.read_snapshot(db):
+        return mlflow_traces.write_back(server, _answer_groups(iter_records(db, scope)))
 
 
 def golden_counts(

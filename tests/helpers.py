@@ -38,15 +38,20 @@ def assert_no_page_exception(at: Any, where: str = "the page") -> None:
 
 
 def wait_healthy(
-    port: int, server: subprocess.Popen[Any], output: Callable[[], str], timeout_s: float = 90
+    port: int,
+    server: subprocess.Popen[Any],
+    output: Callable[[], str],
+    timeout_s: float = 90,
+    health: str = "/_stcore/health",
 ) -> None:
-    """Return once the Streamlit server on 127.0.0.1:`port` answers its health check; fail the
-    test, with the server's `output()`, when it exits first or stays unhealthy past `timeout_s`."""
+    """Return once the server on 127.0.0.1:`port` answers its health check (Streamlit's, or the
+    `health` path of another server); fail the test, with the server's `output()`, when it exits
+    first or stays unhealthy past `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                if r.read().strip() == b"ok":
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{health}", timeout=2) as r:
+                if r.read().strip().lower() == b"ok":
                     return
         except OSError:
             pass

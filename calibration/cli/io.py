@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import adapters, backup, export, importing, store
+from .. import adapters, backup, export, importing, mlflow_traces, store
 from ..errors import CalibrationError, InputError, phrase
+from ..fmt import plural
 from ..models import Verdict, parse_mapping
 from .common import FLAGS, db_path, note_new_database
 from .common import encoding as _encoding
@@ -53,6 +54,13 @@ _DRY_RUN = " (dry run: nothing was written)"
 
 def cli_import(args: argparse.Namespace) -> int:
     mapping = _mapping(args)
+    if args.source == "mlflow":
+        return _import_mlflow(args)
+    stray_mlflow = [f for f, v in _MLFLOW_FLAGS.items() if getattr(args, v)]
+    if stray_mlflow:
+        raise InputError(f"{', '.join(stray_mlflow)}: only with --from mlflow")
+    if not args.files:
+        raise InputError("import: name the files to import (or --from mlflow with a tracking server)")
     if args.source is not None:
         return _import_from(args, mapping)
     stray = [flag for key, flag in _ADAPTER_FLAGS.items() if getattr(args, key, None) not in (None, False)]
@@ -73,6 +81,37 @@ def cli_import(args: argparse.Namespace) -> int:
             print(f"{path}:" + _DRY_RUN * args.dry_run)
             for line in rep.lines():
                 print(f"  {line}")
+    return 0
+
+
+_MLFLOW_FLAGS = {"--tracking-uri": "tracking_uri", "--experiment": "experiment", "--assessment": "assessment"}
+
+
+def _import_mlflow(args: argparse.Namespace) -> int:
+    """`import --from mlflow`: the traces' judge assessments as a judge run (MODEL@ASSESSMENT)."""
+    missing = [f for f, v in _MLFLOW_FLAGS.items() if not getattr(args, v)]
+    if missing:
+        raise InputError(f"--from mlflow needs {', '.join(missing)}")
+    if args.files:
+        raise InputError("--from mlflow reads the tracking server, not files: leave the files out")
+    found = mlflow_traces.read(mlflow_traces.Server(args.tracking_uri), args.experiment, args.assessment)
+    source = f"{args.tracking_uri} experiment {args.experiment}"
+    with store.session(db_path(args)) as db:
+        rep = importing.import_records(
+            db,
+            found.records,
+            source=source,
+            judge_model=args.judge_model,
+            judge_prompt_version=args.judge_prompt_version or args.assessment,
+            dry_run=args.dry_run,
+        )
+    print(f"{source}:" + _DRY_RUN * args.dry_run)
+    for line in rep.lines():
+        print(f"  {line}")
+    claims, answers = plural(found.claim_level, "trace"), plural(found.answer_level, "trace")
+    print(f"  {claims} judged claim by claim, {answers} judged as a whole answer (one claim: the answer)")
+    for why, n in found.skipped.items():
+        print(f"  note: {plural(n, 'trace')} left out: {why}")
     return 0
 
 
@@ -127,6 +166,12 @@ def cli_demo(args: argparse.Namespace) -> int:
 
 
 def cli_export(args: argparse.Namespace) -> int:
+    if args.format == "mlflow":
+        return _export_mlflow(args)
+    if args.tracking_uri:
+        raise InputError("--tracking-uri: only with --format mlflow")
+    if args.out is None:
+        raise InputError("export: --out FILE is needed (the file to write)")
     with store.session(db_path(args)) as db:
         rep = export.export(
             db,
@@ -138,6 +183,24 @@ def cli_export(args: argparse.Namespace) -> int:
         )
     for line in rep.lines():
         print(line)
+    return 0
+
+
+def _export_mlflow(args: argparse.Namespace) -> int:
+    """`export --format mlflow`: the final human labels back to the traces they came from."""
+    if not args.tracking_uri:
+        raise InputError("--format mlflow needs --tracking-uri URL: the MLflow tracking server")
+    if args.out is not None or args.only_final:
+        raise InputError("--format mlflow writes to the tracking server: leave out --out and --only-final")
+    with store.session(db_path(args)) as db:
+        done = export.to_mlflow(
+            db, mlflow_traces.Server(args.tracking_uri), judge_run=args.judge_run, cycle=args.cycle
+        )
+    print(f"{args.tracking_uri}: human assessments written to {plural(done.traces, 'trace')}")
+    if done.left_out:
+        print(
+            f"  {plural(done.left_out, 'answer')} from MLflow left out: a claim has no final human label yet"
+        )
     return 0
 
 
@@ -201,12 +264,18 @@ def _add_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p = sub.add_parser(
         "import", help="import judged answers (JSONL or a JSON array, or another tool's output with --from)"
     )
-    p.add_argument("files", nargs="+", type=Path, help="JSONL or JSON files; each is all or nothing")
+    p.add_argument("files", nargs="*", type=Path, help="JSONL or JSON files; each is all or nothing")
     p.add_argument(
         "--from",
         dest="source",
         metavar="TOOL",
-        help=f"read another tool's output: {', '.join(adapters.names())}",
+        help=f"read another tool's output: {', '.join(adapters.names())}; or mlflow: the traces of an "
+        "MLflow experiment with a judge's assessments (--tracking-uri, --experiment, --assessment)",
+    )
+    p.add_argument("--tracking-uri", metavar="URL", help="--from mlflow: the MLflow tracking server")
+    p.add_argument("--experiment", metavar="NAME", help="--from mlflow: the experiment (name or id)")
+    p.add_argument(
+        "--assessment", metavar="NAME", help="--from mlflow: the judge's feedback assessment's name"
     )
     p.add_argument(
         "--columns",
@@ -264,14 +333,20 @@ def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "export restores into another database with `import FILE` then "
         "`import-labels FILE`; a backup of the whole database is `backup`.",
     )
-    p.add_argument("--out", required=True, type=Path, help="file to write (replaced atomically)")
+    p.add_argument("--out", type=Path, help="file to write (replaced atomically); not with --format mlflow")
+    p.add_argument(
+        "--tracking-uri",
+        metavar="URL",
+        help="--format mlflow: the MLflow tracking server the answers were imported from",
+    )
     p.add_argument(
         "--format",
-        choices=export.FORMATS,
+        choices=[*export.FORMATS, "mlflow"],
         default="jsonl",
         help="jsonl: lossless, one line per claim; golden: RAG golden set, one line per "
         "answer; csv: for spreadsheets (UTF-8 with BOM); deepeval, ragas, langfuse: a golden set "
-        "each framework loads (negatives, chunk texts, expected verdicts and provenance included)",
+        "each framework loads (negatives, chunk texts, expected verdicts and provenance included); "
+        "mlflow: the final human labels back to the traces as human assessments (--tracking-uri)",
     )
     p.add_argument("--judge-run", help="only claims this run judged, and only its verdicts (MODEL@VERSION)")
     p.add_argument("--cycle", help="only the claims of this cycle")

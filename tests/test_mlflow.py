@@ -1,0 +1,123 @@
+"""MLflow both ways, against a real tracking server (`mlflow server` on a local SQLite store):
+traces a judge assessed come in as a judge run, and the reviewers' final labels go back as human
+assessments that MLflow's own client reads under the judge's assessment name."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from calibration import store
+from calibration.cli import main
+from calibration.store import Database
+
+from .browser.conftest import free_port
+from .helpers import wait_healthy
+from .test_frameworks import FRAMEWORKS_PYTHON, _frameworks_python
+
+CLIENT = Path(__file__).parent / "frameworks" / "mlflow_client.py"
+RUN = "gpt-4o@groundedness"
+
+
+@pytest.fixture
+def mlflow_server(tmp_path: Path) -> Iterator[str]:
+    """A tracking server of its own on 127.0.0.1 with three judged traces logged through MLflow's
+    client (one per test: a test writes assessments to it)."""
+    python = _frameworks_python()
+    root = tmp_path / "mlflow"
+    root.mkdir()
+    port = free_port()
+    log = root / "server.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [
+                str(python.parent / "mlflow"),
+                "server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--backend-store-uri",
+                f"sqlite:///{root / 'mlflow.db'}",
+                "--default-artifact-root",
+                str(root / "artifacts"),
+                "--workers",
+                "1",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_healthy(port, server, lambda: log.read_text(errors="replace"), timeout_s=180, health="/health")
+        uri = f"http://127.0.0.1:{port}"
+        _client("log", uri)
+        yield uri
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def _client(command: str, uri: str) -> str:
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "GIT_PYTHON_REFRESH": "quiet"}
+    done = subprocess.run(
+        [str(FRAMEWORKS_PYTHON), str(CLIENT), command, uri], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_traces_come_in_and_human_assessments_go_back(
+    mlflow_server: str, fresh_db: Database, db_url: str | Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = ["--db", str(db_url)]
+    source = ["--from", "mlflow", "--tracking-uri", mlflow_server, "--experiment", "rag"]
+    assert main([*db, "import", *source, "--assessment", "groundedness"]) == 0
+    out = capsys.readouterr().out
+    assert "1 trace judged claim by claim, 2 traces judged as a whole answer" in out
+    run = store.find_judge_run(fresh_db, RUN)
+    answers = [a for (a,) in fresh_db.execute("SELECT id FROM answers ORDER BY id")]
+    assert len(answers) == 3 and all(a.startswith("tr-") for a in answers)
+    claims = fresh_db.execute(
+        "SELECT c.id, c.text, v.verdict FROM claims c JOIN judge_verdicts v ON v.claim_pk = c.id "
+        "WHERE v.run_id = ? ORDER BY c.id",
+        [run.id],
+    ).fetchall()
+    assert len(claims) == 4  # two answers as one claim each, the claim-level answer's two claims
+    chunks = {text for (text,) in fresh_db.execute("SELECT text FROM chunks")}
+    assert "The Louvre, in Paris, opened in 1793." in chunks  # the retriever span's document
+    # The reviewer: the 1999 opening is not supported; everything else is as the judge said.
+    for pk, text, verdict in claims:
+        human = "UNSUPPORTED" if "1999" in text else verdict
+        store.record_label(fresh_db, claim=pk, reviewer="anna", kind="import", verdict=human)
+    assert main([*db, "export", "--format", "mlflow", "--tracking-uri", mlflow_server]) == 0
+    assert "human assessments written to 3 traces" in capsys.readouterr().out
+    human = [a for a in json.loads(_client("read", mlflow_server)) if a["source_type"].endswith("HUMAN")]
+    assert len(human) == 3 and {a["name"] for a in human} == {"groundedness"}
+    assert {a["source_id"] for a in human} == {"anna"}
+    values = sorted(json.dumps(a["value"], sort_keys=True) for a in human)
+    assert values == sorted(
+        [
+            json.dumps("yes"),  # the judge's own words, not verdict names
+            json.dumps("no"),
+            json.dumps(
+                [
+                    {"claim": "The Louvre is in Paris.", "verdict": "yes"},
+                    {"claim": "It opened in 1999.", "verdict": "UNSUPPORTED"},
+                ],
+                sort_keys=True,
+            ),
+        ]
+    )
+
+
+def test_import_from_mlflow_says_what_it_needs(fresh_db: Database, db_url: str | Path, capsys) -> None:
+    assert main(["--db", str(db_url), "import", "--from", "mlflow", "--experiment", "rag"]) == 1
+    assert "--from mlflow needs --tracking-uri, --assessment" in capsys.readouterr().err
+    assert main(["--db", str(db_url), "export", "--format", "mlflow"]) == 1
+    assert "--format mlflow needs --tracking-uri URL" in capsys.readouterr().err
