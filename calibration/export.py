@@ -484,13 +484,23 @@ def _write_framework(fmt: str, items: list[dict[str, Any]], fh: TextIO) -> frame
 
 
 def to_mlflow(
-    db: Database, server: mlflow_traces.Server, *, judge_run: str | None = None, cycle: str | None = None
+    db: Database,
+    server: mlflow_traces.Server,
+    *,
+    judge_run: str | None = None,
+    cycle: str | None = None,
+    assessment: str | None = None,
 ) -> mlflow_traces.Written:
-    """Write the reviewers' final labels of the answers imported from MLflow back to their traces
-    as human assessments (`mlflow_traces.write_back`)."""
-    scope = resolve_scope(db, judge_run=judge_run, cycle=cycle)
+    """Write the reviewers' final labels of the answers `judge_run` (default: the newest run)
+    judged from MLflow back to their traces as human assessments named `assessment` (default: the
+    run's prompt version, the judge's assessment name as `import --from mlflow` keeps it), in the
+    judge's words (`mlflow_traces.write_back`)."""
+    run = store.find_judge_run(db, judge_run)
+    scope = resolve_scope(db, judge_run=run.name, cycle=cycle)
+    name = assessment or run.prompt_version
     with store.read_snapshot(db):
-        return mlflow_traces.write_back(server, _answer_groups(iter_records(db, scope)))
+        groups = _answer_groups(iter_records(db, scope))
+        return mlflow_traces.write_back(server, groups, run=run.name, assessment=name)
 
 
 def golden_counts(

@@ -7,9 +7,9 @@ In: each trace of an experiment carrying a feedback assessment named `assessment
 judge (source type ``LLM_JUDGE``, else any non-human source) becomes one judged answer: the root
 span's input is the question, its output the answer, the RETRIEVER spans' documents the chunks.
 Claim-level when the feedback's value is a list of ``{"claim", "verdict"}`` objects; otherwise
-answer-level: the whole answer is one claim, said so in the import's notes. The judge's words
-("yes"/"no", true/false, "pass"/"fail", verdict names) are mapped to verdicts and kept, with the
-trace id, in the answer's metadata under ``mlflow``.
+answer-level: the whole answer is one claim (id ``answer``), said so in the import's report. The
+judge's words ("yes"/"no", true/false, "pass"/"fail", verdict names) are mapped to verdicts and
+kept as the raw verdicts; the trace id is kept in the answer's metadata under ``mlflow``.
 
 Out: for every such answer with a final human label, one feedback assessment under the judge's
 assessment name and in the judge's own words, source type ``HUMAN`` with the reviewer (or the
@@ -19,16 +19,18 @@ adjudicating lead) as source id, so MLflow's judge alignment pairs it with the j
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from .errors import InputError, NotFoundError
+from .models import normalise_spelling
 from .vocab import Verdict
 
 TRACES = "/api/3.0/mlflow/traces"
+ANSWER_CLAIM = "answer"  # the one claim of an answer-level judgment: the whole answer
 HUMAN = "HUMAN"
 # The judge's words for a verdict, lower-cased; what is written back is the word the judge used.
 WORDS: dict[str, Verdict] = {
@@ -174,11 +176,19 @@ def _judge_feedback(info: Mapping[str, Any], name: str) -> dict[str, Any] | None
     return found[0] if found else None
 
 
-def _verdict(value: Any) -> tuple[str, str] | None:
-    """(verdict, the judge's word) of a feedback value, or None when it names none."""
-    word = json.dumps(value) if isinstance(value, bool) else str(value)
-    found = WORDS.get(word.strip().lower())
-    return None if found is None else (found.value, word)
+def _word(value: Any) -> str:
+    """A feedback value as the judge's word: a string as it is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _known(value: Any) -> bool:
+    return _word(value).strip().lower() in WORDS
+
+
+def mapping() -> dict[str, Verdict]:
+    """The judge's words as an import mapping (`importing.import_records`): each kept as the raw
+    verdict, so the words written back are the judge's own."""
+    return {normalise_spelling(w): v for w, v in WORDS.items()}
 
 
 def read(server: Server, experiment: str, assessment: str) -> TraceImport:
@@ -197,11 +207,11 @@ def read(server: Server, experiment: str, assessment: str) -> TraceImport:
         spans = server.spans(str(info["trace_id"]))
         root = next((s for s in spans if not s.get("parent_span_id")), spans[0] if spans else {})
         attrs = _attributes(root)
-        record = _record(info, attrs, spans, feedback, assessment)
+        record = _record(info, attrs, spans, feedback)
         if record is None:
             skipped["a value that names no verdict"] = skipped.get("a value that names no verdict", 0) + 1
             continue
-        levels[record["metadata"]["mlflow"]["level"]] += 1
+        levels["answer" if record["claims"][0]["id"] == ANSWER_CLAIM else "claim"] += 1
         records.append((n, record))
     return TraceImport(records, levels["answer"], levels["claim"], skipped)
 
@@ -211,30 +221,30 @@ def _record(
     attrs: Mapping[str, Any],
     spans: Sequence[Mapping[str, Any]],
     feedback: Mapping[str, Any],
-    name: str,
 ) -> dict[str, Any] | None:
     value = (feedback.get("feedback") or {}).get("value")
     answer = _text(attrs.get("mlflow.spanOutputs"))
-    words: dict[str, str] = {}
-    claims: list[dict[str, Any]] = []
+    rationale = feedback.get("rationale")
     if isinstance(value, list):
-        for i, item in enumerate(value, start=1):
-            found = _verdict(item.get("verdict")) if isinstance(item, Mapping) else None
-            if found is None or not isinstance(item.get("claim"), str):
-                return None
-            words.setdefault(found[0], found[1])
-            claims.append({"id": f"c{i}", "text": item["claim"], "verdict": found[0]})
-        level = "claim"
-    else:
-        found = _verdict(value)
-        if found is None:
+        items = [i for i in value if isinstance(i, Mapping) and isinstance(i.get("claim"), str)]
+        if len(items) != len(value) or not all(_known(i.get("verdict")) for i in items):
             return None
-        words[found[0]] = found[1]
-        claims.append({"id": "answer", "text": answer or "(empty answer)", "verdict": found[0]})
-        level = "answer"
+        claims = [
+            {"id": f"c{n}", "text": i["claim"], "verdict": _word(i["verdict"]), "rationale": rationale}
+            for n, i in enumerate(items, start=1)
+        ]
+    elif _known(value):
+        claims = [
+            {
+                "id": ANSWER_CLAIM,
+                "text": answer or "(empty answer)",
+                "verdict": _word(value),
+                "rationale": rationale,
+            }
+        ]
+    else:
+        return None
     source = feedback.get("source") or {}
-    for claim in claims:
-        claim["rationale"] = feedback.get("rationale")
     return {
         "id": str(info["trace_id"]),
         "question": _text(attrs.get("mlflow.spanInputs")),
@@ -242,9 +252,7 @@ def _record(
         "chunks": _chunks(spans),
         "claims": claims,
         "judge_model": str(source.get("source_id") or "mlflow-judge"),
-        "metadata": {
-            "mlflow": {"trace_id": info["trace_id"], "assessment": name, "level": level, "words": words}
-        },
+        "metadata": {"mlflow": {"trace_id": info["trace_id"]}},
     }
 
 
@@ -257,14 +265,37 @@ class Written:
     left_out: int  # answers from MLflow without a final human label on every claim
 
 
-def human_value(level: str, words: Mapping[str, str], claims: Sequence[Mapping[str, Any]]) -> Any:
-    """The reviewers' final labels in the judge's words: one word for an answer-level judge, the
-    claim list for a claim-level one (a verdict the judge never used is written by its name)."""
-    if level == "answer":
-        return words.get(claims[0]["final_verdict"], claims[0]["final_verdict"])
-    return [
-        {"claim": c["claim"], "verdict": words.get(c["final_verdict"], c["final_verdict"])} for c in claims
-    ]
+def _json_word(word: str) -> Any:
+    """The judge's word as the value it wrote: JSON it was written as (true, 1), else the string."""
+    try:
+        found = json.loads(word)
+    except ValueError:
+        return word
+    return found if isinstance(found, (bool, int, float)) else word
+
+
+def judge_words(groups: Iterable[Sequence[Mapping[str, Any]]], run: str) -> dict[str, str]:
+    """verdict -> the word judge run `run` used for it (its raw verdict), over every claim given."""
+    return {
+        j["verdict"]: j["raw_verdict"] or j["verdict"]
+        for claims in groups
+        for c in claims
+        for j in c["judge"]
+        if j["run"] == run
+    }
+
+
+def human_value(claims: Sequence[Mapping[str, Any]], words: Mapping[str, str]) -> Any:
+    """The reviewers' final labels in the judge's `words` (`judge_words`): one word for an
+    answer-level judgment, the claim list for a claim-level one (a verdict the judge never used
+    is written by its name)."""
+
+    def word(verdict: str) -> Any:
+        return _json_word(words.get(verdict, verdict))
+
+    if len(claims) == 1 and claims[0]["claim_id"] == ANSWER_CLAIM:
+        return word(claims[0]["final_verdict"])
+    return [{"claim": c["claim"], "verdict": word(c["final_verdict"])} for c in claims]
 
 
 def source_of(claims: Sequence[Mapping[str, Any]]) -> str:
@@ -272,34 +303,33 @@ def source_of(claims: Sequence[Mapping[str, Any]]) -> str:
     names: list[str] = []
     for c in claims:
         adjudication = c.get("adjudication")
-        who = (
-            [adjudication["adjudicator"]]
-            if adjudication
-            else [r["reviewer"] for r in c["reviewers"] if r["status"] == "labeled"]
-        )
+        if adjudication:
+            who = [adjudication["adjudicator"]]
+        else:
+            who = [r["reviewer"] for r in c["reviewers"] if r["status"] == "labeled"]
         names += [w for w in who if w not in names]
     return ", ".join(names)
 
 
-def write_back(server: Server, groups: Iterator[Sequence[Mapping[str, Any]]]) -> Written:
-    """One human assessment per answer imported from MLflow whose claims all have a final human
-    label (export records, one answer's claims per group)."""
+def write_back(
+    server: Server, groups: Iterator[Sequence[Mapping[str, Any]]], *, run: str, assessment: str
+) -> Written:
+    """One human assessment named `assessment` per answer judge run `run` judged from MLflow whose
+    claims all have a final human label (export records, one answer's claims per group)."""
     traces = left_out = 0
-    for claims in groups:
+    answers = list(groups)
+    words = judge_words(answers, run)
+    for claims in answers:
         origin = (claims[0].get("metadata") or {}).get("mlflow")
-        if not isinstance(origin, Mapping):
+        if not isinstance(origin, Mapping) or not isinstance(origin.get("trace_id"), str):
             continue
         if any(c["final_verdict"] is None for c in claims):
             left_out += 1
             continue
-        value = human_value(str(origin["level"]), origin.get("words") or {}, claims)
         how = ", ".join(sorted({str(c["final_status"]) for c in claims}))
+        rationale = f"final human label from judge-calibration ({how})"
         server.add_feedback(
-            str(origin["trace_id"]),
-            str(origin["assessment"]),
-            value,
-            source_of(claims),
-            f"final human label from judge-calibration ({how})",
+            origin["trace_id"], assessment, human_value(claims, words), source_of(claims), rationale
         )
         traces += 1
     return Written(traces, left_out)

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from calibration import store
+from calibration import split, store
 from calibration.cli import main
+from calibration.judge.compare import compare_runs
 from calibration.store import Database
 
 from .browser.conftest import free_port
@@ -103,17 +104,41 @@ def test_traces_come_in_and_human_assessments_go_back(
     values = sorted(json.dumps(a["value"], sort_keys=True) for a in human)
     assert values == sorted(
         [
-            json.dumps("yes"),  # the judge's own words, not verdict names
+            json.dumps("yes"),  # the judge's own words, not verdict names, wherever it used them
             json.dumps("no"),
             json.dumps(
                 [
                     {"claim": "The Louvre is in Paris.", "verdict": "yes"},
-                    {"claim": "It opened in 1999.", "verdict": "UNSUPPORTED"},
+                    {"claim": "It opened in 1999.", "verdict": "no"},
                 ],
                 sort_keys=True,
             ),
         ]
     )
+
+
+@pytest.mark.slow
+def test_an_aligned_judge_comes_in_as_a_new_run_and_is_proved_on_the_sealed_holdout(
+    mlflow_server: str, fresh_db: Database, db_url: str | Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = ["--db", str(db_url)]
+    source = ["--from", "mlflow", "--tracking-uri", mlflow_server, "--experiment", "rag"]
+    assert main([*db, "import", *source, "--assessment", "groundedness"]) == 0
+    for pk, text, verdict in fresh_db.execute(
+        "SELECT c.id, c.text, v.verdict FROM claims c JOIN judge_verdicts v ON v.claim_pk = c.id"
+    ).fetchall():
+        human = "UNSUPPORTED" if "1999" in text else verdict
+        store.record_label(fresh_db, claim=pk, reviewer="anna", kind="import", verdict=human)
+    split.seal(fresh_db, created_by="lead", holdout_share=0.5)  # before the aligned judge is seen
+    _client("align", mlflow_server)
+    assert main([*db, "import", *source, "--assessment", "groundedness_aligned"]) == 0
+    old = store.find_judge_run(fresh_db, RUN)
+    aligned = store.find_judge_run(fresh_db, "gpt-4o-aligned@groundedness_aligned")
+    found = compare_runs(fresh_db, aligned, old)
+    assert found is not None and found.result.n_claims == 4  # the same claims, paired
+    assert len(found.result.only_b_right) == 1 and not found.result.only_a_right  # the 1999 claim
+    parts = [p for p in (found.holdout, found.tuning) if p is not None]
+    assert sum(p.result.n_claims for p in parts) == 4 and found.holdout is not None
 
 
 def test_import_from_mlflow_says_what_it_needs(fresh_db: Database, db_url: str | Path, capsys) -> None:

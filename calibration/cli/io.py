@@ -103,6 +103,7 @@ def _import_mlflow(args: argparse.Namespace) -> int:
             source=source,
             judge_model=args.judge_model,
             judge_prompt_version=args.judge_prompt_version or args.assessment,
+            mapping=mlflow_traces.mapping(),
             dry_run=args.dry_run,
         )
     print(f"{source}:" + _DRY_RUN * args.dry_run)
@@ -168,8 +169,8 @@ def cli_demo(args: argparse.Namespace) -> int:
 def cli_export(args: argparse.Namespace) -> int:
     if args.format == "mlflow":
         return _export_mlflow(args)
-    if args.tracking_uri:
-        raise InputError("--tracking-uri: only with --format mlflow")
+    if args.tracking_uri or args.assessment:
+        raise InputError("--tracking-uri, --assessment: only with --format mlflow")
     if args.out is None:
         raise InputError("export: --out FILE is needed (the file to write)")
     with store.session(db_path(args)) as db:
@@ -194,7 +195,11 @@ def _export_mlflow(args: argparse.Namespace) -> int:
         raise InputError("--format mlflow writes to the tracking server: leave out --out and --only-final")
     with store.session(db_path(args)) as db:
         done = export.to_mlflow(
-            db, mlflow_traces.Server(args.tracking_uri), judge_run=args.judge_run, cycle=args.cycle
+            db,
+            mlflow_traces.Server(args.tracking_uri),
+            judge_run=args.judge_run,
+            cycle=args.cycle,
+            assessment=args.assessment,
         )
     print(f"{args.tracking_uri}: human assessments written to {plural(done.traces, 'trace')}")
     if done.left_out:
@@ -338,6 +343,12 @@ def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--tracking-uri",
         metavar="URL",
         help="--format mlflow: the MLflow tracking server the answers were imported from",
+    )
+    p.add_argument(
+        "--assessment",
+        metavar="NAME",
+        help="--format mlflow: the name of the human assessments (default: the judge run's prompt "
+        "version, the judge's assessment name as import --from mlflow keeps it)",
     )
     p.add_argument(
         "--format",

@@ -1,5 +1,5 @@
-"""MLflow's own client, run by the frameworks' venv: log traces a judge assessed, or read the
-human assessments back. Usage: mlflow_client.py log URI | mlflow_client.py read URI."""
+"""MLflow's own client, run by the frameworks' venv: log traces a judge assessed, log an aligned
+judge's assessments on them, or read the assessments back. Usage: mlflow_client.py log|align|read URI."""
 
 from __future__ import annotations
 
@@ -50,6 +50,19 @@ def log() -> None:
         )
 
 
+def align() -> None:
+    """An aligned judge's assessments (as after MLflow's judge alignment): right on the 1999 claim."""
+    experiment = mlflow.get_experiment_by_name(EXPERIMENT)
+    judge = AssessmentSource(source_type=AssessmentSourceType.LLM_JUDGE, source_id="gpt-4o-aligned")
+    for trace in mlflow.search_traces(experiment_ids=[experiment.experiment_id], return_type="list"):
+        value = next(a.value for a in trace.info.assessments if a.name == "groundedness")
+        if isinstance(value, list):
+            value = [{**c, "verdict": "no" if "1999" in c["claim"] else c["verdict"]} for c in value]
+        mlflow.log_feedback(
+            trace_id=trace.info.trace_id, name="groundedness_aligned", value=value, source=judge
+        )
+
+
 def read() -> None:
     experiment = mlflow.get_experiment_by_name(EXPERIMENT)
     out = []
@@ -69,4 +82,4 @@ def read() -> None:
 
 if __name__ == "__main__":
     mlflow.set_tracking_uri(sys.argv[2])
-    {"log": log, "read": read}[sys.argv[1]]()
+    {"log": log, "align": align, "read": read}[sys.argv[1]]()
