@@ -146,3 +146,7 @@ def test_import_from_mlflow_says_what_it_needs(fresh_db: Database, db_url: str |
     assert "--from mlflow needs --tracking-uri, --assessment" in capsys.readouterr().err
     assert main(["--db", str(db_url), "export", "--format", "mlflow"]) == 1
     assert "--format mlflow needs --tracking-uri URL" in capsys.readouterr().err
+    nobody = ["--tracking-uri", f"http://127.0.0.1:{free_port()}", "--experiment", "rag", "--assessment", "g"]
+    assert main(["--db", str(db_url), "import", "--from", "mlflow", *nobody]) == 1
+    (line,) = capsys.readouterr().err.splitlines()  # one line, no traceback
+    assert line.startswith("error: MLflow tracking server http://127.0.0.1:")
