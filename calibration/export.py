@@ -511,6 +511,20 @@ def golden_counts(
     return write_golden_counts(iter_records(db, scope), io.StringIO(), reference_answers(db))
 
 
+def framework_counts(
+    db: Database,
+    fmt: str,
+    *,
+    judge_run: str | None = None,
+    cycle: str | None = None,
+    only_final: bool = False,
+) -> frameworks.FrameworkCounts:
+    """What a framework export (`frameworks.FORMATS`) of the scope would hold, without keeping it."""
+    scope = resolve_scope(db, judge_run=judge_run, cycle=cycle, only_final=only_final)
+    items = frameworks.answer_items(_answer_groups(iter_records(db, scope)), reference_answers(db))
+    return _write_framework(fmt, items, io.StringIO())
+
+
 def export_bytes(
     db: Database,
     *,

@@ -24,7 +24,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from calibration import dashboard, export, roles, split, store
+from calibration import dashboard, export, frameworks, roles, split, store
 from calibration.errors import CalibrationError
 from calibration.store import Database
 from calibration.store import cycles as cycle_store
@@ -545,6 +545,15 @@ fmt = e1.selectbox(
 )
 only_final = e2.checkbox("Only claims with a final human label", key="dash_export_final")
 
+
+if fmt in frameworks.FORMATS:
+    with store.session(path) as db:
+        held = export.framework_counts(db, fmt, judge_run=run, cycle=cycle, only_final=only_final)
+    # Constant words and numbers: the items and negatives, then the items without evidence.
+    first, *warnings = held.lines()
+    st.caption(first.strip())
+    for line in warnings:
+        st.warning(line.removeprefix("warning: "), icon=":material/warning:")
 
 if fmt == "golden":
     with store.session(path) as db:

@@ -135,6 +135,12 @@ def test_page_on_wice_gpt4_says_revise_because_the_judge_is_lenient(
     assert any("19 times" in t and "4 times" in t for t in texts(at))
 
 
+def test_page_says_what_a_framework_golden_set_holds(wice_db: Database, page_db: str | Path) -> None:
+    at = render(dash_run=GPT4, dash_export_format="ragas")
+    assert any(c.value.startswith("100 items, 78 of them negatives") for c in at.caption)
+    assert any("100 of 100 items hold a claim without evidence" in w.value for w in at.warning)
+
+
 def test_page_keeps_the_run_chosen_across_pages(wice_db: Database, page_db: str | Path) -> None:
     at = render()
     assert at.selectbox(key="dash_run").value == GPT35  # the newest labeled import: nobody reviewed yet
