@@ -226,8 +226,34 @@ class Plan:
         """n_h per stratum: what `sampling.planned_sample` draws."""
         return {s.name: s.sampled for s in self.strata}
 
+    def summary(self) -> list[str]:
+        """The plan in a lead's words: what the cycle draws, how sure the figure is now and after
+        it, and how many such cycles the decision should take (the statistics: `lines`)."""
+        what = "agreement" if self.goal == "agreement" else "corrected grounding score"
+        out = [
+            f"A planned cycle of {plural(self.size, 'answer')} for {GOAL_NAMES[self.goal]}: it draws more "
+            "of the answers where reviewers and the judge are likeliest to disagree, and re-weights "
+            "the figures so that they still speak for the whole run."
+        ]
+        if self.current_half_width is not None and self.expected_half_width is not None:
+            out.append(
+                f"The run's {what} is known to within ±{fmt.pct(self.current_half_width)} today, and to "
+                f"within about ±{fmt.pct(self.expected_half_width)} after this cycle."
+            )
+        if self.goal == "agreement" and self.target is not None:
+            aim = f"whether the judge reaches the {fmt.share(self.target)} target"
+        else:
+            aim = f"the grounding score to within ±{fmt.pct(GROUNDING_HALF_WIDTH)}"
+        if self.cycles_needed is None:
+            out.append(f"More than {MAX_CYCLES} cycles like it would be needed to tell {aim}.")
+        elif self.cycles_needed == 0:
+            out.append(f"The labels so far already tell {aim}.")
+        else:
+            out.append(f"About {plural(self.cycles_needed, 'cycle')} like it should tell {aim}.")
+        return out
+
     def lines(self) -> list[str]:
-        """The plan as the lead reads it before the cycle is drawn."""
+        """The plan's statistics, line by line (strata, chances, spreads, planning half-widths)."""
         out = [
             f"planned for {GOAL_NAMES[self.goal]}: {plural(self.size, 'answer')} over "
             f"{plural(len(self.strata), 'stratum', 'strata')} ({' × '.join(self.level)})"

@@ -48,11 +48,16 @@ ui.require_lead()
 path = ui.db_path()
 
 
-def _show(kind: str, head: str, lines: list[str]) -> None:
-    """A constant headline in a coloured box, the user-derived details as literal text."""
+def _show(kind: str, head: str, lines: list[str], details: list[str] | None = None) -> None:
+    """A constant headline in a coloured box, the user-derived details as literal text; the
+    statistics behind them, when given, under a toggle."""
     {"error": st.error, "warning": st.warning, "success": st.success}[kind](head)
     for line in lines:
         ui.literal(line)
+    if details:
+        with st.expander("The statistics behind the plan"):
+            for line in details:
+                ui.literal(line)
 
 
 def _problems(exc: CalibrationError) -> list[str]:
@@ -170,6 +175,7 @@ def _plan() -> None:
     state[PLANNED] = (
         "success",
         "The plan of a planned cycle with these choices (nothing drawn yet):",
+        plan.summary(),
         plan.lines(),
     )
 

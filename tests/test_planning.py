@@ -212,7 +212,8 @@ def test_cli_shows_the_plan_before_drawing_and_creates_a_planned_cycle(
     assert cli.main(["--db", path, "cycle", "plan", "--judge-run", RUN, "--goal", "grounding"]) == 0
     out = capsys.readouterr().out
     assert_no_traceback(out, "cycle plan")
-    assert out.startswith("planned for the corrected grounding score: 20 answers over")
+    assert out.startswith("A planned cycle of 20 answers for the corrected grounding score:")
+    assert "\n\nplanned for the corrected grounding score: 20 answers over" in out  # then the statistics
     assert "after this cycle" in out and "reach a half-width of ±0.05" in out
     assert not cycles.list_cycles(db)  # nothing drawn
     assert (
@@ -306,7 +307,13 @@ def test_cycles_page_shows_the_plan_then_creates_a_planned_cycle(
         "The plan of a planned cycle with these choices (nothing drawn yet):"
     ]
     shown = texts(at)
-    assert shown[0].startswith("planned for the corrected grounding score: 20 answers over")
+    # The plan in a lead's words first; the statistics behind it under a toggle.
+    assert shown[0].startswith("A planned cycle of 20 answers for the corrected grounding score:")
+    assert not any(w in t for t in shown[:3] for w in ("spread", "strata", "stratum"))
+    (stats,) = [e for e in at.expander if e.label == "The statistics behind the plan"]
+    assert next(t.value for t in stats.text).startswith(
+        "planned for the corrected grounding score: 20 answers over"
+    )
     assert not cycles.list_cycles(db)
     at.text_input(key="cycle_name").input("planned 1")
     at.text_input(key="cycle_seed").input("3")
@@ -455,3 +462,26 @@ def test_a_fully_labeled_cycle_counts_more_labels_on_what_the_run_can_still_give
     cycles.mark_holdout(db, [a for a in claims if a not in first.answers][:10])
     held = store.cycles.claims_left(db, run.id)
     assert held == left - sum(len(claims[a]) for a in [a for a in claims if a not in first.answers][:10])
+
+
+@pytest.mark.parametrize(
+    ("needed", "says"),
+    [
+        (
+            None,
+            "More than 20 cycles like it would be needed to tell whether the judge reaches the 85% target.",
+        ),
+        (0, "The labels so far already tell whether the judge reaches the 85% target."),
+        (2, "About 2 cycles like it should tell whether the judge reaches the 85% target."),
+    ],
+)
+def test_the_plan_in_a_leads_words(needed: int | None, says: str) -> None:
+    plan = planning.Plan("agreement", 30, ("base",), (), {}, 0.8, 0.06, 0.045, 0.85, needed, False)
+    summary = plan.summary()
+    assert summary[0].startswith("A planned cycle of 30 answers for the agreement decision")
+    assert (
+        summary[1]
+        == "The run's agreement is known to within ±6.0% today, and to within about ±4.5% after this cycle."
+    )
+    assert summary[2] == says
+    assert not any("0.800" in line or "spread" in line for line in summary)  # figures shown nowhere else

@@ -165,7 +165,7 @@ def cli_cycle_plan(args: argparse.Namespace) -> int:
             holdout=args.holdout,
             include_labeled=args.include_labeled,
         )
-    print("\n".join(plan.lines()))
+    print("\n".join([*plan.summary(), "", *plan.lines()]))
     return 0
 
 
