@@ -60,7 +60,9 @@ def cli_import(args: argparse.Namespace) -> int:
     if stray_mlflow:
         raise InputError(f"{', '.join(stray_mlflow)}: only with --from mlflow")
     if not args.files:
-        raise InputError("import: name the files to import (or --from mlflow with a tracking server)")
+        # A usage error, as argparse says one (exit 2): files are required but with --from mlflow.
+        print("error: import: these arguments are required: files (or --from mlflow)", file=sys.stderr)
+        raise SystemExit(2)
     if args.source is not None:
         return _import_from(args, mapping)
     stray = [flag for key, flag in _ADAPTER_FLAGS.items() if getattr(args, key, None) not in (None, False)]

@@ -398,6 +398,7 @@ def sign_in(page: Any, url: str, name: str) -> None:
     page.goto(f"{url}/review")
     field = page.locator(".st-key-signin_name input")
     field.wait_for()
+    settled(page)  # the first run has ended: a key pressed mid-run can be lost when it redraws
     field.fill(name)
     field.press("Enter")
     page.locator(".st-key-cycle-name").wait_for()
@@ -410,6 +411,7 @@ def sign_in_at(page: Any, url: str, name: str, pause_ms: int = 300) -> None:
     page.goto(url)
     field = page.get_by_label("Your name")
     field.wait_for()
+    settled(page)  # the first run has ended: a key pressed mid-run can be lost when it redraws
     field.fill(name)
     field.press("Enter")
     field.wait_for(state="detached")
