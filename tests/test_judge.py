@@ -371,7 +371,9 @@ def test_resume_retries_failed_answers_only(lab_db: str | Path) -> None:
         assert first.answers_failed == 1
         n = stub.count
         second = judge.run_lab(config(stub, max_attempts=3), template(), db_path=lab_db)
-        assert [r.key for r in stub.requests[n:]] == ["A2"]
+        # Only the failed answer is asked again (more than once when a loaded machine makes a
+        # request outlast the client's timeout: a retry of the same answer).
+        assert {r.key for r in stub.requests[n:]} == {"A2"}
     assert second.answers_ok == 1 and second.answers_skipped == LABELED - 1
     assert second.totals.answers_failed == 0 and second.totals.claims_judged == 3 * LABELED
     assert calls_of(lab_db, second.run.id)["A2"]["status"] == "ok"
