@@ -72,31 +72,43 @@ def _client(command: str, uri: str) -> str:
     return done.stdout
 
 
-@pytest.mark.slow
-def test_traces_come_in_and_human_assessments_go_back(
-    mlflow_server: str, fresh_db: Database, db_url: str | Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    db = ["--db", str(db_url)]
-    source = ["--from", "mlflow", "--tracking-uri", mlflow_server, "--experiment", "rag"]
-    assert main([*db, "import", *source, "--assessment", "groundedness"]) == 0
-    out = capsys.readouterr().out
-    assert "1 trace judged claim by claim, 2 traces judged as a whole answer" in out
-    run = store.find_judge_run(fresh_db, RUN)
-    answers = [a for (a,) in fresh_db.execute("SELECT id FROM answers ORDER BY id")]
-    assert len(answers) == 3 and all(a.startswith("tr-") for a in answers)
-    claims = fresh_db.execute(
+def _import(db_url: str | Path, server: str, assessment: str) -> None:
+    source = ["--from", "mlflow", "--tracking-uri", server, "--experiment", "rag"]
+    assert main(["--db", str(db_url), "import", *source, "--assessment", assessment]) == 0
+
+
+def _review(db: Database, claims: list[tuple[int, str, str]]) -> None:
+    """The reviewer: the 1999 opening is not supported; everything else is as the judge said."""
+    for pk, text, verdict in claims:
+        human = "UNSUPPORTED" if "1999" in text else verdict
+        store.record_label(db, claim=pk, reviewer="anna", kind="import", verdict=human)
+
+
+def _claims(db: Database) -> list[tuple[int, str, str]]:
+    """(claim id, text, the first judge's verdict) of every claim, in id order."""
+    run = store.find_judge_run(db, RUN)
+    return db.execute(
         "SELECT c.id, c.text, v.verdict FROM claims c JOIN judge_verdicts v ON v.claim_pk = c.id "
         "WHERE v.run_id = ? ORDER BY c.id",
         [run.id],
     ).fetchall()
+
+
+@pytest.mark.slow
+def test_traces_come_in_and_human_assessments_go_back(
+    mlflow_server: str, fresh_db: Database, db_url: str | Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _import(db_url, mlflow_server, "groundedness")
+    out = capsys.readouterr().out
+    assert "1 trace judged claim by claim, 2 traces judged as a whole answer" in out
+    answers = [a for (a,) in fresh_db.execute("SELECT id FROM answers ORDER BY id")]
+    assert len(answers) == 3 and all(a.startswith("tr-") for a in answers)
+    claims = _claims(fresh_db)
     assert len(claims) == 4  # two answers as one claim each, the claim-level answer's two claims
     chunks = {text for (text,) in fresh_db.execute("SELECT text FROM chunks")}
     assert "The Louvre, in Paris, opened in 1793." in chunks  # the retriever span's document
-    # The reviewer: the 1999 opening is not supported; everything else is as the judge said.
-    for pk, text, verdict in claims:
-        human = "UNSUPPORTED" if "1999" in text else verdict
-        store.record_label(fresh_db, claim=pk, reviewer="anna", kind="import", verdict=human)
-    assert main([*db, "export", "--format", "mlflow", "--tracking-uri", mlflow_server]) == 0
+    _review(fresh_db, claims)
+    assert main(["--db", str(db_url), "export", "--format", "mlflow", "--tracking-uri", mlflow_server]) == 0
     assert "human assessments written to 3 traces" in capsys.readouterr().out
     human = [a for a in json.loads(_client("read", mlflow_server)) if a["source_type"].endswith("HUMAN")]
     assert len(human) == 3 and {a["name"] for a in human} == {"groundedness"}
@@ -119,19 +131,13 @@ def test_traces_come_in_and_human_assessments_go_back(
 
 @pytest.mark.slow
 def test_an_aligned_judge_comes_in_as_a_new_run_and_is_proved_on_the_sealed_holdout(
-    mlflow_server: str, fresh_db: Database, db_url: str | Path, capsys: pytest.CaptureFixture[str]
+    mlflow_server: str, fresh_db: Database, db_url: str | Path
 ) -> None:
-    db = ["--db", str(db_url)]
-    source = ["--from", "mlflow", "--tracking-uri", mlflow_server, "--experiment", "rag"]
-    assert main([*db, "import", *source, "--assessment", "groundedness"]) == 0
-    for pk, text, verdict in fresh_db.execute(
-        "SELECT c.id, c.text, v.verdict FROM claims c JOIN judge_verdicts v ON v.claim_pk = c.id"
-    ).fetchall():
-        human = "UNSUPPORTED" if "1999" in text else verdict
-        store.record_label(fresh_db, claim=pk, reviewer="anna", kind="import", verdict=human)
+    _import(db_url, mlflow_server, "groundedness")
+    _review(fresh_db, _claims(fresh_db))
     split.seal(fresh_db, created_by="lead", holdout_share=0.5)  # before the aligned judge is seen
     _client("align", mlflow_server)
-    assert main([*db, "import", *source, "--assessment", "groundedness_aligned"]) == 0
+    _import(db_url, mlflow_server, "groundedness_aligned")
     old = store.find_judge_run(fresh_db, RUN)
     aligned = store.find_judge_run(fresh_db, "gpt-4o-aligned@groundedness_aligned")
     found = compare_runs(fresh_db, aligned, old)
