@@ -106,7 +106,9 @@ def config(stub: StubServer, **kw) -> judge.JudgeConfig:
     opts = dict(
         base_url=stub.base_url,
         model="lab-judge",
-        timeout=0.5,
+        # Long enough that a loaded machine never times a reply out; the test of timeouts
+        # sets its own (0.3 s, against a 2 s hang).
+        timeout=30.0,
         backoff_base=0.01,
         backoff_max=0.05,
         concurrency=4,
@@ -371,9 +373,7 @@ def test_resume_retries_failed_answers_only(lab_db: str | Path) -> None:
         assert first.answers_failed == 1
         n = stub.count
         second = judge.run_lab(config(stub, max_attempts=3), template(), db_path=lab_db)
-        # Only the failed answer is asked again (more than once when a loaded machine makes a
-        # request outlast the client's timeout: a retry of the same answer).
-        assert {r.key for r in stub.requests[n:]} == {"A2"}
+        assert [r.key for r in stub.requests[n:]] == ["A2"]  # only the failed answer, once
     assert second.answers_ok == 1 and second.answers_skipped == LABELED - 1
     assert second.totals.answers_failed == 0 and second.totals.claims_judged == 3 * LABELED
     assert calls_of(lab_db, second.run.id)["A2"]["status"] == "ok"

@@ -46,7 +46,9 @@ _GRIDS = """() => {
 
 def cut_off(page: Any) -> list[str]:
     """The tables cut off on the right, each named by its first column's header."""
-    for table in page.locator('[data-testid="stMain"] [data-testid="stDataFrame"]').all():
+    tables = page.locator('[data-testid="stMain"] [data-testid="stDataFrame"]')
+    tables.first.wait_for()  # a table the run drew may reach the page after its text
+    for table in tables.all():
         if table.is_visible():
             table.scroll_into_view_if_needed()
             table.locator(".dvn-scroller").wait_for(state="attached")
