@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import streamlit as st
 
 import ui
-from calibration import cycles, dashboard, fmt, planning, review, roster, sampling, split, store
+from calibration import commands, cycles, dashboard, fmt, planning, review, roster, sampling, split, store
 from calibration.errors import CalibrationError, Option
 from calibration.fmt import plural
 from calibration.store import cycles as store_cycles
@@ -187,7 +187,7 @@ with store.session(path) as db:
 if not runs:
     st.info(
         "No judge runs with verdicts yet: import judged answers first, on the Import page or "
-        "from the command line (python -m calibration import FILE)."
+        f"from the command line (`{commands.command('import FILE')}`)."
     )
     ui.import_link()
     st.stop()

@@ -24,7 +24,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from calibration import dashboard, export, frameworks, roles, split, store
+from calibration import commands, dashboard, export, frameworks, roles, split, store
 from calibration.errors import CalibrationError
 from calibration.store import Database
 from calibration.store import cycles as cycle_store
@@ -103,7 +103,7 @@ with store.session(path) as db:
 if not runs:
     st.info(
         "No judge runs yet: import judged answers first, on the Import page or from the command "
-        "line (python -m calibration import FILE)."
+        f"line (`{commands.command('import FILE')}`)."
     )
     ui.import_link()
     st.stop()
@@ -284,7 +284,7 @@ elif data.pending:
     if n_pending > len(data.pending):
         st.caption(
             f"The first {len(data.pending):,} of {n_pending:,} unresolved claims; the rest from the "
-            "command line: python -m calibration adjudicate ANSWER_ID CLAIM_ID VERDICT --by NAME."
+            f"command line: `{commands.command('adjudicate ANSWER_ID CLAIM_ID VERDICT --by NAME')}`."
         )
     # One table for every listed claim; the controls a page at a time (the page stays fast).
     # The claim list's widths, the reviewers' verdicts where the final one would be; each claim
@@ -621,4 +621,4 @@ st.download_button(
     on_click=_downloaded,
     args=(download_name,),
 )
-st.caption("Large exports are quicker from the command line: python -m calibration export --out FILE.")
+st.caption(f"Large exports are quicker from the command line: `{commands.command('export --out FILE')}`.")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 import ui
-from calibration import store
+from calibration import commands, store
 from calibration.errors import CalibrationError
 from calibration.text import visible
 
@@ -45,10 +45,13 @@ cols[3].metric("Reviewers", f"{totals['reviewers']:,}")
 
 st.subheader("Judge runs")
 if not runs:
-    st.info(
-        "Nothing loaded yet. Import judged answers on the Import page (a lead's), load the demo "
-        "with `python -m calibration demo`, or import with `python -m calibration import FILE.jsonl`."
-    )
+    if viewer is not None and ui.is_lead(viewer):  # commands are for leads, as this install runs them
+        st.info(
+            "Nothing loaded yet. Import judged answers on the Import page, load the demo with "
+            f"`{commands.command('demo')}`, or import with `{commands.command('import FILE.jsonl')}`."
+        )
+    else:
+        st.info("Nothing loaded yet: a lead imports judged answers on the Import page.")
     ui.import_link()
 else:
     # st.dataframe draws cell text literally (no markdown), so run names are safe here.

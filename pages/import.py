@@ -19,7 +19,7 @@ from typing import Any
 import streamlit as st
 
 import ui
-from calibration import adapters, store
+from calibration import adapters, commands, store
 from calibration.errors import CalibrationError, InputError, phrase
 from calibration.models import parse_mapping
 
@@ -73,7 +73,7 @@ upload = st.file_uploader(
 )
 st.caption(
     f"Files up to {MAX_UPLOAD_MB} MB. A larger file goes through the command line, which "
-    "streams it: `python -m calibration import FILE`."
+    f"streams it: `{commands.command('import FILE')}`."
 )
 if upload is None:
     ui.drop_upload(FILE)  # the lead removed the file: its copy on disk goes too

@@ -903,8 +903,7 @@ def review_fragment() -> None:
         choices = review.cycle_choices(db, reviewer)
         if not choices:
             st.info(
-                "No open cycle has answers for you. A lead creates one on the Cycles page "
-                "(or `.venv/bin/calibration cycle create`).",
+                "No open cycle has answers for you. A lead creates one on the Cycles page.",
                 icon=":material/inbox:",
             )
             return
