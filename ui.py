@@ -165,7 +165,9 @@ def _provider_person() -> identity.Person | None:
     token claims), or None when nobody is logged in."""
     if not st.user.is_logged_in:
         return None
-    return identity.person_of(st.user.to_dict(), assume_verified=_setting_true("assume_email_verified"))
+    return identity.person_of(
+        st.user.to_dict(), assume_verified=identity.is_true(_calibration_secret("assume_email_verified"))
+    )
 
 
 def _provider_reviewer(*, fresh: bool = False) -> str | None:
@@ -358,12 +360,6 @@ def calibration_secrets() -> dict[str, Any]:
 def _calibration_secret(key: str) -> object:
     """`key` under `[calibration]` in the secrets, or None."""
     return calibration_secrets().get(key)
-
-
-def _setting_true(key: str) -> bool:
-    """Whether `key` under `[calibration]` is set to true (a TOML boolean, or "true")."""
-    value = _calibration_secret(key)
-    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
 
 
 def _secret_list(key: str) -> list[str]:

@@ -50,16 +50,18 @@ class Person:
     email: str | None  # verified and plain (:func:`verified_email`), else None
 
 
+def is_true(value: object) -> bool:
+    """True as a provider or a settings file writes it: the boolean, or the string "true"."""
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
 def verified_email(claims: Mapping[str, object], *, assume_verified: bool = False) -> str | None:
     """The e-mail of `claims` if the provider vouches for it, else None: ``email_verified`` is
     true (a boolean, or the string "true" some providers send), or absent while
     `assume_verified`; and the address is plain (:func:`calibration.text.plain_key`) with an @."""
     email = claims.get("email")
     flag = claims.get(VERIFIED_CLAIM)
-    if flag is None:
-        trusted = assume_verified
-    else:
-        trusted = flag is True or (isinstance(flag, str) and flag.strip().lower() == "true")
+    trusted = assume_verified if flag is None else is_true(flag)
     if not trusted or not isinstance(email, str) or "@" not in email or plain_key(email) is None:
         return None
     return email
@@ -143,6 +145,7 @@ __all__ = [
     "LOGGED_OUT",
     "SUBJECT_PREFIX",
     "Person",
+    "is_true",
     "lead_ids",
     "log_out",
     "person_of",

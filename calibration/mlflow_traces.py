@@ -19,6 +19,7 @@ adjudicating lead) as source id, so MLflow's judge alignment pairs it with the j
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -195,25 +196,22 @@ def read(server: Server, experiment: str, assessment: str) -> TraceImport:
     """Judged answers from the experiment's traces that carry the judge's `assessment`."""
     experiment_id = experiment if experiment.isdigit() else server.experiment_id(experiment)
     records: list[tuple[int, dict[str, Any]]] = []
-    skipped: dict[str, int] = {}
-    levels = {"answer": 0, "claim": 0}
+    skipped: Counter[str] = Counter()
+    levels: Counter[str] = Counter()
     for n, info in enumerate(server.traces(experiment_id), start=1):
         feedback = _judge_feedback(info, assessment)
         if feedback is None:
-            skipped["no judge assessment named " + repr(assessment)] = (
-                skipped.get("no judge assessment", 0) + 1
-            )
+            skipped[f"no judge assessment named {assessment!r}"] += 1
             continue
         spans = server.spans(str(info["trace_id"]))
         root = next((s for s in spans if not s.get("parent_span_id")), spans[0] if spans else {})
-        attrs = _attributes(root)
-        record = _record(info, attrs, spans, feedback)
+        record = _record(info, _attributes(root), spans, feedback)
         if record is None:
-            skipped["a value that names no verdict"] = skipped.get("a value that names no verdict", 0) + 1
+            skipped["a value that names no verdict"] += 1
             continue
         levels["answer" if record["claims"][0]["id"] == ANSWER_CLAIM else "claim"] += 1
         records.append((n, record))
-    return TraceImport(records, levels["answer"], levels["claim"], skipped)
+    return TraceImport(records, levels["answer"], levels["claim"], dict(skipped))
 
 
 def _record(

@@ -49,6 +49,16 @@ def _load(path: str, stamp: tuple, run: str, cycle: str | None, compare: str | N
         return dashboard.build(db, run=run, cycle=cycle, compare_with=compare)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def _framework_counts(
+    path: str, stamp: tuple, fmt: str, run: str, cycle: str | None, only_final: bool
+) -> frameworks.FrameworkCounts:
+    """What the framework export would hold: read once per database state, not at every rerun."""
+    del stamp
+    with store.session(path) as db:
+        return export.framework_counts(db, fmt, judge_run=run, cycle=cycle, only_final=only_final)
+
+
 def _hidden_scopes(
     db: Database, work: roles.OpenWork, run: str, scopes: list[str | None]
 ) -> dict[int, tuple[roles.BlindSpot, ...]]:
@@ -547,8 +557,7 @@ only_final = e2.checkbox("Only claims with a final human label", key="dash_expor
 
 
 if fmt in frameworks.FORMATS:
-    with store.session(path) as db:
-        held = export.framework_counts(db, fmt, judge_run=run, cycle=cycle, only_final=only_final)
+    held = _framework_counts(str(path), stamp, fmt, run, cycle, only_final)
     # Constant words and numbers: the items and negatives, then the items without evidence.
     first, *warnings = held.lines()
     st.caption(first.strip())
@@ -616,7 +625,7 @@ st.download_button(
     "Download",
     data=_export_file,
     file_name=download_name,
-    mime="text/csv" if fmt == "csv" else "application/jsonl",
+    mime={"csv": "text/csv", "deepeval": "application/json"}.get(fmt, "application/jsonl"),
     icon=":material/download:",
     on_click=_downloaded,
     args=(download_name,),
