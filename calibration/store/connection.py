@@ -32,9 +32,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import DatabaseMissingError, ReadOnlyError, StorageError
-from .database import Database
+from .database import NOTHING_WRITTEN, Database
 from .schema import migrations
-from .sqlite import BUSY_TIMEOUT_MS, NOTHING_WRITTEN, SQLiteDatabase, open_file
+from .sqlite import BUSY_TIMEOUT_MS, SQLiteDatabase, open_file
 from .sqlite import storage_error as sqlite_storage_error
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
