@@ -82,7 +82,7 @@ class Database(ABC):
 
     def run(self, statement: Executable, params: Params | None = None) -> Result[Any]:
         """Run a statement built with SQLAlchemy Core, compiled for this engine."""
-        return self.sa.execute(statement, params)  # type: ignore[arg-type]
+        return self.sa.execute(statement, params)
 
     @abstractmethod
     def execute(self, sql: str, params: Params = ()) -> Cursor:
@@ -107,6 +107,9 @@ class Database(ABC):
     @abstractmethod
     def close(self) -> None:
         """Close the connection (a pooled backend returns it to its pool)."""
+
+    def before_numbered_migrations(self) -> None:  # noqa: B027 (a hook SQLite needs nothing of)
+        """What the numbered migrations' SQL needs of the engine beyond the schema (nothing here)."""
 
     @abstractmethod
     def translated(self, exc: BaseException) -> BaseException:

@@ -36,7 +36,7 @@ from sqlalchemy import exc as sa_exc
 
 from ..errors import DatabaseBusyError, DiskFullError, ReadOnlyError, StorageError
 from .database import NOTHING_WRITTEN, Cursor, Database, Params, begin_event, driver_error
-from .schema import migrations
+from .revisions import upgrade as upgrade_schema
 from .sqlite import BUSY_TIMEOUT_MS
 
 POOL_SIZE = 8
@@ -482,6 +482,10 @@ class PostgresDatabase(Database):
         # copied by migrate-db reads about three times slower (bench/bench_migrate.py).
         self._c.execute("ANALYZE")
 
+    def before_numbered_migrations(self) -> None:
+        for stmt in _BOOTSTRAP:
+            self._c.execute(stmt)
+
     def translated(self, exc: BaseException) -> BaseException:
         return storage_error(exc) or driver_error(exc)
 
@@ -575,9 +579,7 @@ def connect(url: str, *, migrate: bool = True) -> PostgresDatabase:
                     db._c.execute("SELECT pg_advisory_lock(%s)", [_MIGRATE_LOCK])
                     try:
                         with db.write():
-                            for stmt in _BOOTSTRAP:
-                                db._c.execute(stmt)
-                            migrations.apply(db)
+                            upgrade_schema(db)
                     finally:
                         db._c.execute("SELECT pg_advisory_unlock(%s)", [_MIGRATE_LOCK])
                     _migrated.add(url)

@@ -99,9 +99,11 @@ class SQLiteDatabase(Database):
         self.sa = sa
         raw = sa.connection.dbapi_connection
         assert isinstance(raw, sqlite3.Connection)
-        self.conn = raw  # the driver's connection: statements written as SQL text run on it
+        self.conn: sqlite3.Connection = (
+            raw  # the driver's connection: statements written as SQL text run on it
+        )
         self.path = path
-        self.shared = shared  # opened for use by one thread after another
+        self.shared: bool = shared  # opened for use by one thread after another
         # The cursors handed out, while alive: a partly read one keeps its read snapshot open,
         # which must not outlive the unit of work on a connection kept for the next one.
         self._cursors: list[weakref.ref[sqlite3.Cursor]] = []
@@ -219,7 +221,8 @@ def engine(path: Path, *, read_only: bool = False, shared: bool = False) -> Engi
             uri=read_only,
         )
 
-    made = create_engine("sqlite+pysqlite://", creator=creator, poolclass=NullPool)
+    # No rollback when a connection goes back: NullPool closes it, which ends any transaction.
+    made = create_engine("sqlite+pysqlite://", creator=creator, poolclass=NullPool, pool_reset_on_return=None)
     event.listen(made, "connect", _pragmas(read_only))
     event.listen(made, "begin", begin_event)
     with _engines_lock:

@@ -24,14 +24,15 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects import sqlite
+from sqlalchemy.types import TypeEngine
 
 metadata = MetaData()
 
 # A one-column primary key is declared as the migrations declared it, without NOT NULL: SQLite
 # then keeps its own rule for it (an INTEGER one is the rowid); PostgreSQL's is NOT NULL anyway.
 
-Int = BigInteger().with_variant(sqlite.INTEGER(), "sqlite")
-Real = Double().with_variant(sqlite.REAL(), "sqlite")
+Int: TypeEngine[int] = BigInteger().with_variant(sqlite.INTEGER(), "sqlite")
+Real: TypeEngine[float] = Double().with_variant(sqlite.REAL(), "sqlite")
 VERDICTS = "('SUPPORTED','CONTRADICTED','UNSUPPORTED')"
 ZERO = text("0")
 EMPTY_LIST = text("'[]'")
