@@ -28,6 +28,7 @@ from sqlalchemy import exc as sa_exc
 from ..errors import ConflictError
 
 Params = Sequence[Any] | Mapping[str, Any]
+Rows = Result[*tuple[Any, ...]]  # a Core statement's result, rows of any columns
 NOTHING_WRITTEN = "nothing was written"
 # Where `write` and `snapshot` leave the statements that open their transaction, for the
 # engine's `begin` event (`begin_event`) in the SQLAlchemy connection's `info`.
@@ -80,7 +81,7 @@ class Database(ABC):
     begin_read: ClassVar[tuple[str, ...]]
     sa: Connection
 
-    def run(self, statement: Executable, params: Params | None = None) -> Result[Any]:
+    def run(self, statement: Executable, params: Params | None = None) -> Rows:
         """Run a statement built with SQLAlchemy Core, compiled for this engine."""
         return self.sa.execute(statement, params)
 
