@@ -180,7 +180,8 @@ except CalibrationError as exc:
     ui.literal(str(exc))
     st.stop()
 report = data.report
-tally = dashboard.claim_counts(report)  # every count below, as the Cycles and Judge lab pages read them
+assessed = data.assessment  # every figure and count below, as Cycles, the Judge lab and stats read them
+tally = assessed.counts
 nxt = data.next_cycle
 plan_link = {"plan": "1", "run": run}
 if nxt is not None and nxt.answers_left:  # what "plan the next cycle" prefills on the Cycles page
@@ -236,7 +237,7 @@ if dec is not None:
                 ui.page_link(
                     "pages/cycles.py", label=step.label, icon=":material/lock:", query_params={"cycle": cycle}
                 )
-sealed_note = dashboard.sealed_text(report)
+sealed_note = dashboard.sealed_text(assessed)
 if sealed_note:
     ui.literal(sealed_note)
 with store.session(path) as db:
@@ -248,8 +249,9 @@ if left_out:
     ui.literal(left_out)
 
 with st.expander("How this is computed: the flag's rules, bounds and every coefficient"):
-    flag = report.flag
-    st.caption(f"The flag's rules ({dashboard.VERDICT_WORDS[flag.status]}), each with its bound and claims")
+    st.caption(
+        f"The flag's rules ({dashboard.VERDICT_WORDS[assessed.status]}), each with its bound and claims"
+    )
     for reason in data.reasons:
         ui.literal(f"• {reason.message}")
     for reason in data.reasons:
@@ -348,7 +350,7 @@ elif data.pending:
                 st.error("Not recorded." if message else "Choose a verdict first.")
                 if message:
                     ui.literal(message)
-if sealed_unresolved := dashboard.sealed_text(report, unresolved=True):
+if sealed_unresolved := dashboard.sealed_text(assessed, unresolved=True):
     ui.literal(sealed_unresolved)
 
 # ---------------------------------------------------------------- headline figures

@@ -328,7 +328,7 @@ if linked_run is not None and st.query_params.get("focus") == "disagreements":
         stamp = dashboard.fingerprint(db)
     focus = _disagreements(str(path), stamp, linked_run)
     st.subheader("Where the run disagrees with reviewers")
-    ui.literal(f"{linked_run}: " + dashboard.claim_counts(focus.report).sentence())
+    ui.literal(f"{linked_run}, {focus.assessment.scope}: {focus.assessment.line()}")
     rows = [r for r in dashboard.disagreement_rows(focus) if r["answer"] not in work.answers]
     hidden = len(focus.disagreements) - len(rows)
     if hidden:
