@@ -116,17 +116,16 @@ class ClaimCounts:
         """The counts in one line: constant words and numbers. On the per-reviewer basis the
         figures compare each reviewer's verdict, so the line counts verdicts as the matrix does."""
         text = f"On {plural(self.labeled, 'labeled claim')}: {self.disagreeing:,} disagreeing"
-        if self.verdicts:
-            text += (
-                f" (the figures compare each reviewer's verdict: {self.verdicts:,} verdicts in the matrix)"
-            )
         if self.sealed:
             text += f" ({self.sealed:,} of them in the sealed holdout, not listed)"
         if self.unresolved:
             text += f"; {self.unresolved:,} unresolved"
             if self.unresolved_sealed:
                 text += f" ({self.unresolved_sealed:,} in the sealed holdout)"
-        return text + "."
+        text += "."
+        if self.verdicts:
+            text += f" The figures compare each reviewer's verdict: {self.verdicts:,} verdicts in the matrix."
+        return text
 
 
 def claim_counts(data: Mapping[str, Any]) -> ClaimCounts:
@@ -156,6 +155,10 @@ def claim_counts(data: Mapping[str, Any]) -> ClaimCounts:
         min(unresolved_listed, unresolved),
         int(matrix.sum()) if per_reviewer else 0,
     )
+
+
+# The flag's status in a lead's words: every screen says a verdict through these.
+STATUS_WORDS: dict[str, str] = {"ok": "ok", "revise": "revise", "inconclusive": "not yet decided"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,8 +210,8 @@ class Assessment:
         if not self.counts.labeled or self.agreement.value is None:
             return "No claim has both a judge verdict and a final human label yet."
         return (
-            f"Agreement {pct(self.agreement.value)} ({self.agreement.interval()}), Cohen's kappa "
-            f"{num(self.kappa.value)}; flag {self.status}. {self.counts.sentence()}"
+            f"verdict {STATUS_WORDS[self.status]}; agreement {pct(self.agreement.value)}, "
+            f"{self.agreement.interval()}; Cohen's kappa {num(self.kappa.value)}. {self.counts.sentence()}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -256,7 +259,7 @@ def of_report(data: Mapping[str, Any], *, scope: str, run: str | None = None) ->
     return Assessment(
         run=run if run is not None else data.get("judge_run"),
         scope=scope,
-        status=status if status in ("ok", "revise", "inconclusive") else "inconclusive",
+        status=status if status in STATUS_WORDS else "inconclusive",
         agreement=raw_a if not est_a else _figure(est_a, DESIGN_BASED),
         kappa=raw_k if not est_k else _figure(est_k, "design-based"),
         raw_agreement=raw_a,

@@ -449,9 +449,22 @@ def _categories(db: Database, data: store.StatsColumns, whole: Assessment) -> li
 BREAKDOWN_BASIS = (
     "Basis: each row's claims with a final human label (unanimous or adjudicated), raw agreement "
     "with its Wilson interval, claims counted as independent; the header's figure is the "
-    "design-based estimate for the whole scope, so a row may differ from it (a single row is "
-    "the whole scope and shows the header's figure)."
+    "design-based estimate for the whole scope, so a row may differ from it."
 )
+ONE_CATEGORY = (
+    "Every labeled claim is in one category: its row is the whole scope, with the header's "
+    "figures and counts."
+)
+
+
+def confusion_caption(d: Dashboard) -> str:
+    """What the confusion matrix counts, its total said as its cells sum."""
+    total = sum(c["count"] for c in d.confusion)
+    a = d.assessment
+    if a.basis == "per_reviewer":
+        claims = plural(a.counts.labeled, "labeled claim")
+        return f"{total:,} verdicts: each reviewer's verdict (blind where given) on the {claims}."
+    return f"{plural(total, 'labeled claim')}: the final human label against the judge's verdict."
 
 
 def _f(x: float | None) -> float | None:
@@ -1064,7 +1077,7 @@ def pipeline_rows(d: Dashboard) -> list[dict[str, Any]]:
 
 # The verdict word per flag status, and its one colour: the Dashboard and a closed cycle on the
 # Cycles page draw a verdict only through these (Streamlit's markdown colour names).
-VERDICT_WORDS: dict[str, str] = {"ok": "ok", "revise": "revise", "inconclusive": "not yet decided"}
+VERDICT_WORDS = assessments.STATUS_WORDS
 VERDICT_COLOURS: dict[str, str] = {"ok": "green", "revise": "red", "inconclusive": "orange"}
 VERDICT_ADVICE: dict[str, str] = {
     "ok": "Keep it running.",

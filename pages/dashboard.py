@@ -359,6 +359,7 @@ if sealed_unresolved := dashboard.sealed_text(assessed, unresolved=True):
 # ---------------------------------------------------------------- confusion and direction
 
 st.subheader("Confusion matrix", anchor="confusion")
+st.caption(dashboard.confusion_caption(data))
 cm_col, pc_col = st.columns([1, 1])
 cells = pd.DataFrame(data.confusion)
 peak = max(1, int(cells["count"].max()))
@@ -420,6 +421,8 @@ else:
 
 st.subheader("By category", anchor="breakdowns")
 st.caption(dashboard.BREAKDOWN_BASIS)
+if len(data.categories) == 1:
+    st.caption(dashboard.ONE_CATEGORY)
 st.dataframe(dashboard.category_rows(data), hide_index=True)
 
 # ---- answer checks (seed 003): one section, computed in calibration.dashboard.check_slices

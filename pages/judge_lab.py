@@ -339,7 +339,7 @@ if linked_run is not None and st.query_params.get("focus") == "disagreements":
             rows,
             hide_index=True,
             key="lab_disagreements",
-            height=260,
+            height="auto" if len(rows) <= 6 else 260,  # no empty rows under a short list
             column_order=ui.CLAIM_COLUMN_ORDER,
             column_config=ui.CLAIM_COLUMNS,
         )
