@@ -795,12 +795,12 @@ def test_cli_holdout(run_db: Database, db_path: Path, capsys: pytest.CaptureFixt
 
 
 def page(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    import ui
+    from calibration_app import signin
 
     monkeypatch.setenv("CALIBRATION_DB", str(db_path))
     # Through the app's navigation: the page links to the Dashboard.
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
-    at.session_state[ui.REVIEWER_KEY] = "lead"
+    at.session_state[signin.REVIEWER_KEY] = "lead"
     return at.switch_page("pages/cycles.py").run()
 
 
@@ -911,11 +911,11 @@ def test_page_form_errors_name_the_form_controls(
 def test_page_opened_by_a_link_with_a_size_no_cycle_takes_starts_at_the_default(
     run_db: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch, size: str
 ) -> None:
-    import ui
+    from calibration_app import signin
 
     monkeypatch.setenv("CALIBRATION_DB", str(db_path))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
-    at.session_state[ui.REVIEWER_KEY] = "lead"
+    at.session_state[signin.REVIEWER_KEY] = "lead"
     at.query_params["plan"] = "1"
     at.query_params["size"] = size
     at.switch_page("pages/cycles.py").run()

@@ -46,12 +46,12 @@ def page_db(db_url: str | Path, monkeypatch: pytest.MonkeyPatch) -> str | Path:
 
 
 def render(**choices: object) -> AppTest:
-    import ui
+    from calibration_app import signin
 
     # Through the app's navigation: the page links to the Cycles and Judge lab pages.
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     # Signed in, as the app's pages may ask; with no lead list configured any name is a lead.
-    at.session_state[ui.REVIEWER_KEY] = "lead"
+    at.session_state[signin.REVIEWER_KEY] = "lead"
     at.switch_page("pages/dashboard.py").run()
     for key, value in choices.items():
         at.selectbox(key=key).set_value(value).run()
