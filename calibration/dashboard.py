@@ -1190,6 +1190,24 @@ def _plan_step(status: str, target: str, nxt: cycles.NextCycle | None) -> tuple[
     )
 
 
+def _labels_cannot_decide(a: Assessment, target: str) -> str | None:
+    """The sentence that replaces the advice when the flag's own arithmetic (the anytime rule's
+    simulated stopping time, `decisions.more_claims_for_target`) expects no decision from every
+    claim the run has left; None when it does, or does not say."""
+    if a.status != "inconclusive" or a.labels_decide is not False or not a.counts.labeled:
+        return None
+    within = (
+        "More labels"
+        if a.claims_left is None
+        else f"Labeling all {plural(a.claims_left, 'unlabeled claim')} the run has left"
+    )
+    return (
+        f"{within} is not expected to decide the {target} target (the flag's anytime rule, simulated "
+        "at today's agreement). Import more judged answers, or read the figures as they stand: "
+        "the interval says how close to the target the judge is."
+    )
+
+
 def decision(
     a: Assessment, *, open_cycle: bool = False, next_cycle: cycles.NextCycle | None = None
 ) -> Decision:
@@ -1216,7 +1234,11 @@ def decision(
         if clause:
             parts.append(clause)
     target = a.target
-    plan, instead = _plan_step(status, DASH if target is None else fmt.share(target), next_cycle)
+    target_words = DASH if target is None else fmt.share(target)
+    plan, instead = _plan_step(status, target_words, next_cycle)
+    undecidable = _labels_cannot_decide(a, target_words)
+    if undecidable is not None and (next_cycle is None or next_cycle.answers_left):
+        plan, instead = None, undecidable
     if n_claims and value is not None:
         advice = VERDICT_ADVICE[status]
         needed = a.claims_needed
@@ -1239,7 +1261,7 @@ def decision(
         steps.append(NextStep("settle", f"Settle the {plural(unresolved, 'unclear claim')}"))
     if open_cycle:
         steps.append(NextStep("close", "Close the cycle"))
-    if next_cycle is not None and not next_cycle.answers_left:
+    if (next_cycle is not None and not next_cycle.answers_left) or undecidable is not None:
         steps.append(NextStep("import", "Import more judged answers"))
     return Decision(
         status,
