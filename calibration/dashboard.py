@@ -18,7 +18,6 @@ reads is capped, the export has them all. No per-claim Python object is built on
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -451,6 +450,10 @@ BREAKDOWN_BASIS = (
     "with its Wilson interval, claims counted as independent; the header's figure is the "
     "design-based estimate for the whole scope, so a row may differ from it."
 )
+TREND_BASIS = (
+    "Each closed cycle's figures as frozen when it closed: the design-based estimate for the "
+    "cycle's scope, the figures its own header shows on the Cycles page."
+)
 ONE_CATEGORY = (
     "Every labeled claim is in one category: its row is the whole scope, with the header's "
     "figures and counts."
@@ -876,31 +879,6 @@ def disagreement_rows(d: Dashboard) -> list[dict[str, Any]]:
         }
         for c in d.disagreements
     ]
-
-
-# ---------------------------------------------------------------- summary for tests and the CLI
-
-
-def summary(d: Dashboard) -> dict[str, Any]:
-    """A JSON-ready digest (tests and scripts compare this rather than the dataclasses)."""
-    r = d.report
-    return {
-        "run": d.run,
-        "cycle": d.cycle,
-        "flag": r.flag.status,
-        "reasons": [x.code for x in d.reasons],
-        "n_claims": r.n_claims,
-        "agreement": r.agreement.value,
-        "kappa": r.kappa.value,
-        "lenient": r.direction.lenient,
-        "strict": r.direction.strict,
-        "unresolved": len(r.unresolved_claims),
-        "unlabeled": d.n_unlabeled,
-        "categories": Counter({c.category: c.n_claims for c in d.categories}),
-        "comparison": None
-        if d.comparison is None
-        else d.comparison.result.to_dict(d.comparison.run_a, d.comparison.run_b),
-    }
 
 
 # ---------------------------------------------------------------- seed 003's answer checks as a slice
