@@ -1272,6 +1272,20 @@ def test_the_header_follows_the_flag_when_the_claims_left_cannot_decide() -> Non
     assert [s.kind for s in d.steps] == ["plan"] and "not expected" not in d.sentence
 
 
+def test_a_single_category_row_is_the_scopes_assessment(wice_db: Database) -> None:
+    d = dashboard.build(wice_db, run=GPT4, bootstrap=0)
+    (row,) = d.categories  # every WiCE answer is in one category
+    a = d.assessment
+    assert (row.n_claims, row.agreement, row.agreement_low, row.agreement_high, row.kappa) == (
+        a.counts.labeled,
+        a.agreement.value,
+        a.agreement.low,
+        a.agreement.high,
+        a.kappa.value,
+    )
+    assert (row.lenient, row.strict) == (a.lenient, a.strict)
+
+
 def test_stats_json_and_the_dashboard_read_one_assessment(cycle_db: Database) -> None:
     from calibration import report
 
