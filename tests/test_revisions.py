@@ -123,15 +123,10 @@ def test_the_last_numbered_release_upgrades_in_place_with_the_same_figures_and_e
         assert [m.name for m in migrations.applied(db)] == migrations.names()
     for stats in sorted(expected.glob("stats-*.json")):
         run = stats.name.removeprefix("stats-").removesuffix(".json")
-        printed = json.loads(_printed(["--db", str(url), "stats", "--judge-run", run, "--json"]))
-        # Every key the release printed, unchanged; since then the assessment the screens show is
-        # printed beside them, read from those same figures.
-        assessed = printed.pop("assessment")
-        release = json.loads(stats.read_text(encoding="utf-8"))
-        assert printed == release, run
-        headline = release["agreement"]["estimated"] or release["agreement"]
-        assert assessed["agreement"]["value"] == headline["value"], run
-        assert assessed["n_claims"] == release["n_claims"], run
+        printed = _printed(["--db", str(url), "stats", "--judge-run", run, "--json"])
+        before = json.loads(stats.read_text(encoding="utf-8"))
+        # Keys added since that release are new figures; every figure it printed is unchanged.
+        assert {key: json.loads(printed).get(key) for key in before} == before, run
     for fmt in ("jsonl", "csv"):
         out = tmp_path / f"export.{fmt}"
         assert main(["--db", str(url), "export", "--format", fmt, "--out", str(out)]) == 0
