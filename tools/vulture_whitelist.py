@@ -26,3 +26,20 @@ close_pool  # store.postgres: the test cluster closes a database's pool before d
 revise_why  # pages/judge_lab.py unpacks judge.revised_run_options whole
 Goal  # planning: the goal's type
 app  # calibration_app/server.py: the st.App that `streamlit run` finds by this name
+
+# SQLAlchemy and Alembic read these by name.
+inherit_cache  # store.core.json_list: SQLAlchemy caches the construct's compiled form
+_json_list_sqlite  # store.core: registered by @compiles for SQLite
+_json_list_postgresql  # store.core: registered by @compiles for PostgreSQL
+revision  # store/revisions/versions/*: Alembic's revision identifiers
+down_revision
+branch_labels
+depends_on
+downgrade  # store/revisions/versions/*: Alembic's step down
+# store.tables: tables of the schema no converted statement names yet; the metadata (create_all,
+# the schema tests, Alembic's target) holds them.
+migrations_record
+judge_calls
+judge_lab_examples
+judge_lab_revisions
+cycle_plans
