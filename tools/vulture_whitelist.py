@@ -28,9 +28,6 @@ Goal  # planning: the goal's type
 app  # calibration_app/server.py: the st.App that `streamlit run` finds by this name
 
 # SQLAlchemy and Alembic read these by name.
-inherit_cache  # store.core.json_list: SQLAlchemy caches the construct's compiled form
-_json_list_sqlite  # store.core: registered by @compiles for SQLite
-_json_list_postgresql  # store.core: registered by @compiles for PostgreSQL
 revision  # store/revisions/versions/*: Alembic's revision identifiers
 down_revision
 branch_labels
