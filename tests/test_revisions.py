@@ -124,7 +124,9 @@ def test_the_last_numbered_release_upgrades_in_place_with_the_same_figures_and_e
     for stats in sorted(expected.glob("stats-*.json")):
         run = stats.name.removeprefix("stats-").removesuffix(".json")
         printed = _printed(["--db", str(url), "stats", "--judge-run", run, "--json"])
-        assert json.loads(printed) == json.loads(stats.read_text(encoding="utf-8")), run
+        before = json.loads(stats.read_text(encoding="utf-8"))
+        # Keys added since that release are new figures; every figure it printed is unchanged.
+        assert {key: json.loads(printed).get(key) for key in before} == before, run
     for fmt in ("jsonl", "csv"):
         out = tmp_path / f"export.{fmt}"
         assert main(["--db", str(url), "export", "--format", fmt, "--out", str(out)]) == 0
