@@ -70,8 +70,8 @@ def _figure_name(script: str) -> str:
 @contextlib.contextmanager
 def recorded(script: str) -> Iterator[None]:
     """Run the bench's main inside this: its standard output becomes docs/figures/NAME.md."""
+    command = shlex.join(["python", f"bench/{Path(script).name}", *sys.argv[1:]])  # as typed
     name = _figure_name(script)
-    command = shlex.join(["python", f"bench/{Path(script).name}", *sys.argv[1:]])
     header = f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {machine()}."
     tee = _Tee(sys.stdout)
     with contextlib.redirect_stdout(tee):
