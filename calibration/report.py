@@ -210,6 +210,7 @@ def agreement_report(
     ceiling: decisions.HumanCeiling | None = None,
     per_reviewer: bool = False,
     available: int | None = None,
+    closed: bool = False,
 ) -> Report:
     """Every judge-vs-human figure of the labeled claims, the design-based estimates and the flag.
 
@@ -218,7 +219,9 @@ def agreement_report(
     ``per_reviewer``: each entry is one reviewer's verdict on a claim (`final_label.per_reviewer`),
     so a claim's key repeats once per reviewer; every figure is then over (claim, reviewer) pairs,
     clustered by answer like claims are, and the claim lists name each claim once.  ``available``: the
-    scope's claims without a label, the most "how many more" can ask for.
+    scope's claims without a label, the most "how many more" can ask for.  ``closed``: labeling has
+    ended (nothing is left a cycle could draw), so the final reading is taken
+    (`decisions.final_reading`).
 
     ``human`` and ``judge`` are indices into ``LABELS``; ``cluster`` labels each claim's answer
     (any integers: they are numbered in order of first appearance, so the same claims in the same
@@ -287,6 +290,30 @@ def agreement_report(
         ceiling=ceiling,
         per_reviewer=per_reviewer,
         available=available,
+        closed=closed,
+    )
+
+
+def _final_readings(
+    ar: decisions.RuleResult,
+    dr: decisions.RuleResult,
+    estimates: PopulationEstimates,
+    tabs: np.ndarray,
+    design: dict[str, Any],
+    alpha: float,
+    confidence: float,
+) -> tuple[decisions.RuleResult, decisions.RuleResult]:
+    """The agreement and direction rules after the final reading (`decisions.final_reading`): the
+    design-based intervals at the final level (the report's own when the levels coincide)."""
+    level = decisions.final_confidence(alpha, "agreement")
+    ea = estimates.agreement
+    if abs(level - confidence) > 1e-12:
+        ea = estimation.agreement_estimate(tabs, confidence=level, fpc=False, **design)
+    level = decisions.final_confidence(alpha, "direction")
+    ed = estimation.direction_estimate(tabs, confidence=level, fpc=False, **design).difference
+    return (
+        decisions.final_reading(ar, ea.ci_low, ea.ci_high),
+        decisions.final_reading(dr, ed.ci_low, ed.ci_high),
     )
 
 
@@ -310,6 +337,7 @@ def _report(
     ceiling: decisions.HumanCeiling | None = None,
     per_reviewer: bool = False,
     available: int | None = None,
+    closed: bool = False,
 ) -> Report:
     """The report from validated columns (clusters numbered 0.. in order of first appearance)."""
     n = human.size
@@ -423,28 +451,19 @@ def _report(
     if answer_w is not None:
         claim_w = answer_w[cluster]
         wo = decisions.answer_sums(cluster, claim_w, label_rank=label_rank)[0] / ms
-    top = None if wo is None else float(wo.max())
     capped = decisions.capped_thresholds(thresholds.agreement_target, thresholds.kappa_floor, ceiling)
     target = capped.agreement_target
-    # claim_level: the rules test the claim-level figures the report prints (sum y / sum m), each
-    # answer's rate weighted by its claims, not the mean of the answers' rates.
-    ar = decisions.agreement_rule(
-        ys,
-        ms,
-        target,
-        alpha=thresholds.alpha,
-        weights=wo,
-        max_weight=top,
-        confidence=confidence,
-        claim_level=True,
-    )
-    dr = decisions.direction_rule(
-        ds, ms, alpha=thresholds.alpha, weights=wo, max_weight=top, confidence=confidence, claim_level=True
-    )
+    # The rules test the claim-level figures the report prints (sum y / sum m), answers the unit.
+    alpha = thresholds.alpha
+    ar = decisions.agreement_rule(ys, ms, target, alpha=alpha, weights=wo, confidence=confidence)
+    dr = decisions.direction_rule(ds, ms, alpha=alpha, weights=wo, confidence=confidence)
+    if closed and n:
+        ar, dr = _final_readings(ar, dr, estimates, tabs, design, alpha, confidence)
     ek = estimates.kappa
     kr = decisions.kappa_rule(ek.value, ek.ci_high, capped.kappa_floor)
     rules = decisions.decide(ar, dr, kr)
-    prob = decisions.prob_at_least_target_design(estimates.agreement.value, estimates.agreement.se, target)
+    ea = estimates.agreement
+    prob = decisions.prob_at_least_target_design(ea.value, ea.se, target, ea.df)
     if prob is None:
         prob = (
             decisions.prob_at_least_target(n_agree, n, target)
@@ -455,10 +474,9 @@ def _report(
         ys,
         ms,
         target,
-        alpha=thresholds.alpha,
+        alpha=alpha,
         weights=wo,
         rule=ar,
-        claim_level=True,
         available=available,
         labels_per_claim=n / max(len(set(keys)) if per_reviewer else n, 1),
         seed=0 if seed is None else seed,
@@ -815,6 +833,7 @@ def scope_report(
         epsilon=thresholds.alt_epsilon,
         names=labels.reviewers,
     )
+    left = store_cycles.claims_left(db, run.id, table if cycle_id is None else None)
     report = agreement_report(
         human,
         judge,
@@ -831,7 +850,10 @@ def scope_report(
         ceiling=ceiling,
         per_reviewer=rows is not None,
         # "How many more" counts on what a next cycle can draw from the run, whatever the scope.
-        available=store_cycles.claims_left(db, run.id, table if cycle_id is None else None),
+        available=left,
+        # The run's final reading once nothing is left a cycle could draw (a cycle's figures speak
+        # for its own pool, which has no such end).
+        closed=cycle_id is None and left == 0,
     )
     view = _final_label_view(table, data, strata, population, thresholds, report if rows is None else None)
     pipeline = pipeline_report(table, facts, strata) if facts is not None else None
