@@ -116,12 +116,15 @@ def _brute_lower_upper(y: np.ndarray, m: np.ndarray, alpha: float, grid: np.ndar
         yt, mt = y[:t], m[:t]
         r = yt.sum() / mt.sum()
         mbar = mt.mean()
-        bt = math.sqrt(2 * (t * rho2 + 1) / (t * t * rho2) * math.log(math.sqrt(t * rho2 + 1) / alpha))
+        bt = math.sqrt(
+            2 * (t * rho2 + 1) / (t * t * rho2) * math.log(math.sqrt(t * rho2 + 1) / (2 * alpha) + 1)
+        )
         kept = []
         for th in grid:
-            resid = sum((a - th * b) ** 2 for a, b in zip(yt, mt, strict=True)) / mbar**2
-            var = (th * (1 - th) + resid) / (t + 1)
-            floor = th * (1 - th) * (1 + mt.sum() / mbar**2) / (t + 1)
+            f = t / (t - 1) if t > 1 else 1.0
+            resid = f * sum((a - th * b) ** 2 for a, b in zip(yt, mt, strict=True)) / mbar**2
+            var = (2 * th * (1 - th) + resid) / (t + 2)
+            floor = th * (1 - th) * (2 + f * mt.sum() / mbar**2) / (t + 2)
             if abs(r - th) < bt * math.sqrt(max(var, floor)):
                 kept.append(th)
         lower = max(lower, min(kept))
@@ -160,12 +163,12 @@ def test_running_bounds_hold_their_level_over_every_look_by_simulation() -> None
 
 def test_running_rule_calls_good_judges_ok_by_200_claims() -> None:
     # The power the rule has where it is safe (docs/decisions.md): 1,000 runs of answers of 1-5 claims,
-    # intra-answer correlation 0.2, read after every answer; "ok by 200 claims" measured 13.5% for a
-    # 90% judge and 84.5% for a 95% one at 3,000 runs (the betting rule: under 1% and 35%); floors at
-    # those figures less 3 SE of 1,000 runs (3.5 points).
+    # intra-answer correlation 0.2, read after every answer; "ok by 200 claims" measured 19.6% for a
+    # 90% judge and 89.3% for a 95% one at 3,000 runs (the betting rule: under 1% and 35%); floors at
+    # those figures less 3 SE of 1,000 runs (3.8 and 2.9 points).
     rng = np.random.default_rng(7)
     reps = 1000
-    for p, floor in ((0.90, 0.135 - 0.035), (0.95, 0.845 - 0.035)):
+    for p, floor in ((0.90, 0.196 - 0.038), (0.95, 0.893 - 0.029)):
         m = rng.integers(1, 6, size=(reps, 200)).astype(float)
         pi = rng.beta(p * 4, (1 - p) * 4, size=(reps, 200))
         y = rng.binomial(m.astype(int), pi).astype(float)
@@ -178,7 +181,8 @@ def test_running_rule_calls_good_judges_ok_by_200_claims() -> None:
 def test_mixture_boundary_known_value() -> None:
     # t = 50 = t*, alpha 0.05: rho^2 = (2 log 20 + log(2 log 20 + 1)) / 50.
     rho2 = (2 * math.log(20) + math.log(2 * math.log(20) + 1)) / 50
-    expected = math.sqrt(2 * (50 * rho2 + 1) / (2500 * rho2) * math.log(math.sqrt(50 * rho2 + 1) / 0.05))
+    x = 50 * rho2 + 1
+    expected = math.sqrt(2 * x / (2500 * rho2) * math.log(math.sqrt(x) / 0.1 + 1))
     assert float(mixture_boundary(np.array([50.0]), 0.05)[0]) == pytest.approx(expected, rel=1e-12)
     assert error_split(0.05) == (0.025, 0.025)
 
