@@ -463,7 +463,9 @@ def _report(
     kr = decisions.kappa_rule(ek.value, ek.ci_high, capped.kappa_floor)
     rules = decisions.decide(ar, dr, kr)
     ea = estimates.agreement
-    prob = decisions.prob_at_least_target_design(ea.value, ea.se, target, ea.df)
+    prob = estimation.agreement_chance(tabs, target, fpc=False, **design)
+    if prob is None:
+        prob = decisions.prob_at_least_target_design(ea.value, ea.se, target, ea.df)
     if prob is None:
         prob = (
             decisions.prob_at_least_target(n_agree, n, target)

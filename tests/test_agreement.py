@@ -49,6 +49,7 @@ from calibration.decisions import more_claims_to_decide
 from calibration.estimation import kappa_many
 from calibration.flag import Thresholds, decide_flag
 from calibration.report import agreement_report
+from tests.bootstrap_oracle import bootstrap_t_by_hand
 from tests.final_label_oracle import final_human_label, resolve_final_labels
 from tests.records import Claim, hh_of, report_of, table_of
 
@@ -1189,9 +1190,31 @@ def test_chance_of_the_target_and_the_first_intervals_use_the_design() -> None:
     ea = r.estimates.agreement
     n_eff = ea.value * (1 - ea.value) / ea.se**2
     assert n_eff < len(human) / 2  # the design effect is large
-    # The t posterior at the interval's own df (decisions.prob_at_least_target_design).
-    expected = stats.t.cdf((ea.value - 0.85) / ea.se, ea.df)
+    # 40 answers: the share of the interval's bootstrap-t draws with R - t* se >= 85%, recomputed here
+    # resample by resample from the same draws (estimation.bootstrap_t_draws, seed 0).
+    y = np.bincount(cluster, weights=(np.array(human) == np.array(judge)).astype(float))
+    m = np.bincount(cluster).astype(float)
+    r0, se0, t = bootstrap_t_by_hand(y, m)
+    expected = float((t <= (r0 - 0.85) / se0).mean())
     assert r.prob_at_least_target == pytest.approx(expected, abs=1e-9)
     text = r.to_text()
     assert f"{100 * ea.ci_low:.1f}%–{100 * ea.ci_high:.1f}% (design-based, answers as clusters)" in text
     assert "(Wilson)" not in text.split("Cohen's kappa")[0]
+
+
+def test_a_fully_labeled_run_below_the_target_is_revised_at_the_final_reading() -> None:
+    # 81% on 800 one-claim answers: the running bounds straddle 85%, the fixed-sample 95% interval lies
+    # below it.  While labeling goes on the flag waits; once nothing is left to label it says revise.
+    items = shuffled(items_from_table([[400, 0, 76], [0, 0, 0], [76, 0, 248]]))
+    going = report_of(items, bootstrap=0)
+    assert going.agreement.ci_high < 0.85 and going.flag.status == "inconclusive"
+    ag = going._rule("agreement")
+    assert ag is not None and ag.bound_high >= 0.85
+    done = report_of(items, bootstrap=0, closed=True)
+    assert done.flag.status == "revise" and done.flag.reading == "final"
+    reason = next(r for r in done.flag.reasons if r.code == "agreement_below_target")
+    assert "at the final reading" in reason.message and "0.025 running + 0.025 final" in reason.message
+    rule = done._rule("agreement")
+    assert rule is not None and rule.final_high == pytest.approx(done.estimates.agreement.ci_high)
+    assert done.to_dict()["flag"]["reading"] == "final"
+    assert "Flag: REVISE (decided at the final reading" in done.to_text()

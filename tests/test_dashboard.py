@@ -983,10 +983,11 @@ def test_the_flag_reads_the_reweighted_agreement_of_a_failures_first_cycle(
     raw = dashboard.build(db, run="m@ff", bootstrap=300)  # every answer of the run is labeled
     assert raw.report.agreement.value == pytest.approx(0.8)
     assert raw.report.agreement.ci_high < 0.85
-    # The fixed-sample interval sits below the target, but one look's interval is no rule: the
-    # anytime bounds still straddle it, so the flag waits (the old rule said revise here).
-    assert raw.report.flag.status == "inconclusive"
-    assert [r.code for r in raw.reasons] == ["agreement_undecided"]
+    # The running bounds still straddle the target, but nothing is left to label: the final reading
+    # finds the fixed-sample interval below it, and the flag says which reading decided.
+    assert raw.report.flag.status == "revise" and raw.report.flag.reading == "final"
+    assert [r.code for r in raw.reasons] == ["agreement_below_target"]
+    assert "at the final reading" in raw.reasons[0].message
     d = dashboard.build(db, run="m@ff", cycle="ff", bootstrap=300)
     assert d.oversampled and d.report.weighted is not None
     w = d.report.weighted
