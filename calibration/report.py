@@ -607,6 +607,35 @@ def _represented(strata: np.ndarray, labeled: np.ndarray) -> tuple[dict[Hashable
     return {h: n for h, n in population.items() if h in have}, missing
 
 
+def collapse_empty_strata(strata: np.ndarray, labeled: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """The run's post-strata with every stratum that holds no labeled answer collapsed, and what was.
+
+    A stratum's label starts with its base ("all-SUPPORTED" or "not", before the first "|"); an empty
+    stratum is merged with every stratum of its base into the base itself, and when a whole base has no
+    labeled answer, everything into one stratum, "the run".  Collapsing post-strata that hold no
+    sample keeps the estimate one for the whole run, at the price of a small bias where the merged
+    strata were sampled at different rates (Kalton & Flores-Cervantes 2003, J Off Stat 19(2):81,
+    sec. 3.1 on collapsing cells; Cochran 1977, sec. 5A.12).  Returns the strata unchanged and no
+    sentence when none is empty.
+    """
+    out = np.asarray(strata, dtype=object).copy()
+    said: list[str] = []
+    for level in ("base", "run"):
+        have = set(out[labeled].tolist())
+        empty = sorted({str(h) for h in out.tolist() if h not in have})
+        if not empty or not have:
+            break
+        if level == "base":
+            bases = {h.split("|")[0].strip() for h in empty}
+            on = np.array([str(h).split("|")[0].strip() in bases for h in out.tolist()], dtype=bool)
+            new = np.array([str(h).split("|")[0].strip() for h in out[on].tolist()], dtype=object)
+        else:
+            on, new = np.ones(out.size, dtype=bool), np.full(int(out.size), "the run", dtype=object)
+        said.append(f"{', '.join(empty)} into {', '.join(sorted(set(new.tolist())))}")
+        out[on] = new
+    return out, said
+
+
 def _run_design(
     db: Database,
     run: store.JudgeRun,
@@ -619,10 +648,13 @@ def _run_design(
     strata = estimation.run_strata(_all_supported(table), facts.category if stratified else None)
     plans = store.cycles.run_plan_strata(db, run.id)
     strata = planning.run_strata_with_plans(strata, table.answer_ids, plans)
+    strata, collapsed = collapse_empty_strata(strata, labeled_answer)
     population, missing = _represented(strata, labeled_answer)
     n_all = len(table.answer_ids)
     if not missing:
         text = f"all {n_all:,} answers of the run"
+        if collapsed:
+            text += f" (strata with no labeled answer collapsed: {'; '.join(collapsed)})"
     else:
         # A stratum without a labeled answer cannot be estimated; the figures speak for the rest.
         text = (

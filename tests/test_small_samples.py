@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from calibration import estimation
+from calibration.report import collapse_empty_strata
 from tests.bootstrap_oracle import bootstrap_t_by_hand
 
 
@@ -45,3 +46,14 @@ def test_the_small_sample_interval_holds_its_level_by_simulation() -> None:
         e = estimation.agreement_estimate(_tables(y[r], m[r]), population=n, fpc=False)
         hits.append(e.ci_low <= p <= e.ci_high)
     assert 0.93 - 0.027 <= float(np.mean(hits)) <= 0.97 + 0.027
+
+
+def test_empty_post_strata_are_collapsed_into_their_base_then_the_run_and_said() -> None:
+    strata = np.array(["not|a", "not|b", "all-SUPPORTED|a", "all-SUPPORTED|b", "not|a"], dtype=object)
+    one_empty, said = collapse_empty_strata(strata, np.array([1, 0, 1, 1, 0], dtype=bool))
+    assert one_empty.tolist() == ["not", "not", "all-SUPPORTED|a", "all-SUPPORTED|b", "not"]
+    assert said == ["not|b into not"]
+    base_empty, said = collapse_empty_strata(strata, np.array([1, 1, 0, 0, 0], dtype=bool))
+    assert set(base_empty.tolist()) == {"the run"} and said[-1] == "all-SUPPORTED into the run"
+    full, said = collapse_empty_strata(strata, np.ones(5, dtype=bool))
+    assert full.tolist() == strata.tolist() and said == []
