@@ -146,7 +146,7 @@ def mixture_boundary(t: np.ndarray, alpha: float, t_star: float = MIXTURE_ANSWER
     la = -2 * math.log(alpha)
     rho2 = (la + math.log(la + 1)) / t_star
     x = tt * rho2 + 1
-    return np.sqrt(2 * x / (tt * tt * rho2) * np.log(np.sqrt(x) / (2 * alpha) + 1))
+    return np.asarray(np.sqrt(2 * x / (tt * tt * rho2) * np.log(np.sqrt(x) / (2 * alpha) + 1)))
 
 
 def running_bounds(
