@@ -273,11 +273,9 @@ def main() -> None:
 
 def _signed_in(at):  # type: ignore[no-untyped-def]
     """The app's pages ask who is there; without OIDC or a lead list any signed-in name is a lead."""
-    import ui
+    from calibration_app import signin
 
-    key = getattr(ui, "REVIEWER_KEY", None)
-    if key is not None:
-        at.session_state[key] = "bench"
+    at.session_state[signin.REVIEWER_KEY] = "bench"
     return at
 
 

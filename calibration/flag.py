@@ -1,9 +1,10 @@
 """The revision flag: ``revise`` / ``ok`` / ``inconclusive``, each reason naming a figure, its bound
 and its claims.
 
-The rules themselves (anytime-valid sequences, the kappa rule, the human ceiling's caps) are in
-`decisions`; the design-based estimates they read in `estimation`; this module holds the lead's
-thresholds and turns the rules' results into the flag and its sentences (numbers in `fmt`'s formats).
+The rules themselves (the running rule's sequences and the final reading, the kappa rule, the human
+ceiling's caps) are in `decisions`; the design-based estimates they read in `estimation`; this module
+holds the lead's thresholds and turns the rules' results into the flag and its sentences (numbers in
+`fmt`'s formats).
 """
 
 from __future__ import annotations

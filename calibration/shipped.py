@@ -1,11 +1,10 @@
-"""The files the package ships beside its code: the Streamlit app (app.py, ui.py, pages/ and
-the app's .streamlit/config.toml) and the demo data (data/demo, data/wice).
+"""The files the package ships beside its code: the demo data (data/demo, data/wice).
 
-They stay where the project's layout puts them (`streamlit run server.py` works in a checkout). A
-wheel carries copies in `calibration/share/`, in the same layout: setup.py's build step puts
-there the files `[tool.calibration] shipped` in pyproject.toml names. So one folder holds all of
-them, whichever way the package was installed: the wheel's copy when there is one, else the
-checkout.
+They stay where the project's layout puts them (a checkout reads them there); the wheel maps
+them into `calibration/share/` in the same layout (pyproject.toml's build configuration). So one
+folder holds them, whichever way the package was installed: the wheel's copy when there is one,
+else the checkout. The app (app.py, pages/, the `calibration_app` package) is the app's own:
+this package never imports it and names only its server script, for `calibration serve`.
 """
 
 from __future__ import annotations
@@ -17,10 +16,12 @@ from .errors import NotFoundError
 PACKAGE_DIR = Path(__file__).resolve().parent
 INSTALLED = PACKAGE_DIR / "share"
 CHECKOUT = PACKAGE_DIR.parent
+# The app package sits beside this one, in a checkout and in an installed wheel alike.
+SERVER_SCRIPT = PACKAGE_DIR.parent / "calibration_app" / "server.py"
 
 
 def root() -> Path:
-    """The folder holding app.py and data/: the installed copy if there is one, else the checkout."""
+    """The folder holding data/: the installed copy if there is one, else the checkout."""
     return INSTALLED if INSTALLED.is_dir() else CHECKOUT
 
 
@@ -35,14 +36,11 @@ def path(relative: str) -> Path:
     return found
 
 
-def app_script() -> Path:
-    """The Streamlit script, app.py (every page)."""
-    return path("app.py")
-
-
 def server_script() -> Path:
-    """What `streamlit run` starts: server.py, the app and the review card's verdict route."""
-    return path("server.py")
+    """What `streamlit run` starts: the app and the review card's route (calibration_app/server.py)."""
+    if not SERVER_SCRIPT.is_file():
+        raise NotFoundError(f"the app is not installed (looked for {SERVER_SCRIPT}): reinstall the package")
+    return SERVER_SCRIPT
 
 
-__all__ = ["CHECKOUT", "INSTALLED", "app_script", "path", "root", "server_script"]
+__all__ = ["CHECKOUT", "INSTALLED", "path", "root", "server_script"]

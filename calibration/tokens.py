@@ -1,6 +1,6 @@
 """Signed tokens: a name and an expiry under an HMAC key (the sign-in link's, the review card's).
 
-Pure: the keys come from the caller (`ui.signin_secret`, `card_route.KEY`).
+Pure: the keys come from the caller (`calibration_app.signin.signin_secret`, `card_route.KEY`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ def _mac(secret: bytes, name: str, expires: int) -> str:
 def sign_token(secret: bytes, name: str, expires: int) -> str:
     """A token that says "`name` signed in here, valid until `expires` (Unix seconds)".
 
-    HMAC-SHA256 over the expiry and the name, keyed by the server's secret (`ui.signin_secret`).
+    HMAC-SHA256 over the expiry and the name, keyed by the server's secret (`signin_secret` of
+    calibration_app.signin).
     What it protects: the reviewer name in the URL cannot be changed to another person's (the
     token is bound to the name, and forging one needs the server secret), and a link copied
     from the address bar and shared signs its recipient in as the sharer only until the token

@@ -2,7 +2,7 @@
 
 All logic lives in calibration.cycles; this page only gathers the form and shows
 results. Names of cycles, runs, reviewers and answer ids are user text: they are shown
-through st.dataframe, st.json, ui.literal or as selectbox options (plain text, unlike
+through st.dataframe, st.json, untrusted.literal or as selectbox options (plain text, unlike
 radio options), never in markdown-capable labels or messages.
 """
 
@@ -14,12 +14,12 @@ from zoneinfo import ZoneInfo
 
 import streamlit as st
 
-import ui
 from calibration import commands, cycles, dashboard, fmt, planning, review, roster, sampling, split, store
 from calibration.errors import CalibrationError, Option
 from calibration.fmt import plural
 from calibration.store import cycles as store_cycles
 from calibration.text import visible
+from calibration_app import access, navigation, signin, untrusted, widgets
 
 # Session state: what the last create / close / holdout change did, for the next run.
 CREATED = "_cycles_create_outcome"
@@ -43,9 +43,9 @@ CONTROLS: Mapping[Option, str] = {
 DATE_FORMAT = "D MMM YYYY, HH:mm"  # momentJS, for st.column_config.DatetimeColumn
 
 st.title("Cycles")
-lead = ui.require_reviewer()  # recorded as the creator; from the sign-in, never from a field
-ui.require_lead()
-path = ui.db_path()
+lead = signin.require_reviewer()  # recorded as the creator; from the sign-in, never from a field
+access.require_lead()
+path = signin.db_path()
 
 
 def _show(kind: str, head: str, lines: list[str], details: list[str] | None = None) -> None:
@@ -53,11 +53,11 @@ def _show(kind: str, head: str, lines: list[str], details: list[str] | None = No
     statistics behind them, when given, under a toggle."""
     {"error": st.error, "warning": st.warning, "success": st.success}[kind](head)
     for line in lines:
-        ui.literal(line)
+        untrusted.literal(line)
     if details:
         with st.expander("The statistics behind the plan"):
             for line in details:
-                ui.literal(line)
+                untrusted.literal(line)
 
 
 def _problems(exc: CalibrationError) -> list[str]:
@@ -99,11 +99,11 @@ def _form_reviewers() -> list[str]:
     return cycles.typed_reviewers(str(st.session_state.get("cycle_reviewers") or ""))
 
 
-@ui.lead_action
+@access.lead_action
 def _create() -> None:
     """The form's submit: create the cycle; on success clear the name and the seed."""
     state = st.session_state
-    creator = ui.current_reviewer()
+    creator = signin.current_reviewer()
     if not creator:
         state[CREATED] = ("error", "The cycle was not created.", ["sign in first"])
         return
@@ -155,7 +155,7 @@ def _create() -> None:
     state["cycle_detail"] = made.name  # show the new cycle's details below
 
 
-@ui.lead_action
+@access.lead_action
 def _plan() -> None:
     """The form's second button: what a planned cycle with these choices would draw, drawing nothing."""
     state = st.session_state
@@ -189,7 +189,7 @@ if not runs:
         "No judge runs with verdicts yet: import judged answers first, on the Import page or "
         f"from the command line (`{commands.command('import FILE')}`)."
     )
-    ui.import_link()
+    access.import_link()
     st.stop()
 
 # The Dashboard's "plan the next cycle" link (`?plan=1&run=&goal=&size=`) prefills the form: the
@@ -312,7 +312,7 @@ if planned := st.session_state.pop(PLANNED, None):
 # ---------------------------------------------------------------- list and progress
 
 
-@ui.lead_action
+@access.lead_action
 def _close(cycle_name: str, force: bool) -> None:
     try:
         with store.session(path) as db:
@@ -335,30 +335,31 @@ def _frozen(cycle: cycles.Cycle) -> None:
     if fig is None:
         st.info("This cycle was closed without a snapshot.")
         return
-    if fig.agreement is None:
+    a = fig.assessment
+    if a is None:
         st.info(
             "No claim had a final human label when the cycle closed, so no agreement figures were frozen."
         )
     else:
-        # The decision header as the Dashboard draws it, from the report frozen at close.
-        ui.decision_header(
-            dashboard.decision((cycle.snapshot or {}).get("agreement") or {}), run=cycle.judge_run
-        )
+        # The decision header as the Dashboard draws it, from the assessment frozen at close: the
+        # figures Trend shows for this cycle.
+        widgets.decision_header(dashboard.decision(a), run=cycle.judge_run)
         with st.expander("How this is computed: the flag's rules, bounds and raw figures"):
             for reason in fig.flag_reasons:
-                ui.literal(f"• {reason}")  # reasons may quote claim ids
+                untrusted.literal(f"• {reason}")  # reasons may quote claim ids
             cols = st.columns(2)
             cols[0].metric(
-                "Raw agreement",
-                fmt.pct(fig.agreement),
-                help="judge vs final human label, unweighted: the share of labeled claims where they agree",
+                "Cohen's kappa", fmt.num(a.kappa.value), help="agreement beyond what chance alone would give"
             )
-            cols[0].caption(_ci(fig.agreement_ci) + " (Wilson)")
+            cols[0].caption(a.kappa_note())
             cols[1].metric(
-                "Cohen's kappa", fmt.num(fig.kappa), help="agreement beyond what chance alone would give"
+                "Raw agreement",
+                fmt.pct(a.raw_agreement.value),
+                help="judge vs human label on the labeled claims, unweighted: another basis than "
+                "the header's estimate",
             )
-            cols[1].caption(_ci(fig.kappa_ci, fmt.num))
-        st.metric("Claims in the figures", fig.n_claims)
+            cols[1].caption(a.raw_agreement.interval())
+        st.metric("Claims in the figures", f"{a.counts.labeled:,}")
         # An older snapshot kept no progress: then the sentence says nothing of it (never "None").
         progress_at_close = (
             ""
@@ -369,12 +370,13 @@ def _frozen(cycle: cycles.Cycle) -> None:
             )
         )
         st.caption(
-            f"{plural(fig.n_answers, 'answer')}; labels from outside the cycle count too.{progress_at_close}"
+            f"{plural(a.n_answers, 'answer')}; labels from outside the cycle count too.{progress_at_close}"
         )
         if fig.weighted_agreement is not None:
             st.caption(
-                "Some answers were drawn more often than others; the figures are re-weighted to "
-                f"the whole run: {fmt.pct(fig.weighted_agreement)}, " + _ci(fig.weighted_ci)
+                "Some answers were drawn more often than others. Weighted by 1/π per answer (another "
+                f"basis, answer bootstrap): agreement {fmt.pct(fig.weighted_agreement)}, "
+                + _ci(fig.weighted_ci)
             )
     if fig.plan is not None:
         st.caption(cycles.plan_sentence(fig.plan))  # numbers and constant words only
@@ -382,7 +384,7 @@ def _frozen(cycle: cycles.Cycle) -> None:
         st.json(cycle.snapshot, expanded=False)
 
 
-@ui.lead_action
+@access.lead_action
 def _reassign(cycle_name: str) -> None:
     """The reassign button's callback: move the open work, then say what moved."""
     state = st.session_state
@@ -393,7 +395,7 @@ def _reassign(cycle_name: str) -> None:
                 cycle_name,
                 str(state.get("reassign_from") or ""),
                 str(state.get("reassign_to") or ""),
-                by=ui.current_reviewer(),
+                by=signin.current_reviewer(),
             )
     except CalibrationError as exc:
         state[OUTCOME] = ("error", "Nothing was reassigned.", _problems(exc))
@@ -519,18 +521,18 @@ def _cycles_section() -> None:
 
     # The chosen cycle in full, as literal text: names and reviewers are user text, and
     # the table above may cut long ones.
-    ui.literal(
+    untrusted.literal(
         f"{visible(cycle.name)} · {visible(cycle.judge_run)} · {cycle.strategy}"
         + (f" (failing share {cycle.failing_share:g})" if cycle.failing_share is not None else "")
         + f" · seed {cycle.seed}"
         + (" · holdout" if cycle.holdout else "")
         + (" · evidence required for SUPPORTED" if cycle.require_evidence else "")
     )
-    ui.literal(
+    untrusted.literal(
         f"Created {_local_text(cycle.created_at)} by {visible(cycle.created_by or 'unknown')}"
         + (f" · closed {_local_text(cycle.closed_at)}" if cycle.closed_at else "")
     )
-    ui.literal("Reviewers: " + (", ".join(map(visible, cycle.reviewers)) or "open to every reviewer"))
+    untrusted.literal("Reviewers: " + (", ".join(map(visible, cycle.reviewers)) or "open to every reviewer"))
     cols = st.columns(3)
     cols[0].metric("Claims labeled", f"{prog.labeled} / {prog.total}", help=LABELED_HELP)
     cols[1].metric("Answers", cycle.size)
@@ -542,7 +544,7 @@ def _cycles_section() -> None:
         )
     if prog.unclear:
         st.caption(f"{plural(prog.unclear, 'claim')} marked unclear, waiting for a lead's decision")
-        ui.page_link(
+        navigation.page_link(
             "pages/dashboard.py",
             label="Settle them on the Dashboard",
             icon=":material/gavel:",
@@ -654,7 +656,7 @@ _cycles_section()
 # ---------------------------------------------------------------- holdout
 
 
-@ui.lead_action
+@access.lead_action
 def _holdout(flag: bool) -> None:
     """Reserve (or release) the pasted answer ids for holdout cycles; on success clear the box."""
     ids = [line.strip() for line in str(st.session_state.get("holdout_ids") or "").splitlines()]
@@ -690,7 +692,7 @@ st.caption(
 )
 with store.session(path) as db:
     held = cycles.holdout_answers(db)
-    ui.literal(split.summary(db).sentence())
+    untrusted.literal(split.summary(db).sentence())
 st.metric("Reserved answers", len(held))
 with st.form("holdout_form", enter_to_submit=False):
     st.text_area("Answer ids, one per line", key="holdout_ids", height=120)
@@ -711,11 +713,11 @@ if held:
 # ---------------------------------------------------------------- the reviewer roster
 
 
-@ui.lead_action
+@access.lead_action
 def _roster_change(action: str) -> None:
     """The roster forms' submit: add, rename, deactivate or reactivate (recorded with the lead)."""
     state = st.session_state
-    by = ui.current_reviewer()
+    by = signin.current_reviewer()
     try:
         with store.session(path) as db:
             if action == "add":

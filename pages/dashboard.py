@@ -2,8 +2,8 @@
 
 Every figure comes from calibration.dashboard; this page only picks the scope and draws.
 Untrusted text (claims, chunks, rationales, notes, ids, run and cycle names) goes through
-st.dataframe, ui.literal or selectbox options (plain text), never markdown. Sentences built
-by the domain from numbers are shown through ui.literal too, since some name a judge run.
+st.dataframe, untrusted.literal or selectbox options (plain text), never markdown. Sentences built
+by the domain from numbers are shown through untrusted.literal too, since some name a judge run.
 Charts carry verdict labels and numbers only: the trend's axis is the cycle's number, and
 the table beside it names the cycles.
 
@@ -23,13 +23,13 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-import ui
 from calibration import commands, dashboard, export, frameworks, roles, split, store
 from calibration.errors import CalibrationError
 from calibration.store import Database
 from calibration.store import cycles as cycle_store
 from calibration.text import check_text, visible
 from calibration.vocab import LABELS
+from calibration_app import access, navigation, signin, untrusted, widgets
 
 ALL_CLAIMS = "All labeled claims of the run"
 NO_COMPARISON = "No comparison"
@@ -75,7 +75,7 @@ def _hidden_scopes(
     return out
 
 
-@ui.lead_action
+@access.lead_action
 def _adjudicate(path: str, claim_pk: int, lead: str) -> None:
     """The button's callback: the write happens here, before the rerun draws the page."""
     verdict = st.session_state.get(f"dash_adj_verdict_{claim_pk}")
@@ -98,15 +98,15 @@ def _adjudicate(path: str, claim_pk: int, lead: str) -> None:
     st.session_state[DONE_KEY] = "Adjudication recorded: the figures include it now."
 
 
-@ui.lead_action
+@access.lead_action
 def _remember_run() -> None:
     """The run picked, kept for this session: a widget's own state ends when the page is left."""
     st.session_state[CHOSEN_RUN_KEY] = st.session_state.get("dash_run")
 
 
 st.title("Dashboard", anchor="decision")
-lead = ui.require_lead()
-path = ui.db_path()
+lead = access.require_lead()
+path = signin.db_path()
 with store.session(path) as db:
     runs = dashboard.run_names(db)
     default = dashboard.default_run(db) if runs else None
@@ -115,7 +115,7 @@ if not runs:
         "No judge runs yet: import judged answers first, on the Import page or from the command "
         f"line (`{commands.command('import FILE')}`)."
     )
-    ui.import_link()
+    access.import_link()
     st.stop()
 
 # A link from the Cycles page names the run and cycle to open on (`?run=&cycle=`); else the run
@@ -130,7 +130,7 @@ run = left.selectbox(
     key="dash_run",
     on_change=_remember_run,
 )
-work = ui.open_work(lead)
+work = access.open_work(lead)
 with store.session(path) as db:
     scopes: list[str | None] = [None, *dashboard.cycle_names(db, run)]
     stamp = dashboard.fingerprint(db)
@@ -165,10 +165,10 @@ if scope_at in hidden:
     # Checked on the server at every run: a stale or crafted choice is refused alike.
     # The alert is markdown, so it holds constant text; cycle names and ids go through literal.
     st.info(BLIND_NOTE, icon=":material/visibility_off:")
-    ui.literal(roles.blind_refusal(hidden[scope_at]))
+    untrusted.literal(roles.blind_refusal(hidden[scope_at]))
     todo = [visible(a) for spot in hidden[scope_at] for a in spot.answers]
     more = f" and {len(todo) - 12} more" if len(todo) > 12 else ""
-    ui.literal("To finish: " + ", ".join(todo[:12]) + more)
+    untrusted.literal("To finish: " + ", ".join(todo[:12]) + more)
     if len(hidden) < len(scopes):
         st.caption("Scopes without your open work stay available under Scope.")
     st.stop()
@@ -177,10 +177,11 @@ try:
     data = _load(str(path), stamp, run, cycle, compare)
 except CalibrationError as exc:
     st.error("The dashboard could not be computed.")
-    ui.literal(str(exc))
+    untrusted.literal(str(exc))
     st.stop()
 report = data.report
-tally = dashboard.claim_counts(report)  # every count below, as the Cycles and Judge lab pages read them
+assessed = data.assessment  # every figure and count below, as Cycles, the Judge lab and stats read them
+tally = assessed.counts
 nxt = data.next_cycle
 plan_link = {"plan": "1", "run": run}
 if nxt is not None and nxt.answers_left:  # what "plan the next cycle" prefills on the Cycles page
@@ -210,48 +211,49 @@ if done := st.session_state.pop(DONE_KEY, None):
 
 dec = data.decision
 if dec is not None:
-    ui.decision_header(dec, run=run)
+    widgets.decision_header(dec, run=run)
     step_cols = st.columns(max(1, len(dec.steps)))  # no step at all: the sentence said why
     for col, step in zip(step_cols, dec.steps, strict=False):
         with col:
             if step.kind == "plan":
-                ui.page_link(
+                navigation.page_link(
                     "pages/cycles.py",
                     label=step.label,
                     icon=":material/event_upcoming:",
                     query_params=plan_link,
                 )
             elif step.kind == "judge_lab":
-                ui.page_link(
+                navigation.page_link(
                     "pages/judge_lab.py",
                     label=step.label,
                     icon=":material/science:",
                     query_params={"run": run, "focus": "disagreements"},
                 )
             elif step.kind == "import":
-                ui.import_link(step.label)
+                access.import_link(step.label)
             elif step.kind == "settle":
                 st.markdown(f"[:material/gavel: {step.label}](#settle)")
             elif step.kind == "close" and cycle is not None:
-                ui.page_link(
+                navigation.page_link(
                     "pages/cycles.py", label=step.label, icon=":material/lock:", query_params={"cycle": cycle}
                 )
-sealed_note = dashboard.sealed_text(report)
+sealed_note = dashboard.sealed_text(assessed)
 if sealed_note:
-    ui.literal(sealed_note)
+    untrusted.literal(sealed_note)
 with store.session(path) as db:
     holdout = split.summary(db)
 if holdout.made or holdout.answers:  # named and counted as on the Judge lab and Cycles pages
-    ui.literal(holdout.sentence())
+    untrusted.literal(holdout.sentence())
 left_out = dashboard.left_out_text(data)
 if left_out:
-    ui.literal(left_out)
+    untrusted.literal(left_out)
 
 with st.expander("How this is computed: the flag's rules, bounds and every coefficient"):
-    flag = report.flag
-    st.caption(f"The flag's rules ({dashboard.VERDICT_WORDS[flag.status]}), each with its bound and claims")
+    st.caption(
+        f"The flag's rules ({dashboard.VERDICT_WORDS[assessed.status]}), each with its bound and claims"
+    )
     for reason in data.reasons:
-        ui.literal(f"• {reason.message}")
+        untrusted.literal(f"• {reason.message}")
     for reason in data.reasons:
         if not reason.claim_keys:
             continue
@@ -262,21 +264,21 @@ with st.expander("How this is computed: the flag's rules, bounds and every coeff
         st.dataframe(
             dashboard.claim_rows(data, reason.claim_keys, REASON_ROWS),
             hide_index=True,
-            column_order=ui.CLAIM_COLUMN_ORDER,
-            column_config=ui.CLAIM_COLUMNS,
+            column_order=widgets.CLAIM_COLUMN_ORDER,
+            column_config=widgets.CLAIM_COLUMNS,
         )
         if note := dashboard.human_cell_note(data):
             st.caption(note)
     st.caption("Every figure, with what it is for")
     for fig in dashboard.headline(data):
-        ui.literal(f"{fig.label}: {fig.value} — {fig.note}")
-    ui.literal(data.sample_size_text)
+        untrusted.literal(f"{fig.label}: {fig.value} — {fig.note}")
+    untrusted.literal(data.sample_size_text)
 
 # ---------------------------------------------------------------- the pipeline's grounding score
 
 st.subheader("Pipeline grounding score", anchor="figures")
 for line in dashboard.pipeline_text(data):
-    ui.literal(line)
+    untrusted.literal(line)
 slices = dashboard.pipeline_rows(data)
 if len(slices) > 1:
     st.dataframe(slices, hide_index=True)
@@ -302,7 +304,7 @@ elif data.pending:
     st.dataframe(
         dashboard.pending_rows(data),
         hide_index=True,
-        column_config={**ui.CLAIM_COLUMNS, "reviewers": ui.CLAIM_COLUMNS["human"]},
+        column_config={**widgets.CLAIM_COLUMNS, "reviewers": widgets.CLAIM_COLUMNS["human"]},
     )
     n_pages = -(-len(data.pending) // PENDING_PAGE)
     page = 0
@@ -320,18 +322,18 @@ elif data.pending:
         )
     for item in data.pending[page * PENDING_PAGE : (page + 1) * PENDING_PAGE]:
         with st.container(border=True):
-            ui.literal(f"{item.answer_id} / {item.claim_id}")
-            ui.literal(item.claim)
+            untrusted.literal(f"{item.answer_id} / {item.claim_id}")
+            untrusted.literal(item.claim)
             st.dataframe(
                 list(item.reviewers),
                 hide_index=True,
                 column_config={"note": st.column_config.TextColumn(width="large")},
             )
-            ui.literal(f"Judge ({data.run}): {item.judge or '–'}")
+            untrusted.literal(f"Judge ({data.run}): {item.judge or '–'}")
             with st.expander("Chunks and judge rationale"):
-                ui.literal(item.chunks or "–")
+                untrusted.literal(item.chunks or "–")
                 st.caption("Judge rationale")
-                ui.literal(item.rationale or "–")
+                untrusted.literal(item.rationale or "–")
             v_col, n_col, b_col = st.columns([2, 4, 1], vertical_alignment="bottom")
             v_col.selectbox(
                 "Verdict", LABELS, index=None, placeholder="Choose…", key=f"dash_adj_verdict_{item.claim_pk}"
@@ -347,9 +349,9 @@ elif data.pending:
                 message = st.session_state.get("dash_adj_message")
                 st.error("Not recorded." if message else "Choose a verdict first.")
                 if message:
-                    ui.literal(message)
-if sealed_unresolved := dashboard.sealed_text(report, unresolved=True):
-    ui.literal(sealed_unresolved)
+                    untrusted.literal(message)
+if sealed_unresolved := dashboard.sealed_text(assessed, unresolved=True):
+    untrusted.literal(sealed_unresolved)
 
 # ---------------------------------------------------------------- headline figures
 
@@ -357,6 +359,7 @@ if sealed_unresolved := dashboard.sealed_text(report, unresolved=True):
 # ---------------------------------------------------------------- confusion and direction
 
 st.subheader("Confusion matrix", anchor="confusion")
+st.caption(dashboard.confusion_caption(data))
 cm_col, pc_col = st.columns([1, 1])
 cells = pd.DataFrame(data.confusion)
 peak = max(1, int(cells["count"].max()))
@@ -377,7 +380,7 @@ with pc_col:
     st.caption("Per class (humans as reference)")
     st.dataframe(dashboard.per_class_rows(data), hide_index=True)
 st.subheader("Direction")
-ui.literal(data.direction_text)
+untrusted.literal(data.direction_text)
 
 # ---------------------------------------------------------------- trend
 
@@ -418,6 +421,8 @@ else:
 
 st.subheader("By category", anchor="breakdowns")
 st.caption(dashboard.BREAKDOWN_BASIS)
+if len(data.categories) == 1:
+    st.caption(dashboard.ONE_CATEGORY)
 st.dataframe(dashboard.category_rows(data), hide_index=True)
 
 # ---- answer checks (seed 003): one section, computed in calibration.dashboard.check_slices
@@ -470,7 +475,7 @@ with st.expander("The reconcile counts behind the slips"):
         hide_index=True,
         column_order=("reviewer", "blind ≠ judge", "kept (judge error)", "adopted judge", "slips"),
     )
-ui.literal(dashboard.human_human_text(data))
+untrusted.literal(dashboard.human_human_text(data))
 
 # ---------------------------------------------------------------- two runs
 
@@ -490,9 +495,9 @@ else:
         (b_col, cmp.run_b, res.agreement_b, res.kappa_b),
     ):
         with col:
-            ui.literal(name)
+            untrusted.literal(name)
             st.dataframe(dashboard.comparison_rows(agr, kap), hide_index=True)
-    ui.literal(cmp.text)
+    untrusted.literal(cmp.text)
     if cmp.unresolved:
         st.caption(f"{cmp.unresolved:,} unresolved {'claim' if cmp.unresolved == 1 else 'claims'} left out.")
 
@@ -503,12 +508,12 @@ rows = dashboard.disagreement_rows(data)
 if not tally.disagreeing:
     st.caption("No claim where the judge and the final human label differ.")
 elif tally.listed:
-    ui.literal(
+    untrusted.literal(
         f"{tally.listed:,} disagreeing {'claim' if tally.listed == 1 else 'claims'} listed."
         + (f" {sealed_note}" if sealed_note else "")
     )
 elif sealed_note:
-    ui.literal(f"No disagreeing claim outside the sealed holdout: {sealed_note}")
+    untrusted.literal(f"No disagreeing claim outside the sealed holdout: {sealed_note}")
 if rows:
     if tally.listed > len(rows):
         st.caption(f"The first {len(rows):,} of {tally.listed:,} disagreeing claims; export for all of them.")
@@ -520,8 +525,8 @@ if rows:
         on_select="rerun",
         selection_mode="single-row",
         key="dash_disagreements",
-        column_order=ui.CLAIM_COLUMN_ORDER,
-        column_config=ui.CLAIM_COLUMNS,
+        column_order=widgets.CLAIM_COLUMN_ORDER,
+        column_config=widgets.CLAIM_COLUMNS,
     )
     chosen = picked.selection.rows if picked is not None else []
     if chosen:
@@ -534,7 +539,7 @@ if rows:
             ("Chunks", "chunks"),
         ):
             st.caption(label)
-            ui.literal(row[key] or "—")
+            untrusted.literal(row[key] or "—")
 
 # ---------------------------------------------------------------- export
 
@@ -584,9 +589,9 @@ if fmt == "golden":
             )
             golden_item = items[at if at is not None else 0]
             st.caption("Question")
-            ui.literal(golden_item["question"])
+            untrusted.literal(golden_item["question"])
             st.caption("Key facts (claims humans found SUPPORTED)")
-            ui.literal("\n".join(f"• {f}" for f in golden_item["key_facts"]))
+            untrusted.literal("\n".join(f"• {f}" for f in golden_item["key_facts"]))
             text = st.text_area(
                 "Reference answer",
                 value=golden_item["reference_answer"],
@@ -598,12 +603,12 @@ if fmt == "golden":
                         export.set_reference_answer(db, golden_item["id"], text, edited_by=lead)
                     st.success("Saved: the golden export uses it from now on.", icon=":material/check:")
                 except CalibrationError as exc:
-                    ui.literal(str(exc))
+                    untrusted.literal(str(exc))
             with store.session(path) as db:
                 history = export.reference_history(db, golden_item["id"])
             if history:
                 last = history[-1]
-                ui.literal(
+                untrusted.literal(
                     f"Edited by {last.edited_by} at {dashboard.readable_time(last.edited_at)}"
                     f" ({len(history)} edit{'s' if len(history) != 1 else ''})"
                 )
@@ -615,7 +620,7 @@ def _export_file() -> bytes:
         return export.export_bytes(db, fmt=fmt, judge_run=run, cycle=cycle, only_final=only_final)
 
 
-@ui.lead_action
+@access.lead_action
 def _downloaded(name: str) -> None:
     st.session_state[DONE_KEY] = f"Export downloaded: {name}"
 

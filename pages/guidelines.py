@@ -4,41 +4,41 @@ Top to bottom: the scope (every cycle, or one cycle), the markdown editor, a pre
 verdict definitions reviewers see beside them (those of the judge's prompt, not editable
 here). The guidelines are markdown written by a lead, the one place the app renders markdown
 that is not a constant (imported text never reaches it), and even that through
-`ui.guidelines`: text formatting only, nothing that loads an image or a page. Saving happens
-in the button's callback, before the rerun, which checks the lead again (`ui.lead_action`).
+`access.guidelines`: text formatting only, nothing that loads an image or a page. Saving happens
+in the button's callback, before the rerun, which checks the lead again (`access.lead_action`).
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-import ui
 from calibration import cycles, review, store
 from calibration.errors import InputError
 from calibration.store import guidelines as db_guidelines
 from calibration.text import check_text
 from calibration.vocab import LABELS
+from calibration_app import access, signin, untrusted
 
 EDITOR = "guidelines_text"
 SAVED = "guidelines_saved"
 REFUSED = "guidelines_refused"
 
 
-@ui.lead_action
+@access.lead_action
 def _on_save(scope: str, editor_key: str, lead: str) -> None:
     try:
         markdown = check_text(str(st.session_state.get(editor_key) or ""), "guidelines")
     except InputError as exc:
         st.session_state[REFUSED] = str(exc)
         return
-    with store.session(ui.db_path()) as db:
+    with store.session(signin.db_path()) as db:
         db_guidelines.save_guidelines(db, scope, markdown, lead)
     st.session_state[SAVED] = True
 
 
 st.title("Guidelines")
-lead = ui.require_lead()
-path = ui.db_path()
+lead = access.require_lead()
+path = signin.db_path()
 with store.session(path) as db:
     all_cycles = cycles.list_cycles(db)
 scopes = [db_guidelines.PROJECT_SCOPE, *(db_guidelines.cycle_scope(c.id) for c in all_cycles)]
@@ -63,18 +63,18 @@ if st.session_state.pop(SAVED, False):
     st.success("Saved. Reviewers see it on their next key press.", icon=":material/check:")
 if refused := st.session_state.pop(REFUSED, None):
     st.error("Not saved.")
-    ui.literal(refused)
+    untrusted.literal(refused)
 if current is not None:
     st.caption(f"Last saved {current.updated_at[:16].replace('T', ' ')} UTC by")
-    ui.literal(current.author)
+    untrusted.literal(current.author)
 
 text = str(st.session_state.get(editor_key) or "")
 st.subheader("Preview")
 with st.container(border=True, key="guidelines-preview"):
     if text.strip():
-        ui.literal("Under the buttons: " + review.guideline_summary(text))
+        untrusted.literal("Under the buttons: " + review.guideline_summary(text))
         st.divider()
-        ui.guidelines(text)  # a lead's markdown, rendered so that it loads nothing
+        access.guidelines(text)  # a lead's markdown, rendered so that it loads nothing
     else:
         st.caption("Nothing written for this scope.")
 
@@ -86,5 +86,5 @@ with store.session(path) as db:
     shipped = review.judge_definitions(db, shown_cycle.judge_run_id) if shown_cycle else {}
 for verdict in LABELS:
     with st.container(horizontal=True, vertical_alignment="center"):
-        ui.verdict_badge(verdict)
-        ui.literal(shipped.get(verdict, ""))
+        untrusted.verdict_badge(verdict)
+        untrusted.literal(shipped.get(verdict, ""))

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-import ui
 from calibration import commands, store
 from calibration.errors import CalibrationError
 from calibration.text import visible
+from calibration_app import APP_DIR, access, signin, untrusted
 
 st.title("Judge calibration")
 st.write(
@@ -22,7 +22,7 @@ st.write(
     "revealed and every disagreement is reconciled."
 )
 
-path = ui.db_path()
+path = signin.db_path()
 try:
     with store.session(path) as db:
         summary = store.info(db)
@@ -32,10 +32,10 @@ except CalibrationError as exc:  # storage failures are one sentence (calibratio
 totals = summary["totals"]
 runs = summary["runs"]
 
-viewer = ui.current_reviewer()
-if viewer is not None and ui.is_lead(viewer):
+viewer = signin.current_reviewer()
+if viewer is not None and access.is_lead(viewer):
     st.caption("Database")
-    ui.literal(store.shown(path))
+    untrusted.literal(store.shown(path))
 
 cols = st.columns(4)
 cols[0].metric("Answers", f"{totals['answers']:,}")
@@ -45,14 +45,14 @@ cols[3].metric("Reviewers", f"{totals['reviewers']:,}")
 
 st.subheader("Judge runs")
 if not runs:
-    if viewer is not None and ui.is_lead(viewer):  # commands are for leads, as this install runs them
+    if viewer is not None and access.is_lead(viewer):  # commands are for leads, as this install runs them
         st.info(
             "Nothing loaded yet. Import judged answers on the Import page, load the demo with "
             f"`{commands.command('demo')}`, or import with `{commands.command('import FILE.jsonl')}`."
         )
     else:
         st.info("Nothing loaded yet: a lead imports judged answers on the Import page.")
-    ui.import_link()
+    access.import_link()
 else:
     # st.dataframe draws cell text literally (no markdown), so run names are safe here.
     # No verdict counts (see the docstring).
@@ -70,5 +70,5 @@ else:
         width="stretch",
     )
 
-if (ui.ROOT / "pages" / "review.py").is_file():
+if (APP_DIR / "pages" / "review.py").is_file():
     st.page_link("pages/review.py", label="Start reviewing", icon=":material/rate_review:")

@@ -2,13 +2,13 @@
 
 The app's only uploader, drawn for a signed-in lead only (its size limit is `server.maxUploadSize`
 in .streamlit/config.toml; larger files go through the CLI). The upload is written to a temp folder
-of its own under a name the app makes (`ui.saved_upload`); the browser's name is only shown, as
+of its own under a name the app makes (`uploads.saved_upload`); the browser's name is only shown, as
 literal text, cut.
 "Check file" runs the very import the CLI runs (`calibration.adapters.run_import`) with
 `dry_run=True`: everything is validated and counted against this database inside a
 transaction that is then rolled back, so the report shown is exactly what "Import" will do,
 and nothing is written until the lead confirms. File names, problems, spellings and notes
-are user text: shown through st.dataframe, st.code or ui.literal, never as markdown.
+are user text: shown through st.dataframe, st.code or untrusted.literal, never as markdown.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from typing import Any
 
 import streamlit as st
 
-import ui
 from calibration import adapters, commands, store
 from calibration.errors import CalibrationError, InputError, phrase
 from calibration.models import parse_mapping
+from calibration_app import access, problems, signin, untrusted, uploads
 
-FILE = "_import_file"  # the upload on disk (ui.SavedUpload)
+FILE = "_import_file"  # the upload on disk (uploads.SavedUpload)
 CHECKED = "_import_checked"  # (inputs key, Outcome) of the last successful dry run
 DONE = "_import_done"  # lines saying what the last confirmed import wrote
 UPLOADS = "_import_uploads"  # bumped after an import, so the uploader starts empty again
@@ -55,7 +55,7 @@ OPTION_HELP = {
     "id_field": "the items' id field (default: id)",
 }
 
-lead = ui.require_lead()
+lead = access.require_lead()
 st.title("Import")
 st.caption(
     "Upload judged answers from this tool's JSONL or from DeepEval, Ragas, RefChecker or a "
@@ -65,9 +65,9 @@ st.caption(
 done = st.session_state.pop(DONE, None)
 if done:
     st.success("Imported.", icon=":material/check_circle:")
-    ui.literal("\n".join(done))
+    untrusted.literal("\n".join(done))
 
-ui.sweep_uploads(time.time())
+uploads.sweep_uploads(time.time())
 upload = st.file_uploader(
     "File of judged answers", type=None, key=f"import_upload_{st.session_state.get(UPLOADS, 0)}"
 )
@@ -76,11 +76,11 @@ st.caption(
     f"streams it: `{commands.command('import FILE')}`."
 )
 if upload is None:
-    ui.drop_upload(FILE)  # the lead removed the file: its copy on disk goes too
+    uploads.drop_upload(FILE)  # the lead removed the file: its copy on disk goes too
     st.stop()
 
 data = upload.getvalue()
-saved = ui.saved_upload(FILE, data, upload.name)
+saved = uploads.saved_upload(FILE, data, upload.name)
 digest = saved.digest
 path = saved.path
 shown_name = saved.shown_name
@@ -192,11 +192,11 @@ def _run(dry_run: bool) -> adapters.Outcome | None:
         mapping = parse_mapping([x for x in map_text.splitlines() if x.strip()])
     except ValueError as exc:
         st.error("The extra verdict spellings are not valid:", icon=":material/error:")
-        ui.literal(str(exc))
+        untrusted.literal(str(exc))
         return None
     bar = st.progress(0.0, text="Checking the file…" if dry_run else "Importing…")
     try:
-        with store.session(ui.db_path()) as db:
+        with store.session(signin.db_path()) as db:
             return adapters.run_import(
                 db,
                 chosen_fmt,
@@ -215,12 +215,12 @@ def _run(dry_run: bool) -> adapters.Outcome | None:
         st.error(
             "The file was not imported: nothing was written. The first problems:", icon=":material/error:"
         )
-        st.dataframe(ui.problem_rows(exc), hide_index=True, width="stretch")
+        st.dataframe(problems.problem_rows(exc), hide_index=True, width="stretch")
         return None
     except CalibrationError as exc:
         bar.empty()
         st.error("The file was not imported: nothing was written.", icon=":material/error:")
-        ui.literal(str(exc))
+        untrusted.literal(str(exc))
         return None
     finally:
         bar.empty()
@@ -231,14 +231,14 @@ def _show(outcome: adapters.Outcome) -> None:
     left, right = st.columns(2)
     with left:
         st.caption("What the import writes")
-        ui.literal("\n".join(outcome.counts))
+        untrusted.literal("\n".join(outcome.counts))
     with right:
         if outcome.mapping:
             st.caption("Verdicts mapped")
-            ui.literal("\n".join(outcome.mapping))
+            untrusted.literal("\n".join(outcome.mapping))
     if outcome.notes:
         st.caption("Notes")
-        ui.literal("\n".join(phrase(n, ui.IMPORT_CONTROLS) for n in outcome.notes))
+        untrusted.literal("\n".join(phrase(n, problems.IMPORT_CONTROLS) for n in outcome.notes))
 
 
 def _import() -> None:
@@ -246,13 +246,13 @@ def _import() -> None:
     if outcome is not None:
         st.session_state.pop(CHECKED, None)
         st.session_state[DONE] = [f"{shown_name}: imported by {lead}", *outcome.counts]
-        ui.drop_upload(FILE)
+        uploads.drop_upload(FILE)
         st.session_state[UPLOADS] = st.session_state.get(UPLOADS, 0) + 1
         st.rerun()
 
 
 @st.dialog("The file, checked", width="large", on_dismiss="rerun")
-@ui.lead_action  # a dialog reruns alone, without the page's own lead check
+@access.lead_action  # a dialog reruns alone, without the page's own lead check
 def _check_in_view() -> None:
     # A dialog, so the report (or the problems) is in view however far down Check was pressed.
     # Its own reruns (the Import button) find the check done and do not run it again.

@@ -9,7 +9,7 @@ first, the comparison with the baseline and every other run, past runs and one s
 All logic lives in calibration.judge and calibration.split (the rules, the statistics, the
 sentences and table rows); this page gathers the form and shows results. Prompts, replies,
 answer ids, run and cycle names, URLs and error messages are user, server or model text: they
-are shown through st.code, st.dataframe or ui.literal, never in markdown-capable labels or
+are shown through st.code, st.dataframe or untrusted.literal, never in markdown-capable labels or
 messages. The API key is never typed here: the page names the environment variable holding it,
 and only variables the operator allowed are accepted (calibration.judge.policy).
 
@@ -34,7 +34,6 @@ from collections.abc import Mapping
 
 import streamlit as st
 
-import ui
 from calibration import dashboard, judge, report, split, store
 from calibration.errors import (
     CalibrationError,
@@ -48,6 +47,7 @@ from calibration.fmt import plural
 from calibration.store import lab as lab_store
 from calibration.store import review as review_store
 from calibration.store.split import SplitRecord
+from calibration_app import access, settings, signin, untrusted, widgets
 
 SUMMARY = "_judge_lab_summary"  # the last run's summary, kept across reruns
 SAVED = "_judge_lab_saved"  # widget key -> last value: the choices survive a page switch
@@ -92,10 +92,10 @@ SCOPE_WORDS = {
 }
 
 st.title("Judge lab")
-reviewer = ui.require_reviewer()
-ui.require_lead()
-path = ui.db_path()
-work = ui.open_work(reviewer)  # the lead's own open answers: never shown with a verdict here
+reviewer = signin.require_reviewer()
+access.require_lead()
+path = signin.db_path()
+work = access.open_work(reviewer)  # the lead's own open answers: never shown with a verdict here
 
 
 def _scope_words(key: str) -> str:
@@ -106,7 +106,7 @@ def _scope_words(key: str) -> str:
     return SCOPE_WORDS[key]
 
 
-policy = judge.EndpointPolicy.from_sources(secrets=ui.calibration_secrets())
+policy = judge.EndpointPolicy.from_sources(secrets=settings.calibration_secrets())
 
 
 def _problems(exc: CalibrationError) -> list[str]:
@@ -138,14 +138,14 @@ def _show_template(name: str) -> None:
     st.session_state[EDITING] = name
 
 
-@ui.lead_action
+@access.lead_action
 def _switch_template() -> None:
     # Picking another template keeps the edits of the one left: picking it again brings them back.
     _remember_edit()
     _show_template(st.session_state[PICK])
 
 
-@ui.lead_action
+@access.lead_action
 def _revert_template() -> None:
     name = st.session_state[EDITING]
     st.session_state.get(EDITS, {}).pop(name, None)
@@ -215,17 +215,17 @@ if labeled.answers == 0:
         "No human-labeled claims yet: the lab re-judges exactly the claims reviewers have "
         "labeled. Label some claims first on the Review page (once judged answers are imported)."
     )
-    ui.import_link()
+    access.import_link()
     st.stop()
 
 
-@ui.lead_action
+@access.lead_action
 def _seal() -> None:
     with store.session(path) as db:
         split.seal(db, created_by=reviewer)
 
 
-@ui.lead_action
+@access.lead_action
 def _assign_pending() -> None:
     with store.session(path) as db:
         split.ensure_split(db, created_by=reviewer)
@@ -267,7 +267,7 @@ def _split_section(gen: SplitRecord) -> None:
             "The holdout was unsealed, so its claims may have been read: it can no longer prove "
             "that a revised prompt generalises. A fresh holdout needs new labels."
         )
-        ui.literal(
+        untrusted.literal(
             f"Unsealed by {gen.unsealed_by or 'an unrecorded person'} at "
             f"{dashboard.readable_time(gen.unsealed_at)}."
         )
@@ -298,7 +298,7 @@ def _split_section(gen: SplitRecord) -> None:
 # ---------------------------------------------------------------- the split
 
 st.subheader("Tuning and holdout claims")
-ui.literal(holdout.sentence())
+untrusted.literal(holdout.sentence())
 gen = current_split.generation
 if gen is None:
     _seal_section()
@@ -328,7 +328,7 @@ if linked_run is not None and st.query_params.get("focus") == "disagreements":
         stamp = dashboard.fingerprint(db)
     focus = _disagreements(str(path), stamp, linked_run)
     st.subheader("Where the run disagrees with reviewers")
-    ui.literal(f"{linked_run}: " + dashboard.claim_counts(focus.report).sentence())
+    untrusted.literal(f"{linked_run}, {focus.assessment.scope}: {focus.assessment.line()}")
     rows = [r for r in dashboard.disagreement_rows(focus) if r["answer"] not in work.answers]
     hidden = len(focus.disagreements) - len(rows)
     if hidden:
@@ -339,9 +339,9 @@ if linked_run is not None and st.query_params.get("focus") == "disagreements":
             rows,
             hide_index=True,
             key="lab_disagreements",
-            height=260,
-            column_order=ui.CLAIM_COLUMN_ORDER,
-            column_config=ui.CLAIM_COLUMNS,
+            height="auto" if len(rows) <= 6 else 260,  # no empty rows under a short list
+            column_order=widgets.CLAIM_COLUMN_ORDER,
+            column_config=widgets.CLAIM_COLUMNS,
         )
 
 # ---------------------------------------------------------------- the prompt
@@ -478,7 +478,9 @@ if running is not None and not (submitted or confirmed):
         "with the same model and version to continue from there."
     )
     if done is not None:
-        ui.literal(f"{run_name}: {done.answers_ok} answers judged, {done.answers_failed} failed so far.")
+        untrusted.literal(
+            f"{run_name}: {done.answers_ok} answers judged, {done.answers_failed} failed so far."
+        )
 
 
 def _requested(settle: bool) -> tuple[judge.JudgeConfig, judge.PromptTemplate, judge.LabPlan]:
@@ -505,20 +507,20 @@ def _requested(settle: bool) -> tuple[judge.JudgeConfig, judge.PromptTemplate, j
     return config, template, plan
 
 
-@ui.lead_action
+@access.lead_action
 def _confirm_send() -> None:
     st.session_state[CONFIRMED] = True
 
 
 @st.dialog("Send the requests?")
-@ui.lead_action  # a dialog reruns alone, without the page's own lead check
+@access.lead_action  # a dialog reruns alone, without the page's own lead check
 def _confirm(plan: judge.LabPlan) -> None:
     # A dialog: the cost is read, in view, before anything is sent (Run itself sends nothing).
-    ui.literal("Before the run: " + plan.cost_line())
+    untrusted.literal("Before the run: " + plan.cost_line())
     if plan.revises is not None:
-        ui.literal(f"Revises {plan.revises.name} ({plan.revises_reason}).")
+        untrusted.literal(f"Revises {plan.revises.name} ({plan.revises_reason}).")
     if seal_first:
-        ui.literal(f"Send seals a holdout first. {seal_words}.")
+        untrusted.literal(f"Send seals a holdout first. {seal_words}.")
     st.caption("A hosted endpoint bills every request. Nothing has been sent yet.")
     left, right = st.columns(2)
     if left.button(
@@ -543,9 +545,9 @@ def _verdict_words(run: store.JudgeRun) -> str:
 
 
 def _start(config: judge.JudgeConfig, template: judge.PromptTemplate, plan: judge.LabPlan) -> None:
-    ui.literal("Before the run: " + plan.cost_line())
+    untrusted.literal("Before the run: " + plan.cost_line())
     if plan.revises is not None:
-        ui.literal(f"Revises {plan.revises.name} ({plan.revises_reason}).")
+        untrusted.literal(f"Revises {plan.revises.name} ({plan.revises_reason}).")
     stop_slot = st.empty()  # the Stop button, only while the run is under way
     stop_slot.button("Stop", key="lab_stop", help="Ends the run after the calls in flight; Run continues it.")
     bar = st.progress(0.0, text="Starting…")
@@ -593,7 +595,7 @@ if submitted or confirmed:
         st.session_state.pop(SUMMARY, None)  # a failed attempt must not show the previous result
         st.error("The run cannot start:")
         for line in _problems(exc):
-            ui.literal(line)
+            untrusted.literal(line)
     else:
         if submitted and plan.items:
             _confirm(plan)  # the previous result stays until the requests are sent
@@ -613,14 +615,14 @@ if submitted or confirmed:
                         "Check the base URL, that the server is running, the model name and the key."
                     )
                 for line in _problems(exc):
-                    ui.literal(line)
+                    untrusted.literal(line)
             except CalibrationError as exc:
                 st.error(
                     "The run did not go through. Answers judged before the stop, if any, are stored; "
                     "running again continues from there."
                 )
                 for line in _problems(exc):
-                    ui.literal(line)
+                    untrusted.literal(line)
     with store.session(path) as db:
         overview = lab_store.lab_run_overview(db)
 
@@ -650,7 +652,7 @@ def _show_comparison(run: store.JudgeRun) -> None:
         "the claims both runs judged.",
     )
     if pick == default.name:
-        ui.literal(f"Default baseline: {phrase(why, CONTROLS)}.")
+        untrusted.literal(f"Default baseline: {phrase(why, CONTROLS)}.")
     base = next(o.run for o in options if o.run.name == pick)
     with store.session(path) as db:
         comp = judge.compare_runs(db, run, base)
@@ -660,17 +662,17 @@ def _show_comparison(run: store.JudgeRun) -> None:
             "nobody adjudicated)."
         )
         return
-    ui.literal(comp.headline())
+    untrusted.literal(comp.headline())
     st.dataframe(judge.compare.part_rows(comp), hide_index=True)
     for line in judge.compare.part_readings(comp):
-        ui.literal(line)
+        untrusted.literal(line)
     st.caption(
         "Agreement: share of claims where the run gives the human verdict. Difference: new minus "
         "old, with a paired 95% interval (Newcombe). Paired test: exact McNemar on the claims "
         "where exactly one run is right. Tuning claims were seen while revising, so a gain there "
         "alone is no evidence."
     )
-    ui.literal(
+    untrusted.literal(
         f"Compared on {comp.scope_text}"
         + (f"; {plural(comp.unresolved, 'unresolved labeled claim')} left out." if comp.unresolved else ".")
     )
@@ -705,7 +707,7 @@ def _show_comparison(run: store.JudgeRun) -> None:
 summary: judge.LabSummary | None = st.session_state.get(SUMMARY)
 if summary is not None:
     st.subheader("Result")
-    ui.literal(
+    untrusted.literal(
         f"Run {summary.run.name} ({'resumed' if summary.resumed else 'new'}), scope {summary.scope}"
         + (f", {plural(summary.examples, 'few-shot example')}" if summary.examples else "")
     )
@@ -725,7 +727,7 @@ if summary is not None:
         "Tokens used (run)",
         "not reported" if summary.totals.total_tokens is None else f"{summary.totals.total_tokens:,}",
     )
-    ui.literal("After the run: " + summary.cost_line())
+    untrusted.literal("After the run: " + summary.cost_line())
     if summary.failures:
         st.warning("Some answers failed and have no verdicts; running again retries only them.")
         st.dataframe(
@@ -814,12 +816,12 @@ if overview:
                     call = lab_store.get_call(db, run.id, aid)
                 if call is not None:
                     tokens = "not reported" if call["total_tokens"] is None else f"{call['total_tokens']:,}"
-                    ui.literal(
+                    untrusted.literal(
                         f"status {call['status']} · {plural(call['attempts'], 'HTTP attempt')} · "
                         f"{call['latency_ms']:,.0f} ms · tokens {tokens}"
                     )
                     if call["error"]:
-                        ui.literal(call["error"])
+                        untrusted.literal(call["error"])
                     st.caption("Prompt as sent")
                     st.code(call["prompt"], language=None, wrap_lines=True)
                     for ex in call["exchanges"]:
@@ -830,4 +832,4 @@ if overview:
                         reply = call["response"] if ex.get("response_in_call") else ex.get("response")
                         st.code(reply or "(no reply)", language=None, wrap_lines=True)
                         if ex.get("error"):
-                            ui.literal(f"round {ex['round']}: {ex['error']}")
+                            untrusted.literal(f"round {ex['round']}: {ex['error']}")

@@ -12,7 +12,7 @@ itself: 1 / 2 / 3, S skip, U unclear, ← → move, E then a chunk's number pick
 next claim is drawn on the key press. It reports the whole answer's state (each claim's latest
 verdict with a sequence number) and the keys meant for the server (Enter commit, K / J, ← →
 between disagreements, N, L / G / H / ?). Verdicts go to the card's verdict route
-(card_route.py, served beside the page by server.py), which writes them with no run of this
+(card_route.py, served beside the page by calibration_app/server.py), which writes them with no run of this
 page; everything else, and any report the route did not write cleanly, comes here:
 `_on_card_report` writes what is new once (`review.record_card`, which knows what the route
 wrote) and the card marks each acknowledged claim "saved". A write that fails leaves the
@@ -30,11 +30,11 @@ written twice), pending messages and the dialog asked for; the database is the m
 body is a fragment, and the card a fragment inside it: a report here reruns only the card (the
 header's counts follow with the page's next run, at the commit), and a report that changes
 what the page draws around the card runs the page's fragment. The page's runs and write
-callbacks take turns, one at a time per server process (`ui.turn`), so that the verdict
+callbacks take turns, one at a time per server process (`turns.turn`), so that the verdict
 route, which does not, never waits behind a crowd of them. Rules (what comes next, what is
 shown, what a key may do) are pure functions in `calibration.review`. Untrusted text goes through
-ui.literal / ui.body / ui.ident, or to the card, which puts it in as text only; toasts, labels
-and captions are built from constants and numbers; the lead's guidelines are the one markdown
+untrusted.literal / .body / .ident, or to the card, which puts it in as text only; toasts,
+labels and captions are built from constants and numbers; the lead's guidelines are the one markdown
 shown.
 """
 
@@ -49,9 +49,6 @@ from typing import Any
 
 import streamlit as st
 
-import card_route
-import review_card
-import ui
 from calibration import review, store
 from calibration.errors import CalibrationError, SignedOutError, StorageError
 from calibration.fmt import plural
@@ -60,6 +57,7 @@ from calibration.store.guidelines import PROJECT_SCOPE, Guidelines
 from calibration.text import neutralise_body as neutral
 from calibration.text import visible
 from calibration.vocab import LABELS, VERDICT_COLOURS
+from calibration_app import access, card_route, failures, review_card, signin, turns, untrusted, uploads
 
 RECONCILE_TEXT = {"keep": "you keep your verdict", "judge_right": "the judge's verdict"}
 KEYS_HELP = [
@@ -96,7 +94,7 @@ DIALOG = "review_dialog"  # the dialog a key asked for: "answers", "guidelines" 
 # chunks take over a second; the rest is shown on request.
 CHUNK_CHARS = 10_000
 
-# The look of the page's own text blocks (drawn as HTML by ui.draw, classes "cal-"): the
+# The look of the page's own text blocks (drawn as HTML by untrusted.draw, classes "cal-"): the
 # answer and chunk areas scroll on their own. Constant CSS; no data goes into it.
 _MUTED = "font-size: 0.875rem; opacity: 0.75;"
 _CSS = (
@@ -132,7 +130,7 @@ _CSS = (
 
 
 def _db() -> AbstractContextManager[Database]:
-    return store.session(ui.db_path())
+    return store.session(signin.db_path())
 
 
 # ---------------------------------------------------------------- cursor
@@ -165,7 +163,7 @@ def _cursor(db: Database, cycle_id: int, reviewer: str) -> review.Position | Non
 
 def _flash(exc: Exception) -> None:
     if isinstance(exc, SignedOutError):
-        raise exc  # not a message beside the card: the session ends (`ui.write_callback`)
+        raise exc  # not a message beside the card: the session ends (`turns.write_callback`)
     st.session_state[FLASH] = str(exc)
 
 
@@ -184,9 +182,9 @@ def _is_current(cycle_id: int, answer_id: str, index: int | None) -> bool:
     return (cur.get("cycle"), cur.get("answer"), cur.get("claim")) == (cycle_id, answer_id, index)
 
 
-@ui.write_callback
+@turns.write_callback
 def _on_commit(cycle_id: int, answer_id: str) -> None:
-    reviewer = ui.current_reviewer()
+    reviewer = signin.current_reviewer()
     if not reviewer or not _is_current(cycle_id, answer_id, None):
         return
     try:
@@ -200,16 +198,16 @@ def _on_commit(cycle_id: int, answer_id: str) -> None:
 
 
 def _on_select(cycle_id: int, answer_id: str, claim_pk: int) -> None:
-    reviewer = ui.current_reviewer()
+    reviewer = signin.current_reviewer()
     if reviewer and _is_current(cycle_id, answer_id, None):
         _set_cursor(cycle_id, reviewer, review.Position(answer_id, None), claim_pk)
 
 
-@ui.write_callback
+@turns.write_callback
 def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str, based_on: int | None) -> None:
     """Record the choice, then select the next disagreement still pending (if any), so K / J
     walk through them; with none left the selection stays, and K / J change the choice."""
-    reviewer = ui.current_reviewer()
+    reviewer = signin.current_reviewer()
     if not reviewer or not _is_current(cycle_id, answer_id, None):
         return
     try:
@@ -235,7 +233,7 @@ def _on_reconcile(cycle_id: int, answer_id: str, claim_pk: int, choice: str, bas
 
 
 def _choose_cycle(cycle_id: int, *, picked: bool) -> None:
-    st.session_state[CYCLE_KEY] = {"reviewer": ui.current_reviewer(), "id": cycle_id, "picked": picked}
+    st.session_state[CYCLE_KEY] = {"reviewer": signin.current_reviewer(), "id": cycle_id, "picked": picked}
 
 
 def _on_pick(widget_key: str) -> None:
@@ -246,9 +244,9 @@ def _on_switch_cycle(cycle_id: int) -> None:
     _choose_cycle(cycle_id, picked=True)
 
 
-@ui.write_callback
+@turns.write_callback
 def _on_next_answer(cycle_id: int, answer_id: str, why_not: str | None) -> None:
-    reviewer = ui.current_reviewer()
+    reviewer = signin.current_reviewer()
     if not reviewer or not _is_current(cycle_id, answer_id, None):
         return
     if why_not is not None:
@@ -262,7 +260,7 @@ def _on_next_answer(cycle_id: int, answer_id: str, why_not: str | None) -> None:
 
 
 def _on_jump(cycle_id: int, answer_id: str) -> None:
-    reviewer = ui.current_reviewer()
+    reviewer = signin.current_reviewer()
     if reviewer:
         _set_cursor(cycle_id, reviewer, review.Position(answer_id, None))
 
@@ -334,7 +332,7 @@ def _page_view() -> tuple[Any, ...]:
     )
 
 
-@ui.write_callback
+@turns.write_callback
 def _on_card_report() -> None:
     """The card reported: write it (`_write_card_report`). By default only the card's fragment
     runs again: a verdict within the answer, the last look included, changes nothing else the
@@ -351,7 +349,7 @@ def _write_card_report() -> None:
     """The card reported (a key press, or several): write the claims' new verdicts once, follow
     its cursor, then do the keys it passed on, in order. A storage failure writes nothing more
     and does no key: the card keeps the verdicts and says so, and sends them again."""
-    reviewer = ui.current_reviewer()
+    reviewer = signin.current_reviewer()
     cur = st.session_state.get(CURSOR) or {}
     state = st.session_state.get(CARD_KEY)
     raw = state.get("report") if isinstance(state, dict) else None
@@ -372,7 +370,7 @@ def _write_card_report() -> None:
     except StorageError as exc:  # the database could not even be opened
         out = review.CardWrite({}, {}, {}, str(exc))
     done.update(out.written)
-    st.session_state[CARD_FAILURE] = None if out.failure is None else ui.storage_sentence(out.failure)
+    st.session_state[CARD_FAILURE] = None if out.failure is None else failures.storage_sentence(out.failure)
     refused = st.session_state.setdefault(CARD_REFUSED, {})
     for pk, (seq, why) in out.refused.items():
         done.pop(pk, None)
@@ -400,7 +398,7 @@ def _write_card_report() -> None:
                 now = st.session_state.get(CURSOR) or {}
                 _card_action(cycle_id, reviewer, now.get("answer") or report.answer, action.do)
     except StorageError as exc:
-        st.session_state[CARD_FAILURE] = ui.storage_sentence(exc)
+        st.session_state[CARD_FAILURE] = failures.storage_sentence(exc)
 
 
 def _card_data(
@@ -488,14 +486,14 @@ def _guidelines_dialog(definitions: dict[str, str], guidelines: list[Guidelines]
     st.markdown("**Verdicts, as the judge's prompt defines them**")
     for verdict in LABELS:
         with st.container(horizontal=True, vertical_alignment="center"):
-            ui.verdict_badge(verdict)
-            ui.literal(definitions.get(verdict, ""))
+            untrusted.verdict_badge(verdict)
+            untrusted.literal(definitions.get(verdict, ""))
     if not guidelines:
         st.caption("No guidelines written yet: a lead writes them on the Guidelines page.")
     for g in guidelines:
         st.divider()
         st.caption("For every cycle" if g.scope == PROJECT_SCOPE else "For this cycle")
-        ui.guidelines(g.markdown)  # a lead's markdown, rendered so that it loads nothing
+        access.guidelines(g.markdown)  # a lead's markdown, rendered so that it loads nothing
 
 
 @st.dialog("Your answers in this cycle", width="large")
@@ -504,7 +502,7 @@ def _answers_dialog(cycle_id: int, reviewer: str, current: str | None) -> None:
         statuses = review.answer_statuses(db, cycle_id, reviewer)
     for a in statuses:
         with st.container(horizontal=True, vertical_alignment="center", key=f"answer-row-{a.number}"):
-            ui.literal(
+            untrusted.literal(
                 f"{'▶' if a.answer_id == current else ' '} {a.number}. {a.answer_id} · "
                 f"{a.question} · {plural(a.claims, 'claim')} · {a.status}"
             )
@@ -536,7 +534,7 @@ def _progress_text(prog: review.QueueProgress, k: int, n: int) -> str:
 
 
 def _cycle_option(choice: review.CycleChoice) -> str:
-    """A cycle as plain text (selectbox options and ui.literal never render markdown); the
+    """A cycle as plain text (selectbox options and untrusted.literal never render markdown); the
     count is the progress bar's (claims with a verdict or unclear)."""
     p = choice.progress
     return f"{choice.cycle.name} — {p.claims_done}/{p.claims_total} labeled" + (
@@ -574,14 +572,16 @@ def _header(
             )
         with st.container(key="cycle-name", width="stretch"):
             # One line, cut with an ellipsis when long: the whole text is the tooltip too.
-            line = ui.body(f"Cycle {cyc.name} · {why} · judge {cyc.judge_run}")
-            ui.draw(f'<div class="cal-cycle" title="{line}">{line}</div>')
+            line = untrusted.body(f"Cycle {cyc.name} · {why} · judge {cyc.judge_run}")
+            untrusted.draw(f'<div class="cal-cycle" title="{line}">{line}</div>')
         # L, G, H and ? are the card's keys (`_on_card_report`), so that they act whatever the focus.
         answers = st.button("Answers (L)", key="answers-list", icon=":material/list:")
         guide = st.button("Guidelines (G)", key="guidelines", icon=":material/menu_book:")
         keys = st.button("Keys (H)", key="keys-help", icon=":material/keyboard:")
     # Bar and progress as one element (a key press redraws them).
-    ui.draw(_bar(prog.fraction), ui.div("cal-progress", ui.body(_progress_text(prog, k, n))))
+    untrusted.draw(
+        _bar(prog.fraction), untrusted.div("cal-progress", untrusted.body(_progress_text(prog, k, n)))
+    )
     return answers, guide, keys
 
 
@@ -595,14 +595,14 @@ def _bar(fraction: float) -> str:
 
 
 def _question_and_answer(card: review.Card, index: int | None, mode: str) -> None:
-    blocks = [ui.div("cal-question", ui.body(card.question))]
+    blocks = [untrusted.div("cal-question", untrusted.body(card.question))]
     if mode == "claim" or len(card.claims) != 1 or card.answer.strip() != card.claims[0].text.strip():
         # (else the answer is its one claim, shown in the panel below)
         spans = review.claim_spans(card.answer, [c.text for c in card.claims])
         span = spans[index] if index is not None else None
-        blocks.append(ui.highlighted_html(*review.split_highlight(card.answer, span)))
-        blocks += [ui.div("cal-fact", ui.body(fact)) for fact in review.answer_facts(card)]
-    ui.draw(*blocks)
+        blocks.append(untrusted.highlighted_html(*review.split_highlight(card.answer, span)))
+        blocks += [untrusted.div("cal-fact", untrusted.body(fact)) for fact in review.answer_facts(card)]
+    untrusted.draw(*blocks)
 
 
 def _on_full_chunks(answer_id: str | None) -> None:
@@ -612,29 +612,29 @@ def _on_full_chunks(answer_id: str | None) -> None:
 def _chunk_text(text: str, full: bool) -> str:
     """A chunk's text as HTML: all of it when `full`, else its first `CHUNK_CHARS` characters
     and a line saying how many more there are."""
-    shown, left_out = (text, 0) if full else ui.cut(text, CHUNK_CHARS)
-    text_html = ui.div("cal-chunk-text", ui.body(shown))
+    shown, left_out = (text, 0) if full else uploads.cut(text, CHUNK_CHARS)
+    text_html = untrusted.div("cal-chunk-text", untrusted.body(shown))
     if not left_out:
         return text_html
-    return text_html + ui.div("cal-muted", f"… {left_out:,} more characters (Show the chunks in full)")
+    return text_html + untrusted.div("cal-muted", f"… {left_out:,} more characters (Show the chunks in full)")
 
 
 def _chunks(card: review.Card) -> None:
     if not card.chunks:
-        ui.draw(ui.div("cal-chunks", ui.div("cal-muted", "This answer has no chunks.")))
+        untrusted.draw(untrusted.div("cal-chunks", untrusted.div("cal-muted", "This answer has no chunks.")))
         return
     full = st.session_state.get(FULL_CHUNKS) == card.answer_id
-    ui.draw(
-        ui.div(
+    untrusted.draw(
+        untrusted.div(
             "cal-chunks",
             "".join(
-                ui.div(
+                untrusted.div(
                     "cal-chunk",
-                    ui.div(
+                    untrusted.div(
                         "cal-chunk-head",
                         f"[{ch.number}] "
-                        + ui.ident(ch.chunk_id)
-                        + (" · " + ui.ident(ch.source) if ch.source else ""),
+                        + untrusted.ident(ch.chunk_id)
+                        + (" · " + untrusted.ident(ch.source) if ch.source else ""),
                     )
                     + _chunk_text(ch.text, full),
                 )
@@ -660,22 +660,24 @@ def _reveal_row(cycle: review.CycleRef, card: review.Card, r: review.Revealed, s
     with st.container(border=True, key=f"reveal-{pk}"):
         # The verdicts and (for a disagreement) the K / J choice come before the long texts,
         # so the decision is on screen whatever the claim's length.
-        you = ui.gray_badge("You: unclear") if r.unclear else ui.badge(r.blind, prefix="You")
+        you = untrusted.gray_badge("You: unclear") if r.unclear else untrusted.badge(r.blind, prefix="You")
         judge = (
-            ui.gray_badge("Judge: hidden")
+            untrusted.gray_badge("Judge: hidden")
             if r.unclear and not r.adjudicated
-            else ui.badge(r.judge_verdict, prefix="Judge")
+            else untrusted.badge(r.judge_verdict, prefix="Judge")
         )
-        head = [ui.div("cal-reveal-head", f"<b>Claim {r.claim.number}</b> {you} {judge}")]
+        head = [untrusted.div("cal-reveal-head", f"<b>Claim {r.claim.number}</b> {you} {judge}")]
         if r.disagrees:
             here = pk == selected
             if r.reconciled == "keep":
                 head.append(
-                    ui.div("cal-muted", f"You kept your verdict: a judge error. Final label {r.final}.")
+                    untrusted.div(
+                        "cal-muted", f"You kept your verdict: a judge error. Final label {r.final}."
+                    )
                 )
             elif r.reconciled == "judge_right":
                 head.append(
-                    ui.div(
+                    untrusted.div(
                         "cal-muted",
                         f"The judge was right: your blind label stays in "
                         f"the history, the final label is {r.final} "
@@ -683,8 +685,8 @@ def _reveal_row(cycle: review.CycleRef, card: review.Card, r: review.Revealed, s
                     )
                 )
             if here:
-                head.append(ui.div("cal-muted", "▶ K and J act on this claim"))
-        ui.draw(*head)
+                head.append(untrusted.div("cal-muted", "▶ K and J act on this claim"))
+        untrusted.draw(*head)
         if r.disagrees:
             with st.container(horizontal=True):
                 st.button(
@@ -705,13 +707,13 @@ def _reveal_row(cycle: review.CycleRef, card: review.Card, r: review.Revealed, s
                     on_click=_on_reconcile,
                     args=(cycle.id, card.answer_id, pk, "judge_right", base),
                 )
-        text = [ui.div("cal-claim", ui.body(r.claim.text))]
+        text = [untrusted.div("cal-claim", untrusted.body(r.claim.text))]
         if r.unclear:
             if r.adjudicated:
-                text.append(ui.div("cal-muted", "A lead decided " + ui.badge(r.adjudicated)))
+                text.append(untrusted.div("cal-muted", "A lead decided " + untrusted.badge(r.adjudicated)))
             else:
                 text.append(
-                    ui.div(
+                    untrusted.div(
                         "cal-muted",
                         "You marked this claim unclear: it waits for a lead's "
                         "decision, and the judge's verdict stays hidden until then.",
@@ -719,26 +721,30 @@ def _reveal_row(cycle: review.CycleRef, card: review.Card, r: review.Revealed, s
                 )
         if r.judge_verdict is not None:
             text.append(
-                ui.div(
+                untrusted.div(
                     "cal-rationale",
-                    "Judge's rationale: " + (ui.body(r.rationale) if r.rationale else "(none given)"),
+                    "Judge's rationale: " + (untrusted.body(r.rationale) if r.rationale else "(none given)"),
                 )
             )
             if r.judge_evidence:
                 text.append(
-                    ui.div(
-                        "cal-line", "Judge's evidence: " + ", ".join(ui.ident(e) for e in r.judge_evidence)
+                    untrusted.div(
+                        "cal-line",
+                        "Judge's evidence: " + ", ".join(untrusted.ident(e) for e in r.judge_evidence),
                     )
                 )
         if r.claim.label and r.claim.label.evidence:
             text.append(
-                ui.div("cal-line", "Your evidence: " + ", ".join(ui.ident(e) for e in r.claim.label.evidence))
+                untrusted.div(
+                    "cal-line",
+                    "Your evidence: " + ", ".join(untrusted.ident(e) for e in r.claim.label.evidence),
+                )
             )
         if r.claim.label and r.claim.label.note:
-            text.append(ui.div("cal-line", "Your note: " + ui.body(r.claim.label.note)))
+            text.append(untrusted.div("cal-line", "Your note: " + untrusted.body(r.claim.label.note)))
         if not r.disagrees and not r.unclear and r.judge_verdict is None:
-            text.append(ui.div("cal-muted", "The judge gave no verdict on this claim."))
-        ui.draw(*text)
+            text.append(untrusted.div("cal-muted", "The judge gave no verdict on this claim."))
+        untrusted.draw(*text)
 
 
 def _reveal_panel(
@@ -750,7 +756,7 @@ def _reveal_panel(
     with st.container(key="reveal"):
         with st.container(horizontal=True, vertical_alignment="center", key="reveal-keys", wrap=False):
             lines = [
-                ui.div(
+                untrusted.div(
                     "cal-summary",
                     f"The judge agrees with you on {view.agree} of "
                     f"{view.compared} claims you labeled."
@@ -763,13 +769,13 @@ def _reveal_panel(
             ]
             if selected is not None:
                 lines.append(
-                    ui.div(
+                    untrusted.div(
                         "cal-muted",
                         f"K / J act on claim {by_pk[selected].claim.number}"
                         + (" · ← → choose another disagreement" if view.following is not None else ""),
                     )
                 )
-            ui.draw(*lines)
+            untrusted.draw(*lines)
             if view.previous is not None and view.following is not None:
                 st.button(
                     "Previous",
@@ -827,7 +833,7 @@ def _done(cycle: review.CycleRef, choices: list[review.CycleChoice], prog: revie
         nxt = review.next_cycle_with_work(choices, cycle.id)
         if nxt is not None:
             st.caption("Next cycle with work for you")
-            ui.literal(_cycle_option(nxt))
+            untrusted.literal(_cycle_option(nxt))
             st.button(
                 "Go to the next cycle",
                 key="next-cycle",
@@ -868,7 +874,7 @@ def _hand_over(read: CardRead) -> None:
     _HANDED.read = read
 
 
-@ui.fragment
+@turns.fragment
 def card_fragment(cycle: review.CycleRef, drawn: Drawn, definitions: dict[str, str]) -> None:
     """The card, a fragment inside the page's: a report reruns only this, so a verdict costs its
     write and the card's data, not the header, the chunks and the guidelines. Should the card
@@ -876,7 +882,7 @@ def card_fragment(cycle: review.CycleRef, drawn: Drawn, definitions: dict[str, s
 
     The card comes from the page's run when it runs with it (`_hand_over`); a rerun of the card
     alone reads it anew."""
-    reviewer = ui.current_reviewer()
+    reviewer = signin.current_reviewer()
     if not reviewer:
         st.rerun()
     read: CardRead | None = getattr(_HANDED, "read", None)
@@ -894,9 +900,9 @@ def card_fragment(cycle: review.CycleRef, drawn: Drawn, definitions: dict[str, s
     review_card.mount(key=CARD_KEY, data=data, on_report_change=_on_card_report)
 
 
-@ui.fragment(key=REVIEW_FRAGMENT)
+@turns.fragment(key=REVIEW_FRAGMENT)
 def review_fragment() -> None:
-    reviewer = ui.current_reviewer()
+    reviewer = signin.current_reviewer()
     if not reviewer:
         st.rerun()  # signed out: redraw the whole page (the sign-in)
     with _db() as db:
@@ -949,7 +955,7 @@ def review_fragment() -> None:
     if (msg := st.session_state.pop(FLASH, None)) is not None:
         with st.container(border=True, key="flash"):
             st.error("Not recorded:", icon=":material/error:")
-            ui.literal(msg)
+            untrusted.literal(msg)
     drawn = _drawn(card, mode)
     if card is None:
         _hand_over((card, index, mode))
@@ -971,13 +977,13 @@ def review_fragment() -> None:
         elif summary:
             # The lead's markdown, inert; after the prefix it is one line, so no block markup.
             with st.container(key="guideline-summary"):
-                ui.guidelines("Guidelines (G): " + summary)
+                access.guidelines("Guidelines (G): " + summary)
     with right:
         _chunks(card)
 
 
 # ---------------------------------------------------------------- page
 
-ui.require_reviewer()
+signin.require_reviewer()
 st.html(_CSS)
 review_fragment()

@@ -17,6 +17,10 @@ from hypothesis import settings
 from calibration import store
 from calibration.importing import import_answers, import_labels
 from calibration.store import Database
+
+# Imported here, outside any page's run, so that its switch to app.py's navigation does not
+# happen: a test of one page (AppTest.from_file) runs that page alone.
+from calibration_app import navigation  # noqa: F401
 from tests.helpers import assert_no_page_exception, assert_no_traceback
 from tests.pg_server import Cluster
 

@@ -16,10 +16,10 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-import card_route
 from calibration import cycles, review, roster, store
 from calibration.importing import import_answers
 from calibration.store import Database
+from calibration_app import card_route
 
 ANSWER = {
     "id": "A1",
@@ -252,14 +252,14 @@ def test_a_short_reply_comes_whole_in_a_header_a_long_one_as_the_body(claims: in
 
 
 def test_a_verdict_does_not_wait_for_the_review_pages_turn(cycle_db: Database, client: TestClient) -> None:
-    """The route is the fast way past a queue of page runs (`ui.turn`): with the turn held by
+    """The route is the fast way past a queue of page runs (`turns.turn`): with the turn held by
     a run that does not end, a verdict is written all the same."""
-    import ui  # only here: the route itself must not import it (card_route's docstring)
+    from calibration_app import turns
 
     holding, release = threading.Event(), threading.Event()
 
     def page_run() -> None:
-        with ui.turn():
+        with turns.turn():
             holding.set()
             release.wait(60)
 

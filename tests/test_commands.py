@@ -44,7 +44,7 @@ def test_without_the_script_the_interpreter_runs_the_module(
 def test_no_page_spells_a_command_by_hand() -> None:
     sources = {
         p.name: p.read_text(encoding="utf-8")
-        for p in [ROOT / "app.py", ROOT / "ui.py", *(ROOT / "pages").glob("*.py")]
+        for p in [ROOT / "app.py", *(ROOT / "calibration_app").glob("*.py"), *(ROOT / "pages").glob("*.py")]
     }
     assert not [
         name for name, text in sources.items() if "python -m calibration" in text or "bin/calibration" in text

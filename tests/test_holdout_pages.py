@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import ui
 from calibration import split, store
 from calibration.importing import import_answers, import_labels
+from calibration_app import signin
 
 ROOT = Path(__file__).resolve().parent.parent
 WICE = ROOT / "data" / "wice"
@@ -29,7 +29,7 @@ def wice_file(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def open_page(page: str) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.session_state[ui.REVIEWER_KEY] = "lead"
+    at.session_state[signin.REVIEWER_KEY] = "lead"
     return at.switch_page(page).run()
 
 

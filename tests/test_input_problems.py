@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-import ui
 from calibration import adapters, importing, reading, store
 from calibration.cli.common import FLAGS
 from calibration.errors import InputError, Option, Problem
+from calibration_app import problems
 from tests.conftest import RunCli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -348,7 +348,7 @@ def test_the_cli_names_its_flags_and_the_page_its_controls_for_the_same_file(
     fmt = options.pop("fmt")
     with store.session(db) as conn, pytest.raises(InputError) as err:
         adapters.run_import(conn, fmt, path, dry_run=True, **options)
-    rows = ui.problem_rows(err.value)
+    rows = problems.problem_rows(err.value)
     assert any(page_says in row["problem"] for row in rows), rows
     assert not any(re.search(r"--[a-z]", row["problem"]) for row in rows), rows
     args = [] if fmt == adapters.NATIVE else ["--from", fmt]
@@ -359,15 +359,15 @@ def test_the_cli_names_its_flags_and_the_page_its_controls_for_the_same_file(
 
 
 def test_a_problem_of_every_record_is_one_row_with_its_lines_and_count() -> None:
-    problems = [
+    found = [
         Problem("missing", "f.jsonl", n, "judge_model", ("set ", Option.JUDGE_MODEL)) for n in (1, 2, 3, 7)
     ]
     err = InputError(
-        [*problems, Problem("empty", "f.jsonl", 4, "id")],
+        [*found, Problem("empty", "f.jsonl", 4, "id")],
         more=3,
         closing=Problem("nothing was imported", "f.jsonl"),
     )
-    assert ui.problem_rows(err) == [
+    assert problems.problem_rows(err) == [
         {
             "lines": "1, 2, 3 and 1 more",
             "times": 4,
@@ -402,7 +402,7 @@ def test_the_cli_line_of_a_problem(problem: Problem, text: str) -> None:
 
 def test_every_option_has_a_flag_and_every_import_option_a_control() -> None:
     assert set(FLAGS) == set(Option)
-    assert set(ui.IMPORT_CONTROLS) == {
+    assert set(problems.IMPORT_CONTROLS) == {
         Option.ENCODING,
         Option.JUDGE_MODEL,
         Option.JUDGE_PROMPT_VERSION,

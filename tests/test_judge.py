@@ -754,11 +754,11 @@ def test_cli_exit_status_when_answers_fail_or_the_endpoint_is_down(
 def lab_page(lab_db: str | Path, monkeypatch: pytest.MonkeyPatch):
     from streamlit.testing.v1 import AppTest
 
-    import ui
+    from calibration_app import signin
 
     monkeypatch.setenv("CALIBRATION_DB", str(lab_db))
     at = AppTest.from_file(str(ROOT / "pages" / "judge_lab.py"), default_timeout=30)
-    at.session_state[ui.REVIEWER_KEY] = "lead"
+    at.session_state[signin.REVIEWER_KEY] = "lead"
     return at.run()
 
 
@@ -766,11 +766,11 @@ def lab_app(lab_db: str | Path, monkeypatch: pytest.MonkeyPatch):
     """The Judge lab page inside the whole app (app.py's navigation), so pages can be switched."""
     from streamlit.testing.v1 import AppTest
 
-    import ui
+    from calibration_app import signin
 
     monkeypatch.setenv("CALIBRATION_DB", str(lab_db))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
-    at.session_state[ui.REVIEWER_KEY] = "lead"
+    at.session_state[signin.REVIEWER_KEY] = "lead"
     return at.switch_page("pages/judge_lab.py").run()
 
 

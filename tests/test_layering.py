@@ -101,18 +101,16 @@ BACKENDS = {
     "psycopg": "calibration.store.postgres",
     "psycopg_pool": "calibration.store.postgres",
 }
+APP_PACKAGE = PACKAGE.parent / "calibration_app"
 SHELL = [
-    PACKAGE.parent / "server.py",
     PACKAGE.parent / "app.py",
-    PACKAGE.parent / "ui.py",
-    PACKAGE.parent / "card_route.py",
+    *sorted(APP_PACKAGE.glob("*.py")),
     *sorted((PACKAGE.parent / "pages").glob("*.py")),
 ]
 
 
 def _app_files() -> dict[str, Path]:
-    """The package's modules and the Streamlit shell over it (server.py, app.py, ui.py, the card's
-    route, pages/)."""
+    """The package's modules and the Streamlit shell over it (app.py, calibration_app, pages/)."""
     return {**modules(), **{str(p.relative_to(PACKAGE.parent)): p for p in SHELL}}
 
 
@@ -158,6 +156,37 @@ def test_no_domain_module_imports_the_cli_or_argparse() -> None:
         if n not in shell and re.search(r"^\s*(import argparse|from argparse)", p.read_text(), re.M)
     )
     assert argparse_users == []
+
+
+def _imported_roots(path: Path) -> set[str]:
+    """The top-level names of every module `path` imports (absolute imports only)."""
+    found: set[str] = set()
+    for node in nodes(path):
+        if isinstance(node, ast.Import):
+            found.update(a.name.partition(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.add((node.module or "").partition(".")[0])
+    return found
+
+
+def test_the_domain_never_imports_the_app_or_streamlit() -> None:
+    bad = sorted(
+        f"{name} imports {root}"
+        for name, path in modules().items()
+        for root in _imported_roots(path) & {"calibration_app", "streamlit", "starlette"}
+    )
+    assert bad == []
+
+
+def test_the_app_package_imports_no_page_and_no_root_module() -> None:
+    # The app's modules are a package of their own: nothing from the root's app.py or pages/.
+    root_modules = {p.stem for p in PACKAGE.parent.glob("*.py")} | {"pages", "ui", "card_route", "server"}
+    bad = sorted(
+        f"{path.name} imports {root}"
+        for path in APP_PACKAGE.glob("*.py")
+        for root in _imported_roots(path) & root_modules
+    )
+    assert bad == []
 
 
 def test_no_domain_module_prints() -> None:

@@ -61,7 +61,7 @@ def test_a_lead_stops_being_one_when_a_second_name_signs_in(fresh_db: Database) 
 
 
 def _lead_pages() -> list[Path]:
-    """The pages that call ui.require_lead(): every widget callback on them is a lead action."""
+    """The pages that call access.require_lead(): every widget callback on them is a lead action."""
     out = []
     for path in sorted(PAGES.glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -78,7 +78,7 @@ def _is_lead_action(decorator: ast.expr) -> bool:
         isinstance(decorator, ast.Attribute)
         and decorator.attr == "lead_action"
         and isinstance(decorator.value, ast.Name)
-        and decorator.value.id == "ui"
+        and decorator.value.id == "access"
     )
 
 
@@ -89,7 +89,7 @@ def _is_partial_rerun(decorator: ast.expr) -> bool:
 
 
 def unchecked_callbacks(source: str) -> list[str]:
-    """The callbacks (on_click=, on_change=, on_submit=) of a page that skip ui.lead_action, and
+    """The callbacks (on_click=, on_change=, on_submit=) of a page that skip access.lead_action, and
     its fragments and dialogs, which rerun without the page's own check, that skip it too."""
     tree = ast.parse(source)
     functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
@@ -126,14 +126,14 @@ def test_every_callback_of_a_lead_page_checks_the_lead(page: Path) -> None:
 @pytest.mark.parametrize(
     ("source", "found"),
     [
-        ("@ui.lead_action\ndef f(): pass\nst.button('x', on_click=f)", []),
+        ("@access.lead_action\ndef f(): pass\nst.button('x', on_click=f)", []),
         ("def f(): pass\nst.button('x', on_click=f)", ["line 2: on_click=f"]),
         ("st.button('x', on_click=lambda: None)", ["line 1: on_click=lambda: None"]),
         ("st.selectbox('x', [], on_change=None)", []),
         ("@other\ndef f(): pass\nst.form_submit_button('x', on_click=f)", ["line 3: on_click=f"]),
         ("@st.fragment\ndef f(): pass", ["line 2: st.fragment f"]),
         ("@st.dialog('Title')\ndef f(): pass", ["line 2: st.dialog('Title') f"]),
-        ("@st.fragment(run_every=5)\n@ui.lead_action\ndef f(): pass", []),
+        ("@st.fragment(run_every=5)\n@access.lead_action\ndef f(): pass", []),
     ],
 )
 def test_the_page_reader_finds_unchecked_callbacks(source: str, found: list[str]) -> None:

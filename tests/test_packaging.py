@@ -47,6 +47,7 @@ def test_every_third_party_import_is_declared() -> None:
         "krippendorff": "krippendorff",
         "httpx": "httpx",
         "pydantic": "pydantic",
+        "starlette": "starlette",
     }.items():
         importlib.import_module(module)
         assert dist in declared, dist
@@ -62,7 +63,23 @@ def test_the_version_has_one_home() -> None:
     # pyproject.toml reads it from the package (the built wheel's metadata: tested below).
     assert "version" not in PYPROJECT["project"]
     assert "version" in PYPROJECT["project"]["dynamic"]
-    assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "calibration.__version__"}
+    assert PYPROJECT["tool"]["hatch"]["version"] == {"path": "calibration/__init__.py"}
+
+
+def test_the_build_is_configuration_alone() -> None:
+    # No build script and no copying step: the backend's own configuration names every file.
+    assert not (ROOT / "setup.py").exists()
+    assert PYPROJECT["build-system"]["build-backend"] == "hatchling.build"
+    mapped = PYPROJECT["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    assert mapped["app.py"] == "calibration_app/app.py"
+    assert mapped["pages"] == "calibration_app/pages"
+    assert all((ROOT / source).exists() for source in mapped)
+
+
+def test_the_root_holds_only_the_app_script_and_its_pages() -> None:
+    # Everything else of the app lives in calibration_app (the layout Streamlit users expect).
+    assert sorted(p.name for p in ROOT.glob("*.py")) == ["app.py"]
+    assert not (ROOT / "components").exists()
 
 
 def _pins() -> dict[str, str]:
@@ -158,7 +175,7 @@ def _run(cmd: list[str | Path], cwd: Path, expect: int = 0) -> subprocess.Comple
 @pytest.fixture(scope="module")
 def installed_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv holding only the wheel built here (sdist first, then the wheel from it, as
-    `python -m build` does), offline; its dependencies come from this venv's site-packages
+    `python -m build` does, both by hatchling), offline; its dependencies come from this venv's site-packages
     through a .pth file (so not from the checkout: that folder is not on its path)."""
     tmp = tmp_path_factory.mktemp("wheel")
     dist, venv = tmp / "dist", tmp / "venv"
@@ -166,7 +183,7 @@ def installed_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [
             sys.executable,
             "-c",
-            "import sys; from setuptools import build_meta; build_meta.build_sdist(sys.argv[1])",
+            "import sys; from hatchling.build import build_sdist; build_sdist(sys.argv[1])",
             dist,
         ],
         cwd=ROOT,
@@ -217,9 +234,14 @@ def installed_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_installed_wheel_loads_the_demo_and_serves_the_app(installed_venv: Path, tmp_path: Path) -> None:
     bin_dir = installed_venv / "bin"
     where = _run(
-        [bin_dir / "python", "-c", "import calibration.shipped as s; print(s.root())"], cwd=tmp_path
-    ).stdout.strip()
-    assert Path(where).is_relative_to(installed_venv), where
+        [
+            bin_dir / "python",
+            "-c",
+            "import calibration.shipped as s, calibration_app as a; print(s.root(), a.APP_DIR)",
+        ],
+        cwd=tmp_path,
+    ).stdout.split()
+    assert all(Path(w).is_relative_to(installed_venv) for w in where), where
     assert _run([bin_dir / "calibration", "--version"], cwd=tmp_path).stdout == f"calibration {__version__}\n"
     metadata = _run(
         [bin_dir / "python", "-c", "import importlib.metadata as m; print(m.version('judge-calibration'))"],
@@ -251,10 +273,10 @@ def test_the_installed_wheel_loads_the_demo_and_serves_the_app(installed_venv: P
 @pytest.mark.slow
 def test_the_installed_app_runs_its_home_page(installed_venv: Path, tmp_path: Path) -> None:
     # The health check proves the server starts; this runs the installed app.py (navigation,
-    # ui, the Home page) once, as a browser's first visit would.
+    # the app package, the Home page) once, as a browser's first visit would.
     script = (
-        "import sys; from streamlit.testing.v1 import AppTest; import calibration.shipped as s; "
-        "at = AppTest.from_file(str(s.app_script()), default_timeout=60).run(); "
+        "import sys; from streamlit.testing.v1 import AppTest; import calibration_app as a; "
+        "at = AppTest.from_file(str(a.APP_SCRIPT), default_timeout=60).run(); "
         "assert not at.exception, at.exception; print([m.value for m in at.info])"
     )
     done = _run([installed_venv / "bin" / "python", "-c", script], cwd=tmp_path)

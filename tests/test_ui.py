@@ -1,4 +1,4 @@
-"""The Streamlit glue (ui.py) and the Home page, run headless with Streamlit's AppTest:
+"""The Streamlit glue (calibration_app) and the Home page, run headless with Streamlit's AppTest:
 the lead role, name sign-in (canonical spelling, the name kept for a reload), and Home
 showing no judge verdicts to reviewers."""
 
@@ -17,9 +17,9 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-import ui
-from calibration import cycles, roster, store
+from calibration import cycles, roster, store, tokens
 from calibration.importing import import_answers
+from calibration_app import settings, signin, turns, uploads
 
 ROOT = Path(__file__).resolve().parents[1]
 LEAD_PAGES = ["pages/dashboard.py", "pages/cycles.py", "pages/judge_lab.py", "pages/guidelines.py"]
@@ -29,7 +29,7 @@ LEAD_PAGES = ["pages/dashboard.py", "pages/cycles.py", "pages/judge_lab.py", "pa
 def judged(db_url: str | Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str | Path:
     """A database the app uses ($CALIBRATION_DB) with one judged answer and an open cycle."""
     monkeypatch.setenv("CALIBRATION_DB", str(db_url))
-    monkeypatch.delenv(ui.LEADS_ENV, raising=False)
+    monkeypatch.delenv(signin.LEADS_ENV, raising=False)
     jsonl = tmp_path / "a.jsonl"
     jsonl.write_text(
         json.dumps(
@@ -68,7 +68,7 @@ def judged(db_url: str | Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def _page(path: str, reviewer: str | None) -> AppTest:
     at = AppTest.from_file(str(ROOT / path), default_timeout=30)
     if reviewer is not None:
-        at.session_state[ui.REVIEWER_KEY] = reviewer
+        at.session_state[signin.REVIEWER_KEY] = reviewer
     return at.run()
 
 
@@ -80,7 +80,7 @@ def _texts(at: AppTest) -> str:
 @pytest.mark.sqlite_only  # the role is checked before the page reads the store
 @pytest.mark.parametrize("path", LEAD_PAGES)
 def test_a_non_lead_sees_no_lead_page(judged: str | Path, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
-    monkeypatch.setenv(ui.LEADS_ENV, " Anna Lead , bea@example.org")
+    monkeypatch.setenv(signin.LEADS_ENV, " Anna Lead , bea@example.org")
     at = _page(path, "carl")
     assert not at.exception
     assert [i.value for i in at.info] and at.info[0].value.startswith("This page is for leads")
@@ -119,20 +119,20 @@ def test_require_lead(
     monkeypatch: pytest.MonkeyPatch, reviewer: str, leads: str | None, is_lead: bool
 ) -> None:
     if leads is None:
-        monkeypatch.delenv(ui.LEADS_ENV, raising=False)
+        monkeypatch.delenv(signin.LEADS_ENV, raising=False)
     else:
-        monkeypatch.setenv(ui.LEADS_ENV, leads)
+        monkeypatch.setenv(signin.LEADS_ENV, leads)
 
     def script() -> None:
         import streamlit as st
 
-        import ui
+        from calibration_app import access
 
-        ui.require_lead()
+        access.require_lead()
         st.text("LEAD CONTENT")
 
     at = AppTest.from_function(script, default_timeout=30)
-    at.session_state[ui.REVIEWER_KEY] = reviewer
+    at.session_state[signin.REVIEWER_KEY] = reviewer
     at.run()
     assert not at.exception
     assert ("LEAD CONTENT" in _texts(at)) is is_lead
@@ -140,29 +140,29 @@ def test_require_lead(
 
 
 def test_leads_from_the_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(ui.LEADS_ENV, raising=False)
+    monkeypatch.delenv(signin.LEADS_ENV, raising=False)
 
     def script() -> None:
         import streamlit as st
 
-        import ui
+        from calibration_app import access
 
-        ui.require_lead()
+        access.require_lead()
         st.text("LEAD CONTENT")
 
     at = AppTest.from_function(script, default_timeout=30)
     at.secrets["calibration"] = {"leads": ["Anna Lead"]}
-    at.session_state[ui.REVIEWER_KEY] = "carl"
+    at.session_state[signin.REVIEWER_KEY] = "carl"
     at.run()
     assert at.info and "LEAD CONTENT" not in _texts(at)
-    at.session_state[ui.REVIEWER_KEY] = "ANNA  lead"
+    at.session_state[signin.REVIEWER_KEY] = "ANNA  lead"
     at.run()
     assert not at.info and "LEAD CONTENT" in _texts(at)
 
 
 @pytest.mark.sqlite_only  # the sign-in is asked for before the page reads the store
 def test_a_lead_page_asks_for_sign_in_first(judged: str | Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ui.LEADS_ENV, "anna")
+    monkeypatch.setenv(signin.LEADS_ENV, "anna")
     at = _page("pages/dashboard.py", None)
     assert [t.label for t in at.text_input] == ["Your name"]
     assert not at.info
@@ -183,9 +183,9 @@ def test_home_shows_no_judge_verdicts(judged: str | Path) -> None:
 def _sign_in_script() -> None:
     import streamlit as st
 
-    import ui
+    from calibration_app import signin
 
-    st.text("REVIEWER=" + ui.require_reviewer())
+    st.text("REVIEWER=" + signin.require_reviewer())
 
 
 def test_sign_in_uses_the_known_spelling(judged: str | Path) -> None:
@@ -196,94 +196,94 @@ def test_sign_in_uses_the_known_spelling(judged: str | Path) -> None:
     at = AppTest.from_function(_sign_in_script, default_timeout=30).run()
     at.text_input(key="signin_name").input("  anna   reviewer ")
     at.button[0].click().run()
-    assert at.session_state[ui.REVIEWER_KEY] == "Anna Reviewer"
+    assert at.session_state[signin.REVIEWER_KEY] == "Anna Reviewer"
     assert "REVIEWER=Anna Reviewer" in _texts(at)
-    assert at.query_params[ui.NAME_PARAM] in ("Anna Reviewer", ["Anna Reviewer"])
+    assert at.query_params[signin.NAME_PARAM] in ("Anna Reviewer", ["Anna Reviewer"])
 
 
 def test_a_name_without_a_token_only_fills_in(judged: str | Path) -> None:
     """A name in the URL without a valid token is only filled in (labels are written under the
     session's signed-in name, never the URL's)."""
     at = AppTest.from_function(_sign_in_script, default_timeout=30)
-    at.query_params[ui.NAME_PARAM] = "Anna"
+    at.query_params[signin.NAME_PARAM] = "Anna"
     at.run()
-    assert ui.REVIEWER_KEY not in at.session_state
+    assert signin.REVIEWER_KEY not in at.session_state
     assert at.text_input(key="signin_name").value == "Anna"
     assert "REVIEWER=" not in _texts(at)
     at.button[0].click().run()
-    assert at.session_state[ui.REVIEWER_KEY] == "Anna"
-    token = at.query_params[ui.TOKEN_PARAM]
+    assert at.session_state[signin.REVIEWER_KEY] == "Anna"
+    token = at.query_params[signin.TOKEN_PARAM]
     token = token[0] if isinstance(token, list) else token
     with store.session(judged) as db:
-        secret = store.get_setting(db, ui.SECRET_SETTING)
+        secret = store.get_setting(db, signin.SECRET_SETTING)
     assert secret and len(secret) == 64  # generated once, kept in the database
-    assert ui.check_token(secret.encode(), "Anna", token, time.time())
+    assert tokens.check_token(secret.encode(), "Anna", token, time.time())
 
 
 def _app_sign_in_script() -> None:
     import streamlit as st
 
-    import ui
+    from calibration_app import signin
 
-    ui.restore_sign_in()  # as app.py does on every run, before the page
-    st.text("REVIEWER=" + ui.require_reviewer())
+    signin.restore_sign_in()  # as app.py does on every run, before the page
+    st.text("REVIEWER=" + signin.require_reviewer())
 
 
 def test_a_reviewer_deactivated_after_signing_in_is_signed_out_on_the_next_run(
     judged: str | Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(ui.SECRET_ENV, "server-secret")
+    monkeypatch.setenv(signin.SECRET_ENV, "server-secret")
     at = AppTest.from_function(_app_sign_in_script, default_timeout=30).run()
     at.text_input(key="signin_name").input("Vera")
     at.button[0].click().run()
     assert "REVIEWER=Vera" in _texts(at)
-    token = at.query_params[ui.TOKEN_PARAM]
+    token = at.query_params[signin.TOKEN_PARAM]
     token = token[0] if isinstance(token, list) else token
     with store.session(judged) as db:
         roster.add(db, "Vera", by="lead")
         roster.deactivate(db, "Vera", by="lead")
     at.run()  # the same session, its next run
-    assert ui.REVIEWER_KEY not in at.session_state
+    assert signin.REVIEWER_KEY not in at.session_state
     assert "REVIEWER=" not in _texts(at)
     assert [e.value for e in at.error] == [
         "A lead deactivated you: 'Vera' is deactivated on the reviewer roster, "
         "and nothing more is recorded under it"
     ]
-    assert ui.TOKEN_PARAM not in at.query_params
+    assert signin.TOKEN_PARAM not in at.query_params
     # Nor does the reload link signed before the deactivation bring the session back.
     again = AppTest.from_function(_app_sign_in_script, default_timeout=30)
-    again.query_params[ui.NAME_PARAM] = "Vera"
-    again.query_params[ui.TOKEN_PARAM] = token
+    again.query_params[signin.NAME_PARAM] = "Vera"
+    again.query_params[signin.TOKEN_PARAM] = token
     again.run()
-    assert ui.REVIEWER_KEY not in again.session_state
+    assert signin.REVIEWER_KEY not in again.session_state
     assert "REVIEWER=" not in _texts(again)
     assert "deactivated" in again.error[0].value
 
 
 def _reload(token: str, name: str) -> AppTest:
     at = AppTest.from_function(_sign_in_script, default_timeout=30)
-    at.query_params[ui.NAME_PARAM] = name
-    at.query_params[ui.TOKEN_PARAM] = token
+    at.query_params[signin.NAME_PARAM] = name
+    at.query_params[signin.TOKEN_PARAM] = token
     return at.run()
 
 
 def test_a_reload_with_a_valid_token_signs_the_same_reviewer_in(
     judged: str | Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(ui.SECRET_ENV, "server-secret")
-    good = ui.sign_token(b"server-secret", "Anna", int(time.time()) + 600)
+    monkeypatch.setenv(signin.SECRET_ENV, "server-secret")
+    good = tokens.sign_token(b"server-secret", "Anna", int(time.time()) + 600)
     at = _reload(good, "Anna")
-    assert at.session_state[ui.REVIEWER_KEY] == "Anna"
+    assert at.session_state[signin.REVIEWER_KEY] == "Anna"
     assert "REVIEWER=Anna" in _texts(at)
     # The same token under another name, an expired one, or one made with another key: the
     # sign-in form, with the name only filled in.
     for token, name in [
         (good, "Boris"),
-        (ui.sign_token(b"server-secret", "Anna", int(time.time()) - 1), "Anna"),
-        (ui.sign_token(b"another-secret", "Anna", int(time.time()) + 600), "Anna"),
+        (tokens.sign_token(b"server-secret", "Anna", int(time.time()) - 1), "Anna"),
+        (tokens.sign_token(b"another-secret", "Anna", int(time.time()) + 600), "Anna"),
     ]:
         at = _reload(token, name)
-        assert ui.REVIEWER_KEY not in at.session_state, (token, name)
+        assert signin.REVIEWER_KEY not in at.session_state, (token, name)
         assert at.text_input(key="signin_name").value == name
 
 
@@ -292,20 +292,20 @@ def test_a_reload_with_a_valid_token_signs_the_same_reviewer_in(
     [
         ("Anna", 600, 0, b"k", True),
         ("Anna", 600, 601, b"k", False),  # expired
-        ("Anna", ui.TOKEN_TTL_S + 60, 0, b"k", False),  # claims a longer life than is ever issued
+        ("Anna", tokens.TOKEN_TTL_S + 60, 0, b"k", False),  # claims a longer life than is ever issued
         ("Anna ", 600, 0, b"k", False),  # bound to the exact name
         ("Anna", 600, 0, b"other", False),  # another server's key
     ],
 )
 def test_check_token(name: str, expires_in: int, now_shift: int, key: bytes, expected: bool) -> None:
     now = 1_800_000_000
-    token = ui.sign_token(b"k", "Anna", now + expires_in)
-    assert ui.check_token(key, name, token, now + now_shift) is expected
+    token = tokens.sign_token(b"k", "Anna", now + expires_in)
+    assert tokens.check_token(key, name, token, now + now_shift) is expected
 
 
 @pytest.mark.parametrize("token", ["", "abc", "123", "123.", ".abc", "12a.abc", "999999999999.x"])
 def test_malformed_tokens_are_refused(token: str) -> None:
-    assert not ui.check_token(b"k", "Anna", token, 1_800_000_000)
+    assert not tokens.check_token(b"k", "Anna", token, 1_800_000_000)
 
 
 def test_a_lead_writes_guidelines(judged: str | Path) -> None:
@@ -355,66 +355,66 @@ def test_guidelines_with_a_nul_are_refused_with_a_sentence(judged: str | Path) -
     ],
 )
 def test_upload_name(browser_name: str, saved_as: str) -> None:
-    assert ui.upload_name(browser_name) == saved_as
+    assert uploads.upload_name(browser_name) == saved_as
 
 
 def test_upload_name_is_always_one_short_file_name() -> None:
     for name in ["..", "/", "a/..", "\x00", "ё" * 300, "x" * 300 + "." + "y" * 300, " . ", "~/.ssh/id"]:
-        got = ui.upload_name(name)
+        got = uploads.upload_name(name)
         assert got and "/" not in got and "\x00" not in got and got not in (".", "..")
         assert not got.startswith(".") and len(got.encode()) <= 105
 
 
 def test_stale_upload_folders_are_swept(tmp_path: Path) -> None:
     old, new, other = (
-        tmp_path / f"{ui.UPLOAD_PREFIX}old",
-        tmp_path / f"{ui.UPLOAD_PREFIX}new",
+        tmp_path / f"{uploads.UPLOAD_PREFIX}old",
+        tmp_path / f"{uploads.UPLOAD_PREFIX}new",
         tmp_path / "someone-else",
     )
     for folder in (old, new, other):
         folder.mkdir()
         (folder / "f.jsonl").write_text("{}")
     now = time.time()
-    os.utime(old, (now - ui.UPLOAD_MAX_AGE_S - 1, now - ui.UPLOAD_MAX_AGE_S - 1))
-    os.utime(new, (now - ui.UPLOAD_MAX_AGE_S + 1, now - ui.UPLOAD_MAX_AGE_S + 1))
-    os.utime(other, (now - 10 * ui.UPLOAD_MAX_AGE_S,) * 2)
-    ui.sweep_uploads(now, root=tmp_path)
+    os.utime(old, (now - uploads.UPLOAD_MAX_AGE_S - 1, now - uploads.UPLOAD_MAX_AGE_S - 1))
+    os.utime(new, (now - uploads.UPLOAD_MAX_AGE_S + 1, now - uploads.UPLOAD_MAX_AGE_S + 1))
+    os.utime(other, (now - 10 * uploads.UPLOAD_MAX_AGE_S,) * 2)
+    uploads.sweep_uploads(now, root=tmp_path)
     assert not old.exists() and new.exists() and other.exists()
     # The next sweep comes at most UPLOAD_SWEEP_EVERY_S later: a folder no run used since `now`
     # is gone within two minutes (the README's bound), however late its session ends.
-    ui.sweep_uploads(now + ui.UPLOAD_SWEEP_EVERY_S, root=tmp_path)
+    uploads.sweep_uploads(now + uploads.UPLOAD_SWEEP_EVERY_S, root=tmp_path)
     assert not new.exists()
-    assert ui.UPLOAD_MAX_AGE_S + ui.UPLOAD_SWEEP_EVERY_S <= 120
+    assert uploads.UPLOAD_MAX_AGE_S + uploads.UPLOAD_SWEEP_EVERY_S <= 120
 
 
 def test_a_saved_upload_is_kept_fresh_by_its_runs_and_made_again_once_swept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # this test's folders only
-    first = ui.saved_upload("upload_under_test", b"{}", "x.jsonl")
+    first = uploads.saved_upload("upload_under_test", b"{}", "x.jsonl")
     folder = first.path.parent
     try:
         assert folder.parent == tmp_path
-        os.utime(folder, (time.time() - 10 * ui.UPLOAD_MAX_AGE_S,) * 2)
-        assert ui.saved_upload("upload_under_test", b"{}", "x.jsonl") is first
-        ui.sweep_uploads(time.time(), root=tmp_path)  # this run used it: kept
+        os.utime(folder, (time.time() - 10 * uploads.UPLOAD_MAX_AGE_S,) * 2)
+        assert uploads.saved_upload("upload_under_test", b"{}", "x.jsonl") is first
+        uploads.sweep_uploads(time.time(), root=tmp_path)  # this run used it: kept
         assert first.path.read_bytes() == b"{}"
         shutil.rmtree(folder)  # swept while its tab was idle
-        again = ui.saved_upload("upload_under_test", b"{}", "x.jsonl")
+        again = uploads.saved_upload("upload_under_test", b"{}", "x.jsonl")
         assert again is not first and again.path.read_bytes() == b"{}"
     finally:
-        ui.drop_upload("upload_under_test")
+        uploads.drop_upload("upload_under_test")
 
 
 def test_a_saved_upload_goes_when_discarded_or_collected() -> None:
     import gc
 
-    one = ui.SavedUpload(b"{}", "../x.jsonl", "d1")
+    one = uploads.SavedUpload(b"{}", "../x.jsonl", "d1")
     folder = one.path.parent
-    assert one.path.read_bytes() == b"{}" and folder.name.startswith(ui.UPLOAD_PREFIX)
+    assert one.path.read_bytes() == b"{}" and folder.name.startswith(uploads.UPLOAD_PREFIX)
     one.discard()
     assert not folder.exists()
-    two = ui.SavedUpload(b"{}", "y.jsonl", "d2")
+    two = uploads.SavedUpload(b"{}", "y.jsonl", "d2")
     folder = two.path.parent
     del two
     gc.collect()
@@ -429,16 +429,16 @@ def test_a_secrets_file_created_while_the_server_runs_is_read(
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(st, "secrets", Secrets())  # this test's own, as AppTest does
-    assert not ui.auth_configured()
-    assert ui.calibration_secrets() == {}
+    assert not settings.auth_configured()
+    assert settings.calibration_secrets() == {}
     folder = tmp_path / ".streamlit"
     folder.mkdir()
     (folder / "secrets.toml").write_text(
         '[calibration]\nleads = ["Anna Lead"]\n\n[auth]\nredirect_uri = "http://localhost:8501/oauth2callback"\n',
         encoding="utf-8",
     )
-    assert ui.auth_configured()
-    assert ui.calibration_secrets() == {"leads": ["Anna Lead"]}
+    assert settings.auth_configured()
+    assert settings.calibration_secrets() == {"leads": ["Anna Lead"]}
 
 
 def _in_thread(body: Callable[[], None]) -> threading.Thread:
@@ -451,12 +451,12 @@ def test_a_review_run_waits_for_the_turn_of_the_one_before() -> None:
     holding, release, entered = threading.Event(), threading.Event(), threading.Event()
 
     def first() -> None:
-        with ui.turn():
+        with turns.turn():
             holding.set()
             release.wait(30)
 
     def second() -> None:
-        with ui.turn():
+        with turns.turn():
             entered.set()
 
     a = _in_thread(first)
@@ -476,7 +476,7 @@ def test_a_turn_is_taken_again_on_its_own_thread() -> None:
     done = threading.Event()
 
     def nested() -> None:
-        with ui.turn(), ui.turn(), ui.turn():
+        with turns.turn(), turns.turn(), turns.turn():
             done.set()
 
     _in_thread(nested).join(10)
@@ -484,12 +484,12 @@ def test_a_turn_is_taken_again_on_its_own_thread() -> None:
 
 
 def test_turns_come_in_the_order_asked_for() -> None:
-    turns = ui.Turns()
+    queue = turns.Turns()
     order: list[str] = []
     release = threading.Event()
 
     def run(name: str) -> None:
-        with turns.held():
+        with queue.held():
             order.append(name)
             if name == "first":
                 release.wait(30)
@@ -500,7 +500,7 @@ def test_turns_come_in_the_order_asked_for() -> None:
         time.sleep(0.005)
     for k, name in enumerate(["b", "c", "d", "e"], start=1):
         threads.append(_in_thread(lambda name=name: run(name)))
-        while turns.waiting() < k and time.monotonic() < deadline:
+        while queue.waiting() < k and time.monotonic() < deadline:
             time.sleep(0.005)
     release.set()
     for t in threads:
@@ -510,4 +510,4 @@ def test_turns_come_in_the_order_asked_for() -> None:
 
 def test_a_turn_not_held_cannot_be_given_back() -> None:
     with pytest.raises(RuntimeError, match="does not hold it"):
-        ui.Turns().give()
+        turns.Turns().give()

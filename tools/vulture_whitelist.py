@@ -25,4 +25,4 @@ applied_at  # store.migrations.Applied: the record of a migration, as read
 close_pool  # store.postgres: the test cluster closes a database's pool before dropping it
 revise_why  # pages/judge_lab.py unpacks judge.revised_run_options whole
 Goal  # planning: the goal's type
-app  # server.py: the st.App that `streamlit run server.py` finds by this name
+app  # calibration_app/server.py: the st.App that `streamlit run` finds by this name

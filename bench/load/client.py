@@ -29,7 +29,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.asyncio.client import ClientConnection, connect
 
-import card_route
+from calibration_app import card_route
 
 # A widget's id is "$$ID-<32 hex>-<user key>" when the app gave it a key.
 _KEYED = re.compile(r"^\$\$ID-[0-9a-f]{32}-(?P<key>.+)$")

@@ -1,4 +1,4 @@
-"""`serve`: start the app server, server.py as this installation has it (calibration.shipped)."""
+"""`serve`: start the app server (calibration_app/server.py) as this installation has it."""
 
 from __future__ import annotations
 

@@ -158,6 +158,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _server_script(root: Path) -> str:
+    """What `streamlit run` starts in the checkout `root`: the app package's server, else (a
+    checkout from before it) the root's server.py, else (from before that) app.py."""
+    for script in ("calibration_app/server.py", "server.py"):
+        if (root / script).is_file():
+            return script
+    return "app.py"
+
+
 @contextlib.contextmanager
 def start_app(
     db_path: Path | str,
@@ -167,7 +176,7 @@ def start_app(
     leads: str | None = None,
     root: Path = ROOT,
 ) -> Iterator[str]:
-    """Run `streamlit run server.py` (app.py in a checkout from before it) on a free port
+    """Run `streamlit run` on the app server (`_server_script`) on a free port
     against `db_path`; yield its URL. `leads`: the server's $CALIBRATION_LEADS (else this
     process's); `root`: the checkout whose app runs (and whose package it imports)."""
     port = port or free_port()
@@ -179,7 +188,7 @@ def start_app(
         "-m",
         "streamlit",
         "run",
-        "server.py" if (root / "server.py").is_file() else "app.py",
+        _server_script(root),
         "--server.port",
         str(port),
         "--server.address",

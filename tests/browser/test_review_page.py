@@ -198,8 +198,8 @@ def test_sign_in_with_a_name(app: App, page: Any) -> None:
     first = app.queue()[0]
     wait_claim(page, app.pks(first)[0])
     # One navigation only (app.py's links, no automatic page list). A deep link to /review on
-    # a fresh server still runs app.py (ui.py hands the run to app.py's st.navigation), so the
-    # entries are app.py's titles, not the file names.
+    # a fresh server still runs app.py (calibration_app.navigation hands the run to app.py's
+    # st.navigation), so the entries are app.py's titles, not the file names.
     assert page.locator(".st-key-nav").count() == 1
     entries = page.locator(".st-key-nav a").all_inner_texts()
     assert [e.split()[-1] for e in entries][:2] == ["Home", "Review"]

@@ -1,5 +1,5 @@
 """The review card's verdict route: `POST /_calibration/card` (`PATH`), served beside the app
-by server.py.
+by calibration_app/server.py.
 
 A verdict written through a Streamlit rerun costs the server a script run: receiving the
 websocket message, the run's thread, the fragment, its messages back. Here the card posts the
@@ -34,8 +34,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-# Not ui: importing it outside a page's run would take the first page run's place in
-# `ui._run_through_the_app`. The route needs none of it.
+# Not the page modules: importing navigation outside a page's run would take the first page
+# run's place in `navigation._run_through_the_app`. The route needs none of them.
 from calibration import review, store, tokens
 from calibration.errors import CalibrationError, SignedOutError, StorageError
 from calibration.models import StoredInt
