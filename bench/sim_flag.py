@@ -51,7 +51,7 @@ from calibration import decisions, estimation  # noqa: E402
 TARGET, ALPHA = 0.85, 0.05
 RUNNING, FINAL = decisions.error_split(ALPHA)
 ICC_KAPPA = 4.0
-SIZES = {"1-5": (1, 5), "10-30": (10, 30)}
+SIZES = {"1-5": (1, 5), "4-10": (4, 10), "8-16": (8, 16), "10-30": (10, 30)}
 
 
 def draw(p: np.ndarray | float, size: str, reps: int, n_ans: int, rng: np.random.Generator):

@@ -159,6 +159,8 @@ def claim_counts(data: Mapping[str, Any]) -> ClaimCounts:
 
 # The flag's status in a lead's words: every screen says a verdict through these.
 STATUS_WORDS: dict[str, str] = {"ok": "ok", "revise": "revise", "inconclusive": "not yet decided"}
+# Beside the verdict: which reading decided it (nothing for the running rule, the usual one).
+_READING_WORDS: dict[str, str] = {"running": "", "final": " at the final reading"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +215,7 @@ class Assessment:
         if not self.counts.labeled or self.agreement.value is None:
             return "No claim has both a judge verdict and a final human label yet."
         return (
-            f"verdict {STATUS_WORDS[self.status]}{' at the final reading' if self.reading == 'final' else ''}; "
+            f"verdict {STATUS_WORDS[self.status]}{_READING_WORDS[self.reading]}; "
             f"agreement {pct(self.agreement.value)}, "
             f"{self.agreement.interval()}; Cohen's kappa {num(self.kappa.value)}. {self.counts.sentence()}"
         )

@@ -761,16 +761,12 @@ def more_claims_to_decide(
     """More claims until the agreement target is decided: the running rule's stopping time (or the final
     reading's, when the run runs out), simulated from today's labels.
 
-    Each of ``reps`` simulated continuations draws
-    * the agreement theta = p + se T, T ~ Student t with n - 1 df, p the claim-level ratio of the n
-      labeled answers and se its answer-clustered linearised standard error, sqrt(n/(n - 1)
-      sum (y_i - p m_i)^2) / sum m (Cochran 1977, sec. 6.4): the flat-prior posterior of a mean with
-      unknown variance (Gelman et al. 2013, Bayesian Data Analysis, 3rd ed., sec. 3.2);
-    * the answers' spread: Bayesian-bootstrap weights g ~ Dirichlet(1, ..., 1) over the labeled answers
-      (Rubin 1981, Ann. Statist. 9(1):130), and future answers drawn from them, each answer's rate
-      moved by theta - p and clipped to [0, 1];
-    then runs the running rule (:func:`running_bounds`, carried on from today's sums) over them until a
-    bound crosses the target.  Runs are simulated up to what the run can give, ``available`` unlabeled
+    Each of ``reps`` simulated continuations draws Bayesian-bootstrap weights g ~ Dirichlet(1, ..., 1)
+    over the n labeled answers (Rubin 1981, Ann. Statist. 9(1):130: the posterior of the answers'
+    distribution under a flat Dirichlet prior, which carries both the agreement's uncertainty, through
+    the weighted mean, and the answers' spread) and draws the future answers from them; then runs the
+    running rule (:func:`running_bounds`, carried on from today's sums) over them until a bound
+    crosses the target.  Runs are simulated up to what the run can give, ``available`` unlabeled
     claims (else ``limit``, 5,000); when the run runs out first, the final reading decides if the
     fixed-sample interval p +- t_{n-1, 1 - alpha_final} se of all its labels excludes the target
     (:func:`final_reading`), else the run counts as undecided.  ``more_claims`` is the median stopping
@@ -792,7 +788,6 @@ def more_claims_to_decide(
         )
     running, final = error_split(alpha)
     p = float(yw.sum() / mw.sum())
-    se = _ratio_se(yw, mw)
     horizon_claims = limit if available is None else min(limit, available)
     per_answer = float(np.asarray(m, dtype=float).mean()) / labels_per_claim
     h = math.ceil(horizon_claims / max(per_answer, 1e-12))
@@ -809,11 +804,9 @@ def more_claims_to_decide(
             available,
         )
     rng = np.random.default_rng(seed)
-    theta = np.clip(p + se * rng.standard_t(max(n - 1, 1), size=reps), 0.0, 1.0)
     g = rng.dirichlet(np.ones(n), size=reps)
     pick = np.stack([rng.choice(n, size=h, p=row) for row in g])
-    fm = mw[pick]
-    fy = np.clip(yw[pick] / fm + (theta - p)[:, None], 0.0, 1.0) * fm
+    fm, fy = mw[pick], yw[pick]
     t = np.arange(n + 1, n + h + 1, dtype=float)
     sums = [
         float(base.sum()) + np.cumsum(fut, axis=1)

@@ -32,6 +32,18 @@ def test_the_small_sample_interval_is_the_bootstrap_t_recomputed_resample_by_res
     assert e.ci_low == max(0.0, r0 - hi_q * se0)
     assert e.ci_high == min(1.0, r0 - lo_q * se0)
     assert "bootstrap-t over answers" in e.method
+    # P(agreement >= 85%) reads the same draws: the share with R - t* se >= 85%.
+    chance = estimation.agreement_chance(_tables(y, m), 0.85, population=14, fpc=False)
+    assert chance == float((t <= (r0 - 0.85) / se0).mean())
+    # Short answers (1-5 claims) keep the Wilson form and have no bootstrap chance.
+    short = np.minimum(m, 5.0)
+    assert (
+        "bootstrap-t"
+        not in estimation.agreement_estimate(
+            _tables(np.minimum(y, short), short), population=14, fpc=False
+        ).method
+    )
+    assert estimation.agreement_chance(_tables(np.minimum(y, short), short), 0.85, population=14) is None
 
 
 def test_the_small_sample_interval_holds_its_level_by_simulation() -> None:
