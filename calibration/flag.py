@@ -100,12 +100,13 @@ class Flag:
 
 def _final_words(rule: decisions.RuleResult, side: str, fmt_bound: Any = pct) -> str:
     """Why the final reading decided: the interval at its level, and the error budget's split."""
-    level = 1 - 2 * (rule.alpha_final or 0) if rule.rule == "agreement" else 1 - (rule.alpha_final or 0)
     alpha = (rule.alpha_running or 0) + (rule.alpha_final or 0)
+    level = decisions.final_confidence(alpha, "agreement" if rule.rule == "agreement" else "direction")
     return (
         f"at the final reading: nothing is left to label, the running rule had not decided, and the "
-        f"fixed-sample {100 * level:g}% interval {ci(rule.final_low, rule.final_high, fmt_bound)} lies "
-        f"{side} (error budget alpha {alpha:g} = {rule.alpha_running:g} running + {rule.alpha_final:g} final)"
+        f"fixed-sample {100 * level:g}% interval {fmt_bound(rule.final_low)}–{fmt_bound(rule.final_high)} "
+        f"lies {side} (error budget alpha {alpha:g} = {rule.alpha_running:g} running + "
+        f"{rule.alpha_final:g} final)"
     )
 
 

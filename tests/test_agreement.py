@@ -1210,6 +1210,7 @@ def test_a_fully_labeled_run_below_the_target_is_revised_at_the_final_reading() 
     assert done.flag.status == "revise" and done.flag.reading == "final"
     reason = next(r for r in done.flag.reasons if r.code == "agreement_below_target")
     assert "at the final reading" in reason.message and "0.025 running + 0.025 final" in reason.message
+    assert "fixed-sample 95% interval " in reason.message and "95% CI" not in reason.message
     rule = done._rule("agreement")
     assert rule is not None and rule.final_high == pytest.approx(done.estimates.agreement.ci_high)
     assert done.to_dict()["flag"]["reading"] == "final"
