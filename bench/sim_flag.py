@@ -297,6 +297,8 @@ def main() -> None:
         f"Run {dt.date.today().isoformat()} on {platform.node()} ({os.cpu_count()} cores, Python "
         f"{platform.python_version()}), seed {a.seed}; target {TARGET:.0%}, alpha {ALPHA} = {RUNNING} "
         f"running + {FINAL} final; intra-answer correlation 0.2.",
+        "",
+        f"Command: `python bench/sim_flag.py {' '.join(sys.argv[1:])}`",
     ]
     for i, (title, n, make) in enumerate(sections):
         t0 = time.perf_counter()
