@@ -184,6 +184,10 @@ class Assessment:
     population: str | None  # what the estimates are for
     target: float | None  # the agreement target the flag used (capped by the human ceiling)
     claims_needed: int | None  # the flag's "label about N more claims", when it says so
+    # Whether labeling the claims the run has left is expected to decide the target (the flag's
+    # simulated stopping time); None where the report does not say. `claims_left`: those claims.
+    labels_decide: bool | None
+    claims_left: int | None
     # Which reading decided the flag: "running" (valid at every look; also while undecided) or
     # "final" (once nothing was left to label, `decisions.final_reading`).
     reading: str = "running"
@@ -246,6 +250,7 @@ class Assessment:
             "n_disagreeing": c.disagreeing,
             "n_unresolved": c.unresolved,
             "claims_needed": self.claims_needed,
+            "labels_decide": self.labels_decide,
         }
 
 
@@ -263,6 +268,8 @@ def of_report(data: Mapping[str, Any], *, scope: str, run: str | None = None) ->
     status = str(flag.get("status"))
     direction = data.get("direction") or {}
     needed = flag.get("claims_needed")
+    more = (data.get("sample_size") or {}).get("more_claims_for_target")
+    more = more if isinstance(more, dict) else {}
     return Assessment(
         run=run if run is not None else data.get("judge_run"),
         scope=scope,
@@ -281,6 +288,8 @@ def of_report(data: Mapping[str, Any], *, scope: str, run: str | None = None) ->
         population=(data.get("scope") or {}).get("population"),
         target=thresholds.get("agreement_target"),
         claims_needed=int(needed) if needed else None,
+        labels_decide=None if not more else more.get("median") is not None,
+        claims_left=more.get("available"),
         reading="final" if flag.get("reading") == "final" else "running",
         source=data,
     )
