@@ -182,13 +182,11 @@ class Calibration:
 
         found = cycles.get_cycle(self.db, cycle) if cycle else None
         run = store.find_judge_run(self.db, judge_run or (found.judge_run if found else None))
-        scoped = report.scope_report(
-            self.db, run, None if found is None else found.id, bootstrap=bootstrap, seed=seed
+        name = None if found is None else found.name
+        scoped, assessed = report.assess(
+            self.db, run, None if found is None else found.id, cycle=name, bootstrap=bootstrap, seed=seed
         )
-        out: dict[str, Any] = scoped.report.to_dict(run.name)
-        out["cycle"] = None if found is None else found.name
-        out["n_unlabeled"] = scoped.n_unlabeled
-        return out
+        return report.stats_json(scoped, assessed, name)
 
     def export(
         self,

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from . import planning, roles, roster, sampling, store
+from .assessment import Assessment, of_snapshot
 from .errors import ConflictError, Hint, InputError, NotFoundError, Option, Problem, WorkOutstandingError
 from .fmt import plural
 from .models import MAX_STORED_INT
@@ -264,15 +265,11 @@ class FrozenFigures:
     labeled: int | None  # progress when the cycle closed (see `progress`)
     total: int | None
     labeled_elsewhere: int | None
-    n_claims: int  # claims with a final human label that the figures rest on
-    n_answers: int
-    agreement: float | None
-    agreement_ci: tuple[float, float] | None  # 95% Wilson
+    # The figures frozen at close, read as Trend and the Dashboard read them
+    # (`assessment.of_snapshot`); None when no claim had a final human label.
+    assessment: Assessment | None
     weighted_agreement: float | None  # re-weighted to the whole run by 1 / pi
     weighted_ci: tuple[float, float] | None
-    kappa: float | None
-    kappa_ci: tuple[float, float] | None
-    flag: str | None  # 'ok' | 'revise' | 'inconclusive'; None without figures
     flag_reasons: tuple[str, ...]
     note: str | None
     reused: int | None = None  # of `labeled`: on labels settled outside the cycle (older snapshots: None)
@@ -954,16 +951,16 @@ def build_snapshot(db: Database, cycle: Cycle) -> dict[str, Any]:
     The raw material is frozen claim by claim (judge verdict, each reviewer's final
     verdict, adjudication, the answer's inclusion probability, the final label), so any
     figure can be recomputed from the snapshot alone after labels change. On top: progress,
-    counts against the final human label and the agreement report of the cycle
-    (`report.scope_report`, re-weighted by 1 / pi when the cycle oversampled). Both read
-    the claims through the one final-label reader (`store.claim_table`).
+    counts against the final human label and the agreement report of the cycle with its
+    assessment (`assessment.assess`, re-weighted by 1 / pi when the cycle oversampled). Both
+    read the claims through the one final-label reader (`store.claim_table`).
     """
     # Imported here: the report pulls in the statistics (scipy), which only closing needs.
-    from . import report as reports
+    from .report import assess
 
     # A cycle's run has verdicts (they were sampled), so `judge_runs` lists it.
     run = next(r for r in store.judge_runs(db) if r.id == cycle.judge_run_id)
-    scope = reports.scope_report(db, run, cycle.id)
+    scope, assessed = assess(db, run, cycle.id, cycle=cycle.name)
     table = scope.table
     probs = db_cycles.inclusion_probs(db, cycle.id)
     lab = table.labels
@@ -996,7 +993,7 @@ def build_snapshot(db: Database, cycle: Cycle) -> dict[str, Any]:
                 "final": final,
             }
         )
-    figures = scope.report if scope.report.n_claims else None
+    figures = assessed.source if scope.report.n_claims else None
     snap: dict[str, Any] = {
         "version": 1,
         "cycle": cycle.name,
@@ -1006,7 +1003,7 @@ def build_snapshot(db: Database, cycle: Cycle) -> dict[str, Any]:
         "frozen_at": store.now(),
         "progress": progress(db, cycle.id).as_dict(),
         "counts": counts,
-        "agreement": None if figures is None else figures.to_dict(cycle.judge_run),
+        "agreement": figures,
         "claims": claims,
     }
     if figures is None:
@@ -1020,14 +1017,15 @@ def plan_outcome(db: Database, run: store.JudgeRun, plan: Mapping[str, Any]) -> 
     """What a planned cycle's plan expected of the run's figure for its goal, and what the run's
     report reaches now (its 95% interval: the report's own, where the plan used a normal
     approximation)."""
-    from . import report as reports
+    from .report import assess
 
-    rep = reports.scope_report(db, run, bootstrap=0).report
+    scoped, assessed = assess(db, run, bootstrap=0)
+    pipeline = scoped.report.pipeline
     part: Mapping[str, Any] = {}
-    if plan["goal"] == "agreement" and rep.estimates is not None:
-        part = rep.estimates.agreement.to_dict()
-    elif plan["goal"] == "grounding" and rep.pipeline is not None:
-        part = rep.pipeline["supported_rate"]
+    if plan["goal"] == "agreement":
+        part = assessed.agreement.to_dict()
+    elif plan["goal"] == "grounding" and pipeline is not None:
+        part = pipeline["supported_rate"]
     low, high = part.get("ci_low"), part.get("ci_high")
     return {
         "goal": plan["goal"],
@@ -1068,24 +1066,16 @@ def frozen_figures(snapshot: dict[str, Any] | None) -> FrozenFigures | None:
         low, high = part.get("ci_low"), part.get("ci_high")
         return part.get("value"), (low, high) if low is not None and high is not None else None
 
-    agree, agree_ci = figure("agreement")
     weighted, weighted_ci = figure("agreement_weighted")
-    kappa, kappa_ci = figure("kappa")
     flag = report.get("flag") or {}
     return FrozenFigures(
         frozen_at=snapshot.get("frozen_at"),
         labeled=prog.get("labeled"),
         total=prog.get("total"),
         labeled_elsewhere=prog.get("labeled_elsewhere"),
-        n_claims=report.get("n_claims") or 0,
-        n_answers=report.get("n_answers") or 0,
-        agreement=agree,
-        agreement_ci=agree_ci,
+        assessment=of_snapshot(snapshot),
         weighted_agreement=weighted,
         weighted_ci=weighted_ci,
-        kappa=kappa,
-        kappa_ci=kappa_ci,
-        flag=flag.get("status"),
         flag_reasons=tuple(r.get("message", "") for r in flag.get("reasons") or ()),
         note=snapshot.get("note"),
         reused=prog.get("reused"),

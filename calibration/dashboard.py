@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import agreement, cycles, estimation, flag, fmt, planning, store
+from . import assessment as assessments
 from . import report as reports
 from . import split as splits
 from .agreement import (
@@ -33,12 +34,12 @@ from .agreement import (
     HumanHumanAgreement,
     RunComparison,
 )
+from .assessment import Assessment, ClaimCounts
 from .fmt import cell_num as _num
 from .fmt import cell_pct as _pct
 from .fmt import cell_range as _range
 from .fmt import plural
 from .report import Report
-from .reporttext import direction_answer, headline_figures
 from .store import Database
 from .store import cycles as db_cycles
 from .store import dashboard as db_dashboard
@@ -163,6 +164,7 @@ class Dashboard:
     run: str
     cycle: str | None  # None: every labeled claim of the run
     report: Report
+    assessment: Assessment  # the scope's figures, as every screen shows them (`assessment.assess`)
     thresholds: flag.Thresholds
     n_unlabeled: int
     oversampled: bool  # the cycle drew answers with unequal probabilities: weighted figure shown
@@ -247,16 +249,9 @@ def build(
     judge_run = store.find_judge_run(db, run)
     cycle_id = None if cycle is None else store.cycle_id(db, cycle)
     thresholds = store.load_thresholds(db)
-    # The one pipeline for a scope's report (CLI stats and cycle close use it too); the rest of
-    # the page is read from the same claim table.
-    scope = reports.scope_report(
-        db,
-        judge_run,
-        cycle_id,
-        thresholds=thresholds,
-        bootstrap=reports.BOOTSTRAP if bootstrap is None else bootstrap,
-        seed=seed,
-    )
+    # The one pipeline for a scope's report and its assessment (CLI stats and cycle close use it
+    # too); the rest of the page is read from the same claim table.
+    scope, assessed = reports.assess(db, judge_run, cycle_id, cycle=cycle, bootstrap=bootstrap, seed=seed)
     data, report, oversampled = scope.data, scope.report, scope.oversampled
     hh = report.human_human
 
@@ -264,7 +259,7 @@ def build(
     # reason also lists claims whose final label agrees with the judge, or that have none yet.
     listed = [*report.disagreeing_claims, *(k for r in report.flag.reasons for k in r.claim_ids)]
     verdicts = reports.listed_verdicts(scope.table, listed)
-    categories = _categories(db, data)
+    categories = _categories(db, data, assessed)
     # The disagreement table's first rows and each reason's first rows: the claims a page lists,
     # never a sealed holdout claim (the figures above still count them).
     sealed = scope.sealed  # read once, by the report pipeline
@@ -285,6 +280,7 @@ def build(
         run=judge_run.name,
         cycle=cycle,
         report=report,
+        assessment=assessed,
         thresholds=thresholds,
         n_unlabeled=data.unlabeled,
         oversampled=oversampled,
@@ -293,11 +289,12 @@ def build(
                 r.code,
                 REASON_TITLES.get(r.code, r.code.replace("_", " ")),
                 r.message,
-                tuple(k for k in r.claim_ids if k not in sealed),
+                # The claims a table can list: never sealed, each with its verdict cells.
+                tuple(k for k in r.claim_ids if k not in sealed and k in verdicts),
             )
             for r in report.flag.reasons
         ),
-        direction_text=direction_text(report),
+        direction_text=direction_text(assessed),
         sample_size_text=sample_size_text(report),
         confusion=tuple(
             {"human": h, "judge": j, "count": int(report.confusion[i][k])}
@@ -321,7 +318,7 @@ def build(
             if c.key not in sealed
         ),
         sealed=sealed,
-        decision=decision(report.to_dict(judge_run.name), open_cycle=open_cycle, next_cycle=nxt),
+        decision=decision(assessed, open_cycle=open_cycle, next_cycle=nxt),
         next_cycle=nxt,
         open_cycle=open_cycle,
     )
@@ -359,19 +356,18 @@ def _times(n: int) -> str:
     return "once" if n == 1 else f"{n:,} times"
 
 
-def direction_text(report: Report) -> str:
-    """The Direction section's words: the counts, the header's answer (`reporttext.direction_answer`)
+def direction_text(a: Assessment) -> str:
+    """The Direction section's words: the counts, the header's answer (`Assessment.direction`)
     and, labelled with its basis, the exact McNemar test on the labeled claims as one look."""
-    if report.n_claims == 0:
+    if a.counts.labeled == 0:
         return "No claim has both a judge verdict and a final human label yet."
-    d = report.direction
-    answer = direction_answer(report.to_dict(None)["direction"])
+    answer = a.direction
     return (
-        f"The judge calls {POSITIVE} where reviewers did not: {_times(d.lenient)}; "
-        f"the reverse (reviewers {POSITIVE}, judge not): {_times(d.strict)}. "
+        f"The judge calls {POSITIVE} where reviewers did not: {_times(a.lenient)}; "
+        f"the reverse (reviewers {POSITIVE}, judge not): {_times(a.strict)}. "
         f"Estimated for the claims the labels represent: {answer.figures}. "
         + (answer.clause or "It errs neither way.")
-        + f" (Exact McNemar on the labeled claims alone, one look: {fmt.p_value(d.mcnemar.p_two_sided)}.)"
+        + f" (Exact McNemar on the labeled claims alone, one look: {fmt.p_value(a.mcnemar_p)}.)"
     )
 
 
@@ -402,11 +398,27 @@ def sample_size_text(report: Report) -> str:
 # ---------------------------------------------------------------- pieces
 
 
-def _categories(db: Database, data: store.StatsColumns) -> list[CategoryRow]:
+def _categories(db: Database, data: store.StatsColumns, whole: Assessment) -> list[CategoryRow]:
+    """One row per category: its labeled claims' raw figures (`BREAKDOWN_BASIS`). With one
+    category its row is the whole scope, so it shows the scope's assessment, not a second figure."""
     if not len(data):
         return []
     category = db_dashboard.answer_categories(db, data.answer_ids)
     names = sorted(set(category.values()), key=lambda c: (c is None, c or ""))
+    if len(names) == 1:
+        a = whole.agreement
+        return [
+            CategoryRow(
+                names[0],
+                whole.counts.labeled,
+                a.value,
+                a.low,
+                a.high,
+                whole.kappa.value,
+                whole.lenient,
+                whole.strict,
+            )
+        ]
     index = {c: i for i, c in enumerate(names)}
     k = len(LABELS)
     # One 3x3 table per category from a single bincount, then the statistics per table.
@@ -439,6 +451,20 @@ BREAKDOWN_BASIS = (
     "with its Wilson interval, claims counted as independent; the header's figure is the "
     "design-based estimate for the whole scope, so a row may differ from it."
 )
+ONE_CATEGORY = (
+    "Every labeled claim is in one category: its row is the whole scope, with the header's "
+    "figures and counts."
+)
+
+
+def confusion_caption(d: Dashboard) -> str:
+    """What the confusion matrix counts, its total said as its cells sum."""
+    total = sum(c["count"] for c in d.confusion)
+    a = d.assessment
+    if a.basis == "per_reviewer":
+        claims = plural(a.counts.labeled, "labeled claim")
+        return f"{total:,} verdicts: each reviewer's verdict (blind where given) on the {claims}."
+    return f"{plural(total, 'labeled claim')}: the final human label against the judge's verdict."
 
 
 def _f(x: float | None) -> float | None:
@@ -484,11 +510,17 @@ def trend(db: Database, run_id: int) -> list[TrendPoint]:
     """Figures frozen when each closed cycle of the run closed, in closing order."""
     out = []
     for i, (name, closed_at, snap) in enumerate(db_dashboard.closed_snapshots(db, run_id), start=1):
-        fig = snap.get("agreement") or {}
-        # The figures the cycle's own header shows (`headline_agreement`), not a second reading.
-        agreement = headline_agreement(fig)
-        kappa = headline_agreement(fig, "kappa")
-        out.append(TrendPoint(i, name, closed_at, fig.get("n_claims"), *agreement, *kappa))
+        # The closed cycle's own assessment: what its page shows, not a second reading.
+        a = assessments.of_snapshot(snap)
+        if a is None:
+            out.append(TrendPoint(i, name, closed_at, None, None, None, None, None, None, None))
+            continue
+        ag, k = a.agreement, a.kappa
+        out.append(
+            TrendPoint(
+                i, name, closed_at, a.counts.labeled, ag.value, ag.low, ag.high, k.value, k.low, k.high
+            )
+        )
     return out
 
 
@@ -696,9 +728,18 @@ def reviewer_table(d: Dashboard, times: dict[str, float] | None = None) -> list[
 
 
 def comparison_rows(agr: agreement.Estimate, kap: agreement.KappaResult) -> list[dict[str, str]]:
+    """One run's figures on the claims both runs judged: raw, on another basis than the header."""
     return [
-        {"figure": "agreement", "value": _pct(agr.value), "95% CI": _range(agr.ci_low, agr.ci_high)},
-        {"figure": "kappa", "value": _num(kap.value), "95% CI": _range(kap.ci_low, kap.ci_high, _num)},
+        {
+            "figure": "agreement (raw, shared claims)",
+            "value": _pct(agr.value),
+            "95% CI": _range(agr.ci_low, agr.ci_high),
+        },
+        {
+            "figure": "kappa (raw, shared claims)",
+            "value": _num(kap.value),
+            "95% CI": _range(kap.ci_low, kap.ci_high, _num),
+        },
     ]
 
 
@@ -754,13 +795,12 @@ def headline(d: Dashboard) -> list[Figure]:
         else (f"; answer bootstrap {_range(kb.ci_low, kb.ci_high, _num)} ({kb.resamples:,} resamples)")
     )
     kmax = "" if k.kappa_max is None else f"; highest possible with these margins {_num(k.kappa_max)}"
-    # The header's figures (`reporttext.headline_figures`): the design-based estimate first, the
-    # labeled claims' raw figure beside it, named, where they differ.
-    shown_a, shown_k = headline_figures(r)
-    basis = "; each reviewer's blind verdict" if r.basis == "per_reviewer" else ""
+    # The header's figures (`Assessment`): the design-based estimate first, the labeled claims'
+    # raw figure beside it, named, where they differ.
+    a = d.assessment
     out = [
-        Figure("Agreement", _pct(shown_a.value), f"{shown_a.interval}{boot_a}{basis}"),
-        Figure("Cohen's kappa", _num(shown_k.value), f"{shown_k.interval}{boot_k}{kmax}"),
+        Figure("Agreement", _pct(a.agreement.value), f"{a.agreement_note()}{boot_a}"),
+        Figure("Cohen's kappa", _num(a.kappa.value), f"{a.kappa_note()}{boot_k}{kmax}"),
         Figure("Gwet's AC1", _num(r.ac1), "beside kappa, stable when one class dominates"),
         Figure(
             "PABAK",
@@ -1037,7 +1077,7 @@ def pipeline_rows(d: Dashboard) -> list[dict[str, Any]]:
 
 # The verdict word per flag status, and its one colour: the Dashboard and a closed cycle on the
 # Cycles page draw a verdict only through these (Streamlit's markdown colour names).
-VERDICT_WORDS: dict[str, str] = {"ok": "ok", "revise": "revise", "inconclusive": "not yet decided"}
+VERDICT_WORDS = assessments.STATUS_WORDS
 VERDICT_COLOURS: dict[str, str] = {"ok": "green", "revise": "red", "inconclusive": "orange"}
 VERDICT_ADVICE: dict[str, str] = {
     "ok": "Keep it running.",
@@ -1054,74 +1094,10 @@ class NextStep:
     label: str
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimCounts:
-    """The claim counts pages show beside the figures, from one report: the one source the
-    Dashboard, a closed cycle and the Judge lab read them from (`claim_counts`)."""
-
-    labeled: int  # claims in the figures: a judge verdict and a human label to compare it with
-    disagreeing: int  # every claim where the judge and the final human label differ
-    listed: int  # of those, the ones a list may show
-    sealed: int  # of those, the ones in the sealed holdout: counted, never listed
-    unresolved: int  # reviewers disagree or marked it unclear, no lead decided (sealed included)
-    unresolved_listed: int  # of those, the ones a list may show (the rest are sealed)
-    verdicts: int = 0  # on the per-reviewer basis: the reviewers' verdicts compared (the matrix's sum)
-
-    @property
-    def unresolved_sealed(self) -> int:
-        return self.unresolved - self.unresolved_listed
-
-    def sentence(self) -> str:
-        """The counts in one line: constant words and numbers. On the per-reviewer basis the
-        figures compare each reviewer's verdict, so the line counts verdicts as the matrix does."""
-        text = f"On {plural(self.labeled, 'labeled claim')}: {self.disagreeing:,} disagreeing"
-        if self.verdicts:
-            text += (
-                f" (the figures compare each reviewer's verdict: {self.verdicts:,} verdicts in the matrix)"
-            )
-        if self.sealed:
-            text += f" ({self.sealed:,} of them in the sealed holdout, not listed)"
-        if self.unresolved:
-            text += f"; {self.unresolved:,} unresolved"
-            if self.unresolved_sealed:
-                text += f" ({self.unresolved_sealed:,} in the sealed holdout)"
-        return text + "."
-
-
-def claim_counts(report: Report | Mapping[str, Any]) -> ClaimCounts:
-    """The counts of a report, or of its JSON form (`Report.to_dict`, as a closed cycle's snapshot
-    keeps it), so a live report and a frozen one are counted by the same rule. The lists hold the
-    disagreeing claims not sealed (`report._hide_sealed` withholds the sealed ids and counts them)."""
-    data = report.to_dict(None) if isinstance(report, Report) else report
-    matrix = np.asarray((data.get("confusion") or {}).get("matrix") or [[0]], dtype=np.int64)
-    listed = len(data.get("disagreeing_claims") or [])
-    per_reviewer = (data.get("agreement") or {}).get("basis") == "per_reviewer"
-    # Claims, whatever the basis: the report counts its disagreeing claims, the sealed ones
-    # included. A snapshot older than that count: the matrix's off-diagonal counts claims on the
-    # final-label basis, but verdicts on the per-reviewer one, where only the list is known.
-    if data.get("n_disagreeing") is not None:
-        total = int(data["n_disagreeing"])
-    else:
-        total = listed if per_reviewer else int(matrix.sum() - np.trace(matrix))
-    sealed = max(0, total - listed)
-    unresolved = int(data.get("n_unresolved") or 0)
-    unresolved_ids = data.get("unresolved_claims")
-    unresolved_listed = len(unresolved_ids) if isinstance(unresolved_ids, list) else unresolved
-    return ClaimCounts(
-        int(data.get("n_claims") or 0),
-        total,
-        min(listed, total),
-        sealed,
-        unresolved,
-        min(unresolved_listed, unresolved),
-        int(matrix.sum()) if per_reviewer else 0,
-    )
-
-
-def sealed_text(report: Report | Mapping[str, Any], *, unresolved: bool = False) -> str:
+def sealed_text(a: Assessment, *, unresolved: bool = False) -> str:
     """Claims a list leaves out because they are in the sealed holdout, in words; '' for none.
     The disagreeing ones, or with `unresolved` the ones waiting for a lead's decision."""
-    counts = claim_counts(report)
+    counts = a.counts
     n = counts.unresolved_sealed if unresolved else counts.sealed
     if not n:
         return ""
@@ -1145,19 +1121,7 @@ class Decision:
     ceiling: str  # the judge beside the reviewers, one line
     sentence: str  # the plain sentence a lead reads
     steps: tuple[NextStep, ...]
-    counts: ClaimCounts | None = None  # the claims behind the figures (`claim_counts`)
-
-
-def headline_agreement(
-    report: Mapping[str, Any], figure: str = "agreement"
-) -> tuple[float | None, float | None, float | None]:
-    """(value, low, high) of THE agreement figure (or kappa, `figure`) of a report in its JSON form
-    (`Report.to_dict`, as `stats --json` prints it and a closed cycle's snapshot keeps it): the
-    design-based estimate the flag reads, else the raw figure of an older snapshot. The one place
-    that picks it, for the header, Trend and a closed cycle alike."""
-    part = report.get(figure) or {}
-    part = part.get("estimated") or part
-    return part.get("value"), part.get("ci_low"), part.get("ci_high")
+    counts: ClaimCounts | None = None  # the claims behind the figures (`Assessment.counts`)
 
 
 def _ceiling_line(report: Mapping[str, Any]) -> tuple[str, float | None]:
@@ -1183,16 +1147,13 @@ def _ceiling_line(report: Mapping[str, Any]) -> tuple[str, float | None]:
     return line, people
 
 
-def _direction_words(report: Mapping[str, Any]) -> tuple[str, str]:
-    """(direction line, the sentence's direction clause): the counts and `reporttext.direction_answer`."""
-    d = report.get("direction") or {}
-    lenient, strict = int(d.get("lenient") or 0), int(d.get("strict") or 0)
-    answer = direction_answer(d)
+def _direction_words(a: Assessment) -> tuple[str, str]:
+    """(direction line, the sentence's direction clause): the counts and `Assessment.direction`."""
     line = (
-        f"Missed hallucinations (judge {POSITIVE}, reviewers not): {lenient:,}; "
-        f"false alarms (reviewers {POSITIVE}, judge not): {strict:,}; {answer.figures}."
+        f"Missed hallucinations (judge {POSITIVE}, reviewers not): {a.lenient:,}; "
+        f"false alarms (reviewers {POSITIVE}, judge not): {a.strict:,}; {a.direction.figures}."
     )
-    return line, answer.clause
+    return line, a.direction.clause
 
 
 FEW_CYCLES = 3  # "plan the next cycle" is offered for an open decision its plan expects within these
@@ -1230,21 +1191,19 @@ def _plan_step(status: str, target: str, nxt: cycles.NextCycle | None) -> tuple[
 
 
 def decision(
-    report: Mapping[str, Any], *, open_cycle: bool = False, next_cycle: cycles.NextCycle | None = None
+    a: Assessment, *, open_cycle: bool = False, next_cycle: cycles.NextCycle | None = None
 ) -> Decision:
-    """The decision header of a report in its JSON form (`Report.to_dict`): the verdict word, one
-    agreement figure with one interval (`headline_agreement`), the direction, the judge-vs-people
+    """The decision header of an assessment (live, or a closed cycle's frozen one): the verdict
+    word, its one agreement figure with one interval, the direction, the judge-vs-people
     ceiling, one plain sentence and the next steps. `open_cycle`: the scope is an open cycle, so
     closing it is a next step. `next_cycle`: what a next cycle of the run can do
     (`cycles.next_cycle`), so that the header offers only a next step that can work."""
-    flag = report.get("flag") or {}
-    status = str(flag.get("status"))
-    status = status if status in VERDICT_WORDS else "inconclusive"
-    value, low, high = headline_agreement(report)
-    interval = _range(low, high)
-    direction, clause = _direction_words(report)
-    ceiling, people = _ceiling_line(report)
-    n_claims = int(report.get("n_claims") or 0)
+    status = a.status
+    value = a.agreement.value
+    interval = _range(a.agreement.low, a.agreement.high)
+    direction, clause = _direction_words(a)
+    ceiling, people = _ceiling_line(a.source)
+    n_claims = a.counts.labeled
     if n_claims == 0 or value is None:
         sentence = "No claim has both a judge verdict and a final human label yet. Label claims to decide."
     else:
@@ -1256,12 +1215,11 @@ def decision(
         ]
         if clause:
             parts.append(clause)
-    thresholds = report.get("thresholds_used") or report.get("thresholds") or {}
-    target = thresholds.get("agreement_target")
+    target = a.target
     plan, instead = _plan_step(status, DASH if target is None else fmt.share(target), next_cycle)
     if n_claims and value is not None:
         advice = VERDICT_ADVICE[status]
-        needed = flag.get("claims_needed")
+        needed = a.claims_needed
         if status == "inconclusive" and needed:
             advice = f"Label about {needed:,} more claims to decide."
         if status == "inconclusive" and instead:
@@ -1271,11 +1229,11 @@ def decision(
     elif instead:
         sentence = f"{sentence} {instead}"
     steps = [] if plan is None else [plan]
-    if report.get("disagreeing_claims"):
+    counts = a.counts
+    if counts.listed:
         steps.append(NextStep("judge_lab", "Open the Judge lab on this run"))
     # The claims the settle link leads to: a sealed holdout claim is counted in the figures but not
     # listed for a decision, so it is not offered here either.
-    counts = claim_counts(report)
     unresolved = counts.unresolved_listed
     if unresolved:
         steps.append(NextStep("settle", f"Settle the {plural(unresolved, 'unclear claim')}"))

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from . import agreement, decisions, estimation, final_label, planning, split, store
+from . import assessment as assessments
 from .agreement import (
     POSITIVE,
     BootstrapInterval,
@@ -42,6 +43,7 @@ from .agreement import (
     WeightedAgreement,
     optional_float,
 )
+from .assessment import Assessment
 from .flag import Flag, PopulationEstimates, Thresholds, decide_flag
 from .reporttext import format_report
 from .store import Database
@@ -173,9 +175,16 @@ class Report:
             "flag": {**self.flag.to_dict(), "rules": None if self.rules is None else self.rules.to_dict()},
         }
 
-    def to_text(self, judge_run: str | None = None, *, notes: Sequence[str] = (), max_ids: int = 12) -> str:
+    def to_text(
+        self,
+        judge_run: str | None = None,
+        *,
+        notes: Sequence[str] = (),
+        max_ids: int = 12,
+        assessed: Assessment | None = None,
+    ) -> str:
         """A plain report a lead can paste into a message; ``notes`` go under the title."""
-        return format_report(self, judge_run, notes=notes, max_ids=max_ids)
+        return format_report(self, judge_run, notes=notes, max_ids=max_ids, assessed=assessed)
 
 
 def _first_seen(cluster: np.ndarray) -> tuple[np.ndarray, int]:
@@ -974,3 +983,33 @@ def inspectable_calls(
         for a in lab_store.call_answer_ids(db, run_id, failed_only=failed_only)
         if a not in sealed and a not in hidden
     ]
+
+
+def assess(
+    db: Database,
+    run: store.JudgeRun,
+    cycle_id: int | None = None,
+    *,
+    cycle: str | None = None,
+    bootstrap: int | None = None,
+    seed: int = 0,
+) -> tuple[ScopeReport, Assessment]:
+    """The scope's report (`scope_report`) and its assessment (`assessment.of_report`), computed
+    once: what every screen and command shows for `run` within `cycle` (None: the whole run)."""
+    scoped = scope_report(
+        db, run, cycle_id, bootstrap=BOOTSTRAP if bootstrap is None else bootstrap, seed=seed
+    )
+    assessed = assessments.of_report(
+        scoped.report.to_dict(run.name), scope=assessments.scope_words(cycle), run=run.name
+    )
+    return scoped, assessed
+
+
+def stats_json(scoped: ScopeReport, a: Assessment, cycle: str | None) -> dict[str, Any]:
+    """What `stats --json` prints and the API's `stats()` returns: every figure of the report,
+    the scope, and the assessment the screens show (`assessment`)."""
+    out = dict(a.source)
+    out["cycle"] = cycle
+    out["n_unlabeled"] = scoped.n_unlabeled
+    out["assessment"] = a.to_dict()
+    return out

@@ -6,61 +6,15 @@ Every number in `fmt`'s formats; the figures themselves come from `report.agreem
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import decisions
 from .agreement import POSITIVE, ChiSquareTest
+from .assessment import Assessment, of_report
 from .fmt import ci, num, p_value, pct, points, share
 
 if TYPE_CHECKING:
     from .report import Report
-
-
-@dataclass(frozen=True, slots=True)
-class DirectionAnswer:
-    """The one answer to "which way does the judge err?", for every screen and the CLI alike."""
-
-    side: str | None  # "lenient" (misses hallucinations), "strict" (invents them), or None
-    figures: str  # the shares, their difference and its interval, in words
-    clause: str  # the answer in one sentence; "" when the judge erred neither way
-
-
-def direction_answer(direction: Mapping[str, Any]) -> DirectionAnswer:
-    """The direction of a report's JSON form (`Report.to_dict()["direction"]`, live or frozen).
-
-    Described by its size: the design-based lenient and strict shares and their difference
-    D = lenient - strict with its 95% interval (`estimation.direction_estimate`). The side is
-    the flag's direction rule when it fired (`decisions.direction_rule`), else the side the
-    interval lies on; "within chance" only when the interval holds 0. A frozen report without
-    the design-based estimate says the counts and the rule alone."""
-    lenient, strict = int(direction.get("lenient") or 0), int(direction.get("strict") or 0)
-    rule = (direction.get("rule") or {}).get("status")
-    est = direction.get("estimated") or {}
-    diff = est.get("difference") or {}
-    value, lo, hi = diff.get("value"), diff.get("ci_low"), diff.get("ci_high")
-    side = rule if rule in ("lenient", "strict") else None
-    if value is None:
-        figures = f"{lenient:,} missed hallucinations against {strict:,} false alarms (no interval)"
-    else:
-        shares = [(est.get(k) or {}).get("value") for k in ("lenient_share", "strict_share")]
-        interval = (
-            "" if lo is None or hi is None else f", 95% CI {points(lo, unit='')} to {points(hi, unit='')}"
-        )
-        figures = f"misses {pct(shares[0])}, invents {pct(shares[1])} of claims: {points(value)}{interval}"
-        if side is None and lo is not None and hi is not None and (lo > 0 or hi < 0):
-            side = "lenient" if lo > 0 else "strict"
-    if not lenient and not strict:
-        return DirectionAnswer(None, figures, "")
-    if side == "lenient":
-        clause = "It misses hallucinations more often than it invents them."
-    elif side == "strict":
-        clause = "It invents hallucinations more often than it misses them."
-    elif value is None or lo is None or hi is None:
-        clause = "Whether it errs more one way than the other is not known: the difference has no interval."
-    else:
-        clause = "Its misses and false alarms are within chance of each other."
-    return DirectionAnswer(side, figures, clause)
 
 
 def _pipeline_lines(p: Mapping[str, Any]) -> list[str]:
@@ -98,51 +52,22 @@ def _ids(ids: Sequence[str], limit: int) -> str:
     return shown if len(ids) <= limit else f"{shown} … and {len(ids) - limit} more"
 
 
-@dataclass(frozen=True, slots=True)
-class Shown:
-    """A headline figure as every screen shows it: the value and its interval in words."""
-
-    value: float | None
-    interval: str
-
-
-def headline_figures(r: Report) -> tuple[Shown, Shown]:
-    """Agreement and kappa as the decision header reads them: the design-based estimates with
-    their intervals (answers as clusters), else the labeled claims' own figures with theirs
-    (Wilson, Fleiss-Cohen-Everitt). Where the estimate differs from the labeled claims' raw
-    figure, the raw one follows, named as such: one figure per question, a second one on its
-    basis."""
-    a, k = r.agreement, r.kappa
-    k_ci = "no interval (SE is 0)" if k.ci_low is None else ci(k.ci_low, k.ci_high, num)
-    if r.estimates is None:
-        return Shown(a.value, f"{ci(a.ci_low, a.ci_high)} (Wilson)"), Shown(k.value, k_ci)
-    ea, ek = r.estimates.agreement, r.estimates.kappa
-    a_ci = (
-        f"{ci(ea.ci_low, ea.ci_high)} (design-based, answers as clusters)"
-        if ea.ci_low is not None
-        else f"no interval ({ea.reason})"
-    )
-    k_ci = (
-        f"{ci(ek.ci_low, ek.ci_high, num)} (design-based)"
-        if ek.ci_low is not None
-        else f"no interval ({ek.reason})"
-    )
-    if ea.value is not None and a.value is not None and pct(ea.value) != pct(a.value):
-        a_ci += f"; raw {pct(a.value)} on the labeled claims as they are"
-    if ek.value is not None and k.value is not None and num(ek.value) != num(k.value):
-        k_ci += f"; raw {num(k.value)} on the labeled claims as they are"
-    return Shown(ea.value, a_ci), Shown(ek.value, k_ci)
-
-
 def _chi2(test: ChiSquareTest | None) -> str:
     return "n/a" if test is None else f"X2 = {num(test.statistic)}, df {test.df}, {p_value(test.p_value)}"
 
 
 def format_report(
-    report: Report, judge_run: str | None = None, *, notes: Sequence[str] = (), max_ids: int = 12
+    report: Report,
+    judge_run: str | None = None,
+    *,
+    notes: Sequence[str] = (),
+    max_ids: int = 12,
+    assessed: Assessment | None = None,
 ) -> str:
-    """Plain-text rendering of a :class:`Report` (figures with intervals, confusion matrix, flag)."""
+    """Plain-text rendering of a :class:`Report` (figures with intervals, confusion matrix, flag);
+    its headline figures and direction are those of its assessment (`assessment.of_report`)."""
     r = report
+    a = assessed if assessed is not None else of_report(r.to_dict(judge_run), scope="", run=judge_run)
     lines: list[str] = []
     title = "Judge vs human agreement" + (f" — judge run {judge_run}" if judge_run else "")
     lines += [title, "=" * len(title), *notes]
@@ -189,27 +114,19 @@ def format_report(
     k = r.kappa
     ab, kb = r.agreement_bootstrap, r.kappa_bootstrap
     boot_a = "" if ab.ci_low is None else f"; answer bootstrap {pct(ab.ci_low)}–{pct(ab.ci_high)}"
-    shown_a, shown_k = headline_figures(r)
-    lines.append(f"Agreement      {pct(shown_a.value):>7}   {shown_a.interval}{boot_a}")
+    lines.append(f"Agreement      {pct(a.agreement.value):>7}   {a.agreement_note()}{boot_a}")
     if k.value is None:
         lines.append("Cohen's kappa      n/a   undefined (both used one and the same class)")
     else:
         kboot = "" if kb.ci_low is None else f"; answer bootstrap {num(kb.ci_low)}–{num(kb.ci_high)}"
         kmax = f"; max possible {num(k.kappa_max)}"
-        lines.append(f"Cohen's kappa  {num(shown_k.value):>7}   {shown_k.interval}{kboot}{kmax}")
+        lines.append(f"Cohen's kappa  {num(a.kappa.value):>7}   {a.kappa_note()}{kboot}{kmax}")
     lines.append(f"Gwet's AC1     {num(r.ac1):>7}   (beside kappa, not instead of it)")
     ag_rule = r._rule("agreement")
     if ag_rule is not None:
         chance = decisions.prob_sentence(r.prob_at_least_target, ag_rule.threshold)
         bounds = f"{pct(ag_rule.bound_low)}–{pct(ag_rule.bound_high)}"
         lines.append(f"  anytime bounds on agreement {bounds} (what the flag reads); {chance}")
-    if r.estimates is not None and not r.estimates.equal_probability:
-        ea, ek = r.estimates.agreement, r.estimates.kappa
-        ekci = ci(ek.ci_low, ek.ci_high, num)
-        lines.append(
-            f"Estimated agr. {pct(ea.value):>7}   {ci(ea.ci_low, ea.ci_high)} (design-based); "
-            f"kappa {num(ek.value)} ({ekci})"
-        )
     if r.weighted is not None:
         w = r.weighted
         lines.append(
@@ -265,8 +182,7 @@ def format_report(
     lines.append(
         f"Direction ({POSITIVE} vs not): lenient {d.lenient} (judge {POSITIVE}, human not), strict {d.strict}"
     )
-    answer = direction_answer(r.to_dict(None)["direction"])
-    lines.append(f"  estimated: {answer.figures}. {answer.clause}".rstrip())
+    lines.append(f"  estimated: {a.direction.figures}. {a.direction.clause}".rstrip())
     mc = d.mcnemar
     lines.append(
         f"  exact McNemar on the labeled claims, one look: {p_value(mc.p_two_sided)} "

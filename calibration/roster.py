@@ -82,7 +82,7 @@ def add(db: Database, typed: str, *, by: str | None = None) -> str:
         if found is not None:
             state = "" if found.active else " (deactivated: reactivate them instead)"
             raise ConflictError(f"reviewer: {visible(found.name)!r} is on the roster already{state}")
-        roster_store.insert(db, key, name, by)
+        roster_store.add(db, key, name, by)
     return name
 
 

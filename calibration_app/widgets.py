@@ -40,7 +40,7 @@ def decision_header(dec: Decision, *, run: str) -> None:
             literal(dec.sentence)
             st.caption(f"{dec.direction} {dec.ceiling}")
             if dec.counts is not None:
-                # The same counts on every page that shows this report (`dashboard.claim_counts`).
+                # The same counts on every page that shows this report (`Assessment.counts`).
                 st.caption(dec.counts.sentence(), help=COUNTS_HELP)
 
 

@@ -335,30 +335,31 @@ def _frozen(cycle: cycles.Cycle) -> None:
     if fig is None:
         st.info("This cycle was closed without a snapshot.")
         return
-    if fig.agreement is None:
+    a = fig.assessment
+    if a is None:
         st.info(
             "No claim had a final human label when the cycle closed, so no agreement figures were frozen."
         )
     else:
-        # The decision header as the Dashboard draws it, from the report frozen at close.
-        widgets.decision_header(
-            dashboard.decision((cycle.snapshot or {}).get("agreement") or {}), run=cycle.judge_run
-        )
+        # The decision header as the Dashboard draws it, from the assessment frozen at close: the
+        # figures Trend shows for this cycle.
+        widgets.decision_header(dashboard.decision(a), run=cycle.judge_run)
         with st.expander("How this is computed: the flag's rules, bounds and raw figures"):
             for reason in fig.flag_reasons:
                 untrusted.literal(f"• {reason}")  # reasons may quote claim ids
             cols = st.columns(2)
             cols[0].metric(
-                "Raw agreement",
-                fmt.pct(fig.agreement),
-                help="judge vs final human label, unweighted: the share of labeled claims where they agree",
+                "Cohen's kappa", fmt.num(a.kappa.value), help="agreement beyond what chance alone would give"
             )
-            cols[0].caption(_ci(fig.agreement_ci) + " (Wilson)")
+            cols[0].caption(a.kappa_note())
             cols[1].metric(
-                "Cohen's kappa", fmt.num(fig.kappa), help="agreement beyond what chance alone would give"
+                "Raw agreement",
+                fmt.pct(a.raw_agreement.value),
+                help="judge vs human label on the labeled claims, unweighted: another basis than "
+                "the header's estimate",
             )
-            cols[1].caption(_ci(fig.kappa_ci, fmt.num))
-        st.metric("Claims in the figures", fig.n_claims)
+            cols[1].caption(a.raw_agreement.interval())
+        st.metric("Claims in the figures", f"{a.counts.labeled:,}")
         # An older snapshot kept no progress: then the sentence says nothing of it (never "None").
         progress_at_close = (
             ""
@@ -369,12 +370,13 @@ def _frozen(cycle: cycles.Cycle) -> None:
             )
         )
         st.caption(
-            f"{plural(fig.n_answers, 'answer')}; labels from outside the cycle count too.{progress_at_close}"
+            f"{plural(a.n_answers, 'answer')}; labels from outside the cycle count too.{progress_at_close}"
         )
         if fig.weighted_agreement is not None:
             st.caption(
-                "Some answers were drawn more often than others; the figures are re-weighted to "
-                f"the whole run: {fmt.pct(fig.weighted_agreement)}, " + _ci(fig.weighted_ci)
+                "Some answers were drawn more often than others. Weighted by 1/π per answer (another "
+                f"basis, answer bootstrap): agreement {fmt.pct(fig.weighted_agreement)}, "
+                + _ci(fig.weighted_ci)
             )
     if fig.plan is not None:
         st.caption(cycles.plan_sentence(fig.plan))  # numbers and constant words only

@@ -180,7 +180,8 @@ except CalibrationError as exc:
     untrusted.literal(str(exc))
     st.stop()
 report = data.report
-tally = dashboard.claim_counts(report)  # every count below, as the Cycles and Judge lab pages read them
+assessed = data.assessment  # every figure and count below, as Cycles, the Judge lab and stats read them
+tally = assessed.counts
 nxt = data.next_cycle
 plan_link = {"plan": "1", "run": run}
 if nxt is not None and nxt.answers_left:  # what "plan the next cycle" prefills on the Cycles page
@@ -236,7 +237,7 @@ if dec is not None:
                 navigation.page_link(
                     "pages/cycles.py", label=step.label, icon=":material/lock:", query_params={"cycle": cycle}
                 )
-sealed_note = dashboard.sealed_text(report)
+sealed_note = dashboard.sealed_text(assessed)
 if sealed_note:
     untrusted.literal(sealed_note)
 with store.session(path) as db:
@@ -248,8 +249,9 @@ if left_out:
     untrusted.literal(left_out)
 
 with st.expander("How this is computed: the flag's rules, bounds and every coefficient"):
-    flag = report.flag
-    st.caption(f"The flag's rules ({dashboard.VERDICT_WORDS[flag.status]}), each with its bound and claims")
+    st.caption(
+        f"The flag's rules ({dashboard.VERDICT_WORDS[assessed.status]}), each with its bound and claims"
+    )
     for reason in data.reasons:
         untrusted.literal(f"• {reason.message}")
     for reason in data.reasons:
@@ -348,7 +350,7 @@ elif data.pending:
                 st.error("Not recorded." if message else "Choose a verdict first.")
                 if message:
                     untrusted.literal(message)
-if sealed_unresolved := dashboard.sealed_text(report, unresolved=True):
+if sealed_unresolved := dashboard.sealed_text(assessed, unresolved=True):
     untrusted.literal(sealed_unresolved)
 
 # ---------------------------------------------------------------- headline figures
@@ -357,6 +359,7 @@ if sealed_unresolved := dashboard.sealed_text(report, unresolved=True):
 # ---------------------------------------------------------------- confusion and direction
 
 st.subheader("Confusion matrix", anchor="confusion")
+st.caption(dashboard.confusion_caption(data))
 cm_col, pc_col = st.columns([1, 1])
 cells = pd.DataFrame(data.confusion)
 peak = max(1, int(cells["count"].max()))
@@ -418,6 +421,8 @@ else:
 
 st.subheader("By category", anchor="breakdowns")
 st.caption(dashboard.BREAKDOWN_BASIS)
+if len(data.categories) == 1:
+    st.caption(dashboard.ONE_CATEGORY)
 st.dataframe(dashboard.category_rows(data), hide_index=True)
 
 # ---- answer checks (seed 003): one section, computed in calibration.dashboard.check_slices

@@ -328,7 +328,7 @@ if linked_run is not None and st.query_params.get("focus") == "disagreements":
         stamp = dashboard.fingerprint(db)
     focus = _disagreements(str(path), stamp, linked_run)
     st.subheader("Where the run disagrees with reviewers")
-    untrusted.literal(f"{linked_run}: " + dashboard.claim_counts(focus.report).sentence())
+    untrusted.literal(f"{linked_run}, {focus.assessment.scope}: {focus.assessment.line()}")
     rows = [r for r in dashboard.disagreement_rows(focus) if r["answer"] not in work.answers]
     hidden = len(focus.disagreements) - len(rows)
     if hidden:
@@ -339,7 +339,7 @@ if linked_run is not None and st.query_params.get("focus") == "disagreements":
             rows,
             hide_index=True,
             key="lab_disagreements",
-            height=260,
+            height="auto" if len(rows) <= 6 else 260,  # no empty rows under a short list
             column_order=widgets.CLAIM_COLUMN_ORDER,
             column_config=widgets.CLAIM_COLUMNS,
         )

@@ -35,7 +35,7 @@ from calibration.errors import ConflictError, InputError
 from calibration.importing import backfill_checks, import_answers, import_labels
 from calibration.store import guidelines
 from calibration.store import imports as import_store
-from calibration.store.backup import MIGRATIONS_TABLE
+from calibration.store.backup import BOOKKEEPING, MIGRATIONS_TABLE
 
 from .judge_stub import StubServer
 from .test_export import labels_snapshot
@@ -289,7 +289,7 @@ def test_the_header_says_what_the_backup_holds(full_db: Path, tmp_path: Path) ->
     assert header["format"] == backup.BACKUP_FORMAT and header["format_version"] == backup.BACKUP_VERSION
     assert header["tool_version"] == __version__
     assert header["migrations"] == store.backup.known_migrations()
-    assert set(header["tables"]) == set(table_names(full_db)) - {MIGRATIONS_TABLE}
+    assert set(header["tables"]) == set(table_names(full_db)) - set(BOOKKEEPING)
     assert sum(header["tables"].values()) == len(lines) - 1 == sum(rep.tables.values())
     assert any("sign-in secret" in item for item in header["left_out"])
     # Parents come before the rows that reference them.
@@ -300,7 +300,7 @@ def test_the_header_says_what_the_backup_holds(full_db: Path, tmp_path: Path) ->
 
 def _tables_are_empty(path: Path) -> None:
     rows = table_rows(path)
-    assert {name: n for name, r in rows.items() if name != MIGRATIONS_TABLE and (n := len(r))} == {}
+    assert {name: n for name, r in rows.items() if name not in BOOKKEEPING and (n := len(r))} == {}
 
 
 def _break_line(src: Path, dst: Path, replace_with: str) -> int:

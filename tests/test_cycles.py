@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from calibration import cli, cycles, dashboard, fmt, store
+from calibration import assessment, cli, cycles, dashboard, fmt, store
 from calibration.cli.common import FLAGS
 from calibration.errors import ConflictError, InputError, NotFoundError, Option
 from calibration.store import Database
@@ -493,9 +493,12 @@ def test_closing_freezes_a_snapshot(run_db: Database, claims_of: dict[str, list[
     assert report["flag"]["status"] in ("ok", "revise", "inconclusive")
     fig = cycles.frozen_figures(snap)
     assert fig is not None
-    assert (fig.n_claims, fig.labeled, fig.total, fig.frozen_at) == (10, 10, 30, snap["frozen_at"])
-    assert fig.agreement == pytest.approx(0.9) and fig.agreement_ci is not None
-    assert fig.kappa == report["kappa"]["value"] and fig.flag == report["flag"]["status"]
+    a = fig.assessment
+    assert a is not None
+    assert (a.counts.labeled, fig.labeled, fig.total, fig.frozen_at) == (10, 10, 30, snap["frozen_at"])
+    assert a.raw_agreement.value == pytest.approx(0.9) and a.raw_agreement.low is not None
+    assert a.agreement == assessment.of_report(report, scope="").agreement
+    assert a.raw_kappa.value == report["kappa"]["value"] and a.status == report["flag"]["status"]
     # Later labels change nothing frozen; a cycle closes once.
     store.record_label(
         run_db, claim=claims_of[cycle.answers[9]][0], reviewer="bob", kind="blind", verdict="CONTRADICTED"
@@ -507,7 +510,7 @@ def test_closing_freezes_a_snapshot(run_db: Database, claims_of: dict[str, list[
     assert cycles.close_cycle(run_db, "c2", {"note": "given"}, force=True).snapshot == {"note": "given"}
     assert given.status == "open"
     assert cycles.frozen_figures({"note": "given"}) == cycles.FrozenFigures(
-        None, None, None, None, 0, 0, None, None, None, None, None, None, None, (), "given"
+        None, None, None, None, None, None, None, (), "given"
     )
     assert cycles.frozen_figures(None) is None
 
@@ -732,8 +735,10 @@ def test_cli_closes_a_labeled_cycle_with_its_figures(
     assert rc == 0, err
     assert "closed: 0/20 claims labeled (already labeled outside this cycle: 20)" in out
     # The figures read as everywhere else (calibration.fmt): one decimal, an en dash between bounds.
-    assert re.search(r"judge-human agreement \d+\.\d% \(95% CI \d+\.\d%–\d+\.\d%\) on 20 claims", out), out
-    kappa = r"Cohen's kappa -?\d\.\d\d( \(95% CI -?\d\.\d\d–-?\d\.\d\d\)| \(no interval\))"
+    # The cycle's assessment, its basis named: what Trend shows for it.
+    agreement = r"judge-human agreement \d+\.\d% on 20 claims: 95% CI \d+\.\d%–\d+\.\d% \(design-based"
+    assert re.search(agreement, out), out
+    kappa = r"Cohen's kappa -?\d\.\d\d: (95% CI -?\d\.\d\d–-?\d\.\d\d \(design-based\)|no interval)"
     assert re.search(kappa, out), out
     assert "flag: " in out
 
@@ -967,17 +972,20 @@ def test_page_shows_the_frozen_figures(
     assert snap is not None and snap["agreement"]["kappa"]["value"] is not None
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Raw agreement"] == fmt.pct(snap["agreement"]["agreement"]["value"])
-    assert metrics["Cohen's kappa"] == fmt.num(snap["agreement"]["kappa"]["value"])
-    # The decision header the Dashboard draws, from the frozen report.
-    header = dashboard.decision(snap["agreement"])
+    frozen = assessment.of_snapshot(snap)
+    assert frozen is not None
+    # Kappa as Trend shows it for this cycle: the design-based estimate, not the raw figure.
+    assert metrics["Cohen's kappa"] == fmt.num(frozen.kappa.value)
+    # The decision header the Dashboard draws, from the frozen assessment.
+    header = dashboard.decision(frozen)
     assert metrics["Agreement"] == header.figure
     assert f"### :{header.colour}[{header.word}]" in [m.value for m in at.markdown]
     assert header.sentence in texts(at)
     assert metrics["Claims in the figures"] == "30"
     captions = [c.value for c in at.caption]
-    assert any(c.startswith("95% CI ") and c.endswith("(Wilson)") for c in captions)
+    assert any(c.startswith("95% CI ") and c.endswith("Wilson interval)") for c in captions)
     assert any(
-        c.startswith("Some answers were drawn more often than others; the figures are re-weighted")
+        c.startswith("Some answers were drawn more often than others. Weighted by 1/π per answer")
         for c in captions
     )
     assert any(c.startswith("Figures frozen at close, ") for c in captions)

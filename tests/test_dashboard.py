@@ -11,7 +11,7 @@ import streamlit as st
 from scipy import stats
 from streamlit.testing.v1 import AppTest
 
-from calibration import agreement, cycles, dashboard, export, fmt, store
+from calibration import agreement, assessment, cycles, dashboard, export, fmt, store
 from calibration.fmt import plural
 from calibration.importing import import_answers
 from calibration.report import BOOTSTRAP
@@ -245,7 +245,7 @@ def test_trend_lists_closed_cycles_in_closing_order(cycle_db: Database) -> None:
     assert [(p.number, p.cycle) for p in points] == [(1, "week 2"), (2, "week 1")]
     snap = json.loads(cycle_db.execute("SELECT snapshot FROM cycles WHERE name = 'week 1'").fetchone()[0])
     # Trend shows the figure and interval the closed cycle's own header shows: one reading.
-    header = dashboard.decision(snap["agreement"])
+    header = dashboard.decision(assessment.of_report(snap["agreement"], scope="week 1"))
     estimated = snap["agreement"]["agreement"]["estimated"]
     assert (points[1].agreement, points[1].agreement_low, points[1].agreement_high) == (
         estimated["value"],
@@ -557,7 +557,7 @@ def test_counts_on_the_per_reviewer_basis_count_claims_and_name_the_verdicts(mix
     d = dashboard.build(mixed_db, run=RUN_A, bootstrap=0)
     r = d.report
     assert r.basis == "per_reviewer"
-    counts = dashboard.claim_counts(r)
+    counts = d.assessment.counts
     verdicts = int(np.asarray(r.confusion).sum())
     assert verdicts > r.n_claims  # several reviewers on some claims: the matrix counts verdicts
     assert counts.disagreeing == len(r.disagreeing_claims) and counts.sealed == 0
@@ -1058,6 +1058,10 @@ def test_grounding_uses_every_reviewers_verdict_as_a_soft_label(mixed_db: Databa
 # ---------------------------------------------------------------- the decision header
 
 
+def _assessed(report: dict) -> assessment.Assessment:
+    return assessment.of_report(report, scope="every labeled claim of the run")
+
+
 def _report_dict(
     status: str,
     value: float | None,
@@ -1102,6 +1106,7 @@ def _report_dict(
         if people is None
         else {"reviewer_vs_reviewer": {"value": people}, "alt_test": {"verdict": None}},
         "disagreeing_claims": [f"a/{i}" for i in range(disagreeing)],
+        "n_disagreeing": disagreeing,
         "flag": {"status": status, "claims_needed": needed},
     }
 
@@ -1174,7 +1179,7 @@ def _report_dict(
     ],
 )
 def test_decision_header_of_known_reports(report: dict, word: str, sentence: str, steps: list[str]) -> None:
-    d = dashboard.decision(report)
+    d = dashboard.decision(_assessed(report))
     assert (d.word, d.sentence, [s.kind for s in d.steps]) == (word, sentence, steps)
     assert d.colour == dashboard.VERDICT_COLOURS[d.status]
 
@@ -1183,21 +1188,21 @@ def test_direction_is_told_by_its_size_and_within_chance_only_when_the_interval_
     lenient = _report_dict(
         "ok", 0.9, 0.88, 0.92, lenient=133, strict=72, n_claims=1000, diff=(0.061, 0.037, 0.086)
     )
-    d = dashboard.decision(lenient)
+    d = dashboard.decision(_assessed(lenient))
     assert d.direction.endswith("misses 13.3%, invents 7.2% of claims: +6.1 points, 95% CI +3.7 to +8.6.")
     assert "within chance" not in d.sentence
     strict = _report_dict(
         "ok", 0.9, 0.88, 0.92, lenient=10, strict=30, n_claims=1000, diff=(-0.02, -0.03, -0.01)
     )
-    assert "It invents hallucinations more often" in dashboard.decision(strict).sentence
+    assert "It invents hallucinations more often" in dashboard.decision(_assessed(strict)).sentence
     even = _report_dict(
         "ok", 0.9, 0.88, 0.92, lenient=10, strict=12, n_claims=1000, diff=(-0.002, -0.01, 0.006)
     )
-    assert "within chance of each other" in dashboard.decision(even).sentence
+    assert "within chance of each other" in dashboard.decision(_assessed(even)).sentence
     # A frozen report without the estimate: the counts and the rule, never "within chance".
     old = _report_dict("ok", 0.9, 0.88, 0.92, lenient=10, strict=12, n_claims=1000)
-    assert "is not known: the difference has no interval" in dashboard.decision(old).sentence
-    assert "within chance" not in dashboard.decision(old).sentence
+    assert "is not known: the difference has no interval" in dashboard.decision(_assessed(old)).sentence
+    assert "within chance" not in dashboard.decision(_assessed(old)).sentence
 
 
 @pytest.mark.parametrize(
@@ -1225,7 +1230,7 @@ def test_the_header_offers_only_a_next_step_that_can_work(
 ) -> None:
     report = _report_dict(status, 0.84, 0.80, 0.88, needed=90)
     report["thresholds"] = {"agreement_target": 0.85}
-    d = dashboard.decision(report, next_cycle=nxt)
+    d = dashboard.decision(_assessed(report), next_cycle=nxt)
     assert [s.kind for s in d.steps] == steps
     assert says in d.sentence
     if not steps or steps == ["import"]:
@@ -1240,7 +1245,7 @@ def test_a_fully_labeled_run_offers_importing_not_planning(wice_db: Database) ->
 
 def test_decision_reads_the_estimated_agreement_and_offers_closing_an_open_cycle() -> None:
     report = _report_dict("revise", 0.77, 0.74, 0.79, unresolved=1)
-    d = dashboard.decision(report, open_cycle=True)
+    d = dashboard.decision(_assessed(report), open_cycle=True)
     assert (d.figure, d.interval) == ("77.0%", "74.0%–79.0%")
     assert [s.label for s in d.steps] == [
         "Plan the next cycle",
@@ -1249,13 +1254,15 @@ def test_decision_reads_the_estimated_agreement_and_offers_closing_an_open_cycle
     ]
     # An older snapshot without the design-based estimate: the raw figure is the headline.
     del report["agreement"]["estimated"]
-    assert dashboard.headline_agreement(report) == (0.5, 0.1, 0.9)
+    a = _assessed(report).agreement
+    assert (a.value, a.low, a.high) == (0.5, 0.1, 0.9)
 
 
 def test_the_dashboard_builds_its_decision_from_the_report(cycle_db: Database) -> None:
     name = cycles.list_cycles(cycle_db)[0].name
     d = dashboard.build(cycle_db, run=DEMO_RUN, cycle=name, bootstrap=0)
-    assert d.decision == dashboard.decision(d.report.to_dict(d.run), open_cycle=d.open_cycle)
+    assert d.decision == dashboard.decision(d.assessment, open_cycle=d.open_cycle)
+    assert d.assessment == assessment.of_report(d.report.to_dict(d.run), scope=f"cycle {name}")
     assert d.decision is not None and d.decision.status == d.report.flag.status
 
 
@@ -1263,17 +1270,17 @@ def test_sealed_disagreements_are_counted_and_named(wice_db: Database) -> None:
     from calibration import split
 
     run = GPT4
-    assert dashboard.sealed_text(dashboard.build(wice_db, run=run, bootstrap=0).report) == ""
+    assert dashboard.sealed_text(dashboard.build(wice_db, run=run, bootstrap=0).assessment) == ""
     s = split.ensure_split(wice_db, stratify_run=store.find_judge_run(wice_db, run))
     held = set(s.holdout)
     d = dashboard.build(wice_db, run=run, bootstrap=0)
     # Independently: every disagreeing claim of the run, from the confusion matrix's off-diagonal.
     total = int(d.report.confusion.sum() - np.trace(d.report.confusion))
-    counts = dashboard.claim_counts(d.report)
+    counts = d.assessment.counts
     hidden = total - len(d.report.disagreeing_claims)
     assert hidden > 0 and not held & {k.split("/")[0] for k in d.report.disagreeing_claims}
     assert (counts.disagreeing, counts.listed, counts.sealed) == (total, total - hidden, hidden)
-    assert dashboard.sealed_text(d.report) == (
+    assert dashboard.sealed_text(d.assessment) == (
         f"{hidden:,} more {'is' if hidden == 1 else 'are'} in the sealed holdout "
         "(counted in the figures, not listed)."
     )
@@ -1301,6 +1308,6 @@ def test_every_listed_claim_row_has_its_claim_human_and_judge_cells(mixed_db: Da
 def test_no_holdout_no_sealed_count_with_several_reviewers(mixed_db: Database) -> None:
     # The matrix counts (claim, reviewer) verdicts here; the counts count claims, none sealed.
     d = dashboard.build(mixed_db, run=RUN_A, bootstrap=0)
-    counts = dashboard.claim_counts(d.report)
+    counts = d.assessment.counts
     assert counts.verdicts > counts.disagreeing == counts.listed and counts.sealed == 0
-    assert dashboard.sealed_text(d.report) == "" and "sealed" not in counts.sentence()
+    assert dashboard.sealed_text(d.assessment) == "" and "sealed" not in counts.sentence()

@@ -18,7 +18,7 @@ from calibration.errors import (
     StorageError,
 )
 from calibration.store import connection
-from calibration.store.sqlite import SQLiteDatabase
+from calibration.store.sqlite import open_file
 
 
 def test_a_full_disk_is_disk_full_error(db_path: Path) -> None:
@@ -35,11 +35,10 @@ def test_a_full_disk_is_disk_full_error(db_path: Path) -> None:
 def test_a_read_only_database_is_read_only_error(db_path: Path) -> None:
     with store.session(db_path):
         pass
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, isolation_level=None)
-    db = SQLiteDatabase(conn)
+    db = open_file(db_path, read_only=True)
     with pytest.raises(ReadOnlyError, match="read-only; nothing was written"), store.write(db):
         db.execute("INSERT INTO settings (key, value) VALUES ('k', 'v')")
-    conn.close()
+    db.close()
 
 
 def test_a_file_that_is_not_a_database_is_not_a_database_error(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 
 from .. import fmt, store
 from .common import db_path as _db_path
@@ -284,25 +283,24 @@ def cli_cycle_close(args: argparse.Namespace) -> int:
     print(f"cycle {cycle.name} closed: {line}")
     if fig.plan is not None:
         print(cycles.plan_sentence(fig.plan))
-    if fig.agreement is None:
+    a = fig.assessment
+    if a is None:
         print(fig.note or "no figures: no claim had a final human label")
         return 0
 
-    def ci(bounds: tuple[float, float] | None, show: Callable[[float | None], str] = fmt.pct) -> str:
-        return f" ({fmt.ci(*bounds, show)})" if bounds else " (no interval)"
-
+    # The cycle's assessment, as Trend and the Dashboard show it.
     print(
-        f"judge-human agreement {fmt.pct(fig.agreement)}{ci(fig.agreement_ci)} "
-        f"on {fmt.plural(fig.n_claims, 'claim')}"
+        f"judge-human agreement {fmt.pct(a.agreement.value)} on {fmt.plural(a.counts.labeled, 'claim')}: "
+        f"{a.agreement_note()}"
     )
     if fig.weighted_agreement is not None:
-        print(f"re-weighted to the run (1/pi) {fmt.pct(fig.weighted_agreement)}{ci(fig.weighted_ci)}")
-    kappa = "undefined" if fig.kappa is None else f"{fmt.num(fig.kappa)}{ci(fig.kappa_ci, fmt.num)}"
+        lo, hi = fig.weighted_ci or (None, None)
+        print(f"re-weighted to the run (1/pi) {fmt.pct(fig.weighted_agreement)} ({fmt.ci(lo, hi)})")
+    kappa = "undefined" if a.kappa.value is None else f"{fmt.num(a.kappa.value)}: {a.kappa_note()}"
     print(f"Cohen's kappa {kappa}")
-    if fig.flag:
-        print(f"flag: {fig.flag.upper()}")
-        for reason in fig.flag_reasons:
-            print(f"  - {reason}")
+    print(f"flag: {a.status.upper()}")
+    for reason in fig.flag_reasons:
+        print(f"  - {reason}")
     return 0
 
 

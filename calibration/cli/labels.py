@@ -141,18 +141,21 @@ def cli_stats(args: argparse.Namespace) -> int:
         cycle = cycles.get_cycle(db, args.cycle) if args.cycle else None
         cycle_id = None if cycle is None else cycle.id
         run = store.find_judge_run(db, args.judge_run or (cycle.judge_run if cycle else None))
-        scoped = report.scope_report(db, run, cycle_id, bootstrap=args.bootstrap, seed=args.seed)
+        name = None if cycle is None else cycle.name
+        scoped, assessed = report.assess(
+            db, run, cycle_id, cycle=name, bootstrap=args.bootstrap, seed=args.seed
+        )
         baseline = _baseline(db, run.name, args.compare_with, cycle_id)
     scope = f"cycle {cycle.name}" if cycle else "every claim of the run"
     text = scoped.report.to_text(
-        run.name, notes=[f"Scope: {scope}; {scoped.n_unlabeled} judged claims have no human label yet"]
+        run.name,
+        notes=[f"Scope: {scope}; {scoped.n_unlabeled} judged claims have no human label yet"],
+        assessed=assessed,
     )
     if baseline is not None:
         text += f"Compared with {baseline.name}: {baseline.text or gate.NOTHING_TO_COMPARE}\n"
     if args.json:
-        out = scoped.report.to_dict(run.name)
-        out["cycle"] = None if cycle is None else cycle.name
-        out["n_unlabeled"] = scoped.n_unlabeled
+        out = report.stats_json(scoped, assessed, name)
         if baseline is not None:
             out["compared_with"] = {"run": baseline.name, "text": baseline.text, "worse": baseline.worse}
         print(json.dumps(out, ensure_ascii=False, indent=2, allow_nan=False))

@@ -18,12 +18,15 @@ from typing import Any
 
 from ..errors import ConflictError
 from .database import Database
+from .revisions import VERSION_TABLE
+from .revisions import upgrade as upgrade_schema
 from .schema import migrations
 from .settings import SECRET_SETTINGS
 
-# Kept by sqlite-utils: which migrations ran and when. A backup names its migrations in its
-# header instead; the restored database records its own.
+# Kept by sqlite-utils: which migrations ran and when; and Alembic's revision. A backup names its
+# migrations in its header instead; the restored database records its own.
 MIGRATIONS_TABLE = "_sqlite_migrations"
+BOOKKEEPING = (MIGRATIONS_TABLE, VERSION_TABLE)
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -49,15 +52,15 @@ def tables(db: Database, schema: str = "main") -> list[Table]:
     found: dict[str, Table] = {}
     if schema == "main":
         for name in sorted(db.table_names()):
-            if not name.startswith("sqlite_") and name != MIGRATIONS_TABLE:
+            if not name.startswith("sqlite_") and name not in BOOKKEEPING:
                 found[name] = Table(name, tuple(db.columns(name)), frozenset(db.parents(name)))
     else:
         names = [
             r[0]
             for r in db.execute(
                 f"SELECT name FROM {_quoted(schema)}.sqlite_master WHERE type = 'table' "
-                f"AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name != ? ORDER BY name",
-                [MIGRATIONS_TABLE],
+                f"AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT IN (?, ?) ORDER BY name",
+                list(BOOKKEEPING),
             )
         ]
         for name in names:
@@ -190,13 +193,14 @@ def detach(db: Database, schema: str) -> None:
 
 
 def migrate(db: Database, upto: Sequence[str] | None = None) -> list[str]:
-    """Apply the pending migrations (only the first `upto` names of them when given); those applied."""
+    """Apply the pending migrations (only the first `upto` names of them when given, else every
+    one and then the schema's revisions); the numbered ones applied."""
     before = set(applied_migrations(db))
-    stop = None
-    if upto is not None:
+    if upto is None:
+        upgrade_schema(db)
+    else:
         rest = [m for m in known_migrations() if m not in set(upto)]
-        stop = rest[0] if rest else None
-    migrations.apply(db, stop_before=stop)
+        migrations.apply(db, stop_before=rest[0] if rest else None)
     return [m for m in applied_migrations(db) if m not in before]
 
 

@@ -32,9 +32,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import DatabaseMissingError, ReadOnlyError, StorageError
-from .database import Database
-from .schema import migrations
-from .sqlite import BUSY_TIMEOUT_MS, NOTHING_WRITTEN, SQLiteDatabase, open_file
+from .database import NOTHING_WRITTEN, Database
+from .revisions import upgrade as upgrade_schema
+from .sqlite import BUSY_TIMEOUT_MS, SQLiteDatabase, open_file
 from .sqlite import storage_error as sqlite_storage_error
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -204,7 +204,7 @@ def _open(path: Path, key: str, migrate: bool, shared: bool) -> Database:
             with _migrate_lock:
                 if _migrated.get(key) != ident:
                     with write(db):
-                        migrations.apply(db)
+                        upgrade_schema(db)
                     _migrated[key] = ident
     except BaseException:
         db.close()

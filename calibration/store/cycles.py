@@ -12,13 +12,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from sqlalchemy import literal_column
 
 from ..errors import NotFoundError
 from ..final_label import UNLABELED_CODE
 from .claims import ClaimTable, claim_table
 from .connection import now
+from .core import as_text
 from .database import Database
 from .imports import hide_sql
+from .labels import settled_in
 from .settings import set_setting
 
 # Where the failures-first share of a cycle is recorded (the cycles table has no column for
@@ -213,15 +216,9 @@ def queue_answers(db: Database, cycle_id: int, reviewer: str) -> list[str]:
 
 # ---------------------------------------------------------------- progress reads
 
-# The store half of the one progress rule (`calibration.cycles.claim_done`): the cycle in which
-# the event that settled a reviewer's current label was made: the verdict, the unclear mark or
-# the import (a reconcile or a skip settles nothing). NULL: an import, or a label without
-# history. `{h}` names the `human_labels` row; `review.queue_rows` reads the same fragment, so
-# the lead's table and the reviewer's queue tell a label made here from a reused one alike.
-SETTLED_IN = """(SELECT e.cycle_id FROM label_events e
-    WHERE e.claim_pk = {h}.claim_pk AND e.reviewer = {h}.reviewer
-      AND e.kind IN ('blind', 'unclear', 'import')
-    ORDER BY e.id DESC LIMIT 1)"""
+# The store half of the one progress rule (`calibration.cycles.claim_done`): `labels.settled_in`
+# as SQL text, `{h}` naming the `human_labels` row.
+SETTLED_IN = as_text(settled_in(literal_column("{h}.claim_pk"), literal_column("{h}.reviewer")))
 
 # Every claim of the cycle's answers: the work a reviewer does (a commit needs each of them
 # settled, judged by the cycle's run or not).

@@ -1,21 +1,52 @@
 """The one store type every module outside the backends talks to: `Database`.
 
 A `Database` is one open connection to the store, whichever engine holds it (SQLite, the
-default, in `sqlite`; PostgreSQL in `postgres`). Store modules write their SQL once, in SQLite's
-spelling with `?` placeholders; a backend that speaks another dialect translates it
+default, in `sqlite`; PostgreSQL in `postgres`): a SQLAlchemy connection (`sa`) from that
+engine's Engine. Statements built with SQLAlchemy Core (`run`) are compiled for the engine;
+statements still written as SQL text, in SQLite's spelling with `?` placeholders, run on the
+driver's connection beneath, and a backend that speaks another dialect translates them
 (`postgres.translate`), so each query has one home. What the domain needs beyond SQL is an
 operation of the object (`in_transaction`, `close`, `write`, `snapshot`), never the driver's
 connection itself.
+
+Transactions are SQLAlchemy's (`sa.begin()`, `begin_nested()` for a savepoint), opened by the
+engine's `begin` event with the statements the backend names for a write (`begin_write`: the
+write lock up front) or a read snapshot (`begin_read`). A statement outside any transaction
+runs on its own: the event opens nothing at the driver for SQLAlchemy's autobegin.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import contextmanager
 from typing import Any, ClassVar, Protocol
 
+from sqlalchemy import Connection, Executable, Result
+from sqlalchemy import exc as sa_exc
+
+from ..errors import ConflictError
+
 Params = Sequence[Any] | Mapping[str, Any]
+Rows = Result[*tuple[Any, ...]]  # a Core statement's result, rows of any columns
+NOTHING_WRITTEN = "nothing was written"
+# Where `write` and `snapshot` leave the statements that open their transaction, for the
+# engine's `begin` event (`begin_event`) in the SQLAlchemy connection's `info`.
+_BEGIN = "calibration.begin"
+
+
+def begin_event(conn: Connection) -> None:
+    """The engines' `begin` event: open the transaction `write` or `snapshot` asked for; nothing
+    for SQLAlchemy's autobegin of a lone statement, which then runs on its own."""
+    for sql in conn.info.pop(_BEGIN, ()):
+        conn.exec_driver_sql(sql)
+
+
+def driver_error(exc: BaseException) -> BaseException:
+    """The driver's own error inside SQLAlchemy's wrapper (itself when not wrapped)."""
+    if isinstance(exc, sa_exc.DBAPIError) and isinstance(exc.orig, BaseException):
+        return exc.orig
+    return exc
 
 
 class Cursor(Protocol):
@@ -41,8 +72,18 @@ class Database(ABC):
     """One open connection to the store; not shared between threads."""
 
     dialect: ClassVar[str]
-    # The driver's errors a broken constraint raises (a duplicate key, a CHECK).
+    # The driver's errors a broken constraint raises (a duplicate key, a CHECK), and SQLAlchemy's.
     integrity_errors: ClassVar[tuple[type[Exception], ...]]
+    # Every error of the driver, and SQLAlchemy's wrapper of them.
+    driver_errors: ClassVar[tuple[type[Exception], ...]]
+    # What opens a write transaction (the write lock taken up front), and a read snapshot.
+    begin_write: ClassVar[tuple[str, ...]]
+    begin_read: ClassVar[tuple[str, ...]]
+    sa: Connection
+
+    def run(self, statement: Executable, params: Params | None = None) -> Rows:
+        """Run a statement built with SQLAlchemy Core, compiled for this engine."""
+        return self.sa.execute(statement, params)
 
     @abstractmethod
     def execute(self, sql: str, params: Params = ()) -> Cursor:
@@ -68,17 +109,85 @@ class Database(ABC):
     def close(self) -> None:
         """Close the connection (a pooled backend returns it to its pool)."""
 
-    @abstractmethod
-    def write(self) -> AbstractContextManager[Database]:
-        """One write transaction, taking the write lock up front; rolled back on any error."""
+    def before_numbered_migrations(self) -> None:  # noqa: B027 (a hook SQLite needs nothing of)
+        """What the numbered migrations' SQL needs of the engine beyond the schema (nothing here)."""
 
     @abstractmethod
-    def snapshot(self) -> AbstractContextManager[None]:
-        """Reads inside see one state of the store; writers elsewhere go on."""
+    def translated(self, exc: BaseException) -> BaseException:
+        """The StorageError a known failure of the driver means; else the driver's error (a bug)."""
 
     @abstractmethod
-    def atomic(self) -> AbstractContextManager[None]:
+    def refusal(self, exc: BaseException) -> str:
+        """The driver's words for a broken constraint, for a message."""
+
+    def _end_autobegun(self) -> None:
+        """End the transaction SQLAlchemy began for a lone statement (none at the driver), so
+        that the next write or snapshot begins its own."""
+        if self.sa.in_transaction():
+            self.sa.rollback()
+
+    def _rollback(self) -> None:
+        if self.sa.in_transaction():
+            self.sa.rollback()
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
         """A nested unit inside the current transaction (a savepoint), or a transaction."""
+        if not self.in_transaction:
+            with self.write():
+                yield
+            return
+        with self.sa.begin_nested():
+            yield
+
+    @contextmanager
+    def write(self) -> Iterator[Database]:
+        """One write transaction, taking the write lock up front; rolled back on any error."""
+        if self.in_transaction:
+            with self.atomic():
+                yield self
+            return
+        self._end_autobegun()
+        self.sa.info[_BEGIN] = self.begin_write
+        try:
+            tx = self.sa.begin()
+        except self.driver_errors as exc:
+            self._rollback()
+            raise self.translated(exc) from exc
+        try:
+            yield self
+        except self.integrity_errors as exc:
+            self._rollback()
+            raise ConflictError(
+                f"the database refused the write ({self.refusal(exc)}); {NOTHING_WRITTEN}"
+            ) from exc
+        except self.driver_errors as exc:
+            self._rollback()
+            raise self.translated(exc) from exc
+        except BaseException:
+            self._rollback()
+            raise
+        else:
+            try:
+                tx.commit()
+            except self.driver_errors as exc:
+                self._rollback()
+                raise self.translated(exc) from exc
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside see one state of the store; writers elsewhere go on."""
+        if self.in_transaction:
+            yield
+            return
+        self._end_autobegun()
+        self.sa.info[_BEGIN] = self.begin_read
+        tx = self.sa.begin()
+        try:
+            yield
+        finally:
+            if tx.is_active:
+                tx.commit()
 
     @abstractmethod
     def table_names(self) -> list[str]:

@@ -19,10 +19,14 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, func, literal_column, not_, true
 
 from .connection import now, write
+from .core import as_text
 from .database import Database
 
 # Imports this process is publishing right now: a marker with our own pid is a leftover only
@@ -61,6 +65,50 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _numbers(values: Iterable[int]) -> list[ColumnElement[Any]]:
+    return [literal_column(str(int(v))) for v in values]
+
+
+Col = ColumnElement[Any]
+
+
+def hidden(
+    db: Database,
+    *,
+    claim: Col | None = None,
+    run: Col | None = None,
+    answer_stamp: Col | None = None,
+    label: Col | None = None,
+) -> ColumnElement[bool]:
+    """A condition for a WHERE clause that leaves out rows of unfinished imports.
+
+    `claim`: a column holding a claim id; `run`: a column holding a judge run id; `answer_stamp`:
+    an answers table's `imported_at` column; `label`: the `import_id` column of a label event,
+    current label or commit (`answer_reveals`) row. True when no import is unfinished (nearly
+    always), so a reader pays nothing then; else the ranges are written in as literals, which
+    keeps the predicate uncorrelated. Call it inside the reader's snapshot (`read_snapshot`), so
+    the marker and the rows are read from the same state.
+    """
+    pending = _unfinished(db)
+    if not pending:
+        return true()
+    parts: list[ColumnElement[bool]] = []
+    if claim is not None:
+        parts += [
+            not_(claim.between(literal_column(str(int(p.claim_lo))), literal_column(str(int(p.claim_hi)))))
+            for p in pending
+            if p.claim_lo is not None and p.claim_hi is not None
+        ]
+    runs = sorted({r for p in pending for r in p.new_runs})
+    if run is not None and runs:
+        parts.append(run.not_in(_numbers(runs)))
+    if answer_stamp is not None:
+        parts.append(answer_stamp.not_in([literal_column(_quote(p.stamp)) for p in pending]))
+    if label is not None:
+        parts.append(func.coalesce(label, 0).not_in(_numbers(p.id for p in pending)))
+    return and_(true(), *parts)
+
+
 def hide_sql(
     db: Database,
     *,
@@ -69,33 +117,13 @@ def hide_sql(
     answer_stamp: str | None = None,
     label: str | None = None,
 ) -> str:
-    """SQL to append to a WHERE clause (' AND ...') that leaves out rows of unfinished imports.
-
-    `claim`: a column holding a claim id; `run`: a column holding a judge run id; `answer_stamp`:
-    an answers table's `imported_at` column; `label`: the `import_id` column of a label event,
-    current label or commit (`answer_reveals`) row. Empty when no import is unfinished (nearly always),
-    so a reader pays nothing then; else the ranges are written in as literals, which keeps the
-    predicate uncorrelated. Call it inside the reader's snapshot (`read_snapshot`), so the
-    marker and the rows are read from the same state.
-    """
-    pending = _unfinished(db)
-    if not pending:
+    """`hidden` as SQL text to append to a WHERE clause (' AND ...'), for the readers still
+    written as text: empty when no import is unfinished. The columns are named as SQL."""
+    named = {"claim": claim, "run": run, "answer_stamp": answer_stamp, "label": label}
+    condition = hidden(db, **{k: literal_column(v) for k, v in named.items() if v is not None})
+    if condition.compare(true()):
         return ""
-    parts: list[str] = []
-    if claim is not None:
-        parts += [
-            f"NOT ({claim} BETWEEN {int(p.claim_lo)} AND {int(p.claim_hi)})"
-            for p in pending
-            if p.claim_lo is not None and p.claim_hi is not None
-        ]
-    runs = sorted({r for p in pending for r in p.new_runs})
-    if run is not None and runs:
-        parts.append(f"{run} NOT IN ({', '.join(str(int(r)) for r in runs)})")
-    if answer_stamp is not None:
-        parts.append(f"{answer_stamp} NOT IN ({', '.join(_quote(p.stamp) for p in pending)})")
-    if label is not None:
-        parts.append(f"coalesce({label}, 0) NOT IN ({', '.join(str(int(p.id)) for p in pending)})")
-    return "".join(f" AND {p}" for p in parts)
+    return " AND " + as_text(condition)
 
 
 def is_hidden_claim(db: Database, claim_pk: int) -> bool:

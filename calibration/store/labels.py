@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import ColumnElement, Insert, Row, and_, bindparam, func, insert, literal, select
+from sqlalchemy.sql.elements import KeyedColumnElement
+
 from ..errors import ConflictError, InputError, NotFoundError, StaleLabelError
 from ..vocab import LABEL_KINDS, Verdict
 from .connection import now, write
+from .core import ONE, staging, upsert
 from .database import Database
 from .imports import MarkedStaging, pause_between_batches
-from .reveals import commit_imported
+from .reveals import SETTLING_KINDS, commit_imported
 from .roster import check_writer
+from .tables import adjudications, answers, claims, human_labels, judge_verdicts, label_events
+
+Col = ColumnElement[Any] | KeyedColumnElement[Any]
 
 # Labels moved in per write transaction (`record_new_imports`): tens of milliseconds, the commits
 # they complete included (a few hundred on a machine busy with other work), so a reviewer's
@@ -23,14 +31,14 @@ LABEL_BATCH = 500
 
 
 def claim_pk(db: Database, answer_id: str, claim_id: str) -> int:
-    row = db.execute(
-        "SELECT id FROM claims WHERE answer_id = ? AND claim_id = ?", [answer_id, claim_id]
-    ).fetchone()
-    if row is None:
-        if db.execute("SELECT 1 FROM answers WHERE id = ?", [answer_id]).fetchone() is None:
+    found = db.run(
+        select(claims.c.id).where(claims.c.answer_id == answer_id, claims.c.claim_id == claim_id)
+    ).scalar()
+    if found is None:
+        if db.run(select(ONE).where(answers.c.id == answer_id)).first() is None:
             raise NotFoundError(f"no answer {answer_id!r} in the database")
         raise NotFoundError(f"no claim {claim_id!r} in answer {answer_id!r}")
-    return int(row[0])
+    return int(found)
 
 
 def _verdict(value: Verdict | str) -> str:
@@ -54,13 +62,40 @@ class LabelState:
     event_id: int | None = None  # the reviewer's latest label event on the claim: the version
 
 
-# The version of a reviewer's label on a claim: their latest event on it (label_events_claim);
-# a lead's adjudication, recorded under the lead's name, is not a label of theirs.
-# Newest first along the index, so the read stops at the first match however long the history.
-LATEST_EVENT = (
-    "(SELECT e.id FROM label_events e WHERE e.claim_pk = {claim} "
-    "AND e.reviewer = {reviewer} AND e.kind <> 'adjudicate' ORDER BY e.id DESC LIMIT 1)"
-)
+def latest_event(
+    claim: ColumnElement[int] | KeyedColumnElement[int],
+    reviewer: ColumnElement[str] | KeyedColumnElement[str],
+) -> ColumnElement[int]:
+    """The version of a reviewer's label on a claim: their latest event on it (label_events_claim);
+    a lead's adjudication, recorded under the lead's name, is not a label of theirs. Newest first
+    along the index, so the read stops at the first match however long the history."""
+    e = label_events.alias("e")
+    return (
+        select(e.c.id)
+        .where(e.c.claim_pk == claim, e.c.reviewer == reviewer, e.c.kind != "adjudicate")
+        .order_by(e.c.id.desc())
+        .limit(ONE)
+        .scalar_subquery()
+    )
+
+
+def settled_in(claim: Col, reviewer: Col) -> ColumnElement[int]:
+    """The cycle where the reviewer's verdict or unclear mark on the claim was given: their
+    latest blind, unclear or import event's (a reconcile or a skip settles nothing). NULL: an
+    import, or a label without history. The lead's table and the reviewer's queue both read it,
+    so they tell a label made here from a reused one alike."""
+    e = label_events.alias("e")
+    return (
+        select(e.c.cycle_id)
+        .where(
+            e.c.claim_pk == claim,
+            e.c.reviewer == reviewer,
+            e.c.kind.in_([literal(k) for k in SETTLING_KINDS]),
+        )
+        .order_by(e.c.id.desc())
+        .limit(ONE)
+        .scalar_subquery()
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +106,7 @@ class BasedOn:
     event_id: int | None
 
 
-def _label_state(row: Sequence[Any] | None, claim: int, reviewer: str) -> LabelState | None:
+def _label_state(row: Sequence[Any] | Row[Any] | None, claim: int, reviewer: str) -> LabelState | None:
     if row is None:
         return None
     status, blind, final, reconciled, slip, evidence, note, event_id = row
@@ -80,24 +115,34 @@ def _label_state(row: Sequence[Any] | None, claim: int, reviewer: str) -> LabelS
     )
 
 
+_h = human_labels.c
+_STATE = select(
+    _h.status,
+    _h.blind_verdict,
+    _h.final_verdict,
+    _h.reconciled,
+    _h.slip,
+    _h.evidence,
+    _h.note,
+    latest_event(_h.claim_pk, _h.reviewer),
+).where(_h.claim_pk == bindparam("claim"), _h.reviewer == bindparam("reviewer"))
+
+
 def label_state(db: Database, claim: int, reviewer: str) -> LabelState | None:
-    row = db.execute(
-        f"""SELECT status, blind_verdict, final_verdict, reconciled, slip, evidence, note,
-                  {LATEST_EVENT.format(claim="h.claim_pk", reviewer="h.reviewer")}
-           FROM human_labels h WHERE h.claim_pk = ? AND h.reviewer = ?""",
-        [claim, reviewer],
-    ).fetchone()
+    row = db.run(_STATE, {"claim": claim, "reviewer": reviewer}).first()
     return _label_state(row, claim, reviewer)
+
+
+_LATEST = select(label_events.c.id, label_events.c.created_at).where(
+    label_events.c.id == latest_event(bindparam("claim"), bindparam("reviewer"))
+)
 
 
 def check_based_on(db: Database, claim: int, reviewer: str, based_on: BasedOn) -> None:
     """Refuse (StaleLabelError) a write based on a state of the reviewer's label on the claim
     that is no longer the current one: another tab (or client) wrote a label since. Call it
     inside the write's transaction, so nothing can come between the check and the write."""
-    row = db.execute(
-        f"SELECT id, created_at FROM label_events WHERE id = {LATEST_EVENT.format(claim='?', reviewer='?')}",
-        [claim, reviewer],
-    ).fetchone()
+    row = db.run(_LATEST, {"claim": claim, "reviewer": reviewer}).first()
     if (None if row is None else row[0]) != based_on.event_id:
         at = "an unknown time" if row is None else f"{row[1][11:16]} UTC"
         raise StaleLabelError(f"this claim was labeled in another tab at {at} — showing it now")
@@ -155,20 +200,20 @@ def record_label(
             if kind == "keep":
                 verdict = state.blind_verdict
             else:
-                row = db.execute(
-                    "SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?",
-                    [judge_run_id, claim],
-                ).fetchone()
-                if row is None:
+                verdict = db.run(
+                    select(judge_verdicts.c.verdict).where(
+                        judge_verdicts.c.run_id == judge_run_id, judge_verdicts.c.claim_pk == claim
+                    )
+                ).scalar()
+                if verdict is None:
                     raise NotFoundError("the judge gave no verdict on this claim")
-                verdict = row[0]
         else:
             verdict = None
         ts = now()
         ev_json = json.dumps(list(evidence), ensure_ascii=False)
-        db.execute(
-            _EVENT_SQL,
-            [
+        db.run(
+            insert(label_events),
+            _event(
                 claim,
                 reviewer,
                 kind,
@@ -180,12 +225,12 @@ def record_label(
                 ts,
                 duration_ms,
                 import_id,
-            ],
+            ),
         )
         row = _current_label(
             claim, reviewer, kind, verdict, list(evidence), note, cycle_id, ts, duration_ms, import_id, state
         )
-        db.execute(_upsert_sql(row), list(row.values()))
+        db.run(_label_upsert(db.dialect, tuple(row)), row)
         if kind == "import":
             commit_imported(db, [(claim, reviewer)], import_id)
         result = label_state(db, claim, reviewer)
@@ -193,9 +238,33 @@ def record_label(
     return result
 
 
-_EVENT_SQL = """INSERT INTO label_events
-    (claim_pk, reviewer, kind, verdict, evidence, note, cycle_id, judge_run_id, created_at, duration_ms,
-     import_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)"""
+def _event(
+    claim: int,
+    reviewer: str,
+    kind: str,
+    verdict: str | None,
+    evidence: str,
+    note: str | None,
+    cycle_id: int | None,
+    judge_run_id: int | None,
+    created_at: str,
+    duration_ms: int | None,
+    import_id: int | None,
+) -> dict[str, object]:
+    """One label_events row (its id the engine's)."""
+    return {
+        "claim_pk": claim,
+        "reviewer": reviewer,
+        "kind": kind,
+        "verdict": verdict,
+        "evidence": evidence,
+        "note": note,
+        "cycle_id": cycle_id,
+        "judge_run_id": judge_run_id,
+        "created_at": created_at,
+        "duration_ms": duration_ms,
+        "import_id": import_id,
+    }
 
 
 def _current_label(
@@ -259,13 +328,13 @@ def _current_label(
     }
 
 
-def _upsert_sql(row: dict[str, object]) -> str:
-    cols = ", ".join(row)
-    marks = ", ".join("?" for _ in row)
-    updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("claim_pk", "reviewer"))
-    return (
-        f"INSERT INTO human_labels ({cols}) VALUES ({marks}) "
-        f"ON CONFLICT (claim_pk, reviewer) DO UPDATE SET {updates}"
+@functools.cache
+def _label_upsert(dialect: str, cols: tuple[str, ...]) -> Insert:
+    """Write the current label's `cols` (its key among them), over the one there."""
+    stmt = upsert(dialect, human_labels).values({c: bindparam(c) for c in cols})
+    return stmt.on_conflict_do_update(
+        index_elements=[_h.claim_pk, _h.reviewer],
+        set_={c: stmt.excluded[c] for c in cols if c not in ("claim_pk", "reviewer")},
     )
 
 
@@ -279,10 +348,11 @@ def record_new_imports(
     (`reveals.commit_imported`), which carry `import_id` like the labels."""
     ts = now()
     events = [
-        (claim, reviewer, "import", verdict, evidence, note, None, None, ts, None, import_id)
+        _event(claim, reviewer, "import", verdict, evidence, note, None, None, ts, None, import_id)
         for claim, reviewer, verdict, evidence, note in labels
     ]
-    db.executemany(_EVENT_SQL, events)
+    if events:
+        db.run(insert(label_events), events)
     rows = [
         _current_label(
             claim, reviewer, "import", verdict, json.loads(evidence), note, None, ts, None, import_id, None
@@ -290,7 +360,7 @@ def record_new_imports(
         for claim, reviewer, verdict, evidence, note in labels
     ]
     if rows:
-        db.executemany(_upsert_sql(rows[0]), [list(r.values()) for r in rows])
+        db.run(_label_upsert(db.dialect, tuple(rows[0])), rows)
         commit_imported(db, [(claim, reviewer) for claim, reviewer, *_ in labels], import_id)
 
 
@@ -301,17 +371,24 @@ def adjudicate(
     verdict = _verdict(verdict)
     ts = now()
     with write(db):
-        db.execute(
-            """INSERT INTO label_events (claim_pk, reviewer, kind, verdict, note, created_at)
-               VALUES (?,?,?,?,?,?)""",
-            [claim, adjudicator, "adjudicate", verdict, note, ts],
+        db.run(
+            insert(label_events).values(
+                claim_pk=claim,
+                reviewer=adjudicator,
+                kind="adjudicate",
+                verdict=verdict,
+                note=note,
+                created_at=ts,
+            )
         )
-        db.execute(
-            """INSERT INTO adjudications (claim_pk, verdict, adjudicator, note, created_at)
-               VALUES (?,?,?,?,?) ON CONFLICT (claim_pk) DO UPDATE SET verdict = excluded.verdict,
-               adjudicator = excluded.adjudicator, note = excluded.note,
-               created_at = excluded.created_at""",
-            [claim, verdict, adjudicator, note, ts],
+        stmt = upsert(db.dialect, adjudications).values(
+            claim_pk=claim, verdict=verdict, adjudicator=adjudicator, note=note, created_at=ts
+        )
+        db.run(
+            stmt.on_conflict_do_update(
+                index_elements=[adjudications.c.claim_pk],
+                set_={c: stmt.excluded[c] for c in ("verdict", "adjudicator", "note", "created_at")},
+            )
         )
 
 
@@ -349,24 +426,28 @@ class LabelStaging(MarkedStaging):
     """
 
     _COLS = ("claim_pk", "reviewer", "verdict", "evidence", "note")
+    _STAGED = staging("s_labels", _COLS)
+    _LATE = staging("late_labels", _COLS)
 
     def __init__(self, db: Database) -> None:
         super().__init__(db, ("s_labels", "late_labels"))
-        self.rows: list[tuple[int, str, str, str, str | None]] = []
+        self.rows: list[dict[str, object]] = []
         self.staged = 0
         for table in ("s_labels", "late_labels"):
             db.create_staging(table, "label_events", self._COLS)
 
     def add(self, claim: int, reviewer: str, verdict: str, evidence: Sequence[str], note: str | None) -> None:
         """Stage one label (no lock on the database is taken)."""
-        self.rows.append((claim, reviewer, verdict, json.dumps(list(evidence), ensure_ascii=False), note))
+        evidence_json = json.dumps(list(evidence), ensure_ascii=False)
+        self.rows.append(dict(zip(self._COLS, (claim, reviewer, verdict, evidence_json, note), strict=True)))
         self.staged += 1
         if len(self.rows) >= 5000:
             self.flush()
 
     def flush(self) -> None:
         """Write the queued rows to the staging table."""
-        self.db.executemany("INSERT INTO temp.s_labels VALUES (?,?,?,?,?)", self.rows)
+        if self.rows:
+            self.db.run(insert(self._STAGED), self.rows)
         self.rows = []
 
     def publish(self, *, batch: int = LABEL_BATCH) -> None:
@@ -377,22 +458,26 @@ class LabelStaging(MarkedStaging):
         would miss a lock taken again at once, batch after batch."""
         db = self.db
         self.flush()
-        last = int(db.execute("SELECT coalesce(max(rowid), 0) FROM temp.s_labels").fetchone()[0])
+        s = self._STAGED.c
+        last = int(db.run(select(func.coalesce(func.max(s.rowid), 0))).scalar_one())
         for lo in range(1, last + 1, batch):
             started = time.monotonic()
             with write(db):
-                rows = db.execute(
-                    """SELECT s.claim_pk, s.reviewer, s.verdict, s.evidence, s.note, h.claim_pk IS NOT NULL
-                       FROM temp.s_labels s LEFT JOIN human_labels h
-                       ON h.claim_pk = s.claim_pk AND h.reviewer = s.reviewer
-                       WHERE s.rowid BETWEEN ? AND ? ORDER BY s.rowid""",
-                    [lo, lo + batch - 1],
-                ).fetchall()
+                rows = db.run(
+                    select(s.claim_pk, s.reviewer, s.verdict, s.evidence, s.note, _h.claim_pk.is_not(None))
+                    .select_from(
+                        self._STAGED.outerjoin(
+                            human_labels, and_(_h.claim_pk == s.claim_pk, _h.reviewer == s.reviewer)
+                        )
+                    )
+                    .where(s.rowid.between(lo, lo + batch - 1))
+                    .order_by(s.rowid)
+                ).all()
                 # A label the reviewer has (given meanwhile, or stored before) is set aside.
-                db.executemany(
-                    "INSERT INTO temp.late_labels VALUES (?,?,?,?,?)", [r[:5] for r in rows if r[5]]
-                )
-                record_new_imports(db, [r[:5] for r in rows if not r[5]], self.import_id)
+                late = [dict(zip(self._COLS, r[:5], strict=True)) for r in rows if r[5]]
+                if late:
+                    db.run(insert(self._LATE), late)
+                record_new_imports(db, [tuple(r[:5]) for r in rows if not r[5]], self.import_id)
             held = time.monotonic() - started
             # As in `answers.Staging.publish`: the next small commit should not pay for the WAL.
             db.checkpoint()
@@ -403,7 +488,7 @@ class LabelStaging(MarkedStaging):
         """The last write: the labels set aside (see the class), with the marker flipped to
         'done' (`finishing`)."""
         with self.finishing() as db:
-            for row in db.execute(f"SELECT {', '.join(self._COLS)} FROM temp.late_labels").fetchall():
+            for row in db.run(select(*(self._LATE.c[c] for c in self._COLS))).all():
                 claim, reviewer, verdict, evidence, note = row
                 state = label_state(db, claim, reviewer)
                 if not import_unchanged(state, verdict, json.loads(evidence), note):
@@ -419,9 +504,7 @@ class LabelStaging(MarkedStaging):
 
 
 def label_history(db: Database, claim: int, reviewer: str | None = None) -> list[dict[str, object]]:
-    sql = "SELECT * FROM label_events WHERE claim_pk = ?"
-    params: list[object] = [claim]
+    query = select(label_events).where(label_events.c.claim_pk == claim)
     if reviewer is not None:
-        sql += " AND reviewer = ?"
-        params.append(reviewer)
-    return list(db.query(sql + " ORDER BY id", params))
+        query = query.where(label_events.c.reviewer == reviewer)
+    return [dict(r) for r in db.run(query.order_by(label_events.c.id)).mappings()]

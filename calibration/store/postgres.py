@@ -26,27 +26,25 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from functools import lru_cache
-from itertools import count
 from typing import Any, ClassVar
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg_pool import ConnectionPool
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import exc as sa_exc
 
-from ..errors import ConflictError, DatabaseBusyError, DiskFullError, ReadOnlyError, StorageError
-from .database import Cursor, Database, Params
-from .schema import migrations
-from .sqlite import BUSY_TIMEOUT_MS, NOTHING_WRITTEN
+from ..errors import DatabaseBusyError, DiskFullError, ReadOnlyError, StorageError
+from .database import NOTHING_WRITTEN, Cursor, Database, Params, begin_event, driver_error
+from .revisions import upgrade as upgrade_schema
+from .sqlite import BUSY_TIMEOUT_MS
 
 POOL_SIZE = 8
 _WRITE_LOCK = 0x63616C69  # the advisory lock key every write transaction takes ("cali")
 _MIGRATE_LOCK = _WRITE_LOCK + 1
-_pools: dict[str, ConnectionPool] = {}
+_engines: dict[str, Engine] = {}
 _migrated: set[str] = set()
 _lock = threading.Lock()
-_savepoints = count()
 
 _UNREACHABLE = (
     "the database server cannot be reached or refused the connection (check the "
@@ -57,6 +55,7 @@ _BUSY_TEXT = f"the database is busy (another write held it too long); {NOTHING_W
 
 def storage_error(exc: BaseException) -> StorageError | None:
     """The StorageError a known PostgreSQL failure means, or None (a bug)."""
+    exc = driver_error(exc)
     if isinstance(exc, pg_errors.DiskFull):
         return DiskFullError(f"the disk holding the database is full; {NOTHING_WRITTEN}")
     if isinstance(exc, pg_errors.ReadOnlySqlTransaction | pg_errors.InsufficientPrivilege):
@@ -382,14 +381,23 @@ class _Result:
 
 
 class PostgresDatabase(Database):
-    """A pooled connection to one PostgreSQL database (returned to the pool by `close`)."""
+    """A pooled connection to one PostgreSQL database (returned to the pool by `close`).
+
+    `sa` is SQLAlchemy's connection, in its AUTOCOMMIT mode: transactions are the explicit
+    statements `write` and `snapshot` run (the write lock, the isolation level), on the driver's
+    connection beneath it, which SQL text runs on too."""
 
     dialect: ClassVar[str] = "postgresql"
-    integrity_errors: ClassVar[tuple[type[Exception], ...]] = (psycopg.IntegrityError,)
+    integrity_errors: ClassVar[tuple[type[Exception], ...]] = (psycopg.IntegrityError, sa_exc.IntegrityError)
+    driver_errors: ClassVar[tuple[type[Exception], ...]] = (psycopg.Error, sa_exc.DBAPIError)
+    begin_write: ClassVar[tuple[str, ...]] = ("BEGIN", f"SELECT pg_advisory_xact_lock({_WRITE_LOCK})")
+    begin_read: ClassVar[tuple[str, ...]] = ("BEGIN ISOLATION LEVEL REPEATABLE READ",)
 
-    def __init__(self, pool: ConnectionPool, conn: psycopg.Connection[Any], url: str) -> None:
-        self._pool = pool
-        self._conn: psycopg.Connection[Any] | None = conn
+    def __init__(self, sa: Connection, url: str) -> None:
+        self.sa = sa
+        raw = sa.connection.dbapi_connection
+        assert isinstance(raw, psycopg.Connection)
+        self._conn: psycopg.Connection[Any] | None = raw
         self.url = url
 
     @property
@@ -418,8 +426,8 @@ class PostgresDatabase(Database):
 
     def close(self) -> None:
         if self._conn is not None:
-            conn, self._conn = self._conn, None
-            self._pool.putconn(conn)
+            self._conn = None
+            self.sa.close()
 
     def table_names(self) -> list[str]:
         return [
@@ -474,70 +482,19 @@ class PostgresDatabase(Database):
         # copied by migrate-db reads about three times slower (bench/bench_migrate.py).
         self._c.execute("ANALYZE")
 
-    @contextmanager
-    def atomic(self) -> Iterator[None]:
-        if not self.in_transaction:
-            with self.write():
-                yield
-            return
-        name = f"s{next(_savepoints)}"
-        self._c.execute(f"SAVEPOINT {name}")
-        try:
-            yield
-        except BaseException:
-            if self._c.info.transaction_status != psycopg.pq.TransactionStatus.UNKNOWN:
-                self._c.execute(f"ROLLBACK TO SAVEPOINT {name}")
-                self._c.execute(f"RELEASE SAVEPOINT {name}")
-            raise
-        self._c.execute(f"RELEASE SAVEPOINT {name}")
+    def before_numbered_migrations(self) -> None:
+        for stmt in _BOOTSTRAP:
+            self._c.execute(stmt)
 
-    @contextmanager
-    def write(self) -> Iterator[Database]:
-        if self.in_transaction:
-            with self.atomic():
-                yield self
-            return
-        try:
-            self._c.execute("BEGIN")
-            self._c.execute("SELECT pg_advisory_xact_lock(%s)", [_WRITE_LOCK])
-        except psycopg.Error as exc:
-            self._rollback()
-            raise storage_error(exc) or exc from exc
-        try:
-            yield self
-        except psycopg.IntegrityError as exc:
-            self._rollback()
-            raise ConflictError(
-                f"the database refused the write ({_first_line(exc)}); {NOTHING_WRITTEN}"
-            ) from exc
-        except psycopg.Error as exc:
-            self._rollback()
-            raise storage_error(exc) or exc from exc
-        except BaseException:
-            self._rollback()
-            raise
-        else:
-            try:
-                self._c.execute("COMMIT")
-            except psycopg.Error as exc:
-                self._rollback()
-                raise storage_error(exc) or exc from exc
+    def translated(self, exc: BaseException) -> BaseException:
+        return storage_error(exc) or driver_error(exc)
+
+    def refusal(self, exc: BaseException) -> str:
+        return _first_line(driver_error(exc))
 
     def _rollback(self) -> None:
-        if self._conn is not None and self.in_transaction:
-            self._c.execute("ROLLBACK")
-
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
-        if self.in_transaction:
-            yield
-            return
-        self._c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-        try:
-            yield
-        finally:
-            if self._conn is not None and self.in_transaction:
-                self._c.execute("COMMIT")
+        if self._conn is not None:
+            super()._rollback()
 
 
 def _first_line(exc: BaseException) -> str:
@@ -558,69 +515,73 @@ class _NumberLoader(psycopg.adapt.Loader):
         return int(text) if text.lstrip("-").isdigit() else float(text)
 
 
-def _configure(conn: psycopg.Connection[Any]) -> None:
+def _configure(conn: psycopg.Connection[Any], _record: object) -> None:
     conn.adapters.register_loader("numeric", _NumberLoader)
     conn.execute(f"SET lock_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("SET client_min_messages = warning")
 
 
-def _reset(conn: psycopg.Connection[Any]) -> None:
+def _reset(conn: psycopg.Connection[Any], _record: object, _state: object) -> None:
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        conn.execute("ROLLBACK")  # a unit of work that ended inside its transaction (an error)
     conn.execute("DISCARD TEMP")  # a pooled connection starts without the last user's staging
 
 
-def pool(url: str) -> ConnectionPool:
-    """The process's connection pool for `url` (opened on first use)."""
+def engine_url(url: str) -> str:
+    """`url` as SQLAlchemy names it with the driver this backend uses (psycopg 3)."""
+    scheme, sep, rest = url.partition("://")
+    return f"postgresql+psycopg{sep}{rest}" if scheme in ("postgresql", "postgres") else url
+
+
+def engine(url: str) -> Engine:
+    """The process's SQLAlchemy Engine for `url`, its pool of up to POOL_SIZE connections."""
     with _lock:
-        found = _pools.get(url)
+        found = _engines.get(url)
         if found is None:
-            found = ConnectionPool(
-                url,
-                min_size=1,
-                max_size=POOL_SIZE,
-                open=False,
-                configure=_configure,
-                reset=_reset,
-                kwargs={"autocommit": True},
+            # AUTOCOMMIT: SQLAlchemy begins nothing itself; `write` and `snapshot` do.
+            found = create_engine(
+                engine_url(url),
+                pool_size=POOL_SIZE,
+                max_overflow=0,
+                pool_timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level="AUTOCOMMIT",
+                pool_reset_on_return=None,
+                connect_args={"connect_timeout": 10},
             )
-            try:
-                found.open(wait=True, timeout=10)
-            except Exception as exc:
-                found.close()
-                raise StorageError(_UNREACHABLE) from exc
-            _pools[url] = found
+            event.listen(found, "connect", _configure)
+            event.listen(found, "begin", begin_event)
+            event.listen(found, "reset", _reset)
+            _engines[url] = found
         return found
 
 
 def close_pool(url: str) -> None:
     """Close the pool of `url` (its connections end), so the database can be dropped."""
     with _lock:
-        found = _pools.pop(url, None)
+        found = _engines.pop(url, None)
         _migrated.discard(url)
     if found is not None:
-        found.close()
+        found.dispose()
 
 
 def connect(url: str, *, migrate: bool = True) -> PostgresDatabase:
     """A pooled connection to `url`; pending migrations applied once per process."""
-    p = pool(url)
     try:
-        conn = p.getconn(timeout=BUSY_TIMEOUT_MS / 1000)
-    except Exception as exc:
+        sa = engine(url).connect()
+    except (sa_exc.DBAPIError, sa_exc.TimeoutError) as exc:
         raise StorageError(_UNREACHABLE) from exc
-    db = PostgresDatabase(p, conn, url)
+    db = PostgresDatabase(sa, url)
     try:
         if migrate and url not in _migrated:
             with _lock:
                 if url not in _migrated:
                     # Several app servers may start at once: one migrates, the others wait.
-                    conn.execute("SELECT pg_advisory_lock(%s)", [_MIGRATE_LOCK])
+                    db._c.execute("SELECT pg_advisory_lock(%s)", [_MIGRATE_LOCK])
                     try:
                         with db.write():
-                            for stmt in _BOOTSTRAP:
-                                conn.execute(stmt)
-                            migrations.apply(db)
+                            upgrade_schema(db)
                     finally:
-                        conn.execute("SELECT pg_advisory_unlock(%s)", [_MIGRATE_LOCK])
+                        db._c.execute("SELECT pg_advisory_unlock(%s)", [_MIGRATE_LOCK])
                     _migrated.add(url)
     except BaseException:
         db.close()

@@ -12,13 +12,29 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sqlalchemy import and_, case, exists, func, null, or_, select
+
 from ..errors import NotFoundError
 from .connection import now
-from .cycles import SETTLED_IN
+from .core import ONE, upsert
 from .database import Database
-from .imports import hide_sql
-from .labels import LATEST_EVENT, LabelState
+from .imports import hidden
+from .labels import LabelState, latest_event, settled_in
 from .roster import check_writer
+from .tables import (
+    adjudications,
+    answer_reveals,
+    answers,
+    assignments,
+    chunks,
+    claims,
+    cycles,
+    human_labels,
+    imports,
+    judge_runs,
+    judge_verdicts,
+    label_events,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,14 +50,20 @@ class CycleRow:
 
 def cycle_row(db: Database, cycle_id: int) -> CycleRow:
     """The cycle with `cycle_id`; NotFoundError when there is none."""
-    row = db.execute(
-        """SELECT c.id, c.name, c.judge_run_id, r.judge_model || '@' || r.prompt_version,
-                  c.status,
-                  NOT EXISTS (SELECT 1 FROM assignments a WHERE a.cycle_id = c.id),
-                  c.require_evidence
-           FROM cycles c JOIN judge_runs r ON r.id = c.judge_run_id WHERE c.id = ?""",
-        [cycle_id],
-    ).fetchone()
+    c, r = cycles.c, judge_runs.c
+    row = db.run(
+        select(
+            c.id,
+            c.name,
+            c.judge_run_id,
+            r.judge_model + "@" + r.prompt_version,
+            c.status,
+            ~exists(select(ONE).where(assignments.c.cycle_id == c.id)),
+            c.require_evidence,
+        )
+        .select_from(cycles.join(judge_runs, r.id == c.judge_run_id))
+        .where(c.id == cycle_id)
+    ).first()
     if row is None:
         raise NotFoundError(f"no cycle with id {cycle_id}")
     return CycleRow(row[0], row[1], row[2], row[3], row[4], bool(row[5]), bool(row[6]))
@@ -52,7 +74,7 @@ def cycle_row(db: Database, cycle_id: int) -> CycleRow:
 
 def card_answer(db: Database, answer_id: str) -> tuple[str, str]:
     """(question, answer) of an answer; NotFoundError when there is none."""
-    row = db.execute("SELECT question, answer FROM answers WHERE id = ?", [answer_id]).fetchone()
+    row = db.run(select(answers.c.question, answers.c.answer).where(answers.c.id == answer_id)).first()
     if row is None:
         raise NotFoundError(f"no answer {answer_id!r}")
     return row[0], row[1]
@@ -60,36 +82,47 @@ def card_answer(db: Database, answer_id: str) -> tuple[str, str]:
 
 def questions(db: Database, answer_ids: Sequence[str]) -> dict[str, str]:
     """Answer id -> its question, for the given answers (one queue: by primary key)."""
-    return dict(
-        db.execute(
-            "SELECT id, question FROM answers WHERE id IN (SELECT value FROM json_each(?))",
-            [json.dumps(list(answer_ids))],
-        ).fetchall()
-    )
+    found = db.run(select(answers.c.id, answers.c.question).where(answers.c.id.in_(list(answer_ids))))
+    return {a: q for a, q in found}
 
 
 def card_chunks(db: Database, answer_id: str) -> list[tuple[str, str, str | None]]:
     """(chunk id, text, source) of the answer's chunks, in order."""
+    k = chunks.c
     return [
         (c, t, s)
-        for c, t, s in db.execute(
-            "SELECT chunk_id, text, source FROM chunks WHERE answer_id = ? ORDER BY position", [answer_id]
+        for c, t, s in db.run(
+            select(k.chunk_id, k.text, k.source).where(k.answer_id == answer_id).order_by(k.position)
         )
     ]
 
 
 def card_claims(db: Database, answer_id: str, reviewer: str) -> list[tuple[int, str, str, LabelState | None]]:
     """(claim pk, claim id, text, the reviewer's current label or None) per claim, in order."""
-    rows = db.execute(
-        f"""SELECT c.id, c.claim_id, c.text, h.status, h.blind_verdict, h.final_verdict,
-                  h.reconciled, h.slip, h.evidence, h.note,
-                  CASE WHEN h.status IS NULL THEN NULL
-                       ELSE {LATEST_EVENT.format(claim="c.id", reviewer="h.reviewer")} END
-           FROM claims c LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
-                {hide_sql(db, label="h.import_id")}
-           WHERE c.answer_id = ? ORDER BY c.position, c.id""",
-        [reviewer, answer_id],
-    ).fetchall()
+    c, h = claims.c, human_labels.c
+    rows = db.run(
+        select(
+            c.id,
+            c.claim_id,
+            c.text,
+            h.status,
+            h.blind_verdict,
+            h.final_verdict,
+            h.reconciled,
+            h.slip,
+            h.evidence,
+            h.note,
+            case((h.status.is_(None), null()), else_=latest_event(c.id, h.reviewer)),
+        )
+        .select_from(
+            claims.outerjoin(
+                human_labels,
+                and_(h.claim_pk == c.id, h.reviewer == reviewer, hidden(db, label=h.import_id)),
+            )
+        )
+        .where(c.answer_id == answer_id)
+        .order_by(c.position, c.id)
+    ).all()
     out: list[tuple[int, str, str, LabelState | None]] = []
     for pk, cid, text, status, blind, final, rec, slip, ev, note, event_id in rows:
         label = None
@@ -103,28 +136,28 @@ def card_claims(db: Database, answer_id: str, reviewer: str) -> list[tuple[int, 
 
 def chunk_ids(db: Database, answer_id: str) -> set[str]:
     """The chunk ids of an answer."""
-    return {r[0] for r in db.execute("SELECT chunk_id FROM chunks WHERE answer_id = ?", [answer_id])}
+    return set(db.run(select(chunks.c.chunk_id).where(chunks.c.answer_id == answer_id)).scalars())
 
 
 def claim_answer(db: Database, claim_pk: int) -> str:
     """The answer a claim belongs to; NotFoundError when there is no such claim."""
-    row = db.execute("SELECT answer_id FROM claims WHERE id = ?", [claim_pk]).fetchone()
-    if row is None:
+    found = db.run(select(claims.c.answer_id).where(claims.c.id == claim_pk)).scalar()
+    if found is None:
         raise NotFoundError(f"no claim {claim_pk}")
-    return str(row[0])
+    return str(found)
 
 
 def answer_settled(db: Database, answer_id: str, reviewer: str) -> bool:
     """Every claim of the answer has the reviewer's verdict or their unclear mark (and it has
     claims): the answer is revealed to them."""
-    row = db.execute(
-        f"""SELECT count(*), count(h.claim_pk) FROM claims c
-           LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?
-                AND ((h.status = 'labeled' AND h.blind_verdict IS NOT NULL)
-                     OR h.status = 'unclear'){hide_sql(db, label="h.import_id")}
-           WHERE c.answer_id = ?""",
-        [reviewer, answer_id],
-    ).fetchone()
+    c, h = claims.c, human_labels.c
+    settled = or_(and_(h.status == "labeled", h.blind_verdict.is_not(None)), h.status == "unclear")
+    joined = claims.outerjoin(
+        human_labels, and_(h.claim_pk == c.id, h.reviewer == reviewer, settled, hidden(db, label=h.import_id))
+    )
+    row = db.run(
+        select(func.count(), func.count(h.claim_pk)).select_from(joined).where(c.answer_id == answer_id)
+    ).one()
     return bool(row[0] > 0 and row[0] == row[1])
 
 
@@ -152,27 +185,44 @@ def queue_rows(
 
     The judge verdict is compared only for revealed answers (committed by the reviewer).
     """
-    rows = db.execute(
-        f"""SELECT q.key, c.answer_id, c.position, c.id, h.status, h.blind_verdict,
-                  h.reconciled, CASE WHEN r.answer_id IS NULL THEN NULL ELSE v.verdict END,
-                  CASE WHEN h.status = 'skipped' THEN
-                      (SELECT count(*) FROM label_events e
-                       WHERE e.claim_pk = c.id AND e.reviewer = h.reviewer
-                         AND e.kind = 'skip' AND e.cycle_id = ?) ELSE 0 END,
-                  r.answer_id IS NOT NULL,
-                  CASE WHEN h.status IS NULL THEN 0 WHEN {SETTLED_IN.format(h="h")} IS ? THEN 1 ELSE 0 END
-           FROM json_each(?) q
-           JOIN claims c ON c.answer_id = q.value
-           LEFT JOIN human_labels h ON h.claim_pk = c.id AND h.reviewer = ?{hide_sql(db, label="h.import_id")}
-           LEFT JOIN answer_reveals r ON r.answer_id = c.answer_id AND r.reviewer = ?
-                {hide_sql(db, label="r.import_id")}
-           LEFT JOIN judge_verdicts v ON v.run_id = ? AND v.claim_pk = c.id
-           ORDER BY q.key, c.position, c.id""",
-        [cycle_id, cycle_id, json.dumps(list(answers)), reviewer, reviewer, run_id],
-    ).fetchall()
+    if not answers:
+        return []
+    c, h, r, v, e = claims.c, human_labels.c, answer_reveals.c, judge_verdicts.c, label_events.c
+    skips = (
+        select(func.count())
+        .where(e.claim_pk == c.id, e.reviewer == h.reviewer, e.kind == "skip", e.cycle_id == cycle_id)
+        .scalar_subquery()
+    )
+    here = settled_in(h.claim_pk, h.reviewer).is_not_distinct_from(cycle_id)
+    joined = (
+        claims.outerjoin(
+            human_labels, and_(h.claim_pk == c.id, h.reviewer == reviewer, hidden(db, label=h.import_id))
+        )
+        .outerjoin(
+            answer_reveals,
+            and_(r.answer_id == c.answer_id, r.reviewer == reviewer, hidden(db, label=r.import_id)),
+        )
+        .outerjoin(judge_verdicts, and_(v.run_id == run_id, v.claim_pk == c.id))
+    )
+    order = case({a: i for i, a in enumerate(answers)}, value=c.answer_id)
+    rows = db.run(
+        select(
+            c.answer_id,
+            h.status,
+            h.blind_verdict,
+            h.reconciled,
+            case((r.answer_id.is_(None), null()), else_=v.verdict),
+            case((h.status == "skipped", skips), else_=0),
+            r.answer_id.is_not(None),
+            case((h.status.is_(None), 0), (here, 1), else_=0),
+        )
+        .select_from(joined)
+        .where(c.answer_id.in_(list(answers)))
+        .order_by(order, c.position, c.id)
+    ).all()
     out: list[QueueRow] = []
     index: dict[str, int] = {}
-    for _, answer_id, _, _, status, blind, reconciled, judge, skips, revealed, here in rows:
+    for answer_id, status, blind, reconciled, judge, skips_here, revealed, settled_here in rows:
         i = index.get(answer_id, 0)
         index[answer_id] = i + 1
         differs = bool(revealed and status == "labeled" and judge is not None and judge != blind)
@@ -182,10 +232,10 @@ def queue_rows(
                 i,
                 status or "todo",
                 differs and reconciled is None,
-                int(skips or 0),
+                int(skips_here or 0),
                 bool(revealed),
                 differs and reconciled is not None,
-                bool(here),
+                bool(settled_here),
             )
         )
     return out
@@ -193,14 +243,9 @@ def queue_rows(
 
 def answer_revealed(db: Database, answer_id: str, reviewer: str) -> bool:
     """The reviewer committed the answer's blind verdicts: its judge data is shown to them."""
-    return (
-        db.execute(
-            "SELECT 1 FROM answer_reveals WHERE answer_id = ? AND reviewer = ?"
-            + hide_sql(db, label="import_id"),
-            [answer_id, reviewer],
-        ).fetchone()
-        is not None
-    )
+    r = answer_reveals.c
+    found = select(ONE).where(r.answer_id == answer_id, r.reviewer == reviewer, hidden(db, label=r.import_id))
+    return db.run(found).first() is not None
 
 
 def record_reveal(db: Database, answer_id: str, reviewer: str, cycle_id: int | None) -> None:
@@ -210,27 +255,36 @@ def record_reveal(db: Database, answer_id: str, reviewer: str, cycle_id: int | N
     die) becomes the reviewer's own. Refused (SignedOutError) for a name a lead deactivated or
     renamed (`roster.check_writer`): call it inside the write's transaction."""
     check_writer(db, reviewer)
-    db.execute(
-        "INSERT INTO answer_reveals (answer_id, reviewer, cycle_id, revealed_at) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT (answer_id, reviewer) DO UPDATE SET cycle_id = excluded.cycle_id, "
-        "revealed_at = excluded.revealed_at, import_id = NULL WHERE answer_reveals.import_id IN "
-        "(SELECT id FROM imports WHERE status = 'publishing')",
-        [answer_id, reviewer, cycle_id, now()],
+    stmt = upsert(db.dialect, answer_reveals).values(
+        answer_id=answer_id, reviewer=reviewer, cycle_id=cycle_id, revealed_at=now()
+    )
+    publishing = select(imports.c.id).where(imports.c.status == "publishing")
+    db.run(
+        stmt.on_conflict_do_update(
+            index_elements=[answer_reveals.c.answer_id, answer_reveals.c.reviewer],
+            set_={
+                "cycle_id": stmt.excluded.cycle_id,
+                "revealed_at": stmt.excluded.revealed_at,
+                "import_id": None,
+            },
+            where=answer_reveals.c.import_id.in_(publishing),
+        )
     )
 
 
 def label_durations(db: Database, run_id: int, cycle_id: int | None = None) -> dict[str, list[int]]:
     """Reviewer -> the recorded times (ms, card shown to verdict) of their blind verdicts and
     unclear marks on claims the run judged, within the cycle when given."""
-    sql = """SELECT e.reviewer, e.duration_ms FROM label_events e
-             JOIN judge_verdicts v ON v.claim_pk = e.claim_pk AND v.run_id = ?
-             WHERE e.duration_ms IS NOT NULL AND e.kind IN ('blind', 'unclear')"""
-    params: list[object] = [run_id]
+    e, v = label_events.c, judge_verdicts.c
+    query = (
+        select(e.reviewer, e.duration_ms)
+        .select_from(label_events.join(judge_verdicts, and_(v.claim_pk == e.claim_pk, v.run_id == run_id)))
+        .where(e.duration_ms.is_not(None), e.kind.in_(["blind", "unclear"]))
+    )
     if cycle_id is not None:
-        sql += " AND e.cycle_id = ?"
-        params.append(cycle_id)
+        query = query.where(e.cycle_id == cycle_id)
     out: dict[str, list[int]] = {}
-    for who, ms in db.execute(sql, params):
+    for who, ms in db.run(query):
         out.setdefault(who, []).append(int(ms))
     return out
 
@@ -239,14 +293,16 @@ def supported_without_evidence(db: Database, cycle_id: int) -> dict[str, int]:
     """Reviewer -> how many of their labels given in the cycle have the final verdict SUPPORTED
     and name no evidence chunk (a golden set's expected sources would lack them), for the
     reviewers with any (index human_labels_cycle)."""
-    return dict(
-        db.execute(
-            """SELECT reviewer, count(*) FROM human_labels
-           WHERE cycle_id = ? AND status = 'labeled' AND final_verdict = 'SUPPORTED'
-             AND evidence = '[]' GROUP BY reviewer ORDER BY reviewer""",
-            [cycle_id],
-        ).fetchall()
+    h = human_labels.c
+    found = db.run(
+        select(h.reviewer, func.count())
+        .where(
+            h.cycle_id == cycle_id, h.status == "labeled", h.final_verdict == "SUPPORTED", h.evidence == "[]"
+        )
+        .group_by(h.reviewer)
+        .order_by(h.reviewer)
     )
+    return {who: int(n) for who, n in found}
 
 
 # ---------------------------------------------------------------- the reveal
@@ -257,34 +313,31 @@ JudgedClaim = tuple[str, str | None, tuple[str, ...]]  # verdict, rationale, evi
 
 def reveal_verdicts(db: Database, run_id: int, answer_id: str) -> dict[int, JudgedClaim]:
     """Claim pk -> (verdict, rationale, evidence) of the run on the answer's claims."""
-    return {
-        pk: (verdict, rationale, tuple(json.loads(ev)))
-        for pk, verdict, rationale, ev in db.execute(
-            """SELECT v.claim_pk, v.verdict, v.rationale, v.evidence
-           FROM claims c JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = ?
-           WHERE c.answer_id = ?""",
-            [run_id, answer_id],
-        )
-    }
+    c, v = claims.c, judge_verdicts.c
+    found = db.run(
+        select(v.claim_pk, v.verdict, v.rationale, v.evidence)
+        .select_from(claims.join(judge_verdicts, and_(v.claim_pk == c.id, v.run_id == run_id)))
+        .where(c.answer_id == answer_id)
+    )
+    return {pk: (verdict, rationale, tuple(json.loads(ev))) for pk, verdict, rationale, ev in found}
 
 
 def reveal_adjudications(db: Database, answer_id: str) -> dict[int, str]:
     """Claim pk -> a lead's verdict, for the answer's adjudicated claims."""
-    return dict(
-        db.execute(
-            """SELECT d.claim_pk, d.verdict FROM claims c JOIN adjudications d ON d.claim_pk = c.id
-           WHERE c.answer_id = ?""",
-            [answer_id],
-        ).fetchall()
+    d = adjudications.c
+    found = db.run(
+        select(d.claim_pk, d.verdict)
+        .select_from(claims.join(adjudications, d.claim_pk == claims.c.id))
+        .where(claims.c.answer_id == answer_id)
     )
+    return {pk: verdict for pk, verdict in found}
 
 
 def judge_verdict(db: Database, run_id: int, claim_pk: int) -> str | None:
     """The run's verdict on one claim; None when it gave none."""
-    row = db.execute(
-        "SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?", [run_id, claim_pk]
-    ).fetchone()
-    return None if row is None else row[0]
+    v = judge_verdicts.c
+    found = db.run(select(v.verdict).where(v.run_id == run_id, v.claim_pk == claim_pk)).scalar()
+    return None if found is None else str(found)
 
 
 # ---------------------------------------------------------------- reviewer names
@@ -293,11 +346,11 @@ def judge_verdict(db: Database, run_id: int, claim_pk: int) -> str | None:
 def reviewer_names(db: Database) -> dict[str, int]:
     """Every known reviewer (with a label, or assigned in a cycle) -> how many labels they have."""
     counts: dict[str, int] = {}
-    for who, n in db.execute(
-        "SELECT reviewer, count(*) FROM human_labels WHERE 1"
-        f"{hide_sql(db, label='import_id')} GROUP BY reviewer"
+    h = human_labels.c
+    for who, n in db.run(
+        select(h.reviewer, func.count()).where(hidden(db, label=h.import_id)).group_by(h.reviewer)
     ):
         counts[who] = n
-    for (who,) in db.execute("SELECT DISTINCT reviewer FROM assignments"):
+    for who in db.run(select(assignments.c.reviewer).distinct()).scalars():
         counts.setdefault(who, 0)
     return counts

@@ -10,11 +10,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sqlalchemy import Column, func, insert, or_, select, update
+
 from ..errors import SignedOutError
 from ..text import normalise_name, visible
 from .connection import now
 from .database import Database
 from .reveals import commit_imported_of
+from .tables import (
+    answer_reveals,
+    assignments,
+    human_labels,
+    label_events,
+    reassignments,
+    reviewer_events,
+    reviewer_identities,
+    reviewers,
+    sign_ins,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,26 +60,27 @@ class RosterEvent:
 
 
 # Every column naming a reviewer whose work a rename carries along.
-_REVIEWER_COLUMNS = (
-    ("answer_reveals", "reviewer"),
-    ("label_events", "reviewer"),
-    ("human_labels", "reviewer"),
-    ("assignments", "reviewer"),
-    ("reassignments", "from_reviewer"),
-    ("reassignments", "to_reviewer"),
+_REVIEWER_COLUMNS: tuple[Column[str], ...] = (
+    answer_reveals.c.reviewer,
+    label_events.c.reviewer,
+    human_labels.c.reviewer,
+    assignments.c.reviewer,
+    reassignments.c.from_reviewer,
+    reassignments.c.to_reviewer,
 )
+_ENTRY = select(reviewers.c.name, reviewers.c.active, reviewers.c.added_at)
 
 
 def entries(db: Database) -> list[RosterEntry]:
     """The roster, active reviewers first, each group by name."""
     return [
         RosterEntry(r[0], bool(r[1]), r[2])
-        for r in db.execute("SELECT name, active, added_at FROM reviewers ORDER BY active DESC, name_key")
+        for r in db.run(_ENTRY.order_by(reviewers.c.active.desc(), reviewers.c.name_key))
     ]
 
 
 def entry(db: Database, name_key: str) -> RosterEntry | None:
-    row = db.execute("SELECT name, active, added_at FROM reviewers WHERE name_key = ?", [name_key]).fetchone()
+    row = db.run(_ENTRY.where(reviewers.c.name_key == name_key)).first()
     return None if row is None else RosterEntry(row[0], bool(row[1]), row[2])
 
 
@@ -75,8 +89,10 @@ def renamed_to(db: Database, name: str) -> str | None:
     `name`'s comparison key was renamed away; None when it never was. Reads the renames only:
     a handful of rows, and only for a name the roster does not hold as it is spelled."""
     renames: dict[str, str] = {}
-    for old, new in db.execute(
-        "SELECT name, new_name FROM reviewer_events WHERE kind = 'rename' ORDER BY id"
+    for old, new in db.run(
+        select(reviewer_events.c.name, reviewer_events.c.new_name)
+        .where(reviewer_events.c.kind == "rename")
+        .order_by(reviewer_events.c.id)
     ):
         renames[normalise_name(old)] = new
     current, seen = None, set()
@@ -126,11 +142,10 @@ def check_writer(db: Database, name: str) -> None:
 
 def events(db: Database) -> list[RosterEvent]:
     """The roster's history, newest first."""
+    e = reviewer_events.c
     return [
         RosterEvent(*r)
-        for r in db.execute(
-            "SELECT at, kind, name, new_name, labels_moved, by FROM reviewer_events ORDER BY id DESC"
-        )
+        for r in db.run(select(e.at, e.kind, e.name, e.new_name, e.labels_moved, e.by).order_by(e.id.desc()))
     ]
 
 
@@ -143,22 +158,20 @@ def _event(
     labels_moved: int | None = None,
     by: str | None = None,
 ) -> None:
-    db.execute(
-        "INSERT INTO reviewer_events (at, kind, name, new_name, labels_moved, by) VALUES (?, ?, ?, ?, ?, ?)",
-        [now(), kind, name, new_name, labels_moved, by],
+    db.run(
+        insert(reviewer_events).values(
+            at=now(), kind=kind, name=name, new_name=new_name, labels_moved=labels_moved, by=by
+        )
     )
 
 
-def insert(db: Database, name_key: str, name: str, by: str | None) -> None:
-    db.execute(
-        "INSERT INTO reviewers (name_key, name, active, added_at) VALUES (?, ?, 1, ?)",
-        [name_key, name, now()],
-    )
+def add(db: Database, name_key: str, name: str, by: str | None) -> None:
+    db.run(insert(reviewers).values(name_key=name_key, name=name, active=1, added_at=now()))
     _event(db, "add", name, by=by)
 
 
 def set_active(db: Database, name_key: str, active: bool, by: str | None) -> None:
-    db.execute("UPDATE reviewers SET active = ? WHERE name_key = ?", [int(active), name_key])
+    db.run(update(reviewers).where(reviewers.c.name_key == name_key).values(active=int(active)))
     row = entry(db, name_key)
     if row is not None:
         _event(db, "reactivate" if active else "deactivate", row.name, by=by)
@@ -166,7 +179,7 @@ def set_active(db: Database, name_key: str, active: bool, by: str | None) -> Non
 
 def labels_of(db: Database, reviewer: str) -> int:
     """How many current labels `reviewer` (exact spelling) holds."""
-    return int(db.execute("SELECT count(*) FROM human_labels WHERE reviewer = ?", [reviewer]).fetchone()[0])
+    return int(db.run(select(func.count()).where(human_labels.c.reviewer == reviewer)).scalar_one())
 
 
 def rename(
@@ -182,18 +195,14 @@ def rename(
         db, "rename", old_names[0] if old_names else new_name, new_name=new_name, labels_moved=moved, by=by
     )
     for old in old_names:
-        for table, column in _REVIEWER_COLUMNS:
+        for column in _REVIEWER_COLUMNS:
             # Plain UPDATE: the caller refused a new name that already holds work, so a
             # conflict here is a bug and rolls the whole rename back.
-            db.execute(f"UPDATE {table} SET {column} = ? WHERE {column} = ?", [new_name, old])
+            db.run(update(column.table).where(column == old).values({column.name: new_name}))
     # Spellings merged under one name may together complete an answer's imported labels.
     commit_imported_of(db, new_name)
-    db.execute("UPDATE sign_ins SET name_key = ?, name = ? WHERE name_key = ?", [new_key, new_name, old_key])
-    db.execute(
-        "UPDATE reviewer_identities SET name_key = ?, name = ? WHERE name_key = ?",
-        [new_key, new_name, old_key],
-    )
-    db.execute("UPDATE reviewers SET name_key = ?, name = ? WHERE name_key = ?", [new_key, new_name, old_key])
+    for table in (sign_ins, reviewer_identities, reviewers):
+        db.run(update(table).where(table.c.name_key == old_key).values(name_key=new_key, name=new_name))
     return moved
 
 
@@ -202,35 +211,38 @@ def rename(
 
 def binding(db: Database, issuer: str, subject: str) -> Binding | None:
     """The reviewer the provider identity (issuer, subject) is bound to, or None."""
-    row = db.execute(
-        "SELECT name, signed_out_iat FROM reviewer_identities WHERE issuer = ? AND subject = ?",
-        [issuer, subject],
-    ).fetchone()
+    i = reviewer_identities.c
+    row = db.run(select(i.name, i.signed_out_iat).where(i.issuer == issuer, i.subject == subject)).first()
     return None if row is None else Binding(row[0], None if row[1] is None else int(row[1]))
 
 
 def bound_to(db: Database, name_key: str) -> tuple[str, str] | None:
     """The provider identity (issuer, subject) the reviewer `name_key` is bound to, or None."""
-    row = db.execute(
-        "SELECT issuer, subject FROM reviewer_identities WHERE name_key = ?", [name_key]
-    ).fetchone()
+    i = reviewer_identities.c
+    row = db.run(select(i.issuer, i.subject).where(i.name_key == name_key)).first()
     return None if row is None else (row[0], row[1])
 
 
 def bind(db: Database, issuer: str, subject: str, name_key: str, name: str) -> None:
     """Bind the provider identity to the reviewer `name`. The caller holds the write and has
     checked that neither is bound (the table's keys refuse a second binding either way)."""
-    db.execute(
-        "INSERT INTO reviewer_identities (issuer, subject, name_key, name, bound_at) VALUES (?, ?, ?, ?, ?)",
-        [issuer, subject, name_key, name, now()],
+    db.run(
+        insert(reviewer_identities).values(
+            issuer=issuer, subject=subject, name_key=name_key, name=name, bound_at=now()
+        )
     )
 
 
 def signed_out(db: Database, issuer: str, subject: str, issued_at: int) -> None:
     """Record that the provider identity's sign-in issued at `issued_at` logged out (the newest
     such time is kept)."""
-    db.execute(
-        """UPDATE reviewer_identities SET signed_out_iat = ?
-           WHERE issuer = ? AND subject = ? AND (signed_out_iat IS NULL OR signed_out_iat < ?)""",
-        [issued_at, issuer, subject, issued_at],
+    i = reviewer_identities.c
+    db.run(
+        update(reviewer_identities)
+        .where(
+            i.issuer == issuer,
+            i.subject == subject,
+            or_(i.signed_out_iat.is_(None), i.signed_out_iat < issued_at),
+        )
+        .values(signed_out_iat=issued_at)
     )

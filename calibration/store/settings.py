@@ -5,9 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from sqlalchemy import select
+
 from ..errors import ConflictError, InputError
 from .connection import write
+from .core import upsert
 from .database import Database
+from .tables import settings
 
 if TYPE_CHECKING:
     from ..flag import Thresholds
@@ -27,16 +31,15 @@ THRESHOLD_SETTINGS: dict[str, str] = {
 
 
 def get_setting(db: Database, key: str) -> str | None:
-    row = db.execute("SELECT value FROM settings WHERE key = ?", [key]).fetchone()
-    return None if row is None else row[0]
+    value = db.run(select(settings.c.value).where(settings.c.key == key)).scalar()
+    return None if value is None else str(value)
 
 
 def set_setting(db: Database, key: str, value: str) -> None:
     with write(db):
-        db.execute(
-            "INSERT INTO settings (key, value) VALUES (?, ?) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            [key, value],
+        stmt = upsert(db.dialect, settings).values(key=key, value=value)
+        db.run(
+            stmt.on_conflict_do_update(index_elements=[settings.c.key], set_={"value": stmt.excluded.value})
         )
 
 

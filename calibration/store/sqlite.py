@@ -1,35 +1,40 @@
 """The SQLite backend: the default store, one file, one short-lived connection per unit of work.
 
-Each connection gets WAL (readers never block the writer), foreign keys on, and a busy
-timeout, and is opened with `check_same_thread=True` so a connection that strays to another
-thread fails loudly. A write that reads before it writes starts with `BEGIN IMMEDIATE`, taking
-the write lock up front: a deferred transaction that upgrades from read to write can fail at
-once with "database is locked" whatever the busy timeout, an immediate one waits its turn.
+Connections come from a SQLAlchemy Engine per file (no pool of its own: `connection` keeps
+idle ones). The engine's `connect` event gives each connection WAL (readers never block the
+writer), foreign keys on, and a busy timeout; it is opened with `check_same_thread=True` unless
+it is to be handed between threads, so a connection that strays to another thread fails loudly.
+The engine's `begin` event starts a write with `BEGIN IMMEDIATE`, taking the write lock up
+front: a deferred transaction that upgrades from read to write can fail at once with "database
+is locked" whatever the busy timeout, an immediate one waits its turn. A statement outside a
+transaction runs on its own (the driver's autocommit), holding no read snapshot open.
 Known SQLite failures become errors of `calibration.errors` (`storage_error`).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 import weakref
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from itertools import count
+from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.pool import NullPool
 
 from ..errors import (
-    ConflictError,
     DatabaseBusyError,
     DiskFullError,
     NotADatabaseError,
     ReadOnlyError,
     StorageError,
 )
-from .database import Cursor, Database, Params
+from .database import NOTHING_WRITTEN, Cursor, Database, Params, begin_event, driver_error
 
 BUSY_TIMEOUT_MS = 30_000
-NOTHING_WRITTEN = "nothing was written"
 _BUSY_TEXT = f"the database is busy (another write held it too long); {NOTHING_WRITTEN}, try again"
 # SQLite primary result codes (https://sqlite.org/rescode.html) and what each means to a user.
 _BY_CODE: dict[int, tuple[type[StorageError], str]] = {
@@ -57,11 +62,11 @@ _BY_CODE: dict[int, tuple[type[StorageError], str]] = {
         "the database file is not a calibration database (it was replaced by another file, or is damaged)",
     ),  # SQLITE_NOTADB
 }
-_savepoints = count()
 
 
 def storage_error(exc: BaseException) -> StorageError | None:
     """The StorageError a known SQLite failure means (full, read-only, damaged...), or None (a bug)."""
+    exc = driver_error(exc)
     if not isinstance(exc, sqlite3.Error):
         return None
     code = getattr(exc, "sqlite_errorcode", None)
@@ -81,21 +86,24 @@ def storage_error(exc: BaseException) -> StorageError | None:
     return None if found is None else found[0](found[1])
 
 
-def _translated(exc: sqlite3.Error) -> BaseException:
-    """The StorageError for a known failure; else the SQLite error itself (a bug)."""
-    return storage_error(exc) or exc
-
-
 class SQLiteDatabase(Database):
     """A connection to one SQLite file. `conn` is the driver's connection, for SQLite-only code."""
 
     dialect: ClassVar[str] = "sqlite"
-    integrity_errors: ClassVar[tuple[type[Exception], ...]] = (sqlite3.IntegrityError,)
+    integrity_errors: ClassVar[tuple[type[Exception], ...]] = (sqlite3.IntegrityError, sa_exc.IntegrityError)
+    driver_errors: ClassVar[tuple[type[Exception], ...]] = (sqlite3.Error, sa_exc.DBAPIError)
+    begin_write: ClassVar[tuple[str, ...]] = ("BEGIN IMMEDIATE",)
+    begin_read: ClassVar[tuple[str, ...]] = ("BEGIN",)
 
-    def __init__(self, conn: sqlite3.Connection, path: Path | None = None, *, shared: bool = False) -> None:
-        self.conn = conn
+    def __init__(self, sa: Connection, path: Path | None = None, *, shared: bool = False) -> None:
+        self.sa = sa
+        raw = sa.connection.dbapi_connection
+        assert isinstance(raw, sqlite3.Connection)
+        self.conn: sqlite3.Connection = (
+            raw  # the driver's connection: statements written as SQL text run on it
+        )
         self.path = path
-        self.shared = shared  # opened for use by one thread after another
+        self.shared: bool = shared  # opened for use by one thread after another
         # The cursors handed out, while alive: a partly read one keeps its read snapshot open,
         # which must not outlive the unit of work on a connection kept for the next one.
         self._cursors: list[weakref.ref[sqlite3.Cursor]] = []
@@ -116,7 +124,10 @@ class SQLiteDatabase(Database):
         return self.conn.in_transaction
 
     def close(self) -> None:
-        self.conn.close()
+        try:
+            self.sa.close()
+        except sa_exc.DBAPIError:
+            self.conn.close()  # already closed under SQLAlchemy (a test closes the driver's)
 
     def end_unit_of_work(self) -> bool:
         """Close the cursors still open; True when the connection is then as a new one is (no
@@ -128,6 +139,7 @@ class SQLiteDatabase(Database):
         self._cursors.clear()
         if self.conn.in_transaction:
             return False
+        self._end_autobegun()
         if any(r[1] not in ("main", "temp") for r in self.conn.execute("PRAGMA database_list")):
             return False
         return self.conn.execute("SELECT 1 FROM temp.sqlite_master LIMIT 1").fetchone() is None
@@ -156,83 +168,20 @@ class SQLiteDatabase(Database):
     def analyze(self) -> None:
         pass  # SQLite plans from the schema's indexes: the store keeps no statistics to refresh
 
-    @contextmanager
-    def atomic(self) -> Iterator[None]:
-        if not self.conn.in_transaction:
-            with self.write():
-                yield
-            return
-        name = f"s{next(_savepoints)}"
-        self.conn.execute(f"SAVEPOINT {name}")
-        try:
-            yield
-        except BaseException:
-            self.conn.execute(f"ROLLBACK TO {name}")
-            self.conn.execute(f"RELEASE {name}")
-            raise
-        self.conn.execute(f"RELEASE {name}")
+    def translated(self, exc: BaseException) -> BaseException:
+        return storage_error(exc) or driver_error(exc)
 
-    @contextmanager
-    def write(self) -> Iterator[Database]:
-        if self.conn.in_transaction:
-            with self.atomic():
-                yield self
-            return
-        try:
-            self.conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise _translated(exc) from exc
-        try:
-            yield self
-        except sqlite3.IntegrityError as exc:
-            self._rollback()
-            raise ConflictError(f"the database refused the write ({exc}); {NOTHING_WRITTEN}") from exc
-        except sqlite3.Error as exc:
-            self._rollback()
-            raise _translated(exc) from exc
-        except BaseException:
-            self._rollback()
-            raise
-        else:
-            try:
-                self.conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                self._rollback()
-                raise _translated(exc) from exc
+    def refusal(self, exc: BaseException) -> str:
+        return str(driver_error(exc))
 
     def _rollback(self) -> None:
+        super()._rollback()
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
 
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
-        if self.conn.in_transaction:
-            yield
-            return
-        self.conn.execute("BEGIN")
-        try:
-            yield
-        finally:
-            if self.conn.in_transaction:
-                self.conn.execute("COMMIT")
 
-
-def open_file(path: Path, *, read_only: bool = False, shared: bool = False) -> SQLiteDatabase:
-    """A new connection to the file at `path` with the project's pragmas (no migrations).
-
-    `shared`: the connection may be handed from one thread to another (the idle connections
-    `connection.session` keeps), one unit of work at a time."""
-    # isolation_level=None: Python issues no implicit BEGIN, so every transaction here
-    # is the explicit one we chose (BEGIN IMMEDIATE for writes).
-    target = f"file:{path}?mode=ro" if read_only else str(path)
-    conn = sqlite3.connect(
-        target,
-        timeout=BUSY_TIMEOUT_MS / 1000,
-        isolation_level=None,
-        check_same_thread=not shared,
-        uri=read_only,
-    )
-    try:
+def _pragmas(read_only: bool) -> Any:
+    def on_connect(conn: sqlite3.Connection, _record: object) -> None:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA foreign_keys = ON")
         # FULL: a label the page has acknowledged must survive an OS crash or power cut too;
@@ -240,7 +189,56 @@ def open_file(path: Path, *, read_only: bool = False, shared: bool = False) -> S
         conn.execute("PRAGMA synchronous = FULL")
         if not read_only and conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
-    except BaseException:
-        conn.close()
-        raise
-    return SQLiteDatabase(conn, path, shared=shared)
+
+    return on_connect
+
+
+# Engines by (file, read-only, shared); an engine holds no connection (NullPool), so a bounded
+# few are kept for the files opened last.
+_ENGINES = 16
+_engines: OrderedDict[tuple[str, bool, bool], Engine] = OrderedDict()
+_engines_lock = threading.Lock()
+
+
+def engine(path: Path, *, read_only: bool = False, shared: bool = False) -> Engine:
+    """The SQLAlchemy Engine of the file at `path` (its connections with the project's pragmas)."""
+    key = (str(path), read_only, shared)
+    with _engines_lock:
+        found = _engines.get(key)
+        if found is not None:
+            _engines.move_to_end(key)
+            return found
+    target = f"file:{path}?mode=ro" if read_only else str(path)
+
+    def creator() -> sqlite3.Connection:
+        # isolation_level=None: Python issues no implicit BEGIN, so every transaction here
+        # is the explicit one the `begin` event chose (BEGIN IMMEDIATE for writes).
+        return sqlite3.connect(
+            target,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+            check_same_thread=not shared,
+            uri=read_only,
+        )
+
+    # No rollback when a connection goes back: NullPool closes it, which ends any transaction.
+    made = create_engine("sqlite+pysqlite://", creator=creator, poolclass=NullPool, pool_reset_on_return=None)
+    event.listen(made, "connect", _pragmas(read_only))
+    event.listen(made, "begin", begin_event)
+    with _engines_lock:
+        found = _engines.setdefault(key, made)
+        while len(_engines) > _ENGINES:
+            _engines.popitem(last=False)
+    return found
+
+
+def open_file(path: Path, *, read_only: bool = False, shared: bool = False) -> SQLiteDatabase:
+    """A new connection to the file at `path` with the project's pragmas (no migrations).
+
+    `shared`: the connection may be handed from one thread to another (the idle connections
+    `connection.session` keeps), one unit of work at a time."""
+    try:
+        sa = engine(path, read_only=read_only, shared=shared).connect()
+    except sa_exc.DBAPIError as exc:
+        raise driver_error(exc) from exc
+    return SQLiteDatabase(sa, path, shared=shared)

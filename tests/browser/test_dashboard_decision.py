@@ -87,7 +87,7 @@ def test_the_decision_header_shows_one_agreement_figure_with_one_interval(
     # Every judge-agreement percentage in the header is that one figure: the sentence repeats it.
     sentence = re.search(r"agrees with reviewers on (\S+%)", text)
     assert sentence is not None and sentence.group(1) == figure
-    # The direction's shares are another figure, named as such (`reporttext.direction_answer`).
+    # The direction's shares are another figure, named as such (`assessment.direction_answer`).
     assert DIRECTION.search(text), text
     outside = INTERVAL.sub("", DIRECTION.sub("", text)).replace("95% interval", "")
     assert {p for p in PERCENT.findall(outside)} <= {

@@ -28,6 +28,15 @@ def main() -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{OUT}{suffix}").unlink(missing_ok=True)
     db = store.connect(OUT)
+    fill(db, OUT)
+    db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.conn.close()
+    print(f"wrote {OUT.name}")
+
+
+def fill(db: store.Database, url: str | Path, **lab: str) -> None:
+    """The release's data, written into the store `db` opened at `url` (`lab`: what a later
+    release's judge lab asks beyond 0.1.0's)."""
     load_demo(db)
     run = store.find_judge_run(db, "demo-judge@grounding-v1")
     cyc = cycles.get_cycle(db, "demo")
@@ -90,10 +99,7 @@ def main() -> None:
     cycles.close_cycle(db, "wice-1", force=True)
     with StubServer() as stub:
         cfg = judge.JudgeConfig(base_url=stub.base_url, model="lab-judge", timeout=2.0, backoff_base=0.01)
-        judge.run_lab(cfg, judge.load_template("grounding-v1"), scope="labeled", db_path=OUT)
-    db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    db.conn.close()
-    print(f"wrote {OUT.name}")
+        judge.run_lab(cfg, judge.load_template("grounding-v1"), scope="labeled", db_path=url, **lab)
 
 
 if __name__ == "__main__":
