@@ -3,7 +3,6 @@ reading, coverage of the fixed-sample interval, calibration of P(agreement >= ta
 the 80% range of "how many more" holds the stopping time.
 
     python bench/sim_flag.py [--reps 4000] [--small-reps 2000] [--plan-runs 300] [--seed 11]
-        [--out docs/figures/sim_flag.md]
 
 Synthetic runs: answers of 1-5 claims (uniform) or of 10-30 claims, each answer with its own
 agreement p_i ~ Beta(p kappa, (1 - p) kappa), kappa = 4 (intra-answer correlation 1 / (kappa + 1) =
@@ -26,17 +25,15 @@ by `decisions.error_split` (0.025 running, 0.025 final).
    from 0.75-0.97, up to 1,500 more claims: how often the realised stopping time (the running rule on
    the run's own further answers, or the final reading when the claims run out) falls in its 80% range.
 
-Prints the tables and writes them, with the date and the machine, to ``--out``.  Fixed seeds;
+Prints the tables (docs/figures/sim_flag.md keeps them, with the date, the machine and the command:
+bench/figures.py).  Fixed seeds;
 asserts nothing (tests/test_decisions.py holds reduced versions with stated Monte Carlo slack).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import math
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -265,7 +262,6 @@ def main() -> None:
     ap.add_argument("--plan-runs", type=int, default=300)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--compare", action="store_true", help="also run the rules considered")
-    ap.add_argument("--out", default=str(ROOT / "docs" / "figures" / "sim_flag.md"))
     a = ap.parse_args()
     start = time.perf_counter()
     rules = ["shipped"] + (["no floor", "betting, claim-level", "betting, answer rates"] if a.compare else [])
@@ -291,24 +287,16 @@ def main() -> None:
             lambda rng: plan_rows(a.plan_runs, rng),
         ),
     ]
-    lines = [
-        "# Flag simulation (bench/sim_flag.py)",
-        "",
-        f"Run {dt.date.today().isoformat()} on {platform.node()} ({os.cpu_count()} cores, Python "
-        f"{platform.python_version()}), seed {a.seed}; target {TARGET:.0%}, alpha {ALPHA} = {RUNNING} "
-        f"running + {FINAL} final; intra-answer correlation 0.2.",
-        "",
-        f"Command: `python bench/sim_flag.py {' '.join(sys.argv[1:])}`",
-    ]
+    print(
+        f"Flag simulation, seed {a.seed}; target {TARGET:.0%}, alpha {ALPHA} = {RUNNING} running + "
+        f"{FINAL} final; intra-answer correlation 0.2."
+    )
     for i, (title, n, make) in enumerate(sections):
         t0 = time.perf_counter()
         rows = make(np.random.default_rng([a.seed, i]))
-        lines += ["", f"## {title} ({n:,} replicates)", "", *rows, "", f"({time.perf_counter() - t0:.0f} s)"]
-        print("\n".join(lines[-(len(rows) + 4) :]), flush=True)
-    lines.append(f"\nTotal {time.perf_counter() - start:.0f} s.")
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text("\n".join(lines) + "\n")
-    print(f"written to {a.out}")
+        print("\n".join(["", f"## {title} ({n:,} replicates)", "", *rows, ""]), flush=True)
+        print(f"({time.perf_counter() - t0:.0f} s)")
+    print(f"\nTotal {time.perf_counter() - start:.0f} s.")
 
 
 if __name__ == "__main__":

@@ -85,7 +85,7 @@ class Flag:
         if self.status == "inconclusive":
             return ""
         if self.reading == "final":
-            return "decided at the final reading (nothing was left to label)"
+            return "decided at the final reading: nothing was left to label"
         return "decided by the running rule (valid at every look)"
 
     def to_dict(self) -> dict[str, Any]:
