@@ -8,7 +8,7 @@ PORT   ?= 8501
 # Loopback only by default; `make run ADDRESS=0.0.0.0` exposes the app (read docs/security.md first).
 ADDRESS ?= 127.0.0.1
 
-.PHONY: run test test-fast lint lock demo bench clean browser postgres frameworks docs cog
+.PHONY: run test test-fast lint lint-js test-js lock demo bench clean browser postgres frameworks docs cog
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,22 @@ postgres:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	  else echo "postgresql missing: install Debian's postgresql package (the PostgreSQL tests need it)"; fi; }
 
+# The review card's JavaScript: ESLint and node's test runner, installed by npm from the
+# committed package-lock.json (Node 20 or later; Debian's nodejs and npm packages).
+node_modules/.installed: package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	  else echo "node and npm missing: install Debian's nodejs and npm packages"; exit 1; fi; }
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+lint-js: node_modules/.installed
+	npx --no-install eslint
+
+test-js: node_modules/.installed
+	node --test tests/js/
+
 demo: $(VENV)/.runtime
 	$(BIN)/python -m calibration demo
 
@@ -71,7 +87,7 @@ run: demo
 # docs/figures/) are what their sources print now: `make cog` rewrites them, `cog --check` fails
 # on a stale one (tools/manual.py holds what they call).
 COG_PAGES := README.md $(wildcard docs/*.md)
-lint: $(VENV)/.dev
+lint: $(VENV)/.dev lint-js
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/mypy
@@ -90,7 +106,7 @@ docs: $(VENV)/.dev
 # two cores: a browser test waits on its app server and Chromium in turn, so two workers left the
 # cores 16% idle. Files go out in collection order (tests/browser first, the longest) rather than
 # xdist's most-tests-first, which left the browser files for the end, one worker running alone.
-test: $(VENV)/.dev browser postgres frameworks lint docs
+test: $(VENV)/.dev browser postgres frameworks lint test-js docs
 	$(BIN)/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder
 
 # No browser and no slow test: the quick check while working (`make test` stays what CI runs).
@@ -102,4 +118,4 @@ bench: $(VENV)/.dev
 	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(FW_VENV) .pytest_cache .ruff_cache site
+	rm -rf $(VENV) $(FW_VENV) node_modules .pytest_cache .ruff_cache site

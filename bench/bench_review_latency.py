@@ -267,10 +267,10 @@ def measure(
                     browser.close()
                     return times
             page.wait_for_function(SETTLED, arg=".rc-last-look button")
-            if timed("Enter", ".st-key-reveal", 1, "reveal"):
+            if timed("Enter", ".rc-reveal", 1, "reveal"):
                 browser.close()
                 return times
-            page.wait_for_function(SETTLED, arg=".st-key-reveal button")
+            page.wait_for_function(SETTLED, arg=".rc-reveal button")
             page.keyboard.press("N")
         browser.close()
     raise RuntimeError(f"the cycle ran out of claims after {len(times)} verdicts")

@@ -9,7 +9,7 @@ and `labels` a list of {"answer_id", "claim_id", "verdict", "reviewer"} dicts::
     with calibration.connect("calibration.db") as cal:
         cal.import_answers(answers, judge_model="gpt-4.1", judge_prompt_version="v1")
         cal.import_labels(labels)
-        print("agreement:", cal.stats()["agreement"]["value"])
+        print("agreement:", cal.stats()["assessment"]["agreement"]["value"])
 
 Everything goes through the same code as the CLI: a list of dicts is validated record by
 record like the lines of a JSONL file (a problem names its position in the list as the line,
