@@ -3,7 +3,7 @@ import js from "@eslint/js";
 import globals from "globals";
 
 export default [
-  { ignores: ["node_modules/", ".venv/", ".venv-frameworks/"] },
+  { ignores: ["node_modules/", ".venv/", ".venv-frameworks/", "site/"] },
   js.configs.recommended,
   {
     files: ["calibration_app/components/**/*.js"],

@@ -1,15 +1,15 @@
 r"""The Python API: the CLI's import, stats and export for pipelines and notebooks.
 
-Example (the README's; `tests/test_api.py` runs docs/api_example.py and checks this copy of it),
-where `answers` is a list of dicts in the JSONL record shape ({"id", "question", "answer",
-"chunks": [{"id", "text"}], "claims": [{"text", "verdict", "rationale"}]}) and `labels` a list
-of {"answer_id", "claim_id", "verdict", "reviewer"} dicts::
+Example (the manual's, docs/formats.md; `tests/test_api.py` runs docs/api_example.py and checks
+this copy of it), where `answers` is a list of dicts in the JSONL record shape ({"id",
+"question", "answer", "chunks": [{"id", "text"}], "claims": [{"text", "verdict", "rationale"}]})
+and `labels` a list of {"answer_id", "claim_id", "verdict", "reviewer"} dicts::
 
     import calibration
     with calibration.connect("calibration.db") as cal:
         cal.import_answers(answers, judge_model="gpt-4.1", judge_prompt_version="v1")
         cal.import_labels(labels)
-        print("agreement:", cal.stats()["agreement"]["value"])
+        print("agreement:", cal.stats()["assessment"]["agreement"]["value"])
 
 Everything goes through the same code as the CLI: a list of dicts is validated record by
 record like the lines of a JSONL file (a problem names its position in the list as the line,

@@ -159,6 +159,8 @@ def claim_counts(data: Mapping[str, Any]) -> ClaimCounts:
 
 # The flag's status in a lead's words: every screen says a verdict through these.
 STATUS_WORDS: dict[str, str] = {"ok": "ok", "revise": "revise", "inconclusive": "not yet decided"}
+# Beside the verdict: which reading decided it (nothing for the running rule, the usual one).
+_READING_WORDS: dict[str, str] = {"running": "", "final": " at the final reading"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +184,13 @@ class Assessment:
     population: str | None  # what the estimates are for
     target: float | None  # the agreement target the flag used (capped by the human ceiling)
     claims_needed: int | None  # the flag's "label about N more claims", when it says so
+    # Whether labeling the claims the run has left is expected to decide the target (the flag's
+    # simulated stopping time); None where the report does not say. `claims_left`: those claims.
+    labels_decide: bool | None
+    claims_left: int | None
+    # Which reading decided the flag: "running" (valid at every look; also while undecided) or
+    # "final" (once nothing was left to label, `decisions.final_reading`).
+    reading: str = "running"
     # The report's JSON form it was read from: the sections that show more than these figures.
     source: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -210,7 +219,8 @@ class Assessment:
         if not self.counts.labeled or self.agreement.value is None:
             return "No claim has both a judge verdict and a final human label yet."
         return (
-            f"verdict {STATUS_WORDS[self.status]}; agreement {pct(self.agreement.value)}, "
+            f"verdict {STATUS_WORDS[self.status]}{_READING_WORDS[self.reading]}; "
+            f"agreement {pct(self.agreement.value)}, "
             f"{self.agreement.interval()}; Cohen's kappa {num(self.kappa.value)}. {self.counts.sentence()}"
         )
 
@@ -220,6 +230,7 @@ class Assessment:
             "run": self.run,
             "scope": self.scope,
             "flag": self.status,
+            "reading": self.reading,
             "agreement": self.agreement.to_dict(),
             "kappa": self.kappa.to_dict(),
             "raw_agreement": self.raw_agreement.to_dict(),
@@ -239,6 +250,7 @@ class Assessment:
             "n_disagreeing": c.disagreeing,
             "n_unresolved": c.unresolved,
             "claims_needed": self.claims_needed,
+            "labels_decide": self.labels_decide,
         }
 
 
@@ -256,6 +268,8 @@ def of_report(data: Mapping[str, Any], *, scope: str, run: str | None = None) ->
     status = str(flag.get("status"))
     direction = data.get("direction") or {}
     needed = flag.get("claims_needed")
+    more = (data.get("sample_size") or {}).get("more_claims_for_target")
+    more = more if isinstance(more, dict) else {}
     return Assessment(
         run=run if run is not None else data.get("judge_run"),
         scope=scope,
@@ -274,6 +288,9 @@ def of_report(data: Mapping[str, Any], *, scope: str, run: str | None = None) ->
         population=(data.get("scope") or {}).get("population"),
         target=thresholds.get("agreement_target"),
         claims_needed=int(needed) if needed else None,
+        labels_decide=None if not more else more.get("median") is not None,
+        claims_left=more.get("available"),
+        reading="final" if flag.get("reading") == "final" else "running",
         source=data,
     )
 

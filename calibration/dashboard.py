@@ -18,7 +18,6 @@ reads is capped, the export has them all. No per-claim Python object is built on
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -451,6 +450,10 @@ BREAKDOWN_BASIS = (
     "with its Wilson interval, claims counted as independent; the header's figure is the "
     "design-based estimate for the whole scope, so a row may differ from it."
 )
+TREND_BASIS = (
+    "Each closed cycle's figures as frozen when it closed: the design-based estimate for the "
+    "cycle's scope, the figures its own header shows on the Cycles page."
+)
 ONE_CATEGORY = (
     "Every labeled claim is in one category: its row is the whole scope, with the header's "
     "figures and counts."
@@ -878,31 +881,6 @@ def disagreement_rows(d: Dashboard) -> list[dict[str, Any]]:
     ]
 
 
-# ---------------------------------------------------------------- summary for tests and the CLI
-
-
-def summary(d: Dashboard) -> dict[str, Any]:
-    """A JSON-ready digest (tests and scripts compare this rather than the dataclasses)."""
-    r = d.report
-    return {
-        "run": d.run,
-        "cycle": d.cycle,
-        "flag": r.flag.status,
-        "reasons": [x.code for x in d.reasons],
-        "n_claims": r.n_claims,
-        "agreement": r.agreement.value,
-        "kappa": r.kappa.value,
-        "lenient": r.direction.lenient,
-        "strict": r.direction.strict,
-        "unresolved": len(r.unresolved_claims),
-        "unlabeled": d.n_unlabeled,
-        "categories": Counter({c.category: c.n_claims for c in d.categories}),
-        "comparison": None
-        if d.comparison is None
-        else d.comparison.result.to_dict(d.comparison.run_a, d.comparison.run_b),
-    }
-
-
 # ---------------------------------------------------------------- seed 003's answer checks as a slice
 
 
@@ -1190,6 +1168,30 @@ def _plan_step(status: str, target: str, nxt: cycles.NextCycle | None) -> tuple[
     )
 
 
+FINAL_READING_WORDS = (
+    "Decided at the final reading: nothing is left to label, so the fixed-sample interval decided "
+    "what the running rule had left open."
+)
+
+
+def _labels_cannot_decide(a: Assessment, target: str) -> str | None:
+    """The sentence that replaces the advice when the flag's own arithmetic (the running rule's
+    simulated stopping time, `decisions.more_claims_to_decide`) expects no decision from every
+    claim the run has left; None when it does, or does not say."""
+    if a.status != "inconclusive" or a.labels_decide is not False or not a.counts.labeled:
+        return None
+    within = (
+        "More labels"
+        if a.claims_left is None
+        else f"Labeling all {plural(a.claims_left, 'unlabeled claim')} the run has left"
+    )
+    return (
+        f"{within} is not expected to decide the {target} target (the flag's running rule and final "
+        "reading, simulated from today's labels). Import more judged answers, or read the figures as "
+        "they stand: the interval says how close to the target the judge is."
+    )
+
+
 def decision(
     a: Assessment, *, open_cycle: bool = False, next_cycle: cycles.NextCycle | None = None
 ) -> Decision:
@@ -1216,7 +1218,11 @@ def decision(
         if clause:
             parts.append(clause)
     target = a.target
-    plan, instead = _plan_step(status, DASH if target is None else fmt.share(target), next_cycle)
+    target_words = DASH if target is None else fmt.share(target)
+    plan, instead = _plan_step(status, target_words, next_cycle)
+    undecidable = _labels_cannot_decide(a, target_words)
+    if undecidable is not None and (next_cycle is None or next_cycle.answers_left):
+        plan, instead = None, undecidable
     if n_claims and value is not None:
         advice = VERDICT_ADVICE[status]
         needed = a.claims_needed
@@ -1224,6 +1230,9 @@ def decision(
             advice = f"Label about {needed:,} more claims to decide."
         if status == "inconclusive" and instead:
             advice = instead
+        if status != "inconclusive" and a.reading == "final":
+            # Which reading decided: the running rule had not, and nothing is left to label.
+            parts.append(FINAL_READING_WORDS)
         parts.append(advice)
         sentence = " ".join(parts)
     elif instead:
@@ -1239,7 +1248,7 @@ def decision(
         steps.append(NextStep("settle", f"Settle the {plural(unresolved, 'unclear claim')}"))
     if open_cycle:
         steps.append(NextStep("close", "Close the cycle"))
-    if next_cycle is not None and not next_cycle.answers_left:
+    if (next_cycle is not None and not next_cycle.answers_left) or undecidable is not None:
         steps.append(NextStep("import", "Import more judged answers"))
     return Decision(
         status,

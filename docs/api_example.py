@@ -4,4 +4,4 @@ import calibration
 with calibration.connect("calibration.db") as cal:
     cal.import_answers(answers, judge_model="gpt-4.1", judge_prompt_version="v1")
     cal.import_labels(labels)
-    print("agreement:", cal.stats()["agreement"]["value"])
+    print("agreement:", cal.stats()["assessment"]["agreement"]["value"])

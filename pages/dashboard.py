@@ -414,6 +414,7 @@ if data.trend:
     )
     st.altair_chart((bars + dots).properties(height=260), width="stretch")
     st.dataframe(dashboard.trend_rows(data), hide_index=True)
+    st.caption(dashboard.TREND_BASIS)
 else:
     st.caption("No closed cycle of this run yet: figures are frozen when a cycle closes.")
 

@@ -667,7 +667,8 @@ def _show_comparison(run: store.JudgeRun) -> None:
     for line in judge.compare.part_readings(comp):
         untrusted.literal(line)
     st.caption(
-        "Agreement: share of claims where the run gives the human verdict. Difference: new minus "
+        "Agreement: share of the claims both runs judged where the run gives the human verdict (raw, "
+        "not the Dashboard's estimate for a whole run). Difference: new minus "
         "old, with a paired 95% interval (Newcombe). Paired test: exact McNemar on the claims "
         "where exactly one run is right. Tuning claims were seen while revising, so a gain there "
         "alone is no evidence."
@@ -700,7 +701,8 @@ def _show_comparison(run: store.JudgeRun) -> None:
         )
     st.caption(
         "One row per run: the new run's counts right where that run was wrong / wrong where it "
-        "was right, and the exact McNemar p, on the holdout and on the tuning claims."
+        "was right, the exact McNemar p and the raw agreement of each on the claims both judged "
+        "(not the Dashboard's estimate for a whole run), on the holdout and on the tuning claims."
     )
 
 

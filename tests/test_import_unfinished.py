@@ -226,8 +226,8 @@ def test_a_failure_in_the_last_write_takes_everything_back(
     ("pending", "expected"),
     [
         ([], ""),
-        ([(5, 9, [2])], " AND NOT (c.id BETWEEN 5 AND 9) AND r NOT IN (2) AND s NOT IN ('T')"),
-        ([(None, None, [])], " AND s NOT IN ('T')"),
+        ([(5, 9, [2])], " AND c.id NOT BETWEEN 5 AND 9 AND (r NOT IN (2)) AND (s NOT IN ('T'))"),
+        ([(None, None, [])], " AND (s NOT IN ('T'))"),
     ],
 )
 def test_hide_sql_names_exactly_the_unfinished_rows(

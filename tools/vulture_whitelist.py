@@ -26,3 +26,4 @@ close_pool  # store.postgres: the test cluster closes a database's pool before d
 revise_why  # pages/judge_lab.py unpacks judge.revised_run_options whole
 Goal  # planning: the goal's type
 app  # calibration_app/server.py: the st.App that `streamlit run` finds by this name
+undocumented  # tools/manual.py: run by tests/test_docs_coverage.py (the manual's functions are run by cog and tests)

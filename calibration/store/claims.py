@@ -8,25 +8,36 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from sqlalchemy import ColumnElement, case, exists, literal_column, or_, select
 
 from ..final_label import UNLABELED_CODE, UNRESOLVED_CODES, resolve
 from ..vocab import CLAIM_STATUSES, LABELS, ClaimStatus
 from .connection import read_snapshot
+from .core import ONE, as_text
 from .database import Database
-from .imports import hide_sql
+from .imports import hidden, hide_sql
+from .tables import adjudications, human_labels
+
+
+def human_labeled(db: Database, claim: ColumnElement[Any]) -> ColumnElement[bool]:
+    """The claim in column `claim` has a human label to compare with, a reviewer's verdict or a
+    lead's adjudication (an unclear mark a lead settled counts). The one "labeled claim" of the
+    counts (Home, `info`, the Judge lab), as the reports count them."""
+    h, a = human_labels.alias("h"), adjudications.alias("a")
+    return or_(
+        exists(
+            select(ONE).where(h.c.claim_pk == claim, h.c.status == "labeled", hidden(db, label=h.c.import_id))
+        ),
+        exists(select(ONE).where(a.c.claim_pk == claim)),
+    )
 
 
 def human_labeled_sql(db: Database, claim: str) -> str:
-    """A SQL condition: the claim in column `claim` has a human label to compare with, a
-    reviewer's verdict or a lead's adjudication (an unclear mark a lead settled counts). The one
-    "labeled claim" of the counts (Home, `info`, the Judge lab), as the reports count them."""
-    return (
-        f"(EXISTS (SELECT 1 FROM human_labels h WHERE h.claim_pk = {claim} AND h.status = 'labeled'"
-        f"{hide_sql(db, label='h.import_id')})"
-        f" OR EXISTS (SELECT 1 FROM adjudications a WHERE a.claim_pk = {claim}))"
-    )
+    """`human_labeled` as SQL text, the claim's column named as SQL."""
+    return f"({as_text(human_labeled(db, literal_column(claim)))})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,14 +84,15 @@ class StatsColumns:
         return len(self.keys)
 
 
+def verdict_index(col: ColumnElement[Any]) -> ColumnElement[int]:
+    """A verdict's index in LABELS: -1 for NULL, NULL for anything else (the CHECKs forbid it)."""
+    known = case({literal_column(f"'{v}'"): literal_column(str(i)) for i, v in enumerate(LABELS)}, value=col)
+    return case((col.is_(None), literal_column("-1")), else_=known)
+
+
 def verdict_code(col: str) -> str:
-    """SQL for a verdict's index in LABELS: -1 for NULL, NULL for anything else (the CHECKs forbid it)."""
-    labels = LABELS
-    return (
-        f"CASE WHEN {col} IS NULL THEN -1 ELSE CASE {col}"
-        + "".join(f" WHEN '{v}' THEN {i}" for i, v in enumerate(labels))
-        + " END END"
-    )
+    """`verdict_index` as SQL text, the verdict's column named as SQL."""
+    return as_text(verdict_index(literal_column(col)))
 
 
 def json_ints(text: str) -> np.ndarray:

@@ -207,6 +207,10 @@ class Database(ABC):
         there), plus `rowid`, numbering its rows in the order written."""
 
     @abstractmethod
+    def drop_staging(self, name: str) -> None:
+        """Drop the connection-private table `name` of `create_staging`, if there."""
+
+    @abstractmethod
     def row_order(self, table: str) -> str:
         """An ORDER BY expression listing `table`'s rows in a stable order (as written, where known)."""
 

@@ -23,11 +23,40 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, literal_column, not_, true
+from sqlalchemy import (
+    ColumnElement,
+    Table,
+    and_,
+    delete,
+    exists,
+    func,
+    insert,
+    literal,
+    literal_column,
+    not_,
+    or_,
+    select,
+    true,
+    update,
+)
 
 from .connection import now, write
-from .core import as_text
+from .core import ONE, as_text
 from .database import Database
+from .tables import (
+    answer_checks,
+    answer_reveals,
+    answers,
+    chunks,
+    claims,
+    cycles,
+    human_labels,
+    imports,
+    judge_lab_runs,
+    judge_runs,
+    judge_verdicts,
+    label_events,
+)
 
 # Imports this process is publishing right now: a marker with our own pid is a leftover only
 # when it is not one of these (a failure that could not even clean up after itself).
@@ -50,14 +79,30 @@ class Unfinished:
     started_at: str
 
 
+_i = imports.c
+_PUBLISHING = _i.status == "publishing"
+_UNFINISHED = (
+    select(
+        _i.id,
+        _i.source,
+        _i.stamp,
+        _i.new_runs,
+        _i.claim_lo,
+        _i.claim_hi,
+        _i.pid,
+        _i.host,
+        _i.process_start,
+        _i.started_at,
+    )
+    .where(_PUBLISHING)
+    .order_by(_i.id)
+)
+
+
 def _unfinished(db: Database) -> list[Unfinished]:
-    rows = db.execute(
-        "SELECT id, source, stamp, new_runs, claim_lo, claim_hi, pid, host, process_start, started_at "
-        "FROM imports WHERE status = 'publishing' ORDER BY id"
-    ).fetchall()
     return [
         Unfinished(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7], r[8], r[9])
-        for r in rows
+        for r in db.run(_UNFINISHED)
     ]
 
 
@@ -128,13 +173,8 @@ def hide_sql(
 
 def is_hidden_claim(db: Database, claim_pk: int) -> bool:
     """Whether claim `claim_pk` belongs to an import that is not finished."""
-    return (
-        db.execute(
-            "SELECT 1 FROM imports WHERE status = 'publishing' AND ? BETWEEN claim_lo AND claim_hi",
-            [claim_pk],
-        ).fetchone()
-        is not None
-    )
+    found = select(ONE).where(_PUBLISHING, literal(claim_pk).between(_i.claim_lo, _i.claim_hi))
+    return db.run(found).first() is not None
 
 
 # ---------------------------------------------------------------- the importing process
@@ -182,12 +222,17 @@ def _alive(p: Unfinished) -> bool:
 def begin(db: Database, *, stamp: str, new_runs: list[int], source: str | None) -> int:
     """Record a staged import about to publish (inside the write that creates its new runs)."""
     pid = os.getpid()
-    cur = db.execute(
-        "INSERT INTO imports (status, source, stamp, new_runs, pid, host, process_start, started_at) "
-        "VALUES ('publishing', ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        [source, stamp, json.dumps(sorted(new_runs)), pid, socket.gethostname(), process_start(pid), now()],
+    marker = insert(imports).values(
+        status="publishing",
+        source=source,
+        stamp=stamp,
+        new_runs=json.dumps(sorted(new_runs)),
+        pid=pid,
+        host=socket.gethostname(),
+        process_start=process_start(pid),
+        started_at=now(),
     )
-    new_id = int(cur.fetchone()[0])
+    new_id = int(db.run(marker.returning(_i.id)).scalar_one())
     _ACTIVE.add(new_id)
     return new_id
 
@@ -195,22 +240,20 @@ def begin(db: Database, *, stamp: str, new_runs: list[int], source: str | None) 
 def next_claim_pk(db: Database) -> int:
     """The first claim id free for a new import: past every stored claim and every range an
     unfinished import reserved (it has not moved all of them in yet)."""
-    return int(
-        db.execute(
-            "SELECT max(coalesce((SELECT max(id) FROM claims), 0), "
-            "coalesce((SELECT max(claim_hi) FROM imports WHERE status = 'publishing'), 0)) + 1"
-        ).fetchone()[0]
-    )
+    stored = func.coalesce(select(func.max(claims.c.id)).scalar_subquery(), 0)
+    reserved = func.coalesce(select(func.max(_i.claim_hi)).where(_PUBLISHING).scalar_subquery(), 0)
+    stored_max, reserved_max = db.run(select(stored, reserved)).one()
+    return max(int(stored_max), int(reserved_max)) + 1
 
 
 def reserve_claims(db: Database, import_id: int, lo: int | None, hi: int | None) -> None:
     """Record the claim ids import `import_id` adds (before the first of them moves in)."""
-    db.execute("UPDATE imports SET claim_lo = ?, claim_hi = ? WHERE id = ?", [lo, hi, import_id])
+    db.run(update(imports).where(_i.id == import_id).values(claim_lo=lo, claim_hi=hi))
 
 
 def finish(db: Database, import_id: int) -> None:
     """Flip import `import_id` to 'done': its rows become visible (inside its last write)."""
-    db.execute("UPDATE imports SET status = 'done', finished_at = ? WHERE id = ?", [now(), import_id])
+    db.run(update(imports).where(_i.id == import_id).values(status="done", finished_at=now()))
 
 
 def forget(import_id: int) -> None:
@@ -250,7 +293,7 @@ class MarkedStaging:
     def drop(self) -> None:
         """Remove the staging tables (also when the import failed)."""
         for table in self._temp_tables:
-            self.db.execute(f"DROP TABLE IF EXISTS temp.{table}")
+            self.db.drop_staging(table)
 
 
 def pause_between_batches() -> None:
@@ -267,41 +310,42 @@ def remove(db: Database, import_id: int) -> dict[str, int]:
     write); the rows deleted per table. Verdicts of a run it created on the claims of a later
     import (which found the run by name meanwhile) are that import's and stay, with the run; only
     such a later import's verdicts of the run on claims stored before both would go with it."""
-    row = db.execute(
-        "SELECT stamp, new_runs, claim_lo, claim_hi FROM imports WHERE id = ?", [import_id]
-    ).fetchone()
+    row = db.run(select(_i.stamp, _i.new_runs, _i.claim_lo, _i.claim_hi).where(_i.id == import_id)).first()
     if row is None:
         return {}
     stamp, runs_j, lo, hi = row
     runs = [int(r) for r in json.loads(runs_j)]
     lo, hi = (lo, hi) if lo is not None and hi is not None else (0, -1)
-    mine = "SELECT id FROM answers WHERE imported_at = :stamp"
-    params = {"stamp": stamp, "lo": lo, "hi": hi, "runs": json.dumps(runs), "id": import_id}
+    mine = select(answers.c.id).where(answers.c.imported_at == stamp)
+
+    def gone(table: Table, *where: ColumnElement[bool]) -> int:
+        return int(db.run(delete(table).where(*where)).rowcount)  # type: ignore[attr-defined]
+
     out: dict[str, int] = {}
     # A label import's rows (m014); the history's delete trigger lets only these go.
-    for table in ("answer_reveals", "human_labels", "label_events"):
-        out[table] = db.execute(f"DELETE FROM {table} WHERE import_id = :id", params).rowcount
-    out["judge_verdicts"] = db.execute(
-        """DELETE FROM judge_verdicts WHERE claim_pk BETWEEN :lo AND :hi
-           OR (run_id IN (SELECT CAST(value AS INTEGER) FROM json_each(:runs)) AND NOT EXISTS (
-               SELECT 1 FROM imports o WHERE o.id > :id AND judge_verdicts.claim_pk
-               BETWEEN o.claim_lo AND o.claim_hi))""",
-        params,
-    ).rowcount
-    out["claims"] = db.execute("DELETE FROM claims WHERE id BETWEEN :lo AND :hi", params).rowcount
-    out["chunks"] = db.execute(f"DELETE FROM chunks WHERE answer_id IN ({mine})", params).rowcount
-    out["answer_checks"] = db.execute(
-        f"DELETE FROM answer_checks WHERE answer_id IN ({mine})", params
-    ).rowcount
-    out["answers"] = db.execute("DELETE FROM answers WHERE imported_at = :stamp", params).rowcount
-    out["judge_runs"] = db.execute(
-        """DELETE FROM judge_runs WHERE id IN (SELECT CAST(value AS INTEGER) FROM json_each(:runs))
-           AND NOT EXISTS (SELECT 1 FROM judge_verdicts WHERE run_id = judge_runs.id)
-           AND NOT EXISTS (SELECT 1 FROM cycles WHERE judge_run_id = judge_runs.id)
-           AND NOT EXISTS (SELECT 1 FROM judge_lab_runs WHERE run_id = judge_runs.id)""",
-        params,
-    ).rowcount
-    db.execute("DELETE FROM imports WHERE id = :id", params)
+    for table in (answer_reveals, human_labels, label_events):
+        out[table.name] = gone(table, table.c.import_id == import_id)
+    v = judge_verdicts.c
+    later = imports.alias("o")
+    taken_later = exists(
+        select(ONE).where(later.c.id > import_id, v.claim_pk.between(later.c.claim_lo, later.c.claim_hi))
+    )
+    out["judge_verdicts"] = gone(
+        judge_verdicts, or_(v.claim_pk.between(lo, hi), and_(v.run_id.in_(runs), ~taken_later))
+    )
+    out["claims"] = gone(claims, claims.c.id.between(lo, hi))
+    out["chunks"] = gone(chunks, chunks.c.answer_id.in_(mine))
+    out["answer_checks"] = gone(answer_checks, answer_checks.c.answer_id.in_(mine))
+    out["answers"] = gone(answers, answers.c.imported_at == stamp)
+    r = judge_runs.c
+    out["judge_runs"] = gone(
+        judge_runs,
+        r.id.in_(runs),
+        ~exists(select(ONE).where(v.run_id == r.id)),
+        ~exists(select(ONE).where(cycles.c.judge_run_id == r.id)),
+        ~exists(select(ONE).where(judge_lab_runs.c.run_id == r.id)),
+    )
+    db.run(delete(imports).where(_i.id == import_id))
     forget(import_id)
     return out
 
@@ -327,10 +371,7 @@ def recover(db: Database) -> list[str]:
     for p in leftovers(db):
         with write(db):
             # Another process may have recovered it between the read and this write.
-            if (
-                db.execute("SELECT 1 FROM imports WHERE id = ? AND status = 'publishing'", [p.id]).fetchone()
-                is None
-            ):
+            if db.run(select(ONE).where(_i.id == p.id, _PUBLISHING)).first() is None:
                 continue
             removed = remove(db, p.id)
         out.append(describe_removal(p, removed))

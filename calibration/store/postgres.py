@@ -458,9 +458,12 @@ class PostgresDatabase(Database):
         } - {table}
 
     def create_staging(self, name: str, like: str, columns: Sequence[str]) -> None:
-        self._c.execute(f"DROP TABLE IF EXISTS pg_temp.{name}")
+        self.drop_staging(name)
         self._c.execute(f"CREATE TEMP TABLE {name} AS SELECT {', '.join(columns)} FROM {like} WHERE false")
         self._c.execute(f"ALTER TABLE pg_temp.{name} ADD COLUMN rowid BIGSERIAL")
+
+    def drop_staging(self, name: str) -> None:
+        self._c.execute(f"DROP TABLE IF EXISTS pg_temp.{name}")
 
     def row_order(self, table: str) -> str:
         keys = [

@@ -6,12 +6,17 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import case, exists, func, insert, or_, select
+
 from ..errors import NotFoundError
 from ..vocab import LABELS
-from .claims import human_labeled_sql, json_ints, verdict_code
+from .claims import human_labeled, json_ints, verdict_index
 from .connection import read_snapshot
+from .core import ONE, json_list
 from .database import Database
-from .imports import hide_sql
+from .imports import hidden
+from .tables import answers, claims, human_labels, judge_verdicts, label_events
+from .tables import judge_runs as judge_runs_table
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,12 +39,16 @@ def judge_runs(db: Database) -> list[JudgeRun]:
     """The judge runs, oldest first. A judge-lab run (origin 'lab') without a single verdict
     yet (every call failed so far) is left out: it has nothing to show or compare."""
     # A run an unfinished import created is not there yet (store.imports).
-    rows = db.execute(
-        "SELECT id, judge_model, prompt_version, origin, created_at FROM judge_runs r "
-        "WHERE (r.origin != 'lab' OR EXISTS (SELECT 1 FROM judge_verdicts v WHERE v.run_id = r.id))"
-        f"{hide_sql(db, run='r.id')} ORDER BY id"
-    ).fetchall()
-    return [JudgeRun(*r) for r in rows]
+    r = judge_runs_table.c
+    rows = db.run(
+        select(r.id, r.judge_model, r.prompt_version, r.origin, r.created_at)
+        .where(
+            or_(r.origin != "lab", exists(select(ONE).where(judge_verdicts.c.run_id == r.id))),
+            hidden(db, run=r.id),
+        )
+        .order_by(r.id)
+    )
+    return [JudgeRun(*row) for row in rows]
 
 
 def find_judge_run(db: Database, name: str | None = None) -> JudgeRun:
@@ -81,38 +90,39 @@ def info(db: Database) -> dict[str, Any]:
 
 
 def _info(db: Database) -> dict[str, Any]:
-    hide_answers = hide_sql(db, answer_stamp="imported_at")
-    hide_claims = hide_sql(db, claim="id")
-    hide_verdicts = hide_sql(db, claim="claim_pk")
-    hide_labels = hide_sql(db, label="import_id")
+    def count(table: Any, *where: Any, of: Any = None) -> int:
+        counted = func.count() if of is None else func.count(of)
+        return int(db.run(select(counted).select_from(table).where(*where)).scalar_one())
+
+    c, v, h = claims.c, judge_verdicts.c, human_labels.c
+    labeled = human_labeled(db, c.id)
     totals = {
-        "answers": db.execute(f"SELECT count(*) FROM answers WHERE 1{hide_answers}").fetchone()[0],
-        "claims": db.execute(f"SELECT count(*) FROM claims WHERE 1{hide_claims}").fetchone()[0],
-        "label_events": db.execute(f"SELECT count(*) FROM label_events WHERE 1{hide_labels}").fetchone()[0],
-        "labeled_claims": db.execute(
-            f"SELECT count(*) FROM claims c WHERE {human_labeled_sql(db, 'c.id')}{hide_claims}"
-        ).fetchone()[0],
-        "reviewers": db.execute(
-            f"SELECT count(DISTINCT reviewer) FROM human_labels WHERE 1{hide_labels}"
-        ).fetchone()[0],
+        "answers": count(answers, hidden(db, answer_stamp=answers.c.imported_at)),
+        "claims": count(claims, hidden(db, claim=c.id)),
+        "label_events": count(label_events, hidden(db, label=label_events.c.import_id)),
+        "labeled_claims": count(claims, labeled, hidden(db, claim=c.id)),
+        "reviewers": count(human_labels, hidden(db, label=h.import_id), of=h.reviewer.distinct()),
     }
     per_run: list[RunInfo] = []
     for run in judge_runs(db):
         counts = dict.fromkeys(LABELS, 0)
-        for verdict, n in db.execute(
-            f"SELECT verdict, count(*) FROM judge_verdicts WHERE run_id = ?{hide_verdicts} GROUP BY verdict",
-            [run.id],
+        for verdict, n in db.run(
+            select(v.verdict, func.count())
+            .where(v.run_id == run.id, hidden(db, claim=v.claim_pk))
+            .group_by(v.verdict)
         ):
             counts[verdict] = n
-        answers, claims, labeled = db.execute(
+        answer_count, claim_count, labeled_count = db.run(
             # EXISTS, not a join: a claim labeled by several reviewers still counts once.
-            f"""SELECT count(DISTINCT c.answer_id), count(*),
-                      coalesce(sum(CASE WHEN {human_labeled_sql(db, "c.id")} THEN 1 ELSE 0 END), 0)
-               FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk
-               WHERE v.run_id = ?{hide_sql(db, claim="v.claim_pk")}""",
-            [run.id],
-        ).fetchone()
-        per_run.append(RunInfo(run, answers, claims, counts, labeled))
+            select(
+                func.count(c.answer_id.distinct()),
+                func.count(),
+                func.coalesce(func.sum(case((labeled, 1), else_=0)), 0),
+            )
+            .select_from(judge_verdicts.join(claims, c.id == v.claim_pk))
+            .where(v.run_id == run.id, hidden(db, claim=v.claim_pk))
+        ).one()
+        per_run.append(RunInfo(run, answer_count, claim_count, counts, int(labeled_count)))
     return {"totals": totals, "runs": per_run}
 
 
@@ -120,11 +130,12 @@ def run_verdicts(db: Database, run_id: int) -> tuple[np.ndarray, np.ndarray]:
     """Claim ids a run judged, ascending (int64), and its verdicts as indices into LABELS."""
     import numpy as np
 
-    pk_j, verdict_j = db.execute(
-        f"SELECT json_group_array(claim_pk), json_group_array({verdict_code('verdict')}) "
-        f"FROM judge_verdicts WHERE run_id = ?{hide_sql(db, claim='claim_pk')}",
-        [run_id],
-    ).fetchone()
+    v = judge_verdicts.c
+    pk_j, verdict_j = db.run(
+        select(json_list(v.claim_pk), json_list(verdict_index(v.verdict))).where(
+            v.run_id == run_id, hidden(db, claim=v.claim_pk)
+        )
+    ).one()
     pk = np.array(json.loads(pk_j), dtype=np.int64)
     order = np.argsort(pk, kind="stable")
     return pk[order], json_ints(verdict_j)[order]
@@ -145,15 +156,13 @@ def run_id(
     """
     from .connection import now
 
-    row = db.execute(
-        "SELECT id FROM judge_runs WHERE judge_model = ? AND prompt_version = ?",
-        [judge_model, prompt_version],
-    ).fetchone()
-    if row is not None or not create:
-        return None if row is None else int(row[0])
-    cur = db.execute(
-        "INSERT INTO judge_runs (judge_model, prompt_version, origin, created_at) "
-        "VALUES (?, ?, ?, ?) RETURNING id",
-        [judge_model, prompt_version, origin, created_at or now()],
+    r = judge_runs_table.c
+    found = db.run(
+        select(r.id).where(r.judge_model == judge_model, r.prompt_version == prompt_version)
+    ).scalar()
+    if found is not None or not create:
+        return None if found is None else int(found)
+    new = insert(judge_runs_table).values(
+        judge_model=judge_model, prompt_version=prompt_version, origin=origin, created_at=created_at or now()
     )
-    return int(cur.fetchone()[0])
+    return int(db.run(new.returning(r.id)).scalar_one())

@@ -13,10 +13,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import and_, func, insert, select, update
+
 from .connection import now, write
+from .core import ONE, upsert
 from .database import Database
+from .tables import answers, claim_splits, claims, human_labels, judge_verdicts, split_answers
 
 _BATCH = 500  # below SQLite's bound on host parameters
+_JUDGED = judge_verdicts.join(claims, claims.c.id == judge_verdicts.c.claim_pk)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,15 +43,12 @@ class SplitRecord:
         return self.unsealed_at is None
 
 
-_SPLIT_COLS = (
-    "id, seed, holdout_share, stratify_run_id, created_by, created_at, unsealed_by, "
-    "unsealed_at, unseal_reason"
-)
+_s = claim_splits.c
 
 
 def current_split(db: Database) -> SplitRecord | None:
     """The latest generation, or None when no split was ever made."""
-    row = db.execute(f"SELECT {_SPLIT_COLS} FROM claim_splits ORDER BY id DESC LIMIT 1").fetchone()
+    row = db.run(select(claim_splits).order_by(_s.id.desc()).limit(ONE)).first()
     return None if row is None else SplitRecord(*row)
 
 
@@ -55,57 +57,58 @@ def create_split(
 ) -> int:
     """A new generation; returns its id. The caller assigns answers to it."""
     with write(db):
-        cur = db.execute(
-            "INSERT INTO claim_splits (seed, holdout_share, stratify_run_id, created_by, "
-            "created_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
-            [seed, holdout_share, stratify_run_id, created_by, now()],
+        new = insert(claim_splits).values(
+            seed=seed,
+            holdout_share=holdout_share,
+            stratify_run_id=stratify_run_id,
+            created_by=created_by,
+            created_at=now(),
         )
-        return int(cur.fetchone()[0])
+        return int(db.run(new.returning(_s.id)).scalar_one())
 
 
 def unseal_split(db: Database, split_id: int, *, who: str, reason: str | None) -> bool:
     """Record that `who` unsealed the generation; False when it was unsealed already."""
     with write(db):
-        cur = db.execute(
-            "UPDATE claim_splits SET unsealed_by = ?, unsealed_at = ?, unseal_reason = ? "
-            "WHERE id = ? AND unsealed_at IS NULL",
-            [who, now(), reason, split_id],
+        unsealed = (
+            update(claim_splits)
+            .where(_s.id == split_id, _s.unsealed_at.is_(None))
+            .values(unsealed_by=who, unsealed_at=now(), unseal_reason=reason)
         )
-        return cur.rowcount > 0
+        return int(db.run(unsealed).rowcount) > 0  # type: ignore[attr-defined]
 
 
 def assign_answers(db: Database, split_id: int, rows: Iterable[tuple[str, str, str]]) -> int:
     """Store (answer id, part, stratum) rows under a generation; an answer already assigned
     keeps its part (another process may have assigned it first). Returns rows written."""
     ts = now()
+    values = [
+        {"answer_id": a, "split_id": split_id, "part": part, "stratum": stratum, "assigned_at": ts}
+        for a, part, stratum in rows
+    ]
+    if not values:
+        return 0
+    new = upsert(db.dialect, split_answers).on_conflict_do_nothing(index_elements=[split_answers.c.answer_id])
     with write(db):
-        cur = db.executemany(
-            "INSERT INTO split_answers (answer_id, split_id, part, stratum, assigned_at) "
-            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (answer_id) DO NOTHING",
-            [(a, split_id, part, stratum, ts) for a, part, stratum in rows],
-        )
-        return max(cur.rowcount, 0)
+        return max(int(db.run(new, values).rowcount), 0)  # type: ignore[attr-defined]
 
 
 def assignments(db: Database) -> dict[str, tuple[int, str]]:
     """answer id -> (generation id, part) for every assigned answer."""
-    return {a: (int(s), p) for a, s, p in db.execute("SELECT answer_id, split_id, part FROM split_answers")}
+    a = split_answers.c
+    return {answer: (int(s), p) for answer, s, p in db.run(select(a.answer_id, a.split_id, a.part))}
 
 
 def labeled_answer_ids(db: Database) -> list[str]:
     """Answers with at least one claim carrying a human label (status 'labeled'), by id."""
-    return [
-        r[0]
-        for r in db.execute(
-            """SELECT DISTINCT c.answer_id FROM claims c
-           JOIN human_labels h ON h.claim_pk = c.id AND h.status = 'labeled' ORDER BY c.answer_id"""
-        )
-    ]
+    c, h = claims.c, human_labels.c
+    labeled = claims.join(human_labels, and_(h.claim_pk == c.id, h.status == "labeled"))
+    return list(db.run(select(c.answer_id).distinct().select_from(labeled).order_by(c.answer_id)).scalars())
 
 
 def cycle_holdout_answer_ids(db: Database) -> set[str]:
     """Answers marked holdout for cycles (`holdout add`)."""
-    return {r[0] for r in db.execute("SELECT id FROM answers WHERE holdout = 1")}
+    return set(db.run(select(answers.c.id).where(answers.c.holdout == 1)).scalars())
 
 
 def answer_judge_verdicts(
@@ -117,11 +120,10 @@ def answer_judge_verdicts(
         return out
     for start in range(0, len(answer_ids), _BATCH):
         batch = list(answer_ids[start : start + _BATCH])
-        marks = ",".join("?" * len(batch))
-        for aid, verdict in db.execute(
-            f"""SELECT c.answer_id, v.verdict FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk
-                    WHERE v.run_id = ? AND c.answer_id IN ({marks})""",
-            [run_id, *batch],
+        for aid, verdict in db.run(
+            select(claims.c.answer_id, judge_verdicts.c.verdict)
+            .select_from(_JUDGED)
+            .where(judge_verdicts.c.run_id == run_id, claims.c.answer_id.in_(batch))
         ):
             out[aid].append(verdict)
     return out
@@ -129,14 +131,10 @@ def answer_judge_verdicts(
 
 def run_answer_ids(db: Database, run_id: int) -> set[str]:
     """Answers with a claim judged by the run."""
-    return {
-        r[0]
-        for r in db.execute(
-            "SELECT DISTINCT c.answer_id FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk "
-            "WHERE v.run_id = ?",
-            [run_id],
-        )
-    }
+    judged = (
+        select(claims.c.answer_id).distinct().select_from(_JUDGED).where(judge_verdicts.c.run_id == run_id)
+    )
+    return set(db.run(judged).scalars())
 
 
 def claim_keys(db: Database, answer_ids: Iterable[str], run_id: int | None = None) -> set[str]:
@@ -145,17 +143,10 @@ def claim_keys(db: Database, answer_ids: Iterable[str], run_id: int | None = Non
     out: set[str] = set()
     for start in range(0, len(ids), _BATCH):
         batch = ids[start : start + _BATCH]
-        marks = ",".join("?" * len(batch))
-        if run_id is None:
-            sql = f"SELECT answer_id, claim_id FROM claims WHERE answer_id IN ({marks})"
-            params: list[Any] = batch
-        else:
-            sql = (
-                f"SELECT c.answer_id, c.claim_id FROM claims c JOIN judge_verdicts v ON v.claim_pk = c.id "
-                f"AND v.run_id = ? WHERE c.answer_id IN ({marks})"
-            )
-            params = [run_id, *batch]
-        out.update(f"{a}/{c}" for a, c in db.execute(sql, params))
+        query = select(claims.c.answer_id, claims.c.claim_id).where(claims.c.answer_id.in_(batch))
+        if run_id is not None:
+            query = query.select_from(_JUDGED).where(judge_verdicts.c.run_id == run_id)
+        out.update(f"{a}/{c}" for a, c in db.run(query))
     return out
 
 
@@ -165,18 +156,15 @@ def claim_texts(db: Database, answer_ids: Iterable[str]) -> dict[int, str]:
     out: dict[int, str] = {}
     for start in range(0, len(ids), _BATCH):
         batch = ids[start : start + _BATCH]
-        marks = ",".join("?" * len(batch))
-        out.update(
-            (int(pk), t)
-            for pk, t in db.execute(f"SELECT id, text FROM claims WHERE answer_id IN ({marks})", batch)
-        )
+        found = db.run(select(claims.c.id, claims.c.text).where(claims.c.answer_id.in_(batch)))
+        out.update((int(pk), t) for pk, t in found)
     return out
 
 
 def state_marker(db: Database) -> tuple[Any, ...]:
     """Changes whenever the split or its seal changes: part of a page cache's key."""
-    gen = db.execute("SELECT max(id), count(unsealed_at) FROM claim_splits").fetchone()
-    n = db.execute("SELECT count(*) FROM split_answers").fetchone()[0]
+    gen = db.run(select(func.max(_s.id), func.count(_s.unsealed_at))).one()
+    n = db.run(select(func.count()).select_from(split_answers)).scalar_one()
     return (gen[0], gen[1], n)
 
 

@@ -156,8 +156,11 @@ class SQLiteDatabase(Database):
 
     def create_staging(self, name: str, like: str, columns: Sequence[str]) -> None:
         # Untyped columns: the rows keep the types they are given until they move into `like`.
-        self.conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
+        self.drop_staging(name)
         self.conn.execute(f"CREATE TEMP TABLE {name} ({', '.join(columns)})")
+
+    def drop_staging(self, name: str) -> None:
+        self.conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
 
     def row_order(self, table: str) -> str:
         return "rowid"

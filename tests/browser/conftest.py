@@ -92,7 +92,7 @@ def require_browser() -> Any:
     try:
         from playwright import sync_api
     except ImportError:
-        _missing("python playwright is not installed (pip install -r requirements-dev.txt)")
+        _missing("python playwright is not installed (`make test` installs the dev dependency group)")
     if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
         _missing(f"no Chromium at {CHROMIUM} (apt-get install chromium-headless-shell, or set $CHROMIUM)")
     return sync_api
