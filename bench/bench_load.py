@@ -68,6 +68,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -181,6 +182,7 @@ class CardScript:
     events: dict[int, int | None] = field(default_factory=dict)
     labeled: set[int] = field(default_factory=set)
     route: dict[str, Any] = field(default_factory=dict)
+    moves: int = 0
 
     def follow(self, s: Session) -> None:
         """The page's data for the card: a view it has not taken yet replaces the card's."""
@@ -248,7 +250,7 @@ class CardScript:
         ok, out, run = await self._send(s, {"do": "commit", "seen": seen})
         if ok:
             self.take(out["view"])
-            await self._event(s, {"do": "answer", "answer": out["view"]["answer"]})
+            await self._page(s, s.trigger(CARD, "event", {"do": "counts"}))
         return ok and self.mode() == "reveal", run
 
     async def reconcile(self, s: Session, pk: int, choice: str) -> tuple[bool, Run]:
@@ -263,16 +265,16 @@ class CardScript:
         """N: the next answer comes in the reply, drawn by the card; the card's event then runs the
         page (its chunks and header), not timed."""
         ok, out, run = await self._send(s, {"do": "next"})
-        if ok and out.get("done"):
-            self.take(None)
-            await self._event(s, {"do": "done"})
-        elif ok:
-            self.take(out["view"])
-            await self._event(s, {"do": "answer", "answer": out["view"]["answer"]})
+        if ok:
+            self.moves += 1
+            answer = None if out.get("done") else out["view"]["answer"]
+            self.take(None if out.get("done") else out["view"])
+            await self._page(s, s.set_state(CARD, "answer", {"answer": answer, "move": self.moves}))
         return ok, run
 
-    async def _event(self, s: Session, event: dict[str, Any]) -> None:
-        run = await s.trigger(CARD, "event", event)
+    async def _page(self, s: Session, sent: Awaitable[Run]) -> None:
+        """The page's run the card's state or event starts (not timed)."""
+        run = await sent
         if _page_problems(run):
             raise ProtocolError(f"the page's run after the card's event showed {_page_problems(run)}")
         self.follow(s)

@@ -12,8 +12,9 @@ judge beside each claim (disagreements first), K / J settle the selected disagre
 choose another, N goes to the next answer. Every key that writes is one request to the card's
 route (calibration_app/card_route.py → calibration.card), the one way this app writes a
 reviewer's label; this page writes none. It draws what is not the card (header, dialogs,
-chunks, the end of the queue) and follows the card's events (`_on_card_event`): another
-answer, a dialog asked for with L / G / H, a sign-out the route found.
+chunks, the end of the queue) and follows the card: the answer it moved to (`_on_card_answer`)
+and its events (`_on_card_event`: a dialog asked for with L / G / H, a sign-out the route
+found).
 
 Session state holds only the cursor (cycle and answer), the chosen cycle and the dialog asked
 for; the database is the memory. Untrusted text goes through untrusted.literal / .body /
@@ -56,25 +57,20 @@ CURSOR = "review_cursor"
 # Not a widget key (see the picker); keyed by the reviewer, so a new sign-in starts afresh.
 CYCLE_KEY = "review_cycle"
 FULL_CHUNKS = "review_full_chunks"  # the answer whose chunks are shown in full, not cut
-CARD_KEY = "review_card"  # the card component's key: its events (`_on_card_event`)
+CARD_KEY = "review_card"  # the card component's key: its answer and events (`_on_card_answer`)
 DIALOG = "review_dialog"  # the dialog a key asked for: "answers", "guidelines" or "keys"
 # Characters of a chunk drawn at first. A chunk of a megabyte made every redraw of the
 # chunks take over a second; the rest is shown on request.
 CHUNK_CHARS = 10_000
 
 # The look of the page's own text blocks (drawn as HTML by untrusted.draw, classes "cal-"): the
-# answer and chunk areas scroll on their own. Constant CSS; no data goes into it.
+# chunk area scrolls on its own. Constant CSS; no data goes into it.
 _MUTED = "font-size: 0.875rem; opacity: 0.75;"
 _CSS = (
     "<style>\n"
     + "\n".join(
         [
-            ".cal-question { font-weight: 600; white-space: pre-wrap; overflow-wrap: anywhere; }",
-            ".cal-answer { white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.6; margin-top: "
-            "0.5rem;"
-            " max-height: 10em; overflow-y: auto; position: relative; padding: 0.5rem 0.75rem;"
-            " border: 1px solid rgba(128, 128, 128, 0.3); border-radius: 0.5rem; }",
-            f".cal-fact, .cal-muted, .cal-progress {{ {_MUTED} white-space: pre-wrap; }}",
+            f".cal-muted, .cal-progress {{ {_MUTED} white-space: pre-wrap; }}",
             ".st-key-cycle-name { min-width: 0; }",
             ".cal-cycle { font-size: 0.9rem; opacity: 0.85; white-space: nowrap; overflow: hidden;"
             " text-overflow: ellipsis; }",
@@ -85,12 +81,9 @@ _CSS = (
             ".cal-chunk { border: 1px solid rgba(128, 128, 128, 0.3); border-radius: 0.5rem;"
             " padding: 0.5rem 0.75rem; margin-bottom: 0.5rem; }",
             f".cal-chunk-head {{ {_MUTED} font-weight: 600; overflow-wrap: anywhere; }}",
-            ".cal-chunk-text, .cal-claim, .cal-line, .cal-rationale { white-space: pre-wrap;"
-            " overflow-wrap: anywhere; }",
+            ".cal-chunk-text { white-space: pre-wrap; overflow-wrap: anywhere; }",
             ".st-key-guideline-summary p { font-size: 0.875rem; opacity: 0.85; margin: 0; overflow-wrap: "
             "anywhere; }",
-            "[class*='st-key-disagreement-'] { border-left: 4px solid #3f5f8a; padding-left: 6px;"
-            " border-radius: 4px; }",
         ]
     )
     + "\n</style>"
@@ -150,24 +143,34 @@ def _on_jump(cycle_id: int, answer_id: str) -> None:
 # ---------------------------------------------------------------- the card's events
 
 
-def _on_card_event() -> None:
-    """The card says what the page draws around it has changed (a trigger, one per event):
-    another answer (the next one, or the commit's counts), the end of the queue, a dialog
-    asked for by key, a token to renew, a name the route found signed out. Never a label:
-    the card's route wrote it."""
+def _card_state(name: str) -> Any:
+    """A value the card set (its state or its latest event), if this session's reviewer is
+    the one the cursor belongs to."""
     state = st.session_state.get(CARD_KEY)
-    event = state.get("event") if state is not None else None
-    reviewer = signin.current_reviewer()
     cur = st.session_state.get(CURSOR) or {}
-    if not isinstance(event, dict) or not reviewer or cur.get("reviewer") != reviewer:
-        return
-    what = event.get("do")
+    if state is None or cur.get("reviewer") != signin.current_reviewer():
+        return None
+    return state.get(name)
+
+
+def _on_card_answer() -> None:
+    """The card moved to another answer (the next one, or the queue's end: None): the page
+    draws its chunks and header. Never a label: the card's route wrote it."""
+    moved = _card_state("answer")
+    cur = st.session_state.get(CURSOR) or {}
+    if isinstance(moved, dict) and cur.get("cycle") is not None:
+        answer = moved.get("answer")
+        pos = review.Position(answer, None) if isinstance(answer, str) else None
+        _set_cursor(cur["cycle"], cur["reviewer"], pos)
+
+
+def _on_card_event() -> None:
+    """A key of the card for the page: a dialog (L, G, H); after a commit the header's counts
+    are drawn again (this run); a name the route found signed out ends the session."""
+    event = _card_state("event")
+    what = event.get("do") if isinstance(event, dict) else None
     if what == "dialog" and event.get("which") in ("answers", "guidelines", "keys"):
         st.session_state[DIALOG] = event["which"]
-    elif what == "answer" and isinstance(event.get("answer"), str):
-        _set_cursor(cur["cycle"], reviewer, review.Position(event["answer"], None))
-    elif what == "done":
-        _set_cursor(cur["cycle"], reviewer, None)
     elif what == "signed out":
         signin.signed_out(str(event.get("why") or ""))
         st.rerun()  # the app, not only the fragment: the sign-in replaces the page
@@ -178,8 +181,12 @@ def _card_data(
 ) -> dict[str, Any]:
     """What the card is sent: the answer's view (`calibration.card.answer_view`: the judge only
     once committed), the verdicts' definitions and colours, and its route with a token."""
+    moved = _card_state("answer")
     return {
         "mode": view["mode"] if view else "done",
+        # The card's last move this page has followed: a run from before it sends a view the
+        # card no longer shows.
+        "move": moved.get("move") if isinstance(moved, dict) else 0,
         # One JSON text: Streamlit looks for a dataframe in every value at the top of a
         # component's data, a look that costs up to a millisecond for each list or dict.
         "view": card_view.view_text(view) if view else None,
@@ -274,7 +281,8 @@ def _header(
     by_id = {c.cycle.id: c for c in choices}
     cyc = chosen.cycle
     prog = chosen.progress
-    with st.container(horizontal=True, vertical_alignment="center", key="review-header", wrap=False):
+    # Wraps on a narrow screen (1024×768) rather than cutting the last button off.
+    with st.container(horizontal=True, vertical_alignment="center", key="review-header", wrap=True):
         if len(choices) > 1:
             # The browser keeps showing a selected option's old text when only the text
             # changes, so the widget's key names the options' texts and the choice: a change
@@ -446,13 +454,17 @@ def review_fragment() -> None:
         _keys_dialog()
     data = _card_data(cycle, reviewer, view, definitions)
     if shown is None:
-        review_card.mount(key=CARD_KEY, data=data, on_event_change=_on_card_event)
+        review_card.mount(
+            key=CARD_KEY, data=data, on_answer_change=_on_card_answer, on_event_change=_on_card_event
+        )
         _done(cycle, choices, chosen.progress)
         return
     summary = review.guideline_summary(guidelines[-1].markdown) if guidelines else ""
     left, right = st.columns([5, 3], gap="medium")
     with left:
-        review_card.mount(key=CARD_KEY, data=data, on_event_change=_on_card_event)
+        review_card.mount(
+            key=CARD_KEY, data=data, on_answer_change=_on_card_answer, on_event_change=_on_card_event
+        )
         if summary and not shown.revealed:
             # The lead's markdown, inert; after the prefix it is one line, so no block markup.
             with st.container(key="guideline-summary"):

@@ -72,9 +72,6 @@ class Run:
     def seconds(self) -> float:
         return self.finished_at - self.sent_at
 
-    def arrived(self, key: str) -> float | None:
-        return self.widgets_at.get(key)
-
 
 def _widget_state(kind: str, el: Any) -> WidgetState | None:
     """The value a browser reports for a widget it has just drawn (unchanged by the user)."""

@@ -8,8 +8,9 @@
 // A verdict draws the next claim at once; its claim shows "saving…" until the reply names the
 // label event written ("saved"). Each request names the label events the card showed, so one
 // made on a stale view (another tab) is refused with a sentence and the answer as it is now.
-// The page only hears of what it draws around the card (another answer, a dialog, the end of
-// the queue): an event (`setTriggerValue("event", …)`), never a label.
+// The page only hears of what it draws around the card: the answer the card moved to (a state,
+// "answer") and events (a trigger, "event": a dialog asked for, the counts after a commit), never
+// a label.
 //
 // What a key does and where the card goes next are card_rules.js's (joined before this file,
 // whose names the `global` comment below declares for the linter).
@@ -32,7 +33,9 @@ const card = {
   queue: [], // requests not yet answered, in order; the first is on its way when `sending`
   sending: false,
   message: null, // {text, failure}: why the last request did nothing; cleared by the next key
+  moves: 0, // how often the card moved to another answer (or the queue's end) on its own
   root: null,
+  setStateValue: null,
   setTriggerValue: null,
 };
 
@@ -47,7 +50,9 @@ const claims = () => (card.view && card.view.claims) || [];
 const mode = () => (card.view ? card.view.mode : (card.data && card.data.mode) || "done");
 const stateOf = (c) => claimState(c, card.entries[c.pk]);
 const complete = () => isComplete(claims(), card.entries);
-const busy = () => card.queue.some((r) => r.do === "commit" || r.do === "next");
+// A commit or N on its way: the claim keys wait for what it brings. The queue going on after a
+// skip (`onward`) does not stop them: a key then acts on the claim still shown.
+const busy = () => card.queue.some((r) => r.do === "commit" || (r.do === "next" && !r.onward));
 const committing = () => card.queue.some((r) => r.do === "commit");
 // The label event the card shows for a claim: its own last write, else the server's.
 const eventOf = (c) => {
@@ -63,8 +68,17 @@ function draft(c) {
   return card.drafts[c.pk];
 }
 
+// An event for the page: a dialog asked for, the counts to draw again, a token to renew, a
+// name signed out. One at a time per run of the page, so the answer shown is not one.
 function emit(what) {
   if (card.setTriggerValue) card.setTriggerValue("event", what);
+}
+
+// The answer the card moved to (null: the queue is done), for the page's chunks and header;
+// a state, so that no event pressed at the same moment takes its place.
+function moved(answer) {
+  card.moves += 1;
+  if (card.setStateValue) card.setStateValue("answer", { answer, move: card.moves });
 }
 
 // ------------------------------------------------------------------ requests
@@ -78,7 +92,7 @@ function send(request) {
 // or J the disagreement selected) is the card's by then. Null: nothing left to do (K or J
 // with no disagreement to act on).
 function body(request) {
-  const { seq: _seq, ...fields } = request; // the card's own number for the key, not sent
+  const { seq: _seq, onward: _onward, ...fields } = request; // the card's own marks, not sent
   const out = { answer: card.view.answer, ...fields };
   if (request.do === "reconcile") {
     if (card.view.mode !== "reveal" || card.selected === null) return null;
@@ -155,13 +169,14 @@ function answered(request, seq, out) {
   }
   if (out.done) {
     card.view = null;
-    emit({ do: "done" });
+    moved(null);
     return;
   }
   if (out.view) {
     const newAnswer = out.view.answer !== card.view.answer;
     take(out.view, { select: request.do === "reconcile" });
-    if (newAnswer || request.do === "commit") emit({ do: "answer", answer: out.view.answer });
+    if (newAnswer) moved(out.view.answer);
+    else if (request.do === "commit") emit({ do: "counts" });
   }
 }
 
@@ -201,6 +216,15 @@ function take(view, { refused, select } = {}) {
   }
 }
 
+// Whether the page's view of the card's answer was read before a write the card has had
+// answered: the answer is committed here and not there, or a claim's label event is older.
+function behind(view) {
+  if (!card.view || view.answer !== card.view.answer) return false;
+  if (card.view.mode === "reveal" && view.mode !== "reveal") return true;
+  const mine = Object.fromEntries(claims().map((c) => [c.pk, eventOf(c)]));
+  return view.claims.some((c) => (mine[c.pk] || 0) > (c.event || 0));
+}
+
 // ------------------------------------------------------------------ actions
 
 let seq = 0;
@@ -217,7 +241,7 @@ function label(kind, verdict) {
   const ms = Math.max(0, Math.round(performance.now() - card.shownAt));
   send({ do: "label", claim: c.pk, kind, verdict, evidence: [...d.evidence], note, ms, seq });
   const next = afterLabel(claims(), card.entries, card.cursor);
-  if (next.queue) send({ do: "next" });
+  if (next.queue) send({ do: "next", onward: true });
   else moveTo(next.index);
 }
 
@@ -601,7 +625,8 @@ if (!window.__calibrationReviewCard) {
 // ------------------------------------------------------------------ the page's data
 
 export default function (component) {
-  const { data, parentElement, setTriggerValue } = component;
+  const { data, parentElement, setStateValue, setTriggerValue } = component;
+  card.setStateValue = setStateValue;
   card.setTriggerValue = setTriggerValue;
   let root = parentElement.querySelector(".rc-root");
   if (!root) {
@@ -612,11 +637,14 @@ export default function (component) {
   if (!data) return;
   card.data = data;
   // The view comes as one JSON text (pages/review.py); a page run that sends the same text
-  // again leaves the card as it is.
+  // again leaves the card as it is, and so does one that began before the card's latest move
+  // or write (`behind`).
   if (data.view !== card.seen) {
     card.seen = data.view;
-    if (data.view) take(JSON.parse(data.view));
-    else card.view = null;
+    const view = data.view ? JSON.parse(data.view) : null;
+    if ((data.move || 0) < card.moves) return draw();
+    if (!view) card.view = null;
+    else if (!behind(view)) take(view);
   }
   pump(); // a request waiting for a fresh token goes now
   draw();
