@@ -285,4 +285,7 @@ def _load() -> str:
 
 
 if __name__ == "__main__":
-    main()
+    from figures import recorded  # bench/ is the script's folder
+
+    with recorded(__file__):
+        main()

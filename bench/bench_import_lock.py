@@ -110,4 +110,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from figures import recorded  # bench/ is the script's folder
+
+    with recorded(__file__):
+        status = main()
+    raise SystemExit(status)

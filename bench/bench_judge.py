@@ -211,4 +211,8 @@ def db_answers(db: Path) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from figures import recorded  # bench/ is the script's folder
+
+    with recorded(__file__):
+        status = main()
+    raise SystemExit(status)

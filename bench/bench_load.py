@@ -6,11 +6,12 @@ the browser suite's `start_app`), then for each N in turn runs N simultaneous re
 sessions and one lead session for a fixed time, and prints per N:
 
 - verdicts: blind verdicts sent during the run, by all reviewers together;
-- verdict -> acknowledged, median and p95 (ms): from sending the review card's report of a
-  verdict (the state value its script sets; the next claim is drawn in the browser at once)
-  to the arrival of the card's new data acknowledging it (bench_review_latency.py measures the
-  same in Chromium). "end" is p95 to the end of that script run;
-- other: p95 of the commit, reconcile and "Next answer" actions, send to end of run;
+- verdict -> acknowledged, median and p95 (ms): from sending the review card's request for a
+  verdict to the card's route (the next claim is drawn in the browser at once) to its reply
+  naming the label event written (bench_review_latency.py measures the same in Chromium);
+- commit, reconcile, next p95 (ms): the card's request for each to its reply, which carries
+  what the card draws next (the reveal, the next answer); the page's run that the card's event
+  starts afterwards (the header's counts, the chunks) is not part of it;
 - lead: median / p95 of the Dashboard's full reruns, each recomputing the figures since
   labels keep arriving;
 - failed: verdicts the page did not acknowledge (the card's data without it, an error or a
@@ -26,7 +27,8 @@ sessions and one lead session for a fixed time, and prints per N:
   drawn; that figure adds the browser's own work to the server's.
 
 A session is one browser tab as the server sees it: one websocket to Streamlit's
-`/_stcore/stream`, hence one Streamlit session with its own session state and script runs.
+`/_stcore/stream`, hence one Streamlit session with its own session state and script runs,
+and the card's requests to its route over the tab's HTTP connection.
 The client (bench/load/client.py) sends the messages a browser sends (taken from what
 headless Chromium sends to this app) and reads the replies, without drawing them. So the
 latency is the server's: Streamlit's handling, the page script (callback, SQLite write,
@@ -41,7 +43,8 @@ picker, then labels: one verdict every 2-5 s (uniform, seeded), agreeing with th
 times in 5; after the reveal it settles each disagreement (keep or judge right, 1-2 s
 each) and goes on with "Next answer" (1-2 s). The lead (a configured lead) signs in on the
 Dashboard and reruns it every 3-6 s. Each N uses fresh reviewer names, so everyone starts
-at the top of the cycle; sign-in is not timed. The steps stop once p95 passes 1 s.
+at the top of the cycle; sign-in is not timed. The steps stop once p95 passes 1 s
+(--keep-going: not).
 
 Engines (--engine, --servers): SQLite with one app server (the default), or PostgreSQL (a
 throwaway local server, tests/pg_server.py) with 1, 2 or 3 app-server processes on the one
@@ -50,7 +53,7 @@ sessions keeps a Streamlit websocket on one server, and the lead uses the first.
 is then all the app servers together; the PostgreSQL server's processes count under "rest".
 
     .venv/bin/python bench/bench_load.py [--reviewers 1,5,10,25,40,60] [--seconds 60]
-        [--engine sqlite|postgresql] [--servers 1]
+        [--engine sqlite|postgresql] [--servers 1] [--keep-going] [--out FILE]
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,22 +101,23 @@ class Tally:
     """What one session saw; merged over the sessions of a step."""
 
     verdict_ms: list[float] = field(default_factory=list)
-    verdict_end_ms: list[float] = field(default_factory=list)
     other_ms: list[float] = field(default_factory=list)
     lead_ms: list[float] = field(default_factory=list)
     acked: dict[str, int] = field(default_factory=dict)  # reviewer -> verdicts acknowledged
     failures: list[str] = field(default_factory=list)
     out_of_work: int = 0
     browser_ms: list[float] = field(default_factory=list)  # the Chromium probe's, if any
+    kind_ms: dict[str, list[float]] = field(default_factory=dict)  # action -> times (ms)
 
     def merge(self, other: Tally) -> None:
         self.verdict_ms += other.verdict_ms
-        self.verdict_end_ms += other.verdict_end_ms
         self.other_ms += other.other_ms
         self.lead_ms += other.lead_ms
         self.acked.update(other.acked)
         self.failures += other.failures
         self.out_of_work += other.out_of_work
+        for kind, times in other.kind_ms.items():
+            self.kind_ms.setdefault(kind, []).extend(times)
 
 
 def _page_problems(run: Run) -> list[str]:
@@ -148,7 +153,7 @@ async def sign_in(url: str, name: str, cycle_name: str, page: str = "review") ->
             if not options:
                 raise ProtocolError(f"{name}: no {cycle_name!r} in the cycle picker")
             await s.choose(picks[0], options[0])
-        if card_data(s).get("mode") != "claim" and not s.key_of(SERVER_DRAWN_VERDICT):
+        if card_data(s).get("mode") != "claim":
             raise ProtocolError(f"{name}: no claim card after sign-in ({sorted(s.widgets)})")
     return s
 
@@ -160,182 +165,177 @@ SERVER_DRAWN_VERDICT = r"v-SUPPORTED-\d+"
 
 
 def card_data(s: Session) -> dict[str, Any]:
-    """The card's data as its script reads it: the answer's part (the JSON text "card"; at the
-    top in older checkouts, so that --before runs either) beside the rest."""
+    """The card's data as the page sent it, with its view (the JSON text "view") read."""
     d = s.data_of(CARD) or {}
-    return {**d, **json.loads(d["card"])} if isinstance(d.get("card"), str) else d
-
-
-def shown_mode(card: dict[str, Any], script: CardScript) -> str | None:
-    """The card's mode as the card itself has it: verdicts through the route leave the server's
-    data at the claim the answer began on, so before the commit the script's cursor decides."""
-    if card.get("mode") in ("claim", "last look"):
-        return "claim" if script.index is not None else "last look"
-    mode = card.get("mode")
-    return mode if isinstance(mode, str) else None
-
-
-def _next_todo(claims: list[dict[str, Any]], entries: dict[str, Any], index: int) -> int | None:
-    """The card's next claim after a verdict on `index` (components/review_card.js): the next one
-    never seen, wrapping; None (the last look) when there is none."""
-    n = len(claims)
-    for k in range(1, n + 1):
-        c = claims[(index + k) % n]
-        if c["status"] == "todo" and str(c["pk"]) not in entries:
-            return (index + k) % n
-    return None
+    return {**d, **json.loads(d["view"])} if isinstance(d.get("view"), str) else d
 
 
 @dataclass
 class CardScript:
-    """What the review card's script keeps in one tab (components/review_card.js): the answer
-    and claim shown, each claim's latest verdict, the keys passed on, its key-press numbers."""
+    """What the review card's script keeps in one tab (calibration_app/components/review_card.js):
+    the answer's view, the claim shown, the label event it knows for each claim; and what it
+    sends: one request to the card's route per key that writes, each timed from send to reply."""
 
-    answer: str | None = None
+    view: dict[str, Any] | None = None
+    seen: str | None = None  # the view text last taken from the page
     index: int | None = None
-    entries: dict[str, Any] = field(default_factory=dict)
-    actions: list[dict[str, Any]] = field(default_factory=list)
-    seq: int = 0
-    written: dict[str, Any] = field(default_factory=dict)  # claim pk -> [seq, event] the route wrote
+    events: dict[int, int | None] = field(default_factory=dict)
+    labeled: set[int] = field(default_factory=set)
+    route: dict[str, Any] = field(default_factory=dict)
+    moves: int = 0
 
-    def follow(self, card: dict[str, Any]) -> None:
-        """The card's new data: on a new answer it starts from the server's view."""
-        if card.get("answer") != self.answer:
-            self.answer, self.index, self.entries = card.get("answer"), card.get("index"), {}
-            self.written = {}
+    def follow(self, s: Session) -> None:
+        """The page's data for the card: a view it has not taken yet replaces the card's."""
+        d = s.data_of(CARD) or {}
+        self.route = d.get("route") or self.route
+        if d.get("view") != self.seen:
+            self.seen = d.get("view")
+            self.take(json.loads(d["view"]) if isinstance(d.get("view"), str) else None)
 
-    def report(self, actions: bool = True) -> dict[str, Any]:
-        out = {"answer": self.answer, "index": self.index, "claims": self.entries}
-        if self.written:  # what the route wrote (a checkout from before the route has neither)
-            out["written"] = self.written
-        return {**out, "actions": self.actions if actions else []}
+    def take(self, view: dict[str, Any] | None) -> None:
+        if view is None or self.view is None or view["answer"] != self.view["answer"]:
+            self.index = view.get("index") if view else None
+            self.labeled = set()
+        self.view = view
+        self.events = {c["pk"]: c["event"] for c in view["claims"]} if view else {}
 
-    async def _post(self, s: Session, route: dict[str, Any], pk: int) -> tuple[bool, Run]:
-        """The card's verdict route (card_route.py), as the page's fetch posts it."""
+    def mode(self) -> str:
+        """ "claim", "last look", "reveal" or "done", as the card has it."""
+        if self.view is None:
+            return "done"
+        if self.view["mode"] == "reveal":
+            return "reveal"
+        return "claim" if self.index is not None else "last look"
+
+    def pending(self) -> list[int]:
+        """The reveal's disagreements still to decide."""
+        return [r["pk"] for r in (self.view or {}).get("reveal", {}).get("rows", []) if r["pending"]]
+
+    async def _send(self, s: Session, request: dict[str, Any]) -> tuple[bool, dict[str, Any], Run]:
+        assert self.view is not None
         run = Run(sent_at=time.perf_counter())
-        body = {k: route[k] for k in ("token", "cycle", "reviewer")}
-        status, out = await s.post_json(route["url"], {**body, "report": self.report(actions=False)})
+        body = {k: self.route[k] for k in ("token", "cycle", "reviewer")}
+        status, out = await s.post_json(
+            self.route["url"], {**body, "request": {"answer": self.view["answer"], **request}}
+        )
         run.finished_at = time.perf_counter()
         if status != 200 or not isinstance(out, dict):
-            run.errors.append(f"the card's route answered {status}")
-            return False, run
-        self.written.update(out.get("written") or {})
-        ok = (
-            (out.get("ack") or {}).get(str(pk)) == self.seq
-            and not out.get("failure")
-            and not out.get("refused")
-        )
-        return ok, run
+            run.errors.append(f"the card's route answered {status}: {out}")
+            return False, {}, run
+        if not out.get("ok"):
+            run.errors.append(f"refused: {out.get('refused')}")
+        return bool(out.get("ok")), out, run
 
-    async def verdict(self, s: Session, card: dict[str, Any], verdict: str) -> tuple[int, bool, Run]:
-        """A verdict key on the claim shown: (its pk, acknowledged, the run). The next claim is
-        drawn by the card in the browser; the server's part is the acknowledgement, in the
-        card's data. TimeoutError when the server does not answer."""
-        assert self.index is not None
-        claim = card["claims"][self.index]
-        pk = claim["pk"]
-        self.seq += 1
-        self.entries[str(pk)] = {
-            "seq": self.seq,
-            "kind": "blind",
-            "verdict": verdict,
-            "evidence": [],
-            "note": None,
-            "base": claim["event"],
-            "ms": 2000,
-        }
-        self.index = _next_todo(card["claims"], self.entries, self.index)
-        if card.get("route"):  # the card's fast way: no run of the page
-            ok, run = await self._post(s, card["route"], pk)
-            return pk, ok, run
-        run = await s.set_state(CARD, "report", self.report())
-        ok = card_data(s).get("ack", {}).get(str(pk)) == self.seq and not _page_problems(run)
+    async def verdict(self, s: Session, verdict: str) -> tuple[int, bool, Run]:
+        """A verdict key on the claim shown: (its pk, acknowledged, the request). The next claim
+        is drawn by the card at once (the next one never labeled, wrapping; else the last look)."""
+        assert self.view is not None and self.index is not None
+        claims = self.view["claims"]
+        pk = claims[self.index]["pk"]
+        request = {"do": "label", "claim": pk, "kind": "blind", "verdict": verdict, "ms": 2000}
+        ok, out, run = await self._send(s, {**request, "base": self.events.get(pk)})
+        if ok:
+            self.events[pk] = out["event"]
+            self.labeled.add(pk)
+        n = len(claims)
+        later = [(self.index + k) % n for k in range(1, n + 1)]
+        todo = [i for i in later if claims[i]["status"] == "todo" and claims[i]["pk"] not in self.labeled]
+        self.index = todo[0] if todo else None
         return pk, ok, run
 
     async def commit(self, s: Session) -> tuple[bool, Run]:
-        """Enter at the last look: (the reveal drawn, the run)."""
-        self.seq += 1
-        self.actions = [*self.actions, {"seq": self.seq, "do": "commit"}]
-        self.index = None
-        run = await s.set_state(CARD, "report", self.report())
-        return "next-answer" in s.widgets and not _page_problems(run), run
+        """Enter at the last look: the reveal comes in the reply; then the card's event runs the
+        page (its header's counts), not timed."""
+        seen = {str(pk): event for pk, event in self.events.items()}
+        ok, out, run = await self._send(s, {"do": "commit", "seen": seen})
+        if ok:
+            self.take(out["view"])
+            await self._page(s, s.trigger(CARD, "event", {"do": "counts"}))
+        return ok and self.mode() == "reveal", run
+
+    async def reconcile(self, s: Session, pk: int, choice: str) -> tuple[bool, Run]:
+        ok, out, run = await self._send(
+            s, {"do": "reconcile", "claim": pk, "choice": choice, "base": self.events.get(pk)}
+        )
+        if ok:
+            self.take(out["view"])
+        return ok, run
+
+    async def next(self, s: Session) -> tuple[bool, Run]:
+        """N: the next answer comes in the reply, drawn by the card; the card's event then runs the
+        page (its chunks and header), not timed."""
+        ok, out, run = await self._send(s, {"do": "next"})
+        if ok:
+            self.moves += 1
+            answer = None if out.get("done") else out["view"]["answer"]
+            self.take(None if out.get("done") else out["view"])
+            await self._page(s, s.set_state(CARD, "answer", {"answer": answer, "move": self.moves}))
+        return ok, run
+
+    async def _page(self, s: Session, sent: Awaitable[Run]) -> None:
+        """The page's run the card's state or event starts (not timed)."""
+        run = await sent
+        if _page_problems(run):
+            raise ProtocolError(f"the page's run after the card's event showed {_page_problems(run)}")
+        self.follow(s)
 
 
 async def reviewer(
     s: Session, name: str, judge: dict[int, str], seed: int, until: float, tally: Tally
 ) -> None:
     rng = random.Random(seed)
-    disagreed: set[int] = set()
     acked = 0
     script = CardScript()
+    script.follow(s)
     try:
         while True:
-            card = card_data(s)
-            script.follow(card)
-            mode = shown_mode(card, script)
-            if mode == "claim" and script.index is not None:
-                truth = judge[card["claims"][script.index]["pk"]]
-                verdict = (
-                    truth if rng.random() < AGREE else rng.choice([v for v in data.VERDICTS if v != truth])
-                )
-                if not await _pause(rng, VERDICT_PAUSE, until):
-                    break
-                try:
-                    pk, ok, run = await script.verdict(s, card, verdict)
-                except TimeoutError:
-                    tally.failures.append(f"{name}: verdict: no reply in {ACTION_TIMEOUT:.0f} s")
-                    break
-                if not ok:
-                    tally.failures.append(
-                        f"{name}: verdict on claim {pk}: {_page_problems(run) or 'not acknowledged'}"
-                    )
-                else:
-                    acked += 1
-                    if verdict != truth:
-                        disagreed.add(pk)
-                tally.verdict_ms.append(((run.arrived(CARD) or run.finished_at) - run.sent_at) * 1000)
-                tally.verdict_end_ms.append(run.seconds * 1000)
-                continue
-            if mode == "last look":  # commit at once (Enter), the judge is revealed
-                if not await _pause(rng, OTHER_PAUSE, until):
-                    break
-                try:
-                    ok, run = await script.commit(s)
-                except TimeoutError:
-                    tally.failures.append(f"{name}: commit: no reply in {ACTION_TIMEOUT:.0f} s")
-                    break
-                if not ok:
-                    tally.failures.append(f"{name}: commit: {_page_problems(run) or 'no reveal'}")
-                tally.other_ms.append(run.seconds * 1000)
-                continue
-            if "next-answer" in s.widgets:
-                pending = [k for k in s.key_of(r"keep-\d+") if int(k.split("-")[1]) in disagreed]
-                key = None
-                if pending:
-                    pk = int(pending[0].split("-")[1])
-                    disagreed.discard(pk)
-                    key = f"keep-{pk}" if rng.random() < 0.5 else f"judge-right-{pk}"
-                elif not s.widgets["next-answer"].disabled:
-                    key = "next-answer"
-                else:
-                    tally.failures.append(f"{name}: reveal with nothing to do and Next disabled")
-                    break
-                if not await _pause(rng, OTHER_PAUSE, until):
-                    break
-                try:
-                    run = await s.press(key)
-                except TimeoutError:
-                    tally.failures.append(f"{name}: {key}: no reply in {ACTION_TIMEOUT:.0f} s")
-                    break
-                if _page_problems(run):
-                    tally.failures.append(f"{name}: {key}: {_page_problems(run)}")
-                tally.other_ms.append(run.seconds * 1000)
-                continue
-            tally.out_of_work += 1  # the done screen: the cycle was too small for the run
-            break
+            mode = script.mode()
+            if mode == "done":
+                tally.out_of_work += 1  # the cycle was too small for the run
+                break
+            if not await _pause(rng, VERDICT_PAUSE if mode == "claim" else OTHER_PAUSE, until):
+                break
+            try:
+                kind, ok, run = await _act(script, s, judge, rng)
+            except TimeoutError:
+                tally.failures.append(f"{name}: {mode}: no reply in {ACTION_TIMEOUT:.0f} s")
+                break
+            if not ok:
+                tally.failures.append(f"{name}: {kind}: {run.errors or 'not acknowledged'}")
+            elif kind == "verdict":
+                acked += 1
+            ms = run.seconds * 1000
+            tally.kind_ms.setdefault(kind, []).append(ms)
+            if kind == "verdict":
+                tally.verdict_ms.append(ms)
+            else:
+                tally.other_ms.append(ms)
     finally:
         tally.acked[name] = acked
         await s.close()
+
+
+async def _act(
+    script: CardScript, s: Session, judge: dict[int, str], rng: random.Random
+) -> tuple[str, bool, Run]:
+    """The reviewer's next key: a verdict (agreeing with the judge 4 times in 5), the commit at
+    the last look, a reconcile choice on a disagreement, or the next answer."""
+    mode = script.mode()
+    if mode == "claim":
+        assert script.view is not None and script.index is not None
+        truth = judge[script.view["claims"][script.index]["pk"]]
+        others = [v for v in data.VERDICTS if v != truth]
+        _pk, ok, run = await script.verdict(s, truth if rng.random() < AGREE else rng.choice(others))
+        return "verdict", ok, run
+    if mode == "last look":
+        ok, run = await script.commit(s)
+        return "commit", ok, run
+    pending = script.pending()
+    if pending:
+        ok, run = await script.reconcile(s, pending[0], "keep" if rng.random() < 0.5 else "judge_right")
+        return "reconcile", ok, run
+    ok, run = await script.next(s)
+    return "next", ok, run
 
 
 async def lead(s: Session, seed: int, until: float, tally: Tally) -> None:
@@ -511,21 +511,25 @@ async def run_step(
 # ---------------------------------------------------------------- report
 
 
+ACTIONS = ("commit", "reconcile", "next")
 HEADER = (
-    f"{'N':>3} {'verdicts':>8} {'median':>7} {'p95':>7} {'max':>7} {'end p95':>8} "
-    f"{'other p95':>9} {'lead med/p95':>13} {'failed':>6} {'CPU server':>10} "
-    f"{'client':>6} {'rest':>5}{'  chromium med/p95':>18}"
+    f"{'N':>3} {'verdicts':>8} {'median':>7} {'p95':>7} {'max':>7} "
+    + " ".join(f"{a + ' p95':>13}" for a in ACTIONS)
+    + f" {'lead med/p95':>13} {'failed':>6} {'CPU server':>10} {'client':>6} {'rest':>5}"
+    + f"{'  chromium med/p95':>18}"
 )
 
 
 def row(st: Step) -> str:
     v = sorted(st.tally.verdict_ms)
-    e = sorted(st.tally.verdict_end_ms)
-    o = sorted(st.tally.other_ms)
     lead_ms = sorted(st.tally.lead_ms)
 
     def f(x: float) -> str:
         return f"{x:7.0f}"
+
+    def action(kind: str) -> str:
+        times = sorted(st.tally.kind_ms.get(kind, []))
+        return f"{p95(times):.0f} (n={len(times)})" if times else "-"
 
     lead_txt = f"{statistics.median(lead_ms):.0f}/{p95(lead_ms):.0f}" if lead_ms else "-"
     b = sorted(st.tally.browser_ms)
@@ -533,8 +537,8 @@ def row(st: Step) -> str:
     return (
         f"{st.n:>3} {len(v):>8} {f(statistics.median(v)) if v else '      -'} "
         f"{f(p95(v)) if v else '      -'} {f(v[-1]) if v else '      -'} "
-        f"{p95(e) if e else float('nan'):8.0f} {p95(o) if o else float('nan'):9.0f} "
-        f"{lead_txt:>13} {st.failed:>6} {st.cpu.server:9.0f}% {st.cpu.client:5.0f}% "
+        + " ".join(f"{action(a):>13}" for a in ACTIONS)
+        + f" {lead_txt:>13} {st.failed:>6} {st.cpu.server:9.0f}% {st.cpu.client:5.0f}% "
         f"{st.cpu.other:4.0f}%  {browser_txt:>16}"
     )
 
@@ -550,12 +554,11 @@ async def warm_up(s: Session, judge: dict[int, str], verdicts: int = 3) -> None:
     """A few verdicts in a session of its own, then close it: the server's first imports and
     queries happen outside the figures."""
     script = CardScript()
+    script.follow(s)
     for _ in range(verdicts):
-        card = card_data(s)
-        script.follow(card)
-        if card.get("mode") != "claim" or script.index is None:
+        if script.mode() != "claim" or script.view is None or script.index is None:
             break
-        await script.verdict(s, card, judge[card["claims"][script.index]["pk"]])
+        await script.verdict(s, judge[script.view["claims"][script.index]["pk"]])
     await s.close()
 
 
@@ -570,6 +573,7 @@ async def sweep(
     browser: bool,
     quiet: float,
     quiet_wait: float,
+    keep_going: bool = False,
 ) -> list[Step]:
     # Warm the servers up (first imports, first queries) outside the figures.
     for k, url in enumerate(urls):
@@ -595,7 +599,7 @@ async def sweep(
             break
         steps.append(st)
         print(row(st), flush=True)
-        if st.p95_ms > LIMIT_MS:
+        if st.p95_ms > LIMIT_MS and not keep_going:
             break
     return steps
 
@@ -680,6 +684,16 @@ def main() -> int:
         "--quiet-wait", type=float, default=30.0, help="seconds to wait for that at most, per step"
     )
     ap.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="run every N asked for, also after a step's verdict p95 passed 1 s",
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        help="also write the table and the summary to this file (e.g. under docs/figures/)",
+    )
+    ap.add_argument(
         "--engine",
         choices=("sqlite", "postgresql"),
         default="sqlite",
@@ -743,14 +757,21 @@ def main() -> int:
                         args.browser,
                         args.quiet,
                         args.quiet_wait,
+                        args.keep_going,
                     )
                 )
         finally:
             if cluster is not None:
                 cluster.stop()
         log = "\n".join((work / f"server{k}.log").read_text(errors="replace") for k in range(args.servers))
-        for line in summary(steps, args.seconds, args.quiet):
+        lines = summary(steps, args.seconds, args.quiet)
+        for line in lines:
             print(line)
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(
+                "\n".join([HEADER, *(row(s) for s in steps), *lines]) + "\n", encoding="utf-8"
+            )
         if "Traceback" in log:
             print("the server log holds a Traceback:")
             print("\n".join(log.splitlines()[-20:]))
@@ -759,4 +780,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from figures import recorded  # bench/ is the script's folder
+
+    with recorded(__file__):
+        status = main()
+    raise SystemExit(status)

@@ -50,8 +50,6 @@ from bench.bench_load import (  # noqa: E402
     _page_problems,
     _proc_seconds,
     _server_pid,
-    card_data,
-    shown_mode,
     sign_in,
     warm_up,
 )
@@ -91,18 +89,19 @@ async def action(s: Session, script: CardScript, judge: dict[int, str]) -> tuple
     reveal (every verdict agrees with the judge, so nothing is left to reconcile)."""
     if not s.data_of(CARD):
         return await server_drawn_action(s, judge)
-    card = card_data(s)
-    script.follow(card)
-    mode = shown_mode(card, script)
+    if script.view is None:
+        script.follow(s)
+    mode = script.mode()
     if mode == "claim":
-        _pk, ok, run = await script.verdict(s, card, judge[card["claims"][script.index]["pk"]])
+        assert script.view is not None and script.index is not None
+        _pk, ok, run = await script.verdict(s, judge[script.view["claims"][script.index]["pk"]])
         return "verdict", ok, run
     if mode == "last look":
         ok, run = await script.commit(s)
         return "commit", ok, run
-    if "next-answer" in s.widgets:
-        run = await s.press("next-answer")
-        return "next", not _page_problems(run), run
+    if mode == "reveal":
+        ok, run = await script.next(s)
+        return "next", ok, run
     raise ProtocolError("the reviewer's queue is done: make the cycle larger (--answers)")
 
 
@@ -134,7 +133,7 @@ async def measured(server: Server, i: int, judge: dict[int, str], count: bool) -
         return
     if count:
         server.cpu[kind].append(used)
-        server.wall[kind].append(((run.arrived(CARD) or run.finished_at) - run.sent_at) * 1000)
+        server.wall[kind].append(run.seconds * 1000)
 
 
 async def idle(server: Server) -> None:
@@ -234,4 +233,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from figures import recorded  # bench/ is the script's folder
+
+    with recorded(__file__):
+        status = main()
+    raise SystemExit(status)

@@ -382,4 +382,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from figures import recorded  # bench/ is the script's folder
+
+    with recorded(__file__):
+        main()

@@ -162,24 +162,19 @@ def plan_check(rng: np.random.Generator, reps: int, target: float) -> tuple[list
         agree = (rv == run["judge"][rc]).astype(float)
         ys, ms = decisions.answer_sums(run["answer"][rc], agree)
         per_claim = rc.size / run["answer"].size
-        rule = decisions.agreement_rule(ys[:n0], ms[:n0], target, claim_level=True)
+        rule = decisions.agreement_rule(ys[:n0], ms[:n0], target)
         if rule.status != "inconclusive":
             continue
         plan = decisions.more_claims_to_decide(
-            ys[:n0], ms[:n0], target, claim_level=True, rule=rule, labels_per_claim=per_claim
+            ys[:n0], ms[:n0], target, rule=rule, labels_per_claim=per_claim
         )
         if plan.more_claims is None:
             continue
-        # Realised: the first look after which the rule decides, on the run's further answers.
-        x, scale = ys / ms, ms / ms[:n0].max()
-        scale = np.minimum(scale, 1.0)
-        bets = decisions.plugin_bets(x, alpha=0.05)
-        t = None
-        for side in ("above", "below"):
-            k = np.maximum.accumulate(decisions.log_capital(x, target, bets, side=side, scale=scale))
-            hit = np.flatnonzero(k[n0:] >= math.log(20))
-            if hit.size and (t is None or hit[0] < t):
-                t = int(hit[0])
+        # Realised: the first look after which the running rule decides, on the run's further answers.
+        _, low, high = decisions.running_bounds(ys, ms, alpha=decisions.error_split(0.05)[0])
+        hit = (np.maximum.accumulate(low) >= target) | (np.minimum.accumulate(high) < target)
+        after = np.flatnonzero(hit[n0:])
+        t = int(after[0]) if after.size else None
         if t is None:
             continue
         more = float(ms[n0 : n0 + t + 1].sum() / per_claim)
@@ -256,4 +251,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from figures import recorded  # bench/ is the script's folder
+
+    with recorded(__file__):
+        status = main()
+    raise SystemExit(status)

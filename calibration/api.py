@@ -1,9 +1,9 @@
 r"""The Python API: the CLI's import, stats and export for pipelines and notebooks.
 
-Example (the README's; `tests/test_api.py` runs docs/api_example.py and checks this copy of it),
-where `answers` is a list of dicts in the JSONL record shape ({"id", "question", "answer",
-"chunks": [{"id", "text"}], "claims": [{"text", "verdict", "rationale"}]}) and `labels` a list
-of {"answer_id", "claim_id", "verdict", "reviewer"} dicts::
+Example (the manual's, docs/formats.md; `tests/test_api.py` runs docs/api_example.py and checks
+this copy of it), where `answers` is a list of dicts in the JSONL record shape ({"id",
+"question", "answer", "chunks": [{"id", "text"}], "claims": [{"text", "verdict", "rationale"}]})
+and `labels` a list of {"answer_id", "claim_id", "verdict", "reviewer"} dicts::
 
     import calibration
     with calibration.connect("calibration.db") as cal:

@@ -159,6 +159,8 @@ def claim_counts(data: Mapping[str, Any]) -> ClaimCounts:
 
 # The flag's status in a lead's words: every screen says a verdict through these.
 STATUS_WORDS: dict[str, str] = {"ok": "ok", "revise": "revise", "inconclusive": "not yet decided"}
+# Beside the verdict: which reading decided it (nothing for the running rule, the usual one).
+_READING_WORDS: dict[str, str] = {"running": "", "final": " at the final reading"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +188,9 @@ class Assessment:
     # simulated stopping time); None where the report does not say. `claims_left`: those claims.
     labels_decide: bool | None
     claims_left: int | None
+    # Which reading decided the flag: "running" (valid at every look; also while undecided) or
+    # "final" (once nothing was left to label, `decisions.final_reading`).
+    reading: str = "running"
     # The report's JSON form it was read from: the sections that show more than these figures.
     source: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -214,7 +219,8 @@ class Assessment:
         if not self.counts.labeled or self.agreement.value is None:
             return "No claim has both a judge verdict and a final human label yet."
         return (
-            f"verdict {STATUS_WORDS[self.status]}; agreement {pct(self.agreement.value)}, "
+            f"verdict {STATUS_WORDS[self.status]}{_READING_WORDS[self.reading]}; "
+            f"agreement {pct(self.agreement.value)}, "
             f"{self.agreement.interval()}; Cohen's kappa {num(self.kappa.value)}. {self.counts.sentence()}"
         )
 
@@ -224,6 +230,7 @@ class Assessment:
             "run": self.run,
             "scope": self.scope,
             "flag": self.status,
+            "reading": self.reading,
             "agreement": self.agreement.to_dict(),
             "kappa": self.kappa.to_dict(),
             "raw_agreement": self.raw_agreement.to_dict(),
@@ -283,6 +290,7 @@ def of_report(data: Mapping[str, Any], *, scope: str, run: str | None = None) ->
         claims_needed=int(needed) if needed else None,
         labels_decide=None if not more else more.get("median") is not None,
         claims_left=more.get("available"),
+        reading="final" if flag.get("reading") == "final" else "running",
         source=data,
     )
 

@@ -1168,9 +1168,15 @@ def _plan_step(status: str, target: str, nxt: cycles.NextCycle | None) -> tuple[
     )
 
 
+FINAL_READING_WORDS = (
+    "Decided at the final reading: nothing is left to label, so the fixed-sample interval decided "
+    "what the running rule had left open."
+)
+
+
 def _labels_cannot_decide(a: Assessment, target: str) -> str | None:
-    """The sentence that replaces the advice when the flag's own arithmetic (the anytime rule's
-    simulated stopping time, `decisions.more_claims_for_target`) expects no decision from every
+    """The sentence that replaces the advice when the flag's own arithmetic (the running rule's
+    simulated stopping time, `decisions.more_claims_to_decide`) expects no decision from every
     claim the run has left; None when it does, or does not say."""
     if a.status != "inconclusive" or a.labels_decide is not False or not a.counts.labeled:
         return None
@@ -1180,9 +1186,9 @@ def _labels_cannot_decide(a: Assessment, target: str) -> str | None:
         else f"Labeling all {plural(a.claims_left, 'unlabeled claim')} the run has left"
     )
     return (
-        f"{within} is not expected to decide the {target} target (the flag's anytime rule, simulated "
-        "at today's agreement). Import more judged answers, or read the figures as they stand: "
-        "the interval says how close to the target the judge is."
+        f"{within} is not expected to decide the {target} target (the flag's running rule and final "
+        "reading, simulated from today's labels). Import more judged answers, or read the figures as "
+        "they stand: the interval says how close to the target the judge is."
     )
 
 
@@ -1224,6 +1230,9 @@ def decision(
             advice = f"Label about {needed:,} more claims to decide."
         if status == "inconclusive" and instead:
             advice = instead
+        if status != "inconclusive" and a.reading == "final":
+            # Which reading decided: the running rule had not, and nothing is left to label.
+            parts.append(FINAL_READING_WORDS)
         parts.append(advice)
         sentence = " ".join(parts)
     elif instead:

@@ -7,15 +7,11 @@ Pure functions over arrays: numpy and scipy only (plus the Wilson interval of
 The sampling unit
 -----------------
 Claims cluster in answers (one retrieval, one writer), so claims of one answer are not independent, and
-a sequential test fed claim by claim would be invalid: its martingale argument needs each new
-observation's conditional mean to be the estimand given the past, which fails inside an answer.  The
-unit is therefore the **answer**: answer i contributes its rate x_i = y_i / m_i (agreeing claims over
-labeled claims, in [0, 1]; for the direction, (lenient - strict)/m_i in [-1, 1]), answers in the
-order they were labeled.  The estimand is the mean of the answers' rates.  It equals the claim-level
-agreement the report prints when agreement does not depend on how many claims an answer has; where it
-does, the two differ, and the flag then speaks for "a typical answer".  A bet on the claim-level
-ratio (y_i - theta m_i) must survive an answer whose B claims are all wrong, which caps the bet near
-1/(theta B) and, measured, left the rule without power at 200 claims (ok for a 95% judge in 3% of runs).
+a sequential rule fed claim by claim would be invalid.  The unit is therefore the **answer**: answer i
+brings y_i (its agreeing claims, or lenient - strict for the direction) over m_i labeled claims, and
+answers come in the order they were labeled.  The estimand is the claim-level ratio the report prints,
+sum y / sum m (design-weighted where the design has weights): each answer's residual y_i - theta m_i
+carries all its claims, so the claims' correlation sits inside one observation.
 
 The guarantee also needs the order labels arrive in to say nothing about their outcome. Reviewers
 work through shuffled cycle queues, so their labels qualify; labels imported from a file share one
@@ -23,30 +19,42 @@ import time, and answers labeled at the same time enter the rules in a seeded ra
 (:func:`answer_sums`), never the file's, which a file sorted by outcome (every disagreement last,
 say) would turn into an early firing.
 
-The rule's estimand is the claim-level agreement the report prints: each answer's rate is weighted
-by its claims (and its design weight), so the betting sequence tests sum y / sum m, not the mean of
-the answers' rates, which differ when agreement depends on an answer's length.
+Two readings
+------------
+A decision (agreement revise/ok, the judge's direction) spends its error budget alpha twice
+(:func:`error_split`): the running rule (:func:`confidence_sequence`) at alpha_running, valid whenever
+it is read, and one final fixed-sample reading at alpha_final when labeling ends (:func:`final_reading`),
+alpha_running + alpha_final = alpha.  docs/decisions.md gives the choice, its simulation and sources.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 import numpy as np
-from scipy.special import betainc, stdtr
+from scipy.special import betainc, ndtr, stdtr, stdtrit
 
 from .agreement import kish_effective_n, optional_float
 from .estimation import wilson_interval, z_value
 from .fmt import pct, share
 from .vocab import LABELS
 
-# Bets are truncated at c / (distance to the end of the range), which keeps every factor of the capital
-# at least 1 - c > 0; Waudby-Smith & Ramdas (2024, sec. 5.1) suggest c = 1/2 or 3/4.  3/4 was chosen on
-# the unweighted rule (a judge at 95% reached ok by 200 claims in 86% of simulated runs, 75% with 1/2).
-# The claim-level rule the report runs reaches 64% with 3/4, 77% with 0.9 (bench/sim_flag.py).
-BET_TRUNCATION: Final = 0.75
+# The share of a decision's error budget alpha the running rule spends; the final reading spends the
+# rest (`error_split`).  Half: the final reading at alpha/2 a side is then exactly "the report's 95%
+# interval excludes the target" at alpha 0.05, so a fully labeled run whose interval lies below the
+# target is revised; the running rule at alpha/2 still called a 90% judge ok by 200 claims in about a
+# third of simulated runs (bench/sim_flag.py, docs/decisions.md).
+RUNNING_SHARE: Final = 0.5
+# t*: the running rule's boundary is tightest near this many labeled answers (a few cycles' worth);
+# in simulation 30-100 changed its power by under 2 points.
+MIXTURE_ANSWERS: Final = 50
+# Pseudo-answers of the largest variance a claim can have, added to the running rule's variance
+# (`running_bounds`).  With one, a judge at 95% in answers of 10-30 claims crossed its lower bound in
+# 3.2% of simulated runs at alpha 0.025; with two, at most 1.9% in every case simulated, for about
+# one point of power (bench/sim_flag.py).
+PRIOR_ANSWERS: Final = 2
 # Past this many more claims the target is called undecidable: at about a minute a claim it is some
 # 80 reviewer hours, more than a team spends calibrating one judge, and the projection it comes from
 # assumes today's estimate holds, which a sample that far out would itself move.
@@ -62,8 +70,6 @@ ALT_Q: Final = 0.05
 ALT_MIN_INSTANCES: Final = 30
 # A standard error below this is rounding noise around an exact zero (as agreement._ZERO_VAR).
 _ZERO_SE: Final = 1e-9
-# 2^-34 of the range: far below any figure shown, at half the cost of 60 steps on 20k answers.
-_BISECT_STEPS: Final = 34
 
 
 # --------------------------------------------------------------------------------------------
@@ -107,75 +113,142 @@ def answer_sums(
 
 
 # --------------------------------------------------------------------------------------------
-# Betting confidence sequence for a ratio of bounded sums
+# The running rule: a normal-mixture confidence sequence for a claim-level ratio over answers
 # --------------------------------------------------------------------------------------------
 
 
-def plugin_bets(u: np.ndarray, *, alpha: float) -> np.ndarray:
-    """Predictable plug-in bet sizes lambda_t (before truncation) for observations u in [0, 1], time last.
-
-    lambda_t = sqrt(2 log(1/alpha) / (sigma2_{t-1} t log(1 + t))),
-    sigma2_t = (1/4 + sum_{i<=t} (u_i - mu_i)^2) / (t + 1),  mu_t = (1/2 + sum_{i<=t} u_i) / (t + 1),
-    with sigma2_0 = 1/4.  Source: Waudby-Smith & Ramdas (2024), "Estimating means of bounded random
-    variables by betting", JRSS B 86(1), eq. (26)-(27) (the predictable plug-in, PrPl, with
-    log(1/alpha) for a one-sided sequence).  lambda_t uses u_1..u_{t-1} only (predictable), which
-    the validity needs.
+def error_split(alpha: float) -> tuple[float, float]:
+    """(alpha_running, alpha_final): the error budget of one decision, split between the running rule
+    (read at every look) and the one final reading when labeling ends, alpha_running + alpha_final =
+    alpha.  A false decision needs the running rule or the final reading to err, so by the union bound
+    (Bonferroni) its chance is at most alpha whenever the lead stops (Jennison & Turnbull 2000, Group
+    Sequential Methods with Applications to Clinical Trials, sec. 1.3 and ch. 7 on error spending).
     """
-    u = np.asarray(u, dtype=float)
-    t_len = u.shape[-1]
-    t = np.arange(1, t_len + 1, dtype=float)
-    mu = (0.5 + np.cumsum(u, axis=-1)) / (t + 1)
-    dev = np.cumsum((u - mu) ** 2, axis=-1)
-    sigma2 = (0.25 + dev) / (t + 1)
-    prev = np.concatenate([np.full((*u.shape[:-1], 1), 0.25), sigma2[..., :-1]], axis=-1)
-    return np.sqrt(2 * math.log(1 / alpha) / (prev * t * np.log1p(t)))
+    running = alpha * RUNNING_SHARE
+    return running, alpha - running
 
 
-def log_capital(
-    u: np.ndarray,
-    theta: float | np.ndarray,
-    bets: np.ndarray,
+def mixture_boundary(t: np.ndarray, alpha: float, t_star: float = MIXTURE_ANSWERS) -> np.ndarray:
+    """B_t: the standardised one-sided normal-mixture boundary after t observations.
+
+    B_t^2 = 2 (t rho^2 + 1) / (t^2 rho^2) * log(sqrt(t rho^2 + 1) / (2 alpha) + 1),
+    rho^2 = (-2 log alpha + log(-2 log alpha + 1)) / t_star  (tightest near t = t_star).
+    For a mean of i.i.d. observations with variance sigma^2, P(exists t: mean_t - mu >= sigma B_t)
+    <= alpha (for Gaussian increments exactly, else as t grows): the one-sided normal-mixture boundary
+    of Howard, Ramdas, McAuliffe & Sekhon (2021), Ann. Statist. 49(2), with the variance process t
+    and mixture precision 1/rho^2; used with an estimated variance it is the asymptotic confidence
+    sequence of Waudby-Smith, Arbour, Sinha, Kennedy & Ramdas (2024), "Time-uniform central limit
+    theory and asymptotic confidence sequences", Ann. Statist. 52(6), whose rule for rho this is.
+    The two-sided form (Robbins 1970) has log(sqrt(t rho^2 + 1) / alpha): at alpha 0.025 a side it
+    called a 90% judge ok by 200 claims in 14% of simulated runs, this one in about a fifth.
+    """
+    tt = np.asarray(t, dtype=float)
+    la = -2 * math.log(alpha)
+    rho2 = (la + math.log(la + 1)) / t_star
+    x = tt * rho2 + 1
+    return np.asarray(np.sqrt(2 * x / (tt * tt * rho2) * np.log(np.sqrt(x) / (2 * alpha) + 1)))
+
+
+def running_bounds(
+    y: np.ndarray,
+    m: np.ndarray,
     *,
-    side: Literal["above", "below"],
-    scale: np.ndarray | float = 1.0,
-    c: float = BET_TRUNCATION,
-) -> np.ndarray:
-    """Cumulative log capital of the hedged bet against mean(u) = theta, u in [0, 1], time last.
+    lo: float = 0.0,
+    hi: float = 1.0,
+    alpha: float = 0.025,
+    t_star: float = MIXTURE_ANSWERS,
+    binary: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per look t (after each answer, time last): the estimate R_t and the one-sided bounds L_t, U_t.
 
-    above (evidence that the mean > theta): K_t = prod_{i<=t} (1 + l_i s_i (u_i - theta)),
-        l_i = min(lambda_i, c/theta);
-    below (evidence that the mean < theta): K_t = prod_{i<=t} (1 - l_i s_i (u_i - theta)),
-        l_i = min(lambda_i, c/(1 - theta));
-    s_i in (0, 1] a known per-observation scale (w_i / max w for design weights, else 1).
+    Answers are the unit; answer i brings y_i (a claim-level sum, each claim's value in [lo, hi]) over
+    m_i claims (design weights already multiplied into both).  After t answers, R_t = sum y / sum m,
+    mbar_t = sum m / t, f_t = t / (t - 1) (the with-replacement factor of a clustered ratio's variance,
+    Cochran 1977, sec. 6.4), k = :data:`PRIOR_ANSWERS`, and for a tested value theta the score-form
+    variance
+        a_t(theta) = k (theta - lo)(hi - theta) + f_t sum_{i<=t} (y_i - theta m_i)^2 / mbar_t^2,
+        sigma_t^2(theta) = a_t(theta) / (t + k):
+    the answers' linearised ratio residuals taken at theta itself (as Wilson's score interval takes the
+    variance at the tested value, which keeps a run of early all-agreeing answers from looking certain),
+    plus k pseudo-answers with the largest variance a claim with mean theta can have (Bhatia & Davis
+    2000).  theta is rejected from below ("the figure is above theta") when R_t - theta >=
+    B_t sigma_t(theta), from above when theta - R_t >= B_t sigma_t(theta) (:func:`mixture_boundary`).
+    Both say (R_t - theta)^2 >= c_t a_t(theta), c_t = B_t^2 / (t + k): a quadratic
+    q(theta) = A theta^2 + B theta + C <= 0 keeps theta, with (S the sums of y^2, y m, m^2, and
+    d = mbar^2 / f_t)
+        A = 1 + c_t k - c_t S_mm / d,  B = -2 R - c_t (k (lo + hi) - 2 S_ym / d),
+        C = R^2 - c_t (S_yy / d - k lo hi).
+    For A > 0 the kept values are the roots' interval [L_t, U_t] (clipped to [lo, hi]); otherwise (the
+    first few answers) nothing is rejected: [lo, hi].
 
-    Under mean <= theta ("above") or >= theta ("below"), K_t is a nonnegative supermartingale (each
-    factor >= 1 - c > 0 with conditional mean <= 1), so by Ville's inequality
-    P(sup_t K_t >= 1/alpha) <= alpha.  Each factor is monotone in theta (decreasing for "above",
-    increasing for "below", the truncation included: in the truncated region the "above" factor is
-    1 - c s + c s u / theta), so the values not rejected form an interval.  Source: Waudby-Smith &
-    Ramdas (2024), sec. 4 (capital process, Prop. 1) and sec. 5 (hedged capital, Thm. 3, truncation
-    at c/theta, c/(1 - theta)); Ville (1939).
+    ``binary`` (claims worth lo or hi, as agreement): the variance is also floored at that of
+    independent claims, a_t(theta) >= (theta - lo)(hi - theta)(k + sum m / d), claims of one answer
+    being correlated positively if at all; theta is kept when either variance keeps it (the union of
+    the two roots' intervals).  Without it a run of early answers with no disagreement (likely for a
+    judge near 95%) made the residual variance near 0: the lower bound passed the truth in 5-11% of
+    simulated runs at alpha 0.025 (2.7% at 85%); with it, at most 1.9% (docs/decisions.md).
     """
-    u = np.asarray(u, dtype=float)
-    th = np.asarray(theta, dtype=float)
-    x = np.asarray(scale, dtype=float) * (u - th)
-    with np.errstate(divide="ignore"):
-        if side == "above":
-            lam = np.minimum(bets, np.where(th > 0, c / np.maximum(th, 1e-300), np.inf))
-            f = 1 + lam * x
-        else:
-            lam = np.minimum(bets, np.where(th < 1, c / np.maximum(1 - th, 1e-300), np.inf))
-            f = 1 - lam * x
-    return np.cumsum(np.log(f), axis=-1)
+    yy = np.asarray(y, dtype=float)
+    mm = np.asarray(m, dtype=float)
+    t = np.arange(1, yy.shape[-1] + 1, dtype=float)
+    sums = [np.cumsum(v, axis=-1) for v in (yy, mm, yy * yy, yy * mm, mm * mm)]
+    return _bounds_from_sums(t, *sums, lo=lo, hi=hi, alpha=alpha, t_star=t_star, binary=binary)
+
+
+def _bounds_from_sums(
+    t: np.ndarray,
+    s_y: np.ndarray,
+    s_m: np.ndarray,
+    s_yy: np.ndarray,
+    s_ym: np.ndarray,
+    s_mm: np.ndarray,
+    *,
+    lo: float,
+    hi: float,
+    alpha: float,
+    t_star: float,
+    binary: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`running_bounds` from the running sums after t answers (the roots of its quadratic)."""
+    r = s_y / s_m
+    # The residuals' sums carry the with-replacement factor t / (t - 1) of a clustered ratio's variance.
+    mbar2 = (s_m / t) ** 2 * (np.maximum(t - 1, 1) / t)
+    k0 = PRIOR_ANSWERS
+    c = mixture_boundary(t, alpha, t_star) ** 2 / (t + k0)
+    low, high = _roots(
+        1 + c * k0 - c * s_mm / mbar2,
+        -2 * r - c * (k0 * (lo + hi) - 2 * s_ym / mbar2),
+        r * r - c * (s_yy / mbar2 - k0 * lo * hi),
+        lo,
+        hi,
+    )
+    if binary:
+        # Claims of value lo or hi: each claim's variance at theta is (theta - lo)(hi - theta), so the
+        # answers' variance is at least that of independent claims (the binomial floor).
+        k = c * (k0 + s_m / mbar2)
+        low2, high2 = _roots(1 + k, -2 * r - k * (lo + hi), r * r + k * lo * hi, lo, hi)
+        low, high = np.minimum(low, low2), np.maximum(high, high2)
+    return r, low, high
+
+
+def _roots(
+    a: np.ndarray, b: np.ndarray, k: np.ndarray, lo: float, hi: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval where a x^2 + b x + k <= 0, clipped to [lo, hi]; all of [lo, hi] where a <= 0."""
+    ok = a > 1e-12
+    disc = np.sqrt(np.maximum(b * b - 4 * a * k, 0.0))
+    safe = np.where(ok, a, 1.0)
+    low = np.where(ok, (-b - disc) / (2 * safe), lo)
+    high = np.where(ok, (-b + disc) / (2 * safe), hi)
+    return np.clip(low, lo, hi), np.clip(high, lo, hi)
 
 
 @dataclass(frozen=True, slots=True)
 class ConfidenceSequence:
-    """One-sided anytime-valid bounds on the mean of per-answer rates after the last answer.
+    """One-sided bounds on a claim-level ratio after the last answer, valid at every look.
 
-    ``lower``/``upper``: each a one-sided (1 - alpha) bound, running intersection over all looks;
-    together a (1 - 2 alpha) two-sided sequence.  ``above``/``below``: whether mean > theta0 /
-    mean < theta0 was established at some look (the running maximum of the capital reached 1/alpha).
+    ``lower``/``upper``: each a one-sided (1 - alpha) bound, the running intersection over all looks;
+    ``above``/``below``: whether the figure was shown > theta0 / < theta0 at some look.
     """
 
     estimate: float | None
@@ -197,39 +270,20 @@ class ConfidenceSequence:
         }
 
 
-def _rates(
-    y: np.ndarray,
-    m: np.ndarray,
-    weights: np.ndarray | None,
-    max_weight: float | None,
-    claim_level: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-answer rates y/m and scales w / max w (ones without weights).
-
-    ``claim_level``: the weight of an answer is its design weight times its claims m, so the weighted
-    mean of the rates is the claim-level ratio sum w y / sum w m.
-    """
+def _weighted(y: np.ndarray, m: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(w y, w m) per answer, validated (ones without weights)."""
     y = np.asarray(y, dtype=float).reshape(-1)
     m = np.asarray(m, dtype=float).reshape(-1)
     if y.shape != m.shape:
         raise ValueError("y and m must be of one length")
     if (m <= 0).any():
         raise ValueError("every answer needs at least one claim (m > 0)")
-    if (weights is None and not claim_level) or y.size == 0:
-        return y / m, np.ones_like(y)
     if weights is None:
-        weights = np.ones_like(y)
-    elif claim_level and max_weight is not None:
-        max_weight = None  # the claims change the largest weight: the largest observed one is used
+        return y, m
     w = np.asarray(weights, dtype=float).reshape(-1)
     if w.shape != y.shape or not (np.isfinite(w) & (w > 0)).all():
         raise ValueError("weights must be positive and finite, one per answer")
-    if claim_level:
-        w = w * m
-    top = float(w.max()) if max_weight is None else float(max_weight)
-    if w.max() > top * (1 + 1e-12):
-        raise ValueError(f"max_weight {top} is below a weight {w.max()}")
-    return y / m, w / top
+    return w * y, w * m
 
 
 def confidence_sequence(
@@ -238,74 +292,39 @@ def confidence_sequence(
     *,
     lo: float = 0.0,
     hi: float = 1.0,
-    alpha: float = 0.05,
+    alpha: float = 0.025,
     theta0: float | None = None,
     weights: np.ndarray | None = None,
-    max_weight: float | None = None,
-    c: float = BET_TRUNCATION,
-    claim_level: bool = False,
+    binary: bool = True,
 ) -> ConfidenceSequence:
-    """Anytime-valid one-sided bounds on the mean over answers of x_i = y_i / m_i in [lo, hi], in label order.
+    """Bounds on the claim-level ratio sum w y / sum w m that hold at every look, answers in label order.
 
-    Each answer is one observation, its rate x_i = y_i / m_i (agreeing claims / labeled claims), so
-    the claims' dependence inside an answer does no harm; the estimand is the mean of the answers'
-    rates, which equals the claim-level rate whenever agreement does not depend on an answer's size
-    (the bench checks the flag on runs of 1-5 claims per answer).  The claim-level ratio was tried
-    first: a bet on y_i - theta m_i must survive an answer of B claims all wrong, which caps the bet
-    at 1/(theta B) per claim and left the rule without power at 200 claims.
+    The running intersection of :func:`running_bounds`: lower = max_t L_t, upper = min_t U_t, each a
+    one-sided bound at ``alpha``.  ``above`` iff lower >= theta0, ``below`` iff upper < theta0.  The
+    claims' dependence inside an answer does no harm: the unit is the answer, and its residual
+    y_i - theta m_i carries every claim of it.  ``weights`` (1/inclusion probability per answer) make
+    it the design-weighted (Hajek) ratio, answers treated as drawn with replacement (an approximation).
+    ``binary``: each claim is worth lo or hi (:func:`running_bounds`).
 
-    With u = (x - lo)/(hi - lo): lower_t = sup{theta : max_{s<=t} K^above_s(theta) >= 1/alpha},
-    upper_t likewise with K^below (:func:`log_capital`, :func:`plugin_bets`), by bisection, since
-    max_s K_s(theta) is monotone in theta.  With ``theta0``, whether mean > theta0 (``above``) or
-    < theta0 (``below``) is established, from the capital at theta0 itself (no bisection tolerance).
-
-    ``weights`` (1/inclusion probability per answer): bets scaled by w_i / ``max_weight`` (default the
-    largest observed; pass the run's largest weight for exactness).  Valid for answers drawn with
-    replacement with probabilities proportional to 1/w (then E[w (x - theta)] has the sign of the run
-    mean minus theta); an approximation for draws without replacement.
-
-    ``claim_level``: bets scaled by w_i m_i / max(w m) instead, which makes the estimand the claim-level
-    ratio sum w y / sum w m (E[w m (x - theta)] has its sign), the figure the report prints; the price is
-    smaller bets on short answers.
-
-    Source: Waudby-Smith & Ramdas (2024), JRSS B 86(1): hedged-capital confidence sequence (Thm. 3)
-    with predictable plug-in bets (eq. 26-27); running intersection (sec. 3); Howard, Ramdas,
-    McAuliffe & Sekhon (2021), Ann. Statist. 49(2): time-uniform validity via Ville's inequality.
+    Why this rule (docs/decisions.md, bench/sim_flag.py): betting sequences (Waudby-Smith & Ramdas
+    2024, JRSS B 86(1)) are exact but must survive an answer whose claims all disagree, which caps
+    their bets; at half the error budget they called a 90% judge (target 85%) ok by 200 claims in
+    under 15% of simulated runs.  This sequence is valid as the number of answers grows (Waudby-Smith
+    et al. 2024, Ann. Statist.); its level at the sizes this tool sees is checked by simulation, where
+    the score-form variance held it.
     """
-    x, scale = _rates(y, m, weights, max_weight, claim_level)
-    n = x.size
+    yw, mw = _weighted(y, m, weights)
+    n = yw.size
     if n == 0:
         return ConfidenceSequence(None, None, None, 0, alpha, theta0)
-    if (x < lo - 1e-12).any() or (x > hi + 1e-12).any():
+    if (yw < lo * mw - 1e-9).any() or (yw > hi * mw + 1e-9).any():
         raise ValueError(f"rates must lie in [{lo}, {hi}]")
-    span = hi - lo
-    u = np.clip((x - lo) / span, 0.0, 1.0)
-    est = float((scale * x).sum() / scale.sum())
-    bets = plugin_bets(u, alpha=alpha)
-    goal = math.log(1 / alpha)
-
-    def evidence(theta_u: float, side: Literal["above", "below"]) -> float:
-        return float(log_capital(u, theta_u, bets, side=side, scale=scale, c=c).max())
-
-    def crossing(side: Literal["above", "below"]) -> float:
-        a, z = 0.0, 1.0
-        for _ in range(_BISECT_STEPS):
-            mid = (a + z) / 2
-            rejected = evidence(mid, side) >= goal
-            if side == "above":
-                a, z = (mid, z) if rejected else (a, mid)
-            else:
-                a, z = (a, mid) if rejected else (mid, z)
-        # A side that rejects nothing leaves its bisection at the end of the range.
-        return a if side == "above" else z
-
-    lower, upper = lo + span * crossing("above"), lo + span * crossing("below")
+    r, low, high = running_bounds(yw, mw, lo=lo, hi=hi, alpha=alpha, binary=binary)
+    lower, upper = float(low.max()), float(high.min())
     above = below = False
     if theta0 is not None:
-        t0 = (theta0 - lo) / span
-        above = evidence(t0, "above") >= goal
-        below = evidence(t0, "below") >= goal
-    return ConfidenceSequence(est, lower, upper, n, alpha, theta0, above, below)
+        above, below = lower >= theta0, upper < theta0
+    return ConfidenceSequence(float(r[-1]), lower, upper, n, alpha, theta0, above, below)
 
 
 # --------------------------------------------------------------------------------------------
@@ -313,21 +332,29 @@ def confidence_sequence(
 # --------------------------------------------------------------------------------------------
 
 AGREEMENT_BOUND: Final = (
-    "anytime-valid betting confidence sequence over answers in label order "
-    "(Waudby-Smith & Ramdas 2024): revise if its one-sided upper bound < target, "
-    "ok if its one-sided lower bound >= target, each at alpha"
+    "running rule: normal-mixture confidence sequence on the claim-level agreement over answers in "
+    "label order (score-form variance; Waudby-Smith, Arbour, Sinha, Kennedy & Ramdas 2024) at "
+    "alpha/2: revise if its upper bound < target, ok if its lower bound >= target; final reading "
+    "when nothing is left to label: the fixed-sample interval at alpha/2 a side"
 )
 DIRECTION_BOUND: Final = (
-    "anytime-valid betting test on (lenient - strict) per claim over answers in "
-    "label order: lenient if its lower bound > 0, strict if its upper bound < 0, "
-    "alpha/2 each"
+    "running rule: normal-mixture confidence sequence on (lenient - strict) per claim over answers "
+    "in label order at alpha/4 a side: lenient if its lower bound > 0, strict if its upper bound < 0; "
+    "final reading when nothing is left to label: the fixed-sample interval at alpha/4 a side"
 )
 KAPPA_BOUND: Final = "fixed-sample upper bound of kappa's 95% interval < floor"
+
+Reading = Literal["running", "final"]
 
 
 @dataclass(frozen=True, slots=True)
 class RuleResult:
-    """One rule of the flag: what it says, the bound it used, and the fixed-sample interval beside it."""
+    """One rule of the flag: what it says, the bound it used, and the fixed-sample interval beside it.
+
+    ``reading``: "running" (the running rule decided, or nothing did) or "final" (the final reading
+    decided: labeling had ended and the running rule had not); ``final_low``/``final_high`` the final
+    reading's interval when it was read; ``alpha_running``/``alpha_final`` the split (:func:`error_split`).
+    """
 
     rule: Literal["agreement", "direction", "kappa"]
     # agreement: revise/ok/inconclusive; direction: lenient/strict/none; kappa: revise/pass/undefined
@@ -340,6 +367,11 @@ class RuleResult:
     threshold: float
     bound_used: str
     n_answers: int = 0
+    reading: Reading = "running"
+    final_low: float | None = None
+    final_high: float | None = None
+    alpha_running: float | None = None
+    alpha_final: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -352,6 +384,11 @@ class RuleResult:
             "threshold": self.threshold,
             "bound_used": self.bound_used,
             "n_answers": self.n_answers,
+            "reading": self.reading,
+            "final_ci_low": optional_float(self.final_low),
+            "final_ci_high": optional_float(self.final_high),
+            "alpha_running": self.alpha_running,
+            "alpha_final": self.alpha_final,
         }
 
 
@@ -362,26 +399,37 @@ def agreement_rule(
     *,
     alpha: float = 0.05,
     weights: np.ndarray | None = None,
-    max_weight: float | None = None,
     confidence: float = 0.95,
-    claim_level: bool = False,
 ) -> RuleResult:
-    """revise / ok / inconclusive for the agreement target, from answers in label order.
+    """The running reading of the agreement target: revise / ok / inconclusive from answers in label order.
 
-    ``y`` agreeing claims and ``m`` labeled claims per answer (:func:`answer_sums`).  revise iff the
-    anytime upper bound (one-sided, alpha) < target; ok iff the anytime lower bound (one-sided, alpha)
-    >= target; else inconclusive (:func:`confidence_sequence`).  Because the bounds hold uniformly over
-    looks, a judge whose true agreement is >= target gets revise at any look with probability <= alpha,
-    and one below the target gets ok with probability <= alpha.  ``estimate`` is the sequence's own
-    estimand (mean of the answers' rates).  Beside it, the fixed-sample Wilson interval on the claims
+    ``y`` agreeing claims and ``m`` labeled claims per answer (:func:`answer_sums`).  With
+    alpha_running = :func:`error_split` (alpha)[0]: revise iff the sequence's upper bound < target, ok
+    iff its lower bound >= target (:func:`confidence_sequence` at alpha_running), else inconclusive.
+    ``estimate`` is the claim-level ratio.  Beside it, the fixed-sample Wilson interval on the claims
     (``confidence``; Wilson 1927, :func:`estimation.wilson_interval`), valid at one pre-planned look only;
     with weights it uses the Kish effective size n_eff and x = p_w n_eff (an approximation).
     """
-    cs = confidence_sequence(
-        y, m, alpha=alpha, theta0=target, weights=weights, max_weight=max_weight, claim_level=claim_level
-    )
+    running, final = error_split(alpha)
+    cs = confidence_sequence(y, m, alpha=running, theta0=target, weights=weights)
     if cs.estimate is None:
-        return RuleResult("agreement", "inconclusive", None, None, None, None, None, target, AGREEMENT_BOUND)
+        return RuleResult(
+            "agreement",
+            "inconclusive",
+            None,
+            None,
+            None,
+            None,
+            None,
+            target,
+            AGREEMENT_BOUND,
+            0,
+            "running",
+            None,
+            None,
+            running,
+            final,
+        )
     yy = np.asarray(y, dtype=float).reshape(-1)
     mm = np.asarray(m, dtype=float).reshape(-1)
     if weights is None:
@@ -404,7 +452,45 @@ def agreement_rule(
         target,
         AGREEMENT_BOUND,
         cs.n_answers,
+        alpha_running=running,
+        alpha_final=final,
     )
+
+
+def final_reading(rule: RuleResult, ci_low: float | None, ci_high: float | None) -> RuleResult:
+    """The rule after the final reading: labeling has ended (nothing is left a cycle could draw).
+
+    A rule the running reading already decided keeps its status (reading "running"); otherwise the
+    fixed-sample interval at the final level decides: for the agreement, revise iff ci_high < target,
+    ok iff ci_low >= target, where (ci_low, ci_high) is the two-sided 1 - 2 alpha_final interval (each
+    side at alpha_final); for the direction, lenient iff ci_low > 0, strict iff ci_high < 0, the
+    1 - alpha_final interval (alpha_final / 2 a side, as the running direction rule splits its level).
+    Together with the running rule a false decision has chance <= alpha_running + alpha_final = alpha
+    (:func:`error_split`).  The end must be declared by something other than the labels' outcome:
+    here that nothing is left to label.  Source: Jennison & Turnbull (2000), sec. 1.3 (a final
+    analysis beside interim ones) with the Bonferroni split; the intervals are the report's own
+    design-based ones (:func:`estimation.agreement_estimate`, :func:`estimation.direction_estimate`).
+    """
+    read = replace(rule, final_low=ci_low, final_high=ci_high)
+    undecided = rule.status in ("inconclusive", "none")
+    if not undecided or ci_low is None or ci_high is None:
+        return read
+    if rule.rule == "agreement":
+        status = "revise" if ci_high < rule.threshold else "ok" if ci_low >= rule.threshold else rule.status
+    elif rule.rule == "direction":
+        status = (
+            "lenient" if ci_low > rule.threshold else "strict" if ci_high < rule.threshold else rule.status
+        )
+    else:
+        raise ValueError(f"no final reading for the {rule.rule} rule")
+    return replace(read, status=status, reading="final" if status != rule.status else "running")
+
+
+def final_confidence(alpha: float, rule: Literal["agreement", "direction"]) -> float:
+    """The two-sided level of the final reading's interval: 1 - 2 alpha_final for the agreement (one
+    side each way), 1 - alpha_final for the direction (:func:`final_reading`)."""
+    final = error_split(alpha)[1]
+    return 1 - 2 * final if rule == "agreement" else 1 - final
 
 
 def ratio_interval(
@@ -412,19 +498,19 @@ def ratio_interval(
 ) -> tuple[float, float] | None:
     """Fixed-sample normal interval of R = sum y / sum m with the answer-clustered (linearised) variance.
 
-    V(R) = n/(n-1) sum_i (y_i - R m_i)^2 / (sum m)^2.  Source: Cochran (1977), Sampling Techniques,
-    sec. 6.4 (ratio estimate, with replacement form).  None with fewer than 2 answers or zero spread.
+    R +- z se, se from :func:`_ratio_se` (V(R) = n/(n-1) sum_i (y_i - R m_i)^2 / (sum m)^2).  Source:
+    Cochran (1977), Sampling Techniques, sec. 6.4 (ratio estimate, with replacement form).  None with
+    fewer than 2 answers or zero spread.
     """
     y = np.asarray(y, dtype=float)
     m = np.asarray(m, dtype=float)
-    n = y.size
-    if n < 2 or m.sum() <= 0:
+    if y.size < 2 or m.sum() <= 0:
         return None
-    r = y.sum() / m.sum()
-    v = n / (n - 1) * float(((y - r * m) ** 2).sum()) / float(m.sum()) ** 2
-    if v <= 1e-18:
+    r = float(y.sum() / m.sum())
+    se = _ratio_se(y, m)
+    if se <= 1e-9:
         return None
-    h = z_value(confidence) * math.sqrt(v)
+    h = z_value(confidence) * se
     return max(clip[0], r - h), min(clip[1], r + h)
 
 
@@ -434,40 +520,50 @@ def direction_rule(
     *,
     alpha: float = 0.05,
     weights: np.ndarray | None = None,
-    max_weight: float | None = None,
     confidence: float = 0.95,
-    claim_level: bool = False,
 ) -> RuleResult:
-    """lenient / strict / none: does the judge say SUPPORTED more or less often than the humans?
+    """The running reading of the direction: does the judge say SUPPORTED more or less often than humans?
 
     Per answer ``diff`` = lenient - strict claims (judge SUPPORTED where the human is not, minus the
-    reverse) and ``m`` its claims; the observation is diff / m in [-1, 1] and the estimand the mean
-    over answers of that per-answer bias index (Byrt, Bishop & Carlin 1993: BI = (lenient - strict)/n).
-    lenient iff the anytime lower bound (one-sided, alpha/2) > 0, strict iff the upper bound < 0
-    (:func:`confidence_sequence` on [-1, 1]): the rule, either way, fires on an unbiased judge with
-    probability <= alpha at any look, the two-sided level the exact McNemar rule had.  Beside it the
-    fixed-sample claim-level interval of (lenient - strict)/n, clustered by answer (:func:`ratio_interval`).
+    reverse) and ``m`` its claims; the estimand is the claim-level bias index (lenient - strict)/n
+    (Byrt, Bishop & Carlin 1993), design-weighted with ``weights``.  With alpha_running =
+    :func:`error_split` (alpha)[0]: lenient iff the sequence's lower bound > 0, strict iff its upper
+    bound < 0, each side at alpha_running / 2 (:func:`confidence_sequence` on [-1, 1]), so an unbiased
+    judge is called either with chance <= alpha_running at any look.  Beside it the fixed-sample
+    claim-level interval of (lenient - strict)/n, clustered by answer (:func:`ratio_interval`).
     """
+    running, final = error_split(alpha)
+    # Each claim is worth -1, 0 or 1: no independent-claims floor (it would take 1 at 0, far above a
+    # claim's variance when most claims agree).
     cs = confidence_sequence(
-        diff,
-        m,
-        lo=-1.0,
-        hi=1.0,
-        alpha=alpha / 2,
-        theta0=0.0,
-        weights=weights,
-        max_weight=max_weight,
-        claim_level=claim_level,
+        diff, m, lo=-1.0, hi=1.0, alpha=running / 2, theta0=0.0, weights=weights, binary=False
     )
     if cs.estimate is None:
-        return RuleResult("direction", "none", None, None, None, None, None, 0.0, DIRECTION_BOUND)
+        return RuleResult(
+            "direction",
+            "none",
+            None,
+            None,
+            None,
+            None,
+            None,
+            0.0,
+            DIRECTION_BOUND,
+            0,
+            "running",
+            None,
+            None,
+            running,
+            final,
+        )
     yy = np.asarray(diff, dtype=float).reshape(-1)
     mm = np.asarray(m, dtype=float).reshape(-1)
     if weights is not None:
         w = np.asarray(weights, dtype=float).reshape(-1)
         yy, mm = yy * w, mm * w
     fixed = ratio_interval(yy, mm, confidence=confidence)
-    status = "lenient" if cs.above else "strict" if cs.below else "none"
+    above = cs.lower is not None and cs.lower > 0
+    status = "lenient" if above else "strict" if cs.below else "none"
     return RuleResult(
         "direction",
         status,
@@ -479,6 +575,8 @@ def direction_rule(
         0.0,
         DIRECTION_BOUND,
         cs.n_answers,
+        alpha_running=running,
+        alpha_final=final,
     )
 
 
@@ -499,31 +597,49 @@ FlagStatus = Literal["ok", "revise", "inconclusive"]
 
 @dataclass(frozen=True, slots=True)
 class Decision:
+    """The flag's status, its codes, the rules behind it and which reading decided ("running" or
+    "final"; "running" too while nothing is decided)."""
+
     status: FlagStatus
     codes: tuple[str, ...]
     rules: tuple[RuleResult, ...] = field(default=())
+    reading: Reading = "running"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "codes": list(self.codes), **{r.rule: r.to_dict() for r in self.rules}}
+        return {
+            "status": self.status,
+            "codes": list(self.codes),
+            "reading": self.reading,
+            **{r.rule: r.to_dict() for r in self.rules},
+        }
 
 
 def decide(
     agreement: RuleResult, direction: RuleResult | None = None, kappa: RuleResult | None = None
 ) -> Decision:
     """The flag from the three rules: revise if any fires, ok if agreement is shown to meet the target
-    and none fires, else inconclusive.  Codes as in :func:`flag.decide_flag`."""
+    and none fires, else inconclusive.  Codes as in :func:`flag.decide_flag`; ``reading`` "final" when
+    a rule the flag rests on was decided by the final reading."""
     codes: list[str] = []
+    fired: list[RuleResult] = []
     if agreement.status == "revise":
         codes.append("agreement_below_target")
+        fired.append(agreement)
     if kappa is not None and kappa.status == "revise":
         codes.append("kappa_below_floor")
+        fired.append(kappa)
     if direction is not None and direction.status in ("lenient", "strict"):
         codes.append(f"judge_{direction.status}")
+        fired.append(direction)
     rules = tuple(r for r in (agreement, direction, kappa) if r is not None)
+
+    def reading(used: list[RuleResult]) -> Reading:
+        return "final" if any(r.reading == "final" for r in used) else "running"
+
     if codes:
-        return Decision("revise", tuple(codes), rules)
+        return Decision("revise", tuple(codes), rules, reading(fired))
     if agreement.status == "ok":
-        return Decision("ok", ("agreement_meets_target",), rules)
+        return Decision("ok", ("agreement_meets_target",), rules, reading([agreement]))
     if agreement.estimate is None:
         return Decision("inconclusive", ("no_data",), rules)
     return Decision("inconclusive", ("agreement_undecided",), rules)
@@ -566,16 +682,23 @@ def prob_at_least_target_weighted(agree: np.ndarray, weights: np.ndarray, target
     return prob_at_least_target(p * ne, ne, target)
 
 
-def prob_at_least_target_design(value: float | None, se: float | None, target: float) -> float | None:
-    """:func:`prob_at_least_target` at the design's effective sample size n_eff = p (1 - p) / V and
-    x = p n_eff, V the design-based (answer-clustered, stratified) variance of p: the Jeffreys posterior of
-    a binomial sample as informative as the design (Kish 1965, sec. 8.2's design effect; the effective
-    size of the intervals, Korn & Graubard 1998).  An approximation; None where p is 0 or 1 or V is 0 or
-    unknown (the caller falls back to the claim count)."""
-    if value is None or se is None or not 0.0 < value < 1.0 or se <= _ZERO_SE:
+def prob_at_least_target_design(
+    value: float | None, se: float | None, target: float, df: float | None = None
+) -> float | None:
+    """P(agreement >= target) from the design-based estimate p, its standard error se and the df of its
+    variance: F_df((p - target) / se), F_df the Student t distribution function.
+
+    The flat-prior posterior of a mean whose variance is estimated from df degrees of freedom is
+    p + se T_df (Gelman et al. 2013, Bayesian Data Analysis, 3rd ed., sec. 3.2); at 12-30 answers the
+    variance rests on few answers, which the t's heavier tails carry and the normal (or a Jeffreys
+    posterior at the effective size) does not (those said 0.88 where 0.73-0.78 of simulated runs met
+    the target).  ``df`` None: the normal.  None where se is missing or 0 (the caller falls back to
+    the claim count, :func:`prob_at_least_target`).
+    """
+    if value is None or se is None or se <= _ZERO_SE:
         return None
-    n_eff = value * (1 - value) / se**2
-    return prob_at_least_target(value * n_eff, n_eff, target)
+    z = (value - target) / se
+    return float(stdtr(max(df, 1.0), z)) if df is not None else float(ndtr(z))
 
 
 def prob_sentence(prob: float | None, target: float) -> str:
@@ -629,48 +752,44 @@ def more_claims_to_decide(
     alpha: float = 0.05,
     weights: np.ndarray | None = None,
     limit: int = PRACTICAL_MORE_CLAIMS,
-    c: float = BET_TRUNCATION,
     rule: RuleResult | None = None,
-    claim_level: bool = False,
     available: int | None = None,
     labels_per_claim: float = 1.0,
-    reps: int = 300,
+    reps: int = 400,
     seed: int = 0,
 ) -> MoreClaims:
-    """More claims for the anytime agreement rule (:func:`agreement_rule`) to decide the target: the
-    rule's own stopping time, simulated under the posterior.
+    """More claims until the agreement target is decided: the running rule's stopping time (or the final
+    reading's, when the run runs out), simulated from today's labels.
 
-    Each of ``reps`` runs draws the agreement theta from the posterior Beta(p n_e + 1/2, (1 - p) n_e + 1/2)
-    (Jeffreys prior at the effective size n_e = p (1 - p) / V, V the answer-clustered variance of the
-    rule's estimate p, Cochran 1977 sec. 6.4), then future answers by resampling the labeled ones
-    (their claims, weights and rates, each rate shifted by theta - p and clipped to [0, 1]: a bootstrap
-    of the answers moved to theta, so the spread between answers is the observed one); the capital of
-    :func:`confidence_sequence` runs on, bets and all, until one side reaches 1/alpha.  The stopping
-    time's median is ``more_claims``, its 10% and 90% points ``low`` and ``high`` (in claims:
-    ``labels_per_claim`` verdicts make one claim).  Runs are simulated up to what the run can give,
-    ``available`` unlabeled claims (else ``limit``, 5,000): past it a run counts as undecided, and when
-    half of them are, no number is given, only what the run can and cannot do.  A plan from today's
-    data (Waudby-Smith & Ramdas 2024 for the rule; the posterior predictive simulation of the sample
-    size, e.g. Gelman et al. 2013, Bayesian Data Analysis, 3rd ed., sec. 6.3), not a guarantee.
+    Each of ``reps`` simulated continuations draws Bayesian-bootstrap weights g ~ Dirichlet(1, ..., 1)
+    over the n labeled answers (Rubin 1981, Ann. Statist. 9(1):130: the posterior of the answers'
+    distribution under a flat Dirichlet prior, which carries both the agreement's uncertainty, through
+    the weighted mean, and the answers' spread) and draws the future answers from them; then runs the
+    running rule (:func:`running_bounds`, carried on from today's sums) over them until a bound
+    crosses the target.  Runs are simulated up to what the run can give, ``available`` unlabeled
+    claims (else ``limit``, 5,000); when the run runs out first, the final reading decides if the
+    fixed-sample interval p +- t_{n-1, 1 - alpha_final} se of all its labels excludes the target
+    (:func:`final_reading`), else the run counts as undecided.  ``more_claims`` is the median stopping
+    time in claims (``labels_per_claim`` verdicts make one claim), ``low``/``high`` its 10% and 90%
+    points; below half the runs deciding, no number is given: "not decidable with what this run can
+    give".  A plan from today's data (the posterior predictive simulation of a sample size), not a
+    guarantee; bench/sim_flag.py measures how often the 80% range holds the realised stopping time.
     """
     goal = f"to decide the {share(target)} target"
-    x, scale = _rates(y, m, weights, None, claim_level)
-    if x.size == 0:
+    yw, mw = _weighted(y, m, weights)
+    n = yw.size
+    if n == 0:
         return MoreClaims("decide_target", None, False, f"no labeled claims yet {goal}", available=available)
     if rule is None:  # the caller may pass the agreement rule it already computed on the same data
-        rule = agreement_rule(y, m, target, alpha=alpha, weights=weights, claim_level=claim_level)
+        rule = agreement_rule(y, m, target, alpha=alpha, weights=weights)
     if rule.status in ("ok", "revise"):
         return MoreClaims(
             "decide_target", 0, True, f"the {share(target)} target is already decided", 0, 0, available
         )
-    mm = np.asarray(m, dtype=float).reshape(-1)
-    n = x.size
-    p = float(rule.estimate if rule.estimate is not None else x.mean())
-    # The estimate is sum s x / sum s (s the bets' scale); its linearised variance over answers.
-    v = float(n / (n - 1) * ((scale * (x - p)) ** 2).sum() / scale.sum() ** 2) if n >= 2 else 0.25
-    n_e = p * (1 - p) / v if v > 0 and 0 < p < 1 else float(n)
+    running, final = error_split(alpha)
+    p = float(yw.sum() / mw.sum())
     horizon_claims = limit if available is None else min(limit, available)
-    per_answer = float(mm.mean()) / labels_per_claim
+    per_answer = float(np.asarray(m, dtype=float).mean()) / labels_per_claim
     h = math.ceil(horizon_claims / max(per_answer, 1e-12))
     bounded = available is not None and available < limit
     if h <= 0:
@@ -678,38 +797,45 @@ def more_claims_to_decide(
             "decide_target",
             None,
             False,
-            "the run has no unlabeled claims: import more answers, or read the fixed-sample result",
+            f"not decidable with what this run can give: it has no unlabeled claims {goal}; import more "
+            "answers",
             None,
             None,
             available,
         )
     rng = np.random.default_rng(seed)
-    theta = rng.beta(p * n_e + 0.5, (1 - p) * n_e + 0.5, size=reps)
-    pick = rng.integers(0, n, size=(reps, h))
-    fm = mm[pick]
-    fu = np.clip(x[pick] + (theta - p)[:, None], 0.0, 1.0)
-    # The labeled answers are the same in every simulated run: their capital and the bets' running sums
-    # (plugin_bets' mu, deviations and sigma^2) are computed once, then carried on over each run's
-    # future answers only.
-    t_obs = np.arange(1, n + 1, dtype=float)
-    dev_n = float(((x - (0.5 + np.cumsum(x)) / (t_obs + 1)) ** 2).sum())
-    t_f = np.arange(n + 1, n + h + 1, dtype=float)
-    mu_f = (0.5 + float(x.sum()) + np.cumsum(fu, axis=1)) / (t_f + 1)
-    sigma2_f = (0.25 + dev_n + np.cumsum((fu - mu_f) ** 2, axis=1)) / (t_f + 1)
-    prev = np.concatenate([np.full((reps, 1), (0.25 + dev_n) / (n + 1)), sigma2_f[:, :-1]], axis=1)
-    bets_f = np.sqrt(2 * math.log(1 / alpha) / (prev * t_f * np.log1p(t_f)))
-    bets_obs = plugin_bets(x, alpha=alpha)
-    need = math.log(1 / alpha)
-
-    def crossing(side: Literal["above", "below"]) -> np.ndarray:
-        start = float(log_capital(x, target, bets_obs, side=side, scale=scale, c=c)[-1])
-        hit = start + log_capital(fu, target, bets_f, side=side, scale=scale[pick], c=c) >= need
-        return np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
-
-    t_up, t_dn = crossing("above"), crossing("below")
-    t = np.where((t_up >= 0) & ((t_dn < 0) | (t_up <= t_dn)), t_up, t_dn)  # future answers used, minus 1
-    claims_at = np.cumsum(fm, axis=1) / labels_per_claim
-    more = np.where(t >= 0, claims_at[np.arange(reps), np.maximum(t, 0)], np.inf)
+    g = rng.dirichlet(np.ones(n), size=reps)
+    pick = np.stack([rng.choice(n, size=h, p=row) for row in g])
+    fm, fy = mw[pick], yw[pick]
+    t = np.arange(n + 1, n + h + 1, dtype=float)
+    sums = [
+        float(base.sum()) + np.cumsum(fut, axis=1)
+        for base, fut in ((yw, fy), (mw, fm), (yw * yw, fy * fy), (yw * mw, fy * fm), (mw * mw, fm * fm))
+    ]
+    _, low, high = _bounds_from_sums(
+        t, *sums, lo=0.0, hi=1.0, alpha=running, t_star=MIXTURE_ANSWERS, binary=True
+    )
+    low = np.maximum(np.maximum.accumulate(low, axis=1), rule.bound_low or 0.0)
+    high = np.minimum(
+        np.minimum.accumulate(high, axis=1), 1.0 if rule.bound_high is None else rule.bound_high
+    )
+    hit = (low >= target) | (high < target)
+    step = np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
+    claims_at = np.cumsum(np.asarray(m, dtype=float)[pick], axis=1) / labels_per_claim
+    more = np.where(step >= 0, claims_at[np.arange(reps), np.maximum(step, 0)], np.inf)
+    if bounded:
+        # The run runs out: the final reading of all its labels, at the final level.
+        end_p = sums[0][:, -1] / sums[1][:, -1]
+        end_se = (
+            np.sqrt(
+                (t[-1] / max(t[-1] - 1, 1))
+                * (sums[2][:, -1] - 2 * end_p * sums[3][:, -1] + end_p**2 * sums[4][:, -1]).clip(0)
+            )
+            / sums[1][:, -1]
+        )
+        q = float(stdtrit(max(t[-1] - 1, 1), 1 - final))
+        at_end = (end_p - q * end_se >= target) | (end_p + q * end_se < target)
+        more = np.where(np.isinf(more) & at_end, claims_at[:, -1], more)
     decided = float(np.isfinite(more).mean())
     # Order statistics, no interpolation: runs that never decide are infinite.
     q10, q50, q90 = (float(np.quantile(more, qq, method="higher")) for qq in (0.1, 0.5, 0.9))
@@ -717,11 +843,12 @@ def more_claims_to_decide(
     def count(value: float) -> int | None:
         return None if not math.isfinite(value) else max(1, math.ceil(value))
 
-    low, med, high = count(q10), count(q50), count(q90)
+    low_c, med, high_c = count(q10), count(q50), count(q90)
     within = f"the run's {available:,} unlabeled claims" if bounded else f"{limit:,} more claims"
     if med is None:
         first = (
-            f"the run has {available:,} unlabeled claims: labeling all of them decides"
+            f"not decidable with what this run can give: labeling all its {available:,} unlabeled claims "
+            "decides"
             if bounded
             else f"even {limit:,} more claims decide"
         )
@@ -729,28 +856,38 @@ def more_claims_to_decide(
             "decide_target",
             None,
             False,
-            f"{first} the {share(target)} target in only {100 * decided:.0f}% of runs simulated at today's "
-            f"agreement ({pct(p)}): import more answers, or read the fixed-sample result",
-            low,
+            f"{first} the {share(target)} target in only {100 * decided:.0f}% of runs simulated from "
+            f"today's labels (agreement {pct(p)}): import more answers",
+            low_c,
             None,
             available,
         )
     spread = (
-        f"80% of simulated runs between {low:,} and {high:,}"
-        if high is not None
-        else f"at least {low:,} in 9 of 10 simulated runs; {100 * (1 - decided):.0f}% do not decide "
+        f"80% of simulated runs between {low_c:,} and {high_c:,}"
+        if high_c is not None
+        else f"at least {low_c:,} in 9 of 10 simulated runs; {100 * (1 - decided):.0f}% do not decide "
         f"within {within}"
     )
     return MoreClaims(
         "decide_target",
         med,
         True,
-        f"label about {med:,} more claims {goal} (the anytime rule's median stopping time "
-        f"simulated at today's agreement {pct(p)}; {spread})",
-        low,
-        high,
+        f"label about {med:,} more claims {goal} (the median stopping time simulated from today's "
+        f"labels, agreement {pct(p)}; {spread})",
+        low_c,
+        high_c,
         available,
     )
+
+
+def _ratio_se(y: np.ndarray, m: np.ndarray) -> float:
+    """sqrt(n/(n - 1) sum (y_i - R m_i)^2) / sum m, R = sum y / sum m: the answer-clustered linearised
+    standard error of a ratio (Cochran 1977, sec. 6.4); with one answer, that of one claim at R."""
+    n = y.size
+    r = float(y.sum() / m.sum())
+    if n < 2:
+        return math.sqrt(max(r * (1 - r), 0.0) / float(m.sum()))
+    return math.sqrt(n / (n - 1) * float(((y - r * m) ** 2).sum())) / float(m.sum())
 
 
 def more_claims_for_kappa(

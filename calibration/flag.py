@@ -1,9 +1,10 @@
 """The revision flag: ``revise`` / ``ok`` / ``inconclusive``, each reason naming a figure, its bound
 and its claims.
 
-The rules themselves (anytime-valid sequences, the kappa rule, the human ceiling's caps) are in
-`decisions`; the design-based estimates they read in `estimation`; this module holds the lead's
-thresholds and turns the rules' results into the flag and its sentences (numbers in `fmt`'s formats).
+The rules themselves (the running rule's sequences and the final reading, the kappa rule, the human
+ceiling's caps) are in `decisions`; the design-based estimates they read in `estimation`; this module
+holds the lead's thresholds and turns the rules' results into the flag and its sentences (numbers in
+`fmt`'s formats).
 """
 
 from __future__ import annotations
@@ -70,16 +71,43 @@ class Reason:
 
 @dataclass(frozen=True, slots=True)
 class Flag:
+    """The flag; ``reading`` says which reading decided it: "running" (the rules read at every look,
+    and so while nothing is decided) or "final" (the final reading once labeling ended)."""
+
     status: FlagStatus
     reasons: tuple[Reason, ...]
     claims_needed: int | None = None
+    reading: decisions.Reading = "running"
+
+    @property
+    def reading_sentence(self) -> str:
+        """ "decided at the final reading" / "decided by the running rule" / "" (undecided)."""
+        if self.status == "inconclusive":
+            return ""
+        if self.reading == "final":
+            return "decided at the final reading: nothing was left to label"
+        return "decided by the running rule (valid at every look)"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "status": self.status,
             "reasons": [r.to_dict() for r in self.reasons],
             "claims_needed": self.claims_needed,
+            "reading": self.reading,
+            "reading_sentence": self.reading_sentence,
         }
+
+
+def _final_words(rule: decisions.RuleResult, side: str, fmt_bound: Any = pct) -> str:
+    """Why the final reading decided: the interval at its level, and the error budget's split."""
+    alpha = (rule.alpha_running or 0) + (rule.alpha_final or 0)
+    level = decisions.final_confidence(alpha, "agreement" if rule.rule == "agreement" else "direction")
+    return (
+        f"at the final reading: nothing is left to label, the running rule had not decided, and the "
+        f"fixed-sample {100 * level:g}% interval {fmt_bound(rule.final_low)}–{fmt_bound(rule.final_high)} "
+        f"lies {side} (error budget alpha {alpha:g} = {rule.alpha_running:g} running + "
+        f"{rule.alpha_final:g} final)"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,11 +142,13 @@ def decide_flag(
     """``revise`` / ``ok`` / ``inconclusive``, each with reasons that name a figure, its bound and its claims.
 
     The rules are those of :func:`decisions.decide`; none fires on a point estimate alone:
-    * agreement_below_target / agreement_meets_target: the anytime-valid confidence sequence on
+    * agreement_below_target / agreement_meets_target: the running rule's confidence sequence on
       agreement in labeling order (:func:`decisions.agreement_rule`) ends below / starts at or
-      above the target; its fixed-sample interval is shown beside it;
-    * judge_lenient / judge_strict: the anytime-valid sequence on (lenient - strict)/n
-      (:func:`decisions.direction_rule`) excludes 0; the exact McNemar p is shown beside it;
+      above the target, or, once nothing is left to label, the final reading's fixed-sample interval
+      does (:func:`decisions.final_reading`); the fixed-sample interval is shown beside it;
+    * judge_lenient / judge_strict: the running sequence on (lenient - strict)/n
+      (:func:`decisions.direction_rule`) excludes 0, or the final reading's interval does; the exact
+      McNemar p is shown beside it;
     * kappa_below_floor: the upper end of kappa's 95% interval (design-based,
       :func:`estimation.kappa_estimate`) is below the floor.
     ``thresholds`` are the lead's, capped by the human ceiling (:func:`decisions.capped_thresholds`):
@@ -164,13 +194,23 @@ def decide_flag(
     fixed = ci(estimates.agreement.ci_low, estimates.agreement.ci_high)
     chance = decisions.prob_sentence(prob, t.agreement_target)
     reasons: list[Reason] = []
+
+    def said(verb: str, side: str, end: str, bound: float | None) -> str:
+        how = (
+            _final_words(ag, side)
+            if ag.reading == "final"
+            else f"at any look: its running {end} bound is {pct(bound)} (fixed-sample {fixed})"
+        )
+        return (
+            f"{what} {pct(est)} {verb} the {share(t.agreement_target)} target{capped} {how}; {chance}; "
+            f"{plural(len(dis), 'disagreeing claim')}"
+        )
+
     if ag.status == "revise":
         reasons.append(
             Reason(
                 "agreement_below_target",
-                f"{what} {pct(est)} is below the {share(t.agreement_target)} target{capped} at any look: "
-                f"its anytime upper bound is {pct(ag.bound_high)} (fixed-sample {fixed}); {chance}; "
-                f"{plural(len(dis), 'disagreeing claim')}",
+                said("is below", "below it", "upper", ag.bound_high),
                 est,
                 dis,
             )
@@ -196,12 +236,14 @@ def decide_flag(
             side = (
                 f"it called {mc.b} {unit} {POSITIVE} that humans did not, against {mc.c} the other way round"
             )
-            bound = f"anytime lower bound of (lenient − strict)/n {num(dr.bound_low, 3)} > 0"
+            bound = f"running lower bound of (lenient − strict)/n {num(dr.bound_low, 3)} > 0"
         else:
             side = (
                 f"it denied {POSITIVE} to {mc.c} {unit} humans supported, against {mc.b} the other way round"
             )
-            bound = f"anytime upper bound of (lenient − strict)/n {num(dr.bound_high, 3)} < 0"
+            bound = f"running upper bound of (lenient − strict)/n {num(dr.bound_high, 3)} < 0"
+        if dr.reading == "final":
+            bound = _final_words(dr, "above 0" if lenient else "below 0", lambda x: num(x, 3))
         d = estimates.direction
         pop = ""
         if not estimates.equal_probability and d.lenient.value is not None and d.strict.value is not None:
@@ -219,14 +261,12 @@ def decide_flag(
             )
         )
     if reasons:
-        return Flag("revise", tuple(reasons + ceiling_note), None)
+        return Flag("revise", tuple(reasons + ceiling_note), None, rules.reading)
     if ag.status == "ok":
         notes = [
             Reason(
                 "agreement_meets_target",
-                f"{what} {pct(est)} reaches the {share(t.agreement_target)} target{capped} at any look: "
-                f"its anytime lower bound is {pct(ag.bound_low)} (fixed-sample {fixed}); {chance}; "
-                f"{plural(len(dis), 'disagreeing claim')}",
+                said("reaches", "at or above it", "lower", ag.bound_low),
                 est,
                 dis,
             )
@@ -240,7 +280,7 @@ def decide_flag(
                     (),
                 )
             )
-        return Flag("ok", tuple(notes + ceiling_note), None)
+        return Flag("ok", tuple(notes + ceiling_note), None, rules.reading)
     return Flag(
         "inconclusive",
         (
@@ -248,7 +288,7 @@ def decide_flag(
                 "agreement_undecided",
                 f"{what} {pct(est)} is not yet shown above or below the {share(t.agreement_target)} "
                 f"target{capped} "
-                f"(anytime bounds {pct(ag.bound_low)}–{pct(ag.bound_high)}; fixed-sample {fixed}); {chance}; "
+                f"(running bounds {pct(ag.bound_low)}–{pct(ag.bound_high)}; fixed-sample {fixed}); {chance}; "
                 f"{more_target.sentence}; {plural(len(dis), 'disagreeing claim')}",
                 est,
                 dis,

@@ -1,6 +1,6 @@
 """Who a person signed in through the identity provider (OpenID Connect) is, and who leads.
 
-The rules, one sentence each in the README's "Team sign-in":
+The rules, one sentence each in the manual's "Team sign-in" (docs/deployment.md):
 
 * **Identity** is the ID token's issuer and subject, never a name or an e-mail: at the first
   sign-in of a subject it is bound to a reviewer name (:func:`sign_in`), and every later

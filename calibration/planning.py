@@ -107,7 +107,7 @@ MAX_CYCLES: Final = 20
 # before it, and smaller cycles plan more often from fewer labels and chase their noise. In
 # bench/sim_planned.py (1,000 replicates each) cycles of 30 kept every interval at 93.5% or
 # more; cycles of 20 and 15 saved fewer labels, and some of their grounding intervals covered
-# 91.8-92.7% (README: Planned cycles).
+# 91.8-92.7% (docs/statistics.md: Planned cycles).
 CYCLE_SIZE: Final = 30
 _SUPPORTED = LABELS.index("SUPPORTED")
 _CONTRADICTED = LABELS.index("CONTRADICTED")

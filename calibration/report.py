@@ -219,6 +219,7 @@ def agreement_report(
     ceiling: decisions.HumanCeiling | None = None,
     per_reviewer: bool = False,
     available: int | None = None,
+    closed: bool = False,
 ) -> Report:
     """Every judge-vs-human figure of the labeled claims, the design-based estimates and the flag.
 
@@ -227,7 +228,9 @@ def agreement_report(
     ``per_reviewer``: each entry is one reviewer's verdict on a claim (`final_label.per_reviewer`),
     so a claim's key repeats once per reviewer; every figure is then over (claim, reviewer) pairs,
     clustered by answer like claims are, and the claim lists name each claim once.  ``available``: the
-    scope's claims without a label, the most "how many more" can ask for.
+    scope's claims without a label, the most "how many more" can ask for.  ``closed``: labeling has
+    ended (nothing is left a cycle could draw), so the final reading is taken
+    (`decisions.final_reading`).
 
     ``human`` and ``judge`` are indices into ``LABELS``; ``cluster`` labels each claim's answer
     (any integers: they are numbered in order of first appearance, so the same claims in the same
@@ -238,7 +241,7 @@ def agreement_report(
     within an answer) with ``population`` {stratum: N_h answers} when given, described by
     ``population_text``; else the ``weights`` (with-replacement variance); else the labeled
     answers as a simple random sample.  ``label_rank`` (per claim, any sortable time of labeling)
-    orders the answers for the flag's anytime rules; without it, order of first appearance.
+    orders the answers for the flag's running rules; without it, order of first appearance.
     ``ceiling`` (:func:`decisions.human_ceiling`) caps the thresholds.
     """
     h = np.asarray(human, dtype=np.int64)
@@ -296,6 +299,30 @@ def agreement_report(
         ceiling=ceiling,
         per_reviewer=per_reviewer,
         available=available,
+        closed=closed,
+    )
+
+
+def _final_readings(
+    ar: decisions.RuleResult,
+    dr: decisions.RuleResult,
+    estimates: PopulationEstimates,
+    tabs: np.ndarray,
+    design: dict[str, Any],
+    alpha: float,
+    confidence: float,
+) -> tuple[decisions.RuleResult, decisions.RuleResult]:
+    """The agreement and direction rules after the final reading (`decisions.final_reading`): the
+    design-based intervals at the final level (the report's own when the levels coincide)."""
+    level = decisions.final_confidence(alpha, "agreement")
+    ea = estimates.agreement
+    if abs(level - confidence) > 1e-12:
+        ea = estimation.agreement_estimate(tabs, confidence=level, fpc=False, **design)
+    level = decisions.final_confidence(alpha, "direction")
+    ed = estimation.direction_estimate(tabs, confidence=level, fpc=False, **design).difference
+    return (
+        decisions.final_reading(ar, ea.ci_low, ea.ci_high),
+        decisions.final_reading(dr, ed.ci_low, ed.ci_high),
     )
 
 
@@ -319,6 +346,7 @@ def _report(
     ceiling: decisions.HumanCeiling | None = None,
     per_reviewer: bool = False,
     available: int | None = None,
+    closed: bool = False,
 ) -> Report:
     """The report from validated columns (clusters numbered 0.. in order of first appearance)."""
     n = human.size
@@ -432,28 +460,21 @@ def _report(
     if answer_w is not None:
         claim_w = answer_w[cluster]
         wo = decisions.answer_sums(cluster, claim_w, label_rank=label_rank)[0] / ms
-    top = None if wo is None else float(wo.max())
     capped = decisions.capped_thresholds(thresholds.agreement_target, thresholds.kappa_floor, ceiling)
     target = capped.agreement_target
-    # claim_level: the rules test the claim-level figures the report prints (sum y / sum m), each
-    # answer's rate weighted by its claims, not the mean of the answers' rates.
-    ar = decisions.agreement_rule(
-        ys,
-        ms,
-        target,
-        alpha=thresholds.alpha,
-        weights=wo,
-        max_weight=top,
-        confidence=confidence,
-        claim_level=True,
-    )
-    dr = decisions.direction_rule(
-        ds, ms, alpha=thresholds.alpha, weights=wo, max_weight=top, confidence=confidence, claim_level=True
-    )
+    # The rules test the claim-level figures the report prints (sum y / sum m), answers the unit.
+    alpha = thresholds.alpha
+    ar = decisions.agreement_rule(ys, ms, target, alpha=alpha, weights=wo, confidence=confidence)
+    dr = decisions.direction_rule(ds, ms, alpha=alpha, weights=wo, confidence=confidence)
+    if closed and n:
+        ar, dr = _final_readings(ar, dr, estimates, tabs, design, alpha, confidence)
     ek = estimates.kappa
     kr = decisions.kappa_rule(ek.value, ek.ci_high, capped.kappa_floor)
     rules = decisions.decide(ar, dr, kr)
-    prob = decisions.prob_at_least_target_design(estimates.agreement.value, estimates.agreement.se, target)
+    ea = estimates.agreement
+    prob = estimation.agreement_chance(tabs, target, fpc=False, **design)
+    if prob is None:
+        prob = decisions.prob_at_least_target_design(ea.value, ea.se, target, ea.df)
     if prob is None:
         prob = (
             decisions.prob_at_least_target(n_agree, n, target)
@@ -464,10 +485,9 @@ def _report(
         ys,
         ms,
         target,
-        alpha=thresholds.alpha,
+        alpha=alpha,
         weights=wo,
         rule=ar,
-        claim_level=True,
         available=available,
         labels_per_claim=n / max(len(set(keys)) if per_reviewer else n, 1),
         seed=0 if seed is None else seed,
@@ -596,6 +616,35 @@ def _represented(strata: np.ndarray, labeled: np.ndarray) -> tuple[dict[Hashable
     return {h: n for h, n in population.items() if h in have}, missing
 
 
+def collapse_empty_strata(strata: np.ndarray, labeled: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """The run's post-strata with every stratum that holds no labeled answer collapsed, and what was.
+
+    A stratum's label starts with its base ("all-SUPPORTED" or "not", before the first "|"); an empty
+    stratum is merged with every stratum of its base into the base itself, and when a whole base has no
+    labeled answer, everything into one stratum, "the run".  Collapsing post-strata that hold no
+    sample keeps the estimate one for the whole run, at the price of a small bias where the merged
+    strata were sampled at different rates (Kalton & Flores-Cervantes 2003, J Off Stat 19(2):81,
+    sec. 3.1 on collapsing cells; Cochran 1977, sec. 5A.12).  Returns the strata unchanged and no
+    sentence when none is empty.
+    """
+    out = np.asarray(strata, dtype=object).copy()
+    said: list[str] = []
+    for level in ("base", "run"):
+        have = set(out[labeled].tolist())
+        empty = sorted({str(h) for h in out.tolist() if h not in have})
+        if not empty or not have:
+            break
+        if level == "base":
+            bases = {h.split("|")[0].strip() for h in empty}
+            on = np.array([str(h).split("|")[0].strip() in bases for h in out.tolist()], dtype=bool)
+            new = np.array([str(h).split("|")[0].strip() for h in out[on].tolist()], dtype=object)
+        else:
+            on, new = np.ones(out.size, dtype=bool), np.full(int(out.size), "the run", dtype=object)
+        said.append(f"{', '.join(empty)} into {', '.join(sorted(set(new.tolist())))}")
+        out[on] = new
+    return out, said
+
+
 def _run_design(
     db: Database,
     run: store.JudgeRun,
@@ -608,10 +657,13 @@ def _run_design(
     strata = estimation.run_strata(_all_supported(table), facts.category if stratified else None)
     plans = store.cycles.run_plan_strata(db, run.id)
     strata = planning.run_strata_with_plans(strata, table.answer_ids, plans)
+    strata, collapsed = collapse_empty_strata(strata, labeled_answer)
     population, missing = _represented(strata, labeled_answer)
     n_all = len(table.answer_ids)
     if not missing:
         text = f"all {n_all:,} answers of the run"
+        if collapsed:
+            text += f" (strata with no labeled answer collapsed: {'; '.join(collapsed)})"
     else:
         # A stratum without a labeled answer cannot be estimated; the figures speak for the rest.
         text = (
@@ -824,6 +876,7 @@ def scope_report(
         epsilon=thresholds.alt_epsilon,
         names=labels.reviewers,
     )
+    left = store_cycles.claims_left(db, run.id, table if cycle_id is None else None)
     report = agreement_report(
         human,
         judge,
@@ -840,7 +893,10 @@ def scope_report(
         ceiling=ceiling,
         per_reviewer=rows is not None,
         # "How many more" counts on what a next cycle can draw from the run, whatever the scope.
-        available=store_cycles.claims_left(db, run.id, table if cycle_id is None else None),
+        available=left,
+        # The run's final reading once nothing is left a cycle could draw (a cycle's figures speak
+        # for its own pool, which has no such end).
+        closed=cycle_id is None and left == 0,
     )
     view = _final_label_view(table, data, strata, population, thresholds, report if rows is None else None)
     pipeline = pipeline_report(table, facts, strata) if facts is not None else None

@@ -108,7 +108,7 @@ def format_report(
         lines.append(f"Estimates for: {r.estimates.population}")
     lines.append("")
     if r.n_claims == 0:
-        lines.append(f"Flag: {r.flag.status.upper()}")
+        lines.append(f"Flag: {r.flag.status.upper()}{_reading(r)}")
         lines += [f"  - {reason.message}" for reason in r.flag.reasons]
         return "\n".join(lines) + "\n"
     k = r.kappa
@@ -126,7 +126,7 @@ def format_report(
     if ag_rule is not None:
         chance = decisions.prob_sentence(r.prob_at_least_target, ag_rule.threshold)
         bounds = f"{pct(ag_rule.bound_low)}–{pct(ag_rule.bound_high)}"
-        lines.append(f"  anytime bounds on agreement {bounds} (what the flag reads); {chance}")
+        lines.append(f"  running bounds on agreement {bounds} (what the flag reads); {chance}")
     if r.weighted is not None:
         w = r.weighted
         lines.append(
@@ -206,7 +206,7 @@ def format_report(
         for rule in r.rules.rules:
             lines.append(f"  {rule.rule}: {rule.status} — {rule.bound_used}")
         lines.append("")
-    lines.append(f"Flag: {r.flag.status.upper()}")
+    lines.append(f"Flag: {r.flag.status.upper()}{_reading(r)}")
     shown: tuple[str, ...] = ()
     for reason in r.flag.reasons:
         lines.append(f"  - {reason.message}")
@@ -216,3 +216,9 @@ def format_report(
             lines.append(f"    claims: {_ids(reason.claim_ids, max_ids)}")
             shown = reason.claim_ids
     return "\n".join(lines) + "\n"
+
+
+def _reading(r: Report) -> str:
+    """ " (decided at the final reading ...)" beside the flag's word; nothing while undecided."""
+    said = r.flag.reading_sentence
+    return f" ({said})" if said else ""

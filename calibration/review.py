@@ -42,22 +42,19 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator
 
 from . import cycles, store
 from .errors import (
-    CalibrationError,
     ConflictError,
     InputError,
     NotFoundError,
     NotRevealedError,
-    SignedOutError,
-    StorageError,
 )
 from .fmt import plural
-from .models import BodyText, StoredInt, Verdict
+from .models import StoredInt, Verdict
 from .store import Database, LabelState
 from .store import guidelines as db_guidelines
 from .store import review as db_review
@@ -66,11 +63,6 @@ from .store.roster import check_writer
 from .text import display_name
 
 BLIND_KINDS = ("blind", "skip", "unclear")
-# The keys the review card passes on to the server: the commit, the reconcile choices, the
-# selection of a disagreement, the next answer, and the dialogs (answers, guidelines, keys).
-CardDo = Literal[
-    "commit", "keep", "judge_right", "previous", "following", "next", "answers", "guidelines", "keys"
-]
 MAX_CARD_ID = 1000  # characters of an id the card may send back (answer and chunk ids)
 MAX_LABEL_MS = 24 * 3600 * 1000  # the longest time a label records (`LabelMs`)
 RECONCILE_KINDS = ("keep", "judge_right")
@@ -164,13 +156,6 @@ class Card:
     @property
     def chunk_ids(self) -> tuple[str, ...]:
         return tuple(c.chunk_id for c in self.chunks)
-
-    def index_of(self, claim_pk: int) -> int | None:
-        """Index of the claim `claim_pk` on this card; None when it is not on it."""
-        for i, c in enumerate(self.claims):
-            if c.pk == claim_pk:
-                return i
-        return None
 
     def next_open(self, after: int = -1, *, fresh_only: bool = False) -> int | None:
         """Index of the next claim still to settle after `after`, wrapping; None if none.
@@ -513,146 +498,14 @@ def label(
         )
 
 
-# ---------------------------------------------------------------- the review card's reports
-#
-# The page's card draws the next claim in the browser and reports the whole state of the
-# answer (each claim's latest verdict, with the sequence number of the key press that gave it)
-# rather than one event per key: a run of the page that comes after several key presses still
-# sees every one of them. `record_card` writes what is new in a report, once.
-
-
 def _at_most_a_day(ms: int) -> int:
     return min(ms, MAX_LABEL_MS)
 
 
 # A label's time (ms, the claim drawn to the key press): a time over a day is a card left open
 # (a night, a weekend), not work; it is kept as a day, since refusing it would refuse the
-# verdict with it, in the route and the page alike, however often the card sent it again.
+# verdict with it however often the card sent it again.
 LabelMs = Annotated[StoredInt, AfterValidator(_at_most_a_day)]
-
-
-class CardEntry(BaseModel):
-    """One claim's latest verdict as the card reports it (`CardReport.claims`).
-
-    Numbers are the engines' integers (`models.StoredInt`): one beyond them, which no card
-    makes, refuses the report with a sentence. `ms` over a day (`MAX_LABEL_MS`) is taken as a
-    day (`LabelMs`); a note PostgreSQL could not store (a NUL) refuses the report
-    (`models.BodyText`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    seq: StoredInt  # the card's number for the key press; a later press has a larger one
-    kind: Literal["blind", "skip", "unclear"]
-    verdict: Verdict | None = None
-    evidence: tuple[Annotated[str, Field(max_length=MAX_CARD_ID)], ...] = Field((), max_length=200)
-    note: BodyText | None = Field(None, max_length=2000)
-    base: StoredInt | None = None  # the label event the card showed for the claim (`LabelState.event_id`)
-    ms: LabelMs | None = None  # from the claim drawn to the key press
-
-
-class CardAction(BaseModel):
-    """A key the card passes on to the server, in order (`CardReport.actions`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    seq: StoredInt
-    do: CardDo
-
-
-class CardReport(BaseModel):
-    """What the review card reports: where it stands, every claim's latest verdict, the keys
-    it passes on. Browser input: checked once here (`parse_card_report`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    answer: str = Field(max_length=MAX_CARD_ID)
-    index: StoredInt | None = None  # the claim shown; None: the last look
-    waiting: bool = False  # only skipped claims are left in the answer: where next is the server's
-    claims: dict[StoredInt, CardEntry] = Field(default_factory=dict, max_length=500)
-    actions: tuple[CardAction, ...] = Field((), max_length=5000)
-    retry: StoredInt = 0  # pressed "Try again": the same report once more
-    # Claim pk -> (sequence number, label event) the card's verdict route wrote (card_route.py):
-    # the card's own writes, which a later report builds on. Taken on the card's word, like
-    # `CardEntry.base`: a wrong one only skips or refuses that card's own writes.
-    written: dict[StoredInt, tuple[StoredInt, StoredInt]] = Field(default_factory=dict, max_length=500)
-
-
-def parse_card_report(raw: object) -> CardReport | None:
-    """The card's report, checked; None for no report yet. InputError when it is malformed."""
-    if raw is None:
-        return None
-    try:
-        return CardReport.model_validate(raw)
-    except ValidationError as exc:
-        raise InputError(malformed_report(exc)) from None
-
-
-def malformed_report(exc: ValidationError) -> str:
-    """What is wrong with a card's report (or the route's body around it), in one sentence."""
-    first = exc.errors()[0]
-    # A part of the path is the sender's (a claim's key): shortened, so the sentence stays one.
-    where = ".".join(cut_words(str(p), 40) for p in first["loc"]) or "report"
-    return f"the review card sent a malformed report ({where}: {first['msg']})"
-
-
-@dataclass(frozen=True, slots=True)
-class CardWrite:
-    """What `record_card` did with a report."""
-
-    acked: dict[int, int]  # claim pk -> the sequence number now stored (written or already there)
-    written: dict[int, tuple[int, int]]  # claim pk -> (sequence number, label event) written now
-    refused: dict[int, tuple[int, str]]  # claim pk -> (sequence number, why): nothing written
-    failure: str | None = None  # a storage failure stopped the writes; the rest stay unwritten
-
-
-def record_card(
-    db: Database, *, cycle_id: int, reviewer: str, report: CardReport, done: dict[int, tuple[int, int]]
-) -> CardWrite:
-    """Write the claims' verdicts of a card report that are not written yet, in the order of
-    their key presses; each once, however often the report comes.
-
-    `done`: claim pk -> (sequence number, label event) this card wrote before, as the caller
-    knows it; the report's own `written` (the verdict route's writes) adds to it where newer, and
-    comes back in `CardWrite.written` for the caller to keep. An entry whose sequence number is
-    not above the one written is acknowledged without a write. A write is
-    based on the card's own last write to the claim, else on the label the card showed
-    (`CardEntry.base`), so a label another tab wrote in between is never overwritten: that
-    claim is refused (StaleLabelError's sentence), as is one the rules refuse (the answer
-    committed, the cycle closed). A storage failure stops the writes there (`CardWrite.failure`);
-    a name a lead deactivated or renamed raises SignedOutError (nothing written by it).
-    """
-    acked: dict[int, int] = {}
-    written = {pk: w for pk, w in report.written.items() if pk not in done or done[pk][0] < w[0]}
-    refused: dict[int, tuple[int, str]] = {}
-    for pk, entry in sorted(report.claims.items(), key=lambda kv: kv[1].seq):
-        before = written.get(pk) or done.get(pk)
-        if before is not None and before[0] >= entry.seq:
-            acked[pk] = before[0]
-            continue
-        try:
-            state = label(
-                db,
-                cycle_id=cycle_id,
-                reviewer=reviewer,
-                claim_pk=pk,
-                kind=entry.kind,
-                verdict=entry.verdict,
-                evidence=entry.evidence,
-                note=entry.note,
-                duration_ms=entry.ms,
-                based_on=store.BasedOn(before[1] if before else entry.base),
-            )
-        except StorageError as exc:
-            return CardWrite(acked, written, refused, str(exc))
-        except SignedOutError:
-            raise  # not this claim's refusal: the name writes nothing more
-        except CalibrationError as exc:
-            refused[pk] = (entry.seq, str(exc))
-            continue
-        assert state.event_id is not None
-        written[pk] = (entry.seq, state.event_id)
-        acked[pk] = entry.seq
-    return CardWrite(acked, written, refused)
 
 
 def missing_evidence(card: Card) -> list[int]:
@@ -819,43 +672,6 @@ def reconcile(
 # ---------------------------------------------------------------- the page's rules (pure)
 
 
-def position_after_label(card: Card, index: int) -> Position | None:
-    """Where the card goes after a verdict, skip or unclear on claim `index`.
-
-    `card` is the answer as read after the write. The next never-seen claim of the answer
-    (after `index`, wrapping) comes first; with none, the last look (claim index None) once
-    every claim is settled; else None: only skipped claims are left in this answer, and the queue
-    goes on after it (`resume(..., after=card.answer_id)`).
-    """
-    nxt = card.next_open(index, fresh_only=True)
-    if nxt is not None:
-        return Position(card.answer_id, nxt)
-    if card.complete:
-        return Position(card.answer_id, None)
-    return None
-
-
-def forward(card: Card, index: int) -> Position | None:
-    """Where → goes from claim `index` before the commit: the next claim; from the last one,
-    the last look once every claim is settled (so a Change there is no dead end); None when
-    there is nowhere to go."""
-    if index + 1 < len(card.claims):
-        return Position(card.answer_id, index + 1)
-    return Position(card.answer_id, None) if card.complete else None
-
-
-EVIDENCE_KEYS = 9  # chunks 1-9 can be picked by key (E, then the number); the list has them all
-
-
-def toggle_evidence(picked: Sequence[int], number: int, chunks: int) -> list[int]:
-    """The evidence chunk numbers after the key E then `number`: `number` added, or removed
-    when it was there; a number naming no chunk of the answer changes nothing. In order."""
-    chosen = set(picked)
-    if 0 < number <= chunks:
-        chosen ^= {number}
-    return sorted(n for n in chosen if 0 < n <= chunks)
-
-
 def shown_claim(card: Card, wanted: int | None) -> int | None:
     """The claim the card shows, or None for the answer-wide view (`card_view`).
 
@@ -905,8 +721,6 @@ class RevealView:
 
     selected: int | None  # the claim pk K / J act on; None: no disagreement
     disagreements: tuple[int, ...]  # claim pks, answer order
-    previous: int | None  # the disagreement "previous" selects (wrapping); None with fewer than two
-    following: int | None  # the one "next" selects
     agree: int  # claims the reviewer labeled and the judge judged, on which they agree
     compared: int  # claims with both a blind verdict and a judge verdict
     unclear: int  # marked unclear: waiting for a lead
@@ -931,21 +745,14 @@ def why_not_next(view: RevealView, numbers: dict[int, int]) -> str | None:
 
 
 def reveal_view(rows: Sequence[Revealed], wanted: int | None) -> RevealView:
-    """The reveal panel of an answer: the selected disagreement (`selected_disagreement`), its
-    neighbours for the arrow keys, and the counts the panel states."""
+    """The reveal panel of an answer: the selected disagreement (`selected_disagreement`), the
+    disagreements the arrow keys walk through, and the counts the panel states."""
     selected = selected_disagreement(rows, wanted)
     disagreements = tuple(r.claim.pk for r in rows if r.disagrees)
-    previous = following = None
-    if selected is not None and len(disagreements) > 1:
-        k = disagreements.index(selected)
-        previous = disagreements[k - 1]
-        following = disagreements[(k + 1) % len(disagreements)]
     compared = [r for r in rows if r.blind is not None and r.judge_verdict is not None]
     return RevealView(
         selected,
         disagreements,
-        previous,
-        following,
         agree=sum(not r.disagrees for r in compared),
         compared=len(compared),
         unclear=sum(r.unclear for r in rows),
@@ -1055,17 +862,8 @@ def claim_spans(answer: str, claims: Sequence[str]) -> list[tuple[int, int] | No
     return spans
 
 
-def split_highlight(answer: str, span: tuple[int, int] | None) -> tuple[str, str, str]:
-    """(before, claim, after): the answer cut at the claim's span; ('answer', '', '') if none."""
-    if span is None:
-        return answer, "", ""
-    a, b = span
-    return answer[:a], answer[a:b], answer[b:]
-
-
 __all__ = [
     "ANSWER_STATUSES",
-    "EVIDENCE_KEYS",
     "AnswerStatus",
     "Card",
     "Chunk",
@@ -1090,7 +888,6 @@ __all__ = [
     "evidence_gaps",
     "evidence_needed",
     "find_claim",
-    "forward",
     "guideline_summary",
     "guidelines_for",
     "judge_definitions",
@@ -1099,7 +896,6 @@ __all__ = [
     "missing_evidence",
     "next_cycle_with_work",
     "open_cycles",
-    "position_after_label",
     "progress",
     "queue",
     "reconcile",
@@ -1109,8 +905,6 @@ __all__ = [
     "selected_disagreement",
     "selection_after_reconcile",
     "shown_claim",
-    "split_highlight",
-    "toggle_evidence",
     "verdict_definitions",
     "why_not_next",
     "why_this_cycle",

@@ -24,6 +24,7 @@ from calibration.errors import (
 )
 from calibration.text import inert_markdown
 from calibration.tokens import TOKEN_TTL_S, token_expiry
+from calibration_app.failures import write_callback
 from calibration_app.navigation import page_link
 from calibration_app.settings import auth_configured, calibration_secret, secret_list
 from calibration_app.signin import (
@@ -38,7 +39,6 @@ from calibration_app.signin import (
     require_reviewer,
     sign_out,
 )
-from calibration_app.turns import write_callback
 from calibration_app.untrusted import literal
 
 P = ParamSpec("P")

@@ -1,25 +1,24 @@
-"""The review card's verdict route: `POST /_calibration/card` (`PATH`), served beside the app
-by calibration_app/server.py.
+"""The review card's route: `POST /_calibration/card` (`PATH`), served beside the app by
+calibration_app/server.py, the one way a reviewer's label is written from the app.
 
-A verdict written through a Streamlit rerun costs the server a script run: receiving the
-websocket message, the run's thread, the fragment, its messages back. Here the card posts the
-same report (`review.CardReport`: the answer's claims, each with its latest verdict and key
-press number) and gets back which claims are written, with no script run. The write is the
-page's own (`review.record_card`): the same rules, the same refusal of a label another tab
-wrote in between, each verdict written once however often the report comes.
+Every key of the card that writes (a verdict, skip or unclear with its evidence and note, the
+commit, a reconcile choice, the next answer) is one request here: a JSON body with the card's
+token, whose card it is, and the request (`calibration.card.Request`, a pydantic model per
+kind). The route checks it once and hands it to `calibration.card.handle`, which does it with
+the rules of `calibration.review` and says what the card shows next; no script run of the
+page is involved. The reply names claims, label events and the answer as the reviewer may see
+it; the judge's verdicts only for an answer the reviewer committed.
 
 Who may post: the card's data carries a token (`card_token`) that names the reviewer and the
 cycle, signed with this server process's own key (`KEY`, drawn at its start); the route writes
 only as that reviewer, in that cycle, and writes nothing once a lead deactivated or renamed
-them (checked in each write's transaction, as the page's writes are). A token from another
-process (a restart, another server behind the balancer) is refused, and the page writes
-instead, so no key needs sharing. A report with keys for the server (commit, Next) or one waiting
-for the server's next claim is refused: those go through the page. The reply names claims and
-numbers only, never a verdict of the judge.
+them (checked in each write's transaction). A token from another process (a restart, another
+server behind the balancer) is refused with 403 "token": the card asks its page for a fresh
+one and sends the request again, so no key needs sharing.
 
-Anything but a clean write (a refused claim, a storage failure, a bad token, a malformed body)
-answers so, and the card sends the same report through the page, which says what went wrong as
-it always has: the route is the fast way, the page the sure one.
+Replies: 200 with `calibration.card.Reply` (`ok` false and `refused`, the sentence, when a rule
+refused it: a stale view, a committed answer, a pending disagreement); 400 a malformed body;
+403 a bad token, or the name signed out (`why`); 503 a storage failure (nothing written).
 """
 
 from __future__ import annotations
@@ -34,14 +33,16 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-# Not the page modules: importing navigation outside a page's run would take the first page
-# run's place in `navigation._run_through_the_app`. The route needs none of them.
-from calibration import review, store, tokens
-from calibration.errors import CalibrationError, SignedOutError, StorageError
+from calibration import card, store, tokens
+from calibration.errors import SignedOutError, StorageError
 from calibration.models import StoredInt
 
+# Not navigation (nor a module importing it): its import outside a page's run would take the
+# first page run's place in `navigation._run_through_the_app`.
+from calibration_app import failures
+
 PATH = "/_calibration/card"
-MAX_BODY = 1 << 20  # bytes; a report of 500 claims with notes stays well under it
+MAX_BODY = 1 << 16  # bytes; a commit of 500 claims or a note of 2,000 characters stays well under it
 KEY = secrets.token_bytes(32)  # this process's: see the module docstring
 
 
@@ -71,14 +72,14 @@ def check_card_token(cycle_id: int, reviewer: str, token: str, now: float) -> bo
 
 
 class CardPost(BaseModel):
-    """The route's body: the card's token, whose card it is, and its report."""
+    """The route's body: the card's token, whose card it is, and its request."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     token: str = Field(max_length=200)
     cycle: StoredInt
     reviewer: str = Field(min_length=1, max_length=1000)
-    report: review.CardReport
+    request: card.Request
 
 
 HEADER = "X-Card-Reply"
@@ -99,33 +100,30 @@ def _reply(status: int, **body: object) -> Response:
     return Response(text, status_code=status, headers=headers, media_type="application/json")
 
 
+def malformed(exc: ValidationError) -> str:
+    """What is wrong with a body, in one sentence."""
+    first = exc.errors()[0]
+    # A part of the path is the sender's (a claim's key): shortened, so the sentence stays one.
+    where = ".".join(str(p)[:40] for p in first["loc"]) or "request"
+    return f"the review card sent a malformed request ({where}: {first['msg']})"
+
+
 def write(body: bytes, now: float) -> Response:
-    """Check the body and write its report (blocking: the route runs it on a worker thread)."""
+    """Check the body and do its request (blocking: the route runs it on a worker thread)."""
     try:
         post = CardPost.model_validate_json(body)
     except ValidationError as exc:
-        return _reply(400, error=review.malformed_report(exc))
+        return _reply(400, error=malformed(exc))
     if not check_card_token(post.cycle, post.reviewer, post.token, now):
-        return _reply(403, error="not this card's token")
-    report = post.report
-    if report.actions or report.waiting or report.retry:
-        return _reply(400, error="keys for the server go through the page")
+        return _reply(403, error="token")
     try:
         with store.session(store.default_db_url()) as db:
-            out = review.record_card(db, cycle_id=post.cycle, reviewer=post.reviewer, report=report, done={})
-    except SignedOutError as exc:  # the card sends the report to the page, which ends the session
+            out = card.handle(db, cycle_id=post.cycle, reviewer=post.reviewer, request=post.request)
+    except SignedOutError as exc:  # the card hands this to its page, which ends the session
         return _reply(403, error="signed out", why=str(exc))
-    except StorageError:
-        return _reply(503, error="storage")
-    except CalibrationError:  # the cycle is gone, say: the page says why
-        return _reply(409, error="refused")
-    return _reply(
-        200,
-        ack={str(pk): seq for pk, seq in out.acked.items()},
-        written={str(pk): list(w) for pk, w in out.written.items()},
-        refused=sorted(out.refused),
-        failure=out.failure is not None,
-    )
+    except StorageError as exc:
+        return _reply(503, error="storage", why=failures.storage_sentence(exc))
+    return _reply(200, **out.as_json())
 
 
 async def post_card(request: Request) -> Response:

@@ -1,7 +1,7 @@
 """Who is reviewing: the sign-in, and the name a session keeps.
 
 With OIDC configured (an `[auth]` section in `.streamlit/secrets.toml`,
-see the README) the reviewer is the one the provider's subject was bound to at its first
+see docs/deployment.md) the reviewer is the one the provider's subject was bound to at its first
 sign-in (`calibration.identity`: the verified e-mail, else a name made from the subject;
 never the display name).
 Without it (local use, the default) the app asks for a name once and keeps it in
@@ -53,7 +53,7 @@ SECRET_SETTING = store.SIGNIN_SECRET_SETTING  # generated once when neither env 
 _ROSTER_PICK = "signin_pick"
 TYPED_NAME_NOTE = (
     "Typed names are for a single person or a trusted room: anyone can type any "
-    "name. A team signs in through its identity provider (OIDC, see the README)."
+    "name. A team signs in through its identity provider (OIDC, see the manual's Deployment page)."
 )
 _PROVIDER_KEY = "_calibration_provider"  # session-state only: (Person, reviewer) last resolved
 

@@ -2,25 +2,10 @@
 
 from __future__ import annotations
 
-import functools
-import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import ParamSpec, overload
-
-import streamlit as st
-
-from calibration import store
-from calibration.errors import (
-    SignedOutError,
-    StorageError,
-)
-from calibration_app.failures import CALLBACK_FAILURE, storage_failures
-from calibration_app.signin import db_path, signed_out
-
-P = ParamSpec("P")
 
 
 class Turns:
@@ -94,65 +79,12 @@ def turn() -> AbstractContextManager[None]:
 
     Why: Python runs one thread at a time, so twenty page runs at once finish no sooner than
     twenty in a row, but a thread that wants the interpreter while they all run waits behind
-    all of them for each of its turns. The review card's verdict route (card_route.py), which
-    does not take this turn, wants the interpreter a dozen times per verdict, so a wave of
-    commits made a verdict wait seconds; with the runs in turns it waits for one run's slice
-    (bench_load.py: p95 at 240 reviewers 204 ms, against 805-1,208 ms with runs at once). The
+    all of them for each of its turns. The review card's route (card_route.py), which does not
+    take this turn, wants the interpreter a dozen times per request, so a wave of page runs made
+    a verdict wait seconds; with the runs in turns it waits for one run's slice (bench_load.py
+    at 240 reviewers on a shared 2-core machine, docs/figures/bench_load_card_protocol.txt:
+    verdict p95 4.6 s and commit 6.0 s with the page's runs at once, 2.3 s and 3.5 s in turns). The
     runs that wait hold no interpreter time meanwhile. Only the review page takes turns: its
     runs are short (milliseconds); no page that may run for long (an import, a judge run)
     does."""
     return _TURNS.held()
-
-
-def write_callback(callback: Callable[P, None]) -> Callable[P, None]:
-    """`callback` (a widget's on_click / on_change, or the card's report, on the review page)
-    in the page's `turn`, with a StorageError kept for the next run to show (`storage_failures`)
-    instead of reaching Streamlit as an uncaught exception. A write refused because a lead
-    deactivated or renamed the signed-in name (SignedOutError) ends the session: the whole app
-    runs again and shows its sentence on the sign-in (with OIDC, `restore_sign_in` says it)."""
-
-    @functools.wraps(callback)
-    def run(*args: P.args, **kwargs: P.kwargs) -> None:
-        try:
-            with turn():
-                callback(*args, **kwargs)
-        except SignedOutError as exc:
-            signed_out(str(exc))
-            st.rerun()  # the app, not only a fragment: the sign-in replaces the page
-        except StorageError as exc:
-            print(
-                f"calibration: storage failure in a callback: {exc!r} (database {store.shown(db_path())})",
-                file=sys.stderr,
-                flush=True,
-            )
-            st.session_state[CALLBACK_FAILURE] = str(exc)
-
-    return run
-
-
-@overload
-def fragment(body: Callable[P, None], *, key: str | None = None) -> Callable[P, None]: ...
-
-
-@overload
-def fragment(
-    body: None = None, *, key: str | None = None
-) -> Callable[[Callable[P, None]], Callable[P, None]]: ...
-
-
-def fragment(
-    body: Callable[P, None] | None = None, *, key: str | None = None
-) -> Callable[P, None] | Callable[[Callable[P, None]], Callable[P, None]]:
-    """`st.fragment(body, key=key)` for the review page: its runs take the page's `turn` and
-    show a storage failure as the one sentence; `key` names it for `st.rerun(key)` from a
-    callback."""
-
-    def make(body: Callable[P, None]) -> Callable[P, None]:
-        @functools.wraps(body)
-        def run(*args: P.args, **kwargs: P.kwargs) -> None:
-            with turn(), storage_failures():
-                body(*args, **kwargs)
-
-        return st.fragment(run, key=key)
-
-    return make if body is None else make(body)

@@ -50,18 +50,6 @@ def draw(*blocks: str) -> None:
     st.html("".join(blocks))
 
 
-_MARK = (
-    "background: rgba(255, 196, 0, 0.35); color: inherit; border-radius: 3px; "
-    "padding: 0 2px; box-shadow: 0 0 0 1px rgba(255, 170, 0, 0.6);"
-)
-
-
-def highlighted_html(before: str, claim: str, after: str) -> str:
-    """The answer with the current claim marked (untrusted pieces, escaped here)."""
-    mark = f'<mark style="{_MARK}">{body(claim)}</mark>' if claim else ""
-    return div("cal-answer", body(before) + mark + body(after))
-
-
 def badge(verdict: str | None, *, prefix: str = "") -> str:
     """A verdict in its colour (`vocab.VERDICT_COLOURS`) as HTML; gray "no verdict" for anything
     else. `prefix` is constant text (e.g. "You", "Judge")."""

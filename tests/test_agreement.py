@@ -757,11 +757,11 @@ def test_flag_revise_when_judge_is_lenient():
     assert rules["direction"].bound_low > 0
 
 
-def test_flag_at_55_claims_fires_only_the_direction_rule():
-    # 72.7% agreement on 55 claims: the Wilson upper bound 82.7% is below 85% (the old point rule
-    # said revise), but the anytime bound, valid at every look, is not; kappa's upper bound is
-    # above the floor.  Only the lenient skew (14 against 1) is shown at any look.
-    r = report_of(shuffled(items_from_table([[25, 0, 1], [0, 0, 0], [14, 0, 15]])), bootstrap=0)
+def test_flag_at_110_claims_fires_only_the_direction_rule():
+    # 72.7% agreement on 110 claims: the Wilson upper bound is below 85% (the old point rule
+    # said revise), but the running bound, valid at every look, is not; kappa's upper bound is
+    # above the floor.  Only the lenient skew (28 against 2) is shown at any look.
+    r = report_of(shuffled(items_from_table([[50, 0, 2], [0, 0, 0], [28, 0, 30]])), bootstrap=0)
     assert r.agreement.ci_high < 0.85
     rules = {x.rule: x for x in r.rules.rules}
     assert rules["agreement"].bound_high >= 0.85 and rules["kappa"].bound_high >= 0.60
@@ -770,12 +770,12 @@ def test_flag_at_55_claims_fires_only_the_direction_rule():
 
 def test_flag_revise_when_judge_is_strict_only():
     # Agreement 93.8% and kappa high, but every disagreement goes one way: humans said SUPPORTED.
-    table = [[100, 3, 8], [0, 20, 0], [0, 0, 45]]
+    table = [[200, 6, 16], [0, 40, 0], [0, 0, 90]]
     r = report_of(shuffled(items_from_table(table)), bootstrap=0)
-    assert r.flag.status == "revise"
+    assert r.flag.status == "revise" and r.flag.reading == "running"
     assert [x.code for x in r.flag.reasons] == ["judge_strict"]
     assert "judge is strict" in r.flag.reasons[0].message
-    assert len(r.flag.reasons[0].claim_ids) == 11
+    assert len(r.flag.reasons[0].claim_ids) == 22
 
 
 def test_flag_revise_on_kappa_alone():
@@ -793,11 +793,13 @@ def test_flag_revise_on_kappa_alone():
 
 
 def test_flag_ok():
-    table = [[60, 0, 2], [0, 10, 0], [2, 0, 26]]
+    table = [[120, 0, 4], [0, 20, 0], [4, 0, 52]]
     r = report_of(shuffled(items_from_table(table)), bootstrap=0)
     assert r.flag.status == "ok"
     assert r.flag.reasons[0].code == "agreement_meets_target"
-    assert len(r.flag.reasons[0].claim_ids) == 4
+    assert len(r.flag.reasons[0].claim_ids) == 8
+    assert r.to_dict()["flag"]["reading"] == "running"
+    assert "Flag: OK (decided by the running rule" in r.to_text()
 
 
 def test_flag_inconclusive_says_how_many_more():
@@ -832,7 +834,7 @@ def test_flag_empty_is_inconclusive():
 
 
 def test_flag_thresholds_are_honoured():
-    table = [[15, 0, 1], [0, 3, 0], [1, 0, 8]]
+    table = [[30, 0, 2], [0, 6, 0], [2, 0, 16]]
     lax = report_of(shuffled(items_from_table(table)), Thresholds(agreement_target=0.70), bootstrap=0)
     assert lax.flag.status == "ok"
     with pytest.raises(ValueError):
@@ -840,8 +842,8 @@ def test_flag_thresholds_are_honoured():
 
 
 def test_decide_flag_ok_with_undefined_kappa_says_so():
-    # 40 answers, every claim SUPPORTED by both: agreement shown at the target, kappa undefined.
-    r = report_of(items_from_table([[40, 0, 0], [0, 0, 0], [0, 0, 0]]), bootstrap=0)
+    # 80 answers, every claim SUPPORTED by both: agreement shown at the target, kappa undefined.
+    r = report_of(items_from_table([[80, 0, 0], [0, 0, 0], [0, 0, 0]]), bootstrap=0)
     assert r.kappa.value is None
     assert r.flag.status == "ok"
     assert [x.code for x in r.flag.reasons] == ["agreement_meets_target", "kappa_undefined"]
@@ -883,7 +885,7 @@ def test_report_json_shape():
 
 
 def test_report_text_has_figures_matrix_and_flag():
-    table = [[25, 0, 1], [0, 0, 0], [14, 0, 15]]
+    table = [[50, 0, 2], [0, 0, 0], [28, 0, 30]]
     text = report_of(items_from_table(table), bootstrap=200).to_text("gpt-4@v1")
     assert "gpt-4@v1" in text
     assert "72.7%" in text
@@ -1187,8 +1189,29 @@ def test_chance_of_the_target_and_the_first_intervals_use_the_design() -> None:
     ea = r.estimates.agreement
     n_eff = ea.value * (1 - ea.value) / ea.se**2
     assert n_eff < len(human) / 2  # the design effect is large
-    expected = 1 - stats.beta.cdf(0.85, ea.value * n_eff + 0.5, (1 - ea.value) * n_eff + 0.5)
+    # 40 answers of 6 claims: the t posterior at the interval's own df
+    # (decisions.prob_at_least_target_design; the bootstrap-t is for longer answers).
+    expected = stats.t.cdf((ea.value - 0.85) / ea.se, ea.df)
     assert r.prob_at_least_target == pytest.approx(expected, abs=1e-9)
     text = r.to_text()
     assert f"{100 * ea.ci_low:.1f}%–{100 * ea.ci_high:.1f}% (design-based, answers as clusters)" in text
     assert "(Wilson)" not in text.split("Cohen's kappa")[0]
+
+
+def test_a_fully_labeled_run_below_the_target_is_revised_at_the_final_reading() -> None:
+    # 81% on 800 one-claim answers: the running bounds straddle 85%, the fixed-sample 95% interval lies
+    # below it.  While labeling goes on the flag waits; once nothing is left to label it says revise.
+    items = shuffled(items_from_table([[400, 0, 76], [0, 0, 0], [76, 0, 248]]))
+    going = report_of(items, bootstrap=0)
+    assert going.agreement.ci_high < 0.85 and going.flag.status == "inconclusive"
+    ag = going._rule("agreement")
+    assert ag is not None and ag.bound_high >= 0.85
+    done = report_of(items, bootstrap=0, closed=True)
+    assert done.flag.status == "revise" and done.flag.reading == "final"
+    reason = next(r for r in done.flag.reasons if r.code == "agreement_below_target")
+    assert "at the final reading" in reason.message and "0.025 running + 0.025 final" in reason.message
+    assert "fixed-sample 95% interval " in reason.message and "95% CI" not in reason.message
+    rule = done._rule("agreement")
+    assert rule is not None and rule.final_high == pytest.approx(done.estimates.agreement.ci_high)
+    assert done.to_dict()["flag"]["reading"] == "final"
+    assert "Flag: REVISE (decided at the final reading" in done.to_text()

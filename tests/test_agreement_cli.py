@@ -85,11 +85,14 @@ def test_thresholds_are_stored_and_used(wice_db, db_url, capsys):
         "alpha": 0.001,
         "alt_epsilon": 0.15,
     }
-    # 77% against a 50% target (anytime lower bound 52% at alpha 0.001), kappa 0.46 over 0.30, and the
-    # lenient skew not shown at alpha 0.001.  (A 60% target, as before the anytime rules, is not yet
-    # shown on 100 claims at that alpha: the anytime lower bound is 52%.)
-    assert d["flag"]["status"] == "ok"
-    assert d["agreement"]["rule"]["bound_low"] >= 0.5 and d["direction"]["rule"]["status"] == "none"
+    # 77% against a 50% target (running lower bound above 50% at alpha 0.001), kappa 0.46 over 0.30.
+    # Every claim of the run is labeled, so the final reading is taken: the running rule does not show
+    # the lenient skew (19 against 4) at alpha 0.001, the final reading's 99.95% interval does.
+    assert d["agreement"]["rule"]["bound_low"] >= 0.5 and d["agreement"]["rule"]["reading"] == "running"
+    assert d["flag"]["status"] == "revise" and d["flag"]["reading"] == "final"
+    assert [r["code"] for r in d["flag"]["reasons"]] == ["judge_lenient"]
+    assert d["direction"]["rule"]["status"] == "lenient" and d["direction"]["rule"]["bound_low"] <= 0
+    assert "at the final reading" in d["flag"]["reasons"][0]["message"]
     assert main(["--db", db, "thresholds", "--alpha", "2"]) == 1
     assert store.load_thresholds(wice_db).alpha == 0.001
 

@@ -1,4 +1,4 @@
-"""The Python API: the README example runs; imports validate and are all or nothing like the CLI."""
+"""The Python API: the manual's example runs; imports validate and are all or nothing like the CLI."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_calibration_connect_is_the_api_and_store_connect_is_unchanged() -> None
     assert calibration.store.connect is store.connection.connect
 
 
-def test_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_manuals_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text = EXAMPLE.read_text(encoding="utf-8")
     code = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
     assert len(code) == 5

@@ -983,10 +983,15 @@ def test_the_flag_reads_the_reweighted_agreement_of_a_failures_first_cycle(
     raw = dashboard.build(db, run="m@ff", bootstrap=300)  # every answer of the run is labeled
     assert raw.report.agreement.value == pytest.approx(0.8)
     assert raw.report.agreement.ci_high < 0.85
-    # The fixed-sample interval sits below the target, but one look's interval is no rule: the
-    # anytime bounds still straddle it, so the flag waits (the old rule said revise here).
-    assert raw.report.flag.status == "inconclusive"
-    assert [r.code for r in raw.reasons] == ["agreement_undecided"]
+    # The running bounds still straddle the target, but nothing is left to label: the final reading
+    # finds the fixed-sample interval below it, and the flag says which reading decided.
+    assert raw.report.flag.status == "revise" and raw.report.flag.reading == "final"
+    assert [r.code for r in raw.reasons] == ["agreement_below_target"]
+    assert "at the final reading" in raw.reasons[0].message
+    # The header says which reading decided, and the assessment carries it.
+    assert raw.assessment.reading == "final" and raw.assessment.to_dict()["reading"] == "final"
+    assert raw.decision is not None and dashboard.FINAL_READING_WORDS in raw.decision.sentence
+    assert "at the final reading" in raw.assessment.line()
     d = dashboard.build(db, run="m@ff", cycle="ff", bootstrap=300)
     assert d.oversampled and d.report.weighted is not None
     w = d.report.weighted
@@ -1261,7 +1266,7 @@ def test_decision_reads_the_estimated_agreement_and_offers_closing_an_open_cycle
 def test_the_header_follows_the_flag_when_the_claims_left_cannot_decide() -> None:
     report = _report_dict("inconclusive", 0.77, 0.66, 0.86)
     report["sample_size"] = {"more_claims_for_target": {"median": None, "available": 45}}
-    # The plan's fixed-sample arithmetic expects one cycle; the flag's anytime rule expects no
+    # The plan's fixed-sample arithmetic expects one cycle; the flag's running rule expects no
     # decision from all 45 claims left: the header says the flag's answer and offers importing.
     d = dashboard.decision(_assessed(report), next_cycle=cycles.NextCycle("agreement", 20, 1, 30, 46))
     assert [s.kind for s in d.steps] == ["import"]

@@ -351,3 +351,58 @@ def test_no_domain_message_names_a_cli_flag() -> None:
 )
 def test_flag_finder_sees_a_planted_flag(source: str, hits: int) -> None:
     assert len(flag_words("m", source)) == hits
+
+
+# What writes a reviewer's label (`calibration.review` and the store), and the one function
+# the app reaches them through: `calibration.card.handle`, called from the card's route.
+LABEL_WRITERS = {"label", "reconcile", "commit", "record_label", "record_reveal"}
+CARD_ROUTE = APP_PACKAGE / "card_route.py"
+
+
+def label_writes(source: str) -> list[str]:
+    """`line: call` for every call in `source` that writes a label or hands a request to
+    `calibration.card.handle`, and every import of such a function by name."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            name = owner.id if isinstance(owner, ast.Name) else ""
+            if (
+                node.func.attr in LABEL_WRITERS and name in ("review", "store")
+            ) or node.func.attr == "handle":
+                found.append(f"{node.lineno}: {name}.{node.func.attr}")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            ("calibration.review", "calibration.card", "calibration.store")
+        ):
+            found += [
+                f"{node.lineno}: import {a.name}" for a in node.names if a.name in LABEL_WRITERS | {"handle"}
+            ]
+    return found
+
+
+def test_one_route_writes_a_reviewers_label_and_no_page_does() -> None:
+    writes = {
+        str(path.relative_to(PACKAGE.parent)): label_writes(path.read_text(encoding="utf-8"))
+        for path in SHELL
+    }
+    assert writes.pop(str(CARD_ROUTE.relative_to(PACKAGE.parent))) == [
+        next(w for w in label_writes(CARD_ROUTE.read_text(encoding="utf-8")) if w.endswith("card.handle"))
+    ]
+    assert {name: hits for name, hits in writes.items() if hits} == {}
+
+
+@pytest.mark.parametrize(
+    ("source", "hits"),
+    [
+        (
+            "def _on_k(pk):\n    review.reconcile(db, claim_pk=pk, choice='keep')\n"
+            "st.button('K', on_click=_on_k)\n",
+            1,
+        ),
+        ("from calibration.review import label\n", 1),
+        ("out = card.handle(db, cycle_id=1, reviewer='a', request=r)\n", 1),
+        ("view = card_view.answer_view(db, 1, 'a', c)\nreview.load_card(db, 'A1', 'a')\n", 0),
+    ],
+)
+def test_the_label_write_finder_sees_a_planted_write(source: str, hits: int) -> None:
+    assert len(label_writes(source)) == hits

@@ -54,9 +54,30 @@ def test_every_third_party_import_is_declared() -> None:
 
 
 def test_requirements_install_the_package_itself() -> None:
-    # One list of dependencies: pyproject.toml. The requirements files only point at it.
+    # One list of dependencies: pyproject.toml. requirements.txt only points at it.
     assert "." in (ROOT / "requirements.txt").read_text().split()
-    assert ".[dev]" in (ROOT / "requirements-dev.txt").read_text().split()
+
+
+def test_the_dev_tools_are_a_dependency_group_not_a_published_extra() -> None:
+    assert "dev" not in PYPROJECT["project"]["optional-dependencies"]
+    groups = PYPROJECT["dependency-groups"]
+    assert {"include-group": "docs"} in groups["dev"]
+    assert any(Requirement(r).name == "mkdocs" for r in groups["docs"] if isinstance(r, str))
+    makefile = (ROOT / "Makefile").read_text()
+    assert "DEV_INSTALL := -e '.[team,postgres]' --group dev" in makefile
+    assert "$(BIN)/pip install --quiet -c constraints.txt $(DEV_INSTALL)" in makefile
+
+
+def test_the_package_metadata_names_its_home_licence_and_audience() -> None:
+    project = PYPROJECT["project"]
+    assert project["license"] == "MIT"  # an SPDX expression (PEP 639), so no licence classifier
+    assert not [c for c in project["classifiers"] if c.startswith("License ::")]
+    assert "Programming Language :: Python :: 3.11" in project["classifiers"]
+    urls = project["urls"]
+    assert {"Homepage", "Documentation", "Source", "Issues"} <= urls.keys()
+    assert all(url.startswith("https://") for url in urls.values())
+    # hatchling writes it as PEP 639's License-Expression from 1.26 on (the wheel's: tested below).
+    assert PYPROJECT["build-system"]["requires"] == ["hatchling>=1.26"]
 
 
 def test_the_version_has_one_home() -> None:
@@ -95,14 +116,19 @@ def _pins() -> dict[str, str]:
 def test_constraints_pin_every_declared_dependency_within_its_range() -> None:
     pins = _pins()
     project = PYPROJECT["project"]
-    extras = project["optional-dependencies"]
-    wanted = [*project["dependencies"], *extras["dev"]]
+    groups = PYPROJECT["dependency-groups"]
+    # What the Makefile installs: the package with its extras, and the dev group.
+    wanted = [*project["dependencies"], *(r for rs in project["optional-dependencies"].values() for r in rs)]
+    entries: list[str | dict[str, str]] = list(groups["dev"])
+    while entries:
+        entry = entries.pop()
+        if isinstance(entry, dict):
+            entries.extend(groups[entry["include-group"]])
+        else:
+            wanted.append(entry)
     for text in wanted:
         req = Requirement(text)
         name = re.sub(r"[-_.]+", "-", req.name).lower()
-        if name == project["name"]:  # the dev extra pulls in another extra of the project itself
-            wanted.extend(r for extra in req.extras for r in extras[extra])
-            continue
         assert name in pins, f"constraints.txt does not pin {name}"
         assert req.specifier.contains(pins[name], prereleases=True), f"{name}=={pins[name]} is outside {req}"
 
@@ -111,7 +137,7 @@ def test_every_install_in_the_makefile_uses_the_constraints() -> None:
     installs = [
         line
         for line in (ROOT / "Makefile").read_text().splitlines()
-        if "pip install" in line and "-r requirements" in line and "--upgrade" not in line
+        if "$(BIN)/pip install" in line and "--upgrade" not in line
     ]
     assert installs
     assert all("-c constraints.txt" in line for line in installs), installs
@@ -248,6 +274,17 @@ def test_the_installed_wheel_loads_the_demo_and_serves_the_app(installed_venv: P
         cwd=tmp_path,
     ).stdout
     assert metadata == f"{__version__}\n"
+    fields = _run(
+        [
+            bin_dir / "python",
+            "-c",
+            "import importlib.metadata as m; d = m.metadata('judge-calibration'); "
+            "print(d['License-Expression']); print(*d.get_all('Project-URL'), sep='\\n')",
+        ],
+        cwd=tmp_path,
+    ).stdout.splitlines()
+    assert fields[0] == "MIT"
+    assert "Source, https://github.com/judge-calibration/judge-calibration" in fields
 
     done = _run([bin_dir / "calibration", "demo"], cwd=tmp_path)
     assert "cycle 'demo': open to every reviewer" in done.stdout

@@ -771,25 +771,6 @@ def test_canonical_reviewer_matches_a_known_spelling(fresh_db: Database, tmp_pat
 # ---------------------------------------------------------------- highlighting
 
 
-@pytest.mark.parametrize(
-    ("answer", "claim", "expected"),
-    [
-        ("A. B c. D.", "B c.", ("A. ", "B c.", " D.")),
-        ("It starts after   payment.", "it STARTS after payment.", ("", "It starts after   payment.", "")),
-        (
-            "Срок задаётся\nв спецификации.",
-            "срок задаётся в спецификации.",
-            ("", "Срок задаётся\nв спецификации.", ""),
-        ),
-        ("Nothing like it.", "A paraphrase.", ("Nothing like it.", "", "")),
-        ("$5 and $10 <script>", "$5 and $10", ("", "$5 and $10", " <script>")),
-        ("x", "   ", ("x", "", "")),
-    ],
-)
-def test_split_highlight(answer: str, claim: str, expected: tuple[str, str, str]) -> None:
-    assert review.split_highlight(answer, review.find_claim(answer, claim)) == expected
-
-
 def test_claim_spans_take_repeats_in_order() -> None:
     answer = "Yes. It is. Yes."
     spans = review.claim_spans(answer, ["Yes.", "It is.", "Yes.", "Missing."])
@@ -818,43 +799,6 @@ def card_of(*statuses: str) -> review.Card:
         for i, s in enumerate(statuses, start=1)
     )
     return review.Card("A", "q", "a", (), claims)
-
-
-@pytest.mark.parametrize(
-    "statuses, index, expected",
-    [
-        # the next fresh claim after the one just labeled, wrapping round the answer
-        (("labeled", "todo", "todo"), 0, review.Position("A", 1)),
-        (("todo", "labeled", "labeled"), 2, review.Position("A", 0)),
-        # a fresh claim comes before a skipped one
-        (("skipped", "labeled", "todo"), 1, review.Position("A", 2)),
-        # every claim settled (a verdict or unclear): the reveal
-        (("labeled", "unclear", "labeled"), 2, review.Position("A", None)),
-        # only skipped claims left in this answer: the queue goes on (the caller resumes after it)
-        (("labeled", "skipped", "labeled"), 2, None),
-    ],
-)
-def test_position_after_label(
-    statuses: tuple[str, ...], index: int, expected: review.Position | None
-) -> None:
-    assert review.position_after_label(card_of(*statuses), index) == expected
-
-
-@pytest.mark.parametrize(
-    "statuses, index, expected",
-    [
-        (("labeled", "todo"), 0, review.Position("A", 1)),  # the next claim
-        (("labeled", "todo"), 1, None),  # the last claim, not every one settled: nowhere
-        (("labeled", "skipped"), 1, None),
-        # every claim settled (after a Change in the last look): back to the last look
-        (("labeled", "labeled"), 1, review.Position("A", None)),
-        (("labeled", "unclear", "labeled"), 2, review.Position("A", None)),
-    ],
-)
-def test_forward_from_the_last_claim_returns_to_the_last_look(
-    statuses: tuple[str, ...], index: int, expected: review.Position | None
-) -> None:
-    assert review.forward(card_of(*statuses), index) == expected
 
 
 @pytest.mark.parametrize(
@@ -927,20 +871,6 @@ def test_guideline_summary(markdown: str, limit: int, expected: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "picked, number, chunks, expected",
-    [
-        ([], 2, 3, [2]),  # added
-        ([1, 3], 2, 3, [1, 2, 3]),  # in order
-        ([1, 2], 2, 3, [1]),  # pressed again: removed
-        ([1], 4, 3, [1]),  # no chunk 4: nothing changes
-        ([1], 0, 3, [1]),
-    ],
-)
-def test_toggle_evidence(picked: list[int], number: int, chunks: int, expected: list[int]) -> None:
-    assert review.toggle_evidence(picked, number, chunks) == expected
-
-
-@pytest.mark.parametrize(
     "text, limit, expected",
     [
         ("When does\n  delivery start?", 90, "When does delivery start?"),
@@ -988,14 +918,14 @@ def test_selection_walks_the_pending_disagreements() -> None:
     assert review.selected_disagreement(revealed((S, S, None), (None, C, None)), None) is None
 
 
-def test_reveal_view_counts_and_neighbours() -> None:
+def test_reveal_view_counts_and_selection() -> None:
     rows = revealed((S, S, None), (S, C, None), (U, S, "keep"), (C, U, None), (None, S, None))
     view = review.reveal_view(rows, 4)
-    assert (view.selected, view.disagreements, view.previous, view.following) == (4, (2, 3, 4), 3, 2)
+    assert (view.selected, view.disagreements) == (4, (2, 3, 4))
     assert (view.agree, view.compared, view.unclear, view.pending) == (1, 4, 1, 2)
     assert not view.can_move_on
     one = review.reveal_view(revealed((S, C, "keep"), (S, S, None)), None)
-    assert (one.selected, one.previous, one.following, one.pending) == (1, None, None, 0)
+    assert (one.selected, one.disagreements, one.pending) == (1, (1,), 0)
     assert one.can_move_on
     none = review.reveal_view(revealed((S, S, None), (None, None, None)), None)
     assert (none.selected, none.disagreements, none.compared, none.unclear) == (None, (), 1, 1)
@@ -1019,89 +949,3 @@ def test_answer_facts_state_script_checks_as_facts(question: str, answer: str, e
     assert len(facts) == len(expected)
     for fact, start in zip(facts, expected, strict=True):
         assert start in fact
-
-
-# ---------------------------------------------------------------- the review card's reports
-
-
-def _report(answer: str, claims: dict[int, dict[str, object]]) -> review.CardReport:
-    parsed = review.parse_card_report({"answer": answer, "index": 0, "claims": claims})
-    assert parsed is not None
-    return parsed
-
-
-def test_a_card_report_is_written_once_in_key_order(fresh_db: Database, cyc: cycles.Cycle) -> None:
-    """Three claims reported at once (a run after three key presses): three events in the order
-    of the presses; the same report again, and an older one, write nothing."""
-    pks = [_pk(fresh_db, "A1", c) for c in ("c1", "c2", "c3")]
-    report = _report(
-        "A1",
-        {
-            pks[2]: {"seq": 7, "kind": "blind", "verdict": "CONTRADICTED"},
-            pks[0]: {"seq": 5, "kind": "blind", "verdict": "SUPPORTED", "ms": 900},
-            pks[1]: {"seq": 6, "kind": "skip"},
-        },
-    )
-    first = review.record_card(fresh_db, cycle_id=cyc.id, reviewer="ann", report=report, done={})
-    assert first.acked == {pks[0]: 5, pks[1]: 6, pks[2]: 7} and not first.refused
-    assert first.failure is None
-    order = fresh_db.execute(
-        "SELECT claim_pk, kind FROM label_events WHERE reviewer = 'ann' ORDER BY id"
-    ).fetchall()
-    assert order == [(pks[0], "blind"), (pks[1], "skip"), (pks[2], "blind")]
-    again = review.record_card(fresh_db, cycle_id=cyc.id, reviewer="ann", report=report, done=first.written)
-    assert again.acked == first.acked and again.written == {}
-    assert fresh_db.execute("SELECT count(*) FROM label_events WHERE reviewer = 'ann'").fetchone()[0] == 3
-    assert (
-        fresh_db.execute(
-            "SELECT duration_ms FROM label_events WHERE claim_pk = ? AND reviewer = 'ann'", [pks[0]]
-        ).fetchone()[0]
-        == 900
-    )
-
-
-def test_a_card_report_changes_and_skips_again_as_new_events(fresh_db: Database, cyc: cycles.Cycle) -> None:
-    """A later key press on a written claim is a new event based on the card's own write, a skip
-    pressed again included; a label another tab wrote in between is refused, not overwritten."""
-    c1, c2 = _pk(fresh_db, "A1", "c1"), _pk(fresh_db, "A1", "c2")
-    done: dict[int, tuple[int, int]] = {}
-    for seq, (kind, verdict) in enumerate([("skip", None), ("skip", None), ("blind", "SUPPORTED")], start=1):
-        entry = {"seq": seq, "kind": kind, "verdict": verdict, "base": None}
-        out = review.record_card(
-            fresh_db, cycle_id=cyc.id, reviewer="ann", report=_report("A1", {c1: entry}), done=done
-        )
-        assert out.acked == {c1: seq} and not out.refused
-        done = {**done, **out.written}
-    assert [e["kind"] for e in store.label_history(fresh_db, c1, "ann")] == ["skip", "skip", "blind"]
-    review.label(fresh_db, cycle_id=cyc.id, reviewer="ann", claim_pk=c2, verdict="UNSUPPORTED")
-    stale = review.record_card(
-        fresh_db,
-        cycle_id=cyc.id,
-        reviewer="ann",
-        report=_report("A1", {c2: {"seq": 9, "kind": "blind", "verdict": "SUPPORTED", "base": None}}),
-        done=done,
-    )
-    assert stale.acked == {} and stale.written == {}
-    assert stale.refused[c2][0] == 9 and "labeled in another tab" in stale.refused[c2][1]
-    assert store.label_state(fresh_db, c2, "ann").blind_verdict == "UNSUPPORTED"  # type: ignore[union-attr]
-
-
-@pytest.mark.parametrize(
-    "raw, where",
-    [
-        ({"answer": "A1", "claims": {"1": {"seq": 1, "kind": "judge"}}}, "claims.1.kind"),
-        ({"answer": "A1", "claims": {"1": {"seq": -1, "kind": "skip"}}}, "claims.1.seq"),
-        ({"answer": "A1", "claims": {"x": {"seq": 1, "kind": "skip"}}}, "claims.x"),
-        ({"answer": "A1", "actions": [{"seq": 1, "do": "delete"}]}, "actions.0.do"),
-        (
-            {"answer": "A1", "claims": {"1": {"seq": 1, "kind": "blind", "verdict": "MAYBE"}}},
-            "claims.1.verdict",
-        ),
-        ({"answer": "A1", "extra": 1}, "extra"),
-        ("not a report", "report"),
-    ],
-)
-def test_a_malformed_card_report_is_refused_with_its_field(raw: object, where: str) -> None:
-    with pytest.raises(InputError, match="malformed report") as err:
-        review.parse_card_report(raw)
-    assert where in str(err.value)

@@ -12,6 +12,7 @@ import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -113,6 +114,35 @@ def _printed(argv: list[str]) -> str:
     return out.getvalue()
 
 
+# The figures the stored data alone fixes: counts, the confusion matrix, the point estimates,
+# the disagreeing claims. Intervals, the flag and the plans are the statistics' own and may be
+# improved by a later release; what an upgrade must keep is the data they are computed from.
+_DATA_KEYS = (
+    "judge_run",
+    "n_claims",
+    "n_answers",
+    "n_labels",
+    "n_unresolved",
+    "n_disagreeing",
+    "unresolved_claims",
+    "confusion",
+    "per_class",
+    "disagreeing_claims",
+    "thresholds",
+    "n_unlabeled",
+    "ac1",
+)
+
+
+def _data_figures(stats: dict[str, Any]) -> dict[str, Any]:
+    figures = {key: stats[key] for key in _DATA_KEYS}
+    figures["agreement"] = stats["agreement"]["value"]
+    figures["kappa"] = stats["kappa"]["value"]
+    figures["direction"] = {k: stats["direction"][k] for k in ("lenient", "strict", "mcnemar_exact_p")}
+    figures["judge_supported_rate"] = stats["pipeline"]["judge_supported_rate"]
+    return figures
+
+
 def test_the_last_numbered_release_upgrades_in_place_with_the_same_figures_and_exports(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -124,9 +154,9 @@ def test_the_last_numbered_release_upgrades_in_place_with_the_same_figures_and_e
     for stats in sorted(expected.glob("stats-*.json")):
         run = stats.name.removeprefix("stats-").removesuffix(".json")
         printed = _printed(["--db", str(url), "stats", "--judge-run", run, "--json"])
-        before = json.loads(stats.read_text(encoding="utf-8"))
-        # Keys added since that release are new figures; every figure it printed is unchanged.
-        assert {key: json.loads(printed).get(key) for key in before} == before, run
+        assert _data_figures(json.loads(printed)) == _data_figures(
+            json.loads(stats.read_text(encoding="utf-8"))
+        ), run
     for fmt in ("jsonl", "csv"):
         out = tmp_path / f"export.{fmt}"
         assert main(["--db", str(url), "export", "--format", fmt, "--out", str(out)]) == 0

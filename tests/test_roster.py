@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from calibration import cycles, review, roles, roster, store
+from calibration import card, cycles, review, roles, roster, store
 from calibration.cli import main
 from calibration.errors import ConflictError, InputError, NotFoundError, SignedOutError
 from calibration.fmt import plural
@@ -239,14 +239,13 @@ def _writes(db: Database, name: str) -> dict[str, Callable[[], object]]:
         ),
         "commit": lambda: review.commit(db, cycle_id=cyc, reviewer=name, answer_id=answer),
         "reconcile": lambda: review.reconcile(db, cycle_id=cyc, reviewer=name, claim_pk=pk, choice="keep"),
-        "card": lambda: review.record_card(
+        "card": lambda: card.handle(
             db,
             cycle_id=cyc,
             reviewer=name,
-            report=review.CardReport(
-                answer=answer, claims={pk: review.CardEntry(seq=9, kind="blind", verdict="UNSUPPORTED")}
+            request=card.LabelRequest(
+                do="label", answer=answer, claim=pk, kind="blind", verdict="UNSUPPORTED"
             ),
-            done={},
         ),
     }
 

@@ -381,7 +381,7 @@ def test_stale_upload_folders_are_swept(tmp_path: Path) -> None:
     uploads.sweep_uploads(now, root=tmp_path)
     assert not old.exists() and new.exists() and other.exists()
     # The next sweep comes at most UPLOAD_SWEEP_EVERY_S later: a folder no run used since `now`
-    # is gone within two minutes (the README's bound), however late its session ends.
+    # is gone within two minutes (the bound docs/security.md states), however late its session ends.
     uploads.sweep_uploads(now + uploads.UPLOAD_SWEEP_EVERY_S, root=tmp_path)
     assert not new.exists()
     assert uploads.UPLOAD_MAX_AGE_S + uploads.UPLOAD_SWEEP_EVERY_S <= 120

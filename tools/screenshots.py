@@ -1,4 +1,4 @@
-"""Regenerate the README's screenshots at 1280×720 (headless Chromium).
+"""Regenerate the manual's screenshots (docs/*.png) at 1280×720 (headless Chromium).
 
 Builds a scratch database with the demo data and a WiCE cycle, starts the app on it, and
 saves docs/review.png (a demo claim), docs/review_wice.png (a WiCE claim with its long web

@@ -20,12 +20,14 @@ frozen_at  # cycles.FrozenFigures
 n_instances  # decisions: the per-reviewer test result
 already_ok  # judge.runner's plan of a run
 unseal_reason  # store.split.SplitRecord
-retry  # review.CardReport: a pressed "Try again" makes the card's report new
+waiting  # calibration_app.turns.Turns: the tests wait until the threads queue for a turn
+do  # calibration.card's requests: the field pydantic tells them apart by (discriminator)
 applied_at  # store.migrations.Applied: the record of a migration, as read
 close_pool  # store.postgres: the test cluster closes a database's pool before dropping it
 revise_why  # pages/judge_lab.py unpacks judge.revised_run_options whole
 Goal  # planning: the goal's type
 app  # calibration_app/server.py: the st.App that `streamlit run` finds by this name
+undocumented  # tools/manual.py: run by tests/test_docs_coverage.py (the manual's functions are run by cog and tests)
 
 # SQLAlchemy and Alembic read these by name.
 revision  # store/revisions/versions/*: Alembic's revision identifiers

@@ -23,7 +23,7 @@ _ARM = """(pk) => {
     window.__t0 = null; window.__ms = null;
     let framing = false;
     const ready = () => {
-        for (const sel of ['.st-key-reveal', '.rc-last-look']) {
+        for (const sel of ['.rc-reveal', '.rc-last-look']) {
             const el = document.querySelector(sel);
             if (el && el.querySelectorAll('button').length >= 1) return true;
         }
@@ -48,7 +48,7 @@ _CURRENT = """() => {
         if (el.querySelectorAll('button').length >= 7) return Number(el.dataset.pk);
     }
     if (document.querySelector('.rc-last-look button')) return -2;
-    return document.querySelector('.st-key-reveal button') ? -1 : null;
+    return document.querySelector('.rc-reveal button') ? -1 : null;
 }"""
 
 
@@ -101,7 +101,7 @@ async def probe(url: str, cycle_name: str, judge: dict[int, str], pr: Probe) -> 
             while True:
                 await page.wait_for_function(
                     SETTLED,
-                    arg=".rc-claim button, .st-key-reveal button, .rc-last-look button, .st-key-queue-done",
+                    arg=".rc-claim button, .rc-reveal button, .rc-last-look button, .st-key-queue-done",
                 )
                 pk = await page.evaluate(_CURRENT)
                 if pk is None:
@@ -127,10 +127,14 @@ async def probe(url: str, cycle_name: str, judge: dict[int, str], pr: Probe) -> 
                     continue
                 if pk == -2:  # the last look: commit at once with Enter
                     await page.keyboard.press("Enter")
-                    await page.wait_for_function(SETTLED, arg=".st-key-reveal button")
+                    await page.wait_for_function(SETTLED, arg=".rc-reveal button")
                     continue
                 # The reveal: settle this answer's disagreements with K / J, then N.
-                pending = [p for p in sorted(disagreed) if await page.locator(f".st-key-reveal-{p}").count()]
+                pending = [
+                    p
+                    for p in sorted(disagreed)
+                    if await page.locator(f".rc-reveal-row[data-pk='{p}']").count()
+                ]
                 keys = ["K" if rng.random() < 0.5 else "J" for _ in pending] + ["N"]
                 disagreed -= set(pending)
                 for key in keys:
@@ -138,11 +142,11 @@ async def probe(url: str, cycle_name: str, judge: dict[int, str], pr: Probe) -> 
                     if time.perf_counter() + wait >= until:
                         return
                     await page.wait_for_timeout(wait * 1000)
-                    await page.wait_for_function(SETTLED, arg=".st-key-reveal button")
+                    await page.wait_for_function(SETTLED, arg=".rc-reveal button")
                     await page.keyboard.press(key)
                     # Let the run start before the next "settled" check.
                     await page.wait_for_timeout(100)
-                await page.locator(".st-key-reveal").wait_for(state="detached")
+                await page.locator(".rc-reveal").wait_for(state="detached")
         except Exception as exc:  # a probe failure is reported in the table, not a traceback
             pr.failures.append(
                 f"{name} (Chromium): {type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"

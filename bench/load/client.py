@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from streamlit.components.v2.bidi_component.constants import EVENT_DELIM
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
+from streamlit.runtime.state.session_state import STREAMLIT_INTERNAL_KEY_PREFIX
 from websockets.asyncio.client import ClientConnection, connect
 
 from calibration_app import card_route
@@ -69,9 +71,6 @@ class Run:
     @property
     def seconds(self) -> float:
         return self.finished_at - self.sent_at
-
-    def arrived(self, key: str) -> float | None:
-        return self.widgets_at.get(key)
 
 
 def _widget_state(kind: str, el: Any) -> WidgetState | None:
@@ -132,8 +131,8 @@ class Session:
             self.http = None
 
     async def post_json(self, path: str, body: Any) -> tuple[int, Any]:
-        """POST `body` as JSON to a path of the app (the review card's verdict route), as the
-        page's fetch does: (status, the reply's JSON, or None)."""
+        """POST `body` as JSON to a path of the app (the review card's route), as the card's
+        fetch does: (status, the reply's JSON, or None)."""
         if self.http is None:
             # Idle connections dropped before the server's keep-alive (uvicorn: 5 s) drops them.
             # No TLS context: plain HTTP to this machine, and building one costs 20 ms of this
@@ -189,6 +188,20 @@ class Session:
         state = json.loads(w.state.json_value) if w.state is not None and w.state.json_value else {}
         w.state = WidgetState(id=w.id, json_value=json.dumps({**state, name: value}))
         msg = self._rerun(None)
+        msg.rerun_script.fragment_id = w.fragment
+        return await self._send(msg, fragment=w.fragment)
+
+    async def trigger(self, key: str, event: str, value: Any) -> Run:
+        """Send the trigger `event` of the component with user key `key`, as its script's
+        `setTriggerValue` does: one payload for the component's trigger widget, which reruns
+        its fragment and is gone after that run."""
+        w = self.widgets.get(key)
+        if w is None or w.kind != "bidi_component":
+            raise ProtocolError(f"no component {key!r} on screen")
+        msg = self._rerun(None)
+        payload = json.dumps([{"event": event, "value": value}])
+        trigger_id = f"{STREAMLIT_INTERNAL_KEY_PREFIX}_{w.id}{EVENT_DELIM}events"
+        msg.rerun_script.widget_states.widgets.append(WidgetState(id=trigger_id, json_trigger_value=payload))
         msg.rerun_script.fragment_id = w.fragment
         return await self._send(msg, fragment=w.fragment)
 

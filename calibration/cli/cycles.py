@@ -10,12 +10,12 @@ from .common import db_path as _db_path
 
 
 def _add_cycles(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .. import cycles, planning, sampling
+    from .. import cycles, sampling
 
     p = sub.add_parser("cycle", help="calibration cycles: sample, assign, close")
     csub = p.add_subparsers(dest="cycle_command", required=True, metavar="ACTION")
     c = csub.add_parser("create", help="sample judged answers of a run into a new cycle")
-    c.add_argument("--name", required=True)
+    c.add_argument("--name", required=True, help="the new cycle's name (unique)")
     c.add_argument("--judge-run", help="MODEL@VERSION (default: the most recently imported run)")
     c.add_argument(
         "--size",
@@ -27,7 +27,12 @@ def _add_cycles(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     c.add_argument(
         "--seed", type=int, help=f"random seed, 0 to {cycles.SEED_LIMIT} (default: drawn and recorded)"
     )
-    c.add_argument("--strategy", choices=sampling.STRATEGIES, default="random")
+    c.add_argument(
+        "--strategy",
+        choices=sampling.STRATEGIES,
+        default="random",
+        help="how answers are drawn (default random)",
+    )
     c.add_argument(
         "--failure-share",
         type=float,
@@ -35,13 +40,7 @@ def _add_cycles(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="failures-first: least share of the slots for answers with a "
         f"non-SUPPORTED verdict (default {sampling.DEFAULT_FAILING_SHARE})",
     )
-    c.add_argument(
-        "--goal",
-        choices=planning.GOALS,
-        default="agreement",
-        help="planned: what to allocate the labels for, the agreement decision (default) "
-        "or the corrected grounding score",
-    )
+    _add_goal(c, "planned: what to allocate the labels for")
     c.add_argument(
         "--reviewers", default="", help="comma-separated reviewers (default: open to every reviewer)"
     )
@@ -67,8 +66,13 @@ def _add_cycles(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     c.set_defaults(handler=cli_cycle_create)
     c = csub.add_parser("plan", help="show what a planned cycle would draw and buy, drawing nothing")
     c.add_argument("--judge-run", help="MODEL@VERSION (default: the most recently imported run)")
-    c.add_argument("--goal", choices=planning.GOALS, default="agreement")
-    c.add_argument("--size", type=int, default=cycles.DEFAULT_SIZE)
+    _add_goal(c, "what the labels are for")
+    c.add_argument(
+        "--size",
+        type=int,
+        default=cycles.DEFAULT_SIZE,
+        help=f"answers the cycle would draw (default {cycles.DEFAULT_SIZE})",
+    )
     c.add_argument("--holdout", action="store_true", help="plan a holdout cycle")
     c.add_argument(
         "--include-labeled",
@@ -79,11 +83,11 @@ def _add_cycles(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     c = csub.add_parser("list", help="every cycle with its progress")
     c.set_defaults(handler=cli_cycle_list)
     c = csub.add_parser("show", help="one cycle: its answers in order, assignments, progress")
-    c.add_argument("name")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("name", help="the cycle")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(handler=cli_cycle_show)
     c = csub.add_parser("close", help="close a cycle and freeze its figures")
-    c.add_argument("name")
+    c.add_argument("name", help="the cycle")
     c.add_argument(
         "--force", action="store_true", help="close even though reviewers still have claims to label"
     )
@@ -99,7 +103,7 @@ def _add_cycles(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     hsub = p.add_subparsers(dest="holdout_command", required=True, metavar="ACTION")
     for action, text in (("add", "mark answers as holdout"), ("remove", "clear the holdout mark")):
         h = hsub.add_parser(action, help=text)
-        h.add_argument("answer_ids", nargs="+", metavar="ANSWER_ID")
+        h.add_argument("answer_ids", nargs="+", metavar="ANSWER_ID", help="answer ids, as imported")
         h.set_defaults(handler=cli_holdout, flag=action == "add")
     h = hsub.add_parser("list", help="the holdout answers")
     h.set_defaults(handler=cli_holdout_list)
@@ -321,6 +325,17 @@ def cli_holdout_list(args: argparse.Namespace) -> int:
         ids = cycles.holdout_answers(db)
     print("\n".join(ids) if ids else "no holdout answers")
     return 0
+
+
+def _add_goal(parser: argparse.ArgumentParser, what: str) -> None:
+    from .. import planning
+
+    parser.add_argument(
+        "--goal",
+        choices=planning.GOALS,
+        default="agreement",
+        help=f"{what}: the agreement decision (default) or the corrected grounding score",
+    )
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -28,7 +28,7 @@ def _add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "or on invalid input; 130 when interrupted.",
     )
     r.add_argument("--base-url", required=True, help="e.g. http://localhost:8000/v1")
-    r.add_argument("--model", required=True)
+    r.add_argument("--model", required=True, help="the model name the endpoint serves")
     r.add_argument(
         "--prompt-version",
         required=True,
@@ -60,8 +60,8 @@ def _add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=5,
         help="HTTP attempts per request on 429 / 5xx / timeouts (default 5)",
     )
-    r.add_argument("--temperature", type=float, default=0.0)
-    r.add_argument("--max-tokens", type=int)
+    r.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
+    r.add_argument("--max-tokens", type=int, help="cap on each reply's tokens (default: the endpoint's)")
     r.add_argument(
         "--json-mode",
         action="store_true",

@@ -25,9 +25,9 @@ def _add_labels(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "disagreeing or unclear reviewer labels in every figure and export; each "
         "decision is kept in the label history.",
     )
-    p.add_argument("answer_id")
-    p.add_argument("claim_id")
-    p.add_argument("verdict", type=str.upper, choices=[v.value for v in Verdict])
+    p.add_argument("answer_id", help="the answer's id, as imported")
+    p.add_argument("claim_id", help="the claim's id within the answer")
+    p.add_argument("verdict", type=str.upper, choices=[v.value for v in Verdict], help="the settled verdict")
     p.add_argument("--by", required=True, metavar="NAME", help="who decides (a lead)")
     p.add_argument("--note", help="why")
     p.set_defaults(handler=cli_adjudicate)

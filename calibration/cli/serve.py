@@ -54,6 +54,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--address",
         default="127.0.0.1",
         help="address to listen on (default: 127.0.0.1, this machine only; "
-        "read the README's security section before 0.0.0.0)",
+        "read the manual's Security page, docs/security.md, before 0.0.0.0)",
     )
     p.set_defaults(handler=cli_serve)

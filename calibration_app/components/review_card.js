@@ -1,53 +1,42 @@
-// The review card: the current answer's claims drawn and labeled in the browser.
+// The review card: the current answer drawn, labeled, committed and reconciled in the browser.
 //
-// The server sends the answer (question, text, claim spans, chunk ids, the reviewer's current
-// labels: never a judge verdict or rationale before the commit). A key press draws the next
-// claim at once, here; the card then reports the whole state of the answer (each claim's latest
-// verdict with the sequence number of its key press, and the keys passed on to the server) as
-// one state value, so a run of the server that comes after several presses still sees all of
-// them. The server writes what is new (calibration.review.record_card) and acknowledges each
-// claim's sequence number: the claim shows "saved". A write that fails keeps the verdicts here
-// with a message; a claim refused (labeled in another tab) takes the server's label again.
+// The page sends the answer's view (calibration/card.py `answer_view`: question, answer, claim
+// spans, chunk ids, the reviewer's own labels; the judge only once the answer is committed) and
+// the card's route (`data.route`). Every key that writes is one request to that route
+// (calibration_app/card_route.py), sent one at a time in the order pressed: a verdict, skip or
+// unclear with the claim's evidence and note, the commit, a reconcile choice, the next answer.
+// A verdict draws the next claim at once; its claim shows "saving…" until the reply names the
+// label event written ("saved"). Each request names the label events the card showed, so one
+// made on a stale view (another tab) is refused with a sentence and the answer as it is now.
+// The page only hears of what it draws around the card: the answer the card moved to (a state,
+// "answer") and events (a trigger, "event": a dialog asked for, the counts after a commit), never
+// a label.
 //
-// Two ways to the server. Verdicts go to the verdict route (card_route.py, `data.route`): a
-// POST of the same report, written with no script run, one request at a time (keys pressed
-// meanwhile go with the next one). Everything else goes as the component's state value, a run
-// of the page: keys for the server (commit, Next, dialogs), cursor moves, and any report the
-// route did not write cleanly (a refusal, a storage failure, no route), which the page then
-// writes or explains as before. The page's report carries what the route wrote (`written`), so
-// nothing is written twice.
-//
-// Untrusted text (question, answer, claims, ids, notes) goes into the DOM only as textContent.
-
-const VERDICTS = ["SUPPORTED", "CONTRADICTED", "UNSUPPORTED"];
-const VERDICT_KEYS = { "1": "SUPPORTED", "2": "CONTRADICTED", "3": "UNSUPPORTED" };
-const DIALOG_KEYS = { l: "answers", g: "guidelines", h: "keys", "?": "keys" };
-const STATUS_TEXT = { todo: "not labeled yet", skipped: "skipped", unclear: "unclear, needs discussion" };
-const EVIDENCE_KEYS = 9;
+// What a key does and where the card goes next are card_rules.js's (joined before this file,
+// whose names the `global` comment below declares for the linter).
+// Untrusted text (question, answer, claims, ids, notes, rationales) goes into the DOM only as
+// textContent.
+/* global VERDICTS, STATUS_TEXT, claimState, isComplete, afterLabel, forward, toggleEvidence,
+   stepSelection, revealOrder, revealSummary, keyAction, evidencePrompt */
 
 // One card per page; module state outlives the function's calls (one per data update).
 const card = {
-  seq: Date.now(),     // a later key press always has a larger number, across reloads too
-  entries: {},         // claim pk -> latest verdict {seq, kind, verdict, evidence, note, base, ms}
-  drafts: {},          // claim pk -> {evidence: [ids], note} typed or picked, not yet sent
-  actions: [],         // keys passed on to the server, not yet acknowledged
-  answer: null,
-  cursor: null,        // claim index shown; null: the last look
-  waiting: false,      // only skipped claims left here: the server says where to go
-  moved: -1,           // the server's last cursor override seen
-  committing: false,
-  picking: false,      // after E the number keys pick evidence
+  data: null, // the page's data: route, definitions, colours, the view's JSON text
+  seen: null, // the last view text taken from the page
+  view: null, // the answer as the server last described it
+  cursor: null, // claim index shown; null: the last look or the reveal
+  entries: {}, // claim pk -> latest key press {kind, verdict, evidence, note, event, saved}
+  drafts: {}, // claim pk -> {evidence, note} picked or typed, not yet sent
+  picking: false, // after E the number keys pick evidence
+  selected: null, // the reveal's disagreement K / J act on
   shownAt: 0,
-  retry: 0,
-  routeAck: {},        // claim pk -> sequence number the route acknowledged
-  written: {},         // claim pk -> [sequence number, label event] the route wrote
-  posting: false,      // a POST to the route is on its way
-  again: false,        // keys pressed while it was: post again when it is back
-  pageAfter: false,    // a report for the page waits for the POST
-  viaPage: false,      // a report went through the page: its run must come back before a POST
-  data: null,
+  queue: [], // requests not yet answered, in order; the first is on its way when `sending`
+  sending: false,
+  message: null, // {text, failure}: why the last request did nothing; cleared by the next key
+  moves: 0, // how often the card moved to another answer (or the queue's end) on its own
   root: null,
   setStateValue: null,
+  setTriggerValue: null,
 };
 
 const el = (tag, cls, text) => {
@@ -57,135 +46,203 @@ const el = (tag, cls, text) => {
   return e;
 };
 
-const claims = () => (card.data && card.data.claims) || [];
-const entryOf = (pk) => card.entries[pk];
-const ackOf = (pk) => Math.max((card.data.ack || {})[pk] || 0, card.routeAck[pk] || 0);
-const acked = (pk) => {
-  const e = entryOf(pk);
-  return !e || ackOf(pk) >= e.seq;
+const claims = () => (card.view && card.view.claims) || [];
+const mode = () => (card.view ? card.view.mode : (card.data && card.data.mode) || "done");
+const stateOf = (c) => claimState(c, card.entries[c.pk]);
+const complete = () => isComplete(claims(), card.entries);
+// A commit or N on its way: the claim keys wait for what it brings. The queue going on after a
+// skip (`onward`) does not stop them: a key then acts on the claim still shown.
+const busy = () => card.queue.some((r) => r.do === "commit" || (r.do === "next" && !r.onward));
+const committing = () => card.queue.some((r) => r.do === "commit");
+// The label event the card shows for a claim: its own last write, else the server's.
+const eventOf = (c) => {
+  const e = card.entries[c.pk];
+  return e && e.event !== undefined ? e.event : c.event;
 };
-
-// A claim's state as the card shows it: its latest key press, else the server's label.
-function status(c) {
-  const e = entryOf(c.pk);
-  if (!e) return { status: c.status, verdict: c.verdict };
-  if (e.kind === "blind") return { status: "labeled", verdict: e.verdict };
-  return { status: e.kind === "skip" ? "skipped" : "unclear", verdict: null };
-}
-const settled = (c) => { const s = status(c); return s.verdict !== null || s.status === "unclear"; };
-const complete = () => claims().length > 0 && claims().every(settled);
 
 function draft(c) {
   if (!card.drafts[c.pk]) {
-    const e = entryOf(c.pk);
-    card.drafts[c.pk] = e ? { evidence: [...e.evidence], note: e.note || "" }
-                          : { evidence: [...c.evidence], note: c.note || "" };
+    const e = card.entries[c.pk];
+    card.drafts[c.pk] = e ? { evidence: [...e.evidence], note: e.note || "" } : { evidence: [...c.evidence], note: c.note || "" };
   }
   return card.drafts[c.pk];
 }
 
-// Where the card goes after a verdict on claim `index` (calibration.review.position_after_label):
-// the next never-seen claim after it, wrapping; else the last look when every claim is settled;
-// else (only skipped claims left) the server decides, after the write.
-function afterLabel(index) {
-  const cs = claims(), n = cs.length;
-  for (let k = 1; k <= n; k++) {
-    const i = (index + k) % n;
-    if (status(cs[i]).status === "todo") return { index: i };
+// An event for the page: a dialog asked for, the counts to draw again, a token to renew, a
+// name signed out. One at a time per run of the page, so the answer shown is not one.
+function emit(what) {
+  if (card.setTriggerValue) card.setTriggerValue("event", what);
+}
+
+// The answer the card moved to (null: the queue is done), for the page's chunks and header;
+// a state, so that no event pressed at the same moment takes its place.
+function moved(answer) {
+  card.moves += 1;
+  if (card.setStateValue) card.setStateValue("answer", { answer, move: card.moves });
+}
+
+// ------------------------------------------------------------------ requests
+
+function send(request) {
+  card.queue.push(request);
+  if (!card.sending) pump();
+}
+
+// The request as it leaves, after the replies before it: the view it is based on (and for K
+// or J the disagreement selected) is the card's by then. Null: nothing left to do (K or J
+// with no disagreement to act on).
+function body(request) {
+  const { seq: _seq, onward: _onward, ...fields } = request; // the card's own marks, not sent
+  const out = { answer: card.view.answer, ...fields };
+  if (request.do === "reconcile") {
+    if (card.view.mode !== "reveal" || card.selected === null) return null;
+    out.claim = card.selected;
   }
-  return complete() ? { index: null } : { wait: true };
+  const c = claims().find((x) => x.pk === out.claim);
+  if (request.do === "label" || request.do === "reconcile") out.base = c ? eventOf(c) : null;
+  if (request.do === "commit") out.seen = Object.fromEntries(claims().map((x) => [x.pk, eventOf(x)]));
+  return out;
 }
 
-function body(viaPage) {
-  const claimsNow = {}, written = {};
-  for (const [pk, e] of Object.entries(card.entries)) {
-    claimsNow[pk] = e;
-    if (card.written[pk]) written[pk] = card.written[pk];
-  }
-  return {
-    answer: card.answer, index: card.cursor, waiting: viaPage && card.waiting, claims: claimsNow,
-    actions: viaPage ? card.actions : [], retry: viaPage ? card.retry : 0, written,
-  };
-}
-
-// A report: to the route when it is only verdicts, else (or when the route fails) to the page.
-function report(viaPage) {
-  if (!card.setStateValue) return;
-  const d = card.data || {}, route = d.route;
-  // The page's own way when it has more to say than "saved": writes failing (it says when they
-  // work again), or a cycle that asks for evidence (its commit waits on what the page counts).
-  const pageSays = d.failure || d.require_evidence;
-  if (viaPage || !route || card.actions.length || card.waiting || card.viaPage || pageSays) {
-    toPage();
-    return;
-  }
-  if (card.posting) { card.again = true; return; }
-  post(route);
-}
-
-function toPage() {
-  // Never beside a POST: the page would write the same claims on a base the route has moved.
-  if (card.posting) { card.pageAfter = true; return; }
-  card.viaPage = true;
-  card.setStateValue("report", body(true));
-}
-
-async function post(route) {
-  card.posting = true;
-  const sent = body(false);
-  let ok = false;
+// One request to the route: its status and reply (status 0: no reply, the request stays
+// queued and goes again with the next key).
+async function post(route, sent) {
   try {
     const reply = await fetch(route.url, {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       credentials: "same-origin",
-      body: JSON.stringify({ token: route.token, cycle: route.cycle, reviewer: route.reviewer, report: sent }),
+      body: JSON.stringify({ token: route.token, cycle: route.cycle, reviewer: route.reviewer, request: sent }),
     });
-    if (reply.ok) {
-      // A short reply comes whole in a header (card_route.py `_reply`), a long one as the body.
-      const head = reply.headers.get(route.reply_header);
-      const out = head ? JSON.parse(head) : await reply.json();
-      for (const [pk, w] of Object.entries(out.written || {})) card.written[pk] = w;
-      for (const [pk, seq] of Object.entries(out.ack || {})) {
-        card.routeAck[pk] = Math.max(card.routeAck[pk] || 0, seq);
-      }
-      ok = !out.failure && !(out.refused || []).length;
-    }
-  } catch (err) {
-    ok = false;  // no route (an older server, a proxy that does not pass it): the page writes
+    // A short reply comes whole in a header (card_route.py `_reply`), a long one as the body.
+    const head = reply.headers.get(route.reply_header);
+    return { status: reply.status, out: head ? JSON.parse(head) : await reply.json() };
+  } catch {
+    return { status: 0, out: null };
   }
-  card.posting = false;
-  if (card.pageAfter || !ok) {  // keys for the page came meanwhile, or the route did not write
-    card.pageAfter = card.again = false;
-    toPage();
-  } else if (card.again) {
-    card.again = false;
-    report();
+}
+
+async function pump() {
+  const route = card.data && card.data.route;
+  if (card.sending || !card.queue.length || !route || !card.view) return;
+  const request = card.queue[0];
+  const sent = body(request);
+  if (sent === null) {
+    card.queue.shift();
+    pump();
+    return;
+  }
+  card.sending = true;
+  const { status, out } = await post(route, sent);
+  card.sending = false;
+  if (status === 200 && out) {
+    card.queue.shift();
+    answered(sent, request.seq, out);
+    pump();
+  } else if (status === 403 && out && out.error === "token") {
+    emit({ do: "token" }); // the page sends a fresh token; the queue goes on with it
+  } else if (status === 403 && out && out.error === "signed out") {
+    card.queue = [];
+    emit({ do: "signed out", why: out.why || "" });
+  } else if (status === 400 && out) {
+    card.queue.shift(); // never sent again: it would be refused again
+    card.message = { text: out.error, failure: false, title: "Not recorded: " };
+    pump();
+  } else {
+    card.message = { text: (out && out.why) || "the server did not answer", failure: true };
   }
   draw();
 }
 
-function act(what) {
-  card.actions.push({ seq: ++card.seq, do: what });
-  report();
+function answered(request, seq, out) {
+  if (!out.ok) {
+    card.message = { text: out.refused, failure: false, title: request.do === "next" ? "" : "Not recorded: " };
+    // What was queued on the refused view goes too: that claim's keys, a commit, the next answer.
+    card.queue = card.queue.filter((r) => r.claim !== request.claim && r.do !== "commit" && r.do !== "next");
+    if (out.view) take(out.view, { refused: request.claim });
+    return;
+  }
+  const e = request.do === "label" ? card.entries[request.claim] : null;
+  if (e) {
+    e.event = out.event;
+    if (e.sent === seq) e.saved = true;
+  }
+  if (out.done) {
+    card.view = null;
+    moved(null);
+    return;
+  }
+  if (out.view) {
+    const newAnswer = out.view.answer !== card.view.answer;
+    take(out.view, { select: request.do === "reconcile" });
+    if (newAnswer) moved(out.view.answer);
+    else if (request.do === "commit") emit({ do: "counts" });
+  }
 }
+
+// ------------------------------------------------------------------ taking a view
+
+// The answer as the server describes it. A new answer starts afresh; the same one keeps the
+// card's cursor and the key presses the view does not hold yet. `refused`: go back to that
+// claim, which now shows its current label; `select`: the reveal's selection is the server's
+// (after a reconcile).
+function take(view, { refused, select } = {}) {
+  const same = card.view && view.answer === card.view.answer;
+  card.view = view;
+  if (!same) {
+    card.entries = {};
+    card.drafts = {};
+    card.cursor = view.index === undefined ? null : view.index;
+    card.picking = false;
+    card.shownAt = performance.now();
+  }
+  for (const c of view.claims) {
+    const e = card.entries[c.pk];
+    if (c.pk === refused || (e && e.saved && c.event !== null && c.event >= e.event)) {
+      delete card.entries[c.pk];
+      delete card.drafts[c.pk];
+    }
+  }
+  if (view.mode === "reveal") {
+    const rv = view.reveal;
+    card.cursor = null;
+    const keep = same && !select && rv.disagreements.includes(card.selected);
+    card.selected = keep ? card.selected : rv.selected;
+  } else if (refused !== undefined) {
+    const at = view.claims.findIndex((c) => c.pk === refused);
+    card.cursor = at >= 0 ? at : view.index;
+  } else if (same && view.mode === "claim" && card.cursor === null && !complete()) {
+    card.cursor = view.index; // the last look with a claim no longer settled
+  }
+}
+
+// Whether the page's view of the card's answer was read before a write the card has had
+// answered: the answer is committed here and not there, or a claim's label event is older.
+function behind(view) {
+  if (!card.view || view.answer !== card.view.answer) return false;
+  if (card.view.mode === "reveal" && view.mode !== "reveal") return true;
+  const mine = Object.fromEntries(claims().map((c) => [c.pk, eventOf(c)]));
+  return view.claims.some((c) => (mine[c.pk] || 0) > (c.event || 0));
+}
+
+// ------------------------------------------------------------------ actions
+
+let seq = 0;
 
 function label(kind, verdict) {
   const c = claims()[card.cursor];
   if (!c) return;
   const d = draft(c);
-  const server = c.event === undefined ? null : c.event;
-  card.entries[c.pk] = {
-    seq: ++card.seq, kind, verdict: kind === "blind" ? verdict : null,
-    evidence: [...d.evidence], note: d.note.trim() ? d.note : null, base: server,
-    ms: Math.max(0, Math.round(performance.now() - card.shownAt)),
-  };
+  const note = d.note.trim() ? d.note : null;
+  seq += 1;
+  card.entries[c.pk] = { kind, verdict, evidence: [...d.evidence], note, event: eventOf(c), saved: false, sent: seq };
   delete card.drafts[c.pk];
   card.picking = false;
-  const next = afterLabel(card.cursor);
-  if (next.wait) card.waiting = true; else moveTo(next.index);
-  draw();
-  report();
+  const ms = Math.max(0, Math.round(performance.now() - card.shownAt));
+  send({ do: "label", claim: c.pk, kind, verdict, evidence: [...d.evidence], note, ms, seq });
+  const next = afterLabel(claims(), card.entries, card.cursor);
+  if (next.queue) send({ do: "next", onward: true });
+  else moveTo(next.index);
 }
 
 function moveTo(index) {
@@ -194,28 +251,48 @@ function moveTo(index) {
   card.shownAt = performance.now();
 }
 
-function move(to) {
-  moveTo(to);
-  draw();
-  report(true);  // the page keeps the cursor
-}
-
-function toggleEvidence(number) {
+function pick(number) {
   const c = claims()[card.cursor];
-  const chunk = (card.data.chunks || [])[number - 1];
+  const chunk = (card.view.chunks || [])[number - 1];
   if (!c || !chunk) return;
   const d = draft(c);
-  d.evidence = d.evidence.includes(chunk.id) ? d.evidence.filter((x) => x !== chunk.id)
-                                              : [...d.evidence, chunk.id];
-  const order = (card.data.chunks || []).map((ch) => ch.id);
-  d.evidence.sort((a, b) => order.indexOf(a) - order.indexOf(b));
+  d.evidence = toggleEvidence(d.evidence, chunk.id, card.view.chunks.map((ch) => ch.id));
+}
+
+function commit() {
+  if (!busy() && complete()) send({ do: "commit" }); // the server checks the evidence asked for
+}
+
+
+// One action (card_rules.js `keyAction`, or a button): a refusal shown before clears, and a
+// request a failure left queued goes again.
+function act(a) {
+  card.message = null;
+  if (!card.sending && card.queue.length) pump();
+  switch (a.do) {
+    case "dialog": emit({ do: "dialog", which: a.which }); break;
+    case "label": label(a.kind, a.verdict); break;
+    case "pick": pick(a.number); break;
+    case "noChunk": card.message = { text: `This answer has no chunk ${a.number}: its chunks are numbered 1 to ${card.view.chunks.length}.`, failure: false }; break;
+    case "picking": card.picking = a.on; break;
+    case "move": moveTo(a.to); break;
+    case "commit": commit(); break;
+    case "reconcile": send({ do: "reconcile", choice: a.choice }); break;
+    case "select": card.selected = stepSelection(card.view.reveal.disagreements, card.selected, a.step); break;
+    case "next": send({ do: "next" }); break;
+    default: break;
+  }
+  draw();
 }
 
 // ------------------------------------------------------------------ drawing
 
+// A verdict's badge ("You SUPPORTED"); without a verdict, gray with `prefix` alone
+// ("Judge: hidden") or "unclear".
 function badge(verdict, prefix) {
   const colours = card.data.colours || {};
-  const b = el("span", "rc-badge", (prefix ? prefix + " " : "") + (verdict || "unclear"));
+  const text = verdict ? (prefix ? prefix + " " : "") + verdict : prefix || "unclear";
+  const b = el("span", "rc-badge", text);
   const colour = colours[verdict] || "#6b7280";
   b.style.color = colour;
   b.style.borderColor = colour;
@@ -223,27 +300,28 @@ function badge(verdict, prefix) {
 }
 
 function savedMark(c) {
-  const e = entryOf(c.pk);
+  const e = card.entries[c.pk];
   if (!e) return el("span", "rc-saved", c.status === "todo" ? "" : "saved");
-  if (acked(c.pk)) return el("span", "rc-saved", "saved");
-  return el("span", "rc-saved rc-unsaved", card.data.failure ? "not saved" : "saving…");
+  if (e.saved) return el("span", "rc-saved", "saved");
+  const failed = card.message && card.message.failure;
+  return el("span", "rc-saved rc-unsaved", failed ? "not saved" : "saving…");
 }
 
 function drawAnswer(root, index) {
-  const d = card.data;
-  root.appendChild(el("div", "rc-question", d.question));
-  if (!d.show_answer && index === null) return;
+  const v = card.view;
+  root.appendChild(el("div", "rc-question", v.question));
+  if (!v.show_answer && index === null && v.mode !== "reveal") return;
   const box = el("div", "rc-answer");
-  const span = index === null ? null : (d.spans || [])[index];
+  const span = index === null ? null : (v.spans || [])[index];
   if (span) {
-    box.appendChild(document.createTextNode(d.answer_text.slice(0, span[0])));
-    box.appendChild(el("mark", null, d.answer_text.slice(span[0], span[1])));
-    box.appendChild(document.createTextNode(d.answer_text.slice(span[1])));
+    box.appendChild(document.createTextNode(v.answer_text.slice(0, span[0])));
+    box.appendChild(el("mark", null, v.answer_text.slice(span[0], span[1])));
+    box.appendChild(document.createTextNode(v.answer_text.slice(span[1])));
   } else {
-    box.textContent = d.answer_text;
+    box.textContent = v.answer_text;
   }
   root.appendChild(box);
-  for (const fact of d.facts || []) root.appendChild(el("div", "rc-fact", fact));
+  for (const fact of v.facts || []) root.appendChild(el("div", "rc-fact", fact));
 }
 
 function button(text, cls, onClick, opts = {}) {
@@ -252,57 +330,64 @@ function button(text, cls, onClick, opts = {}) {
   if (opts.title) b.title = opts.title;
   if (opts.disabled) b.disabled = true;
   if (opts.primary) b.classList.add("rc-primary");
-  b.addEventListener("click", (e) => { e.preventDefault(); onClick(); });
+  b.addEventListener("click", (e) => {
+    e.preventDefault();
+    onClick();
+  });
   return b;
 }
 
 function drawClaim(root, index) {
-  const d = card.data, cs = claims(), c = cs[index], n = cs.length;
-  const s = status(c);
+  const d = card.data, v = card.view, cs = claims(), c = cs[index], n = cs.length;
+  const s = stateOf(c);
   const box = el("div", "rc-claim");
   box.dataset.pk = String(c.pk);
   box.dataset.picking = card.picking ? "yes" : "no";
   box.appendChild(el("div", "rc-title", `Claim ${c.number} of ${n}`));
-  if (n > 1 || d.answer_text.trim() !== c.text.trim()) box.appendChild(el("div", "rc-text", c.text));
+  if (n > 1 || v.answer_text.trim() !== c.text.trim()) box.appendChild(el("div", "rc-text", c.text));
   const verdicts = el("div", "rc-row rc-verdicts");
-  for (const v of VERDICTS) {
-    const b = button(v, "rc-verdict", () => label("blind", v),
-                     { title: (d.definitions || {})[v], primary: s.verdict === v });
-    b.dataset.verdict = v;
-    b.style.borderLeftColor = (d.colours || {})[v] || "";
-    if (s.verdict !== v) b.style.color = (d.colours || {})[v] || "";
+  for (const verdict of VERDICTS) {
+    const b = button(verdict, "rc-verdict", () => act({ do: "label", kind: "blind", verdict }), {
+      title: (d.definitions || {})[verdict],
+      primary: s.verdict === verdict,
+    });
+    b.dataset.verdict = verdict;
+    b.style.borderLeftColor = (d.colours || {})[verdict] || "";
+    if (s.verdict !== verdict) b.style.color = (d.colours || {})[verdict] || "";
     verdicts.appendChild(b);
   }
   box.appendChild(verdicts);
   const row = el("div", "rc-row rc-actions");
-  row.appendChild(button("Skip", "rc-skip", () => label("skip", null),
-                         { title: "Put it off: it comes back at the end of your queue until settled." }));
-  row.appendChild(button("Unclear", "rc-unclear", () => label("unclear", null),
-                         { title: "Needs discussion: a lead decides this claim, and the judge's verdict on it stays hidden from you until then." }));
-  row.appendChild(button("Evidence (E)", "rc-evidence-key", () => { card.picking = !card.picking; draw(); },
-                         { disabled: !(d.chunks || []).length, primary: card.picking,
-                           title: "E, then a chunk's number: adds that chunk to the evidence, or removes it." }));
-  if (s.status !== "todo") {
-    row.appendChild(el("span", "rc-muted rc-current",
-                       `Your current label: ${s.verdict || STATUS_TEXT[s.status]} (a new choice is added to the history)`));
-  }
+  row.appendChild(button("Skip", "rc-skip", () => act({ do: "label", kind: "skip", verdict: null }), {
+    title: "Put it off: it comes back at the end of your queue until settled.",
+  }));
+  row.appendChild(button("Unclear", "rc-unclear", () => act({ do: "label", kind: "unclear", verdict: null }), {
+    title: "Needs discussion: a lead decides this claim, and the judge's verdict on it stays hidden from you until then.",
+  }));
+  row.appendChild(button("Evidence (E)", "rc-evidence-key", () => act({ do: "picking", on: !card.picking }), {
+    disabled: !(v.chunks || []).length,
+    primary: card.picking,
+    title: "E: the number keys pick evidence chunks until E, Esc or Enter.",
+  }));
   const gap = el("span", "rc-gap");
   row.appendChild(gap);
-  row.appendChild(button("← Back", "rc-back", () => move(index - 1), { disabled: index === 0 }));
-  const ahead = index + 1 < n ? index + 1 : (complete() ? null : undefined);
-  row.appendChild(button("Forward →", "rc-forward", () => move(ahead), {
-    disabled: ahead === undefined, title: ahead === null ? "Back to the last look" : undefined }));
+  row.appendChild(button("← Back", "rc-back", () => act({ do: "move", to: index - 1 }), { disabled: index === 0 }));
+  const ahead = forward(cs, card.entries, index);
+  row.appendChild(button("Forward →", "rc-forward", () => act({ do: "move", to: ahead }), {
+    disabled: ahead === undefined,
+    title: ahead === null ? "Back to the last look" : undefined,
+  }));
   box.appendChild(row);
+  if (s.status !== "todo") {
+    box.appendChild(el("div", "rc-muted rc-current", `Your current label: ${s.verdict || STATUS_TEXT[s.status]} (a new choice is added to the history)`));
+  }
   const dr = draft(c);
-  if ((d.chunks || []).length) {
+  if ((v.chunks || []).length) {
     const ev = el("div", "rc-row rc-evidence");
-    ev.appendChild(el("span", "rc-muted", (d.require_evidence ? "Evidence chunks (required for SUPPORTED)"
-                                                              : "Evidence chunks (optional)")
-                                          + (card.picking ? ": press a chunk's number (E again: back to verdicts)" : ":")));
-    for (const ch of d.chunks) {
+    ev.appendChild(el("span", card.picking ? "rc-prompt rc-picking" : "rc-muted rc-prompt", evidencePrompt(card.picking, v.chunks.length, v.require_evidence)));
+    for (const ch of v.chunks) {
       const on = dr.evidence.includes(ch.id);
-      const chip = button(`[${ch.number}] ${ch.shown}`, "rc-chip", () => { toggleEvidence(ch.number); draw(); },
-                          { primary: on });
+      const chip = button(`[${ch.number}] ${ch.shown}`, "rc-chip", () => act({ do: "pick", number: ch.number }), { primary: on });
       chip.dataset.number = String(ch.number);
       chip.setAttribute("aria-pressed", on ? "true" : "false");
       ev.appendChild(chip);
@@ -315,7 +400,9 @@ function drawClaim(root, index) {
   note.maxLength = 2000;
   note.rows = 1;
   note.value = dr.note;
-  note.addEventListener("input", () => { dr.note = note.value; });
+  note.addEventListener("input", () => {
+    dr.note = note.value;
+  });
   box.appendChild(note);
   root.appendChild(box);
 }
@@ -325,7 +412,7 @@ function drawList(root, index) {
   if (index === null || cs.length < 2) return;
   const list = el("div", "rc-list");
   cs.forEach((c, i) => {
-    const s = status(c);
+    const s = stateOf(c);
     const line = el("div", "rc-line");
     line.dataset.pk = String(c.pk);
     line.appendChild(el("span", null, (i === index ? "▶ " : "") + `${c.number}. [${s.verdict || STATUS_TEXT[s.status]}] `));
@@ -336,144 +423,191 @@ function drawList(root, index) {
   root.appendChild(list);
 }
 
+// The evidence and note a claim's label carries, as the card shows them (its own key press
+// first).
+function labelDetails(c) {
+  const e = card.entries[c.pk];
+  const evidence = e ? e.evidence : c.evidence;
+  const note = e ? e.note || "" : c.note;
+  const shown = new Map((card.view.chunks || []).map((ch) => [ch.id, ch.shown]));
+  const parts = [];
+  if (evidence.length) parts.push("Evidence: " + evidence.map((id) => shown.get(id) || id).join(", "));
+  if (note && note.trim()) parts.push("Note: " + note);
+  return parts;
+}
+
 function drawLastLook(root) {
-  const d = card.data, cs = claims();
+  const v = card.view, cs = claims();
   const box = el("div", "rc-last-look");
   const head = el("div", "rc-row");
   const words = el("div", "rc-grow");
   words.appendChild(el("div", "rc-title", "Last look before the reveal"));
-  words.appendChild(el("div", "rc-muted", "Your verdicts on this answer. Change any of them now; after the commit the judge is shown and your blind verdicts are final."));
+  words.appendChild(el("div", "rc-muted", "Your verdicts on this answer, with their evidence and notes. Change any of them now; after the commit the judge is shown and your blind verdicts are final."));
   head.appendChild(words);
-  const allAcked = cs.every((c) => acked(c.pk));
-  const needed = allAcked ? d.evidence_needed : null;
-  head.appendChild(button(card.committing ? "Committing…" : "Commit and reveal the judge (Enter)", "rc-commit",
-                          commit, { primary: true, disabled: !!needed || card.committing }));
+  const allSaved = cs.every((c) => !card.entries[c.pk] || card.entries[c.pk].saved);
+  const needed = allSaved ? v.evidence_needed : null;
+  const committing = card.queue.some((r) => r.do === "commit");
+  head.appendChild(button(committing ? "Committing…" : "Commit and reveal the judge (Enter)", "rc-commit", () => act({ do: "commit" }), {
+    primary: true,
+    disabled: !!needed || committing,
+  }));
   box.appendChild(head);
   if (needed) box.appendChild(el("div", "rc-warning rc-evidence-needed", needed));
   cs.forEach((c, i) => {
-    const s = status(c);
+    const s = stateOf(c);
     const line = el("div", "rc-row rc-look");
     line.dataset.pk = String(c.pk);
     line.appendChild(s.verdict ? badge(s.verdict) : badge(null));
-    line.appendChild(el("span", "rc-grow", `${c.number}. ${c.text}`));
+    const text = el("div", "rc-grow");
+    text.appendChild(el("div", null, `${c.number}. ${c.text}`));
+    for (const part of labelDetails(c)) text.appendChild(el("div", "rc-muted rc-detail", part));
+    line.appendChild(text);
     line.appendChild(savedMark(c));
-    line.appendChild(button("Change", "rc-change", () => move(i)));
+    line.appendChild(button("Change", "rc-change", () => act({ do: "move", to: i })));
     box.appendChild(line);
   });
   root.appendChild(box);
 }
 
-function commit() {
-  const d = card.data, cs = claims();
-  if (card.committing || !complete()) return;
-  if (cs.every((c) => acked(c.pk)) && d.evidence_needed) return;
-  card.committing = true;
-  draw();
-  act("commit");
+function drawReveal(root) {
+  const v = card.view, rv = v.reveal, cs = claims();
+  const byPk = Object.fromEntries(cs.map((c) => [c.pk, c]));
+  const numbers = Object.fromEntries(cs.map((c) => [c.pk, c.number]));
+  const box = el("div", "rc-reveal");
+  const head = el("div", "rc-row rc-reveal-head");
+  const words = el("div", "rc-grow");
+  words.appendChild(el("div", "rc-summary", revealSummary(rv)));
+  if (card.selected !== null && card.selected !== undefined) {
+    const more = rv.disagreements.length > 1 ? " · ← → choose another disagreement" : "";
+    words.appendChild(el("div", "rc-muted", `K / J act on claim ${numbers[card.selected]}${more}`));
+  }
+  head.appendChild(words);
+  const moving = card.queue.some((r) => r.do === "next");
+  head.appendChild(button(moving ? "Opening…" : "Next answer (N)", "rc-next", () => act({ do: "next" }), {
+    primary: true,
+    disabled: moving,
+    title: rv.why_not_next || "The next answer of your queue",
+  }));
+  box.appendChild(head);
+  for (const r of revealOrder(rv.rows, numbers)) box.appendChild(revealRow(r, byPk[r.pk]));
+  root.appendChild(box);
+}
+
+function revealRow(r, c) {
+  const row = el("div", "rc-reveal-row" + (r.disagrees ? " rc-disagreement" : "") + (r.pk === card.selected ? " rc-selected" : ""));
+  row.dataset.pk = String(r.pk);
+  const head = el("div", "rc-row");
+  head.appendChild(el("b", null, `Claim ${c.number}`));
+  head.appendChild(r.blind ? badge(r.blind, "You") : badge(null, "You: unclear"));
+  if (r.hidden) head.appendChild(badge(null, "Judge: hidden"));
+  else if (r.judge) head.appendChild(badge(r.judge, "Judge"));
+  if (r.pk === card.selected) head.appendChild(el("span", "rc-muted", "▶ K and J act on this claim"));
+  row.appendChild(head);
+  if (r.disagrees) {
+    const choose = el("div", "rc-row rc-choose");
+    choose.appendChild(button("I keep my verdict (K)", "rc-keep", () => { card.selected = r.pk; act({ do: "reconcile", choice: "keep" }); }, {
+      primary: r.reconciled === "keep",
+      title: "The judge is wrong on this claim.",
+    }));
+    choose.appendChild(button("The judge is right (J)", "rc-judge-right", () => { card.selected = r.pk; act({ do: "reconcile", choice: "judge_right" }); }, {
+      primary: r.reconciled === "judge_right",
+      title: "My first call was a slip; take the judge's verdict.",
+    }));
+    row.appendChild(choose);
+    if (r.reconciled === "keep") row.appendChild(el("div", "rc-muted", `You kept your verdict: a judge error. Final label ${r.final}.`));
+    if (r.reconciled === "judge_right") row.appendChild(el("div", "rc-muted", `The judge was right: your blind label stays in the history, the final label is ${r.final} (counted as a slip).`));
+  }
+  row.appendChild(el("div", "rc-text", c.text));
+  if (r.adjudicated) row.appendChild(el("div", "rc-muted", `A lead decided ${r.adjudicated}.`));
+  else if (r.hidden) row.appendChild(el("div", "rc-muted", "You marked this claim unclear: it waits for a lead's decision, and the judge's verdict stays hidden until then."));
+  if (r.judge) {
+    row.appendChild(el("div", "rc-line", "Judge's rationale: " + (r.rationale || "(none given)")));
+    if (r.judge_evidence.length) row.appendChild(el("div", "rc-line", "Judge's evidence: " + r.judge_evidence.join(", ")));
+  } else if (!r.hidden) {
+    row.appendChild(el("div", "rc-muted", "The judge gave no verdict on this claim."));
+  }
+  for (const part of labelDetails(c)) row.appendChild(el("div", "rc-line", "Your " + part[0].toLowerCase() + part.slice(1)));
+  return row;
 }
 
 function drawMessage(root) {
-  const d = card.data;
-  if (!d.failure) return;
+  const m = card.message;
+  if (!m) return;
   const box = el("div", "rc-message");
   box.setAttribute("role", "alert");
-  box.appendChild(el("div", "rc-title", "Not saved: " + d.failure));
-  box.appendChild(el("div", null, "Your verdicts stay on this card, marked “not saved”; they are sent again with the next key, or now:"));
-  box.appendChild(button("Try again", "rc-retry", () => { card.retry += 1; report(); }));
+  box.appendChild(el("div", "rc-title", (m.failure ? "Not saved: " : m.title || "") + m.text));
+  if (m.failure) {
+    box.appendChild(el("div", null, "Your verdicts stay on this card, marked “not saved”; they are sent again with the next key, or now:"));
+    box.appendChild(button("Try again", "rc-retry", () => act({ do: "retry" })));
+  }
   root.appendChild(box);
 }
 
 function draw() {
-  const root = card.root, d = card.data;
-  if (!root || !d) return;
-  // A redraw (the server's acknowledgement, say) must not take the note away from the typist.
-  const typing = document.activeElement && document.activeElement.classList
-    && document.activeElement.classList.contains("rc-note") && root.contains(document.activeElement)
-    ? [document.activeElement.selectionStart, document.activeElement.selectionEnd] : null;
+  const root = card.root;
+  if (!root || !card.data) return;
+  // A redraw (a reply, say) must not take the note away from the typist.
+  const active = document.activeElement;
+  const typing = active && active.classList && active.classList.contains("rc-note") && root.contains(active) ? [active.selectionStart, active.selectionEnd] : null;
   root.replaceChildren();
-  root.dataset.mode = d.mode;
-  if (d.mode !== "claim" && d.mode !== "last look") return;
-  const index = card.cursor;
+  const m = mode();
+  root.dataset.mode = m;
+  root.dataset.pending = String(card.queue.length);
+  if (!card.view || !["claim", "last look", "reveal"].includes(m)) return;
+  const index = m === "reveal" ? null : card.cursor;
   const view = el("div", "rc-card");
-  view.dataset.answer = d.answer;
+  view.dataset.answer = card.view.answer;
   drawAnswer(view, index);
   drawMessage(view);
-  if (card.waiting) view.appendChild(el("div", "rc-muted rc-waiting", "Saving… the queue goes on after this answer."));
-  if (index === null) drawLastLook(view);
+  if (m === "reveal") drawReveal(view);
+  else if (index === null) drawLastLook(view);
   else drawClaim(view, index);
-  drawList(view, index);
+  if (m !== "reveal") drawList(view, index);
   root.appendChild(view);
   const note = view.querySelector(".rc-note");
-  if (typing && note) { note.focus(); note.setSelectionRange(typing[0], typing[1]); }
+  if (typing && note) {
+    note.focus();
+    note.setSelectionRange(typing[0], typing[1]);
+  }
   const box = view.querySelector(".rc-answer"), mark = box && box.querySelector("mark");
   if (mark && box.scrollHeight > box.clientHeight) {
     const top = mark.offsetTop - box.offsetTop;
-    if (top < box.scrollTop || top + mark.offsetHeight > box.scrollTop + box.clientHeight) {
-      box.scrollTop = Math.max(0, top - 8);
-    }
+    if (top < box.scrollTop || top + mark.offsetHeight > box.scrollTop + box.clientHeight) box.scrollTop = Math.max(0, top - 8);
   }
 }
 
 // ------------------------------------------------------------------ keys
 
 function onKey(e) {
-  const d = card.data;
-  if (!d || !card.root || !card.root.isConnected) return;
+  if (!card.data || !card.root || !card.root.isConnected) return;
   if (e.ctrlKey || e.metaKey || e.altKey || e.defaultPrevented) return;
-  if (document.querySelector('[role="dialog"]')) return;  // a dialog takes its own keys
+  if (document.querySelector('[role="dialog"]')) return; // a dialog takes its own keys
   const t = e.target instanceof Element ? e.target : null;
-  if (t && (t.tagName === "TEXTAREA" || t.isContentEditable
-            || (t.tagName === "INPUT" && t.getAttribute("aria-expanded") !== "false"))) {
+  if (t && (t.tagName === "TEXTAREA" || t.isContentEditable || (t.tagName === "INPUT" && t.getAttribute("aria-expanded") !== "false"))) {
     if (e.key === "Escape" && t.classList.contains("rc-note")) t.blur();
-    return;  // typing; a closed pick list's box (aria-expanded "false") gives the keys back
+    return; // typing; a closed pick list's box (aria-expanded "false") gives the keys back
   }
   const key = e.key.length === 1 ? e.key.toLowerCase() : e.key;
-  const handled = handle(key, d);
-  if (handled) {
-    e.preventDefault();
-    e.stopImmediatePropagation();
-    if (t && t.tagName === "INPUT") t.blur();
-  }
-}
-
-function handle(key, d) {
-  if (DIALOG_KEYS[key]) { act(DIALOG_KEYS[key]); return true; }
-  if (d.mode === "reveal" || card.committing) {
-    // Pressed before the reveal is drawn, a key still counts: the server does it after the commit.
-    const map = { k: "keep", j: "judge_right", n: "next", ArrowLeft: "previous", ArrowRight: "following" };
-    if (!map[key]) return key === "Enter" || !!VERDICT_KEYS[key];
-    act(map[key]);
-    return true;
-  }
-  if (d.mode !== "claim" && d.mode !== "last look") return false;
-  if (card.waiting) return ["1", "2", "3", "s", "u", "e", "Enter", "ArrowLeft", "ArrowRight"].includes(key);
-  const n = claims().length;
-  if (card.cursor === null) {
-    if (key === "Enter") { commit(); return true; }
-    if (key === "ArrowLeft" && n) { move(n - 1); return true; }
-    return false;
-  }
-  if (card.picking && /^[1-9]$/.test(key)) {
-    if (Number(key) <= Math.min(EVIDENCE_KEYS, (d.chunks || []).length)) toggleEvidence(Number(key));
-    card.picking = false;
-    draw();
-    return true;
-  }
-  if (VERDICT_KEYS[key]) { label("blind", VERDICT_KEYS[key]); return true; }
-  if (key === "s") { label("skip", null); return true; }
-  if (key === "u") { label("unclear", null); return true; }
-  if (key === "e") { if ((d.chunks || []).length) { card.picking = !card.picking; draw(); } return true; }
-  if (key === "ArrowLeft") { if (card.cursor > 0) move(card.cursor - 1); return true; }
-  if (key === "ArrowRight") {
-    if (card.cursor + 1 < n) move(card.cursor + 1);
-    else if (complete()) move(null);
-    return true;
-  }
-  return false;
+  const m = mode();
+  const a = keyAction(key, {
+    mode: m,
+    cursor: card.cursor,
+    claims: claims(),
+    entries: card.entries,
+    picking: card.picking,
+    chunks: (card.view && card.view.chunks ? card.view.chunks : []).length,
+    busy: busy(),
+    committing: committing(),
+  });
+  if (!a) return;
+  e.preventDefault();
+  e.stopImmediatePropagation();
+  if (t && t.tagName === "INPUT") t.blur();
+  if (a.do !== "wait") act(a);
 }
 
 function unsaved() {
-  if (Object.keys(card.entries).some((pk) => !acked(pk))) return true;
+  if (card.queue.length) return true;
   return Object.values(card.drafts).some((dr) => dr.note && dr.note.trim());
 }
 
@@ -481,49 +615,37 @@ if (!window.__calibrationReviewCard) {
   window.__calibrationReviewCard = true;
   window.addEventListener("keydown", onKey, true);
   window.addEventListener("beforeunload", (e) => {
-    if (card.root && card.root.isConnected && unsaved()) { e.preventDefault(); e.returnValue = ""; }
+    if (card.root && card.root.isConnected && unsaved()) {
+      e.preventDefault();
+      e.returnValue = "";
+    }
   });
 }
 
-// ------------------------------------------------------------------ the server's data
-
-function take(d) {
-  const newAnswer = d.answer !== card.answer;
-  if (newAnswer || d.moved !== card.moved) {
-    card.answer = d.answer;
-    card.cursor = d.index === undefined ? null : d.index;
-    card.moved = d.moved;
-    card.waiting = false;
-    card.picking = false;
-    card.shownAt = performance.now();
-  }
-  if (newAnswer) card.drafts = {};
-  card.viaPage = false;  // the page's run is back: verdicts may take the route again
-  card.actions = card.actions.filter((a) => a.seq > (d.actions_done || 0));
-  // Committing ends with the reveal, or with the commit done and refused (the page says why).
-  if (!card.actions.some((a) => a.do === "commit") || d.failure) card.committing = false;
-  const ack = d.ack || {}, refused = d.refused || {};
-  const here = new Set((d.claims || []).map((c) => String(c.pk)));
-  for (const [pk, e] of Object.entries(card.entries)) {
-    if (refused[pk] === e.seq) { delete card.entries[pk]; delete card.drafts[pk]; continue; }
-    const seen = Math.max(ack[pk] || 0, card.routeAck[pk] || 0);
-    if (seen >= e.seq && !here.has(pk)) delete card.entries[pk];
-  }
-  for (const pk of Object.keys(card.written)) {
-    if (!card.entries[pk] && !here.has(pk)) { delete card.written[pk]; delete card.routeAck[pk]; }
-  }
-}
+// ------------------------------------------------------------------ the page's data
 
 export default function (component) {
-  const { data, parentElement, setStateValue } = component;
+  const { data, parentElement, setStateValue, setTriggerValue } = component;
   card.setStateValue = setStateValue;
+  card.setTriggerValue = setTriggerValue;
   let root = parentElement.querySelector(".rc-root");
-  if (!root) { root = el("div", "rc-root"); parentElement.appendChild(root); }
+  if (!root) {
+    root = el("div", "rc-root");
+    parentElement.appendChild(root);
+  }
   card.root = root;
   if (!data) return;
-  // The answer's part comes as one JSON text, "card" (pages/review.py `_card_data`).
-  const d = data.card ? { ...data, ...JSON.parse(data.card) } : data;
-  take(d);
-  card.data = d;
+  card.data = data;
+  // The view comes as one JSON text (pages/review.py); a page run that sends the same text
+  // again leaves the card as it is, and so does one that began before the card's latest move
+  // or write (`behind`).
+  if (data.view !== card.seen) {
+    card.seen = data.view;
+    const view = data.view ? JSON.parse(data.view) : null;
+    if ((data.move || 0) < card.moves) return draw();
+    if (!view) card.view = null;
+    else if (!behind(view)) take(view);
+  }
+  pump(); // a request waiting for a fresh token goes now
   draw();
 }

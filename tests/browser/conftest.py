@@ -92,7 +92,7 @@ def require_browser() -> Any:
     try:
         from playwright import sync_api
     except ImportError:
-        _missing("python playwright is not installed (pip install -r requirements-dev.txt)")
+        _missing("python playwright is not installed (`make test` installs the dev dependency group)")
     if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
         _missing(f"no Chromium at {CHROMIUM} (apt-get install chromium-headless-shell, or set $CHROMIUM)")
     return sync_api
@@ -509,7 +509,7 @@ def wait_for_card(page: Any, selector: str) -> None:
 
 
 def claim_box(claim_pk: int) -> str:
-    """The selector of the review card's claim box (components/review_card.js)."""
+    """The selector of the review card's claim box (calibration_app/components/review_card.js)."""
     return f".rc-claim[data-pk='{claim_pk}']"
 
 
@@ -526,7 +526,8 @@ def wait_saved(page: Any, claim_pk: int) -> None:
 
 
 def wait_reveal(page: Any) -> None:
-    wait_for_card(page, ".st-key-reveal button")
+    """The card shows the judge beside the reviewer's verdicts (after the commit)."""
+    wait_for_card(page, ".rc-reveal button")
 
 
 def shot(page: Any, name: str) -> Path:

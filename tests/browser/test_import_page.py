@@ -169,7 +169,7 @@ def test_deepeval_file_checked_then_imported_and_on_the_dashboard(
     assert counts(db) == (0, 0)  # the check wrote nothing
     page.get_by_role("button", name="Import", exact=True).scroll_into_view_if_needed()
     next_frame(page)
-    # The picture to look at; UPDATE_DOCS_SHOT=1 also replaces the README's docs/import.png.
+    # The picture to look at; UPDATE_DOCS_SHOT=1 also replaces the manual's docs/import.png.
     page.screenshot(path=str(SCREENSHOTS / "import-report.png"))
     if os.environ.get("UPDATE_DOCS_SHOT"):
         page.screenshot(path=str(DOCS_SHOT))

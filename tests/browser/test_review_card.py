@@ -249,9 +249,18 @@ def _immutable(path: Path, on: bool) -> None:
         pytest.skip(f"chattr failed here: {done.stderr.strip()}")
 
 
-def test_a_failed_write_keeps_the_verdict_on_the_card(app: App, page: Any) -> None:
+@pytest.fixture
+def quiet_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
+    """A server of its own, with no file of the database opened by earlier tests: SQLite keeps
+    the descriptors of closed connections and may write through one after the file was made
+    read-only."""
+    yield from _app(tmp_path_factory, "review-card-read-only")
+
+
+def test_a_failed_write_keeps_the_verdict_on_the_card(quiet_app: App, page: Any) -> None:
     """The database made read-only under the page: the verdict stays on the card marked "not
     saved" with the message; once the database is writable again "Try again" saves it."""
+    app = quiet_app
     reviewer = "readonly"
     app.settle_all_but(reviewer, {"S01"})
     pk = app.pks("S01")[0]

@@ -193,12 +193,13 @@ def test_every_card_fits_the_screen(demo: Demo, small_page: Any, cycle_name: str
             page.keyboard.press(KEYS[verdict])
         wait_for_card(page, ".rc-last-look button")
         page.keyboard.press("Enter")
-        wait_for_card(page, ".st-key-reveal button")
+        wait_for_card(page, ".rc-reveal button")
         first = claims[0][0]
         if claims[0][1] is not None:
             rects = page.evaluate(
                 """(pk) => ['keep', 'judge-right'].map((k) => {
-                const b = document.querySelector(`.st-key-${k}-${pk} button`).getBoundingClientRect();
+                const row = `.rc-reveal-row[data-pk='${pk}']`;
+                const b = document.querySelector(`${row} .rc-${k}`).getBoundingClientRect();
                 return [b.left, b.top, b.right, b.bottom]; })""",
                 first,
             )
@@ -206,8 +207,8 @@ def test_every_card_fits_the_screen(demo: Demo, small_page: Any, cycle_name: str
             _inside(rects[1], f"{answer}: the judge is right")
             reveals += 1
             page.keyboard.press("K")
-            page.locator(f".st-key-reveal-{first}").get_by_text("You kept your verdict").wait_for()
-            wait_for_card(page, ".st-key-reveal button")
+            page.locator(f".rc-reveal-row[data-pk='{first}']").get_by_text("You kept your verdict").wait_for()
+            wait_for_card(page, ".rc-reveal button")
         page.keyboard.press("N")
     page.locator(".st-key-queue-done").wait_for()
     assert cards == sum(len(c) for _, c in plan) and reveals == sum(c[0][1] is not None for _, c in plan)

@@ -172,11 +172,6 @@ def wait_last_look(page: Any) -> None:
     wait_for_card(page, ".rc-last-look button")
 
 
-def _toast(page: Any, text: str) -> None:
-    """A toast saying `text` is on screen."""
-    page.locator("[data-testid='stToast']").filter(has_text=text).first.wait_for()
-
-
 def _markers(answer_id: str) -> list[str]:
     return [f"JUDGE-RATIONALE-{answer_id}-c{i}" for i in range(1, 4) if (answer_id, f"c{i}") in JUDGE]
 
@@ -242,7 +237,7 @@ def test_label_an_answer_by_keyboard_blind_then_reveal(app: App, page: Any) -> N
     # Every claim has a verdict: the last look, still blind, in the DOM and on the wire.
     wait_last_look(page)
     html = page.content()
-    assert page.locator(".st-key-reveal").count() == 0
+    assert page.locator(".rc-reveal").count() == 0
     assert not any(m in html for m in markers)
     assert not any(m.encode() in f for f in frames for m in markers)
     shot(page, "before-reveal")
@@ -273,36 +268,36 @@ def test_reconcile_by_keyboard_on_the_selected_disagreement(app: App, page: Any)
     wait_saved(page, pks[2])
     page.keyboard.press("Enter")
     wait_reveal(page)
-    _toast(page, "Committed · the judge is revealed")
+    assert page.locator("[data-testid='stToast']").count() == 0  # the card says it all
     # N with a disagreement open: the page says why nothing happened.
     page.keyboard.press("N")
-    page.locator(".st-key-notice").get_by_text("Claim 1 still needs your decision").wait_for()
+    page.locator(".rc-message").get_by_text("Claim 1 still needs your decision").wait_for()
     wait_reveal(page)
-    reveal = page.locator(".st-key-reveal")
+    reveal = page.locator(".rc-reveal")
 
     def acts_on(n: int) -> None:
         reveal.get_by_text(f"K / J act on claim {n}").wait_for()
-        page.locator(f".st-key-reveal-{pks[n - 1]}").get_by_text("K and J act on this claim").wait_for()
+        page.locator(f".rc-reveal-row[data-pk='{pks[n - 1]}']").get_by_text(
+            "K and J act on this claim"
+        ).wait_for()
         wait_reveal(page)
 
     acts_on(1)
     page.keyboard.press("K")  # claim 1: I keep my verdict; the selection moves on
-    page.locator(f".st-key-reveal-{pks[0]}").get_by_text("You kept your verdict").wait_for()
-    _toast(page, "claim 1 of 3 · final label UNSUPPORTED")
+    page.locator(f".rc-reveal-row[data-pk='{pks[0]}']").get_by_text("You kept your verdict").wait_for()
     acts_on(2)
     page.keyboard.press("J")
-    page.locator(f".st-key-reveal-{pks[1]}").get_by_text("The judge was right").wait_for()
+    page.locator(f".rc-reveal-row[data-pk='{pks[1]}']").get_by_text("The judge was right").wait_for()
     acts_on(3)
     page.keyboard.press("J")
-    page.locator(f".st-key-reveal-{pks[2]}").get_by_text("The judge was right").wait_for()
+    page.locator(f".rc-reveal-row[data-pk='{pks[2]}']").get_by_text("The judge was right").wait_for()
     # All reconciled: the keys stay on the last claim, and the arrows choose another one
     # whose choice K / J then change (QA: after reconciling, J / K did nothing).
     acts_on(3)
     page.keyboard.press("ArrowLeft")
     acts_on(2)
     page.keyboard.press("K")
-    page.locator(f".st-key-reveal-{pks[1]}").get_by_text("You kept your verdict").wait_for()
-    _toast(page, "claim 2 of 3 · final label UNSUPPORTED")
+    page.locator(f".rc-reveal-row[data-pk='{pks[1]}']").get_by_text("You kept your verdict").wait_for()
     shot(page, "reconciled")
 
     s1, s2, s3 = (app.state(pk, reviewer) for pk in pks)
@@ -394,7 +389,7 @@ def test_skipped_twice_stays_reachable_and_unclear_stays_blind(app: App, page: A
             wait_last_look(page)
             page.keyboard.press("Enter")
             wait_reveal(page)
-            row = page.locator(f".st-key-reveal-{pks[0]}")
+            row = page.locator(f".rc-reveal-row[data-pk='{pks[0]}']")
             row.get_by_text("the judge's verdict stays hidden until then").wait_for()
             assert row.get_by_role("button").count() == 0
             assert "JUDGE-RATIONALE-A2-c1" not in page.content()
@@ -432,7 +427,7 @@ def test_skipped_twice_stays_reachable_and_unclear_stays_blind(app: App, page: A
     page.keyboard.press("Enter")
     wait_reveal(page)
     page.keyboard.press("K")  # A1 c2: the judge said SUPPORTED
-    page.locator(f".st-key-reveal-{a1[1]}").get_by_text("You kept your verdict").wait_for()
+    page.locator(f".rc-reveal-row[data-pk='{a1[1]}']").get_by_text("You kept your verdict").wait_for()
     blur(page)
     page.keyboard.press("N")
     done = page.locator(".st-key-queue-done")
@@ -772,7 +767,7 @@ def test_a_stale_tab_cannot_overwrite_a_label(app: App, tabs: Tabs) -> None:
         wait_saved(first, pks[0])
         assert app.events(pks[0], reviewer) == [("blind", "SUPPORTED")]
         second.keyboard.press("2")
-        flash = second.locator(".st-key-flash")
+        flash = second.locator(".rc-message")
         flash.wait_for()
         text = flash.inner_text()
         assert "this claim was labeled in another tab at" in text and "showing it now" in text, text
@@ -793,8 +788,9 @@ def test_a_stale_tab_cannot_overwrite_a_label(app: App, tabs: Tabs) -> None:
 
 
 def test_evidence_chosen_by_key_and_a_multi_line_note(app: App, page: Any) -> None:
-    """E then a chunk's number picks that chunk (again: drops it); the number keys then give
-    verdicts again. The note takes several lines."""
+    """E starts picking evidence: a chunk's number picks that chunk (again: drops it), never a
+    verdict, until E again; then the number keys give verdicts again. The note takes several
+    lines."""
     reviewer = "evidence-keys"
     answer = "A1"  # two chunks
     pks = app.pks(answer)
@@ -806,12 +802,22 @@ def test_evidence_chosen_by_key_and_a_multi_line_note(app: App, page: Any) -> No
     note = page.locator(f"{claim_box(pks[0])} textarea[aria-label='Note (optional)']")
     note.fill("first line\nsecond line")
     blur(page)
+    page.keyboard.press("e")
+    _picking(page, pks[0], True)
+    prompt = page.locator(f"{claim_box(pks[0])} .rc-picking")
+    assert "1–2 add or remove that chunk" in prompt.inner_text()
     for number, picked in (("2", ["[2] S3"]), ("1", ["[1] S1", "[2] S3"]), ("2", ["[1] S1"])):
-        page.keyboard.press("e")
-        _picking(page, pks[0], True)
         page.keyboard.press(number)  # a chunk picked, or dropped when it was
-        _picking(page, pks[0], False)
+        page.wait_for_function(
+            "([box, n]) => document.querySelectorAll(box + ' .rc-chip[aria-pressed=\"true\"]').length === n",
+            arg=[claim_box(pks[0]), len(picked)],
+        )
         assert _chips(page, pks[0]) == picked
+    page.keyboard.press("3")  # no chunk 3: said so, and no verdict
+    page.locator(".rc-message").get_by_text("This answer has no chunk 3").wait_for()
+    _picking(page, pks[0], True)
+    page.keyboard.press("e")
+    _picking(page, pks[0], False)
     assert app.state(pks[0], reviewer) is None  # picking evidence records nothing
     page.keyboard.press("1")  # a verdict again
     wait_claim(page, pks[1])
@@ -865,7 +871,7 @@ def test_a_cycle_requiring_evidence_blocks_the_commit_until_supported_claims_hav
     assert page.locator(".rc-commit").is_disabled()
     page.keyboard.press("Enter")
     page.wait_for_timeout(500)
-    assert page.locator(".st-key-reveal").count() == 0 and "JUDGE-RATIONALE-A2" not in page.content()
+    assert page.locator(".rc-reveal").count() == 0 and "JUDGE-RATIONALE-A2" not in page.content()
     shot(page, "evidence-needed")
     page.locator(f".rc-look[data-pk='{pks[0]}'] .rc-change").click()
     wait_claim(page, pks[0])
@@ -875,6 +881,7 @@ def test_a_cycle_requiring_evidence_blocks_the_commit_until_supported_claims_hav
     page.keyboard.press("e")
     _picking(page, pks[0], True)
     page.keyboard.press("1")
+    page.keyboard.press("Escape")
     _picking(page, pks[0], False)
     page.keyboard.press("1")
     wait_last_look(page)

@@ -184,7 +184,7 @@ def test_a_session_that_never_signed_in_uploads_at_most_the_limit(
     app: tuple[str, Path, Path], page: Any
 ) -> None:
     url, _, _ = app
-    assert LIMIT_MB <= 20  # what the README states
+    assert f"limits uploads to {LIMIT_MB} MB" in (ROOT / "docs" / "security.md").read_text(encoding="utf-8")
     session_id = _session_id(page, url)
     cookies = {c["name"]: c["value"] for c in page.context.cookies()}
     xsrf = cookies["_streamlit_xsrf"]

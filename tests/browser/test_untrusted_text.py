@@ -236,7 +236,7 @@ def test_payloads_show_literally_and_load_nothing(app: App, page: Any) -> None:
     wait_for_card(page, ".rc-last-look button")
     page.keyboard.press("Enter")
     wait_reveal(page)
-    wait_for_card(page, ".st-key-reveal")
+    wait_for_card(page, ".rc-reveal")
     after = [
         a["claims"][0]["rationale"],
         a["claims"][1]["rationale"],
