@@ -74,3 +74,5 @@ json_row = _engine_function("json_row", "json_array({all})", "json_build_array({
 json_value = _engine_function("json_value", "json({0})", "CAST({0} AS json)")
 # A json_row read as JSON text (SQLite's already is).
 json_as_text = _engine_function("json_as_text", "{0}", "CAST({0} AS text)")
+# text_list(value, separator): a group's values as text joined by `separator` (NULL for none).
+text_list = _engine_function("text_list", "group_concat({0}, {1})", "string_agg(CAST({0} AS text), {1})")

@@ -12,38 +12,67 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import and_, exists, func, literal, literal_column, select, tuple_
+
+from .core import ONE, json_list, json_row, json_value, text_list
 from .database import Database
-from .imports import hide_sql
+from .imports import hidden
+from .tables import (
+    adjudications,
+    answer_reveals,
+    answers,
+    assignments,
+    chunks,
+    claims,
+    cycle_answers,
+    cycles,
+    human_labels,
+    imports,
+    judge_calls,
+    judge_runs,
+    judge_verdicts,
+    label_events,
+    settings,
+)
 
 
 def latest_labeled_import(db: Database) -> int | None:
     """The most recently imported run with at least one human-labeled claim; None if none is."""
-    row = db.execute(
-        f"""SELECT r.id FROM judge_runs r WHERE r.origin = 'import' AND EXISTS (
-               SELECT 1 FROM judge_verdicts v JOIN human_labels h ON h.claim_pk = v.claim_pk
-               WHERE v.run_id = r.id AND h.status = 'labeled'{hide_sql(db, label="h.import_id")})
-           ORDER BY r.id DESC LIMIT 1"""
-    ).fetchone()
-    return None if row is None else int(row[0])
+    r, v, h = judge_runs.c, judge_verdicts.c, human_labels.c
+    labeled = (
+        select(ONE)
+        .select_from(judge_verdicts.join(human_labels, h.claim_pk == v.claim_pk))
+        .where(v.run_id == r.id, h.status == "labeled", hidden(db, label=h.import_id))
+    )
+    found = db.run(
+        select(r.id).where(r.origin == "import", exists(labeled)).order_by(r.id.desc()).limit(ONE)
+    ).scalar()
+    return None if found is None else int(found)
 
 
 def latest_active_cycle_run(db: Database) -> int | None:
     """The run of the cycle that took the most recent label (verdict, skip, unclear, reconcile);
     None before any cycle took one. Reads only cycle labels (the `label_events_cycle` index)."""
-    row = db.execute(
-        """SELECT c.judge_run_id FROM cycles c JOIN (
-               SELECT cycle_id, MAX(id) AS last FROM label_events WHERE cycle_id IS NOT NULL GROUP BY cycle_id
-           ) e ON e.cycle_id = c.id
-           ORDER BY e.last DESC LIMIT 1"""
-    ).fetchone()
-    return None if row is None else int(row[0])
+    e = label_events.c
+    last = (
+        select(e.cycle_id, func.max(e.id).label("last"))
+        .where(e.cycle_id.is_not(None))
+        .group_by(e.cycle_id)
+        .subquery("e")
+    )
+    found = db.run(
+        select(cycles.c.judge_run_id)
+        .select_from(cycles.join(last, last.c.cycle_id == cycles.c.id))
+        .order_by(last.c.last.desc())
+        .limit(ONE)
+    ).scalar()
+    return None if found is None else int(found)
 
 
 def cycle_names(db: Database, run_id: int) -> list[str]:
     """Names of the run's cycles, oldest first."""
-    return [
-        name for (name,) in db.execute("SELECT name FROM cycles WHERE judge_run_id = ? ORDER BY id", [run_id])
-    ]
+    c = cycles.c
+    return list(db.run(select(c.name).where(c.judge_run_id == run_id).order_by(c.id)).scalars())
 
 
 def fingerprint(db: Database) -> tuple[Any, ...]:
@@ -55,29 +84,33 @@ def fingerprint(db: Database) -> tuple[Any, ...]:
     can rewrite a verdict in place; holdout marks change which answers count.
     """
     # SQLite's rowid end is free; PostgreSQL has none, and counts (an import's verdicts only add).
-    verdicts = "max(rowid)" if db.dialect == "sqlite" else "count(*)"
-    return tuple(
-        db.execute(
-            f"""SELECT (SELECT max(id) FROM label_events), (SELECT max(id) FROM claims),
-                  (SELECT {verdicts} FROM judge_verdicts), (SELECT count(*) FROM judge_runs),
-                  (SELECT max(id) FROM cycles), (SELECT max(closed_at) FROM cycles),
-                  (SELECT group_concat(key || '=' || value) FROM settings WHERE key LIKE 'stats.%'),
-                  (SELECT max(created_at) FROM adjudications),
-                  (SELECT max(created_at) FROM judge_calls),
-                  (SELECT count(*) FROM judge_calls WHERE status = 'ok'),
-                  (SELECT count(*) FROM answers WHERE holdout = 1),
-                  (SELECT max(finished_at) FROM imports)"""
-        ).fetchone()
+    verdicts = func.max(literal_column("rowid")) if db.dialect == "sqlite" else func.count()
+    k, jc = settings.c, judge_calls.c
+    parts = (
+        select(func.max(label_events.c.id)),
+        select(func.max(claims.c.id)),
+        select(verdicts).select_from(judge_verdicts),
+        select(func.count()).select_from(judge_runs),
+        select(func.max(cycles.c.id)),
+        select(func.max(cycles.c.closed_at)),
+        select(text_list(k.key + "=" + k.value, literal(","))).where(k.key.like("stats.%")),
+        select(func.max(adjudications.c.created_at)),
+        select(func.max(jc.created_at)),
+        select(func.count()).where(jc.status == "ok"),
+        select(func.count()).where(answers.c.holdout == 1),
+        select(func.max(imports.c.finished_at)),
     )
+    return tuple(db.run(select(*(p.scalar_subquery() for p in parts))).one())
 
 
 def closed_snapshots(db: Database, run_id: int) -> list[tuple[str, str | None, dict[str, Any]]]:
     """(name, closed_at, snapshot) of the run's closed cycles, in closing order."""
-    rows = db.execute(
-        "SELECT name, closed_at, snapshot FROM cycles WHERE judge_run_id = ? AND status = 'closed' "
-        "ORDER BY closed_at, id",
-        [run_id],
-    ).fetchall()
+    c = cycles.c
+    rows = db.run(
+        select(c.name, c.closed_at, c.snapshot)
+        .where(c.judge_run_id == run_id, c.status == "closed")
+        .order_by(c.closed_at, c.id)
+    ).all()
     return [(name, closed_at, json.loads(snap) if snap else {}) for name, closed_at, snap in rows]
 
 
@@ -85,11 +118,8 @@ def answer_categories(db: Database, answer_ids: Sequence[str]) -> dict[str, str 
     """Answer id -> category (None where it has none), for the given answers."""
     if not answer_ids:
         return {}
-    ids, cats = db.execute(
-        "SELECT json_group_array(id), json_group_array(category) FROM answers "
-        "WHERE id IN (SELECT value FROM json_each(?))",
-        [json.dumps(list(answer_ids))],
-    ).fetchone()
+    a = answers.c
+    ids, cats = db.run(select(json_list(a.id), json_list(a.category)).where(a.id.in_(list(answer_ids)))).one()
     return dict(zip(json.loads(ids), json.loads(cats), strict=True))
 
 
@@ -116,28 +146,46 @@ def _all_splits(keys: Sequence[str]) -> list[list[str]]:
     return out
 
 
+def _chunk_rows() -> Any:
+    """The claim's answer's chunks as one JSON array of [position, chunk id, text]."""
+    ch = chunks.c
+    return select(json_list(json_row(ch.position, ch.chunk_id, ch.text))).where(
+        ch.answer_id == claims.c.answer_id
+    )
+
+
 def claim_details(db: Database, run_id: int, keys: Sequence[str]) -> list[DetailRow]:
     """Details of the claims with keys "ANSWER/CLAIM" (ids may hold "/" themselves: every split
     is looked up, an index hit each, so a caller keeps the rows whose key it asked for)."""
     if not keys:
         return []
-    hide = hide_sql(db, label="h.import_id")
-    rows = db.execute(
-        f"""SELECT c.answer_id, c.claim_id, a.category, c.text, v.rationale, v.evidence,
-                  (SELECT group_concat(h.reviewer || ': ' || h.note, char(10)) FROM human_labels h
-                   WHERE h.claim_pk = c.id AND h.note IS NOT NULL AND h.note != ''{hide}),
-                  (SELECT json_group_array(json(h.evidence)) FROM human_labels h
-                   WHERE h.claim_pk = c.id{hide}),
-                  (SELECT json_group_array(json_array(ch.position, ch.chunk_id, ch.text))
-                   FROM chunks ch WHERE ch.answer_id = c.answer_id)
-           FROM claims c
-           JOIN answers a ON a.id = c.answer_id
-           LEFT JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = :run
-           WHERE c.id IN (SELECT c2.id FROM json_each(:keys) k JOIN claims c2
-                          ON c2.answer_id = json_extract(k.value, '$[0]')
-                          AND c2.claim_id = json_extract(k.value, '$[1]'))""",
-        {"run": run_id, "keys": json.dumps(_all_splits(keys))},
-    ).fetchall()
+    c, a, v, h = claims.c, answers.c, judge_verdicts.c, human_labels.c
+    shown = hidden(db, label=h.import_id)
+    notes = select(text_list(h.reviewer + ": " + h.note, literal("\n"))).where(
+        h.claim_pk == c.id, h.note.is_not(None), h.note != "", shown
+    )
+    evidence = select(json_list(json_value(h.evidence))).where(h.claim_pk == c.id, shown)
+    c2 = claims.alias("c2").c
+    asked = select(c2.id).where(tuple_(c2.answer_id, c2.claim_id).in_([tuple(k) for k in _all_splits(keys)]))
+    rows = db.run(
+        select(
+            c.answer_id,
+            c.claim_id,
+            a.category,
+            c.text,
+            v.rationale,
+            v.evidence,
+            notes.scalar_subquery(),
+            evidence.scalar_subquery(),
+            _chunk_rows().scalar_subquery(),
+        )
+        .select_from(
+            claims.join(answers, a.id == c.answer_id).outerjoin(
+                judge_verdicts, and_(v.claim_pk == c.id, v.run_id == run_id)
+            )
+        )
+        .where(c.id.in_(asked))
+    ).all()
     return [
         DetailRow(
             aid,
@@ -174,17 +222,25 @@ def pending_rows(db: Database, run_id: int, claim_pks: Sequence[int]) -> list[Pe
     """The claims behind `claim_pks` (any order) as a lead reads them to adjudicate."""
     if not claim_pks:
         return []
-    rows = db.execute(
-        f"""SELECT c.id, c.answer_id, c.claim_id, c.text, v.verdict, v.rationale, v.evidence,
-                  (SELECT json_group_array(json_array(h.reviewer, h.status, h.final_verdict, h.note,
-                                                      json(h.evidence)))
-                   FROM human_labels h WHERE h.claim_pk = c.id{hide_sql(db, label="h.import_id")}),
-                  (SELECT json_group_array(json_array(ch.position, ch.chunk_id, ch.text))
-                   FROM chunks ch WHERE ch.answer_id = c.answer_id)
-           FROM claims c LEFT JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = :run
-           WHERE c.id IN (SELECT CAST(value AS INTEGER) FROM json_each(:pks))""",
-        {"run": run_id, "pks": json.dumps([int(pk) for pk in claim_pks])},
-    ).fetchall()
+    c, v, h = claims.c, judge_verdicts.c, human_labels.c
+    labels = select(
+        json_list(json_row(h.reviewer, h.status, h.final_verdict, h.note, json_value(h.evidence)))
+    ).where(h.claim_pk == c.id, hidden(db, label=h.import_id))
+    rows = db.run(
+        select(
+            c.id,
+            c.answer_id,
+            c.claim_id,
+            c.text,
+            v.verdict,
+            v.rationale,
+            v.evidence,
+            labels.scalar_subquery(),
+            _chunk_rows().scalar_subquery(),
+        )
+        .select_from(claims.outerjoin(judge_verdicts, and_(v.claim_pk == c.id, v.run_id == run_id)))
+        .where(c.id.in_([int(pk) for pk in claim_pks]))
+    ).all()
     return [
         PendingRow(
             pk,
@@ -224,41 +280,40 @@ def open_cycle_work(db: Database) -> list[OpenCycleWork]:
     Closed cycles take no more labels, so they hold no open work. A handful of index reads per
     open cycle (cycles hold tens of answers)."""
     out = []
-    open_cycles = db.execute("SELECT id, name FROM cycles WHERE status = 'open' ORDER BY id").fetchall()
+    c, ca, asg, e, rv = cycles.c, cycle_answers.c, assignments.c, label_events.c, answer_reveals.c
+    open_cycles = db.run(select(c.id, c.name).where(c.status == "open").order_by(c.id)).all()
     for cycle_id, name in open_cycles:
-        answers = tuple(
-            r[0]
-            for r in db.execute(
-                """SELECT ca.answer_id FROM cycle_answers ca WHERE ca.cycle_id = ?
-               AND EXISTS (SELECT 1 FROM claims c WHERE c.answer_id = ca.answer_id)
-               ORDER BY ca.position""",
-                [cycle_id],
-            )
+        with_claims = exists(select(ONE).where(claims.c.answer_id == ca.answer_id))
+        drawn = tuple(
+            db.run(
+                select(ca.answer_id).where(ca.cycle_id == cycle_id, with_claims).order_by(ca.position)
+            ).scalars()
         )
         assigned = tuple(
             (a, r)
-            for a, r in db.execute(
-                "SELECT answer_id, reviewer FROM assignments WHERE cycle_id = ? ORDER BY answer_id, reviewer",
-                [cycle_id],
+            for a, r in db.run(
+                select(asg.answer_id, asg.reviewer)
+                .where(asg.cycle_id == cycle_id)
+                .order_by(asg.answer_id, asg.reviewer)
             )
         )
         started = tuple(
-            r[0]
-            for r in db.execute(
-                "SELECT DISTINCT reviewer FROM label_events WHERE cycle_id = ? ORDER BY reviewer", [cycle_id]
-            )
+            db.run(select(e.reviewer).distinct().where(e.cycle_id == cycle_id).order_by(e.reviewer)).scalars()
         )
         revealed = tuple(
             (a, r)
-            for a, r in db.execute(
-                f"""SELECT v.answer_id, v.reviewer FROM answer_reveals v
-               JOIN cycle_answers ca ON ca.answer_id = v.answer_id AND ca.cycle_id = ?
-               WHERE 1{hide_sql(db, label="v.import_id")}
-               ORDER BY v.answer_id, v.reviewer""",
-                [cycle_id],
+            for a, r in db.run(
+                select(rv.answer_id, rv.reviewer)
+                .select_from(
+                    answer_reveals.join(
+                        cycle_answers, and_(ca.answer_id == rv.answer_id, ca.cycle_id == cycle_id)
+                    )
+                )
+                .where(hidden(db, label=rv.import_id))
+                .order_by(rv.answer_id, rv.reviewer)
             )
         )
-        out.append(OpenCycleWork(name, answers, assigned, started, revealed))
+        out.append(OpenCycleWork(name, drawn, assigned, started, revealed))
     return out
 
 
@@ -267,18 +322,16 @@ def answers_in_scope(db: Database, run_id: int, cycle_id: int | None, answer_ids
     else every answer with a claim the run judged (the run-level views and exports draw on them)."""
     if not answer_ids:
         return set()
-    ids = json.dumps(list(answer_ids))
+    ids = list(answer_ids)
     if cycle_id is not None:
-        rows = db.execute(
-            "SELECT answer_id FROM cycle_answers WHERE cycle_id = ? "
-            "AND answer_id IN (SELECT value FROM json_each(?))",
-            [cycle_id, ids],
-        )
+        ca = cycle_answers.c
+        query = select(ca.answer_id).where(ca.cycle_id == cycle_id, ca.answer_id.in_(ids))
     else:
-        rows = db.execute(
-            """SELECT DISTINCT c.answer_id FROM claims c
-               JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = ?
-               WHERE c.answer_id IN (SELECT value FROM json_each(?))""",
-            [run_id, ids],
+        c, v = claims.c, judge_verdicts.c
+        query = (
+            select(c.answer_id)
+            .distinct()
+            .select_from(claims.join(judge_verdicts, and_(v.claim_pk == c.id, v.run_id == run_id)))
+            .where(c.answer_id.in_(ids))
         )
-    return {r[0] for r in rows}
+    return set(db.run(query).scalars())
