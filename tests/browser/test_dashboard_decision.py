@@ -115,7 +115,9 @@ def test_an_export_says_so_in_view_and_names_its_scope_and_day(app_url: str, sma
     open_dashboard(small_page, app_url)
     button = small_page.locator('[data-testid="stDownloadButton"] button')
     button.scroll_into_view_if_needed()
-    with small_page.expect_download() as download:
+    # The export is built when the button is pressed: on a loaded machine that can take a while,
+    # so the bound is generous (the wait ends at the download event, not at the bound).
+    with small_page.expect_download(timeout=180_000) as download:
         button.click()
     name = download.value.suggested_filename
     assert re.fullmatch(r"calibration-demo-judge_grounding-v1-jsonl-\d{4}-\d\d-\d\d\.jsonl", name), name

@@ -167,7 +167,7 @@ def test_the_dashboard_export_of_the_other_run_holds_none_of_the_open_work(
     _sign_in_at(page, f"{url}/dashboard")
     page.get_by_text("Needs a lead's decision", exact=True).wait_for()
     settle(page, 400)
-    with page.expect_download() as got:
+    with page.expect_download(timeout=180_000) as got:  # the export is built on the click
         page.get_by_test_id("stDownloadButton").get_by_role("button").click()
     path = tmp_path / "export.jsonl"
     got.value.save_as(path)
