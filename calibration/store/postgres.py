@@ -1,6 +1,6 @@
 """The PostgreSQL backend: the same store on a server, for several app servers on one database.
 
-Install with `pip install -e .[postgres]` (psycopg 3 and its pool) and name the store by URL:
+Install with `pip install -e .[postgres]` (psycopg 3) and name the store by URL:
 `CALIBRATION_DB=postgresql://user@host/db` or `--db postgresql://...`.
 
 Guarantees, as on SQLite. Every write transaction takes one transaction-level advisory lock
@@ -11,10 +11,11 @@ doubled, and a staged import's short batches let a reviewer's write in between. 
 wait for the lock. A write that waits longer than the busy timeout fails with
 DatabaseBusyError, nothing written.
 
-SQL. Store modules write SQLite's spelling once; `translate` turns it into PostgreSQL's:
-placeholders (`?`, `:name`), SQLite's JSON functions (`json_group_array`, `json_array`,
-`json_each`, `json_extract`, `json`), `group_concat`, `char`, `IS` between values, the
-`temp.`/`main.` schema names, `INSERT OR IGNORE`, and in DDL the types (INTEGER is 64-bit,
+SQL. Statements built with SQLAlchemy Core are compiled for PostgreSQL by SQLAlchemy. The
+store modules still written as SQL text use SQLite's spelling; `translate` turns it into
+PostgreSQL's: placeholders (`?`, `:name`), SQLite's JSON functions (`json_group_array`,
+`json_each`, `json_extract`), `group_concat`, `IS` between values, the `temp.`/`main.` schema
+names, `INSERT OR IGNORE`, and in DDL the types (INTEGER is 64-bit,
 REAL double) and `INTEGER PRIMARY KEY`, whose next id is SQLite's (the largest plus one, by a
 trigger; writers are serialised, so two never take the same). The few SQLite triggers of the
 shipped migrations have PostgreSQL twins here (`_TRIGGERS`), and m012's import-commit
@@ -237,19 +238,13 @@ def _group_concat(args: list[str], rest: str) -> tuple[str, int]:
 
 def _dml(sql: str) -> str:
     sql = _rewrite_calls(
-        sql,
-        "json_group_array",
-        lambda a, r: (f"coalesce(CAST(json_agg({_inner_json(a[0])}) AS text), '[]')", 0),
-    )
-    sql = _rewrite_calls(
-        sql, "json_array", lambda a, r: (f"CAST(json_build_array({', '.join(a)}) AS text)", 0)
+        sql, "json_group_array", lambda a, r: (f"coalesce(CAST(json_agg({a[0]}) AS text), '[]')", 0)
     )
     sql = _rewrite_calls(
         sql, "json_extract", lambda a, r: (f"(CAST({a[0]} AS json) #>> {_json_path(a[1])})", 0)
     )
     sql = _rewrite_calls(sql, "json_each", _json_each)
     sql = _rewrite_calls(sql, "group_concat", _group_concat)
-    sql = _rewrite_calls(sql, "char", lambda a, r: (f"chr({a[0]})", 0))
     sql = _extremes(sql)
     sql = re.sub(
         r"\bINSERT\s+OR\s+IGNORE\s+INTO\b(.*)",
@@ -280,12 +275,6 @@ def _extremes(sql: str) -> str:
             ),
         )
     return sql
-
-
-def _inner_json(expr: str) -> str:
-    """An aggregated value: a nested json_array or json(x) stays JSON, not text."""
-    expr = _rewrite_calls(expr, "json_array", lambda a, r: (f"json_build_array({', '.join(a)})", 0))
-    return _rewrite_calls(expr, "json", lambda a, r: (f"CAST({a[0]} AS json)", 0))
 
 
 def _ddl_types(sql: str) -> str:
