@@ -35,11 +35,6 @@ def human_labeled(db: Database, claim: ColumnElement[Any]) -> ColumnElement[bool
     )
 
 
-def human_labeled_sql(db: Database, claim: str) -> str:
-    """`human_labeled` as SQL text, the claim's column named as SQL."""
-    return f"({as_text(human_labeled(db, literal_column(claim)))})"
-
-
 @dataclass(frozen=True, slots=True)
 class ReviewerColumns:
     """The labels with status 'labeled' on the judged claims in scope, one entry per (claim, reviewer).

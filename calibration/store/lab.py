@@ -13,15 +13,35 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sqlalchemy import and_, case, exists, func, insert, select, update
+
 from ..errors import ConflictError
-from .claims import human_labeled_sql
+from .claims import human_labeled
 from .connection import now, write
+from .core import ONE, upsert
 from .database import Database
 from .runs import JudgeRun, run_id
+from .tables import (
+    answers,
+    chunks,
+    claims,
+    cycle_answers,
+    cycles,
+    human_labels,
+    judge_calls,
+    judge_lab_examples,
+    judge_lab_revisions,
+    judge_lab_runs,
+    judge_runs,
+    judge_verdicts,
+)
 
 LAB_ORIGIN = "lab"
 
-_RUN_COLUMNS = "id, judge_model, prompt_version, origin, created_at"
+_r = judge_runs.c
+_RUN = select(_r.id, _r.judge_model, _r.prompt_version, _r.origin, _r.created_at)
+_lab = judge_lab_runs.c
+_call = judge_calls.c
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,17 +102,17 @@ class RunTotals:
 def scope_answer_ids(db: Database, *, labeled_only: bool = False, cycle_id: int | None = None) -> list[str]:
     """Answers that have claims: all of them (by id), those with a human-labeled claim
     (`labeled_only`, by id), or a cycle's (in the cycle's order)."""
+    c = claims.c
     if cycle_id is not None:
-        sql = """SELECT ca.answer_id FROM cycle_answers ca WHERE ca.cycle_id = ?
-                 AND EXISTS (SELECT 1 FROM claims c WHERE c.answer_id = ca.answer_id)
-                 ORDER BY ca.position"""
-        return [r[0] for r in db.execute(sql, [cycle_id])]
+        ca = cycle_answers.c
+        with_claims = exists(select(ONE).where(c.answer_id == ca.answer_id))
+        drawn = select(ca.answer_id).where(ca.cycle_id == cycle_id, with_claims).order_by(ca.position)
+        return list(db.run(drawn).scalars())
+    query = select(c.answer_id).distinct().order_by(c.answer_id)
     if labeled_only:
-        sql = """SELECT DISTINCT c.answer_id FROM claims c
-                 JOIN human_labels h ON h.claim_pk = c.id AND h.status = 'labeled'
-                 ORDER BY c.answer_id"""
-        return [r[0] for r in db.execute(sql)]
-    return [r[0] for r in db.execute("SELECT DISTINCT answer_id FROM claims ORDER BY answer_id")]
+        h = human_labels.c
+        query = query.select_from(claims.join(human_labels, and_(h.claim_pk == c.id, h.status == "labeled")))
+    return list(db.run(query).scalars())
 
 
 def claim_count(db: Database, answer_ids: Sequence[str]) -> int:
@@ -100,8 +120,7 @@ def claim_count(db: Database, answer_ids: Sequence[str]) -> int:
     total = 0
     for start in range(0, len(answer_ids), 500):  # below SQLite's bound on host parameters
         batch = list(answer_ids[start : start + 500])
-        marks = ",".join("?" * len(batch))
-        total += db.execute(f"SELECT count(*) FROM claims WHERE answer_id IN ({marks})", batch).fetchone()[0]
+        total += int(db.run(select(func.count()).where(claims.c.answer_id.in_(batch))).scalar_one())
     return total
 
 
@@ -109,20 +128,23 @@ def answer_texts(db: Database, answer_ids: Sequence[str]) -> list[AnswerText]:
     """The stored question, answer, chunks and claims of each answer, in `answer_ids` order."""
     out = []
     for aid in answer_ids:
-        question, answer = db.execute("SELECT question, answer FROM answers WHERE id = ?", [aid]).fetchone()
-        chunks = tuple(
+        question, answer = db.run(
+            select(answers.c.question, answers.c.answer).where(answers.c.id == aid)
+        ).one()
+        k, c = chunks.c, claims.c
+        shown = tuple(
             (r[0], r[1], r[2])
-            for r in db.execute(
-                "SELECT chunk_id, text, source FROM chunks WHERE answer_id = ? ORDER BY position", [aid]
+            for r in db.run(
+                select(k.chunk_id, k.text, k.source).where(k.answer_id == aid).order_by(k.position)
             )
         )
-        claims = tuple(
+        claimed = tuple(
             (r[0], r[1], r[2])
-            for r in db.execute(
-                "SELECT id, claim_id, text FROM claims WHERE answer_id = ? ORDER BY position, id", [aid]
+            for r in db.run(
+                select(c.id, c.claim_id, c.text).where(c.answer_id == aid).order_by(c.position, c.id)
             )
         )
-        out.append(AnswerText(aid, question, answer, chunks, claims))
+        out.append(AnswerText(aid, question, answer, shown, claimed))
     return out
 
 
@@ -130,8 +152,7 @@ def answer_texts(db: Database, answer_ids: Sequence[str]) -> list[AnswerText]:
 
 
 def _run(db: Database, run_id: int) -> JudgeRun:
-    row = db.execute(f"SELECT {_RUN_COLUMNS} FROM judge_runs WHERE id = ?", [run_id]).fetchone()
-    return JudgeRun(*row)
+    return JudgeRun(*db.run(_RUN.where(_r.id == run_id)).one())
 
 
 def resumable_run_id(db: Database, model: str, version: str, template_sha256: str) -> int | None:
@@ -144,8 +165,8 @@ def resumable_run_id(db: Database, model: str, version: str, template_sha256: st
     found = run_id(db, model, version, create=False)
     if found is None:
         return None
-    origin = db.execute("SELECT origin FROM judge_runs WHERE id = ?", [found]).fetchone()[0]
-    lab = db.execute("SELECT template_sha256 FROM judge_lab_runs WHERE run_id = ?", [found]).fetchone()
+    origin = db.run(select(_r.origin).where(_r.id == found)).scalar_one()
+    lab = db.run(select(_lab.template_sha256).where(_lab.run_id == found)).first()
     if origin != LAB_ORIGIN or lab is None:
         raise ConflictError(
             f"judge run {model}@{version} already exists (origin "
@@ -186,20 +207,26 @@ def open_lab_run(
         if found is not None:
             # The latest endpoint and parameters are kept: resuming after moving the server
             # is legitimate, and the template (what matters for the verdicts) is unchanged.
-            db.execute(
-                "UPDATE judge_lab_runs SET base_url = ?, params = ?, scope = ?, "
-                "finished_at = NULL WHERE run_id = ?",
-                [base_url, json.dumps(params), scope, found],
+            db.run(
+                update(judge_lab_runs)
+                .where(_lab.run_id == found)
+                .values(base_url=base_url, params=json.dumps(params), scope=scope, finished_at=None)
             )
             return _run(db, found), True
         ts = now()
         new = run_id(db, model, version, origin=LAB_ORIGIN, created_at=ts)
         if new is None:  # not reached: create=True always gives an id
             raise AssertionError("run_id returned no id")
-        db.execute(
-            """INSERT INTO judge_lab_runs (run_id, template, template_sha256, base_url,
-                      params, scope, started_at) VALUES (?, ?, ?, ?, ?, ?, ?)""",
-            [new, template, template_sha256, base_url, json.dumps(params), scope, ts],
+        db.run(
+            insert(judge_lab_runs).values(
+                run_id=new,
+                template=template,
+                template_sha256=template_sha256,
+                base_url=base_url,
+                params=json.dumps(params),
+                scope=scope,
+                started_at=ts,
+            )
         )
         return _run(db, new), False
 
@@ -207,15 +234,12 @@ def open_lab_run(
 def finish_lab_run(db: Database, run_id: int) -> None:
     """Mark the run finished (an invocation went through all its answers)."""
     with write(db):
-        db.execute("UPDATE judge_lab_runs SET finished_at = ? WHERE run_id = ?", [now(), run_id])
+        db.run(update(judge_lab_runs).where(_lab.run_id == run_id).values(finished_at=now()))
 
 
 def ok_answer_ids(db: Database, run_id: int) -> set[str]:
     """Answers the run has judged successfully: a resume does not request them again."""
-    return {
-        r[0]
-        for r in db.execute("SELECT answer_id FROM judge_calls WHERE run_id = ? AND status = 'ok'", [run_id])
-    }
+    return set(db.run(select(_call.answer_id).where(_call.run_id == run_id, _call.status == "ok")).scalars())
 
 
 def record_call(db: Database, run_id: int, call: CallRecord) -> int:
@@ -223,64 +247,62 @@ def record_call(db: Database, run_id: int, call: CallRecord) -> int:
     number of verdicts written (0 when another process had already stored an ok call)."""
     with write(db):
         # Never downgrade: if another process already stored an ok call, keep it.
-        cur = db.execute(
-            """INSERT INTO judge_calls (run_id, answer_id, status, prompt, response, exchanges,
-                   attempts, error, prompt_tokens, completion_tokens, total_tokens, latency_ms,
-                   created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)
-               ON CONFLICT (run_id, answer_id) DO UPDATE SET status = excluded.status,
-                   prompt = excluded.prompt, response = excluded.response,
-                   exchanges = excluded.exchanges, attempts = excluded.attempts,
-                   error = excluded.error, prompt_tokens = excluded.prompt_tokens,
-                   completion_tokens = excluded.completion_tokens,
-                   total_tokens = excluded.total_tokens, latency_ms = excluded.latency_ms,
-                   created_at = excluded.created_at
-               WHERE judge_calls.status != 'ok'""",
-            [
-                run_id,
-                call.answer_id,
-                call.status,
-                call.prompt,
-                call.response,
-                json.dumps(call.exchanges, ensure_ascii=False),
-                call.attempts,
-                call.error,
-                call.prompt_tokens,
-                call.completion_tokens,
-                call.total_tokens,
-                call.latency_ms,
-                now(),
-            ],
+        stored = upsert(db.dialect, judge_calls).values(
+            run_id=run_id,
+            answer_id=call.answer_id,
+            status=call.status,
+            prompt=call.prompt,
+            response=call.response,
+            exchanges=json.dumps(call.exchanges, ensure_ascii=False),
+            attempts=call.attempts,
+            error=call.error,
+            prompt_tokens=call.prompt_tokens,
+            completion_tokens=call.completion_tokens,
+            total_tokens=call.total_tokens,
+            latency_ms=call.latency_ms,
+            created_at=now(),
         )
-        # Every call was paid for, a failed one too: its tokens count towards the run.
-        db.execute(
-            # A call without a count leaves the total as it was (the sum with NULL is NULL).
-            """UPDATE judge_lab_runs SET
-                 prompt_tokens = coalesce(coalesce(prompt_tokens, 0) + ?1, prompt_tokens),
-                 completion_tokens = coalesce(coalesce(completion_tokens, 0) + ?2, completion_tokens),
-                 total_tokens = coalesce(coalesce(total_tokens, 0) + ?3, total_tokens)
-               WHERE run_id = ?4""",
-            [call.prompt_tokens, call.completion_tokens, call.total_tokens, run_id],
+        kept = ("run_id", "answer_id")
+        written = db.run(
+            stored.on_conflict_do_update(
+                index_elements=[_call.run_id, _call.answer_id],
+                set_={col.name: stored.excluded[col.name] for col in judge_calls.c if col.name not in kept},
+                where=_call.status != "ok",
+            )
+        ).rowcount  # type: ignore[attr-defined]
+        # Every call was paid for, a failed one too: its tokens count towards the run. A call
+        # without a count leaves the total as it was (the sum with NULL is NULL).
+        paid = {
+            "prompt_tokens": call.prompt_tokens,
+            "completion_tokens": call.completion_tokens,
+            "total_tokens": call.total_tokens,
+        }
+        db.run(
+            update(judge_lab_runs)
+            .where(_lab.run_id == run_id)
+            .values({k: func.coalesce(func.coalesce(_lab[k], 0) + n, _lab[k]) for k, n in paid.items()})
         )
-        if call.status != "ok" or cur.rowcount == 0:
+        if call.status != "ok" or written == 0:
             return 0
-        db.executemany(
-            """INSERT INTO judge_verdicts (run_id, claim_pk, verdict, raw_verdict, rationale,
-                   evidence) VALUES (?,?,?,?,?,?)
-               ON CONFLICT (run_id, claim_pk) DO UPDATE SET verdict = excluded.verdict,
-                   raw_verdict = excluded.raw_verdict, rationale = excluded.rationale,
-                   evidence = excluded.evidence""",
-            [
-                (
-                    run_id,
-                    v.claim_pk,
-                    v.verdict,
-                    v.raw_verdict,
-                    v.rationale,
-                    json.dumps(list(v.evidence), ensure_ascii=False),
-                )
-                for v in call.verdicts
-            ],
-        )
+        if call.verdicts:
+            v = upsert(db.dialect, judge_verdicts)
+            db.run(
+                v.on_conflict_do_update(
+                    index_elements=[judge_verdicts.c.run_id, judge_verdicts.c.claim_pk],
+                    set_={c: v.excluded[c] for c in ("verdict", "raw_verdict", "rationale", "evidence")},
+                ),
+                [
+                    {
+                        "run_id": run_id,
+                        "claim_pk": r.claim_pk,
+                        "verdict": r.verdict,
+                        "raw_verdict": r.raw_verdict,
+                        "rationale": r.rationale,
+                        "evidence": json.dumps(list(r.evidence), ensure_ascii=False),
+                    }
+                    for r in call.verdicts
+                ],
+            )
         return len(call.verdicts)
 
 
@@ -289,16 +311,16 @@ def record_call(db: Database, run_id: int, call: CallRecord) -> int:
 
 def run_totals(db: Database, run_id: int) -> RunTotals:
     """Calls ok and failed, verdicts and tokens of a lab run, over all its invocations."""
-    ok, failed = db.execute(
-        "SELECT count(CASE WHEN status = 'ok' THEN 1 END), count(CASE WHEN status = 'failed' "
-        "THEN 1 END) FROM judge_calls WHERE run_id = ?",
-        [run_id],
-    ).fetchone()
-    claims = db.execute("SELECT count(*) FROM judge_verdicts WHERE run_id = ?", [run_id]).fetchone()[0]
-    tok = db.execute(
-        "SELECT prompt_tokens, completion_tokens, total_tokens FROM judge_lab_runs WHERE run_id = ?", [run_id]
-    ).fetchone() or (None, None, None)
-    return RunTotals(ok, failed, claims, *tok)
+    ok, failed = db.run(
+        select(
+            func.count(case((_call.status == "ok", 1))), func.count(case((_call.status == "failed", 1)))
+        ).where(_call.run_id == run_id)
+    ).one()
+    judged = db.run(select(func.count()).where(judge_verdicts.c.run_id == run_id)).scalar_one()
+    tok = db.run(
+        select(_lab.prompt_tokens, _lab.completion_tokens, _lab.total_tokens).where(_lab.run_id == run_id)
+    ).first() or (None, None, None)
+    return RunTotals(ok, failed, judged, *tok)
 
 
 def lab_runs(db: Database) -> list[JudgeRun]:
@@ -307,10 +329,7 @@ def lab_runs(db: Database) -> list[JudgeRun]:
     `store.judge_runs` leaves such a run out (nothing to show or compare); the lab lists it
     so that its failed calls can be inspected and the run resumed.
     """
-    rows = db.execute(
-        f"SELECT {_RUN_COLUMNS} FROM judge_runs WHERE origin = ? ORDER BY id", [LAB_ORIGIN]
-    ).fetchall()
-    return [JudgeRun(*r) for r in rows]
+    return [JudgeRun(*r) for r in db.run(_RUN.where(_r.origin == LAB_ORIGIN).order_by(_r.id))]
 
 
 def lab_run_overview(db: Database) -> list[dict[str, Any]]:
@@ -318,9 +337,9 @@ def lab_run_overview(db: Database) -> list[dict[str, Any]]:
     rows = []
     for run in reversed(lab_runs(db)):
         t = run_totals(db, run.id)
-        base_url, scope, started, finished = db.execute(
-            "SELECT base_url, scope, started_at, finished_at FROM judge_lab_runs WHERE run_id = ?", [run.id]
-        ).fetchone()
+        base_url, scope, started, finished = db.run(
+            select(_lab.base_url, _lab.scope, _lab.started_at, _lab.finished_at).where(_lab.run_id == run.id)
+        ).one()
         rows.append(
             {
                 "run": run.name,
@@ -339,18 +358,22 @@ def lab_run_overview(db: Database) -> list[dict[str, Any]]:
 
 def call_answer_ids(db: Database, run_id: int, *, failed_only: bool = False) -> list[str]:
     """Answers the run has a stored call for (only the failed ones, if asked), by id."""
-    sql = "SELECT answer_id FROM judge_calls WHERE run_id = ?"
+    query = select(_call.answer_id).where(_call.run_id == run_id)
     if failed_only:
-        sql += " AND status = 'failed'"
-    return [r[0] for r in db.execute(sql + " ORDER BY answer_id", [run_id])]
+        query = query.where(_call.status == "failed")
+    return list(db.run(query.order_by(_call.answer_id)).scalars())
 
 
 def get_call(db: Database, run_id: int, answer_id: str) -> dict[str, Any] | None:
     """The stored call: the prompt exactly as sent, the raw reply, every round and attempt."""
-    rows = list(db.query("SELECT * FROM judge_calls WHERE run_id = ? AND answer_id = ?", [run_id, answer_id]))
-    if not rows:
+    row = (
+        db.run(select(judge_calls).where(_call.run_id == run_id, _call.answer_id == answer_id))
+        .mappings()
+        .first()
+    )
+    if row is None:
         return None
-    call = rows[0]
+    call = dict(row)
     call["exchanges"] = json.loads(call["exchanges"])
     return call
 
@@ -360,12 +383,12 @@ def get_call(db: Database, run_id: int, answer_id: str) -> dict[str, Any] | None
 
 def cycle_names(db: Database) -> list[str]:
     """Names of the cycles, newest first: the scopes a comparison can be limited to."""
-    return [r[0] for r in db.execute("SELECT name FROM cycles ORDER BY id DESC")]
+    return list(db.run(select(cycles.c.name).order_by(cycles.c.id.desc())).scalars())
 
 
 def cycle_judge_run_id(db: Database, cycle_id: int) -> int:
     """The judge run a cycle was sampled from."""
-    return int(db.execute("SELECT judge_run_id FROM cycles WHERE id = ?", [cycle_id]).fetchone()[0])
+    return int(db.run(select(cycles.c.judge_run_id).where(cycles.c.id == cycle_id)).scalar_one())
 
 
 # ---------------------------------------------------------------- revisions and few-shot examples
@@ -373,17 +396,18 @@ def cycle_judge_run_id(db: Database, cycle_id: int) -> int:
 
 def revised_run_id(db: Database, run_id: int) -> int | None:
     """The run a lab run revises (its default baseline), when recorded."""
-    row = db.execute("SELECT revises_run_id FROM judge_lab_revisions WHERE run_id = ?", [run_id]).fetchone()
-    return None if row is None else int(row[0])
+    rv = judge_lab_revisions.c
+    found = db.run(select(rv.revises_run_id).where(rv.run_id == run_id)).scalar()
+    return None if found is None else int(found)
 
 
 def set_revised_run(db: Database, run_id: int, revises_run_id: int) -> None:
     """Record (once) which run a lab run revises; a resumed run keeps its first record."""
     with write(db):
-        db.execute(
-            "INSERT INTO judge_lab_revisions (run_id, revises_run_id) VALUES (?, ?) "
-            "ON CONFLICT (run_id) DO NOTHING",
-            [run_id, revises_run_id],
+        db.run(
+            upsert(db.dialect, judge_lab_revisions)
+            .values(run_id=run_id, revises_run_id=revises_run_id)
+            .on_conflict_do_nothing(index_elements=[judge_lab_revisions.c.run_id])
         )
 
 
@@ -399,20 +423,25 @@ class ExampleRecord:
 def record_examples(db: Database, run_id: int, examples: Sequence[ExampleRecord]) -> None:
     """Store the examples of a new lab run (a run's examples never change: a resume reuses them)."""
     with write(db):
-        if db.execute("SELECT 1 FROM judge_lab_examples WHERE run_id = ? LIMIT 1", [run_id]).fetchone():
+        if db.run(select(ONE).where(judge_lab_examples.c.run_id == run_id).limit(ONE)).first():
             return
-        db.executemany(
-            "INSERT INTO judge_lab_examples (run_id, position, claim_pk, kind, text) VALUES (?, ?, ?, ?, ?)",
-            [(run_id, i, e.claim_pk, e.kind, e.text) for i, e in enumerate(examples)],
-        )
+        if examples:
+            db.run(
+                insert(judge_lab_examples),
+                [
+                    {"run_id": run_id, "position": i, "claim_pk": e.claim_pk, "kind": e.kind, "text": e.text}
+                    for i, e in enumerate(examples)
+                ],
+            )
 
 
 def run_examples(db: Database, run_id: int) -> list[ExampleRecord]:
     """The examples stored with a lab run, in prompt order."""
+    x = judge_lab_examples.c
     return [
         ExampleRecord(int(pk), kind, text)
-        for pk, kind, text in db.execute(
-            "SELECT claim_pk, kind, text FROM judge_lab_examples WHERE run_id = ? ORDER BY position", [run_id]
+        for pk, kind, text in db.run(
+            select(x.claim_pk, x.kind, x.text).where(x.run_id == run_id).order_by(x.position)
         )
     ]
 
@@ -434,28 +463,24 @@ class ExampleMaterial:
 def example_material(db: Database, run_id: int, claim_pks: Sequence[int]) -> list[ExampleMaterial]:
     """The material of each claim in `claim_pks` (in that order) for few-shot examples."""
     out = []
+    c, a, v, k, h = claims.c, answers.c, judge_verdicts.c, chunks.c, human_labels.c
+    joined = claims.join(answers, a.id == c.answer_id).outerjoin(
+        judge_verdicts, and_(v.claim_pk == c.id, v.run_id == run_id)
+    )
     for pk in claim_pks:
-        row = db.execute(
-            """SELECT c.answer_id, a.question, c.text, v.evidence FROM claims c
-                            JOIN answers a ON a.id = c.answer_id
-                            LEFT JOIN judge_verdicts v ON v.claim_pk = c.id AND v.run_id = ?
-                            WHERE c.id = ?""",
-            [run_id, pk],
-        ).fetchone()
+        row = db.run(
+            select(c.answer_id, a.question, c.text, v.evidence).select_from(joined).where(c.id == pk)
+        ).first()
         if row is None:
             continue
         aid, question, text, judge_ev = row
-        chunks = tuple(
+        shown = tuple(
             (r[0], r[1])
-            for r in db.execute(
-                "SELECT chunk_id, text FROM chunks WHERE answer_id = ? ORDER BY position", [aid]
-            )
+            for r in db.run(select(k.chunk_id, k.text).where(k.answer_id == aid).order_by(k.position))
         )
         notes, cited = [], []
-        for note, evidence in db.execute(
-            "SELECT note, evidence FROM human_labels WHERE claim_pk = ? AND status = 'labeled' "
-            "ORDER BY reviewer",
-            [pk],
+        for note, evidence in db.run(
+            select(h.note, h.evidence).where(h.claim_pk == pk, h.status == "labeled").order_by(h.reviewer)
         ):
             if note and note.strip():
                 notes.append(note.strip())
@@ -463,7 +488,7 @@ def example_material(db: Database, run_id: int, claim_pks: Sequence[int]) -> lis
         if not cited:
             cited = json.loads(judge_ev or "[]")
         out.append(
-            ExampleMaterial(int(pk), aid, question, text, chunks, tuple(dict.fromkeys(cited)), tuple(notes))
+            ExampleMaterial(int(pk), aid, question, text, shown, tuple(dict.fromkeys(cited)), tuple(notes))
         )
     return out
 
@@ -474,11 +499,13 @@ def call_sizes(db: Database, run_id: int, answer_ids: Sequence[str]) -> dict[str
     out: dict[str, tuple[str, int, int]] = {}
     for start in range(0, len(answer_ids), 500):
         batch = list(answer_ids[start : start + 500])
-        marks = ",".join("?" * len(batch))
-        for aid, status, lp, lr in db.execute(
-            f"SELECT answer_id, status, length(prompt), coalesce(length(response), 0) FROM judge_calls "
-            f"WHERE run_id = ? AND answer_id IN ({marks})",
-            [run_id, *batch],
+        for aid, status, lp, lr in db.run(
+            select(
+                _call.answer_id,
+                _call.status,
+                func.length(_call.prompt),
+                func.coalesce(func.length(_call.response), 0),
+            ).where(_call.run_id == run_id, _call.answer_id.in_(batch))
         ):
             out[aid] = (status, int(lp), int(lr))
     return out
@@ -486,20 +513,16 @@ def call_sizes(db: Database, run_id: int, answer_ids: Sequence[str]) -> dict[str
 
 def labeled_claim_counts(db: Database) -> dict[int, int]:
     """Per judge run: how many of the claims it judged carry a human label."""
-    return {
-        int(r): int(n)
-        for r, n in db.execute(
-            f"SELECT v.run_id, count(*) FROM judge_verdicts v WHERE {human_labeled_sql(db, 'v.claim_pk')} "
-            "GROUP BY v.run_id"
-        )
-    }
+    v = judge_verdicts.c
+    found = db.run(select(v.run_id, func.count()).where(human_labeled(db, v.claim_pk)).group_by(v.run_id))
+    return {int(r): int(n) for r, n in found}
 
 
 def claim_answer_ids(db: Database, claim_pks: Sequence[int]) -> dict[int, str]:
     """claim pk -> its answer id."""
     out: dict[int, str] = {}
     for pk in claim_pks:
-        row = db.execute("SELECT answer_id FROM claims WHERE id = ?", [pk]).fetchone()
-        if row is not None:
-            out[int(pk)] = row[0]
+        found = db.run(select(claims.c.answer_id).where(claims.c.id == pk)).scalar()
+        if found is not None:
+            out[int(pk)] = found
     return out
