@@ -117,7 +117,7 @@ def claim_done(status: str | None) -> bool:
 
 def label_reused(status: str | None, settled_here: bool) -> bool:
     """A done label (`claim_done`) that was not settled in this cycle: the verdict or unclear
-    mark came from another cycle or an import (`store.cycles.SETTLED_IN` says where it was
+    mark came from another cycle or an import (`store.labels.settled_in` says where it was
     settled). Counted as done, and counted again as reused so nobody mistakes it for new work."""
     return claim_done(status) and not settled_here
 

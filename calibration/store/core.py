@@ -5,8 +5,8 @@ in its own words (the JSON functions)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from sqlalchemy import ColumnClause, ColumnElement, Table, TableClause, Text, column, literal_column, table
 from sqlalchemy.dialects import postgresql, sqlite
@@ -14,11 +14,20 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
+_T = TypeVar("_T")
 Upsert = sqlite.Insert | postgresql.Insert
 _SQLITE = sqlite.dialect()
 # LIMIT 1 written into the statement: SQLAlchemy's own limit(1) is a parameter rendered at run
 # time, which a statement run once per row of parameters (executemany) may not hold.
 ONE: ColumnClause[Any] = literal_column("1")
+# Values per IN list, below SQLite's bound on host parameters.
+BATCH = 500
+
+
+def batches(items: Sequence[_T], size: int = BATCH) -> Iterator[list[_T]]:
+    """`items` in lists of at most `size`, in order: for statements that take them as an IN list."""
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
 
 
 def upsert(dialect: str, table: Table) -> Upsert:
@@ -76,3 +85,11 @@ json_value = _engine_function("json_value", "json({0})", "CAST({0} AS json)")
 json_as_text = _engine_function("json_as_text", "{0}", "CAST({0} AS text)")
 # text_list(value, separator): a group's values as text joined by `separator` (NULL for none).
 text_list = _engine_function("text_list", "group_concat({0}, {1})", "string_agg(CAST({0} AS text), {1})")
+# json_number(column, key): the value of `key` in the JSON object held as text in `column` when
+# it is a number, else NULL (text or anything else counts as none).
+json_number = _engine_function(
+    "json_number",
+    "CASE WHEN json_type({0}, '$.' || {1}) IN ('real', 'integer') THEN json_extract({0}, '$.' || {1}) END",
+    "CASE WHEN json_typeof(CAST({0} AS json) -> {1}) = 'number' "
+    "THEN CAST(CAST({0} AS json) ->> {1} AS double precision) END",
+)

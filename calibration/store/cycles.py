@@ -12,17 +12,36 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import literal_column
+from sqlalchemy import ColumnElement, bindparam, exists, func, insert, literal, select, union, update
 
 from ..errors import NotFoundError
 from ..final_label import UNLABELED_CODE
 from .claims import ClaimTable, claim_table
 from .connection import now
-from .core import as_text
+from .core import ONE, batches, json_list, json_number, json_text, text_list, upsert
 from .database import Database
-from .imports import hide_sql
+from .imports import hidden
 from .labels import settled_in
 from .settings import set_setting
+from .tables import (
+    adjudications,
+    answer_checks,
+    answer_reveals,
+    answers,
+    assignments,
+    claims,
+    cycle_answers,
+    cycle_plans,
+    cycles,
+    human_labels,
+    judge_runs,
+    judge_verdicts,
+    label_events,
+    reviewers,
+    settings,
+    sign_ins,
+)
+from .tables import reassignments as reassignment_log
 
 # Where the failures-first share of a cycle is recorded (the cycles table has no column for
 # it): one settings key per cycle id.
@@ -31,17 +50,17 @@ SHARE_KEY = "cycle.{}.failing_share"
 
 def cycle_id(db: Database, name: str) -> int:
     """The id of the cycle called `name`; NotFoundError (one wording everywhere) when there is none."""
-    row = db.execute("SELECT id FROM cycles WHERE name = ?", [name]).fetchone()
-    if row is None:
-        known = [r[0] for r in db.execute("SELECT name FROM cycles ORDER BY id")]
+    found = db.run(select(_c.id).where(_c.name == name)).scalar()
+    if found is None:
+        known = list(db.run(select(_c.name).order_by(_c.id)).scalars())
         hint = f"; known cycles: {', '.join(known)}" if known else "; no cycles yet"
         raise NotFoundError(f"no cycle named {name!r}{hint}")
-    return int(row[0])
+    return int(found)
 
 
 def name_taken(db: Database, name: str) -> bool:
     """Whether a cycle is already called `name`."""
-    return db.execute("SELECT 1 FROM cycles WHERE name = ?", [name]).fetchone() is not None
+    return db.run(select(ONE).where(_c.name == name)).first() is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +89,31 @@ class CycleRecord:
     plan: dict[str, Any] | None = None  # a planned cycle's recorded plan
 
 
-_CYCLE_COLS = """c.id, c.name, r.judge_model || '@' || r.prompt_version, c.judge_run_id,
-    c.strategy, c.seed, c.size, c.overlap, c.holdout, c.include_labeled, c.status,
-    c.created_by, c.created_at, c.closed_at, c.snapshot, c.require_evidence"""
+_c, _ca, _s = cycles.c, cycle_answers.c, assignments.c
+_CYCLES = select(
+    _c.id,
+    _c.name,
+    judge_runs.c.judge_model + "@" + judge_runs.c.prompt_version,
+    _c.judge_run_id,
+    _c.strategy,
+    _c.seed,
+    _c.size,
+    _c.overlap,
+    _c.holdout,
+    _c.include_labeled,
+    _c.status,
+    _c.created_by,
+    _c.created_at,
+    _c.closed_at,
+    _c.snapshot,
+    _c.require_evidence,
+).select_from(cycles.join(judge_runs, judge_runs.c.id == _c.judge_run_id))
 
-_OPEN_FOR = """WHERE c.status = 'open' AND (
-    NOT EXISTS (SELECT 1 FROM assignments s WHERE s.cycle_id = c.id)
-    OR EXISTS (SELECT 1 FROM assignments s WHERE s.cycle_id = c.id AND s.reviewer = ?))"""
+
+def _open_for(reviewer: str) -> ColumnElement[bool]:
+    """Open cycles `reviewer` may label: open to all (nobody assigned), or assigning them answers."""
+    anyone = select(ONE).where(_s.cycle_id == _c.id)
+    return (_c.status == "open") & (~exists(anyone) | exists(anyone.where(_s.reviewer == reviewer)))
 
 
 def cycle_records(
@@ -84,44 +121,35 @@ def cycle_records(
 ) -> list[CycleRecord]:
     """Cycles, oldest first: every one; the one with `cycle_id`; or the open cycles reviewer
     `open_for` may label (open to all, or assigning them answers)."""
-    params: list[object]
+    query = _CYCLES
     if cycle_id is not None:
-        where, params = "WHERE c.id = ?", [cycle_id]
+        query = query.where(_c.id == cycle_id)
     elif open_for is not None:
-        where, params = _OPEN_FOR, [open_for]
-    else:
-        where, params = "", []
-    rows = db.execute(
-        f"SELECT {_CYCLE_COLS} FROM cycles c JOIN judge_runs r ON r.id = c.judge_run_id "
-        f"{where} ORDER BY c.id",
-        params,
-    ).fetchall()
+        query = query.where(_open_for(open_for))
+    rows = db.run(query.order_by(_c.id)).all()
     if not rows:
         return []
     ids = [r[0] for r in rows]
-    marks = ",".join("?" for _ in ids)
     answers: dict[int, list[str]] = {i: [] for i in ids}
-    for cid, aid in db.execute(
-        f"SELECT cycle_id, answer_id FROM cycle_answers WHERE cycle_id IN ({marks}) "
-        "ORDER BY cycle_id, position",
-        ids,
+    for cid, aid in db.run(
+        select(_ca.cycle_id, _ca.answer_id).where(_ca.cycle_id.in_(ids)).order_by(_ca.cycle_id, _ca.position)
     ):
         answers[cid].append(aid)
-    reviewers: dict[int, list[str]] = {i: [] for i in ids}
-    for cid, rev in db.execute(
-        f"SELECT DISTINCT cycle_id, reviewer FROM assignments WHERE cycle_id IN ({marks}) "
-        "ORDER BY cycle_id, reviewer",
-        ids,
+    assigned: dict[int, list[str]] = {i: [] for i in ids}
+    for cid, rev in db.run(
+        select(_s.cycle_id, _s.reviewer)
+        .distinct()
+        .where(_s.cycle_id.in_(ids))
+        .order_by(_s.cycle_id, _s.reviewer)
     ):
-        reviewers[cid].append(rev)
-    shares = dict(
-        db.execute(
-            f"SELECT key, value FROM settings WHERE key IN ({marks})", [SHARE_KEY.format(i) for i in ids]
-        ).fetchall()
+        assigned[cid].append(rev)
+    k = settings.c
+    shares: dict[str, str] = dict(
+        db.run(select(k.key, k.value).where(k.key.in_([SHARE_KEY.format(i) for i in ids]))).all()
     )
+    p = cycle_plans.c
     plans = {
-        cid: json.loads(p)
-        for cid, p in db.execute(f"SELECT cycle_id, plan FROM cycle_plans WHERE cycle_id IN ({marks})", ids)
+        cid: json.loads(plan) for cid, plan in db.run(select(p.cycle_id, p.plan).where(p.cycle_id.in_(ids)))
     }
     return [
         CycleRecord(
@@ -141,7 +169,7 @@ def cycle_records(
             closed_at=r[13],
             snapshot=json.loads(r[14]) if r[14] else None,
             answers=tuple(answers[r[0]]),
-            reviewers=tuple(reviewers[r[0]]),
+            reviewers=tuple(assigned[r[0]]),
             require_evidence=bool(r[15]),
             failing_share=shares.get(SHARE_KEY.format(r[0])),
             plan=plans.get(r[0]),
@@ -152,80 +180,66 @@ def cycle_records(
 
 def run_ids_with_verdicts(db: Database) -> set[int]:
     """The judge runs that gave at least one verdict."""
-    return {r[0] for r in db.execute("SELECT DISTINCT run_id FROM judge_verdicts")}
+    return set(db.run(select(judge_verdicts.c.run_id).distinct()).scalars())
 
 
 def answer_facts(db: Database, answer_ids: Sequence[str]) -> dict[str, tuple[str | None, bool]]:
     """Category and holdout flag of the given answers."""
-    rows = db.execute(
-        "SELECT id, category, holdout FROM answers WHERE id IN (SELECT value FROM json_each(?))",
-        [json.dumps(list(answer_ids))],
-    ).fetchall()
-    return {aid: (category, bool(holdout)) for aid, category, holdout in rows}
+    a = answers.c
+    return {
+        aid: (category, bool(holdout))
+        for batch in batches(answer_ids)
+        for aid, category, holdout in db.run(select(a.id, a.category, a.holdout).where(a.id.in_(batch)))
+    }
 
 
 def assignment_pairs(db: Database, cycle_id: int) -> list[tuple[str, str]]:
     """(answer id, reviewer) of every assignment of the cycle, by reviewer."""
-    return [
-        (a, r)
-        for a, r in db.execute(
-            "SELECT answer_id, reviewer FROM assignments WHERE cycle_id = ? ORDER BY reviewer, answer_id",
-            [cycle_id],
-        )
-    ]
+    query = (
+        select(_s.answer_id, _s.reviewer).where(_s.cycle_id == cycle_id).order_by(_s.reviewer, _s.answer_id)
+    )
+    return [(a, r) for a, r in db.run(query)]
 
 
 def cycle_answer_rows(db: Database, cycle_id: int, run_id: int) -> list[tuple[int, str, float, int]]:
     """(position, answer id, inclusion probability, claims the run judged) per answer, in order."""
-    return [
-        tuple(r)
-        for r in db.execute(
-            """SELECT ca.position, ca.answer_id, ca.inclusion_prob,
-                  (SELECT count(*) FROM claims c JOIN judge_verdicts v
-                     ON v.claim_pk = c.id AND v.run_id = ?
-                   WHERE c.answer_id = ca.answer_id)
-           FROM cycle_answers ca WHERE ca.cycle_id = ? ORDER BY ca.position""",
-            [run_id, cycle_id],
-        ).fetchall()
-    ]
+    v = judge_verdicts.c
+    judged = (
+        select(func.count())
+        .select_from(claims.join(judge_verdicts, (v.claim_pk == claims.c.id) & (v.run_id == run_id)))
+        .where(claims.c.answer_id == _ca.answer_id)
+        .scalar_subquery()
+    )
+    query = select(_ca.position, _ca.answer_id, _ca.inclusion_prob, judged).where(_ca.cycle_id == cycle_id)
+    return [(p, a, prob, n) for p, a, prob, n in db.run(query.order_by(_ca.position))]
 
 
 def inclusion_probs(db: Database, cycle_id: int) -> dict[str, float]:
     """Each answer of the cycle: its inclusion probability, as stored."""
-    return dict(
-        db.execute(
-            "SELECT answer_id, inclusion_prob FROM cycle_answers WHERE cycle_id = ?", [cycle_id]
-        ).fetchall()
-    )
+    return dict(db.run(select(_ca.answer_id, _ca.inclusion_prob).where(_ca.cycle_id == cycle_id)).all())
 
 
 def queue_answers(db: Database, cycle_id: int, reviewer: str) -> list[str]:
     """The answers of the cycle in cycle order: every one when nobody is assigned (an open
     cycle), else those assigned to `reviewer`."""
-    assigned = db.execute("SELECT 1 FROM assignments WHERE cycle_id = ? LIMIT 1", [cycle_id]).fetchone()
-    if assigned is None:
-        sql = "SELECT answer_id FROM cycle_answers WHERE cycle_id = ? ORDER BY position"
-        params: list[object] = [cycle_id]
-    else:
-        sql = """SELECT ca.answer_id FROM cycle_answers ca
-                 JOIN assignments s ON s.cycle_id = ca.cycle_id AND s.answer_id = ca.answer_id
-                 WHERE ca.cycle_id = ? AND s.reviewer = ? ORDER BY ca.position"""
-        params = [cycle_id, reviewer]
-    return [r[0] for r in db.execute(sql, params)]
+    assigned = db.run(select(ONE).where(_s.cycle_id == cycle_id).limit(ONE)).first()
+    query = select(_ca.answer_id).where(_ca.cycle_id == cycle_id)
+    if assigned is not None:
+        query = query.join(
+            assignments, (_s.cycle_id == _ca.cycle_id) & (_s.answer_id == _ca.answer_id)
+        ).where(_s.reviewer == reviewer)
+    return list(db.run(query.order_by(_ca.position)).scalars())
 
 
 # ---------------------------------------------------------------- progress reads
 
-# The store half of the one progress rule (`calibration.cycles.claim_done`): `labels.settled_in`
-# as SQL text, `{h}` naming the `human_labels` row.
-SETTLED_IN = as_text(settled_in(literal_column("{h}.claim_pk"), literal_column("{h}.reviewer")))
-
 # Every claim of the cycle's answers: the work a reviewer does (a commit needs each of them
 # settled, judged by the cycle's run or not).
-_CYCLE_CLAIMS = """
-    SELECT ca.answer_id, cl.id AS claim_pk, ca.position AS answer_position, cl.position AS claim_position
-    FROM cycle_answers ca JOIN claims cl ON cl.answer_id = ca.answer_id
-    WHERE ca.cycle_id = :cycle"""
+_CYCLE_CLAIMS = (
+    select(_ca.answer_id, claims.c.id.label("claim_pk"))
+    .select_from(cycle_answers.join(claims, claims.c.answer_id == _ca.answer_id))
+    .where(_ca.cycle_id == bindparam("cycle"))
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,46 +257,35 @@ def cycle_work(db: Database, cycle_id: int) -> CycleWork:
     """The claims of the cycle, every reviewer's current label on them (with whether it was
     settled in this cycle), the adjudications, who took part in the cycle and the commits."""
     params = {"cycle": cycle_id}
-    claims = [
-        (a, pk)
-        for a, pk, _, _ in db.execute(f"{_CYCLE_CLAIMS} ORDER BY ca.position, cl.position, cl.id", params)
-    ]
+    ordered = _CYCLE_CLAIMS.order_by(_ca.position, claims.c.position, claims.c.id)
+    work = [(a, pk) for a, pk in db.run(ordered, params)]
+    cc = _CYCLE_CLAIMS.cte("cc")
+    h = human_labels.c
+    here = settled_in(h.claim_pk, h.reviewer).is_not_distinct_from(bindparam("cycle"))
     labels = [
-        (pk, reviewer, status, bool(here))
-        for pk, reviewer, status, here in db.execute(
-            f"""WITH cc AS ({_CYCLE_CLAIMS})
-            SELECT h.claim_pk, h.reviewer, h.status, {SETTLED_IN.format(h="h")} IS :cycle
-            FROM human_labels h JOIN cc ON cc.claim_pk = h.claim_pk
-            WHERE 1{hide_sql(db, label="h.import_id")}""",
+        (pk, reviewer, status, bool(settled))
+        for pk, reviewer, status, settled in db.run(
+            select(h.claim_pk, h.reviewer, h.status, here)
+            .select_from(human_labels.join(cc, cc.c.claim_pk == h.claim_pk))
+            .where(hidden(db, label=h.import_id)),
             params,
         )
     ]
-    adjudicated = {
-        r[0]
-        for r in db.execute(
-            f"WITH cc AS ({_CYCLE_CLAIMS}) SELECT d.claim_pk FROM adjudications d "
-            "JOIN cc ON cc.claim_pk = d.claim_pk",
-            params,
-        )
-    }
-    participants = [
-        r[0]
-        for r in db.execute(
-            """SELECT reviewer FROM label_events WHERE cycle_id = :cycle
-           UNION SELECT reviewer FROM answer_reveals WHERE cycle_id = :cycle ORDER BY 1""",
-            params,
-        )
-    ]
-    committed = {
-        (a, r)
-        for a, r in db.execute(
-            f"""SELECT r.answer_id, r.reviewer FROM cycle_answers ca
-           JOIN answer_reveals r ON r.answer_id = ca.answer_id
-           WHERE ca.cycle_id = :cycle{hide_sql(db, label="r.import_id")}""",
-            params,
-        )
-    }
-    return CycleWork(claims, labels, adjudicated, participants, committed)
+    d = adjudications.c
+    adjudicated = set(db.run(select(d.claim_pk).join(cc, cc.c.claim_pk == d.claim_pk), params).scalars())
+    e, r = label_events.c, answer_reveals.c
+    took_part = union(
+        select(e.reviewer).where(e.cycle_id == bindparam("cycle")),
+        select(r.reviewer).where(r.cycle_id == bindparam("cycle")),
+    ).order_by(ONE)  # the first column
+    participants = list(db.run(took_part, params).scalars())
+    commits = (
+        select(r.answer_id, r.reviewer)
+        .select_from(cycle_answers.join(answer_reveals, r.answer_id == _ca.answer_id))
+        .where(_ca.cycle_id == bindparam("cycle"), hidden(db, label=r.import_id))
+    )
+    committed = {(a, who) for a, who in db.run(commits, params)}
+    return CycleWork(work, labels, adjudicated, participants, committed)
 
 
 # ---------------------------------------------------------------- planned cycles
@@ -302,25 +305,28 @@ class PlanningFacts:
 
 def planning_facts(db: Database, run_id: int) -> list[PlanningFacts]:
     """Every answer the run judged, by id, with its verdicts, check flag, length and confidence."""
-    # A number only: a confidence given as text or anything else counts as none.
-    confidence = (
-        "CASE WHEN json_type(a.metadata, '$.judge_confidence') IN ('real', 'integer') "
-        "THEN json_extract(a.metadata, '$.judge_confidence') END"
-        if db.dialect == "sqlite"
-        else "CASE WHEN json_typeof(CAST(a.metadata AS json) -> 'judge_confidence') = 'number' "
-        "THEN CAST(CAST(a.metadata AS json) ->> 'judge_confidence' AS double precision) END"
+    jv, cl, a, k = judge_verdicts.c, claims.c, answers.c, answer_checks.c
+    v = (
+        select(cl.answer_id, jv.verdict)
+        .select_from(judge_verdicts.join(claims, cl.id == jv.claim_pk))
+        .where(jv.run_id == run_id)
+        .order_by(cl.answer_id, cl.position)
+        .subquery("v")
     )
-    rows = db.execute(
-        f"""SELECT a.id, a.category, json_group_array(v.verdict), length(a.answer),
-                  coalesce(k.script_mismatch, 0) + coalesce(k.unexpected_cjk, 0) > 0,
-                  {confidence}
-           FROM (SELECT c.answer_id, v.verdict FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk
-                 WHERE v.run_id = ? ORDER BY c.answer_id, c.position) v
-           JOIN answers a ON a.id = v.answer_id
-           LEFT JOIN answer_checks k ON k.answer_id = a.id
-           GROUP BY a.id, k.script_mismatch, k.unexpected_cjk ORDER BY a.id""",
-        [run_id],
-    ).fetchall()
+    flagged = func.coalesce(k.script_mismatch, 0) + func.coalesce(k.unexpected_cjk, 0) > 0
+    rows = db.run(
+        select(
+            a.id,
+            a.category,
+            json_list(v.c.verdict),
+            func.length(a.answer),
+            flagged,
+            json_number(a.metadata, literal("judge_confidence")),
+        )
+        .select_from(v.join(answers, a.id == v.c.answer_id).outerjoin(answer_checks, k.answer_id == a.id))
+        .group_by(a.id, k.script_mismatch, k.unexpected_cjk)
+        .order_by(a.id)
+    ).all()
     return [
         PlanningFacts(
             aid,
@@ -336,25 +342,26 @@ def planning_facts(db: Database, run_id: int) -> list[PlanningFacts]:
 
 def insert_plan(db: Database, cycle_id: int, goal: str, plan: Mapping[str, Any]) -> None:
     """Record a planned cycle's plan (inside the caller's write)."""
-    db.execute(
-        "INSERT INTO cycle_plans (cycle_id, goal, plan) VALUES (?, ?, ?)",
-        [cycle_id, goal, json.dumps(plan, ensure_ascii=False)],
+    db.run(
+        insert(cycle_plans).values(cycle_id=cycle_id, goal=goal, plan=json.dumps(plan, ensure_ascii=False))
     )
 
 
 def run_plan_strata(db: Database, run_id: int) -> list[dict[str, str]]:
     """Per planned cycle of the run, oldest first: its pool answers' strata (answer id -> stratum)."""
-    return [
-        dict(json.loads(s))
-        for (s,) in db.execute(
-            """SELECT json_extract(p.plan, '$.answer_strata') FROM cycle_plans p
-           JOIN cycles c ON c.id = p.cycle_id WHERE c.judge_run_id = ? ORDER BY c.id""",
-            [run_id],
-        )
-    ]
+    p = cycle_plans.c
+    strata = (
+        select(json_text(p.plan, literal("answer_strata")))
+        .select_from(cycle_plans.join(cycles, _c.id == p.cycle_id))
+        .where(_c.judge_run_id == run_id)
+        .order_by(_c.id)
+    )
+    return [dict(json.loads(s)) for s in db.run(strata).scalars()]
 
 
 # ---------------------------------------------------------------- writes (inside store.write)
+
+_SAMPLE, _ASSIGN = insert(cycle_answers), insert(assignments)
 
 
 def insert_cycle(
@@ -376,43 +383,43 @@ def insert_cycle(
 ) -> int:
     """Write a new open cycle with its answers (id, inclusion probability; in cycle order) and
     assignments (answer id -> reviewers); `failing_share` recorded when given. Returns its id."""
-    cur = db.execute(
-        """INSERT INTO cycles (name, judge_run_id, strategy, seed, size, overlap, holdout,
-               include_labeled, created_by, created_at, status, require_evidence)
-           VALUES (?,?,?,?,?,?,?,?,?,?, 'open', ?) RETURNING id""",
-        [
-            name,
-            run_id,
-            strategy,
-            seed,
-            size,
-            overlap,
-            int(holdout),
-            int(include_labeled),
-            created_by,
-            now(),
-            int(require_evidence),
-        ],
+    new = insert(cycles).values(
+        name=name,
+        judge_run_id=run_id,
+        strategy=strategy,
+        seed=seed,
+        size=size,
+        overlap=overlap,
+        holdout=int(holdout),
+        include_labeled=int(include_labeled),
+        created_by=created_by,
+        created_at=now(),
+        status="open",
+        require_evidence=int(require_evidence),
     )
-    new_id = int(cur.fetchone()[0])
+    new_id = int(db.run(new.returning(_c.id)).scalar_one())
     if failing_share is not None:
         set_setting(db, SHARE_KEY.format(new_id), repr(float(failing_share)))
-    db.executemany(
-        "INSERT INTO cycle_answers (cycle_id, answer_id, position, inclusion_prob) VALUES (?,?,?,?)",
-        [(new_id, aid, pos, prob) for pos, (aid, prob) in enumerate(answers)],
-    )
-    db.executemany(
-        "INSERT INTO assignments (cycle_id, answer_id, reviewer) VALUES (?,?,?)",
-        [(new_id, aid, r) for aid, rs in assignments.items() for r in rs],
-    )
-    return int(new_id)
+    sampled = [
+        {"cycle_id": new_id, "answer_id": aid, "position": pos, "inclusion_prob": prob}
+        for pos, (aid, prob) in enumerate(answers)
+    ]
+    if sampled:
+        db.run(_SAMPLE, sampled)
+    given = [
+        {"cycle_id": new_id, "answer_id": aid, "reviewer": r} for aid, rs in assignments.items() for r in rs
+    ]
+    if given:
+        db.run(_ASSIGN, given)
+    return new_id
 
 
 def mark_closed(db: Database, cycle_id: int, snapshot: dict[str, Any]) -> None:
     """Set the cycle closed now, with its frozen snapshot."""
-    db.execute(
-        "UPDATE cycles SET status = 'closed', closed_at = ?, snapshot = ? WHERE id = ?",
-        [now(), json.dumps(snapshot, ensure_ascii=False), cycle_id],
+    db.run(
+        update(cycles)
+        .where(_c.id == cycle_id)
+        .values(status="closed", closed_at=now(), snapshot=json.dumps(snapshot, ensure_ascii=False))
     )
 
 
@@ -421,42 +428,41 @@ def mark_closed(db: Database, cycle_id: int, snapshot: dict[str, Any]) -> None:
 
 def known_answers(db: Database, answer_ids: Sequence[str]) -> set[str]:
     """Those of `answer_ids` that exist."""
+    a = answers.c
     return {
-        r[0]
-        for r in db.execute(
-            "SELECT id FROM answers WHERE id IN (SELECT value FROM json_each(?))",
-            [json.dumps(list(answer_ids))],
-        )
+        aid for batch in batches(answer_ids) for aid in db.run(select(a.id).where(a.id.in_(batch))).scalars()
     }
 
 
 def ordinary_cycles_of(db: Database, answer_ids: Sequence[str]) -> list[tuple[str, str]]:
     """(answer id, names of the non-holdout cycles it was sampled for), for those of
     `answer_ids` ever in one; by answer id."""
-    return [
-        (a, names)
-        for a, names in db.execute(
-            """SELECT ca.answer_id, group_concat(DISTINCT c.name) FROM cycle_answers ca
-           JOIN cycles c ON c.id = ca.cycle_id
-           WHERE c.holdout = 0 AND ca.answer_id IN (SELECT value FROM json_each(?))
-           GROUP BY ca.answer_id ORDER BY ca.answer_id""",
-            [json.dumps(list(answer_ids))],
+    found: list[tuple[str, str]] = []
+    for batch in batches(answer_ids):
+        used = (
+            select(_ca.answer_id, _c.name)
+            .distinct()
+            .select_from(cycle_answers.join(cycles, _c.id == _ca.cycle_id))
+            .where(_c.holdout == 0, _ca.answer_id.in_(batch))
+            .subquery("u")
         )
-    ]
+        query = select(used.c.answer_id, text_list(used.c.name, literal(","))).group_by(used.c.answer_id)
+        found += [(a, names) for a, names in db.run(query)]
+    return sorted(found)
 
 
 def set_holdout(db: Database, answer_ids: Iterable[str], flag: bool) -> int:
     """Set the holdout flag of the answers; returns how many changed."""
-    cur = db.execute(
-        "UPDATE answers SET holdout = ? WHERE id IN (SELECT value FROM json_each(?)) AND holdout != ?",
-        [int(flag), json.dumps(list(answer_ids)), int(flag)],
-    )
-    return cur.rowcount
+    a, changed = answers.c, 0
+    for batch in batches(list(answer_ids)):
+        marked = update(answers).where(a.id.in_(batch), a.holdout != int(flag)).values(holdout=int(flag))
+        changed += int(db.run(marked).rowcount)  # type: ignore[attr-defined]
+    return changed
 
 
 def holdout_answer_ids(db: Database) -> list[str]:
     """The answers marked holdout, by id."""
-    return [r[0] for r in db.execute("SELECT id FROM answers WHERE holdout = 1 ORDER BY id")]
+    return list(db.run(select(answers.c.id).where(answers.c.holdout == 1).order_by(answers.c.id)).scalars())
 
 
 # ---------------------------------------------------------------- reviewers: sign-ins and reassignment
@@ -466,61 +472,71 @@ def record_sign_in(db: Database, name_key: str, name: str) -> bool:
     """Remember that the reviewer `name` (comparison key `name_key`) signed in; True if new.
 
     The first spelling is kept. Runs in its own write when the caller holds none."""
-    if db.execute("SELECT 1 FROM sign_ins WHERE name_key = ?", [name_key]).fetchone():
+    if db.run(select(ONE).where(sign_ins.c.name_key == name_key)).first():
         return False
-    db.execute(
-        "INSERT INTO sign_ins (name_key, name, first_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-        [name_key, name, now()],
+    db.run(
+        upsert(db.dialect, sign_ins)
+        .values(name_key=name_key, name=name, first_at=now())
+        .on_conflict_do_nothing()
     )
     return True
 
 
 def signed_in_names(db: Database) -> list[str]:
     """Every reviewer name that ever signed in (first spelling), oldest first."""
-    return [r[0] for r in db.execute("SELECT name FROM sign_ins ORDER BY first_at, name_key")]
+    g = sign_ins.c
+    return list(db.run(select(g.name).order_by(g.first_at, g.name_key)).scalars())
 
 
 def known_reviewer_names(db: Database) -> list[str]:
     """Every reviewer spelling the database knows: with a label, assigned in a cycle, signed in,
     or on the roster."""
-    return [
-        r[0]
-        for r in db.execute(
-            """SELECT reviewer FROM human_labels UNION SELECT reviewer FROM assignments
-           UNION SELECT name FROM sign_ins UNION SELECT name FROM reviewers ORDER BY 1"""
-        )
-    ]
+    spellings = union(
+        select(human_labels.c.reviewer),
+        select(_s.reviewer),
+        select(sign_ins.c.name),
+        select(reviewers.c.name),
+    ).order_by(ONE)  # the first column
+    return list(db.run(spellings).scalars())
 
 
 def open_assigned_answers(db: Database, cycle_id: int, reviewer: str) -> list[str]:
     """Answers of the cycle assigned to `reviewer` with a claim (judged by the cycle's run) that
     the reviewer has not labeled, skipped or marked unclear; in cycle order."""
-    return [
-        r[0]
-        for r in db.execute(
-            f"""SELECT ca.answer_id FROM cycle_answers ca
-           JOIN cycles cy ON cy.id = ca.cycle_id
-           JOIN assignments s ON s.cycle_id = ca.cycle_id AND s.answer_id = ca.answer_id
-           WHERE ca.cycle_id = ? AND s.reviewer = ? AND EXISTS (
-               SELECT 1 FROM claims cl JOIN judge_verdicts v
-                   ON v.claim_pk = cl.id AND v.run_id = cy.judge_run_id
-               WHERE cl.answer_id = ca.answer_id AND NOT EXISTS (
-                   SELECT 1 FROM human_labels h WHERE h.claim_pk = cl.id AND h.reviewer = s.reviewer
-                   {hide_sql(db, label="h.import_id")}))
-           ORDER BY ca.position""",
-            [cycle_id, reviewer],
+    cl, v, h = claims.c, judge_verdicts.c, human_labels.c
+    labeled = select(ONE).where(h.claim_pk == cl.id, h.reviewer == _s.reviewer, hidden(db, label=h.import_id))
+    open_claim = (
+        select(ONE)
+        .select_from(claims.join(judge_verdicts, (v.claim_pk == cl.id) & (v.run_id == _c.judge_run_id)))
+        .where(cl.answer_id == _ca.answer_id, ~exists(labeled))
+    )
+    query = (
+        select(_ca.answer_id)
+        .select_from(
+            cycle_answers.join(cycles, _c.id == _ca.cycle_id).join(
+                assignments, (_s.cycle_id == _ca.cycle_id) & (_s.answer_id == _ca.answer_id)
+            )
         )
-    ]
+        .where(_ca.cycle_id == cycle_id, _s.reviewer == reviewer, exists(open_claim))
+        .order_by(_ca.position)
+    )
+    return list(db.run(query).scalars())
 
 
 def assigned_to(db: Database, cycle_id: int, reviewer: str) -> set[str]:
     """The answers of the cycle assigned to `reviewer`."""
-    return {
-        r[0]
-        for r in db.execute(
-            "SELECT answer_id FROM assignments WHERE cycle_id = ? AND reviewer = ?", [cycle_id, reviewer]
-        )
-    }
+    return set(db.run(select(_s.answer_id).where(_s.cycle_id == cycle_id, _s.reviewer == reviewer)).scalars())
+
+
+_MOVE = (
+    update(assignments)
+    .where(
+        _s.cycle_id == bindparam("cycle"),
+        _s.answer_id == bindparam("answer"),
+        _s.reviewer == bindparam("from"),
+    )
+    .values(reviewer=bindparam("to"))
+)
 
 
 def move_assignments(
@@ -533,14 +549,20 @@ def move_assignments(
 ) -> None:
     """Move the assignments of `answer_ids` from one reviewer to another and record it in the
     reassignment history (inside the caller's write)."""
-    db.executemany(
-        "UPDATE assignments SET reviewer = ? WHERE cycle_id = ? AND answer_id = ? AND reviewer = ?",
-        [(to_reviewer, cycle_id, a, from_reviewer) for a in answer_ids],
-    )
-    db.execute(
-        """INSERT INTO reassignments (cycle_id, from_reviewer, to_reviewer, answers, reassigned_by,
-                      created_at) VALUES (?,?,?,?,?,?)""",
-        [cycle_id, from_reviewer, to_reviewer, json.dumps(list(answer_ids), ensure_ascii=False), by, now()],
+    if answer_ids:
+        db.run(
+            _MOVE,
+            [{"cycle": cycle_id, "answer": a, "from": from_reviewer, "to": to_reviewer} for a in answer_ids],
+        )
+    db.run(
+        insert(reassignment_log).values(
+            cycle_id=cycle_id,
+            from_reviewer=from_reviewer,
+            to_reviewer=to_reviewer,
+            answers=json.dumps(list(answer_ids), ensure_ascii=False),
+            reassigned_by=by,
+            created_at=now(),
+        )
     )
 
 
@@ -557,13 +579,11 @@ class Reassignment:
 
 def reassignments(db: Database, cycle_id: int) -> list[Reassignment]:
     """The cycle's reassignment history, oldest first."""
+    m = reassignment_log.c
+    query = select(m.from_reviewer, m.to_reviewer, m.answers, m.reassigned_by, m.created_at)
     return [
         Reassignment(f, t, tuple(json.loads(a)), b, c)
-        for f, t, a, b, c in db.execute(
-            """SELECT from_reviewer, to_reviewer, answers, reassigned_by, created_at FROM reassignments
-           WHERE cycle_id = ? ORDER BY id""",
-            [cycle_id],
-        )
+        for f, t, a, b, c in db.run(query.where(m.cycle_id == cycle_id).order_by(m.id))
     ]
 
 

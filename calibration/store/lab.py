@@ -18,7 +18,7 @@ from sqlalchemy import and_, case, exists, func, insert, select, update
 from ..errors import ConflictError
 from .claims import human_labeled
 from .connection import now, write
-from .core import ONE, upsert
+from .core import ONE, batches, upsert
 from .database import Database
 from .runs import JudgeRun, run_id
 from .tables import (
@@ -118,8 +118,7 @@ def scope_answer_ids(db: Database, *, labeled_only: bool = False, cycle_id: int 
 def claim_count(db: Database, answer_ids: Sequence[str]) -> int:
     """How many claims the given answers have."""
     total = 0
-    for start in range(0, len(answer_ids), 500):  # below SQLite's bound on host parameters
-        batch = list(answer_ids[start : start + 500])
+    for batch in batches(answer_ids):
         total += int(db.run(select(func.count()).where(claims.c.answer_id.in_(batch))).scalar_one())
     return total
 
@@ -497,8 +496,7 @@ def call_sizes(db: Database, run_id: int, answer_ids: Sequence[str]) -> dict[str
     """answer id -> (status, prompt characters, reply characters) without loading the texts:
     the page lists calls by these and loads one call only when asked."""
     out: dict[str, tuple[str, int, int]] = {}
-    for start in range(0, len(answer_ids), 500):
-        batch = list(answer_ids[start : start + 500])
+    for batch in batches(answer_ids):
         for aid, status, lp, lr in db.run(
             select(
                 _call.answer_id,

@@ -14,8 +14,7 @@ DatabaseBusyError, nothing written.
 SQL. Statements built with SQLAlchemy Core are compiled for PostgreSQL by SQLAlchemy. The
 store modules still written as SQL text use SQLite's spelling; `translate` turns it into
 PostgreSQL's: placeholders (`?`, `:name`), SQLite's JSON functions (`json_group_array`,
-`json_each`, `json_extract`), `group_concat`, `IS` between values, the `temp.`/`main.` schema
-names, `INSERT OR IGNORE`, and in DDL the types (INTEGER is 64-bit,
+`json_each`), the `temp.`/`main.` schema names, `INSERT OR IGNORE`, and in DDL the types (INTEGER is 64-bit,
 REAL double) and `INTEGER PRIMARY KEY`, whose next id is SQLite's (the largest plus one, by a
 trigger; writers are serialised, so two never take the same). The few SQLite triggers of the
 shipped migrations have PostgreSQL twins here (`_TRIGGERS`), and m012's import-commit
@@ -213,13 +212,6 @@ def _outside_literals(pattern: re.Pattern[str], sql: str, pos: int) -> re.Match[
     return None
 
 
-def _json_path(path: str) -> str:
-    """SQLite's '$.a' / '$[0]' as PostgreSQL's path operand ('{a}' / '{0}')."""
-    inner = path.strip("'")
-    parts = re.findall(r"\.(\w+)|\[(\d+)\]", inner[1:])
-    return "'{" + ",".join(a or b for a, b in parts) + "}'"
-
-
 def _json_each(args: list[str], rest: str) -> tuple[str, int]:
     m = re.match(r"\s+(?:AS\s+)?(?!ON\b|WHERE\b|JOIN\b|LEFT\b|ORDER\b|GROUP\b)([A-Za-z_]\w*)", rest, re.I)
     alias, consumed = (m.group(1), m.end()) if m else ("json_each", 0)
@@ -229,22 +221,11 @@ def _json_each(args: list[str], rest: str) -> tuple[str, int]:
     )
 
 
-def _group_concat(args: list[str], rest: str) -> tuple[str, int]:
-    sep = args[1] if len(args) > 1 else "','"
-    value = re.sub(r"^DISTINCT\s+", "", args[0], flags=re.I)
-    distinct = "DISTINCT " if value != args[0] else ""
-    return f"string_agg({distinct}CAST({value} AS text), {sep})", 0
-
-
 def _dml(sql: str) -> str:
     sql = _rewrite_calls(
         sql, "json_group_array", lambda a, r: (f"coalesce(CAST(json_agg({a[0]}) AS text), '[]')", 0)
     )
-    sql = _rewrite_calls(
-        sql, "json_extract", lambda a, r: (f"(CAST({a[0]} AS json) #>> {_json_path(a[1])})", 0)
-    )
     sql = _rewrite_calls(sql, "json_each", _json_each)
-    sql = _rewrite_calls(sql, "group_concat", _group_concat)
     sql = _extremes(sql)
     sql = re.sub(
         r"\bINSERT\s+OR\s+IGNORE\s+INTO\b(.*)",
@@ -252,11 +233,6 @@ def _dml(sql: str) -> str:
         sql,
         flags=re.S | re.I,
     )
-    # SQLite's IS between two values is PostgreSQL's IS [NOT] DISTINCT FROM.
-    keyword = r"(?!NULL\b|NOT\b|DISTINCT\b|TRUE\b|FALSE\b)"
-    sql = re.sub(rf"\bIS\s+NOT\s+{keyword}", "IS DISTINCT FROM ", sql, flags=re.I)
-    sql = re.sub(rf"\bIS\s+{keyword}", "IS NOT DISTINCT FROM ", sql, flags=re.I)
-    sql = re.sub(r"\bWHERE\s+1(?![\d.])", "WHERE true", sql)
     # SQLite's way to fix the join order; PostgreSQL's planner chooses for itself.
     sql = re.sub(r"\bCROSS\s+JOIN\b(?=[^,()]*?\bON\b)", "JOIN", sql)
     sql = re.sub(r"\btemp\.", "pg_temp.", sql)

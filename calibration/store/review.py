@@ -175,7 +175,7 @@ class QueueRow:
     skips: int  # skip events of this reviewer on this claim in this cycle
     revealed: bool = False  # the reviewer committed the answer: the judge is shown to them
     reconciled: bool = False  # revealed, labeled, judge differs, and a reconcile was recorded
-    settled_here: bool = False  # the verdict or unclear mark was given in this cycle (`SETTLED_IN`)
+    settled_here: bool = False  # the verdict or unclear mark was given in this cycle (`labels.settled_in`)
 
 
 def queue_rows(

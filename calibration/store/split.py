@@ -16,11 +16,10 @@ from typing import Any
 from sqlalchemy import and_, func, insert, select, update
 
 from .connection import now, write
-from .core import ONE, upsert
+from .core import ONE, batches, upsert
 from .database import Database
 from .tables import answers, claim_splits, claims, human_labels, judge_verdicts, split_answers
 
-_BATCH = 500  # below SQLite's bound on host parameters
 _JUDGED = judge_verdicts.join(claims, claims.c.id == judge_verdicts.c.claim_pk)
 
 
@@ -118,8 +117,7 @@ def answer_judge_verdicts(
     out: dict[str, list[str]] = {a: [] for a in answer_ids}
     if run_id is None:
         return out
-    for start in range(0, len(answer_ids), _BATCH):
-        batch = list(answer_ids[start : start + _BATCH])
+    for batch in batches(answer_ids):
         for aid, verdict in db.run(
             select(claims.c.answer_id, judge_verdicts.c.verdict)
             .select_from(_JUDGED)
@@ -141,8 +139,7 @@ def claim_keys(db: Database, answer_ids: Iterable[str], run_id: int | None = Non
     """ "ANSWER/CLAIM" keys of the answers' claims (only those `run_id` judged, if given)."""
     ids = sorted(set(answer_ids))
     out: set[str] = set()
-    for start in range(0, len(ids), _BATCH):
-        batch = ids[start : start + _BATCH]
+    for batch in batches(ids):
         query = select(claims.c.answer_id, claims.c.claim_id).where(claims.c.answer_id.in_(batch))
         if run_id is not None:
             query = query.select_from(_JUDGED).where(judge_verdicts.c.run_id == run_id)
@@ -154,8 +151,7 @@ def claim_texts(db: Database, answer_ids: Iterable[str]) -> dict[int, str]:
     """claim pk -> claim text for the answers' claims."""
     ids = sorted(set(answer_ids))
     out: dict[int, str] = {}
-    for start in range(0, len(ids), _BATCH):
-        batch = ids[start : start + _BATCH]
+    for batch in batches(ids):
         found = db.run(select(claims.c.id, claims.c.text).where(claims.c.answer_id.in_(batch)))
         out.update((int(pk), t) for pk, t in found)
     return out
