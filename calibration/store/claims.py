@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, case, exists, literal_column, or_, select
+from sqlalchemy import ColumnElement, FromClause, Select, bindparam, case, exists, literal_column, or_, select
 
 from ..final_label import UNLABELED_CODE, UNRESOLVED_CODES, resolve
 from ..vocab import CLAIM_STATUSES, LABELS, ClaimStatus
 from .connection import read_snapshot
-from .core import ONE, as_text
+from .core import ONE, batches, cross_join, json_list
 from .database import Database
-from .imports import hidden, hide_sql
-from .tables import adjudications, human_labels
+from .imports import hidden
+from .tables import adjudications, claims, cycle_answers, human_labels, judge_verdicts
 
 
 def human_labeled(db: Database, claim: ColumnElement[Any]) -> ColumnElement[bool]:
@@ -85,11 +85,6 @@ def verdict_index(col: ColumnElement[Any]) -> ColumnElement[int]:
     return case((col.is_(None), literal_column("-1")), else_=known)
 
 
-def verdict_code(col: str) -> str:
-    """`verdict_index` as SQL text, the verdict's column named as SQL."""
-    return as_text(verdict_index(literal_column(col)))
-
-
 def json_ints(text: str) -> np.ndarray:
     """A JSON array of integers from SQLite (no spaces) as int64, parsed in C."""
     if "null" in text:  # a CASE fell through: a value the schema's CHECKs forbid
@@ -105,28 +100,59 @@ def json_ints(text: str) -> np.ndarray:
 
 
 # Two queries, each folded into one row of JSON arrays (one fetch, no Python object per row;
-# every aggregate of a query sees its rows in the same order). {source} names the judged claims
-# in scope as v (and c, ca where needed). Small codes travel packed into one integer per row:
-# judge + 4 * (adjudicated + 1) for a claim; (final + 1) + 4 * (blind + 1) + 16 * reconciled
-# + 64 * slip for a label, reconciled being 0 (not), 1 (keep) or 2 (judge_right). A value the
-# schema's CHECKs forbid turns the whole code NULL, which `json_ints` refuses.
-_CLAIMS_SQL = """
-    SELECT json_group_array(v.claim_pk), json_group_array(c.answer_id),
-           json_group_array(c.answer_id || '/' || c.claim_id),
-           json_group_array({judge} + 4 * ({adjudicated} + 1)),
-           json_group_array({answer_position}), json_group_array(c.position)
-    FROM {source}
-    LEFT JOIN adjudications d ON d.claim_pk = v.claim_pk
-    WHERE v.run_id = :run{hide}"""
+# every aggregate of a query sees its rows in the same order), over `source`, the judged claims
+# in scope. Small codes travel packed into one integer per row: judge + 4 * (adjudicated + 1)
+# for a claim; (final + 1) + 4 * (blind + 1) + 16 * reconciled + 64 * slip for a label,
+# reconciled being 0 (not), 1 (keep) or 2 (judge_right). A value the schema's CHECKs forbid
+# turns the whole code NULL, which `json_ints` refuses.
+_v, _c, _ca, _d, _h = judge_verdicts.c, claims.c, cycle_answers.c, adjudications.c, human_labels.c
+_RECONCILED = case(
+    (_h.reconciled.is_(None), literal_column("0")),
+    (_h.reconciled == literal_column("'keep'"), literal_column("1")),
+    (_h.reconciled == literal_column("'judge_right'"), literal_column("2")),
+)
 
-_LABELS_SQL = """
-    SELECT json_group_array(h.claim_pk), json_group_array(h.reviewer),
-           json_group_array(({final} + 1) + 4 * ({blind} + 1) + 64 * h.slip + 16 * CASE
-               WHEN h.reconciled IS NULL THEN 0 WHEN h.reconciled = 'keep' THEN 1
-               WHEN h.reconciled = 'judge_right' THEN 2 END)
-    FROM {source}
-    JOIN human_labels h ON h.claim_pk = v.claim_pk AND h.status = 'labeled'
-    WHERE v.run_id = :run{hide}"""
+
+def _n(value: int) -> ColumnElement[Any]:
+    """An integer written into the statement."""
+    return literal_column(str(value))
+
+
+def _claims_query(
+    db: Database, source: FromClause, answer_position: ColumnElement[Any]
+) -> Select[*tuple[Any, ...]]:
+    code = verdict_index(_v.verdict) + _n(4) * (verdict_index(_d.verdict) + _n(1))
+    return (
+        select(
+            json_list(_v.claim_pk),
+            json_list(_c.answer_id),
+            json_list(_c.answer_id + "/" + _c.claim_id),
+            json_list(code),
+            json_list(answer_position),
+            json_list(_c.position),
+        )
+        .select_from(source.outerjoin(adjudications, _d.claim_pk == _v.claim_pk))
+        .where(_v.run_id == bindparam("run"), hidden(db, claim=_v.claim_pk, run=_v.run_id))
+    )
+
+
+def _labels_query(db: Database, source: FromClause) -> Select[*tuple[Any, ...]]:
+    code = (
+        (verdict_index(_h.final_verdict) + _n(1))
+        + _n(4) * (verdict_index(_h.blind_verdict) + _n(1))
+        + _n(64) * _h.slip
+        + _n(16) * _RECONCILED
+    )
+    labeled = (_h.claim_pk == _v.claim_pk) & (_h.status == "labeled")
+    return (
+        select(json_list(_h.claim_pk), json_list(_h.reviewer), json_list(code))
+        .select_from(source.join(human_labels, labeled))
+        .where(
+            _v.run_id == bindparam("run"),
+            hidden(db, claim=_v.claim_pk, run=_v.run_id),
+            hidden(db, label=_h.import_id),
+        )
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,55 +252,35 @@ def claim_table(db: Database, run_id: int, cycle_id: int | None = None) -> Claim
     re-weight to the whole run.
     """
     params = {"run": run_id, "cycle": cycle_id}
+    claims_source: FromClause
+    labels_source: FromClause
+    answer_position: ColumnElement[Any]
     if cycle_id is None:
-        claims_source, labels_source, answer_position = (
-            "judge_verdicts v JOIN claims c ON c.id = v.claim_pk",
-            "judge_verdicts v",
-            "0",
-        )
+        claims_source = judge_verdicts.join(claims, _c.id == _v.claim_pk)
+        labels_source, answer_position = judge_verdicts, _n(0)
     else:
         # From the cycle's answers down: without statistics the planner would walk every verdict
         # of the run and probe the cycle for each.
-        claims_source = labels_source = (
-            "cycle_answers ca"
-            " CROSS JOIN claims c ON ca.cycle_id = :cycle AND c.answer_id = ca.answer_id"
-            " CROSS JOIN judge_verdicts v ON v.run_id = :run AND v.claim_pk = c.id"
+        claims_source = labels_source = cross_join(
+            cross_join(
+                cycle_answers, claims, (_ca.cycle_id == bindparam("cycle")) & (_c.answer_id == _ca.answer_id)
+            ),
+            judge_verdicts,
+            (_v.run_id == bindparam("run")) & (_v.claim_pk == _c.id),
         )
-        answer_position = "ca.position"
+        answer_position = _ca.position
     with read_snapshot(db):  # both reads, and the weights, from one state of the store
         # Claims an unfinished import is still moving in are not there yet for any reader.
-        hide = hide_sql(db, claim="v.claim_pk", run="v.run_id")
-        pk_j, answer_j, key_j, claim_code_j, apos_j, cpos_j = db.execute(
-            _CLAIMS_SQL.format(
-                source=claims_source,
-                judge=verdict_code("v.verdict"),
-                adjudicated=verdict_code("d.verdict"),
-                answer_position=answer_position,
-                hide=hide,
-            ),
-            params,
-        ).fetchone()
-        lpk_j, reviewer_j, label_code_j = db.execute(
-            _LABELS_SQL.format(
-                source=labels_source,
-                final=verdict_code("h.final_verdict"),
-                blind=verdict_code("h.blind_verdict"),
-                hide=hide + hide_sql(db, label="h.import_id"),
-            ),
-            params,
-        ).fetchone()
+        pk_j, answer_j, key_j, claim_code_j, apos_j, cpos_j = db.run(
+            _claims_query(db, claims_source, answer_position), params
+        ).one()
+        lpk_j, reviewer_j, label_code_j = db.run(_labels_query(db, labels_source), params).one()
         # Claims some reviewer marked unclear ("needs discussion"): few, so one plain read.
-        unclear_j = db.execute(
-            "SELECT json_group_array(claim_pk) FROM human_labels WHERE status = 'unclear'"
-        ).fetchone()[0]
-        prob = (
+        unclear_j = db.run(select(json_list(_h.claim_pk)).where(_h.status == "unclear")).scalar_one()
+        prob: dict[str, float] = (
             {}
             if cycle_id is None
-            else dict(
-                db.execute(
-                    "SELECT answer_id, inclusion_prob FROM cycle_answers WHERE cycle_id = ?", [cycle_id]
-                ).fetchall()
-            )
+            else dict(db.run(select(_ca.answer_id, _ca.inclusion_prob).where(_ca.cycle_id == cycle_id)).all())
         )
 
     pk = json_ints(pk_j)
@@ -340,13 +346,19 @@ def stats_columns(
     return claim_table(db, run_id, cycle_id).resolved(reviewer_labels)
 
 
-_CLAIM_LABELS_SQL = """
-    SELECT c.id, {adjudicated},
-           EXISTS (SELECT 1 FROM human_labels u WHERE u.claim_pk = c.id AND u.status = 'unclear'),
-           (SELECT json_group_array({final}) FROM human_labels h
-             WHERE h.claim_pk = c.id AND h.status = 'labeled'{hide})
-    FROM claims c LEFT JOIN adjudications d ON d.claim_pk = c.id
-    WHERE c.id IN ({marks})"""
+def _claim_labels(db: Database) -> Select[*tuple[Any, ...]]:
+    """Per claim of the list `batch` (a parameter): its id, adjudicated verdict, whether one
+    marked it unclear, and the reviewers' final verdicts as a JSON array."""
+    u = human_labels.alias("u")
+    unclear = exists(select(ONE).where(u.c.claim_pk == _c.id, u.c.status == "unclear"))
+    finals = select(json_list(verdict_index(_h.final_verdict))).where(
+        _h.claim_pk == _c.id, _h.status == "labeled", hidden(db, label=_h.import_id)
+    )
+    return (
+        select(_c.id, verdict_index(_d.verdict), unclear, finals.scalar_subquery())
+        .select_from(claims.outerjoin(adjudications, _d.claim_pk == _c.id))
+        .where(_c.id.in_(bindparam("batch", expanding=True)))
+    )
 
 
 def final_labels(db: Database, claim_pks: list[int]) -> dict[int, tuple[str | None, ClaimStatus]]:
@@ -355,17 +367,9 @@ def final_labels(db: Database, claim_pks: list[int]) -> dict[int, tuple[str | No
     The same rule as `claim_table` (`final_label.resolve`), read per claim.
     """
     out: dict[int, tuple[str | None, ClaimStatus]] = {}
-    for start in range(0, len(claim_pks), 500):
-        batch = claim_pks[start : start + 500]
-        rows = db.execute(
-            _CLAIM_LABELS_SQL.format(
-                adjudicated=verdict_code("d.verdict"),
-                final=verdict_code("h.final_verdict"),
-                marks=",".join("?" * len(batch)),
-                hide=hide_sql(db, label="h.import_id"),
-            ),
-            batch,
-        ).fetchall()
+    query = _claim_labels(db)
+    for batch in batches(claim_pks):
+        rows = db.run(query, {"batch": batch}).all()
         pks = [r[0] for r in rows]
         finals = [json_ints(r[3]) for r in rows]
         at = np.concatenate(

@@ -8,7 +8,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnClause, ColumnElement, Table, TableClause, Text, column, literal_column, table
+from sqlalchemy import (
+    ColumnClause,
+    ColumnElement,
+    FromClause,
+    Join,
+    Table,
+    TableClause,
+    Text,
+    column,
+    literal_column,
+    table,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -16,7 +27,6 @@ from sqlalchemy.sql.functions import FunctionElement
 
 _T = TypeVar("_T")
 Upsert = sqlite.Insert | postgresql.Insert
-_SQLITE = sqlite.dialect()
 # LIMIT 1 written into the statement: SQLAlchemy's own limit(1) is a parameter rendered at run
 # time, which a statement run once per row of parameters (executemany) may not hold.
 ONE: ColumnClause[Any] = literal_column("1")
@@ -40,12 +50,6 @@ def staging(name: str, columns: tuple[str, ...]) -> TableClause:
     """A connection-private table of `Database.create_staging` (found before any table of the
     schema by its bare name, on both engines), with its `rowid`, the order rows were written in."""
     return table(name, *(column(c) for c in (*columns, "rowid")))
-
-
-def as_text(expression: ColumnElement[Any]) -> str:
-    """A Core expression as SQL text in the store's spelling (SQLite's, values written in), for
-    the queries still written as text, so that a rule has its one home in Core."""
-    return str(expression.compile(dialect=_SQLITE, compile_kwargs={"literal_binds": True}))
 
 
 def _engine_function(name: str, sqlite: str, postgresql: str) -> type[FunctionElement[str]]:
@@ -93,3 +97,23 @@ json_number = _engine_function(
     "CASE WHEN json_typeof(CAST({0} AS json) -> {1}) = 'number' "
     "THEN CAST(CAST({0} AS json) ->> {1} AS double precision) END",
 )
+
+
+def _sqlite_cross_join(element: Join, compiler: SQLCompiler, **kw: Any) -> str:
+    kw["asfrom"] = True
+    assert element.onclause is not None
+    return (
+        f"{compiler.process(element.left, **kw)} CROSS JOIN {compiler.process(element.right, **kw)}"
+        f" ON {compiler.process(element.onclause, **kw)}"
+    )
+
+
+# A Join compiled as SQLite's CROSS JOIN there, as a Join elsewhere.
+_CrossJoin: type[Join] = type("_CrossJoin", (Join,), {"inherit_cache": True})
+compiles(_CrossJoin, "sqlite")(_sqlite_cross_join)
+
+
+def cross_join(left: FromClause, right: FromClause, on: ColumnElement[bool]) -> Join:
+    """An inner join whose tables SQLite's planner must visit in the order written (its CROSS
+    JOIN); other engines' planners choose for themselves, so it is a plain JOIN there."""
+    return _CrossJoin(left, right, on)

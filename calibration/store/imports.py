@@ -4,7 +4,7 @@ A staged import (`answers.Staging`, `labels.LabelStaging`) moves its rows in by 
 so that labels are not blocked; between those writes the file is half in. Its row in `imports`
 (status 'publishing') says which rows are its own without listing them: answers whose
 `imported_at` is its stamp, claim ids in `claim_lo..claim_hi`, the judge runs it created, and the
-label events, current labels and commits that carry its id in `import_id`. Readers add `hide_sql` to their
+label events, current labels and commits that carry its id in `import_id`. Readers add `hidden` to their
 queries, so none of them sees part of a file; the last write flips the status to 'done'.
 
 A process killed in the middle leaves a 'publishing' row behind whose process is gone;
@@ -41,7 +41,7 @@ from sqlalchemy import (
 )
 
 from .connection import now, write
-from .core import ONE, as_text
+from .core import ONE
 from .database import Database
 from .tables import (
     answer_checks,
@@ -152,23 +152,6 @@ def hidden(
     if label is not None:
         parts.append(func.coalesce(label, 0).not_in(_numbers(p.id for p in pending)))
     return and_(true(), *parts)
-
-
-def hide_sql(
-    db: Database,
-    *,
-    claim: str | None = None,
-    run: str | None = None,
-    answer_stamp: str | None = None,
-    label: str | None = None,
-) -> str:
-    """`hidden` as SQL text to append to a WHERE clause (' AND ...'), for the readers still
-    written as text: empty when no import is unfinished. The columns are named as SQL."""
-    named = {"claim": claim, "run": run, "answer_stamp": answer_stamp, "label": label}
-    condition = hidden(db, **{k: literal_column(v) for k, v in named.items() if v is not None})
-    if condition.compare(true()):
-        return ""
-    return " AND " + as_text(condition)
 
 
 def is_hidden_claim(db: Database, claim_pk: int) -> bool:

@@ -415,7 +415,7 @@ class LabelStaging(MarkedStaging):
     label), longer the bigger the file, while a reviewer's verdict must wait at most one short
     write. So `publish` writes `LABEL_BATCH` labels per transaction (`record_new_imports`, which
     builds each event and current label as `record_label` does and records the commits they
-    complete), each row tagged with the import's id; readers add `hide_sql(label=...)` and see
+    complete), each row tagged with the import's id; readers add `hidden(label=...)` and see
     none of them until `finish` flips the marker. Only a label the reviewer has no current label
     for moves in early: one that replaces a stored label cannot be hidden (the stored one would
     vanish meanwhile), so it is set aside and written by `finish`, in the flipping transaction;

@@ -233,8 +233,6 @@ def _dml(sql: str) -> str:
         sql,
         flags=re.S | re.I,
     )
-    # SQLite's way to fix the join order; PostgreSQL's planner chooses for itself.
-    sql = re.sub(r"\bCROSS\s+JOIN\b(?=[^,()]*?\bON\b)", "JOIN", sql)
     sql = re.sub(r"\btemp\.", "pg_temp.", sql)
     return re.sub(r"\bmain\.(?=\w)", "", sql)
 
