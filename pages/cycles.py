@@ -343,7 +343,7 @@ def _frozen(cycle: cycles.Cycle) -> None:
     else:
         # The decision header as the Dashboard draws it, from the assessment frozen at close: the
         # figures Trend shows for this cycle.
-        widgets.decision_header(dashboard.decision(a), run=cycle.judge_run)
+        widgets.decision_header(dashboard.decision(a, cycle_scope=True), run=cycle.judge_run)
         with st.expander("How this is computed: the flag's rules, bounds and raw figures"):
             for reason in fig.flag_reasons:
                 untrusted.literal(f"• {reason}")  # reasons may quote claim ids
