@@ -28,3 +28,17 @@ revise_why  # pages/judge_lab.py unpacks judge.revised_run_options whole
 Goal  # planning: the goal's type
 app  # calibration_app/server.py: the st.App that `streamlit run` finds by this name
 undocumented  # tools/manual.py: run by tests/test_docs_coverage.py (the manual's functions are run by cog and tests)
+
+# SQLAlchemy and Alembic read these by name.
+revision  # store/revisions/versions/*: Alembic's revision identifiers
+down_revision
+branch_labels
+depends_on
+downgrade  # store/revisions/versions/*: Alembic's step down
+# store.tables: tables of the schema no converted statement names yet; the metadata (create_all,
+# the schema tests, Alembic's target) holds them.
+migrations_record
+judge_calls
+judge_lab_examples
+judge_lab_revisions
+cycle_plans

@@ -1,10 +1,11 @@
 """What statements built with SQLAlchemy Core need beyond the tables: the engine's own INSERT
 (for `ON CONFLICT ... DO UPDATE / DO NOTHING`, which both engines spell alike but SQLAlchemy
 builds per dialect), constants written into a statement, and constructs each engine compiles
-in its own words (`json_list`)."""
+in its own words (the JSON functions)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import ColumnClause, ColumnElement, Table, TableClause, Text, column, literal_column, table
@@ -38,21 +39,38 @@ def as_text(expression: ColumnElement[Any]) -> str:
     return str(expression.compile(dialect=_SQLITE, compile_kwargs={"literal_binds": True}))
 
 
-class json_list(FunctionElement[str]):
-    """An aggregate: the group's values as one JSON array, as text ('[]' for none); the reads
-    that fold many rows into one fetch use it (json_group_array on SQLite, json_agg on
-    PostgreSQL)."""
+def _engine_function(name: str, sqlite: str, postgresql: str) -> type[FunctionElement[str]]:
+    """A SQL function each engine spells in its own words: `sqlite` and `postgresql` are format
+    strings over the compiled arguments ({0}, {1}, ...; {all}: all of them, comma separated)."""
 
-    type = Text()
-    name = "json_list"
-    inherit_cache = True
+    def spelled(template: str) -> Callable[..., str]:
+        def compile_(element: FunctionElement[str], compiler: SQLCompiler, **kw: Any) -> str:
+            args = [compiler.process(arg, **kw) for arg in element.clauses]
+            return template.format(*args, all=", ".join(args))
+
+        return compile_
+
+    made: type[FunctionElement[str]] = type(
+        name, (FunctionElement,), {"type": Text(), "name": name, "inherit_cache": True}
+    )
+    compiles(made, "sqlite")(spelled(sqlite))
+    compiles(made, "postgresql")(spelled(postgresql))
+    return made
 
 
-@compiles(json_list, "sqlite")
-def _json_list_sqlite(element: json_list, compiler: SQLCompiler, **kw: Any) -> str:
-    return f"json_group_array({compiler.process(element.clauses, **kw)})"
-
-
-@compiles(json_list, "postgresql")
-def _json_list_postgresql(element: json_list, compiler: SQLCompiler, **kw: Any) -> str:
-    return f"coalesce(CAST(json_agg({compiler.process(element.clauses, **kw)}) AS text), '[]')"
+# An aggregate: the group's values as one JSON array, as text ('[]' for none); the reads that
+# fold many rows into one fetch use it.
+json_list = _engine_function(
+    "json_list", "json_group_array({all})", "coalesce(CAST(json_agg({all}) AS text), '[]')"
+)
+# json_text(column, key): the value of `key` in the JSON object held as text in `column`, as
+# text (NULL when absent).
+json_text = _engine_function(
+    "json_text", "CAST(json_extract({0}, '$.' || {1}) AS TEXT)", "(CAST({0} AS json) ->> {1})"
+)
+# A JSON array of the given values, to aggregate with json_list or read through json_as_text.
+json_row = _engine_function("json_row", "json_array({all})", "json_build_array({all})")
+# JSON held as text, as a JSON value inside a json_row (nested, not quoted).
+json_value = _engine_function("json_value", "json({0})", "CAST({0} AS json)")
+# A json_row read as JSON text (SQLite's already is).
+json_as_text = _engine_function("json_as_text", "{0}", "CAST({0} AS text)")

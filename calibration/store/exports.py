@@ -6,13 +6,33 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import ColumnElement, exists, select
+
+from .core import ONE, json_as_text, json_list, json_row, json_value
 from .database import Database
-from .imports import hide_sql
+from .imports import hidden
+from .tables import (
+    adjudications,
+    answers,
+    chunks,
+    claims,
+    cycle_answers,
+    cycles,
+    human_labels,
+    judge_runs,
+    judge_verdicts,
+    label_events,
+)
 
 
 def cycle_judge_run_id(db: Database, cycle_id: int) -> int:
     """The judge run a cycle was sampled from."""
-    return int(db.execute("SELECT judge_run_id FROM cycles WHERE id = ?", [cycle_id]).fetchone()[0])
+    return int(db.run(select(cycles.c.judge_run_id).where(cycles.c.id == cycle_id)).scalar_one())
+
+
+def _judged_by(run: object) -> ColumnElement[bool]:
+    v = judge_verdicts.c
+    return exists(select(ONE).where(v.claim_pk == claims.c.id, v.run_id == run))
 
 
 def claim_ids_in_scope(
@@ -22,55 +42,121 @@ def claim_ids_in_scope(
     judged, or those of cycle `cycle_id` (sampled answers the cycle's run `cycle_run_id` judged)."""
     # Only the integer keys are sorted up front: sorting the full rows would make SQLite
     # materialise every claim with its subqueries before the first line could be written.
-    where: list[str] = []
-    params: dict[str, object] = {}
+    c = claims.c
+    query = select(c.id).where(hidden(db, claim=c.id))  # unfinished imports
     if run_id is not None:
-        where.append("EXISTS (SELECT 1 FROM judge_verdicts v WHERE v.claim_pk = c.id AND v.run_id = :run)")
-        params["run"] = run_id
+        query = query.where(_judged_by(run_id))
     if cycle_id is not None:
         # A claim belongs to a cycle when its answer was sampled and the cycle's run judged it.
-        where.append(
-            "EXISTS (SELECT 1 FROM cycle_answers ca WHERE ca.cycle_id = :cycle "
-            "AND ca.answer_id = c.answer_id)"
-        )
-        where.append(
-            "EXISTS (SELECT 1 FROM judge_verdicts v WHERE v.claim_pk = c.id AND v.run_id = :cycle_run)"
-        )
-        params |= {"cycle": cycle_id, "cycle_run": cycle_run_id}
-    sql = "SELECT c.id FROM claims c WHERE 1" + hide_sql(db, claim="c.id")  # unfinished imports
-    if where:
-        sql += " AND " + " AND ".join(where)
-    return [r[0] for r in db.execute(sql + " ORDER BY c.answer_id, c.position, c.id", params)]
+        ca = cycle_answers.c
+        sampled = exists(select(ONE).where(ca.cycle_id == cycle_id, ca.answer_id == c.answer_id))
+        query = query.where(sampled, _judged_by(cycle_run_id))
+    return list(db.run(query.order_by(c.answer_id, c.position, c.id)).scalars())
 
 
-# One row per claim; what a claim has many of (chunks, labels, events, verdicts, cycles) comes
-# folded into JSON arrays, so a batch of claims is one query however much each one carries.
-_DETAIL_SQL = """
-SELECT c.id, c.answer_id, c.claim_id, c.position, c.text,
-       a.question, a.answer, a.category, a.metadata, a.holdout,
-       (SELECT json_group_array(json_array(ch.position, ch.chunk_id, ch.text, ch.source))
-          FROM chunks ch WHERE ch.answer_id = c.answer_id),
-       (SELECT json_group_array(json_array(h.reviewer, h.status, h.blind_verdict, h.blind_at,
-                   h.final_verdict, h.final_at, h.reconciled, h.slip, json(h.evidence), h.note,
-                   cy.name, h.updated_at))
-          FROM human_labels h LEFT JOIN cycles cy ON cy.id = h.cycle_id WHERE h.claim_pk = c.id{hide_h}),
-       (SELECT json_group_array(json_array(e.id, e.reviewer, e.kind, e.verdict, json(e.evidence),
-                   e.note, cy.name, r.judge_model, r.prompt_version, e.created_at))
-          FROM label_events e LEFT JOIN cycles cy ON cy.id = e.cycle_id
-          LEFT JOIN judge_runs r ON r.id = e.judge_run_id WHERE e.claim_pk = c.id{hide_e}),
-       (SELECT json_group_array(json_array(r.id, r.judge_model, r.prompt_version, v.verdict,
-                   v.raw_verdict, v.rationale, json(v.evidence)))
-          FROM judge_verdicts v JOIN judge_runs r ON r.id = v.run_id
-          WHERE v.claim_pk = c.id {run_filter}),
-       (SELECT json_array(d.verdict, d.adjudicator, d.note, d.created_at)
-          FROM adjudications d WHERE d.claim_pk = c.id),
-       (SELECT json_group_array(json_array(cy.id, cy.name)) FROM cycle_answers ca
-          JOIN cycles cy ON cy.id = ca.cycle_id
-          WHERE ca.answer_id = c.answer_id AND EXISTS (SELECT 1 FROM judge_verdicts v2
-                WHERE v2.claim_pk = c.id AND v2.run_id = cy.judge_run_id))
-FROM claims c JOIN answers a ON a.id = c.answer_id
-WHERE c.id IN ({marks})
-"""
+def _details(db: Database, run_id: int | None) -> Any:
+    """One row per claim; what a claim has many of (chunks, labels, events, verdicts, cycles)
+    comes folded into JSON arrays, so a batch of claims is one query however much each carries."""
+    c, a = claims.c, answers.c
+    ch = chunks.c
+    chunk_rows = select(json_list(json_row(ch.position, ch.chunk_id, ch.text, ch.source))).where(
+        ch.answer_id == c.answer_id
+    )
+    h, cy = human_labels.c, cycles.alias("cy")
+    label_rows = (
+        select(
+            json_list(
+                json_row(
+                    h.reviewer,
+                    h.status,
+                    h.blind_verdict,
+                    h.blind_at,
+                    h.final_verdict,
+                    h.final_at,
+                    h.reconciled,
+                    h.slip,
+                    json_value(h.evidence),
+                    h.note,
+                    cy.c.name,
+                    h.updated_at,
+                )
+            )
+        )
+        .select_from(human_labels.outerjoin(cy, cy.c.id == h.cycle_id))
+        .where(h.claim_pk == c.id, hidden(db, label=h.import_id))
+    )
+    e, ecy, r = label_events.c, cycles.alias("ecy"), judge_runs.alias("r")
+    event_rows = (
+        select(
+            json_list(
+                json_row(
+                    e.id,
+                    e.reviewer,
+                    e.kind,
+                    e.verdict,
+                    json_value(e.evidence),
+                    e.note,
+                    ecy.c.name,
+                    r.c.judge_model,
+                    r.c.prompt_version,
+                    e.created_at,
+                )
+            )
+        )
+        .select_from(
+            label_events.outerjoin(ecy, ecy.c.id == e.cycle_id).outerjoin(r, r.c.id == e.judge_run_id)
+        )
+        .where(e.claim_pk == c.id, hidden(db, label=e.import_id))
+    )
+    v, vr = judge_verdicts.c, judge_runs.alias("vr")
+    verdict_rows = (
+        select(
+            json_list(
+                json_row(
+                    vr.c.id,
+                    vr.c.judge_model,
+                    vr.c.prompt_version,
+                    v.verdict,
+                    v.raw_verdict,
+                    v.rationale,
+                    json_value(v.evidence),
+                )
+            )
+        )
+        .select_from(judge_verdicts.join(vr, vr.c.id == v.run_id))
+        .where(v.claim_pk == c.id, hidden(db, run=v.run_id))
+    )
+    if run_id is not None:
+        verdict_rows = verdict_rows.where(v.run_id == run_id)
+    d = adjudications.c
+    adjudication = select(json_as_text(json_row(d.verdict, d.adjudicator, d.note, d.created_at))).where(
+        d.claim_pk == c.id
+    )
+    ca, ccy, v2 = cycle_answers.c, cycles.alias("ccy"), judge_verdicts.alias("v2")
+    cycle_rows = (
+        select(json_list(json_row(ccy.c.id, ccy.c.name)))
+        .select_from(cycle_answers.join(ccy, ccy.c.id == ca.cycle_id))
+        .where(
+            ca.answer_id == c.answer_id,
+            exists(select(ONE).where(v2.c.claim_pk == c.id, v2.c.run_id == ccy.c.judge_run_id)),
+        )
+    )
+    return select(
+        c.id,
+        c.answer_id,
+        c.claim_id,
+        c.position,
+        c.text,
+        a.question,
+        a.answer,
+        a.category,
+        a.metadata,
+        a.holdout,
+        *(
+            q.scalar_subquery()
+            for q in (chunk_rows, label_rows, event_rows, verdict_rows, adjudication, cycle_rows)
+        ),
+    ).select_from(claims.join(answers, a.id == c.answer_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,12 +196,5 @@ def claim_details(
     """The details of the given claims (one query; pass a batch), keyed by pk. With `run_id`, only
     that run's judge verdicts are included."""
     # Verdicts of a run an unfinished import created are not there yet (store.imports).
-    run_filter = ("AND v.run_id = ?" if run_id is not None else "") + hide_sql(db, run="v.run_id")
-    sql = _DETAIL_SQL.format(
-        run_filter=run_filter,
-        marks=",".join("?" * len(claim_pks)),
-        hide_h=hide_sql(db, label="h.import_id"),
-        hide_e=hide_sql(db, label="e.import_id"),
-    )
-    params: list[Any] = ([run_id] if run_id is not None else []) + list(claim_pks)
-    return {row[0]: ClaimDetail(*row) for row in db.execute(sql, params)}
+    found = db.run(_details(db, run_id).where(claims.c.id.in_(list(claim_pks))))
+    return {row[0]: ClaimDetail(*row) for row in found}

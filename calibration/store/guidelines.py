@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sqlalchemy import delete, select
+
 from .connection import now, write
+from .core import upsert
 from .database import Database
+from .tables import guidelines, judge_lab_runs
 
 PROJECT_SCOPE = "project"
 
@@ -26,9 +30,8 @@ class Guidelines:
 
 def get_guidelines(db: Database, scope: str) -> Guidelines | None:
     """The guidelines of a scope (`PROJECT_SCOPE` or `cycle_scope(id)`); None if none written."""
-    row = db.execute(
-        "SELECT scope, markdown, author, updated_at FROM guidelines WHERE scope = ?", [scope]
-    ).fetchone()
+    g = guidelines.c
+    row = db.run(select(g.scope, g.markdown, g.author, g.updated_at).where(g.scope == scope)).first()
     return None if row is None else Guidelines(*row)
 
 
@@ -37,18 +40,21 @@ def save_guidelines(db: Database, scope: str, markdown: str, author: str) -> Gui
     ts = now()
     with write(db):
         if not markdown.strip():
-            db.execute("DELETE FROM guidelines WHERE scope = ?", [scope])
+            db.run(delete(guidelines).where(guidelines.c.scope == scope))
         else:
-            db.execute(
-                "INSERT INTO guidelines (scope, markdown, author, updated_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (scope) DO UPDATE SET markdown = excluded.markdown, "
-                "author = excluded.author, updated_at = excluded.updated_at",
-                [scope, markdown, author, ts],
+            new = upsert(db.dialect, guidelines).values(
+                scope=scope, markdown=markdown, author=author, updated_at=ts
+            )
+            db.run(
+                new.on_conflict_do_update(
+                    index_elements=[guidelines.c.scope],
+                    set_={c: new.excluded[c] for c in ("markdown", "author", "updated_at")},
+                )
             )
     return Guidelines(scope, markdown, author, ts)
 
 
 def run_template(db: Database, run_id: int) -> str | None:
     """The prompt template a judge-lab run used; None for an imported run."""
-    row = db.execute("SELECT template FROM judge_lab_runs WHERE run_id = ?", [run_id]).fetchone()
-    return None if row is None else row[0]
+    found = db.run(select(judge_lab_runs.c.template).where(judge_lab_runs.c.run_id == run_id)).scalar()
+    return None if found is None else str(found)

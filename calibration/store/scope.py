@@ -10,10 +10,13 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
+from sqlalchemy import and_, func, literal, select
 
 from .claims import json_ints
+from .core import ONE, json_list, json_text
 from .database import Database
-from .imports import hide_sql
+from .imports import hidden
+from .tables import adjudications, answers, cycle_answers, cycles, human_labels, imports, judge_verdicts
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,13 +35,13 @@ def answer_facts(db: Database, answer_ids: list[str]) -> AnswerFacts:
     """
     if not answer_ids:
         return AnswerFacts([], [])
-    row = db.execute(
-        """SELECT json_group_array(a.id), json_group_array(a.category),
-                  json_group_array(CAST(coalesce(json_extract(a.metadata, '$.pipeline_version'),
-                                                 json_extract(a.metadata, '$.pipeline')) AS TEXT))
-           FROM answers a WHERE a.id IN (SELECT value FROM json_each(:ids))""",
-        {"ids": json.dumps(answer_ids)},
-    ).fetchone()
+    a = answers.c
+    pipeline = func.coalesce(
+        json_text(a.metadata, literal("pipeline_version")), json_text(a.metadata, literal("pipeline"))
+    )
+    row = db.run(
+        select(json_list(a.id), json_list(a.category), json_list(pipeline)).where(a.id.in_(answer_ids))
+    ).one()
     ids: list[str] = json.loads(row[0])
     cats: list[str | None] = json.loads(row[1])
     pipes: list[str | None] = json.loads(row[2])
@@ -58,20 +61,23 @@ def label_order(db: Database, run_id: int, claim_pks: np.ndarray) -> np.ndarray:
     ISO 8601 times in one zone sort as text, so the rank is the position among the distinct times.
     """
     pks = np.asarray(claim_pks, dtype=np.int64).reshape(-1)
-    row = db.execute(
-        f"""SELECT json_group_array(h.claim_pk),
-                  json_group_array(coalesce(i.started_at, h.final_at, h.blind_at, h.updated_at))
-           FROM judge_verdicts v JOIN human_labels h ON h.claim_pk = v.claim_pk AND h.status = 'labeled'
-           LEFT JOIN imports i ON i.id = h.import_id
-           WHERE v.run_id = :run{hide_sql(db, label="h.import_id")}""",
-        {"run": run_id},
-    ).fetchone()
-    adj = db.execute(
-        """SELECT json_group_array(d.claim_pk), json_group_array(d.created_at)
-           FROM judge_verdicts v JOIN adjudications d ON d.claim_pk = v.claim_pk
-           WHERE v.run_id = :run""",
-        {"run": run_id},
-    ).fetchone()
+    v, h, i, d = judge_verdicts.c, human_labels.c, imports.c, adjudications.c
+    labeled = judge_verdicts.join(
+        human_labels, and_(h.claim_pk == v.claim_pk, h.status == "labeled")
+    ).outerjoin(imports, i.id == h.import_id)
+    row = db.run(
+        select(
+            json_list(h.claim_pk),
+            json_list(func.coalesce(i.started_at, h.final_at, h.blind_at, h.updated_at)),
+        )
+        .select_from(labeled)
+        .where(v.run_id == run_id, hidden(db, label=h.import_id))
+    ).one()
+    adj = db.run(
+        select(json_list(d.claim_pk), json_list(d.created_at))
+        .select_from(judge_verdicts.join(adjudications, d.claim_pk == v.claim_pk))
+        .where(v.run_id == run_id)
+    ).one()
     at_pk = np.concatenate([json_ints(row[0]), json_ints(adj[0])])
     times = np.array(json.loads(row[1]) + json.loads(adj[1]), dtype=str)  # fixed-width text sorts in C
     if at_pk.size == 0 or pks.size == 0:
@@ -90,12 +96,9 @@ def label_order(db: Database, run_id: int, claim_pks: np.ndarray) -> np.ndarray:
 
 def run_was_stratified(db: Database, run_id: int) -> bool:
     """Did some cycle of the run draw its answers stratified by category?"""
-    return (
-        db.execute(
-            "SELECT 1 FROM cycles WHERE judge_run_id = ? AND strategy = 'stratified' LIMIT 1", [run_id]
-        ).fetchone()
-        is not None
-    )
+    c = cycles.c
+    found = select(ONE).where(c.judge_run_id == run_id, c.strategy == "stratified").limit(ONE)
+    return db.run(found).first() is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,14 +115,17 @@ class CycleDesign:
 
 def cycle_design(db: Database, cycle_id: int) -> CycleDesign:
     """The cycle's strategy, eligibility rules and each of its answers' inclusion probability."""
-    name, strategy, include_labeled, holdout = db.execute(
-        "SELECT name, strategy, include_labeled, holdout FROM cycles WHERE id = ?", [cycle_id]
-    ).fetchone()
-    ids_j, prob_j = db.execute(
-        "SELECT json_group_array(answer_id), json_group_array(inclusion_prob) FROM "
-        "(SELECT answer_id, inclusion_prob FROM cycle_answers WHERE cycle_id = ? ORDER BY position) AS d",
-        [cycle_id],
-    ).fetchone()
+    c, ca = cycles.c, cycle_answers.c
+    name, strategy, include_labeled, holdout = db.run(
+        select(c.name, c.strategy, c.include_labeled, c.holdout).where(c.id == cycle_id)
+    ).one()
+    drawn = (
+        select(ca.answer_id, ca.inclusion_prob)
+        .where(ca.cycle_id == cycle_id)
+        .order_by(ca.position)
+        .subquery("d")
+    )
+    ids_j, prob_j = db.run(select(json_list(drawn.c.answer_id), json_list(drawn.c.inclusion_prob))).one()
     return CycleDesign(
         name,
         strategy,
