@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from . import decisions
 from .agreement import POSITIVE, ChiSquareTest
 from .assessment import Assessment, of_report
-from .fmt import ci, num, p_value, pct, points, share
+from .fmt import ci, num, p_value, pct, plural, points, share
 
 if TYPE_CHECKING:
     from .report import Report
@@ -97,7 +97,7 @@ def format_report(
     else:
         unresolved = (
             (
-                f"; {r.n_unresolved} claims left out (reviewers disagree, not adjudicated), "
+                f"; {plural(r.n_unresolved, 'claim')} left out (reviewers disagree, not adjudicated), "
                 "which favours the judge: they are the hard ones"
             )
             if r.n_unresolved
