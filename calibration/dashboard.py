@@ -388,7 +388,8 @@ def sample_size_text(report: Report) -> str:
     if s.more_claims_for_target is None:
         target = s.target_sentence or f"no sample size decides the {goal} target at this agreement"
     elif s.more_claims_for_target == 0:
-        target = f"there are enough claims to decide the {goal} target"
+        # The flag's own words (`stats` prints them too): "the 85% target is already decided".
+        target = s.target_sentence or f"the {goal} target is already decided"
     else:
         target = f"about {s.more_claims_for_target:,} more to decide the {goal} target at this agreement"
     return f"{plural(report.n_claims, 'claim')} in {plural(report.n_answers, 'answer')}: {kappa}; {target}."

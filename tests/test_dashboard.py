@@ -1289,6 +1289,13 @@ def test_a_cycle_of_an_exhausted_run_says_the_run_takes_the_final_reading() -> N
     assert "no cycle can draw more" in cycle.sentence
 
 
+def test_the_sample_size_line_says_a_decided_target_as_stats_does(wice_db: Database) -> None:
+    d = dashboard.build(wice_db, run=GPT4, bootstrap=0)
+    assert d.report.sample_size.more_claims_for_target == 0
+    assert d.report.sample_size.target_sentence == "the 85% target is already decided"
+    assert d.sample_size_text.endswith("; the 85% target is already decided.")
+
+
 def test_a_single_category_row_is_the_scopes_assessment(wice_db: Database) -> None:
     d = dashboard.build(wice_db, run=GPT4, bootstrap=0)
     (row,) = d.categories  # every WiCE answer is in one category
