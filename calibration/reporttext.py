@@ -204,7 +204,7 @@ def format_report(
     if r.rules is not None:
         lines.append("Rules of the flag (each with the bound it reads)")
         for rule in r.rules.rules:
-            lines.append(f"  {rule.rule}: {rule.status} — {rule.bound_used}")
+            lines.append(f"  {rule.rule}: {rule.status} — {rule.bound_used}{_no_bound(rule)}")
         lines.append("")
     lines.append(f"Flag: {r.flag.status.upper()}{_reading(r)}")
     shown: tuple[str, ...] = ()
@@ -216,6 +216,13 @@ def format_report(
             lines.append(f"    claims: {_ids(reason.claim_ids, max_ids)}")
             shown = reason.claim_ids
     return "\n".join(lines) + "\n"
+
+
+def _no_bound(rule: decisions.RuleResult) -> str:
+    """What a kappa "pass" rests on when there is no interval to read: nothing shows it low."""
+    if rule.rule == "kappa" and rule.status == "pass" and rule.bound_high is None:
+        return " (no interval yet, so nothing shows kappa below the floor)"
+    return ""
 
 
 def _reading(r: Report) -> str:
