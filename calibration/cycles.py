@@ -159,12 +159,12 @@ def count_work(
 
 
 def progress_headline(labeled: int, total: int, reused: int = 0, elsewhere: int = 0) -> str:
-    """`9/9 claims labeled (7 reused from other cycles or imports)`: a cycle's progress in one
+    """`9/9 claims finished (7 reused from other cycles or imports)`: a cycle's progress in one
     line, with the reused claims and the claims labeled by others outside the cycle when any."""
     notes = [f"{reused} {REUSED_WORDS}"] if reused else []
     if elsewhere:
         notes.append(f"already labeled outside this cycle: {elsewhere}")
-    return f"{labeled}/{total} claims labeled" + (f" ({'; '.join(notes)})" if notes else "")
+    return f"{labeled}/{total} claims finished" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +210,7 @@ class CycleProgress:
         return self.total - self.labeled
 
     def headline(self) -> str:
-        """`9/9 claims labeled (7 reused from other cycles or imports)` (`progress_headline`)."""
+        """`9/9 claims finished (7 reused from other cycles or imports)` (`progress_headline`)."""
         return progress_headline(self.labeled, self.total, self.reused, self.labeled_elsewhere)
 
     def outstanding(self) -> str | None:

@@ -317,7 +317,7 @@ def build(
             if c.key not in sealed
         ),
         sealed=sealed,
-        decision=decision(assessed, open_cycle=open_cycle, next_cycle=nxt),
+        decision=decision(assessed, open_cycle=open_cycle, next_cycle=nxt, cycle_scope=cycle_id is not None),
         next_cycle=nxt,
         open_cycle=open_cycle,
     )
@@ -388,7 +388,8 @@ def sample_size_text(report: Report) -> str:
     if s.more_claims_for_target is None:
         target = s.target_sentence or f"no sample size decides the {goal} target at this agreement"
     elif s.more_claims_for_target == 0:
-        target = f"there are enough claims to decide the {goal} target"
+        # The flag's own words (`stats` prints them too): "the 85% target is already decided".
+        target = s.target_sentence or f"the {goal} target is already decided"
     else:
         target = f"about {s.more_claims_for_target:,} more to decide the {goal} target at this agreement"
     return f"{plural(report.n_claims, 'claim')} in {plural(report.n_answers, 'answer')}: {kappa}; {target}."
@@ -1100,6 +1101,7 @@ class Decision:
     sentence: str  # the plain sentence a lead reads
     steps: tuple[NextStep, ...]
     counts: ClaimCounts | None = None  # the claims behind the figures (`Assessment.counts`)
+    about: str = "verdict on the judge run"  # what the verdict word is about: the run or one cycle
 
 
 def _ceiling_line(report: Mapping[str, Any]) -> tuple[str, float | None]:
@@ -1168,6 +1170,12 @@ def _plan_step(status: str, target: str, nxt: cycles.NextCycle | None) -> tuple[
     )
 
 
+# A cycle's report has no final reading (its pool has no end), so with nothing left to draw its
+# flag can stay open where the run's scope, the same claims and more, is decided (docs/decisions.md).
+CYCLE_READING_WORDS = (
+    "A cycle's figures have no final reading: the scope All labeled claims of the run takes it."
+)
+
 FINAL_READING_WORDS = (
     "Decided at the final reading: nothing is left to label, so the fixed-sample interval decided "
     "what the running rule had left open."
@@ -1193,13 +1201,18 @@ def _labels_cannot_decide(a: Assessment, target: str) -> str | None:
 
 
 def decision(
-    a: Assessment, *, open_cycle: bool = False, next_cycle: cycles.NextCycle | None = None
+    a: Assessment,
+    *,
+    open_cycle: bool = False,
+    next_cycle: cycles.NextCycle | None = None,
+    cycle_scope: bool = False,
 ) -> Decision:
     """The decision header of an assessment (live, or a closed cycle's frozen one): the verdict
     word, its one agreement figure with one interval, the direction, the judge-vs-people
     ceiling, one plain sentence and the next steps. `open_cycle`: the scope is an open cycle, so
     closing it is a next step. `next_cycle`: what a next cycle of the run can do
-    (`cycles.next_cycle`), so that the header offers only a next step that can work."""
+    (`cycles.next_cycle`), so that the header offers only a next step that can work.
+    `cycle_scope`: the figures are one cycle's, which the header says beside the verdict."""
     status = a.status
     value = a.agreement.value
     interval = _range(a.agreement.low, a.agreement.high)
@@ -1230,6 +1243,8 @@ def decision(
             advice = f"Label about {needed:,} more claims to decide."
         if status == "inconclusive" and instead:
             advice = instead
+            if cycle_scope and next_cycle is not None and not next_cycle.answers_left:
+                advice = f"{advice} {CYCLE_READING_WORDS}"
         if status != "inconclusive" and a.reading == "final":
             # Which reading decided: the running rule had not, and nothing is left to label.
             parts.append(FINAL_READING_WORDS)
@@ -1261,4 +1276,5 @@ def decision(
         sentence,
         tuple(steps),
         counts,
+        "verdict on the cycle" if cycle_scope else "verdict on the judge run",
     )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from . import decisions
 from .agreement import POSITIVE, ChiSquareTest
 from .assessment import Assessment, of_report
-from .fmt import ci, num, p_value, pct, points, share
+from .fmt import ci, num, p_value, pct, plural, points, share
 
 if TYPE_CHECKING:
     from .report import Report
@@ -97,7 +97,7 @@ def format_report(
     else:
         unresolved = (
             (
-                f"; {r.n_unresolved} claims left out (reviewers disagree, not adjudicated), "
+                f"; {plural(r.n_unresolved, 'claim')} left out (reviewers disagree, not adjudicated), "
                 "which favours the judge: they are the hard ones"
             )
             if r.n_unresolved
@@ -204,7 +204,7 @@ def format_report(
     if r.rules is not None:
         lines.append("Rules of the flag (each with the bound it reads)")
         for rule in r.rules.rules:
-            lines.append(f"  {rule.rule}: {rule.status} — {rule.bound_used}")
+            lines.append(f"  {rule.rule}: {rule.status} — {rule.bound_used}{_no_bound(rule)}")
         lines.append("")
     lines.append(f"Flag: {r.flag.status.upper()}{_reading(r)}")
     shown: tuple[str, ...] = ()
@@ -216,6 +216,13 @@ def format_report(
             lines.append(f"    claims: {_ids(reason.claim_ids, max_ids)}")
             shown = reason.claim_ids
     return "\n".join(lines) + "\n"
+
+
+def _no_bound(rule: decisions.RuleResult) -> str:
+    """What a kappa "pass" rests on when there is no interval to read: nothing shows it low."""
+    if rule.rule == "kappa" and rule.status == "pass" and rule.bound_high is None:
+        return " (no interval yet, so nothing shows kappa below the floor)"
+    return ""
 
 
 def _reading(r: Report) -> str:

@@ -50,10 +50,13 @@ from .text import check_name, confusable_with, near_duplicate_of, normalise_name
 LEADS_ENV = "CALIBRATION_LEADS"
 MAX_NAME = 80
 
+# Shown to everyone signed in once single-user mode is over, reviewers too: settings to name,
+# no command line (reviewers see none, and how the app is started differs between installs).
 SETUP_HINT = (
-    "No lead is configured. Name the leads when starting the app, e.g. "
-    f"`{LEADS_ENV}='Anna Lead,bea@example.org' make run`, or list them as "
-    '`leads = ["Anna Lead"]` under `[calibration]` in .streamlit/secrets.toml.'
+    "No lead is configured. Whoever runs the app names the leads when starting it: in the "
+    f"environment variable `{LEADS_ENV}` (comma-separated names or e-mails, e.g. "
+    "'Anna Lead,bea@example.org'), or as `leads = [\"Anna Lead\"]` under `[calibration]` in "
+    ".streamlit/secrets.toml."
 )
 
 TYPED_NAME_LIMITS = (

@@ -31,7 +31,7 @@ def decision_header(dec: Decision, *, run: str) -> None:
     with st.container(border=True, key="decision"):
         word_col, fig_col, text_col = st.columns([3, 2, 5])
         word_col.markdown(f"### :{dec.colour}[{dec.word}]")
-        word_col.caption("verdict on the judge run")
+        word_col.caption(dec.about)
         with word_col:
             literal(run)
         fig_col.metric("Agreement", dec.figure, help=AGREEMENT_HELP)

@@ -343,7 +343,7 @@ def _frozen(cycle: cycles.Cycle) -> None:
     else:
         # The decision header as the Dashboard draws it, from the assessment frozen at close: the
         # figures Trend shows for this cycle.
-        widgets.decision_header(dashboard.decision(a), run=cycle.judge_run)
+        widgets.decision_header(dashboard.decision(a, cycle_scope=True), run=cycle.judge_run)
         with st.expander("How this is computed: the flag's rules, bounds and raw figures"):
             for reason in fig.flag_reasons:
                 untrusted.literal(f"• {reason}")  # reasons may quote claim ids
@@ -440,11 +440,13 @@ def _reassign_form(cycle: cycles.Cycle) -> None:
             )
 
 
-# What "Claims labeled" counts: the one rule the reviewer's queue uses too (cycles.claim_done).
+# What "Claims finished" counts: a work count, not the figures' labeled claims (a claim one of two
+# reviewers labeled is in the figures, not finished); the one rule the queue uses (cycles.claim_done).
 LABELED_HELP = (
-    "claims every assigned reviewer has labeled (a verdict or an unclear mark, given in "
+    "claims every assigned reviewer has finished (a verdict or an unclear mark, given in "
     "this cycle or reused from another cycle or an import); in a cycle open to all, "
-    "claims labeled by a reviewer who worked in it"
+    "claims labeled by a reviewer who worked in it. The Dashboard's figures count every claim "
+    "with a final label, so they can count more"
 )
 
 
@@ -474,7 +476,7 @@ def _cycles_section() -> None:
             {
                 "Name": visible(c.name),
                 "Status": c.status,
-                "Claims labeled": _claims_cell(p),
+                "Claims finished": _claims_cell(p),
                 "Done": p.fraction,
                 "Labeled outside": p.labeled_elsewhere,
                 "Reviewers": ", ".join(map(visible, c.reviewers)) or "open to all",
@@ -486,7 +488,7 @@ def _cycles_section() -> None:
         column_config={
             "Name": text("Name", width=150),
             "Status": text("Status", width=65),
-            "Claims labeled": text("Claims labeled", width=115, help=LABELED_HELP),
+            "Claims finished": text("Claims finished", width=115, help=LABELED_HELP),
             "Done": st.column_config.ProgressColumn(
                 "Done", format="percent", min_value=0.0, max_value=1.0, width=80
             ),
@@ -534,7 +536,7 @@ def _cycles_section() -> None:
     )
     untrusted.literal("Reviewers: " + (", ".join(map(visible, cycle.reviewers)) or "open to every reviewer"))
     cols = st.columns(3)
-    cols[0].metric("Claims labeled", f"{prog.labeled} / {prog.total}", help=LABELED_HELP)
+    cols[0].metric("Claims finished", f"{prog.labeled} / {prog.total}", help=LABELED_HELP)
     cols[1].metric("Answers", cycle.size)
     cols[2].metric("Status", cycle.status)
     if prog.reused:

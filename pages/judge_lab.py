@@ -360,7 +360,8 @@ st.selectbox(
 # compared here is the one as of the last Run (or switch); the row is drawn either way, so it never moves
 # the form.
 edited = st.session_state[TEXT] != _shipped_text(st.session_state[EDITING])
-left, right = st.columns([4, 1], vertical_alignment="center")
+# The button's column holds its whole label at 1280 px with the sidebar open.
+left, right = st.columns([3, 1], vertical_alignment="center")
 left.caption(
     "Edited: this text differs from the shipped template. Your edits stay here when "
     "you pick another template and come back. Give the edited prompt its own "

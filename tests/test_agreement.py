@@ -9,6 +9,7 @@ cont3x3abstractors figures, and Krippendorff (2011).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -1215,3 +1216,12 @@ def test_a_fully_labeled_run_below_the_target_is_revised_at_the_final_reading() 
     assert rule is not None and rule.final_high == pytest.approx(done.estimates.agreement.ci_high)
     assert done.to_dict()["flag"]["reading"] == "final"
     assert "Flag: REVISE (decided at the final reading" in done.to_text()
+
+
+def test_the_text_counts_claims_left_out_in_the_singular_and_plural():
+    r = report_of(shuffled(items_from_table([[120, 0, 4], [0, 20, 0], [4, 0, 52]])), bootstrap=0)
+    assert "claim left out" not in r.to_text() and "claims left out" not in r.to_text()
+    one = dataclasses.replace(r, unresolved_claims=("q1/c1",))
+    assert "; 1 claim left out (reviewers disagree, not adjudicated)" in one.to_text()
+    two = dataclasses.replace(r, unresolved_claims=("q1/c1", "q2/c1"))
+    assert "; 2 claims left out (reviewers disagree, not adjudicated)" in two.to_text()

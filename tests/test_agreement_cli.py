@@ -187,6 +187,19 @@ def test_stats_for_a_cycle_is_weighted_and_uses_the_cycle_run(wice_db, db_url, c
     assert w["value"] == pytest.approx(expected)
 
 
+def test_stats_for_a_cycle_of_a_fully_labeled_run_names_the_reading(wice_db, db_url, capsys):
+    from calibration.cli.labels import CYCLE_READING_NOTE
+
+    cycles.create_cycle(wice_db, name="c1", judge_run="wice-gpt4", size=20, seed=3, include_labeled=True)
+    assert main(["--db", str(db_url), "stats", "--cycle", "c1", "--bootstrap", "0"]) == 0
+    cycle_text = capsys.readouterr().out
+    assert main(["--db", str(db_url), "stats", "--judge-run", "wice-gpt4", "--bootstrap", "0"]) == 0
+    run_text = capsys.readouterr().out
+    # The run's report is decided at the final reading; the cycle's, which has none, says why not.
+    assert "decided at the final reading" in run_text and CYCLE_READING_NOTE not in run_text
+    assert f"Scope: cycle c1; 0 judged claims have no human label yet\n{CYCLE_READING_NOTE}\n" in cycle_text
+
+
 def test_stats_on_an_empty_database_is_a_clear_error(tmp_path: Path, capsys):
     empty = tmp_path / "empty.db"
     store.connect(empty).conn.close()  # migrated, but nothing imported

@@ -410,7 +410,7 @@ def test_an_include_labeled_cycle_starts_at_zero(run_db: Database, claims_of: di
     prog = cycles.progress(run_db, cycle.id)
     assert (prog.labeled, prog.total, prog.labeled_elsewhere) == (0, 40, 40)
     assert prog.fraction == 0 and {r.labeled for r in prog.reviewers} == {0}
-    assert prog.headline() == "0/40 claims labeled (already labeled outside this cycle: 40)"
+    assert prog.headline() == "0/40 claims finished (already labeled outside this cycle: 40)"
     for aid in cycles.queue(run_db, cycle.id, "ann"):
         label_all(run_db, claims_of[aid], "ann", cycle.id)
     prog = cycles.progress(run_db, cycle.id)
@@ -439,7 +439,7 @@ def test_open_cycle_progress_counts_its_reviewers_labels_wherever_given(
         "bob": (1, 30, 0),
     }
     assert prog.headline() == (
-        "5/30 claims labeled (2 reused from other cycles or imports; already labeled outside this cycle: 2)"
+        "5/30 claims finished (2 reused from other cycles or imports; already labeled outside this cycle: 2)"
     )
     assert prog.outstanding() == "25 of 30 claims have no label yet"
 
@@ -673,7 +673,7 @@ def test_cli_cycle_on_wice_gives_20_answers(db_path: Path, capsys: pytest.Captur
     assert set(shown["answers"]) <= ids
     assert [i["answer_id"] for i in shown["items"]] == shown["answers"]
     rc, out, _ = run_cli(capsys, "--db", db, "cycle", "list")
-    assert rc == 0 and "wice-1" in out and "0/20 claims labeled" in out and "20 answers" in out
+    assert rc == 0 and "wice-1" in out and "0/20 claims finished" in out and "20 answers" in out
     # Work remains (nobody labeled anything): close refuses unless forced.
     rc, out, err = run_cli(capsys, "--db", db, "cycle", "close", "wice-1")
     assert rc == 1 and out == ""
@@ -730,10 +730,10 @@ def test_cli_closes_a_labeled_cycle_with_its_figures(
     )
     assert rc == 0, err
     rc, out, _ = run_cli(capsys, "--db", db, "cycle", "show", "all")
-    assert "progress: 0/20 claims labeled (already labeled outside this cycle: 20)" in out
+    assert "progress: 0/20 claims finished (already labeled outside this cycle: 20)" in out
     rc, out, err = run_cli(capsys, "--db", db, "cycle", "close", "all", "--force")
     assert rc == 0, err
-    assert "closed: 0/20 claims labeled (already labeled outside this cycle: 20)" in out
+    assert "closed: 0/20 claims finished (already labeled outside this cycle: 20)" in out
     # The figures read as everywhere else (calibration.fmt): one decimal, an en dash between bounds.
     # The cycle's assessment, its basis named: what Trend shows for it.
     agreement = r"judge-human agreement \d+\.\d% on 20 claims: 95% CI \d+\.\d%–\d+\.\d% \(design-based"
@@ -829,7 +829,7 @@ def test_page_creates_a_cycle_and_lists_it(
     assert any("not yet known here" in t and "'ann', 'bob'" in t for t in texts(at))
     assert "week 1: 20 answers of judge@v1, random, seed 9" in texts(at)
     table = at.dataframe[0].value
-    assert list(table["Name"]) == ["week 1"] and list(table["Claims labeled"]) == ["0 / 40"]
+    assert list(table["Name"]) == ["week 1"] and list(table["Claims finished"]) == ["0 / 40"]
     assert list(table["Done"]) == [0.0] and list(table["Labeled outside"]) == [0]
     assert list(table["Reviewers"]) == ["ann, bob"]
     # The design is the chosen cycle's, below the table (the table keeps to the page's width).
@@ -1018,9 +1018,9 @@ def test_page_counts_only_this_cycles_labels(
     create(run_db, size=20, reviewers=["ann", "bob", "cid"], overlap=0.0, include_labeled=True)
     at = page(db_path, monkeypatch)
     table = at.dataframe[0].value
-    assert list(table["Claims labeled"]) == ["0 / 40"] and list(table["Done"]) == [0.0]
+    assert list(table["Claims finished"]) == ["0 / 40"] and list(table["Done"]) == [0.0]
     assert list(table["Labeled outside"]) == [40]
-    assert {m.label: m.value for m in at.metric}["Claims labeled"] == "0 / 40"
+    assert {m.label: m.value for m in at.metric}["Claims finished"] == "0 / 40"
     assert "Already labeled outside this cycle: 40 claims (not counted above)" in [
         c.value for c in at.caption
     ]
@@ -1117,7 +1117,7 @@ def test_page_shows_reused_labels_as_done(
     assert not at.exception
     table = at.dataframe[0].value
     assert list(table["Name"]) == ["later", "earlier"]
-    assert list(table["Claims labeled"]) == [f"{reused} / 30 ({reused} reused)", "14 / 30"]
+    assert list(table["Claims finished"]) == [f"{reused} / 30 ({reused} reused)", "14 / 30"]
     assert list(table["Labeled outside"]) == [0, 0]
     at.selectbox(key="cycle_detail").set_value("later").run()
     assert (

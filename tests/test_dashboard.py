@@ -1277,6 +1277,25 @@ def test_the_header_follows_the_flag_when_the_claims_left_cannot_decide() -> Non
     assert [s.kind for s in d.steps] == ["plan"] and "not expected" not in d.sentence
 
 
+def test_a_cycle_of_an_exhausted_run_says_the_run_takes_the_final_reading() -> None:
+    # A cycle's flag is never read finally, so it may stay open where the run's is decided.
+    exhausted = cycles.NextCycle("agreement", 20, None, 20, 0)
+    report = _report_dict("inconclusive", 0.556, 0.388, 0.712)
+    run = dashboard.decision(_assessed(report), next_cycle=exhausted)
+    assert run.about == "verdict on the judge run" and "no final reading" not in run.sentence
+    cycle = dashboard.decision(_assessed(report), next_cycle=exhausted, cycle_scope=True)
+    assert cycle.about == "verdict on the cycle"
+    assert cycle.sentence.endswith(dashboard.CYCLE_READING_WORDS)
+    assert "no cycle can draw more" in cycle.sentence
+
+
+def test_the_sample_size_line_says_a_decided_target_as_stats_does(wice_db: Database) -> None:
+    d = dashboard.build(wice_db, run=GPT4, bootstrap=0)
+    assert d.report.sample_size.more_claims_for_target == 0
+    assert d.report.sample_size.target_sentence == "the 85% target is already decided"
+    assert d.sample_size_text.endswith("; the 85% target is already decided.")
+
+
 def test_a_single_category_row_is_the_scopes_assessment(wice_db: Database) -> None:
     d = dashboard.build(wice_db, run=GPT4, bootstrap=0)
     (row,) = d.categories  # every WiCE answer is in one category
@@ -1306,7 +1325,10 @@ def test_stats_json_and_the_dashboard_read_one_assessment(cycle_db: Database) ->
 def test_the_dashboard_builds_its_decision_from_the_report(cycle_db: Database) -> None:
     name = cycles.list_cycles(cycle_db)[0].name
     d = dashboard.build(cycle_db, run=DEMO_RUN, cycle=name, bootstrap=0)
-    assert d.decision == dashboard.decision(d.assessment, open_cycle=d.open_cycle)
+    assert d.decision == dashboard.decision(
+        d.assessment, open_cycle=d.open_cycle, next_cycle=d.next_cycle, cycle_scope=True
+    )
+    assert d.decision is not None and d.decision.about == "verdict on the cycle"
     assert d.assessment == assessment.of_report(d.report.to_dict(d.run), scope=f"cycle {name}")
     assert d.decision is not None and d.decision.status == d.report.flag.status
 

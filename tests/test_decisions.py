@@ -261,6 +261,13 @@ def test_kappa_rule_fires_only_on_the_upper_bound(
     assert kappa_rule(kappa, high, 0.6).status == status
 
 
+def test_a_kappa_pass_without_an_interval_says_what_it_rests_on() -> None:
+    from calibration.reporttext import _no_bound
+
+    assert "no interval yet" in _no_bound(kappa_rule(0.3, None, 0.6))
+    assert _no_bound(kappa_rule(0.3, 0.7, 0.6)) == ""  # a pass its interval shows
+
+
 def _rule(rule: str, status: str) -> RuleResult:
     return RuleResult(rule, status, 0.5, None, None, None, None, 0.0, "")  # type: ignore[arg-type]
 

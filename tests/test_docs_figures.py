@@ -72,3 +72,18 @@ def test_the_readme_is_the_front_door() -> None:
     assert targets
     assert [t for t in targets if not t.startswith(("https://", "#"))] == []
     assert "python -m calibration" not in readme
+
+
+def _unclosed_fence(text: str) -> int | None:
+    """The line of a code fence that nothing closes (the rest of the page would render as code)."""
+    opened = None
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            opened = None if opened else number
+    return opened
+
+
+def test_every_code_fence_of_the_manual_is_closed() -> None:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    assert [(p.name, line) for p in pages if (line := _unclosed_fence(p.read_text(encoding="utf-8")))] == []
+    assert _unclosed_fence("text\n```text\n$ calibration stats\n```\n\n    claims: …\n```\n\nprose\n") == 7

@@ -93,7 +93,7 @@ def test_labels_from_an_earlier_cycle_count_on_both_sides(
     )
     prog = cycles.progress(demo_db, week2.id)
     assert (prog.labeled, prog.total, prog.reused, prog.labeled_elsewhere) == (9, 9, 7, 0)
-    assert prog.headline() == "9/9 claims labeled (7 reused from other cycles or imports)"
+    assert prog.headline() == "9/9 claims finished (7 reused from other cycles or imports)"
     assert review.progress(demo_db, week2.id, "ann").reused_note() == "7 reused from other cycles or imports"
     assert review.resume(demo_db, week2.id, "ann") is None and prog.outstanding() is None
     # The earlier cycle, still open, counts its own 7 as new and week 2's 2 as reused.
@@ -104,7 +104,7 @@ def test_labels_from_an_earlier_cycle_count_on_both_sides(
     rc = cli.main(["--db", str(db_url), "cycle", "show", "week 2"])
     out = capsys.readouterr().out
     assert rc == 0
-    assert "progress: 9/9 claims labeled (7 reused from other cycles or imports); ann 9/9 (7 reused)" in out
+    assert "progress: 9/9 claims finished (7 reused from other cycles or imports); ann 9/9 (7 reused)" in out
     # Nothing outstanding: the cycle closes without --force, and the snapshot keeps the count.
     snap = cycles.close_cycle(demo_db, "week 2").snapshot
     assert snap is not None and (snap["progress"]["labeled"], snap["progress"]["reused"]) == (9, 7)
@@ -123,7 +123,7 @@ def test_another_reviewers_labels_are_not_this_cycles_work(demo_db: Database) ->
     )
     prog = cycles.progress(demo_db, week2.id)
     assert (prog.labeled, prog.reused, prog.labeled_elsewhere) == (2, 0, 7)
-    assert prog.headline() == "2/9 claims labeled (already labeled outside this cycle: 7)"
+    assert prog.headline() == "2/9 claims finished (already labeled outside this cycle: 7)"
 
 
 # ---------------------------------------------------------------- import-labels
@@ -152,7 +152,7 @@ def test_imported_labels_count_on_both_sides_and_their_answers_are_committed(
         lead_side(demo_db, cycle.id, "ann") == reviewer_side(demo_db, cycle.id, "ann") == (9, 9, 7, 0, 5, 5)
     )
     assert cycles.progress(demo_db, cycle.id).headline() == (
-        "9/9 claims labeled (7 reused from other cycles or imports)"
+        "9/9 claims finished (7 reused from other cycles or imports)"
     )
     assert review.resume(demo_db, cycle.id, "ann") is None
 

@@ -46,6 +46,8 @@ def test_single_user_mode_ends_when_a_second_name_signs_in(
     assert roles.is_lead([me], frozenset(), signed_in) is lead
     if mode is roles.Mode.TEAM_WITHOUT_LEADS:
         assert roles.SETUP_HINT in roles.refusal(mode) and "CALIBRATION_LEADS" in roles.SETUP_HINT
+        # Every signed-in person reads it, reviewers too: no command line (`make run` is a checkout's).
+        assert "make run" not in roles.SETUP_HINT and "calibration serve" not in roles.SETUP_HINT
 
 
 @pytest.mark.parametrize(

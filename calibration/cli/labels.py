@@ -130,6 +130,12 @@ def _add_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(handler=cli_thresholds)
 
 
+CYCLE_READING_NOTE = (
+    "  a cycle's figures have no final reading: without --cycle, the run's report takes it once "
+    "nothing is left to label"
+)
+
+
 def cli_stats(args: argparse.Namespace) -> int:
     import json
 
@@ -147,9 +153,13 @@ def cli_stats(args: argparse.Namespace) -> int:
         )
         baseline = _baseline(db, run.name, args.compare_with, cycle_id)
     scope = f"cycle {cycle.name}" if cycle else "every claim of the run"
+    notes = [f"Scope: {scope}; {scoped.n_unlabeled} judged claims have no human label yet"]
+    if cycle:
+        # Its flag can stay open where the run's, the same claims and more, is decided.
+        notes.append(CYCLE_READING_NOTE)
     text = scoped.report.to_text(
         run.name,
-        notes=[f"Scope: {scope}; {scoped.n_unlabeled} judged claims have no human label yet"],
+        notes=notes,
         assessed=assessed,
     )
     if baseline is not None:

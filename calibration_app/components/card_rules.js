@@ -84,7 +84,8 @@ export function revealSummary(reveal) {
     return `You marked ${reveal.unclear === 1 ? "the claim" : `all ${unclear}`} unclear: the judge's verdict stays hidden until a lead decides.`;
   }
   const hidden = reveal.unclear ? ` ${unclear} marked unclear: the judge stays hidden for them until a lead decides.` : "";
-  return `The judge agrees with you on ${reveal.agree} of ${reveal.compared} claims you labeled.${hidden}`;
+  const compared = reveal.compared === 1 ? "the 1 claim" : `${reveal.compared} claims`;
+  return `The judge agrees with you on ${reveal.agree} of ${compared} you labeled.${hidden}`;
 }
 
 // What a key does. `s` is the card as it stands: mode ("claim", "last look", "reveal",

@@ -44,6 +44,20 @@ _GRIDS = """() => {
 }"""
 
 
+# Each drawn button whose label is cut (an element in it narrower than its text): [label, px].
+_CUT_LABELS = """() => [...document.querySelectorAll('[data-testid="stMain"] button')]
+    .filter((b) => b.checkVisibility())
+    .flatMap((b) => [b, ...b.querySelectorAll('*')]
+        .filter((e) => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1)
+        .map((e) => [b.innerText, e.scrollWidth - e.clientWidth]))"""
+
+
+def cut_labels(page: Any) -> list[list[Any]]:
+    """The buttons whose label is cut with an ellipsis, with the pixels missing."""
+    next_frame(page)
+    return page.evaluate(_CUT_LABELS)
+
+
 def cut_off(page: Any) -> list[str]:
     """The tables cut off on the right, each named by its first column's header."""
     tables = page.locator('[data-testid="stMain"] [data-testid="stDataFrame"]')
@@ -118,6 +132,7 @@ def test_the_judge_lab_fits_and_its_first_run_seals_the_holdout_once_confirmed(
     page = open_as_lead(tabs, f"{url}/judge_lab")
     page.get_by_text("Sealed holdout: none yet").wait_for()
     assert not split_made(db)  # opening the page sealed nothing
+    assert cut_labels(page) == []  # "Revert to the shipped text" whole beside its caption
     fill(page, "lab_base_url", stub.base_url)
     fill(page, "lab_model", "stub-judge")
     fill(page, "lab_version", "fit-v1")

@@ -146,6 +146,7 @@ test("an unclear-only reveal says the judge stays hidden, not 0 of 0", () => {
   assert.match(text, /stays hidden until a lead decides/);
   assert.doesNotMatch(text, /0 of 0/);
   assert.match(revealSummary({ agree: 1, compared: 2, unclear: 0 }), /agrees with you on 1 of 2/);
+  assert.match(revealSummary({ agree: 0, compared: 1, unclear: 0 }), /agrees with you on 0 of the 1 claim you labeled\./);
 });
 
 test("the evidence prompt says what the number keys do", () => {
