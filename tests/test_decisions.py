@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import Any
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import integrate, optimize, stats
 from statsmodels.stats.multitest import multipletests
 
 from calibration.decisions import (
@@ -105,20 +107,42 @@ def test_answer_sums_orders_by_last_label() -> None:
 # ------------------------------------------------------------------ the running rule
 
 
+@functools.lru_cache(maxsize=None)
+def _boundary_by_integration(t: int, alpha: float) -> float:
+    """The mixture boundary found numerically: the S where the mixture over lambda ~ N(lambda_0,
+    (lambda_0 / 2)^2) of exp(lambda S - lambda^2 t / 2), integrated by quadrature, reaches 1 / alpha
+    (lambda_0 = sqrt(2 log(1/alpha) / 60)); returned per answer, S / t."""
+    lam0 = math.sqrt(2 * math.log(1 / alpha) / 60)
+    sd = lam0 / 2
+    grid = np.linspace(-3, 3, 6001)
+
+    def log_excess(s: float) -> float:
+        def log_f(lam: Any) -> Any:
+            return (
+                lam * s
+                - lam * lam * t / 2
+                - 0.5 * ((lam - lam0) / sd) ** 2
+                - math.log(sd * math.sqrt(2 * math.pi))
+            )
+
+        # Shifted by the integrand's largest log on a fine grid, so that exp never overflows.
+        top = float(log_f(grid).max())
+        value, _ = integrate.quad(lambda lam: math.exp(log_f(lam) - top), -np.inf, np.inf)
+        return math.log(value) + top - math.log(1 / alpha)
+
+    return optimize.brentq(log_excess, 0.0, 100.0, xtol=1e-12) / t
+
+
 def _brute_lower_upper(y: np.ndarray, m: np.ndarray, alpha: float, grid: np.ndarray) -> tuple[float, float]:
     """The running rule written out look by look on a grid of tested values (no quadratic): at look t
     theta is kept when |R - theta| < B_t sigma_t(theta) for the residual variance or for the
     independent-claims floor."""
-    la = -2 * math.log(alpha)
-    rho2 = (la + math.log(la + 1)) / 50
     lower, upper = 0.0, 1.0
     for t in range(1, y.size + 1):
         yt, mt = y[:t], m[:t]
         r = yt.sum() / mt.sum()
         mbar = mt.mean()
-        bt = math.sqrt(
-            2 * (t * rho2 + 1) / (t * t * rho2) * math.log(math.sqrt(t * rho2 + 1) / (2 * alpha) + 1)
-        )
+        bt = _boundary_by_integration(t, alpha)
         kept = []
         for th in grid:
             f = t / (t - 1) if t > 1 else 1.0
@@ -163,12 +187,13 @@ def test_running_bounds_hold_their_level_over_every_look_by_simulation() -> None
 
 def test_running_rule_calls_good_judges_ok_by_200_claims() -> None:
     # The power the rule has where it is safe (docs/decisions.md): 1,000 runs of answers of 1-5 claims,
-    # intra-answer correlation 0.2, read after every answer; "ok by 200 claims" measured 19.6% for a
-    # 90% judge and 89.3% for a 95% one at 3,000 runs (the betting rule: under 1% and 35%); floors at
-    # those figures less 3 SE of 1,000 runs (3.8 and 2.9 points).
+    # intra-answer correlation 0.2, read after every answer; "ok by 200 claims" measured 24% for a 90%
+    # judge and 91% for a 95% one at 3,000-4,000 runs (the boundary centred at 0 before: 19.6% and
+    # 88-90%; the betting rule: under 1% and 35%); floors at those figures less 3 SE of 1,000 runs
+    # (4.1 and 2.7 points).
     rng = np.random.default_rng(7)
     reps = 1000
-    for p, floor in ((0.90, 0.196 - 0.038), (0.95, 0.893 - 0.029)):
+    for p, floor in ((0.90, 0.24 - 0.041), (0.95, 0.91 - 0.027)):
         m = rng.integers(1, 6, size=(reps, 200)).astype(float)
         pi = rng.beta(p * 4, (1 - p) * 4, size=(reps, 200))
         y = rng.binomial(m.astype(int), pi).astype(float)
@@ -178,12 +203,11 @@ def test_running_rule_calls_good_judges_ok_by_200_claims() -> None:
         assert ok.mean() >= floor
 
 
-def test_mixture_boundary_known_value() -> None:
-    # t = 50 = t*, alpha 0.05: rho^2 = (2 log 20 + log(2 log 20 + 1)) / 50.
-    rho2 = (2 * math.log(20) + math.log(2 * math.log(20) + 1)) / 50
-    x = 50 * rho2 + 1
-    expected = math.sqrt(2 * x / (2500 * rho2) * math.log(math.sqrt(x) / 0.1 + 1))
-    assert float(mixture_boundary(np.array([50.0]), 0.05)[0]) == pytest.approx(expected, rel=1e-12)
+def test_mixture_boundary_is_where_the_mixture_reaches_one_over_alpha() -> None:
+    for t in (1, 20, 60, 300):
+        for alpha in (0.025, 0.0125):
+            got = float(mixture_boundary(np.array([float(t)]), alpha)[0])
+            assert got == pytest.approx(_boundary_by_integration(t, alpha), rel=1e-7)
     assert error_split(0.05) == (0.025, 0.025)
 
 
