@@ -107,7 +107,7 @@ def test_answer_sums_orders_by_last_label() -> None:
 # ------------------------------------------------------------------ the running rule
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _boundary_by_integration(t: int, alpha: float) -> float:
     """The mixture boundary found numerically: the S where the mixture over lambda ~ N(lambda_0,
     (lambda_0 / 2)^2) of exp(lambda S - lambda^2 t / 2), integrated by quadrature, reaches 1 / alpha
@@ -352,7 +352,7 @@ def test_more_claims_to_decide_edges() -> None:
 
 
 def test_more_claims_to_decide_is_near_an_independent_simulation() -> None:
-    # The same plan written out run by run: Bayesian-bootstrap weights over the labeled answers, future
+    # The same plan written out run by run: Dirichlet(1.5, ..., 1.5) weights over the labeled answers, future
     # answers drawn from them, the running rule (running_bounds on the whole sequence) until a bound
     # crosses the target; the medians agree within Monte Carlo error.
     rng = np.random.default_rng(17)
@@ -365,7 +365,7 @@ def test_more_claims_to_decide_is_near_an_independent_simulation() -> None:
     assert est.high is None or est.high >= est.more_claims
     claims = []
     for _ in range(300):
-        pick = rng.choice(n0, size=1700, p=rng.dirichlet(np.ones(n0)))
+        pick = rng.choice(n0, size=1700, p=rng.dirichlet(np.full(n0, 1.5)))
         fm, fy = m0[pick], y0[pick]
         _, low, high = running_bounds(np.concatenate([y0, fy]), np.concatenate([m0, fm]), alpha=0.025)
         hit = (np.maximum.accumulate(low) >= 0.85) | (np.minimum.accumulate(high) < 0.85)
@@ -373,6 +373,43 @@ def test_more_claims_to_decide_is_near_an_independent_simulation() -> None:
         claims.append(fm[: after[0] + 1].sum() if after.size else np.inf)
     median = float(np.median(claims))
     assert 0.75 * median <= est.more_claims <= 1.33 * median
+
+
+def _realised_more_claims(y: np.ndarray, m: np.ndarray, n0: int) -> float:
+    """Claims labeled after the first n0 answers until the running rule decides the 85% target, or
+    all of them if the final reading (the 95% interval at the end) decides; else infinite."""
+    _, low, high = running_bounds(y, m, alpha=0.025)
+    hit = (np.maximum.accumulate(low) >= 0.85) | (np.minimum.accumulate(high) < 0.85)
+    after = np.flatnonzero(hit[n0:])
+    if after.size:
+        return float(m[n0 : n0 + after[0] + 1].sum())
+    r = y.sum() / m.sum()
+    se = math.sqrt(y.size / (y.size - 1) * ((y - r * m) ** 2).sum()) / m.sum()
+    q = stats.t.ppf(0.975, y.size - 1)
+    return float(m[n0:].sum()) if r - q * se >= 0.85 or r + q * se < 0.85 else math.inf
+
+
+def test_the_range_of_how_many_more_holds_about_its_level_by_simulation() -> None:
+    # 300 runs of 20 labeled answers of 1-5 claims, truth uniform on 75-97%, 600 claims left: the 80%
+    # range of "how many more" holds the realised stopping time in 75-85% of runs (bench/sim_flag.py
+    # measured 83% at 600 runs, this test 78%; the Bayesian bootstrap, a = 1, 84-88%; no parameter
+    # uncertainty, 55-59%), within 3 Monte Carlo SE (0.07).
+    rng = np.random.default_rng(31)
+    inside = ranged = 0
+    for _ in range(300):
+        p = rng.uniform(0.75, 0.97)
+        m = rng.integers(1, 6, size=260).astype(float)
+        y = rng.binomial(m.astype(int), rng.beta(4 * p, 4 * (1 - p), size=260)).astype(float)
+        keep = np.concatenate([np.ones(20, bool), np.cumsum(m[20:]) <= 600])
+        y, m = y[keep], m[keep]
+        plan = more_claims_to_decide(y[:20], m[:20], 0.85, available=int(m[20:].sum()), reps=300)
+        if plan.more_claims is None or plan.more_claims == 0:
+            continue
+        realised = _realised_more_claims(y, m, 20)
+        ranged += 1
+        inside += (plan.low or 0) <= realised <= (math.inf if plan.high is None else plan.high)
+    assert ranged >= 150
+    assert 0.75 - 0.07 <= inside / ranged <= 0.85 + 0.07
 
 
 def test_prob_at_least_target_design_is_the_t_posterior_tail() -> None:
