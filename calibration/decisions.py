@@ -704,18 +704,27 @@ def prob_at_least_target_design(
     value: float | None, se: float | None, target: float, df: float | None = None
 ) -> float | None:
     """P(agreement >= target) from the design-based estimate p, its standard error se and the df of its
-    variance: F_df((p - target) / se), F_df the Student t distribution function.
+    variance, read at the target as the Wilson interval beside it is: F_df((p - target) / se_target),
+        se_target = se sqrt(target (1 - target) / (p (1 - p))),
+    F_df the Student t distribution function.
 
-    The flat-prior posterior of a mean whose variance is estimated from df degrees of freedom is
-    p + se T_df (Gelman et al. 2013, Bayesian Data Analysis, 3rd ed., sec. 3.2); at 12-30 answers the
-    variance rests on few answers, which the t's heavier tails carry and the normal (or a Jeffreys
-    posterior at the effective size) does not (those said 0.88 where 0.73-0.78 of simulated runs met
-    the target).  ``df`` None: the normal.  None where se is missing or 0 (the caller falls back to
-    the claim count, :func:`prob_at_least_target`).
+    se_target is the standard error the design's effective size n_eff = p (1 - p) / se^2 gives a
+    proportion at the target, so the chance is the one-sided score test of "agreement = target" at
+    n_eff, the test the report's Wilson interval at the effective size inverts (Wilson 1927; Korn &
+    Graubard 1998 for n_eff): P >= 1/2 exactly when the estimate is at or above the target, and the
+    chance and the interval rest on one distribution.  The t with the variance's df carries the few
+    answers the variance rests on (the flat-prior posterior of a mean with estimated variance, Gelman
+    et al. 2013, Bayesian Data Analysis, 3rd ed., sec. 3.2).  The standard error at p itself said
+    0.93-0.97 where 0.78-0.84 of simulated runs of 12-20 answers of 1-5 claims met the target: near 1
+    the estimated spread is small exactly when the answers happened to agree; at the target it is not
+    (docs/decisions.md).  ``df`` None: the normal.  None where se is missing or 0 (the caller falls
+    back to the claim count, :func:`prob_at_least_target`).
     """
     if value is None or se is None or se <= _ZERO_SE:
         return None
-    z = (value - target) / se
+    spread = value * (1 - value)
+    at_target = se * math.sqrt(target * (1 - target) / spread) if spread > 0 else se
+    z = (value - target) / max(at_target, _ZERO_SE)
     return float(stdtr(max(df, 1.0), z)) if df is not None else float(ndtr(z))
 
 

@@ -412,9 +412,13 @@ def test_the_range_of_how_many_more_holds_about_its_level_by_simulation() -> Non
     assert 0.75 - 0.07 <= inside / ranged <= 0.85 + 0.07
 
 
-def test_prob_at_least_target_design_is_the_t_posterior_tail() -> None:
-    assert prob_at_least_target_design(0.9, 0.02, 0.85, 14) == pytest.approx(stats.t.cdf(2.5, 14))
-    assert prob_at_least_target_design(0.9, 0.02, 0.85) == pytest.approx(stats.norm.cdf(2.5))
+def test_prob_at_least_target_design_is_the_score_test_at_the_effective_size() -> None:
+    # p 0.9 with se 0.02: n_eff = 0.09 / 0.0004 = 225 claims; at the target the proportion's se is
+    # sqrt(0.85 * 0.15 / 225), so z = 0.05 / 0.0238 = 2.1.
+    z = 0.05 / math.sqrt(0.85 * 0.15 / 225)
+    assert prob_at_least_target_design(0.9, 0.02, 0.85, 14) == pytest.approx(stats.t.cdf(z, 14))
+    assert prob_at_least_target_design(0.9, 0.02, 0.85) == pytest.approx(stats.norm.cdf(z))
+    assert prob_at_least_target_design(0.85, 0.02, 0.85, 14) == pytest.approx(0.5)
     assert prob_at_least_target_design(0.9, 0.0, 0.85, 14) is None
     assert prob_at_least_target_design(None, 0.02, 0.85, 14) is None
 
