@@ -715,8 +715,9 @@ def prob_at_least_target_design(
     chance and the interval rest on one distribution.  The t with the variance's df carries the few
     answers the variance rests on (the flat-prior posterior of a mean with estimated variance, Gelman
     et al. 2013, Bayesian Data Analysis, 3rd ed., sec. 3.2).  The standard error at p itself said
-    0.93-0.97 where 0.78-0.84 of simulated runs of 12-20 answers of 1-5 claims met the target: near 1
-    the estimated spread is small exactly when the answers happened to agree; at the target it is not
+    0.9-1 where about 0.8 of simulated runs of 12 answers of 1-5 claims met the target: a few short
+    answers that happen to agree give a high p and a small se together; at the target an answer that
+    agrees fully still has the spread ((1 - target) m)^2
     (docs/decisions.md).  ``df`` None: the normal.  None where se is missing or 0 (the caller falls
     back to the claim count, :func:`prob_at_least_target`).
     """
