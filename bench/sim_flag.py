@@ -23,7 +23,10 @@ by `decisions.error_split` (0.025 running, 0.025 final).
 2. Coverage of the report's fixed-sample 95% agreement interval at 12, 15, 20 and 30 answers of 10-30
    claims (and 1-5), and calibration of P(agreement >= target) (`decisions.prob_at_least_target_design`)
    over runs whose truth is drawn uniformly from 0.75-0.95: per bin of the stated chance, the share of
-   runs at or above the target.
+   runs at or above the target (and over truths uniform on 0.65-0.99: a chance from a flat prior is
+   calibrated for a population of judges only as far as the data outweigh the population's spread);
+   and, read as a test, how often it passes 0.95 (or falls under 0.05)
+   in runs whose truth is the target (about 5% each).
 3. "How many more" (`decisions.more_claims_to_decide`) at 20 labeled answers, truth drawn uniformly
    from 0.75-0.97, up to 1,500 more claims: how often the realised stopping time (the running rule on
    the run's own further answers, or the final reading when the claims run out) falls in its 80% range.
@@ -194,8 +197,10 @@ def false_rows(reps: int, rng: np.random.Generator) -> list[str]:
 def coverage_rows(reps: int, rng: np.random.Generator) -> list[str]:
     out = [
         "| answers | claims per answer | truth | coverage of the 95% interval | withheld | "
-        "P(>= 85%) calibration, truth uniform on 75-95%: mean / largest gap over tenths |",
-        "|---|---|---|---|---|---|",
+        "P(>= 85%) above 0.95 / below 0.05 at truth = target | "
+        "P(>= 85%) calibration, truth uniform on 75-95%: mean / largest gap over tenths | "
+        "the same, truth uniform on 65-99% |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for size in ("10-30", "1-5"):
         for n_ans in (12, 15, 20, 30):
@@ -209,8 +214,18 @@ def coverage_rows(reps: int, rng: np.random.Generator) -> list[str]:
                         continue
                     hit.append(e.ci_low <= p <= e.ci_high)
                 cov = float(np.mean(hit)) if hit else float("nan")
-                gap = calibration_gap(size, n_ans, reps, rng) if p == 0.85 else ""
-                out.append(f"| {n_ans} | {size} | {p:.2f} | {cov:.3f} | {held / reps:.3f} | {gap} |")
+                gap = wide = tails = ""
+                if p == TARGET:
+                    gap = calibration_gap(size, n_ans, reps, rng)
+                    wide = calibration_gap(size, n_ans, reps, rng, (0.65, 0.99))
+                if p == TARGET:
+                    stated = np.array([chance(y[r], m[r]) for r in range(reps)])
+                    stated = stated[np.isfinite(stated)]
+                    tails = f"{(stated > 0.95).mean():.3f} / {(stated < 0.05).mean():.3f}"
+                out.append(
+                    f"| {n_ans} | {size} | {p:.2f} | {cov:.3f} | {held / reps:.3f} | {tails} | {gap} "
+                    f"| {wide} |"
+                )
     return out
 
 
@@ -226,11 +241,13 @@ def chance(y: np.ndarray, m: np.ndarray) -> float:
     return np.nan if p is None else p
 
 
-def calibration_gap(size: str, n_ans: int, reps: int, rng: np.random.Generator) -> str:
+def calibration_gap(
+    size: str, n_ans: int, reps: int, rng: np.random.Generator, truths: tuple[float, float] = (0.75, 0.95)
+) -> str:
     """Over tenths of the stated P(>= target) with 40 or more runs: |mean stated - share of runs at or
     above the target|, weighted by the runs in the bin, and its largest (a bin of 100 runs has a
     Monte Carlo s.e. near 0.05, so the largest of ten is mostly noise)."""
-    truth = rng.uniform(0.75, 0.95, size=reps)
+    truth = rng.uniform(*truths, size=reps)
     m, y = draw(truth, size, reps, n_ans, rng)
     stated = np.full(reps, np.nan)
     for r in range(reps):
