@@ -187,9 +187,9 @@ def test_running_bounds_hold_their_level_over_every_look_by_simulation() -> None
 
 def test_running_rule_calls_good_judges_ok_by_200_claims() -> None:
     # The power the rule has where it is safe (docs/decisions.md): 1,000 runs of answers of 1-5 claims,
-    # intra-answer correlation 0.2, read after every answer; "ok by 200 claims" measured 24% for a 90%
-    # judge and 91% for a 95% one at 3,000-4,000 runs (the boundary centred at 0 before: 19.6% and
-    # 88-90%; the betting rule: under 1% and 35%); floors at those figures less 3 SE of 1,000 runs
+    # intra-answer correlation 0.2, read after every answer; "ok by 200 claims" measured 24-24.4% for a
+    # 90% judge and 90.2-92% for a 95% one at 3,000-4,000 runs (the boundary centred at 0 before: 19.6%
+    # and 88-90%; the betting rule: under 1% and 35%); floors at 24% and 91% less 3 SE of 1,000 runs
     # (4.1 and 2.7 points).
     rng = np.random.default_rng(7)
     reps = 1000
