@@ -46,7 +46,7 @@ from .vocab import LABELS
 # interval excludes the target" at alpha 0.05, so a fully labeled run whose interval lies below the
 # target is revised.  No rule valid at every look reached a third of simulated runs for a 90% judge by
 # 200 claims at alpha/2 (bench/sim_flag.py, docs/decisions.md: even a bet tuned to it with the
-# variance known reached about 32%).
+# variance known reached 31-32%).
 RUNNING_SHARE: Final = 0.5
 # t*: the running rule's boundary is tightest near this many labeled answers (a few cycles' worth; 200
 # claims of 1-5-claim answers are about 67), and its mixing spread as a share of the bet centred there
@@ -716,10 +716,10 @@ def prob_at_least_target_design(
     answers the variance rests on (the flat-prior posterior of a mean with estimated variance, Gelman
     et al. 2013, Bayesian Data Analysis, 3rd ed., sec. 3.2).  The standard error at p itself said
     0.9-1 where about 0.8 of simulated runs of 12 answers of 1-5 claims met the target: a few short
-    answers that happen to agree give a high p and a small se together; at the target an answer that
-    agrees fully still has the spread ((1 - target) m)^2
-    (docs/decisions.md).  ``df`` None: the normal.  None where se is missing or 0 (the caller falls
-    back to the claim count, :func:`prob_at_least_target`).
+    answers that happen to agree give a high p and a small se together; at the target an answer of m
+    claims that agrees fully still has the spread ((1 - target) m)^2 (docs/decisions.md).  ``df``
+    None: the normal.  None where se is missing or 0 (the caller falls back to the claim count,
+    :func:`prob_at_least_target`).
     """
     if value is None or se is None or se <= _ZERO_SE:
         return None
@@ -793,10 +793,10 @@ def more_claims_to_decide(
     answers, a = :data:`PLAN_CONCENTRATION` (a = 1 is the Bayesian bootstrap, Rubin 1981, Ann.
     Statist. 9(1):130: the posterior of the answers' distribution under a flat Dirichlet prior; a > 1
     narrows it, each weight's variance (n - 1) / (n^2 (n a + 1)), chosen by simulation so that the 80%
-    range holds about 80% of realised stopping times), which carries both the agreement's uncertainty,
-    through the weighted mean, and the answers' spread, and draws the future answers from them; then runs the
-    running rule (:func:`running_bounds`, carried on from today's sums) over them until a bound
-    crosses the target.  Runs are simulated up to what the run can give, ``available`` unlabeled
+    range holds about 80% of realised stopping times), which carries both the agreement's
+    uncertainty, through the weighted mean, and the answers' spread, and draws the future answers from
+    them; then runs the running rule (:func:`running_bounds`, carried on from today's sums) over them
+    until a bound crosses the target.  Runs are simulated up to what the run can give, ``available`` unlabeled
     claims (else ``limit``, 5,000); when the run runs out first, the final reading decides if the
     fixed-sample interval p +- t_{n-1, 1 - alpha_final} se of all its labels excludes the target
     (:func:`final_reading`), else the run counts as undecided.  ``more_claims`` is the median stopping
