@@ -2,12 +2,10 @@
 
 A `Database` is one open connection to the store, whichever engine holds it (SQLite, the
 default, in `sqlite`; PostgreSQL in `postgres`): a SQLAlchemy connection (`sa`) from that
-engine's Engine. Statements built with SQLAlchemy Core (`run`) are compiled for the engine;
-statements still written as SQL text, in SQLite's spelling with `?` placeholders, run on the
-driver's connection beneath, and a backend that speaks another dialect translates them
-(`postgres.translate`), so each query has one home. What the domain needs beyond SQL is an
-operation of the object (`in_transaction`, `close`, `write`, `snapshot`), never the driver's
-connection itself.
+engine's Engine. The store's statements are built with SQLAlchemy Core (`run`) and compiled for
+the engine, so each query has one home and no text is rewritten at run time. What the domain
+needs beyond SQL is an operation of the object (`in_transaction`, `close`, `write`,
+`snapshot`), never the driver's connection itself.
 
 Transactions are SQLAlchemy's (`sa.begin()`, `begin_nested()` for a savepoint), opened by the
 engine's `begin` event with the statements the backend names for a write (`begin_write`: the
@@ -87,11 +85,8 @@ class Database(ABC):
 
     @abstractmethod
     def execute(self, sql: str, params: Params = ()) -> Cursor:
-        """Run one statement (SQLite spelling, `?` placeholders)."""
-
-    @abstractmethod
-    def executemany(self, sql: str, rows: Sequence[Params]) -> Cursor:
-        """Run one statement once per parameter row."""
+        """Run one statement of SQL text as written for this engine, with `?` (or `:name`)
+        placeholders: for tests and maintenance tools; the store's own statements are Core."""
 
     def query(self, sql: str, params: Params = ()) -> Iterator[dict[str, Any]]:
         """The rows of a SELECT as dicts keyed by column name."""
@@ -108,9 +103,6 @@ class Database(ABC):
     @abstractmethod
     def close(self) -> None:
         """Close the connection (a pooled backend returns it to its pool)."""
-
-    def before_numbered_migrations(self) -> None:  # noqa: B027 (a hook SQLite needs nothing of)
-        """What the numbered migrations' SQL needs of the engine beyond the schema (nothing here)."""
 
     @abstractmethod
     def translated(self, exc: BaseException) -> BaseException:
@@ -211,8 +203,8 @@ class Database(ABC):
         """Drop the connection-private table `name` of `create_staging`, if there."""
 
     @abstractmethod
-    def row_order(self, table: str) -> str:
-        """An ORDER BY expression listing `table`'s rows in a stable order (as written, where known)."""
+    def row_order(self, table: str) -> tuple[str, ...]:
+        """The columns that list `table`'s rows in a stable order (as written, where known)."""
 
     @abstractmethod
     def checkpoint(self) -> None:

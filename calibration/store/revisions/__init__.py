@@ -58,7 +58,6 @@ def upgrade(db: Database) -> None:
     if VERSION_TABLE in names and current(db) == head():
         return
     if VERSION_TABLE not in names and names:
-        db.before_numbered_migrations()
         migrations.apply(db)
         command.stamp(_config(db), BASELINE)
     command.upgrade(_config(db), "head")
