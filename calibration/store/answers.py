@@ -12,11 +12,12 @@ parameters), so each call pays for running them, not for building and compiling 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from sqlalchemy import Table, TableClause, bindparam, exists, func, insert, select, update
+from sqlalchemy import Insert, Table, TableClause, bindparam, exists, func, insert, select, update
 
 from ..errors import Option, Problem
 from .connection import now, write
@@ -55,7 +56,7 @@ _CHUNK_IDS = select(chunks.c.chunk_id).where(chunks.c.answer_id == bindparam("an
 _LAST_CLAIM = select(func.coalesce(func.max(_c.id), 0))
 _RECATEGORISE = (
     update(answers)
-    .where(_a.id == bindparam("answer"))
+    .where(_a.id == bindparam("id"))
     .values(category=bindparam("category"), metadata=bindparam("metadata"))
 )
 
@@ -79,10 +80,16 @@ def _rows(cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict[str, 
     return [dict(zip(cols, row, strict=True)) for row in rows]
 
 
+@functools.cache
+def _insert(into: TableClause, cols: tuple[str, ...]) -> Insert:
+    """INSERT of `cols` into `into`, one bound parameter per column (for `run_direct_many`)."""
+    return insert(into).values({c: bindparam(c) for c in cols})
+
+
 def answer_hash(db: Database, answer_id: str) -> str | None:
     """The stored content hash of an answer; None when the answer is not in the database."""
-    found = db.run(_HASH, {"id": answer_id}).scalar()
-    return None if found is None else str(found)
+    found = db.run_direct(_HASH, {"id": answer_id})
+    return None if not found else str(found[0][0])
 
 
 class AnswerWriter:
@@ -135,7 +142,7 @@ class AnswerWriter:
             if changed:
                 self.updates.append((rec.category, _json(rec.metadata), rec.id))
                 self.counts.answers_updated += 1
-            for pk, cid, text in db.run(_CLAIMS_OF, {"answer": rec.id}):
+            for pk, cid, text in db.run_direct(_CLAIMS_OF, {"answer": rec.id}):
                 existing_claims[cid] = (pk, text)
                 by_text.setdefault(text, cid)
         else:
@@ -200,20 +207,15 @@ class AnswerWriter:
     def flush(self) -> None:
         """Write the queued rows, parents first (the foreign keys are checked per statement)."""
         if self.updates:
-            if self.staging is not None:
-                self.db.run(insert(Staging.UPDATES), _rows(_UPDATE_COLS, self.updates))
-            else:
-                self.db.run(
-                    _RECATEGORISE,
-                    [{"category": c, "metadata": m, "answer": a} for c, m, a in self.updates],
-                )
+            change = _STAGE_UPDATES if self.staging is not None else _RECATEGORISE
+            self.db.run_direct_many(change, _UPDATE_COLS, self.updates)
             self.updates = []
         for (table, cols), rows in zip(
             Staging.TABLES, (self.answers, self.chunks, self.claims, self.verdicts), strict=True
         ):
             if rows:
                 into = Staging.STAGED[table.name] if self.staging is not None else table
-                self.db.run(insert(into), _rows(cols, rows))
+                self.db.run_direct_many(_insert(into, cols), cols, rows)
         self.answers, self.chunks, self.claims, self.verdicts = [], [], [], []
 
 
@@ -341,10 +343,13 @@ class Staging(MarkedStaging):
             db.run(update(answers).where(_a.id == u.id).values(category=u.category, metadata=u.metadata))
 
 
+_STAGE_UPDATES = _insert(Staging.UPDATES, _UPDATE_COLS)
+
+
 def judge_verdict(db: Database, run_id: int, claim_pk: int) -> str | None:
     """The verdict run `run_id` gave claim `claim_pk`; None when it gave none."""
-    found = db.run(_VERDICT, {"run": run_id, "claim": claim_pk}).scalar()
-    return None if found is None else str(found)
+    found = db.run_direct(_VERDICT, {"run": run_id, "claim": claim_pk})
+    return None if not found else str(found[0][0])
 
 
 def unknown_chunks(db: Database, answer_id: str, chunk_ids: Sequence[str]) -> list[str]:
