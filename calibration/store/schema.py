@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from . import schema_postgresql
 from .database import Database
 from .migrations import Frozen, Migrations, run_text
+from .schema_postgresql import PRELUDE, STEPS
 
-migrations = Migrations(
-    "calibration", {"postgresql": Frozen(schema_postgresql.PRELUDE, schema_postgresql.STEPS)}
-)
+migrations = Migrations("calibration", {"postgresql": Frozen(PRELUDE, STEPS)})
 
 # Frozen with m002/m003: later migrations write their own literal lists.
 _VERDICT_CHECK = "({col} IN ('SUPPORTED','CONTRADICTED','UNSUPPORTED'))"
