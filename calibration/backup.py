@@ -4,14 +4,15 @@ Shape (``judge-calibration-backup``, format version 1): a JSONL file whose first
 header and every other line one row of one table::
 
     {"format": "judge-calibration-backup", "format_version": 1, "tool_version": "0.2.0",
-     "created_at": "...", "migrations": ["m001_create_answers", ...],
+     "created_at": "...", "migrations": ["m001_create_answers", ...], "revision": "0001",
      "tables": {"answers": 105, "claims": 109, ...}, "left_out": ["..."]}
     {"table": "answers", "row": {"id": "Q1", "question": "...", ...}}
 
 Every table of the schema is in it (the list is read from the database itself, so a table a
 later release adds is in its backups without a change here), each row with all its columns
-under their names and its ids as stored, tables in foreign-key order. ``migrations`` names the
-schema the rows were written under; ``tables`` how many rows of each follow, so a cut-off file
+under their names and its ids as stored, tables in foreign-key order. ``migrations`` and
+``revision`` (the schema revision; absent from a release's before revisions) name the schema
+the rows were written under; ``tables`` how many rows of each follow, so a cut-off file
 is refused rather than restored in part. Left out: the sign-in secret (and any setting listed
 in `store.settings.SECRET_SETTINGS`) and the record of migrations itself. An API key is never
 stored in the database, so none can be in a backup.
@@ -78,6 +79,9 @@ class BackupHeader(BaseModel):
     tool_version: str
     created_at: str
     migrations: list[str]
+    # The schema revision the rows were written under; none in a backup of a release before
+    # revisions (its numbered migrations name its schema).
+    revision: str | None = None
     tables: dict[str, int]
     left_out: list[str] = []
 
@@ -133,6 +137,7 @@ def _write(
         tool_version=__version__,
         created_at=store.now(),
         migrations=store.backup.applied_migrations(db),
+        revision=store.backup.revision(db),
         tables=counts,
         left_out=list(LEFT_OUT),
     )
@@ -256,6 +261,13 @@ def _schema_problem(header: BackupHeader) -> str | None:
         )
     if header.migrations != known[: len(header.migrations)]:
         return "migrations: not a schema any release made (out of order or with gaps)"
+    if header.revision is not None and header.revision not in store.backup.known_revisions():
+        return (
+            f"revision: {header.revision} is unknown to this release; the backup was written by a "
+            f"newer one (tool {header.tool_version}): restore it with that release"
+        )
+    if header.revision is not None and header.migrations != known:
+        return "revision: a schema revision follows every numbered migration, and the header lacks some"
     return None
 
 
@@ -353,7 +365,7 @@ def _prepare_scratch(
     schema and compute missing answer checks; InputError naming every problem."""
     problems = Problems(path)
     with store.write(scratch):
-        store.backup.migrate(scratch, header.migrations)
+        store.backup.migrate(scratch, header.migrations, header.revision)
     with store.write(scratch), store.backup.triggers_set_aside(scratch):
         _load(scratch, path, encoding, header, problems)
         problems.raise_if_any()
@@ -478,7 +490,9 @@ def copy_store(src: Database, dst: Database) -> CopySummary:
     write transaction on `dst`: SQLite into PostgreSQL or back, losslessly. Both must be at the
     same migration; `dst` must be empty (ConflictError otherwise), and `src` must have no import
     moving its rows in (ConflictError: its rows are half there); nothing is written then."""
-    if store.backup.applied_migrations(src) != store.backup.applied_migrations(dst):
+    if store.backup.applied_migrations(src) != store.backup.applied_migrations(dst) or (
+        store.backup.revision(src) != store.backup.revision(dst)
+    ):
         raise ConflictError(
             "the two databases are at different migrations; open both with this "
             "release first (every command migrates the database it opens)"

@@ -24,7 +24,7 @@ from sqlalchemy import TableClause, column, delete, func, insert, inspect, liter
 from ..errors import ConflictError
 from .database import Database, Rows
 from .migrations import MIGRATIONS_TABLE
-from .revisions import VERSION_TABLE
+from .revisions import VERSION_TABLE, current, known
 from .revisions import upgrade as upgrade_schema
 from .schema import migrations
 from .settings import SECRET_SETTINGS
@@ -85,6 +85,16 @@ def applied_migrations(db: Database) -> list[str]:
 def known_migrations() -> list[str]:
     """The names of every migration this release knows, in order."""
     return migrations.names()
+
+
+def revision(db: Database) -> str | None:
+    """The schema revision the database is at (None: an earlier release's, before revisions)."""
+    return current(db)
+
+
+def known_revisions() -> list[str]:
+    """Every schema revision this release knows, oldest first."""
+    return list(known())
 
 
 def _kept(t: Table, clause: TableClause) -> Any:
@@ -150,12 +160,13 @@ def forget_secrets(db: Database) -> int:
     return int(getattr(done, "rowcount", 0))
 
 
-def migrate(db: Database, upto: Sequence[str] | None = None) -> list[str]:
-    """Apply the pending migrations (only the first `upto` names of them when given, else every
-    one and then the schema's revisions); the numbered ones applied."""
+def migrate(db: Database, upto: Sequence[str] | None = None, revision: str | None = None) -> list[str]:
+    """Bring the schema to where a backup was written: the numbered migrations `upto`, then the
+    schema revision `revision` when the backup names one; with neither, every migration and
+    revision this release has. The numbered migrations applied."""
     before = set(applied_migrations(db))
-    if upto is None:
-        upgrade_schema(db)
+    if upto is None or revision is not None:
+        upgrade_schema(db, revision)
     else:
         rest = [m for m in known_migrations() if m not in set(upto)]
         migrations.apply(db, stop_before=rest[0] if rest else None)
