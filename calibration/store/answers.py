@@ -12,16 +12,15 @@ parameters), so each call pays for running them, not for building and compiling 
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from sqlalchemy import Insert, Table, TableClause, bindparam, exists, func, insert, select, update
+from sqlalchemy import Table, TableClause, bindparam, exists, func, insert, select, update
 
 from ..errors import Option, Problem
 from .connection import now, write
-from .core import staging
+from .core import insert_of, staging
 from .database import Database
 from .imports import MarkedStaging, next_claim_pk, pause_between_batches, reserve_claims
 from .labels import label_upsert
@@ -44,6 +43,27 @@ _CHUNK_COLS = ("answer_id", "position", "chunk_id", "text", "source")
 _CLAIM_COLS = ("id", "answer_id", "claim_id", "position", "text")
 _VERDICT_COLS = ("run_id", "claim_pk", "verdict", "raw_verdict", "rationale", "evidence")
 _UPDATE_COLS = ("category", "metadata", "id")
+_RESTORED_ANSWER_COLS = (
+    "id",
+    "question",
+    "answer",
+    "category",
+    "metadata",
+    "content_hash",
+    "holdout",
+    "imported_at",
+)
+_EVENT_COLS = (
+    "claim_pk",
+    "reviewer",
+    "kind",
+    "verdict",
+    "evidence",
+    "note",
+    "cycle_id",
+    "judge_run_id",
+    "created_at",
+)
 
 _a, _c, _v = answers.c, claims.c, judge_verdicts.c
 _chunk_table = chunks  # `insert_answer` takes the answer's chunks under that name
@@ -74,16 +94,6 @@ class ImportCounts(Protocol):
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
-
-
-def _rows(cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
-    return [dict(zip(cols, row, strict=True)) for row in rows]
-
-
-@functools.cache
-def _insert(into: TableClause, cols: tuple[str, ...]) -> Insert:
-    """INSERT of `cols` into `into`, one bound parameter per column (for `run_direct_many`)."""
-    return insert(into).values({c: bindparam(c) for c in cols})
 
 
 def answer_hash(db: Database, answer_id: str) -> str | None:
@@ -215,7 +225,7 @@ class AnswerWriter:
         ):
             if rows:
                 into = Staging.STAGED[table.name] if self.staging is not None else table
-                self.db.run_direct_many(_insert(into, cols), cols, rows)
+                self.db.run_direct_many(insert_of(into, cols), cols, rows)
         self.answers, self.chunks, self.claims, self.verdicts = [], [], [], []
 
 
@@ -343,7 +353,7 @@ class Staging(MarkedStaging):
             db.run(update(answers).where(_a.id == u.id).values(category=u.category, metadata=u.metadata))
 
 
-_STAGE_UPDATES = _insert(Staging.UPDATES, _UPDATE_COLS)
+_STAGE_UPDATES = insert_of(Staging.UPDATES, _UPDATE_COLS)
 
 
 def judge_verdict(db: Database, run_id: int, claim_pk: int) -> str | None:
@@ -374,42 +384,24 @@ def insert_answer(
     chunks: Sequence[tuple[str, str, str | None]],
 ) -> None:
     """Insert one answer with its chunks, given as (chunk id, text, source) in order."""
-    db.run(
-        insert(answers),
-        {
-            "id": answer_id,
-            "question": question,
-            "answer": answer,
-            "category": category,
-            "metadata": _json(metadata),
-            "content_hash": content_hash,
-            "holdout": int(holdout),
-            "imported_at": now(),
-        },
-    )
+    row = (answer_id, question, answer, category, _json(metadata), content_hash, int(holdout), now())
+    db.run_direct_many(insert_of(answers, _RESTORED_ANSWER_COLS), _RESTORED_ANSWER_COLS, [row])
     if chunks:
-        db.run(
-            insert(_chunk_table),
-            _rows(
-                _CHUNK_COLS,
-                [(answer_id, i, cid, text, source) for i, (cid, text, source) in enumerate(chunks)],
-            ),
-        )
+        rows = [(answer_id, i, cid, text, source) for i, (cid, text, source) in enumerate(chunks)]
+        db.run_direct_many(insert_of(_chunk_table, _CHUNK_COLS), _CHUNK_COLS, rows)
 
 
 def find_claim(db: Database, answer_id: str, claim_id: str) -> tuple[int, str] | None:
     """(claim pk, text) of claim `claim_id` of an answer; None when there is no such claim."""
-    row = db.run(_CLAIM, {"answer": answer_id, "claim": claim_id}).first()
-    return None if row is None else (int(row[0]), str(row[1]))
+    found = db.run_direct(_CLAIM, {"answer": answer_id, "claim": claim_id})
+    return None if not found else (int(found[0][0]), str(found[0][1]))
 
 
 def insert_claim(db: Database, *, answer_id: str, claim_id: str, position: int, text: str) -> int:
     """Insert a claim; return its pk (past the ids an unfinished import has reserved)."""
     pk = next_claim_pk(db)
-    db.run(
-        insert(claims),
-        {"id": pk, "answer_id": answer_id, "claim_id": claim_id, "position": position, "text": text},
-    )
+    row = (pk, answer_id, claim_id, position, text)
+    db.run_direct_many(insert_of(claims, _CLAIM_COLS), _CLAIM_COLS, [row])
     return pk
 
 
@@ -425,7 +417,7 @@ def insert_judge_verdict(
 ) -> None:
     """Insert one run's verdict on one claim."""
     row = (run_id, claim_pk, verdict, raw_verdict, rationale, _json(list(evidence)))
-    db.run(insert(judge_verdicts), dict(zip(_VERDICT_COLS, row, strict=True)))
+    db.run_direct_many(insert_of(judge_verdicts, _VERDICT_COLS), _VERDICT_COLS, [row])
 
 
 # The fields that identify a label event across databases (ids and run/cycle ids differ).
@@ -456,7 +448,7 @@ _ADJUDICATION = select(_d.verdict, _d.adjudicator, _d.note, _d.created_at).where
 
 def event_keys(db: Database, claim_pk: int) -> list[dict[str, Any]]:
     """A claim's label history, oldest first, as EVENT_KEY fields (evidence as stored JSON text)."""
-    return [dict(r) for r in db.run(_EVENTS, {"claim": claim_pk}).mappings()]
+    return [dict(zip(EVENT_KEY, r, strict=True)) for r in db.run_direct(_EVENTS, {"claim": claim_pk})]
 
 
 def append_event(
@@ -473,26 +465,14 @@ def append_event(
     created_at: str,
 ) -> None:
     """Append one label event with the time it was first given (restore keeps history as it was)."""
-    db.run(
-        insert(label_events),
-        {
-            "claim_pk": claim_pk,
-            "reviewer": reviewer,
-            "kind": kind,
-            "verdict": verdict,
-            "evidence": _json(list(evidence)),
-            "note": note,
-            "cycle_id": cycle_id,
-            "judge_run_id": judge_run_id,
-            "created_at": created_at,
-        },
-    )
+    row = (claim_pk, reviewer, kind, verdict, _json(list(evidence)), note, cycle_id, judge_run_id, created_at)
+    db.run_direct_many(insert_of(label_events, _EVENT_COLS), _EVENT_COLS, [row])
 
 
 def current_label(db: Database, claim_pk: int, reviewer: str) -> tuple[Any, ...] | None:
     """A reviewer's current label on a claim as LABEL_COLUMNS values; None when there is none."""
-    row = db.run(_LABEL, {"claim": claim_pk, "reviewer": reviewer}).first()
-    return None if row is None else tuple(row)
+    found = db.run_direct(_LABEL, {"claim": claim_pk, "reviewer": reviewer})
+    return found[0] if found else None
 
 
 def put_label(db: Database, claim_pk: int, reviewer: str, values: dict[str, Any]) -> None:
@@ -507,5 +487,5 @@ def put_label(db: Database, claim_pk: int, reviewer: str, values: dict[str, Any]
 
 def adjudication(db: Database, claim_pk: int) -> tuple[str, str, str | None, str] | None:
     """(verdict, adjudicator, note, created_at) of a claim's adjudication; None when it has none."""
-    row = db.run(_ADJUDICATION, {"claim": claim_pk}).first()
-    return None if row is None else (row[0], row[1], row[2], row[3])
+    found = db.run_direct(_ADJUDICATION, {"claim": claim_pk})
+    return None if not found else (found[0][0], found[0][1], found[0][2], found[0][3])

@@ -19,9 +19,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import TableClause, column, delete, func, insert, inspect, literal_column, select, table
+from sqlalchemy import (
+    TableClause,
+    column,
+    delete,
+    func,
+    insert,
+    inspect,
+    literal_column,
+    select,
+    table,
+)
 
 from ..errors import ConflictError
+from .core import insert_of
 from .database import Database, Rows
 from .migrations import MIGRATIONS_TABLE
 from .revisions import VERSION_TABLE, current, known
@@ -140,17 +151,15 @@ def insert_row(db: Database, t: Table, row: Mapping[str, Any]) -> int:
     be the table's.
 
     ConflictError (the driver's words) when the row breaks a constraint; the transaction goes on."""
-    clause = table(t.name, *(column(c) for c in row))
     try:
-        done = db.run(insert(clause), dict(row))
+        return db.insert_direct(insert_of(t.name, tuple(row)), row)
     except db.integrity_errors as exc:
         raise ConflictError(db.refusal(exc)) from exc
-    return int(getattr(done, "lastrowid", 0) or 0)
 
 
 def insert_rows(db: Database, t: Table, rows: Sequence[Sequence[Any]]) -> None:
     """Insert rows of `t` as they were (ids included), in its column order (inside a write)."""
-    db.run(insert(t.clause()), [dict(zip(t.columns, r, strict=True)) for r in rows])
+    db.run_direct_many(insert_of(t.name, t.columns), t.columns, rows)
 
 
 def forget_secrets(db: Database) -> int:

@@ -42,12 +42,22 @@ def begin_event(conn: Connection) -> None:
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(statement: ClauseElement, dialect: Dialect) -> tuple[str, tuple[str, ...] | None]:
-    """A statement's SQL for `dialect` and, when the driver's placeholders are positional, the
-    names of its parameters in order (None: the driver takes them by name)."""
+def _compiled(
+    statement: ClauseElement, dialect: Dialect
+) -> tuple[str, tuple[str, ...] | None, dict[str, Any]]:
+    """A statement's SQL for `dialect`; when the driver's placeholders are positional, the names
+    of its parameters in order (None: the driver takes them by name); and the values its
+    literals were bound to (`x == "publishing"`)."""
     done = statement.compile(dialect=dialect)
     order = getattr(done, "positiontup", None)
-    return done.string, None if order is None else tuple(order)
+    return done.string, None if order is None else tuple(order), done.params
+
+
+def _driver_params(
+    order: tuple[str, ...] | None, bound: dict[str, Any], params: Mapping[str, Any]
+) -> Sequence[Any] | Mapping[str, Any]:
+    given = {**bound, **params} if bound else params
+    return given if order is None else [given[n] for n in order]
 
 
 def driver_error(exc: BaseException) -> BaseException:
@@ -97,11 +107,21 @@ class Database(ABC):
         """Run a Core statement, compiled once for this engine, on the driver's connection; its
         rows. For the statements an import runs once per record, where SQLAlchemy's work per
         execution (about 40 µs) would be most of the cost; their columns need no conversion."""
-        sql, order = _compiled(statement, self.sa.dialect)
+        sql, order, bound = _compiled(statement, self.sa.dialect)
         cur = self.sa.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         try:
-            cur.execute(sql, params if order is None else [params[n] for n in order])
+            cur.execute(sql, _driver_params(order, bound, params))
             return [tuple(r) for r in cur.fetchall()] if cur.description else []
+        finally:
+            cur.close()
+
+    def insert_direct(self, statement: ClauseElement, params: Mapping[str, Any]) -> int:
+        """`run_direct` for an INSERT: the new row's rowid on SQLite (0 where the engine has none)."""
+        sql, order, bound = _compiled(statement, self.sa.dialect)
+        cur = self.sa.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cur.execute(sql, _driver_params(order, bound, params))
+            return int(getattr(cur, "lastrowid", 0) or 0)
         finally:
             cur.close()
 
@@ -109,7 +129,7 @@ class Database(ABC):
         self, statement: ClauseElement, names: Sequence[str], rows: Sequence[Sequence[Any]]
     ) -> None:
         """`run_direct` once per row of `rows`, each holding the parameters `names` in order."""
-        sql, order = _compiled(statement, self.sa.dialect)
+        sql, order, _bound = _compiled(statement, self.sa.dialect)
         if order is None:
             values: Sequence[Any] = [dict(zip(names, r, strict=True)) for r in rows]
         elif order == tuple(names):
