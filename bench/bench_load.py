@@ -10,8 +10,8 @@ sessions and one lead session for a fixed time, and prints per N:
   verdict to the card's route (the next claim is drawn in the browser at once) to its reply
   naming the label event written (bench_review_latency.py measures the same in Chromium);
 - commit, reconcile, next p95 (ms): the card's request for each to its reply, which carries
-  what the card draws next (the reveal, the next answer); the page's run that the card's event
-  starts afterwards (the header's counts, the chunks) is not part of it;
+  all the card draws next (the reveal, the next answer with its chunks, the progress line): no
+  run of the page follows, except at the end of the queue (not timed);
 - lead: median / p95 of the Dashboard's full reruns, each recomputing the figures since
   labels keep arriving;
 - failed: verdicts the page did not acknowledge (the card's data without it, an error or a
@@ -89,7 +89,10 @@ OTHER_PAUSE = (1.0, 2.0)  # before a reconcile choice or "Next answer"
 LEAD_PAUSE = (3.0, 6.0)
 AGREE = 0.8
 LIMIT_MS = 1000.0
-TARGET = (25, 300.0)  # reviewers, p95 ms: the issue's target on this machine
+TARGET = (25, 300.0)  # reviewers, p95 ms: the verdict's first target on this machine
+# Every card action (verdict, commit, reconcile, next): p95 within 300 ms up to 240 reviewers
+# and within 1 s up to 480, on one server.
+ACTION_TARGETS = ((240, 300.0), (480, 1000.0))
 ACTION_TIMEOUT = 60.0  # a run that takes longer counts as failed
 
 
@@ -244,13 +247,11 @@ class CardScript:
         return pk, ok, run
 
     async def commit(self, s: Session) -> tuple[bool, Run]:
-        """Enter at the last look: the reveal comes in the reply; then the card's event runs the
-        page (its header's counts), not timed."""
+        """Enter at the last look: the reveal (and the progress line) comes in the reply."""
         seen = {str(pk): event for pk, event in self.events.items()}
         ok, out, run = await self._send(s, {"do": "commit", "seen": seen})
         if ok:
             self.take(out["view"])
-            await self._page(s, s.trigger(CARD, "event", {"do": "counts"}))
         return ok and self.mode() == "reveal", run
 
     async def reconcile(self, s: Session, pk: int, choice: str) -> tuple[bool, Run]:
@@ -262,14 +263,14 @@ class CardScript:
         return ok, run
 
     async def next(self, s: Session) -> tuple[bool, Run]:
-        """N: the next answer comes in the reply, drawn by the card; the card's event then runs the
-        page (its chunks and header), not timed."""
+        """N: the next answer (its chunks and progress) comes in the reply, drawn by the card; the
+        end of the queue runs the page, which draws it (not timed)."""
         ok, out, run = await self._send(s, {"do": "next"})
         if ok:
             self.moves += 1
-            answer = None if out.get("done") else out["view"]["answer"]
             self.take(None if out.get("done") else out["view"])
-            await self._page(s, s.set_state(CARD, "answer", {"answer": answer, "move": self.moves}))
+            if out.get("done"):
+                await self._page(s, s.set_state(CARD, "answer", {"answer": None, "move": self.moves}))
         return ok, run
 
     async def _page(self, s: Session, sent: Awaitable[Run]) -> None:
@@ -604,22 +605,36 @@ async def sweep(
     return steps
 
 
+def _targets(st: Step) -> list[str]:
+    """Each action's p95 against its target at this N (`ACTION_TARGETS`), or nothing."""
+    target = next((ms for n, ms in ACTION_TARGETS if st.n <= n), None)
+    if target is None:
+        return []
+    times = {"verdict": st.tally.verdict_ms, **{a: st.tally.kind_ms.get(a, []) for a in ACTIONS}}
+    p95s = {a: p95(sorted(t)) for a, t in times.items() if t}
+    over = [f"{a} {ms:.0f}" for a, ms in p95s.items() if ms > target]
+    shown = ", ".join(f"{a} {ms:.0f}" for a, ms in p95s.items())
+    if over:
+        return [f"N={st.n}: over the target p95 <= {target:.0f} ms: {', '.join(over)} (all: {shown})"]
+    return [f"N={st.n}: every action within the target p95 <= {target:.0f} ms ({shown})"]
+
+
 def summary(steps: list[Step], seconds: float, quiet: float) -> list[str]:
-    out = []
+    out = [line for st in steps for line in _targets(st)]
     fast = next((s for s in steps if s.p95_ms > TARGET[1]), None)
     largest = steps[-1].n if steps else 0
     out.append(
-        f"p95 passes {TARGET[1]:.0f} ms at N={fast.n} (p95 {fast.p95_ms:.0f} ms)"
+        f"verdict p95 first over {TARGET[1]:.0f} ms at N={fast.n} (p95 {fast.p95_ms:.0f} ms)"
         if fast
-        else f"p95 stayed within {TARGET[1]:.0f} ms up to N={largest}, the largest N run"
+        else f"verdict p95 stayed within {TARGET[1]:.0f} ms up to N={largest}, the largest N run"
     )
     over = next((s for s in steps if s.p95_ms > LIMIT_MS), None)
     under = [s for s in steps if s.p95_ms <= LIMIT_MS]
     if over is not None:
         last = f" (p95 {under[-1].p95_ms:.0f} ms at N={under[-1].n})" if under else ""
-        out.append(f"p95 passes 1 s at N={over.n} (p95 {over.p95_ms:.0f} ms){last}")
+        out.append(f"verdict p95 first over 1 s at N={over.n} (p95 {over.p95_ms:.0f} ms){last}")
     elif steps:
-        out.append(f"p95 stayed within 1 s up to N={steps[-1].n}, the largest N run")
+        out.append(f"verdict p95 stayed within 1 s up to N={steps[-1].n}, the largest N run")
     n_t, ms_t = TARGET
     at = next((s for s in steps if s.n == n_t), None)
     if at is not None:

@@ -29,9 +29,11 @@ from . import review, store
 from .errors import CalibrationError, SignedOutError, StaleLabelError, StorageError
 from .models import BodyText, StoredInt, Verdict
 from .store import Database, LabelState
+from .text import cut, visible
 from .text import neutralise_body as neutral
-from .text import visible
 
+# Characters of a chunk the card gets at first; the rest on request ("Show the chunks in full").
+CHUNK_CHARS = 10_000
 CardId = Annotated[str, Field(max_length=review.MAX_CARD_ID)]
 STALE_VIEW = (
     "this answer changed in another tab since this one showed it — showing it now: look at it "
@@ -193,11 +195,12 @@ def _next(db: Database, cycle_id: int, reviewer: str, req: NextRequest) -> Reply
         why_not = review.why_not_next(review.reveal_view(rows, None), numbers)
         if why_not is not None:
             return Reply(refused=why_not)
-    pos = review.resume(db, cycle_id, reviewer, after=req.answer)
+    place = review.queue_place(db, cycle_id, reviewer, after=req.answer)
+    pos = place.position
     if pos is None:
         return Reply(done=True)
     card = review.load_card(db, pos.answer_id, reviewer)
-    return Reply(view=answer_view(db, cycle_id, reviewer, card, index=pos.claim_index))
+    return Reply(view=answer_view(db, cycle_id, reviewer, card, index=pos.claim_index, place=place))
 
 
 def _view_or_none(db: Database, cycle_id: int, reviewer: str, answer_id: str) -> dict[str, Any] | None:
@@ -221,16 +224,20 @@ def answer_view(
     *,
     index: int | None = None,
     selected: int | None = None,
+    full_chunks: bool = False,
+    place: review.QueuePlace | None = None,
 ) -> dict[str, Any]:
     """The answer as the card draws it (JSON): the question, the answer, its claims with the
-    reviewer's own labels, the chunks' ids; `index`, the claim to show first (None: the
-    card's choice). Once the reviewer committed it, also the judge beside each claim
-    (`reveal`), `selected` the disagreement K / J act on. `card`: the answer as
-    `review.load_card` read it for the reviewer. Untrusted text goes as text; the card puts it
-    into the page as text only."""
+    reviewer's own labels, the chunks (each cut to `CHUNK_CHARS` unless `full_chunks`), the
+    reviewer's progress in the cycle; `index`, the claim to show first (None: the card's
+    choice). Once the reviewer committed it, also the judge beside each claim (`reveal`),
+    `selected` the disagreement K / J act on. `card`: the answer as `review.load_card` read it
+    for the reviewer. Untrusted text goes as text; the card puts it into the page as text
+    only. `place`: the reviewer's queue as `review.queue_place` read it (else read here)."""
     cycle = review.cycle(db, cycle_id)
     shown = review.shown_claim(card, index)
     missing = review.missing_evidence(card) if cycle.require_evidence else []
+    place = place or review.queue_place(db, cycle_id, reviewer)
     view: dict[str, Any] = {
         "answer": card.answer_id,
         "mode": review.card_view(card, shown),
@@ -241,10 +248,8 @@ def answer_view(
         "spans": review.claim_spans(neutral(card.answer), [neutral(c.text) for c in card.claims]),
         "facts": review.answer_facts(card),
         "claims": [_claim(c) for c in card.claims],
-        # The id is sent back as evidence, never shown: the card shows `shown`.
-        "chunks": [
-            {"number": ch.number, "id": ch.chunk_id, "shown": visible(ch.chunk_id)} for ch in card.chunks
-        ],
+        "chunks": [_chunk(ch, full_chunks) for ch in card.chunks],
+        "progress": _progress(place.progress, place.number(card.answer_id), len(place.answers)),
         "require_evidence": cycle.require_evidence,
         "evidence_needed": review.evidence_needed(missing) if missing else None,
     }
@@ -265,6 +270,36 @@ def _claim(c: review.Claim) -> dict[str, Any]:
         "event": label.event_id if label else None,
         "evidence": list(label.evidence) if label else [],
         "note": (label.note or "") if label else "",
+    }
+
+
+def _chunk(ch: review.Chunk, full: bool) -> dict[str, Any]:
+    # A chunk of a megabyte made every draw of the card slow: the rest comes on request.
+    text, more = (ch.text, 0) if full else cut(ch.text, CHUNK_CHARS)
+    return {
+        "number": ch.number,
+        "id": ch.chunk_id,  # sent back as evidence, never shown: the card shows `shown`
+        "shown": visible(ch.chunk_id),
+        "source": visible(ch.source) if ch.source else None,
+        "text": neutral(text),
+        "more": more,
+        "long": len(ch.text) > CHUNK_CHARS,
+    }
+
+
+def _progress(p: review.QueueProgress, number: int, answers: int) -> dict[str, Any]:
+    """The reviewer's queue as the card's progress line counts it (review_card.js `progressText`),
+    as of this view: the card adds what its own keys changed since."""
+    return {
+        "labeled": p.claims_labeled,
+        "unclear": p.claims_unclear,
+        "skipped": p.claims_skipped,
+        "total": p.claims_total,
+        "answers_done": p.answers_done,
+        "answers_total": p.answers_total,
+        "reused": p.reused_note(),
+        "number": number,
+        "answers": answers,
     }
 
 

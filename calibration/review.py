@@ -284,19 +284,38 @@ def resume(db: Database, cycle_id: int, reviewer: str, *, after: str | None = No
     look), or a revealed answer with a disagreement still to reconcile; then the first skipped
     claim (as often as it is skipped); None when the reviewer's queue is done. Unclear claims
     are done for the reviewer (they wait for a lead)."""
-    ref = store.review.cycle_row(db, cycle_id)
-    answers = queue(db, cycle_id, reviewer)
-    if after in answers:
-        k = answers.index(after) + 1
-        answers = answers[k:] + answers[:k]
-    return _resume(_queue_rows(db, ref, answers, reviewer))
+    return queue_place(db, cycle_id, reviewer, after=after).position
 
 
 def progress(db: Database, cycle_id: int, reviewer: str) -> QueueProgress:
     """The reviewer's claims in their queue of the cycle: with a verdict, unclear, skipped."""
+    return queue_place(db, cycle_id, reviewer).progress
+
+
+@dataclass(frozen=True, slots=True)
+class QueuePlace:
+    """The reviewer's queue in a cycle, read once: where to continue (`resume`), the progress
+    (`progress`) and the queue's answers in order."""
+
+    position: Position | None
+    progress: QueueProgress
+    answers: list[str]
+
+    def number(self, answer_id: str) -> int:
+        """The answer's place in the queue, counted from 1; 0 when it is not in the queue."""
+        return self.answers.index(answer_id) + 1 if answer_id in self.answers else 0
+
+
+def queue_place(db: Database, cycle_id: int, reviewer: str, *, after: str | None = None) -> QueuePlace:
+    """`resume` (after answer `after`), `progress` and the queue, from one read of the queue."""
     ref = store.review.cycle_row(db, cycle_id)
     answers = queue(db, cycle_id, reviewer)
-    return _progress(_queue_rows(db, ref, answers, reviewer), answers)
+    rows = _queue_rows(db, ref, answers, reviewer)
+    order = rows
+    if after in answers:
+        later = set(answers[answers.index(after) + 1 :])
+        order = [r for r in rows if r.answer_id in later] + [r for r in rows if r.answer_id not in later]
+    return QueuePlace(_resume(order), _progress(rows, answers), answers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,7 +494,7 @@ def label(
             raise ConflictError(
                 "this answer is committed and the judge is revealed; record a change with reconcile"
             )
-        known = store.review.chunk_ids(db, answer_id)
+        known = store.review.chunk_ids(db, answer_id) if evidence else []
         unknown = [e for e in evidence if e not in known]
         if unknown:
             raise InputError(f"evidence names no chunk of answer {answer_id!r}: {unknown}")

@@ -769,3 +769,8 @@ __all__ = [
     "uts39_skeleton",
     "visible",
 ]
+
+
+def cut(text: str, limit: int) -> tuple[str, int]:
+    """`text` cut to its first `limit` characters, and how many were left out."""
+    return (text, 0) if len(text) <= limit else (text[:limit], len(text) - limit)

@@ -2,16 +2,12 @@
 
 Untrusted text (questions, chunks, answers, claims, rationales, notes, ids) is shown only
 through `literal()` (`st.text`) or `draw()` (HTML built here, every untrusted piece passed
-through `body()` / `ident()`: neutralised or made visible, then escaped). Markdown-capable
+through `body()`: neutralised, then escaped). Markdown-capable
 places (labels, help, captions, option names) only ever get constant text.
 
-
-A key press on the review page redraws its card, and the browser's cost grows with the
-number of elements sent (each is one message, applied and drawn on its own), so the card's
-texts are drawn as a few `st.html` elements instead of one `st.text` each. Every untrusted
-piece goes through `body` (or `ident` for ids and names) before it is put in; the markup
-around it is constant, and each text is its own block, so a right-to-left paragraph cannot
-pull its neighbours along. st.html renders no markdown or LaTeX and sanitises the result.
+`draw` puts several blocks into one `st.html` element (each element sent is one message to
+the browser). Every untrusted piece goes through `body` before it is put in; the markup
+around it is constant. st.html renders no markdown or LaTeX and sanitises the result.
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ import html
 
 import streamlit as st
 
-from calibration.text import neutralise_body, visible
+from calibration.text import neutralise_body
 from calibration.vocab import VERDICT_COLOURS
 
 
@@ -35,18 +31,8 @@ def body(text: str | None) -> str:
     return html.escape(neutralise_body(text or ""))
 
 
-def ident(text: str | None) -> str:
-    """An untrusted id or name as HTML text: every invisible character shown (`visible`), escaped."""
-    return html.escape(visible(text or ""))
-
-
-def div(cls: str, inner: str) -> str:
-    """A block of already-escaped HTML (`body`, `ident`, `badge` or constants) with a class."""
-    return f'<div class="{cls}">{inner}</div>'
-
-
 def draw(*blocks: str) -> None:
-    """Draw blocks built with `div` as one element."""
+    """Draw blocks of already-escaped HTML (`body`, `badge` or constants) as one element."""
     st.html("".join(blocks))
 
 

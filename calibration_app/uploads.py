@@ -27,7 +27,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from calibration.text import visible
+from calibration.text import cut, visible
 
 UPLOAD_PREFIX = "calibration-upload-"
 UPLOAD_MAX_AGE_S = 90
@@ -55,11 +55,6 @@ def upload_name(browser_name: str) -> str:
     while len(stem.encode()) > _MAX_STEM_BYTES:
         stem = stem[:-1]
     return (stem.rstrip("._") or "upload") + (f".{ext}" if ext else "")
-
-
-def cut(text: str, limit: int) -> tuple[str, int]:
-    """`text` cut to its first `limit` characters, and how many were left out."""
-    return (text, 0) if len(text) <= limit else (text[:limit], len(text) - limit)
 
 
 def shown_upload_name(browser_name: str) -> str:

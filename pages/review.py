@@ -1,9 +1,10 @@
 """Review: label claims blind, take a last look, then see the judge and reconcile.
 
-The page, top to bottom: one header line (cycle picker, cycle and judge, progress, and the
-Answers / Guidelines / Keys buttons), then the card: on the left the review card, on the right
-the retrieved chunks, scrolling in their own area. At 1280×720 the claim, its buttons and the
-marked answer are on screen without scrolling.
+The page, top to bottom: one header line (cycle picker, cycle and judge), the guidelines'
+summary, then the review card: its progress line with the Answers / Guidelines / Keys
+buttons, the claim on the left and the retrieved chunks on the right, scrolling in their own
+area. At 1280×720 the claim, its buttons and the marked answer are on screen without
+scrolling.
 
 The card is a component (`review_card`, calibration_app/components/review_card.js) that holds
 the answer in the browser and takes every key itself: 1 / 2 / 3, S skip, U unclear, ← → move,
@@ -12,13 +13,14 @@ judge beside each claim (disagreements first), K / J settle the selected disagre
 choose another, N goes to the next answer. Every key that writes is one request to the card's
 route (calibration_app/card_route.py → calibration.card), the one way this app writes a
 reviewer's label; this page writes none. It draws what is not the card (header, dialogs,
-chunks, the end of the queue) and follows the card: the answer it moved to (`_on_card_answer`)
-and its events (`_on_card_event`: a dialog asked for with L / G / H, a sign-out the route
-found).
+the end of the queue) and follows the card when the card needs it: its events
+(`_on_card_event`: a dialog asked for, the chunks in full, a fresh token, a sign-out the route
+found), each naming the answer the card shows, and the end of the queue (`_on_card_answer`).
+The card moves from answer to answer with what its route replies, without a run of the page.
 
 Session state holds only the cursor (cycle and answer), the chosen cycle and the dialog asked
-for; the database is the memory. Untrusted text goes through untrusted.literal / .body /
-.ident, or to the card, which puts it in as text only; labels and captions are built from
+for; the database is the memory. Untrusted text goes through untrusted.literal / .body, or
+to the card, which puts it in as text only; labels and captions are built from
 constants and numbers; the lead's guidelines are the one markdown shown.
 """
 
@@ -36,7 +38,7 @@ from calibration import review, store
 from calibration.fmt import plural
 from calibration.store import PROJECT_SCOPE, Database, Guidelines
 from calibration.vocab import LABELS, VERDICT_COLOURS
-from calibration_app import access, card_route, failures, review_card, signin, untrusted, uploads
+from calibration_app import access, card_route, failures, review_card, signin, untrusted
 
 KEYS_HELP = [
     ("1 / 2 / 3", "SUPPORTED / CONTRADICTED / UNSUPPORTED"),
@@ -57,30 +59,20 @@ CURSOR = "review_cursor"
 CYCLE_KEY = "review_cycle"
 FULL_CHUNKS = "review_full_chunks"  # the answer whose chunks are shown in full, not cut
 CARD_KEY = "review_card"  # the card component's key: its answer and events (`_on_card_answer`)
+# The card's moves (answers it went to on its own) this page has heard of: a run that began
+# before the card's latest move sends a view the card no longer shows (review_card.js).
+MOVE_KEY = "review_card_move"
 DIALOG = "review_dialog"  # the dialog a key asked for: "answers", "guidelines" or "keys"
-# Characters of a chunk drawn at first. A chunk of a megabyte made every redraw of the
-# chunks take over a second; the rest is shown on request.
-CHUNK_CHARS = 10_000
 
 # The look of the page's own text blocks (drawn as HTML by untrusted.draw, classes "cal-"): the
 # chunk area scrolls on its own. Constant CSS; no data goes into it.
-_MUTED = "font-size: 0.875rem; opacity: 0.75;"
 _CSS = (
     "<style>\n"
     + "\n".join(
         [
-            f".cal-muted, .cal-progress {{ {_MUTED} white-space: pre-wrap; }}",
             ".st-key-cycle-name { min-width: 0; }",
             ".cal-cycle { font-size: 0.9rem; opacity: 0.85; white-space: nowrap; overflow: hidden;"
             " text-overflow: ellipsis; }",
-            ".cal-bar { height: 6px; border-radius: 3px; background: rgba(128, 128, 128, 0.2); margin: 3px "
-            "0; }",
-            ".cal-bar > div { height: 100%; border-radius: 3px; background: #3f5f8a; }",
-            ".cal-chunks { max-height: calc(100vh - 12rem); overflow-y: auto; padding-right: 4px; }",
-            ".cal-chunk { border: 1px solid rgba(128, 128, 128, 0.3); border-radius: 0.5rem;"
-            " padding: 0.5rem 0.75rem; margin-bottom: 0.5rem; }",
-            f".cal-chunk-head {{ {_MUTED} font-weight: 600; overflow-wrap: anywhere; }}",
-            ".cal-chunk-text { white-space: pre-wrap; overflow-wrap: anywhere; }",
             ".st-key-guideline-summary p { font-size: 0.875rem; opacity: 0.85; margin: 0; overflow-wrap: "
             "anywhere; }",
         ]
@@ -109,12 +101,11 @@ def _set_cursor(
     }
 
 
-def _cursor(db: Database, cycle_id: int, reviewer: str) -> review.Position | None:
+def _cursor(cycle_id: int, reviewer: str, place: review.QueuePlace) -> review.Position | None:
     cur = st.session_state.get(CURSOR)
     if not cur or cur["cycle"] != cycle_id or cur["reviewer"] != reviewer or cur["answer"] is None:
-        pos = review.resume(db, cycle_id, reviewer)
-        _set_cursor(cycle_id, reviewer, pos)
-        return pos
+        _set_cursor(cycle_id, reviewer, place.position)
+        return place.position
     return review.Position(cur["answer"], cur["claim"])
 
 
@@ -152,24 +143,37 @@ def _card_state(name: str) -> Any:
     return state.get(name)
 
 
-def _on_card_answer() -> None:
-    """The card moved to another answer (the next one, or the queue's end: None): the page
-    draws its chunks and header. Never a label: the card's route wrote it."""
-    moved = _card_state("answer")
+def _follow(told: Any) -> None:
+    """The answer the card shows and its move count, as a state or an event of the card named
+    them (`answer`: None, the queue is done). Never a label: the card's route wrote it."""
     cur = st.session_state.get(CURSOR) or {}
-    if isinstance(moved, dict) and cur.get("cycle") is not None:
-        answer = moved.get("answer")
-        pos = review.Position(answer, None) if isinstance(answer, str) else None
-        _set_cursor(cur["cycle"], cur["reviewer"], pos)
+    if not isinstance(told, dict) or cur.get("cycle") is None or not isinstance(told.get("move"), int):
+        return
+    st.session_state[MOVE_KEY] = told["move"]
+    answer = told.get("answer")
+    if answer != cur.get("answer"):
+        _set_cursor(
+            cur["cycle"], cur["reviewer"], review.Position(answer, None) if isinstance(answer, str) else None
+        )
+
+
+def _on_card_answer() -> None:
+    """The card reached the end of the queue: the page draws it."""
+    _follow(_card_state("answer"))
 
 
 def _on_card_event() -> None:
-    """A key of the card for the page: a dialog (L, G, H); after a commit the header's counts
-    are drawn again (this run); a name the route found signed out ends the session."""
+    """A key or button of the card for the page: a dialog (L, G, H), the chunks in full or cut
+    again, a fresh token (this run sends it); a name the route found signed out ends the
+    session."""
     event = _card_state("event")
+    _follow(event)
     what = event.get("do") if isinstance(event, dict) else None
     if what == "dialog" and event.get("which") in ("answers", "guidelines", "keys"):
         st.session_state[DIALOG] = event["which"]
+    elif what == "chunks":
+        cur = st.session_state.get(CURSOR) or {}
+        st.session_state[FULL_CHUNKS] = cur.get("answer") if event.get("full") else None
     elif what == "signed out":
         signin.signed_out(str(event.get("why") or ""))
         st.rerun()  # the app, not only the fragment: the sign-in replaces the page
@@ -180,12 +184,9 @@ def _card_data(
 ) -> dict[str, Any]:
     """What the card is sent: the answer's view (`calibration.card.answer_view`: the judge only
     once committed), the verdicts' definitions and colours, and its route with a token."""
-    moved = _card_state("answer")
     return {
         "mode": view["mode"] if view else "done",
-        # The card's last move this page has followed: a run from before it sends a view the
-        # card no longer shows.
-        "move": moved.get("move") if isinstance(moved, dict) else 0,
+        "move": st.session_state.get(MOVE_KEY, 0),
         # One JSON text: Streamlit looks for a dataframe in every value at the top of a
         # component's data, a look that costs up to a millisecond for each list or dict.
         "view": card_view.view_text(view) if view else None,
@@ -249,45 +250,27 @@ def _answers_dialog(cycle_id: int, reviewer: str, current: str | None) -> None:
 # ---------------------------------------------------------------- drawing
 
 
-def _progress_text(prog: review.QueueProgress, k: int, n: int) -> str:
-    parts = [f"{prog.claims_done} of {prog.claims_total} claims labeled"]
-    if (reused := prog.reused_note()) is not None:
-        parts.append(reused)
-    if prog.claims_unclear:
-        parts.append(f"{prog.claims_unclear} unclear")
-    if prog.claims_skipped:
-        parts.append(f"{prog.claims_skipped} skipped")
-    parts.append(f"{prog.answers_done} of {prog.answers_total} answers done")
-    if k:
-        parts.append(f"answer {k} of {n}")
-    return " · ".join(parts)
-
-
-def _cycle_option(choice: review.CycleChoice) -> str:
+def _cycle_option(choice: review.CycleChoice, *, shown: bool = False) -> str:
     """A cycle as plain text (selectbox options and untrusted.literal never render markdown); the
-    count is the progress bar's (claims with a verdict or unclear)."""
+    count is the progress bar's (claims with a verdict or unclear). The cycle `shown` has its
+    count on the card's progress line, which follows every key: the picker would show it late."""
     p = choice.progress
-    return f"{choice.cycle.name} — {p.claims_done}/{p.claims_total} labeled" + (
-        "" if choice.has_work else " · done"
-    )
+    count = "" if shown else f" — {p.claims_done}/{p.claims_total} labeled"
+    return f"{choice.cycle.name}{count}" + ("" if choice.has_work else " · done")
 
 
-def _header(
-    choices: list[review.CycleChoice], chosen: review.CycleChoice, why: str, k: int, n: int
-) -> tuple[bool, bool, bool]:
-    """The one header line; returns which dialog button was pressed (answers, guidelines, keys).
-    `why`: why this cycle is shown (`review.why_this_cycle`)."""
+def _header(choices: list[review.CycleChoice], chosen: review.CycleChoice, why: str) -> None:
+    """The one header line. `why`: why this cycle is shown (`review.why_this_cycle`). The
+    progress and the dialogs' buttons are the card's (its first line)."""
     by_id = {c.cycle.id: c for c in choices}
     cyc = chosen.cycle
-    prog = chosen.progress
-    # Wraps on a narrow screen (1024×768) rather than cutting the last button off.
-    with st.container(horizontal=True, vertical_alignment="center", key="review-header", wrap=True):
+    with st.container(horizontal=True, vertical_alignment="center", key="review-header"):
         if len(choices) > 1:
             # The browser keeps showing a selected option's old text when only the text
             # changes, so the widget's key names the options' texts and the choice: a change
             # draws a fresh picker, set from CYCLE_KEY.
             ids = list(by_id)
-            texts = [_cycle_option(by_id[cid]) for cid in ids]
+            texts = [_cycle_option(by_id[cid], shown=cid == cyc.id) for cid in ids]
             digest = hashlib.sha256("\n".join([str(cyc.id), *texts]).encode()).hexdigest()[:16]
             pick_key = f"review_cycle_pick_{digest}"
             st.selectbox(
@@ -295,83 +278,16 @@ def _header(
                 options=ids,
                 index=ids.index(cyc.id),
                 key=pick_key,
-                format_func=lambda cid: _cycle_option(by_id[cid]),
+                format_func=lambda cid: _cycle_option(by_id[cid], shown=cid == cyc.id),
                 on_change=_on_pick,
                 args=(pick_key,),
                 label_visibility="collapsed",
-                width=230,
+                width=300,
             )
         with st.container(key="cycle-name", width="stretch"):
             # One line, cut with an ellipsis when long: the whole text is the tooltip too.
             line = untrusted.body(f"Cycle {cyc.name} · {why} · judge {cyc.judge_run}")
             untrusted.draw(f'<div class="cal-cycle" title="{line}">{line}</div>')
-        # L, G, H and ? are the card's keys too (`_on_card_event`), so that they act whatever the focus.
-        answers = st.button("Answers (L)", key="answers-list", icon=":material/list:")
-        guide = st.button("Guidelines (G)", key="guidelines", icon=":material/menu_book:")
-        keys = st.button("Keys (H)", key="keys-help", icon=":material/keyboard:")
-    # Bar and progress as one element (a key press redraws them).
-    untrusted.draw(
-        _bar(prog.fraction), untrusted.div("cal-progress", untrusted.body(_progress_text(prog, k, n)))
-    )
-    return answers, guide, keys
-
-
-def _bar(fraction: float) -> str:
-    """The progress bar (constant markup and a number)."""
-    pct = max(0.0, min(1.0, fraction)) * 100
-    return (
-        f'<div class="cal-bar" role="progressbar" aria-valuenow="{pct:.0f}" aria-valuemin="0" '
-        f'aria-valuemax="100"><div style="width: {pct:.1f}%"></div></div>'
-    )
-
-
-def _on_full_chunks(answer_id: str | None) -> None:
-    st.session_state[FULL_CHUNKS] = answer_id
-
-
-def _chunk_text(text: str, full: bool) -> str:
-    """A chunk's text as HTML: all of it when `full`, else its first `CHUNK_CHARS` characters
-    and a line saying how many more there are."""
-    shown, left_out = (text, 0) if full else uploads.cut(text, CHUNK_CHARS)
-    text_html = untrusted.div("cal-chunk-text", untrusted.body(shown))
-    if not left_out:
-        return text_html
-    return text_html + untrusted.div("cal-muted", f"… {left_out:,} more characters (Show the chunks in full)")
-
-
-def _chunks(card: review.Card) -> None:
-    if not card.chunks:
-        untrusted.draw(untrusted.div("cal-chunks", untrusted.div("cal-muted", "This answer has no chunks.")))
-        return
-    full = st.session_state.get(FULL_CHUNKS) == card.answer_id
-    untrusted.draw(
-        untrusted.div(
-            "cal-chunks",
-            "".join(
-                untrusted.div(
-                    "cal-chunk",
-                    untrusted.div(
-                        "cal-chunk-head",
-                        f"[{ch.number}] "
-                        + untrusted.ident(ch.chunk_id)
-                        + (" · " + untrusted.ident(ch.source) if ch.source else ""),
-                    )
-                    + _chunk_text(ch.text, full),
-                )
-                for ch in card.chunks
-            ),
-        )
-    )
-    if any(len(ch.text) > CHUNK_CHARS for ch in card.chunks):
-        st.button(
-            "Cut the long chunks again" if full else "Show the chunks in full",
-            key="chunks-full",
-            icon=":material/unfold_less:" if full else ":material/unfold_more:",
-            help="Long chunks are cut so that every key stays quick; in full, every key on "
-            "this answer sends them again.",
-            on_click=_on_full_chunks,
-            args=(None if full else card.answer_id,),
-        )
 
 
 def _done(cycle: review.CycleRef, choices: list[review.CycleChoice], prog: review.QueueProgress) -> None:
@@ -403,11 +319,16 @@ def _done(cycle: review.CycleRef, choices: list[review.CycleChoice], prog: revie
 
 def _view(db: Database, cycle_id: int, reviewer: str) -> tuple[review.Card, dict[str, Any]] | None:
     """The answer at the reviewer's cursor, and as the card shows it; None when the queue is done."""
-    pos = _cursor(db, cycle_id, reviewer)
+    place = review.queue_place(db, cycle_id, reviewer)
+    pos = _cursor(cycle_id, reviewer, place)
     if pos is None:
         return None
     card = review.load_card(db, pos.answer_id, reviewer)
-    return card, card_view.answer_view(db, cycle_id, reviewer, card, index=pos.claim_index)
+    full = st.session_state.get(FULL_CHUNKS) == pos.answer_id
+    view = card_view.answer_view(
+        db, cycle_id, reviewer, card, index=pos.claim_index, full_chunks=full, place=place
+    )
+    return card, view
 
 
 @failures.fragment
@@ -435,41 +356,33 @@ def review_fragment() -> None:
         chosen = by_id[kept["id"]]
         why = review.why_this_cycle(choices, chosen, picked=kept["picked"])
         cycle = chosen.cycle
-        answers = review.queue(db, cycle.id, reviewer)
         shown, view = _view(db, cycle.id, reviewer) or (None, None)
         definitions = review.judge_definitions(db, cycle.judge_run_id)
         guidelines = review.guidelines_for(db, cycle.id)
     if view is not None:  # the cursor always names the answer drawn below
         _set_cursor(cycle.id, reviewer, review.Position(view["answer"], None))
 
-    k = answers.index(view["answer"]) + 1 if view is not None and view["answer"] in answers else 0
-    open_answers, open_guide, open_keys = _header(choices, chosen, why, k, len(answers))
+    _header(choices, chosen, why)
     asked = st.session_state.pop(DIALOG, None)
-    if open_answers or asked == "answers":
+    if asked == "answers":
         _answers_dialog(cycle.id, reviewer, view["answer"] if view else None)
-    elif open_guide or asked == "guidelines":
+    elif asked == "guidelines":
         _guidelines_dialog(definitions, guidelines)
-    elif open_keys or asked == "keys":
+    elif asked == "keys":
         _keys_dialog()
-    data = _card_data(cycle, reviewer, view, definitions)
-    if shown is None:
-        review_card.mount(
-            key=CARD_KEY, data=data, on_answer_change=_on_card_answer, on_event_change=_on_card_event
-        )
-        _done(cycle, choices, chosen.progress)
-        return
     summary = review.guideline_summary(guidelines[-1].markdown) if guidelines else ""
-    left, right = st.columns([5, 3], gap="medium")
-    with left:
-        review_card.mount(
-            key=CARD_KEY, data=data, on_answer_change=_on_card_answer, on_event_change=_on_card_event
-        )
-        if summary and not shown.revealed:
-            # The lead's markdown, inert; after the prefix it is one line, so no block markup.
-            with st.container(key="guideline-summary"):
-                access.guidelines("Guidelines (G): " + summary)
-    with right:
-        _chunks(shown)
+    if summary and shown is not None:
+        # The lead's markdown, inert; after the prefix it is one line, so no block markup.
+        with st.container(key="guideline-summary"):
+            access.guidelines("Guidelines (G): " + summary)
+    review_card.mount(
+        key=CARD_KEY,
+        data=_card_data(cycle, reviewer, view, definitions),
+        on_answer_change=_on_card_answer,
+        on_event_change=_on_card_event,
+    )
+    if shown is None:
+        _done(cycle, choices, chosen.progress)
 
 
 # ---------------------------------------------------------------- page

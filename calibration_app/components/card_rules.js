@@ -154,3 +154,30 @@ export function evidencePrompt(picking, chunks, required) {
   const keys = top === 1 ? "1" : `1–${top}`;
   return `Picking evidence: ${keys} add or remove that chunk; E, Esc or Enter: back to verdicts (numbers give verdicts again).`;
 }
+
+// The reviewer's progress in the cycle as the card shows it: the server's counts as of the
+// view (`progress`, calibration/card.py `_progress`) plus what the card's own keys changed on
+// this answer's claims since (`entries` against the claims' statuses in the view).
+export function liveProgress(progress, claims, entries) {
+  const out = { ...progress };
+  for (const c of claims) {
+    const now = claimState(c, entries[c.pk]).status;
+    if (now === c.status) continue;
+    for (const status of ["labeled", "unclear", "skipped"]) {
+      out[status] += Number(now === status) - Number(c.status === status);
+    }
+  }
+  return out;
+}
+
+// The progress line: claims settled (a verdict or unclear) of the queue, then what else
+// there is to say. The words are the ones the lead's table uses.
+export function progressText(p) {
+  const parts = [`${p.labeled + p.unclear} of ${p.total} claims labeled`];
+  if (p.reused) parts.push(p.reused);
+  if (p.unclear) parts.push(`${p.unclear} unclear`);
+  if (p.skipped) parts.push(`${p.skipped} skipped`);
+  parts.push(`${p.answers_done} of ${p.answers_total} answers done`);
+  if (p.number) parts.push(`answer ${p.number} of ${p.answers}`);
+  return parts.join(" · ");
+}

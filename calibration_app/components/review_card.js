@@ -8,16 +8,19 @@
 // A verdict draws the next claim at once; its claim shows "saving…" until the reply names the
 // label event written ("saved"). Each request names the label events the card showed, so one
 // made on a stale view (another tab) is refused with a sentence and the answer as it is now.
-// The page only hears of what it draws around the card: the answer the card moved to (a state,
-// "answer") and events (a trigger, "event": a dialog asked for, the counts after a commit), never
-// a label.
+// The card draws the reviewer's progress and the answer's chunks too, so it moves from answer to
+// answer on its route's replies alone. The page hears of the card only when it has something to
+// draw: an event (a trigger, "event": a dialog asked for, the chunks in full, a token to renew),
+// which names the answer the card shows and its move count, and the end of the queue (a state,
+// "answer"); never a label.
 //
 // What a key does and where the card goes next are card_rules.js's (joined before this file,
 // whose names the `global` comment below declares for the linter).
 // Untrusted text (question, answer, claims, ids, notes, rationales) goes into the DOM only as
 // textContent.
 /* global VERDICTS, STATUS_TEXT, claimState, isComplete, afterLabel, forward, toggleEvidence,
-   stepSelection, revealOrder, revealSummary, keyAction, evidencePrompt */
+   stepSelection, revealOrder, revealSummary, keyAction, evidencePrompt, liveProgress,
+   progressText */
 
 // One card per page; module state outlives the function's calls (one per data update).
 const card = {
@@ -34,7 +37,9 @@ const card = {
   sending: false,
   message: null, // {text, failure}: why the last request did nothing; cleared by the next key
   moves: 0, // how often the card moved to another answer (or the queue's end) on its own
+  cycle: null, // the cycle of the page's data last taken
   root: null,
+  frame: null, // the root's parts: {top, grid, left, pane}
   setStateValue: null,
   setTriggerValue: null,
 };
@@ -68,17 +73,18 @@ function draft(c) {
   return card.drafts[c.pk];
 }
 
-// An event for the page: a dialog asked for, the counts to draw again, a token to renew, a
-// name signed out. One at a time per run of the page, so the answer shown is not one.
+// An event for the page: a dialog asked for, the chunks in full, a token to renew, a name
+// signed out; each names the answer shown and the card's moves, so the page follows the card.
 function emit(what) {
-  if (card.setTriggerValue) card.setTriggerValue("event", what);
+  const where = { answer: card.view ? card.view.answer : null, move: card.moves };
+  if (card.setTriggerValue) card.setTriggerValue("event", { ...what, ...where });
 }
 
-// The answer the card moved to (null: the queue is done), for the page's chunks and header;
-// a state, so that no event pressed at the same moment takes its place.
-function moved(answer) {
+// The end of the queue: the page draws it. A state, so that no event pressed at the same
+// moment takes its place.
+function finished() {
   card.moves += 1;
-  if (card.setStateValue) card.setStateValue("answer", { answer, move: card.moves });
+  if (card.setStateValue) card.setStateValue("answer", { answer: null, move: card.moves });
 }
 
 // ------------------------------------------------------------------ requests
@@ -169,14 +175,12 @@ function answered(request, seq, out) {
   }
   if (out.done) {
     card.view = null;
-    moved(null);
+    finished();
     return;
   }
   if (out.view) {
-    const newAnswer = out.view.answer !== card.view.answer;
-    take(out.view, { select: request.do === "reconcile" });
-    if (newAnswer) moved(out.view.answer);
-    else if (request.do === "commit") emit({ do: "counts" });
+    if (out.view.answer !== card.view.answer) card.moves += 1;
+    take(out.view, { select: request.do === "reconcile", reply: true });
   }
 }
 
@@ -185,9 +189,11 @@ function answered(request, seq, out) {
 // The answer as the server describes it. A new answer starts afresh; the same one keeps the
 // card's cursor and the key presses the view does not hold yet. `refused`: go back to that
 // claim, which now shows its current label; `select`: the reveal's selection is the server's
-// (after a reconcile).
-function take(view, { refused, select } = {}) {
+// (after a reconcile); `reply`: a route's reply, whose chunks are cut: the card keeps the
+// chunks it shows (in full when the page sent them so).
+function take(view, { refused, select, reply } = {}) {
   const same = card.view && view.answer === card.view.answer;
+  if (same && reply) view.chunks = card.view.chunks;
   card.view = view;
   if (!same) {
     card.entries = {};
@@ -543,17 +549,92 @@ function drawMessage(root) {
   root.appendChild(box);
 }
 
+// The root's parts, made once per root: the progress line, then the card (left) beside the
+// chunks (right). The chunks' pane is drawn again only for another answer, so that its scroll
+// position stays while the reviewer labels.
+function frame() {
+  const f = card.frame;
+  if (f && f.top.parentNode === card.root) return f;
+  const top = el("div", "rc-top"), grid = el("div", "rc-grid"), left = el("div", "rc-left");
+  const pane = el("div", "rc-chunks");
+  pane.setAttribute("aria-label", "Retrieved chunks");
+  grid.append(left, pane);
+  card.root.replaceChildren(top, grid);
+  card.frame = { top, grid, left, pane };
+  return card.frame;
+}
+
+function drawTop(top) {
+  const p = liveProgress(card.view.progress, claims(), card.entries);
+  const pct = p.total ? (100 * (p.labeled + p.unclear)) / p.total : 100;
+  const words = el("div", "rc-grow rc-progress");
+  const bar = el("div", "rc-bar");
+  bar.setAttribute("role", "progressbar");
+  bar.setAttribute("aria-valuemin", "0");
+  bar.setAttribute("aria-valuemax", "100");
+  bar.setAttribute("aria-valuenow", String(Math.round(pct)));
+  const fill = el("div");
+  fill.style.width = `${Math.max(0, Math.min(100, pct)).toFixed(1)}%`;
+  bar.appendChild(fill);
+  words.append(bar, el("div", "rc-muted rc-progress-text", progressText(p)));
+  top.replaceChildren(words);
+  for (const [text, which] of [["Answers (L)", "answers"], ["Guidelines (G)", "guidelines"], ["Keys (H)", "keys"]]) {
+    const b = button(text, "rc-dialog", () => act({ do: "dialog", which }));
+    b.dataset.dialog = which;
+    top.appendChild(b);
+  }
+}
+
+function drawChunks(pane) {
+  const chunks = card.view.chunks || [];
+  const key = JSON.stringify([card.view.answer, chunks.map((ch) => ch.more)]);
+  if (pane.dataset.key !== key) {
+    const another = !pane.dataset.key || JSON.parse(pane.dataset.key)[0] !== card.view.answer;
+    pane.dataset.key = key;
+    pane.replaceChildren();
+    if (!chunks.length) pane.appendChild(el("div", "rc-muted", "This answer has no chunks."));
+    for (const ch of chunks) {
+      const box = el("div", "rc-chunk");
+      box.dataset.id = ch.id;
+      box.appendChild(el("div", "rc-chunk-head", `[${ch.number}] ${ch.shown}` + (ch.source ? ` · ${ch.source}` : "")));
+      box.appendChild(el("div", "rc-chunk-text", ch.text));
+      if (ch.more) box.appendChild(el("div", "rc-muted", `… ${ch.more.toLocaleString("en-US")} more characters (Show the chunks in full)`));
+      pane.appendChild(box);
+    }
+    if (chunks.some((ch) => ch.long)) {
+      const cut = chunks.some((ch) => ch.more);
+      pane.appendChild(button(cut ? "Show the chunks in full" : "Cut the long chunks again", "rc-full", () => emit({ do: "chunks", full: cut }), {
+        title: "Long chunks are cut so that every key stays quick.",
+      }));
+    }
+    if (another) pane.scrollTop = 0;
+  }
+  // The evidence picked for the claim shown is marked on its chunks.
+  const c = mode() === "claim" && card.cursor !== null ? claims()[card.cursor] : null;
+  const picked = c ? draft(c).evidence : [];
+  for (const box of pane.querySelectorAll(".rc-chunk")) box.classList.toggle("rc-chunk-picked", picked.includes(box.dataset.id));
+}
+
 function draw() {
   const root = card.root;
   if (!root || !card.data) return;
   // A redraw (a reply, say) must not take the note away from the typist.
   const active = document.activeElement;
   const typing = active && active.classList && active.classList.contains("rc-note") && root.contains(active) ? [active.selectionStart, active.selectionEnd] : null;
-  root.replaceChildren();
+  const f = frame();
   const m = mode();
   root.dataset.mode = m;
   root.dataset.pending = String(card.queue.length);
-  if (!card.view || !["claim", "last look", "reveal"].includes(m)) return;
+  f.left.replaceChildren();
+  if (!card.view || !["claim", "last look", "reveal"].includes(m)) {
+    f.top.replaceChildren();
+    f.pane.replaceChildren();
+    f.pane.dataset.key = "";
+    f.grid.hidden = true;
+    return;
+  }
+  f.grid.hidden = false;
+  drawTop(f.top);
   const index = m === "reveal" ? null : card.cursor;
   const view = el("div", "rc-card");
   view.dataset.answer = card.view.answer;
@@ -563,7 +644,8 @@ function draw() {
   else if (index === null) drawLastLook(view);
   else drawClaim(view, index);
   if (m !== "reveal") drawList(view, index);
-  root.appendChild(view);
+  f.left.appendChild(view);
+  drawChunks(f.pane);
   const note = view.querySelector(".rc-note");
   if (typing && note) {
     note.focus();
@@ -638,11 +720,15 @@ export default function (component) {
   card.data = data;
   // The view comes as one JSON text (pages/review.py); a page run that sends the same text
   // again leaves the card as it is, and so does one that began before the card's latest move
-  // or write (`behind`).
-  if (data.view !== card.seen) {
+  // or write (`behind`): the page learns of the card's moves from its events.
+  // Another cycle (the page's picker) is taken whatever the card's moves.
+  const cycle = data.route ? data.route.cycle : null;
+  const another = card.cycle !== null && cycle !== card.cycle;
+  card.cycle = cycle;
+  if (data.view !== card.seen || another) {
     card.seen = data.view;
     const view = data.view ? JSON.parse(data.view) : null;
-    if ((data.move || 0) < card.moves) return draw();
+    if ((data.move || 0) < card.moves && !another) return draw();
     if (!view) card.view = null;
     else if (!behind(view)) take(view);
   }

@@ -222,7 +222,7 @@ def test_nothing_overflows_at_1024_by_768_and_no_toast_covers_the_header(app: Ap
           const r = b.getBoundingClientRect();
           if (r.right > card.right + 0.5 || b.scrollWidth > b.clientWidth + 1) out.push(b.innerText);
         }
-        for (const b of document.querySelectorAll('.st-key-review-header button')) {
+        for (const b of document.querySelectorAll('.st-key-review-header button, .rc-top button')) {
           if (b.getBoundingClientRect().right > window.innerWidth) out.push(b.innerText);
         }
         return out;

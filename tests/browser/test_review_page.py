@@ -354,7 +354,7 @@ def test_reload_mid_answer_resumes_with_nothing_lost(app: App, page: Any) -> Non
     state = app.state(pks[0], reviewer)
     assert state is not None and state.blind_verdict == "CONTRADICTED"
     assert app.events(pks[0], reviewer) == [("blind", "CONTRADICTED")]
-    progress = page.locator(".cal-progress").inner_text()
+    progress = page.locator(".rc-progress-text").inner_text()
     assert "1 of 7 claims labeled" in progress
     # The same link with another name (or a changed token) signs nobody in: it only fills in.
     forged = signed_url.replace(f"reviewer={reviewer}", "reviewer=rec")
@@ -576,7 +576,45 @@ def test_the_answer_list_jumps_to_any_answer(app: App, page: Any) -> None:
     dialog.get_by_role("button", name=f"Open answer {len(order)}").click()
     wait_claim(page, app.pks(order[-1])[0])
     assert page.get_by_role("dialog").count() == 0
-    assert f"answer {len(order)} of {len(order)}" in page.locator(".cal-progress").inner_text()
+    assert f"answer {len(order)} of {len(order)}" in page.locator(".rc-progress-text").inner_text()
+
+
+def test_the_card_moves_on_without_a_run_of_the_page_which_follows_at_its_next_event(
+    app: App, page: Any
+) -> None:
+    """A commit and N are the card's route alone (no message to the app server's socket: no
+    run of the page); the progress line, the chunks and, at the next event (L), the page's
+    answer list follow the card."""
+    sent: list[bytes] = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(b"x")))
+    reviewer = "mover"
+    first, second = app.queue()[:2]
+    sign_in(page, app.url, reviewer)
+    for pk in app.pks(first):
+        wait_claim(page, pk)
+        page.keyboard.press("1")
+    wait_last_look(page)
+    for pk in app.pks(first):
+        wait_saved(page, pk)
+    before = len(sent)
+    page.keyboard.press("Enter")
+    wait_reveal(page)
+    while page.locator(".rc-reveal-row.rc-disagreement .rc-keep:not(.rc-primary)").count():
+        page.keyboard.press("K")  # every disagreement kept: a judge error
+        settle(page)
+    page.keyboard.press("N")
+    wait_claim(page, app.pks(second)[0])
+    assert len(sent) == before, "a commit, a reconcile or N ran the page"
+    line = page.locator(".rc-progress-text").inner_text()
+    n = len(app.queue())
+    assert f"1 of {n} answers done · answer 2 of {n}" in line, line
+    chunk_ids = [c["id"] for c in next(a for a in ANSWERS if a["id"] == second)["chunks"]]
+    heads = page.locator(".rc-chunk-head").all_inner_texts()
+    assert [h.split(" · ")[0] for h in heads] == [f"[{i}] {c}" for i, c in enumerate(chunk_ids, 1)], heads
+    page.keyboard.press("L")
+    current = page.get_by_role("dialog").locator("[class*='st-key-answer-row-']", has_text="▶")
+    assert f"2. {second} ·" in current.inner_text()
+    assert len(sent) > before  # the event ran the page: the socket's messages are counted
 
 
 def test_cycle_picker_opens_the_first_cycle_with_work(app: App, page: Any) -> None:
@@ -632,42 +670,40 @@ def test_cycle_picker_opens_the_first_cycle_with_work(app: App, page: Any) -> No
     sign_in(page, app.url, reviewer)
     picker = page.locator("[data-testid='stSelectbox']")
     shown = picker.inner_text() + " " + picker.locator("input").input_value()
-    assert "picker two — 0/1 labeled" in shown, shown
+    assert "picker two" in shown and "labeled" not in shown, shown  # the progress line counts it
     picker.locator("input").click()
     names = page.get_by_role("option").all_inner_texts()
     assert names == [
         "cycle one — 7/7 labeled · done",
-        "picker two — 0/1 labeled",
+        "picker two",
         "picker three — 0/2 labeled",
     ], names
     page.keyboard.press("Escape")
     wait_claim(page, pk_first)
+    assert "0 of 1 claims labeled" in page.locator(".rc-progress-text").inner_text()
     page.keyboard.press("1")  # no blur: Escape gave the focus back to the page
     wait_last_look(page)
     wait_saved(page, pk_first)
     state = app.state(pk_first, reviewer)
     assert state is not None and state.blind_verdict == "SUPPORTED"
+    # The card's progress line counts the verdict at once, without a run of the page.
+    assert "1 of 1 claims labeled · 0 of 1 answers done" in page.locator(".rc-progress-text").inner_text()
     page.keyboard.press("Enter")
     wait_reveal(page)
-    # A verdict reruns only the card; the header (the bar and the picker's counts, which
-    # agree) is drawn again with the page, at the commit.
-    page.wait_for_function(
-        "() => document.querySelector('[data-testid=\"stSelectbox\"] input').value"
-        ".includes('picker two — 1/1 labeled')"
-    )
+    page.get_by_text("1 of 1 claims labeled · 1 of 1 answers done").wait_for()
     page.keyboard.press("N")
     done = page.locator(".st-key-queue-done")
     done.get_by_text("picker three — 1/2 labeled").wait_for()
-    page.wait_for_function(  # the picker's progress is redrawn once the cycle is done
+    page.wait_for_function(  # the page draws the end of the queue, with the cycle done
         "() => document.querySelector('[data-testid=\"stSelectbox\"] input').value"
-        ".includes('picker two — 1/1 labeled · done')"
+        ".includes('picker two · done')"
     )
     shot(page, "next-cycle")
     done.get_by_role("button", name="Go to the next cycle").click()
     wait_claim(page, pk_other)
     assert "picker three" in page.locator(".st-key-cycle-name").inner_text()
     picker = page.locator("[data-testid='stSelectbox']")
-    assert "picker three — 1/2 labeled" in picker.locator("input").input_value()
+    assert picker.locator("input").input_value() == "picker three"
     # Picking a cycle by hand works too.
     picker.locator("input").click()
     page.get_by_role("option", name="cycle one — 7/7 labeled · done").click()

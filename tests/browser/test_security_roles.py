@@ -218,7 +218,7 @@ def test_guidelines_with_images_and_html_make_no_request(
         assert lead.locator(f'img[src^="{where}"]').count() == 0
 
         sign_in_at(reviewer, f"{url}/review", REVIEWER)
-        reviewer.locator(".st-key-guidelines button").click()
+        reviewer.locator(".rc-dialog[data-dialog='guidelines']").click()
         dialog = reviewer.locator('[role="dialog"]')
         dialog.locator("strong", has_text="Bold rule.").wait_for()
         settle(reviewer)

@@ -9,6 +9,8 @@ import {
   forward,
   isComplete,
   keyAction,
+  liveProgress,
+  progressText,
   revealOrder,
   revealSummary,
   stepSelection,
@@ -153,4 +155,22 @@ test("the evidence prompt says what the number keys do", () => {
   assert.match(evidencePrompt(false, 3, false), /E picks them/);
   assert.match(evidencePrompt(true, 3, false), /1–3 add or remove/);
   assert.match(evidencePrompt(true, 12, true), /1–9/);
+});
+
+const progress = (over = {}) => ({
+  labeled: 4, unclear: 0, skipped: 0, total: 10, answers_done: 1, answers_total: 4, reused: null, number: 2, answers: 4,
+  ...over,
+});
+
+test("the progress line counts the card's own keys on this answer, before the server does", () => {
+  const claims = [claim(1), claim(2, "labeled", "SUPPORTED"), claim(3, "skipped")];
+  const live = liveProgress(progress({ skipped: 1 }), claims, { 1: blind("SUPPORTED"), 2: { kind: "unclear" }, 3: blind("CONTRADICTED") });
+  assert.deepEqual([live.labeled, live.unclear, live.skipped], [5, 1, 0]);
+  assert.equal(progressText(live), "6 of 10 claims labeled · 1 unclear · 1 of 4 answers done · answer 2 of 4");
+  assert.deepEqual(liveProgress(progress(), claims, {}), progress());
+});
+
+test("the progress line names reused and skipped claims, and no answer number off the queue", () => {
+  const p = progress({ reused: "3 reused from other cycles or imports", skipped: 2, number: 0 });
+  assert.equal(progressText(p), "4 of 10 claims labeled · 3 reused from other cycles or imports · 2 skipped · 1 of 4 answers done");
 });
