@@ -94,6 +94,51 @@ def test_only_the_data_layer_executes_sql() -> None:
     assert offenders == [], "SQL outside calibration/store:\n" + "\n".join(offenders)
 
 
+# The store's modules whose SQL text is an engine's own, run on that engine alone: the backends
+# (catalogue reads, pragmas, session settings) and the database type (the statements a backend
+# names to open a transaction). Every other store module builds Core statements.
+ENGINE_TEXT = {"calibration.store.sqlite", "calibration.store.postgres", "calibration.store.database"}
+
+
+def text_sql_calls(source: str) -> list[str]:
+    """`line: call` for every statement run as SQL text through a `Database` (`db.execute(...)`,
+    `self.db.query(...)`, `scratch.execute(...)`): the run-time path of SQLite's spelling."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in SQL_CALLS
+        ):
+            owner = node.func.value
+            name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")
+            if name in ("db", "scratch", "src", "dst"):
+                found.append(f"{node.lineno}: {name}.{node.func.attr}(")
+    return found
+
+
+def test_the_store_runs_no_sql_text_through_a_database() -> None:
+    offenders = [
+        f"{name}:{hit}"
+        for name, path in modules().items()
+        if name.startswith(f"{STORE}.") and name not in ENGINE_TEXT
+        for hit in text_sql_calls(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == [], "SQL text run through a Database in the store:\n" + "\n".join(offenders)
+
+
+@pytest.mark.parametrize(
+    ("source", "hits"),
+    [
+        ("db.execute('SELECT 1 FROM answers WHERE id = ?', [a])\n", 1),
+        ("rows = self.db.query('SELECT * FROM claims')\n", 1),
+        ("db.run(select(answers.c.id))\ndb.sa.execute(query)\n", 0),
+    ],
+)
+def test_the_sql_text_finder_sees_a_planted_statement(source: str, hits: int) -> None:
+    assert len(text_sql_calls(source)) == hits
+
+
 # The engine drivers each have one home: the backend module that speaks to them; SQLAlchemy and
 # Alembic, the store's query language and migrations, stay inside the store package.
 BACKENDS = {
