@@ -784,6 +784,7 @@ class NextCycle:
     cycles_needed: int | None
     full: int  # a full planned cycle's size (`planning.CYCLE_SIZE` within the size bounds)
     answers_left: int  # 0: every answer of the run is labeled or held out
+    answers_needed: int | None = None  # what the plan's cycles hold (None: not planned)
 
 
 def next_cycle(db: Database, judge_run: str | None = None) -> NextCycle:
@@ -801,8 +802,9 @@ def next_cycle(db: Database, judge_run: str | None = None) -> NextCycle:
         plans["agreement"], plans["grounding"], min_size=MIN_SIZE, max_size=MAX_SIZE
     )
     plan = plans[goal]
-    needed = None if plan.cycles_needed is None else math.ceil(plan.cycles_needed * plan.size / full)
-    return NextCycle(goal, size, needed, full, sum(s.pool for s in plan.strata))
+    answers = None if plan.cycles_needed is None else plan.cycles_needed * plan.size
+    needed = None if answers is None else math.ceil(answers / full)
+    return NextCycle(goal, size, needed, full, sum(s.pool for s in plan.strata), answers)
 
 
 @dataclass(frozen=True, slots=True)

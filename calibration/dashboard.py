@@ -1137,9 +1137,9 @@ FEW_CYCLES = 3  # "plan the next cycle" is offered for an open decision its plan
 
 def _plan_step(status: str, target: str, nxt: cycles.NextCycle | None) -> tuple[NextStep | None, str | None]:
     """The "plan the next cycle" step, or None with the sentence that replaces the advice when more
-    labels are not expected to decide: nothing is left to draw, or the agreement decision is
-    still open and its plan needs more than FEW_CYCLES full cycles. Without `nxt` (a frozen
-    report) the step is offered as before."""
+    labels are not expected to decide: nothing is left to draw, the agreement decision is still
+    open and its plan needs more answers than the run has left, or more than FEW_CYCLES full
+    cycles. Without `nxt` (a frozen report) the step is offered as before."""
     if nxt is None:
         return NextStep("plan", "Plan the next cycle"), None
     if not nxt.answers_left:
@@ -1149,10 +1149,15 @@ def _plan_step(status: str, target: str, nxt: cycles.NextCycle | None) -> tuple[
         )
     if status != "inconclusive" or nxt.goal != "agreement":
         return NextStep("plan", "Plan the next cycle"), None
-    if nxt.cycles_needed is not None and nxt.cycles_needed <= FEW_CYCLES:
-        cycles_text = plural(
-            nxt.cycles_needed, f"cycle of {nxt.full} answers", f"cycles of {nxt.full} answers"
+    if nxt.answers_needed is not None and nxt.answers_needed > nxt.answers_left:
+        return None, (
+            f"More labels from this run are not expected to decide: the plan needs about "
+            f"{nxt.answers_needed:,} answers and {plural(nxt.answers_left, 'answer')} can still be "
+            "drawn. Import more judged answers to label more."
         )
+    if nxt.cycles_needed is not None and nxt.cycles_needed <= FEW_CYCLES:
+        size = min(nxt.full, nxt.answers_left)  # a run with fewer answers left gives a smaller cycle
+        cycles_text = plural(nxt.cycles_needed, f"cycle of {size} answers", f"cycles of {size} answers")
         return NextStep("plan", f"Plan the next cycle (about {cycles_text} should decide)"), None
     need = (
         f"more than {planning.MAX_CYCLES} cycles"

@@ -44,12 +44,16 @@ from .vocab import LABELS
 # The share of a decision's error budget alpha the running rule spends; the final reading spends the
 # rest (`error_split`).  Half: the final reading at alpha/2 a side is then exactly "the report's 95%
 # interval excludes the target" at alpha 0.05, so a fully labeled run whose interval lies below the
-# target is revised; the running rule at alpha/2 still called a 90% judge ok by 200 claims in about a
-# third of simulated runs (bench/sim_flag.py, docs/decisions.md).
+# target is revised.  No rule valid at every look reached a third of simulated runs for a 90% judge by
+# 200 claims at alpha/2 (bench/sim_flag.py, docs/decisions.md: even a bet tuned to it with the
+# variance known reached 31-32%).
 RUNNING_SHARE: Final = 0.5
-# t*: the running rule's boundary is tightest near this many labeled answers (a few cycles' worth);
-# in simulation 30-100 changed its power by under 2 points.
-MIXTURE_ANSWERS: Final = 50
+# t*: the running rule's boundary is tightest near this many labeled answers (a few cycles' worth; 200
+# claims of 1-5-claim answers are about 67), and its mixing spread as a share of the bet centred there
+# (`mixture_boundary`).  Chosen by simulation (bench/sim_flag.py, docs/decisions.md): a narrower spread
+# or a later t* gained power for a 90% judge only by bringing the one-sided miss near its 2.5%.
+MIXTURE_ANSWERS: Final = 60
+MIXTURE_SPREAD: Final = 0.5
 # Pseudo-answers of the largest variance a claim can have, added to the running rule's variance
 # (`running_bounds`).  With one, a judge at 95% in answers of 10-30 claims crossed its lower bound in
 # 3.2% of simulated runs at alpha 0.025; with two, at most 1.9% in every case simulated, for about
@@ -59,6 +63,11 @@ PRIOR_ANSWERS: Final = 2
 # 80 reviewer hours, more than a team spends calibrating one judge, and the projection it comes from
 # assumes today's estimate holds, which a sample that far out would itself move.
 PRACTICAL_MORE_CLAIMS: Final = 5_000
+# The concentration a of the Dirichlet(a, ..., a) weights "how many more" draws over the labeled
+# answers (`more_claims_to_decide`).  a = 1 is Rubin's Bayesian bootstrap; its 80% range held the
+# realised stopping time in 86% of simulated runs of 1-5-claim answers (too wide); at 1.5, 83% and 77%
+# with 10-30-claim answers; at 2, 79% and 74% (600 runs each, bench/sim_flag.py, docs/decisions.md).
+PLAN_CONCENTRATION: Final = 1.5
 # Alt-test defaults from Calderon, Reichart & Dror (2025, App. A, "How do I select the epsilon
 # value?"): epsilon 0.2 for experts, 0.15 for skilled annotators (trained workers), 0.1 for crowd
 # workers, smaller where reviewers agree little.  Reviewers here work to a written guideline after a
@@ -128,25 +137,34 @@ def error_split(alpha: float) -> tuple[float, float]:
     return running, alpha - running
 
 
-def mixture_boundary(t: np.ndarray, alpha: float, t_star: float = MIXTURE_ANSWERS) -> np.ndarray:
-    """B_t: the standardised one-sided normal-mixture boundary after t observations.
+def mixture_boundary(
+    t: np.ndarray, alpha: float, t_star: float = MIXTURE_ANSWERS, spread: float = MIXTURE_SPREAD
+) -> np.ndarray:
+    """B_t: the standardised one-sided boundary of a normal mixture of bets centred on the bet that is
+    best at t* answers.
 
-    B_t^2 = 2 (t rho^2 + 1) / (t^2 rho^2) * log(sqrt(t rho^2 + 1) / (2 alpha) + 1),
-    rho^2 = (-2 log alpha + log(-2 log alpha + 1)) / t_star  (tightest near t = t_star).
-    For a mean of i.i.d. observations with variance sigma^2, P(exists t: mean_t - mu >= sigma B_t)
-    <= alpha (for Gaussian increments exactly, else as t grows): the one-sided normal-mixture boundary
-    of Howard, Ramdas, McAuliffe & Sekhon (2021), Ann. Statist. 49(2), with the variance process t
-    and mixture precision 1/rho^2; used with an estimated variance it is the asymptotic confidence
-    sequence of Waudby-Smith, Arbour, Sinha, Kennedy & Ramdas (2024), "Time-uniform central limit
-    theory and asymptotic confidence sequences", Ann. Statist. 52(6), whose rule for rho this is.
-    The two-sided form (Robbins 1970) has log(sqrt(t rho^2 + 1) / alpha): at alpha 0.025 a side it
-    called a 90% judge ok by 200 claims in 14% of simulated runs, this one in about a fifth.
+    For a standardised sum S_t (increments of mean 0 and variance 1 under the tested value) each bet
+    lambda gives the martingale exp(lambda S_t - lambda^2 t / 2); mixed over lambda ~ N(lambda_0, rho^2),
+        M_t(S) = (1 + rho^2 t)^(-1/2) exp((rho^2 S^2 + 2 lambda_0 S - lambda_0^2 t) / (2 (1 + rho^2 t))),
+    and by Ville's inequality P(exists t: M_t >= 1/alpha) <= alpha.  M_t = 1/alpha at
+        S_t* = (-lambda_0 + sqrt(lambda_0^2 + rho^2 (lambda_0^2 t + 2 (1 + rho^2 t) L_t))) / rho^2,
+        L_t = log(sqrt(1 + rho^2 t) / alpha),
+    and B_t = S_t* / t, so P(exists t: mean_t - mu >= sigma B_t) <= alpha (M_t grows with S for S > 0).
+    lambda_0 = sqrt(2 log(1/alpha) / t*) is the single bet whose boundary log(1/alpha)/lambda +
+    lambda t/2 is lowest at t = t*, rho = ``spread`` lambda_0 keeps the bound shrinking (as
+    sqrt(log t / t)) far from t*.  The normal mixture of Robbins (1970) and Howard, Ramdas, McAuliffe &
+    Sekhon (2021), Ann. Statist. 49(2), sec. 3.2 (there centred at 0); with an estimated variance the
+    asymptotic confidence sequence of Waudby-Smith, Arbour, Sinha, Kennedy & Ramdas (2024), Ann.
+    Statist. 52(6).  Centred at 0 (half-normal, the boundary shipped before) it called a 90% judge ok
+    by 200 claims in about a fifth of simulated runs at alpha 0.025; centred, in about a quarter.
     """
     tt = np.asarray(t, dtype=float)
-    la = -2 * math.log(alpha)
-    rho2 = (la + math.log(la + 1)) / t_star
-    x = tt * rho2 + 1
-    return np.asarray(np.sqrt(2 * x / (tt * tt * rho2) * np.log(np.sqrt(x) / (2 * alpha) + 1)))
+    lam0 = math.sqrt(2 * math.log(1 / alpha) / t_star)
+    rho2 = (spread * lam0) ** 2
+    x = 1 + rho2 * tt
+    big_l = np.log(np.sqrt(x) / alpha)
+    s = (-lam0 + np.sqrt(lam0 * lam0 + rho2 * (lam0 * lam0 * tt + 2 * x * big_l))) / rho2
+    return np.asarray(s / tt)
 
 
 def running_bounds(
@@ -686,18 +704,28 @@ def prob_at_least_target_design(
     value: float | None, se: float | None, target: float, df: float | None = None
 ) -> float | None:
     """P(agreement >= target) from the design-based estimate p, its standard error se and the df of its
-    variance: F_df((p - target) / se), F_df the Student t distribution function.
+    variance, read at the target as the Wilson interval beside it is: F_df((p - target) / se_target),
+        se_target = se sqrt(target (1 - target) / (p (1 - p))),
+    F_df the Student t distribution function.
 
-    The flat-prior posterior of a mean whose variance is estimated from df degrees of freedom is
-    p + se T_df (Gelman et al. 2013, Bayesian Data Analysis, 3rd ed., sec. 3.2); at 12-30 answers the
-    variance rests on few answers, which the t's heavier tails carry and the normal (or a Jeffreys
-    posterior at the effective size) does not (those said 0.88 where 0.73-0.78 of simulated runs met
-    the target).  ``df`` None: the normal.  None where se is missing or 0 (the caller falls back to
-    the claim count, :func:`prob_at_least_target`).
+    se_target is the standard error the design's effective size n_eff = p (1 - p) / se^2 gives a
+    proportion at the target, so the chance is the one-sided score test of "agreement = target" at
+    n_eff, the test the report's Wilson interval at the effective size inverts (Wilson 1927; Korn &
+    Graubard 1998 for n_eff): P >= 1/2 exactly when the estimate is at or above the target, and the
+    chance and the interval rest on one distribution.  The t with the variance's df carries the few
+    answers the variance rests on (the flat-prior posterior of a mean with estimated variance, Gelman
+    et al. 2013, Bayesian Data Analysis, 3rd ed., sec. 3.2).  The standard error at p itself said
+    0.9-1 where about 0.8 of simulated runs of 12 answers of 1-5 claims met the target: a few short
+    answers that happen to agree give a high p and a small se together; at the target an answer of m
+    claims that agrees fully still has the spread ((1 - target) m)^2 (docs/decisions.md).  ``df``
+    None: the normal.  None where se is missing or 0 (the caller falls back to the claim count,
+    :func:`prob_at_least_target`).
     """
     if value is None or se is None or se <= _ZERO_SE:
         return None
-    z = (value - target) / se
+    spread = value * (1 - value)
+    at_target = se * math.sqrt(target * (1 - target) / spread) if spread > 0 else se
+    z = (value - target) / max(at_target, _ZERO_SE)
     return float(stdtr(max(df, 1.0), z)) if df is not None else float(ndtr(z))
 
 
@@ -761,12 +789,14 @@ def more_claims_to_decide(
     """More claims until the agreement target is decided: the running rule's stopping time (or the final
     reading's, when the run runs out), simulated from today's labels.
 
-    Each of ``reps`` simulated continuations draws Bayesian-bootstrap weights g ~ Dirichlet(1, ..., 1)
-    over the n labeled answers (Rubin 1981, Ann. Statist. 9(1):130: the posterior of the answers'
-    distribution under a flat Dirichlet prior, which carries both the agreement's uncertainty, through
-    the weighted mean, and the answers' spread) and draws the future answers from them; then runs the
-    running rule (:func:`running_bounds`, carried on from today's sums) over them until a bound
-    crosses the target.  Runs are simulated up to what the run can give, ``available`` unlabeled
+    Each of ``reps`` simulated continuations draws weights g ~ Dirichlet(a, ..., a) over the n labeled
+    answers, a = :data:`PLAN_CONCENTRATION` (a = 1 is the Bayesian bootstrap, Rubin 1981, Ann.
+    Statist. 9(1):130: the posterior of the answers' distribution under a flat Dirichlet prior; a > 1
+    narrows it, each weight's variance (n - 1) / (n^2 (n a + 1)), chosen by simulation so that the 80%
+    range holds about 80% of realised stopping times), which carries both the agreement's
+    uncertainty, through the weighted mean, and the answers' spread, and draws the future answers from
+    them; then runs the running rule (:func:`running_bounds`, carried on from today's sums) over them
+    until a bound crosses the target.  Runs are simulated up to what the run can give, ``available`` unlabeled
     claims (else ``limit``, 5,000); when the run runs out first, the final reading decides if the
     fixed-sample interval p +- t_{n-1, 1 - alpha_final} se of all its labels excludes the target
     (:func:`final_reading`), else the run counts as undecided.  ``more_claims`` is the median stopping
@@ -804,7 +834,7 @@ def more_claims_to_decide(
             available,
         )
     rng = np.random.default_rng(seed)
-    g = rng.dirichlet(np.ones(n), size=reps)
+    g = rng.dirichlet(np.full(n, PLAN_CONCENTRATION), size=reps)
     pick = np.stack([rng.choice(n, size=h, p=row) for row in g])
     fm, fy = mw[pick], yw[pick]
     t = np.arange(n + 1, n + h + 1, dtype=float)

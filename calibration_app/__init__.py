@@ -2,7 +2,7 @@
 
 Its modules, by concern: `signin` (who is reviewing), `settings` (the secrets' `[calibration]`
 section), `access` (leads, lead actions, the sidebar's identity), `navigation` (the pages),
-`failures` (storage failures as one sentence), `turns` (the review page's turns), `untrusted`
+`failures` (storage failures as one sentence), `untrusted`
 (untrusted text as one element), `widgets` (shared headers and table columns), `problems`
 (an input's problems as a table), `uploads` (uploads on disk); the review card: `review_card`
 (the component) and `card_route` (its route); `server` (what `streamlit run` starts).

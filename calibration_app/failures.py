@@ -20,7 +20,6 @@ import streamlit as st
 
 from calibration import store
 from calibration.errors import SignedOutError, StorageError
-from calibration_app import turns
 from calibration_app.signin import db_path, signed_out
 
 P = ParamSpec("P")
@@ -83,12 +82,11 @@ def write_callback(callback: Callable[P, None]) -> Callable[P, None]:
 
 
 def fragment(body: Callable[[], None]) -> Callable[[], None]:
-    """`st.fragment(body)` whose runs take the review page's turn (`turns.turn`) and show a
-    storage failure as the one sentence."""
+    """`st.fragment(body)` whose runs show a storage failure as the one sentence."""
 
     @functools.wraps(body)
     def run() -> None:
-        with turns.turn(), storage_failures():
+        with storage_failures():
             body()
 
     return st.fragment(run)

@@ -1190,9 +1190,9 @@ def test_chance_of_the_target_and_the_first_intervals_use_the_design() -> None:
     ea = r.estimates.agreement
     n_eff = ea.value * (1 - ea.value) / ea.se**2
     assert n_eff < len(human) / 2  # the design effect is large
-    # 40 answers of 6 claims: the t posterior at the interval's own df
+    # 40 answers of 6 claims: the score test at the effective size and the interval's own df
     # (decisions.prob_at_least_target_design; the bootstrap-t is for longer answers).
-    expected = stats.t.cdf((ea.value - 0.85) / ea.se, ea.df)
+    expected = stats.t.cdf((ea.value - 0.85) / math.sqrt(0.85 * 0.15 / n_eff), ea.df)
     assert r.prob_at_least_target == pytest.approx(expected, abs=1e-9)
     text = r.to_text()
     assert f"{100 * ea.ci_low:.1f}%–{100 * ea.ci_high:.1f}% (design-based, answers as clusters)" in text

@@ -1225,6 +1225,15 @@ def test_direction_is_told_by_its_size_and_within_chance_only_when_the_interval_
         ),
         # A decided judge: the next cycle serves the grounding score, however long that takes.
         ("revise", cycles.NextCycle("grounding", 30, None, 30, 400), ["plan"], "Revise the prompt."),
+        # Its plan needs more answers than the run has left: no plan of full cycles offered.
+        (
+            "inconclusive",
+            cycles.NextCycle("agreement", 30, 2, 30, 59, 60),
+            [],
+            "59 answers can still be drawn",
+        ),
+        # A run with fewer answers left than a full cycle: the cycle offered is what it has.
+        ("inconclusive", cycles.NextCycle("agreement", 20, 1, 30, 20, 20), ["plan"], "Label about 90 more"),
         # Nothing left to draw: import more answers, whatever the flag.
         ("inconclusive", cycles.NextCycle("agreement", 0, None, 30, 0), ["import"], "no cycle can draw more"),
         ("revise", cycles.NextCycle("agreement", 0, None, 30, 0), ["import"], "Revise the prompt."),
@@ -1238,6 +1247,7 @@ def test_the_header_offers_only_a_next_step_that_can_work(
     d = dashboard.decision(_assessed(report), next_cycle=nxt)
     assert [s.kind for s in d.steps] == steps
     assert says in d.sentence
+    assert all("cycle of 30" not in s.label for s in d.steps if nxt.answers_left < 30)
     if not steps or steps == ["import"]:
         assert "Label about" not in d.sentence  # no advice the plan's own arithmetic rejects
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import Any
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import integrate, optimize, stats
 from statsmodels.stats.multitest import multipletests
 
 from calibration.decisions import (
@@ -105,20 +107,42 @@ def test_answer_sums_orders_by_last_label() -> None:
 # ------------------------------------------------------------------ the running rule
 
 
+@functools.cache
+def _boundary_by_integration(t: int, alpha: float) -> float:
+    """The mixture boundary found numerically: the S where the mixture over lambda ~ N(lambda_0,
+    (lambda_0 / 2)^2) of exp(lambda S - lambda^2 t / 2), integrated by quadrature, reaches 1 / alpha
+    (lambda_0 = sqrt(2 log(1/alpha) / 60)); returned per answer, S / t."""
+    lam0 = math.sqrt(2 * math.log(1 / alpha) / 60)
+    sd = lam0 / 2
+    grid = np.linspace(-3, 3, 6001)
+
+    def log_excess(s: float) -> float:
+        def log_f(lam: Any) -> Any:
+            return (
+                lam * s
+                - lam * lam * t / 2
+                - 0.5 * ((lam - lam0) / sd) ** 2
+                - math.log(sd * math.sqrt(2 * math.pi))
+            )
+
+        # Shifted by the integrand's largest log on a fine grid, so that exp never overflows.
+        top = float(log_f(grid).max())
+        value, _ = integrate.quad(lambda lam: math.exp(log_f(lam) - top), -np.inf, np.inf)
+        return math.log(value) + top - math.log(1 / alpha)
+
+    return optimize.brentq(log_excess, 0.0, 100.0, xtol=1e-12) / t
+
+
 def _brute_lower_upper(y: np.ndarray, m: np.ndarray, alpha: float, grid: np.ndarray) -> tuple[float, float]:
     """The running rule written out look by look on a grid of tested values (no quadratic): at look t
     theta is kept when |R - theta| < B_t sigma_t(theta) for the residual variance or for the
     independent-claims floor."""
-    la = -2 * math.log(alpha)
-    rho2 = (la + math.log(la + 1)) / 50
     lower, upper = 0.0, 1.0
     for t in range(1, y.size + 1):
         yt, mt = y[:t], m[:t]
         r = yt.sum() / mt.sum()
         mbar = mt.mean()
-        bt = math.sqrt(
-            2 * (t * rho2 + 1) / (t * t * rho2) * math.log(math.sqrt(t * rho2 + 1) / (2 * alpha) + 1)
-        )
+        bt = _boundary_by_integration(t, alpha)
         kept = []
         for th in grid:
             f = t / (t - 1) if t > 1 else 1.0
@@ -163,12 +187,13 @@ def test_running_bounds_hold_their_level_over_every_look_by_simulation() -> None
 
 def test_running_rule_calls_good_judges_ok_by_200_claims() -> None:
     # The power the rule has where it is safe (docs/decisions.md): 1,000 runs of answers of 1-5 claims,
-    # intra-answer correlation 0.2, read after every answer; "ok by 200 claims" measured 19.6% for a
-    # 90% judge and 89.3% for a 95% one at 3,000 runs (the betting rule: under 1% and 35%); floors at
-    # those figures less 3 SE of 1,000 runs (3.8 and 2.9 points).
+    # intra-answer correlation 0.2, read after every answer; "ok by 200 claims" measured 24-24.4% for a
+    # 90% judge and 90.2-92% for a 95% one at 3,000-4,000 runs (the boundary centred at 0 before: 19.6%
+    # and 88-90%; the betting rule: under 1% and 35%); floors at 24% and 91% less 3 SE of 1,000 runs
+    # (4.1 and 2.7 points).
     rng = np.random.default_rng(7)
     reps = 1000
-    for p, floor in ((0.90, 0.196 - 0.038), (0.95, 0.893 - 0.029)):
+    for p, floor in ((0.90, 0.24 - 0.041), (0.95, 0.91 - 0.027)):
         m = rng.integers(1, 6, size=(reps, 200)).astype(float)
         pi = rng.beta(p * 4, (1 - p) * 4, size=(reps, 200))
         y = rng.binomial(m.astype(int), pi).astype(float)
@@ -178,12 +203,11 @@ def test_running_rule_calls_good_judges_ok_by_200_claims() -> None:
         assert ok.mean() >= floor
 
 
-def test_mixture_boundary_known_value() -> None:
-    # t = 50 = t*, alpha 0.05: rho^2 = (2 log 20 + log(2 log 20 + 1)) / 50.
-    rho2 = (2 * math.log(20) + math.log(2 * math.log(20) + 1)) / 50
-    x = 50 * rho2 + 1
-    expected = math.sqrt(2 * x / (2500 * rho2) * math.log(math.sqrt(x) / 0.1 + 1))
-    assert float(mixture_boundary(np.array([50.0]), 0.05)[0]) == pytest.approx(expected, rel=1e-12)
+def test_mixture_boundary_is_where_the_mixture_reaches_one_over_alpha() -> None:
+    for t in (1, 20, 60, 300):
+        for alpha in (0.025, 0.0125):
+            got = float(mixture_boundary(np.array([float(t)]), alpha)[0])
+            assert got == pytest.approx(_boundary_by_integration(t, alpha), rel=1e-7)
     assert error_split(0.05) == (0.025, 0.025)
 
 
@@ -328,7 +352,7 @@ def test_more_claims_to_decide_edges() -> None:
 
 
 def test_more_claims_to_decide_is_near_an_independent_simulation() -> None:
-    # The same plan written out run by run: Bayesian-bootstrap weights over the labeled answers, future
+    # The same plan written out run by run: Dirichlet(1.5, ..., 1.5) weights over the labeled answers, future
     # answers drawn from them, the running rule (running_bounds on the whole sequence) until a bound
     # crosses the target; the medians agree within Monte Carlo error.
     rng = np.random.default_rng(17)
@@ -341,7 +365,7 @@ def test_more_claims_to_decide_is_near_an_independent_simulation() -> None:
     assert est.high is None or est.high >= est.more_claims
     claims = []
     for _ in range(300):
-        pick = rng.choice(n0, size=1700, p=rng.dirichlet(np.ones(n0)))
+        pick = rng.choice(n0, size=1700, p=rng.dirichlet(np.full(n0, 1.5)))
         fm, fy = m0[pick], y0[pick]
         _, low, high = running_bounds(np.concatenate([y0, fy]), np.concatenate([m0, fm]), alpha=0.025)
         hit = (np.maximum.accumulate(low) >= 0.85) | (np.minimum.accumulate(high) < 0.85)
@@ -351,9 +375,50 @@ def test_more_claims_to_decide_is_near_an_independent_simulation() -> None:
     assert 0.75 * median <= est.more_claims <= 1.33 * median
 
 
-def test_prob_at_least_target_design_is_the_t_posterior_tail() -> None:
-    assert prob_at_least_target_design(0.9, 0.02, 0.85, 14) == pytest.approx(stats.t.cdf(2.5, 14))
-    assert prob_at_least_target_design(0.9, 0.02, 0.85) == pytest.approx(stats.norm.cdf(2.5))
+def _realised_more_claims(y: np.ndarray, m: np.ndarray, n0: int) -> float:
+    """Claims labeled after the first n0 answers until the running rule decides the 85% target, or
+    all of them if the final reading (the 95% interval at the end) decides; else infinite."""
+    _, low, high = running_bounds(y, m, alpha=0.025)
+    hit = (np.maximum.accumulate(low) >= 0.85) | (np.minimum.accumulate(high) < 0.85)
+    after = np.flatnonzero(hit[n0:])
+    if after.size:
+        return float(m[n0 : n0 + after[0] + 1].sum())
+    r = y.sum() / m.sum()
+    se = math.sqrt(y.size / (y.size - 1) * ((y - r * m) ** 2).sum()) / m.sum()
+    q = stats.t.ppf(0.975, y.size - 1)
+    return float(m[n0:].sum()) if r - q * se >= 0.85 or r + q * se < 0.85 else math.inf
+
+
+def test_the_range_of_how_many_more_holds_about_its_level_by_simulation() -> None:
+    # 300 runs of 20 labeled answers of 1-5 claims, truth uniform on 75-97%, 600 claims left: the 80%
+    # range of "how many more" holds the realised stopping time in 75-85% of runs (bench/sim_flag.py
+    # measured 83% at 600 runs, this test 78%; the Bayesian bootstrap, a = 1, 84-88%; no parameter
+    # uncertainty, 55-59%), within 3 Monte Carlo SE (0.07).
+    rng = np.random.default_rng(31)
+    inside = ranged = 0
+    for _ in range(300):
+        p = rng.uniform(0.75, 0.97)
+        m = rng.integers(1, 6, size=260).astype(float)
+        y = rng.binomial(m.astype(int), rng.beta(4 * p, 4 * (1 - p), size=260)).astype(float)
+        keep = np.concatenate([np.ones(20, bool), np.cumsum(m[20:]) <= 600])
+        y, m = y[keep], m[keep]
+        plan = more_claims_to_decide(y[:20], m[:20], 0.85, available=int(m[20:].sum()), reps=300)
+        if plan.more_claims is None or plan.more_claims == 0:
+            continue
+        realised = _realised_more_claims(y, m, 20)
+        ranged += 1
+        inside += (plan.low or 0) <= realised <= (math.inf if plan.high is None else plan.high)
+    assert ranged >= 150
+    assert 0.75 - 0.07 <= inside / ranged <= 0.85 + 0.07
+
+
+def test_prob_at_least_target_design_is_the_score_test_at_the_effective_size() -> None:
+    # p 0.9 with se 0.02: n_eff = 0.09 / 0.0004 = 225 claims; at the target the proportion's se is
+    # sqrt(0.85 * 0.15 / 225), so z = 0.05 / 0.0238 = 2.1.
+    z = 0.05 / math.sqrt(0.85 * 0.15 / 225)
+    assert prob_at_least_target_design(0.9, 0.02, 0.85, 14) == pytest.approx(stats.t.cdf(z, 14))
+    assert prob_at_least_target_design(0.9, 0.02, 0.85) == pytest.approx(stats.norm.cdf(z))
+    assert prob_at_least_target_design(0.85, 0.02, 0.85, 14) == pytest.approx(0.5)
     assert prob_at_least_target_design(0.9, 0.0, 0.85, 14) is None
     assert prob_at_least_target_design(None, 0.02, 0.85, 14) is None
 

@@ -8,9 +8,7 @@ import json
 import os
 import shutil
 import tempfile
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from calibration import cycles, roster, store, tokens
 from calibration.importing import import_answers
-from calibration_app import settings, signin, turns, uploads
+from calibration_app import settings, signin, uploads
 
 ROOT = Path(__file__).resolve().parents[1]
 LEAD_PAGES = ["pages/dashboard.py", "pages/cycles.py", "pages/judge_lab.py", "pages/guidelines.py"]
@@ -439,75 +437,3 @@ def test_a_secrets_file_created_while_the_server_runs_is_read(
     )
     assert settings.auth_configured()
     assert settings.calibration_secrets() == {"leads": ["Anna Lead"]}
-
-
-def _in_thread(body: Callable[[], None]) -> threading.Thread:
-    t = threading.Thread(target=body, daemon=True)
-    t.start()
-    return t
-
-
-def test_a_review_run_waits_for_the_turn_of_the_one_before() -> None:
-    holding, release, entered = threading.Event(), threading.Event(), threading.Event()
-
-    def first() -> None:
-        with turns.turn():
-            holding.set()
-            release.wait(30)
-
-    def second() -> None:
-        with turns.turn():
-            entered.set()
-
-    a = _in_thread(first)
-    assert holding.wait(30)
-    b = _in_thread(second)
-    # An absence: the second run must not enter while the first holds the turn.
-    assert not entered.wait(0.3)
-    release.set()
-    assert entered.wait(30)
-    a.join(30)
-    b.join(30)
-
-
-def test_a_turn_is_taken_again_on_its_own_thread() -> None:
-    """A fragment inside a fragment, a callback's write inside its run: the same thread takes
-    the turn again rather than waiting for itself."""
-    done = threading.Event()
-
-    def nested() -> None:
-        with turns.turn(), turns.turn(), turns.turn():
-            done.set()
-
-    _in_thread(nested).join(10)
-    assert done.is_set()
-
-
-def test_turns_come_in_the_order_asked_for() -> None:
-    queue = turns.Turns()
-    order: list[str] = []
-    release = threading.Event()
-
-    def run(name: str) -> None:
-        with queue.held():
-            order.append(name)
-            if name == "first":
-                release.wait(30)
-
-    threads = [_in_thread(lambda: run("first"))]
-    deadline = time.monotonic() + 30
-    while not order and time.monotonic() < deadline:
-        time.sleep(0.005)
-    for k, name in enumerate(["b", "c", "d", "e"], start=1):
-        threads.append(_in_thread(lambda name=name: run(name)))
-        while queue.waiting() < k and time.monotonic() < deadline:
-            time.sleep(0.005)
-    release.set()
-    for t in threads:
-        t.join(30)
-    assert order == ["first", "b", "c", "d", "e"]
-
-
-def test_a_turn_not_held_cannot_be_given_back() -> None:
-    with pytest.raises(RuntimeError, match="does not hold it"):
-        turns.Turns().give()

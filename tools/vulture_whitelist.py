@@ -20,7 +20,6 @@ frozen_at  # cycles.FrozenFigures
 n_instances  # decisions: the per-reviewer test result
 already_ok  # judge.runner's plan of a run
 unseal_reason  # store.split.SplitRecord
-waiting  # calibration_app.turns.Turns: the tests wait until the threads queue for a turn
 do  # calibration.card's requests: the field pydantic tells them apart by (discriminator)
 applied_at  # store.migrations.Applied: the record of a migration, as read
 close_pool  # store.postgres: the test cluster closes a database's pool before dropping it
