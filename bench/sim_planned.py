@@ -66,8 +66,7 @@ sys.path.insert(0, str(ROOT))
 
 from calibration import estimation as est  # noqa: E402
 from calibration import planning, sampling  # noqa: E402
-from calibration.store import ClaimTable, ReviewerColumns  # noqa: E402
-from calibration.store.cycles import PlanningFacts  # noqa: E402
+from calibration.store import ClaimTable, PlanningFacts, ReviewerColumns  # noqa: E402
 from calibration.vocab import LABELS  # noqa: E402
 
 CATEGORIES = ("finance", "health", "legal")

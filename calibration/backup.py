@@ -4,14 +4,15 @@ Shape (``judge-calibration-backup``, format version 1): a JSONL file whose first
 header and every other line one row of one table::
 
     {"format": "judge-calibration-backup", "format_version": 1, "tool_version": "0.2.0",
-     "created_at": "...", "migrations": ["m001_create_answers", ...],
+     "created_at": "...", "migrations": ["m001_create_answers", ...], "revision": "0001",
      "tables": {"answers": 105, "claims": 109, ...}, "left_out": ["..."]}
     {"table": "answers", "row": {"id": "Q1", "question": "...", ...}}
 
 Every table of the schema is in it (the list is read from the database itself, so a table a
 later release adds is in its backups without a change here), each row with all its columns
-under their names and its ids as stored, tables in foreign-key order. ``migrations`` names the
-schema the rows were written under; ``tables`` how many rows of each follow, so a cut-off file
+under their names and its ids as stored, tables in foreign-key order. ``migrations`` and
+``revision`` (the schema revision; absent from a release's before revisions) name the schema
+the rows were written under; ``tables`` how many rows of each follow, so a cut-off file
 is refused rather than restored in part. Left out: the sign-in secret (and any setting listed
 in `store.settings.SECRET_SETTINGS`) and the record of migrations itself. An API key is never
 stored in the database, so none can be in a backup.
@@ -58,8 +59,6 @@ from .export import EXPORT_FORMAT, atomic_write, json_line
 from .fmt import plural
 from .reading import BadRecord, Problems, field_errors, iter_json_records
 from .store import Database
-from .store import backup as db_backup
-from .store.imports import process_running, process_start
 
 BACKUP_FORMAT = "judge-calibration-backup"
 BACKUP_VERSION = 1
@@ -80,6 +79,9 @@ class BackupHeader(BaseModel):
     tool_version: str
     created_at: str
     migrations: list[str]
+    # The schema revision the rows were written under; none in a backup of a release before
+    # revisions (its numbered migrations name its schema).
+    revision: str | None = None
     tables: dict[str, int]
     left_out: list[str] = []
 
@@ -124,7 +126,9 @@ class RestoreSummary:
 # ---------------------------------------------------------------- backup
 
 
-def _write(db: Database, fh: TextIO, order: list[db_backup.Table], counts: dict[str, int]) -> dict[str, int]:
+def _write(
+    db: Database, fh: TextIO, order: list[store.backup.Table], counts: dict[str, int]
+) -> dict[str, int]:
     from . import __version__
 
     header = BackupHeader(
@@ -132,13 +136,14 @@ def _write(db: Database, fh: TextIO, order: list[db_backup.Table], counts: dict[
         format_version=BACKUP_VERSION,
         tool_version=__version__,
         created_at=store.now(),
-        migrations=db_backup.applied_migrations(db),
+        migrations=store.backup.applied_migrations(db),
+        revision=store.backup.revision(db),
         tables=counts,
         left_out=list(LEFT_OUT),
     )
     fh.write(json_line(header.model_dump()) + "\n")
     for t in order:
-        for row in db_backup.rows(db, t):
+        for row in store.backup.rows(db, t):
             fh.write(json_line({"table": t.name, "row": dict(zip(t.columns, row, strict=True))}) + "\n")
     return counts
 
@@ -146,7 +151,7 @@ def _write(db: Database, fh: TextIO, order: list[db_backup.Table], counts: dict[
 def _refuse_while_importing(db: Database, act: str, result: str) -> None:
     """ConflictError while an import is moving its rows in: they are half there, hidden from
     every reader, and deleted by the next import if its process is gone."""
-    if db_backup.publishing_imports(db):
+    if store.backup.publishing_imports(db):
         raise ConflictError(
             f"an import is moving its rows in right now; {act} when it has finished, so "
             f"{result} holds whole files only"
@@ -158,8 +163,8 @@ def write_backup(db: Database, out: str | Path) -> BackupReport:
     out = Path(out)
     with store.read_snapshot(db):
         _refuse_while_importing(db, "back up", "the backup")
-        order = db_backup.tables(db)
-        counts = {t.name: db_backup.row_count(db, t) for t in order}
+        order = store.backup.tables(db)
+        counts = {t.name: store.backup.row_count(db, t) for t in order}
         atomic_write(out, lambda fh: _write(db, fh, order, counts))
     return BackupReport(out, counts)
 
@@ -177,7 +182,7 @@ def _first_record(path: Path, encoding: str | None) -> tuple[int, Any]:
 
 def _held(db: Database) -> str | None:
     """What the database holds, in a few words (None when it is empty but for its secrets)."""
-    held = [(t.name, n) for t in db_backup.tables(db) if (n := db_backup.row_count(db, t))]
+    held = [(t.name, n) for t in store.backup.tables(db) if (n := store.backup.row_count(db, t))]
     if not held:
         return None
     return ", ".join(f"{name} {n}" for name, n in held[:4]) + (", ..." if len(held) > 4 else "")
@@ -242,7 +247,7 @@ def _restore_export(db: Database, path: Path, encoding: str | None) -> RestoreSu
 
 
 def _schema_problem(header: BackupHeader) -> str | None:
-    known = db_backup.known_migrations()
+    known = store.backup.known_migrations()
     if header.format_version > BACKUP_VERSION:
         return (
             f"format_version {header.format_version} was written by a newer release "
@@ -256,6 +261,13 @@ def _schema_problem(header: BackupHeader) -> str | None:
         )
     if header.migrations != known[: len(header.migrations)]:
         return "migrations: not a schema any release made (out of order or with gaps)"
+    if header.revision is not None and header.revision not in store.backup.known_revisions():
+        return (
+            f"revision: {header.revision} is unknown to this release; the backup was written by a "
+            f"newer one (tool {header.tool_version}): restore it with that release"
+        )
+    if header.revision is not None and header.migrations != known:
+        return "revision: a schema revision follows every numbered migration, and the header lacks some"
     return None
 
 
@@ -270,8 +282,8 @@ def _line_of(pairs: array[int] | None, rowid: int) -> int | None:
 def _load(
     scratch: Database, path: Path, encoding: str | None, header: BackupHeader, problems: Problems
 ) -> None:
-    by_name = {t.name: t for t in db_backup.tables(scratch)}
-    types = {name: db_backup.column_types(scratch, t) for name, t in by_name.items()}
+    by_name = {t.name: t for t in store.backup.tables(scratch)}
+    types = {name: store.backup.column_types(scratch, t) for name, t in by_name.items()}
     unknown = sorted(set(header.tables) - set(by_name))
     if unknown:
         problems.add(1, f"header.tables: {', '.join(unknown)} not in the schema the header names")
@@ -297,7 +309,7 @@ def _load(
             problems.add(line, problem)
             continue
         try:
-            rowid = db_backup.insert_row(scratch, table, row)
+            rowid = store.backup.insert_row(scratch, table, row)
         except (ConflictError, OverflowError) as exc:  # a constraint, or an integer too big
             why = (
                 "refers to a row that is not in the backup before it"
@@ -315,7 +327,7 @@ def _load(
                 f"{name}: {seen[name]} rows in the file, the header says "
                 f"{header.tables.get(name, 0)}: the backup is incomplete or was edited",
             )
-    for child, rowid, parent in db_backup.foreign_key_problems(scratch):
+    for child, rowid, parent in store.backup.foreign_key_problems(scratch):
         problems.add(
             _line_of(placed.get(child), rowid),
             f"{child}: refers to a row of {parent} that is not in the backup",
@@ -331,7 +343,7 @@ _SCRATCH_NAME = re.compile(rf"^{_SCRATCH_PREFIX}(\d+)\.(\d*)-")
 
 def _scratch_prefix() -> str:
     pid = os.getpid()
-    return f"{_SCRATCH_PREFIX}{pid}.{process_start(pid) or ''}-"
+    return f"{_SCRATCH_PREFIX}{pid}.{store.imports.process_start(pid) or ''}-"
 
 
 def sweep_scratch(folder: Path | None = None) -> None:
@@ -342,7 +354,7 @@ def sweep_scratch(folder: Path | None = None) -> None:
         if m is None or not entry.is_dir():
             continue
         pid, started = int(m.group(1)), m.group(2) or None
-        if pid != os.getpid() and not process_running(pid, started):
+        if pid != os.getpid() and not store.imports.process_running(pid, started):
             shutil.rmtree(entry, ignore_errors=True)
 
 
@@ -353,14 +365,14 @@ def _prepare_scratch(
     schema and compute missing answer checks; InputError naming every problem."""
     problems = Problems(path)
     with store.write(scratch):
-        db_backup.migrate(scratch, header.migrations)
-    with store.write(scratch), db_backup.triggers_set_aside(scratch):
+        store.backup.migrate(scratch, header.migrations, header.revision)
+    with store.write(scratch), store.backup.triggers_set_aside(scratch):
         _load(scratch, path, encoding, header, problems)
         problems.raise_if_any()
-        if db_backup.forget_secrets(scratch):  # planted, or from an edited file: never restored
+        if store.backup.forget_secrets(scratch):  # planted, or from an edited file: never restored
             summary.detail.append(f"left out: {LEFT_OUT[0]}")
     with store.write(scratch):
-        summary.upgraded = db_backup.migrate(scratch)
+        summary.upgraded = store.backup.migrate(scratch)
     summary.checks_added = importing.backfill_checks(scratch)
 
 
@@ -374,19 +386,19 @@ def _copy_in(db: Database, scratch_path: Path) -> dict[str, int]:
         try:
             with store.read_snapshot(scratch), store.write(db):
                 _refuse_unless_empty(db)
-                tables = _copy_rows(scratch, db, db_backup.tables(scratch))
+                tables = _copy_rows(scratch, db, store.backup.tables(scratch))
         finally:
             scratch.close()
         db.analyze()
         return tables
-    db_backup.attach(db, str(scratch_path), _SCRATCH)
+    store.backup.attach(db, str(scratch_path), _SCRATCH)
     try:
         with store.write(db):
             _refuse_unless_empty(db)
-            with db_backup.triggers_set_aside(db):
-                return db_backup.copy_attached(db, _SCRATCH, db_backup.tables(db))
+            with store.backup.triggers_set_aside(db):
+                return store.backup.copy_attached(db, _SCRATCH, store.backup.tables(db))
     finally:
-        db_backup.detach(db, _SCRATCH)
+        store.backup.detach(db, _SCRATCH)
 
 
 def _restore_backup(db: Database, path: Path, encoding: str | None, header: BackupHeader) -> RestoreSummary:
@@ -440,7 +452,7 @@ class CopySummary:
 COPY_BATCH = 5000
 
 
-def _nul_problem(table: db_backup.Table, row: tuple[Any, ...]) -> str | None:
+def _nul_problem(table: store.backup.Table, row: tuple[Any, ...]) -> str | None:
     """Where `row` holds text with a NUL character (SQLite keeps one, PostgreSQL cannot)."""
     for column, value in zip(table.columns, row, strict=True):
         if isinstance(value, str) and "\x00" in value:
@@ -451,7 +463,7 @@ def _nul_problem(table: db_backup.Table, row: tuple[Any, ...]) -> str | None:
     return None
 
 
-def _copy_rows(src: Database, dst: Database, order: list[db_backup.Table]) -> dict[str, int]:
+def _copy_rows(src: Database, dst: Database, order: list[store.backup.Table]) -> dict[str, int]:
     """Copy every row of the tables `order` from `src` into `dst` (inside the caller's write on
     `dst`); rows per table. InputError, nothing written, for a text PostgreSQL cannot store."""
     check_nul = dst.dialect == "postgresql"
@@ -459,15 +471,15 @@ def _copy_rows(src: Database, dst: Database, order: list[db_backup.Table]) -> di
     for table in order:
         n = 0
         batch: list[tuple[Any, ...]] = []
-        for row in db_backup.all_rows(src, table):
+        for row in store.backup.all_rows(src, table):
             if check_nul and (problem := _nul_problem(table, row)):
                 raise InputError(f"{problem}; nothing was copied")
             batch.append(row)
             if len(batch) >= COPY_BATCH:
-                db_backup.insert_rows(dst, table, batch)
+                store.backup.insert_rows(dst, table, batch)
                 n, batch = n + len(batch), []
         if batch:
-            db_backup.insert_rows(dst, table, batch)
+            store.backup.insert_rows(dst, table, batch)
             n += len(batch)
         counts[table.name] = n
     return counts
@@ -478,13 +490,15 @@ def copy_store(src: Database, dst: Database) -> CopySummary:
     write transaction on `dst`: SQLite into PostgreSQL or back, losslessly. Both must be at the
     same migration; `dst` must be empty (ConflictError otherwise), and `src` must have no import
     moving its rows in (ConflictError: its rows are half there); nothing is written then."""
-    if db_backup.applied_migrations(src) != db_backup.applied_migrations(dst):
+    if store.backup.applied_migrations(src) != store.backup.applied_migrations(dst) or (
+        store.backup.revision(src) != store.backup.revision(dst)
+    ):
         raise ConflictError(
             "the two databases are at different migrations; open both with this "
             "release first (every command migrates the database it opens)"
         )
-    order = db_backup.tables(src)
-    known = {t.name: t for t in db_backup.tables(dst)}
+    order = store.backup.tables(src)
+    known = {t.name: t for t in store.backup.tables(dst)}
     missing = [t.name for t in order if t.name not in known or known[t.name].columns != t.columns]
     if missing:
         raise ConflictError(f"the target's schema differs from the source's ({', '.join(missing)})")
@@ -496,7 +510,7 @@ def copy_store(src: Database, dst: Database) -> CopySummary:
                 f"the target database is not empty ({held}); a copy goes into an empty database only "
                 "and never merges: name a new file or an empty PostgreSQL database"
             )
-        db_backup.forget_secrets(dst)  # the source's own secrets come across instead
+        store.backup.forget_secrets(dst)  # the source's own secrets come across instead
         summary = CopySummary(_copy_rows(src, dst, order))
     dst.analyze()
     return summary

@@ -20,8 +20,7 @@ from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, TypeAdapter, V
 
 from .flag import Thresholds
 from .reading import field_errors
-from .store import THRESHOLD_SETTINGS
-from .store.cycles import SHARE_KEY
+from .store import SHARE_KEY, THRESHOLD_SETTINGS
 
 
 class _Figure(BaseModel):

@@ -37,7 +37,6 @@ from .errors import ConflictError, Hint, InputError, NotFoundError, Option, Prob
 from .fmt import plural
 from .models import MAX_STORED_INT
 from .store import Database
-from .store import cycles as db_cycles
 from .text import id_problem, visible
 from .text import normalise_name as name_key
 from .vocab import LABELS, ClaimStatus
@@ -370,7 +369,7 @@ def _pool_rows(db: Database, run_id: int) -> list[_PoolRow]:
     claims = np.bincount(table.answer, minlength=n_answers)
     failing = np.bincount(table.answer[table.judge != _SUPPORTED], minlength=n_answers)
     agreed = table.answer_fully_agreed()
-    facts = db_cycles.answer_facts(db, table.answer_ids)
+    facts = store.cycles.answer_facts(db, table.answer_ids)
     rows = [
         _PoolRow(aid, facts[aid][0], facts[aid][1], int(claims[i]), bool(failing[i]), agreed[aid])
         for i, aid in enumerate(table.answer_ids)
@@ -378,7 +377,7 @@ def _pool_rows(db: Database, run_id: int) -> list[_PoolRow]:
     return sorted(rows, key=lambda r: r.answer_id)
 
 
-def _cycle_of(rec: db_cycles.CycleRecord) -> Cycle:
+def _cycle_of(rec: store.cycles.CycleRecord) -> Cycle:
     share = None
     if rec.strategy == "failures-first":
         # Cycles made before the share was configurable used the default.
@@ -409,7 +408,7 @@ def _cycle_of(rec: db_cycles.CycleRecord) -> Cycle:
 
 def list_cycles(db: Database) -> list[Cycle]:
     """Every cycle, oldest first."""
-    return [_cycle_of(r) for r in db_cycles.cycle_records(db)]
+    return [_cycle_of(r) for r in store.cycles.cycle_records(db)]
 
 
 def get_cycle(db: Database, name: str) -> Cycle:
@@ -422,7 +421,7 @@ def sampleable_runs(db: Database) -> list[store.JudgeRun]:
 
     A judge-lab run that failed on every answer has no verdicts and is left out.
     """
-    with_verdicts = db_cycles.run_ids_with_verdicts(db)
+    with_verdicts = store.cycles.run_ids_with_verdicts(db)
     return [r for r in store.judge_runs(db) if r.id in with_verdicts]
 
 
@@ -437,7 +436,7 @@ def default_run(db: Database) -> store.JudgeRun | None:
 
 
 def _cycle_by_id(db: Database, cycle_id: int) -> Cycle:
-    found = db_cycles.cycle_records(db, cycle_id=cycle_id)
+    found = store.cycles.cycle_records(db, cycle_id=cycle_id)
     if not found:
         raise NotFoundError(f"no cycle with id {cycle_id}")
     return _cycle_of(found[0])
@@ -447,11 +446,11 @@ def cycle_answers(db: Database, cycle_id: int) -> list[CycleAnswer]:
     """The cycle's answers in order, with inclusion probability, claim count and reviewers."""
     cycle = _cycle_by_id(db, cycle_id)
     who: dict[str, list[str]] = {}
-    for aid, rev in db_cycles.assignment_pairs(db, cycle_id):
+    for aid, rev in store.cycles.assignment_pairs(db, cycle_id):
         who.setdefault(aid, []).append(rev)
     return [
         CycleAnswer(pos, aid, prob, n, tuple(who.get(aid, ())))
-        for pos, aid, prob, n in db_cycles.cycle_answer_rows(db, cycle_id, cycle.judge_run_id)
+        for pos, aid, prob, n in store.cycles.cycle_answer_rows(db, cycle_id, cycle.judge_run_id)
     ]
 
 
@@ -461,12 +460,12 @@ def queue(db: Database, cycle_id: int, reviewer: str) -> list[str]:
     In an open cycle (no assignments) that is every answer; otherwise the reviewer's
     assigned answers, and nothing for a reviewer not assigned in it.
     """
-    return db_cycles.queue_answers(db, cycle_id, reviewer)
+    return store.cycles.queue_answers(db, cycle_id, reviewer)
 
 
 def open_cycles_for(db: Database, reviewer: str) -> list[Cycle]:
     """Open cycles the reviewer may label: open-to-all ones and those assigning them answers."""
-    return [_cycle_of(r) for r in db_cycles.cycle_records(db, open_for=reviewer)]
+    return [_cycle_of(r) for r in store.cycles.cycle_records(db, open_for=reviewer)]
 
 
 def progress(db: Database, cycle_id: int) -> CycleProgress:
@@ -493,14 +492,14 @@ def progress(db: Database, cycle_id: int) -> CycleProgress:
     someone else (a verdict or an adjudication).
     """
     cycle = _cycle_by_id(db, cycle_id)
-    work = db_cycles.cycle_work(db, cycle_id)
+    work = store.cycles.cycle_work(db, cycle_id)
     label_of: dict[int, dict[str, tuple[str, bool]]] = {}  # claim -> reviewer -> (status, settled here)
     for pk, reviewer, status, here in work.labels:
         label_of.setdefault(pk, {})[reviewer] = (status, here)
     answers = list(cycle.answers)
     if cycle.reviewers:
         who: dict[str, set[str]] = {}
-        for aid, rev in db_cycles.assignment_pairs(db, cycle_id):
+        for aid, rev in store.cycles.assignment_pairs(db, cycle_id):
             who.setdefault(aid, set()).add(rev)
         team = list(cycle.reviewers)
     else:
@@ -603,7 +602,7 @@ def create_cycle(
         problems.append(f"goal: unknown {goal!r}; use one of {', '.join(planning.GOALS)}")
     if seed is not None and not 0 <= seed <= SEED_LIMIT:
         problems.append(f"seed: must be a whole number from 0 to {SEED_LIMIT}, or none to draw one")
-    matched = roles.match_reviewers(reviewers, db_cycles.known_reviewer_names(db))
+    matched = roles.match_reviewers(reviewers, store.cycles.known_reviewer_names(db))
     team = matched.names
     problems += matched.problems + roster.check_on_roster(db, team)
     if reviewers and not team and not matched.problems:
@@ -629,7 +628,7 @@ def create_cycle(
 
     with store.write(db):
         run = store.find_judge_run(db, judge_run)
-        if db_cycles.name_taken(db, name):
+        if store.cycles.name_taken(db, name):
             raise ConflictError(f"a cycle named {name!r} already exists")
         rows = _pool_rows(db, run.id)
         pool = _eligible(rows, holdout, include_labeled)
@@ -674,7 +673,7 @@ def create_cycle(
         if not MIN_SIZE <= n <= MAX_SIZE:
             warnings.append(size_warning(n, sum(claims_of[a] for a in sample.answer_ids)))
         stored_overlap = overlap if len(team) > 1 else 0.0
-        cycle_id = db_cycles.insert_cycle(
+        cycle_id = store.cycles.insert_cycle(
             db,
             name=name,
             run_id=run.id,
@@ -693,7 +692,7 @@ def create_cycle(
         )
         if plan is not None:
             # The plan is part of the design: its strata and allocation, with the seed, redraw the sample.
-            db_cycles.insert_plan(db, cycle_id, plan.goal, plan.record())
+            store.cycles.insert_plan(db, cycle_id, plan.goal, plan.record())
         cycle = _cycle_by_id(db, cycle_id)
     return replace(cycle, notes=tuple(notes), warnings=tuple(warnings))
 
@@ -738,7 +737,7 @@ def _plan(db: Database, run_id: int, pool: Sequence[str], goal: str, size: int) 
     """The planned design for a cycle of `size` from `pool` on the run (`planning.make_plan`)."""
     try:
         return planning.make_plan(
-            db_cycles.planning_facts(db, run_id),
+            store.cycles.planning_facts(db, run_id),
             store.claim_table(db, run_id),
             pool,
             goal,
@@ -832,7 +831,7 @@ def reassign(
     a closed cycle, a cycle open to every reviewer (nothing is assigned), one reviewer given twice,
     a `from_reviewer` with no open work there. The move is one entry of `store.cycles.reassignments`.
     """
-    known = db_cycles.known_reviewer_names(db)
+    known = store.cycles.known_reviewer_names(db)
     source = roles.accept_name(from_reviewer, known, field="from")
     target = roles.accept_name(to_reviewer, known, field="to")
     if name_key(source) == name_key(target):
@@ -846,16 +845,16 @@ def reassign(
             raise ConflictError(f"cycle {cycle.name!r} is closed; its work cannot be reassigned")
         if cycle.is_open_to_all:
             raise InputError(f"cycle {cycle.name!r} is open to every reviewer: nobody holds work to reassign")
-        open_work = db_cycles.open_assigned_answers(db, cycle.id, source)
+        open_work = store.cycles.open_assigned_answers(db, cycle.id, source)
         if not open_work:
-            held = db_cycles.assigned_to(db, cycle.id, source)
+            held = store.cycles.assigned_to(db, cycle.id, source)
             why = "has labeled every claim assigned" if held else "is not assigned any answer"
             raise InputError(f"from: {source!r} {why} in cycle {cycle.name!r}; nothing to reassign")
-        theirs = db_cycles.assigned_to(db, cycle.id, target)
+        theirs = store.cycles.assigned_to(db, cycle.id, target)
         moved = [a for a in open_work if a not in theirs]
         kept = [a for a in open_work if a in theirs]
         if moved:
-            db_cycles.move_assignments(db, cycle.id, moved, source, target, by)
+            store.cycles.move_assignments(db, cycle.id, moved, source, target, by)
     warnings: list[str] = []
     unknown = roles.unknown_warning([target] if name_key(target) not in {name_key(k) for k in known} else [])
     if unknown:
@@ -900,23 +899,23 @@ def mark_holdout(db: Database, answer_ids: Iterable[str], flag: bool = True) -> 
     if not ids:
         raise InputError("no answer ids given")
     with store.write(db):
-        known = db_cycles.known_answers(db, ids)
+        known = store.cycles.known_answers(db, ids)
         if missing := [a for a in ids if a not in known]:
             raise NotFoundError(f"unknown answer id(s): {', '.join(missing)}")
         if flag:
-            used = db_cycles.ordinary_cycles_of(db, ids)
+            used = store.cycles.ordinary_cycles_of(db, ids)
             if used:
                 listed = "; ".join(f"{a} (in {cs})" for a, cs in used)
                 raise ConflictError(
                     "these answers were already sampled for a non-holdout "
                     f"cycle and cannot become holdout: {listed}"
                 )
-        return db_cycles.set_holdout(db, ids, flag)
+        return store.cycles.set_holdout(db, ids, flag)
 
 
 def holdout_answers(db: Database) -> list[str]:
     """The answers marked holdout, by id."""
-    return db_cycles.holdout_answer_ids(db)
+    return store.cycles.holdout_answer_ids(db)
 
 
 def close_cycle(
@@ -943,7 +942,7 @@ def close_cycle(
                     prog,
                 )
         frozen = snapshot if snapshot is not None else build_snapshot(db, cycle)
-        db_cycles.mark_closed(db, cycle.id, frozen)
+        store.cycles.mark_closed(db, cycle.id, frozen)
         return _cycle_by_id(db, cycle.id)
 
 
@@ -964,7 +963,7 @@ def build_snapshot(db: Database, cycle: Cycle) -> dict[str, Any]:
     run = next(r for r in store.judge_runs(db) if r.id == cycle.judge_run_id)
     scope, assessed = assess(db, run, cycle.id, cycle=cycle.name)
     table = scope.table
-    probs = db_cycles.inclusion_probs(db, cycle.id)
+    probs = store.cycles.inclusion_probs(db, cycle.id)
     lab = table.labels
     per_claim: list[dict[str, str | None]] = [{} for _ in range(len(table))]
     # Reviewer order within a claim: by name, as the labels' primary key stores them.

@@ -40,9 +40,6 @@ from .fmt import cell_range as _range
 from .fmt import plural
 from .report import Report
 from .store import Database
-from .store import cycles as db_cycles
-from .store import dashboard as db_dashboard
-from .store import review as db_review
 from .vocab import LABELS
 
 # Rows of claim detail (claim text, chunks, rationale, notes) fetched for the tables: a lead
@@ -208,9 +205,9 @@ def default_run(db: Database) -> str:
     """The run the page opens on: the run the team reviewed last (the run of the cycle with the
     most recent label), else the most recently imported run with human-labeled claims, else
     `store.find_judge_run(db, None)` (the most recently imported run)."""
-    run_id = db_dashboard.latest_active_cycle_run(db)
+    run_id = store.dashboard.latest_active_cycle_run(db)
     if run_id is None:
-        run_id = db_dashboard.latest_labeled_import(db)
+        run_id = store.dashboard.latest_labeled_import(db)
     if run_id is not None:
         for r in store.judge_runs(db):
             if r.id == run_id:
@@ -220,13 +217,13 @@ def default_run(db: Database) -> str:
 
 def cycle_names(db: Database, run: str) -> list[str]:
     """Cycles of one run, oldest first."""
-    return db_dashboard.cycle_names(db, store.find_judge_run(db, run).id)
+    return store.dashboard.cycle_names(db, store.find_judge_run(db, run).id)
 
 
 def fingerprint(db: Database) -> tuple[Any, ...]:
     """What a page keys its cache on: changes whenever anything the dashboard shows could have
     changed (`store.dashboard.fingerprint`, and the split's seal); cheap, index ends only."""
-    return (*db_dashboard.fingerprint(db), *splits.fingerprint(db))
+    return (*store.dashboard.fingerprint(db), *splits.fingerprint(db))
 
 
 # ---------------------------------------------------------------- build
@@ -267,7 +264,7 @@ def build(
         wanted.update(dict.fromkeys([k for k in reason.claim_ids if k not in sealed][:DETAIL_ROWS]))
     details = _details(db, judge_run.id, list(wanted), verdicts)
     open_cycle = cycle_id is not None and any(
-        r.status == "open" for r in db_cycles.cycle_records(db, cycle_id=cycle_id)
+        r.status == "open" for r in store.cycles.cycle_records(db, cycle_id=cycle_id)
     )
     comparison = None
     if compare_with is not None and compare_with != judge_run.name:
@@ -327,7 +324,7 @@ def pending_claims(db: Database, run_id: int, claim_pks: Sequence[int]) -> list[
     """The claims behind `claim_pks` (in that order) as a lead reads them to adjudicate:
     text, chunks, each reviewer's verdict or unclear mark with the note, the run's verdict."""
     by_pk = {}
-    for row in db_dashboard.pending_rows(db, run_id, claim_pks):
+    for row in store.dashboard.pending_rows(db, run_id, claim_pks):
         cited: set[str] = set(row.judge_evidence)
         reviewers = []
         for reviewer, status, final, note, evidence in row.labels:
@@ -403,7 +400,7 @@ def _categories(db: Database, data: store.StatsColumns, whole: Assessment) -> li
     category its row is the whole scope, so it shows the scope's assessment, not a second figure."""
     if not len(data):
         return []
-    category = db_dashboard.answer_categories(db, data.answer_ids)
+    category = store.dashboard.answer_categories(db, data.answer_ids)
     names = sorted(set(category.values()), key=lambda c: (c is None, c or ""))
     if len(names) == 1:
         a = whole.agreement
@@ -481,7 +478,7 @@ def _details(
     out: dict[str, ClaimDetail] = {}
     # Keys are "ANSWER/CLAIM" and ids may hold "/" themselves: the store looks up every split;
     # only claims whose key is in the report are kept.
-    for row in db_dashboard.claim_details(db, run_id, keys):
+    for row in store.dashboard.claim_details(db, run_id, keys):
         key = f"{row.answer_id}/{row.claim_id}"
         if key not in verdicts:
             continue
@@ -513,7 +510,7 @@ def _chunk_text(chunks: Sequence[tuple[int, str, str]], cited: set[str]) -> str:
 def trend(db: Database, run_id: int) -> list[TrendPoint]:
     """Figures frozen when each closed cycle of the run closed, in closing order."""
     out = []
-    for i, (name, closed_at, snap) in enumerate(db_dashboard.closed_snapshots(db, run_id), start=1):
+    for i, (name, closed_at, snap) in enumerate(store.dashboard.closed_snapshots(db, run_id), start=1):
         # The closed cycle's own assessment: what its page shows, not a second reading.
         a = assessments.of_snapshot(snap)
         if a is None:
@@ -699,7 +696,7 @@ def reviewer_times(db: Database, run: str, cycle: str | None = None) -> dict[str
     """Reviewer -> median seconds per claim (review-page card shown to verdict or unclear) on the
     run's claims, within the cycle when given; reviewers without a recorded time are absent."""
     cycle_pk = store.cycle_id(db, cycle) if cycle is not None else None
-    times = db_review.label_durations(db, store.find_judge_run(db, run).id, cycle_pk)
+    times = store.review.label_durations(db, store.find_judge_run(db, run).id, cycle_pk)
     return {who: float(np.median(ms)) / 1000 for who, ms in times.items() if ms}
 
 
@@ -950,7 +947,6 @@ def check_slices(
 
 def answer_check_slices(db: Database, *, run: str, cycle: str | None = None) -> list[CheckSliceRow]:
     """`check_slices` for the labeled claims of `run` (within `cycle`), from the stored checks."""
-    from .store import checks as check_store
 
     judge_run = store.find_judge_run(db, run)
     cycle_id = None if cycle is None else store.cycle_id(db, cycle)
@@ -960,8 +956,8 @@ def answer_check_slices(db: Database, *, run: str, cycle: str | None = None) -> 
         data.judge,
         data.cluster,
         data.answer_ids,
-        check_store.flagged_answers(db),
-        check_store.checked_answers(db),
+        store.checks.flagged_answers(db),
+        store.checks.checked_answers(db),
     )
 
 

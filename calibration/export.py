@@ -66,10 +66,7 @@ from . import frameworks, mlflow_traces, store
 from .errors import InputError, NotFoundError, Option, Problem
 from .fmt import plural
 from .reading import checked, open_text
-from .store import Database
-from .store import checks as check_store
-from .store.checks import ReferenceEdit
-from .store.exports import ClaimDetail, claim_details, claim_ids_in_scope, cycle_judge_run_id
+from .store import ClaimDetail, Database, ReferenceEdit
 from .text import check_text, neutralise_cell
 from .vocab import ClaimStatus, Verdict
 
@@ -111,7 +108,7 @@ def resolve_scope(
     cycle_id = cycle_run = None
     if cycle:
         cycle_id = store.cycle_id(db, cycle)
-        cycle_run = cycle_judge_run_id(db, cycle_id)
+        cycle_run = store.cycles.cycle_judge_run_id(db, cycle_id)
     return ExportScope(run_id, run_name, cycle_id, cycle, cycle_run, only_final)
 
 
@@ -192,12 +189,12 @@ def iter_records(db: Database, scope: ExportScope = ExportScope()) -> Iterator[d
     """The export records of every claim in scope, ordered by answer id and claim position."""
     from . import __version__
 
-    ids = claim_ids_in_scope(
+    ids = store.exports.claim_ids_in_scope(
         db, run_id=scope.run_id, cycle_id=scope.cycle_id, cycle_run_id=scope.cycle_run_id
     )
     for start in range(0, len(ids), BATCH):
         batch = ids[start : start + BATCH]
-        rows = claim_details(db, batch, run_id=scope.run_id)
+        rows = store.exports.claim_details(db, batch, run_id=scope.run_id)
         finals = store.final_labels(db, batch)
         for pk in batch:
             final, status = finals[pk]
@@ -556,7 +553,7 @@ def export_bytes(
 
 def reference_answers(db: Database) -> dict[str, str]:
     """Answer id -> the newest reference answer a lead wrote for it."""
-    return {k: e.text for k, e in check_store.reference_edits(db).items()}
+    return {k: e.text for k, e in store.checks.reference_edits(db).items()}
 
 
 def set_reference_answer(db: Database, answer_id: str, text: str, *, edited_by: str) -> ReferenceEdit:
@@ -567,14 +564,14 @@ def set_reference_answer(db: Database, answer_id: str, text: str, *, edited_by: 
     if not edited_by.strip():
         raise InputError("reference answer: who edits it must be named")
     with store.write(db):
-        if not check_store.answer_exists(db, answer_id):
+        if not store.checks.answer_exists(db, answer_id):
             raise NotFoundError(f"answer {answer_id!r}: not in the database")
-        return check_store.add_reference_edit(db, answer_id, text, edited_by.strip())
+        return store.checks.add_reference_edit(db, answer_id, text, edited_by.strip())
 
 
 def reference_history(db: Database, answer_id: str) -> list[ReferenceEdit]:
     """Every reference edit of `answer_id`, oldest first (who, when, text)."""
-    return check_store.reference_history(db, answer_id)
+    return store.checks.reference_history(db, answer_id)
 
 
 def golden_items(

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from . import roles, store
 from .errors import SignInRefused
 from .store import Database
-from .store import roster as roster_store
 from .text import normalise_name, plain_key, visible
 
 SUBJECT_PREFIX = "oidc-"  # never in an e-mail-derived name: those hold an "@"
@@ -109,7 +108,7 @@ def sign_in(db: Database, person: Person) -> str:
     """The reviewer name of `person`: their binding's, or on their first sign-in a new binding
     (and the sign-in recorded). SignInRefused, with one sentence, when the name is bound to
     another subject or this sign-in was issued no later than one that logged out."""
-    found = roster_store.binding(db, person.issuer, person.subject)
+    found = store.roster.binding(db, person.issuer, person.subject)
     if found is None:
         found = _bind(db, person)
     if found.signed_out_iat is not None and person.issued_at <= found.signed_out_iat:
@@ -117,7 +116,7 @@ def sign_in(db: Database, person: Person) -> str:
     return found.name
 
 
-def _bind(db: Database, person: Person) -> roster_store.Binding:
+def _bind(db: Database, person: Person) -> store.roster.Binding:
     name = person.email or subject_name(person.issuer, person.subject)
     # An existing spelling of the name (labels from typed sign-ins) is kept: the first verified
     # binding takes it over.
@@ -125,20 +124,20 @@ def _bind(db: Database, person: Person) -> roster_store.Binding:
     key = normalise_name(name)
     with store.write(db):
         # Read again under the write lock: a second tab may have bound this subject meanwhile.
-        found = roster_store.binding(db, person.issuer, person.subject)
+        found = store.roster.binding(db, person.issuer, person.subject)
         if found is not None:
             return found
-        if roster_store.bound_to(db, key) is not None:
+        if store.roster.bound_to(db, key) is not None:
             raise SignInRefused(_refusal_taken(name))
-        roster_store.bind(db, person.issuer, person.subject, key, name)
+        store.roster.bind(db, person.issuer, person.subject, key, name)
     roles.note_sign_in(db, name)
-    return roster_store.Binding(name, None)
+    return store.roster.Binding(name, None)
 
 
 def log_out(db: Database, person: Person) -> None:
     """Record that `person`'s sign-in (its issue time) logged out."""
     with store.write(db):
-        roster_store.signed_out(db, person.issuer, person.subject, person.issued_at)
+        store.roster.signed_out(db, person.issuer, person.subject, person.issued_at)
 
 
 __all__ = [

@@ -37,11 +37,6 @@ from .reading import (
     text_file,
 )
 from .store import Database
-from .store import answers as answer_store
-from .store import checks as check_store
-from .store import cycles as store_cycles
-from .store import imports as import_marks
-from .store import labels as label_store
 from .text import json_text_problem
 from .vocab import LABEL_KINDS, LABEL_STATUSES, LABELS
 
@@ -199,15 +194,15 @@ def _import_records(
                 None,
                 check_rows,
             )
-            check_store.put_checks(db, check_rows, version=checks.CHECK_VERSION)
+            store.checks.put_checks(db, check_rows, version=checks.CHECK_VERSION)
             if dry_run:
                 raise _DryRunDone
         return
     # Read and check every record without the write lock, rows staged in connection-private
     # tables; then short writes move them in, hidden from readers by the import's marker until
     # the last write (taken back if one fails). Labels are never blocked for more than one write.
-    report.recovered += import_marks.recover(db)
-    staging = answer_store.Staging(db)
+    report.recovered += store.imports.recover(db)
+    staging = store.answers.Staging(db)
     try:
         with store.read_snapshot(db):
             writer = _read_answers(
@@ -230,7 +225,7 @@ def _import_records(
                 provisional: store.run_id(db, model, version, origin="import")
                 for (model, version), provisional in new_runs.items()
             }
-            staging.import_id = import_marks.begin(
+            staging.import_id = store.imports.begin(
                 db,
                 stamp=writer.ts,
                 new_runs=[r for r in real.values() if r is not None],
@@ -238,10 +233,10 @@ def _import_records(
             )
         try:
             staging.publish({p: r for p, r in real.items() if r is not None})
-            for lo in range(0, len(check_rows), answer_store.PUBLISH_BATCH):
+            for lo in range(0, len(check_rows), store.answers.PUBLISH_BATCH):
                 with store.write(db):  # hidden with their answers until the marker flips
-                    check_store.put_checks(
-                        db, check_rows[lo : lo + answer_store.PUBLISH_BATCH], version=checks.CHECK_VERSION
+                    store.checks.put_checks(
+                        db, check_rows[lo : lo + store.answers.PUBLISH_BATCH], version=checks.CHECK_VERSION
                     )
             staging.finish()
         except BaseException:
@@ -261,12 +256,12 @@ def _check_row(answer_id: str, question: str, answer: str) -> _CheckRow:
 
 def store_checks(db: Database, answers: Iterable[tuple[str, str, str]]) -> int:
     """Run seed 003's answer checks on (answer id, question, answer) triples and store them."""
-    return check_store.put_checks(db, [_check_row(*a) for a in answers], version=checks.CHECK_VERSION)
+    return store.checks.put_checks(db, [_check_row(*a) for a in answers], version=checks.CHECK_VERSION)
 
 
 def answer_facts(db: Database, answer_id: str) -> list[str]:
     """The review card's sentences for an answer's stored checks; empty when none is raised."""
-    c = check_store.answer_check(db, answer_id)
+    c = store.checks.answer_check(db, answer_id)
     if c is None:
         return []
     return checks.facts(
@@ -281,7 +276,7 @@ def answer_facts(db: Database, answer_id: str) -> list[str]:
 def backfill_checks(db: Database) -> int:
     """Check the answers imported before checks existed; the number checked."""
     with store.write(db):
-        return store_checks(db, check_store.answers_without_checks(db))
+        return store_checks(db, store.checks.answers_without_checks(db))
 
 
 def _read_answers(
@@ -296,12 +291,12 @@ def _read_answers(
     seen: set[str],
     runs: dict[tuple[str, str], int],
     new_runs: dict[tuple[str, str], int],
-    staging: answer_store.Staging | None,
+    staging: store.answers.Staging | None,
     check_rows: list[_CheckRow],
-) -> answer_store.AnswerWriter:
+) -> store.answers.AnswerWriter:
     """Read, check and queue every record (the import's one pass over its file); the writer,
     whose timestamp every new answer carries."""
-    writer = answer_store.AnswerWriter(db, report, update=update, staging=staging)
+    writer = store.answers.AnswerWriter(db, report, update=update, staging=staging)
 
     def run_id(model: str, version: str) -> int:
         key = (model, version)
@@ -416,8 +411,8 @@ def import_labels(
     # Read and check the whole file without the write lock, staging the labels; then short writes
     # move them in, hidden from readers by the import's marker until the last one (see
     # `store.labels.LabelStaging` for why this design), taken back if one fails.
-    report.recovered += import_marks.recover(db)
-    staging = label_store.LabelStaging(db)
+    report.recovered += store.imports.recover(db)
+    staging = store.labels.LabelStaging(db)
     try:
         with store.read_snapshot(db):
             _read_labels(
@@ -432,7 +427,7 @@ def import_labels(
         if not staging.staged:
             return report  # nothing new or changed: no marker, no write
         with store.write(db):
-            staging.import_id = import_marks.begin(db, stamp=store.now(), new_runs=[], source=path.name)
+            staging.import_id = store.imports.begin(db, stamp=store.now(), new_runs=[], source=path.name)
         try:
             staging.publish()
             staging.finish()
@@ -452,7 +447,7 @@ def _read_labels(
     mapping: dict[str, Verdict] | None,
     encoding: str | None,
     report: LabelsReport,
-    staging: label_store.LabelStaging,
+    staging: store.labels.LabelStaging,
 ) -> None:
     """Read and check every row of a label CSV, counting and staging the labels that would change;
     InputError, with the first problems, if any row is bad."""
@@ -478,7 +473,7 @@ def _read_labels(
             )
         seen: dict[tuple[str, str, str], int] = {}
         try:
-            known = store_cycles.known_reviewer_names(db)
+            known = store.cycles.known_reviewer_names(db)
             names: dict[str, str] = {}
             for row in reader:
                 line = reader.line_num
@@ -541,7 +536,7 @@ def _read_labels(
                 except CalibrationError as exc:
                     problems.add(line, str(exc), "claim_id")
                     continue
-                if import_marks.is_hidden_claim(db, pk):
+                if store.imports.is_hidden_claim(db, pk):
                     # A label would pin a row that import may still have to take back.
                     problems.add(
                         line,
@@ -550,14 +545,14 @@ def _read_labels(
                         "claim_id",
                     )
                     continue
-                bad = answer_store.unknown_chunks(db, rec.answer_id, rec.evidence)
+                bad = store.answers.unknown_chunks(db, rec.answer_id, rec.evidence)
                 if bad:
                     problems.add(line, f"{', '.join(bad)} names no chunk of this answer", "evidence")
                     continue
                 report.mappings[(spelling, verdict.value)] += 1
                 if problems:
                     continue
-                if label_store.import_unchanged(
+                if store.labels.import_unchanged(
                     store.label_state(db, pk, rec.reviewer), verdict.value, rec.evidence, rec.note
                 ):
                     report.unchanged += 1
@@ -647,7 +642,7 @@ def restore_answers(db: Database, path: str | Path, *, encoding: str | None = No
     report = ImportReport()
     problems = Problems(path)
     seen: set[str] = set()
-    report.recovered += import_marks.recover(db)
+    report.recovered += store.imports.recover(db)
     with store.write(db):
         runs = _Runs(db, report)
         for line, rec in _export_lines(path, encoding, problems):
@@ -680,7 +675,7 @@ def _restore_answer(db: Database, rec: dict[str, Any], report: ImportReport) -> 
         }
     )
     digest = content_hash(ans)
-    stored = answer_store.answer_hash(db, ans.id)
+    stored = store.answers.answer_hash(db, ans.id)
     if stored is not None:
         if stored != digest:
             raise ValueError(
@@ -689,7 +684,7 @@ def _restore_answer(db: Database, rec: dict[str, Any], report: ImportReport) -> 
             )
         report.answers_existing += 1
         return
-    answer_store.insert_answer(
+    store.answers.insert_answer(
         db,
         answer_id=ans.id,
         question=ans.question,
@@ -707,9 +702,9 @@ def _restore_claim(db: Database, rec: dict[str, Any], runs: _Runs, report: Impor
     answer_id, claim_id, text = rec["answer_id"], str(rec["claim_id"]), rec["claim"]
     if not isinstance(text, str) or not text.strip():
         raise ValueError("claim: claim has no text")
-    found = answer_store.find_claim(db, answer_id, claim_id)
+    found = store.answers.find_claim(db, answer_id, claim_id)
     if found is None:
-        pk = answer_store.insert_claim(
+        pk = store.answers.insert_claim(
             db, answer_id=answer_id, claim_id=claim_id, position=int(rec["claim_position"]), text=text
         )
         report.claims_new += 1
@@ -724,7 +719,7 @@ def _restore_claim(db: Database, rec: dict[str, Any], runs: _Runs, report: Impor
         assert verdict is not None  # not optional: _check_verdict raised otherwise
         run = runs.get(j["judge_model"], j["prompt_version"], create=True)
         assert run is not None  # create=True always gives an id
-        old_v = answer_store.judge_verdict(db, run, pk)
+        old_v = store.answers.judge_verdict(db, run, pk)
         if old_v is not None:
             if old_v != verdict:
                 raise ValueError(
@@ -733,7 +728,7 @@ def _restore_claim(db: Database, rec: dict[str, Any], runs: _Runs, report: Impor
                 )
             report.verdicts_existing += 1
             continue
-        answer_store.insert_judge_verdict(
+        store.answers.insert_judge_verdict(
             db,
             run_id=run,
             claim_pk=pk,
@@ -802,7 +797,7 @@ def _restore_claim_labels(
     cycle_id: Callable[[str | None], int | None],
 ) -> None:
     answer_id, claim_id = rec["answer_id"], str(rec["claim_id"])
-    found = answer_store.find_claim(db, answer_id, claim_id)
+    found = store.answers.find_claim(db, answer_id, claim_id)
     if found is None:
         raise ValueError(
             f"claim_id: no claim {claim_id!r} in answer {answer_id!r}; restore the answers "
@@ -816,11 +811,11 @@ def _restore_claim_labels(
         _check_verdict(e["verdict"], f"events.{i}.verdict", optional=True)
         if not e["reviewer"] or not e["created_at"]:
             raise ValueError(f"events.{i}: reviewer and created_at are required")
-    stored = answer_store.event_keys(db, pk)
+    stored = store.answers.event_keys(db, pk)
     wanted = [
         {
             k: (json.dumps(list(e[k]), ensure_ascii=False) if k == "evidence" else e[k])
-            for k in answer_store.EVENT_KEY
+            for k in store.answers.EVENT_KEY
         }
         for e in events
     ]
@@ -831,7 +826,7 @@ def _restore_claim_labels(
         )
     report.events_existing += len(stored)
     for e in events[len(stored) :]:
-        answer_store.append_event(
+        store.answers.append_event(
             db,
             claim_pk=pk,
             reviewer=e["reviewer"],
@@ -862,19 +857,24 @@ def _restore_claim_labels(
             "final_at": lab["final_at"],
             "updated_at": lab["updated_at"],
         }
-        old = answer_store.current_label(db, pk, lab["reviewer"])
+        old = store.answers.current_label(db, pk, lab["reviewer"])
         report.reviewers.add(lab["reviewer"])
-        if old is not None and old == tuple(values[c] for c in answer_store.LABEL_COLUMNS):
+        if old is not None and old == tuple(values[c] for c in store.answers.LABEL_COLUMNS):
             report.unchanged += 1
             continue
-        answer_store.put_label(db, pk, lab["reviewer"], values)
+        store.answers.put_label(db, pk, lab["reviewer"], values)
         report.new += 1
     adj = rec["adjudication"]
     if adj is not None:
         verdict = _check_verdict(adj["verdict"], "adjudication.verdict")
         assert verdict is not None  # not optional: _check_verdict raised otherwise
-        if answer_store.adjudication(db, pk) != (verdict, adj["adjudicator"], adj["note"], adj["created_at"]):
-            answer_store.put_adjudication(
+        if store.answers.adjudication(db, pk) != (
+            verdict,
+            adj["adjudicator"],
+            adj["note"],
+            adj["created_at"],
+        ):
+            store.answers.put_adjudication(
                 db,
                 pk,
                 verdict=verdict,

@@ -74,8 +74,7 @@ import numpy as np
 
 from . import estimation, fmt, sampling
 from .fmt import plural
-from .store import ClaimTable
-from .store.cycles import PlanningFacts
+from .store import ClaimTable, PlanningFacts
 from .vocab import LABELS
 
 Goal = Literal["agreement", "grounding"]

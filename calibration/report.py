@@ -47,9 +47,6 @@ from .assessment import Assessment
 from .flag import Flag, PopulationEstimates, Thresholds, decide_flag
 from .reporttext import format_report
 from .store import Database
-from .store import cycles as store_cycles
-from .store import lab as lab_store
-from .store import scope as store_scope
 from .vocab import LABELS
 
 DEFAULT_THRESHOLDS = Thresholds()
@@ -649,11 +646,11 @@ def _run_design(
     db: Database,
     run: store.JudgeRun,
     table: store.ClaimTable,
-    facts: store_scope.AnswerFacts,
+    facts: store.scope.AnswerFacts,
     labeled_answer: np.ndarray,
 ) -> tuple[np.ndarray, dict[Hashable, int], str]:
     """Stratum per answer of the run, N_h per stratum with labels, and the population sentence."""
-    stratified = store_scope.run_was_stratified(db, run.id)
+    stratified = store.scope.run_was_stratified(db, run.id)
     strata = estimation.run_strata(_all_supported(table), facts.category if stratified else None)
     plans = store.cycles.run_plan_strata(db, run.id)
     strata = planning.run_strata_with_plans(strata, table.answer_ids, plans)
@@ -677,7 +674,7 @@ def _cycle_design(
     db: Database, cycle_id: int, table: store.ClaimTable, labeled_answer: np.ndarray
 ) -> tuple[np.ndarray, dict[Hashable, int], str]:
     """Stratum per answer of the cycle (its inclusion probability), N_h = n_h / pi_h, and the sentence."""
-    cd = store_scope.cycle_design(db, cycle_id)
+    cd = store.scope.cycle_design(db, cycle_id)
     prob = dict(zip(cd.answer_ids, cd.inclusion_prob.tolist(), strict=True))
     pi = np.array([prob[a] for a in table.answer_ids], dtype=float)
     strata = np.array([f"pi={p:.12g}" for p in pi.tolist()], dtype=object)
@@ -741,7 +738,7 @@ def _grounding_dict(g: estimation.GroundingEstimate) -> dict[str, Any]:
 
 
 def pipeline_report(
-    table: store.ClaimTable, facts: store_scope.AnswerFacts, strata: np.ndarray
+    table: store.ClaimTable, facts: store.scope.AnswerFacts, strata: np.ndarray
 ) -> dict[str, Any]:
     """The pipeline's grounding score: the judge's own SUPPORTED rate over all its judged claims and the
     share humans would call SUPPORTED (two-phase, `estimation.corrected_grounding`), overall, per
@@ -854,16 +851,16 @@ def scope_report(
     oversampled = weight is not None and np.unique(weight).size > 1
     labeled_answer = np.zeros(len(table.answer_ids), dtype=bool)
     labeled_answer[table.answer[idx]] = True
-    facts: store_scope.AnswerFacts | None = None
+    facts: store.scope.AnswerFacts | None = None
     strata: np.ndarray
     population: Mapping[Hashable, int]
     if cycle_id is None:
-        facts = store_scope.answer_facts(db, table.answer_ids)
+        facts = store.scope.answer_facts(db, table.answer_ids)
         strata, population, text = _run_design(db, run, table, facts, labeled_answer)
     else:
         strata, population, text = _cycle_design(db, cycle_id, table, labeled_answer)
     claims_used = np.unique(idx)
-    claim_rank = store_scope.label_order(db, run.id, table.claim_pk[claims_used])
+    claim_rank = store.scope.label_order(db, run.id, table.claim_pk[claims_used])
     rank = claim_rank[np.searchsorted(claims_used, idx)]
     labels = table.labels
     ceiling = decisions.human_ceiling(
@@ -876,7 +873,7 @@ def scope_report(
         epsilon=thresholds.alt_epsilon,
         names=labels.reviewers,
     )
-    left = store_cycles.claims_left(db, run.id, table if cycle_id is None else None)
+    left = store.cycles.claims_left(db, run.id, table if cycle_id is None else None)
     report = agreement_report(
         human,
         judge,
@@ -1036,7 +1033,7 @@ def inspectable_calls(
     sealed = split.sealed_answer_ids(db)
     return [
         a
-        for a in lab_store.call_answer_ids(db, run_id, failed_only=failed_only)
+        for a in store.lab.call_answer_ids(db, run_id, failed_only=failed_only)
         if a not in sealed and a not in hidden
     ]
 

@@ -55,11 +55,7 @@ from .errors import (
 )
 from .fmt import plural
 from .models import StoredInt, Verdict
-from .store import Database, LabelState
-from .store import guidelines as db_guidelines
-from .store import review as db_review
-from .store.review import QueueRow
-from .store.roster import check_writer
+from .store import Database, LabelState, QueueRow
 from .text import display_name
 
 BLIND_KINDS = ("blind", "skip", "unclear")
@@ -73,12 +69,12 @@ RECONCILE_KINDS = ("keep", "judge_right")
 
 # What the review page needs to know about a cycle: id, name, judge run (id and name),
 # status and whether it is open to every reviewer.
-CycleRef = db_review.CycleRow
+CycleRef = store.review.CycleRow
 
 
 def cycle(db: Database, cycle_id: int) -> CycleRef:
     """The cycle with `cycle_id`; NotFoundError when there is none."""
-    return db_review.cycle_row(db, cycle_id)
+    return store.review.cycle_row(db, cycle_id)
 
 
 def open_cycles(db: Database, reviewer: str) -> list[CycleRef]:
@@ -177,14 +173,14 @@ class Card:
 
 def load_card(db: Database, answer_id: str, reviewer: str) -> Card:
     """The answer as the reviewer sees it before the reveal: no judge data at all."""
-    question, answer = db_review.card_answer(db, answer_id)
+    question, answer = store.review.card_answer(db, answer_id)
     chunks = tuple(
         Chunk(i, cid, text, source)
-        for i, (cid, text, source) in enumerate(db_review.card_chunks(db, answer_id), start=1)
+        for i, (cid, text, source) in enumerate(store.review.card_chunks(db, answer_id), start=1)
     )
     claims = tuple(
         Claim(pk, cid, i, text, label)
-        for i, (pk, cid, text, label) in enumerate(db_review.card_claims(db, answer_id, reviewer), start=1)
+        for i, (pk, cid, text, label) in enumerate(store.review.card_claims(db, answer_id, reviewer), start=1)
     )
     return Card(
         answer_id,
@@ -192,7 +188,7 @@ def load_card(db: Database, answer_id: str, reviewer: str) -> Card:
         answer,
         chunks,
         claims,
-        revealed=db_review.answer_revealed(db, answer_id, reviewer),
+        revealed=store.review.answer_revealed(db, answer_id, reviewer),
     )
 
 
@@ -241,7 +237,7 @@ def _queue_rows(db: Database, ref: CycleRef, answers: Sequence[str], reviewer: s
     The judge verdict is compared on the server only for revealed (committed) answers;
     nothing of it leaves the store.
     """
-    return db_review.queue_rows(db, ref.id, ref.judge_run_id, answers, reviewer)
+    return store.review.queue_rows(db, ref.id, ref.judge_run_id, answers, reviewer)
 
 
 def _settled(rows: Sequence[QueueRow]) -> dict[str, bool]:
@@ -312,7 +308,7 @@ class QueuePlace:
 
 def queue_place(db: Database, cycle_id: int, reviewer: str, *, after: str | None = None) -> QueuePlace:
     """`resume` (after answer `after`), `progress` and the queue, from one read of the queue."""
-    ref = db_review.cycle_row(db, cycle_id)
+    ref = store.review.cycle_row(db, cycle_id)
     answers = queue(db, cycle_id, reviewer)
     rows = _queue_rows(db, ref, answers, reviewer)
     order = rows
@@ -420,9 +416,9 @@ def answer_statuses_of(rows: Sequence[QueueRow], answers: Sequence[str]) -> list
 
 def answer_statuses(db: Database, cycle_id: int, reviewer: str) -> list[AnswerStatus]:
     """The reviewer's answers in the cycle with their status, for the answer list."""
-    ref = db_review.cycle_row(db, cycle_id)
+    ref = store.review.cycle_row(db, cycle_id)
     answers = queue(db, cycle_id, reviewer)
-    questions = db_review.questions(db, answers)
+    questions = store.review.questions(db, answers)
     return [
         replace(a, question=cut_words(questions.get(a.answer_id, ""), QUESTION_LIMIT))
         for a in answer_statuses_of(_queue_rows(db, ref, answers, reviewer), answers)
@@ -447,7 +443,7 @@ def canonical_reviewer(db: Database, typed: str) -> str:
     name = display_name(typed)
     if not name:
         return name
-    counts = db_review.reviewer_names(db)
+    counts = store.review.reviewer_names(db)
     if name in counts:
         return name
     key = name.casefold()
@@ -490,15 +486,15 @@ def label(
         verdict = None
     note = note.strip() if note else None
     with store.write(db):
-        check_writer(db, reviewer)  # first: a renamed name's queue has moved on with its work
-        ref = db_review.cycle_row(db, cycle_id)
-        answer_id = db_review.claim_answer(db, claim_pk)
+        store.roster.check_writer(db, reviewer)  # first: a renamed name's queue has moved on with its work
+        ref = store.review.cycle_row(db, cycle_id)
+        answer_id = store.review.claim_answer(db, claim_pk)
         _check_in_queue(db, ref, answer_id, reviewer)
-        if db_review.answer_revealed(db, answer_id, reviewer):
+        if store.review.answer_revealed(db, answer_id, reviewer):
             raise ConflictError(
                 "this answer is committed and the judge is revealed; record a change with reconcile"
             )
-        known = db_review.chunk_ids(db, answer_id) if evidence else []
+        known = store.review.chunk_ids(db, answer_id) if evidence else []
         unknown = [e for e in evidence if e not in known]
         if unknown:
             raise InputError(f"evidence names no chunk of answer {answer_id!r}: {unknown}")
@@ -551,7 +547,7 @@ def evidence_needed(numbers: Sequence[int]) -> str:
 def evidence_gaps(db: Database, cycle_id: int) -> dict[str, int]:
     """Reviewer -> their labels of the cycle with the final verdict SUPPORTED and no evidence
     chunk (the lead's table shows it before any export needs the sources)."""
-    return db_review.supported_without_evidence(db, cycle_id)
+    return store.review.supported_without_evidence(db, cycle_id)
 
 
 def commit(db: Database, *, cycle_id: int, reviewer: str, answer_id: str) -> None:
@@ -561,18 +557,18 @@ def commit(db: Database, *, cycle_id: int, reviewer: str, answer_id: str) -> Non
     every SUPPORTED verdict names its evidence (`missing_evidence`); committing again changes
     nothing."""
     with store.write(db):
-        check_writer(db, reviewer)
-        ref = db_review.cycle_row(db, cycle_id)
+        store.roster.check_writer(db, reviewer)
+        ref = store.review.cycle_row(db, cycle_id)
         _check_in_queue(db, ref, answer_id, reviewer)
-        if not db_review.answer_settled(db, answer_id, reviewer):
+        if not store.review.answer_settled(db, answer_id, reviewer):
             raise NotRevealedError(
                 "give every claim of the answer a verdict (or mark it unclear) before committing"
             )
-        if ref.require_evidence and not db_review.answer_revealed(db, answer_id, reviewer):
+        if ref.require_evidence and not store.review.answer_revealed(db, answer_id, reviewer):
             missing = missing_evidence(load_card(db, answer_id, reviewer))
             if missing:
                 raise ConflictError(evidence_needed(missing))
-        db_review.record_reveal(db, answer_id, reviewer, ref.id)
+        store.review.record_reveal(db, answer_id, reviewer, ref.id)
 
 
 # ---------------------------------------------------------------- reveal and reconcile
@@ -622,15 +618,15 @@ def reveal(db: Database, *, cycle_id: int, answer_id: str, reviewer: str) -> lis
     reviewer marked unclear comes without the judge's verdict, rationale and evidence until a
     lead adjudicates it; then with both.
     """
-    ref = db_review.cycle_row(db, cycle_id)
+    ref = store.review.cycle_row(db, cycle_id)
     card = load_card(db, answer_id, reviewer)
     if not card.revealed:
         missing = sum(not c.settled for c in card.claims)
         raise NotRevealedError(
             f"commit answer {answer_id!r} first ({plural(missing, 'claim')} without a verdict)"
         )
-    judged = db_review.reveal_verdicts(db, ref.judge_run_id, answer_id)
-    adjudicated = db_review.reveal_adjudications(db, answer_id)
+    judged = store.review.reveal_verdicts(db, ref.judge_run_id, answer_id)
+    adjudicated = store.review.reveal_adjudications(db, answer_id)
     out = []
     for c in card.claims:
         verdict, rationale, ev = judged.get(c.pk, (None, None, ()))
@@ -658,14 +654,14 @@ def reconcile(
     if choice not in RECONCILE_KINDS:
         raise InputError(f"choice must be one of {RECONCILE_KINDS}, not {choice!r}")
     with store.write(db):
-        check_writer(db, reviewer)
-        ref = db_review.cycle_row(db, cycle_id)
-        answer_id = db_review.claim_answer(db, claim_pk)
+        store.roster.check_writer(db, reviewer)
+        ref = store.review.cycle_row(db, cycle_id)
+        answer_id = store.review.claim_answer(db, claim_pk)
         _check_in_queue(db, ref, answer_id, reviewer)
-        if not db_review.answer_revealed(db, answer_id, reviewer):
+        if not store.review.answer_revealed(db, answer_id, reviewer):
             raise NotRevealedError("commit the answer's verdicts before reconciling")
         state = store.label_state(db, claim_pk, reviewer)
-        judge = db_review.judge_verdict(db, ref.judge_run_id, claim_pk)
+        judge = store.review.judge_verdict(db, ref.judge_run_id, claim_pk)
         if judge is None:
             raise NotFoundError("the judge gave no verdict on this claim")
         assert state is not None
@@ -805,14 +801,14 @@ def _shipped_definitions() -> dict[str, str]:
 def judge_definitions(db: Database, run_id: int) -> dict[str, str]:
     """The verdict definitions shown to reviewers: those of the prompt the cycle's judge run
     used (a judge-lab run keeps its template), else of the shipped grounding prompt."""
-    return {**_shipped_definitions(), **verdict_definitions(db_guidelines.run_template(db, run_id) or "")}
+    return {**_shipped_definitions(), **verdict_definitions(store.guidelines.run_template(db, run_id) or "")}
 
 
-def guidelines_for(db: Database, cycle_id: int) -> list[db_guidelines.Guidelines]:
+def guidelines_for(db: Database, cycle_id: int) -> list[store.guidelines.Guidelines]:
     """The lead's guidelines that apply in a cycle: the project's, then the cycle's own."""
     found = (
-        db_guidelines.get_guidelines(db, db_guidelines.PROJECT_SCOPE),
-        db_guidelines.get_guidelines(db, db_guidelines.cycle_scope(cycle_id)),
+        store.guidelines.get_guidelines(db, store.guidelines.PROJECT_SCOPE),
+        store.guidelines.get_guidelines(db, store.guidelines.cycle_scope(cycle_id)),
     )
     return [g for g in found if g is not None]
 

@@ -40,11 +40,7 @@ from enum import Enum
 
 from . import store
 from .errors import InputError, NotALeadError
-from .store import Database
-from .store import cycles as cycle_store
-from .store import dashboard as dashboard_store
-from .store import roster as roster_store
-from .store.dashboard import OpenCycleWork
+from .store import Database, OpenCycleWork
 from .text import check_name, confusable_with, near_duplicate_of, normalise_name, plain_key, visible
 
 LEADS_ENV = "CALIBRATION_LEADS"
@@ -379,7 +375,7 @@ def blind_refusal(spots: Sequence[BlindSpot]) -> str:
 
 def open_work_of(db: Database, identities: Iterable[str]) -> OpenWork:
     """:func:`open_work` over the database's open cycles."""
-    return open_work(dashboard_store.open_cycle_work(db), identities)
+    return open_work(store.dashboard.open_cycle_work(db), identities)
 
 
 def hidden_in_scope(
@@ -389,17 +385,17 @@ def hidden_in_scope(
     `cycle_id` is None: every answer the run judged); empty when the scope may be shown."""
     if not work:
         return ()
-    return work.touching(dashboard_store.answers_in_scope(db, run_id, cycle_id, sorted(work.answers)))
+    return work.touching(store.dashboard.answers_in_scope(db, run_id, cycle_id, sorted(work.answers)))
 
 
 def known_reviewers(db: Database) -> list[str]:
     """Every reviewer spelling the database knows (labels, assignments, sign-ins)."""
-    return cycle_store.known_reviewer_names(db)
+    return store.cycles.known_reviewer_names(db)
 
 
 def signed_in(db: Database) -> list[str]:
     """Every reviewer name that ever signed in, oldest first."""
-    return cycle_store.signed_in_names(db)
+    return store.cycles.signed_in_names(db)
 
 
 def sign_in(db: Database, typed: str) -> str:
@@ -419,7 +415,7 @@ def deactivated(db: Database, name: str) -> str | None:
     away (`roster.writer_refusal`, the rule every write checks too); None otherwise. Asked at
     sign-in and on every later run of the app, so that a reviewer signed in before the change
     (by name, by a reload link, or by the identity provider) is stopped too."""
-    refusal = roster_store.writer_refusal(db, name)
+    refusal = store.roster.writer_refusal(db, name)
     return None if refusal is None else str(refusal)
 
 
@@ -428,7 +424,7 @@ def note_sign_in(db: Database, name: str) -> None:
     key = normalise_name(name)
     if key and key not in {normalise_name(n) for n in signed_in(db)}:
         with store.write(db):
-            cycle_store.record_sign_in(db, key, name)
+            store.cycles.record_sign_in(db, key, name)
 
 
 __all__ = [

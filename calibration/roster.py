@@ -31,29 +31,27 @@ from collections.abc import Iterable, Sequence
 from . import store
 from .errors import ConflictError, NotFoundError
 from .roles import accept_name, known_reviewers
-from .store import Database
-from .store import roster as roster_store
-from .store.roster import RosterEntry, RosterEvent
+from .store import Database, RosterEntry, RosterEvent
 from .text import loose_key, normalise_name, visible
 
 
 def entries(db: Database) -> list[RosterEntry]:
     """The roster, active reviewers first."""
-    return roster_store.entries(db)
+    return store.roster.entries(db)
 
 
 def active_names(db: Database) -> list[str]:
     """The names of the roster's active reviewers, in roster order."""
-    return [e.name for e in roster_store.entries(db) if e.active]
+    return [e.name for e in store.roster.entries(db) if e.active]
 
 
 def history(db: Database) -> list[RosterEvent]:
     """Every change of the roster, newest first."""
-    return roster_store.events(db)
+    return store.roster.events(db)
 
 
 def _entry_of(db: Database, name: str) -> RosterEntry:
-    found = roster_store.entry(db, normalise_name(name))
+    found = store.roster.entry(db, normalise_name(name))
     if found is None:
         raise NotFoundError(f"reviewer: {visible(name)!r} is not on the roster{_closest_hint(name, db)}")
     return found
@@ -78,11 +76,11 @@ def add(db: Database, typed: str, *, by: str | None = None) -> str:
     with store.write(db):
         name = accept_name(typed, known_reviewers(db))
         key = normalise_name(name)
-        found = roster_store.entry(db, key)
+        found = store.roster.entry(db, key)
         if found is not None:
             state = "" if found.active else " (deactivated: reactivate them instead)"
             raise ConflictError(f"reviewer: {visible(found.name)!r} is on the roster already{state}")
-        roster_store.add(db, key, name, by)
+        store.roster.add(db, key, name, by)
     return name
 
 
@@ -91,7 +89,7 @@ def set_active(db: Database, name: str, active: bool, *, by: str | None = None) 
     with store.write(db):
         found = _entry_of(db, name)
         if found.active != active:
-            roster_store.set_active(db, normalise_name(found.name), active, by)
+            store.roster.set_active(db, normalise_name(found.name), active, by)
     return found.name
 
 
@@ -119,7 +117,7 @@ def rename(db: Database, old: str, typed_new: str, *, by: str | None = None) -> 
         if new_name == found.name:
             return new_name, 0
         spellings = [k for k in known if normalise_name(k) == old_key]
-        moved = roster_store.rename(
+        moved = store.roster.rename(
             db,
             old_key=old_key,
             old_names=spellings or [found.name],
@@ -133,7 +131,7 @@ def rename(db: Database, old: str, typed_new: str, *, by: str | None = None) -> 
 def check_on_roster(db: Database, names: Sequence[str], *, field: str = "reviewers") -> list[str]:
     """The problems of cycle reviewer names against the roster: each name not an active roster
     reviewer, with the closest active name. None while the roster is empty."""
-    rows = roster_store.entries(db)
+    rows = store.roster.entries(db)
     if not rows:
         return []
     active = {normalise_name(e.name) for e in rows if e.active}

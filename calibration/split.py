@@ -28,9 +28,7 @@ import numpy as np
 from . import store
 from .errors import ConflictError, InputError
 from .fmt import plural
-from .store import Database
-from .store import split as split_store
-from .store.split import SplitRecord
+from .store import Database, SplitRecord
 from .text import check_text
 
 DEFAULT_SEED = 20240601
@@ -124,10 +122,10 @@ class Split:
 
 def current(db: Database, run: store.JudgeRun | None = None) -> Split:
     """The split as stored (writes nothing); limited to the answers `run` judged, if given."""
-    gen = split_store.current_split(db)
-    assigned = split_store.assignments(db)
-    labeled = split_store.labeled_answer_ids(db)
-    cycle_holdout = split_store.cycle_holdout_answer_ids(db)
+    gen = store.split.current_split(db)
+    assigned = store.split.assignments(db)
+    labeled = store.split.labeled_answer_ids(db)
+    cycle_holdout = store.split.cycle_holdout_answer_ids(db)
     holdout: set[str] = {a for a in cycle_holdout if a not in assigned}
     if gen is not None:
         holdout |= {a for a, (g, part) in assigned.items() if g == gen.id and part == "holdout"}
@@ -136,7 +134,7 @@ def current(db: Database, run: store.JudgeRun | None = None) -> Split:
     tuning = [a for a in labeled if a not in holdout and a not in set(pending)]
     hold = sorted(a for a in holdout if a in labeled_set or a in assigned)
     if run is not None:
-        mine = split_store.run_answer_ids(db, run.id)
+        mine = store.split.run_answer_ids(db, run.id)
         tuning = [a for a in tuning if a in mine]
         hold = [a for a in hold if a in mine]
         pending = [a for a in pending if a in mine]
@@ -146,18 +144,18 @@ def current(db: Database, run: store.JudgeRun | None = None) -> Split:
 def claim_counts(db: Database, s: Split) -> dict[str, int]:
     """Claims per part (all claims of the part's answers): the sizes a page shows."""
     return {
-        "tuning": len(split_store.claim_keys(db, s.tuning)),
-        "holdout": len(split_store.claim_keys(db, s.holdout)),
-        "pending": len(split_store.claim_keys(db, s.pending)),
+        "tuning": len(store.split.claim_keys(db, s.tuning)),
+        "holdout": len(store.split.claim_keys(db, s.holdout)),
+        "pending": len(store.split.claim_keys(db, s.pending)),
     }
 
 
 def _assign_pending(db: Database, gen: SplitRecord, stratify_run_id: int | None) -> int:
-    assigned = split_store.assignments(db)
-    todo = [a for a in split_store.labeled_answer_ids(db) if a not in assigned]
+    assigned = store.split.assignments(db)
+    todo = [a for a in store.split.labeled_answer_ids(db) if a not in assigned]
     if not todo:
         return 0
-    verdicts = split_store.answer_judge_verdicts(db, stratify_run_id, todo)
+    verdicts = store.split.answer_judge_verdicts(db, stratify_run_id, todo)
     strata = {a: answer_stratum(v) for a, v in verdicts.items()}
     # A later batch gets its own stream (seed, generation, batch size), so re-running the
     # same state gives the same parts while batches do not all draw the first numbers.
@@ -166,9 +164,9 @@ def _assign_pending(db: Database, gen: SplitRecord, stratify_run_id: int | None)
         strata,
         seed=seed,
         holdout_share=gen.holdout_share,
-        forced_holdout=split_store.cycle_holdout_answer_ids(db),
+        forced_holdout=store.split.cycle_holdout_answer_ids(db),
     )
-    return split_store.assign_answers(db, gen.id, [(a, parts[a], strata[a]) for a in todo])
+    return store.split.assign_answers(db, gen.id, [(a, parts[a], strata[a]) for a in todo])
 
 
 def ensure_split(
@@ -184,21 +182,21 @@ def ensure_split(
     The first split is stratified by `stratify_run`'s verdicts (default: the most recently
     imported run); `seed` and `holdout_share` apply only when the split is made.
     """
-    gen = split_store.current_split(db)
+    gen = store.split.current_split(db)
     if gen is None:
-        if not split_store.labeled_answer_ids(db):
+        if not store.split.labeled_answer_ids(db):
             return current(db)
         run = stratify_run
         if run is None and store.judge_runs(db):
             run = store.find_judge_run(db, None)
-        split_store.create_split(
+        store.split.create_split(
             db,
             seed=seed,
             holdout_share=holdout_share,
             stratify_run_id=None if run is None else run.id,
             created_by=created_by,
         )
-        gen = split_store.current_split(db)
+        gen = store.split.current_split(db)
         assert gen is not None
     if gen.sealed:
         # A used holdout takes no new answers: they wait for `new_holdout`, so that the fresh
@@ -217,9 +215,9 @@ def seal(
 ) -> Split:
     """Seal the first holdout now (the lead asked for it): the split is made and the labeled
     answers assigned. Refused when a split exists (unseal it and start a fresh one instead)."""
-    if split_store.current_split(db) is not None:
+    if store.split.current_split(db) is not None:
         raise ConflictError("a holdout was sealed already; a fresh one is made only after it was used")
-    if not split_store.labeled_answer_ids(db):
+    if not store.split.labeled_answer_ids(db):
         raise InputError("no claim has a human label yet: there is nothing to set aside")
     return ensure_split(
         db, stratify_run=stratify_run, created_by=created_by, seed=seed, holdout_share=holdout_share
@@ -229,16 +227,16 @@ def seal(
 def seal_size(db: Database, holdout_share: float = DEFAULT_HOLDOUT_SHARE) -> tuple[int, int]:
     """(holdout answers, labeled answers) that `seal` would make now; writes nothing. The
     count does not depend on the seed (`assign_parts` allocates fixed quotas per stratum)."""
-    labeled = split_store.labeled_answer_ids(db)
+    labeled = store.split.labeled_answer_ids(db)
     runs = store.judge_runs(db)
     run = store.find_judge_run(db, None) if runs else None
-    verdicts = split_store.answer_judge_verdicts(db, None if run is None else run.id, labeled)
+    verdicts = store.split.answer_judge_verdicts(db, None if run is None else run.id, labeled)
     strata = {a: answer_stratum(v) for a, v in verdicts.items()}
     parts = assign_parts(
         strata,
         seed=DEFAULT_SEED,
         holdout_share=holdout_share,
-        forced_holdout=split_store.cycle_holdout_answer_ids(db),
+        forced_holdout=store.split.cycle_holdout_answer_ids(db),
     )
     return sum(p == "holdout" for p in parts.values()), len(labeled)
 
@@ -301,7 +299,7 @@ def summary(db: Database) -> Summary:
         made=s.generation is not None,
         sealed=s.sealed,
         answers=len(sealed),
-        claims=len(split_store.claim_keys(db, sealed)),
+        claims=len(store.split.claim_keys(db, sealed)),
         pending=len(s.pending),
         unsealed_by=None if s.generation is None else s.generation.unsealed_by,
     )
@@ -313,12 +311,12 @@ def unseal(db: Database, *, who: str, reason: str | None = None) -> SplitRecord:
         raise InputError("say who unseals the holdout")
     if reason is not None:
         check_text(reason, "reason")
-    gen = split_store.current_split(db)
+    gen = store.split.current_split(db)
     if gen is None:
         raise ConflictError("there is no split to unseal yet")
-    if not split_store.unseal_split(db, gen.id, who=who.strip(), reason=reason):
+    if not store.split.unseal_split(db, gen.id, who=who.strip(), reason=reason):
         raise ConflictError(f"the holdout was already unsealed by {gen.unsealed_by} at {gen.unsealed_at}")
-    out = split_store.current_split(db)
+    out = store.split.current_split(db)
     assert out is not None
     return out
 
@@ -332,14 +330,14 @@ def new_holdout(
 ) -> Split:
     """Start a fresh holdout once the current one is used: the answers labeled since then are
     split; the used holdout's answers become tuning answers."""
-    gen = split_store.current_split(db)
+    gen = store.split.current_split(db)
     if gen is not None and gen.sealed:
         raise ConflictError("the current holdout is still sealed; a new one is made only after it was used")
     stratify = None if gen is None else gen.stratify_run_id
-    split_store.create_split(
+    store.split.create_split(
         db, seed=seed, holdout_share=holdout_share, stratify_run_id=stratify, created_by=created_by
     )
-    new = split_store.current_split(db)
+    new = store.split.current_split(db)
     assert new is not None
     _assign_pending(db, new, stratify)
     return current(db)
@@ -351,8 +349,8 @@ def sealed_answer_ids(db: Database) -> set[str]:
     if not s.sealed:
         return set()
     # Cycle holdout answers count from the start, labeled or not (current() lists labeled ones).
-    assigned = split_store.assignments(db)
-    unassigned_cycle = {a for a in split_store.cycle_holdout_answer_ids(db) if a not in assigned}
+    assigned = store.split.assignments(db)
+    unassigned_cycle = {a for a in store.split.cycle_holdout_answer_ids(db) if a not in assigned}
     return set(s.holdout) | set(s.pending) | unassigned_cycle
 
 
@@ -364,9 +362,9 @@ def sealed_claim_keys(db: Database, run: store.JudgeRun | str | None = None) -> 
         return set()
     if isinstance(run, str):
         run = store.find_judge_run(db, run)
-    return split_store.claim_keys(db, answers, None if run is None else run.id)
+    return store.split.claim_keys(db, answers, None if run is None else run.id)
 
 
 def fingerprint(db: Database) -> tuple[object, ...]:
     """Changes when the split or its seal changes (a page's cache key includes it)."""
-    return split_store.state_marker(db)
+    return store.split.state_marker(db)

@@ -17,7 +17,6 @@ import streamlit as st
 from calibration import commands, cycles, dashboard, fmt, planning, review, roster, sampling, split, store
 from calibration.errors import CalibrationError, Option
 from calibration.fmt import plural
-from calibration.store import cycles as store_cycles
 from calibration.text import visible
 from calibration_app import access, navigation, signin, untrusted, widgets
 
@@ -423,7 +422,7 @@ def _reassign_form(cycle: cycles.Cycle) -> None:
             )
             st.form_submit_button("Reassign", on_click=_reassign, args=(cycle.name,))
         with store.session(path) as db:
-            history = store_cycles.reassignments(db, cycle.id)
+            history = store.cycles.reassignments(db, cycle.id)
         if history:
             st.dataframe(
                 [

@@ -26,7 +26,6 @@ import streamlit as st
 from calibration import commands, dashboard, export, frameworks, roles, split, store
 from calibration.errors import CalibrationError
 from calibration.store import Database
-from calibration.store import cycles as cycle_store
 from calibration.text import check_text, visible
 from calibration.vocab import LABELS
 from calibration_app import access, navigation, signin, untrusted, widgets
@@ -68,7 +67,7 @@ def _hidden_scopes(
     run_id = store.find_judge_run(db, run).id
     out = {}
     for i, name in enumerate(scopes):
-        cycle_id = None if name is None else cycle_store.cycle_id(db, name)
+        cycle_id = None if name is None else store.cycles.cycle_id(db, name)
         spots = roles.hidden_in_scope(db, work, run_id=run_id, cycle_id=cycle_id)
         if spots:
             out[i] = spots

@@ -14,7 +14,6 @@ import streamlit as st
 
 from calibration import cycles, review, store
 from calibration.errors import InputError
-from calibration.store import guidelines as db_guidelines
 from calibration.text import check_text
 from calibration.vocab import LABELS
 from calibration_app import access, signin, untrusted
@@ -32,7 +31,7 @@ def _on_save(scope: str, editor_key: str, lead: str) -> None:
         st.session_state[REFUSED] = str(exc)
         return
     with store.session(signin.db_path()) as db:
-        db_guidelines.save_guidelines(db, scope, markdown, lead)
+        store.guidelines.save_guidelines(db, scope, markdown, lead)
     st.session_state[SAVED] = True
 
 
@@ -41,14 +40,14 @@ lead = access.require_lead()
 path = signin.db_path()
 with store.session(path) as db:
     all_cycles = cycles.list_cycles(db)
-scopes = [db_guidelines.PROJECT_SCOPE, *(db_guidelines.cycle_scope(c.id) for c in all_cycles)]
+scopes = [store.guidelines.PROJECT_SCOPE, *(store.guidelines.cycle_scope(c.id) for c in all_cycles)]
 names = {
-    db_guidelines.PROJECT_SCOPE: "Every cycle (project)",
-    **{db_guidelines.cycle_scope(c.id): f"Cycle {c.name} (shown after the project's)" for c in all_cycles},
+    store.guidelines.PROJECT_SCOPE: "Every cycle (project)",
+    **{store.guidelines.cycle_scope(c.id): f"Cycle {c.name} (shown after the project's)" for c in all_cycles},
 }
 scope = st.selectbox("For", scopes, format_func=lambda s: names[s], key="guidelines_scope")
 with store.session(path) as db:
-    current = db_guidelines.get_guidelines(db, scope)
+    current = store.guidelines.get_guidelines(db, scope)
 editor_key = f"{EDITOR}_{scope}"
 if editor_key not in st.session_state:
     st.session_state[editor_key] = current.markdown if current else ""
@@ -80,7 +79,7 @@ with st.container(border=True, key="guidelines-preview"):
 
 st.subheader("Verdict definitions reviewers see")
 st.caption("From the judge's prompt (calibration/prompts), so people and the judge use the same words.")
-by_scope = {db_guidelines.cycle_scope(c.id): c for c in all_cycles}
+by_scope = {store.guidelines.cycle_scope(c.id): c for c in all_cycles}
 shown_cycle = by_scope.get(scope) or (all_cycles[-1] if all_cycles else None)
 with store.session(path) as db:
     shipped = review.judge_definitions(db, shown_cycle.judge_run_id) if shown_cycle else {}

@@ -44,9 +44,7 @@ from calibration.errors import (
     phrase,
 )
 from calibration.fmt import plural
-from calibration.store import lab as lab_store
-from calibration.store import review as review_store
-from calibration.store.split import SplitRecord
+from calibration.store import SplitRecord
 from calibration_app import access, settings, signin, untrusted, widgets
 
 SUMMARY = "_judge_lab_summary"  # the last run's summary, kept across reruns
@@ -181,8 +179,8 @@ with store.session(path) as db:
     split_claims = split.claim_counts(db, current_split)
     holdout = split.summary(db)
     labeled = judge.plan_run(db, "", "", "labeled")
-    overview = lab_store.lab_run_overview(db)
-    all_cycles = lab_store.cycle_names(db)
+    overview = store.lab.lab_run_overview(db)
+    all_cycles = store.lab.cycle_names(db)
 cycles = [c for c in all_cycles if c not in work.cycles]
 
 st.caption(
@@ -472,8 +470,8 @@ if running is not None and not (submitted or confirmed):
     # The previous script run was interrupted mid-run (Stop, or another click).
     run_name, total = running
     with store.session(path) as db:
-        found = next((r for r in lab_store.lab_runs(db) if r.name == run_name), None)
-        done = lab_store.run_totals(db, found.id) if found is not None else None
+        found = next((r for r in store.lab.lab_runs(db) if r.name == run_name), None)
+        done = store.lab.run_totals(db, found.id) if found is not None else None
     st.warning(
         "The run was stopped. Every answer judged before the stop is stored; press Run again "
         "with the same model and version to continue from there."
@@ -625,7 +623,7 @@ if submitted or confirmed:
                 for line in _problems(exc):
                     untrusted.literal(line)
     with store.session(path) as db:
-        overview = lab_store.lab_run_overview(db)
+        overview = store.lab.lab_run_overview(db)
 
 # ---------------------------------------------------------------- the result
 
@@ -776,7 +774,7 @@ if overview:
         )
     with st.expander("What the judge saw: one stored call", expanded=summary is not None):
         with store.session(path) as db:
-            runs = lab_store.lab_runs(db)
+            runs = store.lab.lab_runs(db)
         names = [r.name for r in reversed(runs)]
         if st.session_state.get(INSPECT_RUN) not in names:  # first visit, or back from another page
             just_made = summary.run.name if summary is not None else None
@@ -788,10 +786,10 @@ if overview:
             # A prompt states its claims and a reply the judge's verdicts: no sealed holdout
             # answer and none of the lead's open answers.
             ids = report.inspectable_calls(db, run.id, failed_only=failed_only, hidden=work.answers)
-            sizes = lab_store.call_sizes(db, run.id, ids)
+            sizes = store.lab.call_sizes(db, run.id, ids)
             examples_blind = bool(work) and any(
-                review_store.claim_answer(db, e.claim_pk) in work.answers
-                for e in lab_store.run_examples(db, run.id)
+                store.review.claim_answer(db, e.claim_pk) in work.answers
+                for e in store.lab.run_examples(db, run.id)
             )
         if examples_blind:
             st.caption(
@@ -816,7 +814,7 @@ if overview:
                 st.session_state[LOADED] = (run.id, aid)
             if st.session_state.get(LOADED) == (run.id, aid):
                 with store.session(path) as db:
-                    call = lab_store.get_call(db, run.id, aid)
+                    call = store.lab.get_call(db, run.id, aid)
                 if call is not None:
                     tokens = "not reported" if call["total_tokens"] is None else f"{call['total_tokens']:,}"
                     untrusted.literal(

@@ -36,8 +36,7 @@ import streamlit as st
 from calibration import card as card_view
 from calibration import review, store
 from calibration.fmt import plural
-from calibration.store import Database
-from calibration.store.guidelines import PROJECT_SCOPE, Guidelines
+from calibration.store import PROJECT_SCOPE, Database, Guidelines
 from calibration.vocab import LABELS, VERDICT_COLOURS
 from calibration_app import access, card_route, failures, review_card, signin, untrusted
 

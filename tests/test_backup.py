@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,7 @@ from calibration.store import imports as import_store
 from calibration.store.backup import BOOKKEEPING, MIGRATIONS_TABLE
 
 from .judge_stub import StubServer
+from .pg_server import Cluster
 from .test_export import labels_snapshot
 
 DATA = Path(__file__).parent / "data"
@@ -86,7 +88,7 @@ def table_rows(path: Path) -> dict[str, list[tuple]]:
         conn.close()
 
 
-def figures(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+def figures(path: str | Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
     """`stats --json` for every run and every cycle, every judge-lab comparison, the split, the
     dashboard of every run and cycle, and every cycle's progress."""
     out: dict[str, object] = {}
@@ -248,34 +250,81 @@ def _fill(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.slow  # every table filled and compared: make test runs it, make test-fast leaves it out
-def test_every_table_round_trips_and_every_figure_is_the_same(
-    full_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    before = table_rows(full_db)
+def round_trip(
+    source: Path,
+    target: str | Path,
+    rows: Callable[[str | Path], dict[str, list[tuple]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> str:
+    """Back `source` up and restore the file into the empty `target`: every table (as `rows`
+    reads it) and every figure must be the same there; what `restore` printed."""
+    before = rows(source)
     # The fill must reach every table the schema has, so that each one is really compared: a
     # table a later release adds fails here until this fixture (and the backup) covers it.
     empty = [name for name, rows in before.items() if not rows]
     assert empty == [], f"the fixture leaves these tables empty: {empty}"
-    expected = figures(full_db, capsys)
+    expected = figures(source, capsys)
     out = tmp_path / "backup.jsonl"
-    assert main(["--db", str(full_db), "backup", "--out", str(out)]) == 0
+    assert main(["--db", str(source), "backup", "--out", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     assert SECRET not in text and API_KEY not in text and "Bearer" not in text
-    target = tmp_path / "restored.db"
     assert main(["--db", str(target), "restore", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "restored (backup)" in printed and "answer checks computed" not in printed
-    after = table_rows(target)
+    after = rows(target)
     assert sorted(after) == sorted(before)
     for name in before:
         assert after[name] == before[name], name
     assert figures(target, capsys) == expected
+    return printed
+
+
+@pytest.mark.slow  # every table filled and compared: make test runs it, make test-fast leaves it out
+def test_every_table_round_trips_and_every_figure_is_the_same(
+    full_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "restored.db"
+    printed = round_trip(full_db, target, table_rows, tmp_path, capsys)
+    assert "restored (backup)" in printed and "answer checks computed" not in printed
     with store.session(target) as db:
         assert store.get_setting(db, store.SIGNIN_SECRET_SETTING) is None
         s = split.current(db)  # the second holdout is sealed, the first one stays marked used
         assert s.sealed and s.generation is not None and s.generation.id == 2
         assert split.sealed_answer_ids(db) and not s.used
+
+
+@pytest.fixture
+def pg_url(pg_cluster: Cluster) -> Iterator[str]:
+    """An empty PostgreSQL database (dropped afterwards)."""
+    url = pg_cluster.new_database()
+    yield url
+    pg_cluster.drop_database(url)
+
+
+def stored_rows(url: str | Path) -> dict[str, list[tuple]]:
+    """Every row of every table, on either engine, less the bookkeeping and the sign-in secret;
+    each table's rows sorted (the engines list rows of a text key in different orders)."""
+    with store.session(url) as db:
+        return {
+            t.name: sorted(
+                (
+                    r
+                    for r in store.backup.all_rows(db, t)
+                    if t.name != "settings" or r[0] != store.SIGNIN_SECRET_SETTING
+                ),
+                key=repr,
+            )
+            for t in store.backup.tables(db)
+        }
+
+
+@pytest.mark.slow  # as the round trip above, into a PostgreSQL server
+def test_a_backup_restores_into_an_empty_postgresql_database_exactly(
+    full_db: Path, tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert "restored (backup)" in round_trip(full_db, pg_url, stored_rows, tmp_path, capsys)
+    with store.session(pg_url) as db:
+        assert store.backup.revision(db) == store.backup.known_revisions()[-1]
 
 
 def test_the_header_says_what_the_backup_holds(full_db: Path, tmp_path: Path) -> None:
@@ -289,6 +338,7 @@ def test_the_header_says_what_the_backup_holds(full_db: Path, tmp_path: Path) ->
     assert header["format"] == backup.BACKUP_FORMAT and header["format_version"] == backup.BACKUP_VERSION
     assert header["tool_version"] == __version__
     assert header["migrations"] == store.backup.known_migrations()
+    assert header["revision"] == store.backup.known_revisions()[-1]
     assert set(header["tables"]) == set(table_names(full_db)) - set(BOOKKEEPING)
     assert sum(header["tables"].values()) == len(lines) - 1 == sum(rep.tables.values())
     assert any("sign-in secret" in item for item in header["left_out"])
@@ -408,6 +458,8 @@ def test_a_refused_restore_leaves_no_new_database_file(
         ({"format_version": 99}, "written by a newer release"),
         ({"migrations_add": "m099_from_the_future"}, "unknown to this release"),
         ({"migrations_drop": "m002_create_judge_runs"}, "not a schema any release made"),
+        ({"revision": "9999_later"}, "revision: 9999_later is unknown to this release"),
+        ({"migrations_drop": "m018_reviewer_identities"}, "the header lacks some"),
         ({"tables": "not a mapping"}, "header.tables"),
     ],
 )

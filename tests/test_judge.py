@@ -1221,9 +1221,15 @@ def paired_claims_oracle(
     if cycle_id is not None:
         cycle_join = "JOIN cycle_answers ca ON ca.answer_id = cl.answer_id AND ca.cycle_id = ?"
         params.append(cycle_id)
+    # SQL text is each engine's own: the group's verdicts as one JSON array.
+    as_json = (
+        "json_group_array(h.final_verdict)"
+        if db.dialect == "sqlite"
+        else "CAST(json_agg(h.final_verdict) AS text)"
+    )
     rows = db.execute(
         f"""SELECT cl.answer_id, cl.claim_id, va.verdict, vb.verdict,
-                  (SELECT json_group_array(h.final_verdict) FROM human_labels h
+                  (SELECT {as_json} FROM human_labels h
                    WHERE h.claim_pk = cl.id AND h.status = 'labeled' AND h.final_verdict IS NOT NULL),
                   (SELECT d.verdict FROM adjudications d WHERE d.claim_pk = cl.id),
                   EXISTS (SELECT 1 FROM human_labels u WHERE u.claim_pk = cl.id AND u.status = 'unclear')

@@ -94,6 +94,51 @@ def test_only_the_data_layer_executes_sql() -> None:
     assert offenders == [], "SQL outside calibration/store:\n" + "\n".join(offenders)
 
 
+# The store's modules whose SQL text is an engine's own, run on that engine alone: the backends
+# (catalogue reads, pragmas, session settings) and the database type (the statements a backend
+# names to open a transaction). Every other store module builds Core statements.
+ENGINE_TEXT = {"calibration.store.sqlite", "calibration.store.postgres", "calibration.store.database"}
+
+
+def text_sql_calls(source: str) -> list[str]:
+    """`line: call` for every statement run as SQL text through a `Database` (`db.execute(...)`,
+    `self.db.query(...)`, `scratch.execute(...)`): the run-time path of SQLite's spelling."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in SQL_CALLS
+        ):
+            owner = node.func.value
+            name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")
+            if name in ("db", "scratch", "src", "dst"):
+                found.append(f"{node.lineno}: {name}.{node.func.attr}(")
+    return found
+
+
+def test_the_store_runs_no_sql_text_through_a_database() -> None:
+    offenders = [
+        f"{name}:{hit}"
+        for name, path in modules().items()
+        if name.startswith(f"{STORE}.") and name not in ENGINE_TEXT
+        for hit in text_sql_calls(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == [], "SQL text run through a Database in the store:\n" + "\n".join(offenders)
+
+
+@pytest.mark.parametrize(
+    ("source", "hits"),
+    [
+        ("db.execute('SELECT 1 FROM answers WHERE id = ?', [a])\n", 1),
+        ("rows = self.db.query('SELECT * FROM claims')\n", 1),
+        ("db.run(select(answers.c.id))\ndb.sa.execute(query)\n", 0),
+    ],
+)
+def test_the_sql_text_finder_sees_a_planted_statement(source: str, hits: int) -> None:
+    assert len(text_sql_calls(source)) == hits
+
+
 # The engine drivers each have one home: the backend module that speaks to them; SQLAlchemy and
 # Alembic, the store's query language and migrations, stay inside the store package.
 BACKENDS = {
@@ -131,6 +176,80 @@ def test_only_the_backends_import_a_database_driver() -> None:
                 if home is not None and name != home and not name.startswith(f"{home}."):
                     offenders.append(f"{name}:{node.lineno} imports {module}")
     assert offenders == [], "a database driver outside its backend:\n" + "\n".join(offenders)
+
+
+STORE = "calibration.store"
+
+
+def _outside_the_store() -> dict[str, Path]:
+    """The domain, the CLI, the API and the Streamlit shell: everything but the store itself."""
+    return {n: p for n, p in _app_files().items() if n != STORE and not n.startswith(f"{STORE}.")}
+
+
+def store_reaches(name: str, source: str) -> list[str]:
+    """`line: what` for every import of a store submodule in `source` (module `name`), and every
+    use of the package beyond its public surface (`calibration.store.__all__`; no private name
+    of a namespace it exports)."""
+    package = name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            stem = node.module or ""
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                stem = ".".join(base + ([node.module] if node.module else []))
+            targets = [stem]
+            if stem == STORE:
+                names = [a.name for a in node.names]
+                targets += [f"{stem}.{n}" for n in names if n in SUBMODULES or n not in store.__all__]
+        elif isinstance(node, ast.Attribute) and getattr(node.value, "id", None) == "store":
+            if node.attr not in store.__all__:
+                found.append(f"{node.lineno}: store.{node.attr}")
+            continue
+        elif (
+            isinstance(node, ast.Attribute)
+            and getattr(getattr(node.value, "value", None), "id", None) == "store"
+        ):
+            if node.attr.startswith("_"):
+                found.append(f"{node.lineno}: store.{getattr(node.value, 'attr', '')}.{node.attr}")
+            continue
+        else:
+            continue
+        found += [f"{node.lineno}: import {t}" for t in dict.fromkeys(targets) if t.startswith(f"{STORE}.")]
+    return found
+
+
+SUBMODULES = {p.stem for p in (PACKAGE / "store").glob("*.py")} - {"__init__"} | {"revisions"}
+
+
+def test_only_the_store_imports_its_modules() -> None:
+    # Outside the store, `calibration.store` is reached through the package alone: the names
+    # and namespaces it exports, never a submodule, never a private name.
+    offenders = [
+        f"{name}:{hit}"
+        for name, path in _outside_the_store().items()
+        for hit in store_reaches(name, path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == [], "a store submodule used outside the store:\n" + "\n".join(offenders)
+
+
+@pytest.mark.parametrize(
+    ("source", "hits"),
+    [
+        ("from .store.cycles import PlanningFacts\n", 1),
+        ("from .store import cycles as db_cycles\n", 1),
+        ("from calibration.store import guidelines\n", 1),
+        ("import calibration.store.postgres\n", 1),
+        ("from calibration.store import sqlite\n", 1),
+        ("x = store.cycles._pool_rows(db, 1)\n", 1),
+        ("x = store.not_exported(db)\n", 1),
+        ("from . import store\nfrom .store import Database\nstore.cycles.cycle_id(db, 'w')\n", 0),
+    ],
+)
+def test_the_store_reach_finder_sees_a_planted_import(source: str, hits: int) -> None:
+    assert len(store_reaches("calibration.planning", source)) == hits
 
 
 def test_no_raw_connection_outside_the_store() -> None:

@@ -43,7 +43,6 @@ def _numbered(url: str | Path, stop_before: str | None = None) -> None:
     db = store.connect(url, migrate=False)
     try:
         with store.write(db):
-            db.before_numbered_migrations()
             migrations.apply(db, stop_before=stop_before)
     finally:
         db.close()

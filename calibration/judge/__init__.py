@@ -18,7 +18,7 @@ Storage is `calibration.store.lab`; the CLI command is `calibration.cli.judge`. 
 below are the package's public surface: `from calibration import judge; judge.run_lab(...)`.
 """
 
-from ..store.lab import LAB_ORIGIN, RunTotals
+from ..store import LAB_ORIGIN, RunTotals
 from .client import (
     FATAL_STATUS,
     RETRYABLE_STATUS,

@@ -16,7 +16,6 @@ from .. import store
 from ..errors import Hint, Option
 from ..fmt import num, p_value, pct, plural, points
 from ..store import Database
-from ..store import lab as lab_store
 from .paired import PairedDifference, claims_to_decide, paired_difference
 
 if TYPE_CHECKING:
@@ -44,7 +43,7 @@ def baseline_options(db: Database, run: store.JudgeRun, cycle: str | None = None
     most recent lab run.
     """
     cycle_id = store.cycle_id(db, cycle) if cycle is not None else None
-    cycle_run = lab_store.cycle_judge_run_id(db, cycle_id) if cycle_id is not None else None
+    cycle_run = store.cycles.cycle_judge_run_id(db, cycle_id) if cycle_id is not None else None
     shared = shared_labeled_claims(db, run, cycle_id)
     options = [BaselineOption(r, shared[r.id]) for r in store.judge_runs(db) if shared.get(r.id)]
     options.sort(
@@ -85,7 +84,7 @@ def baseline_choice(
     """(default baseline, why it was chosen, in words and the option that names another:
     `errors.phrase`). A tie on shared claims is said aloud, with the runs tied, never
     settled silently."""
-    revised = lab_store.revised_run_id(db, run.id)
+    revised = store.lab.revised_run_id(db, run.id)
     options = baseline_options(db, run, cycle)
     if revised is not None:
         for o in options:

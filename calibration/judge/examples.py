@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConflictError
-from ..store.lab import ExampleMaterial, ExampleRecord
+from ..store import ExampleMaterial, ExampleRecord
 from .prompts import AnswerInput, own_material
 
 DEFAULT_MAX_EXAMPLES = 6

@@ -40,10 +40,7 @@ from ..errors import (
     phrase,
 )
 from ..fmt import plural
-from ..store import Database
-from ..store import lab as lab_store
-from ..store import split as split_store
-from ..store.lab import RunTotals
+from ..store import Database, RunTotals
 from .client import ChatClient, JudgeConfig, Usage
 from .compare import LabComparison, baseline_choice, compare_runs
 from .examples import (
@@ -233,15 +230,15 @@ def scope_answer_ids(db: Database, scope: LabScope) -> list[str]:
     """Answers in scope that have claims. Each answer is judged on all its claims: a call
     is keyed by answer, so its prompt must not depend on which scope asked for it."""
     if scope.kind == "cycle" and scope.cycle is not None:
-        return lab_store.scope_answer_ids(db, cycle_id=store.cycle_id(db, scope.cycle))
+        return store.lab.scope_answer_ids(db, cycle_id=store.cycle_id(db, scope.cycle))
     if scope.kind == "run" and scope.cycle is not None:
-        judged = split_store.run_answer_ids(db, store.find_judge_run(db, scope.cycle).id)
-        return [a for a in lab_store.scope_answer_ids(db, labeled_only=True) if a in judged]
+        judged = store.split.run_answer_ids(db, store.find_judge_run(db, scope.cycle).id)
+        return [a for a in store.lab.scope_answer_ids(db, labeled_only=True) if a in judged]
     if scope.kind in ("tuning", "holdout"):
         sp = splits.current(db)
         ids = sp.tuning if scope.kind == "tuning" else sp.holdout + sp.pending
-        return sorted(set(ids) & set(lab_store.scope_answer_ids(db, labeled_only=False)))
-    return lab_store.scope_answer_ids(db, labeled_only=scope.kind == "labeled")
+        return sorted(set(ids) & set(store.lab.scope_answer_ids(db, labeled_only=False)))
+    return store.lab.scope_answer_ids(db, labeled_only=scope.kind == "labeled")
 
 
 def load_inputs(db: Database, answer_ids: Sequence[str]) -> list[AnswerInput]:
@@ -254,15 +251,15 @@ def load_inputs(db: Database, answer_ids: Sequence[str]) -> list[AnswerInput]:
             tuple(ChunkText(*c) for c in a.chunks),
             tuple(ClaimText(*c) for c in a.claims),
         )
-        for a in lab_store.answer_texts(db, answer_ids)
+        for a in store.lab.answer_texts(db, answer_ids)
     ]
 
 
-def call_record(item: AnswerInput, res: AnswerResult) -> lab_store.CallRecord:
+def call_record(item: AnswerInput, res: AnswerResult) -> store.lab.CallRecord:
     """An answer's result as the store keeps it: claim ids resolved to their stored claims."""
     pks = {c.claim_id: c.claim_pk for c in item.claims}
     u = res.usage
-    return lab_store.CallRecord(
+    return store.lab.CallRecord(
         answer_id=item.answer_id,
         status=res.status,
         prompt=res.prompt,
@@ -275,7 +272,7 @@ def call_record(item: AnswerInput, res: AnswerResult) -> lab_store.CallRecord:
         total_tokens=u.total_tokens,
         latency_ms=res.latency_ms,
         verdicts=tuple(
-            lab_store.VerdictRecord(pks[v.claim_id], v.verdict.value, v.raw_verdict, v.rationale, v.evidence)
+            store.lab.VerdictRecord(pks[v.claim_id], v.verdict.value, v.raw_verdict, v.rationale, v.evidence)
             for v in res.verdicts
         ),
     )
@@ -309,7 +306,7 @@ class LabPlan:
     revises: store.JudgeRun | None  # the run this prompt revises: default baseline, source of examples
     revises_reason: str
     baseline: store.JudgeRun | None  # named explicitly
-    examples: list[lab_store.ExampleRecord]
+    examples: list[store.lab.ExampleRecord]
     example_answers: dict[int, str]  # example claim pk -> its answer id
     prompts: dict[str, str]  # answer id -> the prompt to send, already checked for leaks
     claims: int  # claims of the items
@@ -427,7 +424,7 @@ def choose_revised_run(
     never settled by a tie-break."""
     named = store.find_judge_run(db, explicit) if explicit else None
     if existing is not None:
-        recorded = lab_store.revised_run_id(db, existing.id)
+        recorded = store.lab.revised_run_id(db, existing.id)
         found = next((r for r in store.judge_runs(db) if r.id == recorded), None)
         if found is not None:
             if named is not None and named.id != found.id:
@@ -439,7 +436,7 @@ def choose_revised_run(
             return found, "recorded when the run was started"
     if named is not None:
         return named, "named"
-    counts = lab_store.labeled_claim_counts(db)
+    counts = store.lab.labeled_claim_counts(db)
     runs = [r for r in store.judge_runs(db) if counts.get(r.id) and (existing is None or r.id != existing.id)]
     if not runs:
         return None, "no run has human-labeled claims"
@@ -510,23 +507,23 @@ def prepare_lab(
         hint = " (no claim has a human label yet)" if scope.kind in labeled_kinds else ""
         raise InputError(f"scope {scope} holds no answers with claims{hint}; nothing to judge")
     base_run = store.find_judge_run(db, baseline) if baseline else None
-    existing = lab_store.find_lab_run(db, config.model, template.version, template.sha256)
+    existing = store.lab.find_lab_run(db, config.model, template.version, template.sha256)
     if base_run is not None and existing is not None and base_run.id == existing.id:
         raise InputError(f"the baseline {baseline!r} is the run itself; name another run")
     revised, reason = choose_revised_run(db, revises, config.model, existing)
     if revised is not None and existing is not None and revised.id == existing.id:
         raise InputError("a run cannot revise itself; name the run the prompt was revised from")
-    done_before = lab_store.ok_answer_ids(db, existing.id) if existing is not None else set()
+    done_before = store.lab.ok_answer_ids(db, existing.id) if existing is not None else set()
     pending = [a for a in answer_ids if a not in done_before]
     items = load_inputs(db, pending)
 
     sp = splits.current(db)
     sealed_answers = set(sp.holdout) | set(sp.pending)
-    holdout_texts = split_store.claim_texts(db, sealed_answers)
+    holdout_texts = store.split.claim_texts(db, sealed_answers)
     guard = LeakGuard(holdout_texts)
-    examples: list[lab_store.ExampleRecord] = []
+    examples: list[store.lab.ExampleRecord] = []
     if existing is not None:
-        examples = lab_store.run_examples(db, existing.id)  # a resumed run keeps its examples
+        examples = store.lab.run_examples(db, existing.id)  # a resumed run keeps its examples
     if not examples and template.uses_examples and revised is not None:
         picked = pick_examples(
             example_candidates(db, revised, set(sp.tuning)),
@@ -534,11 +531,11 @@ def prepare_lab(
             seed=template_seed(template),
         )
         material = {
-            m.claim_pk: m for m in lab_store.example_material(db, revised.id, [c.claim_pk for c in picked])
+            m.claim_pk: m for m in store.lab.example_material(db, revised.id, [c.claim_pk for c in picked])
         }
         examples = build_examples(picked, material, max_chars=max_example_chars)
     guard.check_examples(examples)
-    example_answers = lab_store.claim_answer_ids(db, [e.claim_pk for e in examples])
+    example_answers = store.lab.claim_answer_ids(db, [e.claim_pk for e in examples])
     prompts = {
         it.answer_id: guard.check(
             render_prompt(template, it, examples_block(examples, example_answers, it.answer_id)), it
@@ -605,7 +602,7 @@ class _Invocation:
         with store.write(db):  # the run is created in the transaction storing its first call
             if self.run is None:
                 cfg, tpl, plan = self.config, self.template, self.plan
-                self.run = lab_store.open_lab_run(
+                self.run = store.lab.open_lab_run(
                     db,
                     model=cfg.model,
                     version=tpl.version,
@@ -616,9 +613,9 @@ class _Invocation:
                     scope=str(plan.scope),
                 )[0]
                 if plan.revises is not None:
-                    lab_store.set_revised_run(db, self.run.id, plan.revises.id)
-                lab_store.record_examples(db, self.run.id, plan.examples)
-            written = lab_store.record_call(db, self.run.id, call_record(item, res))
+                    store.lab.set_revised_run(db, self.run.id, plan.revises.id)
+                store.lab.record_examples(db, self.run.id, plan.examples)
+            written = store.lab.record_call(db, self.run.id, call_record(item, res))
         self.stored += 1
         return written
 
@@ -736,8 +733,8 @@ async def arun_lab(
     base_run = plan.baseline
     reason: Hint = ("named",) if base_run is not None else ()
     with store.session(db_path) as db:
-        lab_store.finish_lab_run(db, run.id)
-        totals = lab_store.run_totals(db, run.id)
+        store.lab.finish_lab_run(db, run.id)
+        totals = store.lab.run_totals(db, run.id)
         comparison = None
         if totals.claims_judged == 0:
             base_run, reason = None, ("the run has no verdicts yet",)
@@ -788,16 +785,16 @@ def plan_run(db: Database, model: str, version: str, scope: LabScope | str = "la
     """How many answers and claims the run MODEL@VERSION would judge over `scope`."""
     scope = parse_scope(scope) if isinstance(scope, str) else scope
     ids = scope_answer_ids(db, scope)
-    claims = lab_store.claim_count(db, ids) if ids else 0
+    claims = store.lab.claim_count(db, ids) if ids else 0
     found = store.run_id(db, model, version, create=False)
-    done = len(lab_store.ok_answer_ids(db, found) & set(ids)) if found is not None else 0
+    done = len(store.lab.ok_answer_ids(db, found) & set(ids)) if found is not None else 0
     return RunPlan(len(ids), claims, done)
 
 
 def revised_run_options(db: Database, model: str) -> tuple[list[str], str | None, str]:
     """For a form: the runs with human-labeled claims (names), the default run revised (None on
     a tie: the person must choose), and the reason in words."""
-    counts = lab_store.labeled_claim_counts(db)
+    counts = store.lab.labeled_claim_counts(db)
     names = [r.name for r in store.judge_runs(db) if counts.get(r.id)]
     try:
         run, why = choose_revised_run(db, None, model, None)

@@ -6,22 +6,27 @@ batches inside the caller's transaction. The restore of an
 export (`calibration.importing.restore_*`) writes row by row through the functions below,
 since it must keep histories and timestamps exactly as exported.
 
-Writes here are plain SQL rather than sqlite-utils' `insert` / `upsert` / `insert_all`: those
-inspect the table's schema on every call and every value, which made a restore three to four
-times slower and the bulk import twice as slow.
+The statements a row-by-row path runs many times are built once (module constants with bound
+parameters), so each call pays for running them, not for building and compiling them.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from sqlalchemy import Table, TableClause, bindparam, exists, func, insert, select, update
 
 from ..errors import Option, Problem
 from .connection import now, write
+from .core import insert_of, staging
 from .database import Database
 from .imports import MarkedStaging, next_claim_pk, pause_between_batches, reserve_claims
+from .labels import label_upsert
+from .labels import put_adjudication as put_adjudication  # the restore writes it too
 from .reveals import commit_imported
+from .tables import adjudications, answers, chunks, claims, human_labels, judge_verdicts, label_events
 
 if TYPE_CHECKING:
     from ..models import JudgedAnswerIn
@@ -37,6 +42,43 @@ _ANSWER_COLS = ("id", "question", "answer", "category", "metadata", "content_has
 _CHUNK_COLS = ("answer_id", "position", "chunk_id", "text", "source")
 _CLAIM_COLS = ("id", "answer_id", "claim_id", "position", "text")
 _VERDICT_COLS = ("run_id", "claim_pk", "verdict", "raw_verdict", "rationale", "evidence")
+_UPDATE_COLS = ("category", "metadata", "id")
+_RESTORED_ANSWER_COLS = (
+    "id",
+    "question",
+    "answer",
+    "category",
+    "metadata",
+    "content_hash",
+    "holdout",
+    "imported_at",
+)
+_EVENT_COLS = (
+    "claim_pk",
+    "reviewer",
+    "kind",
+    "verdict",
+    "evidence",
+    "note",
+    "cycle_id",
+    "judge_run_id",
+    "created_at",
+)
+
+_a, _c, _v = answers.c, claims.c, judge_verdicts.c
+_chunk_table = chunks  # `insert_answer` takes the answer's chunks under that name
+_HASH = select(_a.content_hash).where(_a.id == bindparam("id"))
+_DESCRIBED = select(_a.category, _a.metadata).where(_a.id == bindparam("id"))
+_CLAIMS_OF = select(_c.id, _c.claim_id, _c.text).where(_c.answer_id == bindparam("answer"))
+_CLAIM = select(_c.id, _c.text).where(_c.answer_id == bindparam("answer"), _c.claim_id == bindparam("claim"))
+_VERDICT = select(_v.verdict).where(_v.run_id == bindparam("run"), _v.claim_pk == bindparam("claim"))
+_CHUNK_IDS = select(chunks.c.chunk_id).where(chunks.c.answer_id == bindparam("answer"))
+_LAST_CLAIM = select(func.coalesce(func.max(_c.id), 0))
+_RECATEGORISE = (
+    update(answers)
+    .where(_a.id == bindparam("id"))
+    .values(category=bindparam("category"), metadata=bindparam("metadata"))
+)
 
 
 class ImportCounts(Protocol):
@@ -56,8 +98,8 @@ def _json(value: Any) -> str:
 
 def answer_hash(db: Database, answer_id: str) -> str | None:
     """The stored content hash of an answer; None when the answer is not in the database."""
-    row = db.execute("SELECT content_hash FROM answers WHERE id = ?", [answer_id]).fetchone()
-    return None if row is None else str(row[0])
+    found = db.run_direct(_HASH, {"id": answer_id})
+    return None if not found else str(found[0][0])
 
 
 class AnswerWriter:
@@ -78,7 +120,7 @@ class AnswerWriter:
         self.staging = staging
         self.update = update  # a changed category / metadata is written, not refused
         self.updates: list[tuple[Any, ...]] = []
-        self.next_claim = int(db.execute("SELECT coalesce(max(id), 0) FROM claims").fetchone()[0]) + 1
+        self.next_claim = int(db.run(_LAST_CLAIM).scalar_one()) + 1
         self.answers: list[tuple[Any, ...]] = []
         self.chunks: list[tuple[Any, ...]] = []
         self.claims: list[tuple[Any, ...]] = []
@@ -110,9 +152,7 @@ class AnswerWriter:
             if changed:
                 self.updates.append((rec.category, _json(rec.metadata), rec.id))
                 self.counts.answers_updated += 1
-            for pk, cid, text in db.execute(
-                "SELECT id, claim_id, text FROM claims WHERE answer_id = ?", [rec.id]
-            ):
+            for pk, cid, text in db.run_direct(_CLAIMS_OF, {"answer": rec.id}):
                 existing_claims[cid] = (pk, text)
                 by_text.setdefault(text, cid)
         else:
@@ -163,9 +203,7 @@ class AnswerWriter:
 
     def _described_differently(self, rec: JudgedAnswerIn) -> str | None:
         """'category', 'metadata' or 'category and metadata' when the stored answer's differ."""
-        category, metadata = self.db.execute(
-            "SELECT category, metadata FROM answers WHERE id = ?", [rec.id]
-        ).fetchone()
+        category, metadata = self.db.run(_DESCRIBED, {"id": rec.id}).one()
         diff = [
             name
             for name, same in (
@@ -178,26 +216,16 @@ class AnswerWriter:
 
     def flush(self) -> None:
         """Write the queued rows, parents first (the foreign keys are checked per statement)."""
-        prefix = "temp.s_" if self.staging is not None else ""
         if self.updates:
-            if self.staging is not None:
-                self.db.executemany("INSERT INTO temp.s_updates VALUES (?,?,?)", self.updates)
-            else:
-                self.db.executemany(
-                    "UPDATE answers SET category = ?, metadata = ? WHERE id = ?", self.updates
-                )
+            change = _STAGE_UPDATES if self.staging is not None else _RECATEGORISE
+            self.db.run_direct_many(change, _UPDATE_COLS, self.updates)
             self.updates = []
-        for table, cols, rows in (
-            ("answers", _ANSWER_COLS, self.answers),
-            ("chunks", _CHUNK_COLS, self.chunks),
-            ("claims", _CLAIM_COLS, self.claims),
-            ("judge_verdicts", _VERDICT_COLS, self.verdicts),
+        for (table, cols), rows in zip(
+            Staging.TABLES, (self.answers, self.chunks, self.claims, self.verdicts), strict=True
         ):
             if rows:
-                self.db.executemany(
-                    f"INSERT INTO {prefix}{table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                    rows,
-                )
+                into = Staging.STAGED[table.name] if self.staging is not None else table
+                self.db.run_direct_many(insert_of(into, cols), cols, rows)
         self.answers, self.chunks, self.claims, self.verdicts = [], [], [], []
 
 
@@ -213,23 +241,28 @@ class Staging(MarkedStaging):
     keys are shifted if another import took the ones reserved meanwhile.
     """
 
-    TABLES = (
-        ("answers", _ANSWER_COLS),
-        ("chunks", _CHUNK_COLS),
-        ("claims", _CLAIM_COLS),
-        ("judge_verdicts", _VERDICT_COLS),
+    TABLES: tuple[tuple[Table, tuple[str, ...]], ...] = (
+        (answers, _ANSWER_COLS),
+        (chunks, _CHUNK_COLS),
+        (claims, _CLAIM_COLS),
+        (judge_verdicts, _VERDICT_COLS),
     )
-    _LATE = (("claims", _CLAIM_COLS), ("judge_verdicts", _VERDICT_COLS))
+    _LATE_TABLES = ((claims, _CLAIM_COLS), (judge_verdicts, _VERDICT_COLS))
+    STAGED: ClassVar[dict[str, TableClause]] = {t.name: staging(f"s_{t.name}", cols) for t, cols in TABLES}
+    LATE: ClassVar[dict[str, TableClause]] = {
+        t.name: staging(f"late_{t.name}", cols) for t, cols in _LATE_TABLES
+    }
+    UPDATES = staging("s_updates", _UPDATE_COLS)
 
     def __init__(self, db: Database) -> None:
-        temp = [f"s_{t}" for t, _cols in self.TABLES] + [f"late_{t}" for t, _cols in self._LATE]
-        super().__init__(db, [*temp, "s_updates"])
-        self.first_claim = int(db.execute("SELECT coalesce(max(id), 0) FROM claims").fetchone()[0]) + 1
+        temp = [t.name for t in (*self.STAGED.values(), *self.LATE.values())]
+        super().__init__(db, [*temp, self.UPDATES.name])
+        self.first_claim = int(db.run(_LAST_CLAIM).scalar_one()) + 1
         for table, cols in self.TABLES:
-            db.create_staging(f"s_{table}", table, cols)
-        for table, cols in self._LATE:
-            db.create_staging(f"late_{table}", table, cols)
-        db.create_staging("s_updates", "answers", ("category", "metadata", "id"))
+            db.create_staging(self.STAGED[table.name].name, table.name, cols)
+        for table, cols in self._LATE_TABLES:
+            db.create_staging(self.LATE[table.name].name, table.name, cols)
+        db.create_staging(self.UPDATES.name, "answers", _UPDATE_COLS)
 
     def publish(self, runs: dict[int, int], *, batch: int = PUBLISH_BATCH) -> None:
         """Move the staged rows in, `batch` rows per write transaction, all hidden by the marker;
@@ -245,32 +278,37 @@ class Staging(MarkedStaging):
         marker (`imports.remove`).
         """
         db = self.db
+        sc, sv = self.STAGED["claims"].c, self.STAGED["judge_verdicts"].c
         with write(db):
             for provisional, real in runs.items():
-                db.execute(
-                    "UPDATE temp.s_judge_verdicts SET run_id = ? WHERE run_id = ?", [real, provisional]
+                db.run(
+                    update(self.STAGED["judge_verdicts"]).where(sv.run_id == provisional).values(run_id=real)
                 )
             # Past every stored claim and every range another unfinished import reserved.
             shift = max(0, next_claim_pk(db) - self.first_claim)
             if shift:  # another import took the claim keys reserved when reading began
-                db.execute("UPDATE temp.s_claims SET id = id + ?", [shift])
-                db.execute(
-                    "UPDATE temp.s_judge_verdicts SET claim_pk = claim_pk + ? WHERE claim_pk >= ?",
-                    [shift, self.first_claim],
+                db.run(update(self.STAGED["claims"]).values(id=sc.id + shift))
+                db.run(
+                    update(self.STAGED["judge_verdicts"])
+                    .where(sv.claim_pk >= self.first_claim)
+                    .values(claim_pk=sv.claim_pk + shift)
                 )
-            lo, hi = db.execute("SELECT min(id), max(id) FROM temp.s_claims").fetchone()
+            lo, hi = db.run(select(func.min(sc.id), func.max(sc.id))).one()
             if self.import_id is not None:
                 reserve_claims(db, self.import_id, lo, hi)
             self._set_late_aside(list(runs.values()))
         for table, cols in self.TABLES:
-            names = ", ".join(cols)
-            last = int(db.execute(f"SELECT coalesce(max(rowid), 0) FROM temp.s_{table}").fetchone()[0])
+            staged = self.STAGED[table.name]
+            last = int(db.run(select(func.coalesce(func.max(staged.c.rowid), 0))).scalar_one())
             for lo_row in range(1, last + 1, batch):
                 with write(db):
-                    db.execute(
-                        f"INSERT INTO main.{table} ({names}) SELECT {names} FROM temp.s_{table} "
-                        "WHERE rowid BETWEEN ? AND ?",
-                        [lo_row, lo_row + batch - 1],
+                    db.run(
+                        insert(table).from_select(
+                            cols,
+                            select(*(staged.c[c] for c in cols)).where(
+                                staged.c.rowid.between(lo_row, lo_row + batch - 1)
+                            ),
+                        )
                     )
                 # Copy the batch into the database file now, outside the write lock; else the
                 # next small commit (a reviewer's label) would pay for the whole WAL.
@@ -280,45 +318,53 @@ class Staging(MarkedStaging):
     def _set_late_aside(self, new_runs: list[int]) -> None:
         """Move the rows only `finish` may write (see `publish`) to the late_ tables."""
         db = self.db
-        db.execute("""INSERT INTO temp.late_claims SELECT * FROM temp.s_claims
-                      WHERE answer_id NOT IN (SELECT id FROM temp.s_answers)""")
-        db.execute("DELETE FROM temp.s_claims WHERE id IN (SELECT id FROM temp.late_claims)")
-        # A verdict moves in early when its claim does, or when its run is new and its claim old.
-        db.execute(
-            """INSERT INTO temp.late_judge_verdicts SELECT * FROM temp.s_judge_verdicts v
-                      WHERE NOT (v.claim_pk IN (SELECT id FROM temp.s_claims)
-                                 OR (v.run_id IN (SELECT CAST(value AS INTEGER) FROM json_each(:runs))
-                                     AND v.claim_pk NOT IN (SELECT id FROM temp.late_claims)))""",
-            {"runs": json.dumps(new_runs)},
+        s_answers, s_claims, s_verdicts = (self.STAGED[t] for t in ("answers", "claims", "judge_verdicts"))
+        late_claims, late_verdicts = self.LATE["claims"], self.LATE["judge_verdicts"]
+        db.run(
+            insert(late_claims).from_select(
+                _CLAIM_COLS,
+                select(*(s_claims.c[c] for c in _CLAIM_COLS)).where(
+                    s_claims.c.answer_id.not_in(select(s_answers.c.id))
+                ),
+            )
         )
-        db.execute("""DELETE FROM temp.s_judge_verdicts WHERE rowid IN (
-                          SELECT s.rowid FROM temp.s_judge_verdicts s JOIN temp.late_judge_verdicts l
-                          ON l.run_id = s.run_id AND l.claim_pk = s.claim_pk)""")
+        db.run(s_claims.delete().where(s_claims.c.id.in_(select(late_claims.c.id))))
+        # A verdict moves in early when its claim does, or when its run is new and its claim old.
+        v = s_verdicts.c
+        early = v.claim_pk.in_(select(s_claims.c.id)) | (
+            v.run_id.in_(new_runs) & v.claim_pk.not_in(select(late_claims.c.id))
+        )
+        db.run(
+            insert(late_verdicts).from_select(
+                _VERDICT_COLS, select(*(v[c] for c in _VERDICT_COLS)).where(~early)
+            )
+        )
+        lv = late_verdicts.c
+        db.run(s_verdicts.delete().where(exists().where(lv.run_id == v.run_id, lv.claim_pk == v.claim_pk)))
 
     def finish(self) -> None:
         """The last write: the set-aside rows and the category / metadata updates, with the
         marker flipped to 'done' (`finishing`)."""
         with self.finishing() as db:
-            for table, cols in self._LATE:
-                names = ", ".join(cols)
-                db.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM temp.late_{table}")
-            db.execute(
-                "UPDATE main.answers SET category = u.category, metadata = u.metadata "
-                "FROM temp.s_updates u WHERE main.answers.id = u.id"
-            )
+            for table, cols in self._LATE_TABLES:
+                late = self.LATE[table.name]
+                db.run(insert(table).from_select(cols, select(*(late.c[c] for c in cols))))
+            u = self.UPDATES.c
+            db.run(update(answers).where(_a.id == u.id).values(category=u.category, metadata=u.metadata))
+
+
+_STAGE_UPDATES = insert_of(Staging.UPDATES, _UPDATE_COLS)
 
 
 def judge_verdict(db: Database, run_id: int, claim_pk: int) -> str | None:
     """The verdict run `run_id` gave claim `claim_pk`; None when it gave none."""
-    row = db.execute(
-        "SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?", [run_id, claim_pk]
-    ).fetchone()
-    return None if row is None else str(row[0])
+    found = db.run_direct(_VERDICT, {"run": run_id, "claim": claim_pk})
+    return None if not found else str(found[0][0])
 
 
 def unknown_chunks(db: Database, answer_id: str, chunk_ids: Sequence[str]) -> list[str]:
     """The ids in `chunk_ids` that name no chunk of the answer, in the order given."""
-    known = {r[0] for r in db.execute("SELECT chunk_id FROM chunks WHERE answer_id = ?", [answer_id])}
+    known = set(db.run(_CHUNK_IDS, {"answer": answer_id}).scalars())
     return [c for c in chunk_ids if c not in known]
 
 
@@ -338,32 +384,24 @@ def insert_answer(
     chunks: Sequence[tuple[str, str, str | None]],
 ) -> None:
     """Insert one answer with its chunks, given as (chunk id, text, source) in order."""
-    db.execute(
-        "INSERT INTO answers (id, question, answer, category, metadata, content_hash, holdout, "
-        "imported_at) VALUES (?,?,?,?,?,?,?,?)",
-        [answer_id, question, answer, category, _json(metadata), content_hash, int(holdout), now()],
-    )
-    db.executemany(
-        "INSERT INTO chunks (answer_id, position, chunk_id, text, source) VALUES (?,?,?,?,?)",
-        [(answer_id, i, cid, text, source) for i, (cid, text, source) in enumerate(chunks)],
-    )
+    row = (answer_id, question, answer, category, _json(metadata), content_hash, int(holdout), now())
+    db.run_direct_many(insert_of(answers, _RESTORED_ANSWER_COLS), _RESTORED_ANSWER_COLS, [row])
+    if chunks:
+        rows = [(answer_id, i, cid, text, source) for i, (cid, text, source) in enumerate(chunks)]
+        db.run_direct_many(insert_of(_chunk_table, _CHUNK_COLS), _CHUNK_COLS, rows)
 
 
 def find_claim(db: Database, answer_id: str, claim_id: str) -> tuple[int, str] | None:
     """(claim pk, text) of claim `claim_id` of an answer; None when there is no such claim."""
-    row = db.execute(
-        "SELECT id, text FROM claims WHERE answer_id = ? AND claim_id = ?", [answer_id, claim_id]
-    ).fetchone()
-    return None if row is None else (int(row[0]), str(row[1]))
+    found = db.run_direct(_CLAIM, {"answer": answer_id, "claim": claim_id})
+    return None if not found else (int(found[0][0]), str(found[0][1]))
 
 
 def insert_claim(db: Database, *, answer_id: str, claim_id: str, position: int, text: str) -> int:
     """Insert a claim; return its pk (past the ids an unfinished import has reserved)."""
     pk = next_claim_pk(db)
-    db.execute(
-        "INSERT INTO claims (id, answer_id, claim_id, position, text) VALUES (?,?,?,?,?)",
-        [pk, answer_id, claim_id, position, text],
-    )
+    row = (pk, answer_id, claim_id, position, text)
+    db.run_direct_many(insert_of(claims, _CLAIM_COLS), _CLAIM_COLS, [row])
     return pk
 
 
@@ -378,11 +416,8 @@ def insert_judge_verdict(
     evidence: Sequence[str],
 ) -> None:
     """Insert one run's verdict on one claim."""
-    db.execute(
-        "INSERT INTO judge_verdicts (run_id, claim_pk, verdict, raw_verdict, rationale, evidence) "
-        "VALUES (?,?,?,?,?,?)",
-        [run_id, claim_pk, verdict, raw_verdict, rationale, _json(list(evidence))],
-    )
+    row = (run_id, claim_pk, verdict, raw_verdict, rationale, _json(list(evidence)))
+    db.run_direct_many(insert_of(judge_verdicts, _VERDICT_COLS), _VERDICT_COLS, [row])
 
 
 # The fields that identify a label event across databases (ids and run/cycle ids differ).
@@ -401,16 +436,19 @@ LABEL_COLUMNS = (
     "final_at",
     "updated_at",
 )
+_e, _h, _d = label_events.c, human_labels.c, adjudications.c
+_EVENTS = select(*(_e[c] for c in EVENT_KEY)).where(_e.claim_pk == bindparam("claim")).order_by(_e.id)
+_LABEL = select(*(_h[c] for c in LABEL_COLUMNS)).where(
+    _h.claim_pk == bindparam("claim"), _h.reviewer == bindparam("reviewer")
+)
+_ADJUDICATION = select(_d.verdict, _d.adjudicator, _d.note, _d.created_at).where(
+    _d.claim_pk == bindparam("claim")
+)
 
 
 def event_keys(db: Database, claim_pk: int) -> list[dict[str, Any]]:
     """A claim's label history, oldest first, as EVENT_KEY fields (evidence as stored JSON text)."""
-    return [
-        dict(zip(EVENT_KEY, r, strict=True))
-        for r in db.execute(
-            f"SELECT {', '.join(EVENT_KEY)} FROM label_events WHERE claim_pk = ? ORDER BY id", [claim_pk]
-        )
-    ]
+    return [dict(zip(EVENT_KEY, r, strict=True)) for r in db.run_direct(_EVENTS, {"claim": claim_pk})]
 
 
 def append_event(
@@ -427,49 +465,27 @@ def append_event(
     created_at: str,
 ) -> None:
     """Append one label event with the time it was first given (restore keeps history as it was)."""
-    db.execute(
-        "INSERT INTO label_events (claim_pk, reviewer, kind, verdict, evidence, note, cycle_id, "
-        "judge_run_id, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-        [claim_pk, reviewer, kind, verdict, _json(list(evidence)), note, cycle_id, judge_run_id, created_at],
-    )
+    row = (claim_pk, reviewer, kind, verdict, _json(list(evidence)), note, cycle_id, judge_run_id, created_at)
+    db.run_direct_many(insert_of(label_events, _EVENT_COLS), _EVENT_COLS, [row])
 
 
 def current_label(db: Database, claim_pk: int, reviewer: str) -> tuple[Any, ...] | None:
     """A reviewer's current label on a claim as LABEL_COLUMNS values; None when there is none."""
-    row = db.execute(
-        f"SELECT {', '.join(LABEL_COLUMNS)} FROM human_labels WHERE claim_pk = ? AND reviewer = ?",
-        [claim_pk, reviewer],
-    ).fetchone()
-    return None if row is None else tuple(row)
+    found = db.run_direct(_LABEL, {"claim": claim_pk, "reviewer": reviewer})
+    return found[0] if found else None
 
 
 def put_label(db: Database, claim_pk: int, reviewer: str, values: dict[str, Any]) -> None:
     """Insert or replace a reviewer's current label; `values` maps every LABEL_COLUMNS name."""
     cols = ("claim_pk", "reviewer", *LABEL_COLUMNS)
-    updates = ", ".join(f"{c} = excluded.{c}" for c in LABEL_COLUMNS)
-    db.execute(
-        f"INSERT INTO human_labels ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
-        f"ON CONFLICT (claim_pk, reviewer) DO UPDATE SET {updates}",
-        [claim_pk, reviewer, *(values[c] for c in LABEL_COLUMNS)],
+    db.run(
+        label_upsert(db.dialect, cols),
+        {"claim_pk": claim_pk, "reviewer": reviewer, **{c: values[c] for c in LABEL_COLUMNS}},
     )
     commit_imported(db, [(claim_pk, reviewer)])
 
 
 def adjudication(db: Database, claim_pk: int) -> tuple[str, str, str | None, str] | None:
     """(verdict, adjudicator, note, created_at) of a claim's adjudication; None when it has none."""
-    row = db.execute(
-        "SELECT verdict, adjudicator, note, created_at FROM adjudications WHERE claim_pk = ?", [claim_pk]
-    ).fetchone()
-    return None if row is None else (row[0], row[1], row[2], row[3])
-
-
-def put_adjudication(
-    db: Database, claim_pk: int, *, verdict: str, adjudicator: str, note: str | None, created_at: str
-) -> None:
-    """Insert or replace a claim's adjudication, keeping the time it was first given."""
-    db.execute(
-        "INSERT INTO adjudications (claim_pk, verdict, adjudicator, note, created_at) "
-        "VALUES (?,?,?,?,?) ON CONFLICT (claim_pk) DO UPDATE SET verdict = excluded.verdict, "
-        "adjudicator = excluded.adjudicator, note = excluded.note, created_at = excluded.created_at",
-        [claim_pk, verdict, adjudicator, note, created_at],
-    )
+    found = db.run_direct(_ADJUDICATION, {"claim": claim_pk})
+    return None if not found else (found[0][0], found[0][1], found[0][2], found[0][3])

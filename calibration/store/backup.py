@@ -1,33 +1,49 @@
 """The reads and writes of a whole-database backup: every table, as the schema lists it.
 
-The table list is read from `sqlite_master`, never written out by hand, so a table a later
+The table list is read from the database, never written out by hand, so a table a later
 migration adds is in every backup from that release on. Tables come in foreign-key order
-(parents first). A restore writes rows with the triggers set aside (`triggers_set_aside`): a
-trigger that derives rows from others (m012's import commit) would otherwise add rows the
-backup already holds, or rows the source database did not have.
+(parents first). Statements are built with SQLAlchemy Core over the tables as read (`Table`),
+so they run on either engine. A restore loads the backup into a scratch SQLite file first
+(`calibration.backup`); what only that file needs is SQLite's own (`column_types` aside):
+the foreign-key check, attaching it, and setting its triggers aside (`triggers_set_aside`): a
+trigger that derives rows from others (m012's import commit, in the schema of a backup from
+before m017) would otherwise add rows the backup already holds, or rows the source database
+did not have.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import (
+    TableClause,
+    column,
+    delete,
+    func,
+    insert,
+    inspect,
+    literal_column,
+    select,
+    table,
+)
+
 from ..errors import ConflictError
-from .database import Database
-from .revisions import VERSION_TABLE
+from .core import insert_of
+from .database import Database, Rows
+from .migrations import MIGRATIONS_TABLE
+from .revisions import VERSION_TABLE, current, known
 from .revisions import upgrade as upgrade_schema
 from .schema import migrations
 from .settings import SECRET_SETTINGS
+from .tables import imports
 
 # Kept by sqlite-utils: which migrations ran and when; and Alembic's revision. A backup names its
 # migrations in its header instead; the restored database records its own.
-MIGRATIONS_TABLE = "_sqlite_migrations"
 BOOKKEEPING = (MIGRATIONS_TABLE, VERSION_TABLE)
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,39 +54,18 @@ class Table:
     columns: tuple[str, ...]
     parents: frozenset[str]
 
-
-def _quoted(name: str) -> str:
-    if not _NAME.match(name):  # names come from the schema or are checked against it first
-        raise ValueError(f"unexpected table or column name {name!r}")
-    return f'"{name}"'
+    def clause(self, schema: str | None = None) -> TableClause:
+        """The table for a Core statement (its names quoted as each engine needs)."""
+        return table(self.name, *(column(c) for c in self.columns), schema=schema)
 
 
-def tables(db: Database, schema: str = "main") -> list[Table]:
-    """Every data table of the schema, parents before the tables that reference them.
-
-    `schema`: an attached SQLite database's name; "main" is the store itself, on any backend."""
-    found: dict[str, Table] = {}
-    if schema == "main":
-        for name in sorted(db.table_names()):
-            if not name.startswith("sqlite_") and name not in BOOKKEEPING:
-                found[name] = Table(name, tuple(db.columns(name)), frozenset(db.parents(name)))
-    else:
-        names = [
-            r[0]
-            for r in db.execute(
-                f"SELECT name FROM {_quoted(schema)}.sqlite_master WHERE type = 'table' "
-                f"AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT IN (?, ?) ORDER BY name",
-                list(BOOKKEEPING),
-            )
-        ]
-        for name in names:
-            cols = tuple(r[1] for r in db.execute(f"PRAGMA {_quoted(schema)}.table_info({_quoted(name)})"))
-            parents = frozenset(
-                r[2]
-                for r in db.execute(f"PRAGMA {_quoted(schema)}.foreign_key_list({_quoted(name)})")
-                if r[2] != name
-            )
-            found[name] = Table(name, cols, parents)
+def tables(db: Database) -> list[Table]:
+    """Every data table of the store, parents before the tables that reference them."""
+    found = {
+        name: Table(name, tuple(db.columns(name)), frozenset(db.parents(name)))
+        for name in sorted(db.table_names())
+        if not name.startswith("sqlite_") and name not in BOOKKEEPING
+    }
     ordered: list[Table] = []
     done: set[str] = set()
 
@@ -88,9 +83,9 @@ def tables(db: Database, schema: str = "main") -> list[Table]:
     return ordered
 
 
-def column_types(db: Database, table: Table) -> dict[str, str]:
-    """Each column's declared type (INTEGER, REAL, TEXT), as an SQLite schema states it."""
-    return {r[1]: str(r[2]).upper() for r in db.execute(f"PRAGMA table_info({_quoted(table.name)})")}
+def column_types(db: Database, t: Table) -> dict[str, str]:
+    """Each column's declared type (INTEGER, REAL, TEXT on SQLite), as the database states it."""
+    return {c["name"]: str(c["type"]).upper() for c in inspect(db.sa).get_columns(t.name)}
 
 
 def applied_migrations(db: Database) -> list[str]:
@@ -103,123 +98,142 @@ def known_migrations() -> list[str]:
     return migrations.names()
 
 
-def _secret_filter(table: str) -> tuple[str, list[Any]]:
-    if table != "settings":
-        return "", []
-    return f" WHERE key NOT IN ({','.join('?' * len(SECRET_SETTINGS))})", sorted(SECRET_SETTINGS)
+def revision(db: Database) -> str | None:
+    """The schema revision the database is at (None: an earlier release's, before revisions)."""
+    return current(db)
 
 
-def row_count(db: Database, table: Table) -> int:
-    """Rows of `table` a backup holds (the settings without the secrets)."""
-    where, params = _secret_filter(table.name)
-    return int(db.execute(f"SELECT count(*) FROM {_quoted(table.name)}{where}", params).fetchone()[0])
+def known_revisions() -> list[str]:
+    """Every schema revision this release knows, oldest first."""
+    return list(known())
 
 
-def rows(db: Database, table: Table) -> Iterator[tuple[Any, ...]]:
-    """The rows of `table` a backup holds, in rowid order (the order they were written in)."""
-    where, params = _secret_filter(table.name)
-    cols = ", ".join(_quoted(c) for c in table.columns)
-    yield from db.execute(
-        f"SELECT {cols} FROM {_quoted(table.name)}{where} ORDER BY {db.row_order(table.name)}", params
-    )
+def _kept(t: Table, clause: TableClause) -> Any:
+    """The WHERE clause of the rows a backup holds: all but the secret settings."""
+    return clause.c.key.not_in(sorted(SECRET_SETTINGS)) if t.name == "settings" else None
+
+
+def _in_order(db: Database, t: Table, *, everything: bool) -> Rows:
+    clause = t.clause()
+    query = select(*clause.c).order_by(*(column(c) for c in db.row_order(t.name)))
+    where = None if everything else _kept(t, clause)
+    return db.run(query if where is None else query.where(where))
+
+
+def row_count(db: Database, t: Table) -> int:
+    """Rows of `t` a backup holds (the settings without the secrets)."""
+    clause = t.clause()
+    query = select(func.count()).select_from(clause)
+    where = _kept(t, clause)
+    return int(db.run(query if where is None else query.where(where)).scalar_one())
+
+
+def rows(db: Database, t: Table) -> Iterator[tuple[Any, ...]]:
+    """The rows of `t` a backup holds, in the order they were written in."""
+    yield from (tuple(r) for r in _in_order(db, t, everything=False))
+
+
+def all_rows(db: Database, t: Table) -> Iterator[tuple[Any, ...]]:
+    """Every row of `t` (the secrets included), in a stable order."""
+    yield from (tuple(r) for r in _in_order(db, t, everything=True))
 
 
 def publishing_imports(db: Database) -> int:
     """How many imports are moving their rows in right now (their rows are half there)."""
-    if "imports" not in db.table_names():
+    if imports.name not in db.table_names():
         return 0  # a schema from before staged imports
-    return int(db.execute("SELECT count(*) FROM imports WHERE status = 'publishing'").fetchone()[0])
+    query = select(func.count()).select_from(imports).where(imports.c.status == "publishing")
+    return int(db.run(query).scalar_one())
 
 
-def insert_row(db: Database, table: Table, row: Mapping[str, Any]) -> int:
-    """Insert one backed-up row as it was (ids included); its rowid. The columns must be the table's.
+def insert_row(db: Database, t: Table, row: Mapping[str, Any]) -> int:
+    """Insert one backed-up row as it was (ids included); its rowid on SQLite. The columns must
+    be the table's.
 
     ConflictError (the driver's words) when the row breaks a constraint; the transaction goes on."""
-    cols = list(row)
-    names = ", ".join(_quoted(c) for c in cols)
     try:
-        cur = db.execute(
-            f"INSERT INTO {_quoted(table.name)} ({names}) VALUES ({','.join('?' * len(cols))})",
-            [row[c] for c in cols],
-        )
+        return db.insert_direct(insert_of(t.name, tuple(row)), row)
     except db.integrity_errors as exc:
-        raise ConflictError(str(exc)) from exc
-    return int(cur.lastrowid or 0)
+        raise ConflictError(db.refusal(exc)) from exc
 
 
-def foreign_key_problems(db: Database) -> list[tuple[str, int, str]]:
-    """(table, rowid, referenced table) of every row whose reference points at nothing."""
-    return [(r[0], r[1], r[2]) for r in db.execute("PRAGMA foreign_key_check")]
+def insert_rows(db: Database, t: Table, rows: Sequence[Sequence[Any]]) -> None:
+    """Insert rows of `t` as they were (ids included), in its column order (inside a write)."""
+    db.run_direct_many(insert_of(t.name, t.columns), t.columns, rows)
 
 
-@contextmanager
-def triggers_set_aside(db: Database, schema: str = "main") -> Iterator[None]:
-    """Drop the schema's triggers for the duration, then create them again as they were.
-
-    Inside the caller's transaction, so a failure in between rolls the drop back too."""
-    found = db.execute(
-        f"SELECT name, sql FROM {_quoted(schema)}.sqlite_master WHERE type = 'trigger' ORDER BY name"
-    ).fetchall()
-    for name, _sql in found:
-        db.execute(f"DROP TRIGGER {_quoted(schema)}.{_quoted(name)}")
-    yield
-    for _name, sql in found:
-        db.execute(sql)
+def forget_secrets(db: Database) -> int:
+    """Delete the secret settings (inside a write); how many there were."""
+    settings = table("settings", column("key"))
+    done = db.run(delete(settings).where(settings.c.key.in_(sorted(SECRET_SETTINGS))))
+    return int(getattr(done, "rowcount", 0))
 
 
-def copy_attached(db: Database, schema: str, order: Sequence[Table]) -> dict[str, int]:
-    """Copy every table of the attached database `schema` into main (same tables); rows per table.
-
-    The caller holds the write transaction with the triggers set aside."""
-    counts: dict[str, int] = {}
-    for t in order:
-        cols = ", ".join(_quoted(c) for c in t.columns)
-        cur = db.execute(
-            f"INSERT INTO main.{_quoted(t.name)} ({cols}) "
-            f"SELECT {cols} FROM {_quoted(schema)}.{_quoted(t.name)} ORDER BY rowid"
-        )
-        counts[t.name] = cur.rowcount
-    return counts
-
-
-def attach(db: Database, path: str, schema: str) -> None:
-    db.execute(f"ATTACH DATABASE ? AS {_quoted(schema)}", [path])
-
-
-def detach(db: Database, schema: str) -> None:
-    # Not attached any more: the failure that brought us here is the one to report.
-    with contextlib.suppress(Exception):
-        db.execute(f"DETACH DATABASE {_quoted(schema)}")
-
-
-def migrate(db: Database, upto: Sequence[str] | None = None) -> list[str]:
-    """Apply the pending migrations (only the first `upto` names of them when given, else every
-    one and then the schema's revisions); the numbered ones applied."""
+def migrate(db: Database, upto: Sequence[str] | None = None, revision: str | None = None) -> list[str]:
+    """Bring the schema to where a backup was written: the numbered migrations `upto`, then the
+    schema revision `revision` when the backup names one; with neither, every migration and
+    revision this release has. The numbered migrations applied."""
     before = set(applied_migrations(db))
-    if upto is None:
-        upgrade_schema(db)
+    if upto is None or revision is not None:
+        upgrade_schema(db, revision)
     else:
         rest = [m for m in known_migrations() if m not in set(upto)]
         migrations.apply(db, stop_before=rest[0] if rest else None)
     return [m for m in applied_migrations(db) if m not in before]
 
 
-def insert_rows(db: Database, table: Table, rows: Sequence[Sequence[Any]]) -> None:
-    """Insert rows of `table` as they were (ids included), in its column order (inside a write)."""
-    cols = ", ".join(_quoted(c) for c in table.columns)
-    marks = ",".join("?" * len(table.columns))
-    db.executemany(f"INSERT INTO {_quoted(table.name)} ({cols}) VALUES ({marks})", rows)
+# ---------------------------------------------------------------- SQLite's own: the scratch file
 
 
-def all_rows(db: Database, table: Table) -> Iterator[tuple[Any, ...]]:
-    """Every row of `table` (the secrets included), in a stable order."""
-    cols = ", ".join(_quoted(c) for c in table.columns)
-    yield from db.execute(f"SELECT {cols} FROM {_quoted(table.name)} ORDER BY {db.row_order(table.name)}")
+def _sqlite(db: Database) -> Database:
+    if db.dialect != "sqlite":
+        raise ValueError("a restore's scratch database and its attaching are SQLite's")
+    return db
 
 
-def forget_secrets(db: Database) -> int:
-    """Delete the secret settings (inside a write); how many there were."""
-    cur = db.execute(
-        f"DELETE FROM settings WHERE key IN ({','.join('?' * len(SECRET_SETTINGS))})", sorted(SECRET_SETTINGS)
-    )
-    return int(cur.rowcount)
+def foreign_key_problems(db: Database) -> list[tuple[str, int, str]]:
+    """(table, rowid, referenced table) of every row whose reference points at nothing (SQLite)."""
+    return [(r[0], r[1], r[2]) for r in _sqlite(db).sa.exec_driver_sql("PRAGMA foreign_key_check")]
+
+
+@contextmanager
+def triggers_set_aside(db: Database) -> Iterator[None]:
+    """Drop the SQLite file's triggers for the duration, then create them again as they were.
+
+    Inside the caller's transaction, so a failure in between rolls the drop back too."""
+    sa = _sqlite(db).sa
+    master = table("sqlite_master", column("name"), column("sql"), column("type"))
+    found = sa.execute(
+        select(master.c.name, master.c.sql).where(master.c.type == "trigger").order_by(master.c.name)
+    ).all()
+    for name, _sql in found:
+        sa.exec_driver_sql(f"DROP TRIGGER {sa.dialect.identifier_preparer.quote(name)}")
+    yield
+    for _name, sql in found:
+        sa.exec_driver_sql(sql)
+
+
+def copy_attached(db: Database, schema: str, order: Sequence[Table]) -> dict[str, int]:
+    """Copy every table of the attached SQLite database `schema` into the store (same tables);
+    rows per table. The caller holds the write transaction with the triggers set aside."""
+    counts: dict[str, int] = {}
+    for t in order:
+        source = t.clause(schema)
+        done = _sqlite(db).run(
+            insert(t.clause()).from_select(t.columns, select(*source.c).order_by(literal_column("rowid")))
+        )
+        counts[t.name] = int(getattr(done, "rowcount", 0))
+    return counts
+
+
+def attach(db: Database, path: str, schema: str) -> None:
+    """Attach the SQLite file at `path` to the SQLite store as `schema`."""
+    sa = _sqlite(db).sa
+    sa.exec_driver_sql(f"ATTACH DATABASE ? AS {sa.dialect.identifier_preparer.quote(schema)}", (path,))
+
+
+def detach(db: Database, schema: str) -> None:
+    # Not attached any more: the failure that brought us here is the one to report.
+    sa = _sqlite(db).sa
+    with contextlib.suppress(Exception):
+        sa.exec_driver_sql(f"DETACH DATABASE {sa.dialect.identifier_preparer.quote(schema)}")

@@ -5,6 +5,7 @@ in its own words (the JSON functions)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -12,11 +13,14 @@ from sqlalchemy import (
     ColumnClause,
     ColumnElement,
     FromClause,
+    Insert,
     Join,
     Table,
     TableClause,
     Text,
+    bindparam,
     column,
+    insert,
     literal_column,
     table,
 )
@@ -44,6 +48,15 @@ def upsert(dialect: str, table: Table) -> Upsert:
     """An INSERT into `table` that can say what a conflict does (`on_conflict_do_update`,
     `on_conflict_do_nothing`, `.excluded`), for the engine named `dialect` (`Database.dialect`)."""
     return postgresql.insert(table) if dialect == "postgresql" else sqlite.insert(table)
+
+
+@functools.cache
+def insert_of(into: TableClause | str, columns: tuple[str, ...]) -> Insert:
+    """An INSERT of `columns` into `into` (a table, or a table's name), one bound parameter per
+    column named after it; built once per table and columns, for `Database.run_direct_many`
+    and `insert_direct`, which the bulk and row-by-row writers run."""
+    target = table(into, *(column(c) for c in columns)) if isinstance(into, str) else into
+    return insert(target).values({c: bindparam(c) for c in columns})
 
 
 def staging(name: str, columns: tuple[str, ...]) -> TableClause:

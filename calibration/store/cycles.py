@@ -58,6 +58,11 @@ def cycle_id(db: Database, name: str) -> int:
     return int(found)
 
 
+def cycle_judge_run_id(db: Database, cycle_id: int) -> int:
+    """The judge run a cycle was sampled from."""
+    return int(db.run(select(_c.judge_run_id).where(_c.id == cycle_id)).scalar_one())
+
+
 def name_taken(db: Database, name: str) -> bool:
     """Whether a cycle is already called `name`."""
     return db.run(select(ONE).where(_c.name == name)).first() is not None

@@ -25,11 +25,6 @@ from .tables import (
 )
 
 
-def cycle_judge_run_id(db: Database, cycle_id: int) -> int:
-    """The judge run a cycle was sampled from."""
-    return int(db.run(select(cycles.c.judge_run_id).where(cycles.c.id == cycle_id)).scalar_one())
-
-
 def _judged_by(run: object) -> ColumnElement[bool]:
     v = judge_verdicts.c
     return exists(select(ONE).where(v.claim_pk == claims.c.id, v.run_id == run))

@@ -220,12 +220,17 @@ def begin(db: Database, *, stamp: str, new_runs: list[int], source: str | None) 
     return new_id
 
 
+_LAST_CLAIMS = select(
+    func.coalesce(select(func.max(claims.c.id)).scalar_subquery(), literal_column("0")),
+    func.coalesce(select(func.max(_i.claim_hi)).where(_PUBLISHING).scalar_subquery(), literal_column("0")),
+)
+
+
 def next_claim_pk(db: Database) -> int:
     """The first claim id free for a new import: past every stored claim and every range an
-    unfinished import reserved (it has not moved all of them in yet)."""
-    stored = func.coalesce(select(func.max(claims.c.id)).scalar_subquery(), 0)
-    reserved = func.coalesce(select(func.max(_i.claim_hi)).where(_PUBLISHING).scalar_subquery(), 0)
-    stored_max, reserved_max = db.run(select(stored, reserved)).one()
+    unfinished import reserved (it has not moved all of them in yet). Run once per claim a
+    restore writes, so straight on the driver (`run_direct`)."""
+    ((stored_max, reserved_max),) = db.run_direct(_LAST_CLAIMS, {})
     return max(int(stored_max), int(reserved_max)) + 1
 
 

@@ -385,11 +385,6 @@ def cycle_names(db: Database) -> list[str]:
     return list(db.run(select(cycles.c.name).order_by(cycles.c.id.desc())).scalars())
 
 
-def cycle_judge_run_id(db: Database, cycle_id: int) -> int:
-    """The judge run a cycle was sampled from."""
-    return int(db.run(select(cycles.c.judge_run_id).where(cycles.c.id == cycle_id)).scalar_one())
-
-
 # ---------------------------------------------------------------- revisions and few-shot examples
 
 

@@ -230,7 +230,7 @@ def record_label(
         row = _current_label(
             claim, reviewer, kind, verdict, list(evidence), note, cycle_id, ts, duration_ms, import_id, state
         )
-        db.run(_label_upsert(db.dialect, tuple(row)), row)
+        db.run(label_upsert(db.dialect, tuple(row)), row)
         if kind == "import":
             commit_imported(db, [(claim, reviewer)], import_id)
         result = label_state(db, claim, reviewer)
@@ -329,7 +329,7 @@ def _current_label(
 
 
 @functools.cache
-def _label_upsert(dialect: str, cols: tuple[str, ...]) -> Insert:
+def label_upsert(dialect: str, cols: tuple[str, ...]) -> Insert:
     """Write the current label's `cols` (its key among them), over the one there."""
     stmt = upsert(dialect, human_labels).values({c: bindparam(c) for c in cols})
     return stmt.on_conflict_do_update(
@@ -360,7 +360,7 @@ def record_new_imports(
         for claim, reviewer, verdict, evidence, note in labels
     ]
     if rows:
-        db.run(_label_upsert(db.dialect, tuple(rows[0])), rows)
+        db.run(label_upsert(db.dialect, tuple(rows[0])), rows)
         commit_imported(db, [(claim, reviewer) for claim, reviewer, *_ in labels], import_id)
 
 
@@ -381,15 +381,22 @@ def adjudicate(
                 created_at=ts,
             )
         )
-        stmt = upsert(db.dialect, adjudications).values(
-            claim_pk=claim, verdict=verdict, adjudicator=adjudicator, note=note, created_at=ts
+        put_adjudication(db, claim, verdict=verdict, adjudicator=adjudicator, note=note, created_at=ts)
+
+
+def put_adjudication(
+    db: Database, claim_pk: int, *, verdict: str, adjudicator: str, note: str | None, created_at: str
+) -> None:
+    """Insert or replace a claim's adjudication (inside the caller's write)."""
+    stmt = upsert(db.dialect, adjudications).values(
+        claim_pk=claim_pk, verdict=verdict, adjudicator=adjudicator, note=note, created_at=created_at
+    )
+    db.run(
+        stmt.on_conflict_do_update(
+            index_elements=[adjudications.c.claim_pk],
+            set_={c: stmt.excluded[c] for c in ("verdict", "adjudicator", "note", "created_at")},
         )
-        db.run(
-            stmt.on_conflict_do_update(
-                index_elements=[adjudications.c.claim_pk],
-                set_={c: stmt.excluded[c] for c in ("verdict", "adjudicator", "note", "created_at")},
-            )
-        )
+    )
 
 
 def import_unchanged(

@@ -2,19 +2,31 @@
 
 The record is the table sqlite-utils' Migrations kept (`_sqlite_migrations`: id, migration_set,
 name, applied_at), read and written the same way, so a database made by an earlier release
-replays only what it lacks, and the same list runs on every backend.
+replays only what it lacks. A migration is SQL text as SQLite runs it; another engine runs the
+text written once for it (`Frozen`, e.g. `schema_postgresql`), never a rewrite made at run time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from .database import Database
+from sqlalchemy import insert, select
 
-MIGRATIONS_TABLE = "_sqlite_migrations"
+from .database import Database
+from .tables import migrations_record
+
+MIGRATIONS_TABLE = migrations_record.name
 Migration = Callable[[Database], None]
+# The record's table as SQLite's first migration run made it (its text in `sqlite_master`).
+_RECORD = (
+    f"""CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (
+                id INTEGER PRIMARY KEY, migration_set TEXT, name TEXT, applied_at TEXT)""",
+    f"CREATE UNIQUE INDEX IF NOT EXISTS idx_{MIGRATIONS_TABLE}_migration_set_name "
+    f"ON {MIGRATIONS_TABLE} (migration_set, name)",
+)
+_r = migrations_record.c
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +41,29 @@ class Applied:
     applied_at: str
 
 
+@dataclass(frozen=True, slots=True)
+class Frozen:
+    """The migrations as an engine other than SQLite runs them: `prelude` first (what the
+    statements rely on and the record's table), then each migration's statements by name."""
+
+    prelude: tuple[str, ...]
+    steps: Mapping[str, tuple[str, ...]]
+
+
+def run_text(db: Database, statements: Iterable[str]) -> None:
+    """Run SQL text as written, on the engine it was written for (no parameters: a `%` is the
+    text's own)."""
+    for sql in statements:
+        db.sa.exec_driver_sql(sql, execution_options={"no_parameters": True})
+
+
 class Migrations:
     """An ordered list of migrations (register with the `@migrations()` decorator)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, frozen: Mapping[str, Frozen]) -> None:
         self.name = name
         self._steps: list[Step] = []
+        self._frozen = frozen  # by dialect, for every engine but SQLite
 
     def __call__(self) -> Callable[[Migration], Migration]:
         def register(fn: Migration) -> Migration:
@@ -53,13 +82,8 @@ class Migrations:
         """The migrations this database has applied, in the order applied (read only)."""
         if MIGRATIONS_TABLE not in db.table_names():
             return []
-        return [
-            Applied(r[0], r[1])
-            for r in db.execute(
-                f"SELECT name, applied_at FROM {MIGRATIONS_TABLE} WHERE migration_set = ? ORDER BY id",
-                [self.name],
-            )
-        ]
+        query = select(_r.name, _r.applied_at).where(_r.migration_set == self.name).order_by(_r.id)
+        return [Applied(r[0], r[1]) for r in db.run(query)]
 
     def pending(self, db: Database) -> list[Step]:
         done = {a.name for a in self.applied(db)}
@@ -71,19 +95,19 @@ class Migrations:
         done = stop.intersection(a.name for a in self.applied(db))
         if done:
             raise ValueError(f"cannot stop before {', '.join(sorted(done))}: already applied")
+        frozen = None if db.dialect == "sqlite" else self._frozen[db.dialect]
         with db.atomic():
-            db.execute(f"""CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (
-                id INTEGER PRIMARY KEY, migration_set TEXT, name TEXT, applied_at TEXT)""")
-            db.execute(
-                f"CREATE UNIQUE INDEX IF NOT EXISTS idx_{MIGRATIONS_TABLE}_migration_set_name "
-                f"ON {MIGRATIONS_TABLE} (migration_set, name)"
-            )
+            run_text(db, _RECORD if frozen is None else frozen.prelude)
         for step in self.pending(db):
             if step.name in stop:
                 return
             with db.atomic():
-                step.fn(db)
-                db.execute(
-                    f"INSERT INTO {MIGRATIONS_TABLE} (migration_set, name, applied_at) VALUES (?, ?, ?)",
-                    [self.name, step.name, str(datetime.now(UTC))],
+                if frozen is None:
+                    step.fn(db)
+                else:
+                    run_text(db, frozen.steps[step.name])
+                db.run(
+                    insert(migrations_record).values(
+                        migration_set=self.name, name=step.name, applied_at=str(datetime.now(UTC))
+                    )
                 )

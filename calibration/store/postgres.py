@@ -11,14 +11,13 @@ doubled, and a staged import's short batches let a reviewer's write in between. 
 wait for the lock. A write that waits longer than the busy timeout fails with
 DatabaseBusyError, nothing written.
 
-SQL. Statements built with SQLAlchemy Core are compiled for PostgreSQL by SQLAlchemy. The
-store modules still written as SQL text use SQLite's spelling; `translate` turns it into
-PostgreSQL's: placeholders (`?`, `:name`), SQLite's JSON functions (`json_group_array`,
-`json_each`), the `temp.`/`main.` schema names, `INSERT OR IGNORE`, and in DDL the types (INTEGER is 64-bit,
-REAL double) and `INTEGER PRIMARY KEY`, whose next id is SQLite's (the largest plus one, by a
-trigger; writers are serialised, so two never take the same). The few SQLite triggers of the
-shipped migrations have PostgreSQL twins here (`_TRIGGERS`), and m012's import-commit
-triggers, whose rule now lives in Python (`reveals`), have none.
+SQL. The store's statements are built with SQLAlchemy Core and compiled for PostgreSQL by
+SQLAlchemy; nothing rewrites SQL text at run time. The numbered migrations that made the schema
+before Alembic have their PostgreSQL text written once (`schema_postgresql`). `execute` runs SQL
+text as written for PostgreSQL (tests and maintenance tools; the store runs none), taking the
+`?` and `:name` placeholders SQLite's driver takes. Ids of a table whose primary key is `id`
+are numbered as the schema (revision 0001) numbers them: a trigger gives the largest plus one
+(writers are serialised, so two never take the same).
 """
 
 from __future__ import annotations
@@ -69,247 +68,25 @@ def storage_error(exc: BaseException) -> StorageError | None:
     return None
 
 
-# ---------------------------------------------------------------- SQL translation
+# ---------------------------------------------------------------- SQL text
 
-# A literal, a quoted name, a placeholder, a percent sign, or `by` (a column of reviewer_events,
-# reserved in PostgreSQL; SQL keywords are upper case here).
-_TOKEN = re.compile(r"'(?:[^']|'')*'|\"[^\"]*\"|\?\d*|(?<![:\w]):[A-Za-z_]\w*|%|\bby\b")
-_NUMBERED = re.compile(r"\?\d")
-_NEXT_ID_FN = """CREATE OR REPLACE FUNCTION calibration_next_id() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF NEW.id IS NULL THEN
-        EXECUTE format('SELECT coalesce(max(id), 0) + 1 FROM %I.%I', TG_TABLE_SCHEMA, TG_TABLE_NAME)
-            INTO NEW.id;
-    END IF;
-    RETURN NEW;
-END $$"""
-
-# What SQLite's SQL relies on and PostgreSQL lacks, defined once per database before the
-# migrations: a comparison counts as 0 or 1 in a sum.
-_BOOTSTRAP = (
-    _NEXT_ID_FN,
-    "CREATE OR REPLACE FUNCTION calibration_count_true(bigint, boolean) RETURNS bigint "
-    "LANGUAGE sql IMMUTABLE AS 'SELECT $1 + CASE WHEN $2 THEN 1 ELSE 0 END'",
-    "CREATE OR REPLACE AGGREGATE sum(boolean) (SFUNC = calibration_count_true, STYPE = bigint, "
-    "INITCOND = '0')",
-)
-
-_APPEND_ONLY = (
-    "RAISE EXCEPTION 'label_events is append-only' USING ERRCODE = 'integrity_constraint_violation'"
-)
-# The shipped migrations' SQLite triggers, by name and a phrase of their SQLite text, as
-# PostgreSQL functions (the same rule each time); m012's two are gone with m017.
-_TRIGGERS: dict[tuple[str, str], tuple[str, str, str] | None] = {
-    ("label_events_no_update", "BEFORE UPDATE ON label_events BEGIN"): (
-        "label_events",
-        "BEFORE UPDATE",
-        f"BEGIN {_APPEND_ONLY}; END",
-    ),
-    ("label_events_no_delete", "BEFORE DELETE ON label_events BEGIN"): (
-        "label_events",
-        "BEFORE DELETE",
-        f"BEGIN {_APPEND_ONLY}; END",
-    ),
-    ("label_events_no_delete", "WHEN OLD.import_id IS NULL"): (
-        "label_events",
-        "BEFORE DELETE",
-        f"""BEGIN
-            IF OLD.import_id IS NULL OR NOT EXISTS (
-                SELECT 1 FROM imports WHERE id = OLD.import_id AND status = 'publishing') THEN
-                {_APPEND_ONLY};
-            END IF;
-            RETURN OLD;
-        END""",
-    ),
-    ("label_events_no_update", "WHEN NOT (NEW.id = OLD.id"): (
-        "label_events",
-        "BEFORE UPDATE",
-        f"""BEGIN
-            IF NOT (NEW.id = OLD.id AND NEW.claim_pk = OLD.claim_pk AND NEW.kind = OLD.kind
-                    AND NEW.verdict IS NOT DISTINCT FROM OLD.verdict AND NEW.evidence = OLD.evidence
-                    AND NEW.note IS NOT DISTINCT FROM OLD.note
-                    AND NEW.cycle_id IS NOT DISTINCT FROM OLD.cycle_id
-                    AND NEW.judge_run_id IS NOT DISTINCT FROM OLD.judge_run_id
-                    AND NEW.created_at = OLD.created_at
-                    AND NEW.duration_ms IS NOT DISTINCT FROM OLD.duration_ms
-                    AND NEW.import_id IS NOT DISTINCT FROM OLD.import_id
-                    AND EXISTS (SELECT 1 FROM reviewer_events r
-                                WHERE r.kind = 'rename' AND r.new_name = NEW.reviewer)) THEN
-                {_APPEND_ONLY};
-            END IF;
-            RETURN NEW;
-        END""",
-    ),
-    ("human_labels_import_commit_insert", ""): None,
-    ("human_labels_import_commit_update", ""): None,
-}
-_TRIGGER_TABLES = {
-    "label_events_no_update": "label_events",
-    "label_events_no_delete": "label_events",
-    "human_labels_import_commit_insert": "human_labels",
-    "human_labels_import_commit_update": "human_labels",
-}
+# A literal, a quoted name, a placeholder or a percent sign.
+_TOKEN = re.compile(r"'(?:[^']|'')*'|\"[^\"]*\"|\?|(?<![:\w]):[A-Za-z_]\w*|%")
 
 
-def _call_end(sql: str, start: int) -> int:
-    """The index just past the parenthesis that closes the one opened at sql[start - 1]."""
-    depth = 1
-    i = start
-    while depth:
-        ch = sql[i]
-        if ch == "'":
-            i = sql.index("'", i + 1)
-            while sql.startswith("'", i + 1):
-                i = sql.index("'", i + 2)
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        i += 1
-    return i
+@lru_cache(maxsize=256)
+def _paramstyle(sql: str) -> str:
+    """SQL text with SQLite's driver's placeholders (`?`, `:name`) in psycopg's (`%s`,
+    `%(name)s`), a literal percent sign doubled; nothing else of the text changes."""
 
-
-def _split_args(text: str) -> list[str]:
-    """The top-level comma-separated arguments of a call's inside."""
-    args, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "'":
-            i = text.index("'", i + 1)
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            args.append(text[start:i].strip())
-            start = i + 1
-        i += 1
-    args.append(text[start:].strip())
-    return args
-
-
-def _rewrite_calls(sql: str, name: str, rewrite: Any) -> str:
-    """Replace every call name(...) (outside string literals) by rewrite(list of arguments, rest)."""
-    pattern = re.compile(rf"\b{name}\s*\(", re.I)
-    out: list[str] = []
-    pos = 0
-    while True:
-        m = _outside_literals(pattern, sql, pos)
-        if m is None:
-            return "".join(out) + sql[pos:]
-        end = _call_end(sql, m.end())
-        inner = sql[m.end() : end - 1]
-        out.append(sql[pos : m.start()])
-        replaced, consumed = rewrite(_split_args(inner), sql[end:])
-        out.append(replaced)
-        pos = end + consumed
-
-
-def _outside_literals(pattern: re.Pattern[str], sql: str, pos: int) -> re.Match[str] | None:
-    for m in pattern.finditer(sql, pos):
-        if sql.count("'", 0, m.start()) % 2 == 0:
-            return m
-    return None
-
-
-def _json_each(args: list[str], rest: str) -> tuple[str, int]:
-    m = re.match(r"\s+(?:AS\s+)?(?!ON\b|WHERE\b|JOIN\b|LEFT\b|ORDER\b|GROUP\b)([A-Za-z_]\w*)", rest, re.I)
-    alias, consumed = (m.group(1), m.end()) if m else ("json_each", 0)
-    return (
-        f"json_array_elements_text(CAST({args[0]} AS json)) WITH ORDINALITY AS {alias}(value, key)",
-        consumed,
-    )
-
-
-def _dml(sql: str) -> str:
-    sql = _rewrite_calls(
-        sql, "json_group_array", lambda a, r: (f"coalesce(CAST(json_agg({a[0]}) AS text), '[]')", 0)
-    )
-    sql = _rewrite_calls(sql, "json_each", _json_each)
-    sql = _extremes(sql)
-    sql = re.sub(
-        r"\bINSERT\s+OR\s+IGNORE\s+INTO\b(.*)",
-        r"INSERT INTO\1 ON CONFLICT DO NOTHING",
-        sql,
-        flags=re.S | re.I,
-    )
-    sql = re.sub(r"\btemp\.", "pg_temp.", sql)
-    return re.sub(r"\bmain\.(?=\w)", "", sql)
-
-
-def _extremes(sql: str) -> str:
-    """SQLite's scalar max(a, b, ...) / min(...) as greatest / least (aggregates stay)."""
-    for name, scalar in (("max", "greatest"), ("min", "least")):
-        sql = _rewrite_calls(
-            sql,
-            name,
-            lambda a, r, n=name, s=scalar: (
-                f"{s if len(a) > 1 else n}({', '.join(_extremes(x) for x in a)})",
-                0,
-            ),
-        )
-    return sql
-
-
-def _ddl_types(sql: str) -> str:
-    sql = re.sub(r"\bINTEGER\b", "BIGINT", sql)
-    return re.sub(r"\bREAL\b", "DOUBLE PRECISION", sql)
-
-
-def _trigger(sql: str) -> list[str]:
-    name = re.match(r"\s*CREATE\s+TRIGGER\s+(\w+)", sql, re.I)
-    assert name is not None
-    for (trigger, phrase), twin in _TRIGGERS.items():
-        if trigger == name.group(1) and " ".join(phrase.split()) in " ".join(sql.split()):
-            if twin is None:
-                return []
-            table, when, body = twin
-            return [
-                f"CREATE OR REPLACE FUNCTION {trigger}_fn() RETURNS trigger LANGUAGE plpgsql AS $$ {body} $$",
-                f"CREATE OR REPLACE TRIGGER {trigger} {when} ON {table} FOR EACH ROW "
-                f"EXECUTE FUNCTION {trigger}_fn()",
-            ]
-    raise ValueError(f"no PostgreSQL twin for trigger {name.group(1)}")
-
-
-@lru_cache(maxsize=2048)
-def translate(sql: str) -> tuple[str, ...]:
-    """SQLite's spelling of one statement as PostgreSQL statements (usually one)."""
-    head = sql.lstrip()[:40].upper()
-    if head.startswith("CREATE TRIGGER"):
-        return tuple(_trigger(sql))
-    if head.startswith("DROP TRIGGER"):
-        m = re.match(r"\s*DROP\s+TRIGGER\s+(IF\s+EXISTS\s+)?(\w+)", sql, re.I)
-        assert m is not None
-        return (f"DROP TRIGGER IF EXISTS {m.group(2)} ON {_TRIGGER_TABLES[m.group(2)]}",)
-    if head.startswith(("CREATE TABLE", "CREATE TEMP", "ALTER TABLE")):
-        stmts = [_ddl_types(_placeholders(sql))]
-        m = re.match(r"\s*CREATE\s+(?:TEMP\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([\w.\"]+)", sql, re.I)
-        if m and re.search(r"\bid\s+INTEGER\s+PRIMARY\s+KEY\b", sql, re.I):
-            table = m.group(1).strip('"')
-            stmts = [
-                _NEXT_ID_FN,
-                *stmts,
-                f"CREATE OR REPLACE TRIGGER {table.replace('.', '_')}_next_id BEFORE INSERT ON {table} "
-                "FOR EACH ROW EXECUTE FUNCTION calibration_next_id()",
-            ]
-        return tuple(stmts)
-    return (_placeholders(_dml(sql)),)
-
-
-def _placeholders(sql: str) -> str:
     def sub(m: re.Match[str]) -> str:
         tok = m.group(0)
         if tok == "?":
             return "%s"
-        if tok.startswith("?"):  # SQLite's ?N: the Nth parameter, named so it can repeat
-            return f"%(p{tok[1:]})s"
         if tok == "%":
             return "%%"
         if tok.startswith(":"):
             return f"%({tok[1:]})s"
-        if tok == "by":
-            return '"by"'
         return tok.replace("%", "%%") if tok.startswith("'") else tok
 
     return _TOKEN.sub(sub, sql)
@@ -370,17 +147,8 @@ class PostgresDatabase(Database):
         return self._conn
 
     def execute(self, sql: str, params: Params = ()) -> Cursor:
-        *before, last = translate(sql) or ("SELECT 1 WHERE false",)
         with self._c.cursor() as cur:
-            for stmt in before:
-                cur.execute(stmt)
-            cur.execute(last, _params(params, numbered=_NUMBERED.search(sql) is not None))
-            return _Result(cur, cur.rowcount)
-
-    def executemany(self, sql: str, rows: Sequence[Params]) -> Cursor:
-        (stmt,) = translate(sql)
-        with self._c.cursor() as cur:
-            cur.executemany(stmt, [_params(r) for r in rows])
+            cur.execute(_paramstyle(sql), params if isinstance(params, Mapping) else list(params))
             return _Result(cur, cur.rowcount)
 
     @property
@@ -428,7 +196,7 @@ class PostgresDatabase(Database):
     def drop_staging(self, name: str) -> None:
         self._c.execute(f"DROP TABLE IF EXISTS pg_temp.{name}")
 
-    def row_order(self, table: str) -> str:
+    def row_order(self, table: str) -> tuple[str, ...]:
         keys = [
             r[0]
             for r in self._c.execute(
@@ -438,7 +206,7 @@ class PostgresDatabase(Database):
                 [table],
             )
         ]
-        return ", ".join(f'"{k}"' for k in keys) or ", ".join(f'"{c}"' for c in self.columns(table))
+        return tuple(keys) or tuple(self.columns(table))
 
     def checkpoint(self) -> None:
         pass  # the server checkpoints on its own
@@ -447,10 +215,6 @@ class PostgresDatabase(Database):
         # Autovacuum would get to it in a minute or more; until then an export of 100,000 claims
         # copied by migrate-db reads about three times slower (bench/bench_migrate.py).
         self._c.execute("ANALYZE")
-
-    def before_numbered_migrations(self) -> None:
-        for stmt in _BOOTSTRAP:
-            self._c.execute(stmt)
 
     def translated(self, exc: BaseException) -> BaseException:
         return storage_error(exc) or driver_error(exc)
@@ -465,12 +229,6 @@ class PostgresDatabase(Database):
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-
-
-def _params(params: Params, *, numbered: bool = False) -> Sequence[Any] | Mapping[str, Any]:
-    if isinstance(params, Mapping):
-        return params
-    return {f"p{i}": v for i, v in enumerate(params, 1)} if numbered else list(params)
 
 
 class _NumberLoader(psycopg.adapt.Loader):

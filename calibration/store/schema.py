@@ -1,4 +1,5 @@
-"""The schema, as sqlite-utils migrations applied in order.
+"""The schema as the numbered migrations made it, applied in order (SQLite's text here;
+PostgreSQL's in `schema_postgresql`).
 
 A shipped migration is never edited: a database made by an earlier release replays only the
 migrations it lacks, so each one is literal DDL, frozen as shipped (the verdict list is spelled
@@ -11,17 +12,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .database import Database
-from .migrations import Migrations
+from .migrations import Frozen, Migrations, run_text
+from .schema_postgresql import PRELUDE, STEPS
 
-migrations = Migrations("calibration")
+migrations = Migrations("calibration", {"postgresql": Frozen(PRELUDE, STEPS)})
 
 # Frozen with m002/m003: later migrations write their own literal lists.
 _VERDICT_CHECK = "({col} IN ('SUPPORTED','CONTRADICTED','UNSUPPORTED'))"
 
 
 def _run(db: Database, statements: Sequence[str]) -> None:
-    for sql in statements:
-        db.execute(sql)
+    run_text(db, statements)
 
 
 @migrations()
@@ -230,7 +231,7 @@ def m005_judge_lab(db: Database) -> None:
 def m006_index_label_events_cycle(db: Database) -> None:
     # Cycle progress asks which reviewers labeled within a cycle; without this index that
     # is a scan of the whole label history for every cycle on the Cycles page.
-    db.execute("CREATE INDEX label_events_cycle ON label_events(cycle_id, reviewer)")
+    _run(db, ["CREATE INDEX label_events_cycle ON label_events(cycle_id, reviewer)"])
 
 
 @migrations()

@@ -116,9 +116,6 @@ class SQLiteDatabase(Database):
             self._cursors.append(weakref.ref(cur))
         return cur
 
-    def executemany(self, sql: str, rows: Sequence[Params]) -> Cursor:
-        return self.conn.executemany(sql, rows)
-
     @property
     def in_transaction(self) -> bool:
         return self.conn.in_transaction
@@ -162,8 +159,8 @@ class SQLiteDatabase(Database):
     def drop_staging(self, name: str) -> None:
         self.conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
 
-    def row_order(self, table: str) -> str:
-        return "rowid"
+    def row_order(self, table: str) -> tuple[str, ...]:
+        return ("rowid",)
 
     def checkpoint(self) -> None:
         self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")

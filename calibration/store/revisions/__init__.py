@@ -47,18 +47,27 @@ def head() -> str:
     return found
 
 
+@functools.cache
+def known() -> tuple[str, ...]:
+    """Every revision this release knows, oldest first."""
+    config = Config()
+    config.set_main_option("script_location", str(_HERE))
+    return tuple(reversed([r.revision for r in ScriptDirectory.from_config(config).walk_revisions()]))
+
+
 def current(db: Database) -> str | None:
     """The revision the database is at; None before Alembic holds it."""
     return MigrationContext.configure(db.sa).get_current_revision()
 
 
-def upgrade(db: Database) -> None:
-    """Bring the database to the newest revision (inside the caller's write transaction)."""
+def upgrade(db: Database, to: str | None = None) -> None:
+    """Bring the database to revision `to` (default: the newest), inside the caller's write
+    transaction."""
+    to = head() if to is None else to
     names = db.table_names()
-    if VERSION_TABLE in names and current(db) == head():
+    if VERSION_TABLE in names and current(db) == to:
         return
     if VERSION_TABLE not in names and names:
-        db.before_numbered_migrations()
         migrations.apply(db)
         command.stamp(_config(db), BASELINE)
-    command.upgrade(_config(db), "head")
+    command.upgrade(_config(db), to)
