@@ -24,11 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from streamlit.components.v2.bidi_component.constants import EVENT_DELIM
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
-from streamlit.runtime.state.session_state import STREAMLIT_INTERNAL_KEY_PREFIX
 from websockets.asyncio.client import ClientConnection, connect
 
 from calibration_app import card_route
@@ -188,20 +186,6 @@ class Session:
         state = json.loads(w.state.json_value) if w.state is not None and w.state.json_value else {}
         w.state = WidgetState(id=w.id, json_value=json.dumps({**state, name: value}))
         msg = self._rerun(None)
-        msg.rerun_script.fragment_id = w.fragment
-        return await self._send(msg, fragment=w.fragment)
-
-    async def trigger(self, key: str, event: str, value: Any) -> Run:
-        """Send the trigger `event` of the component with user key `key`, as its script's
-        `setTriggerValue` does: one payload for the component's trigger widget, which reruns
-        its fragment and is gone after that run."""
-        w = self.widgets.get(key)
-        if w is None or w.kind != "bidi_component":
-            raise ProtocolError(f"no component {key!r} on screen")
-        msg = self._rerun(None)
-        payload = json.dumps([{"event": event, "value": value}])
-        trigger_id = f"{STREAMLIT_INTERNAL_KEY_PREFIX}_{w.id}{EVENT_DELIM}events"
-        msg.rerun_script.widget_states.widgets.append(WidgetState(id=trigger_id, json_trigger_value=payload))
         msg.rerun_script.fragment_id = w.fragment
         return await self._send(msg, fragment=w.fragment)
 
