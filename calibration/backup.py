@@ -230,6 +230,7 @@ def _restore_export(db: Database, path: Path, encoding: str | None) -> RestoreSu
         answers = importing.restore_answers(db, path, encoding=encoding)
         labels = importing.restore_labels(db, path, encoding=encoding)
         summary.checks_added = importing.backfill_checks(db)
+        db.resume_numbering(("claims",))  # the claims came with their ids
     summary.tables = {
         "answers": answers.answers_new,
         "claims": answers.claims_new,
@@ -482,6 +483,7 @@ def _copy_rows(src: Database, dst: Database, order: list[store.backup.Table]) ->
             store.backup.insert_rows(dst, table, batch)
             n += len(batch)
         counts[table.name] = n
+    dst.resume_numbering(counts)  # the rows came with their ids
     return counts
 
 

@@ -505,9 +505,10 @@ def reviewer_counts_by_sql(db: Database, run_id: int, cycle_id: int | None) -> l
         else ""
     )
     rows = db.execute(
-        f"""SELECT h.reviewer, count(*), sum(h.reconciled IS NOT NULL),
-                   sum(h.reconciled IS NOT NULL AND h.blind_verdict != v.verdict),
-                   sum(h.reconciled = 'keep'), sum(h.reconciled = 'judge_right'), sum(h.slip)
+        f"""SELECT h.reviewer, count(*), count(h.reconciled),
+                   count(CASE WHEN h.reconciled IS NOT NULL AND h.blind_verdict != v.verdict THEN 1 END),
+                   count(CASE WHEN h.reconciled = 'keep' THEN 1 END),
+                   count(CASE WHEN h.reconciled = 'judge_right' THEN 1 END), sum(h.slip)
             FROM human_labels h
             JOIN judge_verdicts v ON v.claim_pk = h.claim_pk AND v.run_id = :run
             {cycle_join}

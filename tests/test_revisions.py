@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Connection, create_engine, text
 
 from calibration import store
 from calibration.cli import main
-from calibration.store import revisions
+from calibration.store import revisions, tables
 from calibration.store.schema import migrations
 from tests.pg_server import Cluster
 from tests.test_tables import empty_database, engine_of, schema_of
@@ -30,6 +30,7 @@ VERSIONS = Path(revisions.__file__).resolve().parent / "versions"
 # the schema is a new revision, whose hash is added here when it ships).
 SHIPPED = {
     "0001_m018.py": "9cfa4ca21623ff9c0ae4da06608e33072e9dcb30852222d7bcbb9038d21f6761",
+    "0002_identity_ids.py": "4c3a9508f5f571d56b3e6e6765a19a003b9a439496dc3d6c06edb46b5bfbdc58",
 }
 
 
@@ -48,14 +49,20 @@ def _numbered(url: str | Path, stop_before: str | None = None) -> None:
         db.close()
 
 
-def test_a_new_database_has_the_schema_the_numbered_migrations_made(
-    db_url: str | Path, backend: str, tmp_path: Path, request: pytest.FixtureRequest
+def test_the_first_revision_is_the_schema_the_numbered_migrations_made(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     numbered = empty_database(backend, tmp_path, request)
     _numbered(numbered)
-    with store.session(db_url) as db:
-        assert revisions.current(db) == revisions.head()
+    db_url = empty_database(backend, tmp_path, request, "first")
+    db = store.connect(db_url, migrate=False)
+    try:
+        with store.write(db):
+            revisions.upgrade(db, revisions.BASELINE)
+        assert revisions.current(db) == revisions.BASELINE
         assert [m.name for m in migrations.applied(db)] == migrations.names()
+    finally:
+        db.close()
     assert schema_of(engine_of(db_url)) == schema_of(engine_of(numbered))
     if backend == "sqlite":  # SQLite keeps each statement's text: the very same
         query = text(
@@ -165,3 +172,94 @@ def test_the_last_numbered_release_upgrades_in_place_with_the_same_figures_and_e
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
         conn.close()
+
+
+def stale_numbering(url: str) -> list[str]:
+    """The tables whose next id PostgreSQL numbers would be one already stored (none, when every
+    writer of ids moved the sequence past them). Takes one value of each sequence."""
+    past = "SELECT nextval(pg_get_serial_sequence('{0}', 'id')) > coalesce(max(id), 0) FROM {0}"
+    with engine_of(url).connect() as conn:
+        return [name for name in tables.NUMBERED if not conn.execute(text(past.format(name))).scalar_one()]
+
+
+def _largest_ids(url: str | Path) -> dict[str, int]:
+    with engine_of(url).connect() as conn:
+        return {
+            name: int(conn.execute(text(f"SELECT coalesce(max(id), 0) FROM {name}")).scalar_one())
+            for name in tables.NUMBERED
+        }
+
+
+def _new_label_event(conn: Connection, reviewer: str) -> int:
+    """A row numbered by the engine (no id given); its id."""
+    new = text(
+        "INSERT INTO label_events (claim_pk, reviewer, kind, verdict, created_at) "
+        "SELECT min(id), :reviewer, 'blind', 'SUPPORTED', '2026-01-01' FROM claims RETURNING id"
+    )
+    return int(conn.execute(new, {"reviewer": reviewer}).scalar_one())
+
+
+def test_the_last_release_upgraded_keeps_its_ids_and_numbers_new_rows_as_a_new_database_does(
+    db_url: str | Path, backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = _release_m018(backend, tmp_path, request)
+    before = _largest_ids(url)
+    assert before["claims"] > 0 and before["label_events"] > 0
+    with store.session(url), store.session(db_url):
+        pass
+    assert _largest_ids(url) == before
+    assert schema_of(engine_of(url)) == schema_of(engine_of(db_url))  # identity columns, no trigger
+    with engine_of(url).begin() as conn:
+        assert _new_label_event(conn, "new") == before["label_events"] + 1
+    if backend == "postgresql":
+        assert isinstance(url, str)
+        assert not any("next_id" in t for t in schema_of(engine_of(url))["triggers"])
+        assert stale_numbering(url) == []
+
+
+def test_two_connections_inserting_at_once_take_different_ids(pg_cluster: Cluster) -> None:
+    url = pg_cluster.new_database()
+    try:
+        with store.session(url) as db, store.write(db):
+            db.execute(
+                "INSERT INTO answers (id, question, answer, content_hash, imported_at) "
+                "VALUES ('q', 'q', 'a', 'h', 't')"
+            )
+            db.execute("INSERT INTO claims (answer_id, claim_id, position, text) VALUES ('q', 'c1', 0, 'x')")
+        # Both transactions stay open (SQLAlchemy's own, not the store's write lock): with the
+        # largest-plus-one trigger the second took the first's id and waited on its key until
+        # the first committed, then failed.
+        engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+        try:
+            with engine.connect() as a, engine.connect() as b:
+                b.execute(text("SET lock_timeout = '10s'"))  # a regression fails, it does not hang
+                ids = [_new_label_event(a, "a"), _new_label_event(b, "b")]
+                b.commit()
+                a.commit()
+        finally:
+            engine.dispose()
+        with engine_of(url).connect() as conn:
+            stored = conn.execute(text("SELECT id, reviewer FROM label_events ORDER BY id")).all()
+        assert len(set(ids)) == 2 and [tuple(r) for r in stored] == sorted(zip(ids, "ab", strict=True))
+    finally:
+        pg_cluster.drop_database(url)
+
+
+def test_ids_written_as_they_were_leave_postgresql_numbering_past_them(
+    pg_cluster: Cluster, tmp_path: Path
+) -> None:
+    """An import's claims, a restored export's claims, and a copy (migrate-db) come with their
+    ids; the next row each table numbers takes a new one."""
+    imported, restored, copied = (pg_cluster.new_database() for _ in range(3))
+    try:
+        assert main(["--db", imported, "demo"]) == 0
+        assert main(["--db", restored, "restore", str(DATA / "export-0.2.0.jsonl")]) == 0
+        source = tmp_path / "demo.db"
+        assert main(["--db", str(source), "demo"]) == 0
+        assert main(["--db", str(source), "migrate-db", str(source), copied]) == 0
+        for url in (imported, restored, copied):
+            assert _largest_ids(url)["claims"] > 1, url
+            assert stale_numbering(url) == [], url
+    finally:
+        for url in (imported, restored, copied):
+            pg_cluster.drop_database(url)

@@ -29,7 +29,14 @@ def schema_of(engine: Engine, *, triggers: bool = True) -> dict[str, Any]:
         checks = found.get_check_constraints(t)
         out[t] = {
             "columns": [
-                (c["name"], type(c["type"]).__name__, c["nullable"], re.sub(r"::\w+", "", str(c["default"])))
+                (
+                    c["name"],
+                    type(c["type"]).__name__,
+                    c["nullable"],
+                    re.sub(r"::\w+", "", str(c["default"])),
+                    # numbered by the engine (PostgreSQL's identity), and whether an id may be given
+                    None if "identity" not in c else c["identity"]["always"],
+                )
                 for c in found.get_columns(t)
             ],
             "primary key": found.get_pk_constraint(t)["constrained_columns"],
@@ -56,15 +63,25 @@ def schema_of(engine: Engine, *, triggers: bool = True) -> dict[str, Any]:
         )
         with engine.connect() as conn:
             out["triggers"] = sorted(r[0] for r in conn.execute(text(query)))
+            if engine.dialect.name == "postgresql":  # functions and aggregates
+                out["routines"] = sorted(r[0] for r in conn.execute(text(_ROUTINES)))
     return out
 
 
-def empty_database(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str | Path:
-    """A database with no table at all (PostgreSQL's copied from template0)."""
+_ROUTINES = (
+    "SELECT p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' FROM pg_proc p "
+    "WHERE p.pronamespace = CAST(current_schema() AS regnamespace)"
+)
+
+
+def empty_database(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, name: str = "empty"
+) -> str | Path:
+    """A database with no table at all (PostgreSQL's copied from template0), named `name`."""
     if backend == "sqlite":
-        return tmp_path / "empty.db"
+        return tmp_path / f"{name}.db"
     cluster: Cluster = request.getfixturevalue("pg_cluster")
-    url = cluster.url(f"empty_{abs(hash(request.node.nodeid))}")
+    url = cluster.url(f"{name}_{abs(hash(request.node.nodeid))}")
     cluster.create(url, template="template0")
     request.addfinalizer(lambda: cluster.drop_database(url))
     return url

@@ -351,6 +351,7 @@ class Staging(MarkedStaging):
                 db.run(insert(table).from_select(cols, select(*(late.c[c] for c in cols))))
             u = self.UPDATES.c
             db.run(update(answers).where(_a.id == u.id).values(category=u.category, metadata=u.metadata))
+            db.resume_numbering((claims.name,))  # the claims came with the ids reserved for them
 
 
 _STAGE_UPDATES = insert_of(Staging.UPDATES, _UPDATE_COLS)

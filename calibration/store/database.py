@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar, Protocol
 
@@ -269,6 +269,11 @@ class Database(ABC):
     @abstractmethod
     def checkpoint(self) -> None:
         """After a bulk write: let the engine fold it in now, so the next small commit does not pay."""
+
+    @abstractmethod
+    def resume_numbering(self, tables: Iterable[str]) -> None:
+        """After rows were written with the ids they hold (a restore, a copy, an import's claims):
+        the next row of `tables` numbered by the engine takes an id past every stored one."""
 
     @abstractmethod
     def analyze(self) -> None:

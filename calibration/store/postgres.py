@@ -16,27 +16,30 @@ SQLAlchemy; nothing rewrites SQL text at run time. The numbered migrations that 
 before Alembic have their PostgreSQL text written once (`schema_postgresql`). `execute` runs SQL
 text as written for PostgreSQL (tests and maintenance tools; the store runs none), taking the
 `?` and `:name` placeholders SQLite's driver takes. Ids of a table whose primary key is `id`
-are numbered as the schema (revision 0001) numbers them: a trigger gives the largest plus one
-(writers are serialised, so two never take the same).
+are identity columns (revision 0002): two transactions inserting at once take different ids;
+where rows are written with the ids they hold (a restore, a copy, an import's claims), the
+writer moves the sequence past them (`resume_numbering`).
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, ClassVar
 
 import psycopg
 from psycopg import errors as pg_errors
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, Select, cast, column, create_engine, event, func, select, table
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects.postgresql import REGCLASS
 
 from ..errors import DatabaseBusyError, DiskFullError, ReadOnlyError, StorageError
 from .database import NOTHING_WRITTEN, Cursor, Database, Params, begin_event, driver_error
 from .revisions import upgrade as upgrade_schema
 from .sqlite import BUSY_TIMEOUT_MS
+from .tables import NUMBERED
 
 POOL_SIZE = 8
 _WRITE_LOCK = 0x63616C69  # the advisory lock key every write transaction takes ("cali")
@@ -93,6 +96,20 @@ def _paramstyle(sql: str) -> str:
 
 
 # ---------------------------------------------------------------- the connection
+
+
+@lru_cache(maxsize=32)
+def _resumed(name: str) -> Select[tuple[Any]]:
+    """Move the identity sequence of table `name` to its largest id when that is past the
+    sequence's last value; never back (a concurrent writer may hold a later value)."""
+    numbered = table(name, column("id"))
+    sequence = cast(func.pg_get_serial_sequence(name, "id"), REGCLASS)
+    largest = func.max(numbered.c.id)
+    return (
+        select(func.setval(sequence, largest))
+        .select_from(numbered)
+        .having(largest > func.coalesce(func.pg_sequence_last_value(sequence), 0))
+    )
 
 
 class _Result:
@@ -210,6 +227,11 @@ class PostgresDatabase(Database):
 
     def checkpoint(self) -> None:
         pass  # the server checkpoints on its own
+
+    def resume_numbering(self, tables: Iterable[str]) -> None:
+        for name in tables:
+            if name in NUMBERED:
+                self.run(_resumed(name))
 
     def analyze(self) -> None:
         # Autovacuum would get to it in a minute or more; until then an export of 100,000 claims

@@ -17,7 +17,7 @@ import sqlite3
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -164,6 +164,9 @@ class SQLiteDatabase(Database):
 
     def checkpoint(self) -> None:
         self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def resume_numbering(self, tables: Iterable[str]) -> None:
+        pass  # a rowid is numbered from the largest stored one, whoever wrote it
 
     def analyze(self) -> None:
         pass  # SQLite plans from the schema's indexes: the store keeps no statistics to refresh

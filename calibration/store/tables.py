@@ -1,4 +1,4 @@
-"""Every table of the store, defined once: SQLAlchemy Core metadata, the schema as m018 left it.
+"""Every table of the store, defined once: SQLAlchemy Core metadata, the schema at the newest revision.
 
 Statements are built from these tables and compiled for each engine. The types are the ones the
 shipped migrations gave each engine: SQLite's INTEGER (so that `id INTEGER PRIMARY KEY` stays the
@@ -9,12 +9,15 @@ metadata with a migrated database on both engines.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     Column,
     Double,
     ForeignKey,
+    Identity,
     Index,
     MetaData,
     PrimaryKeyConstraint,
@@ -24,6 +27,9 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects import sqlite
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.schema import CreateColumn
+from sqlalchemy.sql.compiler import DDLCompiler
 from sqlalchemy.types import TypeEngine
 
 metadata = MetaData()
@@ -39,9 +45,17 @@ EMPTY_LIST = text("'[]'")
 
 
 def _numbered_id() -> Column[int]:
-    """`id INTEGER PRIMARY KEY`: SQLite's rowid; on PostgreSQL a BIGINT a trigger numbers (the
-    largest plus one), not a sequence, so the column is no autoincrement of SQLAlchemy's."""
-    return Column("id", Int, primary_key=True, nullable=True, autoincrement=False)
+    """`id INTEGER PRIMARY KEY`: SQLite's rowid; on PostgreSQL a BIGINT identity column (by
+    default, so a restore writes the ids it holds; revision 0002)."""
+    return Column("id", Int, Identity(), primary_key=True, nullable=True)
+
+
+@compiles(CreateColumn, "postgresql")
+def _identity_column(element: CreateColumn, compiler: DDLCompiler, **kw: Any) -> str | None:
+    # Declared nullable for SQLite's rule (above); an identity column is NOT NULL by itself, and
+    # PostgreSQL refuses one declared NULL.
+    spec: str | None = compiler.visit_create_column(element, **kw)  # type: ignore[no-untyped-call]
+    return spec.removesuffix(" NULL") if spec and element.element.identity is not None else spec
 
 
 def _verdict(col: str, *, nullable: bool) -> CheckConstraint:
@@ -445,7 +459,7 @@ reviewer_identities = Table(
 )
 
 # The tables with an `id INTEGER PRIMARY KEY` the store numbers (SQLite's rowid; on PostgreSQL
-# the largest plus one, until identity columns replace it).
+# an identity column, whose sequence must be moved past ids written as they were).
 NUMBERED = tuple(
     t.name
     for t in metadata.sorted_tables
