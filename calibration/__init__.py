@@ -7,7 +7,7 @@ connection is `calibration.store.connect`. It never imports streamlit; the app (
 and the CLI (`calibration.cli`) are thin shells over it.
 
 Importing the package is cheap: the names below load their modules on first use, so
-`import calibration.agreement` (pure statistics) pulls in neither sqlite-utils nor pydantic.
+`import calibration.agreement` (pure statistics) pulls in neither SQLAlchemy nor pydantic.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The small fixed vocabularies, defined once: verdicts, label kinds and statuses.
 
 Pure (no third-party import), so the statistics can use it without loading pydantic or
-sqlite-utils. The schema's CHECK constraints spell the same lists out literally (a shipped
+SQLAlchemy. The schema's CHECK constraints spell the same lists out literally (a shipped
 migration is frozen); `tests/test_layering.py` fails if the two drift apart.
 """
 

@@ -142,7 +142,6 @@ def test_the_sql_text_finder_sees_a_planted_statement(source: str, hits: int) ->
 # The engine drivers each have one home: the backend module that speaks to them; SQLAlchemy and
 # Alembic, the store's query language and migrations, stay inside the store package.
 BACKENDS = {
-    "sqlite_utils": "calibration.store.sqlite",
     "sqlite3": "calibration.store.sqlite",
     "psycopg": "calibration.store.postgres",
     "sqlalchemy": "calibration.store",
@@ -371,7 +370,7 @@ def test_no_import_cycles_between_modules() -> None:
 def test_importing_the_statistics_stays_cheap() -> None:
     code = (
         "import sys, calibration.agreement, calibration.decisions, calibration.estimation; "
-        "print(','.join(m for m in ('sqlite_utils', 'pandas', 'httpx', 'pydantic', 'streamlit') "
+        "print(','.join(m for m in ('sqlalchemy', 'pandas', 'httpx', 'pydantic', 'streamlit') "
         "if m in sys.modules))"
     )
     out = subprocess.run(
