@@ -38,7 +38,7 @@ from scipy.special import betainc, ndtr, stdtr, stdtrit
 
 from .agreement import kish_effective_n, optional_float
 from .estimation import wilson_interval, z_value
-from .fmt import pct, share
+from .fmt import pct, plural, share
 from .vocab import LABELS
 
 # The share of a decision's error budget alpha the running rule spends; the final reading spends the
@@ -729,8 +729,36 @@ def prob_at_least_target_design(
     return float(stdtr(max(df, 1.0), z)) if df is not None else float(ndtr(z))
 
 
-def prob_sentence(prob: float | None, target: float) -> str:
-    """ "92% chance the judge meets the 85% target" (rounded; never 0% or 100% from a finite sample)."""
+# Where P(agreement >= target) holds its level (bench/sim_flag.py, docs/decisions.md): calibrated
+# within 0.05 from 20 labeled answers of 1-5 claims and from 12 answers of 10-30 claims; at 12-15
+# answers of 1-5 claims it was off by 0.056-0.070, and fewer answers were not simulated.
+CHANCE_MIN_ANSWERS: Final = 20
+CHANCE_MIN_LONG_ANSWERS: Final = 12
+CHANCE_LONG_CLAIMS: Final = 10  # claims per answer, on average, for the smaller count
+
+
+def chance_withheld(answers: int, claims: int) -> str | None:
+    """Why P(agreement >= target) is not given for `answers` labeled answers holding `claims`
+    claims, or None when it is: from CHANCE_MIN_ANSWERS answers, or from CHANCE_MIN_LONG_ANSWERS
+    answers of CHANCE_LONG_CLAIMS or more claims each on average. Below that the simulated chance
+    strayed from the share of runs that met the target by more than 0.05 (like kappa's interval,
+    it is withheld rather than shown off its level)."""
+    if answers >= CHANCE_MIN_ANSWERS:
+        return None
+    if answers >= CHANCE_MIN_LONG_ANSWERS and claims >= CHANCE_LONG_CLAIMS * answers:
+        return None
+    return (
+        f"{plural(answers, 'labeled answer')} are too few for it (it is given from "
+        f"{CHANCE_MIN_ANSWERS} answers, or from {CHANCE_MIN_LONG_ANSWERS} answers of "
+        f"{CHANCE_LONG_CLAIMS} or more claims each)"
+    )
+
+
+def prob_sentence(prob: float | None, target: float, withheld: str | None = None) -> str:
+    """ "92% chance the judge meets the 85% target" (rounded; never 0% or 100% from a finite sample);
+    `withheld`: why no chance is given (`chance_withheld`)."""
+    if withheld is not None:
+        return f"no chance of meeting the {share(target)} target is given yet: {withheld}"
     if prob is None:
         return f"no labeled claims yet: no chance can be given for the {share(target)} target"
     percent = 100 * prob

@@ -136,6 +136,7 @@ def decide_flag(
     more_target: decisions.MoreClaims,
     prob: float | None,
     disagreeing: Sequence[str],
+    prob_withheld: str | None = None,
     ceiling: decisions.HumanCeiling | None = None,
     unit: str = "claims",
 ) -> Flag:
@@ -192,7 +193,7 @@ def decide_flag(
     by_rule = {r.rule: r for r in rules.rules}
     ag = by_rule["agreement"]
     fixed = ci(estimates.agreement.ci_low, estimates.agreement.ci_high)
-    chance = decisions.prob_sentence(prob, t.agreement_target)
+    chance = decisions.prob_sentence(prob, t.agreement_target, prob_withheld)
     reasons: list[Reason] = []
 
     def said(verb: str, side: str, end: str, bound: float | None) -> str:

@@ -79,6 +79,7 @@ class Report:
     estimates: PopulationEstimates | None = None
     rules: decisions.Decision | None = None
     prob_at_least_target: float | None = None
+    prob_withheld: str | None = None  # why no chance is given (`decisions.chance_withheld`)
     effective_thresholds: decisions.CappedThresholds | None = None
     human_ceiling: decisions.HumanCeiling | None = None
     # Filled by the caller: human-human agreement on the final (post-reveal) verdicts, shown beside
@@ -129,7 +130,10 @@ class Report:
             part["rule"] = None if rule is None else rule.to_dict()
         agreement["basis"] = self.basis
         agreement["prob_at_least_target"] = optional_float(self.prob_at_least_target)
-        agreement["prob_sentence"] = decisions.prob_sentence(self.prob_at_least_target, target)
+        agreement["prob_withheld"] = self.prob_withheld
+        agreement["prob_sentence"] = decisions.prob_sentence(
+            self.prob_at_least_target, target, self.prob_withheld
+        )
         hh = None if self.human_human is None else self.human_human.to_dict()
         post = self.human_human_post_reveal
         return {
@@ -478,6 +482,9 @@ def _report(
             if claim_w is None
             else decisions.prob_at_least_target_weighted(agree.astype(float), claim_w, target)
         )
+    withheld = decisions.chance_withheld(len(ms), int(sum(ms))) if n else None
+    if withheld is not None:
+        prob = None
     more_target = decisions.more_claims_to_decide(
         ys,
         ms,
@@ -515,6 +522,7 @@ def _report(
         n_claims=n,
         more_target=more_target,
         prob=prob,
+        prob_withheld=withheld,
         disagreeing=disagreeing,
         ceiling=ceiling,
         unit="(claim, reviewer) verdicts" if per_reviewer else "claims",
@@ -538,6 +546,7 @@ def _report(
         estimates=estimates,
         rules=rules,
         prob_at_least_target=prob,
+        prob_withheld=withheld,
         effective_thresholds=capped,
         human_ceiling=ceiling,
         basis="per_reviewer" if per_reviewer else "final_label",

@@ -124,7 +124,7 @@ def format_report(
     lines.append(f"Gwet's AC1     {num(r.ac1):>7}   (beside kappa, not instead of it)")
     ag_rule = r._rule("agreement")
     if ag_rule is not None:
-        chance = decisions.prob_sentence(r.prob_at_least_target, ag_rule.threshold)
+        chance = decisions.prob_sentence(r.prob_at_least_target, ag_rule.threshold, r.prob_withheld)
         bounds = f"{pct(ag_rule.bound_low)}–{pct(ag_rule.bound_high)}"
         lines.append(f"  running bounds on agreement {bounds} (what the flag reads); {chance}")
     if r.weighted is not None:

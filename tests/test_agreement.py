@@ -1225,3 +1225,31 @@ def test_the_text_counts_claims_left_out_in_the_singular_and_plural():
     assert "; 1 claim left out (reviewers disagree, not adjudicated)" in one.to_text()
     two = dataclasses.replace(r, unresolved_claims=("q1/c1", "q2/c1"))
     assert "; 2 claims left out (reviewers disagree, not adjudicated)" in two.to_text()
+
+
+@pytest.mark.parametrize(
+    ("answers", "claims_each", "given"),
+    [(15, 3, False), (11, 30, False), (12, 9, False), (12, 10, True), (20, 1, True), (40, 3, True)],
+)
+def test_the_chance_of_the_target_is_withheld_below_the_size_where_it_holds_its_level(
+    answers: int, claims_each: int, given: bool
+) -> None:
+    """From 20 answers, or 12 answers of 10 or more claims each (decisions.chance_withheld):
+    below that the simulated chance strayed from the share of runs meeting the target by more
+    than 0.05 (docs/decisions.md)."""
+    rng = np.random.default_rng(answers * 100 + claims_each)
+    n = answers * claims_each
+    human = np.zeros(n, dtype=int)
+    judge = np.where(rng.uniform(size=n) < 0.85, 0, 2)
+    cluster = np.repeat(np.arange(answers), claims_each)
+    r = agreement_report(human, judge, cluster, [f"a/{i}" for i in range(n)], bootstrap=0)
+    d = r.to_dict()["agreement"]
+    assert (d["prob_at_least_target"] is not None) == given
+    assert (d["prob_withheld"] is None) == given
+    if given:
+        assert "chance the judge meets the 85% target" in d["prob_sentence"]
+    else:
+        assert d["prob_sentence"].startswith("no chance of meeting the 85% target is given yet")
+        assert f"{answers} labeled answers are too few" in d["prob_sentence"]
+        assert "no chance of meeting" in r.to_text()
+        assert all("% chance the judge" not in reason.message for reason in r.flag.reasons)
