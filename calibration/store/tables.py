@@ -50,12 +50,14 @@ def _numbered_id() -> Column[int]:
     return Column("id", Int, Identity(), primary_key=True, nullable=True)
 
 
-@compiles(CreateColumn, "postgresql")
 def _identity_column(element: CreateColumn, compiler: DDLCompiler, **kw: Any) -> str | None:
     # Declared nullable for SQLite's rule (above); an identity column is NOT NULL by itself, and
     # PostgreSQL refuses one declared NULL.
     spec: str | None = compiler.visit_create_column(element, **kw)  # type: ignore[no-untyped-call]
     return spec.removesuffix(" NULL") if spec and element.element.identity is not None else spec
+
+
+compiles(CreateColumn, "postgresql")(_identity_column)
 
 
 def _verdict(col: str, *, nullable: bool) -> CheckConstraint:
