@@ -41,6 +41,7 @@ from calibration.store.backup import BOOKKEEPING, MIGRATIONS_TABLE
 from .judge_stub import StubServer
 from .pg_server import Cluster
 from .test_export import labels_snapshot
+from .test_revisions import stale_numbering
 
 DATA = Path(__file__).parent / "data"
 RELEASE_DB = DATA / "release-0.1.0.db"
@@ -325,6 +326,7 @@ def test_a_backup_restores_into_an_empty_postgresql_database_exactly(
     assert "restored (backup)" in round_trip(full_db, pg_url, stored_rows, tmp_path, capsys)
     with store.session(pg_url) as db:
         assert store.backup.revision(db) == store.backup.known_revisions()[-1]
+    assert stale_numbering(pg_url) == []  # a new row takes an id past the restored ones
 
 
 def test_the_header_says_what_the_backup_holds(full_db: Path, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, create_engine, text
+from sqlalchemy import Connection, create_engine, inspect, text
 
 from calibration import store
 from calibration.cli import main
@@ -190,6 +190,16 @@ def _largest_ids(url: str | Path) -> dict[str, int]:
         }
 
 
+def _every_row(url: str | Path) -> dict[str, list[str]]:
+    """Every row of every data table (not the record of migrations), sorted."""
+    engine = engine_of(url)
+    names = [
+        t for t in inspect(engine).get_table_names() if t not in ("alembic_version", "_sqlite_migrations")
+    ]
+    with engine.connect() as conn:
+        return {t: sorted(repr(tuple(r)) for r in conn.execute(text(f"SELECT * FROM {t}"))) for t in names}
+
+
 def _new_label_event(conn: Connection, reviewer: str) -> int:
     """A row numbered by the engine (no id given); its id."""
     new = text(
@@ -203,11 +213,11 @@ def test_the_last_release_upgraded_keeps_its_ids_and_numbers_new_rows_as_a_new_d
     db_url: str | Path, backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     url = _release_m018(backend, tmp_path, request)
-    before = _largest_ids(url)
+    before, rows = _largest_ids(url), _every_row(url)
     assert before["claims"] > 0 and before["label_events"] > 0
     with store.session(url), store.session(db_url):
         pass
-    assert _largest_ids(url) == before
+    assert _every_row(url) == rows  # every row, with its id
     assert schema_of(engine_of(url)) == schema_of(engine_of(db_url))  # identity columns, no trigger
     with engine_of(url).begin() as conn:
         assert _new_label_event(conn, "new") == before["label_events"] + 1
