@@ -410,7 +410,7 @@ def sign_in(page: Any, url: str, name: str) -> None:
     settled(page)  # the first run has ended: a key pressed mid-run can be lost when it redraws
     field.fill(name)
     field.press("Enter")
-    page.locator(".st-key-cycle-name").wait_for()
+    page.locator(".st-key-cycle-name .cal-cycle").wait_for()
     # Move the focus off any field so plain-key shortcuts reach the app.
     blur(page)
 

@@ -174,16 +174,16 @@ def test_a_reviewer_logs_in_is_refused_on_lead_pages_keeps_the_session_and_logs_
     _log_in(page, team_app, REVIEWER)
     assert _nav(page) == ["Home", "Review"]
     page.goto(f"{team_app}/review")
-    page.locator(".st-key-cycle-name").wait_for()
+    page.locator(".st-key-cycle-name .cal-cycle").wait_for()
     assert "signin=" not in page.url  # the session lives in Streamlit's cookie, not the URL
     for path in LEAD_PAGES:
         assert not _lead_page_shows(page, team_app, path), path
         assert _nav(page) == ["Home", "Review"], path
     page.goto(f"{team_app}/review")
-    page.locator(".st-key-cycle-name").wait_for()
+    page.locator(".st-key-cycle-name .cal-cycle").wait_for()
     page.reload()
     page.get_by_test_id("stSidebar").get_by_text(REVIEWER).wait_for()
-    page.locator(".st-key-cycle-name").wait_for()
+    page.locator(".st-key-cycle-name .cal-cycle").wait_for()
     tab = page.context.new_page()  # a new tab: the same cookie, the same person
     tab.goto(f"{team_app}/review")
     tab.get_by_test_id("stSidebar").get_by_text(REVIEWER).wait_for()

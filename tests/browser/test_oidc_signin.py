@@ -79,7 +79,7 @@ def test_typed_sign_in_offers_the_roster_and_refuses_near_duplicates(tmp_path: P
         assert page.get_by_role("button", name="Sign out").count() == 0
         page.get_by_label("Pick your name").click()
         page.get_by_role("option", name="Anna").click()
-        page.locator(".st-key-cycle-name").wait_for()
+        page.locator(".st-key-cycle-name .cal-cycle").wait_for()
         assert "Anna" in page.get_by_test_id("stSidebar").inner_text()
     with store.session(db) as conn:
         assert roles.signed_in(conn) == ["Anna"]

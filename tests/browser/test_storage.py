@@ -142,7 +142,7 @@ def _lead_signed_in(page: Any, url: str) -> str:
     field = page.get_by_label("Your name")
     field.fill(LEAD)
     field.press("Enter")
-    page.locator(".st-key-cycle-name").wait_for()
+    page.locator(".st-key-cycle-name .cal-cycle").wait_for()
     settle(page, 400)
     query = page.url.partition("?")[2]
     assert "signin=" in query
