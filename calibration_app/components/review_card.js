@@ -587,10 +587,11 @@ function drawTop(top) {
 
 function drawChunks(pane) {
   const chunks = card.view.chunks || [];
-  const key = JSON.stringify([card.view.answer, chunks.map((ch) => ch.more)]);
-  if (pane.dataset.key !== key) {
-    const another = !pane.dataset.key || JSON.parse(pane.dataset.key)[0] !== card.view.answer;
-    pane.dataset.key = key;
+  const cut = chunks.map((ch) => ch.more).join(",");
+  const another = pane.dataset.answer !== card.view.answer;
+  if (another || pane.dataset.cut !== cut) {
+    pane.dataset.answer = card.view.answer;
+    pane.dataset.cut = cut;
     pane.replaceChildren();
     if (!chunks.length) pane.appendChild(el("div", "rc-muted", "This answer has no chunks."));
     for (const ch of chunks) {
@@ -602,8 +603,8 @@ function drawChunks(pane) {
       pane.appendChild(box);
     }
     if (chunks.some((ch) => ch.long)) {
-      const cut = chunks.some((ch) => ch.more);
-      pane.appendChild(button(cut ? "Show the chunks in full" : "Cut the long chunks again", "rc-full", () => emit({ do: "chunks", full: cut }), {
+      const shortened = chunks.some((ch) => ch.more);
+      pane.appendChild(button(shortened ? "Show the chunks in full" : "Cut the long chunks again", "rc-full", () => emit({ do: "chunks", full: shortened }), {
         title: "Long chunks are cut so that every key stays quick.",
       }));
     }
@@ -629,7 +630,7 @@ function draw() {
   if (!card.view || !["claim", "last look", "reveal"].includes(m)) {
     f.top.replaceChildren();
     f.pane.replaceChildren();
-    f.pane.dataset.key = "";
+    delete f.pane.dataset.answer;
     f.grid.hidden = true;
     return;
   }
