@@ -29,7 +29,7 @@ from calibration import cli, cycles, split, store
 from calibration.importing import import_answers
 
 from ..judge_stub import StubServer
-from .conftest import ROOT, SCREENSHOTS, Tabs, settled, start_app
+from .conftest import ROOT, SCREENSHOTS, Tabs, settled, start_app, wait_until
 from .test_fit_1280 import cut_off, open_as_lead
 
 pytestmark = pytest.mark.browser
@@ -230,6 +230,8 @@ def test_every_screen_shows_one_figure_per_question(app: tuple[str, Path], tabs:
     direction_holds(direction)
     assert run_json["direction"]["figures"] in direction and run_json["direction"]["figures"] in text
     assert ("within chance" in direction) == ("within chance" in text)
+    # The tables fill in after the expander opens; under load a moment later than its text.
+    assert wait_until(lambda: "category" in tables(page)), sorted(tables(page))
     drawn = tables(page)
     category = drawn["category"]
     if category["count"] == 1:  # the whole scope: the header's figure and count
