@@ -189,6 +189,7 @@ def _held(db: Database) -> str | None:
 
 
 def _refuse_unless_empty(db: Database) -> None:
+    store.backup.hold_all(db)  # inside the restore's write: nothing is written after the check
     held = _held(db)
     if held:
         raise ConflictError(

@@ -416,6 +416,14 @@ def get_cycle(db: Database, name: str) -> Cycle:
     return _cycle_by_id(db, store.cycle_id(db, name))
 
 
+def _held_cycle(db: Database, name: str) -> Cycle:
+    """`get_cycle`, the cycle held until the write ends (a lead's change of it is based on its
+    status and work as read here; a second lead's waits)."""
+    cycle_id = store.cycle_id(db, name)
+    store.cycles.lock_cycle(db, cycle_id)
+    return _cycle_by_id(db, cycle_id)
+
+
 def sampleable_runs(db: Database) -> list[store.JudgeRun]:
     """Judge runs that gave at least one verdict, oldest first: the runs a cycle can sample.
 
@@ -627,6 +635,7 @@ def create_cycle(
         seed = secrets.randbelow(2**31)
 
     with store.write(db):
+        store.cycles.hold_membership(db)  # the pool read below stays as read until the commit
         run = store.find_judge_run(db, judge_run)
         if store.cycles.name_taken(db, name):
             raise ConflictError(f"a cycle named {name!r} already exists")
@@ -840,7 +849,7 @@ def reassign(
     if off_roster:
         raise InputError(off_roster)
     with store.write(db):
-        cycle = get_cycle(db, cycle_name)
+        cycle = _held_cycle(db, cycle_name)
         if cycle.status != "open":
             raise ConflictError(f"cycle {cycle.name!r} is closed; its work cannot be reassigned")
         if cycle.is_open_to_all:
@@ -899,6 +908,7 @@ def mark_holdout(db: Database, answer_ids: Iterable[str], flag: bool = True) -> 
     if not ids:
         raise InputError("no answer ids given")
     with store.write(db):
+        store.cycles.hold_membership(db)  # no cycle samples these answers while they change
         known = store.cycles.known_answers(db, ids)
         if missing := [a for a in ids if a not in known]:
             raise NotFoundError(f"unknown answer id(s): {', '.join(missing)}")
@@ -927,7 +937,7 @@ def close_cycle(
     `force`: closing freezes the figures, and labels given later do not change them.
     """
     with store.write(db):
-        cycle = get_cycle(db, name)
+        cycle = _held_cycle(db, name)
         if cycle.status == "closed":
             raise ConflictError(f"cycle {name!r} is already closed (at {cycle.closed_at})")
         if not force:

@@ -123,13 +123,13 @@ def _bind(db: Database, person: Person) -> store.roster.Binding:
     name = roles.canonical_name(name, roles.known_reviewers(db))
     key = normalise_name(name)
     with store.write(db):
-        # Read again under the write lock: a second tab may have bound this subject meanwhile.
-        found = store.roster.binding(db, person.issuer, person.subject)
-        if found is not None:
-            return found
-        if store.roster.bound_to(db, key) is not None:
+        # The table's keys decide, not a read before the insert: a second tab (or app server)
+        # may be binding this subject, or another subject this name, at the same moment.
+        if not store.roster.bind(db, person.issuer, person.subject, key, name):
+            found = store.roster.binding(db, person.issuer, person.subject)
+            if found is not None:
+                return found
             raise SignInRefused(_refusal_taken(name))
-        store.roster.bind(db, person.issuer, person.subject, key, name)
     roles.note_sign_in(db, name)
     return store.roster.Binding(name, None)
 

@@ -644,6 +644,7 @@ def restore_answers(db: Database, path: str | Path, *, encoding: str | None = No
     seen: set[str] = set()
     report.recovered += store.imports.recover(db)
     with store.write(db):
+        store.imports.hold_numbering(db)  # its new claims take ids past every stored one
         runs = _Runs(db, report)
         for line, rec in _export_lines(path, encoding, problems):
             try:

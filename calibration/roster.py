@@ -103,6 +103,7 @@ def rename(db: Database, old: str, typed_new: str, *, by: str | None = None) -> 
     new name; returns (new name, labels moved). The new name passes the name rule against every
     other known name; one that already holds work of someone else is refused (no merge)."""
     with store.write(db):
+        store.roster.hold_for_rename(db, normalise_name(old))
         found = _entry_of(db, old)
         old_key = normalise_name(found.name)
         known = known_reviewers(db)

@@ -22,8 +22,8 @@ from ..errors import Option, Problem
 from .connection import now, write
 from .core import insert_of, staging
 from .database import Database
-from .imports import MarkedStaging, next_claim_pk, pause_between_batches, reserve_claims
-from .labels import label_upsert
+from .imports import MarkedStaging, hold_numbering, next_claim_pk, pause_between_batches, reserve_claims
+from .labels import label_upsert, lock_claims
 from .labels import put_adjudication as put_adjudication  # the restore writes it too
 from .reveals import commit_imported
 from .tables import adjudications, answers, chunks, claims, human_labels, judge_verdicts, label_events
@@ -285,6 +285,7 @@ class Staging(MarkedStaging):
                     update(self.STAGED["judge_verdicts"]).where(sv.run_id == provisional).values(run_id=real)
                 )
             # Past every stored claim and every range another unfinished import reserved.
+            hold_numbering(db)
             shift = max(0, next_claim_pk(db) - self.first_claim)
             if shift:  # another import took the claim keys reserved when reading began
                 db.run(update(self.STAGED["claims"]).values(id=sc.id + shift))
@@ -448,7 +449,10 @@ _ADJUDICATION = select(_d.verdict, _d.adjudicator, _d.note, _d.created_at).where
 
 
 def event_keys(db: Database, claim_pk: int) -> list[dict[str, Any]]:
-    """A claim's label history, oldest first, as EVENT_KEY fields (evidence as stored JSON text)."""
+    """A claim's label history, oldest first, as EVENT_KEY fields (evidence as stored JSON text);
+    the claim held until the write ends, as a label's write holds it (`labels.lock_claims`), so
+    the events a restore appends after these are not written twice."""
+    lock_claims(db, claims.c.id == claim_pk)
     return [dict(zip(EVENT_KEY, r, strict=True)) for r in db.run_direct(_EVENTS, {"claim": claim_pk})]
 
 

@@ -39,7 +39,7 @@ from .revisions import VERSION_TABLE, current, known
 from .revisions import upgrade as upgrade_schema
 from .schema import migrations
 from .settings import SECRET_SETTINGS
-from .tables import imports
+from .tables import imports, metadata
 
 # Kept by sqlite-utils: which migrations ran and when; and Alembic's revision. A backup names its
 # migrations in its header instead; the restored database records its own.
@@ -57,6 +57,12 @@ class Table:
     def clause(self, schema: str | None = None) -> TableClause:
         """The table for a Core statement (its names quoted as each engine needs)."""
         return table(self.name, *(column(c) for c in self.columns), schema=schema)
+
+
+def hold_all(db: Database) -> None:
+    """Keep every other writer out of the store's tables until the write ends: a restore
+    checks that the database is empty, then fills it (`Database.lock_tables`)."""
+    db.lock_tables(*metadata.sorted_tables)
 
 
 def tables(db: Database) -> list[Table]:

@@ -8,7 +8,8 @@ next unit of work, on whatever thread, since opening one costs about 1 ms (Postg
 its pool). The store is named by a URL:
 a file path or `sqlite:///path` (the default engine, `calibration.store.sqlite`), or
 `postgresql://...` (`calibration.store.postgres`). Everything outside the backends holds the
-one `Database` type and uses `write` (one write transaction, the write lock taken up front)
+one `Database` type and uses `write` (one write transaction: SQLite's write lock up front, on
+PostgreSQL the locks each write takes on what it read, see `postgres`)
 and `read_snapshot`.
 
 Storage failures are errors of `calibration.errors`, one sentence each and without a path
@@ -324,7 +325,7 @@ def session(url: str | Path | None = None) -> Iterator[Database]:
 
 @contextmanager
 def write(db: Database) -> Iterator[Database]:
-    """One write transaction that takes the write lock up front; rolled back on any error.
+    """One write transaction (`Database.write`); rolled back on any error.
 
     Translated, because callers can act on them: a lock held past the busy timeout
     (DatabaseBusyError: try again), a constraint the write broke (ConflictError), and a full,

@@ -58,6 +58,18 @@ def cycle_id(db: Database, name: str) -> int:
     return int(found)
 
 
+def lock_cycle(db: Database, cycle_id: int) -> None:
+    """Hold the cycle until the write ends (`Database.lock`)."""
+    db.lock(select(cycles.c.id).where(cycles.c.id == cycle_id))
+
+
+def hold_membership(db: Database) -> None:
+    """Keep every other writer of cycle membership out until the write ends (`Database.lock_tables`):
+    a new cycle samples answers that are not holdout, and marking answers holdout checks that no
+    ordinary cycle holds them; each reads what the other writes, over many answers."""
+    db.lock_tables(cycle_answers)
+
+
 def cycle_judge_run_id(db: Database, cycle_id: int) -> int:
     """The judge run a cycle was sampled from."""
     return int(db.run(select(_c.judge_run_id).where(_c.id == cycle_id)).scalar_one())

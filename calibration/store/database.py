@@ -9,8 +9,9 @@ needs beyond SQL is an operation of the object (`in_transaction`, `close`, `writ
 
 Transactions are SQLAlchemy's (`sa.begin()`, `begin_nested()` for a savepoint), opened by the
 engine's `begin` event with the statements the backend names for a write (`begin_write`: the
-write lock up front) or a read snapshot (`begin_read`). A statement outside any transaction
-runs on its own: the event opens nothing at the driver for SQLAlchemy's autobegin.
+write lock up front, where the engine has one) or a read snapshot (`begin_read`). A statement
+outside any transaction runs on its own: the event opens nothing at the driver for
+SQLAlchemy's autobegin.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar, Protocol
 
-from sqlalchemy import ClauseElement, Connection, Dialect, Executable, Result
+from sqlalchemy import ClauseElement, Connection, Dialect, Executable, Result, Select, Table
 from sqlalchemy import exc as sa_exc
 
 from ..errors import ConflictError
@@ -94,7 +95,7 @@ class Database(ABC):
     integrity_errors: ClassVar[tuple[type[Exception], ...]]
     # Every error of the driver, and SQLAlchemy's wrapper of them.
     driver_errors: ClassVar[tuple[type[Exception], ...]]
-    # What opens a write transaction (the write lock taken up front), and a read snapshot.
+    # What opens a write transaction (SQLite's write lock taken up front), and a read snapshot.
     begin_write: ClassVar[tuple[str, ...]]
     begin_read: ClassVar[tuple[str, ...]]
     sa: Connection
@@ -102,6 +103,18 @@ class Database(ABC):
     def run(self, statement: Executable, params: Params | None = None) -> Rows:
         """Run a statement built with SQLAlchemy Core, compiled for this engine."""
         return self.sa.execute(statement, params)
+
+    @abstractmethod
+    def lock(self, rows: Select[Any], *, shared: bool = False) -> None:
+        """Lock the rows `rows` selects until this write ends (`SELECT ... FOR NO KEY UPDATE`,
+        or FOR SHARE when `shared`), where writers run side by side; nothing where a write
+        holds the whole store (SQLite's BEGIN IMMEDIATE). Call it inside the write, before
+        the reads its check is based on."""
+
+    @abstractmethod
+    def lock_tables(self, *tables: Table) -> None:
+        """Keep every other writer out of `tables` until this write ends, readers not (where
+        writers run side by side): for the rare writes whose check reads a whole table."""
 
     def run_direct(self, statement: ClauseElement, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         """Run a Core statement, compiled once for this engine, on the driver's connection; its
@@ -194,7 +207,8 @@ class Database(ABC):
 
     @contextmanager
     def write(self) -> Iterator[Database]:
-        """One write transaction, taking the write lock up front; rolled back on any error."""
+        """One write transaction (SQLite: the write lock taken up front; PostgreSQL: each write
+        locks what it reads, `lock`); rolled back on any error."""
         if self.in_transaction:
             with self.atomic():
                 yield self

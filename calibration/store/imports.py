@@ -226,6 +226,13 @@ _LAST_CLAIMS = select(
 )
 
 
+def hold_numbering(db: Database) -> None:
+    """Keep every other import out of the claim ids until the write ends: the ones that write
+    claims with ids they choose (a reservation, a restore) read the largest id and the ranges
+    reserved, then write past them (`Database.lock_tables`)."""
+    db.lock_tables(imports)
+
+
 def next_claim_pk(db: Database) -> int:
     """The first claim id free for a new import: past every stored claim and every range an
     unfinished import reserved (it has not moved all of them in yet). Run once per claim a
@@ -359,6 +366,7 @@ def recover(db: Database) -> list[str]:
     for p in leftovers(db):
         with write(db):
             # Another process may have recovered it between the read and this write.
+            db.lock(select(_i.id).where(_i.id == p.id))
             if db.run(select(ONE).where(_i.id == p.id, _PUBLISHING)).first() is None:
                 continue
             removed = remove(db, p.id)

@@ -420,8 +420,8 @@ def record_examples(db: Database, run_id: int, examples: Sequence[ExampleRecord]
         if db.run(select(ONE).where(judge_lab_examples.c.run_id == run_id).limit(ONE)).first():
             return
         if examples:
-            db.run(
-                insert(judge_lab_examples),
+            db.run(  # a second process storing them at the same moment stores nothing more
+                upsert(db.dialect, judge_lab_examples).on_conflict_do_nothing(),
                 [
                     {"run_id": run_id, "position": i, "claim_pk": e.claim_pk, "kind": e.kind, "text": e.text}
                     for i, e in enumerate(examples)

@@ -30,6 +30,13 @@ Col = ColumnElement[Any] | KeyedColumnElement[Any]
 LABEL_BATCH = 500
 
 
+def lock_claims(db: Database, chosen: ColumnElement[bool]) -> None:
+    """Hold the claims `chosen` selects until the write ends (`Database.lock`), in id order: a
+    write of labels takes their claims first, so the state it is based on (the reviewer's latest
+    event, whether they have a label at all) stays the one it read until it commits."""
+    db.lock(select(claims.c.id).where(chosen).order_by(claims.c.id))
+
+
 def claim_pk(db: Database, answer_id: str, claim_id: str) -> int:
     found = db.run(
         select(claims.c.id).where(claims.c.answer_id == answer_id, claims.c.claim_id == claim_id)
@@ -187,6 +194,7 @@ def record_label(
     with write(db):
         if kind != "import":
             check_writer(db, reviewer)
+        lock_claims(db, claims.c.id == claim)
         if based_on is not None:
             check_based_on(db, claim, reviewer, based_on)
         state = label_state(db, claim, reviewer)
@@ -470,6 +478,8 @@ class LabelStaging(MarkedStaging):
         for lo in range(1, last + 1, batch):
             started = time.monotonic()
             with write(db):
+                batch_rows = s.rowid.between(lo, lo + batch - 1)
+                lock_claims(db, claims.c.id.in_(select(s.claim_pk).where(batch_rows)))
                 rows = db.run(
                     select(s.claim_pk, s.reviewer, s.verdict, s.evidence, s.note, _h.claim_pk.is_not(None))
                     .select_from(
@@ -477,7 +487,7 @@ class LabelStaging(MarkedStaging):
                             human_labels, and_(_h.claim_pk == s.claim_pk, _h.reviewer == s.reviewer)
                         )
                     )
-                    .where(s.rowid.between(lo, lo + batch - 1))
+                    .where(batch_rows)
                     .order_by(s.rowid)
                 ).all()
                 # A label the reviewer has (given meanwhile, or stored before) is set aside.

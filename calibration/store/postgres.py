@@ -3,13 +3,35 @@
 Install with `pip install -e .[postgres]` (psycopg 3) and name the store by URL:
 `CALIBRATION_DB=postgresql://user@host/db` or `--db postgresql://...`.
 
-Guarantees, as on SQLite. Every write transaction takes one transaction-level advisory lock
-before its first statement (`pg_advisory_xact_lock`), so writers queue one at a time exactly as
-SQLite's `BEGIN IMMEDIATE` makes them: a check-then-write (a label based on the state the card
-showed, a get-or-create) cannot interleave with another writer, so a verdict is never lost or
-doubled, and a staged import's short batches let a reviewer's write in between. Readers never
-wait for the lock. A write that waits longer than the busy timeout fails with
-DatabaseBusyError, nothing written.
+Guarantees, as on SQLite, by PostgreSQL's own means. A write transaction is READ COMMITTED
+and takes no lock up front: writers of unrelated rows run side by side, readers never wait.
+Each write holds what its check is based on (`Database.lock`: SELECT ... FOR NO KEY UPDATE, or
+FOR SHARE; `lock_tables`: SHARE ROW EXCLUSIVE, for the rare write whose check reads a whole
+table), or lets a unique key decide (INSERT ... ON CONFLICT):
+- a label (verdict, skip, unclear, reconcile, an import's label): its claim row
+  (`labels.lock_claims`), before the stale-tab check and the reviewer's current label are read,
+  so two tabs racing on one claim give one event and a StaleLabelError; the card's verdict,
+  commit and reconcile hold the answer first (`review.lock_answer`: each checks the reviewer's
+  labels on the whole answer); an import's batch of labels holds its claims in id order;
+- a reviewer's write holds their roster entry shared (`roster.check_writer`); a deactivation
+  updates it, a rename holds it and keeps writers out of the tables of reviewers' work
+  (`hold_for_rename`), so neither interleaves with a write of that reviewer;
+- get-or-create: a judge run (`runs.run_id`), a provider binding (`roster.bind`), a sign-in,
+  a commit, a split assignment, a lab run's examples: ON CONFLICT on the table's key, the
+  insert waiting for a concurrent one; a cycle's or roster entry's name: its UNIQUE key refuses
+  a second (ConflictError, nothing written);
+- a lead's change of a cycle (close, reassign): its row; a new cycle and holdout marks: cycle
+  membership (`cycles.hold_membership`), since each reads what the other writes over many
+  answers; thresholds: the settings table; a restore into an empty database: every table;
+- claim ids an import reserves or a restore writes: the `imports` table (`hold_numbering`), so
+  two imports never take the same range; other ids are identity columns;
+- an import stays all or nothing through its marker (`imports`), each batch a transaction; a
+  leftover is removed once (its marker row held); upserts with no check before them
+  (thresholds' single setting, guidelines, a check's row, an adjudication) need nothing more.
+No write needs SERIALIZABLE and its retries: every check above has a row, a key or a table to
+hold. Locks are taken in one order (roster entry, answer, claims by id; a lead's table lock
+first), so writers do not deadlock; a lock waited for past the busy timeout, or a deadlock
+PostgreSQL breaks, fails with DatabaseBusyError, nothing written.
 
 SQL. The store's statements are built with SQLAlchemy Core and compiled for PostgreSQL by
 SQLAlchemy; nothing rewrites SQL text at run time. The numbered migrations that made the schema
@@ -31,7 +53,19 @@ from typing import Any, ClassVar
 
 import psycopg
 from psycopg import errors as pg_errors
-from sqlalchemy import Connection, Engine, Select, cast, column, create_engine, event, func, select, table
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Select,
+    Table,
+    cast,
+    column,
+    create_engine,
+    event,
+    func,
+    select,
+    table,
+)
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql import REGCLASS
 
@@ -42,8 +76,10 @@ from .sqlite import BUSY_TIMEOUT_MS
 from .tables import NUMBERED
 
 POOL_SIZE = 8
-_WRITE_LOCK = 0x63616C69  # the advisory lock key every write transaction takes ("cali")
-_MIGRATE_LOCK = _WRITE_LOCK + 1
+# The session-level advisory lock a schema upgrade takes: one app server migrates, the others
+# wait. The key is the one earlier releases took it by ("cali" + 1), so that a server of an
+# earlier release starting at the same time waits too.
+_MIGRATE_LOCK = 0x63616C69 + 1
 _engines: dict[str, Engine] = {}
 _migrated: set[str] = set()
 _lock = threading.Lock()
@@ -141,13 +177,13 @@ class PostgresDatabase(Database):
     """A pooled connection to one PostgreSQL database (returned to the pool by `close`).
 
     `sa` is SQLAlchemy's connection, in its AUTOCOMMIT mode: transactions are the explicit
-    statements `write` and `snapshot` run (the write lock, the isolation level), on the driver's
+    statements `write` and `snapshot` run (the isolation level), on the driver's
     connection beneath it, which SQL text runs on too."""
 
     dialect: ClassVar[str] = "postgresql"
     integrity_errors: ClassVar[tuple[type[Exception], ...]] = (psycopg.IntegrityError, sa_exc.IntegrityError)
     driver_errors: ClassVar[tuple[type[Exception], ...]] = (psycopg.Error, sa_exc.DBAPIError)
-    begin_write: ClassVar[tuple[str, ...]] = ("BEGIN", f"SELECT pg_advisory_xact_lock({_WRITE_LOCK})")
+    begin_write: ClassVar[tuple[str, ...]] = ("BEGIN",)
     begin_read: ClassVar[tuple[str, ...]] = ("BEGIN ISOLATION LEVEL REPEATABLE READ",)
 
     def __init__(self, sa: Connection, url: str) -> None:
@@ -162,6 +198,15 @@ class PostgresDatabase(Database):
         if self._conn is None:
             raise StorageError("the database connection was closed")
         return self._conn
+
+    def lock(self, rows: Select[Any], *, shared: bool = False) -> None:
+        self.run(rows.with_for_update(read=shared, key_share=not shared))
+
+    def lock_tables(self, *tables: Table) -> None:
+        # SHARE ROW EXCLUSIVE: taken by one transaction at a time, it waits for every write
+        # already in these tables (ROW EXCLUSIVE) and holds new ones off; reads go on.
+        names = ", ".join(self.sa.dialect.identifier_preparer.format_table(t) for t in tables)
+        self._c.execute(f"LOCK TABLE {names} IN SHARE ROW EXCLUSIVE MODE")
 
     def execute(self, sql: str, params: Params = ()) -> Cursor:
         with self._c.cursor() as cur:

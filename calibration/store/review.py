@@ -185,6 +185,13 @@ def claim_answer(db: Database, claim_pk: int) -> str:
     return str(found)
 
 
+def lock_answer(db: Database, answer_id: str) -> None:
+    """Hold the answer until the write ends (`Database.lock`): a verdict, a commit and a
+    reconcile each check the reviewer's labels on the whole answer (settled, revealed) before
+    writing, so they take the answer first and never interleave on it."""
+    db.lock(select(answers.c.id).where(answers.c.id == answer_id))
+
+
 def answer_settled(db: Database, answer_id: str, reviewer: str) -> bool:
     """Every claim of the answer has the reviewer's verdict or their unclear mark (and it has
     claims): the answer is revealed to them."""

@@ -15,6 +15,7 @@ from sqlalchemy import Column, func, insert, or_, select, update
 from ..errors import SignedOutError
 from ..text import normalise_name, visible
 from .connection import now
+from .core import upsert
 from .database import Database
 from .reveals import commit_imported_of
 from .tables import (
@@ -135,9 +136,19 @@ def check_writer(db: Database, name: str) -> None:
     (labels, skips, unclear marks, evidence and notes, commits, reconciles) calls it inside its
     own transaction, so a lead's deactivation or rename committed before it is seen, and one
     committed after it waits for the write."""
+    db.lock(select(reviewers.c.name_key).where(reviewers.c.name_key == normalise_name(name)), shared=True)
     refusal = writer_refusal(db, name)
     if refusal is not None:
         raise refusal
+
+
+def hold_for_rename(db: Database, name_key: str) -> None:
+    """Before a rename reads whose work is whose: hold the roster entry (a write of its
+    reviewer's work holds it shared, `check_writer`, so one under way finishes first and a later
+    one sees the rename) and keep every other writer out of the tables of reviewers' work (a
+    name off the roster taking its first label under the new name meanwhile would be merged)."""
+    db.lock(select(reviewers.c.name_key).where(reviewers.c.name_key == name_key))
+    db.lock_tables(*sorted({c.table for c in _REVIEWER_COLUMNS} | {reviewers}, key=lambda t: t.name))
 
 
 def events(db: Database) -> list[RosterEvent]:
@@ -216,21 +227,14 @@ def binding(db: Database, issuer: str, subject: str) -> Binding | None:
     return None if row is None else Binding(row[0], None if row[1] is None else int(row[1]))
 
 
-def bound_to(db: Database, name_key: str) -> tuple[str, str] | None:
-    """The provider identity (issuer, subject) the reviewer `name_key` is bound to, or None."""
-    i = reviewer_identities.c
-    row = db.run(select(i.issuer, i.subject).where(i.name_key == name_key)).first()
-    return None if row is None else (row[0], row[1])
-
-
-def bind(db: Database, issuer: str, subject: str, name_key: str, name: str) -> None:
-    """Bind the provider identity to the reviewer `name`. The caller holds the write and has
-    checked that neither is bound (the table's keys refuse a second binding either way)."""
-    db.run(
-        insert(reviewer_identities).values(
-            issuer=issuer, subject=subject, name_key=name_key, name=name, bound_at=now()
-        )
+def bind(db: Database, issuer: str, subject: str, name_key: str, name: str) -> bool:
+    """Bind the provider identity to the reviewer `name`; False, writing nothing, when the
+    identity or the name is bound already (the table's keys say so, also for a binding another
+    transaction is committing at the same moment: the insert waits for it)."""
+    new = upsert(db.dialect, reviewer_identities).values(
+        issuer=issuer, subject=subject, name_key=name_key, name=name, bound_at=now()
     )
+    return db.run(new.on_conflict_do_nothing().returning(reviewer_identities.c.name_key)).first() is not None
 
 
 def signed_out(db: Database, issuer: str, subject: str, issued_at: int) -> None:

@@ -6,13 +6,13 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import case, exists, func, insert, or_, select
+from sqlalchemy import case, exists, func, or_, select
 
 from ..errors import NotFoundError
 from ..vocab import LABELS
 from .claims import human_labeled, json_ints, verdict_index
 from .connection import read_snapshot
-from .core import ONE, json_list
+from .core import ONE, json_list, upsert
 from .database import Database
 from .imports import hidden
 from .tables import answers, claims, human_labels, judge_verdicts, label_events
@@ -162,7 +162,12 @@ def run_id(
     ).scalar()
     if found is not None or not create:
         return None if found is None else int(found)
-    new = insert(judge_runs_table).values(
+    new = upsert(db.dialect, judge_runs_table).values(
         judge_model=judge_model, prompt_version=prompt_version, origin=origin, created_at=created_at or now()
     )
-    return int(db.run(new.returning(r.id)).scalar_one())
+    # Another writer may be creating the same run at this moment: the UNIQUE pair decides, the
+    # insert waiting for it, and the run it made is the one returned.
+    made = db.run(
+        new.on_conflict_do_nothing(index_elements=[r.judge_model, r.prompt_version]).returning(r.id)
+    ).scalar()
+    return run_id(db, judge_model, prompt_version, create=False) if made is None else int(made)

@@ -68,6 +68,8 @@ def save_thresholds(db: Database, **changes: float) -> Thresholds:
     if unknown:
         raise InputError(f"unknown threshold(s): {', '.join(sorted(unknown))}")
     with write(db):
+        # Read, checked together, written: another lead's change of another threshold waits.
+        db.lock_tables(settings)
         try:
             new = replace(load_thresholds(db), **changes)
         except ValueError as exc:

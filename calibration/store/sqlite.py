@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, Select, Table, create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.pool import NullPool
 
@@ -107,6 +107,12 @@ class SQLiteDatabase(Database):
         # The cursors handed out, while alive: a partly read one keeps its read snapshot open,
         # which must not outlive the unit of work on a connection kept for the next one.
         self._cursors: list[weakref.ref[sqlite3.Cursor]] = []
+
+    def lock(self, rows: Select[Any], *, shared: bool = False) -> None:
+        pass  # BEGIN IMMEDIATE holds the whole file for the write: nothing finer to take
+
+    def lock_tables(self, *tables: Table) -> None:
+        pass  # as `lock`
 
     def execute(self, sql: str, params: Params = ()) -> Cursor:
         cur = self.conn.execute(sql, params)
