@@ -489,7 +489,7 @@ def label(
         store.roster.check_writer(db, reviewer)  # first: a renamed name's queue has moved on with its work
         ref = store.review.cycle_row(db, cycle_id)
         answer_id = store.review.claim_answer(db, claim_pk)
-        store.review.lock_answer(db, answer_id)  # what the checks below read stays as read
+        store.labels.hold_label(db, claim_pk, reviewer)  # the checks below read it as it stays
         _check_in_queue(db, ref, answer_id, reviewer)
         if store.review.answer_revealed(db, answer_id, reviewer):
             raise ConflictError(
@@ -560,7 +560,7 @@ def commit(db: Database, *, cycle_id: int, reviewer: str, answer_id: str) -> Non
     with store.write(db):
         store.roster.check_writer(db, reviewer)
         ref = store.review.cycle_row(db, cycle_id)
-        store.review.lock_answer(db, answer_id)  # what the checks below read stays as read
+        store.review.hold_answer_labels(db, answer_id, reviewer)  # the checks below read them as they stay
         _check_in_queue(db, ref, answer_id, reviewer)
         if not store.review.answer_settled(db, answer_id, reviewer):
             raise NotRevealedError(
@@ -659,7 +659,7 @@ def reconcile(
         store.roster.check_writer(db, reviewer)
         ref = store.review.cycle_row(db, cycle_id)
         answer_id = store.review.claim_answer(db, claim_pk)
-        store.review.lock_answer(db, answer_id)  # what the checks below read stays as read
+        store.labels.hold_label(db, claim_pk, reviewer)  # the checks below read it as it stays
         _check_in_queue(db, ref, answer_id, reviewer)
         if not store.review.answer_revealed(db, answer_id, reviewer):
             raise NotRevealedError("commit the answer's verdicts before reconciling")

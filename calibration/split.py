@@ -191,6 +191,7 @@ def ensure_split(
             run = store.find_judge_run(db, None)
         store.split.create_split(
             db,
+            after=None,
             seed=seed,
             holdout_share=holdout_share,
             stratify_run_id=None if run is None else run.id,
@@ -335,7 +336,12 @@ def new_holdout(
         raise ConflictError("the current holdout is still sealed; a new one is made only after it was used")
     stratify = None if gen is None else gen.stratify_run_id
     store.split.create_split(
-        db, seed=seed, holdout_share=holdout_share, stratify_run_id=stratify, created_by=created_by
+        db,
+        after=None if gen is None else gen.id,
+        seed=seed,
+        holdout_share=holdout_share,
+        stratify_run_id=stratify,
+        created_by=created_by,
     )
     new = store.split.current_split(db)
     assert new is not None

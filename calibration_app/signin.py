@@ -70,12 +70,8 @@ def signin_secret() -> bytes:
     value = os.environ.get(SECRET_ENV, "") or str(calibration_secret("signin_secret") or "")
     if value:
         return value.encode()
-    with store.session(db_path()) as db, store.write(db):
-        stored = store.get_setting(db, SECRET_SETTING)
-        if stored is None:
-            stored = secrets.token_hex(32)
-            store.set_setting(db, SECRET_SETTING, stored)
-    return stored.encode()
+    with store.session(db_path()) as db:
+        return store.setting_or_new(db, SECRET_SETTING, secrets.token_hex(32)).encode()
 
 
 def issue_token(name: str) -> None:

@@ -189,15 +189,14 @@ def test_a_verdict_does_not_wait_for_an_import_open_on_another_connection(
         assert store.label_state(reviewer, claim, "ann").final_verdict == "SUPPORTED"  # type: ignore[union-attr]
 
 
-def test_a_verdict_waits_for_the_import_batch_holding_its_claim_and_is_refused_as_stale(pg_url: str) -> None:
-    # An import's batch of labels holds its claims: a tab's verdict based on "no label yet"
-    # waits for it, then sees the imported label and is refused, as if it came after the batch.
+def test_a_first_verdict_racing_an_import_batch_is_refused_as_stale(pg_url: str) -> None:
+    # The batch's label goes in first: a tab's verdict based on "no label yet" waits for the
+    # batch, then sees the imported label and is refused, as if it came after the batch.
     with store.session(pg_url) as db:
         claim = store.claim_pk(db, "Q2", "c1")
 
     def import_batch(db: Database) -> None:
-        store.labels.lock_claims(db, store.tables.claims.c.id == claim)
-        store.labels.record_new_imports(db, [(claim, "ann", "SUPPORTED", "[]", None)], None)
+        assert store.labels.record_new_imports(db, [(claim, "ann", "SUPPORTED", "[]", None)], None) == []
 
     def verdict(db: Database) -> Any:
         return store.record_label(
@@ -211,6 +210,34 @@ def test_a_verdict_waits_for_the_import_batch_holding_its_claim_and_is_refused_a
 
     with pytest.raises(StaleLabelError):
         _race(pg_url, import_batch, verdict).outcome()
+
+
+def test_an_import_batch_racing_a_first_verdict_sets_its_label_aside(pg_url: str) -> None:
+    # The verdict goes in first: the batch waits for it, writes nothing of that label and
+    # returns it to be written last (`LabelStaging.finish`); the reviewer's verdict stays.
+    with store.session(pg_url) as db:
+        claim = store.claim_pk(db, "Q2", "c2")
+    imported = (claim, "ann", "SUPPORTED", "[]", None)
+
+    def verdict(db: Database) -> Any:
+        return store.record_label(db, claim=claim, reviewer="ann", kind="blind", verdict="CONTRADICTED")
+
+    second = _race(pg_url, verdict, lambda db: store.labels.record_new_imports(db, [imported], None))
+    assert second.outcome() == [imported]
+    with store.session(pg_url) as db:
+        events = db.execute("SELECT kind, verdict FROM label_events WHERE claim_pk = ?", (claim,))
+        assert [tuple(e) for e in events] == [("blind", "CONTRADICTED")]
+
+
+def test_two_reviewers_labeling_one_claim_at_once_do_not_wait_for_each_other(pg_url: str) -> None:
+    # As for the import above: the second verdict commits while the first is still open.
+    with store.session(pg_url) as ann, store.session(pg_url) as ben:
+        claim = store.claim_pk(ann, "Q1", "c1")
+        with store.write(ann):
+            store.record_label(ann, claim=claim, reviewer="ann", kind="blind", verdict="SUPPORTED")
+            state = store.record_label(ben, claim=claim, reviewer="ben", kind="blind", verdict="UNSUPPORTED")
+            assert (state.final_verdict, ann.in_transaction) == ("UNSUPPORTED", True)
+        assert store.label_state(ben, claim, "ann").final_verdict == "SUPPORTED"  # type: ignore[union-attr]
 
 
 def test_a_commit_racing_a_changed_verdict_on_its_answer_sees_the_change(pg_url: str) -> None:
@@ -247,3 +274,27 @@ def test_a_verdict_racing_a_rename_of_its_reviewer_is_refused_not_left_behind(pg
     with store.session(pg_url) as db:
         events = db.execute("SELECT reviewer, verdict FROM label_events WHERE claim_pk = ?", (claim,))
         assert [tuple(e) for e in events] == [("anne", "SUPPORTED")]
+
+
+def test_two_servers_making_the_sign_in_secret_at_once_keep_the_first(pg_url: str) -> None:
+    key = store.SIGNIN_SECRET_SETTING
+    kept: list[str] = []
+    second = _race(
+        pg_url,
+        lambda db: kept.append(store.setting_or_new(db, key, "first")),
+        lambda db: store.setting_or_new(db, key, "second"),
+    )
+    assert second.outcome() == kept[0] == "first"
+
+
+def test_two_servers_making_the_first_split_at_once_make_one(pg_url: str) -> None:
+    def make(db: Database) -> int:
+        return store.split.create_split(
+            db, after=None, seed=1, holdout_share=0.2, stratify_run_id=None, created_by=None
+        )
+
+    made: list[int] = []
+    second = _race(pg_url, lambda db: made.append(make(db)), make)
+    assert second.outcome() == made[0]
+    with store.session(pg_url) as db:
+        assert db.execute("SELECT count(*) FROM claim_splits").fetchone()[0] == 1

@@ -93,6 +93,7 @@ from .settings import (
     load_thresholds,
     save_thresholds,
     set_setting,
+    setting_or_new,
 )
 from .split import SplitRecord
 
@@ -167,6 +168,7 @@ __all__ = [
     "scope",
     "session",
     "set_setting",
+    "setting_or_new",
     "shown",
     "split",
     "stats_columns",

@@ -23,7 +23,7 @@ from .connection import now, write
 from .core import insert_of, staging
 from .database import Database
 from .imports import MarkedStaging, hold_numbering, next_claim_pk, pause_between_batches, reserve_claims
-from .labels import label_upsert, lock_claims
+from .labels import label_upsert
 from .labels import put_adjudication as put_adjudication  # the restore writes it too
 from .reveals import commit_imported
 from .tables import adjudications, answers, chunks, claims, human_labels, judge_verdicts, label_events
@@ -120,7 +120,11 @@ class AnswerWriter:
         self.staging = staging
         self.update = update  # a changed category / metadata is written, not refused
         self.updates: list[tuple[Any, ...]] = []
-        self.next_claim = int(db.run(_LAST_CLAIM).scalar_one()) + 1
+        if staging is None:  # claims go in with the ids given here: past every reserved range too
+            hold_numbering(db)
+            self.next_claim = next_claim_pk(db)
+        else:  # shifted at publish should another import take these meanwhile
+            self.next_claim = int(db.run(_LAST_CLAIM).scalar_one()) + 1
         self.answers: list[tuple[Any, ...]] = []
         self.chunks: list[tuple[Any, ...]] = []
         self.claims: list[tuple[Any, ...]] = []
@@ -448,11 +452,14 @@ _ADJUDICATION = select(_d.verdict, _d.adjudicator, _d.note, _d.created_at).where
 )
 
 
+_HOLD_CLAIM = select(claims.c.id).where(claims.c.id == bindparam("claim")).with_for_update(key_share=True)
+
+
 def event_keys(db: Database, claim_pk: int) -> list[dict[str, Any]]:
     """A claim's label history, oldest first, as EVENT_KEY fields (evidence as stored JSON text);
-    the claim held until the write ends, as a label's write holds it (`labels.lock_claims`), so
-    the events a restore appends after these are not written twice."""
-    lock_claims(db, claims.c.id == claim_pk)
+    the claim held until the write ends (`Database.lock`), so that a second restore of the same
+    file waits and appends no event twice."""
+    db.lock(_HOLD_CLAIM, {"claim": claim_pk})
     return [dict(zip(EVENT_KEY, r, strict=True)) for r in db.run_direct(_EVENTS, {"claim": claim_pk})]
 
 

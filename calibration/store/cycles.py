@@ -60,7 +60,7 @@ def cycle_id(db: Database, name: str) -> int:
 
 def lock_cycle(db: Database, cycle_id: int) -> None:
     """Hold the cycle until the write ends (`Database.lock`)."""
-    db.lock(select(cycles.c.id).where(cycles.c.id == cycle_id))
+    db.lock(select(cycles.c.id).where(cycles.c.id == cycle_id).with_for_update(key_share=True))
 
 
 def hold_membership(db: Database) -> None:

@@ -105,11 +105,11 @@ class Database(ABC):
         return self.sa.execute(statement, params)
 
     @abstractmethod
-    def lock(self, rows: Select[Any], *, shared: bool = False) -> None:
-        """Lock the rows `rows` selects until this write ends (`SELECT ... FOR NO KEY UPDATE`,
-        or FOR SHARE when `shared`), where writers run side by side; nothing where a write
-        holds the whole store (SQLite's BEGIN IMMEDIATE). Call it inside the write, before
-        the reads its check is based on."""
+    def lock(self, rows: Select[Any], params: Mapping[str, Any] | None = None) -> None:
+        """Run `rows`, a SELECT ... FOR NO KEY UPDATE or FOR SHARE (`with_for_update`), so that
+        the rows it selects are held until this write ends, where writers run side by side;
+        nothing where a write holds the whole store (SQLite's BEGIN IMMEDIATE). Call it inside
+        the write, before the reads its check is based on."""
 
     @abstractmethod
     def lock_tables(self, *tables: Table) -> None:

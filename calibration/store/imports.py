@@ -366,7 +366,7 @@ def recover(db: Database) -> list[str]:
     for p in leftovers(db):
         with write(db):
             # Another process may have recovered it between the read and this write.
-            db.lock(select(_i.id).where(_i.id == p.id))
+            db.lock(select(_i.id).where(_i.id == p.id).with_for_update(key_share=True))
             if db.run(select(ONE).where(_i.id == p.id, _PUBLISHING)).first() is None:
                 continue
             removed = remove(db, p.id)

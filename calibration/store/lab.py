@@ -262,13 +262,14 @@ def record_call(db: Database, run_id: int, call: CallRecord) -> int:
             created_at=now(),
         )
         kept = ("run_id", "answer_id")
+        # RETURNING says whether the row was written: psycopg counts no rows of an INSERT.
         written = db.run(
             stored.on_conflict_do_update(
                 index_elements=[_call.run_id, _call.answer_id],
                 set_={col.name: stored.excluded[col.name] for col in judge_calls.c if col.name not in kept},
                 where=_call.status != "ok",
-            )
-        ).rowcount  # type: ignore[attr-defined]
+            ).returning(_call.run_id)
+        ).first()
         # Every call was paid for, a failed one too: its tokens count towards the run. A call
         # without a count leaves the total as it was (the sum with NULL is NULL).
         paid = {
@@ -281,7 +282,7 @@ def record_call(db: Database, run_id: int, call: CallRecord) -> int:
             .where(_lab.run_id == run_id)
             .values({k: func.coalesce(func.coalesce(_lab[k], 0) + n, _lab[k]) for k, n in paid.items()})
         )
-        if call.status != "ok" or written == 0:
+        if call.status != "ok" or written is None:
             return 0
         if call.verdicts:
             v = upsert(db.dialect, judge_verdicts)

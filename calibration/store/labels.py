@@ -30,13 +30,6 @@ Col = ColumnElement[Any] | KeyedColumnElement[Any]
 LABEL_BATCH = 500
 
 
-def lock_claims(db: Database, chosen: ColumnElement[bool]) -> None:
-    """Hold the claims `chosen` selects until the write ends (`Database.lock`), in id order: a
-    write of labels takes their claims first, so the state it is based on (the reviewer's latest
-    event, whether they have a label at all) stays the one it read until it commits."""
-    db.lock(select(claims.c.id).where(chosen).order_by(claims.c.id))
-
-
 def claim_pk(db: Database, answer_id: str, claim_id: str) -> int:
     found = db.run(
         select(claims.c.id).where(claims.c.answer_id == answer_id, claims.c.claim_id == claim_id)
@@ -135,9 +128,22 @@ _STATE = select(
 ).where(_h.claim_pk == bindparam("claim"), _h.reviewer == bindparam("reviewer"))
 
 
-def label_state(db: Database, claim: int, reviewer: str) -> LabelState | None:
-    row = db.run(_STATE, {"claim": claim, "reviewer": reviewer}).first()
+# The reviewer's current label held until the write ends, where writers run side by side
+# (`Database.lock`; SQLite's compiler leaves FOR ... out).
+_HELD_STATE = _STATE.with_for_update(key_share=True, of=human_labels)
+
+
+def label_state(db: Database, claim: int, reviewer: str, *, held: bool = False) -> LabelState | None:
+    """The reviewer's current label on the claim (None: they have none). `held`: the row is held
+    until the write ends: another write of the same label waits, and then reads this one's."""
+    row = db.run(_HELD_STATE if held else _STATE, {"claim": claim, "reviewer": reviewer}).first()
     return _label_state(row, claim, reviewer)
+
+
+def hold_label(db: Database, claim: int, reviewer: str) -> None:
+    """Hold the reviewer's current label on the claim until the write ends, when they have one
+    (`label_state`'s `held`; `Database.lock`): before a write reads anything its check is based on."""
+    db.lock(_HELD_STATE, {"claim": claim, "reviewer": reviewer})
 
 
 _LATEST = select(label_events.c.id, label_events.c.created_at).where(
@@ -194,56 +200,88 @@ def record_label(
     with write(db):
         if kind != "import":
             check_writer(db, reviewer)
-        lock_claims(db, claims.c.id == claim)
-        if based_on is not None:
-            check_based_on(db, claim, reviewer, based_on)
-        state = label_state(db, claim, reviewer)
-        if kind in ("blind", "import"):
-            if verdict is None:
-                raise InputError(f"a {kind} label needs a verdict")
-            verdict = _verdict(verdict)
-        elif kind in ("keep", "judge_right"):
-            if state is None or state.blind_verdict is None:
-                raise ConflictError("reconcile needs a blind verdict first")
-            if kind == "keep":
-                verdict = state.blind_verdict
-            else:
-                verdict = db.run(
-                    select(judge_verdicts.c.verdict).where(
-                        judge_verdicts.c.run_id == judge_run_id, judge_verdicts.c.claim_pk == claim
-                    )
-                ).scalar()
-                if verdict is None:
-                    raise NotFoundError("the judge gave no verdict on this claim")
-        else:
-            verdict = None
-        ts = now()
-        ev_json = json.dumps(list(evidence), ensure_ascii=False)
-        db.run(
-            insert(label_events),
-            _event(
-                claim,
-                reviewer,
-                kind,
-                verdict,
-                ev_json,
-                note,
-                cycle_id,
-                judge_run_id,
-                ts,
-                duration_ms,
-                import_id,
-            ),
-        )
-        row = _current_label(
-            claim, reviewer, kind, verdict, list(evidence), note, cycle_id, ts, duration_ms, import_id, state
-        )
-        db.run(label_upsert(db.dialect, tuple(row)), row)
+        for _ in range(2):
+            args = (kind, verdict, evidence, note, cycle_id, judge_run_id, duration_ms, import_id, based_on)
+            if _write_current(db, claim, reviewer, *args):
+                break
+        else:  # the label was written and taken back (an import's) between two tries: rare
+            raise ConflictError("the label changed while it was written; try again")
         if kind == "import":
             commit_imported(db, [(claim, reviewer)], import_id)
         result = label_state(db, claim, reviewer)
     assert result is not None
     return result
+
+
+def _write_current(
+    db: Database,
+    claim: int,
+    reviewer: str,
+    kind: str,
+    verdict: Verdict | str | None,
+    evidence: Sequence[str],
+    note: str | None,
+    cycle_id: int | None,
+    judge_run_id: int | None,
+    duration_ms: int | None,
+    import_id: int | None,
+    based_on: BasedOn | None,
+) -> bool:
+    """`record_label`'s event and current label; False, writing nothing, when another write gave
+    the reviewer's first label on the claim since it was read (the caller tries again, and the
+    stale check or the update then sees that label).
+
+    The current label is held before anything is read (`label_state`'s `held`), so a second
+    write of it waits for this one. A first label has no row to hold: it goes in with ON
+    CONFLICT DO NOTHING on the table's key, which waits for a first label another write is
+    committing and then tells it was there."""
+    state = label_state(db, claim, reviewer, held=True)
+    if based_on is not None:
+        check_based_on(db, claim, reviewer, based_on)
+    verdict = _new_verdict(db, claim, kind, verdict, state, judge_run_id)
+    ts = now()
+    row = _current_label(
+        claim, reviewer, kind, verdict, list(evidence), note, cycle_id, ts, duration_ms, import_id, state
+    )
+    if state is not None:
+        db.run(label_upsert(db.dialect, tuple(row)), row)
+    elif not insert_first_labels(db, [row]):
+        return False
+    ev_json = json.dumps(list(evidence), ensure_ascii=False)
+    event = _event(
+        claim, reviewer, kind, verdict, ev_json, note, cycle_id, judge_run_id, ts, duration_ms, import_id
+    )
+    db.run(insert(label_events), event)
+    return True
+
+
+def _new_verdict(
+    db: Database,
+    claim: int,
+    kind: str,
+    verdict: Verdict | str | None,
+    state: LabelState | None,
+    judge_run_id: int | None,
+) -> str | None:
+    """The verdict an event of `kind` records (`state`: the current label before it)."""
+    if kind in ("blind", "import"):
+        if verdict is None:
+            raise InputError(f"a {kind} label needs a verdict")
+        return _verdict(verdict)
+    if kind not in ("keep", "judge_right"):
+        return None
+    if state is None or state.blind_verdict is None:
+        raise ConflictError("reconcile needs a blind verdict first")
+    if kind == "keep":
+        return state.blind_verdict
+    found = db.run(
+        select(judge_verdicts.c.verdict).where(
+            judge_verdicts.c.run_id == judge_run_id, judge_verdicts.c.claim_pk == claim
+        )
+    ).scalar()
+    if found is None:
+        raise NotFoundError("the judge gave no verdict on this claim")
+    return str(found)
 
 
 def _event(
@@ -346,30 +384,52 @@ def label_upsert(dialect: str, cols: tuple[str, ...]) -> Insert:
     )
 
 
-def record_new_imports(
-    db: Database, labels: Sequence[tuple[int, str, str, str, str | None]], import_id: int | None
-) -> None:
-    """`record_label(kind="import")` for many (claim pk, reviewer, verdict, evidence JSON, note)
-    at once, none of which the reviewer has a current label for (inside the caller's write).
+@functools.cache
+def _first_insert(dialect: str, cols: tuple[str, ...]) -> Insert:
+    """Write current labels of `cols` where the reviewer has none; the keys written."""
+    stmt = upsert(dialect, human_labels).values({c: bindparam(c) for c in cols})
+    return stmt.on_conflict_do_nothing(index_elements=[_h.claim_pk, _h.reviewer]).returning(
+        _h.claim_pk, _h.reviewer
+    )
 
-    The events and current labels go first, all of them, then the commits they complete
-    (`reveals.commit_imported`), which carry `import_id` like the labels."""
+
+def insert_first_labels(db: Database, rows: Sequence[dict[str, object]]) -> set[tuple[int, str]]:
+    """Insert current labels (`_current_label` rows) the reviewers have none of yet; the
+    (claim pk, reviewer) keys written. A key already there is left out, also one another write
+    is committing at this moment: ON CONFLICT DO NOTHING waits for it, then tells."""
+    if not rows:
+        return set()
+    found = db.run(_first_insert(db.dialect, tuple(rows[0])), list(rows))
+    return {(int(claim), str(reviewer)) for claim, reviewer in found}
+
+
+Imported = tuple[int, str, str, str, str | None]  # claim pk, reviewer, verdict, evidence JSON, note
+
+
+def record_new_imports(db: Database, labels: Sequence[Imported], import_id: int | None) -> list[Imported]:
+    """`record_label(kind="import")` for many labels at once, none of which the reviewer had a
+    current label for when the caller read (inside the caller's write); returns those the
+    reviewer was given meanwhile by another write, written here not at all.
+
+    The current labels go first (`insert_first_labels`), then the events of those written and
+    the commits they complete (`reveals.commit_imported`), which carry `import_id` like them."""
     ts = now()
-    events = [
-        _event(claim, reviewer, "import", verdict, evidence, note, None, None, ts, None, import_id)
-        for claim, reviewer, verdict, evidence, note in labels
-    ]
-    if events:
-        db.run(insert(label_events), events)
     rows = [
         _current_label(
             claim, reviewer, "import", verdict, json.loads(evidence), note, None, ts, None, import_id, None
         )
         for claim, reviewer, verdict, evidence, note in labels
     ]
-    if rows:
-        db.run(label_upsert(db.dialect, tuple(rows[0])), rows)
-        commit_imported(db, [(claim, reviewer) for claim, reviewer, *_ in labels], import_id)
+    written = insert_first_labels(db, rows)
+    mine = [lab for lab in labels if (lab[0], lab[1]) in written]
+    if mine:
+        events = [
+            _event(claim, reviewer, "import", verdict, evidence, note, None, None, ts, None, import_id)
+            for claim, reviewer, verdict, evidence, note in mine
+        ]
+        db.run(insert(label_events), events)
+        commit_imported(db, [(claim, reviewer) for claim, reviewer, *_ in mine], import_id)
+    return [lab for lab in labels if (lab[0], lab[1]) not in written]
 
 
 def adjudicate(
@@ -478,8 +538,6 @@ class LabelStaging(MarkedStaging):
         for lo in range(1, last + 1, batch):
             started = time.monotonic()
             with write(db):
-                batch_rows = s.rowid.between(lo, lo + batch - 1)
-                lock_claims(db, claims.c.id.in_(select(s.claim_pk).where(batch_rows)))
                 rows = db.run(
                     select(s.claim_pk, s.reviewer, s.verdict, s.evidence, s.note, _h.claim_pk.is_not(None))
                     .select_from(
@@ -487,14 +545,14 @@ class LabelStaging(MarkedStaging):
                             human_labels, and_(_h.claim_pk == s.claim_pk, _h.reviewer == s.reviewer)
                         )
                     )
-                    .where(batch_rows)
+                    .where(s.rowid.between(lo, lo + batch - 1))
                     .order_by(s.rowid)
                 ).all()
                 # A label the reviewer has (given meanwhile, or stored before) is set aside.
-                late = [dict(zip(self._COLS, r[:5], strict=True)) for r in rows if r[5]]
+                late = [tuple(r[:5]) for r in rows if r[5]]
+                late += record_new_imports(db, [tuple(r[:5]) for r in rows if not r[5]], self.import_id)
                 if late:
-                    db.run(insert(self._LATE), late)
-                record_new_imports(db, [tuple(r[:5]) for r in rows if not r[5]], self.import_id)
+                    db.run(insert(self._LATE), [dict(zip(self._COLS, r, strict=True)) for r in late])
             held = time.monotonic() - started
             # As in `answers.Staging.publish`: the next small commit should not pay for the WAL.
             db.checkpoint()

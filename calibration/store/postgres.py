@@ -8,30 +8,40 @@ and takes no lock up front: writers of unrelated rows run side by side, readers 
 Each write holds what its check is based on (`Database.lock`: SELECT ... FOR NO KEY UPDATE, or
 FOR SHARE; `lock_tables`: SHARE ROW EXCLUSIVE, for the rare write whose check reads a whole
 table), or lets a unique key decide (INSERT ... ON CONFLICT):
-- a label (verdict, skip, unclear, reconcile, an import's label): its claim row
-  (`labels.lock_claims`), before the stale-tab check and the reviewer's current label are read,
-  so two tabs racing on one claim give one event and a StaleLabelError; the card's verdict,
-  commit and reconcile hold the answer first (`review.lock_answer`: each checks the reviewer's
-  labels on the whole answer); an import's batch of labels holds its claims in id order;
+- a label (verdict, skip, unclear, reconcile, an import's): the reviewer's current label on
+  the claim, read FOR NO KEY UPDATE before the stale-tab check (`labels.label_state`, held), so
+  a second write of it waits and is then refused as stale or based on the first; a first label
+  has no row yet: it goes in with ON CONFLICT DO NOTHING on (claim, reviewer), which waits for
+  another first label being committed and then says so (`insert_first_labels`): one event, the
+  other tab refused. Other reviewers' labels on the claim never wait. An import's batch of
+  labels goes in the same way and sets aside the labels a reviewer gave meanwhile; a restore
+  of label history holds each claim before reading its events (`answers.event_keys`);
+- the card's verdict and reconcile hold that label before their checks (`labels.hold_label`);
+  a commit holds the reviewer's labels on the whole answer (`review.hold_answer_labels`), which
+  it checks, so a change of one of them and the commit never interleave;
 - a reviewer's write holds their roster entry shared (`roster.check_writer`); a deactivation
   updates it, a rename holds it and keeps writers out of the tables of reviewers' work
   (`hold_for_rename`), so neither interleaves with a write of that reviewer;
-- get-or-create: a judge run (`runs.run_id`), a provider binding (`roster.bind`), a sign-in,
-  a commit, a split assignment, a lab run's examples: ON CONFLICT on the table's key, the
-  insert waiting for a concurrent one; a cycle's or roster entry's name: its UNIQUE key refuses
-  a second (ConflictError, nothing written);
+- get-or-create: a judge run (`runs.run_id`), a provider binding (`roster.bind`), the sign-in
+  secret (`settings.setting_or_new`), a sign-in, a commit, a split assignment, a lab run's
+  examples and calls: ON CONFLICT on the table's key, the insert waiting for a concurrent one;
+  a cycle's or roster entry's name: its UNIQUE key refuses a second (ConflictError, nothing
+  written);
 - a lead's change of a cycle (close, reassign): its row; a new cycle and holdout marks: cycle
   membership (`cycles.hold_membership`), since each reads what the other writes over many
-  answers; thresholds: the settings table; a restore into an empty database: every table;
+  answers; thresholds: the settings table; a new split generation: `claim_splits` (made
+  only when the current one is still the one read); a restore into an empty database: every
+  table;
 - claim ids an import reserves or a restore writes: the `imports` table (`hold_numbering`), so
   two imports never take the same range; other ids are identity columns;
 - an import stays all or nothing through its marker (`imports`), each batch a transaction; a
   leftover is removed once (its marker row held); upserts with no check before them
   (thresholds' single setting, guidelines, a check's row, an adjudication) need nothing more.
 No write needs SERIALIZABLE and its retries: every check above has a row, a key or a table to
-hold. Locks are taken in one order (roster entry, answer, claims by id; a lead's table lock
-first), so writers do not deadlock; a lock waited for past the busy timeout, or a deadlock
-PostgreSQL breaks, fails with DatabaseBusyError, nothing written.
+hold, and the keys it needs all exist. Locks are taken in one order (a reviewer's roster entry,
+then their labels by claim; a lead's row, then its tables), so writers do not wait for each
+other in a circle; a lock waited for past the busy timeout, or a deadlock PostgreSQL breaks,
+fails with DatabaseBusyError, nothing written.
 
 SQL. The store's statements are built with SQLAlchemy Core and compiled for PostgreSQL by
 SQLAlchemy; nothing rewrites SQL text at run time. The numbered migrations that made the schema
@@ -199,8 +209,8 @@ class PostgresDatabase(Database):
             raise StorageError("the database connection was closed")
         return self._conn
 
-    def lock(self, rows: Select[Any], *, shared: bool = False) -> None:
-        self.run(rows.with_for_update(read=shared, key_share=not shared))
+    def lock(self, rows: Select[Any], params: Mapping[str, Any] | None = None) -> None:
+        self.run(rows, params)
 
     def lock_tables(self, *tables: Table) -> None:
         # SHARE ROW EXCLUSIVE: taken by one transaction at a time, it waits for every write

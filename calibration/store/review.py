@@ -185,11 +185,22 @@ def claim_answer(db: Database, claim_pk: int) -> str:
     return str(found)
 
 
-def lock_answer(db: Database, answer_id: str) -> None:
-    """Hold the answer until the write ends (`Database.lock`): a verdict, a commit and a
-    reconcile each check the reviewer's labels on the whole answer (settled, revealed) before
-    writing, so they take the answer first and never interleave on it."""
-    db.lock(select(answers.c.id).where(answers.c.id == answer_id))
+# The reviewer's current labels on an answer, held until the write ends (`Database.lock`).
+_HOLD_ANSWER_LABELS = (
+    select(human_labels.c.claim_pk)
+    .select_from(human_labels.join(claims, claims.c.id == human_labels.c.claim_pk))
+    .where(claims.c.answer_id == bindparam("answer"), human_labels.c.reviewer == bindparam("reviewer"))
+    .order_by(human_labels.c.claim_pk)
+    .with_for_update(key_share=True, of=human_labels)
+)
+
+
+def hold_answer_labels(db: Database, answer_id: str, reviewer: str) -> None:
+    """Hold the reviewer's current labels on the answer's claims until the write ends: a commit
+    checks them all (settled, their evidence), and a verdict or reconcile of one of them holds
+    it first (`labels.hold_label`), so the two never interleave; other reviewers' labels on the
+    answer stay free."""
+    db.lock(_HOLD_ANSWER_LABELS, {"answer": answer_id, "reviewer": reviewer})
 
 
 def answer_settled(db: Database, answer_id: str, reviewer: str) -> bool:

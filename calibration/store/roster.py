@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Column, func, insert, or_, select, update
+from sqlalchemy import Column, bindparam, func, insert, or_, select, update
 
 from ..errors import SignedOutError
 from ..text import normalise_name, visible
@@ -70,6 +70,8 @@ _REVIEWER_COLUMNS: tuple[Column[str], ...] = (
     reassignments.c.to_reviewer,
 )
 _ENTRY = select(reviewers.c.name, reviewers.c.active, reviewers.c.added_at)
+_ENTRY_BY_KEY = _ENTRY.where(reviewers.c.name_key == bindparam("key"))
+_ENTRY_HELD = _ENTRY_BY_KEY.with_for_update(read=True)  # every write of a reviewer's work reads it
 
 
 def entries(db: Database) -> list[RosterEntry]:
@@ -80,8 +82,10 @@ def entries(db: Database) -> list[RosterEntry]:
     ]
 
 
-def entry(db: Database, name_key: str) -> RosterEntry | None:
-    row = db.run(_ENTRY.where(reviewers.c.name_key == name_key)).first()
+def entry(db: Database, name_key: str, *, held: bool = False) -> RosterEntry | None:
+    """The roster entry of `name_key`; `held`: held shared until the write ends (FOR SHARE; in
+    the same statement, which SQLite's compiler leaves out, as `Database.lock` does nothing there)."""
+    row = db.run(_ENTRY_HELD if held else _ENTRY_BY_KEY, {"key": name_key}).first()
     return None if row is None else RosterEntry(row[0], bool(row[1]), row[2])
 
 
@@ -105,15 +109,16 @@ def renamed_to(db: Database, name: str) -> str | None:
     return current
 
 
-def writer_refusal(db: Database, name: str) -> SignedOutError | None:
+def writer_refusal(db: Database, name: str, *, held: bool = False) -> SignedOutError | None:
     """Why `name` may not write a reviewer's work now, or None when it may.
 
     Refused: a name the roster holds deactivated; a name whose comparison key a lead renamed
     away (the roster holds no entry by it, a rename event carried it off), or renamed to
     another spelling of itself ("anna" to "Anna"). Free: any other name, so an empty roster
     (a single person, a room that keeps none) and names off the roster write as before. One
-    read by primary key for a name on the roster as it is spelled."""
-    found = entry(db, normalise_name(name))
+    read by primary key for a name on the roster as it is spelled. `held`: the entry read is
+    held until the write ends (`entry`)."""
+    found = entry(db, normalise_name(name), held=held)
     if found is not None and not found.active:
         return SignedOutError(
             f"A lead deactivated you: {visible(found.name)!r} is deactivated on the reviewer roster, "
@@ -136,8 +141,7 @@ def check_writer(db: Database, name: str) -> None:
     (labels, skips, unclear marks, evidence and notes, commits, reconciles) calls it inside its
     own transaction, so a lead's deactivation or rename committed before it is seen, and one
     committed after it waits for the write."""
-    db.lock(select(reviewers.c.name_key).where(reviewers.c.name_key == normalise_name(name)), shared=True)
-    refusal = writer_refusal(db, name)
+    refusal = writer_refusal(db, name, held=True)
     if refusal is not None:
         raise refusal
 
@@ -147,7 +151,9 @@ def hold_for_rename(db: Database, name_key: str) -> None:
     reviewer's work holds it shared, `check_writer`, so one under way finishes first and a later
     one sees the rename) and keep every other writer out of the tables of reviewers' work (a
     name off the roster taking its first label under the new name meanwhile would be merged)."""
-    db.lock(select(reviewers.c.name_key).where(reviewers.c.name_key == name_key))
+    db.lock(
+        select(reviewers.c.name_key).where(reviewers.c.name_key == name_key).with_for_update(key_share=True)
+    )
     db.lock_tables(*sorted({c.table for c in _REVIEWER_COLUMNS} | {reviewers}, key=lambda t: t.name))
 
 

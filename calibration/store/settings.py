@@ -43,6 +43,17 @@ def set_setting(db: Database, key: str, value: str) -> None:
         )
 
 
+def setting_or_new(db: Database, key: str, new: str) -> str:
+    """The stored value of `key`; `new` stored first when there is none. The first writer's
+    value is the one kept, also against another writing it at the same moment (the key decides:
+    the insert waits for that one), so every app server reads the same value."""
+    with write(db):
+        db.run(upsert(db.dialect, settings).values(key=key, value=new).on_conflict_do_nothing())
+        found = get_setting(db, key)
+    assert found is not None
+    return found
+
+
 def load_thresholds(db: Database) -> Thresholds:
     """The flag's thresholds: stored values where set, the defaults elsewhere."""
     from ..flag import Thresholds

@@ -52,10 +52,22 @@ def current_split(db: Database) -> SplitRecord | None:
 
 
 def create_split(
-    db: Database, *, seed: int, holdout_share: float, stratify_run_id: int | None, created_by: str | None
+    db: Database,
+    *,
+    after: int | None,
+    seed: int,
+    holdout_share: float,
+    stratify_run_id: int | None,
+    created_by: str | None,
 ) -> int:
-    """A new generation; returns its id. The caller assigns answers to it."""
+    """A new generation after `after`, the one the caller read as current (None: none); returns
+    the current generation's id. Nothing is made when another process made one since (two
+    servers making the first split at once make one). The caller assigns answers to it."""
     with write(db):
+        db.lock_tables(claim_splits)  # the current generation stays the one read below
+        latest = current_split(db)
+        if latest is not None and latest.id != after:
+            return latest.id
         new = insert(claim_splits).values(
             seed=seed,
             holdout_share=holdout_share,

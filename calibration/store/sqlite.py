@@ -17,7 +17,7 @@ import sqlite3
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -108,7 +108,7 @@ class SQLiteDatabase(Database):
         # which must not outlive the unit of work on a connection kept for the next one.
         self._cursors: list[weakref.ref[sqlite3.Cursor]] = []
 
-    def lock(self, rows: Select[Any], *, shared: bool = False) -> None:
+    def lock(self, rows: Select[Any], params: Mapping[str, Any] | None = None) -> None:
         pass  # BEGIN IMMEDIATE holds the whole file for the write: nothing finer to take
 
     def lock_tables(self, *tables: Table) -> None:
