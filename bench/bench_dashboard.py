@@ -104,7 +104,11 @@ def build(path: Path, n_claims: int, n_answers: int, seed: int = 0) -> None:
     with store.session(path) as db:
         t0 = time.perf_counter()
         run_a = store.find_judge_run(db, RUN_A).id
-        judge = dict(db.execute("SELECT claim_pk, verdict FROM judge_verdicts WHERE run_id = ?", [run_a]))
+        judge = dict(
+            db.execute(
+                "SELECT claim_pk, verdict FROM judge_verdicts WHERE run_id = :run_id", {"run_id": run_a}
+            )
+        )
         claims = db.execute("SELECT id, answer_id, position FROM claims ORDER BY id").fetchall()
         ts = store.now()
         events, labels, adjudications = [], [], []

@@ -203,7 +203,10 @@ def _fill(tmp_path: Path) -> Path:
         )
         first = review.queue(db, cyc.id, "ann")[0]
         for i, pk in enumerate(
-            r[0] for r in db.execute("SELECT id FROM claims WHERE answer_id = ? ORDER BY position", [first])
+            r[0]
+            for r in db.execute(
+                "SELECT id FROM claims WHERE answer_id = :answer_id ORDER BY position", {"answer_id": first}
+            )
         ):
             review.label(
                 db,

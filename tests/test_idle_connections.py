@@ -89,7 +89,7 @@ def test_a_connection_with_something_attached_or_staged_is_not_kept(
     db_path: Path, tmp_path: Path, kept: None
 ) -> None:
     with store.session(db_path) as db:
-        db.execute("ATTACH DATABASE ? AS other", [str(tmp_path / "other.db")])
+        db.execute("ATTACH DATABASE :path AS other", {"path": str(tmp_path / "other.db")})
         attached = _conn(db)
     with store.session(db_path) as db:
         db.create_staging("s_claims", "claims", ("id", "text"))
