@@ -24,11 +24,12 @@ from typing import Any, ClassVar
 from sqlalchemy import ClauseElement, Connection, CursorResult, Dialect, Executable, Result, text
 from sqlalchemy import exc as sa_exc
 
-from ..errors import ConflictError
+from ..errors import ConflictError, StorageError
 
 Params = Sequence[Any] | Mapping[str, Any]
 Rows = Result[*tuple[Any, ...]]  # a Core statement's result, rows of any columns
 NOTHING_WRITTEN = "nothing was written"
+CLOSED = "the database connection was closed"
 # Where `write` and `snapshot` leave the statements that open their transaction, for the
 # engine's `begin` event (`begin_event`) in the SQLAlchemy connection's `info`.
 _BEGIN = "calibration.begin"
@@ -148,12 +149,15 @@ class Database(ABC):
         if one is open (else on its own): for tests and maintenance tools; the store's own
         statements are Core. Values are bound by name (`:name` in the text, `params` a mapping),
         by SQLAlchemy's `text()` for the engine's driver; a colon meant literally before a name
-        is written `\\:`. A driver's error is raised as the driver's own."""
+        is written `\\:`. A driver's error is raised as the driver's own; on a closed
+        connection, StorageError on every engine."""
         if params is not None and not isinstance(params, Mapping):
             raise TypeError(
                 "execute binds values by name: write `:name` in the SQL and pass a mapping "
                 f"(positional `?` placeholders are not taken), not {type(params).__name__}"
             )
+        if self.sa.closed:
+            raise StorageError(CLOSED)
         try:
             return Cursor(self.sa.execute(text(sql), params))
         except sa_exc.DBAPIError as exc:

@@ -35,7 +35,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql import REGCLASS
 
 from ..errors import DatabaseBusyError, DiskFullError, ReadOnlyError, StorageError
-from .database import NOTHING_WRITTEN, Database, begin_event, driver_error
+from .database import CLOSED, NOTHING_WRITTEN, Database, begin_event, driver_error
 from .revisions import upgrade as upgrade_schema
 from .sqlite import BUSY_TIMEOUT_MS
 from .tables import NUMBERED
@@ -110,7 +110,7 @@ class PostgresDatabase(Database):
     @property
     def _c(self) -> psycopg.Connection[Any]:
         if self._conn is None:
-            raise StorageError("the database connection was closed")
+            raise StorageError(CLOSED)
         return self._conn
 
     @property
