@@ -51,6 +51,7 @@ def build_run(db: Database) -> dict[str, list[int]]:
     cat-c (8); a00..a09 hold one UNSUPPORTED verdict (failing), the rest are all SUPPORTED."""
     with store.write(db):
         run_id = store.run_id(db, "judge", "v1")
+        assert run_id is not None  # made when missing
         claims = {}
         for i in range(40):
             category = "cat-a" if i < 20 else "cat-b" if i < 32 else "cat-c"
@@ -548,6 +549,7 @@ def test_failures_first_states_its_design_and_records_the_share(run_db: Database
 def test_failures_first_warns_when_failures_are_the_majority(fresh_db: Database) -> None:
     with store.write(fresh_db):
         run_id = store.run_id(fresh_db, "judge", "v1")
+        assert run_id is not None  # made when missing
         for i in range(100):  # 63 failing answers, as in WiCE
             add_answer(fresh_db, run_id, f"w{i:03d}", ["UNSUPPORTED" if i < 63 else "SUPPORTED"])
     cycle = create(fresh_db, size=20, strategy="failures-first")

@@ -24,6 +24,7 @@ def build(db: Database) -> dict[str, list[int]]:
     (category cat-a), b24..b95 are all SUPPORTED (cat-a up to b59, then cat-b)."""
     with store.write(db):
         run_id = store.run_id(db, "judge", "v1")
+        assert run_id is not None  # made when missing
         claims = {}
         for i in range(96):
             aid = f"b{i:02d}"
