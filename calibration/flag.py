@@ -78,14 +78,15 @@ class Flag:
     reasons: tuple[Reason, ...]
     claims_needed: int | None = None
     reading: decisions.Reading = "running"
+    end: decisions.LabelingEnd | None = None  # why labeling ended, when the final reading was read
 
     @property
     def reading_sentence(self) -> str:
-        """ "decided at the final reading" / "decided by the running rule" / "" (undecided)."""
+        """ "decided at the final reading ..." / "decided by the running rule" / "" (undecided)."""
         if self.status == "inconclusive":
             return ""
         if self.reading == "final":
-            return "decided at the final reading: nothing was left to label"
+            return (self.end or decisions.NOTHING_LEFT).sentence
         return "decided by the running rule (valid at every look)"
 
     def to_dict(self) -> dict[str, Any]:
@@ -98,14 +99,21 @@ class Flag:
         }
 
 
+def _end(rules: decisions.Decision) -> decisions.LabelingEnd | None:
+    """Why labeling ended, where the final reading was read (the same for every rule)."""
+    return next((r.end for r in rules.rules if r.end is not None), None)
+
+
 def _final_words(rule: decisions.RuleResult, side: str, fmt_bound: Any = pct) -> str:
     """Why the final reading decided: the interval at its level, and the error budget's split."""
     alpha = (rule.alpha_running or 0) + (rule.alpha_final or 0)
     level = decisions.final_confidence(alpha, "agreement" if rule.rule == "agreement" else "direction")
+    end = rule.end or decisions.NOTHING_LEFT
+    of = "" if end.n_claims is None else f" of the {plural(end.n_claims, 'claim')} labeled at closing"
     return (
-        f"at the final reading: nothing is left to label, the running rule had not decided, and the "
-        f"fixed-sample {100 * level:g}% interval {fmt_bound(rule.final_low)}–{fmt_bound(rule.final_high)} "
-        f"lies {side} (error budget alpha {alpha:g} = {rule.alpha_running:g} running + "
+        f"at the final reading: {end.why}, the running rule had not decided, and the "
+        f"fixed-sample {100 * level:g}% interval {fmt_bound(rule.final_low)}–{fmt_bound(rule.final_high)}"
+        f"{of} lies {side} (error budget alpha {alpha:g} = {rule.alpha_running:g} running + "
         f"{rule.alpha_final:g} final)"
     )
 
@@ -262,7 +270,7 @@ def decide_flag(
             )
         )
     if reasons:
-        return Flag("revise", tuple(reasons + ceiling_note), None, rules.reading)
+        return Flag("revise", tuple(reasons + ceiling_note), None, rules.reading, _end(rules))
     if ag.status == "ok":
         notes = [
             Reason(
@@ -281,7 +289,7 @@ def decide_flag(
                     (),
                 )
             )
-        return Flag("ok", tuple(notes + ceiling_note), None, rules.reading)
+        return Flag("ok", tuple(notes + ceiling_note), None, rules.reading, _end(rules))
     return Flag(
         "inconclusive",
         (

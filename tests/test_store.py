@@ -240,6 +240,6 @@ def test_closing_a_runs_labeling_is_stored_once_and_read_back(demo_db: Database)
     closed = store.close_labeling(demo_db, run.id, "Lena Lead", reading)
     assert store.labeling_closure(demo_db, run.id) == closed
     assert (closed.run_id, closed.closed_by, closed.reading) == (run.id, "Lena Lead", reading)
-    with pytest.raises(ConflictError, match="already closed .by Lena Lead"):
+    with pytest.raises(ConflictError):
         store.close_labeling(demo_db, run.id, "Someone Else", {})
     assert store.labeling_closure(demo_db, run.id) == closed  # the refused second close wrote nothing
