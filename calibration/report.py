@@ -324,21 +324,25 @@ def _final_readings(
     end: decisions.LabelingEnd,
 ) -> tuple[decisions.RuleResult, decisions.RuleResult]:
     """The agreement and direction rules after the final reading (`decisions.final_reading`): the
-    design-based intervals at the final level (the report's own when the levels coincide), or the
-    ones taken when a lead closed labeling (`end`)."""
+    design-based intervals at the final levels, the lower end of one and the upper end of the other
+    (`decisions.final_levels`; the report's own interval where a level is the report's), or the
+    bounds taken when a lead closed labeling (`end`)."""
     if end.agreement is not None and end.direction is not None:
         return (
             decisions.final_reading(ar, *end.agreement, end),
             decisions.final_reading(dr, *end.direction, end),
         )
-    level = decisions.final_confidence(alpha, "agreement")
-    ea = estimates.agreement
-    if abs(level - confidence) > 1e-12:
-        ea = estimation.agreement_estimate(tabs, confidence=level, fpc=False, **design)
-    level = decisions.final_confidence(alpha, "direction")
+
+    def agreement(level: float) -> estimation.Estimate:
+        if abs(level - confidence) <= 1e-12:
+            return estimates.agreement
+        return estimation.agreement_estimate(tabs, confidence=level, fpc=False, **design)
+
+    low_level, high_level = decisions.final_levels(alpha, "agreement")
+    level = decisions.final_levels(alpha, "direction")[0]
     ed = estimation.direction_estimate(tabs, confidence=level, fpc=False, **design).difference
     return (
-        decisions.final_reading(ar, ea.ci_low, ea.ci_high, end),
+        decisions.final_reading(ar, agreement(low_level).ci_low, agreement(high_level).ci_high, end),
         decisions.final_reading(dr, ed.ci_low, ed.ci_high, end),
     )
 

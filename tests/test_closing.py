@@ -91,7 +91,7 @@ def test_closing_labeling_turns_an_undecided_run_below_the_target_into_revise(
     )
     reason = next(r for r in after.report.flag.reasons if r.code == "agreement_below_target")
     assert f"at the final reading: labeling closed by {LEAD} on {day}" in reason.message
-    assert "of the 800 claims labeled at closing lies below it" in reason.message
+    assert "of the 800 claims labeled at closing (one-sided 97.5%) lies below it" in reason.message
     assert f"verdict revise at the final reading (labeling closed by {LEAD} on {day})" in assessed.line()
 
     stats = report.stats_json(after, assessed, None)
