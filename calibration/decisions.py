@@ -39,7 +39,7 @@ from scipy.special import betainc, ndtr, stdtr, stdtrit
 
 from .agreement import kish_effective_n, optional_float
 from .estimation import wilson_interval, z_value
-from .fmt import pct, plural, share
+from .fmt import closed_words, pct, plural, share
 from .vocab import LABELS
 
 # The share of each side's error budget alpha the running rule spends; the final reading spends the
@@ -358,16 +358,88 @@ AGREEMENT_BOUND: Final = (
     "running rule: normal-mixture confidence sequence on the claim-level agreement over answers in "
     "label order (score-form variance; Waudby-Smith, Arbour, Sinha, Kennedy & Ramdas 2024) at "
     "alpha/2 for revise (upper bound < target) and 0.9 alpha for ok (lower bound >= target); final "
-    "reading when nothing is left to label: the fixed-sample bounds at the rest of each side's alpha"
+    "reading when labeling ends (closed by a lead, or nothing left to label): the fixed-sample bounds "
+    "at the rest of each side's alpha"
 )
 DIRECTION_BOUND: Final = (
     "running rule: normal-mixture confidence sequence on (lenient - strict) per claim over answers "
     "in label order at alpha/4 a side: lenient if its lower bound > 0, strict if its upper bound < 0; "
-    "final reading when nothing is left to label: the fixed-sample interval at alpha/4 a side"
+    "final reading when labeling ends (closed by a lead, or nothing left to label): the fixed-sample "
+    "interval at alpha/4 a side"
 )
 KAPPA_BOUND: Final = "fixed-sample upper bound of kappa's 95% interval < floor"
 
 Reading = Literal["running", "final"]
+
+Bounds = tuple[float | None, float | None]
+
+
+@dataclass(frozen=True, slots=True)
+class LabelingEnd:
+    """Why the run's labeling ended, which takes the final reading (:func:`final_reading`).
+
+    Either a lead closed it (``closed_by``, ``closed_at``, an ISO time) and the final reading was
+    taken then, once: ``agreement`` and ``direction`` are its bounds at the final levels (as
+    :func:`final_reading` reads them) over the ``n_claims`` labeled at closing; labels given later
+    move the running rule, never this reading, so the final look stays one look at alpha_final.
+    Or nothing is left a cycle could draw (no ``closed_by``): the final reading is that of the labels
+    as they stand."""
+
+    closed_by: str | None = None
+    closed_at: str | None = None
+    agreement: Bounds | None = None
+    direction: Bounds | None = None
+    n_claims: int | None = None
+
+    @property
+    def why(self) -> str:
+        """ "labeling closed by Lena on 2026-12-07" / "nothing is left to label"."""
+        if self.closed_by is None:
+            return "nothing is left to label"
+        return closed_words(self.closed_by, self.closed_at)
+
+    @property
+    def sentence(self) -> str:
+        """What decided, beside the flag's word."""
+        if self.closed_by is None:
+            return "decided at the final reading: nothing was left to label"
+        return f"decided at the final reading: {self.why}"
+
+    def reading_dict(self) -> dict[str, Any]:
+        """The reading taken at closing, as stored (:meth:`from_closure` reads it back)."""
+
+        def listed(bounds: Bounds | None) -> list[float | None] | None:
+            return None if bounds is None else list(bounds)
+
+        return {
+            "agreement": listed(self.agreement),
+            "direction": listed(self.direction),
+            "n_claims": self.n_claims,
+        }
+
+    @classmethod
+    def from_closure(cls, closed_by: str, closed_at: str, reading: dict[str, Any]) -> LabelingEnd:
+        def bounds(value: Any) -> Bounds | None:
+            return None if value is None else (value[0], value[1])
+
+        return cls(
+            closed_by,
+            closed_at,
+            bounds(reading.get("agreement")),
+            bounds(reading.get("direction")),
+            reading.get("n_claims"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "closed_by": self.closed_by,
+            "closed_at": self.closed_at,
+            "why": self.why,
+            "final_reading": None if self.closed_by is None else self.reading_dict(),
+        }
+
+
+NOTHING_LEFT: Final = LabelingEnd()
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,6 +468,7 @@ class RuleResult:
     final_high: float | None = None
     alpha_low: tuple[float, float] | None = None
     alpha_high: tuple[float, float] | None = None
+    end: LabelingEnd | None = None  # why labeling ended, when the final reading was read
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -413,6 +486,7 @@ class RuleResult:
             "final_ci_high": optional_float(self.final_high),
             **_levels("low", self.alpha_low),
             **_levels("high", self.alpha_high),
+            "labeling_ended": None if self.end is None else self.end.why,
         }
 
 
@@ -489,8 +563,11 @@ def agreement_rule(
     )
 
 
-def final_reading(rule: RuleResult, ci_low: float | None, ci_high: float | None) -> RuleResult:
-    """The rule after the final reading: labeling has ended (nothing is left a cycle could draw).
+def final_reading(
+    rule: RuleResult, ci_low: float | None, ci_high: float | None, end: LabelingEnd = NOTHING_LEFT
+) -> RuleResult:
+    """The rule after the final reading: labeling has ended (`end`: a lead closed it, or nothing is
+    left a cycle could draw).
 
     A rule the running reading already decided keeps its status (reading "running"); otherwise the
     fixed-sample bounds at the final levels decide (:func:`final_levels`: ci_low a one-sided bound at
@@ -498,12 +575,12 @@ def final_reading(rule: RuleResult, ci_low: float | None, ci_high: float | None)
     ci_high < target, ok iff ci_low >= target; for the direction, lenient iff ci_low > 0, strict iff
     ci_high < 0.  Together with the running rule a false decision on either side has chance <= that
     side's alpha_running + alpha_final (:func:`error_split`).  The end must be declared by something
-    other than the labels' outcome: here that nothing is left to label.  Source: Jennison & Turnbull
-    (2000), sec. 1.3 (a final analysis beside interim ones) with the Bonferroni split; the intervals
-    are the report's own design-based ones (:func:`estimation.agreement_estimate`,
-    :func:`estimation.direction_estimate`).
+    other than the labels' outcome: a lead's closing, which takes the reading once
+    (:class:`LabelingEnd`), or nothing left to label.  Source: Jennison & Turnbull (2000), sec. 1.3
+    (a final analysis beside interim ones) with the Bonferroni split; the intervals are the report's
+    own design-based ones (:func:`estimation.agreement_estimate`, :func:`estimation.direction_estimate`).
     """
-    read = replace(rule, final_low=ci_low, final_high=ci_high)
+    read = replace(rule, final_low=ci_low, final_high=ci_high, end=end)
     undecided = rule.status in ("inconclusive", "none")
     if not undecided or ci_low is None or ci_high is None:
         return read

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import math
 from typing import Any
 
@@ -12,6 +13,8 @@ from scipy import integrate, optimize, stats
 from statsmodels.stats.multitest import multipletests
 
 from calibration.decisions import (
+    NOTHING_LEFT,
+    LabelingEnd,
     RuleResult,
     agreement_rule,
     alt_test,
@@ -270,6 +273,19 @@ def test_final_reading_decides_what_the_running_rule_left_open() -> None:
     assert final_levels(0.05, "direction") == pytest.approx((0.975, 0.975))
     flag = decide(below, _rule("direction", "none"), _rule("kappa", "pass"))
     assert flag.status == "revise" and flag.reading == "final" and flag.to_dict()["reading"] == "final"
+    assert below.to_dict()["labeling_ended"] == "nothing is left to label"
+
+
+def test_a_closed_runs_final_reading_says_who_closed_it_and_round_trips_as_stored() -> None:
+    rule = agreement_rule((np.arange(300) % 50 < 41).astype(float), np.ones(300), 0.85)
+    end = LabelingEnd("Lena", "2026-12-07T21:00:00+00:00", (0.78, 0.845), (-0.02, 0.03), 300)
+    read = final_reading(rule, 0.78, 0.845, end)
+    assert read.status == "revise" and read.end == end
+    assert read.to_dict()["labeling_ended"] == "labeling closed by Lena on 2026-12-07"
+    assert end.sentence == "decided at the final reading: labeling closed by Lena on 2026-12-07"
+    stored = json.loads(json.dumps(end.reading_dict()))  # as the store keeps it
+    assert LabelingEnd.from_closure("Lena", "2026-12-07T21:00:00+00:00", stored) == end
+    assert NOTHING_LEFT.sentence == "decided at the final reading: nothing was left to label"
 
 
 def test_direction_rule_detects_a_lenient_judge_and_not_a_balanced_one() -> None:
