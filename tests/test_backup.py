@@ -20,6 +20,7 @@ import pytest
 
 from calibration import (
     backup,
+    closing,
     cycles,
     dashboard,
     export,
@@ -241,6 +242,7 @@ def _fill(tmp_path: Path) -> Path:
         split.new_holdout(db, created_by="lead")
         import_labels(db, later)
         split.ensure_split(db, created_by="lead")
+        closing.close_labeling(db, "gpt-4-0613@wice-gpt4", closed_by="lead")
     with StubServer() as stub:
         judge.run_lab(
             _config(stub),

@@ -267,3 +267,15 @@ def test_bad_label_arguments_are_input_errors(demo_db: Database) -> None:
 )
 def test_a_database_url_is_shown_without_its_password(url: str, shown: str) -> None:
     assert store.shown(url) == shown
+
+
+def test_closing_a_runs_labeling_is_stored_once_and_read_back(demo_db: Database) -> None:
+    run = store.find_judge_run(demo_db)
+    assert store.labeling_closure(demo_db, run.id) is None
+    reading = {"agreement": [0.71, 0.83], "n_claims": 40}
+    closed = store.close_labeling(demo_db, run.id, "Lena Lead", reading)
+    assert store.labeling_closure(demo_db, run.id) == closed
+    assert (closed.run_id, closed.closed_by, closed.reading) == (run.id, "Lena Lead", reading)
+    with pytest.raises(ConflictError):
+        store.close_labeling(demo_db, run.id, "Someone Else", {})
+    assert store.labeling_closure(demo_db, run.id) == closed  # the refused second close wrote nothing
