@@ -104,7 +104,11 @@ def build(path: Path, n_claims: int, n_answers: int, seed: int = 0) -> None:
     with store.session(path) as db:
         t0 = time.perf_counter()
         run_a = store.find_judge_run(db, RUN_A).id
-        judge = dict(db.execute("SELECT claim_pk, verdict FROM judge_verdicts WHERE run_id = ?", [run_a]))
+        judge = dict(
+            db.execute(
+                "SELECT claim_pk, verdict FROM judge_verdicts WHERE run_id = :run_id", {"run_id": run_a}
+            )
+        )
         claims = db.execute("SELECT id, answer_id, position FROM claims ORDER BY id").fetchall()
         ts = store.now()
         events, labels, adjudications = [], [], []
@@ -238,10 +242,9 @@ def main() -> None:
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
-    page = str(ROOT / "pages" / "dashboard.py")
     # The first AppTest run also pays for importing streamlit, pandas, altair and scipy.
-    _signed_in(AppTest.from_file(page, default_timeout=120)).run()
-    at = _signed_in(AppTest.from_file(page, default_timeout=120))
+    _signed_in(AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)).run()
+    at = _signed_in(AppTest.from_file(str(ROOT / "app.py"), default_timeout=120))
 
     def rerun(cold: bool) -> float:
         if cold:  # what the first visit after a label write pays: the fingerprint moved
@@ -272,11 +275,12 @@ def main() -> None:
 
 
 def _signed_in(at):  # type: ignore[no-untyped-def]
-    """The app's pages ask who is there; without OIDC or a lead list any signed-in name is a lead."""
+    """The Dashboard through the app's navigation (as a served app runs it), signed in: without OIDC or
+    a lead list any signed-in name is a lead."""
     from calibration_app import signin
 
     at.session_state[signin.REVIEWER_KEY] = "bench"
-    return at
+    return at.switch_page("pages/dashboard.py")
 
 
 def _load() -> str:

@@ -74,11 +74,7 @@ def build_db(path: Path, n_answers: int, seed: int = 1, chunk_chars: int = 0) ->
 
     with store.session(path) as db:
         with store.write(db):
-            run = db.execute(
-                "INSERT INTO judge_runs (judge_model, prompt_version, origin, created_at) "
-                "VALUES ('bench-judge', 'v1', 'import', ?)",
-                [ts],
-            ).lastrowid
+            run = store.run_id(db, "bench-judge", "v1", created_at=ts)
             batch = 20_000
             for start in range(0, n_answers, batch):
                 answers, chunks, claims, verdicts, labels, events = [], [], [], [], [], []
@@ -164,8 +160,8 @@ def judge_verdicts(path: Path, answers: list[str]) -> dict[str, list[tuple[int, 
                 tuple(r)
                 for r in db.execute(
                     "SELECT c.id, v.verdict FROM claims c JOIN judge_verdicts v ON v.claim_pk = c.id "
-                    "WHERE c.answer_id = ? ORDER BY c.position",
-                    [aid],
+                    "WHERE c.answer_id = :answer_id ORDER BY c.position",
+                    {"answer_id": aid},
                 )
             ]
     return out

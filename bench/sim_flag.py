@@ -7,15 +7,15 @@ the 80% range of "how many more" holds the stopping time.
 Synthetic runs: answers of 1-5 claims (uniform) or of 10-30 claims, each answer with its own
 agreement p_i ~ Beta(p kappa, (1 - p) kappa), kappa = 4 (intra-answer correlation 1 / (kappa + 1) =
 0.2), claims' agreement Binomial(m_i, p_i); the claim-level truth is p.  Target 85%, alpha 0.05 split
-by `decisions.error_split` (0.025 running, 0.025 final).
+per side by `decisions.error_split` (ok: 0.045 running, 0.005 final; revise: 0.025 and 0.025).
 
 1. Power and false decisions (`decisions.running_bounds`, the function the report's rule runs),
    read after every answer: ok / revise by 200 claims, and for runs labeled to the end (600 claims of
    1-5-claim answers, or 40 answers of 10-30 claims) any false decision of the running rule or of the
    final reading at the end (the report's design-based 95% interval, `estimation.agreement_estimate`).
    Beside it the rules considered (`--compare`): the boundary centred at 0 (the rule before), this
-   rule without the independent-claims floor, this rule at alpha 0.04 (a running share of 0.8, which
-   leaves 0.01 to the final reading), the single bet best at 200 claims with the answers' variance
+   rule without the independent-claims floor, this rule with the ok side's share at 0.5 (the split
+   before) and at 0.8, the single bet best at 200 claims with the answers' variance
    known (a bound no rule reaches: it knows sigma), the betting sequence the report ran before that
    (Waudby-Smith & Ramdas 2024, predictable plug-in bets, each answer's bet scaled by its claims over
    the most claims seen), and betting on the answers' rates (the mean of the rates, not the
@@ -53,7 +53,23 @@ sys.path.insert(0, str(ROOT))
 from calibration import decisions, estimation  # noqa: E402
 
 TARGET, ALPHA = 0.85, 0.05
-RUNNING, FINAL = decisions.error_split(ALPHA)
+(RUN_OK, FINAL_OK), (RUNNING, FINAL) = (
+    decisions.error_split(ALPHA, "ok"),
+    decisions.error_split(ALPHA, "revise"),
+)
+SHARES = {"ok share 0.5 (before)": 0.5, "ok share 0.8": 0.8}
+
+
+def ok_low(y: np.ndarray, m: np.ndarray) -> float | None:
+    """The final reading's lower bound (the ok side's level) of one run."""
+    return fixed_interval(y, m, decisions.final_levels(ALPHA, "agreement")[0]).ci_low
+
+
+def revise_high(y: np.ndarray, m: np.ndarray) -> float | None:
+    """The final reading's upper bound (the revise side's level) of one run."""
+    return fixed_interval(y, m, decisions.final_levels(ALPHA, "agreement")[1]).ci_high
+
+
 ICC_KAPPA = 4.0
 SIZES = {"1-5": (1, 5), "4-10": (4, 10), "8-16": (8, 16), "10-30": (10, 30)}
 
@@ -129,19 +145,18 @@ def _oracle(y: np.ndarray, m: np.ndarray, p: float, alpha: float) -> np.ndarray:
 
 
 def rule_paths(rule: str, y: np.ndarray, m: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarray]:
-    """(ok, revise) at every answer, (reps, n), for the named rule at alpha_running."""
-    goal = math.log(1 / RUNNING)
-    alpha = RUNNING
-    if rule.startswith("running share 0.8"):
-        alpha = 0.8 * ALPHA
+    """(ok, revise) at every answer, (reps, n), for the named rule at each side's alpha_running."""
+    goal = math.log(1 / RUNNING)  # the betting rules as they ran, at the split before
+    alpha = SHARES.get(rule, RUN_OK / ALPHA) * ALPHA
     if rule == "known variance, one bet (bound)":
-        return _oracle(y, m, p, RUNNING), np.zeros_like(y, dtype=bool)
-    if rule in ("shipped", "no floor") or rule.startswith("running share 0.8"):
-        _, low, high = decisions.running_bounds(y, m, alpha=alpha, binary=rule != "no floor")
+        return _oracle(y, m, p, RUN_OK), np.zeros_like(y, dtype=bool)
+    if rule in ("shipped", "no floor") or rule in SHARES:
+        _, low, _ = decisions.running_bounds(y, m, alpha=alpha, binary=rule != "no floor")
+        _, _, high = decisions.running_bounds(y, m, alpha=RUNNING, binary=rule != "no floor")
         return np.maximum.accumulate(low, axis=1) >= TARGET, np.minimum.accumulate(high, axis=1) < TARGET
-    if rule == "centred at 0 (before)":
+    if rule == "centred at 0 (before)":  # the rule as it ran, at the split before
         with boundary(_centred_at_zero):
-            _, low, high = decisions.running_bounds(y, m, alpha=alpha)
+            _, low, high = decisions.running_bounds(y, m, alpha=RUNNING)
         return np.maximum.accumulate(low, axis=1) >= TARGET, np.minimum.accumulate(high, axis=1) < TARGET
     x = y / m
     scale = m / np.maximum.accumulate(m, axis=1) if rule == "betting, claim-level" else np.ones_like(m)
@@ -174,15 +189,15 @@ def false_rows(reps: int, rng: np.random.Generator) -> list[str]:
     cases += [("10-30", 40, 0.90), ("10-30", 40, 0.95), ("10-30", 15, 0.85)]
     for size, n_ans, p in cases:
         m, y = draw(p, size, reps, n_ans, rng)
-        _, low, high = decisions.running_bounds(y, m, alpha=RUNNING)
+        _, low, _ = decisions.running_bounds(y, m, alpha=RUN_OK)
+        _, _, high = decisions.running_bounds(y, m, alpha=RUNNING)
         run_ok, run_rev = low.max(axis=1) >= p, high.min(axis=1) < p
         fin_ok = np.zeros(reps, dtype=bool)
         fin_rev = np.zeros(reps, dtype=bool)
-        level = decisions.final_confidence(ALPHA, "agreement")
         for r in np.flatnonzero(~run_ok & ~run_rev):
-            e = fixed_interval(y[r], m[r], level)
-            fin_ok[r] = e.ci_low is not None and e.ci_low >= p
-            fin_rev[r] = e.ci_high is not None and e.ci_high < p
+            lo_b, hi_b = ok_low(y[r], m[r]), revise_high(y[r], m[r])
+            fin_ok[r] = lo_b is not None and lo_b >= p
+            fin_rev[r] = hi_b is not None and hi_b < p
         out.append(
             f"| {n_ans} of {size} claims | {p:.2f} | {run_ok.mean():.4f} | {run_rev.mean():.4f} | "
             f"{fin_ok.mean():.4f} | {fin_rev.mean():.4f} | {(run_ok | fin_ok).mean():.4f} | "
@@ -292,13 +307,14 @@ def plan_rows(runs: int, rng: np.random.Generator) -> list[str]:
             plan = decisions.more_claims_to_decide(
                 y[:n0], m[:n0], TARGET, rule=rule, available=int(m[n0:].sum()), reps=300
             )
-            _, low, high = decisions.running_bounds(y, m, alpha=RUNNING)
+            _, low, _ = decisions.running_bounds(y, m, alpha=RUN_OK)
+            _, _, high = decisions.running_bounds(y, m, alpha=RUNNING)
             hit = (np.maximum.accumulate(low) >= TARGET) | (np.minimum.accumulate(high) < TARGET)
             after = np.flatnonzero(hit[n0:])
             realised = float(m[n0 : n0 + after[0] + 1].sum()) if after.size else math.inf
             if not after.size:
-                e = fixed_interval(y, m, decisions.final_confidence(ALPHA, "agreement"))
-                if e.ci_low is not None and (e.ci_low >= TARGET or e.ci_high < TARGET):
+                lo_b, hi_b = ok_low(y, m), revise_high(y, m)
+                if lo_b is not None and hi_b is not None and (lo_b >= TARGET or hi_b < TARGET):
                     realised = float(m[n0:].sum())
             if plan.more_claims is None:
                 undecidable += 1
@@ -329,7 +345,7 @@ def main() -> None:
     considered = [
         "centred at 0 (before)",
         "no floor",
-        "running share 0.8 (alpha 0.04 running, 0.01 final)",
+        *SHARES,
         "known variance, one bet (bound)",
         "betting, claim-level",
         "betting, answer rates",
@@ -358,8 +374,8 @@ def main() -> None:
         ),
     ]
     print(
-        f"Flag simulation, seed {a.seed}; target {TARGET:.0%}, alpha {ALPHA} = {RUNNING} running + "
-        f"{FINAL} final; intra-answer correlation 0.2."
+        f"Flag simulation, seed {a.seed}; target {TARGET:.0%}, alpha {ALPHA} a side: ok {RUN_OK:g} running "
+        f"+ {FINAL_OK:g} final, revise {RUNNING:g} + {FINAL:g}; intra-answer correlation 0.2."
     )
     for i, (title, n, make) in enumerate(sections):
         t0 = time.perf_counter()

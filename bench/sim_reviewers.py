@@ -171,7 +171,8 @@ def plan_check(rng: np.random.Generator, reps: int, target: float) -> tuple[list
         if plan.more_claims is None:
             continue
         # Realised: the first look after which the running rule decides, on the run's further answers.
-        _, low, high = decisions.running_bounds(ys, ms, alpha=decisions.error_split(0.05)[0])
+        _, low, _ = decisions.running_bounds(ys, ms, alpha=decisions.error_split(0.05, "ok")[0])
+        _, _, high = decisions.running_bounds(ys, ms, alpha=decisions.error_split(0.05, "revise")[0])
         hit = (np.maximum.accumulate(low) >= target) | (np.minimum.accumulate(high) < target)
         after = np.flatnonzero(hit[n0:])
         t = int(after[0]) if after.size else None

@@ -188,6 +188,16 @@ class Calibration:
         )
         return report.stats_json(scoped, assessed, name)
 
+    # ------------------------------------------------------------ close
+
+    def close_labeling(self, judge_run: str | None, *, closed_by: str) -> store.LabelingClosure:
+        """Close labeling for `judge_run` (MODEL@VERSION, or VERSION when unique), one way, as
+        `close-labeling RUN --by NAME --yes`: the final reading is taken now and decides what the
+        running rule left open; no new cycle is drawn from the run. `closed_by` names the lead."""
+        from . import closing
+
+        return closing.close_labeling(self.db, judge_run, closed_by=closed_by)
+
     def export(
         self,
         path: str | Path,

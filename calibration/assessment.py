@@ -191,6 +191,9 @@ class Assessment:
     # Which reading decided the flag: "running" (valid at every look; also while undecided) or
     # "final" (once nothing was left to label, `decisions.final_reading`).
     reading: str = "running"
+    # "labeling closed by X on DATE" once a lead closed the run's labeling (the final reading is
+    # then the one taken at closing); None while it is open.
+    closed: str | None = None
     # The report's JSON form it was read from: the sections that show more than these figures.
     source: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -214,12 +217,18 @@ class Assessment:
             text += f"; raw {num(raw)} on {RAW_CLAIMS}"
         return text
 
+    def reading_words(self) -> str:
+        """ " at the final reading (labeling closed by X on DATE)" beside the verdict; "" for the
+        running rule, the usual one."""
+        said = _READING_WORDS[self.reading]
+        return f"{said} ({self.closed})" if said and self.closed else said
+
     def line(self) -> str:
         """The assessment in one line: constant words and numbers (the Judge lab's header)."""
         if not self.counts.labeled or self.agreement.value is None:
             return "No claim has both a judge verdict and a final human label yet."
         return (
-            f"verdict {STATUS_WORDS[self.status]}{_READING_WORDS[self.reading]}; "
+            f"verdict {STATUS_WORDS[self.status]}{self.reading_words()}; "
             f"agreement {pct(self.agreement.value)}, "
             f"{self.agreement.interval()}; Cohen's kappa {num(self.kappa.value)}. {self.counts.sentence()}"
         )
@@ -231,6 +240,7 @@ class Assessment:
             "scope": self.scope,
             "flag": self.status,
             "reading": self.reading,
+            "labeling_closed": self.closed,
             "agreement": self.agreement.to_dict(),
             "kappa": self.kappa.to_dict(),
             "raw_agreement": self.raw_agreement.to_dict(),
@@ -291,6 +301,7 @@ def of_report(data: Mapping[str, Any], *, scope: str, run: str | None = None) ->
         labels_decide=None if not more else more.get("median") is not None,
         claims_left=more.get("available"),
         reading="final" if flag.get("reading") == "final" else "running",
+        closed=(data.get("labeling_closed") or {}).get("why"),
         source=data,
     )
 

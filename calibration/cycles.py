@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import planning, roles, roster, sampling, store
+from . import closing, planning, roles, roster, sampling, store
 from .assessment import Assessment, of_snapshot
 from .errors import ConflictError, Hint, InputError, NotFoundError, Option, Problem, WorkOutstandingError
 from .fmt import plural
@@ -637,6 +637,7 @@ def create_cycle(
     with store.write(db):
         store.cycles.hold_membership(db)  # the pool read below stays as read until the commit
         run = store.find_judge_run(db, judge_run)
+        closing.refuse_if_closed(db, run)
         if store.cycles.name_taken(db, name):
             raise ConflictError(f"a cycle named {name!r} already exists")
         rows = _pool_rows(db, run.id)
@@ -775,6 +776,7 @@ def plan_next(
         raise InputError(size_problem)
     with store.read_snapshot(db):
         run = store.find_judge_run(db, judge_run)
+        closing.refuse_if_closed(db, run)
         rows = _pool_rows(db, run.id)
         pool = _eligible(rows, holdout, include_labeled)
         if not pool:
@@ -792,8 +794,9 @@ class NextCycle:
     size: int
     cycles_needed: int | None
     full: int  # a full planned cycle's size (`planning.CYCLE_SIZE` within the size bounds)
-    answers_left: int  # 0: every answer of the run is labeled or held out
+    answers_left: int  # 0: every answer of the run is labeled or held out, or its labeling closed
     answers_needed: int | None = None  # what the plan's cycles hold (None: not planned)
+    closed: str | None = None  # the sentence why no cycle is drawn: the run's labeling is closed
 
 
 def next_cycle(db: Database, judge_run: str | None = None) -> NextCycle:
@@ -803,6 +806,10 @@ def next_cycle(db: Database, judge_run: str | None = None) -> NextCycle:
     what its plan expects. The plan's cycles are counted again in cycles of the full size, from
     the answers they hold."""
     full = min(MAX_SIZE, max(MIN_SIZE, planning.CYCLE_SIZE))
+    run = store.find_judge_run(db, judge_run)
+    found = closing.closure(db, run)
+    if found is not None:
+        return NextCycle("agreement", 0, None, full, 0, closed=closing.closed_sentence(run, found))
     try:
         plans = {g: plan_next(db, judge_run=judge_run, goal=g) for g in planning.GOALS}
     except InputError:  # nothing left for a cycle to draw (`_empty_pool_problem`)

@@ -1098,6 +1098,9 @@ class Decision:
     steps: tuple[NextStep, ...]
     counts: ClaimCounts | None = None  # the claims behind the figures (`Assessment.counts`)
     about: str = "verdict on the judge run"  # what the verdict word is about: the run or one cycle
+    # Which reading decided, where it is the final one: "final reading (labeling closed by X on
+    # DATE)" names the lead who closed, so it is shown as literal text; "" otherwise.
+    reading: str = ""
 
 
 def _ceiling_line(report: Mapping[str, Any]) -> tuple[str, float | None]:
@@ -1142,6 +1145,8 @@ def _plan_step(status: str, target: str, nxt: cycles.NextCycle | None) -> tuple[
     cycles. Without `nxt` (a frozen report) the step is offered as before."""
     if nxt is None:
         return NextStep("plan", "Plan the next cycle"), None
+    if nxt.closed is not None:
+        return None, f"{nxt.closed}."
     if not nxt.answers_left:
         return None, (
             "Every answer of this run is labeled or held out, so no cycle can draw more: "
@@ -1181,6 +1186,33 @@ FINAL_READING_WORDS = (
     "Decided at the final reading: nothing is left to label, so the fixed-sample interval decided "
     "what the running rule had left open."
 )
+
+
+# What closing labeling does, read in the confirmation before anything is written (constant words).
+CLOSE_LABELING_WORDS = (
+    "Closing labeling is the last look, and it is one way: nothing here undoes it.\n\n"
+    "- The final reading is taken now, from the labels given so far: it decides what the running "
+    "rule has left open.\n"
+    "- No new cycle is drawn from this run.\n"
+    "- Reviewers may still finish the cycles already drawn: their labels count in the figures and "
+    "the running rule, not in the final reading."
+)
+
+CLOSED_UNDECIDED_WORDS = (
+    "The final reading taken at closing did not decide either: its fixed-sample interval holds the "
+    "target. Read the figures as they stand."
+)
+
+
+def final_reading_words(a: Assessment) -> str:
+    """Why the final reading decided: nothing is left to label, or a lead closed labeling (whose
+    reading was taken at closing)."""
+    if a.closed is None:
+        return FINAL_READING_WORDS
+    return (
+        f"Decided at the final reading ({a.closed}): the fixed-sample interval taken at closing "
+        "decided what the running rule had left open."
+    )
 
 
 def _labels_cannot_decide(a: Assessment, target: str) -> str | None:
@@ -1246,9 +1278,11 @@ def decision(
             advice = instead
             if cycle_scope and next_cycle is not None and not next_cycle.answers_left:
                 advice = f"{advice} {CYCLE_READING_WORDS}"
+        if status == "inconclusive" and a.closed is not None and not cycle_scope:
+            advice = f"{instead or ''} {CLOSED_UNDECIDED_WORDS}".strip()
         if status != "inconclusive" and a.reading == "final":
-            # Which reading decided: the running rule had not, and nothing is left to label.
-            parts.append(FINAL_READING_WORDS)
+            # Which reading decided: the running rule had not, and labeling has ended.
+            parts.append(final_reading_words(a))
         parts.append(advice)
         sentence = " ".join(parts)
     elif instead:
@@ -1264,7 +1298,8 @@ def decision(
         steps.append(NextStep("settle", f"Settle the {plural(unresolved, 'unclear claim')}"))
     if open_cycle:
         steps.append(NextStep("close", "Close the cycle"))
-    if (next_cycle is not None and not next_cycle.answers_left) or undecidable is not None:
+    ended = next_cycle is not None and not next_cycle.answers_left and next_cycle.closed is None
+    if ended or (undecidable is not None and a.closed is None):
         steps.append(NextStep("import", "Import more judged answers"))
     return Decision(
         status,
@@ -1278,4 +1313,12 @@ def decision(
         tuple(steps),
         counts,
         "verdict on the cycle" if cycle_scope else "verdict on the judge run",
+        _reading_line(a, cycle_scope),
     )
+
+
+def _reading_line(a: Assessment, cycle_scope: bool) -> str:
+    """The header's line on the reading once a lead closed labeling (the run's scope only)."""
+    if a.closed is None or cycle_scope:
+        return ""
+    return f"final reading ({a.closed})" if a.reading == "final" else a.closed

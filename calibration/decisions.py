@@ -21,10 +21,11 @@ say) would turn into an early firing.
 
 Two readings
 ------------
-A decision (agreement revise/ok, the judge's direction) spends its error budget alpha twice
+Each side of a decision (agreement ok, agreement revise, each direction) spends its error budget twice
 (:func:`error_split`): the running rule (:func:`confidence_sequence`) at alpha_running, valid whenever
 it is read, and one final fixed-sample reading at alpha_final when labeling ends (:func:`final_reading`),
-alpha_running + alpha_final = alpha.  docs/decisions.md gives the choice, its simulation and sources.
+alpha_running + alpha_final = the side's budget.  docs/decisions.md gives the choice, its simulation
+and sources.
 """
 
 from __future__ import annotations
@@ -38,16 +39,19 @@ from scipy.special import betainc, ndtr, stdtr, stdtrit
 
 from .agreement import kish_effective_n, optional_float
 from .estimation import wilson_interval, z_value
-from .fmt import pct, plural, share
+from .fmt import closed_words, pct, plural, share
 from .vocab import LABELS
 
-# The share of a decision's error budget alpha the running rule spends; the final reading spends the
-# rest (`error_split`).  Half: the final reading at alpha/2 a side is then exactly "the report's 95%
-# interval excludes the target" at alpha 0.05, so a fully labeled run whose interval lies below the
-# target is revised.  No rule valid at every look reached a third of simulated runs for a 90% judge by
-# 200 claims at alpha/2 (bench/sim_flag.py, docs/decisions.md: even a bet tuned to it with the
-# variance known reached 31-32%).
-RUNNING_SHARE: Final = 0.5
+# The share of each side's error budget alpha the running rule spends; the final reading spends the
+# rest (`error_split`).  "revise" (the agreement's upper bound) and the direction: half, so the final
+# reading at alpha/2 is exactly "the report's 95% interval excludes the target" at alpha 0.05, and a
+# fully labeled run whose interval lies below the target is revised.  "ok" (the lower bound): 0.9, as
+# at half no rule valid at every look called a 90% judge ok by 200 claims in a third of simulated runs
+# (even a bet tuned to it with the variance known reached 31%); at 0.9 the rule does in 33-34%, and the
+# final reading still calls ok a run whose one-sided 99.5% lower bound clears the target
+# (bench/sim_flag.py, docs/decisions.md).
+Side = Literal["ok", "revise", "direction"]
+RUNNING_SHARE: Final[dict[str, float]] = {"ok": 0.9, "revise": 0.5, "direction": 0.5}
 # t*: the running rule's boundary is tightest near this many labeled answers (a few cycles' worth; 200
 # claims of 1-5-claim answers are about 67), and its mixing spread as a share of the bet centred there
 # (`mixture_boundary`).  Chosen by simulation (bench/sim_flag.py, docs/decisions.md): a narrower spread
@@ -126,14 +130,15 @@ def answer_sums(
 # --------------------------------------------------------------------------------------------
 
 
-def error_split(alpha: float) -> tuple[float, float]:
-    """(alpha_running, alpha_final): the error budget of one decision, split between the running rule
-    (read at every look) and the one final reading when labeling ends, alpha_running + alpha_final =
-    alpha.  A false decision needs the running rule or the final reading to err, so by the union bound
-    (Bonferroni) its chance is at most alpha whenever the lead stops (Jennison & Turnbull 2000, Group
-    Sequential Methods with Applications to Clinical Trials, sec. 1.3 and ch. 7 on error spending).
+def error_split(alpha: float, side: Side) -> tuple[float, float]:
+    """(alpha_running, alpha_final) of one side of a decision: its error budget split between the running
+    rule (read at every look) and the one final reading when labeling ends, alpha_running + alpha_final
+    = alpha (:data:`RUNNING_SHARE`).  A false decision on that side needs the running rule or the final
+    reading to err, so by the union bound (Bonferroni) its chance is at most alpha whenever the lead
+    stops (Jennison & Turnbull 2000, Group Sequential Methods with Applications to Clinical Trials,
+    sec. 1.3 and ch. 7 on error spending, where the two sides of a test may spend differently).
     """
-    running = alpha * RUNNING_SHARE
+    running = alpha * RUNNING_SHARE[side]
     return running, alpha - running
 
 
@@ -352,17 +357,89 @@ def confidence_sequence(
 AGREEMENT_BOUND: Final = (
     "running rule: normal-mixture confidence sequence on the claim-level agreement over answers in "
     "label order (score-form variance; Waudby-Smith, Arbour, Sinha, Kennedy & Ramdas 2024) at "
-    "alpha/2: revise if its upper bound < target, ok if its lower bound >= target; final reading "
-    "when nothing is left to label: the fixed-sample interval at alpha/2 a side"
+    "alpha/2 for revise (upper bound < target) and 0.9 alpha for ok (lower bound >= target); final "
+    "reading when labeling ends (closed by a lead, or nothing left to label): the fixed-sample bounds "
+    "at the rest of each side's alpha"
 )
 DIRECTION_BOUND: Final = (
     "running rule: normal-mixture confidence sequence on (lenient - strict) per claim over answers "
     "in label order at alpha/4 a side: lenient if its lower bound > 0, strict if its upper bound < 0; "
-    "final reading when nothing is left to label: the fixed-sample interval at alpha/4 a side"
+    "final reading when labeling ends (closed by a lead, or nothing left to label): the fixed-sample "
+    "interval at alpha/4 a side"
 )
 KAPPA_BOUND: Final = "fixed-sample upper bound of kappa's 95% interval < floor"
 
 Reading = Literal["running", "final"]
+
+Bounds = tuple[float | None, float | None]
+
+
+@dataclass(frozen=True, slots=True)
+class LabelingEnd:
+    """Why the run's labeling ended, which takes the final reading (:func:`final_reading`).
+
+    Either a lead closed it (``closed_by``, ``closed_at``, an ISO time) and the final reading was
+    taken then, once: ``agreement`` and ``direction`` are its bounds at the final levels (as
+    :func:`final_reading` reads them) over the ``n_claims`` labeled at closing; labels given later
+    move the running rule, never this reading, so the final look stays one look at alpha_final.
+    Or nothing is left a cycle could draw (no ``closed_by``): the final reading is that of the labels
+    as they stand."""
+
+    closed_by: str | None = None
+    closed_at: str | None = None
+    agreement: Bounds | None = None
+    direction: Bounds | None = None
+    n_claims: int | None = None
+
+    @property
+    def why(self) -> str:
+        """ "labeling closed by Lena on 2026-12-07" / "nothing is left to label"."""
+        if self.closed_by is None:
+            return "nothing is left to label"
+        return closed_words(self.closed_by, self.closed_at)
+
+    @property
+    def sentence(self) -> str:
+        """What decided, beside the flag's word."""
+        if self.closed_by is None:
+            return "decided at the final reading: nothing was left to label"
+        return f"decided at the final reading: {self.why}"
+
+    def reading_dict(self) -> dict[str, Any]:
+        """The reading taken at closing, as stored (:meth:`from_closure` reads it back)."""
+
+        def listed(bounds: Bounds | None) -> list[float | None] | None:
+            return None if bounds is None else list(bounds)
+
+        return {
+            "agreement": listed(self.agreement),
+            "direction": listed(self.direction),
+            "n_claims": self.n_claims,
+        }
+
+    @classmethod
+    def from_closure(cls, closed_by: str, closed_at: str, reading: dict[str, Any]) -> LabelingEnd:
+        def bounds(value: Any) -> Bounds | None:
+            return None if value is None else (value[0], value[1])
+
+        return cls(
+            closed_by,
+            closed_at,
+            bounds(reading.get("agreement")),
+            bounds(reading.get("direction")),
+            reading.get("n_claims"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "closed_by": self.closed_by,
+            "closed_at": self.closed_at,
+            "why": self.why,
+            "final_reading": None if self.closed_by is None else self.reading_dict(),
+        }
+
+
+NOTHING_LEFT: Final = LabelingEnd()
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,7 +448,8 @@ class RuleResult:
 
     ``reading``: "running" (the running rule decided, or nothing did) or "final" (the final reading
     decided: labeling had ended and the running rule had not); ``final_low``/``final_high`` the final
-    reading's interval when it was read; ``alpha_running``/``alpha_final`` the split (:func:`error_split`).
+    reading's interval when it was read; ``alpha_low``/``alpha_high`` the one-sided levels (running,
+    final) of the lower bound (ok, lenient) and of the upper bound (revise, strict) (:func:`error_split`).
     """
 
     rule: Literal["agreement", "direction", "kappa"]
@@ -388,8 +466,9 @@ class RuleResult:
     reading: Reading = "running"
     final_low: float | None = None
     final_high: float | None = None
-    alpha_running: float | None = None
-    alpha_final: float | None = None
+    alpha_low: tuple[float, float] | None = None
+    alpha_high: tuple[float, float] | None = None
+    end: LabelingEnd | None = None  # why labeling ended, when the final reading was read
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -405,9 +484,15 @@ class RuleResult:
             "reading": self.reading,
             "final_ci_low": optional_float(self.final_low),
             "final_ci_high": optional_float(self.final_high),
-            "alpha_running": self.alpha_running,
-            "alpha_final": self.alpha_final,
+            **_levels("low", self.alpha_low),
+            **_levels("high", self.alpha_high),
+            "labeling_ended": None if self.end is None else self.end.why,
         }
+
+
+def _levels(end: str, levels: tuple[float, float] | None) -> dict[str, float | None]:
+    running, final = (None, None) if levels is None else levels
+    return {f"alpha_running_{end}": running, f"alpha_final_{end}": final}
 
 
 def agreement_rule(
@@ -421,15 +506,18 @@ def agreement_rule(
 ) -> RuleResult:
     """The running reading of the agreement target: revise / ok / inconclusive from answers in label order.
 
-    ``y`` agreeing claims and ``m`` labeled claims per answer (:func:`answer_sums`).  With
-    alpha_running = :func:`error_split` (alpha)[0]: revise iff the sequence's upper bound < target, ok
-    iff its lower bound >= target (:func:`confidence_sequence` at alpha_running), else inconclusive.
+    ``y`` agreeing claims and ``m`` labeled claims per answer (:func:`answer_sums`).  Revise iff the
+    sequence's upper bound < target (:func:`confidence_sequence` at the "revise" side's alpha_running,
+    :func:`error_split`), ok iff its lower bound >= target (at the "ok" side's), else inconclusive.
     ``estimate`` is the claim-level ratio.  Beside it, the fixed-sample Wilson interval on the claims
     (``confidence``; Wilson 1927, :func:`estimation.wilson_interval`), valid at one pre-planned look only;
     with weights it uses the Kish effective size n_eff and x = p_w n_eff (an approximation).
     """
-    running, final = error_split(alpha)
-    cs = confidence_sequence(y, m, alpha=running, theta0=target, weights=weights)
+    low_side, high_side = error_split(alpha, "ok"), error_split(alpha, "revise")
+    cs = confidence_sequence(y, m, alpha=high_side[0], theta0=target, weights=weights)
+    if low_side[0] != high_side[0] and cs.estimate is not None:
+        above = confidence_sequence(y, m, alpha=low_side[0], theta0=target, weights=weights)
+        cs = replace(cs, lower=above.lower, above=above.above)
     if cs.estimate is None:
         return RuleResult(
             "agreement",
@@ -445,8 +533,8 @@ def agreement_rule(
             "running",
             None,
             None,
-            running,
-            final,
+            low_side,
+            high_side,
         )
     yy = np.asarray(y, dtype=float).reshape(-1)
     mm = np.asarray(m, dtype=float).reshape(-1)
@@ -470,26 +558,29 @@ def agreement_rule(
         target,
         AGREEMENT_BOUND,
         cs.n_answers,
-        alpha_running=running,
-        alpha_final=final,
+        alpha_low=low_side,
+        alpha_high=high_side,
     )
 
 
-def final_reading(rule: RuleResult, ci_low: float | None, ci_high: float | None) -> RuleResult:
-    """The rule after the final reading: labeling has ended (nothing is left a cycle could draw).
+def final_reading(
+    rule: RuleResult, ci_low: float | None, ci_high: float | None, end: LabelingEnd = NOTHING_LEFT
+) -> RuleResult:
+    """The rule after the final reading: labeling has ended (`end`: a lead closed it, or nothing is
+    left a cycle could draw).
 
     A rule the running reading already decided keeps its status (reading "running"); otherwise the
-    fixed-sample interval at the final level decides: for the agreement, revise iff ci_high < target,
-    ok iff ci_low >= target, where (ci_low, ci_high) is the two-sided 1 - 2 alpha_final interval (each
-    side at alpha_final); for the direction, lenient iff ci_low > 0, strict iff ci_high < 0, the
-    1 - alpha_final interval (alpha_final / 2 a side, as the running direction rule splits its level).
-    Together with the running rule a false decision has chance <= alpha_running + alpha_final = alpha
-    (:func:`error_split`).  The end must be declared by something other than the labels' outcome:
-    here that nothing is left to label.  Source: Jennison & Turnbull (2000), sec. 1.3 (a final
-    analysis beside interim ones) with the Bonferroni split; the intervals are the report's own
-    design-based ones (:func:`estimation.agreement_estimate`, :func:`estimation.direction_estimate`).
+    fixed-sample bounds at the final levels decide (:func:`final_levels`: ci_low a one-sided bound at
+    the lower side's alpha_final, ci_high at the upper side's): for the agreement, revise iff
+    ci_high < target, ok iff ci_low >= target; for the direction, lenient iff ci_low > 0, strict iff
+    ci_high < 0.  Together with the running rule a false decision on either side has chance <= that
+    side's alpha_running + alpha_final (:func:`error_split`).  The end must be declared by something
+    other than the labels' outcome: a lead's closing, which takes the reading once
+    (:class:`LabelingEnd`), or nothing left to label.  Source: Jennison & Turnbull (2000), sec. 1.3
+    (a final analysis beside interim ones) with the Bonferroni split; the intervals are the report's
+    own design-based ones (:func:`estimation.agreement_estimate`, :func:`estimation.direction_estimate`).
     """
-    read = replace(rule, final_low=ci_low, final_high=ci_high)
+    read = replace(rule, final_low=ci_low, final_high=ci_high, end=end)
     undecided = rule.status in ("inconclusive", "none")
     if not undecided or ci_low is None or ci_high is None:
         return read
@@ -504,11 +595,15 @@ def final_reading(rule: RuleResult, ci_low: float | None, ci_high: float | None)
     return replace(read, status=status, reading="final" if status != rule.status else "running")
 
 
-def final_confidence(alpha: float, rule: Literal["agreement", "direction"]) -> float:
-    """The two-sided level of the final reading's interval: 1 - 2 alpha_final for the agreement (one
-    side each way), 1 - alpha_final for the direction (:func:`final_reading`)."""
-    final = error_split(alpha)[1]
-    return 1 - 2 * final if rule == "agreement" else 1 - final
+def final_levels(alpha: float, rule: Literal["agreement", "direction"]) -> tuple[float, float]:
+    """The two-sided levels of the intervals whose lower and upper ends the final reading reads
+    (:func:`final_reading`): 1 - 2 alpha_final of each side, the agreement's lower end at the "ok"
+    side's (0.99 at alpha 0.05) and its upper end at the "revise" side's (0.95), the direction's both
+    at half the "direction" side's (0.975: each way of the direction has half its budget)."""
+    if rule == "agreement":
+        return 1 - 2 * error_split(alpha, "ok")[1], 1 - 2 * error_split(alpha, "revise")[1]
+    level = 1 - error_split(alpha, "direction")[1]
+    return level, level
 
 
 def ratio_interval(
@@ -545,12 +640,13 @@ def direction_rule(
     Per answer ``diff`` = lenient - strict claims (judge SUPPORTED where the human is not, minus the
     reverse) and ``m`` its claims; the estimand is the claim-level bias index (lenient - strict)/n
     (Byrt, Bishop & Carlin 1993), design-weighted with ``weights``.  With alpha_running =
-    :func:`error_split` (alpha)[0]: lenient iff the sequence's lower bound > 0, strict iff its upper
-    bound < 0, each side at alpha_running / 2 (:func:`confidence_sequence` on [-1, 1]), so an unbiased
-    judge is called either with chance <= alpha_running at any look.  Beside it the fixed-sample
+    :func:`error_split` (alpha, "direction")[0]: lenient iff the sequence's lower bound > 0, strict iff
+    its upper bound < 0, each side at alpha_running / 2 (:func:`confidence_sequence` on [-1, 1]), so an
+    unbiased judge is called either with chance <= alpha_running at any look.  Beside it the fixed-sample
     claim-level interval of (lenient - strict)/n, clustered by answer (:func:`ratio_interval`).
     """
-    running, final = error_split(alpha)
+    running, final = error_split(alpha, "direction")
+    each_side = (running / 2, final / 2)
     # Each claim is worth -1, 0 or 1: no independent-claims floor (it would take 1 at 0, far above a
     # claim's variance when most claims agree).
     cs = confidence_sequence(
@@ -571,8 +667,8 @@ def direction_rule(
             "running",
             None,
             None,
-            running,
-            final,
+            each_side,
+            each_side,
         )
     yy = np.asarray(diff, dtype=float).reshape(-1)
     mm = np.asarray(m, dtype=float).reshape(-1)
@@ -593,8 +689,8 @@ def direction_rule(
         0.0,
         DIRECTION_BOUND,
         cs.n_answers,
-        alpha_running=running,
-        alpha_final=final,
+        alpha_low=each_side,
+        alpha_high=each_side,
     )
 
 
@@ -826,7 +922,8 @@ def more_claims_to_decide(
     them; then runs the running rule (:func:`running_bounds`, carried on from today's sums) over them
     until a bound crosses the target.  Runs are simulated up to what the run can give, ``available`` unlabeled
     claims (else ``limit``, 5,000); when the run runs out first, the final reading decides if the
-    fixed-sample interval p +- t_{n-1, 1 - alpha_final} se of all its labels excludes the target
+    fixed-sample bound p - t_{n-1, 1 - alpha_final,ok} se or p + t_{n-1, 1 - alpha_final,revise} se of
+    all its labels passes the target
     (:func:`final_reading`), else the run counts as undecided.  ``more_claims`` is the median stopping
     time in claims (``labels_per_claim`` verdicts make one claim), ``low``/``high`` its 10% and 90%
     points; below half the runs deciding, no number is given: "not decidable with what this run can
@@ -844,7 +941,7 @@ def more_claims_to_decide(
         return MoreClaims(
             "decide_target", 0, True, f"the {share(target)} target is already decided", 0, 0, available
         )
-    running, final = error_split(alpha)
+    (run_ok, final_ok), (run_revise, final_revise) = error_split(alpha, "ok"), error_split(alpha, "revise")
     p = float(yw.sum() / mw.sum())
     horizon_claims = limit if available is None else min(limit, available)
     per_answer = float(np.asarray(m, dtype=float).mean()) / labels_per_claim
@@ -870,9 +967,10 @@ def more_claims_to_decide(
         float(base.sum()) + np.cumsum(fut, axis=1)
         for base, fut in ((yw, fy), (mw, fm), (yw * yw, fy * fy), (yw * mw, fy * fm), (mw * mw, fm * fm))
     ]
-    _, low, high = _bounds_from_sums(
-        t, *sums, lo=0.0, hi=1.0, alpha=running, t_star=MIXTURE_ANSWERS, binary=True
+    _, _, high = _bounds_from_sums(
+        t, *sums, lo=0.0, hi=1.0, alpha=run_revise, t_star=MIXTURE_ANSWERS, binary=True
     )
+    _, low, _ = _bounds_from_sums(t, *sums, lo=0.0, hi=1.0, alpha=run_ok, t_star=MIXTURE_ANSWERS, binary=True)
     low = np.maximum(np.maximum.accumulate(low, axis=1), rule.bound_low or 0.0)
     high = np.minimum(
         np.minimum.accumulate(high, axis=1), 1.0 if rule.bound_high is None else rule.bound_high
@@ -891,8 +989,9 @@ def more_claims_to_decide(
             )
             / sums[1][:, -1]
         )
-        q = float(stdtrit(max(t[-1] - 1, 1), 1 - final))
-        at_end = (end_p - q * end_se >= target) | (end_p + q * end_se < target)
+        df = max(t[-1] - 1, 1)
+        q_ok, q_revise = float(stdtrit(df, 1 - final_ok)), float(stdtrit(df, 1 - final_revise))
+        at_end = (end_p - q_ok * end_se >= target) | (end_p + q_revise * end_se < target)
         more = np.where(np.isinf(more) & at_end, claims_at[:, -1], more)
     decided = float(np.isfinite(more).mean())
     # Order statistics, no interpolation: runs that never decide are infinite.

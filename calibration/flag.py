@@ -78,14 +78,15 @@ class Flag:
     reasons: tuple[Reason, ...]
     claims_needed: int | None = None
     reading: decisions.Reading = "running"
+    end: decisions.LabelingEnd | None = None  # why labeling ended, when the final reading was read
 
     @property
     def reading_sentence(self) -> str:
-        """ "decided at the final reading" / "decided by the running rule" / "" (undecided)."""
+        """ "decided at the final reading ..." / "decided by the running rule" / "" (undecided)."""
         if self.status == "inconclusive":
             return ""
         if self.reading == "final":
-            return "decided at the final reading: nothing was left to label"
+            return (self.end or decisions.NOTHING_LEFT).sentence
         return "decided by the running rule (valid at every look)"
 
     def to_dict(self) -> dict[str, Any]:
@@ -98,15 +99,24 @@ class Flag:
         }
 
 
-def _final_words(rule: decisions.RuleResult, side: str, fmt_bound: Any = pct) -> str:
-    """Why the final reading decided: the interval at its level, and the error budget's split."""
-    alpha = (rule.alpha_running or 0) + (rule.alpha_final or 0)
-    level = decisions.final_confidence(alpha, "agreement" if rule.rule == "agreement" else "direction")
+def _end(rules: decisions.Decision) -> decisions.LabelingEnd | None:
+    """Why labeling ended, where the final reading was read (the same for every rule)."""
+    return next((r.end for r in rules.rules if r.end is not None), None)
+
+
+def _final_words(rule: decisions.RuleResult, side: str, end: str, fmt_bound: Any = pct) -> str:
+    """Why the final reading decided: why labeling ended, the fixed-sample bound that passed (``end``
+    "lower" or "upper") at its one-sided level, and that side's error budget split between the two
+    readings."""
+    levels = rule.alpha_low if end == "lower" else rule.alpha_high
+    running, final = levels if levels is not None else (0.0, 0.0)
+    bound = rule.final_low if end == "lower" else rule.final_high
+    ended = rule.end or decisions.NOTHING_LEFT
+    of = "" if ended.n_claims is None else f" of the {plural(ended.n_claims, 'claim')} labeled at closing"
     return (
-        f"at the final reading: nothing is left to label, the running rule had not decided, and the "
-        f"fixed-sample {100 * level:g}% interval {fmt_bound(rule.final_low)}–{fmt_bound(rule.final_high)} "
-        f"lies {side} (error budget alpha {alpha:g} = {rule.alpha_running:g} running + "
-        f"{rule.alpha_final:g} final)"
+        f"at the final reading: {ended.why}, the running rule had not decided, and the "
+        f"fixed-sample {end} bound {fmt_bound(bound)}{of} (one-sided {100 * (1 - final):g}%) lies {side} "
+        f"(this side's error budget {running + final:g} = {running:g} running + {final:g} final)"
     )
 
 
@@ -198,7 +208,7 @@ def decide_flag(
 
     def said(verb: str, side: str, end: str, bound: float | None) -> str:
         how = (
-            _final_words(ag, side)
+            _final_words(ag, side, end)
             if ag.reading == "final"
             else f"at any look: its running {end} bound is {pct(bound)} (fixed-sample {fixed})"
         )
@@ -244,7 +254,9 @@ def decide_flag(
             )
             bound = f"running upper bound of (lenient − strict)/n {num(dr.bound_high, 3)} < 0"
         if dr.reading == "final":
-            bound = _final_words(dr, "above 0" if lenient else "below 0", lambda x: num(x, 3))
+            bound = _final_words(
+                dr, "above 0" if lenient else "below 0", "lower" if lenient else "upper", lambda x: num(x, 3)
+            )
         d = estimates.direction
         pop = ""
         if not estimates.equal_probability and d.lenient.value is not None and d.strict.value is not None:
@@ -262,7 +274,7 @@ def decide_flag(
             )
         )
     if reasons:
-        return Flag("revise", tuple(reasons + ceiling_note), None, rules.reading)
+        return Flag("revise", tuple(reasons + ceiling_note), None, rules.reading, _end(rules))
     if ag.status == "ok":
         notes = [
             Reason(
@@ -281,7 +293,7 @@ def decide_flag(
                     (),
                 )
             )
-        return Flag("ok", tuple(notes + ceiling_note), None, rules.reading)
+        return Flag("ok", tuple(notes + ceiling_note), None, rules.reading, _end(rules))
     return Flag(
         "inconclusive",
         (

@@ -66,3 +66,9 @@ def plural(n: int, noun: str, nouns: str | None = None) -> str:
 def word(n: int, noun: str, nouns: str | None = None) -> str:
     """The noun alone, singular or plural for n: word(3, 'claim') -> 'claims'."""
     return noun if n == 1 else (nouns or noun + "s")
+
+
+def closed_words(by: str, at: str | None, *, start: bool = False) -> str:
+    """Who closed a run's labeling and on which day (`at` an ISO time): 'labeling closed by Lena
+    on 2026-12-07'; `start`: to open a sentence, 'Labeling ...' (the name as it is written)."""
+    return f"{'L' if start else 'l'}abeling closed by {by} on {(at or '')[:10]}"

@@ -102,6 +102,8 @@ class Report:
     basis: str = "final_label"
     n_labels: int | None = None
     final_label_view: dict[str, Any] | None = None
+    # Why labeling ended, so the final reading was taken (a lead's closing, or nothing left to label).
+    labeling_end: decisions.LabelingEnd | None = None
 
     def _rule(self, name: str) -> decisions.RuleResult | None:
         return None if self.rules is None else next((r for r in self.rules.rules if r.rule == name), None)
@@ -174,6 +176,11 @@ class Report:
                 None if self.effective_thresholds is None else self.effective_thresholds.to_dict()
             ),
             "flag": {**self.flag.to_dict(), "rules": None if self.rules is None else self.rules.to_dict()},
+            "labeling_closed": (
+                None
+                if self.labeling_end is None or self.labeling_end.closed_by is None
+                else self.labeling_end.to_dict()
+            ),
         }
 
     def to_text(
@@ -221,6 +228,7 @@ def agreement_report(
     per_reviewer: bool = False,
     available: int | None = None,
     closed: bool = False,
+    end: decisions.LabelingEnd | None = None,
 ) -> Report:
     """Every judge-vs-human figure of the labeled claims, the design-based estimates and the flag.
 
@@ -231,7 +239,8 @@ def agreement_report(
     clustered by answer like claims are, and the claim lists name each claim once.  ``available``: the
     scope's claims without a label, the most "how many more" can ask for.  ``closed``: labeling has
     ended (nothing is left a cycle could draw), so the final reading is taken
-    (`decisions.final_reading`).
+    (`decisions.final_reading`); ``end``: why it ended, a lead's closing with the reading taken then
+    (`decisions.LabelingEnd`; implies ``closed``).
 
     ``human`` and ``judge`` are indices into ``LABELS``; ``cluster`` labels each claim's answer
     (any integers: they are numbered in order of first appearance, so the same claims in the same
@@ -300,7 +309,7 @@ def agreement_report(
         ceiling=ceiling,
         per_reviewer=per_reviewer,
         available=available,
-        closed=closed,
+        end=end if end is not None else decisions.NOTHING_LEFT if closed else None,
     )
 
 
@@ -312,18 +321,29 @@ def _final_readings(
     design: dict[str, Any],
     alpha: float,
     confidence: float,
+    end: decisions.LabelingEnd,
 ) -> tuple[decisions.RuleResult, decisions.RuleResult]:
     """The agreement and direction rules after the final reading (`decisions.final_reading`): the
-    design-based intervals at the final level (the report's own when the levels coincide)."""
-    level = decisions.final_confidence(alpha, "agreement")
-    ea = estimates.agreement
-    if abs(level - confidence) > 1e-12:
-        ea = estimation.agreement_estimate(tabs, confidence=level, fpc=False, **design)
-    level = decisions.final_confidence(alpha, "direction")
+    design-based intervals at the final levels, the lower end of one and the upper end of the other
+    (`decisions.final_levels`; the report's own interval where a level is the report's), or the
+    bounds taken when a lead closed labeling (`end`)."""
+    if end.agreement is not None and end.direction is not None:
+        return (
+            decisions.final_reading(ar, *end.agreement, end),
+            decisions.final_reading(dr, *end.direction, end),
+        )
+
+    def agreement(level: float) -> estimation.Estimate:
+        if abs(level - confidence) <= 1e-12:
+            return estimates.agreement
+        return estimation.agreement_estimate(tabs, confidence=level, fpc=False, **design)
+
+    low_level, high_level = decisions.final_levels(alpha, "agreement")
+    level = decisions.final_levels(alpha, "direction")[0]
     ed = estimation.direction_estimate(tabs, confidence=level, fpc=False, **design).difference
     return (
-        decisions.final_reading(ar, ea.ci_low, ea.ci_high),
-        decisions.final_reading(dr, ed.ci_low, ed.ci_high),
+        decisions.final_reading(ar, agreement(low_level).ci_low, agreement(high_level).ci_high, end),
+        decisions.final_reading(dr, ed.ci_low, ed.ci_high, end),
     )
 
 
@@ -347,9 +367,10 @@ def _report(
     ceiling: decisions.HumanCeiling | None = None,
     per_reviewer: bool = False,
     available: int | None = None,
-    closed: bool = False,
+    end: decisions.LabelingEnd | None = None,
 ) -> Report:
-    """The report from validated columns (clusters numbered 0.. in order of first appearance)."""
+    """The report from validated columns (clusters numbered 0.. in order of first appearance);
+    ``end``: labeling ended, so the final reading is taken."""
     n = human.size
     k = len(LABELS)
     per_cluster = agreement.cluster_tables(cluster, human, judge, n_answers, k=k)
@@ -467,8 +488,8 @@ def _report(
     alpha = thresholds.alpha
     ar = decisions.agreement_rule(ys, ms, target, alpha=alpha, weights=wo, confidence=confidence)
     dr = decisions.direction_rule(ds, ms, alpha=alpha, weights=wo, confidence=confidence)
-    if closed and n:
-        ar, dr = _final_readings(ar, dr, estimates, tabs, design, alpha, confidence)
+    if end is not None and n:
+        ar, dr = _final_readings(ar, dr, estimates, tabs, design, alpha, confidence, end)
     ek = estimates.kappa
     kr = decisions.kappa_rule(ek.value, ek.ci_high, capped.kappa_floor)
     rules = decisions.decide(ar, dr, kr)
@@ -551,6 +572,7 @@ def _report(
         human_ceiling=ceiling,
         basis="per_reviewer" if per_reviewer else "final_label",
         n_labels=n,
+        labeling_end=end,
     )
 
 
@@ -836,8 +858,12 @@ def scope_report(
     thresholds: Thresholds | None = None,
     bootstrap: int = BOOTSTRAP,
     seed: int = 0,
+    closing: decisions.LabelingEnd | None = None,
 ) -> ScopeReport:
     """The agreement report of `run` over every labeled claim, or within one cycle.
+
+    `closing`: the lead closing labeling now (`closing.close_labeling` takes the final reading from
+    this report), in place of the stored closure.
 
     The raw figures are those of the labeled claims; beside them every figure the flag uses is
     estimated for the population the scope represents (see the module docstring), and the flag's
@@ -883,6 +909,7 @@ def scope_report(
         names=labels.reviewers,
     )
     left = store.cycles.claims_left(db, run.id, table if cycle_id is None else None)
+    end = _labeling_end(db, run, cycle_id, left, closing)
     report = agreement_report(
         human,
         judge,
@@ -898,11 +925,10 @@ def scope_report(
         population_text=text,
         ceiling=ceiling,
         per_reviewer=rows is not None,
-        # "How many more" counts on what a next cycle can draw from the run, whatever the scope.
-        available=left,
-        # The run's final reading once nothing is left a cycle could draw (a cycle's figures speak
-        # for its own pool, which has no such end).
-        closed=cycle_id is None and left == 0,
+        # "How many more" counts on what a next cycle can draw from the run, whatever the scope
+        # (nothing, once its labeling is closed).
+        available=0 if end is not None and end.closed_by is not None else left,
+        end=end,
     )
     view = _final_label_view(table, data, strata, population, thresholds, report if rows is None else None)
     pipeline = pipeline_report(table, facts, strata) if facts is not None else None
@@ -917,6 +943,22 @@ def scope_report(
     sealed = frozenset(split.sealed_claim_keys(db, run))
     report = _hide_sealed(report, sealed)
     return ScopeReport(run, cycle_id, table, data, report, oversampled, text, sealed)
+
+
+def _labeling_end(
+    db: Database, run: store.JudgeRun, cycle_id: int | None, left: int, closing: decisions.LabelingEnd | None
+) -> decisions.LabelingEnd | None:
+    """Why the run's labeling ended, so the run's report takes the final reading: a lead closed it
+    (the reading taken then), or nothing is left a cycle could draw; None while it goes on, and
+    always within a cycle (its figures speak for its own pool, which has no such end)."""
+    if cycle_id is not None:
+        return None
+    if closing is not None:
+        return closing
+    closure = store.labeling_closure(db, run.id)
+    if closure is not None:
+        return decisions.LabelingEnd.from_closure(closure.closed_by, closure.closed_at, closure.reading)
+    return decisions.NOTHING_LEFT if left == 0 else None
 
 
 def _reviewer_rows(table: store.ClaimTable) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

@@ -34,6 +34,8 @@ def decision_header(dec: Decision, *, run: str) -> None:
         word_col.caption(dec.about)
         with word_col:
             literal(run)
+            if dec.reading:  # names the lead who closed labeling: literal text
+                literal(dec.reading)
         fig_col.metric("Agreement", dec.figure, help=AGREEMENT_HELP)
         fig_col.caption(f"95% interval {dec.interval}")
         with text_col:

@@ -23,7 +23,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from calibration import commands, dashboard, export, frameworks, roles, split, store
+from calibration import closing, commands, dashboard, export, frameworks, roles, split, store
 from calibration.errors import CalibrationError
 from calibration.store import Database
 from calibration.text import check_text, visible
@@ -37,6 +37,7 @@ PENDING_PAGE = 10  # unresolved claims drawn with their adjudication controls at
 BLIND_NOTE = "This view is hidden from you until you finish your own labels in it."
 CHOSEN_RUN_KEY = "_dash_chosen_run"  # session state only: the run chosen last, kept across pages
 DONE_KEY = "dash_done"  # the sentence a callback leaves for the toast of the next run
+CLOSE_ERROR_KEY = "dash_close_error"  # why closing labeling was refused, for the next run
 
 
 @st.cache_resource(show_spinner="Computing agreement…", max_entries=32)
@@ -95,6 +96,38 @@ def _adjudicate(path: str, claim_pk: int, lead: str) -> None:
     st.session_state.pop("dash_adj_message", None)
     st.session_state["dash_adj_done"] = st.session_state.get("dash_adj_done", 0) + 1
     st.session_state[DONE_KEY] = "Adjudication recorded: the figures include it now."
+
+
+@access.lead_action
+def _close_labeling(path: str, run: str, lead: str) -> None:
+    """The confirmation's callback: the closure and its final reading are written here."""
+    try:
+        with store.session(path) as db:
+            closing.close_labeling(db, run, closed_by=lead)
+    except CalibrationError as exc:
+        st.session_state[CLOSE_ERROR_KEY] = str(exc)
+        return
+    st.session_state.pop(CLOSE_ERROR_KEY, None)
+    st.session_state[DONE_KEY] = "Labeling closed: the final reading is taken, and no new cycle is drawn."
+
+
+@st.dialog("Close labeling for this run?")
+@access.lead_action  # a dialog reruns alone, without the page's own lead check
+def _confirm_close(path: str, run: str, lead: str) -> None:
+    # A dialog: what closing does is read, in view, before anything is written.
+    untrusted.literal(f"Run {run}, closed by {lead}.")
+    st.markdown(dashboard.CLOSE_LABELING_WORDS)
+    left, right = st.columns(2)
+    if left.button(
+        "Close labeling",
+        type="primary",
+        key="dash_close_confirm",
+        on_click=_close_labeling,
+        args=(path, run, lead),
+    ):
+        st.rerun()
+    if right.button("Cancel", key="dash_close_cancel"):
+        st.rerun()
 
 
 @access.lead_action
@@ -236,6 +269,17 @@ if dec is not None:
                 navigation.page_link(
                     "pages/cycles.py", label=step.label, icon=":material/lock:", query_params={"cycle": cycle}
                 )
+# The last look: closing is one way, so the button (the run's scope, still open) only opens a
+# confirmation.
+if (
+    cycle is None
+    and assessed.closed is None
+    and st.button("Close labeling for this run…", key="dash_close_labeling", icon=":material/lock:")
+):
+    _confirm_close(str(path), run, lead)
+if refused := st.session_state.pop(CLOSE_ERROR_KEY, None):
+    st.error("Labeling was not closed.")
+    untrusted.literal(refused)
 sealed_note = dashboard.sealed_text(assessed)
 if sealed_note:
     untrusted.literal(sealed_note)

@@ -21,6 +21,7 @@ from statsmodels.stats.contingency_tables import SquareTable, mcnemar
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 from statsmodels.stats.proportion import proportion_confint
 
+from calibration import decisions
 from calibration.agreement import (
     LABELS,
     Estimate,
@@ -46,7 +47,7 @@ from calibration.agreement import (
     weighted_agreement,
     wilson_interval,
 )
-from calibration.decisions import more_claims_to_decide
+from calibration.decisions import LabelingEnd, more_claims_to_decide
 from calibration.estimation import kappa_many
 from calibration.flag import Thresholds, decide_flag
 from calibration.report import agreement_report
@@ -1211,11 +1212,49 @@ def test_a_fully_labeled_run_below_the_target_is_revised_at_the_final_reading() 
     assert done.flag.status == "revise" and done.flag.reading == "final"
     reason = next(r for r in done.flag.reasons if r.code == "agreement_below_target")
     assert "at the final reading" in reason.message and "0.025 running + 0.025 final" in reason.message
-    assert "fixed-sample 95% interval " in reason.message and "95% CI" not in reason.message
+    assert "fixed-sample upper bound" in reason.message and "(one-sided 97.5%)" in reason.message
     rule = done._rule("agreement")
     assert rule is not None and rule.final_high == pytest.approx(done.estimates.agreement.ci_high)
-    assert done.to_dict()["flag"]["reading"] == "final"
-    assert "Flag: REVISE (decided at the final reading" in done.to_text()
+
+
+def test_the_final_readings_bounds_are_each_sides_own_level() -> None:
+    # "ok" keeps 0.005 of its budget for the final reading and "revise" 0.025 (decisions.RUNNING_SHARE):
+    # the final reading's lower bound is the 99% interval's lower end, its upper bound the 95%
+    # interval's upper end (the report's own), on the design-based estimate's standard error.
+    items = shuffled(items_from_table([[400, 0, 76], [0, 0, 0], [76, 0, 248]]))
+    done = report_of(items, bootstrap=0, closed=True)
+    rule = done._rule("agreement")
+    est = done.estimates.agreement
+    assert decisions.final_levels(0.05, "agreement") == pytest.approx((0.99, 0.95))
+    assert rule is not None and rule.alpha_low == pytest.approx((0.045, 0.005))
+    at_99 = report_of(items, bootstrap=0, confidence=0.99).estimates.agreement
+    assert rule.final_low == pytest.approx(at_99.ci_low) and at_99.ci_low < est.ci_low
+    assert rule.final_high == pytest.approx(est.ci_high)
+
+
+def test_a_run_closed_by_a_lead_reads_the_final_reading_taken_at_closing() -> None:
+    # The same 81% run, closed by a lead while it was undecided: the stored intervals decide, not
+    # those of today's labels (a later look at alpha_final would spend the budget again).
+    items = shuffled(items_from_table([[400, 0, 76], [0, 0, 0], [76, 0, 248]]))
+    end = LabelingEnd("Lena", "2026-12-07T21:00:00+00:00", (0.70, 0.80), (-0.05, 0.05), 700)
+    done = report_of(items, bootstrap=0, end=end)
+    assert done.flag.status == "revise" and done.flag.reading == "final"
+    rule = done._rule("agreement")
+    assert rule is not None and (rule.final_low, rule.final_high) == (0.70, 0.80)
+    assert done.estimates is not None and done.estimates.agreement.ci_high != 0.80
+    reason = next(r for r in done.flag.reasons if r.code == "agreement_below_target")
+    assert "at the final reading: labeling closed by Lena on 2026-12-07, the running rule" in reason.message
+    assert (
+        "upper bound 80.0% of the 700 claims labeled at closing (one-sided 97.5%) lies below"
+        in reason.message
+    )
+    assert done.to_dict()["labeling_closed"]["final_reading"]["n_claims"] == 700
+    assert (
+        "Flag: REVISE (decided at the final reading: labeling closed by Lena on 2026-12-07)" in done.to_text()
+    )
+    # Within the target at closing: the final reading does not decide, whatever today's labels say.
+    held = report_of(items, bootstrap=0, end=dataclasses.replace(end, agreement=(0.80, 0.86)))
+    assert held.flag.status == "inconclusive"
 
 
 def test_the_text_counts_claims_left_out_in_the_singular_and_plural():

@@ -20,6 +20,7 @@ import pytest
 
 from calibration import (
     backup,
+    closing,
     cycles,
     dashboard,
     export,
@@ -203,7 +204,10 @@ def _fill(tmp_path: Path) -> Path:
         )
         first = review.queue(db, cyc.id, "ann")[0]
         for i, pk in enumerate(
-            r[0] for r in db.execute("SELECT id FROM claims WHERE answer_id = ? ORDER BY position", [first])
+            r[0]
+            for r in db.execute(
+                "SELECT id FROM claims WHERE answer_id = :answer_id ORDER BY position", {"answer_id": first}
+            )
         ):
             review.label(
                 db,
@@ -238,6 +242,7 @@ def _fill(tmp_path: Path) -> Path:
         split.new_holdout(db, created_by="lead")
         import_labels(db, later)
         split.ensure_split(db, created_by="lead")
+        closing.close_labeling(db, "gpt-4-0613@wice-gpt4", closed_by="lead")
     with StubServer() as stub:
         judge.run_lab(
             _config(stub),

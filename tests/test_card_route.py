@@ -96,7 +96,8 @@ def _out(reply: Any) -> Any:
 
 def _events(db: Database, reviewer: str = "ann") -> list[tuple[int, str, str | None]]:
     rows = db.execute(
-        "SELECT claim_pk, kind, verdict FROM label_events WHERE reviewer = ? ORDER BY id", [reviewer]
+        "SELECT claim_pk, kind, verdict FROM label_events WHERE reviewer = :reviewer ORDER BY id",
+        {"reviewer": reviewer},
     ).fetchall()
     return [tuple(r) for r in rows]
 

@@ -28,17 +28,19 @@ def add_answer(
     """One judged answer with one claim per verdict; returns the claim keys."""
     db.execute(
         "INSERT INTO answers (id, question, answer, category, content_hash, imported_at) "
-        "VALUES (?, 'q', 'a', ?, ?, ?)",
-        [answer_id, category, answer_id, store.now()],
+        "VALUES (:id, 'q', 'a', :category, :content_hash, :imported_at)",
+        {"id": answer_id, "category": category, "content_hash": answer_id, "imported_at": store.now()},
     )
     pks = []
     for i, verdict in enumerate(verdicts):
         (pk,) = db.execute(
-            "INSERT INTO claims (answer_id, claim_id, position, text) VALUES (?,?,?,?) RETURNING id",
-            [answer_id, f"c{i + 1}", i, f"claim {i + 1}"],
+            "INSERT INTO claims (answer_id, claim_id, position, text) "
+            "VALUES (:answer_id, :claim_id, :position, :text) RETURNING id",
+            {"answer_id": answer_id, "claim_id": f"c{i + 1}", "position": i, "text": f"claim {i + 1}"},
         ).fetchone()
         db.execute(
-            "INSERT INTO judge_verdicts (run_id, claim_pk, verdict) VALUES (?,?,?)", [run_id, pk, verdict]
+            "INSERT INTO judge_verdicts (run_id, claim_pk, verdict) VALUES (:run_id, :claim_pk, :verdict)",
+            {"run_id": run_id, "claim_pk": pk, "verdict": verdict},
         )
         pks.append(pk)
     return pks
@@ -48,11 +50,8 @@ def build_run(db: Database) -> dict[str, list[int]]:
     """Run judge@v1 over 40 two-claim answers a00..a39 in categories cat-a (20), cat-b (12),
     cat-c (8); a00..a09 hold one UNSUPPORTED verdict (failing), the rest are all SUPPORTED."""
     with store.write(db):
-        run_id = db.execute(
-            "INSERT INTO judge_runs (judge_model, prompt_version, created_at) "
-            "VALUES ('judge', 'v1', ?) RETURNING id",
-            [store.now()],
-        ).fetchone()[0]
+        run_id = store.run_id(db, "judge", "v1")
+        assert run_id is not None  # made when missing
         claims = {}
         for i in range(40):
             category = "cat-a" if i < 20 else "cat-b" if i < 32 else "cat-c"
@@ -549,11 +548,8 @@ def test_failures_first_states_its_design_and_records_the_share(run_db: Database
 
 def test_failures_first_warns_when_failures_are_the_majority(fresh_db: Database) -> None:
     with store.write(fresh_db):
-        run_id = fresh_db.execute(
-            "INSERT INTO judge_runs (judge_model, prompt_version, created_at) "
-            "VALUES ('judge', 'v1', ?) RETURNING id",
-            [store.now()],
-        ).fetchone()[0]
+        run_id = store.run_id(fresh_db, "judge", "v1")
+        assert run_id is not None  # made when missing
         for i in range(100):  # 63 failing answers, as in WiCE
             add_answer(fresh_db, run_id, f"w{i:03d}", ["UNSUPPORTED" if i < 63 else "SUPPORTED"])
     cycle = create(fresh_db, size=20, strategy="failures-first")
@@ -580,11 +576,7 @@ def test_failures_first_warns_when_failures_are_the_majority(fresh_db: Database)
 
 def test_sampleable_runs_and_the_default_run(run_db: Database) -> None:
     with store.write(run_db):  # a later judge-lab run that failed: no verdicts at all
-        run_db.execute(
-            "INSERT INTO judge_runs (judge_model, prompt_version, origin, created_at) "
-            "VALUES ('lab', 'broken', 'judge-lab', ?)",
-            [store.now()],
-        )
+        store.run_id(run_db, "lab", "broken", origin="judge-lab")
     assert [r.name for r in store.judge_runs(run_db)] == [RUN, "lab@broken"]
     assert [r.name for r in cycles.sampleable_runs(run_db)] == [RUN]
     default = cycles.default_run(run_db)
@@ -1002,7 +994,10 @@ def test_page_draws_an_older_snapshot_without_progress_with_no_none(
     snap = dict(cycles.get_cycle(run_db, "c1").snapshot or {})
     del snap["progress"]  # as an older release froze it
     with store.write(run_db):
-        run_db.execute("UPDATE cycles SET snapshot = ? WHERE id = ?", [json.dumps(snap), cycle.id])
+        run_db.execute(
+            "UPDATE cycles SET snapshot = :snapshot WHERE id = :id",
+            {"snapshot": json.dumps(snap), "id": cycle.id},
+        )
     at = page(db_path, monkeypatch)
     assert not at.exception
     shown = [c.value for c in at.caption] + texts(at)
@@ -1031,11 +1026,7 @@ def test_page_judge_run_defaults_to_the_imported_run(
     run_db: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with store.write(run_db):
-        run_db.execute(
-            "INSERT INTO judge_runs (judge_model, prompt_version, origin, created_at) "
-            "VALUES ('lab', 'broken', 'judge-lab', ?)",
-            [store.now()],
-        )
+        store.run_id(run_db, "lab", "broken", origin="judge-lab")
     at = page(db_path, monkeypatch)
     run = at.selectbox(key="cycle_run")
     assert run.options == [RUN] and run.value == RUN
@@ -1085,7 +1076,9 @@ def test_page_reassigns_open_work_and_shows_names_visibly(
     made = create(run_db, name="wk", reviewers=["ann", "bob"], overlap=0.0)
     # A name stored before cycle names were checked (`create_cycle` refuses it now).
     with store.write(run_db):
-        run_db.execute("UPDATE cycles SET name = ? WHERE id = ?", ["wk \u202eeman", made.id])
+        run_db.execute(
+            "UPDATE cycles SET name = :name WHERE id = :id", {"name": "wk \u202eeman", "id": made.id}
+        )
     anns = cycles.queue(run_db, made.id, "ann")
     at = page(db_path, monkeypatch)
     assert not at.exception

@@ -775,10 +775,8 @@ def test_page_lists_unresolved_claims_and_adjudicates_them(cycle_db: Database, p
     at.text_input(key=f"dash_adj_note_{q3}").input("checked S1")
     at.button(key=f"dash_adj_button_{q3}").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    row = cycle_db.execute(
-        "SELECT verdict, adjudicator, note FROM adjudications WHERE claim_pk = ?", [q3]
-    ).fetchone()
-    assert row == ("UNSUPPORTED", "lead", "checked S1")
+    row = store.answers.adjudication(cycle_db, q3)
+    assert row is not None and row[:3] == ("UNSUPPORTED", "lead", "checked S1")
     assert "Q3 / c1" not in texts(at)
     assert any("Adjudication recorded" in s.value for s in at.success)
 
@@ -794,7 +792,7 @@ def test_an_adjudication_note_with_a_nul_is_refused_and_nothing_recorded(
     assert not at.exception, [e.value for e in at.exception]
     assert [e.value for e in at.error] == ["Not recorded."]
     assert "note: contains a NUL character (U+0000) at character 8; type it again without it" in texts(at)
-    assert cycle_db.execute("SELECT count(*) FROM adjudications WHERE claim_pk = ?", [q3]).fetchone()[0] == 0
+    assert store.answers.adjudication(cycle_db, q3) is None
 
 
 def test_the_page_opens_on_the_latest_imported_run_with_labels(
@@ -950,14 +948,14 @@ def failures_first_db(fresh_db: Database, tmp_path: Path) -> Database:
     with store.write(db):
         cyc = db.execute(
             "INSERT INTO cycles (name, judge_run_id, strategy, seed, size, created_at) "
-            "VALUES ('ff', ?, 'failures-first', 0, ?, ?) RETURNING id",
-            [run, len(rows), store.now()],
+            "VALUES ('ff', :judge_run_id, 'failures-first', 0, :size, :created_at) RETURNING id",
+            {"judge_run_id": run, "size": len(rows), "created_at": store.now()},
         ).fetchone()[0]
         for i, (_h, _j, p) in enumerate(rows):
             db.execute(
                 "INSERT INTO cycle_answers (cycle_id, answer_id, position, inclusion_prob) "
-                "VALUES (?, ?, ?, ?)",
-                [cyc, f"a{i:03d}", i, p],
+                "VALUES (:cycle_id, :answer_id, :position, :inclusion_prob)",
+                {"cycle_id": cyc, "answer_id": f"a{i:03d}", "position": i, "inclusion_prob": p},
             )
     # Labeled in a random order, as reviewers working through a shuffled queue would: the
     # flag's sequential rules read labels in the order they came.

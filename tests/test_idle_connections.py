@@ -76,7 +76,7 @@ def test_a_cursor_left_half_read_does_not_keep_an_old_snapshot(db_path: Path, ke
         _add_setting(db_path, f"k{i}")
     with store.session(db_path) as db:
         cur = db.execute("SELECT key FROM settings ORDER BY key")
-        cur.fetchone()  # the statement stays open: a read snapshot of this moment
+        cur.fetchone()  # left half read: no read snapshot of this moment may outlive the session
     with sqlite3.connect(db_path) as other:
         other.execute("INSERT INTO settings (key, value) VALUES ('late', 'v')")
     with store.session(db_path) as db:
@@ -89,7 +89,7 @@ def test_a_connection_with_something_attached_or_staged_is_not_kept(
     db_path: Path, tmp_path: Path, kept: None
 ) -> None:
     with store.session(db_path) as db:
-        db.execute("ATTACH DATABASE ? AS other", [str(tmp_path / "other.db")])
+        db.execute("ATTACH DATABASE :path AS other", {"path": str(tmp_path / "other.db")})
         attached = _conn(db)
     with store.session(db_path) as db:
         db.create_staging("s_claims", "claims", ("id", "text"))

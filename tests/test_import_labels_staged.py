@@ -210,9 +210,10 @@ def test_the_history_stays_append_only_except_for_an_unfinished_import(
     import_id = None
     if status is not None:
         import_id = fresh_db.execute(
-            "INSERT INTO imports (status, stamp, pid, host, started_at) VALUES (?, 'S', 1, 'h', 't')",
-            [status],
-        ).lastrowid
+            "INSERT INTO imports (status, stamp, pid, host, started_at) "
+            "VALUES (:status, 'S', 1, 'h', 't') RETURNING id",
+            {"status": status},
+        ).fetchone()[0]
     store.record_label(
         fresh_db,
         claim=store.claim_pk(fresh_db, "a0", "c0"),

@@ -238,8 +238,13 @@ def test_hidden_names_exactly_the_unfinished_rows(
     for i, (lo, hi, runs) in enumerate(pending):
         fresh_db.execute(
             "INSERT INTO imports (status, stamp, new_runs, claim_lo, claim_hi, pid, host, "
-            "started_at) VALUES ('publishing', ?, ?, ?, ?, 1, 'h', 't')",
-            ["T" if i == 0 else f"T{i}", json.dumps(runs), lo, hi],
+            "started_at) VALUES ('publishing', :stamp, :new_runs, :claim_lo, :claim_hi, 1, 'h', 't')",
+            {
+                "stamp": "T" if i == 0 else f"T{i}",
+                "new_runs": json.dumps(runs),
+                "claim_lo": lo,
+                "claim_hi": hi,
+            },
         )
     fresh_db.execute(
         "INSERT INTO imports (status, stamp, claim_lo, claim_hi, pid, host, started_at) "

@@ -129,15 +129,18 @@ def verdicts_of(db_url: str | Path, run_id: int) -> dict[str, tuple[str, str | N
             cid: (v, raw)
             for cid, v, raw in db.execute(
                 """SELECT c.claim_id, v.verdict, v.raw_verdict FROM judge_verdicts v
-               JOIN claims c ON c.id = v.claim_pk WHERE v.run_id = ?""",
-                [run_id],
+               JOIN claims c ON c.id = v.claim_pk WHERE v.run_id = :run_id""",
+                {"run_id": run_id},
             )
         }
 
 
 def calls_of(db_url: str | Path, run_id: int) -> dict[str, dict]:
     with store.session(db_url) as db:
-        return {r["answer_id"]: r for r in db.query("SELECT * FROM judge_calls WHERE run_id = ?", [run_id])}
+        return {
+            r["answer_id"]: r
+            for r in db.query("SELECT * FROM judge_calls WHERE run_id = :run_id", {"run_id": run_id})
+        }
 
 
 def labeled_claim_ids(n: int = LABELED) -> set[str]:
@@ -158,14 +161,14 @@ def add_cycle(db_url: str | Path, name: str, answer_ids: list[str]) -> None:
         old = store.find_judge_run(db, "old-judge@v0")
         cycle = db.execute(
             "INSERT INTO cycles (name, judge_run_id, strategy, seed, size, created_at) "
-            "VALUES (?, ?, 'random', 1, ?, ?) RETURNING id",
-            [name, old.id, len(answer_ids), store.now()],
+            "VALUES (:name, :judge_run_id, 'random', 1, :size, :created_at) RETURNING id",
+            {"name": name, "judge_run_id": old.id, "size": len(answer_ids), "created_at": store.now()},
         ).fetchone()[0]
         for pos, aid in enumerate(answer_ids):
             db.execute(
                 "INSERT INTO cycle_answers (cycle_id, answer_id, position, inclusion_prob) "
-                "VALUES (?, ?, ?, 0.5)",
-                [cycle, aid, pos],
+                "VALUES (:cycle_id, :answer_id, :position, 0.5)",
+                {"cycle_id": cycle, "answer_id": aid, "position": pos},
             )
 
 
@@ -207,8 +210,8 @@ def test_lab_run_stores_verdicts_as_a_new_run(lab_db: str | Path) -> None:
     with store.session(lab_db) as db:
         lab = db.execute(
             "SELECT template, template_sha256, base_url, params, scope, finished_at "
-            "FROM judge_lab_runs WHERE run_id = ?",
-            [run.id],
+            "FROM judge_lab_runs WHERE run_id = :run_id",
+            {"run_id": run.id},
         ).fetchone()
         old = store.find_judge_run(db, "old-judge@v0")
     assert lab[0] == template().text and lab[2] == stub.base_url and lab[4] == "labeled"
@@ -330,7 +333,7 @@ def test_resume_after_interruption_does_not_pay_twice(lab_db: str | Path) -> Non
             run = store.find_judge_run(db, "lab-judge@grounding-v1")
             done = lab_store.ok_answer_ids(db, run.id)
             unfinished = db.execute(
-                "SELECT finished_at FROM judge_lab_runs WHERE run_id = ?", [run.id]
+                "SELECT finished_at FROM judge_lab_runs WHERE run_id = :run_id", {"run_id": run.id}
             ).fetchone()[0]
         assert first_keys == ["A1", "A2"] and done == {"A1", "A2"} and unfinished is None
 
@@ -644,7 +647,7 @@ def test_default_baseline_is_the_run_the_prompt_revises(lab_db: str | Path) -> N
         with pytest.raises(NotFoundError):
             judge.baseline_options(db, wide.run, "no-such-cycle")
     with store.session(lab_db) as db, store.write(db):
-        db.execute("DELETE FROM judge_lab_revisions WHERE run_id = ?", [wide.run.id])
+        db.execute("DELETE FROM judge_lab_revisions WHERE run_id = :run_id", {"run_id": wide.run.id})
     with store.session(lab_db) as db:
         base, why = judge.baseline_choice(db, wide.run, "c1")
         assert base.name == "old-judge@v0"
@@ -1216,11 +1219,10 @@ def paired_claims_oracle(
     """The comparison's input as the judge lab read it before the one final-label reader: its
     own SQL, record by record through `final_human_label`, in answer-id then claim
     order. Kept as an independent computation to check `judge.compare_runs` against."""
-    params: list = [run_a.id, run_b.id]
+    params = {"run_a": run_a.id, "run_b": run_b.id, "cycle": cycle_id}
     cycle_join = ""
     if cycle_id is not None:
-        cycle_join = "JOIN cycle_answers ca ON ca.answer_id = cl.answer_id AND ca.cycle_id = ?"
-        params.append(cycle_id)
+        cycle_join = "JOIN cycle_answers ca ON ca.answer_id = cl.answer_id AND ca.cycle_id = :cycle"
     # SQL text is each engine's own: the group's verdicts as one JSON array.
     as_json = (
         "json_group_array(h.final_verdict)"
@@ -1234,8 +1236,8 @@ def paired_claims_oracle(
                   (SELECT d.verdict FROM adjudications d WHERE d.claim_pk = cl.id),
                   EXISTS (SELECT 1 FROM human_labels u WHERE u.claim_pk = cl.id AND u.status = 'unclear')
            FROM claims cl
-           JOIN judge_verdicts va ON va.claim_pk = cl.id AND va.run_id = ?
-           JOIN judge_verdicts vb ON vb.claim_pk = cl.id AND vb.run_id = ?
+           JOIN judge_verdicts va ON va.claim_pk = cl.id AND va.run_id = :run_a
+           JOIN judge_verdicts vb ON vb.claim_pk = cl.id AND vb.run_id = :run_b
            {cycle_join}
            ORDER BY cl.answer_id, cl.position""",
         params,
@@ -1412,12 +1414,14 @@ def test_prompts_with_examples_never_contain_a_holdout_claim(many_db: str | Path
         examples = list(
             db.execute(
                 "SELECT c.answer_id, e.kind, e.text FROM judge_lab_examples e "
-                "JOIN claims c ON c.id = e.claim_pk WHERE e.run_id = ?",
-                [summary.run.id],
+                "JOIN claims c ON c.id = e.claim_pk WHERE e.run_id = :run_id",
+                {"run_id": summary.run.id},
             )
         )
         prompts = dict(
-            db.execute("SELECT answer_id, prompt FROM judge_calls WHERE run_id = ?", [summary.run.id])
+            db.execute(
+                "SELECT answer_id, prompt FROM judge_calls WHERE run_id = :run_id", {"run_id": summary.run.id}
+            )
         )
     assert len(sp.holdout) == N_MANY // 2 and summary.examples == len(examples) > 0
     # Examples come from tuning claims only, mostly judge errors, at most one per answer.
@@ -1442,7 +1446,9 @@ def test_a_prompt_carrying_holdout_text_is_refused_before_sending(many_db: str |
 
     with store.session(many_db) as db:
         sp = split.ensure_split(db)
-        leaked = db.execute("SELECT text FROM claims WHERE answer_id = ?", [sp.holdout[0]]).fetchone()[0]
+        leaked = db.execute(
+            "SELECT text FROM claims WHERE answer_id = :answer_id", {"answer_id": sp.holdout[0]}
+        ).fetchone()[0]
     tpl = judge.PromptTemplate("leaky", EXAMPLES_TEMPLATE + f"\nFor instance: {leaked}\n")
     with StubServer() as stub:
         with pytest.raises(ConflictError, match="contains the text of a holdout claim"):

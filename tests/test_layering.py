@@ -12,6 +12,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,48 @@ def test_the_store_runs_no_sql_text_through_a_database() -> None:
     assert offenders == [], "SQL text run through a Database in the store:\n" + "\n".join(offenders)
 
 
+# What rewrote one engine's SQL text into another's at run time: regular expressions over it.
+TEXT_REWRITERS = {"re", "regex"}
+
+
+def absolute_imports(tree: Iterable[ast.AST]) -> Iterator[tuple[int, str]]:
+    """(line, module) for every module imported by its full name among the nodes `tree`."""
+    for node in tree:
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            yield node.lineno, node.module or ""
+
+
+def rewriter_imports(source: str) -> list[str]:
+    """`line: module` for every import of a regular-expression module in `source`."""
+    return [
+        f"{line}: {module}"
+        for line, module in absolute_imports(ast.walk(ast.parse(source)))
+        if module.partition(".")[0] in TEXT_REWRITERS
+    ]
+
+
+def test_the_store_rewrites_no_sql_text() -> None:
+    # SQLAlchemy compiles each statement for its engine (`text()` binds `:name` per driver too):
+    # nothing in the store edits SQL text, so no store module has a regular expression to do it.
+    offenders = [
+        f"{name}:{hit}"
+        for name, path in modules().items()
+        if name == STORE or name.startswith(f"{STORE}.")
+        for hit in rewriter_imports(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == [], "a regular expression in the store (SQL text rewriting):\n" + "\n".join(offenders)
+
+
+@pytest.mark.parametrize(
+    ("source", "hits"),
+    [("import re\n", 1), ("from re import sub\n", 1), ("import regex as rx\n", 1), ("import json\n", 0)],
+)
+def test_the_rewriter_finder_sees_a_planted_import(source: str, hits: int) -> None:
+    assert len(rewriter_imports(source)) == hits
+
+
 @pytest.mark.parametrize(
     ("source", "hits"),
     [
@@ -163,17 +206,10 @@ def _app_files() -> dict[str, Path]:
 def test_only_the_backends_import_a_database_driver() -> None:
     offenders = []
     for name, path in _app_files().items():
-        for node in nodes(path):
-            if isinstance(node, ast.Import):
-                found = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level:
-                found = [node.module or ""]
-            else:
-                continue
-            for module in found:
-                home = BACKENDS.get(module.partition(".")[0])
-                if home is not None and name != home and not name.startswith(f"{home}."):
-                    offenders.append(f"{name}:{node.lineno} imports {module}")
+        for line, module in absolute_imports(nodes(path)):
+            home = BACKENDS.get(module.partition(".")[0])
+            if home is not None and name != home and not name.startswith(f"{home}."):
+                offenders.append(f"{name}:{line} imports {module}")
     assert offenders == [], "a database driver outside its backend:\n" + "\n".join(offenders)
 
 

@@ -89,8 +89,8 @@ def _claims(db: Database) -> list[tuple[int, str, str]]:
     run = store.find_judge_run(db, RUN)
     return db.execute(
         "SELECT c.id, c.text, v.verdict FROM claims c JOIN judge_verdicts v ON v.claim_pk = c.id "
-        "WHERE v.run_id = ? ORDER BY c.id",
-        [run.id],
+        "WHERE v.run_id = :run_id ORDER BY c.id",
+        {"run_id": run.id},
     ).fetchall()
 
 

@@ -23,11 +23,8 @@ def build(db: Database) -> dict[str, list[int]]:
     """Run judge@v1 over 96 two-claim answers b00..b95: b00..b23 hold one UNSUPPORTED verdict
     (category cat-a), b24..b95 are all SUPPORTED (cat-a up to b59, then cat-b)."""
     with store.write(db):
-        run_id = db.execute(
-            "INSERT INTO judge_runs (judge_model, prompt_version, created_at) "
-            "VALUES ('judge', 'v1', ?) RETURNING id",
-            [store.now()],
-        ).fetchone()[0]
+        run_id = store.run_id(db, "judge", "v1")
+        assert run_id is not None  # made when missing
         claims = {}
         for i in range(96):
             aid = f"b{i:02d}"

@@ -31,6 +31,7 @@ VERSIONS = Path(revisions.__file__).resolve().parent / "versions"
 SHIPPED = {
     "0001_m018.py": "9cfa4ca21623ff9c0ae4da06608e33072e9dcb30852222d7bcbb9038d21f6761",
     "0002_identity_ids.py": "4c3a9508f5f571d56b3e6e6765a19a003b9a439496dc3d6c06edb46b5bfbdc58",
+    "0003_labeling_closures.py": "b42f2934f5d44c0bcd1ded71e9168f96ffd7bbf286e2c72299c7da099ba15e43",
 }
 
 
@@ -217,7 +218,9 @@ def test_the_last_release_upgraded_keeps_its_ids_and_numbers_new_rows_as_a_new_d
     assert before["claims"] > 0 and before["label_events"] > 0
     with store.session(url), store.session(db_url):
         pass
-    assert _every_row(url) == rows  # every row, with its id
+    after = _every_row(url)
+    assert {t: after.pop(t) for t in rows} == rows  # every row, with its id
+    assert all(not added for added in after.values())  # a later revision's tables start empty
     assert schema_of(engine_of(url)) == schema_of(engine_of(db_url))  # identity columns, no trigger
     with engine_of(url).begin() as conn:
         assert _new_label_event(conn, "new") == before["label_events"] + 1
@@ -273,3 +276,26 @@ def test_ids_written_as_they_were_leave_postgresql_numbering_past_them(
     finally:
         for url in (imported, restored, copied):
             pg_cluster.drop_database(url)
+
+
+def test_a_database_at_0002_gains_the_labeling_closures_and_keeps_its_rows(
+    db_url: str | Path, backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = empty_database(backend, tmp_path, request, "at0002")
+    db = store.connect(url, migrate=False)
+    try:
+        with store.write(db):
+            revisions.upgrade(db, "0002")
+            store.run_id(db, "judge", "v1")
+        assert "labeling_closures" not in db.table_names()
+    finally:
+        db.close()
+    rows = _every_row(url)
+    with store.session(url) as db:
+        assert revisions.current(db) == revisions.head() == "0003"
+    after = _every_row(url)
+    assert after.pop("labeling_closures") == []
+    assert after == rows
+    with store.session(db_url):
+        pass
+    assert schema_of(engine_of(url)) == schema_of(engine_of(db_url))

@@ -44,8 +44,8 @@ def _labels(db: Database, reviewer: str) -> list[tuple[int, str]]:
     return [
         tuple(r)
         for r in db.execute(
-            "SELECT claim_pk, blind_verdict FROM human_labels WHERE reviewer = ? ORDER BY claim_pk",
-            [reviewer],
+            "SELECT claim_pk, blind_verdict FROM human_labels WHERE reviewer = :reviewer ORDER BY claim_pk",
+            {"reviewer": reviewer},
         )
     ]
 
@@ -202,15 +202,17 @@ def test_the_cycles_page_keeps_the_roster_and_its_form_picks_from_it(
 def test_label_history_stays_append_only_but_for_a_recorded_rename(labeled_db: Database) -> None:
     (event_id,) = labeled_db.execute("SELECT id FROM label_events WHERE reviewer = 'vera' LIMIT 1").fetchone()
     for sql in [
-        "UPDATE label_events SET note = 'changed' WHERE id = ?",
-        "UPDATE label_events SET reviewer = 'mallory' WHERE id = ?",  # no rename names mallory
-        "DELETE FROM label_events WHERE id = ?",
+        "UPDATE label_events SET note = 'changed' WHERE id = :id",
+        "UPDATE label_events SET reviewer = 'mallory' WHERE id = :id",  # no rename names mallory
+        "DELETE FROM label_events WHERE id = :id",
     ]:
         with pytest.raises(labeled_db.integrity_errors, match="append-only"):
-            labeled_db.execute(sql, [event_id])
+            labeled_db.execute(sql, {"id": event_id})
     roster.rename(labeled_db, "vera", "Vera N")
     with pytest.raises(labeled_db.integrity_errors, match="append-only"):  # a rename moves names only
-        labeled_db.execute("UPDATE label_events SET note = 'x', reviewer = 'Vera N' WHERE id = ?", [event_id])
+        labeled_db.execute(
+            "UPDATE label_events SET note = 'x', reviewer = 'Vera N' WHERE id = :id", {"id": event_id}
+        )
 
 
 # ---------------------------------------------------------------- every write checks who writes

@@ -22,6 +22,45 @@ def test_every_connection_has_wal_foreign_keys_and_busy_timeout(db_path: Path) -
             )
 
 
+def test_sql_text_binds_values_by_name_and_keeps_its_literals(fresh_db: Database) -> None:
+    # `:key` is a value; a percent sign and an escaped colon before a word are the text's own.
+    fresh_db.execute("INSERT INTO settings (key, value) VALUES (:key, '100% at \\:noon')", {"key": "k"})
+    found = fresh_db.execute("SELECT key, value FROM settings WHERE value LIKE :like", {"like": "100%"})
+    assert found.fetchall() == [("k", "100% at :noon")]
+    assert list(fresh_db.query("SELECT value FROM settings WHERE key = :key", {"key": "k"})) == [
+        {"value": "100% at :noon"}
+    ]
+
+
+def test_sql_text_refuses_positional_values(fresh_db: Database) -> None:
+    with pytest.raises(TypeError, match="by name: write `:name`"):
+        fresh_db.execute("SELECT value FROM settings WHERE key = ?", ["k"])  # type: ignore[arg-type]
+
+
+def test_sql_text_runs_inside_the_write_it_is_given_or_on_its_own(
+    fresh_db: Database, db_url: str | Path
+) -> None:
+    def stored() -> list[str]:
+        with store.session(db_url) as other:  # another connection: what is committed
+            return [r[0] for r in other.execute("SELECT key FROM settings ORDER BY key")]
+
+    with pytest.raises(RuntimeError), store.write(fresh_db):
+        fresh_db.execute("INSERT INTO settings (key, value) VALUES ('in-write', 'v')")
+        with fresh_db.atomic():
+            fresh_db.execute("INSERT INTO settings (key, value) VALUES ('in-savepoint', 'v')")
+        assert stored() == []  # not committed before the write ends
+        raise RuntimeError("a bug")
+    assert stored() == []  # rolled back with the write
+    with store.write(fresh_db):
+        fresh_db.execute("INSERT INTO settings (key, value) VALUES ('kept', 'v')")
+        with pytest.raises(RuntimeError), fresh_db.atomic():
+            fresh_db.execute("INSERT INTO settings (key, value) VALUES ('undone', 'v')")
+            raise RuntimeError("a bug")
+    fresh_db.execute("INSERT INTO settings (key, value) VALUES ('alone', 'v')")
+    assert not fresh_db.in_transaction  # a statement outside a write commits on its own
+    assert stored() == ["alone", "kept"]
+
+
 def test_migrations_are_recorded_and_not_rerun(db_path: Path) -> None:
     with store.session(db_path) as db:
         names = [m.name for m in store.migrations.applied(db)]
@@ -51,9 +90,7 @@ def test_blind_change_and_reconcile_keep_full_history(wice_db: Database) -> None
     with pytest.raises(ConflictError):
         store.record_label(wice_db, claim=claim, reviewer="bob", kind="keep")
     state = store.record_label(wice_db, claim=claim, reviewer="ann", kind="judge_right", judge_run_id=run.id)
-    judge = wice_db.execute(
-        "SELECT verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk = ?", [run.id, claim]
-    ).fetchone()[0]
+    judge = store.answers.judge_verdict(wice_db, run.id, claim)
     assert (state.blind_verdict, state.final_verdict, state.slip) == ("UNSUPPORTED", judge, True)
     kinds = [(e["kind"], e["verdict"]) for e in store.label_history(wice_db, claim, "ann")]
     assert kinds == [("blind", "SUPPORTED"), ("blind", "UNSUPPORTED"), ("judge_right", judge)]
@@ -133,9 +170,8 @@ def test_adjudicate_from_the_cli_overrides_and_is_kept_in_history(
     store.record_label(demo_db, claim=claim, reviewer="boris", kind="blind", verdict="UNSUPPORTED")
     assert main(["--db", str(db_url), "adjudicate", "Q2", "c2", "contradicted", "--by", "lead"]) == 0
     assert "adjudicated CONTRADICTED by lead" in capsys.readouterr().out
-    assert demo_db.execute(
-        "SELECT verdict, adjudicator FROM adjudications WHERE claim_pk = ?", [claim]
-    ).fetchone() == ("CONTRADICTED", "lead")
+    adjudicated = store.answers.adjudication(demo_db, claim)
+    assert adjudicated is not None and adjudicated[:2] == ("CONTRADICTED", "lead")
     assert [e["kind"] for e in store.label_history(demo_db, claim)] == ["blind", "blind", "adjudicate"]
     assert main(["--db", str(db_url), "adjudicate", "Q2", "c9", "SUPPORTED", "--by", "lead"]) == 1
     assert "no claim 'c9' in answer 'Q2'" in capsys.readouterr().err
@@ -231,3 +267,15 @@ def test_bad_label_arguments_are_input_errors(demo_db: Database) -> None:
 )
 def test_a_database_url_is_shown_without_its_password(url: str, shown: str) -> None:
     assert store.shown(url) == shown
+
+
+def test_closing_a_runs_labeling_is_stored_once_and_read_back(demo_db: Database) -> None:
+    run = store.find_judge_run(demo_db)
+    assert store.labeling_closure(demo_db, run.id) is None
+    reading = {"agreement": [0.71, 0.83], "n_claims": 40}
+    closed = store.close_labeling(demo_db, run.id, "Lena Lead", reading)
+    assert store.labeling_closure(demo_db, run.id) == closed
+    assert (closed.run_id, closed.closed_by, closed.reading) == (run.id, "Lena Lead", reading)
+    with pytest.raises(ConflictError):
+        store.close_labeling(demo_db, run.id, "Someone Else", {})
+    assert store.labeling_closure(demo_db, run.id) == closed  # the refused second close wrote nothing

@@ -100,7 +100,9 @@ def test_two_tabs_racing_a_verdict_on_one_claim_store_one_and_refuse_the_other(p
     with pytest.raises(StaleLabelError):
         second.outcome()
     with store.session(pg_url) as db:
-        events = db.execute("SELECT verdict FROM label_events WHERE claim_pk = ?", (claim,)).fetchall()
+        events = db.execute(
+            "SELECT verdict FROM label_events WHERE claim_pk = :claim", {"claim": claim}
+        ).fetchall()
         assert [e[0] for e in events] == ["SUPPORTED"]
         assert store.label_state(db, claim, "ann").final_verdict == "SUPPORTED"  # type: ignore[union-attr]
 
@@ -120,7 +122,9 @@ def test_two_tabs_racing_a_changed_verdict_store_one_change(pg_url: str) -> None
     with pytest.raises(StaleLabelError):
         second.outcome()
     with store.session(pg_url) as db:
-        events = db.execute("SELECT verdict FROM label_events WHERE claim_pk = ? ORDER BY id", (claim,))
+        events = db.execute(
+            "SELECT verdict FROM label_events WHERE claim_pk = :claim ORDER BY id", {"claim": claim}
+        )
         assert [e[0] for e in events] == ["SUPPORTED", "UNSUPPORTED"]
 
 
@@ -225,7 +229,9 @@ def test_an_import_batch_racing_a_first_verdict_sets_its_label_aside(pg_url: str
     second = _race(pg_url, verdict, lambda db: store.labels.record_new_imports(db, [imported], None))
     assert second.outcome() == [imported]
     with store.session(pg_url) as db:
-        events = db.execute("SELECT kind, verdict FROM label_events WHERE claim_pk = ?", (claim,))
+        events = db.execute(
+            "SELECT kind, verdict FROM label_events WHERE claim_pk = :claim", {"claim": claim}
+        )
         assert [tuple(e) for e in events] == [("blind", "CONTRADICTED")]
 
 
@@ -272,7 +278,9 @@ def test_a_verdict_racing_a_rename_of_its_reviewer_is_refused_not_left_behind(pg
     with pytest.raises(SignedOutError):
         second.outcome()
     with store.session(pg_url) as db:
-        events = db.execute("SELECT reviewer, verdict FROM label_events WHERE claim_pk = ?", (claim,))
+        events = db.execute(
+            "SELECT reviewer, verdict FROM label_events WHERE claim_pk = :claim", {"claim": claim}
+        )
         assert [tuple(e) for e in events] == [("anne", "SUPPORTED")]
 
 

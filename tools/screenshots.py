@@ -73,7 +73,8 @@ def main() -> int:
             claims = review.load_card(conn, first, "Anna").claims
             judged = dict(
                 conn.execute(
-                    "SELECT claim_pk, verdict FROM judge_verdicts WHERE run_id = ?", [ref.judge_run_id]
+                    "SELECT claim_pk, verdict FROM judge_verdicts WHERE run_id = :run_id",
+                    {"run_id": ref.judge_run_id},
                 ).fetchall()
             )
         with start_app(db, Path(tmp) / "server.log") as url, sync_playwright() as pw:

@@ -126,9 +126,9 @@ def build(db_path: Path, n_answers: int, seed: int = 11) -> LoadCycle:
                 """SELECT v.claim_pk, v.verdict FROM judge_verdicts v
                JOIN judge_runs r ON r.id = v.run_id
                JOIN claims c ON c.id = v.claim_pk
-               JOIN cycle_answers ca ON ca.answer_id = c.answer_id AND ca.cycle_id = ?
-               WHERE r.judge_model = ? AND r.prompt_version = ?""",
-                [cyc.id, JUDGE_MODEL, PROMPT_VERSION],
+               JOIN cycle_answers ca ON ca.answer_id = c.answer_id AND ca.cycle_id = :cycle_id
+               WHERE r.judge_model = :judge_model AND r.prompt_version = :prompt_version""",
+                {"cycle_id": cyc.id, "judge_model": JUDGE_MODEL, "prompt_version": PROMPT_VERSION},
             )
         }
     return LoadCycle(cyc.id, cyc.name, n_answers, len(judge), judge)
@@ -145,15 +145,15 @@ def label_counts(db_path: Path, cycle_id: int) -> dict[str, tuple[int, int]]:
                       COUNT(DISTINCT CASE WHEN blind_verdict IS NOT NULL THEN claim_pk END)
                FROM human_labels
                WHERE claim_pk IN (SELECT c.id FROM claims c JOIN cycle_answers ca
-                                  ON ca.answer_id = c.answer_id WHERE ca.cycle_id = ?)
+                                  ON ca.answer_id = c.answer_id WHERE ca.cycle_id = :cycle_id)
                GROUP BY reviewer""",
-            [cycle_id],
+            {"cycle_id": cycle_id},
         ).fetchall()
         events = dict(
             db.execute(
-                "SELECT reviewer, COUNT(*) FROM label_events WHERE cycle_id = ? AND kind = 'blind' "
+                "SELECT reviewer, COUNT(*) FROM label_events WHERE cycle_id = :cycle_id AND kind = 'blind' "
                 "GROUP BY reviewer",
-                [cycle_id],
+                {"cycle_id": cycle_id},
             ).fetchall()
         )
     return {str(r): (int(n), int(events.get(r, 0))) for r, n in rows}

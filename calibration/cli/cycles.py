@@ -1,4 +1,4 @@
-"""`cycle` and `holdout`."""
+"""`cycle`, `close-labeling` and `holdout`."""
 
 from __future__ import annotations
 
@@ -98,6 +98,20 @@ def _add_cycles(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     c.add_argument("--to", dest="to_reviewer", required=True, help="the reviewer who takes it over")
     c.add_argument("--by", default=_login_name(), help="recorded as who reassigned it")
     c.set_defaults(handler=cli_cycle_reassign)
+
+    p = sub.add_parser(
+        "close-labeling",
+        help="close labeling for a judge run: the final reading decides, no new cycle is drawn",
+        description="Close labeling for a judge run, one way: the final fixed-sample reading is taken "
+        "now from the labels so far and decides what the running rule left open; no new cycle is "
+        "drawn from the run. Reviewers may finish the cycles already drawn: their labels count in "
+        "the figures and the running rule, not in the final reading. Nothing undoes it (restore a "
+        "backup made before instead).",
+    )
+    p.add_argument("judge_run", metavar="RUN", help="MODEL@VERSION, or VERSION when unique")
+    p.add_argument("--by", required=True, metavar="NAME", help="who closes it (a lead)")
+    p.add_argument("--yes", action="store_true", help="close it: without this nothing is written")
+    p.set_defaults(handler=cli_close_labeling)
 
     p = sub.add_parser("holdout", help="mark answers as holdout (sampled only by --holdout cycles)")
     hsub = p.add_subparsers(dest="holdout_command", required=True, metavar="ACTION")
@@ -305,6 +319,24 @@ def cli_cycle_close(args: argparse.Namespace) -> int:
     print(f"flag: {a.status.upper()}")
     for reason in fig.flag_reasons:
         print(f"  - {reason}")
+    return 0
+
+
+def cli_close_labeling(args: argparse.Namespace) -> int:
+    from .. import closing, report
+
+    with store.session(_db_path(args)) as db:
+        run = store.find_judge_run(db, args.judge_run)
+        if not args.yes:
+            print(
+                f"labeling of run {run.name} is still open: closing is one way, so add --yes to close it",
+                file=sys.stderr,
+            )
+            return 2
+        done = closing.close_labeling(db, run.name, closed_by=args.by)
+        _scoped, assessed = report.assess(db, run, bootstrap=0)
+    print(f"{fmt.closed_words(done.closed_by, done.closed_at, start=True)} for run {run.name}")
+    print(f"flag: {assessed.status.upper()}{assessed.reading_words()}")
     return 0
 
 

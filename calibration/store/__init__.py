@@ -8,7 +8,8 @@ One module per stored noun, over one connection module:
 - `tables`, `core`: the tables as SQLAlchemy metadata, and what each engine spells its own way;
 - `revisions`, `migrations`, `schema`, `schema_postgresql`: the schema (Alembic's revisions,
   after the numbered migrations that made it up to m018), applied on every open;
-- `runs`: judge runs (lookup by name, get-or-create), their verdicts and counts;
+- `runs`: judge runs (lookup by name, get-or-create), their verdicts and counts, the closure of
+  their labeling;
 - `labels`: label writes (append-only history + current state) and adjudications;
 - `claims`: the one final-label reader (`claim_table`) every report and export uses;
 - `settings`: stored settings, the flag's thresholds among them;
@@ -84,7 +85,18 @@ from .labels import (
 )
 from .review import QueueRow
 from .roster import RosterEntry, RosterEvent
-from .runs import JudgeRun, RunInfo, find_judge_run, info, judge_runs, run_id, run_verdicts
+from .runs import (
+    JudgeRun,
+    LabelingClosure,
+    RunInfo,
+    close_labeling,
+    find_judge_run,
+    info,
+    judge_runs,
+    labeling_closure,
+    run_id,
+    run_verdicts,
+)
 from .schema import migrations
 from .settings import (
     SIGNIN_SECRET_SETTING,
@@ -115,6 +127,7 @@ __all__ = [
     "Guidelines",
     "JudgeRun",
     "LabelState",
+    "LabelingClosure",
     "OpenCycleWork",
     "PlanningFacts",
     "QueueRow",
@@ -133,6 +146,7 @@ __all__ = [
     "claim_pk",
     "claim_table",
     "close_idle_connections",
+    "close_labeling",
     "connect",
     "cycle_id",
     "cycles",
@@ -153,6 +167,7 @@ __all__ = [
     "lab",
     "label_history",
     "label_state",
+    "labeling_closure",
     "labels",
     "load_thresholds",
     "migrations",

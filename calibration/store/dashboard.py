@@ -32,6 +32,7 @@ from .tables import (
     judge_runs,
     judge_verdicts,
     label_events,
+    labeling_closures,
     settings,
 )
 
@@ -80,7 +81,7 @@ def fingerprint(db: Database) -> tuple[Any, ...]:
 
     Every label write and adjudication appends a label event; imports add claims and
     verdicts, and a staged import's rows appear when it finishes; closing a cycle sets
-    closed_at; thresholds live in settings; a judge-lab call
+    closed_at, and closing a run's labeling adds its closure; thresholds live in settings; a judge-lab call
     can rewrite a verdict in place; holdout marks change which answers count.
     """
     # SQLite's rowid end is free; PostgreSQL has none, and counts (an import's verdicts only add).
@@ -99,6 +100,7 @@ def fingerprint(db: Database) -> tuple[Any, ...]:
         select(func.count()).where(jc.status == "ok"),
         select(func.count()).where(answers.c.holdout == 1),
         select(func.max(imports.c.finished_at)),
+        select(func.max(labeling_closures.c.closed_at)),
     )
     return tuple(db.run(select(*(p.scalar_subquery() for p in parts))).one())
 

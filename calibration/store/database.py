@@ -20,16 +20,27 @@ import functools
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
-from sqlalchemy import ClauseElement, Connection, Dialect, Executable, Result, Select, Table
+from sqlalchemy import (
+    ClauseElement,
+    Connection,
+    CursorResult,
+    Dialect,
+    Executable,
+    Result,
+    Select,
+    Table,
+    text,
+)
 from sqlalchemy import exc as sa_exc
 
-from ..errors import ConflictError
+from ..errors import ConflictError, StorageError
 
 Params = Sequence[Any] | Mapping[str, Any]
 Rows = Result[*tuple[Any, ...]]  # a Core statement's result, rows of any columns
 NOTHING_WRITTEN = "nothing was written"
+CLOSED = "the database connection was closed"
 # Where `write` and `snapshot` leave the statements that open their transaction, for the
 # engine's `begin` event (`begin_event`) in the SQLAlchemy connection's `info`.
 _BEGIN = "calibration.begin"
@@ -68,23 +79,23 @@ def driver_error(exc: BaseException) -> BaseException:
     return exc
 
 
-class Cursor(Protocol):
-    """What a statement gives back: its rows, the rows it changed, the id it inserted."""
+class Cursor:
+    """What `execute` gives back: its rows as a driver's cursor gives them, fetched at once (the
+    statement is done: no cursor left half read holds a read snapshot open)."""
 
-    @property
-    def rowcount(self) -> int: ...
+    def __init__(self, result: CursorResult[Any]) -> None:
+        self.names: tuple[str, ...] = tuple(result.keys()) if result.returns_rows else ()
+        rows = [tuple(r) for r in result] if result.returns_rows else []
+        self._rows: Iterator[tuple[Any, ...]] = iter(rows)
 
-    @property
-    def lastrowid(self) -> int | None: ...
+    def fetchone(self) -> Any:
+        return next(self._rows, None)
 
-    @property
-    def description(self) -> Any: ...
+    def fetchall(self) -> list[Any]:
+        return list(self._rows)
 
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-    def __iter__(self) -> Iterator[Any]: ...
+    def __iter__(self) -> Iterator[Any]:
+        return self._rows
 
 
 class Database(ABC):
@@ -156,17 +167,30 @@ class Database(ABC):
         finally:
             cur.close()
 
-    @abstractmethod
-    def execute(self, sql: str, params: Params = ()) -> Cursor:
-        """Run one statement of SQL text as written for this engine, with `?` (or `:name`)
-        placeholders: for tests and maintenance tools; the store's own statements are Core."""
+    def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> Cursor:
+        """Run one statement of SQL text as written for this engine, in the current transaction
+        if one is open (else on its own): for tests and maintenance tools; the store's own
+        statements are Core. Values are bound by name (`:name` in the text, `params` a mapping),
+        by SQLAlchemy's `text()` for the engine's driver; a colon meant literally before a name
+        is written `\\:`. A driver's error is raised as the driver's own; on a closed
+        connection, StorageError on every engine."""
+        if params is not None and not isinstance(params, Mapping):
+            raise TypeError(
+                "execute binds values by name: write `:name` in the SQL and pass a mapping "
+                f"(positional `?` placeholders are not taken), not {type(params).__name__}"
+            )
+        if self.sa.closed:
+            raise StorageError(CLOSED)
+        try:
+            return Cursor(self.sa.execute(text(sql), params))
+        except sa_exc.DBAPIError as exc:
+            raise driver_error(exc) from exc
 
-    def query(self, sql: str, params: Params = ()) -> Iterator[dict[str, Any]]:
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> Iterator[dict[str, Any]]:
         """The rows of a SELECT as dicts keyed by column name."""
         cur = self.execute(sql, params)
-        names = [d[0] for d in cur.description]
         for row in cur:
-            yield dict(zip(names, row, strict=True))
+            yield dict(zip(cur.names, row, strict=True))
 
     @property
     @abstractmethod

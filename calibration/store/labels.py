@@ -140,6 +140,13 @@ def label_state(db: Database, claim: int, reviewer: str, *, held: bool = False) 
     return _label_state(row, claim, reviewer)
 
 
+def hold_all_labels(db: Database) -> None:
+    """Keep every writer of labels out until the write ends (`Database.lock_tables`), readers
+    not: a reading taken inside it over many statements (closing a run's labeling) sees one
+    state of every label, as on SQLite, where the write holds the whole file."""
+    db.lock_tables(label_events, human_labels, adjudications)
+
+
 def hold_label(db: Database, claim: int, reviewer: str) -> None:
     """Hold the reviewer's current label on the claim until the write ends, when they have one
     (`label_state`'s `held`; `Database.lock`): before a write reads anything its check is based on."""

@@ -29,9 +29,10 @@ table), or lets a unique key decide (INSERT ... ON CONFLICT):
   written);
 - a lead's change of a cycle (close, reassign): its row; a new cycle and holdout marks: cycle
   membership (`cycles.hold_membership`), since each reads what the other writes over many
-  answers; thresholds: the settings table; a new split generation: `claim_splits` (made
-  only when the current one is still the one read); a restore into an empty database: every
-  table;
+  answers; closing a run's labeling: the label tables, so its final reading sees one state
+  (`labels.hold_all_labels`); thresholds: the settings table; a new split generation:
+  `claim_splits` (made only when the current one is still the one read); a restore into an
+  empty database: every table;
 - claim ids an import reserves or a restore writes: the `imports` table (`hold_numbering`), so
   two imports never take the same range; other ids are identity columns;
 - an import stays all or nothing through its marker (`imports`), each batch a transaction; a
@@ -46,18 +47,17 @@ fails with DatabaseBusyError, nothing written.
 SQL. The store's statements are built with SQLAlchemy Core and compiled for PostgreSQL by
 SQLAlchemy; nothing rewrites SQL text at run time. The numbered migrations that made the schema
 before Alembic have their PostgreSQL text written once (`schema_postgresql`). `execute` runs SQL
-text as written for PostgreSQL (tests and maintenance tools; the store runs none), taking the
-`?` and `:name` placeholders SQLite's driver takes. Ids of a table whose primary key is `id`
-are identity columns (revision 0002): two transactions inserting at once take different ids;
-where rows are written with the ids they hold (a restore, a copy, an import's claims), the
-writer moves the sequence past them (`resume_numbering`).
+text as written for PostgreSQL (tests and maintenance tools; the store runs none) through
+SQLAlchemy's `text()`, its values bound by name (`:name`) as on SQLite. Ids of a table whose
+primary key is `id` are identity columns (revision 0002): two transactions inserting at once
+take different ids; where rows are written with the ids they hold (a restore, a copy, an
+import's claims), the writer moves the sequence past them (`resume_numbering`).
 """
 
 from __future__ import annotations
 
-import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, ClassVar
 
@@ -80,7 +80,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql import REGCLASS
 
 from ..errors import DatabaseBusyError, DiskFullError, ReadOnlyError, StorageError
-from .database import NOTHING_WRITTEN, Cursor, Database, Params, begin_event, driver_error
+from .database import CLOSED, NOTHING_WRITTEN, Database, begin_event, driver_error
 from .revisions import upgrade as upgrade_schema
 from .sqlite import BUSY_TIMEOUT_MS
 from .tables import NUMBERED
@@ -117,30 +117,6 @@ def storage_error(exc: BaseException) -> StorageError | None:
     return None
 
 
-# ---------------------------------------------------------------- SQL text
-
-# A literal, a quoted name, a placeholder or a percent sign.
-_TOKEN = re.compile(r"'(?:[^']|'')*'|\"[^\"]*\"|\?|(?<![:\w]):[A-Za-z_]\w*|%")
-
-
-@lru_cache(maxsize=256)
-def _paramstyle(sql: str) -> str:
-    """SQL text with SQLite's driver's placeholders (`?`, `:name`) in psycopg's (`%s`,
-    `%(name)s`), a literal percent sign doubled; nothing else of the text changes."""
-
-    def sub(m: re.Match[str]) -> str:
-        tok = m.group(0)
-        if tok == "?":
-            return "%s"
-        if tok == "%":
-            return "%%"
-        if tok.startswith(":"):
-            return f"%({tok[1:]})s"
-        return tok.replace("%", "%%") if tok.startswith("'") else tok
-
-    return _TOKEN.sub(sub, sql)
-
-
 # ---------------------------------------------------------------- the connection
 
 
@@ -158,37 +134,12 @@ def _resumed(name: str) -> Select[tuple[Any]]:
     )
 
 
-class _Result:
-    """A cursor's rows (fetched at once: the statement is done) and counts, as SQLite's cursor has."""
-
-    def __init__(self, cur: psycopg.Cursor[Any], rowcount: int) -> None:
-        self.description = cur.description
-        self._rows: list[Any] = cur.fetchall() if cur.description is not None else []
-        self.rowcount = rowcount
-        self.lastrowid: int | None = None
-        self._at = 0
-
-    def fetchone(self) -> Any:
-        if self._at >= len(self._rows):
-            return None
-        self._at += 1
-        return self._rows[self._at - 1]
-
-    def fetchall(self) -> list[Any]:
-        rows, self._at = self._rows[self._at :], len(self._rows)
-        return rows
-
-    def __iter__(self) -> Iterator[Any]:
-        while (row := self.fetchone()) is not None:
-            yield row
-
-
 class PostgresDatabase(Database):
     """A pooled connection to one PostgreSQL database (returned to the pool by `close`).
 
     `sa` is SQLAlchemy's connection, in its AUTOCOMMIT mode: transactions are the explicit
-    statements `write` and `snapshot` run (the isolation level), on the driver's
-    connection beneath it, which SQL text runs on too."""
+    statements `write` and `snapshot` run (the isolation level) on the driver's connection
+    beneath it, so a statement outside them commits on its own."""
 
     dialect: ClassVar[str] = "postgresql"
     integrity_errors: ClassVar[tuple[type[Exception], ...]] = (psycopg.IntegrityError, sa_exc.IntegrityError)
@@ -206,7 +157,7 @@ class PostgresDatabase(Database):
     @property
     def _c(self) -> psycopg.Connection[Any]:
         if self._conn is None:
-            raise StorageError("the database connection was closed")
+            raise StorageError(CLOSED)
         return self._conn
 
     def lock(self, rows: Select[Any], params: Mapping[str, Any] | None = None) -> None:
@@ -217,11 +168,6 @@ class PostgresDatabase(Database):
         # already in these tables (ROW EXCLUSIVE) and holds new ones off; reads go on.
         names = ", ".join(self.sa.dialect.identifier_preparer.format_table(t) for t in tables)
         self._c.execute(f"LOCK TABLE {names} IN SHARE ROW EXCLUSIVE MODE")
-
-    def execute(self, sql: str, params: Params = ()) -> Cursor:
-        with self._c.cursor() as cur:
-            cur.execute(_paramstyle(sql), params if isinstance(params, Mapping) else list(params))
-            return _Result(cur, cur.rowcount)
 
     @property
     def in_transaction(self) -> bool:

@@ -1,4 +1,4 @@
-"""Judge runs: lookup by name, get-or-create, counts, and a run's verdicts."""
+"""Judge runs: lookup by name, get-or-create, counts, a run's verdicts, and the closure of its labeling."""
 
 from __future__ import annotations
 
@@ -6,16 +6,16 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import case, exists, func, or_, select
+from sqlalchemy import case, exists, func, insert, or_, select
 
 from ..errors import NotFoundError
 from ..vocab import LABELS
 from .claims import human_labeled, json_ints, verdict_index
-from .connection import read_snapshot
+from .connection import now, read_snapshot, write
 from .core import ONE, json_list, upsert
 from .database import Database
 from .imports import hidden
-from .tables import answers, claims, human_labels, judge_verdicts, label_events
+from .tables import answers, claims, human_labels, judge_verdicts, label_events, labeling_closures
 from .tables import judge_runs as judge_runs_table
 
 if TYPE_CHECKING:
@@ -154,8 +154,6 @@ def run_id(
 
     A get-or-create on the UNIQUE pair; call it inside the caller's write transaction.
     """
-    from .connection import now
-
     r = judge_runs_table.c
     found = db.run(
         select(r.id).where(r.judge_model == judge_model, r.prompt_version == prompt_version)
@@ -171,3 +169,34 @@ def run_id(
         new.on_conflict_do_nothing(index_elements=[r.judge_model, r.prompt_version]).returning(r.id)
     ).scalar()
     return run_id(db, judge_model, prompt_version, create=False) if made is None else int(made)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelingClosure:
+    """Labeling of a run is closed (one way): by whom, when, and the final reading taken then
+    (`calibration.closing`, which writes and reads its JSON)."""
+
+    run_id: int
+    closed_by: str
+    closed_at: str
+    reading: dict[str, Any]
+
+
+def labeling_closure(db: Database, run_id: int) -> LabelingClosure | None:
+    """The closure of the run's labeling; None while it is open."""
+    c = labeling_closures.c
+    row = db.run(select(c.closed_by, c.closed_at, c.reading).where(c.run_id == run_id)).one_or_none()
+    return None if row is None else LabelingClosure(run_id, row[0], row[1], json.loads(row[2]))
+
+
+def close_labeling(db: Database, run_id: int, closed_by: str, reading: dict[str, Any]) -> LabelingClosure:
+    """Record that the run's labeling is closed now, with the final reading taken at closing. One
+    row per run: a second close breaks the primary key (ConflictError), so one reading stands."""
+    at = now()
+    with write(db):
+        db.run(
+            insert(labeling_closures).values(
+                run_id=run_id, closed_by=closed_by, closed_at=at, reading=json.dumps(reading, sort_keys=True)
+            )
+        )
+    return LabelingClosure(run_id, closed_by, at, reading)

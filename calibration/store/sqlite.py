@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -32,7 +31,7 @@ from ..errors import (
     ReadOnlyError,
     StorageError,
 )
-from .database import NOTHING_WRITTEN, Cursor, Database, Params, begin_event, driver_error
+from .database import NOTHING_WRITTEN, Database, begin_event, driver_error
 
 BUSY_TIMEOUT_MS = 30_000
 _BUSY_TEXT = f"the database is busy (another write held it too long); {NOTHING_WRITTEN}, try again"
@@ -99,28 +98,15 @@ class SQLiteDatabase(Database):
         self.sa = sa
         raw = sa.connection.dbapi_connection
         assert isinstance(raw, sqlite3.Connection)
-        self.conn: sqlite3.Connection = (
-            raw  # the driver's connection: statements written as SQL text run on it
-        )
+        self.conn: sqlite3.Connection = raw  # the driver's connection, for SQLite's own statements
         self.path = path
         self.shared: bool = shared  # opened for use by one thread after another
-        # The cursors handed out, while alive: a partly read one keeps its read snapshot open,
-        # which must not outlive the unit of work on a connection kept for the next one.
-        self._cursors: list[weakref.ref[sqlite3.Cursor]] = []
 
     def lock(self, rows: Select[Any], params: Mapping[str, Any] | None = None) -> None:
         pass  # BEGIN IMMEDIATE holds the whole file for the write: nothing finer to take
 
     def lock_tables(self, *tables: Table) -> None:
         pass  # as `lock`
-
-    def execute(self, sql: str, params: Params = ()) -> Cursor:
-        cur = self.conn.execute(sql, params)
-        if self.shared:
-            if len(self._cursors) >= 64:  # a long unit of work: keep only the live ones
-                self._cursors[:] = [ref for ref in self._cursors if ref() is not None]
-            self._cursors.append(weakref.ref(cur))
-        return cur
 
     @property
     def in_transaction(self) -> bool:
@@ -133,13 +119,8 @@ class SQLiteDatabase(Database):
             self.conn.close()  # already closed under SQLAlchemy (a test closes the driver's)
 
     def end_unit_of_work(self) -> bool:
-        """Close the cursors still open; True when the connection is then as a new one is (no
-        transaction, nothing attached, no temporary table), so the next unit of work may have it."""
-        for ref in self._cursors:
-            cur = ref()
-            if cur is not None:
-                cur.close()
-        self._cursors.clear()
+        """True when the connection is as a new one is (no transaction, nothing attached, no
+        temporary table), so the next unit of work may have it."""
         if self.conn.in_transaction:
             return False
         self._end_autobegun()

@@ -460,6 +460,15 @@ reviewer_identities = Table(
     PrimaryKeyConstraint("issuer", "subject"),
 )
 
+labeling_closures = Table(
+    "labeling_closures",
+    metadata,
+    Column("run_id", Int, ForeignKey("judge_runs.id"), primary_key=True, nullable=True, autoincrement=False),
+    Column("closed_by", Text, nullable=False),
+    Column("closed_at", Text, nullable=False),
+    Column("reading", Text, nullable=False),
+)
+
 # The tables with an `id INTEGER PRIMARY KEY` the store numbers (SQLite's rowid; on PostgreSQL
 # an identity column, whose sequence must be moved past ids written as they were).
 NUMBERED = tuple(

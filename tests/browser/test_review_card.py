@@ -88,8 +88,8 @@ class App:
             return [
                 tuple(r)
                 for r in db.execute(  # type: ignore[misc]
-                    "SELECT claim_pk, kind, verdict FROM label_events WHERE reviewer = ? ORDER BY id",
-                    [reviewer],
+                    "SELECT claim_pk, kind, verdict FROM label_events WHERE reviewer = :reviewer ORDER BY id",
+                    {"reviewer": reviewer},
                 )
             ]
 

@@ -136,14 +136,12 @@ def _judge(db: Path, cycle_id: int) -> list[tuple[str, list[tuple[int, str | Non
         out = []
         for answer in review.queue(conn, cycle_id, "layout"):
             claims = review.load_card(conn, answer, "layout").claims
-            judged = {
-                pk: v
-                for pk, v, *_ in conn.execute(
-                    "SELECT claim_pk, verdict FROM judge_verdicts WHERE run_id = ? AND claim_pk IN "
-                    f"({','.join('?' * len(claims))})",
-                    [ref.judge_run_id, *(c.pk for c in claims)],
-                )
-            }
+            judged = dict(
+                conn.execute(
+                    "SELECT claim_pk, verdict FROM judge_verdicts WHERE run_id = :run_id",
+                    {"run_id": ref.judge_run_id},
+                ).fetchall()
+            )
             out.append((answer, [(c.pk, judged.get(c.pk)) for c in claims]))
     return out
 

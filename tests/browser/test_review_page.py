@@ -139,7 +139,7 @@ class App:
 
     def claim_id(self, pk: int) -> str:
         with store.session(self.db) as db:
-            return db.execute("SELECT claim_id FROM claims WHERE id = ?", [pk]).fetchone()[0]
+            return db.execute("SELECT claim_id FROM claims WHERE id = :id", {"id": pk}).fetchone()[0]
 
 
 @pytest.fixture(scope="module")
@@ -325,7 +325,9 @@ def test_reconcile_by_keyboard_on_the_selected_disagreement(app: App, page: Any)
         ("keep", "UNSUPPORTED"),
     ]
     with store.session(app.db) as db:
-        slips = db.execute("SELECT sum(slip) FROM human_labels WHERE reviewer = ?", [reviewer])
+        slips = db.execute(
+            "SELECT sum(slip) FROM human_labels WHERE reviewer = :reviewer", {"reviewer": reviewer}
+        )
         assert slips.fetchone()[0] == 1
 
     blur(page)
@@ -527,9 +529,9 @@ def test_last_look_lets_a_verdict_change_before_the_reveal(app: App, page: Any) 
     assert len(app.events(pks[1], reviewer)) == 2
     with store.session(app.db) as db:
         times = db.execute(
-            "SELECT duration_ms FROM label_events WHERE reviewer = ? AND kind = 'blind' "
-            "AND claim_pk IN (?, ?)",
-            [reviewer, *pks],
+            "SELECT duration_ms FROM label_events WHERE reviewer = :reviewer AND kind = 'blind' "
+            "AND claim_pk IN (:first, :second)",
+            {"reviewer": reviewer, "first": pks[0], "second": pks[1]},
         ).fetchall()
     assert times and all(ms is not None and 0 <= ms < 60_000 for (ms,) in times), times
 
@@ -736,9 +738,9 @@ def test_two_reviewers_label_the_same_claim(app: App, tabs: Tabs) -> None:
         assert b is not None and b.blind_verdict == "CONTRADICTED"
         with store.session(app.db) as db:
             rows = db.execute(
-                "SELECT reviewer, verdict FROM label_events WHERE claim_pk = ? "
+                "SELECT reviewer, verdict FROM label_events WHERE claim_pk = :claim_pk "
                 "AND reviewer LIKE 'duo-%' ORDER BY reviewer",
-                [pk],
+                {"claim_pk": pk},
             ).fetchall()
         assert rows == [("duo-a", "SUPPORTED"), ("duo-b", "CONTRADICTED")]
     finally:

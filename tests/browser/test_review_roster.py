@@ -42,7 +42,8 @@ class App:
     def events(self, reviewer: str) -> list[tuple[int, str | None]]:
         with store.session(self.db) as db:
             rows = db.execute(
-                "SELECT claim_pk, verdict FROM label_events WHERE reviewer = ? ORDER BY id", [reviewer]
+                "SELECT claim_pk, verdict FROM label_events WHERE reviewer = :reviewer ORDER BY id",
+                {"reviewer": reviewer},
             ).fetchall()
         return [(r[0], r[1]) for r in rows]
 

@@ -44,8 +44,8 @@ def fill(db: store.Database, url: str | Path, **lab: str) -> None:
         r[0]
         for r in db.execute(
             "SELECT c.id FROM cycle_answers ca JOIN claims c ON c.answer_id = ca.answer_id "
-            "WHERE ca.cycle_id = ? ORDER BY ca.position, c.position",
-            [cyc.id],
+            "WHERE ca.cycle_id = :cycle_id ORDER BY ca.position, c.position",
+            {"cycle_id": cyc.id},
         )
     ]
     verdicts = ["SUPPORTED", "CONTRADICTED", "UNSUPPORTED"]
@@ -78,8 +78,8 @@ def fill(db: store.Database, url: str | Path, **lab: str) -> None:
         r[0]
         for r in db.execute(
             "SELECT DISTINCT c.answer_id FROM judge_verdicts v JOIN claims c ON c.id = v.claim_pk "
-            "WHERE v.run_id = ? ORDER BY 1",
-            [wice.id],
+            "WHERE v.run_id = :run_id ORDER BY 1",
+            {"run_id": wice.id},
         )
     ]
     cycles.mark_holdout(db, wice_answers[-3:])
