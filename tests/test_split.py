@@ -349,3 +349,20 @@ def test_claims_to_decide_is_the_first_size_that_decides(b: int, c: int, n: int)
     assert got is not None and got >= n and p(got) < 0.05
     if got > n:
         assert p(got - 1) >= 0.05
+
+
+def test_assigning_answers_counts_the_rows_it_wrote_on_every_engine(wice_db: Database) -> None:
+    # psycopg counts no rows for a many-row INSERT (rowcount -1): the count comes from RETURNING.
+    gen = store.split.create_split(
+        wice_db, after=None, seed=1, holdout_share=0.5, stratify_run_id=None, created_by="lead"
+    )
+    answers = store.split.labeled_answer_ids(wice_db)[:4]
+    first = [(a, "tuning", "s") for a in answers[:3]]
+    assert store.split.assign_answers(wice_db, gen, first) == 3
+    both = [(a, "holdout", "s") for a in answers]
+    assert store.split.assign_answers(wice_db, gen, both) == 1  # three were assigned already
+    assigned = store.split.assignments(wice_db)
+    assert {a: p for a, (_, p) in assigned.items()} == {
+        **{a: "tuning" for a in answers[:3]},
+        answers[3]: "holdout",
+    }

@@ -99,9 +99,14 @@ def assign_answers(db: Database, split_id: int, rows: Iterable[tuple[str, str, s
     ]
     if not values:
         return 0
-    new = upsert(db.dialect, split_answers).on_conflict_do_nothing(index_elements=[split_answers.c.answer_id])
+    # The rows written come back by RETURNING: psycopg counts none for a many-row INSERT (-1).
+    new = (
+        upsert(db.dialect, split_answers)
+        .on_conflict_do_nothing(index_elements=[split_answers.c.answer_id])
+        .returning(split_answers.c.answer_id)
+    )
     with write(db):
-        return max(int(db.run(new, values).rowcount), 0)  # type: ignore[attr-defined]
+        return len(db.run(new, values).all())
 
 
 def assignments(db: Database) -> dict[str, tuple[int, str]]:
