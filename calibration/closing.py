@@ -23,11 +23,6 @@ from .fmt import closed_words
 from .store import Database
 
 
-def closure(db: Database, run: store.JudgeRun) -> store.LabelingClosure | None:
-    """The closure of the run's labeling; None while it is open."""
-    return store.labeling_closure(db, run.id)
-
-
 def closed_sentence(run: store.JudgeRun, found: store.LabelingClosure) -> str:
     """Why no cycle is drawn from a closed run, in a lead's words."""
     return (
@@ -38,7 +33,7 @@ def closed_sentence(run: store.JudgeRun, found: store.LabelingClosure) -> str:
 
 def refuse_if_closed(db: Database, run: store.JudgeRun) -> None:
     """ConflictError when the run's labeling is closed: no cycle is planned or drawn from it."""
-    found = closure(db, run)
+    found = store.labeling_closure(db, run.id)
     if found is not None:
         raise ConflictError(closed_sentence(run, found))
 
@@ -56,7 +51,7 @@ def close_labeling(db: Database, judge_run: str | None, *, closed_by: str) -> st
     with store.write(db):
         store.labels.hold_all_labels(db)  # the final reading is taken from one state of the labels
         run = store.find_judge_run(db, judge_run)
-        found = closure(db, run)
+        found = store.labeling_closure(db, run.id)
         if found is not None:
             raise ConflictError(
                 f"run {run.name}: {closed_words(found.closed_by, found.closed_at)} already; closing is "

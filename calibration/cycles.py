@@ -807,7 +807,7 @@ def next_cycle(db: Database, judge_run: str | None = None) -> NextCycle:
     the answers they hold."""
     full = min(MAX_SIZE, max(MIN_SIZE, planning.CYCLE_SIZE))
     run = store.find_judge_run(db, judge_run)
-    found = closing.closure(db, run)
+    found = store.labeling_closure(db, run.id)
     if found is not None:
         return NextCycle("agreement", 0, None, full, 0, closed=closing.closed_sentence(run, found))
     try:

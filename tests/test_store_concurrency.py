@@ -77,6 +77,14 @@ class _Other:
         return self.result
 
 
+def _event_verdicts(db: Database, claim: int) -> list[str]:
+    """The verdicts of the claim's label events, in the order they were written."""
+    rows = db.execute(
+        "SELECT verdict FROM label_events WHERE claim_pk = :claim ORDER BY id", {"claim": claim}
+    )
+    return [r[0] for r in rows]
+
+
 def _race(url: str, first: Callable[[Database], Any], second: Callable[[Database], Any]) -> _Other:
     """`first` written and still open when `second` starts on another connection; committed once
     `second` waits for it. Returns `second`, to ask its outcome."""
@@ -100,10 +108,7 @@ def test_two_tabs_racing_a_verdict_on_one_claim_store_one_and_refuse_the_other(p
     with pytest.raises(StaleLabelError):
         second.outcome()
     with store.session(pg_url) as db:
-        events = db.execute(
-            "SELECT verdict FROM label_events WHERE claim_pk = :claim", {"claim": claim}
-        ).fetchall()
-        assert [e[0] for e in events] == ["SUPPORTED"]
+        assert _event_verdicts(db, claim) == ["SUPPORTED"]
         assert store.label_state(db, claim, "ann").final_verdict == "SUPPORTED"  # type: ignore[union-attr]
 
 
@@ -122,10 +127,7 @@ def test_two_tabs_racing_a_changed_verdict_store_one_change(pg_url: str) -> None
     with pytest.raises(StaleLabelError):
         second.outcome()
     with store.session(pg_url) as db:
-        events = db.execute(
-            "SELECT verdict FROM label_events WHERE claim_pk = :claim ORDER BY id", {"claim": claim}
-        )
-        assert [e[0] for e in events] == ["SUPPORTED", "UNSUPPORTED"]
+        assert _event_verdicts(db, claim) == ["SUPPORTED", "UNSUPPORTED"]
 
 
 def test_two_servers_creating_one_judge_run_at_once_create_it_once(pg_url: str) -> None:
